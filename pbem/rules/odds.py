@@ -1,0 +1,71 @@
+"""What one player can know: the odds that a bid holds (RULES.md section 1).
+
+Unknown dice are independent: each matches a number bid with p = 1/3 (its
+face or a star) and a star bid with p = 1/6. A super die counts twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from pbem.rules.challenge import count_matching
+from pbem.rules.cup import Cup
+from pbem.rules.dice import Die
+from pbem.rules.ladder import Bid, Ladder
+from pbem.rules.ruleset import RuleSet
+
+
+@dataclass(frozen=True)
+class Odds:
+    holds: float   # P(actual >= quantity)
+    exact: float   # P(actual == quantity)
+
+
+@dataclass(frozen=True)
+class SeatView:
+    """One seat's knowledge of one running round: what the robot and the odds use."""
+
+    seat: int
+    own: Cup
+    others_exposed: tuple[Die, ...]
+    unknown_plain: int        # other players' hidden plain dice
+    unknown_super: int        # other players' hidden super dice
+    current: Bid | None
+    ladder: Ladder
+    rules: RuleSet
+
+    @property
+    def known(self) -> tuple[Die, ...]:
+        return self.own.dice + self.others_exposed
+
+
+def match_probability(bid: Bid) -> float:
+    return 1 / 6 if bid.is_star else 1 / 3
+
+
+@lru_cache(maxsize=4096)
+def count_distribution(plain: int, super_: int, p: float) -> tuple[float, ...]:
+    """P(matching count == c) for c = 0..plain + 2*super_ over the unknown dice."""
+    dist = [1.0]
+    for weight, n in ((1, plain), (2, super_)):
+        for _ in range(n):
+            nxt = [0.0] * (len(dist) + weight)
+            for c, pr in enumerate(dist):
+                nxt[c] += pr * (1 - p)
+                nxt[c + weight] += pr * p
+            dist = nxt
+    return tuple(dist)
+
+
+def actual_distribution(view: SeatView, bid: Bid) -> dict[int, float]:
+    """P(actual == c) for the whole table, from this seat's point of view."""
+    known = count_matching(view.known, bid)
+    dist = count_distribution(view.unknown_plain, view.unknown_super, match_probability(bid))
+    return {known + c: pr for c, pr in enumerate(dist) if pr > 0}
+
+
+def bid_odds(view: SeatView, bid: Bid) -> Odds:
+    dist = actual_distribution(view, bid)
+    holds = sum(pr for c, pr in dist.items() if c >= bid.quantity)
+    return Odds(holds=min(1.0, holds), exact=dist.get(bid.quantity, 0.0))

@@ -1,0 +1,152 @@
+"""The game record: everything needed to rebuild and check a postal game.
+
+The record holds the rule set, the dice commitment, the seat draw and every
+accepted move with its turn; once the game is over it also holds the seed.
+Replaying the moves on a fresh game rolled from the seed rebuilds any
+position; ``verify`` checks a finished record end to end. Its JSON form is
+documented by ``schema/game-record.schema.json``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import groupby
+from typing import Any
+
+from pbem.rules.dice import SEATS_LABEL, DiceStream, Face, face_from_json, face_json
+from pbem.rules.errors import RulesError
+from pbem.rules.moves import BidMove, Move, move_from_json, move_to_json
+from pbem.rules.postal import BidPlaced, PostalState, apply_turn, new_game
+from pbem.rules.ruleset import RuleSet
+
+RECORD_FORMAT = "pbem.bluff.record/1"
+
+
+def draw_seats(stream: DiceStream, entrants: int) -> list[int]:
+    """seats[i] is the seat of the i-th entrant (in sign-up order)."""
+    return stream.shuffle(SEATS_LABEL, list(range(1, entrants + 1)))
+
+
+@dataclass(frozen=True)
+class RecordedMove:
+    turn: int
+    seat: int
+    minigame: int
+    move: Move
+    by: str = "player"                 # player | standing | robot | referee
+    rerolled: tuple[Face, ...] = ()    # the faces dealt by an expose, as reported
+
+    def to_json(self) -> dict[str, Any]:
+        data = {"turn": self.turn, "seat": self.seat, "minigame": self.minigame,
+                "by": self.by, **move_to_json(self.move)}
+        if self.rerolled:
+            data["rerolled"] = [face_json(f) for f in self.rerolled]
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "RecordedMove":
+        return cls(int(data["turn"]), int(data["seat"]), int(data["minigame"]),
+                   move_from_json(data), str(data.get("by", "player")),
+                   tuple(face_from_json(f) for f in data.get("rerolled", ())))
+
+
+@dataclass
+class GameRecord:
+    game: str
+    rules: RuleSet
+    commitment: str
+    entrants: list[str]
+    seats: list[int]
+    moves: list[RecordedMove] = field(default_factory=list)
+    seed: str | None = None            # hex, revealed when the game is over
+    result: dict[str, Any] | None = None
+    kind: str = "postal"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": RECORD_FORMAT, "kind": self.kind, "game": self.game,
+            "rules": self.rules.to_json(), "commitment": self.commitment,
+            "seed": self.seed,
+            "players": [{"entrant": i + 1, "name": name, "seat": seat}
+                        for i, (name, seat) in enumerate(zip(self.entrants, self.seats))],
+            "moves": [m.to_json() for m in self.moves],
+            "result": self.result,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "GameRecord":
+        if data.get("format") != RECORD_FORMAT:
+            raise ValueError(f"not a {RECORD_FORMAT} record")
+        players = sorted(data["players"], key=lambda p: p["entrant"])
+        return cls(game=data["game"], rules=RuleSet.from_json(data["rules"]),
+                   commitment=data["commitment"],
+                   entrants=[p["name"] for p in players], seats=[p["seat"] for p in players],
+                   moves=[RecordedMove.from_json(m) for m in data["moves"]],
+                   seed=data.get("seed"), result=data.get("result"),
+                   kind=data.get("kind", "postal"))
+
+
+def turns(moves: Sequence[RecordedMove]) -> list[tuple[int, list[RecordedMove]]]:
+    ordered = sorted(moves, key=lambda m: (m.turn, m.seat))
+    return [(t, list(group)) for t, group in groupby(ordered, key=lambda m: m.turn)]
+
+
+def replay(rules: RuleSet, stream: DiceStream, moves: Sequence[RecordedMove],
+           *, upto_turn: int | None = None) -> PostalState:
+    """Rebuild the position after the recorded turns (all, or those before upto_turn)."""
+    state = new_game(stream, rules)
+    for turn, group in turns(moves):
+        if upto_turn is not None and turn >= upto_turn:
+            break
+        if turn != state.turn:
+            raise RulesError(f"the record jumps from turn {state.turn} to turn {turn}")
+        state, _ = apply_turn(state, {m.seat: m.move for m in group}, stream)
+    return state
+
+
+def result_json(state: PostalState) -> dict[str, Any]:
+    return {"virtual_dice": {str(s): v for s, v in enumerate(state.virtual_dice, start=1)},
+            "standings": [{"rank": s.rank, "seat": s.seat, "virtual_dice": s.virtual_dice}
+                          for s in state.standings()]}
+
+
+def verify(record: GameRecord) -> list[str]:
+    """Every way the record fails to hold up; an empty list means it is honest."""
+    if record.seed is None:
+        return ["the seed is not revealed yet: only a finished game can be verified"]
+    try:
+        seed = bytes.fromhex(record.seed)
+        stream = DiceStream(seed)
+    except ValueError as exc:
+        return [f"the seed is not valid: {exc}"]
+    problems: list[str] = []
+    if hashlib.sha256(seed).hexdigest() != record.commitment:
+        problems.append("the seed does not match the commitment")
+    if draw_seats(stream, len(record.entrants)) != record.seats:
+        problems.append("the seat draw does not follow from the seed")
+    state = new_game(stream, record.rules)
+    for turn, group in turns(record.moves):
+        if turn != state.turn:
+            problems.append(f"the record jumps from turn {state.turn} to turn {turn}")
+            return problems
+        due = state.due()
+        for m in group:
+            if due.get(m.seat) != m.minigame:
+                problems.append(f"turn {turn}: seat {m.seat} did not move in mini-game {m.minigame}")
+        try:
+            state, events = apply_turn(state, {m.seat: m.move for m in group}, stream)
+        except (RulesError, ValueError) as exc:
+            problems.append(f"turn {turn}: {exc}")
+            return problems
+        dealt = {e.seat: e.rerolled for e in events if isinstance(e, BidPlaced)}
+        for m in group:
+            if isinstance(m.move, BidMove) and m.move.expose and dealt.get(m.seat) != m.rerolled:
+                problems.append(f"turn {turn}: the re-roll of seat {m.seat} does not follow "
+                                f"from the seed")
+    if not state.game_over:
+        problems.append("the game is not over")
+    elif record.result != result_json(state):
+        problems.append("the recorded result does not match a recount")
+    return problems
