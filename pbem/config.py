@@ -1,0 +1,125 @@
+"""pbem.toml: the server's settings. Secrets may come from the environment.
+
+Environment variables override the file: PBEM_DATABASE, PBEM_REFEREE_KEY,
+PBEM_IMAP_PASSWORD, PBEM_SMTP_PASSWORD (and PBEM_IMAP_USERNAME,
+PBEM_SMTP_USERNAME).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class ConfigError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class ImapSettings:
+    host: str
+    port: int = 993
+    ssl: bool = True
+    username: str = ""
+    password: str = ""
+    folder: str = "INBOX"
+    done_folder: str = "pbem-done"
+    poll_seconds: float = 60.0
+
+
+@dataclass(frozen=True)
+class SmtpSettings:
+    host: str
+    port: int = 587
+    ssl: bool = False
+    starttls: bool = True
+    username: str | None = None
+    password: str | None = None
+
+
+@dataclass(frozen=True)
+class ListenSettings:
+    host: str = "127.0.0.1"
+    port: int = 2525
+
+
+@dataclass(frozen=True)
+class Settings:
+    database: str = "sqlite:///pbem.db"
+    address: str = "bluff@localhost"
+    referee: str = "referee@localhost"
+    referee_key: str = ""
+    outbox_dir: Path = Path("pbem-outbox")      # .eml files when no [smtp] is set
+    templates_dir: Path | None = None           # the referee's template overrides
+    max_mail_bytes: int = 10_000_000
+    imap: ImapSettings | None = None
+    smtp: SmtpSettings | None = None
+    listen: ListenSettings | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def domain(self) -> str:
+        return self.address.rpartition("@")[2] or "localhost"
+
+
+def _section(data: dict[str, Any], name: str) -> dict[str, Any] | None:
+    value = data.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ConfigError(f"[{name}] must be a table")
+    return dict(value)
+
+
+def _build(cls: type, values: dict[str, Any], name: str) -> Any:
+    try:
+        return cls(**values)
+    except TypeError as exc:
+        raise ConfigError(f"[{name}]: {exc}") from exc
+
+
+def load_settings(path: Path | None, env: dict[str, str] | None = None) -> Settings:
+    env = dict(os.environ) if env is None else env
+    data: dict[str, Any] = {}
+    if path is not None:
+        try:
+            data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except FileNotFoundError as exc:
+            raise ConfigError(f"no config file at {path}") from exc
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path}: {exc}") from exc
+    base = Path(path).resolve().parent if path is not None else Path.cwd()
+    server = _section(data, "server") or {}
+    for key, var in (("database", "PBEM_DATABASE"), ("referee_key", "PBEM_REFEREE_KEY")):
+        if env.get(var):
+            server[key] = env[var]
+    for key in ("outbox_dir", "templates_dir"):
+        if key in server:
+            server[key] = base / Path(server[key]).expanduser()
+    database = server.get("database", "sqlite:///pbem.db")
+    if database.startswith("sqlite:///") and not database.startswith("sqlite:////") \
+            and ":memory:" not in database:
+        # a relative SQLite path is relative to the config file, not to wherever we run
+        server["database"] = "sqlite:///" + str(base / database.removeprefix("sqlite:///"))
+    server.setdefault("outbox_dir", base / "pbem-outbox")
+    imap = _section(data, "imap")
+    smtp = _section(data, "smtp")
+    for section, prefix in ((imap, "PBEM_IMAP_"), (smtp, "PBEM_SMTP_")):
+        if section is not None:
+            for key in ("username", "password"):
+                if env.get(prefix + key.upper()):
+                    section[key] = env[prefix + key.upper()]
+    listen = _section(data, "listen")
+    known = {f for f in Settings.__dataclass_fields__ if f not in ("imap", "smtp", "listen", "extra")}
+    unknown = sorted(set(server) - known)
+    if unknown:
+        raise ConfigError(f"[server]: unknown setting(s) {', '.join(unknown)}")
+    return Settings(
+        **server,
+        imap=_build(ImapSettings, imap, "imap") if imap is not None else None,
+        smtp=_build(SmtpSettings, smtp, "smtp") if smtp is not None else None,
+        listen=_build(ListenSettings, listen, "listen") if listen is not None else None,
+    )
