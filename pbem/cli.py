@@ -1,0 +1,122 @@
+"""The `pbem` command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+from pbem.config import ConfigError, load_settings
+
+
+def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    return load_settings(Path(args.config) if args.config else None)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from pbem.server import Server
+    Server(_settings(args)).serve()
+    return 0
+
+
+def cmd_tick(args: argparse.Namespace) -> int:
+    from pbem.server import Server
+    report = Server(_settings(args)).tick()
+    print(f"tick: {report}")
+    return 0
+
+
+def cmd_admin(args: argparse.Namespace) -> int:
+    from pbem.games import GameError
+    from pbem.server import Server
+    server = Server(_settings(args))
+    try:
+        for line in server.referee.admin(args.words):
+            print(line)
+    except GameError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from sqlmodel import Session
+
+    from pbem.games import GameError, export_record, find_game
+    from pbem.server import Server
+    server = Server(_settings(args))
+    with Session(server.engine) as session:
+        try:
+            record = export_record(session, find_game(session, args.game))
+        except GameError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+    json.dump(record.to_json(), sys.stdout, indent=2)
+    print()
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from pbem.rules.record import GameRecord, verify
+    try:
+        record = GameRecord.from_json(json.loads(Path(args.record).read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError) as exc:
+        print(f"error: cannot read {args.record}: {exc}", file=sys.stderr)
+        return 2
+    problems = verify(record)
+    for problem in problems:
+        print(f"FAIL: {problem}")
+    if problems:
+        return 1
+    print(f"OK: game {record.game}: the seed matches the commitment, every roll, re-roll and "
+          f"move checks out, and the result is {record.result['standings'] if record.result else ''}")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from pbem.demo import run_demo
+    return run_demo(Path(args.dir) if args.dir else None, seed=args.seed)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pbem", description="Play-by-email referee for Bluff")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log more")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def with_config(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        p.add_argument("-c", "--config", help="pbem.toml (default: embedded defaults)")
+        return p
+
+    with_config(sub.add_parser("serve", help="run until SIGTERM")).set_defaults(func=cmd_serve)
+    with_config(sub.add_parser("tick", help="one full cycle, then exit")).set_defaults(func=cmd_tick)
+    p = with_config(sub.add_parser("admin", help="a referee command, e.g. STATUS cup-1"))
+    p.add_argument("words", nargs="+")
+    p.set_defaults(func=cmd_admin)
+    p = with_config(sub.add_parser("export", help="a game's JSON record"))
+    p.add_argument("game")
+    p.set_defaults(func=cmd_export)
+    p = sub.add_parser("verify", help="check a finished game's record")
+    p.add_argument("record")
+    p.set_defaults(func=cmd_verify)
+    p = sub.add_parser("demo", help="a whole postal game of five robots over the real mail path")
+    p.add_argument("--dir", help="where to put the database and the mails (default: a new temp dir)")
+    p.add_argument("--seed", type=int, default=None, help="reproducible dice")
+    p.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose or args.command == "serve"
+                        else logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        return int(args.func(args))
+    except ConfigError as exc:
+        print(f"config error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

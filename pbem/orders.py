@@ -1,0 +1,225 @@
+"""The order language: one table of commands drives the parser, HELP and the docs.
+
+Each command (as in GNU Mailman's email commands) is a small object with its
+name, aliases, usage, a one-line summary and an argument parser. A mail's
+text is read line by line: a line that starts with a command is parsed
+(and a bad one is an error that quotes the line); a line that starts with
+something close to a command name is an error too ("BDI 6 3: did you mean
+BID?"); any other line is prose and is ignored.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pbem.mail.read import BodyLine
+from pbem.rules.dice import STAR, Face
+from pbem.rules.errors import MalformedMove
+from pbem.rules.ladder import Bid
+
+GAME_NAME = re.compile(r"^[a-z0-9-]{1,40}$")
+_BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")
+
+
+class OrderError(Exception):
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    usage: str
+    summary: str
+    parse: Callable[[list[str]], Any]
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def spellings(self) -> tuple[str, ...]:
+        return (self.name, *self.aliases)
+
+
+@dataclass(frozen=True)
+class Order:
+    line_no: int
+    line: str
+    command: Command
+    args: Any
+
+    @property
+    def name(self) -> str:
+        return self.command.name
+
+
+@dataclass(frozen=True)
+class LineProblem:
+    line_no: int | None
+    line: str | None
+    message: str
+    hint: str = ""
+
+
+@dataclass
+class ParsedText:
+    orders: list[Order] = field(default_factory=list)
+    problems: list[LineProblem] = field(default_factory=list)
+    prose: list[BodyLine] = field(default_factory=list)
+
+    def first(self, name: str) -> Order | None:
+        return next((o for o in self.orders if o.name == name), None)
+
+    def all(self, name: str) -> list[Order]:
+        return [o for o in self.orders if o.name == name]
+
+
+# --- argument parsers -------------------------------------------------------
+
+_NUMBER_WORDS = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen twenty twentyone twentytwo twentythree "
+    "twentyfour twentyfive twentysix twentyseven twentyeight twentynine thirty".split())}
+_FACE_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "star": STAR}
+FACE_HINT = "a face is 1 to 5 (or one..five, 1s..5s) or star / *"
+
+
+def parse_face(token: str) -> Face:
+    word = token.lower().strip(".,;:!")
+    if word in ("*", "\u2605", "6"):
+        return STAR
+    if word.isdigit() and 1 <= int(word) <= 5:
+        return int(word)
+    for suffix in ("'s", "es", "s", ""):
+        stem = word.removesuffix(suffix) if suffix else word
+        if stem.isdigit() and 1 <= int(stem) <= 5:
+            return int(stem)
+        if stem in _FACE_WORDS:
+            return _FACE_WORDS[stem]
+    raise OrderError(f"'{token}' is not a die face", FACE_HINT)
+
+
+def parse_quantity(token: str) -> int:
+    word = token.lower().strip(".,;:!").replace("-", "")
+    if word.isdigit():
+        value = int(word)
+    elif word in _NUMBER_WORDS:
+        value = _NUMBER_WORDS[word]
+    else:
+        raise OrderError(f"'{token}' is not a quantity", "write the quantity as a number, e.g. BID 6 threes")
+    if value < 1:
+        raise OrderError("a bid needs a quantity of at least 1", "e.g. BID 1 five")
+    return value
+
+
+def parse_bid(args: list[str]) -> Bid:
+    if len(args) != 2:
+        raise OrderError("a bid is a quantity and a face", "e.g. BID 6 threes, BID 6 3 or BID 4 stars")
+    try:
+        return Bid(parse_quantity(args[0]), parse_face(args[1]))
+    except MalformedMove as exc:
+        raise OrderError(str(exc), "e.g. BID 6 threes") from exc
+
+
+def parse_faces(args: list[str]) -> tuple[Face, ...]:
+    if not args:
+        raise OrderError("EXPOSE needs the faces of the dice to show", "e.g. EXPOSE 3 3 *")
+    faces: list[Face] = []
+    for token in args:
+        for part in token.split(","):
+            if part:
+                faces.append(parse_face(part))
+    return tuple(faces)
+
+
+def no_args(args: list[str]) -> None:
+    if args:
+        raise OrderError(f"this order takes nothing after it, not '{' '.join(args)}'")
+
+
+def one_word(what: str, pattern: re.Pattern[str] | None = None) -> Callable[[list[str]], str]:
+    def parse(args: list[str]) -> str:
+        if len(args) != 1:
+            raise OrderError(f"expected one {what}")
+        value = args[0].strip()
+        if pattern is not None and not pattern.match(value.lower()):
+            raise OrderError(f"'{value}' is not a valid {what}",
+                             "game names use a-z, 0-9 and -" if what == "game name" else "")
+        return value.lower() if what == "game name" else value
+    return parse
+
+
+def parse_turn(args: list[str]) -> int:
+    if len(args) != 1 or not args[0].isdigit():
+        raise OrderError("TURN takes the turn number", "e.g. TURN 3")
+    return int(args[0])
+
+
+game_name = one_word("game name", GAME_NAME)
+
+
+# --- player orders ----------------------------------------------------------
+
+PLAYER_COMMANDS: tuple[Command, ...] = (
+    Command("BID", "BID <quantity> <face>", "raise to a new bid, e.g. BID 6 threes or BID 4 stars",
+            parse_bid),
+    Command("CHALLENGE", "CHALLENGE", "challenge the current bid (cups up)", no_args,
+            aliases=("CUPS UP", "LIAR")),
+    Command("EXPOSE", "EXPOSE <face> [<face> ...]",
+            "with a BID: show these dice from your cup and re-roll the rest", parse_faces),
+    Command("STATUS", "STATUS", "send me my latest report again", no_args),
+    Command("HELP", "HELP", "this summary of the orders", no_args),
+    Command("GAME", "GAME <game>", "in a fresh mail (not a reply): the game you play in",
+            game_name),
+    Command("KEY", "KEY <key>", "in a fresh mail: your order key from your report",
+            one_word("key")),
+    Command("TURN", "TURN <n>", "optional: the turn your order is for", parse_turn),
+)
+
+
+def parse_text(lines: Sequence[BodyLine], commands: Sequence[Command]) -> ParsedText:
+    """Read each line as a command, a bad command, or prose."""
+    spellings = sorted(((s.split(), c) for c in commands for s in c.spellings),
+                       key=lambda item: -len(item[0]))
+    names = [c.name for c in commands]
+    result = ParsedText()
+    for line in lines:
+        text = _BULLET.sub("", line.text).strip()
+        tokens = text.split()
+        if not tokens:
+            continue
+        words = [t.upper().rstrip(":") for t in tokens]
+        match = next(((sp, c) for sp, c in spellings if words[:len(sp)] == sp), None)
+        if match is None:
+            # a short line with digits that starts like an order is a typo, not prose
+            cutoff = 0.6 if any(ch.isdigit() for ch in text) else 0.8
+            guess = difflib.get_close_matches(words[0], names, n=1, cutoff=cutoff)
+            if guess and len(tokens) <= 6:
+                result.problems.append(LineProblem(
+                    line.number, line.text, f"'{tokens[0]}' is not an order",
+                    f"did you mean {guess[0]}? ({_usage(commands, guess[0])})"))
+            else:
+                result.prose.append(line)
+            continue
+        spelling, command = match
+        try:
+            args = command.parse(tokens[len(spelling):])
+        except OrderError as exc:
+            result.problems.append(LineProblem(
+                line.number, line.text, exc.message, exc.hint or f"write it as {command.usage}"))
+            continue
+        result.orders.append(Order(line.number, line.text, command, args))
+    return result
+
+
+def _usage(commands: Sequence[Command], name: str) -> str:
+    return next(c.usage for c in commands if c.name == name)
+
+
+def help_lines(commands: Sequence[Command]) -> list[dict[str, str]]:
+    return [{"usage": c.usage + (f"  (also {', '.join(c.aliases)})" if c.aliases else ""),
+             "summary": c.summary} for c in commands]

@@ -1,0 +1,425 @@
+"""The referee: one stored inbound mail becomes one database transaction.
+
+Reading, authorising, checking and recording an order, the answer to the
+sender and (when the mail completes a turn) the turn's reports are committed
+together or not at all. The mail's row is marked done in that same
+transaction, so a crash before the commit leaves it to be handled again and
+a crash after it leaves nothing to redo.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Engine
+from sqlmodel import Session, col, select
+
+from pbem.admin import REFEREE_COMMANDS, AdminContext, run_admin
+from pbem.config import Settings
+from pbem.games import (GameError, find_game, load_state, players_of, record_order,
+                        resolve_turn, pending_orders)
+from pbem.mail.read import InboundMessage, read_message
+from pbem.models import Game, InboundMail, OutboundMail, Player
+from pbem.orders import PLAYER_COMMANDS, LineProblem, ParsedText, help_lines, parse_text
+from pbem.outbox import Origin, enqueue
+from pbem.render import Renderer
+from pbem.reports import enqueue_reports, latest_report, played_for_notes
+from pbem.rules.errors import RulesError
+from pbem.rules.moves import CHALLENGE, BidMove, Move
+from pbem.rules.odds import bid_odds
+
+log = logging.getLogger(__name__)
+
+
+def utc_now() -> datetime:
+    from datetime import UTC
+    return datetime.now(UTC)
+
+
+def dedupe_key(raw: bytes, message_id: str | None) -> str:
+    return message_id or "sha256:" + hashlib.sha256(raw).hexdigest()
+
+
+class Refusal(Exception):
+    """The mail cannot be acted on; the problems go back to the sender."""
+
+    def __init__(self, *problems: LineProblem, game: str | None = None) -> None:
+        super().__init__(problems[0].message if problems else "refused")
+        self.problems = list(problems)
+        self.game = game
+
+
+def refusal(message: str, hint: str = "", line_no: int | None = None,
+            line: str | None = None, game: str | None = None) -> Refusal:
+    return Refusal(LineProblem(line_no, line, message, hint), game=game)
+
+
+@dataclass
+class Turnkey:
+    """Who a player mail is from and which turn it speaks to."""
+
+    game: Game
+    player: Player
+    turn: int
+    via_reply: bool
+
+
+@dataclass
+class Referee:
+    settings: Settings
+    engine: Engine
+    renderer: Renderer
+    clock: Callable[[], datetime] = utc_now
+    origin: Origin = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.origin = Origin(self.settings.address)
+
+    # --- storing ----------------------------------------------------------
+
+    def store_inbound(self, raw: bytes, *, source: str, envelope_from: str | None = None,
+                      imap_key: str | None = None, truncated: bool = False,
+                      size: int | None = None) -> bool:
+        """Keep the raw mail before anything else happens to it; False if seen before."""
+        from email.parser import BytesHeaderParser
+        from email import policy
+        try:
+            headers = BytesHeaderParser(policy=policy.compat32).parsebytes(raw[:65536])
+            message_id = (headers.get("Message-ID") or "").strip() or None
+        except Exception:  # a header block we cannot even split still gets stored
+            message_id = None
+        key = dedupe_key(raw, message_id)
+        with Session(self.engine) as session:
+            seen = session.exec(select(InboundMail.id).where(
+                (InboundMail.dedupe_key == key) |
+                ((InboundMail.imap_key == imap_key) if imap_key else False))).first()
+            if seen is not None:
+                return False
+            session.add(InboundMail(dedupe_key=key, imap_key=imap_key, source=source,
+                                    envelope_from=envelope_from, raw=raw,
+                                    size=size if size is not None else len(raw),
+                                    truncated=truncated, received_at=self.clock()))
+            try:
+                session.commit()
+            except Exception:   # a concurrent store of the same mail won the race
+                session.rollback()
+                return False
+        return True
+
+    # --- processing ---------------------------------------------------------
+
+    def process_pending(self) -> int:
+        with Session(self.engine) as session:
+            ids = list(session.exec(select(InboundMail.id).where(InboundMail.status == "new")
+                                    .order_by(col(InboundMail.id))))
+        for inbound_id in ids:
+            self.process_one(inbound_id)
+        return len(ids)
+
+    def process_one(self, inbound_id: int | None) -> None:
+        with Session(self.engine) as session:
+            row = session.get(InboundMail, inbound_id)
+            if row is None or row.status != "new":
+                return
+            try:
+                row.outcome = self._handle(session, row)
+                row.status = "done"
+            except Exception:
+                # a bug must not lose the mail nor stop the server: keep it, mark it failed
+                log.exception("mail %s could not be handled", inbound_id)
+                session.rollback()
+                row = session.get(InboundMail, inbound_id)
+                assert row is not None
+                row.status = "failed"
+                row.outcome = "internal error; the referee was told"
+                self._tell_referee(session, "A mail could not be handled",
+                                   [f"Inbound mail #{inbound_id} caused an internal error and "
+                                    f"was kept as failed. Run `pbem admin RETRY {inbound_id}` "
+                                    f"after a fix."])
+            row.processed_at = self.clock()
+            session.add(row)
+            session.commit()
+
+    def _handle(self, session: Session, row: InboundMail) -> str:
+        msg = read_message(row.raw, own_addresses=[self.settings.address],
+                           envelope_from=row.envelope_from)
+        if msg.automatic:
+            return f"ignored: automatic mail ({msg.automatic})"
+        if msg.from_addr is None:
+            return "ignored: no sender address"
+        if msg.from_addr == self.settings.address.lower():
+            return "ignored: from the server itself"
+        try:
+            if row.truncated:
+                raise refusal(f"your mail is larger than {self.settings.max_mail_bytes:,} bytes, "
+                              f"so it was not read", "send your orders as plain text, without "
+                              "attachments")
+            if not msg.readable:
+                raise refusal(msg.problem or "no text could be read from your mail",
+                              "send your orders as plain text")
+            if msg.from_addr == self.settings.referee.lower():
+                return self._referee_mail(session, row, msg)
+            return self._player_mail(session, row, msg)
+        except Refusal as refused:
+            self._answer_error(session, row, msg, refused)
+            return "refused: " + "; ".join(p.message for p in refused.problems)
+
+    # --- player mail -------------------------------------------------------
+
+    def _player_mail(self, session: Session, row: InboundMail, msg: InboundMessage) -> str:
+        parsed = parse_text(msg.lines, PLAYER_COMMANDS)
+        who = self._identify(session, msg, parsed)
+        if parsed.problems:
+            raise Refusal(*parsed.problems, game=who.game.name if who else None)
+        if who is None:
+            if parsed.first("HELP") is not None:
+                self._answer(session, row, msg, "help", "Bluff by mail: the orders",
+                             self._help_context())
+                return "help sent"
+            raise refusal("I could not tell which game and player this mail is for",
+                          "reply to your latest report, or write a fresh mail with the lines "
+                          "GAME <game> and KEY <your key> (both are in your report)")
+        if parsed.first("HELP") is not None and not self._move_orders(parsed):
+            self._answer(session, row, msg, "help", "Bluff by mail: the orders",
+                         self._help_context(), who=who)
+            return "help sent"
+        if parsed.first("STATUS") is not None and not self._move_orders(parsed):
+            return self._status(session, row, msg, who)
+        return self._order(session, row, msg, parsed, who)
+
+    @staticmethod
+    def _move_orders(parsed: ParsedText) -> bool:
+        return any(o.name in ("BID", "CHALLENGE", "EXPOSE") for o in parsed.orders)
+
+    def _identify(self, session: Session, msg: InboundMessage,
+                  parsed: ParsedText) -> Turnkey | None:
+        refs = [r for r in [msg.in_reply_to, *reversed(msg.references)] if r]
+        if refs:
+            sent = session.exec(select(OutboundMail).where(
+                col(OutboundMail.message_id).in_(refs), col(OutboundMail.seat).is_not(None))
+                .order_by(col(OutboundMail.id).desc())).first()
+            if sent is not None and sent.game_id is not None:
+                game = session.get(Game, sent.game_id)
+                assert game is not None
+                player = next(p for p in players_of(session, game) if p.seat == sent.seat)
+                if player.email != msg.from_addr:
+                    raise refusal("this is a reply to another player's mail, from an address "
+                                  "that is not theirs", "reply from the address the report "
+                                  "was sent to", game=game.name)
+                turn_order = parsed.first("TURN")
+                turn = turn_order.args if turn_order is not None else (sent.turn or game.turn)
+                return Turnkey(game, player, turn, True)
+        game_line, key_line = parsed.first("GAME"), parsed.first("KEY")
+        if game_line is None and key_line is None:
+            return None
+        if game_line is None or key_line is None:
+            missing = "GAME <game>" if game_line is None else "KEY <key>"
+            raise refusal(f"a fresh mail needs both GAME and KEY lines; the {missing} line is "
+                          "missing", "copy both lines from your latest report")
+        try:
+            game = find_game(session, game_line.args)
+        except GameError as exc:
+            raise refusal(str(exc), "check the game name in your report",
+                          game_line.line_no, game_line.line) from None
+        player = next((p for p in players_of(session, game)
+                       if hmac.compare_digest(p.key.encode(), str(key_line.args).encode())), None)
+        if player is None or player.email != msg.from_addr:
+            # the same answer either way: a key is no use from another address
+            raise refusal(f"that key does not belong to {msg.from_addr} in game {game.name}",
+                          "use the key from your own report, sent from your registered address",
+                          key_line.line_no, "KEY ****", game=game.name)
+        turn_order = parsed.first("TURN")
+        return Turnkey(game, player, turn_order.args if turn_order else game.turn, False)
+
+    def _order(self, session: Session, row: InboundMail, msg: InboundMessage,
+               parsed: ParsedText, who: Turnkey) -> str:
+        game, player = who.game, who.player
+        moves = [o for o in parsed.orders if o.name in ("BID", "CHALLENGE")]
+        exposes = parsed.all("EXPOSE")
+        if not moves and not exposes:
+            raise refusal("I found no order in your mail",
+                          "write one order a line, e.g. BID 6 threes or CHALLENGE",
+                          game=game.name)
+        if len(moves) > 1:
+            raise refusal("one move a turn: your mail has more than one BID or CHALLENGE",
+                          "send just the one you mean; a later mail replaces an earlier order",
+                          moves[1].line_no, moves[1].line, game=game.name)
+        if exposes and (not moves or moves[0].name != "BID"):
+            raise refusal("EXPOSE goes with a BID in the same mail, never alone or with a "
+                          "challenge", "e.g. BID 6 threes and, on the next line, EXPOSE 3 3",
+                          exposes[0].line_no, exposes[0].line, game=game.name)
+        if game.status != "running":
+            raise refusal(f"game {game.name} is {'over' if game.status == 'over' else 'not running'}",
+                          "no orders are taken now", game=game.name)
+        if who.turn < game.turn:
+            raise refusal(f"your order is for turn {who.turn}, which has been resolved already "
+                          f"(the game is at turn {game.turn})",
+                          "reply to your latest report with your order for this turn",
+                          moves[0].line_no, moves[0].line, game=game.name)
+        if who.turn > game.turn:
+            raise refusal(f"turn {who.turn} has not begun (the game is at turn {game.turn})",
+                          "", game=game.name)
+        state = load_state(session, game)
+        seat = player.seat
+        assert seat is not None
+        move: Move
+        order = moves[0]
+        if order.name == "CHALLENGE":
+            move = CHALLENGE
+        else:
+            faces = tuple(f for e in exposes for f in e.args)
+            move = BidMove(order.args, faces)
+        try:
+            minigame = state.check_move(seat, move)
+        except RulesError as exc:
+            bad = exposes[0] if exposes and "expose" in str(exc).lower() else order
+            hint = "your report lists what you may do this turn"
+            raise refusal(str(exc), hint, bad.line_no, bad.line, game=game.name) from None
+        replaced = record_order(session, game, seat, move, now=self.clock(), inbound_id=row.id)
+        odds = None
+        if isinstance(move, BidMove):
+            o = bid_odds(state.seat_view(seat, minigame), move.bid)
+            odds = {"holds": o.holds, "exact": o.exact}
+        accepted = [{"line_no": order.line_no, "line": order.line,
+                     "understood": f"{move} in mini-game {minigame}", "odds": odds}]
+        for e in exposes:
+            accepted.append({"line_no": e.line_no, "line": e.line,
+                             "understood": "expose " + " ".join("*" if f == 6 else str(f)
+                                                                for f in e.args),
+                             "odds": None})
+        pending = sorted(set(state.due()) - set(pending_orders(session, game)))
+        context = {"game": game.name, "turn": game.turn, "seat": seat, "accepted": accepted,
+                   "ignored": [{"line_no": p.number, "line": p.text} for p in parsed.prose],
+                   "replaced": (str(_move_of(replaced.move_json)) if replaced else None),
+                   "pending": pending,
+                   "deadline": game.deadline.isoformat() if game.deadline else None}
+        self._answer(session, row, msg, "confirm",
+                     f"[bluff {game.name}] turn {game.turn}: order received", context, who=who)
+        if not pending:
+            self.resolve(session, game, inbound_id=row.id)
+        return f"order accepted: {move} (game {game.name}, turn {who.turn}, seat {seat})"
+
+    def _status(self, session: Session, row: InboundMail, msg: InboundMessage,
+                who: Turnkey) -> str:
+        if who.game.status not in ("running", "over"):
+            raise refusal(f"game {who.game.name} has not started", "", game=who.game.name)
+        state = load_state(session, who.game)
+        enqueue_reports(session, who.game, state, now=self.clock(), origin=self.origin,
+                        renderer=self.renderer, only_seat=who.player.seat,
+                        in_reply_to=msg.message_id, inbound_id=row.id)
+        return "status sent"
+
+    # --- turns ---------------------------------------------------------------
+
+    def resolve(self, session: Session, game: Game, *, inbound_id: int | None = None) -> None:
+        outcome = resolve_turn(session, game, self.clock())
+        players = {p.seat: p for p in players_of(session, game) if p.seat is not None}
+        enqueue_reports(session, game, outcome.state, now=self.clock(), origin=self.origin,
+                        renderer=self.renderer, inbound_id=inbound_id,
+                        notes=played_for_notes(outcome.played_for, players))
+
+    def resolve_due(self) -> int:
+        """Resolve every running game whose deadline has passed."""
+        now = self.clock()
+        with Session(self.engine) as session:
+            ids = list(session.exec(select(Game.id).where(
+                Game.status == "running", col(Game.deadline).is_not(None),
+                col(Game.deadline) <= now)))
+        for game_id in ids:
+            with Session(self.engine) as session:
+                game = session.get(Game, game_id)
+                if game is None or game.status != "running" or game.deadline is None \
+                        or game.deadline > now:
+                    continue
+                self.resolve(session, game)
+                session.commit()
+        return len(ids)
+
+    # --- referee mail and the CLI ---------------------------------------------
+
+    def _referee_mail(self, session: Session, row: InboundMail, msg: InboundMessage) -> str:
+        parsed = parse_text(msg.lines, REFEREE_COMMANDS)
+        key = parsed.first("KEY")
+        if not self.settings.referee_key or key is None or not hmac.compare_digest(
+                str(key.args).encode(), self.settings.referee_key.encode()):
+            raise refusal("referee commands need the line KEY <referee key>",
+                          "add the referee key from pbem.toml on a line of its own")
+        if parsed.problems:
+            raise Refusal(*parsed.problems)
+        try:
+            with session.begin_nested():   # all the commands of a mail, or none of them
+                out = run_admin(self._admin_context(session),
+                                [o for o in parsed.orders if o.name != "KEY"])
+        except GameError as exc:
+            raise refusal(f"{exc}; nothing in this mail was done",
+                          "fix that line and send the commands again") from None
+        self._answer(session, row, msg, "notice", "Referee commands done",
+                     {"subject": "Referee commands done", "paragraphs": out, "game": None})
+        return "referee commands: " + "; ".join(out)[:500]
+
+    def admin(self, words: list[str]) -> list[str]:
+        """Run one referee command line from the shell; returns what it says."""
+        from pbem.mail.read import BodyLine
+        with Session(self.engine) as session:
+            parsed = parse_text([BodyLine(1, " ".join(words))], REFEREE_COMMANDS)
+            if parsed.problems:
+                p = parsed.problems[0]
+                raise GameError(f"{p.message}" + (f" ({p.hint})" if p.hint else ""))
+            if not parsed.orders:
+                raise GameError(f"not a referee command: {' '.join(words)} (try HELP)")
+            out = run_admin(self._admin_context(session), parsed.orders)
+            session.commit()
+            return out
+
+    def _admin_context(self, session: Session) -> AdminContext:
+        return AdminContext(session=session, referee=self, now=self.clock())
+
+    # --- answers ------------------------------------------------------------
+
+    def _help_context(self) -> dict[str, Any]:
+        return {"commands": help_lines(PLAYER_COMMANDS), "referee_commands": [],
+                "server_address": self.settings.address}
+
+    def _answer(self, session: Session, row: InboundMail, msg: InboundMessage, template: str,
+                subject: str, context: dict[str, Any], who: Turnkey | None = None) -> None:
+        assert msg.from_addr is not None
+        text, html = self.renderer.render(template, context)
+        enqueue(session, self.origin, kind=template, to=msg.from_addr, subject=subject,
+                text=text, html=html, now=self.clock(), in_reply_to=msg.message_id,
+                references=[*msg.references, msg.message_id] if msg.message_id else msg.references,
+                game_id=who.game.id if who else None,
+                seat=who.player.seat if who else None, turn=who.turn if who else None,
+                inbound_id=row.id, auto_submitted="auto-replied")
+
+    def _answer_error(self, session: Session, row: InboundMail, msg: InboundMessage,
+                      refused: Refusal) -> None:
+        context = {"problems": [p.__dict__ for p in refused.problems], "game": refused.game,
+                   "help_lines": help_lines(PLAYER_COMMANDS)}
+        subject = "Your mail to the Bluff referee: nothing was applied"
+        self._answer(session, row, msg, "error", subject, context)
+
+    def _tell_referee(self, session: Session, subject: str, paragraphs: list[str]) -> None:
+        text, html = self.renderer.render("notice", {"subject": subject,
+                                                     "paragraphs": paragraphs, "game": None})
+        enqueue(session, self.origin, kind="notice", to=self.settings.referee, subject=subject,
+                text=text, html=html, now=self.clock())
+
+    def undeliverable(self, session: Session, row: OutboundMail, why: str) -> None:
+        """The outbox gave up on a mail: tell the referee (unless that mail was to them)."""
+        if self.settings.referee in row.rcpts_json:
+            return
+        self._tell_referee(session, "A mail could not be delivered",
+                           [f"Mail {row.message_id} ({row.kind}) to {row.rcpts_json} could not "
+                            f"be delivered: {why}"])
+
+
+def _move_of(move_json: str) -> Move:
+    import json
+    from pbem.rules.moves import move_from_json
+    return move_from_json(json.loads(move_json))

@@ -1,0 +1,95 @@
+"""A robot at the other end of the mail: reads a report mail, writes an order reply.
+
+`pbem demo`, the end-to-end tests and the benchmark use it to play the
+player's side exactly as a person would: from the report's report.json only.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from email import policy
+from email.message import EmailMessage
+from email.parser import BytesParser
+from email.utils import make_msgid
+from typing import Any
+
+from pbem.rules.cup import Cup
+from pbem.rules.dice import Die, face_from_json, face_symbol
+from pbem.rules.ladder import Bid, Ladder
+from pbem.rules.moves import BidMove, Move
+from pbem.rules.odds import SeatView
+from pbem.rules.robot import choose_move
+from pbem.rules.ruleset import RuleSet
+
+
+def parse_mail(raw: bytes) -> EmailMessage:
+    msg = BytesParser(policy=policy.default).parsebytes(raw)
+    assert isinstance(msg, EmailMessage)
+    return msg
+
+
+def report_view(msg: EmailMessage) -> dict[str, Any] | None:
+    """The report.json attached to a report mail, or None for any other mail."""
+    for part in msg.iter_attachments():
+        if part.get_filename() == "report.json":
+            data = part.get_payload(decode=True)
+            if isinstance(data, bytes):
+                view: dict[str, Any] = json.loads(data)
+                return view
+    return None
+
+
+def seat_view(view: dict[str, Any], minigame: int, rules: RuleSet | None = None) -> SeatView:
+    mg = view["minigames"][minigame - 1]
+    me = str(view["you"])
+    dice = lambda faces: tuple(Die(face_from_json(f)) for f in faces)  # noqa: E731
+    own = Cup(dice(mg["your_dice"]["hidden"]), dice(mg["your_dice"]["exposed"]))
+    others = [s for s in mg["exposed"] if s != me]
+    exposed = tuple(d for s in others for d in dice(mg["exposed"][s]))
+    per_player = mg["dice_per_player"]
+    unknown = sum(per_player - len(mg["exposed"][s]) for s in others)
+    current = mg["current_bid"]
+    bid = Bid(current["quantity"], face_from_json(current["face"])) if current else None
+    rules = rules or RuleSet()
+    ladder = Ladder(per_player * len(mg["exposed"]), star_bids=rules.star_bids,
+                    board_cap=rules.board_cap)
+    return SeatView(int(me), own, exposed, unknown, 0, bid, ladder, rules)
+
+
+def order_lines(move: Move) -> list[str]:
+    if isinstance(move, BidMove):
+        lines = [f"BID {move.bid.quantity} {face_symbol(move.bid.face)}"]
+        if move.expose:
+            lines.append("EXPOSE " + " ".join(face_symbol(f) for f in move.expose))
+        return lines
+    return ["CHALLENGE"]
+
+
+def choose_order(view: dict[str, Any], rng: random.Random) -> Move | None:
+    if view.get("game_over") or view.get("to_move") is None:
+        return None
+    return choose_move(seat_view(view, view["to_move"]), rng)
+
+
+def reply_to(report: EmailMessage, from_addr: str, body_lines: list[str], *,
+             quote: bool = True) -> bytes:
+    """A reply as a mail client writes it: threading headers, the original quoted below."""
+    reply = EmailMessage()
+    reply["From"] = from_addr
+    reply["To"] = str(report["From"])
+    subject = str(report["Subject"] or "")
+    reply["Subject"] = subject if subject.lower().startswith("re:") else f"Re: {subject}"
+    reply["Message-ID"] = make_msgid(domain=from_addr.partition("@")[2] or "localhost")
+    original_id = str(report["Message-ID"])
+    reply["In-Reply-To"] = original_id
+    refs = str(report.get("References") or "").split()
+    reply["References"] = " ".join([*refs, original_id])
+    text = "\n".join(body_lines) + "\n"
+    if quote:
+        body = report.get_body(("plain",))
+        original = body.get_content() if body is not None else ""
+        text += f"\nOn a turn day, the referee wrote:\n" + "".join(
+            f"> {line}\n" for line in original.splitlines())
+    reply.set_content(text)
+    return reply.as_bytes(policy=policy.SMTP)

@@ -1,0 +1,146 @@
+"""The imperative shell: wires the edges (IMAP, SMTP listener, SMTP out, clock) to the referee."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import datetime
+
+from apscheduler.schedulers.background import BackgroundScheduler
+
+from pbem.config import Settings
+from pbem.db import open_database
+from pbem.mail.errors import MailServiceUnavailable
+from pbem.mail.imap import FetchedMail, ImapInbox
+from pbem.mail.listener import MailListener
+from pbem.mail.smtp_out import EmlDirSender, SmtpSender
+from pbem.outbox import DrainReport, Sender, drain
+from pbem.referee import Referee, utc_now
+from pbem.render import Renderer
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TickReport:
+    fetched: int = 0
+    processed: int = 0
+    resolved: int = 0
+    sent: int = 0
+    deferred: int = 0
+    failed: int = 0
+
+    def __str__(self) -> str:
+        return (f"fetched {self.fetched}, processed {self.processed}, turns resolved "
+                f"{self.resolved}, sent {self.sent}, deferred {self.deferred}, failed {self.failed}")
+
+
+class Server:
+    def __init__(self, settings: Settings, clock: Callable[[], datetime] = utc_now) -> None:
+        self.settings = settings
+        self.engine = open_database(settings.database)
+        self.referee = Referee(settings, self.engine, Renderer(settings.templates_dir), clock)
+        self.clock = clock
+        self._lock = threading.Lock()   # one cycle at a time within this process
+
+    # --- the edges ----------------------------------------------------------
+
+    def inbox(self) -> ImapInbox | None:
+        imap = self.settings.imap
+        if imap is None:
+            return None
+        return ImapInbox(imap.host, imap.port, imap.username, imap.password, ssl=imap.ssl,
+                         folder=imap.folder, done_folder=imap.done_folder,
+                         max_bytes=self.settings.max_mail_bytes)
+
+    def open_sender(self) -> AbstractContextManager[Sender]:
+        smtp = self.settings.smtp
+        if smtp is None:
+            return EmlDirSender(self.settings.outbox_dir)
+        return SmtpSender(smtp.host, smtp.port, ssl=smtp.ssl, starttls=smtp.starttls,
+                          username=smtp.username, password=smtp.password)
+
+    def store_fetched(self, mail: FetchedMail) -> None:
+        folder = self.settings.imap.folder if self.settings.imap else "INBOX"
+        self.referee.store_inbound(mail.raw, source="imap", truncated=mail.truncated,
+                                   size=mail.size,
+                                   imap_key=f"{folder}/{mail.uidvalidity}/{mail.uid}")
+
+    def store_received(self, raw: bytes, envelope_from: str, rcpts: list[str]) -> None:
+        if len(raw) > self.settings.max_mail_bytes:
+            raw = raw.split(b"\r\n\r\n", 1)[0] + b"\r\n\r\n"
+            truncated = True
+        else:
+            truncated = False
+        self.referee.store_inbound(raw, source="smtp", envelope_from=envelope_from,
+                                   truncated=truncated)
+
+    # --- the jobs -------------------------------------------------------------
+
+    def fetch(self) -> int:
+        inbox = self.inbox()
+        if inbox is None:
+            return 0
+        try:
+            return inbox.poll(self.store_fetched)
+        except MailServiceUnavailable as exc:
+            log.warning("IMAP unavailable, will retry: %s", exc)
+            return 0
+
+    def send(self) -> DrainReport:
+        return drain(self.engine, self.open_sender, self.clock, referee=self.settings.referee,
+                     on_failure=self.referee.undeliverable)
+
+    def tick(self) -> TickReport:
+        """One full cycle: fetch, process, resolve due turns, send."""
+        with self._lock:
+            report = TickReport()
+            report.fetched = self.fetch()
+            report.processed = self.referee.process_pending()
+            report.resolved = self.referee.resolve_due()
+            sent = self.send()
+            report.sent, report.deferred, report.failed = sent.sent, sent.deferred, sent.failed
+            return report
+
+    def safe_tick(self) -> None:
+        try:
+            report = self.tick()
+            if report.fetched or report.processed or report.resolved or report.sent:
+                log.info("tick: %s", report)
+        except Exception:   # a job must never kill the scheduler
+            log.exception("tick failed; will try again")
+
+    def listener(self) -> MailListener | None:
+        listen = self.settings.listen
+        if listen is None:
+            return None
+        return MailListener(self.store_received, host=listen.host, port=listen.port,
+                            max_bytes=self.settings.max_mail_bytes)
+
+    def serve(self, stop: threading.Event | None = None) -> None:
+        """Run until SIGTERM/SIGINT (or stop is set); a clean stop finishes the mail in hand."""
+        stop = stop or threading.Event()
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(sig, lambda *_: stop.set())
+        listener = self.listener()
+        if listener is not None:
+            listener.start()
+            log.info("listening for mail on %s:%s", self.settings.listen.host if
+                     self.settings.listen else "", listener.port)
+        interval = self.settings.imap.poll_seconds if self.settings.imap else 10.0
+        scheduler = BackgroundScheduler(timezone="UTC")
+        scheduler.add_job(self.safe_tick, "interval", seconds=interval, id="tick",
+                          max_instances=1, coalesce=True, next_run_time=self.clock())
+        scheduler.start()
+        try:
+            stop.wait()
+        finally:
+            scheduler.shutdown(wait=True)   # lets a running tick finish
+            if listener is not None:
+                listener.stop()
+            self.safe_tick()                # process what the listener took in last
