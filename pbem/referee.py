@@ -399,8 +399,10 @@ class Referee:
 
     def _answer_error(self, session: Session, row: InboundMail, msg: InboundMessage,
                       refused: Refusal) -> None:
+        from_referee = msg.from_addr == self.settings.referee.lower()
+        table = REFEREE_COMMANDS if from_referee else PLAYER_COMMANDS
         context = {"problems": [p.__dict__ for p in refused.problems], "game": refused.game,
-                   "help_lines": help_lines(PLAYER_COMMANDS)}
+                   "help_lines": help_lines(table)}
         subject = "Your mail to the Bluff referee: nothing was applied"
         self._answer(session, row, msg, "error", subject, context)
 
