@@ -17,7 +17,7 @@ from typing import Any
 
 from pbem.rules.dice import SEATS_LABEL, DiceStream, Face, face_from_json, face_json
 from pbem.rules.errors import RulesError
-from pbem.rules.moves import BidMove, Move, move_from_json, move_to_json
+from pbem.rules.moves import Move, move_from_json, move_to_json
 from pbem.rules.postal import BidPlaced, PostalState, apply_turn, new_game
 from pbem.rules.ruleset import RuleSet
 
@@ -131,6 +131,9 @@ def verify(record: GameRecord) -> list[str]:
         if turn != state.turn:
             problems.append(f"the record jumps from turn {state.turn} to turn {turn}")
             return problems
+        if len({m.seat for m in group}) < len(group):
+            problems.append(f"turn {turn}: a seat has more than one move")
+            return problems
         due = state.due()
         for m in group:
             if due.get(m.seat) != m.minigame:
@@ -142,7 +145,7 @@ def verify(record: GameRecord) -> list[str]:
             return problems
         dealt = {e.seat: e.rerolled for e in events if isinstance(e, BidPlaced)}
         for m in group:
-            if isinstance(m.move, BidMove) and m.move.expose and dealt.get(m.seat) != m.rerolled:
+            if dealt.get(m.seat, ()) != m.rerolled:
                 problems.append(f"turn {turn}: the re-roll of seat {m.seat} does not follow "
                                 f"from the seed")
     if not state.game_over:
