@@ -1,0 +1,202 @@
+"""The IMAP edge: fetch new mail from a mailbox, hand each message to a durable
+``store`` callback, and only then move it out of the way.
+
+Delivery guarantee: at-least-once. A mail leaves the inbox only after ``store``
+returned for it; if the connection drops between ``store`` and the move, the next
+poll hands the same mail again with the same ``(uidvalidity, uid)``, so ``store``
+should treat that pair (or the Message-ID) as an idempotency key.
+"""
+from __future__ import annotations
+
+import imaplib
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from imapclient import DELETED, SEEN, IMAPClient
+from imapclient.exceptions import LoginError
+
+from .errors import MailError, MailServiceUnavailable
+
+log = logging.getLogger(__name__)
+
+DONE_KEYWORD = "$PbemDone"
+_SIZE_CHUNK = 1000             # UIDs per RFC822.SIZE fetch (keeps command lines short)
+_BATCH_BYTES = 20_000_000      # soft cap on the bytes of one body fetch
+
+
+@dataclass(frozen=True)
+class FetchedMail:
+    uidvalidity: int
+    uid: int
+    raw: bytes          # whole message, or only the header block when truncated
+    size: int           # RFC822.SIZE reported by the server
+    truncated: bool     # True when size > max_bytes: only headers were fetched
+
+
+def _chunks(seq: Sequence[int], n: int) -> Iterator[list[int]]:
+    for i in range(0, len(seq), n):
+        yield list(seq[i:i + n])
+
+
+class ImapInbox:
+    """One mailbox folder polled over IMAP (a fresh connection per poll)."""
+
+    def __init__(self, host: str, port: int, username: str, password: str, *, ssl: bool = True,
+                 folder: str = "INBOX", done_folder: str = "pbem-done",
+                 max_bytes: int = 10_000_000, timeout: float = 30.0, ssl_context=None) -> None:
+        self.host = host
+        self.port = port
+        self.username = username
+        self.password = password
+        self.ssl = ssl
+        self.folder = folder
+        self.done_folder = done_folder
+        self.max_bytes = max_bytes
+        self.timeout = timeout
+        self.ssl_context = ssl_context
+
+    def __repr__(self) -> str:
+        return (f"ImapInbox({self.username}@{self.host}:{self.port}/{self.folder}"
+                f" -> {self.done_folder})")
+
+    # ---- connection ---------------------------------------------------------------
+
+    def _connect(self) -> IMAPClient:
+        where = f"{self.host}:{self.port}"
+        try:
+            client = IMAPClient(self.host, self.port, ssl=self.ssl,
+                                ssl_context=self.ssl_context, timeout=self.timeout)
+        except (OSError, imaplib.IMAP4.error) as e:
+            raise MailServiceUnavailable(f"cannot connect to IMAP server {where}: {e}") from e
+        try:
+            client.login(self.username, self.password)
+        except (LoginError, imaplib.IMAP4.error, OSError) as e:
+            _close(client)
+            raise MailServiceUnavailable(
+                f"IMAP login as {self.username!r} on {where} failed: {e}") from e
+        return client
+
+    def _capabilities(self, client: IMAPClient) -> set[bytes]:
+        return {c.upper() for c in client.capabilities()}
+
+    # ---- polling ------------------------------------------------------------------
+
+    def poll(self, store: Callable[[FetchedMail], None], *, batch: int = 50) -> int:
+        """Store every waiting mail and move it to ``done_folder``; return how many
+        were stored. A mail whose ``store`` raised stays in the folder untouched.
+
+        Raises MailServiceUnavailable when the server cannot be reached, refuses the
+        login or drops the connection, and MailError for other IMAP failures.
+        """
+        if batch < 1:
+            raise ValueError("batch must be >= 1")
+        client = self._connect()
+        try:
+            return self._poll(client, store, batch)
+        except (OSError, imaplib.IMAP4.abort) as e:
+            raise MailServiceUnavailable(f"IMAP connection to {self.host}:{self.port} "
+                                         f"lost: {e}") from e
+        except imaplib.IMAP4.error as e:
+            raise MailError(f"IMAP error on {self.host}:{self.port}: {e}") from e
+        finally:
+            _close(client)
+
+    def _poll(self, client: IMAPClient, store: Callable[[FetchedMail], None],
+              batch: int) -> int:
+        selected = client.select_folder(self.folder)
+        uidvalidity = int(selected[b"UIDVALIDITY"])
+        caps = self._capabilities(client)
+        mode = "move" if b"MOVE" in caps else "expunge" if b"UIDPLUS" in caps else "flag"
+
+        uids = sorted(client.search(["NOT", "DELETED", "NOT", "KEYWORD", DONE_KEYWORD]))
+        if not uids:
+            return 0
+        sizes: dict[int, int] = {}
+        for chunk in _chunks(uids, _SIZE_CHUNK):
+            for uid, data in client.fetch(chunk, ["RFC822.SIZE"]).items():
+                if b"RFC822.SIZE" in data:
+                    sizes[uid] = int(data[b"RFC822.SIZE"])
+        uids = [u for u in uids if u in sizes]  # vanished meanwhile: someone expunged it
+
+        stored = 0
+        done_ready = False
+        for group in self._batches(uids, sizes, batch):
+            small = [u for u in group if sizes[u] <= self.max_bytes]
+            big = [u for u in group if sizes[u] > self.max_bytes]
+            bodies: dict[int, tuple[bytes, bool]] = {}
+            if small:
+                for uid, data in client.fetch(small, ["BODY.PEEK[]"]).items():
+                    if b"BODY[]" in data:
+                        bodies[uid] = (bytes(data[b"BODY[]"]), False)
+            if big:
+                for uid, data in client.fetch(big, ["BODY.PEEK[HEADER]"]).items():
+                    if b"BODY[HEADER]" in data:
+                        bodies[uid] = (bytes(data[b"BODY[HEADER]"]), True)
+
+            done: list[int] = []
+            for uid in group:
+                if uid not in bodies:
+                    continue
+                raw, truncated = bodies[uid]
+                mail = FetchedMail(uidvalidity, uid, raw, sizes[uid], truncated)
+                try:
+                    store(mail)
+                except Exception:
+                    log.exception("%r: storing uid %s failed; it stays in %s for the "
+                                  "next poll", self, uid, self.folder)
+                    continue
+                stored += 1
+                done.append(uid)
+
+            if done:
+                if mode != "flag" and not done_ready:
+                    self._ensure_done_folder(client)
+                    done_ready = True
+                self._mark_done(client, done, mode)
+        log.info("%r: stored %d of %d mails", self, stored, len(uids))
+        return stored
+
+    def _batches(self, uids: list[int], sizes: dict[int, int],
+                 batch: int) -> Iterator[list[int]]:
+        group: list[int] = []
+        group_bytes = 0
+        budget = max(_BATCH_BYTES, self.max_bytes)
+        for uid in uids:
+            cost = sizes[uid] if sizes[uid] <= self.max_bytes else 0
+            if group and (len(group) >= batch or group_bytes + cost > budget):
+                yield group
+                group, group_bytes = [], 0
+            group.append(uid)
+            group_bytes += cost
+        if group:
+            yield group
+
+    def _ensure_done_folder(self, client: IMAPClient) -> None:
+        if client.folder_exists(self.done_folder):
+            return
+        try:
+            client.create_folder(self.done_folder)
+        except imaplib.IMAP4.error:
+            if not client.folder_exists(self.done_folder):  # lost a creation race?
+                raise
+
+    def _mark_done(self, client: IMAPClient, uids: list[int], mode: str) -> None:
+        if mode == "move":
+            client.move(uids, self.done_folder)
+        elif mode == "expunge":
+            client.copy(uids, self.done_folder)
+            client.add_flags(uids, [DELETED], silent=True)
+            client.uid_expunge(uids)
+        else:
+            client.add_flags(uids, [SEEN, DONE_KEYWORD.encode()], silent=True)
+
+
+def _close(client: IMAPClient) -> None:
+    try:
+        client.logout()
+    except Exception:
+        try:
+            client.shutdown()
+        except Exception:
+            pass

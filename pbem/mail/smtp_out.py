@@ -1,0 +1,290 @@
+"""The outbound edge: hand finished messages to an SMTP server, or (embedded default,
+no [smtp] configured) drop them as .eml files into a folder.
+
+``send`` never raises for mail-level trouble; it sorts the recipients into
+accepted / temporary (retry later) / permanent (do not retry).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import re
+import smtplib
+import ssl as ssl_mod
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email import policy
+from email.parser import BytesHeaderParser
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class SendResult:
+    accepted: list[str] = field(default_factory=list)
+    temporary: dict[str, str] = field(default_factory=dict)  # rcpt -> text: retry later
+    permanent: dict[str, str] = field(default_factory=dict)  # rcpt -> text: do not retry
+
+    @property
+    def ok(self) -> bool:
+        return not self.temporary and not self.permanent
+
+
+def _text(code: int, msg: bytes | str) -> str:
+    if isinstance(msg, bytes):
+        msg = msg.decode("utf-8", errors="replace")
+    return f"{code} {msg}".strip()
+
+
+def _crlf(raw: bytes) -> bytes:
+    """Bare LF line ends -> CRLF (SMTP requires CRLF; smtplib leaves bytes alone)."""
+    return re.sub(rb"(?<!\r)\n", b"\r\n", raw)
+
+
+class SmtpSender:
+    """SMTP client. As a context manager it keeps one connection for a batch of
+    sends; used bare, each ``send`` opens and closes its own connection."""
+
+    def __init__(self, host: str, port: int, *, ssl: bool = False, starttls: bool = False,
+                 username: str | None = None, password: str | None = None,
+                 timeout: float = 30.0, ssl_context=None) -> None:
+        if ssl and starttls:
+            raise ValueError("use either ssl (implicit TLS) or starttls, not both")
+        self.host = host
+        self.port = port
+        self.ssl = ssl
+        self.starttls = starttls
+        self.username = username
+        self.password = password
+        self.timeout = timeout
+        self.ssl_context = ssl_context
+        self._conn: smtplib.SMTP | None = None
+        self._in_context = False
+
+    def __repr__(self) -> str:
+        mode = "ssl" if self.ssl else "starttls" if self.starttls else "plain"
+        return f"SmtpSender({self.host}:{self.port}, {mode})"
+
+    def __enter__(self) -> SmtpSender:
+        self._in_context = True
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._in_context = False
+        self.close()
+
+    def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        try:
+            conn.quit()
+        except Exception:
+            try:
+                conn.close()
+            except Exception:
+                pass
+
+    def _context(self) -> ssl_mod.SSLContext:
+        return self.ssl_context or ssl_mod.create_default_context()
+
+    def _open(self) -> smtplib.SMTP:
+        conn: smtplib.SMTP
+        if self.ssl:
+            conn = smtplib.SMTP_SSL(self.host, self.port, timeout=self.timeout,
+                                    context=self._context())
+        else:
+            conn = smtplib.SMTP(self.host, self.port, timeout=self.timeout)
+        try:
+            conn.ehlo()
+            if self.starttls:
+                conn.starttls(context=self._context())
+                conn.ehlo()
+            if self.username is not None:
+                conn.login(self.username, self.password or "")
+        except BaseException:
+            try:
+                conn.close()
+            except Exception:
+                pass
+            raise
+        return conn
+
+    def send(self, mail_from: str, rcpts: list[str], raw: bytes) -> SendResult:
+        rcpts = list(dict.fromkeys(rcpts))  # no duplicates, order kept
+        result = SendResult()
+        if not rcpts:
+            return result
+        raw = _crlf(raw)
+        try:
+            for attempt in (1, 2):
+                reused = self._conn is not None
+                try:
+                    if self._conn is None:
+                        self._conn = self._open()
+                    self._sendmail(self._conn, mail_from, rcpts, raw, result)
+                    break
+                except smtplib.SMTPServerDisconnected as e:
+                    self._drop()
+                    if reused and attempt == 1:  # idle connection was closed: once more
+                        log.info("%r: cached connection dropped (%s); reconnecting", self, e)
+                        continue
+                    self._all(result, rcpts, "temporary", f"connection lost: {e}")
+                    break
+                except smtplib.SMTPSenderRefused as e:
+                    if e.smtp_code == 421 and reused and attempt == 1:
+                        self._drop()
+                        continue
+                    self._by_code(result, rcpts, e.smtp_code, e.smtp_error)
+                    break
+                except smtplib.SMTPDataError as e:
+                    self._by_code(result, rcpts, e.smtp_code, e.smtp_error)
+                    break
+                except smtplib.SMTPRecipientsRefused as e:  # every recipient refused
+                    for rcpt in rcpts:
+                        code, msg = e.recipients.get(rcpt, (451, b"refused"))
+                        self._by_code(result, [rcpt], code, msg)
+                    break
+                except (OSError, smtplib.SMTPException) as e:
+                    # refused connection, timeout, TLS/AUTH failure or missing extension,
+                    # bad greeting: trouble with the server or our config, not the mail
+                    self._drop()
+                    self._all(result, rcpts, "temporary", f"{type(e).__name__}: {e}")
+                    break
+        finally:
+            if self._conn is not None and (not self._in_context or self._conn.sock is None):
+                # sock is None: smtplib closed it itself (e.g. after a 421)
+                if self._in_context:
+                    self._drop()
+                else:
+                    self.close()
+        if result.temporary or result.permanent:
+            log.warning("%r: temporary=%s permanent=%s", self, result.temporary,
+                        result.permanent)
+        return result
+
+    def _sendmail(self, conn: smtplib.SMTP, mail_from: str, rcpts: list[str], raw: bytes,
+                  result: SendResult) -> None:
+        mail_options: list[str] = []
+        if any(b > 127 for b in raw) and conn.has_extn("8bitmime"):
+            mail_options.append("BODY=8BITMIME")
+        if not all(a.isascii() for a in [mail_from, *rcpts]):
+            if not conn.has_extn("smtputf8"):
+                self._all(result, rcpts, "permanent",
+                          "non-ASCII address but the server lacks SMTPUTF8")
+                return
+            mail_options.append("SMTPUTF8")
+        refused = conn.sendmail(mail_from, rcpts, raw, mail_options=mail_options)
+        for rcpt in rcpts:
+            if rcpt in refused:
+                code, msg = refused[rcpt]
+                self._by_code(result, [rcpt], code, msg)
+            else:
+                result.accepted.append(rcpt)
+
+    def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:
+                pass
+
+    @staticmethod
+    def _all(result: SendResult, rcpts: list[str], kind: str, text: str) -> None:
+        target = result.temporary if kind == "temporary" else result.permanent
+        for rcpt in rcpts:
+            target[rcpt] = text
+
+    @staticmethod
+    def _by_code(result: SendResult, rcpts: list[str], code: int, msg: bytes | str) -> None:
+        # 5xx is permanent, except 530 "authentication required" (RFC 4954): that is
+        # our configuration, not the mail, so keep the mail for a retry.
+        target = result.permanent if 500 <= code < 600 and code != 530 else result.temporary
+        for rcpt in rcpts:
+            target[rcpt] = _text(code, msg)
+
+
+# ------------------------------------------------------------------------------ .eml
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._@+=-]+")
+
+
+def _sanitise(text: str, limit: int = 60) -> str:
+    text = _UNSAFE.sub("_", text.strip().strip("<>")).strip("._")
+    return text[:limit] or "none"
+
+
+class EmlDirSender:
+    """Embedded default outbound edge: every message becomes one .eml file in
+    ``folder``, written atomically (temp file + fsync + rename). Same interface as
+    SmtpSender; all recipients are accepted."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = Path(folder)
+
+    def __repr__(self) -> str:
+        return f"EmlDirSender({self.folder})"
+
+    def __enter__(self) -> EmlDirSender:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def send(self, mail_from: str, rcpts: list[str], raw: bytes) -> SendResult:
+        rcpts = list(dict.fromkeys(rcpts))
+        if not rcpts:
+            return SendResult()
+        self.folder.mkdir(parents=True, exist_ok=True)
+        headers = BytesHeaderParser(policy=policy.compat32).parsebytes(raw)
+        msgid = str(headers.get("Message-ID", "") or "")
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+        stem = f"{stamp}-{_sanitise(rcpts[0])}-{_sanitise(msgid)}"
+        tmp = self.folder / f".{uuid.uuid4().hex}.eml.tmp"
+        with open(tmp, "wb") as f:
+            f.write(raw)
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            final = self._publish(tmp, stem)
+        finally:
+            tmp.unlink(missing_ok=True)
+        _fsync_dir(self.folder)
+        log.info("%r: wrote %s", self, final.name)
+        return SendResult(accepted=rcpts)
+
+    def _publish(self, tmp: Path, stem: str) -> Path:
+        """Hard-link tmp to a name that does not exist yet (never overwrite)."""
+        for n in range(1000):
+            final = self.folder / (f"{stem}.eml" if n == 0 else f"{stem}-{n}.eml")
+            try:
+                os.link(tmp, final)
+                return final
+            except FileExistsError:
+                continue
+            except OSError:  # no hard links on this filesystem: rename instead
+                if final.exists():
+                    continue
+                os.replace(tmp, final)
+                return final
+        raise FileExistsError(f"no free file name for {stem}")
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
