@@ -1,0 +1,238 @@
+"""Rendering of every mail the server sends, from Jinja2 templates.
+
+Each mail kind is a pair of templates, ``NAME.txt.j2`` (the text part) and
+``NAME.html.j2`` (the HTML part).  Templates are looked up first in the
+referee's override folder, then in the packaged templates: ``pbem/_templates``
+inside an installed wheel, or the repository's top-level ``templates/``
+folder in a checkout.
+
+Autoescaping is on for ``.html.j2`` templates only, and every variable a
+template uses must be in its context (``StrictUndefined``); optional values
+are passed as ``None`` by the caller.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import math
+import textwrap
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+__all__ = [
+    "Renderer",
+    "bid",
+    "dice",
+    "die",
+    "face_name",
+    "lookup",
+    "packaged_template_dir",
+    "pct",
+    "plain",
+    "utc",
+    "wrap",
+]
+
+# Faces 1-5 are the die pictures U+2680..U+2684; the star replaces the 6.
+DIE_PICTURES: dict[str, str] = {
+    "1": "\u2680",
+    "2": "\u2681",
+    "3": "\u2682",
+    "4": "\u2683",
+    "5": "\u2684",
+    "*": "\u2605",
+}
+_FACE_WORDS = {
+    "1": ("one", "ones"),
+    "2": ("two", "twos"),
+    "3": ("three", "threes"),
+    "4": ("four", "fours"),
+    "5": ("five", "fives"),
+    "*": ("star", "stars"),
+}
+
+
+def _face_key(face: Any) -> str:
+    """Normalise a face (1-5, "1"-"5", "*", "★") to "1".."5" or "*"."""
+    if isinstance(face, bool):
+        return "?"
+    if isinstance(face, int):
+        return str(face) if 1 <= face <= 5 else "?"
+    s = str(face).strip()
+    if s in ("*", "\u2605", "star", "stars"):
+        return "*"
+    return s if s in _FACE_WORDS else "?"
+
+
+def die(face: Any) -> str:
+    """One face -> its picture: 1..5 -> ⚀..⚄, "*" -> ★ ("?" for anything else)."""
+    return DIE_PICTURES.get(_face_key(face), "?")
+
+
+def dice(faces: Iterable[Any] | None, sep: str = " ") -> str:
+    """A list of faces -> their pictures joined by ``sep``."""
+    return sep.join(die(f) for f in (faces or ()))
+
+
+def plain(faces: Iterable[Any] | None, sep: str = " ") -> str:
+    """A list of faces -> the plain values as a player types them ("3 * 1")."""
+    return sep.join(_face_key(f) for f in (faces or ()))
+
+
+def face_name(face: Any, quantity: int = 1) -> str:
+    """1 -> "one" (quantity 1) or "ones" (any other quantity); "*" -> "star"/"stars"."""
+    words = _FACE_WORDS.get(_face_key(face))
+    if words is None:
+        return str(face)
+    return words[0] if quantity == 1 else words[1]
+
+
+def bid(b: Mapping[str, Any] | None) -> str:
+    """{"quantity": 4, "face": 3} -> "4 threes"; {"quantity": 1, "face": "*"} -> "1 star"."""
+    if not b:
+        return "no bid"
+    q = b["quantity"]
+    return f"{q} {face_name(b['face'], q)}"
+
+
+def pct(p: Any) -> str:
+    """A probability -> a whole percentage: 0.4567 -> "46%".
+
+    A value that is neither 0 nor 1 never shows as "0%" or "100%": it is
+    written "<1%" or ">99%" so that a player is not told a bid is certain
+    when it is not.
+    """
+    if p is None:
+        return "?"
+    x = float(p)
+    if math.isnan(x):
+        return "?"
+    if 0.0 < x < 0.005:
+        return "<1%"
+    if 0.995 <= x < 1.0:
+        return ">99%"
+    return f"{round(x * 100):d}%"
+
+
+def utc(value: Any, fmt: str = "%Y-%m-%d %H:%M UTC") -> str:
+    """An ISO timestamp ("2026-12-01T18:00:00Z") or datetime -> "2026-12-01 18:00 UTC"."""
+    if value is None:
+        return ""
+    if isinstance(value, datetime):
+        dt = value
+    else:
+        s = str(value).strip()
+        try:
+            dt = datetime.fromisoformat(s[:-1] + "+00:00" if s.endswith(("Z", "z")) else s)
+        except ValueError:
+            return s
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return dt.astimezone(UTC).strftime(fmt)
+
+
+def wrap(text: Any, width: int = 72, indent: str = "", first: str | None = None) -> str:
+    """Fill ``text`` to ``width`` columns; ``first`` prefixes line 1, ``indent`` the others.
+
+    Each line of ``text`` is filled on its own, so line breaks the writer
+    made are kept.  A line that already fits is kept exactly as written;
+    a longer one has its runs of white space folded while it is filled.
+    Long words (URLs, hex strings) are never broken: a line may then run
+    past ``width``, which is better than a URL cut in two.
+    """
+    lead = indent if first is None else first
+    out: list[str] = []
+    for raw in str(text).splitlines() or [""]:
+        prefix = lead if not out else indent
+        if len(prefix) + len(raw) <= width:
+            out.append((prefix + raw).rstrip())  # fits: keep it exactly as written
+            continue
+        out.append(
+            textwrap.fill(
+                " ".join(raw.split()),
+                width=width,
+                initial_indent=prefix,
+                subsequent_indent=indent,
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
+        )
+    return "\n".join(out)
+
+
+def lookup(mapping: Mapping[Any, Any] | None, key: Any, default: Any = None) -> Any:
+    """``mapping[key]`` whether the mapping is keyed by int (Python) or str (JSON)."""
+    if not mapping:
+        return default
+    if key in mapping:
+        return mapping[key]
+    skey = str(key)
+    if skey in mapping:
+        return mapping[skey]
+    try:
+        ikey = int(key)
+    except (TypeError, ValueError):
+        return default
+    return mapping.get(ikey, default)
+
+
+def packaged_template_dir() -> Path:
+    """The folder of the templates that ship with pbem.
+
+    ``pbem/_templates`` when installed from a wheel, else the repository's
+    top-level ``templates/`` folder (a source checkout).
+    """
+    try:
+        packaged = importlib.resources.files("pbem") / "_templates"
+        if packaged.is_dir():
+            return Path(str(packaged))
+    except (ModuleNotFoundError, TypeError):  # pragma: no cover - odd loaders
+        pass
+    return Path(__file__).resolve().parent.parent / "templates"
+
+
+class Renderer:
+    """Renders the (text, html) pair of one mail kind."""
+
+    def __init__(self, override_dir: Path | None = None) -> None:
+        loaders: list[jinja2.BaseLoader] = []
+        if override_dir is not None:
+            loaders.append(jinja2.FileSystemLoader(str(override_dir)))
+        loaders.append(jinja2.FileSystemLoader(str(packaged_template_dir())))
+        self.override_dir = override_dir
+        self.env = jinja2.Environment(
+            loader=jinja2.ChoiceLoader(loaders),
+            autoescape=jinja2.select_autoescape(
+                enabled_extensions=("html.j2",),
+                disabled_extensions=("txt.j2",),
+                default_for_string=False,
+                default=False,
+            ),
+            undefined=jinja2.StrictUndefined,
+            trim_blocks=True,
+            lstrip_blocks=True,
+            keep_trailing_newline=True,
+        )
+        self.env.filters.update(
+            die=die,
+            dice=dice,
+            plain=plain,
+            face_name=face_name,
+            bid=bid,
+            pct=pct,
+            utc=utc,
+            wrap=wrap,
+            lookup=lookup,
+        )
+        self.env.globals["lookup"] = lookup
+
+    def render(self, name: str, context: Mapping[str, Any]) -> tuple[str, str]:
+        """Render ``NAME.txt.j2`` and ``NAME.html.j2`` with ``context``: (text, html)."""
+        ctx = dict(context)
+        text = self.env.get_template(f"{name}.txt.j2").render(ctx)
+        html = self.env.get_template(f"{name}.html.j2").render(ctx)
+        return text, html
