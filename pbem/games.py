@@ -26,7 +26,7 @@ from pbem.rules.postal import PLAYERS, BidPlaced, PostalState, apply_turn
 from pbem.rules.record import GameRecord, RecordedMove, draw_seats, replay, result_json
 from pbem.rules.robot import choose_move
 from pbem.rules.ruleset import RuleSet
-from pbem.rules.view import holdings, odds_view
+from pbem.rules.view import holdings
 
 
 class GameError(Exception):
@@ -221,7 +221,3 @@ def player_view(game: Game, players: dict[int, Player], state: PostalState,
         **rules_part,
         "commitment": game.commitment,
     }
-
-
-def odds_for(state: PostalState, seat: int) -> dict[int, dict[str, float]]:
-    return odds_view(state, seat)

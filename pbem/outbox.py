@@ -77,7 +77,7 @@ class DrainReport:
 
 
 def drain(engine: Engine, open_sender: Callable[[], AbstractContextManager[Sender]],
-          now: Callable[[], datetime], *, referee: str | None = None,
+          now: Callable[[], datetime], *,
           on_failure: Callable[[Session, OutboundMail, str], None] | None = None,
           limit: int | None = None) -> DrainReport:
     """Send every pending mail that is due; return what happened."""

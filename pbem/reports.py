@@ -14,6 +14,7 @@ from pbem.outbox import Origin, enqueue
 from pbem.render import Renderer
 from pbem.rules.moves import Move
 from pbem.rules.postal import PostalState
+from pbem.rules.view import odds_view
 
 
 def relative(deadline: datetime | None, now: datetime) -> str | None:
@@ -36,7 +37,6 @@ def relative(deadline: datetime | None, now: datetime) -> str | None:
 def report_context(game: Game, players: dict[int, Player], state: PostalState, seat: int,
                    now: datetime, origin: Origin, notes: list[str]) -> dict[str, Any]:
     view = player_view(game, players, state, seat)
-    from pbem.games import odds_for
     standings = None
     if state.game_over:
         standings = [{"rank": s.rank, "number": s.seat, "name": players[s.seat].name,
@@ -47,7 +47,7 @@ def report_context(game: Game, players: dict[int, Player], state: PostalState, s
         "view": view, "server_address": origin.address, "game_url": None, "notes": notes,
         "talk": [], "commitment": game.commitment if state.turn == 1 else None,
         "seed": game.seed_hex if state.game_over else None,
-        "odds": odds_for(state, seat), "deadline_relative": relative(game.deadline, now),
+        "odds": odds_view(state, seat), "deadline_relative": relative(game.deadline, now),
         "standings": standings, "how_to_order": not state.game_over,
     }
 

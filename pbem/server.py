@@ -92,7 +92,7 @@ class Server:
             return 0
 
     def send(self) -> DrainReport:
-        return drain(self.engine, self.open_sender, self.clock, referee=self.settings.referee,
+        return drain(self.engine, self.open_sender, self.clock,
                      on_failure=self.referee.undeliverable)
 
     def tick(self) -> TickReport:
