@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlmodel import Session, col, select
 
+from pbem.desk import schedule, seats
 from pbem.games import (GameError, add_player, create_game, find_game, load_state,
                         pending_orders, players_of, start_game)
 from pbem.models import Game
@@ -131,7 +132,7 @@ def do_help(ctx: AdminContext, _: None) -> str:
     return "\n".join(f"{h['usage']}: {h['summary']}" for h in help_lines(REFEREE_COMMANDS))
 
 
-REFEREE_COMMANDS: tuple[Command, ...] = (
+_CORE_COMMANDS: tuple[Command, ...] = (
     Command("KEY", "KEY <referee key>", "in referee mail: proves the mail is the referee's",
             one_word("key")),
     Command("NEWGAME", "NEWGAME <game> [SEED <n>] [DEADLINE <hours>]",
@@ -143,12 +144,17 @@ REFEREE_COMMANDS: tuple[Command, ...] = (
     Command("PROCESS", "PROCESS <game>", "resolve the turn now (the robot plays missing orders)",
             game_name),
     Command("LIST", "LIST", "every game and its state", no_args),
-    Command("HELP", "HELP", "this list", no_args),
 )
+_HELP = Command("HELP", "HELP", "this list", no_args)
+
+# the desk modules add their commands (and actions) to the one table
+REFEREE_COMMANDS: tuple[Command, ...] = (*_CORE_COMMANDS, *schedule.COMMANDS, *seats.COMMANDS,
+                                         _HELP)
 
 _ACTIONS: dict[str, Callable[[AdminContext, Any], str]] = {
     "NEWGAME": do_newgame, "ADD": do_add, "START": do_start, "STATUS": do_status,
     "PROCESS": do_process, "LIST": do_list, "HELP": do_help,
+    **schedule.ACTIONS, **seats.ACTIONS,
 }
 
 

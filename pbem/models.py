@@ -15,10 +15,17 @@ class Game(SQLModel, table=True):
     rules_json: str
     seed_hex: str                      # secret until the game is over
     commitment: str
-    status: str = "new"                # new | running | over | cancelled
+    status: str = "new"                # new | running | paused | over | cancelled
     turn: int = 0                      # the turn being played; 0 before the start
     turn_hours: float | None = None    # None: no deadline, the turn waits for all orders
     deadline: datetime | None = None
+    # the referee's desk options (pbem.desk.options.GameOptions as JSON): deadline hour,
+    # grace, reminder lead, missed-turn limit, policy, sign-up, auto-start, wait, ...
+    options_json: str = "{}"
+    turn_started_at: datetime | None = None
+    paused_left_seconds: float | None = None   # time left on the deadline when paused
+    reminded_turn: int = 0             # the last turn whose reminders went out
+    grace_until: datetime | None = None  # set when the deadline passed and grace began
     created_at: datetime
     started_at: datetime | None = None
     ended_at: datetime | None = None
@@ -33,6 +40,11 @@ class Player(SQLModel, table=True):
     name: str
     seat: int | None = None            # drawn at the start
     key: str                           # the order key shown in every report
+    key_hash: str = ""                 # sha256 of the key, for checks that need no plaintext
+    active: bool = True                # False once replaced or gone
+    default_order: str | None = None   # standing order for a missed turn: CHALLENGE|RAISE|ROBOT
+    missed_turns: int = 0              # turns missed in a row
+    absent_days_used: float = 0.0      # vacation days already granted in this game
 
 
 class Move(SQLModel, table=True):
@@ -78,6 +90,8 @@ class InboundMail(SQLModel, table=True):
     status: str = Field(default="new", index=True)   # new | done | failed
     outcome: str | None = None
     processed_at: datetime | None = None
+    claimed_by: str | None = None      # the process handling it (a lease, see claimed_at)
+    claimed_at: datetime | None = None
 
 
 class OutboundMail(SQLModel, table=True):
@@ -98,3 +112,79 @@ class OutboundMail(SQLModel, table=True):
     last_error: str | None = None
     created_at: datetime
     sent_at: datetime | None = None
+    claimed_by: str | None = None      # the process sending it (a lease, see claimed_at)
+    claimed_at: datetime | None = None
+
+
+class Absence(SQLModel, table=True):
+    """A player's vacation (ABSENT): deadlines inside it move past it."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    email: str = Field(index=True)
+    starts: datetime
+    ends: datetime
+    created_at: datetime
+
+
+class Signup(SQLModel, table=True):
+    """A JOIN waiting for the address to confirm it with the mailed code."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    game_id: int = Field(foreign_key="game.id", index=True)
+    email: str
+    name: str
+    code_hash: str
+    status: str = "pending"            # pending | confirmed | expired | withdrawn
+    created_at: datetime
+    confirmed_at: datetime | None = None
+
+
+class TalkMessage(SQLModel, table=True):
+    """SAY: table talk, relayed to the players and shown in the next report."""
+
+    __tablename__ = "talk_message"
+    id: int | None = Field(default=None, primary_key=True)
+    game_id: int = Field(foreign_key="game.id", index=True)
+    turn: int
+    seat: int | None = None            # None: the referee
+    name: str
+    text: str
+    created_at: datetime
+
+
+class Watcher(SQLModel, table=True):
+    __table_args__ = (UniqueConstraint("game_id", "email"),)
+    id: int | None = Field(default=None, primary_key=True)
+    game_id: int = Field(foreign_key="game.id", index=True)
+    email: str
+    created_at: datetime
+
+
+class SenderEvent(SQLModel, table=True):
+    """What an address did that is rate-limited: failed authentication, answers to strangers."""
+
+    __tablename__ = "sender_event"
+    id: int | None = Field(default=None, primary_key=True)
+    address: str = Field(index=True)
+    kind: str = Field(index=True)      # auth-failed | stranger-answered | ...
+    at: datetime
+
+
+class ServerState(SQLModel, table=True):
+    """Small facts the server keeps between runs (e.g. when it last ran a tick)."""
+
+    __tablename__ = "server_state"
+    key: str = Field(primary_key=True)
+    value: str
+
+
+class AuditEntry(SQLModel, table=True):
+    """A game's history of referee actions and desk events (rollback keeps undone moves here)."""
+
+    __tablename__ = "audit_entry"
+    id: int | None = Field(default=None, primary_key=True)
+    game_id: int | None = Field(default=None, foreign_key="game.id", index=True)
+    at: datetime
+    actor: str
+    action: str
+    detail: str = ""

@@ -26,7 +26,8 @@ from pbem.games import (GameError, find_game, load_state, players_of, record_ord
                         resolve_turn, pending_orders)
 from pbem.mail.read import InboundMessage, read_message
 from pbem.models import Game, InboundMail, OutboundMail, Player
-from pbem.orders import PLAYER_COMMANDS, LineProblem, ParsedText, help_lines, parse_text
+from pbem.desk import PlayerContext, desk_orders, needs_player, player_actions, player_commands
+from pbem.orders import LineProblem, Order, ParsedText, help_lines, parse_text
 from pbem.outbox import Origin, enqueue
 from pbem.render import Renderer
 from pbem.reports import enqueue_reports, latest_report, played_for_notes
@@ -173,10 +174,13 @@ class Referee:
     # --- player mail -------------------------------------------------------
 
     def _player_mail(self, session: Session, row: InboundMail, msg: InboundMessage) -> str:
-        parsed = parse_text(msg.lines, PLAYER_COMMANDS)
+        parsed = parse_text(msg.lines, player_commands())
         who = self._identify(session, msg, parsed)
         if parsed.problems:
             raise Refusal(*parsed.problems, game=who.game.name if who else None)
+        desk = desk_orders(parsed.orders)
+        if desk and not self._move_orders(parsed):
+            return self._player_desk(session, row, msg, who, desk)
         if who is None:
             if parsed.first("HELP") is not None:
                 self._answer(session, row, msg, "help", "Bluff by mail: the orders",
@@ -192,6 +196,20 @@ class Referee:
         if parsed.first("STATUS") is not None and not self._move_orders(parsed):
             return self._status(session, row, msg, who)
         return self._order(session, row, msg, parsed, who)
+
+    def _player_desk(self, session: Session, row: InboundMail, msg: InboundMessage,
+                     who: Turnkey | None, orders: list[Order]) -> str:
+        """Desk commands (JOIN, SAY, HISTORY ...): each one answers for itself."""
+        ctx = PlayerContext(session, self, row, msg, self.clock(), who)
+        actions, need = player_actions(), needs_player()
+        outcomes = []
+        for order in orders:
+            if order.name in need and who is None:
+                raise refusal(f"{order.name} needs to know who you are",
+                              "reply to your latest report, or add the lines GAME <game> and "
+                              "KEY <your key>", order.line_no, order.line)
+            outcomes.append(actions[order.name](ctx, order))
+        return "; ".join(outcomes)
 
     @staticmethod
     def _move_orders(parsed: ParsedText) -> bool:
@@ -383,7 +401,7 @@ class Referee:
     # --- answers ------------------------------------------------------------
 
     def _help_context(self) -> dict[str, Any]:
-        return {"commands": help_lines(PLAYER_COMMANDS), "referee_commands": [],
+        return {"commands": help_lines(player_commands()), "referee_commands": [],
                 "server_address": self.settings.address}
 
     def _answer(self, session: Session, row: InboundMail, msg: InboundMessage, template: str,
@@ -400,7 +418,7 @@ class Referee:
     def _answer_error(self, session: Session, row: InboundMail, msg: InboundMessage,
                       refused: Refusal) -> None:
         from_referee = msg.from_addr == self.settings.referee.lower()
-        table = REFEREE_COMMANDS if from_referee else PLAYER_COMMANDS
+        table = REFEREE_COMMANDS if from_referee else player_commands()
         context = {"problems": [p.__dict__ for p in refused.problems], "game": refused.game,
                    "help_lines": help_lines(table)}
         subject = "Your mail to the Bluff referee: nothing was applied"
