@@ -1,0 +1,394 @@
+"""Cup of Bluff (RULES.md section 6): a pure state machine, one move at a time.
+
+Seats are 1..players (3 to 5); seat 1 is the first Bluffer and the role
+passes clockwise (seat s -> s % players + 1). The dice are three plain d6
+(faces 1..6; the Bluff star convention does not apply). Each Bluffer turn n
+rolls from the label ``cupofbluff/roll/<n>``, so a replay is identical.
+
+Who "was right" (the rulebook's table, the same for a win and a steal):
+
+    announced total is true  + Guesser says OK    -> the Guesser was right
+    announced total is false + Guesser says OK    -> the Bluffer fooled them
+    announced total is false + Guesser says BLUFF -> the Guesser was right
+    announced total is true  + Guesser says BLUFF -> the Bluffer was right
+
+Announce: whoever was right takes the announced token from the centre.
+Steal (the named token is one the Guesser owns): the Bluffer right -> the
+Bluffer takes that token from the Guesser; the Guesser right -> the Guesser
+keeps it and the Bluffer GIVEs the Guesser one of the Bluffer's own tokens.
+
+Decisions where the texts are silent (RULES.md is followed where they differ):
+
+- The Bluffer may announce any total whose token is in the centre, true or
+  not. When the true total's token is gone the Bluffer must bluff, steal or
+  make a doublet; announcing is always possible while the game runs, so a
+  turn can never be stuck.
+- Any other seat may be the Guesser, also one without tokens.
+- A steal needs a token on both sides (the Bluffer's, and the named token of
+  the Guesser's), else it is illegal. The rulebook's table says token 12
+  "goes to the Guesser" when the Guesser is right; since the Guesser already
+  owns it, that means the Guesser keeps it (and receives a gift, per RULES.md).
+- The gift after a failed steal is the Bluffer's choice, made by a GIVE move
+  once the dice are shown; a Bluffer with a single token gives it at once
+  (there is no choice, and by mail that saves a round).
+- Doublet: at least two of the three dice alike (a triple counts). The
+  Bluffer returns at least two own tokens ("several"), all different, whose
+  points add up to the points of the one centre token taken; there is no
+  Guesser and the roll is shown. With no such centre token the doublet is
+  illegal and the Bluffer announces or steals instead. A doublet returns
+  more tokens than it takes, so it can never end the game.
+- The game ends only when an announce takes the last centre token. There is
+  no turn limit (the rulebook has none).
+- Standings: most points first; equal points -> fewer tokens ranks higher;
+  equal in both -> a shared rank (1, 1, 3 ...).
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Final
+
+from pbem.rules.cupofbluff_moves import (
+    Announce, Answer, Claim, Claimed, Doublet, DoubletMade, Event, GameEnded, Give, Given,
+    Move, Revealed, Rolled, Standing, Steal, TurnRecord, move_from_json)
+from pbem.rules.dice import DiceStream
+from pbem.rules.errors import IllegalMove
+
+__all__ = [
+    "ACT", "ANSWER", "GIVE", "OVER", "TOKENS", "TOTAL_ODDS", "Announce", "Answer", "Claim",
+    "Claimed", "CupState", "Doublet", "DoubletMade", "Event", "GameEnded", "Give", "Given",
+    "Move", "Revealed", "Rolled", "Standing", "Steal", "TurnRecord", "apply_move", "doublets",
+    "has_double", "move_from_json", "new_game", "points", "replay", "robot_move", "roll_label",
+]
+
+MIN_PLAYERS: Final = 3
+MAX_PLAYERS: Final = 5
+DICE: Final = 3
+TOKENS: Final = tuple(range(3, 19))
+_POINTS: Final = {3: 5, 18: 5, 4: 4, 17: 4, 5: 3, 6: 3, 15: 3, 16: 3,
+                  7: 2, 8: 2, 13: 2, 14: 2, 9: 1, 10: 1, 11: 1, 12: 1}
+
+ACT: Final = "act"          # the Bluffer announces, steals or makes a doublet
+ANSWER: Final = "answer"    # the Guesser says OK or BLUFF
+GIVE: Final = "give"        # the Bluffer gives a token after a failed steal
+OVER: Final = "over"
+
+
+def points(token: int) -> int:
+    return _POINTS[token]
+
+
+def roll_label(number: int) -> str:
+    return f"cupofbluff/roll/{number}"
+
+
+def _total_odds() -> dict[int, float]:
+    counts = {t: 0 for t in TOKENS}
+    for roll in itertools.product(range(1, 7), repeat=DICE):
+        counts[sum(roll)] += 1
+    return {t: c / 6 ** DICE for t, c in counts.items()}
+
+
+TOTAL_ODDS: Final = _total_odds()   # total -> its probability with 3 dice
+
+
+def has_double(roll: Sequence[int]) -> bool:
+    return len(set(roll)) < len(roll)
+
+
+def _listing(tokens: Iterable[int]) -> str:
+    items = sorted(tokens)
+    return ", ".join(map(str, items)) if items else "nothing"
+
+
+# --- state ------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CupState:
+    players: int
+    centre: tuple[int, ...]
+    holdings: tuple[tuple[int, ...], ...]   # index seat - 1, sorted
+    bluffer: int
+    number: int                             # the Bluffer turn, 1, 2, ...
+    phase: str
+    roll: tuple[int, ...]                   # secret to all but the Bluffer until revealed
+    claim: Claim | None = None
+    log: tuple[TurnRecord, ...] = ()
+
+    @property
+    def seats(self) -> range:
+        return range(1, self.players + 1)
+
+    @property
+    def game_over(self) -> bool:
+        return self.phase == OVER
+
+    def tokens(self, seat: int) -> tuple[int, ...]:
+        return self.holdings[seat - 1]
+
+    def score(self, seat: int) -> int:
+        return sum(points(t) for t in self.tokens(seat))
+
+    def owner(self, token: int) -> int | None:
+        """The seat holding token, or None (in the centre)."""
+        return next((s for s in self.seats if token in self.tokens(s)), None)
+
+    def due(self) -> dict[int, str]:
+        if self.phase == ACT:
+            return {self.bluffer: "you are the Bluffer: ANNOUNCE a total, STEAL a token "
+                                  "or make a DOUBLET"}
+        if self.phase == GIVE:
+            assert self.claim is not None
+            return {self.bluffer: f"your steal failed: GIVE player {self.claim.guesser} "
+                                  "one of your tokens"}
+        if self.phase == ANSWER:
+            assert self.claim is not None
+            what = (f"your token {self.claim.total}" if self.claim.action == "steal"
+                    else f"a total of {self.claim.total}")
+            return {self.claim.guesser: f"player {self.bluffer} claims {what}: "
+                                        "answer OK or BLUFF"}
+        return {}
+
+    def waiting_for(self) -> str:
+        """Whose move it is, said to everyone."""
+        claim = self.claim
+        if self.phase == ACT:
+            return f"player {self.bluffer}, the Bluffer, is to announce, steal or make a doublet"
+        if self.phase == ANSWER and claim is not None:
+            return f"player {claim.guesser} is to answer the claim of {claim.total}"
+        if self.phase == GIVE and claim is not None:
+            return f"player {self.bluffer} is to give player {claim.guesser} a token"
+        return "the game is over"
+
+    def check_move(self, seat: int, move: Move) -> None:
+        """Raise IllegalMove unless seat may make move now."""
+        if self.game_over:
+            raise IllegalMove("the game is over")
+        due = self.due()
+        if seat not in due:
+            raise IllegalMove(f"it is not your move: {self.waiting_for()}")
+        expected = {ACT: (Announce, Steal, Doublet), ANSWER: (Answer,), GIVE: (Give,)}[self.phase]
+        if not isinstance(move, expected):
+            raise IllegalMove(due[seat])
+        if isinstance(move, Announce):
+            self._check_announce(move)
+        elif isinstance(move, Steal):
+            self._check_steal(move)
+        elif isinstance(move, Doublet):
+            self._check_doublet(move)
+        elif isinstance(move, Give) and move.token not in self.tokens(seat):
+            raise IllegalMove(f"you do not own token {move.token}; you hold "
+                              f"{_listing(self.tokens(seat))}")
+
+    def _check_other(self, seat: int, role: str) -> None:
+        if seat not in self.seats:
+            raise IllegalMove(f"there is no player {seat} (players 1 to {self.players})")
+        if seat == self.bluffer:
+            raise IllegalMove(f"you are the Bluffer; the {role} must be another player")
+
+    def _check_announce(self, move: Announce) -> None:
+        if move.total not in TOKENS:
+            raise IllegalMove(f"{move.total} is no total of three dice: announce 3 to 18")
+        if move.total not in self.centre:
+            raise IllegalMove(f"token {move.total} is not in the centre; the centre holds "
+                              f"{_listing(self.centre)}")
+        self._check_other(move.guesser, "Guesser")
+
+    def _check_steal(self, move: Steal) -> None:
+        if not self.tokens(self.bluffer):
+            raise IllegalMove("you can steal only once you own a token; you have none yet")
+        self._check_other(move.victim, "Guesser")
+        held = self.tokens(move.victim)
+        if not held:
+            raise IllegalMove(f"player {move.victim} owns no token to steal")
+        if move.token not in held:
+            raise IllegalMove(f"player {move.victim} does not own token {move.token}; "
+                              f"they hold {_listing(held)}")
+
+    def _check_doublet(self, move: Doublet) -> None:
+        own = self.tokens(self.bluffer)
+        if not has_double(self.roll):
+            raise IllegalMove(f"your roll {' '.join(map(str, self.roll))} has no double: "
+                              "a doublet needs two dice alike")
+        if len(own) < 2:
+            raise IllegalMove(f"a doublet needs at least 2 tokens of yours; you hold {_listing(own)}")
+        if move.take not in self.centre:
+            raise IllegalMove(f"token {move.take} is not in the centre; the centre holds "
+                              f"{_listing(self.centre)}")
+        if len(move.give) < 2 or len(set(move.give)) != len(move.give):
+            raise IllegalMove("give back at least two different tokens of yours")
+        missing = [t for t in move.give if t not in own]
+        if missing:
+            raise IllegalMove(f"you do not own token {missing[0]}; you hold {_listing(own)}")
+        given = sum(points(t) for t in move.give)
+        if given != points(move.take):
+            raise IllegalMove(f"tokens {_listing(move.give)} are worth {given} points but token "
+                              f"{move.take} is worth {points(move.take)}: they must be equal")
+
+    def legal_moves(self) -> list[Move]:
+        """Every move of the due seat (doublets included: at most 5 tokens can be given)."""
+        if self.phase == ANSWER:
+            return [Answer(True), Answer(False)]
+        if self.phase == GIVE:
+            return [Give(t) for t in self.tokens(self.bluffer)]
+        if self.phase != ACT:
+            return []
+        others = [s for s in self.seats if s != self.bluffer]
+        moves: list[Move] = [Announce(t, g) for t in self.centre for g in others]
+        if self.tokens(self.bluffer):
+            moves += [Steal(t, v) for v in others for t in self.tokens(v)]
+        return moves + doublets(self)
+
+    def standings(self) -> tuple[Standing, ...]:
+        keys = {s: (-self.score(s), len(self.tokens(s))) for s in self.seats}
+        ordered = sorted(self.seats, key=lambda s: (keys[s], s))
+        return tuple(Standing(1 + sum(1 for k in keys.values() if k < keys[s]), s,
+                              self.score(s), len(self.tokens(s))) for s in ordered)
+
+
+def doublets(state: CupState) -> list[Move]:
+    own = state.tokens(state.bluffer)
+    if state.phase != ACT or not has_double(state.roll) or len(own) < 2:
+        return []
+    found: list[Move] = []
+    for size in range(2, min(len(own), 5) + 1):
+        for give in itertools.combinations(own, size):
+            value = sum(points(t) for t in give)
+            found += [Doublet(t, give) for t in state.centre if points(t) == value]
+    return found
+
+
+# --- play -------------------------------------------------------------------
+
+def new_game(stream: DiceStream, players: int) -> CupState:
+    if not MIN_PLAYERS <= players <= MAX_PLAYERS:
+        raise ValueError(f"Cup of Bluff is for {MIN_PLAYERS} to {MAX_PLAYERS} players")
+    return CupState(players, TOKENS, ((),) * players, 1, 1, ACT,
+                    stream.dice(roll_label(1), DICE))
+
+
+def _move_token(holdings: list[tuple[int, ...]], centre: list[int], token: int,
+                source: int | None, target: int | None) -> None:
+    """Move token between seats (None: the centre); the lists are edited in place."""
+    if source is None:
+        centre.remove(token)
+    else:
+        holdings[source - 1] = tuple(t for t in holdings[source - 1] if t != token)
+    if target is None:
+        centre.append(token)
+        centre.sort()
+    else:
+        holdings[target - 1] = tuple(sorted(holdings[target - 1] + (token,)))
+
+
+def _finish(state: CupState, record: TurnRecord, holdings: list[tuple[int, ...]],
+            centre: list[int], stream: DiceStream, events: list[Event]) -> CupState:
+    done = replace(state, centre=tuple(centre), holdings=tuple(holdings), claim=None,
+                   log=state.log + (record,))
+    if not centre:
+        over = replace(done, phase=OVER, roll=())
+        events.append(GameEnded(over.standings()))
+        return over
+    number, bluffer = state.number + 1, state.bluffer % state.players + 1
+    roll = stream.dice(roll_label(number), DICE)
+    events.append(Rolled(number, bluffer, roll))
+    return replace(done, bluffer=bluffer, number=number, phase=ACT, roll=roll)
+
+
+def apply_move(state: CupState, seat: int, move: Move,
+               stream: DiceStream) -> tuple[CupState, list[Event]]:
+    state.check_move(seat, move)
+    holdings, centre = list(state.holdings), list(state.centre)
+    events: list[Event] = []
+    b = state.bluffer
+    if isinstance(move, (Announce, Steal)):
+        action = "announce" if isinstance(move, Announce) else "steal"
+        total, guesser = ((move.total, move.guesser) if isinstance(move, Announce)
+                          else (move.token, move.victim))
+        events.append(Claimed(state.number, b, action, total, guesser))
+        return replace(state, phase=ANSWER, claim=Claim(action, total, guesser)), events
+    if isinstance(move, Doublet):
+        for token in move.give:
+            _move_token(holdings, centre, token, b, None)
+        _move_token(holdings, centre, move.take, None, b)
+        record = TurnRecord(state.number, b, state.roll, "doublet", move.take,
+                            returned=move.give)
+        events.append(DoubletMade(record))
+        return _finish(state, record, holdings, centre, stream, events), events
+    claim = state.claim
+    assert claim is not None
+    if isinstance(move, Give):
+        _move_token(holdings, centre, move.token, b, claim.guesser)
+        assert claim.ok is not None
+        record = TurnRecord(state.number, b, state.roll, "steal", claim.total, claim.guesser,
+                            claim.ok, claim.guesser, given=move.token)
+        events.append(Given(state.number, b, claim.guesser, move.token))
+        return _finish(state, record, holdings, centre, stream, events), events
+    guesser_right = move.ok == (sum(state.roll) == claim.total)
+    winner = claim.guesser if guesser_right else b
+    record = TurnRecord(state.number, b, state.roll, claim.action, claim.total, claim.guesser,
+                        move.ok, winner)
+    if claim.action == "announce":
+        _move_token(holdings, centre, claim.total, None, winner)
+    elif winner == b:
+        _move_token(holdings, centre, claim.total, claim.guesser, b)
+    elif len(state.tokens(b)) == 1:   # no choice to make: give the only token now
+        gift = state.tokens(b)[0]
+        _move_token(holdings, centre, gift, b, claim.guesser)
+        record = replace(record, given=gift)
+        events += [Revealed(record), Given(state.number, b, claim.guesser, gift)]
+        return _finish(state, record, holdings, centre, stream, events), events
+    else:
+        events.append(Revealed(record))
+        return replace(state, phase=GIVE, claim=replace(claim, ok=move.ok)), events
+    events.append(Revealed(record))
+    return _finish(state, record, holdings, centre, stream, events), events
+
+
+def replay(stream: DiceStream, players: int,
+           moves: Iterable[tuple[int, Move]]) -> CupState:
+    state = new_game(stream, players)
+    for seat, move in moves:
+        state, _ = apply_move(state, seat, move, stream)
+    return state
+
+
+# --- robot ------------------------------------------------------------------
+
+def _believed(state: CupState, total: int) -> float:
+    """P(the claim is true) against a Bluffer who tells the truth when it can
+    and otherwise bluffs uniformly over the centre."""
+    honest = TOTAL_ODDS[total]
+    in_centre = sum(TOTAL_ODDS[t] for t in state.centre)
+    bluff = (1.0 - in_centre) / max(len(state.centre), 1)
+    return honest / (honest + bluff)
+
+
+def robot_move(state: CupState, seat: int, rng: random.Random) -> Move:
+    """A legal move for the due seat (draws on rng only, so it is repeatable)."""
+    if seat not in state.due():
+        raise IllegalMove(f"it is not player {seat}'s move: {state.waiting_for()}")
+    if state.phase == ANSWER:
+        assert state.claim is not None
+        return Answer(rng.random() < _believed(state, state.claim.total))
+    own = state.tokens(seat)
+    if state.phase == GIVE:   # the cheapest token; a low number breaks ties
+        return Give(min(own, key=lambda t: (points(t), t)))
+    total = sum(state.roll)
+    others = [s for s in state.seats if s != seat]
+    # a doublet is worth it for a 4- or 5-point token, giving back as few as possible
+    best = [d for d in doublets(state) if isinstance(d, Doublet) and points(d.take) >= 4]
+    if best:
+        return min(best, key=lambda d: (-points(d.take), len(d.give), d.give, d.take))
+    if total in state.centre:
+        return Announce(total, rng.choice(others))
+    owner = state.owner(total)
+    # an unlikely total is usually called a bluff, so the truth wins it
+    if own and owner is not None and owner != seat and points(total) >= 3:
+        return Steal(total, owner)
+    # a bluff on a likely total is believed more often
+    pick = rng.choices(state.centre, weights=[TOTAL_ODDS[t] for t in state.centre])[0]
+    return Announce(pick, rng.choice(others))
