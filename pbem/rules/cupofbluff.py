@@ -47,13 +47,29 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
 from pbem.rules.cupofbluff_moves import (
-    Announce, Answer, Claim, Claimed, Doublet, DoubletMade, Event, GameEnded, Give, Given,
-    Move, Revealed, Rolled, Standing, Steal, TurnRecord, move_from_json)
+    Announce,
+    Answer,
+    Claim,
+    Claimed,
+    Doublet,
+    DoubletMade,
+    Event,
+    GameEnded,
+    Give,
+    Given,
+    Move,
+    Revealed,
+    Rolled,
+    Standing,
+    Steal,
+    TurnRecord,
+    move_from_json,
+)
 from pbem.rules.dice import DiceStream
 from pbem.rules.errors import IllegalMove
 
