@@ -375,12 +375,14 @@ def replay(stream: DiceStream, players: int,
 # --- robot ------------------------------------------------------------------
 
 def _believed(state: CupState, total: int) -> float:
-    """P(the claim is true) against a Bluffer who tells the truth when it can
-    and otherwise bluffs uniformly over the centre."""
-    honest = TOTAL_ODDS[total]
+    """How far a robot Guesser trusts a claim: the total's chance with 3 dice
+    (relative to the likeliest total, 10 or 11), times the chance the claim is
+    true against a Bluffer who is honest when it can and otherwise bluffs
+    uniformly over the centre (that falls as the centre empties)."""
+    likely = TOTAL_ODDS[total] / max(TOTAL_ODDS.values())
     in_centre = sum(TOTAL_ODDS[t] for t in state.centre)
     bluff = (1.0 - in_centre) / max(len(state.centre), 1)
-    return honest / (honest + bluff)
+    return likely * TOTAL_ODDS[total] / (TOTAL_ODDS[total] + bluff)
 
 
 def robot_move(state: CupState, seat: int, rng: random.Random) -> Move:
