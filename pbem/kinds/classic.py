@@ -1,0 +1,353 @@
+"""Classic Bluff (RULES.md section 5) as a game kind: 2 to 6 players, rounds until one is left.
+
+The server sees one turn per move: the one player to move is due. Options
+are the editions of RULES.md section 5 (``english``, ``german``, ``czech``,
+``anniversary``) and single options on top of one.
+
+Czech edition: 6 dice a player, 5 with six players. The number of players is
+not known when the options are read, so the rules JSON keeps
+``dice_if_six_players`` (5 for Czech, else None) and ``start`` resolves it;
+the state's RuleSet holds the dice really dealt. A replay must start from the
+same rules JSON (the extra key included).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pbem.kinds.base import OrderProblem, Resolution, TakenOrder, Understood
+from pbem.orders import PLAYER_COMMANDS, Order, OrderError
+from pbem.rules.challenge import count_matching
+from pbem.rules.classic import (
+    BidPlaced,
+    ClassicState,
+    GameEnded,
+    PlacedBid,
+    RoundEnd,
+    RoundEnded,
+    RoundStarted,
+    apply_move,
+    new_game,
+)
+from pbem.rules.cup import Cup
+from pbem.rules.dice import DiceStream, Die, Face, face_json, face_symbol
+from pbem.rules.errors import RulesError
+from pbem.rules.ladder import Bid
+from pbem.rules.moves import CHALLENGE, BidMove, Move, move_from_json, move_to_json
+from pbem.rules.odds import bid_odds
+from pbem.rules.robot import choose_move
+from pbem.rules.ruleset import ExactRule, RuleSet
+
+MOVE_NAMES = ("BID", "CHALLENGE", "EXPOSE")
+SIX_KEY = "dice_if_six_players"
+
+# RULES.md section 5: what each published edition uses
+EDITIONS: dict[str, tuple[RuleSet, int | None]] = {
+    "english": (RuleSet(exact_rule=ExactRule.ALL_BUT_BIDDER, expose=True), None),
+    "german": (RuleSet(exact_rule=ExactRule.CHALLENGER, expose=False), None),
+    "czech": (RuleSet(dice_per_player=6, exact_rule=ExactRule.ALL_BUT_BIDDER, expose=False), 5),
+    "anniversary": (RuleSet(super_die=True, exact_rule=ExactRule.ALL_BUT_BIDDER,
+                            expose=False), None),
+}
+OPTION_HELP = ("classic options: an edition (english, german, czech, anniversary) first, then "
+               "DICE <1-10>, SUPER on|off, EXACT " + "|".join(r.value for r in ExactRule)
+               + ", STARS on|off, EXPOSE on|off, BOARD <n>|off")
+_EXACT_TEXT = {
+    ExactRule.ALL_BUT_BIDDER: "all but the bidder lose 1",
+    ExactRule.CHALLENGER: "the challenger loses 1",
+    ExactRule.EVERYONE: "every player loses 1",
+    ExactRule.CHALLENGER_GIVES: "the challenger gives the bidder a die",
+}
+
+
+def _switch(name: str, value: str) -> bool:
+    if value in ("on", "yes", "true"):
+        return True
+    if value in ("off", "no", "false"):
+        return False
+    raise OrderError(f"{name.upper()} is on or off, not '{value}'", OPTION_HELP)
+
+
+def _number(name: str, value: str) -> int:
+    if not value.isdigit():
+        raise OrderError(f"{name.upper()} takes a number, not '{value}'", OPTION_HELP)
+    return int(value)
+
+
+def _faces(faces: Sequence[Face]) -> str:
+    return " ".join(face_symbol(f) for f in faces)
+
+
+def _dice(n: int) -> str:
+    return f"{n} {'die' if n == 1 else 'dice'}"
+
+
+def _plain(dice: Sequence[Die]) -> list[int | str]:
+    return [face_json(d.face) for d in dice if not d.super]
+
+
+def _orange(dice: Sequence[Die]) -> int | str | None:
+    return next((face_json(d.face) for d in dice if d.super), None)
+
+
+def _bid_json(bid: Bid | None) -> dict[str, Any] | None:
+    return None if bid is None else {"quantity": bid.quantity, "face": face_json(bid.face)}
+
+
+def _bids_json(bids: Sequence[PlacedBid]) -> list[dict[str, Any]]:
+    return [{"player": b.seat, "quantity": b.bid.quantity, "face": face_json(b.bid.face),
+             "exposed": [face_json(f) for f in b.exposed]} for b in bids]
+
+
+def _round_json(end: RoundEnd) -> dict[str, Any]:
+    """A finished round with every cup shown (public once the cups are up)."""
+    bid = end.result.bid
+    return {
+        "round": end.round, "opener": end.opener, "bids": _bids_json(end.bids),
+        "challenger": end.challenger, "bidder": end.result.bidder, "bid": _bid_json(bid),
+        "actual": end.result.actual, "outcome": end.result.outcome,
+        "cups": [{"seat": s, "dice": _plain(d), "super": _orange(d),
+                  "counted": count_matching(d, bid)} for s, d in sorted(end.table.items())],
+        "losses": [{"seat": s, "lost": n} for s, n in sorted(end.lost.items())],
+        "out": list(end.out), "next_opener": end.next_opener,
+    }
+
+
+def _round_lines(end: RoundEnd) -> list[str]:
+    r, bid = end.result, end.result.bid
+    if r.outcome == "short":
+        how = f"short by {bid.quantity - r.actual}"
+    else:
+        how = "exact" if r.outcome == "exact" else f"{r.actual - bid.quantity} over"
+    paid = "; ".join(f"player {s} {'loses' if n > 0 else 'gains'} {_dice(abs(n))}"
+                     for s, n in sorted(end.lost.items())) or "nobody loses a die"
+    said = (f"Round {end.round}: player {end.challenger} challenged {bid} (bid by player "
+            f"{r.bidder}); the table held {r.actual}, {how}: {paid}.")
+    lines = [said]
+    lines += [f"Round {end.round}: player {s} is out." for s in end.out]
+    return lines
+
+
+class ClassicKind:
+    name = "classic"
+    title = "classic Bluff"
+    min_players = 2
+    max_players = 6
+    commands = tuple(c for c in PLAYER_COMMANDS if c.name in MOVE_NAMES)
+    report_template = "classic_report"
+    option_help = OPTION_HELP
+
+    def parse_options(self, words: Sequence[str]) -> dict[str, Any]:
+        rules, six = RuleSet(), None
+        tokens = [w.lower() for w in words]
+        if tokens and tokens[0] in EDITIONS:
+            rules, six = EDITIONS[tokens.pop(0)]
+        while tokens:
+            name = tokens.pop(0)
+            if name in EDITIONS:
+                raise OrderError(f"name the edition ({name}) first, before single options",
+                                 OPTION_HELP)
+            if name not in ("dice", "super", "exact", "stars", "expose", "board"):
+                raise OrderError(f"unknown option '{name}' for a classic game", OPTION_HELP)
+            if not tokens:
+                raise OrderError(f"{name.upper()} needs a value", OPTION_HELP)
+            value = tokens.pop(0)
+            try:
+                if name == "dice":
+                    rules, six = rules.with_options(dice_per_player=_number(name, value)), None
+                elif name == "super":
+                    rules = rules.with_options(super_die=_switch(name, value))
+                elif name == "exact":
+                    rules = rules.with_options(exact_rule=ExactRule(value))
+                elif name == "stars":
+                    rules = rules.with_options(star_bids=_switch(name, value))
+                elif name == "expose":
+                    rules = rules.with_options(expose=_switch(name, value))
+                else:
+                    cap = None if value in ("off", "none") else _number(name, value)
+                    rules = rules.with_options(board_cap=cap)
+            except ValueError as exc:
+                raise OrderError(f"{name.upper()} {value}: {exc}", OPTION_HELP) from None
+        return {**rules.to_json(), SIX_KEY: six}
+
+    def rules_of(self, rules: Mapping[str, Any], players: int) -> RuleSet:
+        """The RuleSet of a game of that many players (the Czech six-player rule resolved)."""
+        resolved = RuleSet.from_json(dict(rules))
+        six = rules.get(SIX_KEY)
+        if players == 6 and isinstance(six, int):
+            resolved = resolved.with_options(dice_per_player=six)
+        return resolved
+
+    def describe_rules(self, rules: Mapping[str, Any]) -> str:
+        r = RuleSet.from_json(dict(rules))
+        dice = f"{r.dice_per_player} dice each"
+        if isinstance(rules.get(SIX_KEY), int):
+            dice += f" ({rules[SIX_KEY]} with six players)"
+        if r.super_die:
+            dice += ", one of them the super die that counts twice"
+        board = f", board ends at {r.board_cap}" if r.board_cap else ""
+        return (f"classic Bluff: {dice}; exact bid: {_EXACT_TEXT[r.exact_rule]}; star bids "
+                f"{'on' if r.star_bids else 'off'}; expose and re-roll "
+                f"{'on' if r.expose else 'off'}{board}")
+
+    def start(self, rules: Mapping[str, Any], stream: DiceStream, players: int) -> ClassicState:
+        return new_game(stream, self.rules_of(rules, players), players)
+
+    def due(self, state: ClassicState) -> dict[int, str]:
+        return state.due()
+
+    def place(self, state: ClassicState, seat: int) -> int:
+        return 0   # one table, no mini-games
+
+    def take_order(self, state: ClassicState, seat: int,
+                   orders: Sequence[Order]) -> TakenOrder:
+        moves = [o for o in orders if o.name in ("BID", "CHALLENGE")]
+        exposes = [o for o in orders if o.name == "EXPOSE"]
+        if not moves:
+            if exposes:
+                raise OrderProblem("EXPOSE goes with a BID in the same mail, never alone",
+                                   "e.g. BID 6 threes and, on the next line, EXPOSE 3 3",
+                                   exposes[0])
+            raise OrderProblem("I found no order in your mail",
+                               "write one order a line, e.g. BID 6 threes or CHALLENGE")
+        if len(moves) > 1:
+            raise OrderProblem("one move a turn: your mail has more than one BID or CHALLENGE",
+                               "send just the one you mean; a later mail replaces an earlier "
+                               "order", moves[1])
+        order = moves[0]
+        if exposes and order.name != "BID":
+            raise OrderProblem("EXPOSE goes with a BID in the same mail, never with a "
+                               "challenge", "e.g. BID 6 threes and, on the next line, EXPOSE 3 3",
+                               exposes[0])
+        move: Move = (CHALLENGE if order.name == "CHALLENGE"
+                      else BidMove(order.args, tuple(f for e in exposes for f in e.args)))
+        try:
+            state.check_move(seat, move)
+        except RulesError as exc:
+            bad = exposes[0] if exposes and "expose" in str(exc).lower() else order
+            raise OrderProblem(str(exc), "your report lists what you may do now", bad) from None
+        where = f"in round {state.round}"
+        if isinstance(move, BidMove):
+            o = bid_odds(state.seat_view(seat), move.bid)
+            first = Understood(order, f"BID {move.bid} {where}", {"holds": o.holds,
+                                                                   "exact": o.exact})
+        else:
+            first = Understood(order, f"CHALLENGE {state.current_bid} (bid by player "
+                                      f"{state.bidder}) {where}")
+        lines = [first] + [Understood(e, f"expose {_faces(e.args)}, re-roll the rest")
+                           for e in exposes]
+        return TakenOrder(move, lines, f"{move} {where}")
+
+    def check(self, state: ClassicState, seat: int, move: Move) -> None:
+        state.check_move(seat, move)
+
+    def apply(self, state: ClassicState, moves: Mapping[int, Move],
+              stream: DiceStream) -> Resolution:
+        due = state.due()
+        extra = sorted(set(moves) - set(due))
+        if extra:
+            raise RulesError(f"player {extra[0]} has no move now")
+        if set(due) - set(moves):
+            raise ValueError(f"no move for seats {sorted(set(due) - set(moves))}")
+        (seat,) = due
+        after, events = apply_move(state, seat, moves[seat], stream)
+        notes: list[str] = []
+        extras: dict[int, list[Any]] = {}
+        for e in events:
+            if isinstance(e, BidPlaced):
+                shown = (f", exposing {_faces(e.exposed)} and re-rolling the rest"
+                         if e.exposed else "")
+                notes.append(f"Round {e.round}: player {e.seat} bid {e.bid}{shown}.")
+                if e.rerolled:
+                    extras[e.seat] = list(e.rerolled)
+            elif isinstance(e, RoundEnded):
+                notes += _round_lines(e.end)
+            elif isinstance(e, RoundStarted):
+                notes.append(f"Round {e.round}: new dice are rolled; player {e.opener} opens.")
+            elif isinstance(e, GameEnded):
+                notes.append(f"Player {e.winner} wins: the last player with dice.")
+        return Resolution(after, notes, extras)
+
+    def robot_move(self, state: ClassicState, seat: int, rng: random.Random) -> Move:
+        return choose_move(state.seat_view(seat), rng)
+
+    def standing_move(self, state: ClassicState, seat: int, policy: str) -> Move | None:
+        if seat not in state.due():
+            return None
+        current = state.current_bid
+        if policy == "CHALLENGE":
+            return CHALLENGE if current is not None else None
+        if policy == "RAISE":
+            bid = state.ladder.lowest_raise(current)
+            # at the top of the board the only legal move left is the challenge
+            return BidMove(bid) if bid is not None else (CHALLENGE if current else None)
+        return None
+
+    def move_to_json(self, move: Move) -> dict[str, Any]:
+        return move_to_json(move)
+
+    def move_from_json(self, data: Mapping[str, Any]) -> Move:
+        return move_from_json(dict(data))
+
+    def describe_move(self, move: Move) -> str:
+        return str(move)
+
+    def over(self, state: ClassicState) -> bool:
+        return state.game_over
+
+    def standings(self, state: ClassicState) -> list[dict[str, int]]:
+        """score: dice left (0 once out); the order follows the round each went out in."""
+        return [{"rank": s.rank, "seat": s.seat, "score": s.dice} for s in state.standings()]
+
+    def view(self, state: ClassicState, seat: int | None) -> dict[str, Any]:
+        current = state.current_bid
+        running = not state.game_over
+        own: Cup | None = state.cup(seat) if seat is not None else None
+        odds = None
+        if seat is not None and running and current is not None and state.is_in(seat):
+            o = bid_odds(state.seat_view(seat), current)
+            odds = {"holds": o.holds, "exact": o.exact}
+        return {
+            "kind": self.name, "round": state.round, "you": seat,
+            "rules": state.rules.to_json(),
+            "rules_text": self.describe_rules(state.rules.to_json()),
+            "dice_in_play": state.dice_in_play, "opener": state.opener,
+            "to_move": state.to_move, "game_over": state.game_over, "winner": state.winner,
+            "players": [{"seat": s, "dice": state.hand(s).count, "value": state.hand(s).value,
+                         "super": state.hand(s).super, "in": state.is_in(s),
+                         "out_round": state.out_round[s - 1],
+                         "hidden": len(state.cup(s).hidden),
+                         "exposed": _plain(state.cup(s).exposed),
+                         "exposed_super": _orange(state.cup(s).exposed)} for s in state.seats],
+            "your_dice": None if own is None else {
+                "hidden": _plain(own.hidden), "hidden_super": _orange(own.hidden),
+                "exposed": _plain(own.exposed), "exposed_super": _orange(own.exposed)},
+            "bids": _bids_json(state.bids),
+            "current_bid": _bid_json(current), "bidder": state.bidder,
+            "lowest_raise": _bid_json(state.ladder.lowest_raise(current)) if running else None,
+            "odds": odds,
+            "last_round": _round_json(state.finished[-1]) if state.finished else None,
+            "standings": None if running else [
+                {"rank": s.rank, "seat": s.seat, "dice": s.dice, "out_round": s.out_round}
+                for s in state.standings()],
+        }
+
+    def history(self, state: ClassicState) -> list[str]:
+        def bid_lines(round_no: int, bids: Sequence[PlacedBid]) -> list[str]:
+            return [f"Round {round_no}: player {b.seat} bid {b.bid}"
+                    + (f", exposing {_faces(b.exposed)}" if b.exposed else "") for b in bids]
+
+        lines: list[str] = []
+        for end in state.finished:
+            lines += bid_lines(end.round, end.bids) + _round_lines(end)
+        if not state.game_over:
+            lines += bid_lines(state.round, state.bids)
+        return lines
+
+    def report_extras(self, state: ClassicState, seat: int | None) -> dict[str, Any]:
+        return {}   # the odds are in the view
+
+
+CLASSIC = ClassicKind()
