@@ -13,6 +13,7 @@ from sqlmodel import Session, col, select
 from pbem.desk import schedule, seats
 from pbem.games import (GameError, add_player, create_game, find_game, load_state,
                         pending_orders, players_of, start_game)
+from pbem.kinds import kind_of
 from pbem.models import Game
 from pbem.orders import GAME_NAME, Command, Order, OrderError, game_name, help_lines, no_args
 from pbem.orders import one_word
@@ -101,12 +102,14 @@ def do_status(ctx: AdminContext, name: str) -> str:
     players = players_of(ctx.session, game)
     line = f"game {game.name}: {game.status}, {len(players)} players"
     if game.status in ("running", "over"):
+        kind = kind_of(game)
         state = load_state(ctx.session, game)
-        vd = ", ".join(f"{s}: {v}" for s, v in enumerate(state.virtual_dice, start=1))
-        line += f", turn {game.turn}, virtual dice {vd}"
+        scores = ", ".join(f"{s['seat']}: {s['score']}"
+                           for s in sorted(kind.standings(state), key=lambda s: s["seat"]))
+        line += f", turn {game.turn}, scores {scores}"
         if game.status == "running":
             have = pending_orders(ctx.session, game)
-            waiting = sorted(set(state.due()) - set(have))
+            waiting = sorted(set(kind.due(state)) - set(have))
             line += f"; orders in from {sorted(have) or 'nobody'}, waiting for {waiting or 'nobody'}"
             if game.deadline:
                 line += f"; deadline {game.deadline:%Y-%m-%d %H:%M} UTC"

@@ -49,7 +49,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     server = Server(_settings(args))
     with Session(server.engine) as session:
         try:
-            record = export_record(session, find_game(session, args.game))
+            record = export_json(session, find_game(session, args.game))
         except GameError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1

@@ -13,20 +13,18 @@ import json
 import random
 import secrets
 from dataclasses import dataclass
+from itertools import groupby
 from datetime import datetime, timedelta
 from typing import Any
 
 from sqlmodel import Session, col, select
 
+from pbem.kinds import GameKind, kind_named, kind_of
 from pbem.models import Game, Move, PendingOrder, Player
 from pbem.rules.dice import DiceStream, commitment
-from pbem.rules.moves import BidMove, move_from_json, move_to_json
-from pbem.rules.moves import Move as RulesMove
-from pbem.rules.postal import PLAYERS, BidPlaced, PostalState, apply_turn
-from pbem.rules.record import GameRecord, RecordedMove, draw_seats, replay, result_json
-from pbem.rules.robot import choose_move
+from pbem.rules.moves import move_from_json
+from pbem.rules.record import GameRecord, RecordedMove, draw_seats, result_json
 from pbem.rules.ruleset import RuleSet
-from pbem.rules.view import holdings
 
 
 class GameError(Exception):
@@ -46,7 +44,12 @@ def players_of(session: Session, game: Game) -> list[Player]:
 
 
 def seated(session: Session, game: Game) -> dict[int, Player]:
-    return {p.seat: p for p in players_of(session, game) if p.seat is not None}
+    """seat -> the player who holds it now (a replaced player no longer does)."""
+    return {p.seat: p for p in players_of(session, game) if p.seat is not None and p.active}
+
+
+def seat_count(session: Session, game: Game) -> int:
+    return len({p.seat for p in players_of(session, game) if p.seat is not None})
 
 
 def stream_of(game: Game) -> DiceStream:
@@ -64,15 +67,28 @@ def recorded_moves(session: Session, game: Game) -> list[RecordedMove]:
                          r.by, tuple(json.loads(r.rerolled_json))) for r in rows]
 
 
-def load_state(session: Session, game: Game) -> PostalState:
-    return replay(rules_of(game), stream_of(game), recorded_moves(session, game))
+def load_state(session: Session, game: Game) -> Any:
+    """The kind's state now: the start rebuilt from the seed, then every recorded turn."""
+    kind = kind_of(game)
+    stream = stream_of(game)
+    state = kind.start(json.loads(game.rules_json), stream, seat_count(session, game))
+    rows = session.exec(select(Move).where(Move.game_id == game.id)
+                        .order_by(col(Move.turn), col(Move.seat)))
+    for _, group in groupby(rows, key=lambda r: r.turn):
+        moves = {r.seat: kind.move_from_json(json.loads(r.move_json)) for r in group}
+        state = kind.apply(state, moves, stream).state
+    return state
 
 
 def create_game(session: Session, name: str, *, seed: bytes, now: datetime,
-                turn_hours: float | None = None, rules: RuleSet | None = None) -> Game:
+                turn_hours: float | None = None, rules: RuleSet | None = None,
+                kind: str = "postal", rules_json: dict[str, Any] | None = None) -> Game:
     if session.exec(select(Game).where(Game.name == name)).first() is not None:
         raise GameError(f"a game called '{name}' exists already")
-    game = Game(name=name, rules_json=json.dumps((rules or RuleSet()).to_json()),
+    kind_named(kind)
+    if rules_json is None:
+        rules_json = (rules or RuleSet()).to_json()
+    game = Game(name=name, kind=kind, rules_json=json.dumps(rules_json),
                 seed_hex=seed.hex(), commitment=commitment(seed), turn_hours=turn_hours,
                 created_at=now)
     session.add(game)
@@ -87,8 +103,9 @@ def add_player(session: Session, game: Game, email: str, name: str) -> Player:
     email = email.lower()
     if any(p.email == email for p in players):
         raise GameError(f"{email} plays in '{game.name}' already")
-    if len(players) >= PLAYERS:
-        raise GameError(f"game '{game.name}' has its {PLAYERS} players already")
+    most = kind_of(game).max_players
+    if len(players) >= most:
+        raise GameError(f"game '{game.name}' has its {most} players already")
     player = Player(game_id=game.id, entrant=len(players) + 1, email=email,
                     name=name or email.partition("@")[0], key=secrets.token_hex(8))
     session.add(player)
@@ -100,8 +117,12 @@ def start_game(session: Session, game: Game, now: datetime) -> None:
     if game.status != "new":
         raise GameError(f"game '{game.name}' has started already")
     players = players_of(session, game)
-    if len(players) != PLAYERS:
-        raise GameError(f"a postal game needs {PLAYERS} players; '{game.name}' has {len(players)}")
+    kind = kind_of(game)
+    if not kind.min_players <= len(players) <= kind.max_players:
+        wanted = (f"{kind.min_players}" if kind.min_players == kind.max_players
+                  else f"{kind.min_players} to {kind.max_players}")
+        raise GameError(f"a game of {kind.title} needs {wanted} players; '{game.name}' has "
+                        f"{len(players)}")
     for player, seat in zip(players, draw_seats(stream_of(game), len(players))):
         player.seat = seat
         session.add(player)
@@ -122,7 +143,7 @@ def pending_orders(session: Session, game: Game) -> dict[int, PendingOrder]:
     return {r.seat: r for r in rows}
 
 
-def record_order(session: Session, game: Game, seat: int, move: RulesMove, *, now: datetime,
+def record_order(session: Session, game: Game, seat: int, move: Any, *, now: datetime,
                  inbound_id: int | None, by: str = "player") -> PendingOrder | None:
     """Store seat's order for the turn in play; return the order it replaces, if any."""
     earlier = pending_orders(session, game).get(seat)
@@ -132,7 +153,7 @@ def record_order(session: Session, game: Game, seat: int, move: RulesMove, *, no
         session.delete(earlier)
         session.flush()
     session.add(PendingOrder(game_id=game.id, turn=game.turn, seat=seat,
-                             move_json=json.dumps(move_to_json(move)), by=by,
+                             move_json=json.dumps(kind_of(game).move_to_json(move)), by=by,
                              inbound_id=inbound_id, created_at=now))
     session.flush()
     return replaced
@@ -147,41 +168,63 @@ def robot_rng(game: Game, turn: int, seat: int) -> random.Random:
 
 @dataclass
 class TurnOutcome:
-    played_for: dict[int, RulesMove]       # seat -> move the robot made for a missing order
-    state: PostalState
+    played_for: dict[int, Any]   # seat -> the move made for a missing order
+    played_by: dict[int, str]    # seat -> "standing" (their DEFAULT) or "robot"
+    state: Any                   # the kind's state after the turn
+    notes: list[str]             # what happened, for the report
+
+
+POLICIES = ("ROBOT", "CHALLENGE", "RAISE")
+
+
+def game_policy(game: Game) -> str:
+    """The game's missing-order policy (NEWGAME option), ROBOT unless set."""
+    policy = str(json.loads(game.options_json or "{}").get("policy", "robot")).upper()
+    return policy if policy in POLICIES else "ROBOT"
+
+
+def missing_move(game: Game, kind: GameKind, state: Any, seat: int,
+                 player: Player | None) -> tuple[Any, str]:
+    """The move for a seat without an order: its standing order, the game's policy, the robot."""
+    for policy, by in ((player.default_order if player else None, "standing"),
+                       (game_policy(game), "policy")):
+        if policy and policy.upper() in ("CHALLENGE", "RAISE"):
+            move = kind.standing_move(state, seat, policy.upper())
+            if move is not None:
+                return move, by
+    return kind.robot_move(state, seat, robot_rng(game, game.turn, seat)), "robot"
 
 
 def resolve_turn(session: Session, game: Game, now: datetime) -> TurnOutcome:
-    """Apply the turn's orders (the robot plays for missing ones) and advance."""
+    """Apply the turn's orders (missing ones are played for the player) and advance."""
     if game.status != "running":
         raise GameError(f"game '{game.name}' is not running")
+    kind = kind_of(game)
     state = load_state(session, game)
     orders = pending_orders(session, game)
-    moves: dict[int, RulesMove] = {}
+    holders = seated(session, game)
+    moves: dict[int, Any] = {}
     by: dict[int, str] = {}
-    played_for: dict[int, RulesMove] = {}
-    for seat, minigame in state.due().items():
+    played_for: dict[int, Any] = {}
+    for seat in sorted(kind.due(state)):
         order = orders.get(seat)
         if order is not None:
-            moves[seat] = move_from_json(json.loads(order.move_json))
+            moves[seat] = kind.move_from_json(json.loads(order.move_json))
             by[seat] = order.by
         else:
-            moves[seat] = played_for[seat] = choose_move(
-                state.seat_view(seat, minigame), robot_rng(game, game.turn, seat))
-            by[seat] = "robot"
-    after, events = apply_turn(state, moves, stream_of(game))
-    dealt = {e.seat: e.rerolled for e in events if isinstance(e, BidPlaced)}
-    due = state.due()
+            moves[seat], by[seat] = missing_move(game, kind, state, seat, holders.get(seat))
+            played_for[seat] = moves[seat]
+    resolution = kind.apply(state, moves, stream_of(game))
     for seat, move in moves.items():
-        session.add(Move(game_id=game.id, turn=game.turn, seat=seat, minigame=due[seat],
-                         move_json=json.dumps(move_to_json(move)), by=by[seat],
-                         rerolled_json=json.dumps(list(dealt.get(seat, ())) if
-                                                  isinstance(move, BidMove) else []),
+        session.add(Move(game_id=game.id, turn=game.turn, seat=seat,
+                         minigame=kind.place(state, seat),
+                         move_json=json.dumps(kind.move_to_json(move)), by=by[seat],
+                         rerolled_json=json.dumps(resolution.extras.get(seat, [])),
                          created_at=now))
     for order in orders.values():
         session.delete(order)
-    game.turn = after.turn
-    if after.game_over:
+    game.turn += 1
+    if kind.over(resolution.state):
         game.status = "over"
         game.ended_at = now
         game.deadline = None
@@ -189,10 +232,12 @@ def resolve_turn(session: Session, game: Game, now: datetime) -> TurnOutcome:
         game.deadline = next_deadline(game, now)
     session.add(game)
     session.flush()
-    return TurnOutcome(played_for, after)
+    return TurnOutcome(played_for, {s: by[s] for s in played_for}, resolution.state,
+                       resolution.notes)
 
 
 def export_record(session: Session, game: Game) -> GameRecord:
+    """The postal game's record (pbem.bluff.record/1, checked by `pbem verify`)."""
     players = players_of(session, game)
     state = load_state(session, game) if game.status in ("running", "over") else None
     over = state is not None and state.game_over
@@ -203,21 +248,48 @@ def export_record(session: Session, game: Game) -> GameRecord:
         result=result_json(state) if over and state is not None else None)
 
 
-def player_view(game: Game, players: dict[int, Player], state: PostalState,
-                seat: int | None) -> dict[str, Any]:
-    """The pbem.bluff.view/1 document for one seat (None: the public view)."""
-    rules_part = holdings(state, seat)
-    virtual = rules_part.pop("virtual_dice")
-    player = players.get(seat) if seat is not None else None
+def export_json(session: Session, game: Game) -> dict[str, Any]:
+    """Any game's record as JSON: the postal record, or the generic one of other kinds."""
+    if game.kind == "postal":
+        return export_record(session, game).to_json()
+    kind = kind_of(game)
+    players = players_of(session, game)
+    state = load_state(session, game) if game.status in ("running", "over") else None
+    over = state is not None and kind.over(state)
+    rows = session.exec(select(Move).where(Move.game_id == game.id)
+                        .order_by(col(Move.turn), col(Move.seat)))
     return {
-        "format": "pbem.bluff.view/1",
+        "format": "pbem.record/1", "kind": game.kind, "game": game.name,
+        "rules": json.loads(game.rules_json), "commitment": game.commitment,
+        "seed": game.seed_hex if over else None,
+        "players": [{"entrant": p.entrant, "name": p.name, "seat": p.seat} for p in players],
+        "moves": [{"turn": r.turn, "seat": r.seat, "by": r.by, "move": json.loads(r.move_json)}
+                  for r in rows],
+        "result": {"standings": kind.standings(state)} if over and state is not None else None,
+    }
+
+
+def player_view(game: Game, players: dict[int, Player], state: Any,
+                seat: int | None) -> dict[str, Any]:
+    """The JSON view of the game for one seat (None: the public view)."""
+    kind = kind_of(game)
+    rules_part = kind.view(state, seat)
+    per_seat = rules_part.pop("virtual_dice", None)
+    player = players.get(seat) if seat is not None else None
+    listed = []
+    for s in sorted(players):
+        entry: dict[str, Any] = {"number": s, "name": players[s].name}
+        if per_seat is not None:
+            entry["virtual_dice"] = per_seat[str(s)]
+        listed.append(entry)
+    return {
+        "format": "pbem.bluff.view/1" if game.kind == "postal" else f"pbem.{game.kind}.view/1",
         "game": game.name,
-        "turn": state.turn,
+        "turn": game.turn,
         "deadline": game.deadline.strftime("%Y-%m-%dT%H:%M:%SZ") if game.deadline else None,
         "you": seat,
         "key": player.key if player is not None else None,
-        "players": [{"number": s, "name": players[s].name, "virtual_dice": virtual[str(s)]}
-                    for s in sorted(players)],
+        "players": listed,
         **rules_part,
         "commitment": game.commitment,
     }

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,17 +24,16 @@ from sqlmodel import Session, col, select
 from pbem.admin import REFEREE_COMMANDS, AdminContext, run_admin
 from pbem.config import Settings
 from pbem.games import (GameError, find_game, load_state, players_of, record_order,
-                        resolve_turn, pending_orders)
+                        resolve_turn, pending_orders, seated)
+from pbem.kinds import OrderProblem, kind_of
 from pbem.mail.read import InboundMessage, read_message
 from pbem.models import Game, InboundMail, OutboundMail, Player
-from pbem.desk import PlayerContext, desk_orders, needs_player, player_actions, player_commands
+from pbem.desk import (PlayerContext, desk_orders, move_names, needs_player, player_actions,
+                       player_commands)
 from pbem.orders import LineProblem, Order, ParsedText, help_lines, parse_text
 from pbem.outbox import Origin, enqueue
 from pbem.render import Renderer
 from pbem.reports import enqueue_reports, latest_report, played_for_notes
-from pbem.rules.errors import RulesError
-from pbem.rules.moves import CHALLENGE, BidMove, Move
-from pbem.rules.odds import bid_odds
 
 log = logging.getLogger(__name__)
 
@@ -213,7 +213,7 @@ class Referee:
 
     @staticmethod
     def _move_orders(parsed: ParsedText) -> bool:
-        return any(o.name in ("BID", "CHALLENGE", "EXPOSE") for o in parsed.orders)
+        return any(o.name in move_names() for o in parsed.orders)
 
     def _identify(self, session: Session, msg: InboundMessage,
                   parsed: ParsedText) -> Turnkey | None:
@@ -258,20 +258,18 @@ class Referee:
     def _order(self, session: Session, row: InboundMail, msg: InboundMessage,
                parsed: ParsedText, who: Turnkey) -> str:
         game, player = who.game, who.player
-        moves = [o for o in parsed.orders if o.name in ("BID", "CHALLENGE")]
-        exposes = parsed.all("EXPOSE")
-        if not moves and not exposes:
+        kind = kind_of(game)
+        names = {c.name for c in kind.commands}
+        orders = [o for o in parsed.orders if o.name in names]
+        foreign = [o for o in parsed.orders if o.name in move_names() and o.name not in names]
+        if foreign:
+            raise refusal(f"{foreign[0].name} is not an order of {kind.title}",
+                          "the orders of this game: " + ", ".join(c.usage for c in kind.commands),
+                          foreign[0].line_no, foreign[0].line, game=game.name)
+        if not orders:
             raise refusal("I found no order in your mail",
-                          "write one order a line, e.g. BID 6 threes or CHALLENGE",
+                          "write one order a line: " + ", ".join(c.usage for c in kind.commands),
                           game=game.name)
-        if len(moves) > 1:
-            raise refusal("one move a turn: your mail has more than one BID or CHALLENGE",
-                          "send just the one you mean; a later mail replaces an earlier order",
-                          moves[1].line_no, moves[1].line, game=game.name)
-        if exposes and (not moves or moves[0].name != "BID"):
-            raise refusal("EXPOSE goes with a BID in the same mail, never alone or with a "
-                          "challenge", "e.g. BID 6 threes and, on the next line, EXPOSE 3 3",
-                          exposes[0].line_no, exposes[0].line, game=game.name)
         if game.status != "running":
             raise refusal(f"game {game.name} is {'over' if game.status == 'over' else 'not running'}",
                           "no orders are taken now", game=game.name)
@@ -279,49 +277,39 @@ class Referee:
             raise refusal(f"your order is for turn {who.turn}, which has been resolved already "
                           f"(the game is at turn {game.turn})",
                           "reply to your latest report with your order for this turn",
-                          moves[0].line_no, moves[0].line, game=game.name)
+                          orders[0].line_no, orders[0].line, game=game.name)
         if who.turn > game.turn:
             raise refusal(f"turn {who.turn} has not begun (the game is at turn {game.turn})",
                           "", game=game.name)
         state = load_state(session, game)
         seat = player.seat
         assert seat is not None
-        move: Move
-        order = moves[0]
-        if order.name == "CHALLENGE":
-            move = CHALLENGE
-        else:
-            faces = tuple(f for e in exposes for f in e.args)
-            move = BidMove(order.args, faces)
+        if seat not in kind.due(state):
+            raise refusal(f"you have no move this turn (turn {game.turn})",
+                          "wait for your next report", orders[0].line_no, orders[0].line,
+                          game=game.name)
         try:
-            minigame = state.check_move(seat, move)
-        except RulesError as exc:
-            bad = exposes[0] if exposes and "expose" in str(exc).lower() else order
-            hint = "your report lists what you may do this turn"
-            raise refusal(str(exc), hint, bad.line_no, bad.line, game=game.name) from None
-        replaced = record_order(session, game, seat, move, now=self.clock(), inbound_id=row.id)
-        odds = None
-        if isinstance(move, BidMove):
-            o = bid_odds(state.seat_view(seat, minigame), move.bid)
-            odds = {"holds": o.holds, "exact": o.exact}
-        accepted = [{"line_no": order.line_no, "line": order.line,
-                     "understood": f"{move} in mini-game {minigame}", "odds": odds}]
-        for e in exposes:
-            accepted.append({"line_no": e.line_no, "line": e.line,
-                             "understood": "expose " + " ".join("*" if f == 6 else str(f)
-                                                                for f in e.args),
-                             "odds": None})
-        pending = sorted(set(state.due()) - set(pending_orders(session, game)))
+            taken = kind.take_order(state, seat, orders)
+        except OrderProblem as problem:
+            bad = problem.order
+            raise refusal(problem.message, problem.hint, bad.line_no if bad else None,
+                          bad.line if bad else None, game=game.name) from None
+        replaced = record_order(session, game, seat, taken.move, now=self.clock(),
+                                inbound_id=row.id)
+        accepted = [{"line_no": u.order.line_no, "line": u.order.line,
+                     "understood": u.understood, "odds": u.odds} for u in taken.lines]
+        pending = sorted(set(kind.due(state)) - set(pending_orders(session, game)))
         context = {"game": game.name, "turn": game.turn, "seat": seat, "accepted": accepted,
                    "ignored": [{"line_no": p.number, "line": p.text} for p in parsed.prose],
-                   "replaced": (str(_move_of(replaced.move_json)) if replaced else None),
+                   "replaced": (kind.describe_move(kind.move_from_json(
+                       json.loads(replaced.move_json))) if replaced else None),
                    "pending": pending,
                    "deadline": game.deadline.isoformat() if game.deadline else None}
         self._answer(session, row, msg, "confirm",
                      f"[bluff {game.name}] turn {game.turn}: order received", context, who=who)
         if not pending:
             self.resolve(session, game, inbound_id=row.id)
-        return f"order accepted: {move} (game {game.name}, turn {who.turn}, seat {seat})"
+        return f"order accepted: {taken.summary} (game {game.name}, turn {who.turn}, seat {seat})"
 
     def _status(self, session: Session, row: InboundMail, msg: InboundMessage,
                 who: Turnkey) -> str:
@@ -337,10 +325,10 @@ class Referee:
 
     def resolve(self, session: Session, game: Game, *, inbound_id: int | None = None) -> None:
         outcome = resolve_turn(session, game, self.clock())
-        players = {p.seat: p for p in players_of(session, game) if p.seat is not None}
+        players = seated(session, game)
         enqueue_reports(session, game, outcome.state, now=self.clock(), origin=self.origin,
                         renderer=self.renderer, inbound_id=inbound_id,
-                        notes=played_for_notes(outcome.played_for, players))
+                        notes=outcome.notes + played_for_notes(game, outcome, players))
 
     def resolve_due(self) -> int:
         """Resolve every running game whose deadline has passed."""
@@ -439,7 +427,3 @@ class Referee:
                             f"be delivered: {why}"])
 
 
-def _move_of(move_json: str) -> Move:
-    import json
-    from pbem.rules.moves import move_from_json
-    return move_from_json(json.loads(move_json))

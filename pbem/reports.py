@@ -8,13 +8,11 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
-from pbem.games import player_view, seated
+from pbem.games import TurnOutcome, player_view, seated
+from pbem.kinds import kind_of
 from pbem.models import Game, OutboundMail, Player
 from pbem.outbox import Origin, enqueue
 from pbem.render import Renderer
-from pbem.rules.moves import Move
-from pbem.rules.postal import PostalState
-from pbem.rules.view import odds_view
 
 
 def relative(deadline: datetime | None, now: datetime) -> str | None:
@@ -34,30 +32,50 @@ def relative(deadline: datetime | None, now: datetime) -> str | None:
     return "in " + " ".join(parts or ["less than a minute"])
 
 
-def report_context(game: Game, players: dict[int, Player], state: PostalState, seat: int,
+def report_context(game: Game, players: dict[int, Player], state: Any, seat: int | None,
                    now: datetime, origin: Origin, notes: list[str]) -> dict[str, Any]:
+    """What a report template gets, for every kind (seat None: an observer's public view)."""
+    kind = kind_of(game)
     view = player_view(game, players, state, seat)
+    over = kind.over(state)
     standings = None
-    if state.game_over:
-        standings = [{"rank": s.rank, "number": s.seat, "name": players[s.seat].name,
-                      "virtual_dice": s.virtual_dice} for s in state.standings()]
+    if over:
+        standings = [{"rank": s["rank"], "seat": s["seat"], "number": s["seat"],
+                      "name": players[s["seat"]].name if s["seat"] in players else "",
+                      "score": s["score"], "virtual_dice": s["score"]}
+                     for s in kind.standings(state)]
         view["standings"] = standings
         view["seed"] = game.seed_hex
+    player = players.get(seat) if seat is not None else None
     return {
         "view": view, "server_address": origin.address, "game_url": None, "notes": notes,
-        "talk": [], "commitment": game.commitment if state.turn == 1 else None,
-        "seed": game.seed_hex if state.game_over else None,
-        "odds": odds_view(state, seat), "deadline_relative": relative(game.deadline, now),
-        "standings": standings, "how_to_order": not state.game_over,
+        "talk": [], "commitment": game.commitment if game.turn == 1 else None,
+        "seed": game.seed_hex if over else None,
+        "deadline_relative": relative(game.deadline, now),
+        "standings": standings, "how_to_order": not over,
+        "game": game.name, "turn": game.turn, "you": seat,
+        "players": [{"number": s, "name": p.name} for s, p in sorted(players.items())],
+        "key": player.key if player is not None else None,
+        "deadline": view["deadline"],
+        "your_due": kind.due(state).get(seat) if seat is not None and not over else None,
+        **kind.report_extras(state, seat),
     }
 
 
-def played_for_notes(played_for: dict[int, Move], players: dict[int, Player]) -> list[str]:
-    return [f"Player {seat} ({players[seat].name}) sent no order in time; "
-            f"the robot played {move} for them." for seat, move in sorted(played_for.items())]
+def played_for_notes(game: Game, outcome: TurnOutcome, players: dict[int, Player]) -> list[str]:
+    kind = kind_of(game)
+    notes = []
+    for seat, move in sorted(outcome.played_for.items()):
+        name = players[seat].name if seat in players else f"player {seat}"
+        who = ("their standing order" if outcome.played_by.get(seat) == "standing"
+               else "the game's policy" if outcome.played_by.get(seat) == "policy"
+               else "the robot")
+        notes.append(f"Player {seat} ({name}) sent no order in time; {who} played "
+                     f"{kind.describe_move(move)} for them.")
+    return notes
 
 
-def enqueue_reports(session: Session, game: Game, state: PostalState, *, now: datetime,
+def enqueue_reports(session: Session, game: Game, state: Any, *, now: datetime,
                     origin: Origin, renderer: Renderer, notes: list[str] | None = None,
                     only_seat: int | None = None, in_reply_to: str | None = None,
                     inbound_id: int | None = None) -> list[OutboundMail]:
@@ -67,16 +85,16 @@ def enqueue_reports(session: Session, game: Game, state: PostalState, *, now: da
         if only_seat is not None and seat != only_seat:
             continue
         context = report_context(game, players, state, seat, now, origin, notes or [])
-        text, html = renderer.render("report", context)
-        subject = (f"[bluff {game.name}] final report" if state.game_over
-                   else f"[bluff {game.name}] turn {state.turn} report")
+        text, html = renderer.render(kind_of(game).report_template, context)
+        subject = (f"[bluff {game.name}] final report" if kind_of(game).over(state)
+                   else f"[bluff {game.name}] turn {game.turn} report")
         attachment = ("report.json", "application/json",
                       json.dumps(context["view"], indent=2).encode())
         rows.append(enqueue(session, origin, kind="report", to=player.email, subject=subject,
                             text=text, html=html, now=now, attachments=[attachment],
                             in_reply_to=in_reply_to,
                             references=[in_reply_to] if in_reply_to else (),
-                            game_id=game.id, seat=seat, turn=state.turn, inbound_id=inbound_id))
+                            game_id=game.id, seat=seat, turn=game.turn, inbound_id=inbound_id))
     return rows
 
 

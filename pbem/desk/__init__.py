@@ -51,16 +51,36 @@ class PlayerContext:
 
 PlayerAction = Callable[[PlayerContext, Order], str]
 
+# postal move orders live in pbem.orders.PLAYER_COMMANDS too; they come in through the kinds
+MOVE_ONLY = {"BID", "CHALLENGE", "EXPOSE"}
+
 
 def _player_modules() -> list[Any]:
     from pbem.desk import players, turns
     return [players, turns]
 
 
+def move_commands() -> tuple[Command, ...]:
+    """The move orders of every game kind (a mail is parsed before its game is known)."""
+    from pbem.kinds import KINDS
+    seen: dict[str, Command] = {}
+    for kind in KINDS.values():
+        for command in kind.commands:
+            seen.setdefault(command.name, command)
+    return tuple(seen.values())
+
+
+def move_names() -> set[str]:
+    return {c.name for c in move_commands()}
+
+
 def player_commands() -> tuple[Command, ...]:
-    """Every order a player may write: the moves and the desk commands."""
+    """Every order a player may write: the moves of every kind and the desk commands."""
+    moves = move_commands()
+    names = {c.name for c in moves}
+    generic = [c for c in PLAYER_COMMANDS if c.name not in names and c.name not in MOVE_ONLY]
     extra = [c for m in _player_modules() for c in m.COMMANDS]
-    return (*PLAYER_COMMANDS, *extra)
+    return (*moves, *generic, *extra)
 
 
 def player_actions() -> dict[str, PlayerAction]:

@@ -83,6 +83,10 @@ class GameKind(Protocol):
         """Make one move of seat's order lines and check it; raises OrderProblem."""
         ...
 
+    def place(self, state: Any, seat: int) -> int:
+        """Where seat moves this turn, for the record (the mini-game; 0 if the kind has none)."""
+        ...
+
     def check(self, state: Any, seat: int, move: Any) -> None:
         """Raise RulesError unless seat may make move now."""
         ...
@@ -115,4 +119,8 @@ class GameKind(Protocol):
 
     def history(self, state: Any) -> list[str]:
         """Every move so far, public information only, one line each."""
+        ...
+
+    def report_extras(self, state: Any, seat: int | None) -> dict[str, Any]:
+        """Anything more its report template needs (the postal report shows odds); may be {}."""
         ...

@@ -1,0 +1,31 @@
+"""The registry of game kinds: the one table the server looks kinds up in.
+
+Adding a kind touches only its module, its templates and this table.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pbem.kinds.base import GameKind, OrderProblem, Resolution, TakenOrder, Understood
+from pbem.kinds.postal import POSTAL
+
+if TYPE_CHECKING:
+    from pbem.models import Game
+
+KINDS: dict[str, GameKind] = {POSTAL.name: POSTAL}
+
+
+def kind_named(name: str) -> GameKind:
+    try:
+        return KINDS[name]
+    except KeyError:
+        raise KeyError(f"unknown game kind '{name}' (kinds: {', '.join(KINDS)})") from None
+
+
+def kind_of(game: "Game") -> GameKind:
+    return kind_named(game.kind)
+
+
+__all__ = ["KINDS", "GameKind", "OrderProblem", "Resolution", "TakenOrder", "Understood",
+           "kind_named", "kind_of"]

@@ -1,0 +1,161 @@
+"""The postal game (RULES.md section 4) as a game kind: five players, five mini-games at once."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pbem.kinds.base import OrderProblem, Resolution, TakenOrder, Understood
+from pbem.orders import PLAYER_COMMANDS, Order, OrderError
+from pbem.rules.dice import DiceStream, face_symbol
+from pbem.rules.errors import RulesError
+from pbem.rules.moves import CHALLENGE, BidMove, Move, move_from_json, move_to_json
+from pbem.rules.odds import bid_odds
+from pbem.rules.postal import PLAYERS, BidPlaced, ChallengeResolved, PostalState, apply_turn
+from pbem.rules.postal import new_game
+from pbem.rules.robot import choose_move
+from pbem.rules.ruleset import RuleSet
+from pbem.rules.view import holdings, odds_view
+
+MOVE_NAMES = ("BID", "CHALLENGE", "EXPOSE")
+
+
+class PostalKind:
+    name = "postal"
+    title = "postal Bluff"
+    min_players = PLAYERS
+    max_players = PLAYERS
+    commands = tuple(c for c in PLAYER_COMMANDS if c.name in MOVE_NAMES)
+    report_template = "report"
+    option_help = "postal takes no options: five players, five mini-games (RULES.md section 4)"
+
+    def parse_options(self, words: Sequence[str]) -> dict[str, Any]:
+        if words:
+            raise OrderError(f"unknown option {words[0]} for a postal game", self.option_help)
+        return RuleSet().to_json()
+
+    def describe_rules(self, rules: Mapping[str, Any]) -> str:
+        return "postal Bluff: five mini-games, virtual dice"
+
+    def start(self, rules: Mapping[str, Any], stream: DiceStream, players: int) -> PostalState:
+        return new_game(stream, RuleSet.from_json(dict(rules)))
+
+    def due(self, state: PostalState) -> dict[int, str]:
+        out = {}
+        for seat, number in state.due().items():
+            game = state.minigame(number)
+            out[seat] = (f"bid or challenge in mini-game {number}" if game.current_bid
+                         else f"open mini-game {number} with a bid")
+        return out
+
+    def place(self, state: PostalState, seat: int) -> int:
+        return state.due().get(seat, 0)
+
+    def take_order(self, state: PostalState, seat: int, orders: Sequence[Order]) -> TakenOrder:
+        moves = [o for o in orders if o.name in ("BID", "CHALLENGE")]
+        exposes = [o for o in orders if o.name == "EXPOSE"]
+        if not moves:
+            if exposes:
+                raise OrderProblem("EXPOSE goes with a BID in the same mail, never alone",
+                                   "e.g. BID 6 threes and, on the next line, EXPOSE 3 3",
+                                   exposes[0])
+            raise OrderProblem("I found no order in your mail",
+                               "write one order a line, e.g. BID 6 threes or CHALLENGE")
+        if len(moves) > 1:
+            raise OrderProblem("one move a turn: your mail has more than one BID or CHALLENGE",
+                               "send just the one you mean; a later mail replaces an earlier "
+                               "order", moves[1])
+        order = moves[0]
+        if exposes and order.name != "BID":
+            raise OrderProblem("EXPOSE goes with a BID in the same mail, never with a "
+                               "challenge", "e.g. BID 6 threes and, on the next line, EXPOSE 3 3",
+                               exposes[0])
+        move: Move
+        if order.name == "CHALLENGE":
+            move = CHALLENGE
+        else:
+            move = BidMove(order.args, tuple(f for e in exposes for f in e.args))
+        try:
+            minigame = state.check_move(seat, move)
+        except RulesError as exc:
+            bad = exposes[0] if exposes and "expose" in str(exc).lower() else order
+            raise OrderProblem(str(exc), "your report lists what you may do this turn",
+                               bad) from None
+        odds = None
+        if isinstance(move, BidMove):
+            o = bid_odds(state.seat_view(seat, minigame), move.bid)
+            odds = {"holds": o.holds, "exact": o.exact}
+        lines = [Understood(order, f"{move} in mini-game {minigame}", odds)]
+        lines += [Understood(e, "expose " + " ".join(face_symbol(f) for f in e.args))
+                  for e in exposes]
+        return TakenOrder(move, lines, f"{move} in mini-game {minigame}")
+
+    def check(self, state: PostalState, seat: int, move: Move) -> None:
+        state.check_move(seat, move)
+
+    def apply(self, state: PostalState, moves: Mapping[int, Move],
+              stream: DiceStream) -> Resolution:
+        after, events = apply_turn(state, moves, stream)
+        extras: dict[int, list[Any]] = {e.seat: list(e.rerolled) for e in events
+                                        if isinstance(e, BidPlaced)}
+        notes = [f"Mini-game {e.minigame} ended: player {e.seat} challenged {e.result.bid} "
+                 f"and the table held {e.result.actual}." for e in events
+                 if isinstance(e, ChallengeResolved)]
+        return Resolution(after, notes, extras)
+
+    def robot_move(self, state: PostalState, seat: int, rng: random.Random) -> Move:
+        return choose_move(state.seat_view(seat, state.due()[seat]), rng)
+
+    def standing_move(self, state: PostalState, seat: int, policy: str) -> Move | None:
+        number = state.due().get(seat)
+        if number is None:
+            return None
+        current = state.minigame(number).current_bid
+        if policy == "CHALLENGE":
+            return CHALLENGE if current is not None else None
+        if policy == "RAISE":
+            bid = state.ladder(number).lowest_raise(current)
+            return BidMove(bid) if bid is not None else (CHALLENGE if current else None)
+        return None
+
+    def move_to_json(self, move: Move) -> dict[str, Any]:
+        return move_to_json(move)
+
+    def move_from_json(self, data: Mapping[str, Any]) -> Move:
+        return move_from_json(dict(data))
+
+    def describe_move(self, move: Move) -> str:
+        return str(move)
+
+    def over(self, state: PostalState) -> bool:
+        return state.game_over
+
+    def standings(self, state: PostalState) -> list[dict[str, int]]:
+        return [{"rank": s.rank, "seat": s.seat, "score": s.virtual_dice}
+                for s in state.standings()]
+
+    def view(self, state: PostalState, seat: int | None) -> dict[str, Any]:
+        return holdings(state, seat)
+
+    def history(self, state: PostalState) -> list[str]:
+        lines = []
+        for game in state.minigames:
+            for placed in game.bids:
+                shown = (f", exposing {' '.join(face_symbol(f) for f in placed.exposed)}"
+                         if placed.exposed else "")
+                lines.append(f"turn {placed.turn}, mini-game {game.number}: player "
+                             f"{placed.seat} bid {placed.bid}{shown}")
+            if game.challenge is not None:
+                c = game.challenge
+                lost = ", ".join(f"player {s} {'loses' if n > 0 else 'gains'} {abs(n)}"
+                                 for s, n in sorted(c.result.losses.items()))
+                lines.append(f"turn {c.turn}, mini-game {game.number}: player {c.seat} "
+                             f"challenged; the table held {c.result.actual} ({lost})")
+        return sorted(lines, key=lambda line: int(line.split(",")[0].split()[1]))
+
+    def report_extras(self, state: PostalState, seat: int | None) -> dict[str, Any]:
+        return {"odds": odds_view(state, seat) if seat is not None else {}}
+
+
+POSTAL = PostalKind()
