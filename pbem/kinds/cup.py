@@ -1,0 +1,370 @@
+"""Cup of Bluff (RULES.md section 6) as a game kind: 3 to 5 players, 16 tokens.
+
+The rules live in pbem.rules.cupofbluff; this module reads orders, words
+notes and views. The server sees one turn per move: the Bluffer's action,
+then the Guesser's answer, then (after a failed steal) the Bluffer's GIVE.
+A "round" in the texts below is one Bluffer's turn of the rulebook.
+
+Standing orders: CHALLENGE makes a Guesser who sent nothing answer BLUFF;
+any other policy (RAISE ...) has no meaning here, so standing_move returns
+None and the robot plays for the missing player.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from pbem.kinds.base import OrderProblem, Resolution, TakenOrder, Understood
+from pbem.orders import Command, Order, OrderError
+from pbem.rules import cupofbluff as cb
+from pbem.rules.cupofbluff import (
+    Announce,
+    Answer,
+    Claimed,
+    CupState,
+    Doublet,
+    DoubletMade,
+    GameEnded,
+    Give,
+    Given,
+    Move,
+    Revealed,
+    Rolled,
+    Steal,
+    TurnRecord,
+)
+from pbem.rules.dice import DiceStream
+from pbem.rules.errors import IllegalMove, RulesError
+
+RULES_VERSION = 1
+SEAT_HINT = "players are numbered 1 to 5: write e.g. TO 3 or TO player 3"
+TOKEN_HINT = "tokens and totals are the numbers 3 to 18"
+_WORDS = dict(zip(("three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+                   "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen",
+                   "eighteen"), range(3, 19), strict=True))
+_SEAT = re.compile(r"^(?:player|seat|p|#)?\s*(\d+)$")
+POINTS_TABLE = [{"points": p, "tokens": [t for t in cb.TOKENS if cb.points(t) == p]}
+                for p in (5, 4, 3, 2, 1)]
+
+
+# --- order parsing ----------------------------------------------------------
+
+
+def _clean(word: str) -> str:
+    return word.lower().strip(".,;:!?")
+
+
+def parse_token(word: str) -> int:
+    text = _clean(word)
+    value = int(text) if text.isdigit() else _WORDS.get(text)
+    if value is None or not 3 <= value <= 18:
+        raise OrderError(f"'{word}' is not a token or total", TOKEN_HINT)
+    return value
+
+
+def parse_seat(words: Sequence[str]) -> int:
+    match = _SEAT.match(" ".join(_clean(w) for w in words))
+    if match is None or not 1 <= int(match.group(1)) <= 5:
+        raise OrderError(f"'{' '.join(words)}' is not a player number", SEAT_HINT)
+    return int(match.group(1))
+
+
+def _split(args: list[str], word: str, usage: str) -> tuple[list[str], list[str]]:
+    upper = [_clean(a).upper() for a in args]
+    if word not in upper:
+        raise OrderError(f"'{word}' is missing", f"write it as {usage}")
+    at = upper.index(word)
+    return args[:at], args[at + 1:]
+
+
+def _one_token(words: list[str], usage: str) -> int:
+    if len(words) != 1:
+        raise OrderError(f"expected one token or total, not '{' '.join(words)}'",
+                         f"write it as {usage}")
+    return parse_token(words[0])
+
+
+def parse_announce(args: list[str]) -> Announce:
+    usage = "ANNOUNCE <total> TO <player>, e.g. ANNOUNCE 12 TO 3"
+    total, seat = _split(args, "TO", usage)
+    return Announce(_one_token(total, usage), parse_seat(seat))
+
+
+def parse_steal(args: list[str]) -> Steal:
+    usage = "STEAL <token> FROM <player>, e.g. STEAL 15 FROM 2"
+    token, seat = _split(args, "FROM", usage)
+    return Steal(_one_token(token, usage), parse_seat(seat))
+
+
+def parse_doublet(args: list[str]) -> Doublet:
+    usage = "DOUBLET TAKE <token> GIVE <token> <token> ..., e.g. DOUBLET TAKE 4 GIVE 8 13"
+    before, after = _split(args, "GIVE", usage)
+    if not before or _clean(before[0]) != "take":
+        raise OrderError("'TAKE' is missing", f"write it as {usage}")
+    parts = [p for a in after for p in a.split(",") if p and _clean(p) not in ("", "and")]
+    if not parts:
+        raise OrderError("name the tokens you give back", f"write it as {usage}")
+    return Doublet(_one_token(before[1:], usage), tuple(parse_token(p) for p in parts))
+
+
+def parse_give(args: list[str]) -> Give:
+    return Give(_one_token(args, "GIVE <token>, e.g. GIVE 9"))
+
+
+def _answer(ok: bool) -> Callable[[list[str]], Answer]:
+    def parse(args: list[str]) -> Answer:
+        # "Bluff you!" and "OK!" are the rulebook's words; anything more is a mistake
+        if any(_clean(a) not in ("", "you") for a in args):
+            raise OrderError(f"this order takes nothing after it, not '{' '.join(args)}'")
+        return Answer(ok)
+    return parse
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command("ANNOUNCE", "ANNOUNCE <total> TO <player>",
+            "as the Bluffer: claim your dice show this total (3-18, its token in the centre)",
+            parse_announce),
+    Command("STEAL", "STEAL <token> FROM <player>",
+            "as the Bluffer: claim your dice show the total of that player's token",
+            parse_steal),
+    Command("DOUBLET", "DOUBLET TAKE <token> GIVE <token> [<token> ...]",
+            "as the Bluffer with a double: swap your tokens for a centre token of equal points",
+            parse_doublet),
+    Command("OK", "OK", "as the Guesser: you believe the Bluffer's claim", _answer(True),
+            aliases=("OK!", "OKAY")),
+    Command("BLUFF", "BLUFF", "as the Guesser: you do not believe it", _answer(False),
+            aliases=("BLUFF!", "BLUFF YOU", "BLUFF YOU!")),
+    Command("GIVE", "GIVE <token>",
+            "as the Bluffer after a failed steal: the token you give the Guesser", parse_give),
+)
+MOVE_NAMES = tuple(c.name for c in COMMANDS)
+
+
+# --- words ------------------------------------------------------------------
+
+
+def _roll(roll: Sequence[int]) -> str:
+    return f"{' '.join(map(str, roll))} = {sum(roll)}"
+
+
+def claim_line(number: int, bluffer: int, action: str, total: int, guesser: int) -> str:
+    if action == "steal":
+        return (f"Round {number}: player {bluffer} tries to steal token {total} from player "
+                f"{guesser}, claiming a total of {total}.")
+    return f"Round {number}: player {bluffer} announces a total of {total} to player {guesser}."
+
+
+def reveal_line(r: TurnRecord) -> str:
+    said = "OK" if r.ok else "BLUFF"
+    truth = "the truth" if r.truthful else "a bluff"
+    head = f"Player {r.guesser} says {said}; the dice show {_roll(r.roll)}, {truth}: "
+    if r.winner == r.guesser:
+        if r.action == "announce":
+            return head + f"player {r.guesser} was right and takes token {r.total}."
+        return head + (f"player {r.guesser} was right, keeps token {r.total} and gets a token "
+                       f"from player {r.bluffer}.")
+    took = "takes token" if r.action == "announce" else f"takes player {r.guesser}'s token"
+    return head + f"player {r.bluffer} fooled them and {took} {r.total}."
+
+
+def given_line(bluffer: int, guesser: int, token: int) -> str:
+    return f"Player {bluffer} gives token {token} to player {guesser}."
+
+
+def doublet_line(r: TurnRecord) -> str:
+    given = ", ".join(map(str, r.returned))
+    return (f"Round {r.number}: player {r.bluffer} shows a doublet ({_roll(r.roll)}) and "
+            f"swaps tokens {given} for token {r.total}.")
+
+
+def record_lines(r: TurnRecord) -> list[str]:
+    if r.action == "doublet":
+        return [doublet_line(r)]
+    assert r.guesser is not None
+    lines = [claim_line(r.number, r.bluffer, r.action, r.total, r.guesser), reveal_line(r)]
+    if r.given is not None:
+        lines.append(given_line(r.bluffer, r.guesser, r.given))
+    return lines
+
+
+def _pending(state: CupState) -> TurnRecord | None:
+    """The answered steal whose gift is still owed (its dice are shown)."""
+    claim = state.claim
+    if state.phase != cb.GIVE or claim is None:
+        return None
+    return TurnRecord(state.number, state.bluffer, state.roll, claim.action, claim.total,
+                      claim.guesser, claim.ok, claim.guesser)
+
+
+def record_json(r: TurnRecord) -> dict[str, Any]:
+    return {"round": r.number, "bluffer": r.bluffer, "action": r.action, "total": r.total,
+            "guesser": r.guesser, "roll": list(r.roll), "roll_total": sum(r.roll),
+            "truthful": r.truthful if r.action != "doublet" else None,
+            "answer": None if r.ok is None else ("OK" if r.ok else "BLUFF"),
+            "winner": r.winner, "given": r.given, "returned": list(r.returned),
+            "lines": record_lines(r)}
+
+
+# --- the kind ---------------------------------------------------------------
+
+
+class CupKind:
+    name = "cup"
+    title = "Cup of Bluff"
+    min_players = cb.MIN_PLAYERS
+    max_players = cb.MAX_PLAYERS
+    commands = COMMANDS
+    report_template = "cup_report"
+    option_help = "Cup of Bluff takes no options: 3 to 5 players, 3 dice, 16 tokens (RULES.md 6)"
+
+    def parse_options(self, words: Sequence[str]) -> dict[str, Any]:
+        if words:
+            raise OrderError(f"Cup of Bluff has no options yet, so '{words[0]}' is not "
+                             "understood", "write just RULES cup")
+        return {"version": RULES_VERSION}
+
+    def describe_rules(self, rules: Mapping[str, Any]) -> str:
+        return "Cup of Bluff: three dice, sixteen tokens 3 to 18, most points wins"
+
+    def start(self, rules: Mapping[str, Any], stream: DiceStream, players: int) -> CupState:
+        if rules.get("version", RULES_VERSION) != RULES_VERSION:
+            raise ValueError(f"unknown Cup of Bluff rules version {rules.get('version')!r}")
+        return cb.new_game(stream, players)
+
+    def due(self, state: CupState) -> dict[int, str]:
+        return state.due()
+
+    def place(self, state: CupState, seat: int) -> int:
+        return 0
+
+    def take_order(self, state: CupState, seat: int, orders: Sequence[Order]) -> TakenOrder:
+        moves = [o for o in orders if o.name in MOVE_NAMES]
+        now = state.due().get(seat, f"nothing: {state.waiting_for()}")
+        if not moves:
+            raise OrderProblem("I found no move in your mail", f"what you may do now: {now}")
+        if len(moves) > 1:
+            raise OrderProblem(f"one move a mail: yours has {len(moves)} ("
+                               + ", ".join(o.name for o in moves) + ")",
+                               "send just the one you mean; a later mail replaces an earlier "
+                               "order", moves[1])
+        order = moves[0]
+        move: Move = order.args
+        try:
+            state.check_move(seat, move)
+        except RulesError as exc:
+            raise OrderProblem(str(exc), f"what you may do now: {now}", order) from None
+        text = self.describe_move(move)
+        return TakenOrder(move, [Understood(order, text)], text)
+
+    def check(self, state: CupState, seat: int, move: Move) -> None:
+        state.check_move(seat, move)
+
+    def apply(self, state: CupState, moves: Mapping[int, Move],
+              stream: DiceStream) -> Resolution:
+        due = state.due()
+        if set(moves) - set(due):
+            raise IllegalMove(f"player {min(set(moves) - set(due))} has no move this turn")
+        if set(due) - set(moves):
+            raise ValueError(f"no move for seats {sorted(set(due) - set(moves))}")
+        seat = next(iter(due))
+        after, events = cb.apply_move(state, seat, moves[seat], stream)
+        notes: list[str] = []
+        extras: dict[int, list[Any]] = {}
+        for e in events:
+            if isinstance(e, Claimed):
+                notes.append(claim_line(e.number, e.bluffer, e.action, e.total, e.guesser))
+            elif isinstance(e, Revealed):
+                notes.append(reveal_line(e.record))
+            elif isinstance(e, Given):
+                notes.append(given_line(e.bluffer, e.guesser, e.token))
+            elif isinstance(e, DoubletMade):
+                notes.append(doublet_line(e.record))
+            elif isinstance(e, Rolled):   # the roll itself is secret: only for the record
+                extras[e.bluffer] = list(e.roll)
+                notes.append(f"Round {e.number}: player {e.bluffer} is the Bluffer.")
+            elif isinstance(e, GameEnded):
+                notes.append("The last token has left the centre: the game is over.")
+        return Resolution(after, notes, extras)
+
+    def robot_move(self, state: CupState, seat: int, rng: random.Random) -> Move:
+        return cb.robot_move(state, seat, rng)
+
+    def standing_move(self, state: CupState, seat: int, policy: str) -> Move | None:
+        claim = state.claim
+        if (policy == "CHALLENGE" and state.phase == cb.ANSWER and claim is not None
+                and claim.guesser == seat):
+            return Answer(False)
+        return None
+
+    def move_to_json(self, move: Move) -> dict[str, Any]:
+        return move.to_json()
+
+    def move_from_json(self, data: Mapping[str, Any]) -> Move:
+        return cb.move_from_json(data)
+
+    def describe_move(self, move: Move) -> str:
+        if isinstance(move, Announce):
+            return f"ANNOUNCE {move.total} TO player {move.guesser}"
+        if isinstance(move, Steal):
+            return f"STEAL token {move.token} FROM player {move.victim}"
+        if isinstance(move, Doublet):
+            return (f"DOUBLET: take token {move.take}, give back "
+                    + ", ".join(map(str, move.give)))
+        if isinstance(move, Answer):
+            return "OK (you believe the claim)" if move.ok else "BLUFF (you do not believe it)"
+        return f"GIVE token {move.token}"
+
+    def over(self, state: CupState) -> bool:
+        return state.game_over
+
+    def standings(self, state: CupState) -> list[dict[str, int]]:
+        return [{"rank": s.rank, "seat": s.seat, "score": s.points, "tokens": s.tokens}
+                for s in state.standings()]
+
+    def view(self, state: CupState, seat: int | None) -> dict[str, Any]:
+        """Keys other than the server's own (game, turn, you, key, players, deadline)."""
+        due = state.due()
+        claim = state.claim
+        mine = seat == state.bluffer and not state.game_over
+        pending = _pending(state)
+        return {
+            "phase": state.phase,
+            "round": state.number,
+            "bluffer": None if state.game_over else state.bluffer,
+            "to_move": next(iter(due), None),
+            "waiting_for": state.waiting_for(),
+            "centre": list(state.centre),
+            "centre_points": sum(cb.points(t) for t in state.centre),
+            "holdings": [{"seat": s, "tokens": list(state.tokens(s)), "points": state.score(s),
+                          "count": len(state.tokens(s))} for s in state.seats],
+            "claim": None if claim is None else {
+                "action": claim.action, "total": claim.total, "guesser": claim.guesser,
+                "answer": None if claim.ok is None else ("OK" if claim.ok else "BLUFF")},
+            "your_roll": list(state.roll) if mine else None,
+            "your_roll_total": sum(state.roll) if mine else None,
+            "can_doublet": bool(mine and state.phase == cb.ACT and cb.doublets(state)),
+            "shown_roll": list(pending.roll) if pending is not None else None,
+            "last_turn": record_json(state.log[-1]) if state.log else None,
+            "points_table": POINTS_TABLE,
+            "game_over": state.game_over,
+        }
+
+    def history(self, state: CupState) -> list[str]:
+        lines = [line for r in state.log for line in record_lines(r)]
+        claim = state.claim
+        if claim is not None:
+            lines.append(claim_line(state.number, state.bluffer, claim.action, claim.total,
+                                    claim.guesser))
+            pending = _pending(state)
+            if pending is not None:
+                lines.append(reveal_line(pending))
+        return lines
+
+    def report_extras(self, state: CupState, seat: int | None) -> dict[str, Any]:
+        return {}
+
+
+CUP = CupKind()
