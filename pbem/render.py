@@ -14,6 +14,7 @@ are passed as ``None`` by the caller.
 from __future__ import annotations
 
 import importlib.resources
+import functools
 import math
 import textwrap
 from collections.abc import Iterable, Mapping
@@ -195,40 +196,49 @@ def packaged_template_dir() -> Path:
     return Path(__file__).resolve().parent.parent / "templates"
 
 
+@functools.lru_cache(maxsize=16)
+def template_environment(override_dir: Path | None) -> jinja2.Environment:
+    """One Environment per template folder, shared: Jinja2 compiles each template once
+    per Environment, and compiling all of them takes about a second. A changed override
+    file is still picked up (the loaders check modification times)."""
+    loaders: list[jinja2.BaseLoader] = []
+    if override_dir is not None:
+        loaders.append(jinja2.FileSystemLoader(str(override_dir)))
+    loaders.append(jinja2.FileSystemLoader(str(packaged_template_dir())))
+    env = jinja2.Environment(
+        loader=jinja2.ChoiceLoader(loaders),
+        autoescape=jinja2.select_autoescape(
+            enabled_extensions=("html.j2",),
+            disabled_extensions=("txt.j2",),
+            default_for_string=False,
+            default=False,
+        ),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters.update(
+        die=die,
+        dice=dice,
+        plain=plain,
+        face_name=face_name,
+        bid=bid,
+        pct=pct,
+        utc=utc,
+        wrap=wrap,
+        lookup=lookup,
+    )
+    env.globals["lookup"] = lookup
+    return env
+
+
 class Renderer:
     """Renders the (text, html) pair of one mail kind."""
 
     def __init__(self, override_dir: Path | None = None) -> None:
-        loaders: list[jinja2.BaseLoader] = []
-        if override_dir is not None:
-            loaders.append(jinja2.FileSystemLoader(str(override_dir)))
-        loaders.append(jinja2.FileSystemLoader(str(packaged_template_dir())))
         self.override_dir = override_dir
-        self.env = jinja2.Environment(
-            loader=jinja2.ChoiceLoader(loaders),
-            autoescape=jinja2.select_autoescape(
-                enabled_extensions=("html.j2",),
-                disabled_extensions=("txt.j2",),
-                default_for_string=False,
-                default=False,
-            ),
-            undefined=jinja2.StrictUndefined,
-            trim_blocks=True,
-            lstrip_blocks=True,
-            keep_trailing_newline=True,
-        )
-        self.env.filters.update(
-            die=die,
-            dice=dice,
-            plain=plain,
-            face_name=face_name,
-            bid=bid,
-            pct=pct,
-            utc=utc,
-            wrap=wrap,
-            lookup=lookup,
-        )
-        self.env.globals["lookup"] = lookup
+        self.env = template_environment(Path(override_dir) if override_dir is not None else None)
 
     def render(self, name: str, context: Mapping[str, Any]) -> tuple[str, str]:
         """Render ``NAME.txt.j2`` and ``NAME.html.j2`` with ``context``: (text, html)."""
