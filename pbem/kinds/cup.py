@@ -166,8 +166,9 @@ def reveal_line(r: TurnRecord) -> str:
             return head + f"player {r.guesser} was right and takes token {r.total}."
         return head + (f"player {r.guesser} was right, keeps token {r.total} and gets a token "
                        f"from player {r.bluffer}.")
+    verb = "fooled them" if r.ok else "was right"   # OK on a lie / BLUFF on the truth
     took = "takes token" if r.action == "announce" else f"takes player {r.guesser}'s token"
-    return head + f"player {r.bluffer} fooled them and {took} {r.total}."
+    return head + f"player {r.bluffer} {verb} and {took} {r.total}."
 
 
 def given_line(bluffer: int, guesser: int, token: int) -> str:
@@ -342,6 +343,7 @@ class CupKind:
                           "count": len(state.tokens(s))} for s in state.seats],
             "claim": None if claim is None else {
                 "action": claim.action, "total": claim.total, "guesser": claim.guesser,
+                "chance": cb.TOTAL_ODDS[claim.total],   # of that total with three dice
                 "answer": None if claim.ok is None else ("OK" if claim.ok else "BLUFF")},
             "your_roll": list(state.roll) if mine else None,
             "your_roll_total": sum(state.roll) if mine else None,
