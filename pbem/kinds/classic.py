@@ -223,11 +223,14 @@ class ClassicKind:
                                exposes[0])
         move: Move = (CHALLENGE if order.name == "CHALLENGE"
                       else BidMove(order.args, tuple(f for e in exposes for f in e.args)))
-        try:
-            state.check_move(seat, move)
-        except RulesError as exc:
-            bad = exposes[0] if exposes and "expose" in str(exc).lower() else order
-            raise OrderProblem(str(exc), "your report lists what you may do now", bad) from None
+        # the bid alone first, so that a refusal quotes the line at fault
+        for bad, trial in ((order, BidMove(move.bid) if isinstance(move, BidMove) else move),
+                           (exposes[0] if exposes else order, move)):
+            try:
+                state.check_move(seat, trial)
+            except RulesError as exc:
+                raise OrderProblem(str(exc), "your report lists what you may do now",
+                                   bad) from None
         where = f"in round {state.round}"
         if isinstance(move, BidMove):
             o = bid_odds(state.seat_view(seat), move.bid)
