@@ -33,7 +33,7 @@ from pbem.rules.classic import (
 )
 from pbem.rules.cup import Cup
 from pbem.rules.dice import DiceStream, Die, Face, face_json, face_symbol
-from pbem.rules.errors import RulesError
+from pbem.rules.errors import IllegalMove, RulesError
 from pbem.rules.ladder import Bid
 from pbem.rules.moves import CHALLENGE, BidMove, Move, move_from_json, move_to_json
 from pbem.rules.odds import bid_odds
@@ -251,7 +251,7 @@ class ClassicKind:
         due = state.due()
         extra = sorted(set(moves) - set(due))
         if extra:
-            raise RulesError(f"player {extra[0]} has no move now")
+            raise IllegalMove(f"player {extra[0]} has no move now")
         if set(due) - set(moves):
             raise ValueError(f"no move for seats {sorted(set(due) - set(moves))}")
         (seat,) = due
