@@ -48,6 +48,16 @@ def seated(session: Session, game: Game) -> dict[int, Player]:
     return {p.seat: p for p in players_of(session, game) if p.seat is not None and p.active}
 
 
+def entrants_of(session: Session, game: Game) -> list[Player]:
+    """One player per entrant, in sign-up order: a replacement (REPLACE) takes the place of
+    the player it replaces, so the seat draw of the record still checks."""
+    places: dict[int, Player] = {}
+    for p in players_of(session, game):
+        if p.entrant not in places or p.active:
+            places[p.entrant] = p
+    return list(places.values())
+
+
 def seat_count(session: Session, game: Game) -> int:
     return len({p.seat for p in players_of(session, game) if p.seat is not None})
 
@@ -186,6 +196,8 @@ def game_policy(game: Game) -> str:
 def missing_move(game: Game, kind: GameKind, state: Any, seat: int,
                  player: Player | None) -> tuple[Any, str]:
     """The move for a seat without an order: its standing order, the game's policy, the robot."""
+    if player is not None and (player.default_order or "").upper() == "ROBOT":
+        return kind.robot_move(state, seat, robot_rng(game, game.turn, seat)), "robot"
     for policy, by in ((player.default_order if player else None, "standing"),
                        (game_policy(game), "policy")):
         if policy and policy.upper() in ("CHALLENGE", "RAISE"):
@@ -238,7 +250,7 @@ def resolve_turn(session: Session, game: Game, now: datetime) -> TurnOutcome:
 
 def export_record(session: Session, game: Game) -> GameRecord:
     """The postal game's record (pbem.bluff.record/1, checked by `pbem verify`)."""
-    players = players_of(session, game)
+    players = entrants_of(session, game)
     state = load_state(session, game) if game.status in ("running", "over") else None
     over = state is not None and state.game_over
     return GameRecord(

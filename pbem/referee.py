@@ -28,6 +28,7 @@ from pbem.games import (GameError, find_game, load_state, players_of, record_ord
 from pbem.kinds import OrderProblem, kind_of
 from pbem.mail.read import InboundMessage, read_message
 from pbem.models import Game, InboundMail, OutboundMail, Player
+from pbem.desk import turns
 from pbem.desk import (PlayerContext, desk_orders, move_names, needs_player, player_actions,
                        player_commands)
 from pbem.orders import LineProblem, Order, ParsedText, help_lines, parse_text
@@ -225,8 +226,8 @@ class Referee:
             if sent is not None and sent.game_id is not None:
                 game = session.get(Game, sent.game_id)
                 assert game is not None
-                player = next(p for p in players_of(session, game) if p.seat == sent.seat)
-                if player.email != msg.from_addr:
+                player = seated(session, game).get(sent.seat)   # a replaced player: no more
+                if player is None or player.email != msg.from_addr:
                     raise refusal("this is a reply to another player's mail, from an address "
                                   "that is not theirs", "reply from the address the report "
                                   "was sent to", game=game.name)
@@ -245,8 +246,8 @@ class Referee:
         except GameError as exc:
             raise refusal(str(exc), "check the game name in your report",
                           game_line.line_no, game_line.line) from None
-        player = next((p for p in players_of(session, game)
-                       if hmac.compare_digest(p.key.encode(), str(key_line.args).encode())), None)
+        player = next((p for p in players_of(session, game) if p.active
+                       and hmac.compare_digest(p.key.encode(), str(key_line.args).encode())), None)
         if player is None or player.email != msg.from_addr:
             # the same answer either way: a key is no use from another address
             raise refusal(f"that key does not belong to {msg.from_addr} in game {game.name}",
@@ -324,7 +325,9 @@ class Referee:
     # --- turns ---------------------------------------------------------------
 
     def resolve(self, session: Session, game: Game, *, inbound_id: int | None = None) -> None:
+        turn = game.turn
         outcome = resolve_turn(session, game, self.clock())
+        turns.after_turn(self, session, game, turn)   # missed turns; the referee is told
         players = seated(session, game)
         enqueue_reports(session, game, outcome.state, now=self.clock(), origin=self.origin,
                         renderer=self.renderer, inbound_id=inbound_id,
