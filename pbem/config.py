@@ -1,7 +1,7 @@
 """pbem.toml: the server's settings. Secrets may come from the environment.
 
 Environment variables override the file: PBEM_DATABASE, PBEM_REFEREE_KEY,
-PBEM_IMAP_PASSWORD, PBEM_SMTP_PASSWORD (and PBEM_IMAP_USERNAME,
+PBEM_REFEREE_KEY_SHA256, PBEM_IMAP_PASSWORD, PBEM_SMTP_PASSWORD (and PBEM_IMAP_USERNAME,
 PBEM_SMTP_USERNAME).
 """
 
@@ -16,6 +16,9 @@ from typing import Any
 
 class ConfigError(Exception):
     pass
+
+
+OUTAGE_MINUTES = 15.0
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,22 @@ class Settings:
     outbox_dir: Path = Path("pbem-outbox")      # .eml files when no [smtp] is set
     templates_dir: Path | None = None           # the referee's template overrides
     max_mail_bytes: int = 10_000_000
+    # a gap between ticks longer than this is an outage: deadlines that passed meanwhile
+    # move by the down time. None (the default of a bare Settings): no outage check;
+    # load_settings (pbem.toml, the CLI) defaults it to OUTAGE_MINUTES.
+    outage_minutes: float | None = None
+    # the referee key as its hex SHA-256 (instead of referee_key: nothing to steal from the file)
+    referee_key_sha256: str = ""
+    # failed key checks per address and window before the address is locked out for a while
+    auth_failure_limit: int = 5
+    auth_failure_window_minutes: float = 60.0
+    # answers a day to an unknown (or locked-out) address: no backscatter, no mail loops
+    stranger_answers_per_day: int = 1
+    # a mail or outbox row claimed by a process that died is taken over after this long
+    # (at once when the dead process ran on this host)
+    claim_lease_seconds: float = 300.0
+    # how long a tick waits for another process that is processing mail
+    lock_wait_seconds: float = 30.0
     imap: ImapSettings | None = None
     smtp: SmtpSettings | None = None
     listen: ListenSettings | None = None
@@ -93,7 +112,8 @@ def load_settings(path: Path | None, env: dict[str, str] | None = None) -> Setti
             raise ConfigError(f"{path}: {exc}") from exc
     base = Path(path).resolve().parent if path is not None else Path.cwd()
     server = _section(data, "server") or {}
-    for key, var in (("database", "PBEM_DATABASE"), ("referee_key", "PBEM_REFEREE_KEY")):
+    for key, var in (("database", "PBEM_DATABASE"), ("referee_key", "PBEM_REFEREE_KEY"),
+                     ("referee_key_sha256", "PBEM_REFEREE_KEY_SHA256")):
         if env.get(var):
             server[key] = env[var]
     for key in ("outbox_dir", "templates_dir"):
@@ -105,6 +125,7 @@ def load_settings(path: Path | None, env: dict[str, str] | None = None) -> Setti
         # a relative SQLite path is relative to the config file, not to wherever we run
         server["database"] = "sqlite:///" + str(base / database.removeprefix("sqlite:///"))
     server.setdefault("outbox_dir", base / "pbem-outbox")
+    server.setdefault("outage_minutes", OUTAGE_MINUTES)
     imap = _section(data, "imap")
     smtp = _section(data, "smtp")
     for section, prefix in ((imap, "PBEM_IMAP_"), (smtp, "PBEM_SMTP_")):

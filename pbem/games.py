@@ -14,7 +14,7 @@ import random
 import secrets
 from dataclasses import dataclass
 from itertools import groupby
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from sqlmodel import Session, col, select
@@ -144,7 +144,9 @@ def start_game(session: Session, game: Game, now: datetime) -> None:
 
 
 def next_deadline(game: Game, now: datetime) -> datetime | None:
-    return None if game.turn_hours is None else now + timedelta(hours=game.turn_hours)
+    """A turn begins now: its deadline (turn length, fixed hour; pbem.deadlines)."""
+    from pbem.deadlines import start_turn_clock
+    return start_turn_clock(game, now)
 
 
 def pending_orders(session: Session, game: Game) -> dict[int, PendingOrder]:

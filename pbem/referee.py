@@ -23,6 +23,7 @@ from sqlmodel import Session, col, select
 
 from pbem.admin import REFEREE_COMMANDS, AdminContext, run_admin
 from pbem.config import Settings
+from pbem.deadlines import clock_tick, resolves_early
 from pbem.games import (GameError, find_game, load_state, players_of, record_order,
                         resolve_turn, pending_orders, seated)
 from pbem.kinds import OrderProblem, kind_of
@@ -308,7 +309,7 @@ class Referee:
                    "deadline": game.deadline.isoformat() if game.deadline else None}
         self._answer(session, row, msg, "confirm",
                      f"[bluff {game.name}] turn {game.turn}: order received", context, who=who)
-        if not pending:
+        if not pending and resolves_early(game):
             self.resolve(session, game, inbound_id=row.id)
         return f"order accepted: {taken.summary} (game {game.name}, turn {who.turn}, seat {seat})"
 
@@ -334,21 +335,9 @@ class Referee:
                         notes=outcome.notes + played_for_notes(game, outcome, players))
 
     def resolve_due(self) -> int:
-        """Resolve every running game whose deadline has passed."""
-        now = self.clock()
-        with Session(self.engine) as session:
-            ids = list(session.exec(select(Game.id).where(
-                Game.status == "running", col(Game.deadline).is_not(None),
-                col(Game.deadline) <= now)))
-        for game_id in ids:
-            with Session(self.engine) as session:
-                game = session.get(Game, game_id)
-                if game is None or game.status != "running" or game.deadline is None \
-                        or game.deadline > now:
-                    continue
-                self.resolve(session, game)
-                session.commit()
-        return len(ids)
+        """The clock work of a tick (pbem.deadlines): outage shift, vacations, reminders,
+        grace, and the resolution of due turns; returns how many turns resolved."""
+        return clock_tick(self, self.clock())
 
     # --- referee mail and the CLI ---------------------------------------------
 

@@ -1,0 +1,211 @@
+"""A game's desk options (NEWGAME words), kept as JSON in Game.options_json.
+
+The turn length stays in Game.turn_hours (None: no deadline, a turn waits
+for every order). Everything else a referee may choose at NEWGAME lives in
+``GameOptions``; an option missing from the stored JSON takes its default,
+and unknown keys are ignored, so old games read with newer code.
+
+NEWGAME words (any case, any order; RULES takes the rest of the line)::
+
+    SEED <n>            reproducible dice (tests only)
+    DEADLINE <hours>    turn length                          default: none
+    AT <hour>           deadline moved to the next HH:00 UTC default: none
+    GRACE <hours>       grace after the deadline             default: 0
+    REMIND <hours>      reminder lead before the deadline    default: 12 if the
+                        (0: no reminders)                    turn is >= 24 h, else
+                                                             a quarter of the turn
+    MISSED <n>          missed turns in a row before the     default: 3
+                        referee is asked to replace (0: never)
+    VACATION <days>     ABSENT days per player per game      default: 14
+    MISSING <policy>    robot | challenge | raise            default: robot
+    OPEN                open for sign-up by JOIN             default: closed
+    AUTOSTART           start when the seats fill (implies OPEN)
+    WAIT                resolve only at the deadline, never early
+    RULES <kind> [...]  the game kind and its own options    default: postal
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field, fields
+from datetime import timedelta
+from typing import Any
+
+from pbem.orders import OrderError
+
+POLICIES = ("robot", "challenge", "raise")
+DEFAULT_MISSED_LIMIT = 3
+DEFAULT_VACATION_DAYS = 14.0
+MAX_HOURS = 24 * 365
+
+USAGE = ("NEWGAME <game> [SEED <n>] [DEADLINE <hours>] [AT <hour>] [GRACE <hours>] "
+         "[REMIND <hours>] [MISSED <n>] [VACATION <days>] [MISSING robot|challenge|raise] "
+         "[OPEN] [AUTOSTART] [WAIT] [RULES <kind> ...]")
+OPTION_HINT = ("options: SEED <n>, DEADLINE <hours>, AT <hour UTC>, GRACE <hours>, "
+               "REMIND <hours>, MISSED <n>, VACATION <days>, MISSING robot|challenge|raise, "
+               "OPEN, AUTOSTART, WAIT, RULES <kind> ... (last)")
+
+
+@dataclass
+class GameOptions:
+    deadline_hour: int | None = None      # the deadline moves to the next HH:00 UTC
+    grace_hours: float = 0.0              # after the deadline, before orders count as missed
+    reminder_hours: float | None = None   # None: automatic (see reminder_lead); 0: none
+    missed_limit: int = DEFAULT_MISSED_LIMIT   # missed turns in a row; 0: never ask
+    vacation_days: float = DEFAULT_VACATION_DAYS   # ABSENT cap per player per game
+    policy: str = "robot"                 # the policy for a missed order (games.game_policy)
+    open: bool = False                    # JOIN may sign up
+    autostart: bool = False               # start when the seats fill by JOIN
+    wait: bool = False                    # never resolve before the deadline
+    extra: dict[str, Any] = field(default_factory=dict)   # keys of newer versions, kept
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        extra = data.pop("extra")
+        return json.dumps({**extra, **data}, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str | None) -> "GameOptions":
+        data = json.loads(text or "{}")
+        names = {f.name for f in fields(cls)} - {"extra"}
+        known = {k: v for k, v in data.items() if k in names}
+        return cls(**known, extra={k: v for k, v in data.items() if k not in names})
+
+    def reminder_lead(self, turn_hours: float | None) -> timedelta | None:
+        """How long before the deadline the reminder goes out (None: no reminder)."""
+        if turn_hours is None:
+            return None
+        if self.reminder_hours is None:
+            hours = 12.0 if turn_hours >= 24 else turn_hours / 4
+        else:
+            hours = self.reminder_hours
+        if hours <= 0 or hours >= turn_hours:
+            return None
+        return timedelta(hours=hours)
+
+    @property
+    def grace(self) -> timedelta:
+        return timedelta(hours=self.grace_hours)
+
+    @property
+    def vacation_cap(self) -> timedelta:
+        return timedelta(days=self.vacation_days)
+
+    def describe(self, turn_hours: float | None) -> str:
+        """One line for STATUS and NEWGAME's answer."""
+        parts = [f"turns of {turn_hours:g} hours" if turn_hours else "no deadline"]
+        if self.deadline_hour is not None:
+            parts.append(f"deadlines at {self.deadline_hour:02d}:00 UTC")
+        if self.grace_hours:
+            parts.append(f"grace {self.grace_hours:g} h")
+        lead = self.reminder_lead(turn_hours)
+        if lead is not None:
+            parts.append(f"reminder {lead.total_seconds() / 3600:g} h before")
+        parts.append(f"missed-turn limit {self.missed_limit}" if self.missed_limit
+                     else "no missed-turn limit")
+        parts.append(f"vacation cap {self.vacation_days:g} days")
+        parts.append(f"missing orders: {self.policy}")
+        if self.open:
+            parts.append("open for sign-up" + (", starts when full" if self.autostart else ""))
+        if self.wait:
+            parts.append("WAIT (no early resolution)")
+        return ", ".join(parts)
+
+
+@dataclass
+class NewGame:
+    """What NEWGAME's words say."""
+
+    name: str
+    seed: int | None = None
+    hours: float | None = None
+    options: GameOptions = field(default_factory=GameOptions)
+    rules: str = "postal"
+    rules_words: list[str] = field(default_factory=list)
+
+    # the admin action reads these like a dict (the shape NEWGAME always had)
+    def __getitem__(self, key: str) -> Any:
+        return getattr(self, key)
+
+
+_HOUR = re.compile(r"^(\d{1,2})(?::00)?h?$")
+
+
+def _number(word: str, value: str, *, lo: float = 0, hi: float = MAX_HOURS,
+            integer: bool = False, positive: bool = False) -> float:
+    try:
+        number = int(value) if integer else float(value)
+    except ValueError:
+        raise OrderError(f"{word} {value}: not a valid number",
+                         f"write it as {word} <number>") from None
+    if number != number or number < lo or number > hi or (positive and number <= 0):
+        raise OrderError(f"{word} {value}: out of range",
+                         f"{word} takes a number {'above' if positive else 'from'} {lo:g}"
+                         f" up to {hi:g}")
+    return number
+
+
+def parse_hour(value: str) -> int:
+    match = _HOUR.match(value.strip().lower())
+    if match is None or int(match.group(1)) > 23:
+        raise OrderError(f"AT {value}: not an hour of the day",
+                         "AT takes the hour in UTC, 0 to 23, e.g. AT 18 or AT 18:00")
+    return int(match.group(1))
+
+
+def parse_options(words: list[str], name: str) -> NewGame:
+    """NEWGAME's words after the game name; raises OrderError quoting the bad word."""
+    new = NewGame(name)
+    opts = new.options
+    rest = list(words)
+    while rest:
+        word = rest.pop(0).upper()
+        if word in ("OPEN", "AUTOSTART", "WAIT"):
+            if word == "AUTOSTART":
+                opts.autostart = opts.open = True
+            else:
+                setattr(opts, word.lower(), True)
+            continue
+        if word == "RULES":
+            if not rest:
+                raise OrderError("RULES needs a game kind", "e.g. RULES postal")
+            new.rules, new.rules_words = rest[0].lower(), rest[1:]
+            break
+        if word not in ("SEED", "DEADLINE", "AT", "GRACE", "REMIND", "MISSED", "VACATION",
+                        "MISSING"):
+            raise OrderError(f"unknown NEWGAME option {word}", OPTION_HINT)
+        if not rest:
+            raise OrderError(f"{word} needs a value", OPTION_HINT)
+        value = rest.pop(0)
+        if word == "SEED":
+            new.seed = int(_number(word, value, integer=True, hi=2 ** 63))
+        elif word == "DEADLINE":
+            new.hours = _number(word, value, positive=True)
+        elif word == "AT":
+            opts.deadline_hour = parse_hour(value)
+        elif word == "GRACE":
+            opts.grace_hours = _number(word, value)
+        elif word == "REMIND":
+            opts.reminder_hours = _number(word, value)
+        elif word == "MISSED":
+            opts.missed_limit = int(_number(word, value, integer=True, hi=1000))
+        elif word == "VACATION":
+            opts.vacation_days = _number(word, value, hi=365)
+        elif word == "MISSING":
+            if value.lower() not in POLICIES:
+                raise OrderError(f"MISSING {value}: not a policy",
+                                 "MISSING takes robot, challenge or raise")
+            opts.policy = value.lower()
+    if opts.deadline_hour is not None and new.hours is None:
+        raise OrderError("AT needs a turn length", "e.g. DEADLINE 48 AT 18")
+    return new
+
+
+def options_of(game: Any) -> GameOptions:
+    """The desk options of a Game row."""
+    return GameOptions.from_json(getattr(game, "options_json", None))
+
+
+def save_options(game: Any, options: GameOptions) -> None:
+    game.options_json = options.to_json()
