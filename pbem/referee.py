@@ -178,6 +178,10 @@ class Referee:
     def _player_mail(self, session: Session, row: InboundMail, msg: InboundMessage) -> str:
         parsed = parse_text(msg.lines, player_commands())
         who = self._identify(session, msg, parsed)
+        if who is not None:
+            # once the game is known, read the mail with its kind's orders only
+            # (so "OK thanks" in a postal game is prose, not Cup of Bluff's OK)
+            parsed = parse_text(msg.lines, player_commands(kind_of(who.game)))
         if parsed.problems:
             raise Refusal(*parsed.problems, game=who.game.name if who else None)
         desk = desk_orders(parsed.orders)
@@ -186,14 +190,14 @@ class Referee:
         if who is None:
             if parsed.first("HELP") is not None:
                 self._answer(session, row, msg, "help", "Bluff by mail: the orders",
-                             self._help_context())
+                             self._help_context(None))
                 return "help sent"
             raise refusal("I could not tell which game and player this mail is for",
                           "reply to your latest report, or write a fresh mail with the lines "
                           "GAME <game> and KEY <your key> (both are in your report)")
         if parsed.first("HELP") is not None and not self._move_orders(parsed):
             self._answer(session, row, msg, "help", "Bluff by mail: the orders",
-                         self._help_context(), who=who)
+                         self._help_context(who), who=who)
             return "help sent"
         if parsed.first("STATUS") is not None and not self._move_orders(parsed):
             return self._status(session, row, msg, who)
@@ -380,8 +384,9 @@ class Referee:
 
     # --- answers ------------------------------------------------------------
 
-    def _help_context(self) -> dict[str, Any]:
-        return {"commands": help_lines(player_commands()), "referee_commands": [],
+    def _help_context(self, who: Turnkey | None) -> dict[str, Any]:
+        commands = player_commands(kind_of(who.game) if who is not None else None)
+        return {"commands": help_lines(commands), "referee_commands": [],
                 "server_address": self.settings.address}
 
     def _answer(self, session: Session, row: InboundMail, msg: InboundMessage, template: str,

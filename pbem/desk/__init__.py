@@ -27,6 +27,7 @@ from sqlmodel import Session
 from pbem.orders import PLAYER_COMMANDS, Command, Order
 
 if TYPE_CHECKING:
+    from pbem.kinds.base import GameKind
     from pbem.mail.read import InboundMessage
     from pbem.models import InboundMail
     from pbem.referee import Referee, Turnkey
@@ -60,11 +61,11 @@ def _player_modules() -> list[Any]:
     return [players, turns]
 
 
-def move_commands() -> tuple[Command, ...]:
-    """The move orders of every game kind (a mail is parsed before its game is known)."""
+def move_commands(kind: "GameKind | None" = None) -> tuple[Command, ...]:
+    """The move orders of a kind, or of every kind (before the mail's game is known)."""
     from pbem.kinds import KINDS
     seen: dict[str, Command] = {}
-    for kind in KINDS.values():
+    for kind in [kind] if kind is not None else KINDS.values():
         for command in kind.commands:
             seen.setdefault(command.name, command)
     return tuple(seen.values())
@@ -74,9 +75,10 @@ def move_names() -> set[str]:
     return {c.name for c in move_commands()}
 
 
-def player_commands() -> tuple[Command, ...]:
-    """Every order a player may write: the moves of every kind and the desk commands."""
-    moves = move_commands()
+def player_commands(kind: "GameKind | None" = None) -> tuple[Command, ...]:
+    """Every order a player may write: the moves (of the kind, or of every kind) and the
+    desk commands."""
+    moves = move_commands(kind)
     names = {c.name for c in moves}
     generic = [c for c in PLAYER_COMMANDS if c.name not in names and c.name not in MOVE_ONLY]
     extra = [c for m in _player_modules() for c in m.COMMANDS]

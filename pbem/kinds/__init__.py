@@ -8,12 +8,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pbem.kinds.base import GameKind, OrderProblem, Resolution, TakenOrder, Understood
+from pbem.kinds.classic import CLASSIC
+from pbem.kinds.cup import CUP
 from pbem.kinds.postal import POSTAL
 
 if TYPE_CHECKING:
     from pbem.models import Game
 
-KINDS: dict[str, GameKind] = {POSTAL.name: POSTAL}
+KINDS: dict[str, GameKind] = {kind.name: kind for kind in (POSTAL, CLASSIC, CUP)}
 
 
 def kind_named(name: str) -> GameKind:
