@@ -44,7 +44,7 @@ def cmd_admin(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from sqlmodel import Session
 
-    from pbem.games import GameError, export_record, find_game
+    from pbem.games import GameError, export_json, find_game
     from pbem.server import Server
     server = Server(_settings(args))
     with Session(server.engine) as session:
@@ -53,16 +53,25 @@ def cmd_export(args: argparse.Namespace) -> int:
         except GameError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
-    json.dump(record.to_json(), sys.stdout, indent=2)
+    json.dump(record, sys.stdout, indent=2)
     print()
     return 0
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    from pbem.kinds.verify import FORMAT, summary, verify_generic
     from pbem.rules.record import GameRecord, verify
     try:
-        record = GameRecord.from_json(json.loads(Path(args.record).read_text(encoding="utf-8")))
-    except (OSError, ValueError, KeyError) as exc:
+        data = json.loads(Path(args.record).read_text(encoding="utf-8"))
+        if isinstance(data, dict) and data.get("format") == FORMAT:   # classic, cup ...
+            problems = verify_generic(data)
+            for problem in problems:
+                print(f"FAIL: {problem}")
+            if not problems:
+                print(f"OK: {summary(data)}")
+            return 1 if problems else 0
+        record = GameRecord.from_json(data)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
         print(f"error: cannot read {args.record}: {exc}", file=sys.stderr)
         return 2
     problems = verify(record)

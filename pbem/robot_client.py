@@ -2,6 +2,8 @@
 
 `pbem demo`, the end-to-end tests and the benchmark use it to play the
 player's side exactly as a person would: from the report's report.json only.
+``client_order_lines`` plays any game kind: postal here, classic and Cup of
+Bluff with the ``client_order_lines`` of their kind modules.
 """
 
 from __future__ import annotations
@@ -70,6 +72,24 @@ def choose_order(view: dict[str, Any], rng: random.Random) -> Move | None:
     if view.get("game_over") or view.get("to_move") is None:
         return None
     return choose_move(seat_view(view, view["to_move"]), rng)
+
+
+POSTAL_VIEW = "pbem.bluff.view/1"
+
+
+def client_order_lines(view: dict[str, Any], rng: random.Random) -> list[str]:
+    """The order lines a robot player sends in answer to its report.json, for every
+    game kind (the view's "format" says which); [] when it has no move to make."""
+    fmt = view.get("format", POSTAL_VIEW)
+    if fmt == POSTAL_VIEW:
+        move = choose_order(view, rng)
+        return order_lines(move) if move is not None else []
+    from pbem.kinds import classic, cup
+    decide = {"pbem.classic.view/1": classic.client_order_lines,
+              "pbem.cup.view/1": cup.client_order_lines}.get(fmt)
+    if decide is None:
+        raise ValueError(f"a robot cannot play a report of format {fmt!r}")
+    return decide(view, rng)
 
 
 def reply_to(report: EmailMessage, from_addr: str, body_lines: list[str], *,

@@ -32,11 +32,12 @@ from pbem.rules.classic import (
     new_game,
 )
 from pbem.rules.cup import Cup
-from pbem.rules.dice import DiceStream, Die, Face, face_json, face_symbol
+from pbem.rules.dice import DiceStream, Die, Face, face_from_json, face_json, face_symbol
 from pbem.rules.errors import IllegalMove, RulesError
 from pbem.rules.ladder import Bid
 from pbem.rules.moves import CHALLENGE, BidMove, Move, move_from_json, move_to_json
-from pbem.rules.odds import bid_odds
+from pbem.rules.odds import SeatView, bid_odds
+from pbem.rules.postal import make_ladder
 from pbem.rules.robot import choose_move
 from pbem.rules.ruleset import ExactRule, RuleSet
 
@@ -351,6 +352,49 @@ class ClassicKind:
 
     def report_extras(self, state: ClassicState, seat: int | None) -> dict[str, Any]:
         return {}   # the odds are in the view
+
+
+# --- a robot at the other end of the mail -------------------------------------
+
+
+def _view_dice(faces: Sequence[int | str], orange: int | str | None) -> tuple[Die, ...]:
+    plain = tuple(Die(face_from_json(f)) for f in faces)
+    return plain + ((Die(face_from_json(orange), True),) if orange is not None else ())
+
+
+def client_seat_view(view: Mapping[str, Any]) -> SeatView:
+    """What the player of a report.json knows (their dice, the exposed dice, the
+    bids), as the robot and the odds read it."""
+    me = int(view["you"])
+    mine = view["your_dice"]
+    own = Cup(_view_dice(mine["hidden"], mine["hidden_super"]),
+              _view_dice(mine["exposed"], mine["exposed_super"]))
+    others = [p for p in view["players"] if p["seat"] != me and p["in"]]
+    exposed = tuple(d for p in others for d in _view_dice(p["exposed"], p["exposed_super"]))
+    # a player's orange die is hidden while they hold it and have not exposed it
+    unknown_super = sum(1 for p in others if p["super"] and p["exposed_super"] is None)
+    unknown_plain = sum(p["hidden"] for p in others) - unknown_super
+    rules = RuleSet.from_json(dict(view["rules"]))
+    current = view["current_bid"]
+    bid = None if current is None else Bid(current["quantity"], face_from_json(current["face"]))
+    return SeatView(me, own, exposed, unknown_plain, unknown_super, bid,
+                    make_ladder(view["dice_in_play"], rules.star_bids, rules.board_cap), rules)
+
+
+def order_lines(move: Move) -> list[str]:
+    """A move as the order lines a player writes."""
+    if isinstance(move, BidMove):
+        lines = [f"BID {move.bid.quantity} {face_symbol(move.bid.face)}"]
+        return lines + ([f"EXPOSE {_faces(move.expose)}"] if move.expose else [])
+    return ["CHALLENGE"]
+
+
+def client_order_lines(view: Mapping[str, Any], rng: random.Random) -> list[str]:
+    """The order lines of a robot player reading its report.json (pbem.classic.view/1);
+    [] when it is not that player's move."""
+    if view.get("game_over") or view.get("you") is None or view.get("to_move") != view["you"]:
+        return []
+    return order_lines(choose_move(client_seat_view(view), rng))
 
 
 CLASSIC = ClassicKind()

@@ -369,4 +369,31 @@ class CupKind:
         return {}
 
 
+# --- a robot at the other end of the mail -------------------------------------
+
+
+def client_state(view: Mapping[str, Any]) -> CupState:
+    """The position as the player of a report.json sees it: the public tokens and
+    claim, and the roll only if it is theirs (else no dice at all)."""
+    holdings = sorted(view["holdings"], key=lambda h: h["seat"])
+    claim = view["claim"]
+    return CupState(
+        players=len(holdings), centre=tuple(view["centre"]),
+        holdings=tuple(tuple(h["tokens"]) for h in holdings),
+        bluffer=view["bluffer"], number=view["round"], phase=view["phase"],
+        roll=tuple(view["your_roll"] or ()),
+        claim=None if claim is None else cb.Claim(
+            claim["action"], claim["total"], claim["guesser"],
+            None if claim["answer"] is None else claim["answer"] == "OK"))
+
+
+def client_order_lines(view: Mapping[str, Any], rng: random.Random) -> list[str]:
+    """The order line of a robot player reading its report.json (pbem.cup.view/1):
+    the kind's robot decides from the player's own roll (as the Bluffer) or the
+    claim and the centre (as the Guesser); [] when it is not that player's move."""
+    if view.get("game_over") or view.get("you") is None or view.get("to_move") != view["you"]:
+        return []
+    return [str(cb.robot_move(client_state(view), int(view["you"]), rng))]
+
+
 CUP = CupKind()

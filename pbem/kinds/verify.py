@@ -1,0 +1,156 @@
+"""`pbem verify` for the generic record (``pbem.record/1``) of any game kind.
+
+``pbem.games.export_json`` writes this record for every kind but postal
+(postal keeps ``pbem.bluff.record/1``, checked by ``pbem.rules.record.verify``).
+A finished record proves the referee honest when:
+
+1. the revealed seed hashes to the commitment published before the first roll;
+2. the seat draw follows from the seed (``pbem.rules.record.draw_seats``);
+3. replaying the turns with the kind, from the record's rules JSON as it was
+   stored (classic keeps ``dice_if_six_players`` there, so it is never
+   round-tripped through a RuleSet), turn numbers run 1, 2, 3 ... with no gap,
+   every turn has exactly one move from each seat that was due, and every
+   move is legal when it is made;
+4. the game is over after the last turn, and the recorded result equals a
+   recount (``kind.standings`` of the replayed end).
+
+Every die comes from the seed by label, so the replay deals the same cups,
+re-rolls and Cup of Bluff rolls as the referee did. The JSON form is
+documented by ``schema/game-record-generic.schema.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from itertools import groupby
+from typing import Any
+
+from pbem.kinds import KINDS
+from pbem.rules.dice import DiceStream, commitment
+from pbem.rules.errors import RulesError
+from pbem.rules.record import draw_seats
+
+FORMAT = "pbem.record/1"
+BY = ("player", "standing", "policy", "robot", "referee")
+
+
+def _entrant_seats(players: Any) -> tuple[list[int | None], list[str]]:
+    """The seat of each entrant in sign-up order; a replaced player and the one who
+    replaced them share an entrant number and must share the seat."""
+    seats: dict[int, int | None] = {}
+    problems: list[str] = []
+    for p in players:
+        entrant, seat = int(p["entrant"]), p.get("seat")
+        if entrant in seats and seats[entrant] != seat:
+            problems.append(f"entrant {entrant} is listed with two seats")
+        seats.setdefault(entrant, seat)
+    order = sorted(seats)
+    if order != list(range(1, len(order) + 1)):
+        problems.append(f"the entrants are not numbered 1 to {len(order)}")
+    return [seats[e] for e in order], problems
+
+
+def _normal(data: Any) -> Any:
+    """As JSON reads it back (tuples become lists, keys strings)."""
+    return json.loads(json.dumps(data))
+
+
+def recount(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The result of replaying a record (no checks): {"standings": [...]}."""
+    kind = KINDS[str(record["kind"])]
+    stream = DiceStream(bytes.fromhex(str(record["seed"])))
+    seats, _ = _entrant_seats(record["players"])
+    state = kind.start(record["rules"], stream, len(seats))
+    ordered = sorted(record["moves"], key=lambda m: (m["turn"], m["seat"]))
+    for _, group in groupby(ordered, key=lambda m: m["turn"]):
+        moves = {int(m["seat"]): kind.move_from_json(m["move"]) for m in group}
+        state = kind.apply(state, moves, stream).state
+    return _normal({"standings": kind.standings(state)})
+
+
+def verify_generic(record: Mapping[str, Any]) -> list[str]:
+    """Every way the record fails to hold up; an empty list means it is honest."""
+    if record.get("format") != FORMAT:
+        return [f"not a {FORMAT} record (format {record.get('format')!r})"]
+    kind = KINDS.get(str(record.get("kind")))
+    if kind is None:
+        return [f"unknown game kind {record.get('kind')!r} (kinds: {', '.join(KINDS)})"]
+    if record.get("seed") is None:
+        return ["the seed is not revealed yet: only a finished game can be verified"]
+    try:
+        seed = bytes.fromhex(str(record["seed"]))
+        stream = DiceStream(seed)
+    except ValueError as exc:
+        return [f"the seed is not valid: {exc}"]
+    problems: list[str] = []
+    if commitment(seed) != record.get("commitment"):
+        problems.append("the seed does not match the commitment")
+    try:
+        seats, listing = _entrant_seats(record["players"])
+    except (KeyError, TypeError, ValueError) as exc:
+        return problems + [f"the players cannot be read: {exc}"]
+    problems += listing
+    players = len(seats)
+    if not kind.min_players <= players <= kind.max_players:
+        return problems + [f"a game of {kind.title} has {kind.min_players} to "
+                           f"{kind.max_players} players, not {players}"]
+    if draw_seats(stream, players) != seats:
+        problems.append("the seat draw does not follow from the seed")
+    try:
+        state = kind.start(record["rules"], stream, players)
+    except (KeyError, TypeError, ValueError) as exc:
+        return problems + [f"the rules cannot start a game: {exc}"]
+
+    try:
+        ordered = sorted(record["moves"], key=lambda m: (int(m["turn"]), int(m["seat"])))
+    except (KeyError, TypeError, ValueError) as exc:
+        return problems + [f"the moves cannot be read: {exc}"]
+    expected = 1
+    for turn, rows in groupby(ordered, key=lambda m: int(m["turn"])):
+        group = list(rows)
+        if turn != expected:
+            return problems + [f"the record jumps from turn {expected} to turn {turn}"]
+        if kind.over(state):
+            return problems + [f"turn {turn}: the game was over already"]
+        seats_moved = [int(m["seat"]) for m in group]
+        if len(set(seats_moved)) < len(seats_moved):
+            return problems + [f"turn {turn}: a seat has more than one move"]
+        due = kind.due(state)
+        for seat in sorted(set(due) - set(seats_moved)):
+            problems.append(f"turn {turn}: seat {seat} was due but has no move")
+        for seat in sorted(set(seats_moved) - set(due)):
+            problems.append(f"turn {turn}: seat {seat} moved but was not due")
+        if set(due) != set(seats_moved):
+            return problems
+        moves: dict[int, Any] = {}
+        for m in group:
+            seat = int(m["seat"])
+            if m.get("by", "player") not in BY:
+                problems.append(f"turn {turn}: seat {seat}: unknown mover {m.get('by')!r}")
+            try:
+                moves[seat] = kind.move_from_json(m["move"])
+                kind.check(state, seat, moves[seat])
+            except (RulesError, KeyError, TypeError, ValueError) as exc:
+                return problems + [f"turn {turn}: seat {seat}: {m.get('move')!r} is not a "
+                                   f"legal move: {exc}"]
+        try:
+            state = kind.apply(state, moves, stream).state
+        except (RulesError, ValueError) as exc:
+            return problems + [f"turn {turn}: {exc}"]
+        expected += 1
+    if not kind.over(state):
+        problems.append("the game is not over")
+    elif _normal(record.get("result")) != _normal({"standings": kind.standings(state)}):
+        problems.append("the recorded result does not match a recount")
+    return problems
+
+
+def summary(record: Mapping[str, Any]) -> str:
+    """One line on a verified record's result, for `pbem verify`."""
+    kind = KINDS[str(record["kind"])]
+    unit = {"classic": "dice left", "cup": "points"}.get(kind.name, "score")
+    places = ", ".join(f"{s['rank']}. seat {s['seat']} ({s['score']} {unit})"
+                       for s in (record.get("result") or {}).get("standings", []))
+    return (f"game {record['game']} ({kind.title}): the seed matches the commitment, the seat "
+            f"draw, every roll and every move check out, and the result is: {places}")
