@@ -150,7 +150,8 @@ def test_orders_by_mail_before_and_after_an_order(server: Server) -> None:
 def test_orders_as_a_reply_to_the_report(server: Server) -> None:
     start_game(server)
     report = next(m for m in outbox(server, PLAYERS[2]) if "report" in str(m["Subject"]))
-    deliver(server, mail(PLAYERS[2], "ORDERS\nDEFAULT RAISE", in_reply_to=str(report["Message-ID"])))
+    deliver(server, mail(PLAYERS[2], "ORDERS\nDEFAULT RAISE",
+                         in_reply_to=str(report["Message-ID"])))
     texts = [text_of(m) for m in outbox(server, PLAYERS[2])[-2:]]
     assert any("no order in yet" in t for t in texts)
     assert any("standing order is now RAISE" in t for t in texts)

@@ -1,14 +1,305 @@
-"""Referee desk commands (placeholder: filled in by the referee's-desk work)."""
+"""Referee desk commands about turns and seats: PREVIEW, ORDER, REPLACE, RESEND, ROLLBACK.
+
+They work for every game kind through pbem.kinds (due, take_order, apply,
+history ...). Each change players should know of is announced to them:
+an order entered on a player's behalf (the player gets its content, the
+others only that it was entered), a replacement, a rollback (the reports
+of the turn played again, with a note). ROLLBACK lives in
+pbem.desk.rollback; pbem.admin assembles COMMANDS and ACTIONS into the one
+referee table that drives referee mail, `pbem admin` and HELP.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
+import re
+import secrets
 from collections.abc import Callable
+from email import message_from_bytes, policy
+from email.utils import format_datetime
 from typing import TYPE_CHECKING, Any
 
-from pbem.orders import Command
+from sqlmodel import Session
+
+from pbem.desk import notices, rollback
+from pbem.games import (GameError, find_game, load_state, missing_move, pending_orders,
+                        players_of, record_order, seated, stream_of)
+from pbem.kinds import OrderProblem, kind_of
+from pbem.mail.compose import make_message_id
+from pbem.mail.text import BodyLine
+from pbem.models import Game, OutboundMail, Player
+from pbem.orders import Command, OrderError, game_name, parse_text
+from pbem.reports import enqueue_reports, latest_report
 
 if TYPE_CHECKING:
     from pbem.admin import AdminContext
 
-COMMANDS: tuple[Command, ...] = ()
-ACTIONS: dict[str, Callable[["AdminContext", Any], str]] = {}
+EMAIL = re.compile(r"^[^@\s<>]+@[^@\s<>]+\.[^@\s<>]+$")
+
+
+# --- argument parsers ---------------------------------------------------------
+
+def _seat(word: str) -> int:
+    if not word.isdigit() or int(word) < 1:
+        raise OrderError(f"'{word}' is not a seat number", "seats are numbered from 1")
+    return int(word)
+
+
+def parse_order(args: list[str]) -> tuple[str, int, str]:
+    if len(args) < 3:
+        raise OrderError("ORDER needs a game, a seat and the order",
+                         "e.g. ORDER cup-1 3 BID 6 threes; EXPOSE 3 3")
+    return game_name([args[0]]), _seat(args[1]), " ".join(args[2:])
+
+
+def parse_replace(args: list[str]) -> tuple[str, int, str, str]:
+    if len(args) < 3:
+        raise OrderError("REPLACE needs a game, a seat and the new player's address",
+                         "e.g. REPLACE cup-1 3 fay@example.org Fay")
+    email = args[2].strip("<>").lower()
+    if not EMAIL.match(email):
+        raise OrderError(f"'{args[2]}' is not a mail address")
+    return game_name([args[0]]), _seat(args[1]), email, " ".join(args[3:])[:60]
+
+
+def parse_resend(args: list[str]) -> tuple[str, int | None]:
+    if not 1 <= len(args) <= 2:
+        raise OrderError("RESEND takes a game and, if you like, a seat", "e.g. RESEND cup-1 3")
+    return game_name([args[0]]), _seat(args[1]) if len(args) == 2 else None
+
+
+# --- helpers ------------------------------------------------------------------
+
+def running_game(session: Session, name: str, what: str,
+                 statuses: tuple[str, ...] = ("running", "paused")) -> Game:
+    game = find_game(session, name)
+    if game.status not in statuses:
+        raise GameError(f"game '{name}' is {game.status}: nothing to {what}")
+    return game
+
+
+def holder(session: Session, game: Game, seat: int) -> Player:
+    player = seated(session, game).get(seat)
+    if player is None:
+        raise GameError(f"game '{game.name}' has no player in seat {seat}")
+    return player
+
+
+def turn_moves(session: Session, game: Game, state: Any) -> tuple[dict[int, Any], dict[int, str]]:
+    """The moves the turn would be played with now: the orders in, the rest played for them."""
+    kind = kind_of(game)
+    orders, holders = pending_orders(session, game), seated(session, game)
+    moves: dict[int, Any] = {}
+    by: dict[int, str] = {}
+    for seat in sorted(kind.due(state)):
+        order = orders.get(seat)
+        if order is not None:
+            moves[seat], by[seat] = kind.move_from_json(json.loads(order.move_json)), order.by
+        else:
+            moves[seat], by[seat] = missing_move(game, kind, state, seat, holders.get(seat))
+    return moves, by
+
+
+def _resolves_early(game: Game) -> bool:
+    """A turn with every order in resolves at once, unless the game WAITs for its deadline."""
+    try:
+        from pbem.deadlines import resolves_early
+    except ImportError:   # pragma: no cover - pbem.deadlines comes with the desk's deadlines
+        return True
+    return bool(resolves_early(game))
+
+
+_BY = {"player": "their order", "referee": "the referee's order on their behalf",
+       "standing": "no order: their standing order", "policy": "no order: the game's policy",
+       "robot": "no order: the robot"}
+
+
+# --- PREVIEW ------------------------------------------------------------------
+
+def do_preview(ctx: "AdminContext", name: str) -> str:
+    game = running_game(ctx.session, name, "preview", ("running", "paused"))
+    kind = kind_of(game)
+    state = load_state(ctx.session, game)
+    moves, by = turn_moves(ctx.session, game, state)
+    resolution = kind.apply(state, moves, stream_of(game))   # pure: nothing is stored
+    players = seated(ctx.session, game)
+    lines = [f"game {game.name}, turn {game.turn}: if the turn were resolved now "
+             f"(a preview; nothing is stored)"]
+    for seat, move in sorted(moves.items()):
+        who = players[seat].name if seat in players else "?"
+        lines.append(f"  player {seat} ({who}): {kind.describe_move(move)} ({_BY[by[seat]]})")
+    lines += [f"  {note}" for note in resolution.notes]
+    scores = ", ".join(f"{s['seat']}: {s['score']}" for s in
+                       sorted(kind.standings(resolution.state), key=lambda s: s["seat"]))
+    lines.append(f"  then: scores {scores}; " + ("the game would be over" if
+                                                  kind.over(resolution.state) else
+                                                  f"turn {game.turn + 1} would begin"))
+    return "\n".join(lines)
+
+
+# --- ORDER --------------------------------------------------------------------
+
+def do_order(ctx: "AdminContext", args: tuple[str, int, str]) -> str:
+    name, seat, words = args
+    game = running_game(ctx.session, name, "order", ("running", "paused"))
+    kind = kind_of(game)
+    player = holder(ctx.session, game, seat)
+    state = load_state(ctx.session, game)
+    if seat not in kind.due(state):
+        raise GameError(f"player {seat} has no move in turn {game.turn}")
+    parts = [w.strip() for w in words.split(";") if w.strip()]
+    parsed = parse_text([BodyLine(i, part) for i, part in enumerate(parts, start=1)],
+                        kind.commands)
+    if parsed.problems:
+        p = parsed.problems[0]
+        raise GameError(f"'{p.line}': {p.message}" + (f" ({p.hint})" if p.hint else ""))
+    if parsed.prose:
+        raise GameError(f"'{parsed.prose[0].text}' is not an order of {kind.title} (orders: "
+                        + ", ".join(c.usage for c in kind.commands) + ")")
+    try:
+        taken = kind.take_order(state, seat, parsed.orders)
+    except OrderProblem as problem:
+        raise GameError(problem.message + (f" ({problem.hint})" if problem.hint else ""))
+    replaced = record_order(ctx.session, game, seat, taken.move, now=ctx.now, inbound_id=None,
+                            by="referee")
+    now, referee = ctx.now, ctx.referee
+    notices.audit(ctx.session, game, now, "order",
+                  f"turn {game.turn}, seat {seat}: {taken.summary}", actor="referee")
+    notices.notice(ctx.session, referee, player.email,
+                   f"[bluff {game.name}] turn {game.turn}: the referee entered your order", [
+                       f"The referee entered this order for you, player {seat}, in turn "
+                       f"{game.turn}: {taken.summary}."
+                       + (" It replaces the order you had sent." if replaced else ""),
+                       "You may still send your own order before the deadline: it replaces "
+                       "this one."], now, game=game, seat=seat, turn=game.turn)
+    others = [p for p in notices.active_players(ctx.session, game) if p.seat != seat]
+    notices.announce(ctx.session, referee, game, f"turn {game.turn}: an order entered by the "
+                     f"referee", [f"The referee entered the order of player {seat} "
+                                  f"({player.name}) for turn {game.turn} on their behalf. "
+                                  f"What it is shows in the next report."],
+                     now, action="order-announced", actor="referee", players=others)
+    out = f"game {game.name}, turn {game.turn}: order for player {seat}: {taken.summary}"
+    waiting = set(kind.due(state)) - set(pending_orders(ctx.session, game))
+    if not waiting and game.status == "running" and _resolves_early(game):
+        turn = game.turn
+        ctx.referee.resolve(ctx.session, game)
+        out += f"; every order was in, so turn {turn} is resolved"
+    return out
+
+
+# --- REPLACE ------------------------------------------------------------------
+
+def do_replace(ctx: "AdminContext", args: tuple[str, int, str, str]) -> str:
+    name, seat, email, new_name = args
+    game = running_game(ctx.session, name, "replace", ("running", "paused"))
+    old = holder(ctx.session, game, seat)
+    same = next((p for p in players_of(ctx.session, game) if p.email == email), None)
+    if same is not None and same.active:
+        raise GameError(f"{email} plays in '{game.name}' already (seat {same.seat})")
+    old.active = False
+    key = secrets.token_hex(8)
+    new = same or Player(game_id=game.id, entrant=old.entrant, email=email, name="", key=key)
+    new.name = new_name or (same.name if same else email.partition("@")[0])
+    new.entrant, new.seat, new.active = old.entrant, seat, True
+    new.key, new.key_hash = key, hashlib.sha256(key.encode()).hexdigest()
+    new.default_order, new.missed_turns = None, 0
+    ctx.session.add(old)
+    ctx.session.add(new)
+    dropped = pending_orders(ctx.session, game).pop(seat, None)
+    if dropped is not None:
+        ctx.session.delete(dropped)
+    ctx.session.flush()
+    now, referee = ctx.now, ctx.referee
+    notices.audit(ctx.session, game, now, "replace", f"seat {seat}: {old.email} -> {email} "
+                  f"from turn {game.turn}" + ("; the seat's order of this turn was dropped"
+                                              if dropped else ""), actor="referee")
+    kind = kind_of(game)
+    state = load_state(ctx.session, game)
+    history = kind.history(state)
+    notices.notice(ctx.session, referee, new.email,
+                   f"[bluff {game.name}] welcome: you take over player {seat}", [
+                       f"The referee has given you seat {seat} in game {game.name} of "
+                       f"{kind.title}, which {old.name} held until now. You play from turn "
+                       f"{game.turn} on.",
+                       "Your report for this turn, with your dice and your order key, comes "
+                       "in a separate mail: answer it with your orders.",
+                       *(["The moves so far:", "\n".join(history)] if history else [])],
+                   now, game=game, seat=seat, turn=game.turn)
+    enqueue_reports(ctx.session, game, state, now=now, origin=referee.origin,
+                    renderer=referee.renderer, only_seat=seat,
+                    notes=[f"You take over seat {seat} from {old.name}."])
+    notices.notice(ctx.session, referee, old.email,
+                   f"[bluff {game.name}] you have been replaced", [
+                       f"The referee has given your seat {seat} in game {game.name} to "
+                       f"{new.name}. Your order key no longer works. Thank you for playing!"],
+                   now, game=game)
+    others = [p for p in notices.active_players(ctx.session, game) if p.seat != seat]
+    notices.announce(ctx.session, referee, game, f"player {seat} replaced", [
+        f"From turn {game.turn} on, {new.name} plays as player {seat} in place of "
+        f"{old.name}."], now, action="replace-announced", actor="referee", players=others)
+    return (f"game {game.name}: {new.name} <{email}> replaces {old.name} <{old.email}> as "
+            f"player {seat}" + ("; their pending order was dropped" if dropped else ""))
+
+
+# --- RESEND -------------------------------------------------------------------
+
+def resend_copy(ctx: "AdminContext", row: OutboundMail) -> OutboundMail:
+    """A new mail with the same content as ``row``: a new Message-ID and Date, nothing else."""
+    msg = message_from_bytes(row.raw, policy=policy.SMTP)
+    message_id = make_message_id(ctx.referee.origin.domain, row.kind)
+    del msg["Message-ID"]
+    msg["Message-ID"] = message_id
+    del msg["Date"]
+    msg["Date"] = format_datetime(ctx.now)
+    copy = OutboundMail(message_id=message_id, kind=row.kind, mail_from=row.mail_from,
+                        rcpts_json=row.rcpts_json, raw=msg.as_bytes(), game_id=row.game_id,
+                        seat=row.seat, turn=row.turn, next_attempt_at=ctx.now,
+                        created_at=ctx.now)
+    ctx.session.add(copy)
+    return copy
+
+
+def do_resend(ctx: "AdminContext", args: tuple[str, int | None]) -> str:
+    name, only = args
+    game = find_game(ctx.session, name)
+    if game.started_at is None:
+        raise GameError(f"game '{name}' has not started: no report to resend")
+    holders = seated(ctx.session, game)
+    seats = [only] if only is not None else sorted(holders)
+    done = []
+    for seat in seats:
+        player = holders.get(seat)
+        if player is None:
+            raise GameError(f"game '{name}' has no player in seat {seat}")
+        row = latest_report(ctx.session, game, seat)
+        if row is not None and player.email in json.loads(row.rcpts_json):
+            resend_copy(ctx, row)
+        else:   # the seat changed hands since: the holder's own report, made anew
+            enqueue_reports(ctx.session, game, load_state(ctx.session, game), now=ctx.now,
+                            origin=ctx.referee.origin, renderer=ctx.referee.renderer,
+                            only_seat=seat)
+        done.append(str(seat))
+    return f"game {game.name}: latest report sent again to player{'s' * (len(done) > 1)} " \
+           + ", ".join(done)
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command("PREVIEW", "PREVIEW <game>",
+            "what the turn would do if resolved now (to you only; nothing is stored)",
+            game_name),
+    Command("ORDER", "ORDER <game> <seat> <order>",
+            "enter an order on a player's behalf (lines joined by ;), e.g. ORDER cup-1 3 "
+            "BID 6 threes; EXPOSE 3 3", parse_order),
+    Command("REPLACE", "REPLACE <game> <seat> <email> [<name>]",
+            "give a seat to a new player (new key, the history and the seat's report)",
+            parse_replace),
+    Command("RESEND", "RESEND <game> [<seat>]", "send the latest report(s) again",
+            parse_resend),
+    Command("ROLLBACK", "ROLLBACK <game>",
+            "undo the last resolved turn; its reports are sent again", game_name),
+)
+ACTIONS: dict[str, Callable[["AdminContext", Any], str]] = {
+    "PREVIEW": do_preview, "ORDER": do_order, "REPLACE": do_replace, "RESEND": do_resend,
+    "ROLLBACK": rollback.do_rollback,
+}

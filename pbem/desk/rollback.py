@@ -1,0 +1,118 @@
+"""ROLLBACK <game>: undo the last resolved turn.
+
+The turn's moves leave the record (they are kept in the audit log), the
+players' own orders of that turn (and those the referee entered for them)
+become pending orders again, the moves played for missing orders are
+dropped, orders already sent for the next turn are void, the turn counter
+goes back, a finished game runs again, and the turn gets a fresh deadline.
+Everyone gets the report of the turn played again, with a note.
+
+The dice stay fair: every roll comes from the committed seed by its label
+(``hand/<mini-game>/<seat>``, ``reroll/<mini-game>/<seat>/<n>`` ...), never
+from a running counter, so playing the turn again with the same orders
+deals the same dice, and the record still verifies. What the undone turn
+showed cannot be taken back, though: see the README ("Missed turns,
+replacements and rollbacks").
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from sqlmodel import col, select
+
+from pbem.games import GameError, find_game, load_state, next_deadline, seated
+from pbem.models import AuditEntry, Move, OutboundMail, PendingOrder
+from pbem.reports import enqueue_reports
+
+if TYPE_CHECKING:
+    from pbem.admin import AdminContext
+
+KEEP_BY = ("player", "referee")        # orders that were really given; the rest was played for
+MISSED_BY = ("standing", "policy", "robot")
+
+
+def do_rollback(ctx: "AdminContext", name: str) -> str:
+    session, now = ctx.session, ctx.now
+    game = find_game(session, name)
+    if game.status not in ("running", "paused", "over"):
+        raise GameError(f"game '{name}' is {game.status}: nothing to roll back")
+    moves = list(session.exec(select(Move).where(Move.game_id == game.id)
+                              .order_by(col(Move.turn).desc(), col(Move.seat))))
+    if not moves:
+        raise GameError(f"game '{name}' has no resolved turn to roll back")
+    turn = moves[0].turn
+    undone = [m for m in moves if m.turn == turn]
+    later = list(session.exec(select(PendingOrder).where(PendingOrder.game_id == game.id)))
+    final_seen = game.status == "over" and session.exec(select(OutboundMail.id).where(
+        OutboundMail.game_id == game.id, OutboundMail.kind == "report",
+        OutboundMail.turn == game.turn, OutboundMail.status == "sent")).first() is not None
+    # the whole undone turn, untruncated (pbem.desk.notices.audit cuts details short)
+    detail = {"turn": turn,
+              "moves": [{"seat": m.seat, "minigame": m.minigame, "by": m.by,
+                         "move": json.loads(m.move_json),
+                         "rerolled": json.loads(m.rerolled_json)} for m in undone],
+              "void_orders": [{"turn": o.turn, "seat": o.seat, "by": o.by,
+                               "move": json.loads(o.move_json)} for o in later]}
+    session.add(AuditEntry(game_id=game.id, at=now, actor="referee", action="rollback",
+                           detail=json.dumps(detail)))
+
+    # reports of the undone turn not yet sent never leave: nobody learns what it did
+    unsent = list(session.exec(select(OutboundMail).where(
+        OutboundMail.game_id == game.id, OutboundMail.kind == "report",
+        OutboundMail.turn == game.turn, OutboundMail.status == "pending")))
+    for row in unsent:
+        row.status = "cancelled"
+        row.last_error = f"turn {turn} was rolled back"
+        session.add(row)
+
+    for order in later:
+        session.delete(order)
+    session.flush()
+    holders = seated(session, game)
+    restored = []
+    for move in undone:
+        if move.by in KEEP_BY:
+            session.add(PendingOrder(game_id=game.id, turn=turn, seat=move.seat,
+                                     move_json=move.move_json, by=move.by, created_at=now))
+            restored.append(move.seat)
+        elif move.by in MISSED_BY and move.seat in holders:
+            player = holders[move.seat]
+            player.missed_turns = max(0, player.missed_turns - 1)
+            session.add(player)
+        session.delete(move)
+    session.flush()
+
+    if game.status == "over":
+        game.status = "running"
+        game.ended_at = None
+    game.turn = turn
+    game.turn_started_at = now
+    game.grace_until = None
+    game.reminded_turn = min(game.reminded_turn, turn - 1)
+    if game.status == "paused":
+        game.paused_left_seconds = game.turn_hours * 3600 if game.turn_hours else None
+        game.deadline = None
+    else:
+        game.deadline = next_deadline(game, now)
+    session.add(game)
+    session.flush()
+
+    note = (f"The referee rolled back turn {turn}: its moves are undone and the turn is "
+            f"played again. Orders the players had sent for turn {turn} stand (a new order "
+            f"replaces yours); moves made for missing orders are void, and so are orders "
+            f"already sent for turn {turn + 1}. The dice come from the same seed, so the same "
+            f"orders give the same dice.")
+    if restored:
+        note += " Orders in again from player" + ("s " if len(restored) > 1 else " ") + \
+            ", ".join(str(s) for s in sorted(restored)) + "."
+    enqueue_reports(session, game, load_state(session, game), now=now,
+                    origin=ctx.referee.origin, renderer=ctx.referee.renderer, notes=[note])
+    out = (f"game {game.name}: turn {turn} rolled back ({len(undone)} moves undone, orders of "
+           f"{sorted(restored) or 'nobody'} pending again, {len(later)} later orders void, "
+           f"{len(unsent)} unsent reports withheld); turn {turn} reports sent again")
+    if final_seen:
+        out += ("; warning: the final report had gone out with the seed, so the players can "
+                "now work out every die")
+    return out
