@@ -116,8 +116,10 @@ def add_player(session: Session, game: Game, email: str, name: str) -> Player:
     most = kind_of(game).max_players
     if len(players) >= most:
         raise GameError(f"game '{game.name}' has its {most} players already")
+    key = secrets.token_hex(8)   # shown in the player's reports; checks use only key_hash
     player = Player(game_id=game.id, entrant=len(players) + 1, email=email,
-                    name=name or email.partition("@")[0], key=secrets.token_hex(8))
+                    name=name or email.partition("@")[0], key=key,
+                    key_hash=hashlib.sha256(key.encode()).hexdigest())
     session.add(player)
     session.flush()
     return player

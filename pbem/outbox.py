@@ -1,9 +1,15 @@
 """The outbox: mail is queued in the same transaction as the change that
 caused it, and a sender drains the queue, retrying with back-off.
 
-Each row is marked sent right after its SMTP hand-off, one commit a row, so
-a crash in the middle of a drain can repeat at most the one mail in flight,
-and that mail carries the same Message-ID both times.
+Each row is claimed (claimed_by/claimed_at, a lease) before its SMTP
+hand-off and marked sent right after it, one commit a row, so a crash in the
+middle of a drain can repeat at most the one mail in flight, and that mail
+carries the same Message-ID both times; two senders never send the same row.
+
+A server that cannot be reached (or says 421) stops the drain without
+counting against any mail; a 4xx for a recipient defers that mail with
+back-off; a 5xx fails it at once and the referee is told (on_failure), and
+the other mails go on.
 """
 
 from __future__ import annotations
@@ -11,21 +17,24 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, update
 from sqlmodel import Session, col, select
 
+from pbem.faults import claim_stale, crash_point, me
 from pbem.mail.compose import build_mail, make_message_id
 from pbem.mail.smtp_out import SendResult
 from pbem.models import OutboundMail
 
 log = logging.getLogger(__name__)
 
-MAX_ATTEMPTS = 12
+MAX_ATTEMPTS = 12                     # a deferred mail is given up after this many tries
+GIVE_UP_AFTER = timedelta(days=2)     # ... and this long (MTAs wait days, so do we)
+CLAIM_LEASE = timedelta(minutes=5)
 LOOP_HEADER = "X-Pbem-Loop"
 
 
@@ -61,6 +70,7 @@ def enqueue(session: Session, origin: Origin, *, kind: str, to: str, subject: st
                        rcpts_json=json.dumps([to]), raw=raw, game_id=game_id, seat=seat,
                        turn=turn, inbound_id=inbound_id, next_attempt_at=now, created_at=now)
     session.add(row)
+    crash_point("outbox-enqueued")
     return row
 
 
@@ -74,35 +84,88 @@ class DrainReport:
     sent: int = 0
     deferred: int = 0
     failed: int = 0
+    unavailable: bool = False   # the mail server could not be reached: try again later
 
 
 def drain(engine: Engine, open_sender: Callable[[], AbstractContextManager[Sender]],
           now: Callable[[], datetime], *,
           on_failure: Callable[[Session, OutboundMail, str], None] | None = None,
-          limit: int | None = None) -> DrainReport:
-    """Send every pending mail that is due; return what happened."""
+          limit: int | None = None, lease: timedelta = CLAIM_LEASE,
+          rounds: int = 3) -> DrainReport:
+    """Send every pending mail that is due; return what happened.
+
+    Mail queued while draining (the referee's notice of an undeliverable mail)
+    goes out in the same drain, in up to ``rounds`` passes.
+    """
     report = DrainReport()
-    with Session(engine) as session:
-        ids = list(session.exec(
-            select(OutboundMail.id).where(OutboundMail.status == "pending",
-                                          col(OutboundMail.next_attempt_at) <= now())
-            .order_by(col(OutboundMail.id)).limit(limit)))
-    if not ids:
-        return report
-    with open_sender() as sender:
-        for row_id in ids:
-            with Session(engine) as session:
-                row = session.get(OutboundMail, row_id)
-                if row is None or row.status != "pending":
-                    continue   # another process sent it meanwhile
-                result = sender.send(row.mail_from, json.loads(row.rcpts_json), row.raw)
-                _record(session, row, result, now(), report, on_failure)
-                session.commit()
+    with ExitStack() as stack:
+        sender: Sender | None = None
+        for _ in range(rounds):
+            due = _due(engine, now(), lease, limit)
+            if not due:
+                break
+            for row_id, owner in due:
+                if not _claim(engine, row_id, owner, now()):
+                    continue   # another process took it first
+                crash_point("outbox-claimed")
+                with Session(engine) as session:
+                    row = session.get(OutboundMail, row_id)
+                    assert row is not None
+                    mail_from, rcpts, raw = row.mail_from, json.loads(row.rcpts_json), row.raw
+                if sender is None:
+                    sender = stack.enter_context(open_sender())
+                result = sender.send(mail_from, rcpts, raw)
+                crash_point("outbox-handed-off")
+                with Session(engine) as session:
+                    row = session.get(OutboundMail, row_id)
+                    assert row is not None
+                    if row.claimed_by != me():
+                        log.warning("mail %s: our claim was taken over while sending",
+                                    row.message_id)
+                    _record(session, row, result, now(), report, on_failure)
+                    row.claimed_by = row.claimed_at = None
+                    session.add(row)
+                    session.commit()
+                crash_point("outbox-marked")
+                if result.unavailable:
+                    report.unavailable = True
+                    return report
     return report
+
+
+def _due(engine: Engine, when: datetime, lease: timedelta,
+         limit: int | None) -> list[tuple[int, str | None]]:
+    with Session(engine) as session:
+        rows = session.exec(
+            select(OutboundMail.id, OutboundMail.claimed_by, OutboundMail.claimed_at)
+            .where(OutboundMail.status == "pending", col(OutboundMail.next_attempt_at) <= when)
+            .order_by(col(OutboundMail.id)).limit(limit)).all()
+    return [(row_id, owner) for row_id, owner, at in rows
+            if row_id is not None and claim_stale(owner, at, when, lease)]
+
+
+def _claim(engine: Engine, row_id: int, owner: str | None, when: datetime) -> bool:
+    """Compare-and-swap the claim: only one process gets a row that was free (or stale)."""
+    same_owner = (col(OutboundMail.claimed_by).is_(None) if owner is None
+                  else col(OutboundMail.claimed_by) == owner)
+    with Session(engine) as session:
+        done = session.execute(update(OutboundMail).where(
+            col(OutboundMail.id) == row_id, col(OutboundMail.status) == "pending", same_owner)
+            .values(claimed_by=me(), claimed_at=when))
+        session.commit()
+    return bool(done.rowcount == 1)  # type: ignore[attr-defined]
 
 
 def _record(session: Session, row: OutboundMail, result: SendResult, when: datetime,
             report: DrainReport, on_failure: Callable[[Session, OutboundMail, str], Any] | None) -> None:
+    if result.unavailable and not result.accepted and not result.permanent:
+        # the service is down, not this mail: no try is counted, the server backs off
+        row.last_error = "; ".join(f"{r}: {e}" for r, e in result.temporary.items())
+        report.deferred += 1
+        log.info("mail %s not sent, the mail server is unavailable: %s", row.message_id,
+                 row.last_error)
+        session.add(row)
+        return
     row.attempts += 1
     if result.permanent and not result.temporary:
         row.status = "failed"
@@ -113,9 +176,11 @@ def _record(session: Session, row: OutboundMail, result: SendResult, when: datet
             on_failure(session, row, row.last_error)
     elif result.temporary:
         row.last_error = "; ".join(f"{r}: {e}" for r, e in result.temporary.items())
-        if row.attempts >= MAX_ATTEMPTS:
+        if row.attempts >= MAX_ATTEMPTS and when - _aware(row.created_at) >= GIVE_UP_AFTER:
             row.status = "failed"
             report.failed += 1
+            log.warning("mail %s given up after %d tries: %s", row.message_id, row.attempts,
+                        row.last_error)
             if on_failure is not None:
                 on_failure(session, row, f"gave up after {row.attempts} tries: {row.last_error}")
         else:
@@ -127,3 +192,8 @@ def _record(session: Session, row: OutboundMail, result: SendResult, when: datet
         row.sent_at = when
         report.sent += 1
     session.add(row)
+
+
+def _aware(when: datetime) -> datetime:
+    from datetime import UTC
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)

@@ -10,16 +10,19 @@ a crash after it leaves nothing to redo.
 from __future__ import annotations
 
 import hashlib
-import hmac
 import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text, update
+from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col, select
+
+from pbem import security
+from pbem.faults import claim_stale, crash_point, me
 
 from pbem.admin import REFEREE_COMMANDS, AdminContext, run_admin
 from pbem.config import Settings
@@ -89,9 +92,18 @@ class Referee:
     def store_inbound(self, raw: bytes, *, source: str, envelope_from: str | None = None,
                       imap_key: str | None = None, truncated: bool = False,
                       size: int | None = None) -> bool:
-        """Keep the raw mail before anything else happens to it; False if seen before."""
+        """Keep the raw mail before anything else happens to it; False if seen before.
+
+        The size limit holds here, before anything parses the mail: of a mail larger
+        than max_mail_bytes only the header block is kept (and its sender is told).
+        A database error propagates, so the caller keeps the mail: IMAP leaves it in
+        the folder, the listener answers 451, and both try again later.
+        """
         from email.parser import BytesHeaderParser
         from email import policy
+        size = size if size is not None else len(raw)
+        if len(raw) > self.settings.max_mail_bytes:
+            raw, truncated = self._header_block(raw), True
         try:
             headers = BytesHeaderParser(policy=policy.compat32).parsebytes(raw[:65536])
             message_id = (headers.get("Message-ID") or "").strip() or None
@@ -105,38 +117,61 @@ class Referee:
             if seen is not None:
                 return False
             session.add(InboundMail(dedupe_key=key, imap_key=imap_key, source=source,
-                                    envelope_from=envelope_from, raw=raw,
-                                    size=size if size is not None else len(raw),
+                                    envelope_from=envelope_from, raw=raw, size=size,
                                     truncated=truncated, received_at=self.clock()))
             try:
                 session.commit()
-            except Exception:   # a concurrent store of the same mail won the race
+            except IntegrityError:   # a concurrent store of the same mail won the race
                 session.rollback()
                 return False
         return True
 
     # --- processing ---------------------------------------------------------
 
-    def process_pending(self) -> int:
+    def process_pending(self, keep_alive: Callable[[], object] | None = None) -> int:
+        """Handle every stored mail not handled yet, oldest first; return how many.
+
+        ``keep_alive`` is called after each mail (the tick renews its lease with it).
+        """
         with Session(self.engine) as session:
             ids = list(session.exec(select(InboundMail.id).where(InboundMail.status == "new")
                                     .order_by(col(InboundMail.id))))
+        handled = 0
         for inbound_id in ids:
-            self.process_one(inbound_id)
-        return len(ids)
+            if self.process_one(inbound_id):
+                handled += 1
+            if keep_alive is not None:
+                keep_alive()
+        return handled
 
-    def process_one(self, inbound_id: int | None) -> None:
+    def process_one(self, inbound_id: int | None) -> bool:
+        """Handle one stored mail in one transaction; False if it was not ours to handle.
+
+        The mail is first claimed (a lease in its row, committed on its own), so
+        other processes leave it alone. The transaction that handles it begins with
+        a write that re-checks the claim and that the mail is still new: that takes
+        SQLite's write lock (PostgreSQL: the row's lock and the referee's advisory
+        lock), so what the transaction reads is current, and of two processes that
+        both got this far the second finds the mail done. A database that is locked
+        or gone raises OperationalError and leaves the mail new for the next tick.
+        """
+        if inbound_id is None or not self._claim_inbound(inbound_id):
+            return False
         with Session(self.engine) as session:
+            if not self._hold_claim(session, inbound_id):
+                return False
             row = session.get(InboundMail, inbound_id)
-            if row is None or row.status != "new":
-                return
+            assert row is not None
             try:
                 row.outcome = self._handle(session, row)
                 row.status = "done"
+            except OperationalError:
+                raise
             except Exception:
                 # a bug must not lose the mail nor stop the server: keep it, mark it failed
                 log.exception("mail %s could not be handled", inbound_id)
                 session.rollback()
+                self._hold_claim(session, inbound_id)
                 row = session.get(InboundMail, inbound_id)
                 assert row is not None
                 row.status = "failed"
@@ -145,9 +180,14 @@ class Referee:
                                    [f"Inbound mail #{inbound_id} caused an internal error and "
                                     f"was kept as failed. Run `pbem admin RETRY {inbound_id}` "
                                     f"after a fix."])
+                self._answer_internal_error(session, row)
             row.processed_at = self.clock()
             session.add(row)
+            session.flush()
+            crash_point("inbound-handled")
             session.commit()
+        crash_point("inbound-committed")
+        return True
 
     def _handle(self, session: Session, row: InboundMail) -> str:
         msg = read_message(row.raw, own_addresses=[self.settings.address],
@@ -167,11 +207,15 @@ class Referee:
                 raise refusal(msg.problem or "no text could be read from your mail",
                               "send your orders as plain text")
             if msg.from_addr == self.settings.referee.lower():
-                return self._referee_mail(session, row, msg)
-            return self._player_mail(session, row, msg)
+                outcome = self._referee_mail(session, row, msg)
+            else:
+                outcome = self._player_mail(session, row, msg)
         except Refusal as refused:
+            if getattr(refused, "auth_failed", False):
+                self._auth_failed(session, msg.from_addr)
             self._answer_error(session, row, msg, refused)
-            return "refused: " + "; ".join(p.message for p in refused.problems)
+            outcome = "refused: " + "; ".join(p.message for p in refused.problems)
+        return self._limit_answers(session, row, msg, outcome)
 
     # --- player mail -------------------------------------------------------
 
@@ -233,9 +277,10 @@ class Referee:
                 assert game is not None
                 player = seated(session, game).get(sent.seat)   # a replaced player: no more
                 if player is None or player.email != msg.from_addr:
-                    raise refusal("this is a reply to another player's mail, from an address "
-                                  "that is not theirs", "reply from the address the report "
-                                  "was sent to", game=game.name)
+                    raise self._auth_refusal(refusal(
+                        "this is a reply to another player's mail, from an address that is "
+                        "not theirs", "reply from the address the report was sent to",
+                        game=game.name))
                 turn_order = parsed.first("TURN")
                 turn = turn_order.args if turn_order is not None else (sent.turn or game.turn)
                 return Turnkey(game, player, turn, True)
@@ -251,13 +296,14 @@ class Referee:
         except GameError as exc:
             raise refusal(str(exc), "check the game name in your report",
                           game_line.line_no, game_line.line) from None
-        player = next((p for p in players_of(session, game) if p.active
-                       and hmac.compare_digest(p.key.encode(), str(key_line.args).encode())), None)
+        self._check_lockout(session, msg, game.name)
+        player = security.find_key_owner(players_of(session, game), str(key_line.args))
         if player is None or player.email != msg.from_addr:
             # the same answer either way: a key is no use from another address
-            raise refusal(f"that key does not belong to {msg.from_addr} in game {game.name}",
-                          "use the key from your own report, sent from your registered address",
-                          key_line.line_no, "KEY ****", game=game.name)
+            raise self._auth_refusal(refusal(
+                f"that key does not belong to {msg.from_addr} in game {game.name}",
+                "use the key from your own report, sent from your registered address",
+                key_line.line_no, "KEY ****", game=game.name))
         turn_order = parsed.first("TURN")
         return Turnkey(game, player, turn_order.args if turn_order else game.turn, False)
 
@@ -348,10 +394,16 @@ class Referee:
     def _referee_mail(self, session: Session, row: InboundMail, msg: InboundMessage) -> str:
         parsed = parse_text(msg.lines, REFEREE_COMMANDS)
         key = parsed.first("KEY")
-        if not self.settings.referee_key or key is None or not hmac.compare_digest(
-                str(key.args).encode(), self.settings.referee_key.encode()):
+        if key is None:
             raise refusal("referee commands need the line KEY <referee key>",
                           "add the referee key from pbem.toml on a line of its own")
+        self._check_lockout(session, msg, None)
+        if not security.referee_key_matches(str(key.args), key=self.settings.referee_key,
+                                            key_sha256=self.settings.referee_key_sha256):
+            raise self._auth_refusal(refusal(
+                "referee commands need the line KEY <referee key>, with the right key",
+                "add the referee key from pbem.toml on a line of its own", key.line_no,
+                "KEY ****"))
         if parsed.problems:
             raise Refusal(*parsed.problems)
         try:
@@ -422,5 +474,117 @@ class Referee:
         self._tell_referee(session, "A mail could not be delivered",
                            [f"Mail {row.message_id} ({row.kind}) to {row.rcpts_json} could not "
                             f"be delivered: {why}"])
+
+    # --- claims, limits and failed attempts (issue 5) ---------------------------
+
+    def _claim_inbound(self, inbound_id: int) -> bool:
+        """Claim a new mail for this process (compare-and-swap on claimed_by), committed."""
+        lease = timedelta(seconds=self.settings.claim_lease_seconds)
+        now = self.clock()
+        with Session(self.engine) as session:
+            found = session.exec(select(InboundMail.status, InboundMail.claimed_by,
+                                        InboundMail.claimed_at)
+                                 .where(InboundMail.id == inbound_id)).first()
+            if found is None or found[0] != "new":
+                return False
+            _, owner, at = found
+            if owner != me() and not claim_stale(owner, at, now, lease):
+                return False
+            same = (col(InboundMail.claimed_by).is_(None) if owner is None
+                    else col(InboundMail.claimed_by) == owner)
+            done = session.execute(update(InboundMail).where(
+                col(InboundMail.id) == inbound_id, col(InboundMail.status) == "new", same)
+                .values(claimed_by=me(), claimed_at=now))
+            session.commit()
+            return bool(done.rowcount == 1)  # type: ignore[attr-defined]
+
+    def _hold_claim(self, session: Session, inbound_id: int) -> bool:
+        """Begin the handling transaction with a write: still ours, still new?"""
+        if self.engine.dialect.name == "postgresql":   # one referee transaction at a time
+            session.execute(text("SELECT pg_advisory_xact_lock(52550)"))
+        done = session.execute(update(InboundMail).where(
+            col(InboundMail.id) == inbound_id, col(InboundMail.status) == "new",
+            col(InboundMail.claimed_by) == me()).values(claimed_at=self.clock()))
+        return bool(done.rowcount == 1)  # type: ignore[attr-defined]
+
+    @staticmethod
+    def _header_block(raw: bytes) -> bytes:
+        """The header block of a mail too large to read (at most 256 KB of it)."""
+        cap = 262_144
+        ends = [i for i in (raw.find(b"\r\n\r\n", 0, cap), raw.find(b"\n\n", 0, cap)) if i >= 0]
+        head = raw[:min(ends)] if ends else raw[:cap]
+        return head.rstrip(b"\r\n") + b"\r\n\r\n"
+
+    @staticmethod
+    def _auth_refusal(refused: Refusal) -> Refusal:
+        """Mark a refusal as a failed attempt to act as someone (counted, rate-limited)."""
+        refused.auth_failed = True  # type: ignore[attr-defined]
+        return refused
+
+    def _check_lockout(self, session: Session, msg: InboundMessage, game: str | None) -> None:
+        """Refuse to look at a key from an address with too many failed attempts."""
+        assert msg.from_addr is not None
+        limits = security.Limits.from_settings(self.settings)
+        now = self.clock()
+        if security.locked_out(session, msg.from_addr, now, limits):
+            until = security.locked_until(session, msg.from_addr, now, limits)
+            raise refusal(f"too many failed attempts from {msg.from_addr}: keys from this "
+                          f"address are not checked until {until:%Y-%m-%d %H:%M} UTC",
+                          "reply to your latest report instead (a reply needs no key), or "
+                          "try again later", game=game)
+
+    def _auth_failed(self, session: Session, address: str | None) -> None:
+        if address is None:
+            return
+        limits = security.Limits.from_settings(self.settings)
+        now = self.clock()
+        if security.note_failure(session, address, now, limits):
+            minutes = limits.auth_window.total_seconds() / 60
+            until = security.locked_until(session, address, now, limits)
+            self._tell_referee(session, "Repeated failed attempts", [
+                f"Mail from {address} failed {limits.auth_failures} checks within {minutes:g} "
+                f"minutes: a wrong key, a key from another address, or a reply to another "
+                f"player's mail. Keys from this address are not checked until "
+                f"{until:%Y-%m-%d %H:%M} UTC; replies to reports still work.",
+                "If this is a player who lost their key, STATUS shows the game; if not, "
+                "someone may be trying to act in their name."])
+
+    def _limit_answers(self, session: Session, row: InboundMail, msg: InboundMessage,
+                       outcome: str) -> str:
+        """At most stranger_answers_per_day error/help answers a day to an address that is
+        unknown here or locked out: no backscatter from forged mail, no loop with a robot."""
+        address = msg.from_addr
+        if address is None:
+            return outcome
+        limits = security.Limits.from_settings(self.settings)
+        now = self.clock()
+        if address == self.settings.referee.lower() or security.known_address(session, address):
+            if not security.locked_out(session, address, now, limits):
+                return outcome
+        session.flush()
+        answers = session.exec(select(OutboundMail).where(
+            OutboundMail.inbound_id == row.id, col(OutboundMail.kind).in_(("error", "help")),
+            OutboundMail.status == "pending")).all()
+        mine = [a for a in answers if json.loads(a.rcpts_json) == [address]]
+        if not mine or security.may_answer(session, address, now, limits):
+            return outcome
+        for answer in mine:
+            session.delete(answer)
+        return outcome + "; not answered (one answer a day to an unknown or locked-out address)"
+
+    def _answer_internal_error(self, session: Session, row: InboundMail) -> None:
+        """Tell the sender of a mail that failed on our side (once, never to automatic mail)."""
+        try:
+            msg = read_message(row.raw, own_addresses=[self.settings.address],
+                               envelope_from=row.envelope_from)
+            if msg.automatic or msg.from_addr is None or \
+                    msg.from_addr == self.settings.address.lower():
+                return
+            self._answer_error(session, row, msg, refusal(
+                "something went wrong on our side while reading your mail; nothing in it was "
+                "applied", "the referee has been told and will look into it"))
+            self._limit_answers(session, row, msg, "")
+        except Exception:   # the answer is a courtesy: never let it lose the mail
+            log.exception("could not answer mail %s after its internal error", row.id)
 
 

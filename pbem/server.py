@@ -7,14 +7,16 @@ import signal
 import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
 from apscheduler.schedulers.background import BackgroundScheduler
+from sqlalchemy.exc import OperationalError
 
 from pbem.config import Settings
 from pbem.db import open_database
-from pbem.mail.errors import MailServiceUnavailable
+from pbem.faults import Backoff, Lease, crash_point
+from pbem.mail.errors import MailError
 from pbem.mail.imap import FetchedMail, ImapInbox
 from pbem.mail.listener import MailListener
 from pbem.mail.smtp_out import EmlDirSender, SmtpSender
@@ -33,10 +35,12 @@ class TickReport:
     sent: int = 0
     deferred: int = 0
     failed: int = 0
+    problems: list[str] = field(default_factory=list)   # services that were down this tick
 
     def __str__(self) -> str:
         return (f"fetched {self.fetched}, processed {self.processed}, turns resolved "
-                f"{self.resolved}, sent {self.sent}, deferred {self.deferred}, failed {self.failed}")
+                f"{self.resolved}, sent {self.sent}, deferred {self.deferred}, failed {self.failed}"
+                + (f"; unavailable: {', '.join(self.problems)}" if self.problems else ""))
 
 
 class Server:
@@ -71,39 +75,84 @@ class Server:
                                    imap_key=f"{folder}/{mail.uidvalidity}/{mail.uid}")
 
     def store_received(self, raw: bytes, envelope_from: str, rcpts: list[str]) -> None:
-        if len(raw) > self.settings.max_mail_bytes:
-            raw = raw.split(b"\r\n\r\n", 1)[0] + b"\r\n\r\n"
-            truncated = True
-        else:
-            truncated = False
-        self.referee.store_inbound(raw, source="smtp", envelope_from=envelope_from,
-                                   truncated=truncated)
+        """The listener's store: returns (and the client gets its 250) only once stored."""
+        self.referee.store_inbound(raw, source="smtp", envelope_from=envelope_from)
+        crash_point("listener-stored")
 
     # --- the jobs -------------------------------------------------------------
 
+    def _backoff(self, service: str) -> Backoff:
+        backoffs: dict[str, Backoff] = self.__dict__.setdefault("_backoffs", {})
+        return backoffs.setdefault(service, Backoff(service))
+
     def fetch(self) -> int:
+        """Store what waits in the mailbox; an unreachable IMAP server is retried with back-off."""
         inbox = self.inbox()
         if inbox is None:
             return 0
-        try:
-            return inbox.poll(self.store_fetched)
-        except MailServiceUnavailable as exc:
-            log.warning("IMAP unavailable, will retry: %s", exc)
+        backoff = self._backoff("IMAP")
+        if not backoff.ready(self.clock()):
             return 0
+        try:
+            fetched = inbox.poll(self.store_fetched)
+        except MailError as exc:   # unreachable, dropped, or an IMAP error: nothing was lost
+            backoff.failed(self.clock(), exc)
+            return 0
+        backoff.succeeded()
+        return fetched
 
     def send(self) -> DrainReport:
-        return drain(self.engine, self.open_sender, self.clock,
-                     on_failure=self.referee.undeliverable)
+        """Drain the outbox; an unreachable SMTP server is retried with back-off."""
+        backoff = self._backoff("SMTP")
+        if not backoff.ready(self.clock()):
+            return DrainReport(unavailable=True)
+        report = drain(self.engine, self.open_sender, self.clock,
+                       on_failure=self.referee.undeliverable,
+                       lease=timedelta(seconds=self.settings.claim_lease_seconds))
+        if report.unavailable:
+            backoff.failed(self.clock(), "the mail server could not be reached or refused us")
+        else:
+            backoff.succeeded()
+        return report
 
     def tick(self) -> TickReport:
-        """One full cycle: fetch, process, resolve due turns, send."""
+        """One full cycle: fetch, process, resolve due turns, send.
+
+        Processing and resolving run under the referee lease (in the database), so
+        two processes never handle mail or resolve turns at the same time; a tick
+        that cannot get it in time leaves the work to the holder. A database that is
+        locked or unreachable ends the step it hit; the next tick catches up.
+        """
         with self._lock:
             report = TickReport()
-            report.fetched = self.fetch()
-            report.processed = self.referee.process_pending()
-            report.resolved = self.referee.resolve_due()
-            sent = self.send()
-            report.sent, report.deferred, report.failed = sent.sent, sent.deferred, sent.failed
+            database = self._backoff("database")
+            try:
+                report.fetched = self.fetch()
+                lease = Lease(self.engine, "referee", self.clock,
+                              seconds=self.settings.claim_lease_seconds)
+                if lease.acquire(wait=self.settings.lock_wait_seconds):
+                    try:
+                        report.processed = self.referee.process_pending(keep_alive=lease.renew)
+                        report.resolved = self.referee.resolve_due()
+                    finally:
+                        lease.release()
+                else:
+                    log.info("another process (%s) is handling mail; left to it",
+                             lease.holder())
+            except OperationalError as exc:
+                database.failed(self.clock(), exc.orig if exc.orig is not None else exc)
+                report.problems.append("database")
+            try:
+                sent = self.send()
+            except OperationalError as exc:
+                database.failed(self.clock(), exc.orig if exc.orig is not None else exc)
+                report.problems.append("database")
+            else:
+                report.sent, report.deferred, report.failed = sent.sent, sent.deferred, sent.failed
+                if sent.unavailable:
+                    report.problems.append("SMTP")
+            if self._backoff("IMAP").failures:
+                report.problems.insert(0, "IMAP")
             return report
 
     def safe_tick(self) -> None:

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from imapclient import DELETED, SEEN, IMAPClient
 from imapclient.exceptions import LoginError
 
+from pbem.faults import crash_point
+
 from .errors import MailError, MailServiceUnavailable
 
 log = logging.getLogger(__name__)
@@ -23,6 +25,7 @@ log = logging.getLogger(__name__)
 DONE_KEYWORD = "$PbemDone"
 _SIZE_CHUNK = 1000             # UIDs per RFC822.SIZE fetch (keeps command lines short)
 _BATCH_BYTES = 20_000_000      # soft cap on the bytes of one body fetch
+MAX_HEADER_BYTES = 262_144     # of a mail too large to read, at most this much header is fetched
 
 
 @dataclass(frozen=True)
@@ -129,10 +132,13 @@ class ImapInbox:
                 for uid, data in client.fetch(small, ["BODY.PEEK[]"]).items():
                     if b"BODY[]" in data:
                         bodies[uid] = (bytes(data[b"BODY[]"]), False)
-            if big:
-                for uid, data in client.fetch(big, ["BODY.PEEK[HEADER]"]).items():
-                    if b"BODY[HEADER]" in data:
-                        bodies[uid] = (bytes(data[b"BODY[HEADER]"]), True)
+            if big:   # the size limit holds before anything is parsed: headers only, capped
+                part = f"BODY.PEEK[HEADER]<0.{MAX_HEADER_BYTES}>"
+                for uid, data in client.fetch(big, [part]).items():
+                    header = data.get(b"BODY[HEADER]<0>", data.get(b"BODY[HEADER]"))
+                    if header is not None:
+                        bodies[uid] = (bytes(header), True)
+            crash_point("imap-fetched")
 
             done: list[int] = []
             for uid in group:
@@ -146,6 +152,7 @@ class ImapInbox:
                     log.exception("%r: storing uid %s failed; it stays in %s for the "
                                   "next poll", self, uid, self.folder)
                     continue
+                crash_point("imap-stored")
                 stored += 1
                 done.append(uid)
 
@@ -154,6 +161,7 @@ class ImapInbox:
                     self._ensure_done_folder(client)
                     done_ready = True
                 self._mark_done(client, done, mode)
+                crash_point("imap-moved")
         log.info("%r: stored %d of %d mails", self, stored, len(uids))
         return stored
 

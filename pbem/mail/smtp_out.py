@@ -26,6 +26,10 @@ class SendResult:
     accepted: list[str] = field(default_factory=list)
     temporary: dict[str, str] = field(default_factory=dict)  # rcpt -> text: retry later
     permanent: dict[str, str] = field(default_factory=dict)  # rcpt -> text: do not retry
+    # the server could not be reached, dropped us, or is shutting down (421), or refused our
+    # login: trouble with the service, not with this mail. Retry later without holding it
+    # against the mail, and stop sending the rest of the batch for now.
+    unavailable: bool = False
 
     @property
     def ok(self) -> bool:
@@ -132,6 +136,7 @@ class SmtpSender:
                         log.info("%r: cached connection dropped (%s); reconnecting", self, e)
                         continue
                     self._all(result, rcpts, "temporary", f"connection lost: {e}")
+                    result.unavailable = True
                     break
                 except smtplib.SMTPSenderRefused as e:
                     if e.smtp_code == 421 and reused and attempt == 1:
@@ -152,6 +157,7 @@ class SmtpSender:
                     # bad greeting: trouble with the server or our config, not the mail
                     self._drop()
                     self._all(result, rcpts, "temporary", f"{type(e).__name__}: {e}")
+                    result.unavailable = True
                     break
         finally:
             if self._conn is not None and (not self._in_context or self._conn.sock is None):
@@ -160,6 +166,9 @@ class SmtpSender:
                     self._drop()
                 else:
                     self.close()
+        if result.temporary and all(t.startswith(("421", "530")) for t in
+                                    result.temporary.values()):
+            result.unavailable = True   # shutting down / authentication needed: the service
         if result.temporary or result.permanent:
             log.warning("%r: temporary=%s permanent=%s", self, result.temporary,
                         result.permanent)

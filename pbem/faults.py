@@ -1,0 +1,275 @@
+"""Crashes on purpose, and what a crashed process leaves behind.
+
+Crash points. ``crash_point("imap-stored")`` kills the own process with SIGKILL
+(no cleanup, no flush, no atexit: like a power cut) when the environment
+variable ``PBEM_CRASH_AT`` names that point, so the crash tests can stop a real
+server at each step of handling mail. ``PBEM_CRASH_AT=outbox-handed-off:3``
+kills at the third time the point is passed; several points are separated by
+commas. Without the variable a crash point costs one global lookup.
+
+The points, in the order a mail meets them:
+
+    imap-fetched         the bodies are fetched, nothing stored yet
+    imap-stored          one mail is stored (committed), not yet moved on the IMAP server
+    imap-moved           a batch was moved to the done folder, nothing processed
+    listener-stored      a listener mail is stored, the client has not had its 250
+    inbound-handled      mid-transaction: a mail's effects are flushed, not committed
+    inbound-committed    a mail's transaction is committed
+    outbox-enqueued      mid-transaction: one outgoing mail was queued (reports too)
+    outbox-claimed       a mail is claimed for sending, not yet handed to SMTP
+    outbox-handed-off    SMTP took the mail, the row is not yet marked sent
+    outbox-marked        the row is marked sent
+
+Claims and leases. A process that takes a mail (or the referee's lease) writes
+who it is, ``host:pid:nonce``, and when. Another process may take the thing
+over when that claim is older than the lease, or at once when the claimer is
+visibly dead: same host, and its pid is gone (or is our own pid with another
+nonce: an earlier incarnation of this process, as after a container restart).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import signal
+import socket
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+CRASH_ENV = "PBEM_CRASH_AT"
+POINTS = ("imap-fetched", "imap-stored", "imap-moved", "listener-stored", "inbound-handled",
+          "inbound-committed", "outbox-enqueued", "outbox-claimed", "outbox-handed-off",
+          "outbox-marked")
+
+
+def _parse(spec: str | None) -> dict[str, int]:
+    armed: dict[str, int] = {}
+    for item in (spec or "").split(","):
+        name, _, nth = item.strip().partition(":")
+        if not name:
+            continue
+        if name not in POINTS:
+            raise ValueError(f"{CRASH_ENV}: unknown crash point {name!r} (known: {POINTS})")
+        armed[name] = int(nth) if nth else 1
+    return armed
+
+
+_armed: dict[str, int] = _parse(os.environ.get(CRASH_ENV))
+_passed: dict[str, int] = {}
+
+
+def arm(spec: str | None) -> None:
+    """Arm crash points from a spec like the environment variable's (None disarms)."""
+    global _armed
+    _armed = _parse(spec)
+    _passed.clear()
+
+
+def crash_point(name: str) -> None:
+    """SIGKILL this process here if PBEM_CRASH_AT names this point (at its n-th pass)."""
+    if not _armed:
+        return
+    nth = _armed.get(name)
+    if nth is None:
+        return
+    _passed[name] = _passed.get(name, 0) + 1
+    if _passed[name] >= nth:
+        os.kill(os.getpid(), signal.SIGKILL)
+        time.sleep(10)   # pragma: no cover - the signal is on its way
+
+
+# --------------------------------------------------------------------------- claims
+
+_HOST = socket.gethostname()
+_me: tuple[int, str] | None = None
+
+
+def me() -> str:
+    """This process as a claimer: host:pid:nonce (a new nonce after a fork)."""
+    global _me
+    pid = os.getpid()
+    if _me is None or _me[0] != pid:
+        _me = (pid, secrets.token_hex(4))
+    return f"{_HOST}:{pid}:{_me[1]}"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:   # a killed child not yet reaped by its parent is a zombie: dead to us
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True
+
+
+def claimer_dead(owner: str | None) -> bool:
+    """True only when we can see that the claimer is gone; False when unsure."""
+    if not owner:
+        return True
+    host, _, rest = owner.partition(":")
+    pid_text, _, nonce = rest.partition(":")
+    if host != _HOST or not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return owner != me()
+    return not _pid_alive(pid)
+
+
+def claim_stale(owner: str | None, claimed_at: datetime | None, now: datetime,
+                lease: timedelta) -> bool:
+    """May this claim be taken over: nobody holds it, its lease ran out, or its holder died."""
+    if owner is None or claimed_at is None:
+        return True
+    if owner == me():
+        return False
+    if _aware(claimed_at) + lease <= _aware(now):
+        return True
+    return claimer_dead(owner)
+
+
+def _aware(when: datetime) -> datetime:
+    from datetime import UTC
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+# --------------------------------------------------------------------------- the lease
+
+
+class Lease:
+    """A named lease in the server_state table: one holder at a time, across processes.
+
+    ``acquire`` is a compare-and-swap on the row's value, so two processes can
+    never both believe they hold it; a holder that crashed is replaced at once
+    on the same host, or when its lease time has run out.
+    """
+
+    def __init__(self, engine: Any, name: str, clock: Callable[[], datetime],
+                 seconds: float = 300.0) -> None:
+        self.engine = engine
+        self.key = f"lease:{name}"
+        self.clock = clock
+        self.seconds = seconds
+        self._value: str | None = None
+
+    def _new_value(self) -> str:
+        until = self.clock() + timedelta(seconds=self.seconds)
+        return json.dumps({"owner": me(), "until": until.isoformat()})
+
+    def holder(self) -> str | None:
+        from sqlmodel import Session
+
+        from pbem.models import ServerState
+        with Session(self.engine) as session:
+            row = session.get(ServerState, self.key)
+            return json.loads(row.value).get("owner") if row is not None else None
+
+    def try_acquire(self) -> bool:
+        from sqlalchemy import update
+        from sqlalchemy.exc import IntegrityError
+        from sqlmodel import Session
+
+        from pbem.models import ServerState
+        with Session(self.engine) as session:
+            row = session.get(ServerState, self.key)
+            new = self._new_value()
+            if row is None:
+                session.add(ServerState(key=self.key, value=new))
+                try:
+                    session.commit()
+                except IntegrityError:   # another process created it first
+                    return False
+                self._value = new
+                return True
+            current = json.loads(row.value)
+            owner = current.get("owner")
+            until = datetime.fromisoformat(current["until"]) if current.get("until") else None
+            if owner and owner != me() and until is not None and \
+                    _aware(until) > _aware(self.clock()) and not claimer_dead(owner):
+                return False
+            done = session.execute(update(ServerState).where(
+                ServerState.key == self.key, ServerState.value == row.value)  # type: ignore[arg-type]
+                .values(value=new))
+            session.commit()
+            if done.rowcount != 1:   # type: ignore[attr-defined]
+                return False
+            self._value = new
+            return True
+
+    def acquire(self, wait: float = 0.0, poll: float = 0.05) -> bool:
+        """Take the lease, waiting up to ``wait`` seconds (real time) for its holder."""
+        deadline = time.monotonic() + wait
+        while True:
+            if self.try_acquire():
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(min(poll, max(0.0, deadline - time.monotonic())))
+            poll = min(poll * 2, 1.0)
+
+    def renew(self) -> bool:
+        """Push our lease's end further; False if we no longer hold it."""
+        return self._swap(self._new_value())
+
+    def release(self) -> None:
+        self._swap(json.dumps({"owner": None, "until": None}))
+        self._value = None
+
+    def _swap(self, new: str) -> bool:
+        from sqlalchemy import update
+        from sqlmodel import Session
+
+        from pbem.models import ServerState
+        if self._value is None:
+            return False
+        with Session(self.engine) as session:
+            done = session.execute(update(ServerState).where(
+                ServerState.key == self.key, ServerState.value == self._value)  # type: ignore[arg-type]
+                .values(value=new))
+            session.commit()
+        if done.rowcount != 1:   # type: ignore[attr-defined]
+            self._value = None
+            return False
+        self._value = new
+        return True
+
+
+# --------------------------------------------------------------------------- backing off
+
+
+class Backoff:
+    """When to try a service again after it failed: 30 s, 1, 2, 4 ... minutes, at most 15."""
+
+    def __init__(self, name: str, base: float = 30.0, cap: float = 900.0) -> None:
+        self.name = name
+        self.base = base
+        self.cap = cap
+        self.failures = 0
+        self.retry_at: datetime | None = None
+
+    def ready(self, now: datetime) -> bool:
+        return self.retry_at is None or _aware(now) >= _aware(self.retry_at)
+
+    def failed(self, now: datetime, why: object) -> None:
+        self.failures += 1
+        wait = min(self.cap, self.base * 2 ** (self.failures - 1))
+        self.retry_at = now + timedelta(seconds=wait)
+        log.warning("%s unavailable (%d time%s in a row): %s; next try in %.0f s", self.name,
+                    self.failures, "" if self.failures == 1 else "s", why, wait)
+
+    def succeeded(self) -> None:
+        if self.failures:
+            log.info("%s is back after %d failed tries", self.name, self.failures)
+        self.failures = 0
+        self.retry_at = None

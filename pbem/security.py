@@ -1,0 +1,142 @@
+"""Who may act: key checks, and limits on what an address can make the server do.
+
+- Keys are compared in constant time, as SHA-256 digests, so neither the
+  length nor the first differing byte of a key shows in the time a check
+  takes. Where only a check is needed the server keeps only the digest: the
+  referee key may be configured as ``referee_key_sha256`` and players'
+  ``key_hash`` is what their KEY lines are checked against. (Players' keys
+  are printed in every report, so the server does keep those.)
+- Failed attempts (a wrong key, a key from another address, a reply to
+  another player's mail) are counted per address in ``sender_event``. After
+  ``auth_failure_limit`` of them within ``auth_failure_window_minutes`` no
+  key from that address is looked at until the window has passed, and the
+  referee is told once.
+- Answers to an address the server does not know (no player, watcher or
+  sign-up, not the referee), and to an address that is locked out, are
+  limited to ``stranger_answers_per_day`` a day: forged mail cannot turn
+  the server into a source of backscatter, and two servers (or a server and
+  an auto-responder that strips the usual headers) stop answering each other.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlmodel import Session, col, func, select
+
+from pbem.models import Player, SenderEvent, Signup, Watcher
+
+AUTH_FAILED = "auth-failed"
+AUTH_ALERTED = "auth-alerted"
+STRANGER_ANSWERED = "stranger-answered"
+
+
+def hash_key(key: str) -> str:
+    """The hex SHA-256 digest of a key, as kept in ``key_hash``."""
+    return hashlib.sha256(key.strip().encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def key_matches(given: str, *, key_hash: str = "", key: str = "") -> bool:
+    """Does ``given`` match the key whose digest is ``key_hash`` (else the key itself)?
+
+    Constant time in the given key: both sides are compared as digests.
+    """
+    if not key_hash and not key:
+        hmac.compare_digest(hash_key(given), hash_key(""))   # same work either way
+        return False
+    want = key_hash or hash_key(key)
+    return hmac.compare_digest(hash_key(given).encode(), want.strip().lower().encode())
+
+
+def find_key_owner(players: list[Player], given: str) -> Player | None:
+    """The active player whose key this is, checking every one (no early exit)."""
+    found = None
+    for player in players:
+        if key_matches(given, key_hash=player.key_hash, key=player.key) and player.active:
+            found = found or player
+    return found
+
+
+def referee_key_matches(given: str | None, *, key: str, key_sha256: str) -> bool:
+    """The referee key check: against ``referee_key_sha256`` if set, else ``referee_key``."""
+    if given is None or not (key or key_sha256):
+        return False
+    return key_matches(str(given), key_hash=key_sha256, key=key)
+
+
+# --------------------------------------------------------------------------- limits
+
+
+@dataclass(frozen=True)
+class Limits:
+    auth_failures: int = 5                  # failed attempts per address and window
+    auth_window: timedelta = timedelta(hours=1)
+    stranger_answers_per_day: int = 1
+
+    @classmethod
+    def from_settings(cls, settings: object) -> Limits:
+        return cls(auth_failures=int(getattr(settings, "auth_failure_limit", 5)),
+                   auth_window=timedelta(minutes=float(
+                       getattr(settings, "auth_failure_window_minutes", 60))),
+                   stranger_answers_per_day=int(getattr(settings, "stranger_answers_per_day", 1)))
+
+
+def _count(session: Session, address: str, kind: str, since: datetime) -> int:
+    return int(session.exec(select(func.count()).select_from(SenderEvent).where(
+        SenderEvent.address == address, SenderEvent.kind == kind,
+        col(SenderEvent.at) > since)).one())
+
+
+def record(session: Session, address: str, kind: str, now: datetime) -> None:
+    session.add(SenderEvent(address=address, kind=kind, at=now))
+    session.flush()
+
+
+def failures(session: Session, address: str, now: datetime, limits: Limits) -> int:
+    """Failed attempts from the address within the window."""
+    return _count(session, address, AUTH_FAILED, now - limits.auth_window)
+
+
+def locked_out(session: Session, address: str, now: datetime, limits: Limits) -> bool:
+    return failures(session, address, now, limits) >= limits.auth_failures
+
+
+def locked_until(session: Session, address: str, now: datetime, limits: Limits) -> datetime:
+    """When the oldest counted failure leaves the window (the lock-out ends then, or later)."""
+    rows = session.exec(select(SenderEvent.at).where(
+        SenderEvent.address == address, SenderEvent.kind == AUTH_FAILED,
+        col(SenderEvent.at) > now - limits.auth_window).order_by(col(SenderEvent.at).desc())
+        .limit(limits.auth_failures)).all()
+    oldest = min(rows) if rows else now
+    return oldest + limits.auth_window
+
+
+def note_failure(session: Session, address: str, now: datetime, limits: Limits) -> bool:
+    """Count a failed attempt; True when the referee should now be told (once a window)."""
+    record(session, address, AUTH_FAILED, now)
+    if failures(session, address, now, limits) < limits.auth_failures:
+        return False
+    if _count(session, address, AUTH_ALERTED, now - limits.auth_window) > 0:
+        return False
+    record(session, address, AUTH_ALERTED, now)
+    return True
+
+
+def known_address(session: Session, address: str) -> bool:
+    """A player (of any game), a watcher or someone who signed up: not a stranger."""
+    for model in (Player, Watcher, Signup):
+        if session.exec(select(model.id).where(model.email == address)).first() is not None:  # type: ignore[attr-defined]
+            return True
+    return False
+
+
+def may_answer(session: Session, address: str, now: datetime, limits: Limits) -> bool:
+    """May a limited address (stranger, locked out) get an answer now? Counts it if so."""
+    since = now - timedelta(days=1)
+    if _count(session, address, STRANGER_ANSWERED, since) >= limits.stranger_answers_per_day:
+        return False
+    record(session, address, STRANGER_ANSWERED, now)
+    return True
