@@ -267,3 +267,43 @@ def test_rollback_with_nothing_to_undo(server: Server) -> None:
     start_game(server)
     with pytest.raises(GameError, match="no resolved turn"):
         server.referee.admin(["ROLLBACK", "g1"])
+
+
+# --- every kind ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind_name", ["classic", "cup"])
+def test_the_desk_works_for_other_kinds(server: Server, kind_name: str) -> None:
+    from pbem.games import create_game
+    from pbem.kinds import kind_named
+    from pbem.rules.dice import seed_from_number
+    kind = kind_named(kind_name)
+    with Session(server.engine) as session:
+        create_game(session, "g1", seed=seed_from_number(7), now=server.clock(), kind=kind_name,
+                    rules_json=kind.parse_options([]))
+        session.commit()
+    for email in PLAYERS[:3]:
+        server.referee.admin(["ADD", "g1", email])
+    server.referee.admin(["START", "g1"])
+    for _ in range(2):
+        server.referee.admin(["PROCESS", "g1"])
+    preview = server.referee.admin(["PREVIEW", "g1"])[0]
+    assert "turn 3: if the turn were resolved now" in preview and moves_of(server, turn=3) == []
+    before = state_of(server)
+    due = sorted(kind.due(before))
+    if kind_name == "classic":      # one seat is due, and its orders read like the postal ones
+        out = server.referee.admin(["ORDER", "g1", str(due[0]),
+                                    *raise_line(server, due[0]).split()])[0]
+        assert f"order for player {due[0]}" in out and "turn 3 is resolved" in out
+    else:
+        server.referee.admin(["PROCESS", "g1"])
+    played, after = moves_of(server, turn=3), state_of(server)
+    assert "turn 3 rolled back" in server.referee.admin(["ROLLBACK", "g1"])[0]
+    assert state_of(server) == before and game_turn(server) == 3
+    assert pending(server) == ({due[0]: "referee"} if kind_name == "classic" else {})
+    server.referee.admin(["PROCESS", "g1"])
+    assert moves_of(server, turn=3) == played and state_of(server) == after
+    seat = seat_of(server, PLAYERS[0])
+    server.referee.admin(["REPLACE", "g1", str(seat), NEW, "Newbie"])
+    assert "moves so far" in order(server, NEW, "HISTORY")
+    assert "does not belong" in order(server, PLAYERS[0], "ORDERS")
+    assert "players 1, 2, 3" in server.referee.admin(["RESEND", "g1"])[0]
