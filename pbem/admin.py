@@ -11,9 +11,12 @@ from typing import TYPE_CHECKING, Any
 from sqlmodel import Session, col, select
 
 from pbem.desk import schedule, seats
+from pbem.desk.options import USAGE as NEWGAME_USAGE
+from pbem.desk.options import NewGame, parse_options, save_options
+from pbem.desk.schedule import desk_status
 from pbem.games import (GameError, add_player, create_game, find_game, load_state,
                         pending_orders, players_of, start_game)
-from pbem.kinds import kind_of
+from pbem.kinds import kind_named, kind_of
 from pbem.models import Game
 from pbem.orders import GAME_NAME, Command, Order, OrderError, game_name, help_lines, no_args
 from pbem.orders import one_word
@@ -33,31 +36,19 @@ class AdminContext:
     now: datetime
 
 
-def parse_newgame(args: list[str]) -> dict[str, Any]:
+def parse_newgame(args: list[str]) -> NewGame:
     if not args:
         raise OrderError("NEWGAME needs a game name", "e.g. NEWGAME cup-1 DEADLINE 48")
     name = args[0].lower()
     if not GAME_NAME.match(name):
         raise OrderError(f"'{args[0]}' is not a valid game name", "game names use a-z, 0-9 and -")
-    options: dict[str, Any] = {"name": name, "seed": None, "hours": None}
-    rest = [a.upper() for a in args[1:]]
-    while rest:
-        word = rest.pop(0)
-        if not rest:
-            raise OrderError(f"{word} needs a value", "e.g. SEED 42 or DEADLINE 48")
-        value = rest.pop(0)
-        try:
-            if word == "SEED":
-                options["seed"] = int(value)
-            elif word == "DEADLINE":
-                options["hours"] = float(value)
-                if options["hours"] <= 0:
-                    raise ValueError
-            else:
-                raise OrderError(f"unknown NEWGAME option {word}", "options: SEED <n>, DEADLINE <hours>")
-        except ValueError:
-            raise OrderError(f"{word} {value}: not a valid number") from None
-    return options
+    new = parse_options(args[1:], name)   # the desk options (pbem.desk.options)
+    try:
+        kind = kind_named(new.rules)
+    except KeyError as exc:
+        raise OrderError(str(exc.args[0]), "e.g. RULES postal") from None
+    new.rules_json = kind.parse_options(new.rules_words)
+    return new
 
 
 def parse_add(args: list[str]) -> tuple[str, str, str]:
@@ -73,11 +64,14 @@ def optional_game(args: list[str]) -> str | None:
     return game_name(args) if args else None
 
 
-def do_newgame(ctx: AdminContext, args: dict[str, Any]) -> str:
-    seed = seed_from_number(args["seed"]) if args["seed"] is not None else new_seed()
-    game = create_game(ctx.session, args["name"], seed=seed, now=ctx.now, turn_hours=args["hours"])
-    deadline = f"turns of {args['hours']:g} hours" if args["hours"] else "no deadline"
-    return f"game {game.name} created ({deadline}); dice commitment {game.commitment}"
+def do_newgame(ctx: AdminContext, new: NewGame) -> str:
+    seed = seed_from_number(new.seed) if new.seed is not None else new_seed()
+    game = create_game(ctx.session, new.name, seed=seed, now=ctx.now, turn_hours=new.hours,
+                       kind=new.rules, rules_json=new.rules_json)
+    save_options(game, new.options)
+    ctx.session.add(game)
+    return (f"game {game.name} created ({kind_of(game).title}; "
+            f"{new.options.describe(new.hours)}); dice commitment {game.commitment}")
 
 
 def do_add(ctx: AdminContext, args: tuple[str, str, str]) -> str:
@@ -101,7 +95,7 @@ def do_status(ctx: AdminContext, name: str) -> str:
     game = find_game(ctx.session, name)
     players = players_of(ctx.session, game)
     line = f"game {game.name}: {game.status}, {len(players)} players"
-    if game.status in ("running", "over"):
+    if game.status in ("running", "over", "paused"):
         kind = kind_of(game)
         state = load_state(ctx.session, game)
         scores = ", ".join(f"{s['seat']}: {s['score']}"
@@ -113,7 +107,7 @@ def do_status(ctx: AdminContext, name: str) -> str:
             line += f"; orders in from {sorted(have) or 'nobody'}, waiting for {waiting or 'nobody'}"
             if game.deadline:
                 line += f"; deadline {game.deadline:%Y-%m-%d %H:%M} UTC"
-    return line
+    return line + desk_status(ctx.session, game, ctx.now)
 
 
 def do_process(ctx: AdminContext, name: str) -> str:
@@ -128,7 +122,9 @@ def do_list(ctx: AdminContext, _: None) -> str:
     games = list(ctx.session.exec(select(Game).order_by(col(Game.name))))
     if not games:
         return "no games yet"
-    return "; ".join(f"{g.name} ({g.status}, turn {g.turn})" for g in games)
+    return "; ".join(f"{g.name} ({g.status}, turn {g.turn}"
+                     + (f", deadline {g.deadline:%Y-%m-%d %H:%M} UTC" if g.deadline
+                        and g.status == "running" else "") + ")" for g in games)
 
 
 def do_help(ctx: AdminContext, _: None) -> str:
@@ -138,8 +134,10 @@ def do_help(ctx: AdminContext, _: None) -> str:
 _CORE_COMMANDS: tuple[Command, ...] = (
     Command("KEY", "KEY <referee key>", "in referee mail: proves the mail is the referee's",
             one_word("key")),
-    Command("NEWGAME", "NEWGAME <game> [SEED <n>] [DEADLINE <hours>]",
-            "create a postal game (SEED makes the dice reproducible)", parse_newgame),
+    Command("NEWGAME", NEWGAME_USAGE,
+            "create a game: turn length, deadline hour (UTC), grace, reminder, missed-turn "
+            "limit, vacation cap, missing-order policy, sign-up, auto-start, wait, rule set "
+            "(SEED makes the dice reproducible)", parse_newgame),
     Command("ADD", "ADD <game> <email> [<name>]", "sign a player up (before the start)", parse_add),
     Command("START", "START <game>", "draw the seats, roll, mail everyone their first report",
             game_name),

@@ -188,7 +188,7 @@ def game_tick(session: Session, referee: "Referee", game: "Game", now: datetime)
         return False
     opts = options_of(game)
     if game.grace_until is None:
-        _vacations(session, referee, game, now)
+        vacation_check(session, referee, game, now)
         _remind(session, referee, game, now)
         if now < game.deadline:
             return False
@@ -243,7 +243,8 @@ def _remind(session: Session, referee: "Referee", game: "Game", now: datetime) -
     notices.audit(session, game, now, "reminder", f"turn {game.turn}")
 
 
-def _vacations(session: Session, referee: "Referee", game: "Game", now: datetime) -> None:
+def vacation_check(session: Session, referee: "Referee", game: "Game",
+                   now: datetime) -> None:
     """Move the deadline out of the absences of players who still owe an order."""
     from pbem.desk import notices
     from pbem.desk.options import options_of

@@ -8,6 +8,8 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
+from pbem.desk.players import talk_lines
+from pbem.desk.signup import watchers_of
 from pbem.games import TurnOutcome, player_view, seated
 from pbem.kinds import kind_of
 from pbem.models import Game, OutboundMail, Player
@@ -33,7 +35,8 @@ def relative(deadline: datetime | None, now: datetime) -> str | None:
 
 
 def report_context(game: Game, players: dict[int, Player], state: Any, seat: int | None,
-                   now: datetime, origin: Origin, notes: list[str]) -> dict[str, Any]:
+                   now: datetime, origin: Origin, notes: list[str],
+                   talk: list[dict[str, str]] | None = None) -> dict[str, Any]:
     """What a report template gets, for every kind (seat None: an observer's public view)."""
     kind = kind_of(game)
     view = player_view(game, players, state, seat)
@@ -49,7 +52,7 @@ def report_context(game: Game, players: dict[int, Player], state: Any, seat: int
     player = players.get(seat) if seat is not None else None
     return {
         "view": view, "server_address": origin.address, "game_url": None, "notes": notes,
-        "talk": [], "commitment": game.commitment if game.turn == 1 else None,
+        "talk": talk or [], "commitment": game.commitment if game.turn == 1 else None,
         "seed": game.seed_hex if over else None,
         "deadline_relative": relative(game.deadline, now),
         "standings": standings, "how_to_order": not over,
@@ -80,11 +83,12 @@ def enqueue_reports(session: Session, game: Game, state: Any, *, now: datetime,
                     only_seat: int | None = None, in_reply_to: str | None = None,
                     inbound_id: int | None = None) -> list[OutboundMail]:
     players = seated(session, game)
+    talk = talk_lines(session, game)     # the table talk (SAY) since the last report
     rows = []
     for seat, player in sorted(players.items()):
         if only_seat is not None and seat != only_seat:
             continue
-        context = report_context(game, players, state, seat, now, origin, notes or [])
+        context = report_context(game, players, state, seat, now, origin, notes or [], talk)
         text, html = renderer.render(kind_of(game).report_template, context)
         subject = (f"[bluff {game.name}] final report" if kind_of(game).over(state)
                    else f"[bluff {game.name}] turn {game.turn} report")
@@ -95,7 +99,28 @@ def enqueue_reports(session: Session, game: Game, state: Any, *, now: datetime,
                             in_reply_to=in_reply_to,
                             references=[in_reply_to] if in_reply_to else (),
                             game_id=game.id, seat=seat, turn=game.turn, inbound_id=inbound_id))
+    if only_seat is None:
+        rows += _watcher_reports(session, game, state, players, now=now, origin=origin,
+                                 renderer=renderer, notes=notes or [], talk=talk)
     return rows
+
+
+def _watcher_reports(session: Session, game: Game, state: Any, players: dict[int, Player], *,
+                     now: datetime, origin: Origin, renderer: Renderer, notes: list[str],
+                     talk: list[dict[str, str]]) -> list[OutboundMail]:
+    """The public view (no hidden dice) for each WATCHer of the game (pbem.desk.signup)."""
+    watchers = watchers_of(session, game)
+    if not watchers:
+        return []
+    context = report_context(game, players, state, None, now, origin, notes, talk)
+    text, html = renderer.render(kind_of(game).report_template, context)
+    subject = (f"[bluff {game.name}] final report (public view)" if kind_of(game).over(state)
+               else f"[bluff {game.name}] turn {game.turn} public view")
+    attachment = ("report.json", "application/json",
+                  json.dumps(context["view"], indent=2).encode())
+    return [enqueue(session, origin, kind="watch", to=email, subject=subject, text=text,
+                    html=html, now=now, attachments=[attachment], game_id=game.id,
+                    turn=game.turn) for email in watchers]
 
 
 def latest_report(session: Session, game: Game, seat: int) -> OutboundMail | None:

@@ -122,11 +122,8 @@ class NewGame:
     hours: float | None = None
     options: GameOptions = field(default_factory=GameOptions)
     rules: str = "postal"
-    rules_words: list[str] = field(default_factory=list)
-
-    # the admin action reads these like a dict (the shape NEWGAME always had)
-    def __getitem__(self, key: str) -> Any:
-        return getattr(self, key)
+    rules_words: list[str] = field(default_factory=list)   # the kind's own option words
+    rules_json: dict[str, Any] | None = None   # what the kind made of them (pbem.admin)
 
 
 _HOUR = re.compile(r"^(\d{1,2})(?::00)?h?$")

@@ -1,0 +1,145 @@
+"""Helpers for the tests of the desk's options, deadlines, schedule and sign-up: a server on
+SQLite with the .eml outbox and a controllable clock (no sleeps), mail in, mail out,
+referee commands by mail, by Referee.admin and by `pbem admin` as a subprocess."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from email import policy
+from email.message import EmailMessage
+from pathlib import Path
+
+from sqlmodel import Session, col, select
+
+from pbem.config import Settings
+from pbem.games import find_game, players_of
+from pbem.models import Game, OutboundMail
+from pbem.robot_client import parse_mail
+from pbem.server import Server
+
+SERVER = "bluff@example.org"
+REFEREE = "referee@example.org"
+REFEREE_KEY = "clock-sekrit"
+PLAYERS = [f"p{i}@example.org" for i in range(1, 6)]
+_ids = itertools.count(1)
+
+
+class Clock:
+    def __init__(self, start: datetime | None = None) -> None:
+        self.now = start or datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **kwargs: float) -> datetime:
+        self.now += timedelta(**kwargs)
+        return self.now
+
+
+def make_server(tmp_path: Path, clock: Clock, **settings: object) -> Server:
+    base = dict(database=f"sqlite:///{tmp_path / 'pbem.db'}", address=SERVER, referee=REFEREE,
+                referee_key=REFEREE_KEY, outbox_dir=tmp_path / "outbox")
+    return Server(Settings(**{**base, **settings}), clock=clock)  # type: ignore[arg-type]
+
+
+def mail(sender: str, body: str, *, subject: str = "orders",
+         in_reply_to: str | None = None) -> bytes:
+    msg = EmailMessage()
+    msg["From"] = sender
+    msg["To"] = SERVER
+    msg["Subject"] = subject
+    msg["Message-ID"] = f"<clock-{next(_ids)}@client.example>"
+    if in_reply_to:
+        msg["In-Reply-To"] = in_reply_to
+        msg["References"] = in_reply_to
+    msg.set_content(body)
+    return msg.as_bytes(policy=policy.SMTP)
+
+
+def deliver(server: Server, raw: bytes) -> None:
+    assert server.referee.store_inbound(raw, source="smtp")
+    server.referee.process_pending()
+
+
+def send(server: Server, sender: str, body: str, **kw: str) -> str:
+    """A mail from sender; returns the text of the last mail back to them."""
+    deliver(server, mail(sender, body, **kw))
+    return last_text(server, sender)
+
+
+def referee_mail(server: Server, *lines: str) -> str:
+    """Referee commands by mail; returns the text of the answer."""
+    return send(server, REFEREE, "\n".join([f"KEY {REFEREE_KEY}", *lines]))
+
+
+def admin(server: Server, line: str) -> str:
+    return "\n".join(server.referee.admin(line.split()))
+
+
+def cli(tmp_path: Path, *words: str) -> subprocess.CompletedProcess[str]:
+    """`pbem admin -c pbem.toml WORDS` as a subprocess on the test's database."""
+    toml = tmp_path / "pbem.toml"
+    if not toml.exists():
+        toml.write_text(f'[server]\ndatabase = "sqlite:///{tmp_path / "pbem.db"}"\n'
+                        f'address = "{SERVER}"\nreferee = "{REFEREE}"\n'
+                        f'referee_key = "{REFEREE_KEY}"\noutbox_dir = "{tmp_path / "outbox"}"\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PBEM_")}
+    return subprocess.run([sys.executable, "-m", "pbem.cli", "admin", "-c", str(toml), *words],
+                          capture_output=True, text=True, timeout=120, env=env)
+
+
+def rows(server: Server, to: str | None = None) -> list[OutboundMail]:
+    with Session(server.engine) as session:
+        found = session.exec(select(OutboundMail).order_by(col(OutboundMail.id))).all()
+        return [r for r in found if to is None or to in r.rcpts_json]
+
+
+def outbox(server: Server, to: str | None = None) -> list[EmailMessage]:
+    return [parse_mail(r.raw) for r in rows(server, to)]
+
+
+def text_of(message: EmailMessage) -> str:
+    body = message.get_body(("plain",))
+    assert body is not None
+    return " ".join(body.get_content().split())   # unwrapped, so phrases match
+
+
+def last_text(server: Server, to: str) -> str:
+    return text_of(outbox(server, to)[-1])
+
+
+def subjects(server: Server, to: str | None = None) -> list[str]:
+    return [str(m["Subject"]) for m in outbox(server, to)]
+
+
+def game_row(server: Server, name: str = "g1") -> Game:
+    with Session(server.engine) as session:
+        game = find_game(session, name)
+        session.expunge(game)
+        return game
+
+
+def new_game(server: Server, options: str = "", name: str = "g1",
+             players: list[str] = PLAYERS) -> None:
+    admin(server, f"NEWGAME {name} SEED 3 {options}".strip())
+    for i, p in enumerate(players, start=1):
+        admin(server, f"ADD {name} {p} Name{i}")
+
+
+def started_game(server: Server, options: str = "", name: str = "g1") -> None:
+    new_game(server, options, name)
+    admin(server, f"START {name}")
+
+
+def key_of(server: Server, email: str, name: str = "g1") -> str:
+    with Session(server.engine) as session:
+        return next(p.key for p in players_of(session, find_game(session, name))
+                    if p.email == email)
+
+
+def order(server: Server, email: str, line: str, name: str = "g1") -> str:
+    return send(server, email, f"GAME {name}\nKEY {key_of(server, email, name)}\n{line}\n")
