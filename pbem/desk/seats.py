@@ -11,7 +11,6 @@ referee table that drives referee mail, `pbem admin` and HELP.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import secrets
@@ -31,6 +30,7 @@ from pbem.mail.text import BodyLine
 from pbem.models import Game, OutboundMail, Player
 from pbem.orders import Command, OrderError, game_name, parse_text
 from pbem.reports import enqueue_reports, latest_report
+from pbem.security import hash_key
 
 if TYPE_CHECKING:
     from pbem.admin import AdminContext
@@ -202,7 +202,7 @@ def do_replace(ctx: "AdminContext", args: tuple[str, int, str, str]) -> str:
     new = same or Player(game_id=game.id, entrant=old.entrant, email=email, name="", key=key)
     new.name = new_name or (same.name if same else email.partition("@")[0])
     new.entrant, new.seat, new.active = old.entrant, seat, True
-    new.key, new.key_hash = key, hashlib.sha256(key.encode()).hexdigest()
+    new.key, new.key_hash = key, hash_key(key)
     new.default_order, new.missed_turns = None, 0
     ctx.session.add(old)
     ctx.session.add(new)
