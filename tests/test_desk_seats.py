@@ -4,6 +4,7 @@ each by referee mail and by the CLI (Referee.admin, and `pbem admin` as a proces
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -205,8 +206,9 @@ def test_resend_all_by_the_cli_process(server: Server, tmp_path: Path) -> None:
 
 # --- ROLLBACK -----------------------------------------------------------------------
 
-def test_rollback_by_mail_restores_the_turn_and_replays_the_same_dice(server: Server) -> None:
-    start_game(server)
+def test_rollback_by_mail_restores_the_turn_and_replays_the_same_dice(server: Server,
+                                                                      clock: Clock) -> None:
+    start_game(server, "DEADLINE 48")
     before = state_of(server)
     face = before.minigame(1).cup(1).hidden[0].face
     holders = by_seat(server)
@@ -219,7 +221,13 @@ def test_rollback_by_mail_restores_the_turn_and_replays_the_same_dice(server: Se
     after = state_of(server)
     assert first[0]["rerolled"] and first[4]["by"] == "robot"
     order(server, holders[2].email, raise_line(server, 2))     # an order for turn 2
+    clock.now += timedelta(hours=30)
     text = referee_mail(server, "ROLLBACK g1")
+    with Session(server.engine) as session:                   # a fresh deadline
+        deadline = find_game(session, "g1").deadline
+        assert deadline is not None
+        assert deadline.replace(tzinfo=None) == (clock.now + timedelta(hours=48)).replace(
+            tzinfo=None)
     assert "turn 1 rolled back" in text and "1 later orders void" in text
     assert state_of(server) == before and game_turn(server) == 1 and moves_of(server) == []
     assert pending(server) == {1: "player", 2: "player", 3: "player", 4: "player"}
