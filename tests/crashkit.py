@@ -1,0 +1,105 @@
+"""Real server processes that can be killed at a crash point (see pbem.faults).
+
+``python -m tests.crashkit`` is a zygote: it imports pbem once (that takes a
+second or more), then, for every line it reads on stdin, forks a child that
+arms the crash points named on the line, runs one ``Server.tick()`` with the
+given config file (IMAP in, SMTP out, SQLite: the real thing), and exits.
+The zygote answers each line with the child's wait status: ``0`` for a
+clean exit, ``-9`` when the child was SIGKILLed at its crash point.
+
+A forked child is a real separate process: killing it loses everything it
+had in memory and every open connection and transaction, as a power cut
+would. The zygote is single-threaded, so forking it is safe.
+
+    with Zygote() as zygote:
+        assert zygote.tick(config, crash="outbox-handed-off:2") == -9
+        assert zygote.tick(config) == 0      # the restart
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _child(config: str, crash: str | None) -> None:
+    from pbem import faults
+    from pbem.config import load_settings
+    from pbem.server import Server
+    faults.arm(crash)
+    report = Server(load_settings(Path(config))).tick()
+    sys.stderr.write(f"child {os.getpid()}: {report}\n")
+
+
+def serve() -> None:
+    import logging
+
+    import pbem.server  # noqa: F401  (the import is what the zygote is for)
+    from pbem.render import template_environment
+    env = template_environment(None)   # compile the templates once, for every child
+    for name in env.list_templates(extensions=["j2"]):
+        env.get_template(name)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+                        format="%(process)d %(levelname)s %(name)s: %(message)s")
+    for line in sys.stdin:
+        job = json.loads(line)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                _child(job["config"], job.get("crash"))
+            except BaseException:
+                traceback.print_exc()
+                code = 1
+            finally:
+                sys.stderr.flush()
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        print(json.dumps({"status": code, "pid": pid}), flush=True)
+
+
+class Zygote:
+    """The zygote as seen from a test: ``tick(config, crash)`` returns the wait status."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen[str] | None = None
+        self.last_pid = 0
+
+    def __enter__(self) -> Zygote:
+        env = dict(os.environ)
+        env.pop("PBEM_CRASH_AT", None)
+        env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+        self.proc = subprocess.Popen([sys.executable, "-m", "tests.crashkit"], cwd=ROOT,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                     env=env)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is not None:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+            self.proc.wait(timeout=30)
+            self.proc = None
+
+    def tick(self, config: Path, crash: str | None = None) -> int:
+        assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout
+        self.proc.stdin.write(json.dumps({"config": str(config), "crash": crash}) + "\n")
+        self.proc.stdin.flush()
+        answer = self.proc.stdout.readline()
+        assert answer, "the zygote died"
+        result = json.loads(answer)
+        self.last_pid = int(result["pid"])
+        return int(result["status"])
+
+
+if __name__ == "__main__":
+    serve()

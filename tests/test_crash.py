@@ -1,0 +1,239 @@
+"""Promise 1, crash safety: kill a real server process (SIGKILL) at each step of
+handling mail and resolving a turn, over the real mail stack, restart it, and
+check that nothing was lost and nothing was done twice.
+
+The scene: a started game; all five players reply to their first report with
+an order, so the fifth order resolves the turn. A child process runs one tick
+(fetch over IMAP, store, process, resolve, send over SMTP) and is killed at a
+crash point (tests/crashkit.py, pbem/faults.py); a second child (the restart)
+runs a tick to the end, and a third must find nothing left to do. Then:
+
+- every order was applied exactly once: the turn resolved with the five
+  players' own moves (none played by the robot), each mail handled once;
+- every answer and report was sent: one confirmation per order mail, one
+  turn-2 report per player, the referee's mail included;
+- nobody got a second copy of anything, except when the crash fell between
+  the SMTP hand-off and marking the mail sent: then exactly one mail arrives
+  twice, with the same Message-ID.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from email.message import EmailMessage
+from pathlib import Path
+
+import pytest
+from sqlmodel import Session, select
+
+from pbem.config import load_settings
+from pbem.games import find_game
+from pbem.models import Game, InboundMail, Move, OutboundMail, PendingOrder
+from pbem.robot_client import client_order_lines, parse_mail, report_view, reply_to
+from pbem.server import Server
+from tests.crashkit import ROOT, Zygote
+
+pytestmark = pytest.mark.mailstack
+
+PLAYERS = ["p1", "p2", "p3", "p4", "p5"]
+KEY = "crash-referee-key"
+
+
+@pytest.fixture(scope="module")
+def zygote() -> Iterator[Zygote]:
+    with Zygote() as z:
+        yield z
+
+
+def write_config(tmp_path: Path, stack) -> Path:
+    config = tmp_path / "pbem.toml"
+    config.write_text(f"""
+[server]
+database = "sqlite:///pbem.db"
+address = "{stack.address('bluff')}"
+referee = "{stack.address('referee')}"
+referee_key = "{KEY}"
+[imap]
+host = "{stack.imap_host}"
+port = {stack.imap_port}
+ssl = false
+username = "{stack.address('bluff')}"
+password = "{stack.password}"
+[smtp]
+host = "{stack.smtp_host}"
+port = {stack.smtp_port}
+starttls = false
+""")
+    return config
+
+
+class Scene:
+    """A started game whose five players have just mailed their turn-1 orders."""
+
+    def __init__(self, stack, tmp_path: Path, *, deadline: bool = False) -> None:
+        self.stack = stack
+        for user in ["bluff", "referee", *PLAYERS]:
+            stack.clear(user)
+        self.config = write_config(tmp_path, stack)
+        self.server = Server(load_settings(self.config))
+        setup = [f"NEWGAME g1 SEED 11{' DEADLINE 1' if deadline else ''}"]
+        setup += [f"ADD g1 {stack.address(u)} Player-{u}" for u in PLAYERS] + ["START g1"]
+        for line in setup:
+            self.server.referee.admin(line.split())
+        assert self.server.tick().sent == 5
+        self.order_ids: dict[str, str] = {}
+
+    def send_orders(self, players: list[str]) -> None:
+        rng = random.Random(3)
+        for user in players:
+            (report,) = [parse_mail(r) for r in self.stack.fetch_all(user)]
+            lines = client_order_lines(report_view(report), rng)
+            raw = reply_to(report, self.stack.address(user), ["Here goes:", *lines, "Cheers"])
+            self.order_ids[user] = str(parse_mail(raw)["Message-ID"])
+            self.stack.deliver("bluff", raw, mail_from=self.stack.address(user))
+        self.stack.wait_for("bluff", len(players))
+
+    def mail_of(self, user: str) -> list[EmailMessage]:
+        return [parse_mail(r) for r in self.stack.fetch_all(user)]
+
+    def check(self, *, may_repeat: int = 0, robot_seats: int = 0) -> None:
+        """Every order applied once, every mail sent, at most ``may_repeat`` copies twice."""
+        with Session(self.server.engine) as session:
+            game = find_game(session, "g1")
+            assert game.turn == 2
+            moves = session.exec(select(Move).where(Move.game_id == game.id, Move.turn == 1)).all()
+            assert len(moves) == 5
+            assert Counter(m.by for m in moves)["player"] == 5 - robot_seats
+            assert session.exec(select(PendingOrder)).all() == []
+            inbound = session.exec(select(InboundMail)).all()
+            assert len(inbound) == len(self.order_ids)
+            assert {m.status for m in inbound} <= {"done"}
+            assert all(m.outcome and m.outcome.startswith("order accepted") for m in inbound)
+            outbound = session.exec(select(OutboundMail)).all()
+            assert {m.status for m in outbound} == {"sent"}
+            queued = Counter(m.message_id for m in outbound)
+            assert set(queued.values()) == {1}
+        copies: Counter[str] = Counter()
+        for user in PLAYERS:
+            mails = self.mail_of(user)
+            copies.update(str(m["Message-ID"]) for m in mails)
+            distinct = {str(m["Message-ID"]): m for m in mails}
+            reports = [m for m in distinct.values() if report_view(m) is not None
+                       and m["In-Reply-To"] is None]
+            assert sorted(report_view(m)["turn"] for m in reports) == [1, 2], user
+            answers = [m for m in distinct.values() if m["In-Reply-To"] is not None]
+            if user in self.order_ids:
+                assert [str(a["In-Reply-To"]) for a in answers] == [self.order_ids[user]], user
+                assert "order received" in str(answers[0]["Subject"])
+            else:
+                assert answers == []
+        # every mail the server queued for a player arrived; a repeat has the same Message-ID
+        referee = self.stack.address("referee")
+        assert set(copies) == {m.message_id for m in outbound if referee not in m.rcpts_json}
+        assert sum(n - 1 for n in copies.values()) <= may_repeat
+        assert self.stack.fetch_all("bluff") == []
+        assert len(self.stack.fetch_all("bluff", "pbem-done")) == len(self.order_ids)
+
+
+# Killed one after another: each restart takes up where the last process died and is
+# killed at the next step, until a clean tick finishes the work. (n: the n-th pass.)
+CHAIN = [
+    "imap-fetched",            # bodies fetched, nothing stored
+    "imap-stored:3",           # three mails stored (committed), none moved on the IMAP server
+    "imap-moved",              # all five stored (three again: deduplicated) and moved
+    "inbound-handled:2",       # the first order handled, the second mid-transaction
+    "inbound-committed:1",     # the second order committed
+    "outbox-enqueued:6",       # orders 3 and 4 done; mid-transaction among the turn's reports
+    "inbound-committed:1",     # the turn-resolving fifth order committed, nothing sent
+    "outbox-claimed:3",        # two mails sent, the third claimed
+    "outbox-handed-off:2",     # the third sent (the dead claimer's claim taken over), the
+                               # fourth handed to SMTP but not marked sent
+    "outbox-marked:3",         # the fourth sent again, the fifth and sixth sent and marked
+]
+
+
+def test_a_crash_at_every_step_loses_nothing_and_repeats_only_the_mail_in_flight(
+        mailstack, tmp_path: Path, zygote: Zygote) -> None:
+    scene = Scene(mailstack, tmp_path)
+    scene.send_orders(PLAYERS)
+    for crash in CHAIN:
+        assert zygote.tick(scene.config, crash=crash) == -9, f"never reached {crash}"
+    assert zygote.tick(scene.config) == 0          # the restart that runs to the end
+    assert zygote.tick(scene.config) == 0          # and finds nothing left to do
+    scene.check(may_repeat=1)
+
+
+@pytest.mark.parametrize("crash,may_repeat", [
+    ("inbound-handled:5", 0),       # mid-transaction of the order that resolves the turn
+    ("outbox-handed-off:4", 1),     # SMTP took the fourth mail, not marked sent
+])
+def test_a_crash_at_one_step(mailstack, tmp_path: Path, zygote: Zygote, crash: str,
+                             may_repeat: int) -> None:
+    scene = Scene(mailstack, tmp_path)
+    scene.send_orders(PLAYERS)
+    assert zygote.tick(scene.config, crash=crash) == -9, f"never reached {crash}"
+    assert zygote.tick(scene.config) == 0
+    assert zygote.tick(scene.config) == 0
+    scene.check(may_repeat=may_repeat)
+    if may_repeat:   # exactly the mail in flight came twice, the same mail both times
+        with Session(scene.server.engine) as session:
+            fourth = session.exec(select(OutboundMail).order_by(OutboundMail.id)).all()[5 + 3]
+        (user,) = [u for u in PLAYERS if scene.stack.address(u) in fourth.rcpts_json]
+        ids = [str(m["Message-ID"]) for m in scene.mail_of(user)]
+        assert ids.count(fourth.message_id) == 2
+
+
+def test_a_crash_mid_report_of_a_deadline_turn(mailstack, tmp_path: Path,
+                                               zygote: Zygote) -> None:
+    """The turn resolves at its deadline (in the tick's clock work), not by a mail."""
+    scene = Scene(mailstack, tmp_path, deadline=True)
+    scene.send_orders(["p1"])
+    with Session(scene.server.engine) as session:   # the deadline passes
+        game = session.exec(select(Game)).one()
+        assert game.deadline is not None
+        game.deadline = datetime.now(UTC) - timedelta(minutes=1)
+        session.add(game)
+        session.commit()
+    # the confirmation is the first mail queued, the reports the second to sixth
+    assert zygote.tick(scene.config, crash="outbox-enqueued:4") == -9
+    with Session(scene.server.engine) as session:   # the crashed resolution left no trace
+        assert find_game(session, "g1").turn == 1
+        assert session.exec(select(Move)).all() == []
+        assert len(session.exec(select(OutboundMail)).all()) == 5 + 1   # + the confirmation
+    assert zygote.tick(scene.config) == 0
+    assert zygote.tick(scene.config) == 0
+    scene.check(robot_seats=4)
+
+
+def test_pbem_tick_itself_dies_at_the_crash_point_and_recovers(mailstack,
+                                                               tmp_path: Path) -> None:
+    """The same over the real command line: PBEM_CRASH_AT in the environment of `pbem tick`."""
+    scene = Scene(mailstack, tmp_path)
+    scene.send_orders(PLAYERS)
+    env = {**os.environ, "PBEM_CRASH_AT": "outbox-handed-off:6",
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    command = [sys.executable, "-m", "pbem.cli", "tick", "-c", str(scene.config)]
+    crashed = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert crashed.returncode == -9, crashed.stdout + crashed.stderr
+    del env["PBEM_CRASH_AT"]
+    again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "sent 5" in again.stdout     # the mail in flight (again) and the four after it
+    scene.check(may_repeat=1)
+
+
+def test_crash_points_cost_nothing_unless_armed() -> None:
+    from pbem import faults
+    faults.arm(None)
+    for point in faults.POINTS:
+        faults.crash_point(point)       # still alive
+    with pytest.raises(ValueError, match="unknown crash point"):
+        faults.arm("no-such-point")
+    faults.arm(None)
+
