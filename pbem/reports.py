@@ -113,6 +113,7 @@ def _watcher_reports(session: Session, game: Game, state: Any, players: dict[int
     if not watchers:
         return []
     context = report_context(game, players, state, None, now, origin, notes, talk)
+    context["how_to_order"] = False      # watchers have no orders to send
     text, html = renderer.render(kind_of(game).report_template, context)
     subject = (f"[bluff {game.name}] final report (public view)" if kind_of(game).over(state)
                else f"[bluff {game.name}] turn {game.turn} public view")

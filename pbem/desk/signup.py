@@ -31,6 +31,7 @@ from pbem.models import Game, OutboundMail, Player, Signup, Watcher
 from pbem.orders import Command, Order, OrderError, game_name
 
 SIGNUP_DAYS = 7
+CODES_PER_DAY = 3        # code mails to one address a day, at most
 JOINING, WATCHING = "pending", "pending-watch"   # Signup.status of a code not yet confirmed
 
 
@@ -79,6 +80,11 @@ def parse_confirm(args: list[str]) -> str | None:
 
 def _ask_to_confirm(ctx: PlayerContext, game: Game, name: str, status: str, what: str) -> str:
     email = _sender(ctx)
+    recent = ctx.session.exec(select(Signup.id).where(
+        Signup.email == email, col(Signup.created_at) > ctx.now - timedelta(days=1))).all()
+    if len(recent) >= CODES_PER_DAY:
+        # forged JOINs must not flood an address with code mails: stay silent
+        return f"{status} sign-up of {email} to {game.name}: not answered (code limit)"
     for old in ctx.session.exec(select(Signup).where(
             Signup.game_id == game.id, Signup.email == email,
             col(Signup.status).in_([JOINING, WATCHING]))):
