@@ -251,3 +251,10 @@ def test_names_cannot_inject_headers_or_html(server: Server) -> None:
     with Session(server.engine) as session:
         assert session.exec(select(Player).where(Player.email == "evil@example.org")).first() \
             is None
+
+
+def test_help_lists_the_desk_orders_from_the_same_table(server: Server) -> None:
+    text = send(server, "newcomer@example.org", "HELP")
+    for usage in ("JOIN <game> [<name>]", "CONFIRM [<code>]", "LEAVE <game>", "WATCH <game>",
+                  "UNWATCH <game>", "SAY <text>", "ABSENT <from-date> <to-date>"):
+        assert usage in text

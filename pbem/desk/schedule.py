@@ -195,11 +195,11 @@ def do_resume(ctx: "AdminContext", name: str) -> str:
     game.status = "running"
     left = game.paused_left_seconds
     if left is not None:
-        end = ctx.now + timedelta(seconds=left)
+        restart = ctx.now + timedelta(seconds=left)
         if game.grace_until is not None:
-            game.grace_until = end
+            game.grace_until = restart
         else:
-            game.deadline = end
+            game.deadline = restart
     game.paused_left_seconds = None
     ctx.session.add(game)
     end = game.grace_until or game.deadline

@@ -10,7 +10,8 @@ that is not theirs. Codes expire after SIGNUP_DAYS.
 The confirmation mail carries the player's key; ``LEAVE <game>`` needs it
 (the lines GAME <game> and KEY <key>), so nobody can take someone else off
 a game. When JOIN fills the last seat of a game with AUTOSTART, the game
-starts as START would (pbem.admin.do_start).
+starts as START would (pbem.admin.do_start). An address gets at most
+CODES_PER_DAY code mails a day, so forged JOINs cannot flood it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import hashlib
 import hmac
 import json
 import secrets
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from sqlmodel import Session, col, delete, select
 
@@ -294,17 +295,6 @@ def remove_entrant(session: Session, game: Game, player: Player) -> None:
 def watchers_of(session: Session, game: Game) -> list[str]:
     return [w.email for w in session.exec(select(Watcher).where(Watcher.game_id == game.id)
                                           .order_by(col(Watcher.id)))]
-
-
-def expire_signups(session: Session, now: datetime) -> int:
-    """Mark codes older than SIGNUP_DAYS expired (they no longer confirm anything)."""
-    rows = session.exec(select(Signup).where(col(Signup.status).in_([JOINING, WATCHING]),
-                                             col(Signup.created_at) < now - timedelta(
-                                                 days=SIGNUP_DAYS))).all()
-    for row in rows:
-        row.status = "expired"
-        session.add(row)
-    return len(rows)
 
 
 COMMANDS: tuple[Command, ...] = (
