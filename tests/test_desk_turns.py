@@ -163,3 +163,16 @@ def test_help_lists_the_desk_orders(server: Server) -> None:
     text = last_text(server, "stranger@example.org")
     for usage in ("DEFAULT CHALLENGE|RAISE|ROBOT|NONE", "HISTORY", "ORDERS"):
         assert usage in text
+
+
+def test_missed_turn_played_by_the_game_policy(server: Server, clock: Clock) -> None:
+    start_game(server, "DEADLINE 48 MISSING challenge")
+    server.referee.admin(["PROCESS", "g1"])
+    order(server, PLAYERS[0], "DEFAULT ROBOT")          # a standing order comes first
+    clock.now += timedelta(hours=49)
+    server.referee.resolve_due()
+    by = {m["seat"]: m for m in moves_of(server, turn=2)}
+    assert by[seat_of(server, PLAYERS[0])]["by"] == "robot"
+    policy = by[seat_of(server, PLAYERS[1])]
+    assert policy["by"] == "policy" and policy["move"] == {"challenge": True}
+    assert "the game's policy played CHALLENGE" in last_text(server, PLAYERS[1])
