@@ -9,6 +9,7 @@ a crash after it leaves nothing to redo.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -30,7 +31,8 @@ from pbem.deadlines import clock_tick, resolves_early
 from pbem.games import (GameError, find_game, load_state, players_of, record_order,
                         resolve_turn, pending_orders, seated)
 from pbem.kinds import OrderProblem, kind_of
-from pbem.mail.read import InboundMessage, read_message
+from pbem.mail.read import (MAX_LINE_CHARS, MAX_TEXT_LINES, BodyLine, InboundMessage,
+                            read_message)
 from pbem.models import Game, InboundMail, OutboundMail, Player
 from pbem.desk import turns
 from pbem.desk import (PlayerContext, desk_orders, move_names, needs_player, player_actions,
@@ -206,6 +208,7 @@ class Referee:
             if not msg.readable:
                 raise refusal(msg.problem or "no text could be read from your mail",
                               "send your orders as plain text")
+            msg = self._within_limits(msg)
             if msg.from_addr == self.settings.referee.lower():
                 outcome = self._referee_mail(session, row, msg)
             else:
@@ -514,6 +517,20 @@ class Referee:
         ends = [i for i in (raw.find(b"\r\n\r\n", 0, cap), raw.find(b"\n\n", 0, cap)) if i >= 0]
         head = raw[:min(ends)] if ends else raw[:cap]
         return head.rstrip(b"\r\n") + b"\r\n\r\n"
+
+    @staticmethod
+    def _within_limits(msg: InboundMessage) -> InboundMessage:
+        """At most MAX_TEXT_LINES lines of new text are read, each cut to MAX_LINE_CHARS."""
+        if len(msg.lines) > MAX_TEXT_LINES:
+            raise refusal(f"your mail has {len(msg.lines):,} lines of new text; at most "
+                          f"{MAX_TEXT_LINES} are read", "send your orders in a short mail "
+                          "(the quoted text of a reply does not count)")
+        if all(len(line.text) <= MAX_LINE_CHARS for line in msg.lines):
+            return msg
+        lines = [line if len(line.text) <= MAX_LINE_CHARS else
+                 BodyLine(line.number, line.text[:MAX_LINE_CHARS] + " [...]")
+                 for line in msg.lines]
+        return dataclasses.replace(msg, lines=lines)
 
     @staticmethod
     def _auth_refusal(refused: Refusal) -> Refusal:
