@@ -248,6 +248,11 @@ class Referee:
             return "help sent"
         if parsed.first("STATUS") is not None and not self._move_orders(parsed):
             return self._status(session, row, msg, who)
+        if desk:
+            # a move and desk commands (SAY, DEFAULT ...) in one mail: all of it or none
+            with session.begin_nested():
+                said = self._player_desk(session, row, msg, who, desk)
+                return self._order(session, row, msg, parsed, who) + "; " + said
         return self._order(session, row, msg, parsed, who)
 
     def _player_desk(self, session: Session, row: InboundMail, msg: InboundMessage,
