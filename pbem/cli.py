@@ -86,7 +86,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from pbem.demo import run_demo
-    return run_demo(Path(args.dir) if args.dir else None, seed=args.seed)
+    return run_demo(Path(args.dir) if args.dir else None, seed=args.seed, rules=args.rules,
+                    options=args.options)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -109,7 +110,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("verify", help="check a finished game's record")
     p.add_argument("record")
     p.set_defaults(func=cmd_verify)
-    p = sub.add_parser("demo", help="a whole postal game of five robots over the real mail path")
+    p = sub.add_parser("demo", help="a whole game of robots over the real mail path")
+    p.add_argument("--rules", choices=("postal", "classic", "cup"), default="postal",
+                   help="the game kind: postal (5 robots, the default), classic or cup (4 robots)")
+    p.add_argument("--options", help="the kind's NEWGAME options, e.g. 'anniversary DICE 3'")
     p.add_argument("--dir", help="where to put the database and the mails (default: a new temp dir)")
     p.add_argument("--seed", type=int, default=None, help="reproducible dice")
     p.set_defaults(func=cmd_demo)

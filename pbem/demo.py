@@ -1,4 +1,7 @@
-"""`pbem demo`: five robot players play a whole postal game through the real path.
+"""`pbem demo`: robot players play a whole game through the real path.
+
+Postal Bluff by default (five players); ``--rules classic`` or ``--rules cup``
+plays classic Bluff or Cup of Bluff with four.
 
 Mail bytes go in through the embedded SMTP listener, the referee keeps its
 state in SQLite, and every mail it sends lands as an .eml file; the robots
@@ -7,10 +10,12 @@ read their reports from those files and answer them by SMTP, as players would.
 
 from __future__ import annotations
 
+import json
 import random
 import secrets
 import smtplib
 import tempfile
+from collections.abc import Callable
 from email import policy
 from email.message import EmailMessage
 from pathlib import Path
@@ -18,12 +23,14 @@ from pathlib import Path
 from sqlmodel import Session
 
 from pbem.config import ListenSettings, Settings
-from pbem.games import export_record, find_game
-from pbem.robot_client import choose_order, order_lines, parse_mail, reply_to, report_view
+from pbem.games import GameError, export_json, export_record, find_game
+from pbem.robot_client import client_order_lines, parse_mail, reply_to, report_view
 from pbem.server import Server
 
 DEMO_PLAYERS = [("ann", "Ann"), ("bob", "Bob"), ("cyd", "Cyd"), ("dee", "Dee"), ("eve", "Eve")]
 DOMAIN = "demo.invalid"
+# the kinds a demo plays: (players, NEWGAME words after RULES <kind>, most turns)
+DEMO_KINDS = {"postal": (5, "", 200), "classic": (4, " english", 2000), "cup": (4, "", 2000)}
 
 
 def send(port: int, raw: bytes, mail_from: str, to: str) -> None:
@@ -40,7 +47,11 @@ def referee_mail(settings: Settings, lines: list[str]) -> bytes:
     return msg.as_bytes(policy=policy.SMTP)
 
 
-def run_demo(folder: Path | None = None, *, seed: int | None = None, quiet: bool = False) -> int:
+def run_demo(folder: Path | None = None, *, seed: int | None = None, quiet: bool = False,
+             rules: str = "postal", options: str | None = None) -> int:
+    """options: the NEWGAME words after RULES <kind> (e.g. "anniversary DICE 3")."""
+    count, words, most = DEMO_KINDS[rules]
+    words = f" {options}" if options else words
     folder = folder or Path(tempfile.mkdtemp(prefix="pbem-demo-"))
     folder.mkdir(parents=True, exist_ok=True)
     outbox = folder / "outbox"
@@ -54,12 +65,17 @@ def run_demo(folder: Path | None = None, *, seed: int | None = None, quiet: bool
     say = (lambda *_: None) if quiet else print
     try:
         game = f"demo-{secrets.token_hex(2)}"
-        addresses = {f"{login}@{DOMAIN}": name for login, name in DEMO_PLAYERS}
-        setup = [f"NEWGAME {game}" + (f" SEED {seed}" if seed is not None else "")]
+        addresses = {f"{login}@{DOMAIN}": name for login, name in DEMO_PLAYERS[:count]}
+        setup = [f"NEWGAME {game}" + (f" SEED {seed}" if seed is not None else "")
+                 + (f" RULES {rules}{words}" if rules != "postal" or options else "")]
         setup += [f"ADD {game} {addr} {name}" for addr, name in addresses.items()]
         setup.append(f"START {game}")
         send(listener.port, referee_mail(settings, setup), settings.referee, settings.address)
         server.tick()
+        refused = _refused(server, outbox, game, settings.referee)
+        if refused is not None:
+            say(f"The demo could not set up its game:\n{refused}")
+            return 2
         rng = random.Random(seed)
         seen: set[Path] = set()
         turns = 0
@@ -81,17 +97,18 @@ def run_demo(folder: Path | None = None, *, seed: int | None = None, quiet: bool
                 view = report_view(msg)
                 assert view is not None
                 over = over or view["game_over"]
-                move = choose_order(view, rng)
-                if move is not None:
-                    send(listener.port, reply_to(msg, addr, order_lines(move)), addr,
-                         settings.address)
+                lines = client_order_lines(view, rng)
+                if lines:
+                    send(listener.port, reply_to(msg, addr, lines), addr, settings.address)
             if over or not latest:
                 break
             server.tick()
             turns += 1
-            if turns > 200:
-                say("the demo did not finish in 200 turns")
+            if turns > most:
+                say(f"the demo did not finish in {most} turns")
                 return 1
+        if rules != "postal":
+            return _finish(server, folder, outbox, game, turns, say)
         with Session(server.engine) as session:
             record = export_record(session, find_game(session, game))
         say(f"Game {game} is over after {turns} turns.")
@@ -108,3 +125,40 @@ def run_demo(folder: Path | None = None, *, seed: int | None = None, quiet: bool
         return 0
     finally:
         listener.stop()
+
+
+def _finish(server: Server, folder: Path, outbox: Path, game: str, turns: int,
+            say: Callable[..., None]) -> int:
+    """The end of a classic or Cup of Bluff demo: standings and the generic record."""
+    with Session(server.engine) as session:
+        record = export_json(session, find_game(session, game))
+    names = {p["seat"]: p["name"] for p in record["players"]}
+    say(f"Game {game} ({record['kind']}) is over after {turns} turns.")
+    say("Final standings:")
+    for s in record["result"]["standings"] if record["result"] else []:
+        score = (f"{s['score']} points, {s['tokens']} tokens" if record["kind"] == "cup"
+                 else f"{s['score']} dice left")
+        say(f"  {s['rank']}. player {s['seat']} ({names[s['seat']]}): {score}")
+    say(f"Mails sent by the referee ({len(list(outbox.glob('*.eml')))}): {outbox}")
+    say(f"Database: {folder / 'pbem.db'}")
+    record_path = folder / f"{game}.json"
+    record_path.write_text(json.dumps(record, indent=2), encoding="utf-8")
+    say(f"Game record: {record_path}  (check it with: pbem verify {record_path})")
+    return 0
+
+
+def _refused(server: Server, outbox: Path, game: str, referee: str) -> str | None:
+    """None when the game was set up, else the referee's answer saying why not."""
+    with Session(server.engine) as session:
+        try:
+            find_game(session, game)
+            return None
+        except GameError:
+            pass
+    for path in sorted(outbox.glob("*.eml"), reverse=True):
+        msg = parse_mail(path.read_bytes())
+        if referee in str(msg["To"]):
+            body = msg.get_body(("plain",))
+            text = str(body.get_content()) if body is not None else str(msg["Subject"])
+            return text.split("\nCOMMANDS")[0].strip()   # the problem, not the command list
+    return "no answer from the referee"
