@@ -16,7 +16,8 @@ from pbem.kinds.verify import verify_generic
 
 def demo(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "pbem.cli", "demo", "--dir", str(tmp_path),
-                           *args], capture_output=True, text=True, timeout=300)
+                           *args], capture_output=True, text=True, timeout=300,
+                          check=False)
 
 
 @pytest.mark.parametrize("rules, options, seed, unit", [

@@ -66,7 +66,8 @@ def recount(record: Mapping[str, Any]) -> dict[str, Any]:
     for _, group in groupby(ordered, key=lambda m: m["turn"]):
         moves = {int(m["seat"]): kind.move_from_json(m["move"]) for m in group}
         state = kind.apply(state, moves, stream).state
-    return _normal({"standings": kind.standings(state)})
+    result: dict[str, Any] = _normal({"standings": kind.standings(state)})
+    return result
 
 
 def verify_generic(record: Mapping[str, Any]) -> list[str]:
@@ -93,8 +94,8 @@ def verify_generic(record: Mapping[str, Any]) -> list[str]:
     problems += listing
     players = len(seats)
     if not kind.min_players <= players <= kind.max_players:
-        return problems + [f"a game of {kind.title} has {kind.min_players} to "
-                           f"{kind.max_players} players, not {players}"]
+        return problems + [(f"a game of {kind.title} has {kind.min_players} to "
+                            f"{kind.max_players} players, not {players}")]
     if draw_seats(stream, players) != seats:
         problems.append("the seat draw does not follow from the seed")
     try:
@@ -132,8 +133,8 @@ def verify_generic(record: Mapping[str, Any]) -> list[str]:
                 moves[seat] = kind.move_from_json(m["move"])
                 kind.check(state, seat, moves[seat])
             except (RulesError, KeyError, TypeError, ValueError) as exc:
-                return problems + [f"turn {turn}: seat {seat}: {m.get('move')!r} is not a "
-                                   f"legal move: {exc}"]
+                return problems + [(f"turn {turn}: seat {seat}: {m.get('move')!r} is not a "
+                                    f"legal move: {exc}")]
         try:
             state = kind.apply(state, moves, stream).state
         except (RulesError, ValueError) as exc:
