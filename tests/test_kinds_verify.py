@@ -26,20 +26,26 @@ from pbem.mail.text import BodyLine
 from pbem.orders import PLAYER_COMMANDS, parse_text
 from pbem.robot_client import client_order_lines
 from pbem.rules.dice import DiceStream, seed_from_number
+from pbem.rules.record import GameRecord, verify
 from pbem.rules.robot import choose_move
 
 SCHEMA = json.loads((Path(__file__).parent.parent / "schema" /
                      "game-record-generic.schema.json").read_text())
+POSTAL_SCHEMA = json.loads((Path(__file__).parent.parent / "schema" /
+                            "game-record.schema.json").read_text())
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
 
 def played_record(tmp_path: Path, kind: str, words: list[str], players: int,
-                  seed: int) -> dict[str, Any]:
-    """A whole game on SQLite, every move played by the robot at the deadline."""
+                  seed: int, policy: str | None = None) -> dict[str, Any]:
+    """A whole game on SQLite, every move played at the deadline (by the robot, or
+    by the game's missing-order policy)."""
     engine = open_database(f"sqlite:///{tmp_path / f'{kind}-{seed}.db'}")
     with Session(engine) as session:
         game = create_game(session, f"{kind}-{seed}", seed=seed_from_number(seed), now=NOW,
                            kind=kind, rules_json=kind_named(kind).parse_options(words))
+        if policy is not None:
+            game.options_json = json.dumps({"policy": policy})
         for i in range(players):
             add_player(session, game, f"p{i + 1}@example.org", f"P{i + 1}")
         start_game(session, game, NOW)
@@ -58,16 +64,28 @@ def records(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any
     return {"classic": played_record(tmp, "classic", ["DICE", "2"], 4, 7),
             "czech": played_record(tmp, "classic", ["czech", "DICE", "2"], 3, 8),
             "anniversary": played_record(tmp, "classic", ["anniversary", "DICE", "3"], 3, 9),
-            "cup": played_record(tmp, "cup", [], 4, 11)}
+            "cup": played_record(tmp, "cup", [], 4, 11),
+            "raise": played_record(tmp, "classic", ["DICE", "2"], 3, 12, policy="raise"),
+            "postal": played_record(tmp, "postal", [], 5, 13, policy="challenge")}
 
 
-@pytest.mark.parametrize("name", ["classic", "czech", "anniversary", "cup"])
+@pytest.mark.parametrize("name", ["classic", "czech", "anniversary", "cup", "raise"])
 def test_exports_verify_and_follow_the_schema(records: dict[str, Any], name: str) -> None:
     record = records[name]
     jsonschema.validate(record, SCHEMA)
+    assert {m["by"] for m in record["moves"]} == ({"policy"} if name == "raise" else {"robot"})
     assert record["format"] == "pbem.record/1" and record["seed"] is not None
     assert verify_generic(record) == []
     assert recount(record) == record["result"]
+
+
+def test_postal_record_with_policy_moves_follows_its_schema(records: dict[str, Any]) -> None:
+    """A move played by the game's missing-order policy is recorded as by "policy"."""
+    record = records["postal"]
+    assert record["format"] == "pbem.bluff.record/1"
+    assert "policy" in {m["by"] for m in record["moves"]}
+    jsonschema.validate(record, POSTAL_SCHEMA)
+    assert verify(GameRecord.from_json(record)) == []
 
 
 def test_czech_rules_json_keeps_its_six_player_key(records: dict[str, Any]) -> None:
