@@ -276,3 +276,13 @@ def test_cup_client_plays_legal_moves_from_its_view(players: int, seed: int) -> 
 def test_client_refuses_an_unknown_format() -> None:
     with pytest.raises(ValueError, match="cannot play"):
         client_order_lines({"format": "pbem.chess.view/1"}, random.Random(1))
+
+
+def test_a_replaced_player_shares_the_entrant_and_seat(records: dict[str, Any]) -> None:
+    """export_json lists every player row: one REPLACEd keeps its entrant and seat."""
+    record = copy.deepcopy(records["cup"])
+    record["players"].append({**record["players"][1], "name": "Newcomer"})
+    jsonschema.validate(record, SCHEMA)
+    assert verify_generic(record) == []
+    record["players"][-1]["seat"] = record["players"][0]["seat"]
+    assert "entrant 2 is listed with two seats" in verify_generic(record)
