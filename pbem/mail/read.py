@@ -104,6 +104,14 @@ def _header(msg: Message, name: str) -> str | None:
         return _clean(raw)
 
 
+def _header_count(msg: Message, name: str) -> int:
+    lname = name.lower()
+    try:
+        return sum(1 for k, _ in msg.raw_items() if isinstance(k, str) and k.lower() == lname)
+    except Exception:
+        return 0
+
+
 def _has_header(msg: Message, name: str) -> bool:
     return _raw_header(msg, name) is not None
 
@@ -615,6 +623,10 @@ def _read(
         from_name = _one_line(name or "")
         from_addr = _bare_address(addr or "")
         raw_from_local = _local_part(_clean(addr or ""))
+    if len(from_pairs) > 1 or _header_count(msg, "From") > 1:
+        # several senders, or a From the parsers read as several (a forged encoded word):
+        # there is no telling whom to answer, so nobody is answered and nothing is done
+        from_addr = None
     reply_pairs = _addresses(msg, "Reply-To")
     reply_to = _bare_address(reply_pairs[0][1] or "") if reply_pairs else None
 
