@@ -458,3 +458,79 @@ def test_hostile_mail_never_crashes_never_lets_anyone_in_and_is_answered_once(
     check()
     # the examples reached every kind of outcome, so the properties were not vacuous
     assert {"order accepted", "refused", "ignored"} <= seen, seen
+
+
+# --------------------------------------------------------------------------- injection
+
+EVIL_NAMES = ["<script>alert(1)</script>", "=?utf-8?q?=0D=0ABcc:_evil@example.net?=",
+              'Bob"><img src=x onerror=alert(1)>', "Eve\r\nBcc: evil@example.net",
+              "Mallory\u2028Cc: evil@example.net"]
+HEADERS_ALLOWED = {"from", "to", "subject", "date", "message-id", "in-reply-to", "references",
+                   "auto-submitted", "x-pbem-loop", "mime-version", "content-type",
+                   "content-transfer-encoding"}
+
+
+def assert_clean(raw: bytes) -> None:
+    """One recipient, only our own headers, no markup from anyone in the HTML."""
+    head = raw.split(b"\r\n\r\n", 1)[0]
+    assert head.isascii()
+    names = [line.split(b":", 1)[0].decode().lower() for line in head.split(b"\r\n")
+             if line and line[:1] not in (b" ", b"\t")]
+    assert set(names) <= HEADERS_ALLOWED, names
+    assert len(names) == len(set(names))
+    msg = parse_mail(raw)
+    assert len(msg.get_all("To")) == 1 and len(msg["To"].addresses) == 1
+    assert "evil" not in str(msg["To"]) and "\n" not in str(msg["Subject"])
+    html = msg.get_body(("html",))
+    if html is not None:
+        content = html.get_content().lower()
+        assert "<script" not in content and "<img" not in content
+
+
+def test_names_and_table_talk_cannot_inject_headers_or_markup(tmp_path: Path,
+                                                              clock: Clock) -> None:
+    server = make_server(tmp_path, clock)
+    server.referee.admin(["NEWGAME", "g1", "SEED", "3"])
+    for email, name in zip(PLAYERS, EVIL_NAMES):
+        server.referee.admin(["ADD", "g1", email, *name.split(" ")])
+    server.referee.admin(["START", "g1"])
+    key, _ = key_and_seat(server, P1)
+    said = "<script>alert('say')</script> Bcc: evil@example.net =?utf-8?q?=0D=0A?= " * 142
+    assert len(said) > 10_000
+    body = f"GAME g1\nKEY {key}\nSAY {said}\n"
+    row = deliver(server, EmailMessage_bytes(P1, body))
+    assert row.outcome and "said" in row.outcome and "(cut)" in row.outcome, row.outcome
+    server.referee.admin(["PROCESS", "g1"])            # the next report shows the talk
+    with Session(server.engine) as session:
+        sent = session.exec(select(OutboundMail)).all()
+    kinds = {m.kind for m in sent}
+    assert {"report", "talk"} <= kinds, kinds
+    for m in sent:
+        assert_clean(m.raw)
+    talk = [m for m in sent if m.kind == "talk"]
+    assert len(talk) == 4
+    turn2 = [m for m in sent if m.kind == "report" and m.turn == 2]
+    shown = parse_mail(turn2[0].raw).get_body(("html",)).get_content()
+    assert "&lt;script&gt;alert(" in shown and "&lt;/script&gt;" in shown   # escaped, shown
+    text = text_of(talk[0])
+    assert "cut at 2,000 characters" in text
+    assert len(parse_mail(talk[0].raw).get_body(("plain",)).get_content()) < 4_000
+
+
+@settings(max_examples=40, deadline=None)
+@given(name=st.text(max_size=60), said=st.text(max_size=300))
+def test_any_name_or_talk_makes_a_clean_mail(name: str, said: str) -> None:
+    """The compose and render layer alone: whatever a name or a SAY holds."""
+    from pbem.mail.compose import build_mail, make_message_id
+    from pbem.render import Renderer
+    renderer = Renderer()
+    text, html = renderer.render("notice", {"subject": f"table talk from {name}",
+                                            "paragraphs": [f"{name} says:", said],
+                                            "game": "g1"})
+    raw = build_mail(from_addr=ME, from_name=name, to_addrs=[P1],
+                     subject=f"[bluff g1] table talk from {name}", text=text, html=html,
+                     message_id=make_message_id("example.org", "talk"),
+                     loop_header=("X-Pbem-Loop", ME))
+    assert_clean(raw)
+    import markupsafe
+    assert str(markupsafe.escape(said)).strip()[:50] in html or not said.strip()

@@ -26,7 +26,7 @@ MAX_DEPTH = 12  # MIME nesting levels walked below the top-level message
 MAX_PARTS = 500  # MIME parts looked at, in all
 MAX_PROBLEM_NAMES = 5
 MAX_TEXT_LINES = 300  # lines of new text the referee reads in one mail (more: refused unread)
-MAX_LINE_CHARS = 500  # a longer line is cut (an order is never that long)
+MAX_LINE_CHARS = 5000  # a longer line is cut (SAY cuts its text shorter, with a note)
 
 
 @dataclass(frozen=True)
