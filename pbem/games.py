@@ -269,7 +269,7 @@ def export_json(session: Session, game: Game) -> dict[str, Any]:
     if game.kind == "postal":
         return export_record(session, game).to_json()
     kind = kind_of(game)
-    players = players_of(session, game)
+    players = entrants_of(session, game)
     state = load_state(session, game) if game.status in ("running", "over") else None
     over = state is not None and kind.over(state)
     rows = session.exec(select(Move).where(Move.game_id == game.id)
@@ -279,7 +279,8 @@ def export_json(session: Session, game: Game) -> dict[str, Any]:
         "rules": json.loads(game.rules_json), "commitment": game.commitment,
         "seed": game.seed_hex if over else None,
         "players": [{"entrant": p.entrant, "name": p.name, "seat": p.seat} for p in players],
-        "moves": [{"turn": r.turn, "seat": r.seat, "by": r.by, "move": json.loads(r.move_json)}
+        "moves": [{"turn": r.turn, "seat": r.seat, "by": r.by, "move": json.loads(r.move_json),
+                   **({"dealt": json.loads(r.rerolled_json)} if r.rerolled_json != "[]" else {})}
                   for r in rows],
         "result": {"standings": kind.standings(state)} if over and state is not None else None,
     }
@@ -292,11 +293,14 @@ def player_view(game: Game, players: dict[int, Player], state: Any,
     rules_part = kind.view(state, seat)
     per_seat = rules_part.pop("virtual_dice", None)
     player = players.get(seat) if seat is not None else None
+    # the kind may list the seats itself (dice counts ...): the names are added to its list
+    kind_rows = {row.get("seat"): row for row in rules_part.pop("players", None) or []}
     listed = []
     for s in sorted(players):
         entry: dict[str, Any] = {"number": s, "name": players[s].name}
         if per_seat is not None:
             entry["virtual_dice"] = per_seat[str(s)]
+        entry.update({k: v for k, v in kind_rows.get(s, {}).items() if k != "name"})
         listed.append(entry)
     return {
         "format": "pbem.bluff.view/1" if game.kind == "postal" else f"pbem.{game.kind}.view/1",

@@ -286,3 +286,15 @@ def test_a_replaced_player_shares_the_entrant_and_seat(records: dict[str, Any]) 
     assert verify_generic(record) == []
     record["players"][-1]["seat"] = record["players"][0]["seat"]
     assert "entrant 2 is listed with two seats" in verify_generic(record)
+
+
+def test_dealt_dice_are_in_the_record_and_checked_against_the_seed(
+        records: dict[str, Any]) -> None:
+    dealt = [m for m in records["cup"]["moves"] if m.get("dealt")]
+    assert dealt, "the Bluffer's rolls are recorded"
+    bad = copy.deepcopy(records["cup"])
+    move = next(m for m in bad["moves"] if m.get("dealt"))
+    move["dealt"] = list(reversed(move["dealt"])) if len(set(map(str, move["dealt"]))) > 1 \
+        else [99]
+    problems = verify_generic(bad)
+    assert any("do not follow from the seed" in p for p in problems), problems

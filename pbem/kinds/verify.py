@@ -136,9 +136,16 @@ def verify_generic(record: Mapping[str, Any]) -> list[str]:
                 return problems + [(f"turn {turn}: seat {seat}: {m.get('move')!r} is not a "
                                     f"legal move: {exc}")]
         try:
-            state = kind.apply(state, moves, stream).state
+            resolution = kind.apply(state, moves, stream)
         except (RulesError, ValueError) as exc:
             return problems + [f"turn {turn}: {exc}"]
+        state = resolution.state
+        for m in group:
+            # what the reports showed being dealt must be what the seed deals
+            if "dealt" in m and _normal(m["dealt"]) != _normal(
+                    resolution.extras.get(int(m["seat"]), [])):
+                problems.append(f"turn {turn}: the dice dealt to seat {m['seat']} do not "
+                                f"follow from the seed")
         expected += 1
     if not kind.over(state):
         problems.append("the game is not over")

@@ -177,7 +177,7 @@ class SmtpSender:
     def _sendmail(self, conn: smtplib.SMTP, mail_from: str, rcpts: list[str], raw: bytes,
                   result: SendResult) -> None:
         mail_options: list[str] = []
-        if any(b > 127 for b in raw) and conn.has_extn("8bitmime"):
+        if not raw.isascii() and conn.has_extn("8bitmime"):
             mail_options.append("BODY=8BITMIME")
         if not all(a.isascii() for a in [mail_from, *rcpts]):
             if not conn.has_extn("smtputf8"):
