@@ -93,11 +93,19 @@ class Server:
         backoff = self._backoff("IMAP")
         if not backoff.ready(self.clock()):
             return 0
+        # one poller at a time: two would fetch the same mail (harmless, it is stored once)
+        # and move it twice (the mailbox's done folder would get two copies)
+        lease = Lease(self.engine, "fetch", self.clock, seconds=self.settings.claim_lease_seconds)
+        if not lease.try_acquire():
+            log.info("another process (%s) is fetching mail; left to it", lease.holder())
+            return 0
         try:
             fetched = inbox.poll(self.store_fetched)
         except MailError as exc:   # unreachable, dropped, or an IMAP error: nothing was lost
             backoff.failed(self.clock(), exc)
             return 0
+        finally:
+            lease.release()
         backoff.succeeded()
         return fetched
 

@@ -28,13 +28,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _child(config: str, crash: str | None) -> None:
+def _child(config: str, crash: str | None, job: str = "tick") -> None:
     from pbem import faults
     from pbem.config import load_settings
     from pbem.server import Server
     faults.arm(crash)
-    report = Server(load_settings(Path(config))).tick()
-    sys.stderr.write(f"child {os.getpid()}: {report}\n")
+    server = Server(load_settings(Path(config)))
+    if job == "process":     # the referee alone, without the tick's lease
+        report: object = server.referee.process_pending()
+    elif job == "send":      # the outbox alone
+        report = server.send()
+    else:
+        report = server.tick()
+    sys.stderr.write(f"child {os.getpid()} {job}: {report}\n")
 
 
 def serve() -> None:
@@ -51,20 +57,26 @@ def serve() -> None:
         job = json.loads(line)
         sys.stdout.flush()
         sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:
-            code = 0
-            try:
-                _child(job["config"], job.get("crash"))
-            except BaseException:
-                traceback.print_exc()
-                code = 1
-            finally:
-                sys.stderr.flush()
-                os._exit(code)
-        _, status = os.waitpid(pid, 0)
-        code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-        print(json.dumps({"status": code, "pid": pid}), flush=True)
+        pids = []
+        for _ in range(int(job.get("count", 1))):   # several at once: they run concurrently
+            pid = os.fork()
+            if pid == 0:
+                code = 0
+                try:
+                    _child(job["config"], job.get("crash"), job.get("job", "tick"))
+                except BaseException:
+                    traceback.print_exc()
+                    code = 1
+                finally:
+                    sys.stderr.flush()
+                    os._exit(code)
+            pids.append(pid)
+        codes = []
+        for pid in pids:
+            _, status = os.waitpid(pid, 0)
+            codes.append(-os.WTERMSIG(status) if os.WIFSIGNALED(status)
+                         else os.WEXITSTATUS(status))
+        print(json.dumps({"status": codes[0], "statuses": codes, "pid": pids[0]}), flush=True)
 
 
 class Zygote:
@@ -91,14 +103,20 @@ class Zygote:
             self.proc = None
 
     def tick(self, config: Path, crash: str | None = None) -> int:
+        return self.run(config, crash=crash)[0]
+
+    def run(self, config: Path, *, crash: str | None = None, job: str = "tick",
+            count: int = 1) -> list[int]:
+        """Run ``count`` children at once (``job``: tick, process or send); their statuses."""
         assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout
-        self.proc.stdin.write(json.dumps({"config": str(config), "crash": crash}) + "\n")
+        self.proc.stdin.write(json.dumps({"config": str(config), "crash": crash, "job": job,
+                                          "count": count}) + "\n")
         self.proc.stdin.flush()
         answer = self.proc.stdout.readline()
         assert answer, "the zygote died"
         result = json.loads(answer)
         self.last_pid = int(result["pid"])
-        return int(result["status"])
+        return [int(code) for code in result["statuses"]]
 
 
 if __name__ == "__main__":

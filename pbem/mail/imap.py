@@ -190,6 +190,22 @@ class ImapInbox:
                 raise
 
     def _mark_done(self, client: IMAPClient, uids: list[int], mode: str) -> None:
+        try:
+            self._mark(client, uids, mode)
+        except imaplib.IMAP4.error as e:
+            if not _vanished(e):
+                raise
+            # another poller (a second server) moved some of them meanwhile: they are
+            # stored already, so move the rest one by one and let the vanished ones be
+            log.info("%r: some mails were moved by someone else meanwhile: %s", self, e)
+            for uid in uids:
+                try:
+                    self._mark(client, [uid], mode)
+                except imaplib.IMAP4.error as again:
+                    if not _vanished(again):
+                        raise
+
+    def _mark(self, client: IMAPClient, uids: list[int], mode: str) -> None:
         if mode == "move":
             client.move(uids, self.done_folder)
         elif mode == "expunge":
@@ -198,6 +214,12 @@ class ImapInbox:
             client.uid_expunge(uids)
         else:
             client.add_flags(uids, [SEEN, DONE_KEYWORD.encode()], silent=True)
+
+
+def _vanished(error: Exception) -> bool:
+    """The IMAP server says some of the messages no longer exist (RFC 5530 EXPUNGEISSUED)."""
+    text = str(error).upper()
+    return "EXPUNGEISSUED" in text or "NO LONGER EXIST" in text
 
 
 def _close(client: IMAPClient) -> None:
