@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pbem.kinds.base import OrderProblem, Resolution, TakenOrder, Understood
+from pbem.kinds.bidding import read_bid_order
 from pbem.orders import PLAYER_COMMANDS, Order, OrderError
 from pbem.rules.challenge import count_matching
 from pbem.rules.classic import (
@@ -204,26 +205,7 @@ class ClassicKind:
 
     def take_order(self, state: ClassicState, seat: int,
                    orders: Sequence[Order]) -> TakenOrder:
-        moves = [o for o in orders if o.name in ("BID", "CHALLENGE")]
-        exposes = [o for o in orders if o.name == "EXPOSE"]
-        if not moves:
-            if exposes:
-                raise OrderProblem("EXPOSE goes with a BID in the same mail, never alone",
-                                   "e.g. BID 6 threes and, on the next line, EXPOSE 3 3",
-                                   exposes[0])
-            raise OrderProblem("I found no order in your mail",
-                               "write one order a line, e.g. BID 6 threes or CHALLENGE")
-        if len(moves) > 1:
-            raise OrderProblem("one move a turn: your mail has more than one BID or CHALLENGE",
-                               "send just the one you mean; a later mail replaces an earlier "
-                               "order", moves[1])
-        order = moves[0]
-        if exposes and order.name != "BID":
-            raise OrderProblem("EXPOSE goes with a BID in the same mail, never with a "
-                               "challenge", "e.g. BID 6 threes and, on the next line, EXPOSE 3 3",
-                               exposes[0])
-        move: Move = (CHALLENGE if order.name == "CHALLENGE"
-                      else BidMove(order.args, tuple(f for e in exposes for f in e.args)))
+        order, exposes, move = read_bid_order(orders)
         # the bid alone first, so that a refusal quotes the line at fault
         for bad, trial in ((order, BidMove(move.bid) if isinstance(move, BidMove) else move),
                            (exposes[0] if exposes else order, move)):

@@ -7,13 +7,20 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pbem.kinds.base import OrderProblem, Resolution, TakenOrder, Understood
+from pbem.kinds.bidding import read_bid_order
 from pbem.orders import PLAYER_COMMANDS, Order, OrderError
 from pbem.rules.dice import DiceStream, face_symbol
 from pbem.rules.errors import RulesError
 from pbem.rules.moves import CHALLENGE, BidMove, Move, move_from_json, move_to_json
 from pbem.rules.odds import bid_odds
-from pbem.rules.postal import PLAYERS, BidPlaced, ChallengeResolved, PostalState, apply_turn
-from pbem.rules.postal import new_game
+from pbem.rules.postal import (
+    PLAYERS,
+    BidPlaced,
+    ChallengeResolved,
+    PostalState,
+    apply_turn,
+    new_game,
+)
 from pbem.rules.robot import choose_move
 from pbem.rules.ruleset import RuleSet
 from pbem.rules.view import holdings, odds_view
@@ -53,29 +60,7 @@ class PostalKind:
         return state.due().get(seat, 0)
 
     def take_order(self, state: PostalState, seat: int, orders: Sequence[Order]) -> TakenOrder:
-        moves = [o for o in orders if o.name in ("BID", "CHALLENGE")]
-        exposes = [o for o in orders if o.name == "EXPOSE"]
-        if not moves:
-            if exposes:
-                raise OrderProblem("EXPOSE goes with a BID in the same mail, never alone",
-                                   "e.g. BID 6 threes and, on the next line, EXPOSE 3 3",
-                                   exposes[0])
-            raise OrderProblem("I found no order in your mail",
-                               "write one order a line, e.g. BID 6 threes or CHALLENGE")
-        if len(moves) > 1:
-            raise OrderProblem("one move a turn: your mail has more than one BID or CHALLENGE",
-                               "send just the one you mean; a later mail replaces an earlier "
-                               "order", moves[1])
-        order = moves[0]
-        if exposes and order.name != "BID":
-            raise OrderProblem("EXPOSE goes with a BID in the same mail, never with a "
-                               "challenge", "e.g. BID 6 threes and, on the next line, EXPOSE 3 3",
-                               exposes[0])
-        move: Move
-        if order.name == "CHALLENGE":
-            move = CHALLENGE
-        else:
-            move = BidMove(order.args, tuple(f for e in exposes for f in e.args))
+        order, exposes, move = read_bid_order(orders)
         try:
             minigame = state.check_move(seat, move)
         except RulesError as exc:
