@@ -65,8 +65,8 @@ def move_commands(kind: "GameKind | None" = None) -> tuple[Command, ...]:
     """The move orders of a kind, or of every kind (before the mail's game is known)."""
     from pbem.kinds import KINDS
     seen: dict[str, Command] = {}
-    for kind in [kind] if kind is not None else KINDS.values():
-        for command in kind.commands:
+    for each in [kind] if kind is not None else KINDS.values():
+        for command in each.commands:
             seen.setdefault(command.name, command)
     return tuple(seen.values())
 
