@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _child(config: str, crash: str | None, job: str = "tick") -> None:
+def _child(config: str, crash: str | None, job: str = "tick", seconds: float = 0) -> None:
     from pbem import faults
     from pbem.config import load_settings
     from pbem.server import Server
@@ -38,6 +38,14 @@ def _child(config: str, crash: str | None, job: str = "tick") -> None:
         report: object = server.referee.process_pending()
     elif job == "send":      # the outbox alone
         report = server.send()
+    elif job == "listen":    # the SMTP listener for a while, then a tick
+        import time
+        listener = server.listener()
+        assert listener is not None
+        listener.start()
+        time.sleep(seconds)
+        listener.stop()
+        report = server.tick()
     else:
         report = server.tick()
     sys.stderr.write(f"child {os.getpid()} {job}: {report}\n")
@@ -63,7 +71,8 @@ def serve() -> None:
             if pid == 0:
                 code = 0
                 try:
-                    _child(job["config"], job.get("crash"), job.get("job", "tick"))
+                    _child(job["config"], job.get("crash"), job.get("job", "tick"),
+                           float(job.get("seconds", 0)))
                 except BaseException:
                     traceback.print_exc()
                     code = 1
@@ -106,11 +115,12 @@ class Zygote:
         return self.run(config, crash=crash)[0]
 
     def run(self, config: Path, *, crash: str | None = None, job: str = "tick",
-            count: int = 1) -> list[int]:
-        """Run ``count`` children at once (``job``: tick, process or send); their statuses."""
+            count: int = 1, seconds: float = 0) -> list[int]:
+        """Run ``count`` children at once (``job``: tick, process, send, or listen for
+        ``seconds`` then tick); their wait statuses."""
         assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout
         self.proc.stdin.write(json.dumps({"config": str(config), "crash": crash, "job": job,
-                                          "count": count}) + "\n")
+                                          "count": count, "seconds": seconds}) + "\n")
         self.proc.stdin.flush()
         answer = self.proc.stdout.readline()
         assert answer, "the zygote died"

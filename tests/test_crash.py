@@ -21,11 +21,15 @@ from __future__ import annotations
 
 import os
 import random
+import smtplib
 import subprocess
 import sys
+import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from email import policy
 from email.message import EmailMessage
 from pathlib import Path
 
@@ -38,6 +42,7 @@ from pbem.models import Game, InboundMail, Move, OutboundMail, PendingOrder
 from pbem.robot_client import client_order_lines, parse_mail, report_view, reply_to
 from pbem.server import Server
 from tests.crashkit import ROOT, Zygote
+from tests.mailstack import free_ports
 
 pytestmark = pytest.mark.mailstack
 
@@ -237,3 +242,58 @@ def test_crash_points_cost_nothing_unless_armed() -> None:
         faults.arm("no-such-point")
     faults.arm(None)
 
+
+
+def test_a_crash_after_the_listener_stored_a_mail_but_before_its_250(tmp_path: Path,
+                                                                    zygote: Zygote) -> None:
+    """The SMTP client never got its 250, so it sends again: the mail is handled once."""
+    port = free_ports(1)[0]
+    config = tmp_path / "pbem.toml"
+    config.write_text(f"""
+[server]
+database = "sqlite:///pbem.db"
+address = "bluff@example.org"
+referee = "referee@example.org"
+referee_key = "{KEY}"
+outbox_dir = "out"
+[listen]
+host = "127.0.0.1"
+port = {port}
+""")
+    msg = EmailMessage()
+    msg["From"], msg["To"], msg["Subject"] = "ann@example.org", "bluff@example.org", "help"
+    msg["Message-ID"] = "<listener-crash@example.org>"
+    msg.set_content("HELP\n")
+    raw = msg.as_bytes(policy=policy.SMTP)
+
+    def deliver_while(crash: str | None, expect_250: bool) -> list[int]:
+        statuses: list[int] = []
+        child = threading.Thread(target=lambda: statuses.extend(
+            zygote.run(config, crash=crash, job="listen", seconds=1.5)))
+        child.start()
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                client = smtplib.SMTP("127.0.0.1", port, timeout=10)
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the listener did not start"
+                time.sleep(0.05)
+        try:
+            client.sendmail("ann@example.org", ["bluff@example.org"], raw)
+            assert expect_250
+            client.quit()
+        except smtplib.SMTPServerDisconnected:
+            assert not expect_250
+        child.join(30)
+        return statuses
+    assert deliver_while("listener-stored", expect_250=False) == [-9]
+    engine = Server(load_settings(config)).engine
+    with Session(engine) as session:
+        assert [m.status for m in session.exec(select(InboundMail))] == ["new"]   # stored
+    assert deliver_while(None, expect_250=True) == [0]     # the client's retry, after restart
+    with Session(engine) as session:
+        rows = session.exec(select(InboundMail)).all()
+        assert [m.status for m in rows] == ["done"]
+        assert len(session.exec(select(OutboundMail)).all()) == 1
+    assert len(list((tmp_path / "out").glob("*.eml"))) == 1
