@@ -462,7 +462,7 @@ def test_hostile_mail_never_crashes_never_lets_anyone_in_and_is_answered_once(
 
 # --------------------------------------------------------------------------- injection
 
-EVIL_NAMES = ["<script>alert(1)</script>", "=?utf-8?q?=0D=0ABcc:_evil@example.net?=",
+EVIL_NAMES = ["=?utf-8?q?=0D=0ABcc:_evil@example.net?=", "<script>alert(1)</script>",
               'Bob"><img src=x onerror=alert(1)>', "Eve\r\nBcc: evil@example.net",
               "Mallory\u2028Cc: evil@example.net"]
 HEADERS_ALLOWED = {"from", "to", "subject", "date", "message-id", "in-reply-to", "references",
@@ -498,8 +498,11 @@ def test_names_and_table_talk_cannot_inject_headers_or_markup(tmp_path: Path,
     said = "<script>alert('say')</script> Bcc: evil@example.net =?utf-8?q?=0D=0A?= " * 142
     assert len(said) > 10_000
     body = f"GAME g1\nKEY {key}\nSAY {said}\n"
-    row = deliver(server, EmailMessage_bytes(P1, body))
+    row = deliver(server, EmailMessage_bytes(P1, body))     # P1's name is an encoded word
     assert row.outcome and "said" in row.outcome and "(cut)" in row.outcome, row.outcome
+    key2, _ = key_and_seat(server, PLAYERS[1])                # P2's name is a script tag
+    row = deliver(server, EmailMessage_bytes(PLAYERS[1], f"GAME g1\nKEY {key2}\nSAY hi\n"))
+    assert row.outcome and "said" in row.outcome, row.outcome
     server.referee.admin(["PROCESS", "g1"])            # the next report shows the talk
     with Session(server.engine) as session:
         sent = session.exec(select(OutboundMail)).all()
@@ -508,7 +511,7 @@ def test_names_and_table_talk_cannot_inject_headers_or_markup(tmp_path: Path,
     for m in sent:
         assert_clean(m.raw)
     talk = [m for m in sent if m.kind == "talk"]
-    assert len(talk) == 4
+    assert len(talk) == 8
     turn2 = [m for m in sent if m.kind == "report" and m.turn == 2]
     shown = parse_mail(turn2[0].raw).get_body(("html",)).get_content()
     assert "&lt;script&gt;alert(" in shown and "&lt;/script&gt;" in shown   # escaped, shown
@@ -517,8 +520,13 @@ def test_names_and_table_talk_cannot_inject_headers_or_markup(tmp_path: Path,
     assert len(parse_mail(talk[0].raw).get_body(("plain",)).get_content()) < 4_000
 
 
+NAMES = st.one_of(st.text(max_size=60), st.sampled_from(EVIL_NAMES),
+                  st.builds(lambda a, b: f"{a}=?utf-8?q?{b}?=", st.text(max_size=10),
+                            st.sampled_from(["=0D=0ABcc:_x@y", "=0ATo:_x@y", "hi"])))
+
+
 @settings(max_examples=40, deadline=None)
-@given(name=st.text(max_size=60), said=st.text(max_size=300))
+@given(name=NAMES, said=st.text(max_size=300))
 def test_any_name_or_talk_makes_a_clean_mail(name: str, said: str) -> None:
     """The compose and render layer alone: whatever a name or a SAY holds."""
     from pbem.mail.compose import build_mail, make_message_id

@@ -289,13 +289,17 @@ class Locker:
 
     def __init__(self, path: Path) -> None:
         self.conn = sqlite3.connect(path, isolation_level=None, timeout=0)
+        self.held = False
 
     def __enter__(self) -> Locker:
         self.conn.execute("BEGIN IMMEDIATE")
+        self.held = True
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.conn.execute("ROLLBACK")
+        if self.held:
+            self.conn.execute("ROLLBACK")
+            self.held = False
 
 
 def test_database_locked_keeps_the_mail_in_the_mailbox_until_it_can_be_stored(
@@ -317,6 +321,38 @@ def test_database_locked_keeps_the_mail_in_the_mailbox_until_it_can_be_stored(
     assert server.tick().fetched == 0
     assert mailstack.fetch_all("bluff") == []
     assert len(list((tmp_path / "out").glob("*.eml"))) == 1
+
+
+def test_database_locked_while_fetching_keeps_the_mail_in_the_mailbox(mailstack,
+                                                                     tmp_path) -> None:
+    """The lock comes after the tick began: the store itself fails, the mail is not moved."""
+    clock = Clock()
+    server = make_server(mailstack, tmp_path, clock)
+    short_busy_timeout(server)
+    server.tick()
+    for user in ("p1", "p2"):
+        mailstack.deliver("bluff", help_mail(mailstack, user), mail_from=mailstack.address(user))
+    mailstack.wait_for("bluff", 2)
+    locker = Locker(tmp_path / "pbem.db")
+    real_store = server.store_fetched
+
+    def store_under_lock(mail) -> None:
+        if not locker.held:
+            locker.__enter__()
+        real_store(mail)
+    server.store_fetched = store_under_lock   # type: ignore[method-assign]
+    try:
+        report = server.tick()
+        assert report.fetched == 0 and "database" in report.problems
+        assert len(mailstack.fetch_all("bluff")) == 2       # both still in the mailbox
+        with pytest.raises(OperationalError):    # what the IMAP poller saw for each mail
+            server.referee.store_inbound(b"From: x@y\r\n\r\nhi", source="smtp")
+    finally:
+        locker.__exit__()
+    server.store_fetched = real_store   # type: ignore[method-assign]
+    report = server.tick()
+    assert report.fetched == 2 and report.processed == 2 and report.sent == 2
+    assert mailstack.fetch_all("bluff") == []
 
 
 def test_database_locked_while_processing_and_sending_loses_nothing(tmp_path, caplog) -> None:
