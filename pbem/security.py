@@ -128,7 +128,7 @@ def note_failure(session: Session, address: str, now: datetime, limits: Limits) 
 def known_address(session: Session, address: str) -> bool:
     """A player (of any game), a watcher or someone who signed up: not a stranger."""
     for model in (Player, Watcher, Signup):
-        if session.exec(select(model.id).where(model.email == address)).first() is not None:  # type: ignore[attr-defined]
+        if session.exec(select(model.id).where(model.email == address)).first() is not None:
             return True
     return False
 
