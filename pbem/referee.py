@@ -45,6 +45,9 @@ from pbem.reports import enqueue_reports, latest_report, played_for_notes
 log = logging.getLogger(__name__)
 
 
+MAX_IGNORED_SHOWN = 20   # prose lines a confirmation lists as ignored
+
+
 def utc_now() -> datetime:
     from datetime import UTC
     return datetime.now(UTC)
@@ -61,6 +64,7 @@ class Refusal(Exception):
         super().__init__(problems[0].message if problems else "refused")
         self.problems = list(problems)
         self.game = game
+        self.auth_failed = False       # a failed attempt to act as someone (rate-limited)
 
 
 def refusal(message: str, hint: str = "", line_no: int | None = None,
@@ -214,7 +218,7 @@ class Referee:
             else:
                 outcome = self._player_mail(session, row, msg)
         except Refusal as refused:
-            if getattr(refused, "auth_failed", False):
+            if refused.auth_failed:
                 self._auth_failed(session, msg.from_addr)
             self._answer_error(session, row, msg, refused)
             outcome = "refused: " + "; ".join(p.message for p in refused.problems)
@@ -360,7 +364,8 @@ class Referee:
                      "understood": u.understood, "odds": u.odds} for u in taken.lines]
         pending = sorted(set(kind.due(state)) - set(pending_orders(session, game)))
         context = {"game": game.name, "turn": game.turn, "seat": seat, "accepted": accepted,
-                   "ignored": [{"line_no": p.number, "line": p.text} for p in parsed.prose],
+                   "ignored": [{"line_no": p.number, "line": p.text}
+                               for p in parsed.prose[:MAX_IGNORED_SHOWN]],
                    "replaced": (kind.describe_move(kind.move_from_json(
                        json.loads(replaced.move_json))) if replaced else None),
                    "pending": pending,
@@ -427,17 +432,28 @@ class Referee:
 
     def admin(self, words: list[str]) -> list[str]:
         """Run one referee command line from the shell; returns what it says."""
+        from pbem.faults import Lease
         from pbem.mail.read import BodyLine
-        with Session(self.engine) as session:
-            parsed = parse_text([BodyLine(1, " ".join(words))], REFEREE_COMMANDS)
-            if parsed.problems:
-                p = parsed.problems[0]
-                raise GameError(f"{p.message}" + (f" ({p.hint})" if p.hint else ""))
-            if not parsed.orders:
-                raise GameError(f"not a referee command: {' '.join(words)} (try HELP)")
-            out = run_admin(self._admin_context(session), parsed.orders)
-            session.commit()
-            return out
+        parsed = parse_text([BodyLine(1, " ".join(words))], REFEREE_COMMANDS)
+        if parsed.problems:
+            p = parsed.problems[0]
+            raise GameError(f"{p.message}" + (f" ({p.hint})" if p.hint else ""))
+        if not parsed.orders:
+            raise GameError(f"not a referee command: {' '.join(words)} (try HELP)")
+        # the same lease as a tick's processing and resolving: a command from the shell
+        # never interleaves with a running server's handling of the same game
+        lease = Lease(self.engine, "referee", self.clock,
+                      seconds=self.settings.claim_lease_seconds)
+        if not lease.acquire(wait=self.settings.lock_wait_seconds):
+            raise GameError(f"the server is busy ({lease.holder()} is handling mail); "
+                            "try again in a moment")
+        try:
+            with Session(self.engine) as session:
+                out = run_admin(self._admin_context(session), parsed.orders)
+                session.commit()
+                return out
+        finally:
+            lease.release()
 
     def _admin_context(self, session: Session) -> AdminContext:
         return AdminContext(session=session, referee=self, now=self.clock())
@@ -540,7 +556,7 @@ class Referee:
     @staticmethod
     def _auth_refusal(refused: Refusal) -> Refusal:
         """Mark a refusal as a failed attempt to act as someone (counted, rate-limited)."""
-        refused.auth_failed = True  # type: ignore[attr-defined]
+        refused.auth_failed = True
         return refused
 
     def _check_lockout(self, session: Session, msg: InboundMessage, game: str | None) -> None:

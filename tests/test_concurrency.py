@@ -243,3 +243,25 @@ def test_a_tick_that_cannot_get_the_lease_leaves_the_mail_to_the_holder(
         session.delete(session.get(ServerState, "lease:referee"))
         session.commit()
     assert server.tick().processed == 1
+
+
+def test_a_referee_command_from_the_shell_waits_for_the_referee_lease(
+        tmp_path: Path) -> None:
+    from pbem.config import Settings
+    from pbem.games import GameError
+    settings = Settings(database=f"sqlite:///{tmp_path / 'pbem.db'}", address="bluff@x.org",
+                        referee="referee@x.org", referee_key="k", outbox_dir=tmp_path / "out",
+                        lock_wait_seconds=0.1)
+    server = Server(settings)
+    until = datetime.now(UTC) + timedelta(minutes=5)
+    with Session(server.engine) as session:
+        session.add(ServerState(key="lease:referee",
+                                value=f'{{"owner": "elsewhere:1:abcd", "until": "{until.isoformat()}"}}'))
+        session.commit()
+    with pytest.raises(GameError, match="busy"):
+        server.referee.admin(["NEWGAME", "g1"])
+    with Session(server.engine) as session:
+        session.delete(session.get(ServerState, "lease:referee"))
+        session.commit()
+    assert "created" in server.referee.admin(["NEWGAME", "g1"])[0]
+    assert Lease(server.engine, "referee", server.clock).holder() is None
