@@ -25,7 +25,7 @@ def kind_named(name: str) -> GameKind:
         raise KeyError(f"unknown game kind '{name}' (kinds: {', '.join(KINDS)})") from None
 
 
-def kind_of(game: "Game") -> GameKind:
+def kind_of(game: Game) -> GameKind:
     return kind_named(game.kind)
 
 
