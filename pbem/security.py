@@ -126,11 +126,13 @@ def note_failure(session: Session, address: str, now: datetime, limits: Limits) 
 
 
 def known_address(session: Session, address: str) -> bool:
-    """A player (of any game), a watcher or someone who signed up: not a stranger."""
-    for model in (Player, Watcher, Signup):
+    """A player (of any game), a watcher or someone who confirmed a sign-up: not a stranger.
+    (An unconfirmed JOIN does not count: anyone can forge one in another's name.)"""
+    for model in (Player, Watcher):
         if session.exec(select(model.id).where(model.email == address)).first() is not None:
             return True
-    return False
+    return session.exec(select(Signup.id).where(Signup.email == address,
+                                                Signup.status == "confirmed")).first() is not None
 
 
 def may_answer(session: Session, address: str, now: datetime, limits: Limits) -> bool:

@@ -295,3 +295,16 @@ def test_two_servers_over_the_mail_stack(mailstack, tmp_path: Path) -> None:
     assert pending(a) == pending(b) == 0
     with Session(b.engine) as session:
         assert session.exec(select(OutboundMail)).all() == []
+
+
+def test_a_forged_join_does_not_make_an_address_known(server: Server) -> None:
+    """Anyone can send JOIN in another's name; until the code is confirmed the address
+    stays a stranger, so junk in its name gets at most one answer a day."""
+    server.referee.admin(["NEWGAME", "open-1", "OPEN"])
+    victim = "victim@elsewhere.example"
+    deliver(server, mail(victim, "JOIN open-1 Vic\n", subject="join"))
+    codes = len(outbox(server, victim))
+    assert codes == 1
+    for i in range(3):
+        deliver(server, mail(victim, "BDI 5 4\n", subject=f"junk {i}"))
+    assert len(outbox(server, victim)) - codes <= 1
