@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from pbem.server import Server
+from tests.deskkit import Clock, make_server
 from tests.mailstack import MailStack, dovecot_available
 
 # --------------------------------------------------------------------------- mail stack
@@ -31,3 +34,18 @@ def mailstack() -> Iterator[MailStack]:
         yield stack
     finally:
         stack.stop()
+
+
+# --------------------------------------------------------------------------- referee's desk
+
+
+@pytest.fixture
+def clock() -> Clock:
+    """A clock the test moves by hand, at tests.deskkit.T0 (modules may define their own)."""
+    return Clock()
+
+
+@pytest.fixture
+def server(tmp_path: Path, clock: Clock) -> Server:
+    """The desk tests' server on SQLite in tmp_path with the .eml outbox, on `clock`."""
+    return make_server(tmp_path, clock)

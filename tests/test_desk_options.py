@@ -11,17 +11,7 @@ import pytest
 from pbem.desk.options import GameOptions, options_of, parse_options
 from pbem.orders import OrderError
 from pbem.server import Server
-from tests.clockkit import Clock, admin, cli, game_row, make_server, referee_mail
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def server(tmp_path: Path, clock: Clock) -> Server:
-    return make_server(tmp_path, clock)
+from tests.deskkit import Clock, admin, cli, game_row, referee_mail
 
 
 def test_defaults() -> None:

@@ -13,21 +13,9 @@ from sqlmodel import Session, col, select
 from pbem.games import find_game, players_of, seated
 from pbem.models import AuditEntry, Move, Player
 from pbem.server import Server
-from tests.clockkit import (PLAYERS, REFEREE, Clock, admin, cli, game_row, last_text,
-                            make_server, new_game, order, outbox, referee_mail, send,
-                            started_game, subjects)
-
-T0 = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock(T0)
-
-
-@pytest.fixture
-def server(tmp_path: Path, clock: Clock) -> Server:
-    return make_server(tmp_path, clock)
+from tests.deskkit import (PLAYERS, REFEREE, T0, Clock, admin, cli, game_row, last_text,
+                           make_server, new_game, order, outbox, referee_mail, send,
+                           started_game, subjects)
 
 
 def tick(server: Server) -> int:

@@ -15,28 +15,11 @@ from pbem.kinds import kind_of
 from pbem.models import AuditEntry, OutboundMail
 from pbem.rules.record import verify
 from pbem.server import Server
-from tests.deskkit import (PLAYERS, Clock, by_seat, cli, deliver, game_turn,
-                           last_text, mail, make_server, moves_of, order, outbox, outbox_rows,
-                           player, raise_line, referee_mail, start_game, state_of, text_of,
-                           write_config)
+from tests.deskkit import (PLAYERS, Clock, by_seat, cli, deliver, game_turn, last_text, mail,
+                           moves_of, order, outbox, outbox_rows, player, raise_line,
+                           referee_mail, seat_of, started_game, state_of, text_of)
 
 NEW = "newbie@example.org"
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def server(tmp_path: Path, clock: Clock) -> Server:
-    return make_server(tmp_path, clock)
-
-
-def seat_of(server: Server, email: str) -> int:
-    seat = player(server, email).seat
-    assert seat is not None
-    return seat
 
 
 def pending(server: Server) -> dict[int, str]:
@@ -64,7 +47,7 @@ def test_help_lists_the_referee_desk_commands(server: Server) -> None:
 # --- PREVIEW ------------------------------------------------------------------------
 
 def test_preview_by_mail_stores_nothing_and_foretells_the_turn(server: Server) -> None:
-    start_game(server)
+    started_game(server)
     sent = seat_of(server, PLAYERS[0])
     order(server, PLAYERS[0], "BID 1 two")
     before = {p: len(outbox(server, p)) for p in PLAYERS}
@@ -81,8 +64,8 @@ def test_preview_by_mail_stores_nothing_and_foretells_the_turn(server: Server) -
 
 
 def test_preview_by_the_cli_process(server: Server, tmp_path: Path) -> None:
-    start_game(server)
-    done = cli(write_config(tmp_path), "PREVIEW", "g1")
+    started_game(server)
+    done = cli(tmp_path, "PREVIEW", "g1")
     assert done.returncode == 0, done.stderr
     assert "turn 1: if the turn were resolved now" in done.stdout
     assert moves_of(server) == []
@@ -91,7 +74,7 @@ def test_preview_by_the_cli_process(server: Server, tmp_path: Path) -> None:
 # --- ORDER --------------------------------------------------------------------------
 
 def test_order_on_behalf_by_mail_is_checked_recorded_and_told(server: Server) -> None:
-    start_game(server)
+    started_game(server)
     seat = seat_of(server, PLAYERS[1])
     bad = referee_mail(server, f"ORDER g1 {seat} BID 3 sevens")
     assert "sevens" in bad and "nothing in this mail was done" in bad
@@ -111,7 +94,7 @@ def test_order_on_behalf_by_mail_is_checked_recorded_and_told(server: Server) ->
 
 
 def test_order_by_cli_completes_the_turn(server: Server) -> None:
-    start_game(server)
+    started_game(server)
     for email in PLAYERS[1:]:
         order(server, email, raise_line(server, seat_of(server, email)))
     seat = seat_of(server, PLAYERS[0])
@@ -123,7 +106,7 @@ def test_order_by_cli_completes_the_turn(server: Server) -> None:
 
 
 def test_order_with_expose_lines_joined_by_semicolons(server: Server) -> None:
-    start_game(server)
+    started_game(server)
     state = state_of(server)
     seat = 1                                     # opens mini-game 1, with five dice
     face = state.minigame(1).cup(seat).hidden[0].face
@@ -135,7 +118,7 @@ def test_order_with_expose_lines_joined_by_semicolons(server: Server) -> None:
 # --- REPLACE ------------------------------------------------------------------------
 
 def test_replace_by_mail_new_key_works_old_does_not(server: Server) -> None:
-    start_game(server)
+    started_game(server)
     server.referee.admin(["PROCESS", "g1"])
     old = player(server, PLAYERS[2])
     seat = seat_of(server, PLAYERS[2])
@@ -167,7 +150,7 @@ def test_replace_by_mail_new_key_works_old_does_not(server: Server) -> None:
 
 
 def test_replace_by_cli_then_the_game_still_verifies(server: Server) -> None:
-    start_game(server)
+    started_game(server)
     seat = seat_of(server, PLAYERS[4])
     out = server.referee.admin(["REPLACE", "g1", str(seat), NEW])[0]
     assert "replaces Name5" in out
@@ -183,7 +166,7 @@ def test_replace_by_cli_then_the_game_still_verifies(server: Server) -> None:
 # --- RESEND -------------------------------------------------------------------------
 
 def test_resend_one_seat_by_mail(server: Server) -> None:
-    start_game(server)
+    started_game(server)
     seat = seat_of(server, PLAYERS[0])
     first = latest_report(server, PLAYERS[0])
     assert f"latest report sent again to player {seat}" in referee_mail(server, f"RESEND g1 {seat}")
@@ -196,8 +179,8 @@ def test_resend_one_seat_by_mail(server: Server) -> None:
 
 
 def test_resend_all_by_the_cli_process(server: Server, tmp_path: Path) -> None:
-    start_game(server)
-    done = cli(write_config(tmp_path), "RESEND", "g1")
+    started_game(server)
+    done = cli(tmp_path, "RESEND", "g1")
     assert done.returncode == 0, done.stderr
     assert "players 1, 2, 3, 4, 5" in done.stdout
     for email in PLAYERS:
@@ -208,7 +191,7 @@ def test_resend_all_by_the_cli_process(server: Server, tmp_path: Path) -> None:
 
 def test_rollback_by_mail_restores_the_turn_and_replays_the_same_dice(server: Server,
                                                                       clock: Clock) -> None:
-    start_game(server, "DEADLINE 48")
+    started_game(server, "DEADLINE 48")
     before = state_of(server)
     face = before.minigame(1).cup(1).hidden[0].face
     holders = by_seat(server)
@@ -245,12 +228,12 @@ def test_rollback_by_mail_restores_the_turn_and_replays_the_same_dice(server: Se
 
 
 def test_rollback_by_cli_reopens_a_finished_game(server: Server, tmp_path: Path) -> None:
-    start_game(server)
+    started_game(server)
     while status(server) == "running":
         server.referee.admin(["PROCESS", "g1"])
     last_turn = max(m["turn"] for m in moves_of(server))
     final = state_of(server)
-    done = cli(write_config(tmp_path), "ROLLBACK", "g1")
+    done = cli(tmp_path, "ROLLBACK", "g1")
     assert done.returncode == 0, done.stderr
     assert f"turn {last_turn} rolled back" in done.stdout
     with Session(server.engine) as session:
@@ -264,7 +247,7 @@ def test_rollback_by_cli_reopens_a_finished_game(server: Server, tmp_path: Path)
 
 
 def test_rollback_warns_when_the_seed_was_out(server: Server) -> None:
-    start_game(server)
+    started_game(server)
     while status(server) == "running":
         server.referee.admin(["PROCESS", "g1"])
     server.tick()                                    # the final reports leave
@@ -272,7 +255,7 @@ def test_rollback_warns_when_the_seed_was_out(server: Server) -> None:
 
 
 def test_rollback_with_nothing_to_undo(server: Server) -> None:
-    start_game(server)
+    started_game(server)
     with pytest.raises(GameError, match="no resolved turn"):
         server.referee.admin(["ROLLBACK", "g1"])
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 from sqlmodel import Session, select
@@ -13,21 +12,10 @@ from sqlmodel import Session, select
 from pbem.games import find_game, players_of
 from pbem.models import Player, Signup, TalkMessage, Watcher
 from pbem.server import Server
-from tests.clockkit import (PLAYERS, REFEREE, Clock, admin, game_row, key_of, last_text,
-                            make_server, order, outbox, rows, send, started_game, subjects,
-                            text_of)
+from tests.deskkit import (PLAYERS, REFEREE, Clock, admin, game_row, key_of, last_text,
+                           order, outbox, outbox_rows, send, started_game, subjects, text_of)
 
 CODE = re.compile(r"CONFIRM ([0-9a-f]{10})")
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def server(tmp_path: Path, clock: Clock) -> Server:
-    return make_server(tmp_path, clock)
 
 
 def emails(server: Server, name: str = "g1") -> list[str]:
@@ -102,12 +90,12 @@ def test_codes_expire_and_are_limited_per_day(server: Server, clock: Clock) -> N
     join(server, "ann@example.org")
     join(server, "ann@example.org")
     join(server, "ann@example.org")
-    before = len(rows(server, "ann@example.org"))
+    before = len(outbox_rows(server, "ann@example.org"))
     server.referee.store_inbound(b"From: ann@example.org\r\nTo: bluff@example.org\r\n"
                                  b"Subject: x\r\nMessage-ID: <flood@x>\r\n\r\nJOIN g1\r\n",
                                  source="smtp")
     server.referee.process_pending()
-    assert len(rows(server, "ann@example.org")) == before      # no fourth code mail a day
+    assert len(outbox_rows(server, "ann@example.org")) == before      # no fourth code mail a day
 
 
 @pytest.mark.parametrize("setup,message", [
@@ -190,7 +178,7 @@ def test_a_watcher_confirms_and_gets_the_public_view_each_turn(server: Server) -
     report = next(p for p in view.iter_attachments() if p.get_filename() == "report.json")
     data = json.loads(report.get_content())
     assert data["you"] is None and data["key"] is None
-    for mail in rows(server, "eye@example.org"):
+    for mail in outbox_rows(server, "eye@example.org"):
         for p in PLAYERS:
             assert key_of(server, p).encode() not in mail.raw
     assert "already" in send(server, "eye@example.org", "WATCH g1")

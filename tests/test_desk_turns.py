@@ -3,36 +3,18 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from pathlib import Path
 
-import pytest
 from sqlmodel import Session
 
 from pbem.games import find_game
 from pbem.server import Server
 from tests.deskkit import (PLAYERS, REFEREE, Clock, by_seat, deliver, game_turn, last_text,
-                           mail, make_server, moves_of, order, outbox, outbox_rows, player,
-                           raise_line, start_game, text_of)
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def server(tmp_path: Path, clock: Clock) -> Server:
-    return make_server(tmp_path, clock)
-
-
-def seat_of(server: Server, email: str) -> int:
-    seat = player(server, email).seat
-    assert seat is not None
-    return seat
+                           mail, moves_of, order, outbox, outbox_rows, player, raise_line,
+                           seat_of, started_game, text_of)
 
 
 def test_default_is_stored_and_confirmed(server: Server) -> None:
-    start_game(server)
+    started_game(server)
     assert "standing order is now CHALLENGE" in order(server, PLAYERS[0], "DEFAULT challenge")
     assert player(server, PLAYERS[0]).default_order == "CHALLENGE"
     assert "standing order is now NONE" in order(server, PLAYERS[0], "DEFAULT NONE")
@@ -43,14 +25,14 @@ def test_default_is_stored_and_confirmed(server: Server) -> None:
 
 
 def test_default_needs_to_know_the_player(server: Server) -> None:
-    start_game(server)
+    started_game(server)
     deliver(server, mail("stranger@example.org", "DEFAULT RAISE"))
     assert "needs to know who you are" in last_text(server, "stranger@example.org")
 
 
 def test_missed_turn_played_by_standing_order_and_by_robot(server: Server,
                                                            clock: Clock) -> None:
-    start_game(server, "DEADLINE 48")
+    started_game(server, "DEADLINE 48")
     server.referee.admin(["PROCESS", "g1"])          # turn 1: everyone opens (the robot)
     order(server, PLAYERS[0], "DEFAULT CHALLENGE")
     order(server, PLAYERS[1], "DEFAULT RAISE")
@@ -73,7 +55,7 @@ def test_missed_turn_played_by_standing_order_and_by_robot(server: Server,
 
 
 def test_missed_turns_count_reset_and_referee_told_once(server: Server) -> None:
-    start_game(server)
+    started_game(server)
     absent = PLAYERS[0]
     comeback = PLAYERS[1]
 
@@ -106,7 +88,7 @@ def test_missed_turns_count_reset_and_referee_told_once(server: Server) -> None:
 
 
 def test_missed_turn_limit_is_the_game_option(server: Server) -> None:
-    start_game(server)
+    started_game(server)
     with Session(server.engine) as session:
         game = find_game(session, "g1")
         game.options_json = '{"missed_limit": 1}'
@@ -117,7 +99,7 @@ def test_missed_turn_limit_is_the_game_option(server: Server) -> None:
 
 
 def test_history_by_mail(server: Server) -> None:
-    start_game(server)
+    started_game(server)
     assert "No move has been played yet" in order(server, PLAYERS[0], "HISTORY")
     server.referee.admin(["PROCESS", "g1"])
     server.referee.admin(["PROCESS", "g1"])
@@ -138,7 +120,7 @@ def test_history_before_the_start_is_refused(server: Server) -> None:
 
 
 def test_orders_by_mail_before_and_after_an_order(server: Server) -> None:
-    start_game(server, "DEADLINE 24")
+    started_game(server, "DEADLINE 24")
     text = order(server, PLAYERS[0], "ORDERS")
     assert "no order in yet" in text and "open mini-game" in text
     assert "standing order for a missed turn: NONE" in text and "Deadline" in text
@@ -148,7 +130,7 @@ def test_orders_by_mail_before_and_after_an_order(server: Server) -> None:
 
 
 def test_orders_as_a_reply_to_the_report(server: Server) -> None:
-    start_game(server)
+    started_game(server)
     report = next(m for m in outbox(server, PLAYERS[2]) if "report" in str(m["Subject"]))
     deliver(server, mail(PLAYERS[2], "ORDERS\nDEFAULT RAISE",
                          in_reply_to=str(report["Message-ID"])))
@@ -166,7 +148,7 @@ def test_help_lists_the_desk_orders(server: Server) -> None:
 
 
 def test_missed_turn_played_by_the_game_policy(server: Server, clock: Clock) -> None:
-    start_game(server, "DEADLINE 48 MISSING challenge")
+    started_game(server, "DEADLINE 48 MISSING challenge")
     server.referee.admin(["PROCESS", "g1"])
     order(server, PLAYERS[0], "DEFAULT ROBOT")          # a standing order comes first
     clock.now += timedelta(hours=49)
