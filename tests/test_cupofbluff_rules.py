@@ -69,6 +69,9 @@ def conserved(state: CupState) -> bool:
 # --- the table and the start ------------------------------------------------
 
 
+# The points table is written out here on purpose, from RULES.md section 6, and not taken
+# from pbem.rules.cupofbluff: the test checks the code's table against the rules, which a
+# shared table could not do.
 @pytest.mark.parametrize("token, value", [
     (3, 5), (18, 5), (4, 4), (17, 4), (5, 3), (6, 3), (15, 3), (16, 3),
     (7, 2), (8, 2), (13, 2), (14, 2), (9, 1), (10, 1), (11, 1), (12, 1)])

@@ -28,8 +28,10 @@ pytestmark = pytest.mark.mailstack
 PLAYERS = ["p1", "p2", "p3", "p4"]
 GAME = "cup-of-bluff-1"
 SEED = 247   # a short game (35 moves) with a steal that fails and a GIVE
+# RULES.md section 6, written out on purpose (not pbem.rules.cupofbluff's table): the
+# recount below must not lean on the referee's own code
 POINTS = {3: 5, 18: 5, 4: 4, 17: 4, 5: 3, 6: 3, 15: 3, 16: 3,
-          7: 2, 8: 2, 13: 2, 14: 2, 9: 1, 10: 1, 11: 1, 12: 1}   # RULES.md section 6
+          7: 2, 8: 2, 13: 2, 14: 2, 9: 1, 10: 1, 11: 1, 12: 1}
 
 
 def check_view(user: str, msg: EmailMessage, view: dict[str, Any]) -> None:
