@@ -3,11 +3,13 @@ EXPOSE lines only with a BID (they add up)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from pbem.kinds.base import OrderProblem
 from pbem.orders import Order
-from pbem.rules.moves import CHALLENGE, BidMove, Move
+from pbem.rules.ladder import Bid, Ladder
+from pbem.rules.moves import CHALLENGE, BidMove, Move, move_from_json, move_to_json
 
 EXPOSE_EXAMPLE = "e.g. BID 6 threes and, on the next line, EXPOSE 3 3"
 
@@ -33,3 +35,27 @@ def read_bid_order(orders: Sequence[Order]) -> tuple[Order, list[Order], Move]:
     move: Move = (CHALLENGE if order.name == "CHALLENGE"
                   else BidMove(order.args, tuple(f for e in exposes for f in e.args)))
     return order, exposes, move
+
+
+def standing_bid_move(policy: str, current: Bid | None, ladder: Ladder) -> Move | None:
+    """A standing order as a move: CHALLENGE the current bid, or RAISE to the lowest raise
+    (at the top of the board the challenge is the only move left); None if it cannot be."""
+    if policy == "CHALLENGE":
+        return CHALLENGE if current is not None else None
+    if policy == "RAISE":
+        bid = ladder.lowest_raise(current)
+        return BidMove(bid) if bid is not None else (CHALLENGE if current else None)
+    return None
+
+
+class BidMoves:
+    """The move values of the Bluff kinds and their JSON (pbem.rules.moves)."""
+
+    def move_to_json(self, move: Move) -> dict[str, Any]:
+        return move_to_json(move)
+
+    def move_from_json(self, data: Mapping[str, Any]) -> Move:
+        return move_from_json(dict(data))
+
+    def describe_move(self, move: Move) -> str:
+        return str(move)

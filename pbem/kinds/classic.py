@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pbem.kinds.base import OrderProblem, Resolution, TakenOrder, Understood
-from pbem.kinds.bidding import read_bid_order
+from pbem.kinds.bidding import BidMoves, read_bid_order, standing_bid_move
 from pbem.orders import PLAYER_COMMANDS, Order, OrderError
 from pbem.rules.challenge import count_matching
 from pbem.rules.classic import (
@@ -36,7 +36,7 @@ from pbem.rules.cup import Cup
 from pbem.rules.dice import DiceStream, Die, Face, face_from_json, face_json, face_symbol
 from pbem.rules.errors import IllegalMove, RulesError
 from pbem.rules.ladder import Bid
-from pbem.rules.moves import CHALLENGE, BidMove, Move, move_from_json, move_to_json
+from pbem.rules.moves import BidMove, Move
 from pbem.rules.odds import SeatView, bid_odds
 from pbem.rules.postal import make_ladder
 from pbem.rules.robot import choose_move
@@ -132,7 +132,7 @@ def _round_lines(end: RoundEnd) -> list[str]:
     return lines
 
 
-class ClassicKind:
+class ClassicKind(BidMoves):
     name = "classic"
     title = "classic Bluff"
     min_players = 2
@@ -263,22 +263,7 @@ class ClassicKind:
         if seat not in state.due():
             return None
         current = state.current_bid
-        if policy == "CHALLENGE":
-            return CHALLENGE if current is not None else None
-        if policy == "RAISE":
-            bid = state.ladder.lowest_raise(current)
-            # at the top of the board the only legal move left is the challenge
-            return BidMove(bid) if bid is not None else (CHALLENGE if current else None)
-        return None
-
-    def move_to_json(self, move: Move) -> dict[str, Any]:
-        return move_to_json(move)
-
-    def move_from_json(self, data: Mapping[str, Any]) -> Move:
-        return move_from_json(dict(data))
-
-    def describe_move(self, move: Move) -> str:
-        return str(move)
+        return standing_bid_move(policy, current, state.ladder)
 
     def over(self, state: ClassicState) -> bool:
         return state.game_over

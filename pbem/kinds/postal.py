@@ -7,11 +7,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pbem.kinds.base import OrderProblem, Resolution, TakenOrder, Understood
-from pbem.kinds.bidding import read_bid_order
+from pbem.kinds.bidding import BidMoves, read_bid_order, standing_bid_move
 from pbem.orders import PLAYER_COMMANDS, Order, OrderError
 from pbem.rules.dice import DiceStream, face_symbol
 from pbem.rules.errors import RulesError
-from pbem.rules.moves import CHALLENGE, BidMove, Move, move_from_json, move_to_json
+from pbem.rules.moves import BidMove, Move
 from pbem.rules.odds import bid_odds
 from pbem.rules.postal import (
     PLAYERS,
@@ -28,7 +28,7 @@ from pbem.rules.view import holdings, odds_view
 MOVE_NAMES = ("BID", "CHALLENGE", "EXPOSE")
 
 
-class PostalKind:
+class PostalKind(BidMoves):
     name = "postal"
     title = "postal Bluff"
     min_players = PLAYERS
@@ -97,21 +97,7 @@ class PostalKind:
         if number is None:
             return None
         current = state.minigame(number).current_bid
-        if policy == "CHALLENGE":
-            return CHALLENGE if current is not None else None
-        if policy == "RAISE":
-            bid = state.ladder(number).lowest_raise(current)
-            return BidMove(bid) if bid is not None else (CHALLENGE if current else None)
-        return None
-
-    def move_to_json(self, move: Move) -> dict[str, Any]:
-        return move_to_json(move)
-
-    def move_from_json(self, data: Mapping[str, Any]) -> Move:
-        return move_from_json(dict(data))
-
-    def describe_move(self, move: Move) -> str:
-        return str(move)
+        return standing_bid_move(policy, current, state.ladder(number))
 
     def over(self, state: PostalState) -> bool:
         return state.game_over
