@@ -15,7 +15,7 @@ from pbem.desk.options import USAGE as NEWGAME_USAGE
 from pbem.desk.options import NewGame, parse_options, save_options
 from pbem.desk.schedule import desk_status
 from pbem.games import (GameError, add_player, create_game, find_game, load_state,
-                        pending_orders, players_of, start_game)
+                        missing_seats, pending_orders, players_of, start_game)
 from pbem.kinds import kind_named, kind_of
 from pbem.models import Game
 from pbem.orders import GAME_NAME, Command, Order, OrderError, game_name, help_lines, no_args
@@ -103,7 +103,7 @@ def do_status(ctx: AdminContext, name: str) -> str:
         line += f", turn {game.turn}, scores {scores}"
         if game.status == "running":
             have = pending_orders(ctx.session, game)
-            waiting = sorted(set(kind.due(state)) - set(have))
+            waiting = missing_seats(ctx.session, game, state)
             line += f"; orders in from {sorted(have) or 'nobody'}, waiting for {waiting or 'nobody'}"
             if game.deadline:
                 line += f"; deadline {game.deadline:%Y-%m-%d %H:%M} UTC"

@@ -210,18 +210,10 @@ def game_tick(session: Session, referee: "Referee", game: "Game", now: datetime)
     return True
 
 
-def missing_seats(session: Session, game: "Game") -> list[int]:
-    """The seats that owe an order this turn and have none in."""
-    from pbem.games import load_state, pending_orders
-    from pbem.kinds import kind_of
-    state = load_state(session, game)
-    return sorted(set(kind_of(game).due(state)) - set(pending_orders(session, game)))
-
-
 def _remind(session: Session, referee: "Referee", game: "Game", now: datetime) -> None:
     from pbem.desk import notices
     from pbem.desk.options import options_of
-    from pbem.games import seated
+    from pbem.games import missing_seats, seated
     from pbem.reports import relative
     lead = options_of(game).reminder_lead(game.turn_hours)
     if game.reminded_turn >= game.turn or not reminder_due(game.deadline, lead, now):
@@ -248,7 +240,7 @@ def vacation_check(session: Session, referee: "Referee", game: "Game",
     """Move the deadline out of the absences of players who still owe an order."""
     from pbem.desk import notices
     from pbem.desk.options import options_of
-    from pbem.games import seated
+    from pbem.games import missing_seats, seated
     from pbem.models import Absence
     assert game.deadline is not None
     players = seated(session, game)

@@ -157,6 +157,13 @@ def pending_orders(session: Session, game: Game) -> dict[int, PendingOrder]:
     return {r.seat: r for r in rows}
 
 
+def missing_seats(session: Session, game: Game, state: Any | None = None) -> list[int]:
+    """The seats that owe an order this turn and have none in (state: if already loaded)."""
+    if state is None:
+        state = load_state(session, game)
+    return sorted(set(kind_of(game).due(state)) - set(pending_orders(session, game)))
+
+
 def record_order(session: Session, game: Game, seat: int, move: Any, *, now: datetime,
                  inbound_id: int | None, by: str = "player") -> PendingOrder | None:
     """Store seat's order for the turn in play; return the order it replaces, if any."""

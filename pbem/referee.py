@@ -28,8 +28,8 @@ from pbem.faults import claim_stale, crash_point, me
 from pbem.admin import REFEREE_COMMANDS, AdminContext, run_admin
 from pbem.config import Settings
 from pbem.deadlines import clock_tick, resolves_early
-from pbem.games import (GameError, find_game, load_state, players_of, record_order,
-                        resolve_turn, pending_orders, seated)
+from pbem.games import (GameError, find_game, load_state, missing_seats, players_of,
+                        record_order, resolve_turn, seated)
 from pbem.kinds import OrderProblem, kind_of
 from pbem.mail.read import (MAX_LINE_CHARS, MAX_TEXT_LINES, BodyLine, InboundMessage,
                             read_message)
@@ -40,7 +40,7 @@ from pbem.desk import (PlayerContext, desk_orders, move_names, needs_player, pla
 from pbem.orders import LineProblem, Order, ParsedText, help_lines, parse_text
 from pbem.outbox import Origin, enqueue
 from pbem.render import Renderer
-from pbem.reports import enqueue_reports, latest_report, played_for_notes
+from pbem.reports import enqueue_reports, played_for_notes
 
 log = logging.getLogger(__name__)
 
@@ -362,7 +362,7 @@ class Referee:
                                 inbound_id=row.id)
         accepted = [{"line_no": u.order.line_no, "line": u.order.line,
                      "understood": u.understood, "odds": u.odds} for u in taken.lines]
-        pending = sorted(set(kind.due(state)) - set(pending_orders(session, game)))
+        pending = missing_seats(session, game, state)
         context = {"game": game.name, "turn": game.turn, "seat": seat, "accepted": accepted,
                    "ignored": [{"line_no": p.number, "line": p.text}
                                for p in parsed.prose[:MAX_IGNORED_SHOWN]],

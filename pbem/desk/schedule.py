@@ -20,8 +20,7 @@ from pbem.deadlines import utc
 from pbem.desk import notices
 from pbem.desk.options import options_of, save_options
 from pbem.desk.signup import remove_entrant
-from pbem.games import GameError, find_game, load_state, pending_orders, players_of
-from pbem.kinds import kind_of
+from pbem.games import GameError, find_game, missing_seats, players_of
 from pbem.models import Game, Signup, Watcher
 from pbem.orders import Command, OrderError, game_name
 from pbem.reports import relative
@@ -228,8 +227,7 @@ def do_wait(ctx: "AdminContext", args: tuple[str, bool]) -> str:
                      ctx.now, action="wait", actor="referee")
     out = f"game {game.name}: WAIT {'on' if on else 'off'}"
     if not on and game.status == "running":
-        state = load_state(ctx.session, game)
-        if not set(kind_of(game).due(state)) - set(pending_orders(ctx.session, game)):
+        if not missing_seats(ctx.session, game):
             turn = game.turn
             ctx.referee.resolve(ctx.session, game)
             out += f"; every order was in, so turn {turn} resolved"

@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any
 from sqlmodel import Session
 
 from pbem.desk import notices, rollback
-from pbem.games import (GameError, find_game, load_state, missing_move, pending_orders,
-                        players_of, record_order, seated, stream_of)
+from pbem.deadlines import resolves_early
+from pbem.games import (GameError, find_game, load_state, missing_move, missing_seats,
+                        pending_orders, players_of, record_order, seated, stream_of)
 from pbem.kinds import OrderProblem, kind_of
 from pbem.mail.compose import make_message_id
 from pbem.mail.text import BodyLine
@@ -101,15 +102,6 @@ def turn_moves(session: Session, game: Game, state: Any) -> tuple[dict[int, Any]
     return moves, by
 
 
-def _resolves_early(game: Game) -> bool:
-    """A turn with every order in resolves at once, unless the game WAITs for its deadline."""
-    try:
-        from pbem.deadlines import resolves_early
-    except ImportError:   # pragma: no cover - pbem.deadlines comes with the desk's deadlines
-        return True
-    return bool(resolves_early(game))
-
-
 _BY = {"player": "their order", "referee": "the referee's order on their behalf",
        "standing": "no order: their standing order", "policy": "no order: the game's policy",
        "robot": "no order: the robot"}
@@ -180,8 +172,8 @@ def do_order(ctx: "AdminContext", args: tuple[str, int, str]) -> str:
                                   f"What it is shows in the next report."],
                      now, action="order-announced", actor="referee", players=others)
     out = f"game {game.name}, turn {game.turn}: order for player {seat}: {taken.summary}"
-    waiting = set(kind.due(state)) - set(pending_orders(ctx.session, game))
-    if not waiting and game.status == "running" and _resolves_early(game):
+    if (not missing_seats(ctx.session, game, state) and game.status == "running"
+            and resolves_early(game)):
         turn = game.turn
         ctx.referee.resolve(ctx.session, game)
         out += f"; every order was in, so turn {turn} is resolved"
