@@ -486,10 +486,8 @@ class Referee:
         self._answer(session, row, msg, "error", subject, context)
 
     def _tell_referee(self, session: Session, subject: str, paragraphs: list[str]) -> None:
-        text, html = self.renderer.render("notice", {"subject": subject,
-                                                     "paragraphs": paragraphs, "game": None})
-        enqueue(session, self.origin, kind="notice", to=self.settings.referee, subject=subject,
-                text=text, html=html, now=self.clock())
+        from pbem.desk.notices import tell_referee
+        tell_referee(self, session, subject, paragraphs)
 
     def undeliverable(self, session: Session, row: OutboundMail, why: str) -> None:
         """The outbox gave up on a mail: tell the referee (unless that mail was to them)."""

@@ -62,7 +62,8 @@ def announce(session: Session, referee: "Referee", game: Game, subject: str,
 
 def tell_referee(referee: "Referee", session: Session, subject: str,
                  paragraphs: list[str]) -> None:
-    referee._tell_referee(session, subject, paragraphs)
+    """A notice to the referee's address."""
+    notice(session, referee, referee.settings.referee, subject, paragraphs, referee.clock())
 
 
 def already_told(session: Session, game: Game, action: str, detail: str) -> bool:
