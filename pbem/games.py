@@ -11,7 +11,6 @@ import hashlib
 import hmac
 import json
 import random
-import secrets
 from dataclasses import dataclass
 from itertools import groupby
 from datetime import datetime
@@ -25,6 +24,7 @@ from pbem.rules.dice import DiceStream, commitment
 from pbem.rules.moves import move_from_json
 from pbem.rules.record import GameRecord, RecordedMove, draw_seats, result_json
 from pbem.rules.ruleset import RuleSet
+from pbem.security import new_key
 
 
 class GameError(Exception):
@@ -116,10 +116,9 @@ def add_player(session: Session, game: Game, email: str, name: str) -> Player:
     most = kind_of(game).max_players
     if len(players) >= most:
         raise GameError(f"game '{game.name}' has its {most} players already")
-    key = secrets.token_hex(8)   # shown in the player's reports; checks use only key_hash
+    key, key_hash = new_key()
     player = Player(game_id=game.id, entrant=len(players) + 1, email=email,
-                    name=name or email.partition("@")[0], key=key,
-                    key_hash=hashlib.sha256(key.encode()).hexdigest())
+                    name=name or email.partition("@")[0], key=key, key_hash=key_hash)
     session.add(player)
     session.flush()
     return player

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -32,6 +33,13 @@ from pbem.models import Player, SenderEvent, Signup, Watcher
 AUTH_FAILED = "auth-failed"
 AUTH_ALERTED = "auth-alerted"
 STRANGER_ANSWERED = "stranger-answered"
+
+
+def new_key() -> tuple[str, str]:
+    """A fresh player key and its hash: the key is shown in the player's reports, checks
+    use only the hash."""
+    key = secrets.token_hex(8)
+    return key, hash_key(key)
 
 
 def hash_key(key: str) -> str:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import re
-import secrets
 from collections.abc import Callable
 from email import message_from_bytes, policy
 from email.utils import format_datetime
@@ -31,7 +30,7 @@ from pbem.mail.text import BodyLine
 from pbem.models import Game, OutboundMail, Player
 from pbem.orders import Command, OrderError, game_name, parse_text
 from pbem.reports import enqueue_reports, latest_report
-from pbem.security import hash_key
+from pbem.security import new_key
 
 if TYPE_CHECKING:
     from pbem.admin import AdminContext
@@ -190,11 +189,11 @@ def do_replace(ctx: "AdminContext", args: tuple[str, int, str, str]) -> str:
     if same is not None and same.active:
         raise GameError(f"{email} plays in '{game.name}' already (seat {same.seat})")
     old.active = False
-    key = secrets.token_hex(8)
+    key, key_hash = new_key()
     new = same or Player(game_id=game.id, entrant=old.entrant, email=email, name="", key=key)
     new.name = new_name or (same.name if same else email.partition("@")[0])
     new.entrant, new.seat, new.active = old.entrant, seat, True
-    new.key, new.key_hash = key, hash_key(key)
+    new.key, new.key_hash = key, key_hash
     new.default_order, new.missed_turns = None, 0
     ctx.session.add(old)
     ctx.session.add(new)
