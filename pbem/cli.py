@@ -1,4 +1,7 @@
-"""The `pbem` command line."""
+"""The `pbem` command line: serve, tick, admin, export, verify, demo.
+
+The top of the shell: it may import every module of pbem; nothing imports it.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +11,15 @@ import logging
 import sys
 from pathlib import Path
 
+from sqlmodel import Session
+
 from pbem.config import ConfigError, load_settings
+from pbem.demo import run_demo
+from pbem.games import GameError, find_game
+from pbem.kinds.verify import FORMAT, summary, verify_generic
+from pbem.rules.record import GameRecord, verify
+from pbem.server import Server
+from pbem.services.export import export_json
 
 
 def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
@@ -16,21 +27,17 @@ def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from pbem.server import Server
     Server(_settings(args)).serve()
     return 0
 
 
 def cmd_tick(args: argparse.Namespace) -> int:
-    from pbem.server import Server
     report = Server(_settings(args)).tick()
     print(f"tick: {report}")
     return 0
 
 
 def cmd_admin(args: argparse.Namespace) -> int:
-    from pbem.games import GameError
-    from pbem.server import Server
     server = Server(_settings(args))
     try:
         for line in server.referee.admin(args.words):
@@ -42,10 +49,6 @@ def cmd_admin(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from sqlmodel import Session
-
-    from pbem.games import GameError, export_json, find_game
-    from pbem.server import Server
     server = Server(_settings(args))
     with Session(server.engine) as session:
         try:
@@ -59,8 +62,6 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from pbem.kinds.verify import FORMAT, summary, verify_generic
-    from pbem.rules.record import GameRecord, verify
     try:
         data = json.loads(Path(args.record).read_text(encoding="utf-8"))
         if isinstance(data, dict) and data.get("format") == FORMAT:   # classic, cup ...
@@ -85,7 +86,6 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from pbem.demo import run_demo
     return run_demo(Path(args.dir) if args.dir else None, seed=args.seed, rules=args.rules,
                     options=args.options)
 

@@ -23,9 +23,10 @@ from pathlib import Path
 from sqlmodel import Session
 
 from pbem.config import ListenSettings, Settings
-from pbem.games import GameError, export_json, export_record, find_game
+from pbem.games import GameError, find_game
 from pbem.robot_client import client_order_lines, parse_mail, reply_to, report_view
 from pbem.server import Server
+from pbem.services.export import export_json, export_record
 
 DEMO_PLAYERS = [("ann", "Ann"), ("bob", "Bob"), ("cyd", "Cyd"), ("dee", "Dee"), ("eve", "Eve")]
 DOMAIN = "demo.invalid"
@@ -119,7 +120,6 @@ def run_demo(folder: Path | None = None, *, seed: int | None = None, quiet: bool
         say(f"Mails sent by the referee ({len(list(outbox.glob('*.eml')))}): {outbox}")
         say(f"Database: {folder / 'pbem.db'}")
         record_path = folder / f"{game}.json"
-        import json
         record_path.write_text(json.dumps(record.to_json(), indent=2), encoding="utf-8")
         say(f"Game record: {record_path}  (check it with: pbem verify {record_path})")
         return 0

@@ -37,8 +37,14 @@ import signal
 import socket
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
+
+from sqlalchemy import update
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, col
+
+from pbem.models import ServerState
 
 log = logging.getLogger(__name__)
 
@@ -134,14 +140,30 @@ def claim_stale(owner: str | None, claimed_at: datetime | None, now: datetime,
         return True
     if owner == me():
         return False
-    if _aware(claimed_at) + lease <= _aware(now):
+    if aware(claimed_at) + lease <= aware(now):
         return True
     return claimer_dead(owner)
 
 
-def _aware(when: datetime) -> datetime:
-    from datetime import UTC
+def aware(when: datetime) -> datetime:
+    """A time read back from the database as UTC (SQLite returns it without a zone)."""
     return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def claim(session: Session, table: Any, row_id: int, owner: str | None, now: datetime, *,
+          status: str) -> bool:
+    """Claim a row of ``table`` (an inbound or outbound mail) for this process.
+
+    A compare-and-swap on claimed_by: the row must still have ``status`` and
+    the claimer seen before (``owner``; None: nobody), so of two processes
+    that saw the same free or stale claim only one gets it. The caller commits.
+    """
+    same_owner = (col(table.claimed_by).is_(None) if owner is None
+                  else col(table.claimed_by) == owner)
+    done = session.execute(update(table).where(
+        col(table.id) == row_id, col(table.status) == status, same_owner)
+        .values(claimed_by=me(), claimed_at=now))
+    return bool(done.rowcount == 1)  # type: ignore[attr-defined]
 
 
 # --------------------------------------------------------------------------- the lease
@@ -168,19 +190,11 @@ class Lease:
         return json.dumps({"owner": me(), "until": until.isoformat()})
 
     def holder(self) -> str | None:
-        from sqlmodel import Session
-
-        from pbem.models import ServerState
         with Session(self.engine) as session:
             row = session.get(ServerState, self.key)
             return json.loads(row.value).get("owner") if row is not None else None
 
     def try_acquire(self) -> bool:
-        from sqlalchemy import update
-        from sqlalchemy.exc import IntegrityError
-        from sqlmodel import Session
-
-        from pbem.models import ServerState
         with Session(self.engine) as session:
             row = session.get(ServerState, self.key)
             new = self._new_value()
@@ -196,7 +210,7 @@ class Lease:
             owner = current.get("owner")
             until = datetime.fromisoformat(current["until"]) if current.get("until") else None
             if owner and owner != me() and until is not None and \
-                    _aware(until) > _aware(self.clock()) and not claimer_dead(owner):
+                    aware(until) > aware(self.clock()) and not claimer_dead(owner):
                 return False
             done = session.execute(update(ServerState).where(
                 ServerState.key == self.key, ServerState.value == row.value)  # type: ignore[arg-type]
@@ -227,10 +241,6 @@ class Lease:
         self._value = None
 
     def _swap(self, new: str) -> bool:
-        from sqlalchemy import update
-        from sqlmodel import Session
-
-        from pbem.models import ServerState
         if self._value is None:
             return False
         with Session(self.engine) as session:
@@ -259,7 +269,7 @@ class Backoff:
         self.retry_at: datetime | None = None
 
     def ready(self, now: datetime) -> bool:
-        return self.retry_at is None or _aware(now) >= _aware(self.retry_at)
+        return self.retry_at is None or aware(now) >= aware(self.retry_at)
 
     def failed(self, now: datetime, why: object) -> None:
         self.failures += 1

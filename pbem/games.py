@@ -1,28 +1,30 @@
-"""Game operations on the database: create, seat, start, take orders, resolve turns.
+"""Games in the database: the queries, and the changes to a game's stored state.
 
 The state of a game is never stored: it is rebuilt from the seed and the
 recorded moves (pbem.rules.record.replay), so the record is the one source
 of truth. Every function here works inside the caller's transaction.
+
+The data layer: imports the pure core (kinds, rules, options, deadlines),
+the schema (pbem.models) and pbem.security (new keys); nothing that sends
+mail or runs commands.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
-import random
-from dataclasses import dataclass
-from itertools import groupby
 from datetime import datetime
+from itertools import groupby
 from typing import Any
 
-from sqlmodel import Session, col, select
+from sqlmodel import Session, col, delete, select
 
-from pbem.kinds import GameKind, kind_named, kind_of
-from pbem.models import Game, Move, PendingOrder, Player
+from pbem.deadlines import turn_deadline
+from pbem.kinds import kind_named, kind_of
+from pbem.models import (AuditEntry, Game, Move, OutboundMail, PendingOrder, Player, Signup,
+                         TalkMessage, Watcher)
+from pbem.options import options_of
 from pbem.rules.dice import DiceStream, commitment
-from pbem.rules.moves import move_from_json
-from pbem.rules.record import GameRecord, RecordedMove, draw_seats, result_json
+from pbem.rules.record import draw_seats
 from pbem.rules.ruleset import RuleSet
 from pbem.security import new_key
 
@@ -30,6 +32,14 @@ from pbem.security import new_key
 class GameError(Exception):
     """A referee or player request that cannot be done (said to them politely)."""
 
+
+def id_of(game: Game) -> int:
+    """The id of a stored game (every game here has been flushed)."""
+    assert game.id is not None
+    return game.id
+
+
+# --- queries -------------------------------------------------------------------------------
 
 def find_game(session: Session, name: str) -> Game:
     game = session.exec(select(Game).where(Game.name == name)).first()
@@ -48,6 +58,12 @@ def seated(session: Session, game: Game) -> dict[int, Player]:
     return {p.seat: p for p in players_of(session, game) if p.seat is not None and p.active}
 
 
+def active_players(session: Session, game: Game) -> list[Player]:
+    return list(session.exec(select(Player).where(Player.game_id == game.id,
+                                                  col(Player.active).is_(True))
+                             .order_by(col(Player.entrant))))
+
+
 def entrants_of(session: Session, game: Game) -> list[Player]:
     """One player per entrant, in sign-up order: a replacement (REPLACE) takes the place of
     the player it replaces, so the seat draw of the record still checks."""
@@ -62,6 +78,35 @@ def seat_count(session: Session, game: Game) -> int:
     return len({p.seat for p in players_of(session, game) if p.seat is not None})
 
 
+def running_games_of(session: Session, email: str) -> list[tuple[Game, Player]]:
+    """The running games an address plays in, with its player there."""
+    rows = session.exec(select(Game, Player).where(Player.game_id == Game.id,
+                                                   Player.email == email,
+                                                   col(Player.active).is_(True),
+                                                   Game.status == "running"))
+    return list(rows.all())
+
+
+def watchers_of(session: Session, game: Game) -> list[str]:
+    return [w.email for w in session.exec(select(Watcher).where(Watcher.game_id == game.id)
+                                          .order_by(col(Watcher.id)))]
+
+
+def talk_lines(session: Session, game: Game) -> list[dict[str, str]]:
+    """The table talk of the turn before the one being reported, for the report's section."""
+    rows = session.exec(select(TalkMessage).where(TalkMessage.game_id == game.id,
+                                                  TalkMessage.turn == game.turn - 1)
+                        .order_by(col(TalkMessage.id)))
+    return [{"from": r.name + (f" (player {r.seat})" if r.seat is not None else ""),
+             "text": r.text} for r in rows]
+
+
+def latest_report(session: Session, game: Game, seat: int) -> OutboundMail | None:
+    return session.exec(select(OutboundMail).where(
+        OutboundMail.game_id == game.id, OutboundMail.seat == seat,
+        OutboundMail.kind == "report").order_by(col(OutboundMail.id).desc())).first()
+
+
 def stream_of(game: Game) -> DiceStream:
     return DiceStream(bytes.fromhex(game.seed_hex))
 
@@ -70,11 +115,10 @@ def rules_of(game: Game) -> RuleSet:
     return RuleSet.from_json(json.loads(game.rules_json))
 
 
-def recorded_moves(session: Session, game: Game) -> list[RecordedMove]:
-    rows = session.exec(select(Move).where(Move.game_id == game.id)
-                        .order_by(col(Move.turn), col(Move.seat)))
-    return [RecordedMove(r.turn, r.seat, r.minigame, move_from_json(json.loads(r.move_json)),
-                         r.by, tuple(json.loads(r.rerolled_json))) for r in rows]
+def moves_of(session: Session, game: Game) -> list[Move]:
+    """Every recorded move of the game, turn by turn, seat by seat."""
+    return list(session.exec(select(Move).where(Move.game_id == game.id)
+                             .order_by(col(Move.turn), col(Move.seat))))
 
 
 def load_state(session: Session, game: Game) -> Any:
@@ -82,12 +126,39 @@ def load_state(session: Session, game: Game) -> Any:
     kind = kind_of(game)
     stream = stream_of(game)
     state = kind.start(json.loads(game.rules_json), stream, seat_count(session, game))
-    rows = session.exec(select(Move).where(Move.game_id == game.id)
-                        .order_by(col(Move.turn), col(Move.seat)))
-    for _, group in groupby(rows, key=lambda r: r.turn):
+    for _, group in groupby(moves_of(session, game), key=lambda r: r.turn):
         moves = {r.seat: kind.move_from_json(json.loads(r.move_json)) for r in group}
         state = kind.apply(state, moves, stream).state
     return state
+
+
+def pending_orders(session: Session, game: Game) -> dict[int, PendingOrder]:
+    rows = session.exec(select(PendingOrder).where(PendingOrder.game_id == game.id,
+                                                   PendingOrder.turn == game.turn))
+    return {r.seat: r for r in rows}
+
+
+def missing_seats(session: Session, game: Game, state: Any | None = None) -> list[int]:
+    """The seats that owe an order this turn and have none in (state: if already loaded)."""
+    if state is None:
+        state = load_state(session, game)
+    return sorted(set(kind_of(game).due(state)) - set(pending_orders(session, game)))
+
+
+def already_told(session: Session, game: Game, action: str, detail: str) -> bool:
+    """Whether an audit entry of this action and detail exists (to say a thing once)."""
+    return session.exec(select(AuditEntry.id).where(
+        AuditEntry.game_id == game.id, AuditEntry.action == action,
+        AuditEntry.detail == detail)).first() is not None
+
+
+# --- changes -------------------------------------------------------------------------------
+
+def audit(session: Session, game: Game | None, now: datetime, action: str, detail: str = "",
+          actor: str = "server") -> None:
+    """One entry in the audit trail (what happened to a game, and who did it)."""
+    session.add(AuditEntry(game_id=game.id if game is not None else None, at=now, actor=actor,
+                           action=action, detail=detail[:2000]))
 
 
 def create_game(session: Session, name: str, *, seed: bytes, now: datetime,
@@ -117,11 +188,36 @@ def add_player(session: Session, game: Game, email: str, name: str) -> Player:
     if len(players) >= most:
         raise GameError(f"game '{game.name}' has its {most} players already")
     key, key_hash = new_key()
-    player = Player(game_id=game.id, entrant=len(players) + 1, email=email,
+    player = Player(game_id=id_of(game), entrant=len(players) + 1, email=email,
                     name=name or email.partition("@")[0], key=key, key_hash=key_hash)
     session.add(player)
     session.flush()
     return player
+
+
+def remove_entrant(session: Session, game: Game, player: Player) -> None:
+    """Take a player off a game before the start; the others keep their sign-up order."""
+    if game.status != "new":
+        raise GameError(f"game '{game.name}' has started: use REPLACE to change a player")
+    session.exec(delete(Signup).where(col(Signup.game_id) == game.id,
+                                      col(Signup.email) == player.email,
+                                      col(Signup.status) != "confirmed"))
+    session.delete(player)
+    session.flush()
+    # entrants stay 1..n in sign-up order: the seat draw goes over them in that order
+    for number, other in enumerate(players_of(session, game), start=1):
+        if other.entrant != number:
+            other.entrant = number
+            session.add(other)
+    session.flush()
+
+
+def next_deadline(game: Game, now: datetime) -> datetime | None:
+    """A turn begins now: its deadline (turn length, fixed hour); grace cleared, the start
+    remembered."""
+    game.turn_started_at = now
+    game.grace_until = None
+    return turn_deadline(now, game.turn_hours, options_of(game).deadline_hour)
 
 
 def start_game(session: Session, game: Game, now: datetime) -> None:
@@ -134,7 +230,7 @@ def start_game(session: Session, game: Game, now: datetime) -> None:
                   else f"{kind.min_players} to {kind.max_players}")
         raise GameError(f"a game of {kind.title} needs {wanted} players; '{game.name}' has "
                         f"{len(players)}")
-    for player, seat in zip(players, draw_seats(stream_of(game), len(players))):
+    for player, seat in zip(players, draw_seats(stream_of(game), len(players)), strict=False):
         player.seat = seat
         session.add(player)
     game.status = "running"
@@ -142,25 +238,6 @@ def start_game(session: Session, game: Game, now: datetime) -> None:
     game.started_at = now
     game.deadline = next_deadline(game, now)
     session.add(game)
-
-
-def next_deadline(game: Game, now: datetime) -> datetime | None:
-    """A turn begins now: its deadline (turn length, fixed hour; pbem.deadlines)."""
-    from pbem.deadlines import start_turn_clock
-    return start_turn_clock(game, now)
-
-
-def pending_orders(session: Session, game: Game) -> dict[int, PendingOrder]:
-    rows = session.exec(select(PendingOrder).where(PendingOrder.game_id == game.id,
-                                                   PendingOrder.turn == game.turn))
-    return {r.seat: r for r in rows}
-
-
-def missing_seats(session: Session, game: Game, state: Any | None = None) -> list[int]:
-    """The seats that owe an order this turn and have none in (state: if already loaded)."""
-    if state is None:
-        state = load_state(session, game)
-    return sorted(set(kind_of(game).due(state)) - set(pending_orders(session, game)))
 
 
 def record_order(session: Session, game: Game, seat: int, move: Any, *, now: datetime,
@@ -172,150 +249,8 @@ def record_order(session: Session, game: Game, seat: int, move: Any, *, now: dat
         replaced = PendingOrder(**earlier.model_dump())
         session.delete(earlier)
         session.flush()
-    session.add(PendingOrder(game_id=game.id, turn=game.turn, seat=seat,
+    session.add(PendingOrder(game_id=id_of(game), turn=game.turn, seat=seat,
                              move_json=json.dumps(kind_of(game).move_to_json(move)), by=by,
                              inbound_id=inbound_id, created_at=now))
     session.flush()
     return replaced
-
-
-def robot_rng(game: Game, turn: int, seat: int) -> random.Random:
-    """The robot's choices come from the seed too, so a replay makes the same ones."""
-    digest = hmac.new(bytes.fromhex(game.seed_hex), f"robot/{turn}/{seat}".encode(),
-                      hashlib.sha256).digest()
-    return random.Random(int.from_bytes(digest, "big"))
-
-
-@dataclass
-class TurnOutcome:
-    played_for: dict[int, Any]   # seat -> the move made for a missing order
-    played_by: dict[int, str]    # seat -> "standing" (their DEFAULT) or "robot"
-    state: Any                   # the kind's state after the turn
-    notes: list[str]             # what happened, for the report
-
-
-POLICIES = ("ROBOT", "CHALLENGE", "RAISE")
-
-
-def game_policy(game: Game) -> str:
-    """The game's missing-order policy (NEWGAME option), ROBOT unless set."""
-    policy = str(json.loads(game.options_json or "{}").get("policy", "robot")).upper()
-    return policy if policy in POLICIES else "ROBOT"
-
-
-def missing_move(game: Game, kind: GameKind, state: Any, seat: int,
-                 player: Player | None) -> tuple[Any, str]:
-    """The move for a seat without an order: its standing order, the game's policy, the robot."""
-    if player is not None and (player.default_order or "").upper() == "ROBOT":
-        return kind.robot_move(state, seat, robot_rng(game, game.turn, seat)), "robot"
-    for policy, by in ((player.default_order if player else None, "standing"),
-                       (game_policy(game), "policy")):
-        if policy and policy.upper() in ("CHALLENGE", "RAISE"):
-            move = kind.standing_move(state, seat, policy.upper())
-            if move is not None:
-                return move, by
-    return kind.robot_move(state, seat, robot_rng(game, game.turn, seat)), "robot"
-
-
-def resolve_turn(session: Session, game: Game, now: datetime) -> TurnOutcome:
-    """Apply the turn's orders (missing ones are played for the player) and advance."""
-    if game.status != "running":
-        raise GameError(f"game '{game.name}' is not running")
-    kind = kind_of(game)
-    state = load_state(session, game)
-    orders = pending_orders(session, game)
-    holders = seated(session, game)
-    moves: dict[int, Any] = {}
-    by: dict[int, str] = {}
-    played_for: dict[int, Any] = {}
-    for seat in sorted(kind.due(state)):
-        order = orders.get(seat)
-        if order is not None:
-            moves[seat] = kind.move_from_json(json.loads(order.move_json))
-            by[seat] = order.by
-        else:
-            moves[seat], by[seat] = missing_move(game, kind, state, seat, holders.get(seat))
-            played_for[seat] = moves[seat]
-    resolution = kind.apply(state, moves, stream_of(game))
-    for seat, move in moves.items():
-        session.add(Move(game_id=game.id, turn=game.turn, seat=seat,
-                         minigame=kind.place(state, seat),
-                         move_json=json.dumps(kind.move_to_json(move)), by=by[seat],
-                         rerolled_json=json.dumps(resolution.extras.get(seat, [])),
-                         created_at=now))
-    for order in orders.values():
-        session.delete(order)
-    game.turn += 1
-    if kind.over(resolution.state):
-        game.status = "over"
-        game.ended_at = now
-        game.deadline = None
-    else:
-        game.deadline = next_deadline(game, now)
-    session.add(game)
-    session.flush()
-    return TurnOutcome(played_for, {s: by[s] for s in played_for}, resolution.state,
-                       resolution.notes)
-
-
-def export_record(session: Session, game: Game) -> GameRecord:
-    """The postal game's record (pbem.bluff.record/1, checked by `pbem verify`)."""
-    players = entrants_of(session, game)
-    state = load_state(session, game) if game.status in ("running", "over") else None
-    over = state is not None and state.game_over
-    return GameRecord(
-        game=game.name, rules=rules_of(game), commitment=game.commitment,
-        entrants=[p.name for p in players], seats=[p.seat or 0 for p in players],
-        moves=recorded_moves(session, game), seed=game.seed_hex if over else None,
-        result=result_json(state) if over and state is not None else None)
-
-
-def export_json(session: Session, game: Game) -> dict[str, Any]:
-    """Any game's record as JSON: the postal record, or the generic one of other kinds."""
-    if game.kind == "postal":
-        return export_record(session, game).to_json()
-    kind = kind_of(game)
-    players = entrants_of(session, game)
-    state = load_state(session, game) if game.status in ("running", "over") else None
-    over = state is not None and kind.over(state)
-    rows = session.exec(select(Move).where(Move.game_id == game.id)
-                        .order_by(col(Move.turn), col(Move.seat)))
-    return {
-        "format": "pbem.record/1", "kind": game.kind, "game": game.name,
-        "rules": json.loads(game.rules_json), "commitment": game.commitment,
-        "seed": game.seed_hex if over else None,
-        "players": [{"entrant": p.entrant, "name": p.name, "seat": p.seat} for p in players],
-        "moves": [{"turn": r.turn, "seat": r.seat, "by": r.by, "move": json.loads(r.move_json),
-                   **({"dealt": json.loads(r.rerolled_json)} if r.rerolled_json != "[]" else {})}
-                  for r in rows],
-        "result": {"standings": kind.standings(state)} if over and state is not None else None,
-    }
-
-
-def player_view(game: Game, players: dict[int, Player], state: Any,
-                seat: int | None) -> dict[str, Any]:
-    """The JSON view of the game for one seat (None: the public view)."""
-    kind = kind_of(game)
-    rules_part = kind.view(state, seat)
-    per_seat = rules_part.pop("virtual_dice", None)
-    player = players.get(seat) if seat is not None else None
-    # the kind may list the seats itself (dice counts ...): the names are added to its list
-    kind_rows = {row.get("seat"): row for row in rules_part.pop("players", None) or []}
-    listed = []
-    for s in sorted(players):
-        entry: dict[str, Any] = {"number": s, "name": players[s].name}
-        if per_seat is not None:
-            entry["virtual_dice"] = per_seat[str(s)]
-        entry.update({k: v for k, v in kind_rows.get(s, {}).items() if k != "name"})
-        listed.append(entry)
-    return {
-        "format": "pbem.bluff.view/1" if game.kind == "postal" else f"pbem.{game.kind}.view/1",
-        "game": game.name,
-        "turn": game.turn,
-        "deadline": game.deadline.strftime("%Y-%m-%dT%H:%M:%SZ") if game.deadline else None,
-        "you": seat,
-        "key": player.key if player is not None else None,
-        "players": listed,
-        **rules_part,
-        "commitment": game.commitment,
-    }

@@ -6,6 +6,12 @@ text is read line by line: a line that starts with a command is parsed
 (and a bad one is an error that quotes the line); a line that starts with
 something close to a command name is an error too ("BDI 6 3: did you mean
 BID?"); any other line is prose and is ignored.
+
+Pure: this module imports only the rules core. A mail's lines come in as
+anything with a ``number`` and a ``text`` (pbem.mail.text.BodyLine is one).
+What a command *does* (its ``action``) and who may use it are filled in by
+the commands layer (pbem.commands.registry); a move order of a game kind
+has no action here, the kind takes it.
 """
 
 from __future__ import annotations
@@ -14,15 +20,30 @@ import difflib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, Protocol
 
-from pbem.mail.read import BodyLine
 from pbem.rules.dice import STAR, Face
 from pbem.rules.errors import MalformedMove
 from pbem.rules.ladder import Bid
 
 GAME_NAME = re.compile(r"^[a-z0-9-]{1,40}$")
+EMAIL = re.compile(r"^[^@\s<>]+@[^@\s<>]+\.[^@\s<>]+$")
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")
+
+
+class TextLine(Protocol):
+    """One line of a mail's new text: its 1-based number and the text (quoted in errors)."""
+
+    @property
+    def number(self) -> int: ...
+
+    @property
+    def text(self) -> str: ...
+
+
+# who may use a command: a known player (a reply to a report, or GAME + KEY), the referee,
+# or anyone who writes (HELP, JOIN ...)
+Who = Literal["player", "referee", "anyone"]
 
 
 class OrderError(Exception):
@@ -39,6 +60,12 @@ class Command:
     summary: str
     parse: Callable[[list[str]], Any]
     aliases: tuple[str, ...] = ()
+    # what it does: action(context, order) -> what happened (pbem.commands.context); None
+    # for a line another command reads (GAME, KEY, TURN) and for a move order (the kind's)
+    action: Callable[[Any, Any], str] | None = None
+    who: Who = "anyone"
+    # > 0: answers only a mail with nothing else to do (HELP 1, STATUS 2: the lowest wins)
+    alone: int = 0
 
     @property
     def spellings(self) -> tuple[str, ...]:
@@ -69,7 +96,7 @@ class LineProblem:
 class ParsedText:
     orders: list[Order] = field(default_factory=list)
     problems: list[LineProblem] = field(default_factory=list)
-    prose: list[BodyLine] = field(default_factory=list)
+    prose: list[TextLine] = field(default_factory=list)
 
     def first(self, name: str) -> Order | None:
         return next((o for o in self.orders if o.name == name), None)
@@ -181,7 +208,7 @@ PLAYER_COMMANDS: tuple[Command, ...] = (
 )
 
 
-def parse_text(lines: Sequence[BodyLine], commands: Sequence[Command]) -> ParsedText:
+def parse_text(lines: Sequence[TextLine], commands: Sequence[Command]) -> ParsedText:
     """Read each line as a command, a bad command, or prose."""
     spellings = sorted(((s.split(), c) for c in commands for s in c.spellings),
                        key=lambda item: -len(item[0]))

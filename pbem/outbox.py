@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from sqlalchemy import Engine, update
+from sqlalchemy import Engine
 from sqlmodel import Session, col, select
 
-from pbem.faults import claim_stale, crash_point, me
+from pbem.faults import aware, claim, claim_stale, crash_point, me
 from pbem.mail.compose import build_mail, make_message_id
 from pbem.mail.smtp_out import SendResult
 from pbem.models import OutboundMail
@@ -145,15 +145,11 @@ def _due(engine: Engine, when: datetime, lease: timedelta,
 
 
 def _claim(engine: Engine, row_id: int, owner: str | None, when: datetime) -> bool:
-    """Compare-and-swap the claim: only one process gets a row that was free (or stale)."""
-    same_owner = (col(OutboundMail.claimed_by).is_(None) if owner is None
-                  else col(OutboundMail.claimed_by) == owner)
+    """Claim a pending mail (pbem.faults.claim): only one process gets a free or stale row."""
     with Session(engine) as session:
-        done = session.execute(update(OutboundMail).where(
-            col(OutboundMail.id) == row_id, col(OutboundMail.status) == "pending", same_owner)
-            .values(claimed_by=me(), claimed_at=when))
+        done = claim(session, OutboundMail, row_id, owner, when, status="pending")
         session.commit()
-    return bool(done.rowcount == 1)  # type: ignore[attr-defined]
+    return done
 
 
 def _record(session: Session, row: OutboundMail, result: SendResult, when: datetime,
@@ -176,7 +172,7 @@ def _record(session: Session, row: OutboundMail, result: SendResult, when: datet
             on_failure(session, row, row.last_error)
     elif result.temporary:
         row.last_error = "; ".join(f"{r}: {e}" for r, e in result.temporary.items())
-        if row.attempts >= MAX_ATTEMPTS and when - _aware(row.created_at) >= GIVE_UP_AFTER:
+        if row.attempts >= MAX_ATTEMPTS and when - aware(row.created_at) >= GIVE_UP_AFTER:
             row.status = "failed"
             report.failed += 1
             log.warning("mail %s given up after %d tries: %s", row.message_id, row.attempts,
@@ -192,8 +188,3 @@ def _record(session: Session, row: OutboundMail, result: SendResult, when: datet
         row.sent_at = when
         report.sent += 1
     session.add(row)
-
-
-def _aware(when: datetime) -> datetime:
-    from datetime import UTC
-    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)

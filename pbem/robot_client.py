@@ -16,6 +16,7 @@ from email.parser import BytesParser
 from email.utils import make_msgid
 from typing import Any
 
+from pbem.kinds import classic, cup
 from pbem.rules.cup import Cup
 from pbem.rules.dice import Die, face_from_json, face_symbol
 from pbem.rules.ladder import Bid, Ladder
@@ -84,7 +85,6 @@ def client_order_lines(view: dict[str, Any], rng: random.Random) -> list[str]:
     if fmt == POSTAL_VIEW:
         move = choose_order(view, rng)
         return order_lines(move) if move is not None else []
-    from pbem.kinds import classic, cup
     decide = {"pbem.classic.view/1": classic.client_order_lines,
               "pbem.cup.view/1": cup.client_order_lines}.get(fmt)
     if decide is None:

@@ -1,4 +1,8 @@
-"""The imperative shell: wires the edges (IMAP, SMTP listener, SMTP out, clock) to the referee."""
+"""The imperative shell: wires the edges (IMAP, SMTP listener, SMTP out, clock) to the referee.
+
+The shell: it may import every layer below (pbem.referee, pbem.outbox, the
+mail edges ...); nothing below imports it. ``utc_now`` is the clock source.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy.exc import OperationalError
@@ -21,10 +25,15 @@ from pbem.mail.imap import FetchedMail, ImapInbox
 from pbem.mail.listener import MailListener
 from pbem.mail.smtp_out import EmlDirSender, SmtpSender
 from pbem.outbox import DrainReport, Sender, drain
-from pbem.referee import Referee, utc_now
+from pbem.referee import Referee
 from pbem.render import Renderer
 
 log = logging.getLogger(__name__)
+
+
+def utc_now() -> datetime:
+    """The real clock (tests and the demo may pass another)."""
+    return datetime.now(UTC)
 
 
 @dataclass

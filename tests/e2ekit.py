@@ -20,7 +20,8 @@ import jsonschema
 from sqlmodel import Session
 
 from pbem.config import ImapSettings, Settings, SmtpSettings
-from pbem.games import export_json, find_game, pending_orders
+from pbem.games import find_game, pending_orders
+from pbem.services.export import export_json
 from pbem.robot_client import client_order_lines, parse_mail, reply_to, report_view
 from pbem.server import Server
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pbem.desk.options import GameOptions, options_of, parse_options
+from pbem.options import GameOptions, options_of, parse_options
 from pbem.orders import OrderError
 from pbem.server import Server
 from tests.deskkit import Clock, admin, cli, game_row, referee_mail

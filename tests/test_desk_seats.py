@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
-from pbem.games import GameError, export_record, find_game, pending_orders
+from pbem.games import GameError, find_game, pending_orders
+from pbem.services.export import export_record
 from pbem.kinds import kind_of
 from pbem.models import AuditEntry, OutboundMail
 from pbem.rules.record import verify

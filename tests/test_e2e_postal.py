@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 from sqlmodel import Session
 
-from pbem.games import export_record, find_game
+from pbem.games import find_game
+from pbem.services.export import export_record
 from pbem.robot_client import choose_order, order_lines
 from pbem.rules.challenge import count_matching
 from pbem.rules.dice import Die, face_from_json

@@ -17,7 +17,9 @@ import pytest
 from sqlmodel import Session
 
 from pbem.db import open_database
-from pbem.games import add_player, create_game, export_json, resolve_turn, start_game
+from pbem.games import add_player, create_game, start_game
+from pbem.services.export import export_json
+from pbem.services.turns import resolve_turn
 from pbem.kinds import kind_named
 from pbem.kinds.classic import CLASSIC, client_seat_view
 from pbem.kinds.cup import CUP, client_state

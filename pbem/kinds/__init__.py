@@ -1,19 +1,27 @@
 """The registry of game kinds: the one table the server looks kinds up in.
 
 Adding a kind touches only its module, its templates and this table.
+
+The pure core: kinds import the rules (pbem.rules) and the order language
+(pbem.orders), never the database, the mail or the server.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from pbem.kinds.base import GameKind, OrderProblem, Resolution, TakenOrder, Understood
 from pbem.kinds.classic import CLASSIC
 from pbem.kinds.cup import CUP
 from pbem.kinds.postal import POSTAL
 
-if TYPE_CHECKING:
-    from pbem.models import Game
+
+class HasKind(Protocol):
+    """Anything that names its game kind (a Game row does)."""
+
+    @property
+    def kind(self) -> str: ...
+
 
 KINDS: dict[str, GameKind] = {kind.name: kind for kind in (POSTAL, CLASSIC, CUP)}
 
@@ -25,9 +33,9 @@ def kind_named(name: str) -> GameKind:
         raise KeyError(f"unknown game kind '{name}' (kinds: {', '.join(KINDS)})") from None
 
 
-def kind_of(game: Game) -> GameKind:
+def kind_of(game: HasKind) -> GameKind:
     return kind_named(game.kind)
 
 
-__all__ = ["KINDS", "GameKind", "OrderProblem", "Resolution", "TakenOrder", "Understood",
+__all__ = ["KINDS", "GameKind", "HasKind", "OrderProblem", "Resolution", "TakenOrder", "Understood",
            "kind_named", "kind_of"]

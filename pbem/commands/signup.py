@@ -10,7 +10,7 @@ that is not theirs. Codes expire after SIGNUP_DAYS.
 The confirmation mail carries the player's key; ``LEAVE <game>`` needs it
 (the lines GAME <game> and KEY <key>), so nobody can take someone else off
 a game. When JOIN fills the last seat of a game with AUTOSTART, the game
-starts as START would (pbem.admin.do_start). An address gets at most
+starts as START would (pbem.commands.referee_cmds.do_start). An address gets at most
 CODES_PER_DAY code mails a day, so forged JOINs cannot flood it.
 """
 
@@ -22,14 +22,16 @@ import json
 import secrets
 from datetime import timedelta
 
-from sqlmodel import Session, col, delete, select
+from sqlmodel import col, select
 
-from pbem.desk import PlayerContext, notices
-from pbem.desk.options import options_of
-from pbem.games import GameError, add_player, find_game, players_of
+from pbem.commands.context import CommandContext, refuse
+from pbem.commands.referee_cmds import start
+from pbem.games import GameError, add_player, audit, find_game, id_of, players_of, remove_entrant
 from pbem.kinds import kind_of
-from pbem.models import Game, OutboundMail, Player, Signup, Watcher
+from pbem.models import Game, OutboundMail, Signup, Watcher
+from pbem.options import options_of
 from pbem.orders import Command, Order, OrderError, game_name
+from pbem.services.post import replied_to, tagged, tell_referee
 
 SIGNUP_DAYS = 7
 CODES_PER_DAY = 3        # code mails to one address a day, at most
@@ -40,27 +42,11 @@ def code_hash(code: str) -> str:
     return hashlib.sha256(code.strip().lower().encode()).hexdigest()
 
 
-def _refuse(message: str, hint: str = "", order: Order | None = None,
-            game: str | None = None) -> Exception:
-    from pbem.referee import refusal
-    return refusal(message, hint, order.line_no if order else None,
-                   order.line if order else None, game=game)
-
-
-def _notice(ctx: PlayerContext, subject: str, paragraphs: list[str], game: str | None) -> None:
-    ctx.answer("notice", subject, {"subject": subject, "paragraphs": paragraphs, "game": game})
-
-
-def _sender(ctx: PlayerContext) -> str:
-    assert ctx.msg.from_addr is not None
-    return ctx.msg.from_addr
-
-
-def _find(ctx: PlayerContext, name: str, order: Order) -> Game:
+def _find(ctx: CommandContext, name: str, order: Order) -> Game:
     try:
         return find_game(ctx.session, name)
     except GameError as exc:
-        raise _refuse(str(exc), "LIST of open games: ask the referee", order) from None
+        raise refuse(str(exc), "LIST of open games: ask the referee", order) from None
 
 
 # --- parsers ------------------------------------------------------------------------------
@@ -79,8 +65,8 @@ def parse_confirm(args: list[str]) -> str | None:
 
 # --- JOIN / WATCH: a code to the address ----------------------------------------------------
 
-def _ask_to_confirm(ctx: PlayerContext, game: Game, name: str, status: str, what: str) -> str:
-    email = _sender(ctx)
+def _ask_to_confirm(ctx: CommandContext, game: Game, name: str, status: str, what: str) -> str:
+    email = ctx.sender
     recent = ctx.session.exec(select(Signup.id).where(
         Signup.email == email, col(Signup.created_at) > ctx.now - timedelta(days=1))).all()
     if len(recent) >= CODES_PER_DAY:
@@ -92,10 +78,10 @@ def _ask_to_confirm(ctx: PlayerContext, game: Game, name: str, status: str, what
         old.status = "withdrawn"            # the newest request is the one that counts
         ctx.session.add(old)
     code = secrets.token_hex(5)
-    ctx.session.add(Signup(game_id=game.id, email=email, name=name, code_hash=code_hash(code),
+    ctx.session.add(Signup(game_id=id_of(game), email=email, name=name, code_hash=code_hash(code),
                            status=status, created_at=ctx.now))
-    subject = f"[bluff {game.name}] please confirm: {what}"
-    _notice(ctx, subject, [
+    subject = tagged(game.name, f"please confirm: {what}")
+    ctx.notice(subject, [
         f"Someone (we hope you) asked from {email} to {what}.",
         f"To confirm, reply to this mail with the word CONFIRM, or send a mail with the line "
         f"CONFIRM {code} from this address, within {SIGNUP_DAYS} days.",
@@ -104,56 +90,52 @@ def _ask_to_confirm(ctx: PlayerContext, game: Game, name: str, status: str, what
     return f"{status} sign-up of {email} to {game.name}: code sent"
 
 
-def do_join(ctx: PlayerContext, order: Order) -> str:
+def do_join(ctx: CommandContext, order: Order) -> str:
     name, player_name = order.args
     game = _find(ctx, name, order)
-    email = _sender(ctx)
+    email = ctx.sender
     if game.status != "new" or not options_of(game).open:
-        raise _refuse(f"game {game.name} is not open for sign-up",
+        raise refuse(f"game {game.name} is not open for sign-up",
                       "ask the referee which games are open", order, game.name)
     if any(p.email == email for p in players_of(ctx.session, game)):
-        raise _refuse(f"you play in {game.name} already", "", order, game.name)
+        raise refuse(f"you play in {game.name} already", "", order, game.name)
     if len(players_of(ctx.session, game)) >= kind_of(game).max_players:
-        raise _refuse(f"game {game.name} is full", "ask the referee for another game", order,
+        raise refuse(f"game {game.name} is full", "ask the referee for another game", order,
                       game.name)
     return _ask_to_confirm(ctx, game, player_name or email.partition("@")[0], JOINING,
                            f"join game {game.name}")
 
 
-def do_watch(ctx: PlayerContext, order: Order) -> str:
+def do_watch(ctx: CommandContext, order: Order) -> str:
     game = _find(ctx, order.args, order)
-    email = _sender(ctx)
+    email = ctx.sender
     if game.status in ("over", "cancelled"):
-        raise _refuse(f"game {game.name} is {game.status}", "", order, game.name)
+        raise refuse(f"game {game.name} is {game.status}", "", order, game.name)
     if any(p.email == email and p.active for p in players_of(ctx.session, game)):
-        raise _refuse(f"you play in {game.name}: your reports show you the game", "", order,
+        raise refuse(f"you play in {game.name}: your reports show you the game", "", order,
                       game.name)
     if ctx.session.exec(select(Watcher).where(Watcher.game_id == game.id,
                                               Watcher.email == email)).first():
-        raise _refuse(f"you watch {game.name} already", f"UNWATCH {game.name} to stop", order,
+        raise refuse(f"you watch {game.name} already", f"UNWATCH {game.name} to stop", order,
                       game.name)
     return _ask_to_confirm(ctx, game, "", WATCHING, f"watch game {game.name}")
 
 
 # --- CONFIRM -----------------------------------------------------------------------------
 
-def _replied_signup(ctx: PlayerContext, pending: list[Signup]) -> Signup | None:
+def _replied_signup(ctx: CommandContext, pending: list[Signup]) -> Signup | None:
     """The sign-up whose code mail this mail replies to (bare CONFIRM in a reply)."""
-    refs = [r for r in [ctx.msg.in_reply_to, *ctx.msg.references] if r]
-    if not refs:
-        return None
-    sent = ctx.session.exec(select(OutboundMail).where(
-        col(OutboundMail.message_id).in_(refs),
-        OutboundMail.rcpts_json == json.dumps([_sender(ctx)]))
-        .order_by(col(OutboundMail.id).desc())).first()
+    assert ctx.mail is not None
+    sent = replied_to(ctx.session, ctx.mail.msg,
+                      OutboundMail.rcpts_json == json.dumps([ctx.sender]))
     if sent is None:
         return None
     earlier = [s for s in pending if s.created_at <= sent.created_at]
     return max(earlier, key=lambda s: (s.created_at, s.id or 0)) if earlier else None
 
 
-def do_confirm(ctx: PlayerContext, order: Order) -> str:
-    email = _sender(ctx)
+def do_confirm(ctx: CommandContext, order: Order) -> str:
+    email = ctx.sender
     since = ctx.now - timedelta(days=SIGNUP_DAYS)
     pending = list(ctx.session.exec(select(Signup).where(
         Signup.email == email, col(Signup.status).in_([JOINING, WATCHING]),
@@ -161,13 +143,13 @@ def do_confirm(ctx: PlayerContext, order: Order) -> str:
     if order.args is None:
         signup = _replied_signup(ctx, pending)
         if signup is None:
-            raise _refuse("I could not tell what you confirm", "reply to the sign-up mail, or "
+            raise refuse("I could not tell what you confirm", "reply to the sign-up mail, or "
                           "write CONFIRM with the code from it", order)
     else:
         digest = code_hash(order.args)
         signup = next((s for s in pending if hmac.compare_digest(s.code_hash, digest)), None)
         if signup is None:
-            raise _refuse("that code does not match a sign-up from your address (or it expired)",
+            raise refuse("that code does not match a sign-up from your address (or it expired)",
                           "send JOIN <game> again for a new code", order)
     game = ctx.session.get(Game, signup.game_id)
     assert game is not None
@@ -180,47 +162,47 @@ def do_confirm(ctx: PlayerContext, order: Order) -> str:
     return _confirm_join(ctx, game, signup)
 
 
-def _check_still_possible(ctx: PlayerContext, game: Game, signup: Signup, watching: bool,
+def _check_still_possible(ctx: CommandContext, game: Game, signup: Signup, watching: bool,
                           order: Order) -> None:
     if watching:
         if game.status in ("over", "cancelled"):
-            raise _refuse(f"game {game.name} is {game.status}", "", order, game.name)
+            raise refuse(f"game {game.name} is {game.status}", "", order, game.name)
         return
     if game.status != "new" or not options_of(game).open:
-        raise _refuse(f"game {game.name} is no longer open for sign-up", "", order, game.name)
+        raise refuse(f"game {game.name} is no longer open for sign-up", "", order, game.name)
     players = players_of(ctx.session, game)
     if any(p.email == signup.email for p in players):
-        raise _refuse(f"you play in {game.name} already", "", order, game.name)
+        raise refuse(f"you play in {game.name} already", "", order, game.name)
     if len(players) >= kind_of(game).max_players:
-        raise _refuse(f"game {game.name} is full", "ask the referee for another game", order,
+        raise refuse(f"game {game.name} is full", "ask the referee for another game", order,
                       game.name)
 
 
-def _confirm_watch(ctx: PlayerContext, game: Game, email: str) -> str:
+def _confirm_watch(ctx: CommandContext, game: Game, email: str) -> str:
     if ctx.session.exec(select(Watcher).where(Watcher.game_id == game.id,
                                               Watcher.email == email)).first() is None:
-        ctx.session.add(Watcher(game_id=game.id, email=email, created_at=ctx.now))
-    notices.audit(ctx.session, game, ctx.now, "watch", email, actor=email)
-    subject = f"[bluff {game.name}] you watch the game"
-    _notice(ctx, subject, [f"You watch game {game.name}: each turn you get its public view "
+        ctx.session.add(Watcher(game_id=id_of(game), email=email, created_at=ctx.now))
+    audit(ctx.session, game, ctx.now, "watch", email, actor=email)
+    subject = tagged(game.name, "you watch the game")
+    ctx.notice(subject, [f"You watch game {game.name}: each turn you get its public view "
                            f"(nobody's hidden dice).", f"Send UNWATCH {game.name} to stop."],
             game.name)
     return f"{email} watches {game.name}"
 
 
-def _confirm_join(ctx: PlayerContext, game: Game, signup: Signup) -> str:
+def _confirm_join(ctx: CommandContext, game: Game, signup: Signup) -> str:
     player = add_player(ctx.session, game, signup.email, signup.name)
     count, most = len(players_of(ctx.session, game)), kind_of(game).max_players
-    subject = f"[bluff {game.name}] you are in"
-    _notice(ctx, subject, [
+    subject = tagged(game.name, "you are in")
+    ctx.notice(subject, [
         f"Welcome, {player.name}: you play in game {game.name} ({count} of {most} seats "
         f"taken). Your first report comes when the game starts.",
         f"Your key: {player.key}. Keep it: a fresh mail to the referee about this game needs "
         f"the lines GAME {game.name} and KEY {player.key} (it is in every report too).",
         f"To leave before the start, send those two lines and LEAVE {game.name}."], game.name)
-    notices.audit(ctx.session, game, ctx.now, "join", f"{player.name} <{player.email}>",
+    audit(ctx.session, game, ctx.now, "join", f"{player.name} <{player.email}>",
                   actor=player.email)
-    notices.tell_referee(ctx.referee, ctx.session, f"{game.name}: {player.name} joined",
+    tell_referee(ctx.session, ctx.post, f"{game.name}: {player.name} joined",
                          [f"{player.name} <{player.email}> confirmed their sign-up to "
                           f"{game.name}: {count} of {most} seats taken."])
     out = f"{player.email} joins {game.name} as entrant {player.entrant}"
@@ -229,85 +211,58 @@ def _confirm_join(ctx: PlayerContext, game: Game, signup: Signup) -> str:
     return out
 
 
-def _autostart(ctx: PlayerContext, game: Game) -> str:
-    from pbem.admin import AdminContext, do_start    # START's own code, not a copy
-    said = do_start(AdminContext(session=ctx.session, referee=ctx.referee, now=ctx.now),
-                    game.name)
-    notices.audit(ctx.session, game, ctx.now, "autostart", said)
-    notices.tell_referee(ctx.referee, ctx.session, f"{game.name} started by itself",
-                         [f"The last seat of {game.name} was taken, and the game has "
-                          f"AUTOSTART: {said}."])
+def _autostart(ctx: CommandContext, game: Game) -> str:
+    said = start(ctx, game.name)    # START's own code, not a copy
+    audit(ctx.session, game, ctx.now, "autostart", said)
+    tell_referee(ctx.session, ctx.post, f"{game.name} started by itself",
+                 [f"The last seat of {game.name} was taken, and the game has "
+                  f"AUTOSTART: {said}."])
     return said
 
 
 # --- LEAVE / UNWATCH -----------------------------------------------------------------------
 
-def do_leave(ctx: PlayerContext, order: Order) -> str:
-    assert ctx.who is not None       # LEAVE needs GAME + KEY: see NEEDS_PLAYER
+def do_leave(ctx: CommandContext, order: Order) -> str:
+    assert ctx.who is not None       # LEAVE needs GAME + KEY: who="player"
     game, player = ctx.who.game, ctx.who.player
     if game.name != order.args:
-        raise _refuse(f"your GAME and KEY lines are for {game.name}, not {order.args}", "",
+        raise refuse(f"your GAME and KEY lines are for {game.name}, not {order.args}", "",
                       order, game.name)
     if game.status != "new":
-        raise _refuse(f"game {game.name} has started: you can no longer leave it",
+        raise refuse(f"game {game.name} has started: you can no longer leave it",
                       "ask the referee to replace you", order, game.name)
     remove_entrant(ctx.session, game, player)
-    notices.audit(ctx.session, game, ctx.now, "leave", f"{player.name} <{player.email}>",
+    audit(ctx.session, game, ctx.now, "leave", f"{player.name} <{player.email}>",
                   actor=player.email)
-    notices.tell_referee(ctx.referee, ctx.session, f"{game.name}: {player.name} left",
+    tell_referee(ctx.session, ctx.post, f"{game.name}: {player.name} left",
                          [f"{player.name} <{player.email}> left {game.name} before its start."])
-    subject = f"[bluff {game.name}] you left the game"
-    _notice(ctx, subject, [f"You are no longer signed up for game {game.name}."], game.name)
+    subject = tagged(game.name, "you left the game")
+    ctx.notice(subject, [f"You are no longer signed up for game {game.name}."], game.name)
     return f"{player.email} left {game.name}"
 
 
-def do_unwatch(ctx: PlayerContext, order: Order) -> str:
+def do_unwatch(ctx: CommandContext, order: Order) -> str:
     game = _find(ctx, order.args, order)
-    email = _sender(ctx)
+    email = ctx.sender
     rows = ctx.session.exec(select(Watcher).where(Watcher.game_id == game.id,
                                                   Watcher.email == email)).all()
     if not rows:
-        raise _refuse(f"you do not watch {game.name}", "", order, game.name)
+        raise refuse(f"you do not watch {game.name}", "", order, game.name)
     for row in rows:
         ctx.session.delete(row)
-    subject = f"[bluff {game.name}] you no longer watch the game"
-    _notice(ctx, subject, [f"You will get no more mail about game {game.name}."], game.name)
+    subject = tagged(game.name, "you no longer watch the game")
+    ctx.notice(subject, [f"You will get no more mail about game {game.name}."], game.name)
     return f"{email} stopped watching {game.name}"
-
-
-def remove_entrant(session: Session, game: Game, player: Player) -> None:
-    """Take a player off a game before the start; the others keep their sign-up order."""
-    if game.status != "new":
-        raise GameError(f"game '{game.name}' has started: use REPLACE to change a player")
-    session.exec(delete(Signup).where(col(Signup.game_id) == game.id,
-                                      col(Signup.email) == player.email,
-                                      col(Signup.status) != "confirmed"))
-    session.delete(player)
-    session.flush()
-    # entrants stay 1..n in sign-up order: the seat draw goes over them in that order
-    for number, other in enumerate(players_of(session, game), start=1):
-        if other.entrant != number:
-            other.entrant = number
-            session.add(other)
-    session.flush()
-
-
-def watchers_of(session: Session, game: Game) -> list[str]:
-    return [w.email for w in session.exec(select(Watcher).where(Watcher.game_id == game.id)
-                                          .order_by(col(Watcher.id)))]
 
 
 COMMANDS: tuple[Command, ...] = (
     Command("JOIN", "JOIN <game> [<name>]",
-            "sign up for a game open for sign-up (you confirm from your address)", parse_join),
+            "sign up for a game open for sign-up (you confirm from your address)", parse_join, action=do_join, who="anyone"),
     Command("CONFIRM", "CONFIRM [<code>]",
             "confirm a JOIN or WATCH: the code from the sign-up mail (or reply to that mail)",
-            parse_confirm),
+            parse_confirm, action=do_confirm, who="anyone"),
     Command("LEAVE", "LEAVE <game>",
-            "before the start: give up your seat (with GAME and KEY lines)", game_name),
-    Command("WATCH", "WATCH <game>", "get the public view of a game each turn", game_name),
-    Command("UNWATCH", "UNWATCH <game>", "stop watching a game", game_name),
+            "before the start: give up your seat (with GAME and KEY lines)", game_name, action=do_leave, who="player"),
+    Command("WATCH", "WATCH <game>", "get the public view of a game each turn", game_name, action=do_watch, who="anyone"),
+    Command("UNWATCH", "UNWATCH <game>", "stop watching a game", game_name, action=do_unwatch, who="anyone"),
 )
-ACTIONS = {"JOIN": do_join, "CONFIRM": do_confirm, "LEAVE": do_leave, "WATCH": do_watch,
-           "UNWATCH": do_unwatch}
-NEEDS_PLAYER = {"LEAVE"}

@@ -22,6 +22,9 @@ NEWGAME words (any case, any order; RULES takes the rest of the line)::
     AUTOSTART           start when the seats fill (implies OPEN)
     WAIT                resolve only at the deadline, never early
     RULES <kind> [...]  the game kind and its own options    default: postal
+
+Pure: imports only the order language (pbem.orders). This module owns the
+option constants (POLICIES, DEFAULT_MISSED_LIMIT ...).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from typing import Any
 
 from pbem.orders import OrderError
 
-POLICIES = ("robot", "challenge", "raise")
+POLICIES = ("robot", "challenge", "raise")   # MISSING <policy>: what plays a missed order
 DEFAULT_MISSED_LIMIT = 3
 DEFAULT_VACATION_DAYS = 14.0
 MAX_HOURS = 24 * 365
@@ -54,7 +57,7 @@ class GameOptions:
     reminder_hours: float | None = None   # None: automatic (see reminder_lead); 0: none
     missed_limit: int = DEFAULT_MISSED_LIMIT   # missed turns in a row; 0: never ask
     vacation_days: float = DEFAULT_VACATION_DAYS   # ABSENT cap per player per game
-    policy: str = "robot"                 # the policy for a missed order (games.game_policy)
+    policy: str = "robot"                 # the policy for a missed order (services.turns)
     open: bool = False                    # JOIN may sign up
     autostart: bool = False               # start when the seats fill by JOIN
     wait: bool = False                    # never resolve before the deadline
@@ -123,7 +126,7 @@ class NewGame:
     options: GameOptions = field(default_factory=GameOptions)
     rules: str = "postal"
     rules_words: list[str] = field(default_factory=list)   # the kind's own option words
-    rules_json: dict[str, Any] | None = None   # what the kind made of them (pbem.admin)
+    rules_json: dict[str, Any] | None = None   # what the kind made of them (NEWGAME)
 
 
 _HOUR = re.compile(r"^(\d{1,2})(?::00)?h?$")

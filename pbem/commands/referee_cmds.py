@@ -1,39 +1,26 @@
-"""Referee commands: one table for referee mail, `pbem admin` and HELP."""
+"""Referee commands about games: NEWGAME, ADD, START, STATUS, PROCESS, LIST.
+
+They come in referee mail (with the KEY line) and from `pbem admin`; the
+registry (pbem.commands.registry) puts them in the one table with the desk's
+commands (schedule, seats, rollback) and HELP.
+"""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from sqlmodel import col, select
 
-from sqlmodel import Session, col, select
-
-from pbem.desk import schedule, seats
-from pbem.desk.options import USAGE as NEWGAME_USAGE
-from pbem.desk.options import NewGame, parse_options, save_options
-from pbem.desk.schedule import desk_status
-from pbem.games import (GameError, add_player, create_game, find_game, load_state,
-                        missing_seats, pending_orders, players_of, start_game)
+from pbem.commands.context import CommandContext
+from pbem.commands.schedule import desk_status
+from pbem.games import (add_player, create_game, find_game, load_state, missing_seats,
+                        pending_orders, players_of, start_game)
 from pbem.kinds import kind_named, kind_of
 from pbem.models import Game
-from pbem.orders import GAME_NAME, Command, Order, OrderError, game_name, help_lines, no_args
-from pbem.orders import one_word
-from pbem.reports import enqueue_reports
+from pbem.options import USAGE as NEWGAME_USAGE
+from pbem.options import NewGame, parse_options, save_options
+from pbem.orders import EMAIL, GAME_NAME, Command, Order, OrderError, game_name, no_args
 from pbem.rules.dice import new_seed, seed_from_number
-
-if TYPE_CHECKING:
-    from pbem.referee import Referee
-
-EMAIL = re.compile(r"^[^@\s<>]+@[^@\s<>]+\.[^@\s<>]+$")
-
-
-@dataclass
-class AdminContext:
-    session: Session
-    referee: "Referee"
-    now: datetime
+from pbem.services.reports import enqueue_reports
+from pbem.services.turns import resolve
 
 
 def parse_newgame(args: list[str]) -> NewGame:
@@ -42,7 +29,7 @@ def parse_newgame(args: list[str]) -> NewGame:
     name = args[0].lower()
     if not GAME_NAME.match(name):
         raise OrderError(f"'{args[0]}' is not a valid game name", "game names use a-z, 0-9 and -")
-    new = parse_options(args[1:], name)   # the desk options (pbem.desk.options)
+    new = parse_options(args[1:], name)   # the game's options (pbem.options)
     try:
         kind = kind_named(new.rules)
     except KeyError as exc:
@@ -64,7 +51,8 @@ def optional_game(args: list[str]) -> str | None:
     return game_name(args) if args else None
 
 
-def do_newgame(ctx: AdminContext, new: NewGame) -> str:
+def do_newgame(ctx: CommandContext, order: Order) -> str:
+    new: NewGame = order.args
     seed = seed_from_number(new.seed) if new.seed is not None else new_seed()
     game = create_game(ctx.session, new.name, seed=seed, now=ctx.now, turn_hours=new.hours,
                        kind=new.rules, rules_json=new.rules_json)
@@ -74,24 +62,30 @@ def do_newgame(ctx: AdminContext, new: NewGame) -> str:
             f"{new.options.describe(new.hours)}); dice commitment {game.commitment}")
 
 
-def do_add(ctx: AdminContext, args: tuple[str, str, str]) -> str:
+def do_add(ctx: CommandContext, order: Order) -> str:
+    args: tuple[str, str, str] = order.args
     game = find_game(ctx.session, args[0])
     player = add_player(ctx.session, game, args[1], args[2])
     return f"{player.name} <{player.email}> joins {game.name} as entrant {player.entrant}"
 
 
-def do_start(ctx: AdminContext, name: str) -> str:
+def do_start(ctx: CommandContext, order: Order) -> str:
+    return start(ctx, order.args)
+
+
+def start(ctx: CommandContext, name: str) -> str:
+    """START: the seats drawn, the first reports queued (AUTOSTART uses it too)."""
     game = find_game(ctx.session, name)
     start_game(ctx.session, game, ctx.now)
     state = load_state(ctx.session, game)
-    rows = enqueue_reports(ctx.session, game, state, now=ctx.now, origin=ctx.referee.origin,
-                           renderer=ctx.referee.renderer)
+    rows = enqueue_reports(ctx.session, ctx.post, game, state, now=ctx.now)
     seats = ", ".join(f"{p.seat}: {p.name}" for p in sorted(players_of(ctx.session, game),
                                                              key=lambda p: p.seat or 0))
     return f"game {game.name} started; seats {seats}; {len(rows)} first reports queued"
 
 
-def do_status(ctx: AdminContext, name: str) -> str:
+def do_status(ctx: CommandContext, order: Order) -> str:
+    name: str = order.args
     game = find_game(ctx.session, name)
     players = players_of(ctx.session, game)
     line = f"game {game.name}: {game.status}, {len(players)} players"
@@ -110,15 +104,16 @@ def do_status(ctx: AdminContext, name: str) -> str:
     return line + desk_status(ctx.session, game, ctx.now)
 
 
-def do_process(ctx: AdminContext, name: str) -> str:
+def do_process(ctx: CommandContext, order: Order) -> str:
+    name: str = order.args
     game = find_game(ctx.session, name)
     turn = game.turn
-    ctx.referee.resolve(ctx.session, game)
+    resolve(ctx.session, ctx.post, game)
     return f"game {game.name}: turn {turn} resolved" + (" - the game is over" if
                                                         game.status == "over" else "")
 
 
-def do_list(ctx: AdminContext, _: None) -> str:
+def do_list(ctx: CommandContext, order: Order) -> str:
     games = list(ctx.session.exec(select(Game).order_by(col(Game.name))))
     if not games:
         return "no games yet"
@@ -127,44 +122,19 @@ def do_list(ctx: AdminContext, _: None) -> str:
                         and g.status == "running" else "") + ")" for g in games)
 
 
-def do_help(ctx: AdminContext, _: None) -> str:
-    return "\n".join(f"{h['usage']}: {h['summary']}" for h in help_lines(REFEREE_COMMANDS))
-
-
-_CORE_COMMANDS: tuple[Command, ...] = (
-    Command("KEY", "KEY <referee key>", "in referee mail: proves the mail is the referee's",
-            one_word("key")),
+COMMANDS: tuple[Command, ...] = (
     Command("NEWGAME", NEWGAME_USAGE,
             "create a game: turn length, deadline hour (UTC), grace, reminder, missed-turn "
             "limit, vacation cap, missing-order policy, sign-up, auto-start, wait, rule set "
-            "(SEED makes the dice reproducible)", parse_newgame),
-    Command("ADD", "ADD <game> <email> [<name>]", "sign a player up (before the start)", parse_add),
+            "(SEED makes the dice reproducible)", parse_newgame,
+            action=do_newgame, who="referee"),
+    Command("ADD", "ADD <game> <email> [<name>]", "sign a player up (before the start)", parse_add,
+            action=do_add, who="referee"),
     Command("START", "START <game>", "draw the seats, roll, mail everyone their first report",
-            game_name),
-    Command("STATUS", "STATUS <game>", "where the game stands, whose orders are in", game_name),
+            game_name, action=do_start, who="referee"),
+    Command("STATUS", "STATUS <game>", "where the game stands, whose orders are in", game_name,
+            action=do_status, who="referee"),
     Command("PROCESS", "PROCESS <game>", "resolve the turn now (the robot plays missing orders)",
-            game_name),
-    Command("LIST", "LIST", "every game and its state", no_args),
+            game_name, action=do_process, who="referee"),
+    Command("LIST", "LIST", "every game and its state", no_args, action=do_list, who="referee"),
 )
-_HELP = Command("HELP", "HELP", "this list", no_args)
-
-# the desk modules add their commands (and actions) to the one table
-REFEREE_COMMANDS: tuple[Command, ...] = (*_CORE_COMMANDS, *schedule.COMMANDS, *seats.COMMANDS,
-                                         _HELP)
-
-_ACTIONS: dict[str, Callable[[AdminContext, Any], str]] = {
-    "NEWGAME": do_newgame, "ADD": do_add, "START": do_start, "STATUS": do_status,
-    "PROCESS": do_process, "LIST": do_list, "HELP": do_help,
-    **schedule.ACTIONS, **seats.ACTIONS,
-}
-
-
-def run_admin(ctx: AdminContext, orders: Sequence[Order]) -> list[str]:
-    """Run the commands in order; the first one that fails stops the lot."""
-    out = []
-    for order in orders:
-        try:
-            out.append(_ACTIONS[order.name](ctx, order.args))
-        except GameError as exc:
-            raise GameError(f"{order.line}: {exc}") from None
-    return out

@@ -18,22 +18,19 @@ replacements and rollbacks").
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
 
 from sqlmodel import col, select
 
-from pbem.games import GameError, find_game, load_state, next_deadline, seated
+from pbem.commands.context import CommandContext
+from pbem.games import GameError, find_game, id_of, load_state, next_deadline, seated
 from pbem.models import AuditEntry, Move, OutboundMail, PendingOrder
-from pbem.reports import enqueue_reports
-
-if TYPE_CHECKING:
-    from pbem.admin import AdminContext
-
-KEEP_BY = ("player", "referee")        # orders that were really given; the rest was played for
-MISSED_BY = ("standing", "policy", "robot")
+from pbem.orders import Command, Order, game_name
+from pbem.services.reports import enqueue_reports
+from pbem.services.turns import GIVEN_BY, MISSED_BY
 
 
-def do_rollback(ctx: "AdminContext", name: str) -> str:
+def do_rollback(ctx: CommandContext, order: Order) -> str:
+    name: str = order.args
     session, now = ctx.session, ctx.now
     game = find_game(session, name)
     if game.status not in ("running", "paused", "over"):
@@ -48,7 +45,7 @@ def do_rollback(ctx: "AdminContext", name: str) -> str:
     final_seen = game.status == "over" and session.exec(select(OutboundMail.id).where(
         OutboundMail.game_id == game.id, OutboundMail.kind == "report",
         OutboundMail.turn == game.turn, OutboundMail.status == "sent")).first() is not None
-    # the whole undone turn, untruncated (pbem.desk.notices.audit cuts details short)
+    # the whole undone turn, untruncated (pbem.games.audit cuts details short)
     detail = {"turn": turn,
               "moves": [{"seat": m.seat, "minigame": m.minigame, "by": m.by,
                          "move": json.loads(m.move_json),
@@ -73,8 +70,8 @@ def do_rollback(ctx: "AdminContext", name: str) -> str:
     holders = seated(session, game)
     restored = []
     for move in undone:
-        if move.by in KEEP_BY:
-            session.add(PendingOrder(game_id=game.id, turn=turn, seat=move.seat,
+        if move.by in GIVEN_BY:
+            session.add(PendingOrder(game_id=id_of(game), turn=turn, seat=move.seat,
                                      move_json=move.move_json, by=move.by, created_at=now))
             restored.append(move.seat)
         elif move.by in MISSED_BY and move.seat in holders:
@@ -107,8 +104,7 @@ def do_rollback(ctx: "AdminContext", name: str) -> str:
     if restored:
         note += " Orders in again from player" + ("s " if len(restored) > 1 else " ") + \
             ", ".join(str(s) for s in sorted(restored)) + "."
-    enqueue_reports(session, game, load_state(session, game), now=now,
-                    origin=ctx.referee.origin, renderer=ctx.referee.renderer, notes=[note])
+    enqueue_reports(session, ctx.post, game, load_state(session, game), now=now, notes=[note])
     out = (f"game {game.name}: turn {turn} rolled back ({len(undone)} moves undone, orders of "
            f"{sorted(restored) or 'nobody'} pending again, {len(later)} later orders void, "
            f"{len(unsent)} unsent reports withheld); turn {turn} reports sent again")
@@ -116,3 +112,10 @@ def do_rollback(ctx: "AdminContext", name: str) -> str:
         out += ("; warning: the final report had gone out with the seed, so the players can "
                 "now work out every die")
     return out
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command("ROLLBACK", "ROLLBACK <game>",
+            "undo the last resolved turn; its reports are sent again", game_name,
+            action=do_rollback, who="referee"),
+)

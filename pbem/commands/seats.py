@@ -5,37 +5,29 @@ history ...). Each change players should know of is announced to them:
 an order entered on a player's behalf (the player gets its content, the
 others only that it was entered), a replacement, a rollback (the reports
 of the turn played again, with a note). ROLLBACK lives in
-pbem.desk.rollback; pbem.admin assembles COMMANDS and ACTIONS into the one
-referee table that drives referee mail, `pbem admin` and HELP.
+pbem.commands.rollback.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Callable
 from email import message_from_bytes, policy
 from email.utils import format_datetime
-from typing import TYPE_CHECKING, Any
 
 from sqlmodel import Session
 
-from pbem.desk import notices, rollback
-from pbem.deadlines import resolves_early
-from pbem.games import (GameError, find_game, load_state, missing_move, missing_seats,
-                        pending_orders, players_of, record_order, seated, stream_of)
+from pbem.commands.context import CommandContext
+from pbem.games import (GameError, active_players, audit, find_game, id_of, latest_report,
+                        load_state, pending_orders, players_of, record_order, seated, stream_of)
 from pbem.kinds import OrderProblem, kind_of
 from pbem.mail.compose import make_message_id
 from pbem.mail.text import BodyLine
 from pbem.models import Game, OutboundMail, Player
-from pbem.orders import Command, OrderError, game_name, parse_text
-from pbem.reports import enqueue_reports, latest_report
+from pbem.orders import EMAIL, Command, Order, OrderError, game_name, parse_text
 from pbem.security import new_key
-
-if TYPE_CHECKING:
-    from pbem.admin import AdminContext
-
-EMAIL = re.compile(r"^[^@\s<>]+@[^@\s<>]+\.[^@\s<>]+$")
+from pbem.services.post import announce, notice, tagged
+from pbem.services.reports import enqueue_reports
+from pbem.services.turns import resolve_if_complete, turn_moves
 
 
 # --- argument parsers ---------------------------------------------------------
@@ -86,21 +78,6 @@ def holder(session: Session, game: Game, seat: int) -> Player:
     return player
 
 
-def turn_moves(session: Session, game: Game, state: Any) -> tuple[dict[int, Any], dict[int, str]]:
-    """The moves the turn would be played with now: the orders in, the rest played for them."""
-    kind = kind_of(game)
-    orders, holders = pending_orders(session, game), seated(session, game)
-    moves: dict[int, Any] = {}
-    by: dict[int, str] = {}
-    for seat in sorted(kind.due(state)):
-        order = orders.get(seat)
-        if order is not None:
-            moves[seat], by[seat] = kind.move_from_json(json.loads(order.move_json)), order.by
-        else:
-            moves[seat], by[seat] = missing_move(game, kind, state, seat, holders.get(seat))
-    return moves, by
-
-
 _BY = {"player": "their order", "referee": "the referee's order on their behalf",
        "standing": "no order: their standing order", "policy": "no order: the game's policy",
        "robot": "no order: the robot"}
@@ -108,7 +85,8 @@ _BY = {"player": "their order", "referee": "the referee's order on their behalf"
 
 # --- PREVIEW ------------------------------------------------------------------
 
-def do_preview(ctx: "AdminContext", name: str) -> str:
+def do_preview(ctx: CommandContext, order: Order) -> str:
+    name: str = order.args
     game = running_game(ctx.session, name, "preview", ("running", "paused"))
     kind = kind_of(game)
     state = load_state(ctx.session, game)
@@ -131,7 +109,8 @@ def do_preview(ctx: "AdminContext", name: str) -> str:
 
 # --- ORDER --------------------------------------------------------------------
 
-def do_order(ctx: "AdminContext", args: tuple[str, int, str]) -> str:
+def do_order(ctx: CommandContext, order: Order) -> str:
+    args: tuple[str, int, str] = order.args
     name, seat, words = args
     game = running_game(ctx.session, name, "order", ("running", "paused"))
     kind = kind_of(game)
@@ -154,34 +133,33 @@ def do_order(ctx: "AdminContext", args: tuple[str, int, str]) -> str:
         raise GameError(problem.message + (f" ({problem.hint})" if problem.hint else ""))
     replaced = record_order(ctx.session, game, seat, taken.move, now=ctx.now, inbound_id=None,
                             by="referee")
-    now, referee = ctx.now, ctx.referee
-    notices.audit(ctx.session, game, now, "order",
+    now = ctx.now
+    audit(ctx.session, game, now, "order",
                   f"turn {game.turn}, seat {seat}: {taken.summary}", actor="referee")
-    notices.notice(ctx.session, referee, player.email,
-                   f"[bluff {game.name}] turn {game.turn}: the referee entered your order", [
+    notice(ctx.session, ctx.post, player.email,
+                   tagged(game.name, f"turn {game.turn}: the referee entered your order"), [
                        f"The referee entered this order for you, player {seat}, in turn "
                        f"{game.turn}: {taken.summary}."
                        + (" It replaces the order you had sent." if replaced else ""),
                        "You may still send your own order before the deadline: it replaces "
                        "this one."], now, game=game, seat=seat, turn=game.turn)
-    others = [p for p in notices.active_players(ctx.session, game) if p.seat != seat]
-    notices.announce(ctx.session, referee, game, f"turn {game.turn}: an order entered by the "
+    others = [p for p in active_players(ctx.session, game) if p.seat != seat]
+    announce(ctx.session, ctx.post, game, f"turn {game.turn}: an order entered by the "
                      f"referee", [f"The referee entered the order of player {seat} "
                                   f"({player.name}) for turn {game.turn} on their behalf. "
                                   f"What it is shows in the next report."],
                      now, action="order-announced", actor="referee", players=others)
     out = f"game {game.name}, turn {game.turn}: order for player {seat}: {taken.summary}"
-    if (not missing_seats(ctx.session, game, state) and game.status == "running"
-            and resolves_early(game)):
-        turn = game.turn
-        ctx.referee.resolve(ctx.session, game)
+    turn = game.turn
+    if resolve_if_complete(ctx.session, ctx.post, game, state=state):
         out += f"; every order was in, so turn {turn} is resolved"
     return out
 
 
 # --- REPLACE ------------------------------------------------------------------
 
-def do_replace(ctx: "AdminContext", args: tuple[str, int, str, str]) -> str:
+def do_replace(ctx: CommandContext, order: Order) -> str:
+    args: tuple[str, int, str, str] = order.args
     name, seat, email, new_name = args
     game = running_game(ctx.session, name, "replace", ("running", "paused"))
     old = holder(ctx.session, game, seat)
@@ -190,7 +168,7 @@ def do_replace(ctx: "AdminContext", args: tuple[str, int, str, str]) -> str:
         raise GameError(f"{email} plays in '{game.name}' already (seat {same.seat})")
     old.active = False
     key, key_hash = new_key()
-    new = same or Player(game_id=game.id, entrant=old.entrant, email=email, name="", key=key)
+    new = same or Player(game_id=id_of(game), entrant=old.entrant, email=email, name="", key=key)
     new.name = new_name or (same.name if same else email.partition("@")[0])
     new.entrant, new.seat, new.active = old.entrant, seat, True
     new.key, new.key_hash = key, key_hash
@@ -201,15 +179,15 @@ def do_replace(ctx: "AdminContext", args: tuple[str, int, str, str]) -> str:
     if dropped is not None:
         ctx.session.delete(dropped)
     ctx.session.flush()
-    now, referee = ctx.now, ctx.referee
-    notices.audit(ctx.session, game, now, "replace", f"seat {seat}: {old.email} -> {email} "
+    now = ctx.now
+    audit(ctx.session, game, now, "replace", f"seat {seat}: {old.email} -> {email} "
                   f"from turn {game.turn}" + ("; the seat's order of this turn was dropped"
                                               if dropped else ""), actor="referee")
     kind = kind_of(game)
     state = load_state(ctx.session, game)
     history = kind.history(state)
-    notices.notice(ctx.session, referee, new.email,
-                   f"[bluff {game.name}] welcome: you take over player {seat}", [
+    notice(ctx.session, ctx.post, new.email,
+                   tagged(game.name, f"welcome: you take over player {seat}"), [
                        f"The referee has given you seat {seat} in game {game.name} of "
                        f"{kind.title}, which {old.name} held until now. You play from turn "
                        f"{game.turn} on.",
@@ -217,16 +195,14 @@ def do_replace(ctx: "AdminContext", args: tuple[str, int, str, str]) -> str:
                        "in a separate mail: answer it with your orders.",
                        *(["The moves so far:", "\n".join(history)] if history else [])],
                    now, game=game, seat=seat, turn=game.turn)
-    enqueue_reports(ctx.session, game, state, now=now, origin=referee.origin,
-                    renderer=referee.renderer, only_seat=seat,
+    enqueue_reports(ctx.session, ctx.post, game, state, now=now, only_seat=seat,
                     notes=[f"You take over seat {seat} from {old.name}."])
-    notices.notice(ctx.session, referee, old.email,
-                   f"[bluff {game.name}] you have been replaced", [
+    notice(ctx.session, ctx.post, old.email, tagged(game.name, "you have been replaced"), [
                        f"The referee has given your seat {seat} in game {game.name} to "
                        f"{new.name}. Your order key no longer works. Thank you for playing!"],
                    now, game=game)
-    others = [p for p in notices.active_players(ctx.session, game) if p.seat != seat]
-    notices.announce(ctx.session, referee, game, f"player {seat} replaced", [
+    others = [p for p in active_players(ctx.session, game) if p.seat != seat]
+    announce(ctx.session, ctx.post, game, f"player {seat} replaced", [
         f"From turn {game.turn} on, {new.name} plays as player {seat} in place of "
         f"{old.name}."], now, action="replace-announced", actor="referee", players=others)
     return (f"game {game.name}: {new.name} <{email}> replaces {old.name} <{old.email}> as "
@@ -235,10 +211,10 @@ def do_replace(ctx: "AdminContext", args: tuple[str, int, str, str]) -> str:
 
 # --- RESEND -------------------------------------------------------------------
 
-def resend_copy(ctx: "AdminContext", row: OutboundMail) -> OutboundMail:
+def resend_copy(ctx: CommandContext, row: OutboundMail) -> OutboundMail:
     """A new mail with the same content as ``row``: a new Message-ID and Date, nothing else."""
     msg = message_from_bytes(row.raw, policy=policy.SMTP)
-    message_id = make_message_id(ctx.referee.origin.domain, row.kind)
+    message_id = make_message_id(ctx.post.origin.domain, row.kind)
     del msg["Message-ID"]
     msg["Message-ID"] = message_id
     del msg["Date"]
@@ -251,7 +227,8 @@ def resend_copy(ctx: "AdminContext", row: OutboundMail) -> OutboundMail:
     return copy
 
 
-def do_resend(ctx: "AdminContext", args: tuple[str, int | None]) -> str:
+def do_resend(ctx: CommandContext, order: Order) -> str:
+    args: tuple[str, int | None] = order.args
     name, only = args
     game = find_game(ctx.session, name)
     if game.started_at is None:
@@ -267,9 +244,8 @@ def do_resend(ctx: "AdminContext", args: tuple[str, int | None]) -> str:
         if row is not None and player.email in json.loads(row.rcpts_json):
             resend_copy(ctx, row)
         else:   # the seat changed hands since: the holder's own report, made anew
-            enqueue_reports(ctx.session, game, load_state(ctx.session, game), now=ctx.now,
-                            origin=ctx.referee.origin, renderer=ctx.referee.renderer,
-                            only_seat=seat)
+            enqueue_reports(ctx.session, ctx.post, game, load_state(ctx.session, game),
+                            now=ctx.now, only_seat=seat)
         done.append(str(seat))
     return f"game {game.name}: latest report sent again to player{'s' * (len(done) > 1)} " \
            + ", ".join(done)
@@ -278,19 +254,13 @@ def do_resend(ctx: "AdminContext", args: tuple[str, int | None]) -> str:
 COMMANDS: tuple[Command, ...] = (
     Command("PREVIEW", "PREVIEW <game>",
             "what the turn would do if resolved now (to you only; nothing is stored)",
-            game_name),
+            game_name, action=do_preview, who="referee"),
     Command("ORDER", "ORDER <game> <seat> <order>",
             "enter an order on a player's behalf (lines joined by ;), e.g. ORDER cup-1 3 "
-            "BID 6 threes; EXPOSE 3 3", parse_order),
+            "BID 6 threes; EXPOSE 3 3", parse_order, action=do_order, who="referee"),
     Command("REPLACE", "REPLACE <game> <seat> <email> [<name>]",
             "give a seat to a new player (new key, the history and the seat's report)",
-            parse_replace),
+            parse_replace, action=do_replace, who="referee"),
     Command("RESEND", "RESEND <game> [<seat>]", "send the latest report(s) again",
-            parse_resend),
-    Command("ROLLBACK", "ROLLBACK <game>",
-            "undo the last resolved turn; its reports are sent again", game_name),
+            parse_resend, action=do_resend, who="referee"),
 )
-ACTIONS: dict[str, Callable[["AdminContext", Any], str]] = {
-    "PREVIEW": do_preview, "ORDER": do_order, "REPLACE": do_replace, "RESEND": do_resend,
-    "ROLLBACK": rollback.do_rollback,
-}

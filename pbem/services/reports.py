@@ -1,4 +1,8 @@
-"""Turn reports: one mail per player, text + HTML + report.json, queued in the outbox."""
+"""Turn reports: one mail per player, text + HTML + report.json, queued in the outbox.
+
+The view (``player_view``) is what report.json holds (pbem.bluff.view/1 for
+postal games, pbem.<kind>.view/1 for the others); watchers get the public one.
+"""
 
 from __future__ import annotations
 
@@ -8,30 +12,12 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
-from pbem.desk.players import talk_lines
-from pbem.desk.signup import watchers_of
-from pbem.games import TurnOutcome, player_view, seated
+from pbem.deadlines import relative
+from pbem.games import seated, talk_lines, watchers_of
 from pbem.kinds import kind_of
 from pbem.models import Game, OutboundMail, Player
 from pbem.outbox import Origin, enqueue
-from pbem.render import Renderer
-
-
-def relative(deadline: datetime | None, now: datetime) -> str | None:
-    if deadline is None:
-        return None
-    seconds = int((deadline - now).total_seconds())
-    if seconds <= 0:
-        return "passed"
-    days, rest = divmod(seconds, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes = rest // 60
-    parts = [f"{days} day{'s' * (days != 1)}"] if days else []
-    if hours:
-        parts.append(f"{hours} hour{'s' * (hours != 1)}")
-    if not days and minutes:
-        parts.append(f"{minutes} minute{'s' * (minutes != 1)}")
-    return "in " + " ".join(parts or ["less than a minute"])
+from pbem.services.post import Post, tagged
 
 
 def report_context(game: Game, players: dict[int, Player], state: Any, seat: int | None,
@@ -65,23 +51,11 @@ def report_context(game: Game, players: dict[int, Player], state: Any, seat: int
     }
 
 
-def played_for_notes(game: Game, outcome: TurnOutcome, players: dict[int, Player]) -> list[str]:
-    kind = kind_of(game)
-    notes = []
-    for seat, move in sorted(outcome.played_for.items()):
-        name = players[seat].name if seat in players else f"player {seat}"
-        who = ("their standing order" if outcome.played_by.get(seat) == "standing"
-               else "the game's policy" if outcome.played_by.get(seat) == "policy"
-               else "the robot")
-        notes.append(f"Player {seat} ({name}) sent no order in time; {who} played "
-                     f"{kind.describe_move(move)} for them.")
-    return notes
-
-
-def enqueue_reports(session: Session, game: Game, state: Any, *, now: datetime,
-                    origin: Origin, renderer: Renderer, notes: list[str] | None = None,
+def enqueue_reports(session: Session, post: Post, game: Game, state: Any, *, now: datetime,
+                    notes: list[str] | None = None,
                     only_seat: int | None = None, in_reply_to: str | None = None,
                     inbound_id: int | None = None) -> list[OutboundMail]:
+    origin, renderer = post.origin, post.renderer
     players = seated(session, game)
     talk = talk_lines(session, game)     # the table talk (SAY) since the last report
     rows = []
@@ -90,8 +64,8 @@ def enqueue_reports(session: Session, game: Game, state: Any, *, now: datetime,
             continue
         context = report_context(game, players, state, seat, now, origin, notes or [], talk)
         text, html = renderer.render(kind_of(game).report_template, context)
-        subject = (f"[bluff {game.name}] final report" if kind_of(game).over(state)
-                   else f"[bluff {game.name}] turn {game.turn} report")
+        subject = tagged(game.name, "final report" if kind_of(game).over(state)
+                         else f"turn {game.turn} report")
         attachment = ("report.json", "application/json",
                       json.dumps(context["view"], indent=2).encode())
         rows.append(enqueue(session, origin, kind="report", to=player.email, subject=subject,
@@ -100,31 +74,54 @@ def enqueue_reports(session: Session, game: Game, state: Any, *, now: datetime,
                             references=[in_reply_to] if in_reply_to else (),
                             game_id=game.id, seat=seat, turn=game.turn, inbound_id=inbound_id))
     if only_seat is None:
-        rows += _watcher_reports(session, game, state, players, now=now, origin=origin,
-                                 renderer=renderer, notes=notes or [], talk=talk)
+        rows += _watcher_reports(session, post, game, state, players, now=now,
+                                 notes=notes or [], talk=talk)
     return rows
 
 
-def _watcher_reports(session: Session, game: Game, state: Any, players: dict[int, Player], *,
-                     now: datetime, origin: Origin, renderer: Renderer, notes: list[str],
+def _watcher_reports(session: Session, post: Post, game: Game, state: Any,
+                     players: dict[int, Player], *, now: datetime, notes: list[str],
                      talk: list[dict[str, str]]) -> list[OutboundMail]:
-    """The public view (no hidden dice) for each WATCHer of the game (pbem.desk.signup)."""
+    """The public view (no hidden dice) for each WATCHer of the game (commands.signup)."""
     watchers = watchers_of(session, game)
     if not watchers:
         return []
-    context = report_context(game, players, state, None, now, origin, notes, talk)
+    context = report_context(game, players, state, None, now, post.origin, notes, talk)
     context["how_to_order"] = False      # watchers have no orders to send
-    text, html = renderer.render(kind_of(game).report_template, context)
-    subject = (f"[bluff {game.name}] final report (public view)" if kind_of(game).over(state)
-               else f"[bluff {game.name}] turn {game.turn} public view")
+    text, html = post.renderer.render(kind_of(game).report_template, context)
+    subject = tagged(game.name, "final report (public view)" if kind_of(game).over(state)
+                     else f"turn {game.turn} public view")
     attachment = ("report.json", "application/json",
                   json.dumps(context["view"], indent=2).encode())
-    return [enqueue(session, origin, kind="watch", to=email, subject=subject, text=text,
+    return [enqueue(session, post.origin, kind="watch", to=email, subject=subject, text=text,
                     html=html, now=now, attachments=[attachment], game_id=game.id,
                     turn=game.turn) for email in watchers]
 
 
-def latest_report(session: Session, game: Game, seat: int) -> OutboundMail | None:
-    return session.exec(select(OutboundMail).where(
-        OutboundMail.game_id == game.id, OutboundMail.seat == seat,
-        OutboundMail.kind == "report").order_by(col(OutboundMail.id).desc())).first()
+def player_view(game: Game, players: dict[int, Player], state: Any,
+                seat: int | None) -> dict[str, Any]:
+    """The JSON view of the game for one seat (None: the public view)."""
+    kind = kind_of(game)
+    rules_part = kind.view(state, seat)
+    per_seat = rules_part.pop("virtual_dice", None)
+    player = players.get(seat) if seat is not None else None
+    # the kind may list the seats itself (dice counts ...): the names are added to its list
+    kind_rows = {row.get("seat"): row for row in rules_part.pop("players", None) or []}
+    listed = []
+    for s in sorted(players):
+        entry: dict[str, Any] = {"number": s, "name": players[s].name}
+        if per_seat is not None:
+            entry["virtual_dice"] = per_seat[str(s)]
+        entry.update({k: v for k, v in kind_rows.get(s, {}).items() if k != "name"})
+        listed.append(entry)
+    return {
+        "format": "pbem.bluff.view/1" if game.kind == "postal" else f"pbem.{game.kind}.view/1",
+        "game": game.name,
+        "turn": game.turn,
+        "deadline": game.deadline.strftime("%Y-%m-%dT%H:%M:%SZ") if game.deadline else None,
+        "you": seat,
+        "key": player.key if player is not None else None,
+        "players": listed,
+        **rules_part,
+        "commitment": game.commitment,
+    }

@@ -2,31 +2,25 @@
 WAIT, REMOVE, CANCEL.
 
 Every change players should know of is announced to the game's players (one
-notice each, pbem.desk.notices) and recorded as an AuditEntry. While a game
+notice each, pbem.services.post.announce) and recorded as an AuditEntry. While a game
 is paused no deadline runs and no turn resolves; orders sent meanwhile are
-refused ("not running"), and the pause notice says so. pbem.admin assembles
-COMMANDS and ACTIONS into the one referee table (mail, `pbem admin`, HELP).
+refused ("not running"), and the pause notice says so.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
 
 from sqlmodel import Session, col, delete, select
 
-from pbem.deadlines import utc
-from pbem.desk import notices
-from pbem.desk.options import options_of, save_options
-from pbem.desk.signup import remove_entrant
-from pbem.games import GameError, find_game, missing_seats, players_of
+from pbem.commands.context import CommandContext
+from pbem.deadlines import relative, utc
+from pbem.games import GameError, audit, find_game, players_of, remove_entrant
 from pbem.models import Game, Signup, Watcher
-from pbem.orders import Command, OrderError, game_name
-from pbem.reports import relative
-
-if TYPE_CHECKING:
-    from pbem.admin import AdminContext
+from pbem.options import options_of, save_options
+from pbem.orders import Command, Order, OrderError, game_name
+from pbem.services.post import announce, notice, tagged
+from pbem.services.turns import resolve_if_complete
 
 EMAIL_HINT = "e.g. REMOVE cup-1 ann@example.org"
 
@@ -122,7 +116,8 @@ def desk_status(session: Session, game: Game, now: datetime) -> str:
 
 # --- actions ------------------------------------------------------------------------------
 
-def do_deadline(ctx: "AdminContext", args: tuple[str, tuple[str, float | datetime]]) -> str:
+def do_deadline(ctx: CommandContext, order: Order) -> str:
+    args: tuple[str, tuple[str, float | datetime]] = order.args
     name, (how, value) = args
     game = _game(ctx.session, name, ("running",), "set the deadline of")
     target = ctx.now + timedelta(hours=value) if isinstance(value, float) else value
@@ -131,7 +126,7 @@ def do_deadline(ctx: "AdminContext", args: tuple[str, tuple[str, float | datetim
         raise GameError(f"{utc(target)} has passed already")
     game.deadline, game.grace_until = target, None
     ctx.session.add(game)
-    notices.announce(ctx.session, ctx.referee, game, f"turn {game.turn}: new deadline "
+    announce(ctx.session, ctx.post, game, f"turn {game.turn}: new deadline "
                      f"{utc(target)}",
                      [f"The referee set the deadline of turn {game.turn} to {utc(target)} "
                       f"({relative(target, ctx.now)})."], ctx.now, action="deadline",
@@ -139,7 +134,8 @@ def do_deadline(ctx: "AdminContext", args: tuple[str, tuple[str, float | datetim
     return f"game {game.name}: deadline of turn {game.turn} set to {utc(target)}"
 
 
-def do_extend(ctx: "AdminContext", args: tuple[str, float]) -> str:
+def do_extend(ctx: CommandContext, order: Order) -> str:
+    args: tuple[str, float] = order.args
     name, hours = args
     game = _game(ctx.session, name, ("running", "paused"), "extend")
     more = timedelta(hours=hours)
@@ -165,12 +161,13 @@ def do_extend(ctx: "AdminContext", args: tuple[str, float]) -> str:
     else:
         raise GameError(f"game '{name}' has no deadline to extend; set one with DEADLINE")
     ctx.session.add(game)
-    notices.announce(ctx.session, ctx.referee, game, f"turn {game.turn}: extended by "
+    announce(ctx.session, ctx.post, game, f"turn {game.turn}: extended by "
                      f"{hours:g} hours", [what], ctx.now, action="extend", actor="referee")
     return f"game {game.name}: extended by {hours:g} hours ({said})"
 
 
-def do_pause(ctx: "AdminContext", name: str) -> str:
+def do_pause(ctx: CommandContext, order: Order) -> str:
+    name: str = order.args
     game = _game(ctx.session, name, ("running",), "pause")
     end = game.grace_until or game.deadline
     game.paused_left_seconds = (None if end is None
@@ -180,7 +177,7 @@ def do_pause(ctx: "AdminContext", name: str) -> str:
     left = ("" if game.paused_left_seconds is None else
             f" {_hours(game.paused_left_seconds)} were left on the deadline; the clock restarts "
             f"with that much when the game resumes.")
-    notices.announce(ctx.session, ctx.referee, game, "the game is paused",
+    announce(ctx.session, ctx.post, game, "the game is paused",
                      [f"The referee paused game {game.name} in turn {game.turn}. While it is "
                       f"paused no deadline runs and no turn resolves; orders sent meanwhile "
                       f"are refused, so send yours after it resumes (you will be told).{left}"],
@@ -189,7 +186,8 @@ def do_pause(ctx: "AdminContext", name: str) -> str:
                                          if game.paused_left_seconds is not None else "")
 
 
-def do_resume(ctx: "AdminContext", name: str) -> str:
+def do_resume(ctx: CommandContext, order: Order) -> str:
+    name: str = order.args
     game = _game(ctx.session, name, ("paused",), "resume")
     game.status = "running"
     left = game.paused_left_seconds
@@ -204,13 +202,14 @@ def do_resume(ctx: "AdminContext", name: str) -> str:
     end = game.grace_until or game.deadline
     when = (f" The {'grace period' if game.grace_until else 'deadline'} of turn {game.turn} is "
             f"now {utc(end)} ({relative(end, ctx.now)})." if end is not None else "")
-    notices.announce(ctx.session, ctx.referee, game, "the game resumes",
+    announce(ctx.session, ctx.post, game, "the game resumes",
                      [f"The referee resumed game {game.name}: orders for turn {game.turn} are "
                       f"taken again.{when}"], ctx.now, action="resume", actor="referee")
     return f"game {game.name} resumed" + (f"; deadline {utc(end)}" if end else "")
 
 
-def do_wait(ctx: "AdminContext", args: tuple[str, bool]) -> str:
+def do_wait(ctx: CommandContext, order: Order) -> str:
+    args: tuple[str, bool] = order.args
     name, on = args
     game = _game(ctx.session, name, ("new", "running", "paused"), "change")
     options = options_of(game)
@@ -219,22 +218,21 @@ def do_wait(ctx: "AdminContext", args: tuple[str, bool]) -> str:
     ctx.session.add(game)
     if game.status == "new":
         return f"game {game.name}: WAIT {'on' if on else 'off'}"
-    notices.announce(ctx.session, ctx.referee, game, f"turns resolve {'at the deadline' if on else 'as soon as all orders are in'}",
+    announce(ctx.session, ctx.post, game, f"turns resolve {'at the deadline' if on else 'as soon as all orders are in'}",
                      [f"The referee set WAIT {'on' if on else 'off'} for game {game.name}: "
                       + ("from now on a turn resolves only at its deadline, even when every "
                          "order is in." if on else "from now on a turn resolves as soon as "
                          "every order is in, or at its deadline.")],
                      ctx.now, action="wait", actor="referee")
     out = f"game {game.name}: WAIT {'on' if on else 'off'}"
-    if not on and game.status == "running":
-        if not missing_seats(ctx.session, game):
-            turn = game.turn
-            ctx.referee.resolve(ctx.session, game)
-            out += f"; every order was in, so turn {turn} resolved"
+    turn = game.turn
+    if not on and resolve_if_complete(ctx.session, ctx.post, game):
+        out += f"; every order was in, so turn {turn} resolved"
     return out
 
 
-def do_remove(ctx: "AdminContext", args: tuple[str, str]) -> str:
+def do_remove(ctx: CommandContext, order: Order) -> str:
+    args: tuple[str, str] = order.args
     name, email = args
     game = _game(ctx.session, name, ("new",), "remove players from (use REPLACE)")
     player = next((p for p in players_of(ctx.session, game) if p.email == email), None)
@@ -242,16 +240,17 @@ def do_remove(ctx: "AdminContext", args: tuple[str, str]) -> str:
         raise GameError(f"{email} does not play in '{name}'")
     who = player.name
     remove_entrant(ctx.session, game, player)
-    notices.notice(ctx.session, ctx.referee, email, f"[bluff {game.name}] you were removed",
+    notice(ctx.session, ctx.post, email, tagged(game.name, "you were removed"),
                    [f"The referee took you off game {game.name} before its start."], ctx.now,
                    game=game)
-    notices.audit(ctx.session, game, ctx.now, "remove", f"{who} <{email}>", actor="referee")
+    audit(ctx.session, game, ctx.now, "remove", f"{who} <{email}>", actor="referee")
     return f"{who} <{email}> removed from {game.name}"
 
 
-def do_cancel(ctx: "AdminContext", name: str) -> str:
+def do_cancel(ctx: CommandContext, order: Order) -> str:
+    name: str = order.args
     game = _game(ctx.session, name, ("new", "running", "paused"), "cancel")
-    told = notices.announce(ctx.session, ctx.referee, game, "the game is cancelled",
+    told = announce(ctx.session, ctx.post, game, "the game is cancelled",
                             [f"The referee cancelled game {game.name}"
                              + (f" in turn {game.turn}." if game.turn else " before its start.")
                              + " No more orders are taken and no more reports will come."],
@@ -267,22 +266,18 @@ def do_cancel(ctx: "AdminContext", name: str) -> str:
 
 COMMANDS: tuple[Command, ...] = (
     Command("DEADLINE", "DEADLINE <game> <ISO time | +hours>",
-            "set this turn's deadline (UTC), e.g. 2026-12-05T18:00 or +24", parse_deadline),
+            "set this turn's deadline (UTC), e.g. 2026-12-05T18:00 or +24", parse_deadline, action=do_deadline, who="referee"),
     Command("EXTEND", "EXTEND <game> <hours>",
             "move this turn's deadline (or grace end, or a paused game's time left) later",
-            parse_extend),
+            parse_extend, action=do_extend, who="referee"),
     Command("PAUSE", "PAUSE <game>",
-            "stop the clock: no deadline runs, no turn resolves, orders are refused", game_name),
+            "stop the clock: no deadline runs, no turn resolves, orders are refused", game_name, action=do_pause, who="referee"),
     Command("RESUME", "RESUME <game>", "restart the clock with the time that was left",
-            game_name),
+            game_name, action=do_resume, who="referee"),
     Command("WAIT", "WAIT <game> on|off",
             "on: a turn resolves only at its deadline, never as soon as all orders are in",
-            parse_wait),
+            parse_wait, action=do_wait, who="referee"),
     Command("REMOVE", "REMOVE <game> <email>", "take a player off a game before its start",
-            parse_remove),
-    Command("CANCEL", "CANCEL <game>", "end a game for good; its players are told", game_name),
+            parse_remove, action=do_remove, who="referee"),
+    Command("CANCEL", "CANCEL <game>", "end a game for good; its players are told", game_name, action=do_cancel, who="referee"),
 )
-ACTIONS: dict[str, Callable[["AdminContext", Any], str]] = {
-    "DEADLINE": do_deadline, "EXTEND": do_extend, "PAUSE": do_pause, "RESUME": do_resume,
-    "WAIT": do_wait, "REMOVE": do_remove, "CANCEL": do_cancel,
-}

@@ -1,0 +1,84 @@
+"""What a command's action sees, and how it says no.
+
+An action is ``action(ctx, order) -> str``: it does the command inside
+``ctx.session`` (the mail's transaction), answers through ``ctx`` and
+returns one line on what happened (the mail's outcome, or the referee's
+answer). A player's request that cannot be done raises a ``Refusal`` (the
+sender gets the error mail, with the line quoted); a referee command raises
+GameError (pbem.games).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlmodel import Session
+
+from pbem.models import Game, Player
+from pbem.orders import LineProblem, Order
+from pbem.services.post import Incoming, Post, answer
+
+
+class Refusal(Exception):
+    """The mail cannot be acted on; the problems go back to the sender."""
+
+    def __init__(self, *problems: LineProblem, game: str | None = None) -> None:
+        super().__init__(problems[0].message if problems else "refused")
+        self.problems = list(problems)
+        self.game = game
+        self.auth_failed = False       # a failed attempt to act as someone (rate-limited)
+
+
+def refusal(message: str, hint: str = "", line_no: int | None = None,
+            line: str | None = None, game: str | None = None) -> Refusal:
+    return Refusal(LineProblem(line_no, line, message, hint), game=game)
+
+
+def refuse(message: str, hint: str, order: Order, game: str | None = None) -> Refusal:
+    """A refusal that quotes the order's line."""
+    return refusal(message, hint, order.line_no, order.line, game=game)
+
+
+@dataclass
+class Turnkey:
+    """Who a player mail is from and which turn it speaks to."""
+
+    game: Game
+    player: Player
+    turn: int
+    via_reply: bool
+
+
+@dataclass
+class CommandContext:
+    """A command's world: the transaction, the post, the time, and where the command came
+    from (a mail, and who sent it, or the shell: ``pbem admin``)."""
+
+    session: Session
+    post: Post
+    now: datetime
+    mail: Incoming | None = None     # None: a referee command from the shell
+    who: Turnkey | None = None       # the player the mail speaks for, if known
+    orders: Sequence[Order] = ()     # every order of the mail (SAY relays them together)
+    by_referee: bool = False
+
+    @property
+    def sender(self) -> str:
+        assert self.mail is not None
+        return self.mail.sender
+
+    def answer(self, template: str, subject: str, context: dict[str, Any]) -> None:
+        """Answer the sender (threaded to their mail)."""
+        assert self.mail is not None
+        who = self.who
+        answer(self.session, self.post, self.mail, template, subject, context,
+               game_id=who.game.id if who else None, seat=who.player.seat if who else None,
+               turn=who.turn if who else None)
+
+    def notice(self, subject: str, paragraphs: list[str], game: str | None) -> None:
+        """Answer the sender with a notice (subject, paragraphs)."""
+        self.answer("notice", subject, {"subject": subject, "paragraphs": paragraphs,
+                                        "game": game})

@@ -1,0 +1,93 @@
+"""A player's move order (BID, CHALLENGE, EXPOSE, a Cup of Bluff order ...) and STATUS.
+
+The move lines of a mail are taken together by the game's kind
+(``take_order``): checked against the turn in play, recorded as the seat's
+pending order (a later one replaces it) and confirmed to the player, line by
+line. When it was the last order due, the turn resolves at once
+(pbem.services.turns.resolve_if_complete).
+"""
+
+from __future__ import annotations
+
+import json
+
+from pbem.commands.context import CommandContext, refusal
+from pbem.games import load_state, missing_seats, record_order
+from pbem.kinds import OrderProblem, kind_of
+from pbem.orders import Order, ParsedText
+from pbem.services.post import tagged
+from pbem.services.reports import enqueue_reports
+from pbem.services.turns import resolve_if_complete
+
+MAX_IGNORED_SHOWN = 20   # prose lines a confirmation lists as ignored
+
+
+def take_moves(ctx: CommandContext, parsed: ParsedText, move_names: set[str]) -> str:
+    """Take the move order of a known player's mail (every kind's move names: move_names)."""
+    assert ctx.who is not None and ctx.mail is not None
+    who = ctx.who
+    game, player = who.game, who.player
+    kind = kind_of(game)
+    names = {c.name for c in kind.commands}
+    orders = [o for o in parsed.orders if o.name in names]
+    foreign = [o for o in parsed.orders if o.name in move_names and o.name not in names]
+    if foreign:
+        raise refusal(f"{foreign[0].name} is not an order of {kind.title}",
+                      "the orders of this game: " + ", ".join(c.usage for c in kind.commands),
+                      foreign[0].line_no, foreign[0].line, game=game.name)
+    if not orders:
+        raise refusal("I found no order in your mail",
+                      "write one order a line: " + ", ".join(c.usage for c in kind.commands),
+                      game=game.name)
+    if game.status != "running":
+        raise refusal(f"game {game.name} is {'over' if game.status == 'over' else 'not running'}",
+                      "no orders are taken now", game=game.name)
+    if who.turn < game.turn:
+        raise refusal(f"your order is for turn {who.turn}, which has been resolved already "
+                      f"(the game is at turn {game.turn})",
+                      "reply to your latest report with your order for this turn",
+                      orders[0].line_no, orders[0].line, game=game.name)
+    if who.turn > game.turn:
+        raise refusal(f"turn {who.turn} has not begun (the game is at turn {game.turn})",
+                      "", game=game.name)
+    state = load_state(ctx.session, game)
+    seat = player.seat
+    assert seat is not None
+    if seat not in kind.due(state):
+        raise refusal(f"you have no move this turn (turn {game.turn})",
+                      "wait for your next report", orders[0].line_no, orders[0].line,
+                      game=game.name)
+    try:
+        taken = kind.take_order(state, seat, orders)
+    except OrderProblem as problem:
+        bad = problem.order
+        raise refusal(problem.message, problem.hint, bad.line_no if bad else None,
+                      bad.line if bad else None, game=game.name) from None
+    replaced = record_order(ctx.session, game, seat, taken.move, now=ctx.post.clock(),
+                            inbound_id=ctx.mail.row.id)
+    accepted = [{"line_no": u.order.line_no, "line": u.order.line,
+                 "understood": u.understood, "odds": u.odds} for u in taken.lines]
+    pending = missing_seats(ctx.session, game, state)
+    context = {"game": game.name, "turn": game.turn, "seat": seat, "accepted": accepted,
+               "ignored": [{"line_no": p.number, "line": p.text}
+                           for p in parsed.prose[:MAX_IGNORED_SHOWN]],
+               "replaced": (kind.describe_move(kind.move_from_json(
+                   json.loads(replaced.move_json))) if replaced else None),
+               "pending": pending,
+               "deadline": game.deadline.isoformat() if game.deadline else None}
+    ctx.answer("confirm", tagged(game.name, f"turn {game.turn}: order received"), context)
+    if not pending:
+        resolve_if_complete(ctx.session, ctx.post, game, state=state, inbound_id=ctx.mail.row.id)
+    return f"order accepted: {taken.summary} (game {game.name}, turn {who.turn}, seat {seat})"
+
+
+def do_status(ctx: CommandContext, order: Order) -> str:
+    """STATUS from a player: their latest report again."""
+    assert ctx.who is not None and ctx.mail is not None
+    game = ctx.who.game
+    if game.status not in ("running", "over"):
+        raise refusal(f"game {game.name} has not started", "", game=game.name)
+    enqueue_reports(ctx.session, ctx.post, game, load_state(ctx.session, game),
+                    now=ctx.post.clock(), only_seat=ctx.who.player.seat,
+                    in_reply_to=ctx.mail.msg.message_id, inbound_id=ctx.mail.row.id)
+    return "status sent"

@@ -1,0 +1,258 @@
+"""Player desk commands: SAY (table talk), ABSENT (vacations), DEFAULT, HISTORY, ORDERS.
+
+The sign-up commands (JOIN, CONFIRM, LEAVE, WATCH, UNWATCH) are in
+pbem.commands.signup. All of these need a known player (a reply to a report,
+or GAME + KEY): who="player".
+
+- ``SAY <text>`` is relayed at once to every other player of the game (one
+  notice each) and shown in the "table talk" section of the next report
+  (``talk_lines``). The SAY lines of one mail make one message; it is cut at
+  MAX_TALK characters, with a note. Names and text go into mail only through
+  the mail composer (headers) and autoescaped templates (HTML).
+- ``ABSENT <from-date> <to-date>`` (ISO dates, UTC days, both included) and
+  ``ABSENT NONE``: stored by address in table Absence, for every game of the
+  address; deadlines falling inside move past it (pbem.services.clock), within
+  the game's vacation cap.
+- ``DEFAULT CHALLENGE|RAISE|ROBOT|NONE`` sets the player's standing order, what
+  is played for them in a turn they miss (pbem.services.turns.missing_move).
+- ``HISTORY`` mails back every move so far, all mini-games, public
+  information only (the kind's ``history``).
+- ``ORDERS`` says what the player has in for the turn in play.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import date
+
+from sqlmodel import Session, col, delete
+
+from pbem.commands.context import CommandContext, refuse
+from pbem.deadlines import absence_interval
+from pbem.games import active_players, id_of, load_state, pending_orders, running_games_of
+from pbem.kinds import kind_of
+from pbem.models import Absence, Game, TalkMessage
+from pbem.options import options_of
+from pbem.orders import Command, Order, OrderError, no_args
+from pbem.services.clock import vacation_check
+from pbem.services.post import notice, tagged
+
+MAX_TALK = 2000
+MAX_ABSENCE_DAYS = 366
+_SAY = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])?\s*say\b:?\s?", re.IGNORECASE)
+
+
+# --- SAY ---------------------------------------------------------------------------------
+
+def parse_say(args: list[str]) -> None:
+    if not args:
+        raise OrderError("SAY needs something to say", "e.g. SAY Nobody has three stars.")
+
+
+def say_text(line: str) -> str:
+    """The text of a SAY line as written (spacing kept), without the SAY word."""
+    return _SAY.sub("", line, count=1).rstrip()
+
+
+def do_say(ctx: CommandContext, order: Order) -> str:
+    assert ctx.who is not None
+    game, player = ctx.who.game, ctx.who.player
+    says = sorted((o for o in ctx.orders if o.name == "SAY"), key=lambda o: o.line_no)
+    if says and says[0].line_no != order.line_no:
+        return "relayed with the first SAY line"   # the first SAY relays them all
+    if game.status in ("over", "cancelled"):
+        raise refuse(f"game {game.name} is {game.status}", "", order, game.name)
+    text = "\n".join(say_text(o.line) for o in says or [order])
+    cut = len(text) > MAX_TALK
+    if cut:
+        text = text[:MAX_TALK]
+    ctx.session.add(TalkMessage(game_id=id_of(game), turn=game.turn, seat=player.seat,
+                                name=player.name, text=text, created_at=ctx.now))
+    speaker = player.name + (f" (player {player.seat})" if player.seat is not None else "")
+    note = [f"(The message was cut at {MAX_TALK:,} characters.)"] if cut else []
+    others = [p for p in active_players(ctx.session, game) if p.id != player.id]
+    for other in others:
+        notice(ctx.session, ctx.post, other.email, tagged(game.name, f"table talk from {player.name}"),
+               [f"{speaker} says:", text, *note,
+                "Answer with SAY <text> in a reply to this mail or to your report."],
+               ctx.now, game=game, seat=other.seat,
+               turn=game.turn if other.seat is not None else None, kind="talk")
+    subject = tagged(game.name, "your table talk was relayed")
+    ctx.answer("notice", subject, {
+        "subject": subject, "game": game.name,
+        "paragraphs": [f"Relayed to {len(others)} player(s), and in the next report:", text,
+                       *note]})
+    return f"{player.email} said {len(text)} characters in {game.name}" + (" (cut)" if cut
+                                                                             else "")
+
+
+# --- ABSENT ------------------------------------------------------------------------------
+
+def parse_absent(args: list[str]) -> tuple[date, date] | None:
+    if len(args) == 1 and args[0].upper() == "NONE":
+        return None
+    if len(args) != 2:
+        raise OrderError("ABSENT takes the first and the last day you are away, or NONE",
+                         "e.g. ABSENT 2026-12-24 2026-12-27 (UTC days), or ABSENT NONE")
+    try:
+        first, last = date.fromisoformat(args[0]), date.fromisoformat(args[1])
+    except ValueError:
+        raise OrderError("ABSENT takes dates as YYYY-MM-DD",
+                         "e.g. ABSENT 2026-12-24 2026-12-27") from None
+    if last < first:
+        raise OrderError("the last day comes before the first", "e.g. ABSENT 2026-12-24 2026-12-27")
+    if (last - first).days >= MAX_ABSENCE_DAYS:
+        raise OrderError(f"an absence is at most {MAX_ABSENCE_DAYS} days",
+                         "ask the referee to PAUSE the game for longer breaks")
+    return first, last
+
+
+def do_absent(ctx: CommandContext, order: Order) -> str:
+    assert ctx.who is not None
+    email = ctx.who.player.email
+    if order.args is None:
+        ctx.session.exec(delete(Absence).where(col(Absence.email) == email,
+                                               col(Absence.ends) > ctx.now))
+        said = ["Your absences are cleared: deadlines no longer move for you."]
+        outcome = f"absences of {email} cleared"
+    else:
+        starts, ends = absence_interval(*order.args)
+        if ends <= ctx.now:
+            raise refuse("that absence is over already", "give days to come", order,
+                          ctx.who.game.name)
+        ctx.session.add(Absence(email=email, starts=starts, ends=ends, created_at=ctx.now))
+        ctx.session.flush()
+        first, last = order.args
+        said = [f"Noted: you are away from {first.isoformat()} to {last.isoformat()} (UTC days, "
+                f"both included). A deadline of your games that falls in it while your order "
+                f"is missing moves to the day after you are back (the players are told).",
+                *_caps(ctx.session, email)]
+        outcome = f"{email} away {first.isoformat()} to {last.isoformat()}"
+    _move_now(ctx, email)
+    subject = "Your absence is noted" if order.args else "Your absences are cleared"
+    ctx.answer("notice", subject, {"subject": subject, "paragraphs": said,
+                                   "game": ctx.who.game.name})
+    return outcome
+
+
+def _caps(session: Session, email: str) -> list[str]:
+    out = []
+    for game, player in running_games_of(session, email):
+        cap = options_of(game).vacation_days
+        left = max(0.0, cap - player.absent_days_used)
+        out.append(f"Game {game.name}: deadlines move for you by at most {cap:g} days in all; "
+                   f"{left:.1f} days are left. Beyond that the referee decides.")
+    return out
+
+
+def _move_now(ctx: CommandContext, email: str) -> None:
+    """Shift the current deadlines at once (the tick would do it within a minute too)."""
+    for game, _ in running_games_of(ctx.session, email):
+        if game.deadline is not None and game.grace_until is None:
+            vacation_check(ctx.session, ctx.post, game, ctx.now)
+
+
+# --- DEFAULT, HISTORY, ORDERS ---------------------------------------------------------
+
+STANDING = {"CHALLENGE": "challenge the current bid (or, if there is none, let the robot open)",
+            "RAISE": "raise to the lowest legal bid (or challenge when no raise is left)",
+            "ROBOT": "let the robot choose your move",
+            "NONE": "no standing order: the game's policy decides (normally the robot)"}
+
+def parse_default(args: list[str]) -> str:
+    word = args[0].upper() if len(args) == 1 else ""
+    if word not in STANDING:
+        raise OrderError("DEFAULT takes one of CHALLENGE, RAISE, ROBOT or NONE",
+                         "e.g. DEFAULT CHALLENGE")
+    return word
+
+
+def do_default(ctx: CommandContext, order: Order) -> str:
+    assert ctx.who is not None
+    player, game = ctx.who.player, ctx.who.game
+    if game.status in ("over", "cancelled"):
+        raise refuse(f"game {game.name} is {game.status}", "no orders are taken now", order,
+                      game.name)
+    player.default_order = None if order.args == "NONE" else order.args
+    ctx.session.add(player)
+    subject = tagged(game.name, f"your standing order: {order.args}")
+    ctx.answer("notice", subject, {
+        "subject": subject, "game": game.name,
+        "paragraphs": [f"line {order.line_no}: {order.line}",
+                       f"Your standing order is now {order.args}: when you send no order "
+                       f"in time, the referee will {STANDING[order.args]}.",
+                       "An order you send for a turn always comes first. "
+                       "Change this at any time with DEFAULT CHALLENGE, DEFAULT RAISE, "
+                       "DEFAULT ROBOT or DEFAULT NONE."]})
+    return f"standing order of {player.email} in {game.name}: {order.args}"
+
+
+def _started(game: Game, order: Order) -> None:
+    if game.started_at is None:
+        raise refuse(f"game {game.name} has not started yet", "", order, game.name)
+
+
+def do_history(ctx: CommandContext, order: Order) -> str:
+    assert ctx.who is not None
+    game = ctx.who.game
+    _started(game, order)
+    lines = kind_of(game).history(load_state(ctx.session, game))
+    subject = tagged(game.name, f"the moves so far (turn {game.turn})")
+    ctx.answer("listing", subject, {
+        "subject": subject, "game": game.name, "lines": lines,
+        "paragraphs": [f"Every move of game {game.name} so far, in the order played "
+                       f"(public information only)." if lines else "No move has been "
+                       "played yet."]})
+    return f"history sent ({len(lines)} lines)"
+
+
+def do_orders(ctx: CommandContext, order: Order) -> str:
+    assert ctx.who is not None
+    game, player = ctx.who.game, ctx.who.player
+    _started(game, order)
+    kind = kind_of(game)
+    paragraphs = []
+    if game.status != "running":
+        paragraphs.append(f"Game {game.name} is {game.status}: no orders are taken now.")
+    else:
+        due = kind.due(load_state(ctx.session, game)).get(player.seat or 0)
+        pending = pending_orders(ctx.session, game).get(player.seat or 0)
+        if due is None:
+            paragraphs.append(f"Turn {game.turn}: you have nothing to do this turn.")
+        elif pending is None:
+            paragraphs.append(f"Turn {game.turn}: you have no order in yet. You must {due}.")
+        else:
+            move = kind.describe_move(kind.move_from_json(json.loads(pending.move_json)))
+            whose = (" (entered by the referee on your behalf)" if pending.by == "referee"
+                     else "")
+            paragraphs.append(f"Turn {game.turn}: your order is {move}{whose}. A new order "
+                              f"before the deadline replaces it.")
+        if game.deadline is not None:
+            paragraphs.append(f"Deadline: {game.deadline:%Y-%m-%d %H:%M} UTC.")
+    standing = player.default_order or "NONE"
+    paragraphs.append(f"Your standing order for a missed turn: {standing} "
+                      f"({STANDING.get(standing, standing)}).")
+    if player.missed_turns:
+        paragraphs.append(f"Turns missed in a row: {player.missed_turns}.")
+    subject = tagged(game.name, f"your orders for turn {game.turn}")
+    ctx.answer("notice", subject, {"subject": subject, "game": game.name,
+                                   "paragraphs": paragraphs})
+    return "orders sent"
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command("SAY", "SAY <text>",
+            "table talk: relayed at once to the other players, and in the next report",
+            parse_say, action=do_say, who="player"),
+    Command("ABSENT", "ABSENT <from-date> <to-date> | ABSENT NONE",
+            "a vacation (UTC days, both included): your deadlines inside it move past it",
+            parse_absent, action=do_absent, who="player"),
+    Command("DEFAULT", "DEFAULT CHALLENGE|RAISE|ROBOT|NONE",
+            "your standing order for a turn you miss", parse_default,
+            action=do_default, who="player"),
+    Command("HISTORY", "HISTORY", "every move so far, all mini-games (public information)",
+            no_args, action=do_history, who="player"),
+    Command("ORDERS", "ORDERS", "what you have in for this turn", no_args,
+            action=do_orders, who="player"),
+)

@@ -1,0 +1,107 @@
+"""The one table of mail commands, and ``run``: permission, then the command's action.
+
+Player mail is read with ``player_commands(kind)``: the game's move orders
+(every kind's before the game is known), the lines every player mail may
+carry (STATUS, HELP, GAME, KEY, TURN) and the desk's commands. Referee mail
+and `pbem admin` are read with ``referee_commands()``. HELP lists the same
+tables, so the help is never out of date.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from pbem.commands import moves, player_desk, referee_cmds, rollback, schedule, seats, signup
+from pbem.commands.context import CommandContext, refuse
+from pbem.games import GameError
+from pbem.kinds import KINDS, GameKind, kind_of
+from pbem.orders import PLAYER_COMMANDS, Command, Order, help_lines, no_args, one_word
+
+# postal move orders live in pbem.orders.PLAYER_COMMANDS too; they come in through the kinds
+MOVE_ONLY = {"BID", "CHALLENGE", "EXPOSE"}
+HELP_SUBJECT = "Bluff by mail: the orders"
+
+
+def do_player_help(ctx: CommandContext, order: Order) -> str:
+    commands = player_commands(kind_of(ctx.who.game) if ctx.who is not None else None)
+    ctx.answer("help", HELP_SUBJECT, {"commands": help_lines(commands), "referee_commands": [],
+                                      "server_address": ctx.post.settings.address})
+    return "help sent"
+
+
+def do_referee_help(ctx: CommandContext, order: Order) -> str:
+    return "\n".join(f"{h['usage']}: {h['summary']}" for h in help_lines(referee_commands()))
+
+
+def _player_line(command: Command) -> Command:
+    """The pure language's STATUS, HELP, GAME, KEY, TURN with what they do here."""
+    does = {"STATUS": replace(command, action=moves.do_status, who="player", alone=2),
+            "HELP": replace(command, action=do_player_help, alone=1)}
+    return does.get(command.name, command)
+
+
+PLAYER_LINES: tuple[Command, ...] = tuple(_player_line(c) for c in PLAYER_COMMANDS
+                                          if c.name not in MOVE_ONLY)
+PLAYER_DESK: tuple[Command, ...] = (*signup.COMMANDS, *player_desk.COMMANDS)
+REFEREE_COMMANDS: tuple[Command, ...] = (
+    Command("KEY", "KEY <referee key>", "in referee mail: proves the mail is the referee's",
+            one_word("key"), who="referee"),
+    *referee_cmds.COMMANDS, *schedule.COMMANDS, *seats.COMMANDS, *rollback.COMMANDS,
+    Command("HELP", "HELP", "this list", no_args, action=do_referee_help, who="referee"),
+)
+
+
+def move_commands(kind: GameKind | None = None) -> tuple[Command, ...]:
+    """The move orders of a kind, or of every kind (before the mail's game is known)."""
+    seen: dict[str, Command] = {}
+    for each in [kind] if kind is not None else KINDS.values():
+        for command in each.commands:
+            seen.setdefault(command.name, command)
+    return tuple(seen.values())
+
+
+def move_names() -> set[str]:
+    return {c.name for c in move_commands()}
+
+
+def player_commands(kind: GameKind | None = None) -> tuple[Command, ...]:
+    """Every order a player may write: the moves (of the kind, or of every kind), the lines
+    of a player mail and the desk commands."""
+    moves_of_kind = move_commands(kind)
+    names = {c.name for c in moves_of_kind}
+    return (*moves_of_kind, *(c for c in PLAYER_LINES if c.name not in names), *PLAYER_DESK)
+
+
+def referee_commands() -> tuple[Command, ...]:
+    return REFEREE_COMMANDS
+
+
+def permitted(ctx: CommandContext, command: Command) -> bool:
+    """May the sender use the command: a known player, the referee, or anyone?"""
+    if command.who == "referee":
+        return ctx.by_referee
+    if command.who == "player":
+        return ctx.who is not None
+    return True
+
+
+def run(ctx: CommandContext, orders: Sequence[Order]) -> list[str]:
+    """Run the commands in order, each after its permission check; the first that fails
+    stops the lot (the caller's transaction then undoes them all)."""
+    out = []
+    for order in orders:
+        command = order.command
+        if command.action is None:
+            continue
+        if not permitted(ctx, command):
+            raise refuse(f"{order.name} needs to know who you are",
+                         "reply to your latest report, or add the lines GAME <game> and "
+                         "KEY <your key>", order)
+        try:
+            out.append(command.action(ctx, order))
+        except GameError as exc:
+            if not ctx.by_referee:
+                raise
+            raise GameError(f"{order.line}: {exc}") from None
+    return out

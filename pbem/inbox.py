@@ -1,0 +1,107 @@
+"""The inbox: raw mail kept before anything else happens to it, once, and claimed for handling.
+
+``store_inbound`` keeps a mail's bytes (a mail seen before, by Message-ID or
+IMAP key, is not stored twice). A process that handles a stored mail first
+claims it (pbem.faults.claim, a lease in the row, committed on its own), then
+begins the handling transaction with ``hold_claim``: a write that re-checks
+the claim, so two processes never handle the same mail.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime, timedelta
+from email import policy
+from email.parser import BytesHeaderParser
+
+from sqlalchemy import Engine, text, update
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, col, select
+
+from pbem.faults import claim, claim_stale, me
+from pbem.models import InboundMail
+
+HEADER_CAP = 262_144        # of a mail too large to read, at most this much header is kept
+REFEREE_LOCK = 52550        # PostgreSQL: one referee transaction at a time (advisory lock)
+
+
+def dedupe_key(raw: bytes, message_id: str | None) -> str:
+    return message_id or "sha256:" + hashlib.sha256(raw).hexdigest()
+
+
+def header_block(raw: bytes) -> bytes:
+    """The header block of a mail too large to read (at most HEADER_CAP bytes of it)."""
+    ends = [i for i in (raw.find(b"\r\n\r\n", 0, HEADER_CAP), raw.find(b"\n\n", 0, HEADER_CAP))
+            if i >= 0]
+    head = raw[:min(ends)] if ends else raw[:HEADER_CAP]
+    return head.rstrip(b"\r\n") + b"\r\n\r\n"
+
+
+def store_inbound(engine: Engine, raw: bytes, *, now: datetime, max_bytes: int, source: str,
+                  envelope_from: str | None = None, imap_key: str | None = None,
+                  truncated: bool = False, size: int | None = None) -> bool:
+    """Keep the raw mail before anything else happens to it; False if seen before.
+
+    The size limit holds here, before anything parses the mail: of a mail larger
+    than max_bytes only the header block is kept (and its sender is told).
+    A database error propagates, so the caller keeps the mail: IMAP leaves it in
+    the folder, the listener answers 451, and both try again later.
+    """
+    size = size if size is not None else len(raw)
+    if len(raw) > max_bytes:
+        raw, truncated = header_block(raw), True
+    try:
+        headers = BytesHeaderParser(policy=policy.compat32).parsebytes(raw[:65536])
+        message_id = (headers.get("Message-ID") or "").strip() or None
+    except Exception:  # a header block we cannot even split still gets stored
+        message_id = None
+    key = dedupe_key(raw, message_id)
+    with Session(engine) as session:
+        seen = session.exec(select(InboundMail.id).where(
+            (InboundMail.dedupe_key == key) |
+            ((InboundMail.imap_key == imap_key) if imap_key else False))).first()
+        if seen is not None:
+            return False
+        session.add(InboundMail(dedupe_key=key, imap_key=imap_key, source=source,
+                                envelope_from=envelope_from, raw=raw, size=size,
+                                truncated=truncated, received_at=now))
+        try:
+            session.commit()
+        except IntegrityError:   # a concurrent store of the same mail won the race
+            session.rollback()
+            return False
+    return True
+
+
+def new_mail(engine: Engine) -> list[int]:
+    """The stored mails not handled yet, oldest first."""
+    with Session(engine) as session:
+        return [i for i in session.exec(select(InboundMail.id).where(InboundMail.status == "new")
+                                        .order_by(col(InboundMail.id))) if i is not None]
+
+
+def claim_inbound(engine: Engine, inbound_id: int, now: datetime, lease: timedelta) -> bool:
+    """Claim a new mail for this process (compare-and-swap on claimed_by), committed."""
+    with Session(engine) as session:
+        found = session.exec(select(InboundMail.status, InboundMail.claimed_by,
+                                    InboundMail.claimed_at)
+                             .where(InboundMail.id == inbound_id)).first()
+        if found is None or found[0] != "new":
+            return False
+        _, owner, at = found
+        if owner != me() and not claim_stale(owner, at, now, lease):
+            return False
+        done = claim(session, InboundMail, inbound_id, owner, now, status="new")
+        session.commit()
+        return done
+
+
+def hold_claim(session: Session, inbound_id: int, now: datetime) -> bool:
+    """Begin the handling transaction with a write: still ours, still new?"""
+    bind = session.get_bind()
+    if bind.dialect.name == "postgresql":   # one referee transaction at a time
+        session.execute(text(f"SELECT pg_advisory_xact_lock({REFEREE_LOCK})"))
+    done = session.execute(update(InboundMail).where(
+        col(InboundMail.id) == inbound_id, col(InboundMail.status) == "new",
+        col(InboundMail.claimed_by) == me()).values(claimed_at=now))
+    return bool(done.rowcount == 1)  # type: ignore[attr-defined]

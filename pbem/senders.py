@@ -1,0 +1,126 @@
+"""Who sent a mail, and what an address may make the server do.
+
+- ``identify``: the player a mail speaks for, from the report it replies to
+  (no key needed) or from its GAME and KEY lines;
+- failed attempts (a wrong key, a key from another address, a reply to
+  another player's mail) are counted, and an address with too many is
+  locked out for a while (pbem.security holds the counts and limits);
+- ``limit_answers``: at most a few error or help answers a day to an
+  address that is unknown here or locked out.
+"""
+
+from __future__ import annotations
+
+import json
+
+from sqlmodel import Session, col, select
+
+from pbem import security
+from pbem.commands.context import Refusal, Turnkey, refusal
+from pbem.games import GameError, find_game, players_of, seated
+from pbem.mail.read import InboundMessage
+from pbem.models import Game, InboundMail, OutboundMail
+from pbem.orders import ParsedText
+from pbem.services.post import Post, replied_to, tell_referee
+
+
+def auth_refusal(refused: Refusal) -> Refusal:
+    """Mark a refusal as a failed attempt to act as someone (counted, rate-limited)."""
+    refused.auth_failed = True
+    return refused
+
+
+def identify(session: Session, post: Post, msg: InboundMessage,
+             parsed: ParsedText) -> Turnkey | None:
+    """The player (and turn) a mail speaks for; None if it names none. Raises a Refusal when
+    it names one it may not speak for."""
+    sent = replied_to(session, msg, col(OutboundMail.seat).is_not(None))
+    if sent is not None and sent.game_id is not None and sent.seat is not None:
+        game = session.get(Game, sent.game_id)
+        assert game is not None
+        player = seated(session, game).get(sent.seat)   # a replaced player: no more
+        if player is None or player.email != msg.from_addr:
+            raise auth_refusal(refusal(
+                "this is a reply to another player's mail, from an address that is "
+                "not theirs", "reply from the address the report was sent to",
+                game=game.name))
+        turn_order = parsed.first("TURN")
+        turn = turn_order.args if turn_order is not None else (sent.turn or game.turn)
+        return Turnkey(game, player, turn, True)
+    game_line, key_line = parsed.first("GAME"), parsed.first("KEY")
+    if game_line is None and key_line is None:
+        return None
+    if game_line is None or key_line is None:
+        missing = "GAME <game>" if game_line is None else "KEY <key>"
+        raise refusal(f"a fresh mail needs both GAME and KEY lines; the {missing} line is "
+                      "missing", "copy both lines from your latest report")
+    try:
+        game = find_game(session, game_line.args)
+    except GameError as exc:
+        raise refusal(str(exc), "check the game name in your report",
+                      game_line.line_no, game_line.line) from None
+    check_lockout(session, post, msg, game.name)
+    player = security.find_key_owner(players_of(session, game), str(key_line.args))
+    if player is None or player.email != msg.from_addr:
+        # the same answer either way: a key is no use from another address
+        raise auth_refusal(refusal(
+            f"that key does not belong to {msg.from_addr} in game {game.name}",
+            "use the key from your own report, sent from your registered address",
+            key_line.line_no, "KEY ****", game=game.name))
+    turn_order = parsed.first("TURN")
+    return Turnkey(game, player, turn_order.args if turn_order else game.turn, False)
+
+
+def check_lockout(session: Session, post: Post, msg: InboundMessage, game: str | None) -> None:
+    """Refuse to look at a key from an address with too many failed attempts."""
+    assert msg.from_addr is not None
+    limits = security.Limits.from_settings(post.settings)
+    now = post.clock()
+    if security.locked_out(session, msg.from_addr, now, limits):
+        until = security.locked_until(session, msg.from_addr, now, limits)
+        raise refusal(f"too many failed attempts from {msg.from_addr}: keys from this "
+                      f"address are not checked until {until:%Y-%m-%d %H:%M} UTC",
+                      "reply to your latest report instead (a reply needs no key), or "
+                      "try again later", game=game)
+
+
+def auth_failed(session: Session, post: Post, address: str | None) -> None:
+    """Count a failed attempt; tell the referee when the address gets locked out."""
+    if address is None:
+        return
+    limits = security.Limits.from_settings(post.settings)
+    now = post.clock()
+    if security.note_failure(session, address, now, limits):
+        minutes = limits.auth_window.total_seconds() / 60
+        until = security.locked_until(session, address, now, limits)
+        tell_referee(session, post, "Repeated failed attempts", [
+            f"Mail from {address} failed {limits.auth_failures} checks within {minutes:g} "
+            f"minutes: a wrong key, a key from another address, or a reply to another "
+            f"player's mail. Keys from this address are not checked until "
+            f"{until:%Y-%m-%d %H:%M} UTC; replies to reports still work.",
+            "If this is a player who lost their key, STATUS shows the game; if not, "
+            "someone may be trying to act in their name."])
+
+
+def limit_answers(session: Session, post: Post, row: InboundMail, msg: InboundMessage,
+                  outcome: str) -> str:
+    """At most stranger_answers_per_day error/help answers a day to an address that is
+    unknown here or locked out: no backscatter from forged mail, no loop with a robot."""
+    address = msg.from_addr
+    if address is None:
+        return outcome
+    limits = security.Limits.from_settings(post.settings)
+    now = post.clock()
+    if address == post.referee.lower() or security.known_address(session, address):
+        if not security.locked_out(session, address, now, limits):
+            return outcome
+    session.flush()
+    answers = session.exec(select(OutboundMail).where(
+        OutboundMail.inbound_id == row.id, col(OutboundMail.kind).in_(("error", "help")),
+        OutboundMail.status == "pending")).all()
+    mine = [a for a in answers if json.loads(a.rcpts_json) == [address]]
+    if not mine or security.may_answer(session, address, now, limits):
+        return outcome
+    for answer in mine:
+        session.delete(answer)
+    return outcome + "; not answered (one answer a day to an unknown or locked-out address)"

@@ -1,0 +1,14 @@
+"""Services: the work commands and the clock share, below the commands.
+
+- ``post``: every mail the server writes (answers, notices, the referee's
+  notices), through the outbox, with the one subject tag ``[bluff <game>]``;
+- ``reports``: the turn reports (text, HTML and report.json);
+- ``turns``: resolving a turn (``resolve``, ``resolve_if_complete``) and the
+  missed-turn count;
+- ``clock``: the deadline work of a tick (outage shift, vacations,
+  reminders, grace, due turns);
+- ``export``: a game's record as JSON.
+
+Services import the data layer (pbem.games, pbem.models), the pure core and
+the edges (outbox, render, config); never pbem.commands or anything above.
+"""

@@ -1,0 +1,191 @@
+"""The clock work of a tick: outage shift, vacations, reminders, grace, due turns.
+
+``clock_tick`` applies the pure date arithmetic of pbem.deadlines to the
+games, in this order: outage shift (so nothing is resolved in a rush after a
+restart), then per running game vacation shifts, reminders, grace, and the
+resolution of turns whose deadline (or grace end) passed. ABSENT uses
+``vacation_check`` to move a deadline at once.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+
+from sqlalchemy import Engine
+from sqlmodel import Session, col, select
+
+from pbem.deadlines import (Interval, outage_gap, relative, reminder_due, shift_if_passed, utc,
+                            vacation_shift)
+from pbem.games import already_told, audit, missing_seats, seated
+from pbem.models import Absence, Game, ServerState
+from pbem.options import options_of
+from pbem.services.post import Post, announce, notice, tagged, tell_referee
+from pbem.services.turns import resolve
+
+log = logging.getLogger(__name__)
+
+LAST_TICK = "clock.last_tick"
+
+
+def clock_tick(engine: Engine, post: Post, now: datetime) -> int:
+    """All clock work of one tick; returns how many turns were resolved.
+
+    Outage shift first (so nothing is resolved in a rush after a restart),
+    then each running game on its own transaction: a failure in one game is
+    logged and does not stop the others.
+    """
+    with Session(engine) as session:
+        _outage(session, post, now)
+        session.commit()
+    with Session(engine) as session:
+        ids = list(session.exec(select(Game.id).where(Game.status == "running",
+                                                      col(Game.deadline).is_not(None))
+                                .order_by(col(Game.id))))
+    resolved = 0
+    for game_id in ids:
+        with Session(engine) as session:
+            try:
+                game = session.get(Game, game_id)
+                if game is not None and game.status == "running" and game_tick(
+                        session, post, game, now):
+                    resolved += 1
+                session.commit()
+            except Exception:   # one broken game must not stop the clock of the others
+                log.exception("clock work for game %s failed; will try again", game_id)
+                session.rollback()
+    return resolved
+
+
+def game_tick(session: Session, post: Post, game: Game, now: datetime) -> bool:
+    """Vacations, reminder, grace and resolution of one running game; True if it resolved."""
+    if game.deadline is None:
+        return False
+    opts = options_of(game)
+    if game.grace_until is None:
+        vacation_check(session, post, game, now)
+        _remind(session, post, game, now)
+        if now < game.deadline:
+            return False
+        if opts.grace_hours > 0:
+            game.grace_until = game.deadline + opts.grace
+            session.add(game)
+            if now < game.grace_until:
+                announce(
+                    session, post, game, f"turn {game.turn}: grace until "
+                    f"{utc(game.grace_until)}",
+                    [f"The deadline of turn {game.turn} has passed. Orders are still taken "
+                     f"during a grace period until {utc(game.grace_until)} "
+                     f"({relative(game.grace_until, now)}); orders still missing then are "
+                     f"played for the players who sent none."], now, action="grace")
+                return False
+    if game.grace_until is not None and now < game.grace_until:
+        return False
+    resolve(session, post, game)
+    return True
+
+
+def _remind(session: Session, post: Post, game: Game, now: datetime) -> None:
+    lead = options_of(game).reminder_lead(game.turn_hours)
+    if game.reminded_turn >= game.turn or not reminder_due(game.deadline, lead, now):
+        return
+    players = seated(session, game)
+    for seat in missing_seats(session, game):
+        player = players.get(seat)
+        if player is None or not player.active:
+            continue
+        notice(
+            session, post, player.email,
+            tagged(game.name, f"turn {game.turn}: reminder, your order is not in yet"),
+            [f"Your order for turn {game.turn} of game {game.name} is not in yet. The deadline "
+             f"is {utc(game.deadline)} ({relative(game.deadline, now)}).",
+             "Reply to your latest report (or to this mail) with your order."],
+            now, game=game, seat=seat, turn=game.turn, kind="reminder")
+    game.reminded_turn = game.turn
+    session.add(game)
+    audit(session, game, now, "reminder", f"turn {game.turn}")
+
+
+def vacation_check(session: Session, post: Post, game: Game,
+                   now: datetime) -> None:
+    """Move the deadline out of the absences of players who still owe an order."""
+    assert game.deadline is not None
+    players = seated(session, game)
+    emails = {p.email: p for p in players.values() if p.active}
+    rows = list(session.exec(select(Absence).where(col(Absence.email).in_(list(emails)),
+                                                   col(Absence.ends) > game.deadline)))
+    if not any(r.starts <= game.deadline for r in rows):
+        return
+    owing = {players[s].email for s in missing_seats(session, game) if s in players}
+    absences: dict[str, list[Interval]] = {}
+    for r in rows:
+        if r.email in owing:
+            absences.setdefault(r.email, []).append((r.starts, r.ends))
+    opts = options_of(game)
+    allowance = {e: opts.vacation_cap - timedelta(days=emails[e].absent_days_used)
+                 for e in absences}
+    shift = vacation_shift(game.deadline, absences, allowance, opts.deadline_hour)
+    if shift.moved:
+        old, game.deadline = game.deadline, shift.deadline
+        session.add(game)
+        names = []
+        for email, used in shift.used.items():
+            emails[email].absent_days_used += used / timedelta(days=1)
+            session.add(emails[email])
+            names.append(emails[email].name)
+        announce(
+            session, post, game, f"turn {game.turn}: deadline moved to {utc(game.deadline)}",
+            [f"The deadline of turn {game.turn} fell while {' and '.join(names)} "
+             f"{'is' if len(names) == 1 else 'are'} away (ABSENT), so it moved from {utc(old)} "
+             f"to {utc(game.deadline)}."], now, action="vacation")
+    for email in shift.capped:
+        key = f"turn {game.turn}: {email}"
+        if already_told(session, game, "vacation-capped", key):
+            continue
+        audit(session, game, now, "vacation-capped", key)
+        tell_referee(session, post, f"Vacation cap reached in {game.name}", [
+            f"{emails[email].name} <{email}> is away over the deadline of turn {game.turn} of "
+            f"{game.name} ({utc(game.deadline)}), but has used the game's vacation cap of "
+            f"{opts.vacation_days:g} days, so the deadline was not moved (further).",
+            f"Beyond the cap you decide: EXTEND {game.name} <hours>, DEADLINE {game.name} "
+            f"<time>, PAUSE {game.name}, or let the turn resolve as it is."])
+
+
+def _outage(session: Session, post: Post, now: datetime) -> None:
+    """After a gap longer than the threshold, move what passed while down by the down time."""
+    row = session.get(ServerState, LAST_TICK)
+    last = datetime.fromisoformat(row.value) if row is not None else None
+    minutes = post.settings.outage_minutes
+    gap = outage_gap(last, now, timedelta(minutes=minutes) if minutes is not None else None)
+    if gap is not None and last is not None:
+        moved = []
+        for game in session.exec(select(Game).where(Game.status == "running")):
+            if game.grace_until is not None:
+                new = shift_if_passed(game.grace_until, last, now, gap)
+                if new is not None:
+                    game.grace_until = new
+            else:
+                new = shift_if_passed(game.deadline, last, now, gap)
+                if new is not None:
+                    game.deadline = new
+            if new is None:
+                continue
+            session.add(game)
+            moved.append(game.name)
+            what = "grace period" if game.grace_until is not None else "deadline"
+            announce(
+                session, post, game, f"turn {game.turn}: {what} moved to {utc(new)}",
+                [f"The server was down from {utc(last)} to {utc(now)}, past the {what} of "
+                 f"turn {game.turn}. So that nobody loses their turn to the outage, it moved "
+                 f"by the down time, to {utc(new)}. Orders sent meanwhile are being read now; "
+                 f"if yours is not confirmed, send it again."], now, action="outage")
+        log.warning("the server was down %s; deadlines moved in %s", gap, moved or "no game")
+        if moved:
+            tell_referee(session, post, "Deadlines moved after an outage", [
+                f"The server was down from {utc(last)} to {utc(now)}. Deadlines that passed "
+                f"meanwhile moved by the down time in: {', '.join(moved)}."])
+    if row is None:
+        row = ServerState(key=LAST_TICK, value=now.isoformat())
+    elif last is None or now > last:
+        row.value = now.isoformat()
+    session.add(row)

@@ -1,0 +1,126 @@
+"""Mail the server writes: answers to a mail, notices, the referee's notices.
+
+Everything goes through the outbox (pbem.outbox.enqueue) in the caller's
+transaction. A ``Post`` carries what writing mail needs: the settings (the
+server's and the referee's addresses), the templates and the clock; it is
+made once by the runner and handed down explicitly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlmodel import Session, col, select
+
+from pbem.config import Settings
+from pbem.games import active_players, audit
+from pbem.mail.read import InboundMessage
+from pbem.models import Game, InboundMail, OutboundMail, Player
+from pbem.outbox import Origin, enqueue
+from pbem.render import Renderer
+
+
+def tagged(game: str, text: str) -> str:
+    """The subject of a mail about a game: "[bluff <game>] <text>" (the one place it is made)."""
+    return f"[bluff {game}] {text}"
+
+
+@dataclass
+class Post:
+    """Who the server is as a sender, its templates and its clock."""
+
+    settings: Settings
+    renderer: Renderer
+    clock: Callable[[], datetime]
+    origin: Origin = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.origin = Origin(self.settings.address)
+
+    @property
+    def referee(self) -> str:
+        """The referee's address."""
+        return self.settings.referee
+
+
+@dataclass(frozen=True)
+class Incoming:
+    """The mail being answered: its stored row and what was read from it."""
+
+    row: InboundMail
+    msg: InboundMessage
+
+    @property
+    def sender(self) -> str:
+        assert self.msg.from_addr is not None
+        return self.msg.from_addr
+
+
+def answer(session: Session, post: Post, mail: Incoming, template: str, subject: str,
+           context: dict[str, Any], *, game_id: int | None = None, seat: int | None = None,
+           turn: int | None = None) -> OutboundMail:
+    """Answer the sender of a mail, threaded to it (In-Reply-To, References)."""
+    msg = mail.msg
+    text, html = post.renderer.render(template, context)
+    return enqueue(session, post.origin, kind=template, to=mail.sender, subject=subject,
+                   text=text, html=html, now=post.clock(), in_reply_to=msg.message_id,
+                   references=([*msg.references, msg.message_id] if msg.message_id
+                               else msg.references),
+                   game_id=game_id, seat=seat, turn=turn, inbound_id=mail.row.id,
+                   auto_submitted="auto-replied")
+
+
+def notice(session: Session, post: Post, to: str, subject: str, paragraphs: list[str],
+           now: datetime, *, game: Game | None = None, seat: int | None = None,
+           turn: int | None = None, kind: str = "notice") -> OutboundMail:
+    """One notice mail (the "notice" template) to one address."""
+    context = {"subject": subject, "paragraphs": paragraphs,
+               "game": game.name if game is not None else None}
+    text, html = post.renderer.render("notice", context)
+    return enqueue(session, post.origin, kind=kind, to=to, subject=subject, text=text,
+                   html=html, now=now, game_id=game.id if game is not None else None,
+                   seat=seat, turn=turn)
+
+
+def announce(session: Session, post: Post, game: Game, subject: str, paragraphs: list[str],
+             now: datetime, *, action: str, actor: str = "server",
+             players: list[Player] | None = None) -> int:
+    """A notice to each of the game's active players (or to `players`), and an audit entry.
+
+    The notice carries the game, seat and turn, so a reply to it is read like
+    a reply to the player's report.
+    """
+    recipients = active_players(session, game) if players is None else players
+    full = tagged(game.name, subject)
+    for player in recipients:
+        notice(session, post, player.email, full, paragraphs, now, game=game,
+               seat=player.seat, turn=game.turn if player.seat is not None else None)
+    audit(session, game, now, action, " ".join(paragraphs), actor=actor)
+    return len(recipients)
+
+
+def tell_referee(session: Session, post: Post, subject: str, paragraphs: list[str]) -> None:
+    """A notice to the referee's address."""
+    notice(session, post, post.referee, subject, paragraphs, post.clock())
+
+
+def undeliverable(session: Session, post: Post, row: OutboundMail, why: str) -> None:
+    """The outbox gave up on a mail: tell the referee (unless that mail was to them)."""
+    if post.referee in row.rcpts_json:
+        return
+    tell_referee(session, post, "A mail could not be delivered",
+                 [f"Mail {row.message_id} ({row.kind}) to {row.rcpts_json} could not "
+                  f"be delivered: {why}"])
+
+
+def replied_to(session: Session, msg: InboundMessage, *where: Any) -> OutboundMail | None:
+    """The newest mail of ours that ``msg`` replies to (In-Reply-To or References),
+    among those matching ``where``."""
+    refs = [r for r in [msg.in_reply_to, *msg.references] if r]
+    if not refs:
+        return None
+    return session.exec(select(OutboundMail).where(col(OutboundMail.message_id).in_(refs), *where)
+                        .order_by(col(OutboundMail.id).desc())).first()

@@ -1,0 +1,184 @@
+"""Resolving turns: the moves of a turn, playing it, its reports, the missed-turn count.
+
+``resolve`` plays the turn in hand (missing orders are played for their
+players: their standing order, the game's policy, or the robot) and queues
+its reports. ``resolve_if_complete`` is the one place that says "resolve as
+soon as every due order is in" (not under WAIT): a player's order, the
+referee's ORDER and WAIT off all go through it.
+
+After each resolution ``after_turn`` counts the turns a player missed in a
+row (Player.missed_turns; their own order resets it) and, when the count
+reaches the game's missed-turn limit, asks the referee once to replace them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import random
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlmodel import Session, col, select
+
+from pbem.games import (GameError, id_of, load_state, missing_seats, next_deadline,
+                        pending_orders, seated, stream_of)
+from pbem.kinds import GameKind, kind_of
+from pbem.models import Game, Move, Player
+from pbem.options import POLICIES, options_of
+from pbem.services.post import Post, tagged, tell_referee
+from pbem.services.reports import enqueue_reports
+
+# how a move is recorded (Move.by): orders really given, and moves made for a missing order
+GIVEN_BY = ("player", "referee")
+MISSED_BY = ("standing", "policy", "robot")
+
+
+@dataclass
+class TurnOutcome:
+    played_for: dict[int, Any]   # seat -> the move made for a missing order
+    played_by: dict[int, str]    # seat -> "standing" (their DEFAULT), "policy" or "robot"
+    state: Any                   # the kind's state after the turn
+    notes: list[str]             # what happened, for the report
+
+
+def robot_rng(game: Game, turn: int, seat: int) -> random.Random:
+    """The robot's choices come from the seed too, so a replay makes the same ones."""
+    digest = hmac.new(bytes.fromhex(game.seed_hex), f"robot/{turn}/{seat}".encode(),
+                      hashlib.sha256).digest()
+    return random.Random(int.from_bytes(digest, "big"))
+
+
+def game_policy(game: Game) -> str:
+    """The game's missing-order policy (NEWGAME MISSING), ROBOT unless set."""
+    policy = str(json.loads(game.options_json or "{}").get("policy", "robot")).lower()
+    return policy.upper() if policy in POLICIES else "ROBOT"
+
+
+def missing_move(game: Game, kind: GameKind, state: Any, seat: int,
+                 player: Player | None) -> tuple[Any, str]:
+    """The move for a seat without an order: its standing order, the game's policy, the robot."""
+    if player is not None and (player.default_order or "").upper() == "ROBOT":
+        return kind.robot_move(state, seat, robot_rng(game, game.turn, seat)), "robot"
+    for policy, by in ((player.default_order if player else None, "standing"),
+                       (game_policy(game), "policy")):
+        if policy and policy.upper() in ("CHALLENGE", "RAISE"):
+            move = kind.standing_move(state, seat, policy.upper())
+            if move is not None:
+                return move, by
+    return kind.robot_move(state, seat, robot_rng(game, game.turn, seat)), "robot"
+
+
+def turn_moves(session: Session, game: Game, state: Any) -> tuple[dict[int, Any], dict[int, str]]:
+    """The moves the turn is played with now: the orders in, the rest played for their seats;
+    and how each was made (Move.by)."""
+    kind = kind_of(game)
+    orders, holders = pending_orders(session, game), seated(session, game)
+    moves: dict[int, Any] = {}
+    by: dict[int, str] = {}
+    for seat in sorted(kind.due(state)):
+        order = orders.get(seat)
+        if order is not None:
+            moves[seat], by[seat] = kind.move_from_json(json.loads(order.move_json)), order.by
+        else:
+            moves[seat], by[seat] = missing_move(game, kind, state, seat, holders.get(seat))
+    return moves, by
+
+
+def resolve_turn(session: Session, game: Game, now: datetime) -> TurnOutcome:
+    """Apply the turn's orders (missing ones are played for the player) and advance."""
+    if game.status != "running":
+        raise GameError(f"game '{game.name}' is not running")
+    kind = kind_of(game)
+    state = load_state(session, game)
+    orders = pending_orders(session, game)
+    moves, by = turn_moves(session, game, state)
+    played_for = {seat: move for seat, move in moves.items() if by[seat] in MISSED_BY}
+    resolution = kind.apply(state, moves, stream_of(game))
+    for seat, move in moves.items():
+        session.add(Move(game_id=id_of(game), turn=game.turn, seat=seat,
+                         minigame=kind.place(state, seat),
+                         move_json=json.dumps(kind.move_to_json(move)), by=by[seat],
+                         rerolled_json=json.dumps(resolution.extras.get(seat, [])),
+                         created_at=now))
+    for order in orders.values():
+        session.delete(order)
+    game.turn += 1
+    if kind.over(resolution.state):
+        game.status = "over"
+        game.ended_at = now
+        game.deadline = None
+    else:
+        game.deadline = next_deadline(game, now)
+    session.add(game)
+    session.flush()
+    return TurnOutcome(played_for, {s: by[s] for s in played_for}, resolution.state,
+                       resolution.notes)
+
+
+def played_for_notes(game: Game, outcome: TurnOutcome, players: dict[int, Player]) -> list[str]:
+    """A line in the report for each move made for a missing order."""
+    kind = kind_of(game)
+    notes = []
+    for seat, move in sorted(outcome.played_for.items()):
+        name = players[seat].name if seat in players else f"player {seat}"
+        who = ("their standing order" if outcome.played_by.get(seat) == "standing"
+               else "the game's policy" if outcome.played_by.get(seat) == "policy"
+               else "the robot")
+        notes.append(f"Player {seat} ({name}) sent no order in time; {who} played "
+                     f"{kind.describe_move(move)} for them.")
+    return notes
+
+
+def resolve(session: Session, post: Post, game: Game, *, inbound_id: int | None = None) -> None:
+    """Play the turn in hand, count missed turns (the referee is told), queue the reports."""
+    turn = game.turn
+    outcome = resolve_turn(session, game, post.clock())
+    after_turn(session, post, game, turn)
+    players = seated(session, game)
+    enqueue_reports(session, post, game, outcome.state, now=post.clock(), inbound_id=inbound_id,
+                    notes=outcome.notes + played_for_notes(game, outcome, players))
+
+
+def resolve_if_complete(session: Session, post: Post, game: Game, *, state: Any | None = None,
+                        inbound_id: int | None = None) -> bool:
+    """Resolve the turn if every due order is in and the game does not WAIT; True if it did."""
+    if game.status != "running" or options_of(game).wait:
+        return False
+    if missing_seats(session, game, state):
+        return False
+    resolve(session, post, game, inbound_id=inbound_id)
+    return True
+
+
+def after_turn(session: Session, post: Post, game: Game, turn: int) -> list[Player]:
+    """Count the missed turns of turn ``turn`` (just resolved); ask the referee to replace
+    whoever reaches the limit (once: when the count reaches it). Returns those players."""
+    rows = session.exec(select(Move).where(Move.game_id == game.id, Move.turn == turn)
+                        .order_by(col(Move.seat)))
+    holders = {p.seat: p for p in session.exec(select(Player).where(
+        Player.game_id == game.id, col(Player.active).is_(True))) if p.seat is not None}
+    limit = options_of(game).missed_limit   # NEWGAME MISSED <n>; 0: never ask the referee
+    reached = []
+    for row in rows:
+        player = holders.get(row.seat)
+        if player is None:
+            continue
+        if row.by == "player":
+            player.missed_turns = 0
+        elif row.by in MISSED_BY:
+            player.missed_turns += 1
+            if limit and player.missed_turns == limit:
+                reached.append(player)
+        session.add(player)
+    for player in reached:
+        tell_referee(session, post, tagged(game.name, f"player {player.seat} has missed "
+                                           f"{limit} turns"), [
+            f"Player {player.seat} of game {game.name}, {player.name} <{player.email}>, has "
+            f"sent no order for {limit} turns in a row (up to turn {turn}).",
+            "The game goes on: their standing order or the robot plays for them meanwhile.",
+            f"To give the seat to someone else: REPLACE {game.name} {player.seat} "
+            f"<email> [<name>]"])
+    return reached
