@@ -1,3 +1,10 @@
-"""pbem: a play-by-email referee for the dice game Bluff."""
+"""pbem: a play-by-email referee for the dice game Bluff.
+
+Layers, top to bottom (imports only point down; README "Layout"): the shell
+(cli, demo, server), the runner (referee, senders, inbox), commands/,
+services/, the data layer (games), the pure core (kinds/, options,
+deadlines, orders, rules/) and the edges (outbox, security, db, render,
+config, mail/, faults, paths, models).
+"""
 
 __version__ = "0.1.0"

@@ -19,7 +19,7 @@ class Game(SQLModel, table=True):
     turn: int = 0                      # the turn being played; 0 before the start
     turn_hours: float | None = None    # None: no deadline, the turn waits for all orders
     deadline: datetime | None = None
-    # the referee's desk options (pbem.desk.options.GameOptions as JSON): deadline hour,
+    # the referee's desk options (pbem.options.GameOptions as JSON): deadline hour,
     # grace, reminder lead, missed-turn limit, policy, sign-up, auto-start, wait, ...
     options_json: str = "{}"
     turn_started_at: datetime | None = None

@@ -1,0 +1,7 @@
+"""The mail edges: reading mail (read, text), writing it (compose), IMAP, SMTP out, the
+SMTP listener.
+
+An edge: imports only the standard library, its mail libraries and
+pbem.faults (crash points); never the game layers (pyproject.toml: the
+import contracts).
+"""

@@ -16,7 +16,8 @@ from datetime import datetime, timezone
 from email import policy
 from email.message import Message
 from email.parser import BytesParser
-from email.utils import getaddresses, parseaddr, parsedate_to_datetime
+from email.header import decode_header, make_header
+from email.utils import collapse_rfc2231_value, getaddresses, parseaddr, parsedate_to_datetime
 
 from pbem.mail.text import BodyLine, html_to_text, new_text_lines, unflow
 
@@ -97,8 +98,6 @@ def _header(msg: Message, name: str) -> str | None:
     if raw is None:
         return None
     try:
-        from email.header import decode_header, make_header
-
         return _clean(str(make_header(decode_header(raw))))
     except Exception:
         return _clean(raw)
@@ -223,8 +222,6 @@ def _param(part: Message, name: str) -> str | None:
         if value is None:
             return None
         if isinstance(value, tuple):
-            from email.utils import collapse_rfc2231_value
-
             value = collapse_rfc2231_value(value)
         return _clean(str(value))
     except Exception:

@@ -8,6 +8,7 @@ Line numbering convention: the lines of a text are ``text.splitlines()``, number
 
 from __future__ import annotations
 
+import html as html_mod
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -152,6 +153,8 @@ def _is_indent_blockquote(tag: object) -> bool:
 
 
 def _render(html: str) -> str:
+    # bs4 is imported on the first HTML mail, not at start-up: it is heavy (about 0.1 s),
+    # and plain-text mail and every command of the CLI never need it
     from bs4 import BeautifulSoup
     from bs4.element import (
         CData,
@@ -225,8 +228,6 @@ _DROP_BLOCK_RE = re.compile(r"<(script|style)\b.*?(</\1\s*>|\Z)", re.IGNORECASE 
 
 def _crude_html_to_text(html: str) -> str:
     """Last resort when the parser fails: strip tags with regexes."""
-    import html as html_mod
-
     try:
         s = _DROP_BLOCK_RE.sub(" ", html)
         s = re.sub(r"<\s*(br|/p|/div|/li|/tr|p|div|li|tr)\b[^>]*>", "\n", s, flags=re.IGNORECASE)

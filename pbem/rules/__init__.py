@@ -2,6 +2,9 @@
 
 No I/O, no clocks, no global random state: dice come from a DiceStream
 built on the game's seed, robot choices from a random.Random passed in.
+
+The bottom of the game layers: imports only the standard library and
+itself, nothing else of pbem (pyproject.toml: the import contracts).
 """
 
 from pbem.rules.challenge import ChallengeResult, count_matching, resolve_challenge
