@@ -20,8 +20,17 @@ from sqlmodel import Session, col, delete, select
 
 from pbem.deadlines import turn_deadline
 from pbem.kinds import kind_named, kind_of
-from pbem.models import (AuditEntry, Game, Move, OutboundMail, PendingOrder, Player, Signup,
-                         TalkMessage, Watcher)
+from pbem.models import (
+    AuditEntry,
+    Game,
+    Move,
+    OutboundMail,
+    PendingOrder,
+    Player,
+    Signup,
+    TalkMessage,
+    Watcher,
+)
 from pbem.options import options_of
 from pbem.rules.dice import DiceStream, commitment
 from pbem.rules.record import draw_seats

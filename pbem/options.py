@@ -69,7 +69,7 @@ class GameOptions:
         return json.dumps({**extra, **data}, sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str | None) -> "GameOptions":
+    def from_json(cls, text: str | None) -> GameOptions:
         data = json.loads(text or "{}")
         names = {f.name for f in fields(cls)} - {"extra"}
         known = {k: v for k, v in data.items() if k in names}

@@ -13,8 +13,8 @@ are passed as ``None`` by the caller.
 
 from __future__ import annotations
 
-import importlib.resources
 import functools
+import importlib.resources
 import math
 import textwrap
 from collections.abc import Iterable, Mapping

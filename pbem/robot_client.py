@@ -46,7 +46,10 @@ def report_view(msg: EmailMessage) -> dict[str, Any] | None:
 def seat_view(view: dict[str, Any], minigame: int, rules: RuleSet | None = None) -> SeatView:
     mg = view["minigames"][minigame - 1]
     me = str(view["you"])
-    dice = lambda faces: tuple(Die(face_from_json(f)) for f in faces)  # noqa: E731
+
+    def dice(faces: list[Any]) -> tuple[Die, ...]:
+        return tuple(Die(face_from_json(f)) for f in faces)
+
     own = Cup(dice(mg["your_dice"]["hidden"]), dice(mg["your_dice"]["exposed"]))
     others = [s for s in mg["exposed"] if s != me]
     exposed = tuple(d for s in others for d in dice(mg["exposed"][s]))
@@ -109,7 +112,7 @@ def reply_to(report: EmailMessage, from_addr: str, body_lines: list[str], *,
     if quote:
         body = report.get_body(("plain",))
         original = body.get_content() if body is not None else ""
-        text += f"\nOn a turn day, the referee wrote:\n" + "".join(
+        text += "\nOn a turn day, the referee wrote:\n" + "".join(
             f"> {line}\n" for line in original.splitlines())
     reply.set_content(text)
     return reply.as_bytes(policy=policy.SMTP)

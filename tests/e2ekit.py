@@ -21,9 +21,9 @@ from sqlmodel import Session
 
 from pbem.config import ImapSettings, Settings, SmtpSettings
 from pbem.games import find_game, pending_orders
-from pbem.services.export import export_json
 from pbem.robot_client import client_order_lines, parse_mail, reply_to, report_view
 from pbem.server import Server
+from pbem.services.export import export_json
 
 REFEREE_KEY = "letmein-referee"
 SCHEMA = Path(__file__).parent.parent / "schema" / "game-record-generic.schema.json"

@@ -19,8 +19,16 @@ from pbem.config import Settings
 from pbem.games import find_game, pending_orders, players_of
 from pbem.models import InboundMail, OutboundMail, Player, SenderEvent
 from pbem.server import Server
-from tests.test_referee import (PLAYERS, REFEREE_KEY, Clock, key_and_seat, last_text, mail,
-                                outbox, started_game)
+from tests.test_referee import (
+    PLAYERS,
+    REFEREE_KEY,
+    Clock,
+    key_and_seat,
+    last_text,
+    mail,
+    outbox,
+    started_game,
+)
 
 P1, P2 = PLAYERS[0], PLAYERS[1]
 

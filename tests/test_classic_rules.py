@@ -335,7 +335,7 @@ def play(seed: int, rules: RuleSet, players: int,
 def test_random_play_keeps_the_invariants(seed: int, rules: RuleSet, players: int,
                                           choices: int) -> None:
     states, moves = play(seed, rules, players, choices)
-    for before, after, (seat, move) in zip(states, states[1:], moves):
+    for before, after, (seat, _move) in zip(states, states[1:], moves):
         assert before.is_in(seat) and seat == before.to_move
         assert after.dice_in_play <= before.dice_in_play   # no rule makes dice
         for s in before.seats:

@@ -29,7 +29,7 @@ from pbem import faults
 from pbem.faults import Lease
 from pbem.games import find_game
 from pbem.models import InboundMail, Move, OutboundMail, ServerState
-from pbem.robot_client import client_order_lines, parse_mail, report_view, reply_to
+from pbem.robot_client import client_order_lines, parse_mail, reply_to, report_view
 from pbem.server import Server
 from tests.crashkit import ROOT, Zygote
 from tests.mailstack import start_controller

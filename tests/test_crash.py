@@ -39,7 +39,7 @@ from sqlmodel import Session, select
 from pbem.config import load_settings
 from pbem.games import find_game
 from pbem.models import Game, InboundMail, Move, OutboundMail, PendingOrder
-from pbem.robot_client import client_order_lines, parse_mail, report_view, reply_to
+from pbem.robot_client import client_order_lines, parse_mail, reply_to, report_view
 from pbem.server import Server
 from tests.crashkit import ROOT, Zygote
 from tests.mailstack import free_ports

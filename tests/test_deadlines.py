@@ -7,8 +7,16 @@ from datetime import UTC, date, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pbem.deadlines import (RETURN_MARGIN, absence_interval, align_to_hour, outage_gap,
-                            reminder_due, shift_if_passed, turn_deadline, vacation_shift)
+from pbem.deadlines import (
+    RETURN_MARGIN,
+    absence_interval,
+    align_to_hour,
+    outage_gap,
+    reminder_due,
+    shift_if_passed,
+    turn_deadline,
+    vacation_shift,
+)
 
 T0 = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 

@@ -13,9 +13,24 @@ from sqlmodel import Session, col, select
 from pbem.games import GameError, find_game, players_of, seated
 from pbem.models import AuditEntry, Move, Player
 from pbem.server import Server
-from tests.deskkit import (PLAYERS, REFEREE, T0, Clock, admin, cli, game_row, last_text,
-                           make_server, new_game, order, outbox, referee_mail, send,
-                           started_game, subjects)
+from tests.deskkit import (
+    PLAYERS,
+    REFEREE,
+    T0,
+    Clock,
+    admin,
+    cli,
+    game_row,
+    last_text,
+    make_server,
+    new_game,
+    order,
+    outbox,
+    referee_mail,
+    send,
+    started_game,
+    subjects,
+)
 
 
 def tick(server: Server) -> int:

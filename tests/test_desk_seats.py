@@ -11,14 +11,32 @@ import pytest
 from sqlmodel import Session, select
 
 from pbem.games import GameError, find_game, pending_orders
-from pbem.services.export import export_record
 from pbem.kinds import kind_of
 from pbem.models import AuditEntry, OutboundMail
 from pbem.rules.record import verify
 from pbem.server import Server
-from tests.deskkit import (PLAYERS, Clock, by_seat, cli, deliver, game_turn, last_text, mail,
-                           moves_of, order, outbox, outbox_rows, player, raise_line,
-                           referee_mail, seat_of, started_game, state_of, text_of)
+from pbem.services.export import export_record
+from tests.deskkit import (
+    PLAYERS,
+    Clock,
+    by_seat,
+    cli,
+    deliver,
+    game_turn,
+    last_text,
+    mail,
+    moves_of,
+    order,
+    outbox,
+    outbox_rows,
+    player,
+    raise_line,
+    referee_mail,
+    seat_of,
+    started_game,
+    state_of,
+    text_of,
+)
 
 NEW = "newbie@example.org"
 

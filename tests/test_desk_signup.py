@@ -12,8 +12,22 @@ from sqlmodel import Session, select
 from pbem.games import find_game, players_of
 from pbem.models import Player, Signup, TalkMessage, Watcher
 from pbem.server import Server
-from tests.deskkit import (PLAYERS, REFEREE, Clock, admin, game_row, key_of, last_text,
-                           order, outbox, outbox_rows, send, started_game, subjects, text_of)
+from tests.deskkit import (
+    PLAYERS,
+    REFEREE,
+    Clock,
+    admin,
+    game_row,
+    key_of,
+    last_text,
+    order,
+    outbox,
+    outbox_rows,
+    send,
+    started_game,
+    subjects,
+    text_of,
+)
 
 CODE = re.compile(r"CONFIRM ([0-9a-f]{10})")
 

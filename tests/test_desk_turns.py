@@ -8,9 +8,25 @@ from sqlmodel import Session
 
 from pbem.games import find_game
 from pbem.server import Server
-from tests.deskkit import (PLAYERS, REFEREE, Clock, by_seat, deliver, game_turn, last_text,
-                           mail, moves_of, order, outbox, outbox_rows, player, raise_line,
-                           seat_of, started_game, text_of)
+from tests.deskkit import (
+    PLAYERS,
+    REFEREE,
+    Clock,
+    by_seat,
+    deliver,
+    game_turn,
+    last_text,
+    mail,
+    moves_of,
+    order,
+    outbox,
+    outbox_rows,
+    player,
+    raise_line,
+    seat_of,
+    started_game,
+    text_of,
+)
 
 
 def test_default_is_stored_and_confirmed(server: Server) -> None:

@@ -20,13 +20,13 @@ import pytest
 from sqlmodel import Session
 
 from pbem.games import find_game
-from pbem.services.export import export_record
 from pbem.robot_client import choose_order, order_lines
 from pbem.rules.challenge import count_matching
 from pbem.rules.dice import Die, face_from_json
 from pbem.rules.ladder import Bid
 from pbem.rules.moves import BidMove
 from pbem.rules.postal import minigame_of
+from pbem.services.export import export_record
 from tests.e2ekit import Table, pbem_verify, text_of
 
 pytestmark = pytest.mark.mailstack

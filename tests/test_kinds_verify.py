@@ -18,8 +18,6 @@ from sqlmodel import Session
 
 from pbem.db import open_database
 from pbem.games import add_player, create_game, start_game
-from pbem.services.export import export_json
-from pbem.services.turns import resolve_turn
 from pbem.kinds import kind_named
 from pbem.kinds.classic import CLASSIC, client_seat_view
 from pbem.kinds.cup import CUP, client_state
@@ -30,6 +28,8 @@ from pbem.robot_client import client_order_lines
 from pbem.rules.dice import DiceStream, seed_from_number
 from pbem.rules.record import GameRecord, verify
 from pbem.rules.robot import choose_move
+from pbem.services.export import export_json
+from pbem.services.turns import resolve_turn
 
 SCHEMA = json.loads((Path(__file__).parent.parent / "schema" /
                      "game-record-generic.schema.json").read_text())

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -56,7 +56,7 @@ def test_plain_order_mail() -> None:
     assert msg.subject == "Game 7 orders"
     assert msg.in_reply_to is None
     assert msg.references == []
-    assert msg.date == datetime(2024, 1, 15, 9, 12, 40, tzinfo=timezone.utc)
+    assert msg.date == datetime(2024, 1, 15, 9, 12, 40, tzinfo=UTC)
     assert msg.automatic is None
     assert msg.readable is True
     assert msg.problem is None
@@ -362,7 +362,7 @@ def test_postmaster_from_and_read_receipt() -> None:
 
 def test_date_without_zone_is_utc_and_garbage_date_is_none() -> None:
     msg = read_message(b"Date: Mon, 15 Jan 2024 10:00:00 -0000\n\nx\n")
-    assert msg.date == datetime(2024, 1, 15, 10, 0, tzinfo=timezone.utc)
+    assert msg.date == datetime(2024, 1, 15, 10, 0, tzinfo=UTC)
     msg = read_message(b"Date: Mon, 15 Jan 2024 10:00:00 +0530\n\nx\n")
     assert msg.date is not None and msg.date.utcoffset() == timedelta(hours=5, minutes=30)
     assert read_message(b"Date: yesterday-ish\n\nx\n").date is None

@@ -7,8 +7,7 @@ from sqlmodel import Session, select
 from pbem.games import find_game, pending_orders
 from pbem.models import Player, TalkMessage
 from pbem.server import Server
-from tests.test_referee import clock, deliver, key_and_seat, last_text, mail, server  # noqa: F401
-from tests.test_referee import started_game
+from tests.test_referee import clock, deliver, key_and_seat, last_text, mail, server, started_game  # noqa: F401
 
 
 def test_a_move_with_say_and_default_does_all_three(server: Server) -> None:

@@ -73,7 +73,8 @@ def do_say(ctx: CommandContext, order: Order) -> str:
     note = [f"(The message was cut at {MAX_TALK:,} characters.)"] if cut else []
     others = [p for p in active_players(ctx.session, game) if p.id != player.id]
     for other in others:
-        notice(ctx.session, ctx.post, other.email, tagged(game.name, f"table talk from {player.name}"),
+        notice(ctx.session, ctx.post, other.email,
+               tagged(game.name, f"table talk from {player.name}"),
                [f"{speaker} says:", text, *note,
                 "Answer with SAY <text> in a reply to this mail or to your report."],
                ctx.now, game=game, seat=other.seat,
@@ -84,7 +85,7 @@ def do_say(ctx: CommandContext, order: Order) -> str:
         "paragraphs": [f"Relayed to {len(others)} player(s), and in the next report:", text,
                        *note]})
     return f"{player.email} said {len(text)} characters in {game.name}" + (" (cut)" if cut
-                                                                             else "")
+                                                                           else "")
 
 
 # --- ABSENT ------------------------------------------------------------------------------
@@ -120,7 +121,7 @@ def do_absent(ctx: CommandContext, order: Order) -> str:
         starts, ends = absence_interval(*order.args)
         if ends <= ctx.now:
             raise refuse("that absence is over already", "give days to come", order,
-                          ctx.who.game.name)
+                         ctx.who.game.name)
         ctx.session.add(Absence(email=email, starts=starts, ends=ends, created_at=ctx.now))
         ctx.session.flush()
         first, last = order.args
@@ -173,7 +174,7 @@ def do_default(ctx: CommandContext, order: Order) -> str:
     player, game = ctx.who.player, ctx.who.game
     if game.status in ("over", "cancelled"):
         raise refuse(f"game {game.name} is {game.status}", "no orders are taken now", order,
-                      game.name)
+                     game.name)
     player.default_order = None if order.args == "NONE" else order.args
     ctx.session.add(player)
     subject = tagged(game.name, f"your standing order: {order.args}")

@@ -11,8 +11,16 @@ from sqlmodel import col, select
 
 from pbem.commands.context import CommandContext
 from pbem.commands.schedule import desk_status
-from pbem.games import (add_player, create_game, find_game, load_state, missing_seats,
-                        pending_orders, players_of, start_game)
+from pbem.games import (
+    add_player,
+    create_game,
+    find_game,
+    load_state,
+    missing_seats,
+    pending_orders,
+    players_of,
+    start_game,
+)
 from pbem.kinds import kind_named, kind_of
 from pbem.models import Game
 from pbem.options import USAGE as NEWGAME_USAGE
@@ -80,7 +88,7 @@ def start(ctx: CommandContext, name: str) -> str:
     state = load_state(ctx.session, game)
     rows = enqueue_reports(ctx.session, ctx.post, game, state, now=ctx.now)
     seats = ", ".join(f"{p.seat}: {p.name}" for p in sorted(players_of(ctx.session, game),
-                                                             key=lambda p: p.seat or 0))
+                                                            key=lambda p: p.seat or 0))
     return f"game {game.name} started; seats {seats}; {len(rows)} first reports queued"
 
 
@@ -98,7 +106,8 @@ def do_status(ctx: CommandContext, order: Order) -> str:
         if game.status == "running":
             have = pending_orders(ctx.session, game)
             waiting = missing_seats(ctx.session, game, state)
-            line += f"; orders in from {sorted(have) or 'nobody'}, waiting for {waiting or 'nobody'}"
+            line += (f"; orders in from {sorted(have) or 'nobody'}, "
+                     f"waiting for {waiting or 'nobody'}")
             if game.deadline:
                 line += f"; deadline {game.deadline:%Y-%m-%d %H:%M} UTC"
     return line + desk_status(ctx.session, game, ctx.now)

@@ -64,8 +64,8 @@ def do_rollback(ctx: CommandContext, order: Order) -> str:
         row.last_error = f"turn {turn} was rolled back"
         session.add(row)
 
-    for order in later:
-        session.delete(order)
+    for void in later:
+        session.delete(void)
     session.flush()
     holders = seated(session, game)
     restored = []

@@ -127,10 +127,10 @@ def do_deadline(ctx: CommandContext, order: Order) -> str:
     game.deadline, game.grace_until = target, None
     ctx.session.add(game)
     announce(ctx.session, ctx.post, game, f"turn {game.turn}: new deadline "
-                     f"{utc(target)}",
-                     [f"The referee set the deadline of turn {game.turn} to {utc(target)} "
-                      f"({relative(target, ctx.now)})."], ctx.now, action="deadline",
-                     actor="referee")
+             f"{utc(target)}",
+             [f"The referee set the deadline of turn {game.turn} to {utc(target)} "
+              f"({relative(target, ctx.now)})."], ctx.now, action="deadline",
+             actor="referee")
     return f"game {game.name}: deadline of turn {game.turn} set to {utc(target)}"
 
 
@@ -162,7 +162,7 @@ def do_extend(ctx: CommandContext, order: Order) -> str:
         raise GameError(f"game '{name}' has no deadline to extend; set one with DEADLINE")
     ctx.session.add(game)
     announce(ctx.session, ctx.post, game, f"turn {game.turn}: extended by "
-                     f"{hours:g} hours", [what], ctx.now, action="extend", actor="referee")
+             f"{hours:g} hours", [what], ctx.now, action="extend", actor="referee")
     return f"game {game.name}: extended by {hours:g} hours ({said})"
 
 
@@ -178,10 +178,10 @@ def do_pause(ctx: CommandContext, order: Order) -> str:
             f" {_hours(game.paused_left_seconds)} were left on the deadline; the clock restarts "
             f"with that much when the game resumes.")
     announce(ctx.session, ctx.post, game, "the game is paused",
-                     [f"The referee paused game {game.name} in turn {game.turn}. While it is "
-                      f"paused no deadline runs and no turn resolves; orders sent meanwhile "
-                      f"are refused, so send yours after it resumes (you will be told).{left}"],
-                     ctx.now, action="pause", actor="referee")
+             [f"The referee paused game {game.name} in turn {game.turn}. While it is "
+              f"paused no deadline runs and no turn resolves; orders sent meanwhile "
+              f"are refused, so send yours after it resumes (you will be told).{left}"],
+             ctx.now, action="pause", actor="referee")
     return f"game {game.name} paused" + (f" ({_hours(game.paused_left_seconds)} left)"
                                          if game.paused_left_seconds is not None else "")
 
@@ -203,8 +203,8 @@ def do_resume(ctx: CommandContext, order: Order) -> str:
     when = (f" The {'grace period' if game.grace_until else 'deadline'} of turn {game.turn} is "
             f"now {utc(end)} ({relative(end, ctx.now)})." if end is not None else "")
     announce(ctx.session, ctx.post, game, "the game resumes",
-                     [f"The referee resumed game {game.name}: orders for turn {game.turn} are "
-                      f"taken again.{when}"], ctx.now, action="resume", actor="referee")
+             [f"The referee resumed game {game.name}: orders for turn {game.turn} are "
+              f"taken again.{when}"], ctx.now, action="resume", actor="referee")
     return f"game {game.name} resumed" + (f"; deadline {utc(end)}" if end else "")
 
 
@@ -218,12 +218,13 @@ def do_wait(ctx: CommandContext, order: Order) -> str:
     ctx.session.add(game)
     if game.status == "new":
         return f"game {game.name}: WAIT {'on' if on else 'off'}"
-    announce(ctx.session, ctx.post, game, f"turns resolve {'at the deadline' if on else 'as soon as all orders are in'}",
-                     [f"The referee set WAIT {'on' if on else 'off'} for game {game.name}: "
-                      + ("from now on a turn resolves only at its deadline, even when every "
-                         "order is in." if on else "from now on a turn resolves as soon as "
-                         "every order is in, or at its deadline.")],
-                     ctx.now, action="wait", actor="referee")
+    when = "at the deadline" if on else "as soon as all orders are in"
+    announce(ctx.session, ctx.post, game, f"turns resolve {when}",
+             [f"The referee set WAIT {'on' if on else 'off'} for game {game.name}: "
+              + ("from now on a turn resolves only at its deadline, even when every "
+                 "order is in." if on else "from now on a turn resolves as soon as "
+                 "every order is in, or at its deadline.")],
+             ctx.now, action="wait", actor="referee")
     out = f"game {game.name}: WAIT {'on' if on else 'off'}"
     turn = game.turn
     if not on and resolve_if_complete(ctx.session, ctx.post, game):
@@ -241,8 +242,8 @@ def do_remove(ctx: CommandContext, order: Order) -> str:
     who = player.name
     remove_entrant(ctx.session, game, player)
     notice(ctx.session, ctx.post, email, tagged(game.name, "you were removed"),
-                   [f"The referee took you off game {game.name} before its start."], ctx.now,
-                   game=game)
+           [f"The referee took you off game {game.name} before its start."], ctx.now,
+           game=game)
     audit(ctx.session, game, ctx.now, "remove", f"{who} <{email}>", actor="referee")
     return f"{who} <{email}> removed from {game.name}"
 
@@ -251,10 +252,10 @@ def do_cancel(ctx: CommandContext, order: Order) -> str:
     name: str = order.args
     game = _game(ctx.session, name, ("new", "running", "paused"), "cancel")
     told = announce(ctx.session, ctx.post, game, "the game is cancelled",
-                            [f"The referee cancelled game {game.name}"
-                             + (f" in turn {game.turn}." if game.turn else " before its start.")
-                             + " No more orders are taken and no more reports will come."],
-                            ctx.now, action="cancel", actor="referee")
+                    [f"The referee cancelled game {game.name}"
+                     + (f" in turn {game.turn}." if game.turn else " before its start.")
+                     + " No more orders are taken and no more reports will come."],
+                    ctx.now, action="cancel", actor="referee")
     game.status = "cancelled"
     game.deadline = game.grace_until = game.paused_left_seconds = None
     game.ended_at = ctx.now
@@ -266,12 +267,14 @@ def do_cancel(ctx: CommandContext, order: Order) -> str:
 
 COMMANDS: tuple[Command, ...] = (
     Command("DEADLINE", "DEADLINE <game> <ISO time | +hours>",
-            "set this turn's deadline (UTC), e.g. 2026-12-05T18:00 or +24", parse_deadline, action=do_deadline, who="referee"),
+            "set this turn's deadline (UTC), e.g. 2026-12-05T18:00 or +24", parse_deadline,
+            action=do_deadline, who="referee"),
     Command("EXTEND", "EXTEND <game> <hours>",
             "move this turn's deadline (or grace end, or a paused game's time left) later",
             parse_extend, action=do_extend, who="referee"),
     Command("PAUSE", "PAUSE <game>",
-            "stop the clock: no deadline runs, no turn resolves, orders are refused", game_name, action=do_pause, who="referee"),
+            "stop the clock: no deadline runs, no turn resolves, orders are refused", game_name,
+            action=do_pause, who="referee"),
     Command("RESUME", "RESUME <game>", "restart the clock with the time that was left",
             game_name, action=do_resume, who="referee"),
     Command("WAIT", "WAIT <game> on|off",
@@ -279,5 +282,6 @@ COMMANDS: tuple[Command, ...] = (
             parse_wait, action=do_wait, who="referee"),
     Command("REMOVE", "REMOVE <game> <email>", "take a player off a game before its start",
             parse_remove, action=do_remove, who="referee"),
-    Command("CANCEL", "CANCEL <game>", "end a game for good; its players are told", game_name, action=do_cancel, who="referee"),
+    Command("CANCEL", "CANCEL <game>", "end a game for good; its players are told", game_name,
+            action=do_cancel, who="referee"),
 )

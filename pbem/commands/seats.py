@@ -17,8 +17,20 @@ from email.utils import format_datetime
 from sqlmodel import Session
 
 from pbem.commands.context import CommandContext
-from pbem.games import (GameError, active_players, audit, find_game, id_of, latest_report,
-                        load_state, pending_orders, players_of, record_order, seated, stream_of)
+from pbem.games import (
+    GameError,
+    active_players,
+    audit,
+    find_game,
+    id_of,
+    latest_report,
+    load_state,
+    pending_orders,
+    players_of,
+    record_order,
+    seated,
+    stream_of,
+)
 from pbem.kinds import OrderProblem, kind_of
 from pbem.mail.compose import make_message_id
 from pbem.mail.text import BodyLine
@@ -28,7 +40,6 @@ from pbem.security import new_key
 from pbem.services.post import announce, notice, tagged
 from pbem.services.reports import enqueue_reports
 from pbem.services.turns import resolve_if_complete, turn_moves
-
 
 # --- argument parsers ---------------------------------------------------------
 
@@ -102,8 +113,8 @@ def do_preview(ctx: CommandContext, order: Order) -> str:
     scores = ", ".join(f"{s['seat']}: {s['score']}" for s in
                        sorted(kind.standings(resolution.state), key=lambda s: s["seat"]))
     lines.append(f"  then: scores {scores}; " + ("the game would be over" if
-                                                  kind.over(resolution.state) else
-                                                  f"turn {game.turn + 1} would begin"))
+                                                 kind.over(resolution.state) else
+                                                 f"turn {game.turn + 1} would begin"))
     return "\n".join(lines)
 
 
@@ -130,14 +141,15 @@ def do_order(ctx: CommandContext, order: Order) -> str:
     try:
         taken = kind.take_order(state, seat, parsed.orders)
     except OrderProblem as problem:
-        raise GameError(problem.message + (f" ({problem.hint})" if problem.hint else ""))
+        raise GameError(problem.message + (f" ({problem.hint})" if problem.hint else "")) \
+            from None
     replaced = record_order(ctx.session, game, seat, taken.move, now=ctx.now, inbound_id=None,
                             by="referee")
     now = ctx.now
     audit(ctx.session, game, now, "order",
-                  f"turn {game.turn}, seat {seat}: {taken.summary}", actor="referee")
+          f"turn {game.turn}, seat {seat}: {taken.summary}", actor="referee")
     notice(ctx.session, ctx.post, player.email,
-                   tagged(game.name, f"turn {game.turn}: the referee entered your order"), [
+           tagged(game.name, f"turn {game.turn}: the referee entered your order"), [
                        f"The referee entered this order for you, player {seat}, in turn "
                        f"{game.turn}: {taken.summary}."
                        + (" It replaces the order you had sent." if replaced else ""),
@@ -145,10 +157,10 @@ def do_order(ctx: CommandContext, order: Order) -> str:
                        "this one."], now, game=game, seat=seat, turn=game.turn)
     others = [p for p in active_players(ctx.session, game) if p.seat != seat]
     announce(ctx.session, ctx.post, game, f"turn {game.turn}: an order entered by the "
-                     f"referee", [f"The referee entered the order of player {seat} "
-                                  f"({player.name}) for turn {game.turn} on their behalf. "
-                                  f"What it is shows in the next report."],
-                     now, action="order-announced", actor="referee", players=others)
+             f"referee", [f"The referee entered the order of player {seat} "
+                          f"({player.name}) for turn {game.turn} on their behalf. "
+                          f"What it is shows in the next report."],
+             now, action="order-announced", actor="referee", players=others)
     out = f"game {game.name}, turn {game.turn}: order for player {seat}: {taken.summary}"
     turn = game.turn
     if resolve_if_complete(ctx.session, ctx.post, game, state=state):
@@ -181,26 +193,26 @@ def do_replace(ctx: CommandContext, order: Order) -> str:
     ctx.session.flush()
     now = ctx.now
     audit(ctx.session, game, now, "replace", f"seat {seat}: {old.email} -> {email} "
-                  f"from turn {game.turn}" + ("; the seat's order of this turn was dropped"
-                                              if dropped else ""), actor="referee")
+          f"from turn {game.turn}" + ("; the seat's order of this turn was dropped"
+                                      if dropped else ""), actor="referee")
     kind = kind_of(game)
     state = load_state(ctx.session, game)
     history = kind.history(state)
     notice(ctx.session, ctx.post, new.email,
-                   tagged(game.name, f"welcome: you take over player {seat}"), [
+           tagged(game.name, f"welcome: you take over player {seat}"), [
                        f"The referee has given you seat {seat} in game {game.name} of "
                        f"{kind.title}, which {old.name} held until now. You play from turn "
                        f"{game.turn} on.",
                        "Your report for this turn, with your dice and your order key, comes "
                        "in a separate mail: answer it with your orders.",
                        *(["The moves so far:", "\n".join(history)] if history else [])],
-                   now, game=game, seat=seat, turn=game.turn)
+           now, game=game, seat=seat, turn=game.turn)
     enqueue_reports(ctx.session, ctx.post, game, state, now=now, only_seat=seat,
                     notes=[f"You take over seat {seat} from {old.name}."])
     notice(ctx.session, ctx.post, old.email, tagged(game.name, "you have been replaced"), [
                        f"The referee has given your seat {seat} in game {game.name} to "
                        f"{new.name}. Your order key no longer works. Thank you for playing!"],
-                   now, game=game)
+           now, game=game)
     others = [p for p in active_players(ctx.session, game) if p.seat != seat]
     announce(ctx.session, ctx.post, game, f"player {seat} replaced", [
         f"From turn {game.turn} on, {new.name} plays as player {seat} in place of "

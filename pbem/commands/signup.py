@@ -10,8 +10,8 @@ that is not theirs. Codes expire after SIGNUP_DAYS.
 The confirmation mail carries the player's key; ``LEAVE <game>`` needs it
 (the lines GAME <game> and KEY <key>), so nobody can take someone else off
 a game. When JOIN fills the last seat of a game with AUTOSTART, the game
-starts as START would (pbem.commands.referee_cmds.do_start). An address gets at most
-CODES_PER_DAY code mails a day, so forged JOINs cannot flood it.
+starts as START would (pbem.commands.referee_cmds.start). An address gets
+at most CODES_PER_DAY code mails a day, so forged JOINs cannot flood it.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def _ask_to_confirm(ctx: CommandContext, game: Game, name: str, status: str, wha
         f"To confirm, reply to this mail with the word CONFIRM, or send a mail with the line "
         f"CONFIRM {code} from this address, within {SIGNUP_DAYS} days.",
         "If it was not you, ignore this mail: nothing happens without your confirmation."],
-        game.name)
+               game.name)
     return f"{status} sign-up of {email} to {game.name}: code sent"
 
 
@@ -96,12 +96,12 @@ def do_join(ctx: CommandContext, order: Order) -> str:
     email = ctx.sender
     if game.status != "new" or not options_of(game).open:
         raise refuse(f"game {game.name} is not open for sign-up",
-                      "ask the referee which games are open", order, game.name)
+                     "ask the referee which games are open", order, game.name)
     if any(p.email == email for p in players_of(ctx.session, game)):
         raise refuse(f"you play in {game.name} already", "", order, game.name)
     if len(players_of(ctx.session, game)) >= kind_of(game).max_players:
         raise refuse(f"game {game.name} is full", "ask the referee for another game", order,
-                      game.name)
+                     game.name)
     return _ask_to_confirm(ctx, game, player_name or email.partition("@")[0], JOINING,
                            f"join game {game.name}")
 
@@ -113,11 +113,11 @@ def do_watch(ctx: CommandContext, order: Order) -> str:
         raise refuse(f"game {game.name} is {game.status}", "", order, game.name)
     if any(p.email == email and p.active for p in players_of(ctx.session, game)):
         raise refuse(f"you play in {game.name}: your reports show you the game", "", order,
-                      game.name)
+                     game.name)
     if ctx.session.exec(select(Watcher).where(Watcher.game_id == game.id,
                                               Watcher.email == email)).first():
         raise refuse(f"you watch {game.name} already", f"UNWATCH {game.name} to stop", order,
-                      game.name)
+                     game.name)
     return _ask_to_confirm(ctx, game, "", WATCHING, f"watch game {game.name}")
 
 
@@ -144,13 +144,13 @@ def do_confirm(ctx: CommandContext, order: Order) -> str:
         signup = _replied_signup(ctx, pending)
         if signup is None:
             raise refuse("I could not tell what you confirm", "reply to the sign-up mail, or "
-                          "write CONFIRM with the code from it", order)
+                         "write CONFIRM with the code from it", order)
     else:
         digest = code_hash(order.args)
         signup = next((s for s in pending if hmac.compare_digest(s.code_hash, digest)), None)
         if signup is None:
             raise refuse("that code does not match a sign-up from your address (or it expired)",
-                          "send JOIN <game> again for a new code", order)
+                         "send JOIN <game> again for a new code", order)
     game = ctx.session.get(Game, signup.game_id)
     assert game is not None
     watching = signup.status == WATCHING
@@ -175,7 +175,7 @@ def _check_still_possible(ctx: CommandContext, game: Game, signup: Signup, watch
         raise refuse(f"you play in {game.name} already", "", order, game.name)
     if len(players) >= kind_of(game).max_players:
         raise refuse(f"game {game.name} is full", "ask the referee for another game", order,
-                      game.name)
+                     game.name)
 
 
 def _confirm_watch(ctx: CommandContext, game: Game, email: str) -> str:
@@ -185,8 +185,8 @@ def _confirm_watch(ctx: CommandContext, game: Game, email: str) -> str:
     audit(ctx.session, game, ctx.now, "watch", email, actor=email)
     subject = tagged(game.name, "you watch the game")
     ctx.notice(subject, [f"You watch game {game.name}: each turn you get its public view "
-                           f"(nobody's hidden dice).", f"Send UNWATCH {game.name} to stop."],
-            game.name)
+                         f"(nobody's hidden dice).", f"Send UNWATCH {game.name} to stop."],
+               game.name)
     return f"{email} watches {game.name}"
 
 
@@ -201,10 +201,10 @@ def _confirm_join(ctx: CommandContext, game: Game, signup: Signup) -> str:
         f"the lines GAME {game.name} and KEY {player.key} (it is in every report too).",
         f"To leave before the start, send those two lines and LEAVE {game.name}."], game.name)
     audit(ctx.session, game, ctx.now, "join", f"{player.name} <{player.email}>",
-                  actor=player.email)
+          actor=player.email)
     tell_referee(ctx.session, ctx.post, f"{game.name}: {player.name} joined",
-                         [f"{player.name} <{player.email}> confirmed their sign-up to "
-                          f"{game.name}: {count} of {most} seats taken."])
+                 [f"{player.name} <{player.email}> confirmed their sign-up to "
+                  f"{game.name}: {count} of {most} seats taken."])
     out = f"{player.email} joins {game.name} as entrant {player.entrant}"
     if count >= most and options_of(game).autostart:
         out += "; " + _autostart(ctx, game)
@@ -227,15 +227,15 @@ def do_leave(ctx: CommandContext, order: Order) -> str:
     game, player = ctx.who.game, ctx.who.player
     if game.name != order.args:
         raise refuse(f"your GAME and KEY lines are for {game.name}, not {order.args}", "",
-                      order, game.name)
+                     order, game.name)
     if game.status != "new":
         raise refuse(f"game {game.name} has started: you can no longer leave it",
-                      "ask the referee to replace you", order, game.name)
+                     "ask the referee to replace you", order, game.name)
     remove_entrant(ctx.session, game, player)
     audit(ctx.session, game, ctx.now, "leave", f"{player.name} <{player.email}>",
-                  actor=player.email)
+          actor=player.email)
     tell_referee(ctx.session, ctx.post, f"{game.name}: {player.name} left",
-                         [f"{player.name} <{player.email}> left {game.name} before its start."])
+                 [f"{player.name} <{player.email}> left {game.name} before its start."])
     subject = tagged(game.name, "you left the game")
     ctx.notice(subject, [f"You are no longer signed up for game {game.name}."], game.name)
     return f"{player.email} left {game.name}"
@@ -257,12 +257,16 @@ def do_unwatch(ctx: CommandContext, order: Order) -> str:
 
 COMMANDS: tuple[Command, ...] = (
     Command("JOIN", "JOIN <game> [<name>]",
-            "sign up for a game open for sign-up (you confirm from your address)", parse_join, action=do_join, who="anyone"),
+            "sign up for a game open for sign-up (you confirm from your address)", parse_join,
+            action=do_join, who="anyone"),
     Command("CONFIRM", "CONFIRM [<code>]",
             "confirm a JOIN or WATCH: the code from the sign-up mail (or reply to that mail)",
             parse_confirm, action=do_confirm, who="anyone"),
     Command("LEAVE", "LEAVE <game>",
-            "before the start: give up your seat (with GAME and KEY lines)", game_name, action=do_leave, who="player"),
-    Command("WATCH", "WATCH <game>", "get the public view of a game each turn", game_name, action=do_watch, who="anyone"),
-    Command("UNWATCH", "UNWATCH <game>", "stop watching a game", game_name, action=do_unwatch, who="anyone"),
+            "before the start: give up your seat (with GAME and KEY lines)", game_name,
+            action=do_leave, who="player"),
+    Command("WATCH", "WATCH <game>", "get the public view of a game each turn", game_name,
+            action=do_watch, who="anyone"),
+    Command("UNWATCH", "UNWATCH <game>", "stop watching a game", game_name,
+            action=do_unwatch, who="anyone"),
 )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import imaplib
 import logging
+import ssl as ssl_mod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -47,7 +48,8 @@ class ImapInbox:
 
     def __init__(self, host: str, port: int, username: str, password: str, *, ssl: bool = True,
                  folder: str = "INBOX", done_folder: str = "pbem-done",
-                 max_bytes: int = 10_000_000, timeout: float = 30.0, ssl_context=None) -> None:
+                 max_bytes: int = 10_000_000, timeout: float = 30.0,
+                 ssl_context: ssl_mod.SSLContext | None = None) -> None:
         self.host = host
         self.port = port
         self.username = username

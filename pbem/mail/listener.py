@@ -12,6 +12,7 @@ import logging
 import socket
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from aiosmtpd.controller import Controller
 
@@ -25,7 +26,7 @@ class _StoreHandler:
         self.store = store
         self.executor = executor
 
-    async def handle_DATA(self, server, session, envelope) -> str:
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
         loop = asyncio.get_running_loop()
         raw = envelope.original_content
         if raw is None:
@@ -67,7 +68,7 @@ class MailListener:
         self.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     def start(self) -> None:

@@ -12,11 +12,11 @@ import codecs
 import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email import policy
+from email.header import decode_header, make_header
 from email.message import Message
 from email.parser import BytesParser
-from email.header import decode_header, make_header
 from email.utils import collapse_rfc2231_value, getaddresses, parseaddr, parsedate_to_datetime
 
 from pbem.mail.text import BodyLine, html_to_text, new_text_lines, unflow
@@ -198,7 +198,7 @@ def _date(msg: Message) -> datetime | None:
                 result = None
     if result is not None and result.tzinfo is None:
         try:
-            result = result.replace(tzinfo=timezone.utc)
+            result = result.replace(tzinfo=UTC)
         except Exception:
             return None
     return result

@@ -53,7 +53,7 @@ class SmtpSender:
 
     def __init__(self, host: str, port: int, *, ssl: bool = False, starttls: bool = False,
                  username: str | None = None, password: str | None = None,
-                 timeout: float = 30.0, ssl_context=None) -> None:
+                 timeout: float = 30.0, ssl_context: ssl_mod.SSLContext | None = None) -> None:
         if ssl and starttls:
             raise ValueError("use either ssl (implicit TLS) or starttls, not both")
         self.host = host
@@ -75,7 +75,7 @@ class SmtpSender:
         self._in_context = True
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self._in_context = False
         self.close()
 
@@ -241,7 +241,7 @@ class EmlDirSender:
     def __enter__(self) -> EmlDirSender:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         pass
 
     def close(self) -> None:

@@ -21,7 +21,7 @@ class Cup:
         return self.hidden + self.exposed
 
     @classmethod
-    def rolled(cls, faces: Sequence[Face], *, super_die: bool = False) -> "Cup":
+    def rolled(cls, faces: Sequence[Face], *, super_die: bool = False) -> Cup:
         """A fresh cup; with the super die, the last die rolled is the orange one."""
         dice = tuple(Die(f, super_die and i == len(faces) - 1) for i, f in enumerate(faces))
         return cls(dice)
@@ -43,7 +43,7 @@ class Cup:
                     f"you cannot expose {count} x {face_symbol(face)}: "
                     f"your hidden dice are {yours}")
 
-    def expose(self, faces: Sequence[Face], rerolled: Sequence[Face]) -> "Cup":
+    def expose(self, faces: Sequence[Face], rerolled: Sequence[Face]) -> Cup:
         """Show the named dice, re-roll the rest (rerolled holds their new faces)."""
         self.check_expose(faces)
         remaining = list(self.hidden)

@@ -87,7 +87,7 @@ class DiceStream:
             raise ValueError("a dice seed needs at least 16 bytes")
         self._seed = seed
 
-    def _bytes(self, label: str) -> "ByteSource":
+    def _bytes(self, label: str) -> ByteSource:
         return ByteSource(self._seed, label)
 
     def dice(self, label: str, count: int) -> tuple[Face, ...]:

@@ -46,7 +46,7 @@ class RecordedMove:
         return data
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "RecordedMove":
+    def from_json(cls, data: dict[str, Any]) -> RecordedMove:
         return cls(int(data["turn"]), int(data["seat"]), int(data["minigame"]),
                    move_from_json(data), str(data.get("by", "player")),
                    tuple(face_from_json(f) for f in data.get("rerolled", ())))
@@ -76,7 +76,7 @@ class GameRecord:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "GameRecord":
+    def from_json(cls, data: dict[str, Any]) -> GameRecord:
         if data.get("format") != RECORD_FORMAT:
             raise ValueError(f"not a {RECORD_FORMAT} record")
         players = sorted(data["players"], key=lambda p: p["entrant"])

@@ -34,7 +34,7 @@ class RuleSet:
         if self.board_cap is not None and self.board_cap < 1:
             raise ValueError("the board cap must be at least 1")
 
-    def with_options(self, **changes: Any) -> "RuleSet":
+    def with_options(self, **changes: Any) -> RuleSet:
         return replace(self, **changes)
 
     def to_json(self) -> dict[str, Any]:
@@ -43,7 +43,7 @@ class RuleSet:
         return data
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "RuleSet":
+    def from_json(cls, data: dict[str, Any]) -> RuleSet:
         known: dict[str, Any] = {k: data[k] for k in ("dice_per_player", "super_die", "star_bids",
                                       "expose", "board_cap") if k in data}
         if "exact_rule" in data:

@@ -15,8 +15,15 @@ from datetime import datetime, timedelta
 from sqlalchemy import Engine
 from sqlmodel import Session, col, select
 
-from pbem.deadlines import (Interval, outage_gap, relative, reminder_due, shift_if_passed, utc,
-                            vacation_shift)
+from pbem.deadlines import (
+    Interval,
+    outage_gap,
+    relative,
+    reminder_due,
+    shift_if_passed,
+    utc,
+    vacation_shift,
+)
 from pbem.games import already_told, audit, missing_seats, seated
 from pbem.models import Absence, Game, ServerState
 from pbem.options import options_of

@@ -23,8 +23,16 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
-from pbem.games import (GameError, id_of, load_state, missing_seats, next_deadline,
-                        pending_orders, seated, stream_of)
+from pbem.games import (
+    GameError,
+    id_of,
+    load_state,
+    missing_seats,
+    next_deadline,
+    pending_orders,
+    seated,
+    stream_of,
+)
 from pbem.kinds import GameKind, kind_of
 from pbem.models import Game, Move, Player
 from pbem.options import POLICIES, options_of
