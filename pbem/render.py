@@ -14,7 +14,6 @@ are passed as ``None`` by the caller.
 from __future__ import annotations
 
 import functools
-import importlib.resources
 import math
 import textwrap
 from collections.abc import Iterable, Mapping
@@ -23,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+
+from pbem.paths import packaged_dir
 
 __all__ = [
     "Renderer",
@@ -182,18 +183,12 @@ def lookup(mapping: Mapping[Any, Any] | None, key: Any, default: Any = None) -> 
 
 
 def packaged_template_dir() -> Path:
-    """The folder of the templates that ship with pbem.
+    """The folder of the templates that ship with pbem (pbem.paths.packaged_dir).
 
     ``pbem/_templates`` when installed from a wheel, else the repository's
     top-level ``templates/`` folder (a source checkout).
     """
-    try:
-        packaged = importlib.resources.files("pbem") / "_templates"
-        if packaged.is_dir():
-            return Path(str(packaged))
-    except (ModuleNotFoundError, TypeError):  # pragma: no cover - odd loaders
-        pass
-    return Path(__file__).resolve().parent.parent / "templates"
+    return packaged_dir("templates")
 
 
 @functools.lru_cache(maxsize=16)

@@ -855,6 +855,7 @@ def test_installed_layout_uses_pbem_templates(tmp_path: Path) -> None:
     pkg.mkdir(parents=True)
     shutil.copy(repo / "pbem" / "__init__.py", pkg / "__init__.py")
     shutil.copy(repo / "pbem" / "render.py", pkg / "render.py")
+    shutil.copy(repo / "pbem" / "paths.py", pkg / "paths.py")   # render finds templates by it
     shutil.copytree(repo / "templates", pkg / "_templates")
     (pkg / "_templates" / "notice.txt.j2").write_text("installed: {{ subject }}\n", "utf-8")
     code = (

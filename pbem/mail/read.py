@@ -4,6 +4,9 @@
 unknown charsets, forged or missing headers, pathological nesting) it returns an
 :class:`InboundMessage`, with ``readable=False`` and a ``problem`` when no text could be
 extracted.
+
+Over 400 lines because MIME has that many ways to be broken: each case is a few lines
+here, and splitting them apart would scatter one parser.
 """
 
 from __future__ import annotations

@@ -41,6 +41,8 @@ Decisions where the texts are silent (RULES.md is followed where they differ):
   no turn limit (the rulebook has none).
 - Standings: most points first; equal points -> fewer tokens ranks higher;
   equal in both -> a shared rank (1, 1, 3 ...).
+
+Just over 400 lines: one state machine, whose moves and checks read best together.
 """
 
 from __future__ import annotations
