@@ -18,12 +18,13 @@ replacements and rollbacks").
 from __future__ import annotations
 
 import json
+from datetime import datetime
 
-from sqlmodel import col, select
+from sqlmodel import Session, col, select
 
 from pbem.commands.context import CommandContext
 from pbem.games import GameError, find_game, id_of, load_state, next_deadline, seated
-from pbem.models import AuditEntry, Move, OutboundMail, PendingOrder
+from pbem.models import AuditEntry, Game, Move, OutboundMail, PendingOrder
 from pbem.orders import Command, Order, game_name
 from pbem.services.reports import enqueue_reports
 from pbem.services.turns import GIVEN_BY, MISSED_BY
@@ -45,7 +46,26 @@ def do_rollback(ctx: CommandContext, order: Order) -> str:
     final_seen = game.status == "over" and session.exec(select(OutboundMail.id).where(
         OutboundMail.game_id == game.id, OutboundMail.kind == "report",
         OutboundMail.turn == game.turn, OutboundMail.status == "sent")).first() is not None
-    # the whole undone turn, untruncated (pbem.games.audit cuts details short)
+    _audit_undone(session, game, turn, undone, later, now)
+    unsent = _withhold_reports(session, game, turn)
+    restored = _restore_orders(session, game, turn, undone, later, now)
+    _rewind(game, turn, now)
+    session.add(game)
+    session.flush()
+    enqueue_reports(session, ctx.post, game, load_state(session, game), now=now,
+                    notes=[_note(turn, restored)])
+    out = (f"game {game.name}: turn {turn} rolled back ({len(undone)} moves undone, orders of "
+           f"{sorted(restored) or 'nobody'} pending again, {len(later)} later orders void, "
+           f"{unsent} unsent reports withheld); turn {turn} reports sent again")
+    if final_seen:
+        out += ("; warning: the final report had gone out with the seed, so the players can "
+                "now work out every die")
+    return out
+
+
+def _audit_undone(session: Session, game: Game, turn: int, undone: list[Move],
+                  later: list[PendingOrder], now: datetime) -> None:
+    """The whole undone turn, untruncated (pbem.games.audit cuts details short)."""
     detail = {"turn": turn,
               "moves": [{"seat": m.seat, "minigame": m.minigame, "by": m.by,
                          "move": json.loads(m.move_json),
@@ -55,7 +75,9 @@ def do_rollback(ctx: CommandContext, order: Order) -> str:
     session.add(AuditEntry(game_id=game.id, at=now, actor="referee", action="rollback",
                            detail=json.dumps(detail)))
 
-    # reports of the undone turn not yet sent never leave: nobody learns what it did
+
+def _withhold_reports(session: Session, game: Game, turn: int) -> int:
+    """Reports of the undone turn not yet sent never leave: nobody learns what it did."""
     unsent = list(session.exec(select(OutboundMail).where(
         OutboundMail.game_id == game.id, OutboundMail.kind == "report",
         OutboundMail.turn == game.turn, OutboundMail.status == "pending")))
@@ -63,7 +85,13 @@ def do_rollback(ctx: CommandContext, order: Order) -> str:
         row.status = "cancelled"
         row.last_error = f"turn {turn} was rolled back"
         session.add(row)
+    return len(unsent)
 
+
+def _restore_orders(session: Session, game: Game, turn: int, undone: list[Move],
+                    later: list[PendingOrder], now: datetime) -> list[int]:
+    """Orders really given in the undone turn are pending again, later ones void, a missed
+    turn no longer counts; returns the seats whose order is back."""
     for void in later:
         session.delete(void)
     session.flush()
@@ -80,7 +108,11 @@ def do_rollback(ctx: CommandContext, order: Order) -> str:
             session.add(player)
         session.delete(move)
     session.flush()
+    return restored
 
+
+def _rewind(game: Game, turn: int, now: datetime) -> None:
+    """The game back at ``turn``, running again if it was over, with a fresh deadline."""
     if game.status == "over":
         game.status = "running"
         game.ended_at = None
@@ -93,9 +125,9 @@ def do_rollback(ctx: CommandContext, order: Order) -> str:
         game.deadline = None
     else:
         game.deadline = next_deadline(game, now)
-    session.add(game)
-    session.flush()
 
+
+def _note(turn: int, restored: list[int]) -> str:
     note = (f"The referee rolled back turn {turn}: its moves are undone and the turn is "
             f"played again. Orders the players had sent for turn {turn} stand (a new order "
             f"replaces yours); moves made for missing orders are void, and so are orders "
@@ -104,14 +136,7 @@ def do_rollback(ctx: CommandContext, order: Order) -> str:
     if restored:
         note += " Orders in again from player" + ("s " if len(restored) > 1 else " ") + \
             ", ".join(str(s) for s in sorted(restored)) + "."
-    enqueue_reports(session, ctx.post, game, load_state(session, game), now=now, notes=[note])
-    out = (f"game {game.name}: turn {turn} rolled back ({len(undone)} moves undone, orders of "
-           f"{sorted(restored) or 'nobody'} pending again, {len(later)} later orders void, "
-           f"{len(unsent)} unsent reports withheld); turn {turn} reports sent again")
-    if final_seen:
-        out += ("; warning: the final report had gone out with the seed, so the players can "
-                "now work out every die")
-    return out
+    return note
 
 
 COMMANDS: tuple[Command, ...] = (
