@@ -90,6 +90,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
                     options=args.options)
 
 
+def cmd_dkim_keygen(args: argparse.Namespace) -> int:
+    from pbem.mail import dkim  # cryptography is heavy: loaded for this command only
+    return dkim.keygen_command(args.selector, args.domain, args.out, bits=args.bits)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pbem", description="Play-by-email referee for Bluff")
     parser.add_argument("-v", "--verbose", action="store_true", help="log more")
@@ -117,6 +122,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dir", help="where to put the database and the mails (default: a new temp dir)")
     p.add_argument("--seed", type=int, default=None, help="reproducible dice")
     p.set_defaults(func=cmd_demo)
+    p = sub.add_parser("dkim", help="DKIM keys for signing outgoing mail")
+    keygen = p.add_subparsers(dest="dkim_command", required=True).add_parser(
+        "keygen", help="write a new key and print the DNS record to publish")
+    keygen.add_argument("--selector", required=True, help="e.g. s1 (the DNS name's first part)")
+    keygen.add_argument("--domain", required=True, help="the domain of the server's address")
+    keygen.add_argument("--out", help="the key file (default: dkim-SELECTOR.DOMAIN.pem)")
+    keygen.add_argument("--bits", type=int, default=2048, choices=(1024, 2048, 3072, 4096))
+    keygen.set_defaults(func=cmd_dkim_keygen)
     return parser
 
 

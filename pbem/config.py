@@ -2,7 +2,7 @@
 
 Environment variables override the file: PBEM_DATABASE, PBEM_REFEREE_KEY,
 PBEM_REFEREE_KEY_SHA256, PBEM_IMAP_PASSWORD, PBEM_SMTP_PASSWORD (and PBEM_IMAP_USERNAME,
-PBEM_SMTP_USERNAME).
+PBEM_SMTP_USERNAME), PBEM_DKIM_PRIVATE_KEY (the PEM text) or PBEM_DKIM_PRIVATE_KEY_FILE.
 """
 
 from __future__ import annotations
@@ -41,6 +41,30 @@ class SmtpSettings:
     starttls: bool = True
     username: str | None = None
     password: str | None = None
+    # envelope sender bluff+b.<token>@domain (VERP): a bounce names the mail it is for.
+    # Only for a mailbox that takes plus addresses (user+anything@domain).
+    verp: bool = False
+
+
+@dataclass(frozen=True)
+class DkimSettings:
+    """[dkim]: sign every outgoing mail (pbem.mail.dkim). The key is an RSA key in PEM."""
+
+    selector: str
+    domain: str = ""                   # default: the domain of the server's address
+    private_key_file: str = ""         # or PBEM_DKIM_PRIVATE_KEY(_FILE) in the environment
+    private_key: str = ""              # the PEM text itself (from the environment)
+
+
+@dataclass(frozen=True)
+class SecuritySettings:
+    """[security]: what the receiving mail server's Authentication-Results must say."""
+
+    # refuse orders from a player's address whose mail is not aligned (DMARC, or SPF/DKIM
+    # pass for the From domain) according to the trusted Authentication-Results
+    require_aligned: bool = False
+    # the authserv-id of our own receiving mail server: only its Authentication-Results count
+    authserv_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -77,6 +101,8 @@ class Settings:
     imap: ImapSettings | None = None
     smtp: SmtpSettings | None = None
     listen: ListenSettings | None = None
+    dkim: DkimSettings | None = None
+    security: SecuritySettings = field(default_factory=SecuritySettings)
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -134,7 +160,14 @@ def load_settings(path: Path | None, env: dict[str, str] | None = None) -> Setti
                 if env.get(prefix + key.upper()):
                     section[key] = env[prefix + key.upper()]
     listen = _section(data, "listen")
-    known = {f for f in Settings.__dataclass_fields__ if f not in ("imap", "smtp", "listen", "extra")}
+    dkim = _dkim_section(data, env, base)
+    security = _section(data, "security")
+    if security is not None and security.get("require_aligned") and \
+            not str(security.get("authserv_id", "")).strip():
+        raise ConfigError("[security]: require_aligned needs the authserv_id of your mail "
+                          "server (the first word of its Authentication-Results header)")
+    known = {f for f in Settings.__dataclass_fields__
+             if f not in ("imap", "smtp", "listen", "dkim", "security", "extra")}
     unknown = sorted(set(server) - known)
     if unknown:
         raise ConfigError(f"[server]: unknown setting(s) {', '.join(unknown)}")
@@ -143,4 +176,28 @@ def load_settings(path: Path | None, env: dict[str, str] | None = None) -> Setti
         imap=_build(ImapSettings, imap, "imap") if imap is not None else None,
         smtp=_build(SmtpSettings, smtp, "smtp") if smtp is not None else None,
         listen=_build(ListenSettings, listen, "listen") if listen is not None else None,
+        dkim=dkim,
+        security=_build(SecuritySettings, security, "security") if security is not None
+        else SecuritySettings(),
     )
+
+
+def _dkim_section(data: dict[str, Any], env: dict[str, str], base: Path) -> DkimSettings | None:
+    """[dkim], the key from the environment winning over private_key_file."""
+    dkim = _section(data, "dkim")
+    if dkim is None:
+        return None
+    if "private_key" in dkim:
+        raise ConfigError("[dkim]: put the key in a file (private_key_file) or in the "
+                          "environment (PBEM_DKIM_PRIVATE_KEY), not in pbem.toml")
+    if env.get("PBEM_DKIM_PRIVATE_KEY_FILE"):
+        dkim["private_key_file"] = env["PBEM_DKIM_PRIVATE_KEY_FILE"]
+    if env.get("PBEM_DKIM_PRIVATE_KEY"):
+        dkim["private_key"] = env["PBEM_DKIM_PRIVATE_KEY"]
+    if dkim.get("private_key_file"):
+        dkim["private_key_file"] = str(base / Path(dkim["private_key_file"]).expanduser())
+    if not dkim.get("private_key") and not dkim.get("private_key_file"):
+        raise ConfigError("[dkim]: set private_key_file (or PBEM_DKIM_PRIVATE_KEY_FILE / "
+                          "PBEM_DKIM_PRIVATE_KEY in the environment)")
+    settings: DkimSettings = _build(DkimSettings, dkim, "dkim")
+    return settings

@@ -114,6 +114,28 @@ class OutboundMail(SQLModel, table=True):
     sent_at: datetime | None = None
     claimed_by: str | None = None      # the process sending it (a lease, see claimed_at)
     claimed_at: datetime | None = None
+    # names this mail in the VERP return path bluff+b.<token>@domain (pbem.mail.bounces)
+    bounce_token: str | None = Field(default=None, index=True)
+
+
+class BounceState(SQLModel, table=True):
+    """Bounces of mail to one address (pbem.mail.bounces): a hard bounce marks it failing
+    until mail from the address arrives again; soft bounces are counted."""
+
+    __tablename__ = "bounce_state"
+    id: int | None = Field(default=None, primary_key=True)
+    address: str = Field(unique=True)
+    failing: bool = False
+    hard_bounces: int = 0
+    soft_bounces: int = 0              # since the address last wrote to us
+    last_bounce_at: datetime | None = None
+    last_reason: str = ""
+    # the game, seat and mail of the latest bounce, when it was matched to one
+    game_id: int | None = Field(default=None, foreign_key="game.id")
+    seat: int | None = None
+    message_id: str | None = None
+    referee_told_at: datetime | None = None
+    report_pending: bool = False       # the next report of game_id says the mail bounced
 
 
 class Absence(SQLModel, table=True):

@@ -26,6 +26,7 @@ from sqlalchemy import Engine
 from sqlmodel import Session, col, select
 
 from pbem.faults import aware, claim, claim_stale, crash_point, me
+from pbem.mail.bounces import Bounce, new_bounce_token, verp_address
 from pbem.mail.compose import build_mail, make_message_id
 from pbem.mail.smtp_out import SendResult
 from pbem.models import OutboundMail
@@ -68,7 +69,8 @@ def enqueue(session: Session, origin: Origin, *, kind: str, to: str, subject: st
                      date=now)
     row = OutboundMail(message_id=message_id, kind=kind, mail_from=origin.address,
                        rcpts_json=json.dumps([to]), raw=raw, game_id=game_id, seat=seat,
-                       turn=turn, inbound_id=inbound_id, next_attempt_at=now, created_at=now)
+                       turn=turn, inbound_id=inbound_id, next_attempt_at=now, created_at=now,
+                       bounce_token=new_bounce_token())
     session.add(row)
     crash_point("outbox-enqueued")
     return row
@@ -91,11 +93,12 @@ def drain(engine: Engine, open_sender: Callable[[], AbstractContextManager[Sende
           now: Callable[[], datetime], *,
           on_failure: Callable[[Session, OutboundMail, str], None] | None = None,
           limit: int | None = None, lease: timedelta = CLAIM_LEASE,
-          rounds: int = 3) -> DrainReport:
+          rounds: int = 3, verp: bool = False) -> DrainReport:
     """Send every pending mail that is due; return what happened.
 
     Mail queued while draining (the referee's notice of an undeliverable mail)
-    goes out in the same drain, in up to ``rounds`` passes.
+    goes out in the same drain, in up to ``rounds`` passes. With ``verp`` each
+    mail's envelope sender is its own VERP address (``envelope_sender``).
     """
     report = DrainReport()
     with ExitStack() as stack:
@@ -111,7 +114,8 @@ def drain(engine: Engine, open_sender: Callable[[], AbstractContextManager[Sende
                 with Session(engine) as session:
                     row = session.get(OutboundMail, row_id)
                     assert row is not None
-                    mail_from, rcpts, raw = row.mail_from, json.loads(row.rcpts_json), row.raw
+                    mail_from, rcpts, raw = (envelope_sender(row, verp),
+                                             json.loads(row.rcpts_json), row.raw)
                 if sender is None:
                     sender = stack.enter_context(open_sender())
                 result = sender.send(mail_from, rcpts, raw)
@@ -131,6 +135,55 @@ def drain(engine: Engine, open_sender: Callable[[], AbstractContextManager[Sende
                     report.unavailable = True
                     return report
     return report
+
+
+def envelope_sender(row: OutboundMail, verp: bool) -> str:
+    """The MAIL FROM of a mail: the server's address, or with VERP its +b.<token> form."""
+    if verp and row.bounce_token:
+        try:
+            return verp_address(row.mail_from, row.bounce_token)
+        except ValueError:
+            log.warning("mail %s: no VERP address for %s", row.message_id, row.mail_from)
+    return row.mail_from
+
+
+@dataclass(frozen=True)
+class BouncedMail:
+    """A bounce matched to the mail of ours it is for."""
+
+    mail: OutboundMail
+    address: str           # the recipient whose delivery failed
+    permanent: bool
+    reason: str
+    via: str               # "verp" | "message-id"
+
+
+def bounced_mail(session: Session, bounce: Bounce) -> BouncedMail | None:
+    """The mail ``bounce`` is for, or None when it names no mail we sent to the failed address.
+
+    A VERP token names the mail by itself (a forwarded address may bounce under another
+    name). A Message-ID must also be of a mail to an address the bounce says failed: a
+    bounce naming a player's address for a mail we never sent them matches nothing.
+    """
+    for token in bounce.verp_tokens:
+        row = session.exec(select(OutboundMail).where(OutboundMail.bounce_token == token)).first()
+        if row is not None:
+            rcpts = [r.lower() for r in json.loads(row.rcpts_json)]
+            named = [r for r in rcpts if r in bounce.addresses]
+            address = named[0] if named else rcpts[0]
+            failed = named[0] if named else next(iter(sorted(bounce.addresses)))
+            return BouncedMail(row, address, bounce.is_permanent(failed),
+                               bounce.reason(failed), "verp")
+    for message_id in bounce.message_ids:
+        row = session.exec(select(OutboundMail).where(
+            OutboundMail.message_id == message_id)).first()
+        if row is None:
+            continue
+        named = [r.lower() for r in json.loads(row.rcpts_json) if r.lower() in bounce.addresses]
+        if named:
+            return BouncedMail(row, named[0], bounce.is_permanent(named[0]),
+                               bounce.reason(named[0]), "message-id")
+    return None
 
 
 def _due(engine: Engine, when: datetime, lease: timedelta,

@@ -20,6 +20,7 @@ from sqlalchemy.exc import OperationalError
 from pbem.config import Settings
 from pbem.db import open_database
 from pbem.faults import Backoff, Lease, crash_point
+from pbem.mail.dkim import signer_from_settings, with_signature
 from pbem.mail.errors import MailError
 from pbem.mail.imap import FetchedMail, ImapInbox
 from pbem.mail.listener import MailListener
@@ -55,6 +56,7 @@ class TickReport:
 class Server:
     def __init__(self, settings: Settings, clock: Callable[[], datetime] = utc_now) -> None:
         self.settings = settings
+        self.signer = signer_from_settings(settings)   # DKIM, or None; a bad key stops here
         self.engine = open_database(settings.database)
         self.referee = Referee(settings, self.engine, Renderer(settings.templates_dir), clock)
         self.clock = clock
@@ -73,9 +75,10 @@ class Server:
     def open_sender(self) -> AbstractContextManager[Sender]:
         smtp = self.settings.smtp
         if smtp is None:
-            return EmlDirSender(self.settings.outbox_dir)
-        return SmtpSender(smtp.host, smtp.port, ssl=smtp.ssl, starttls=smtp.starttls,
-                          username=smtp.username, password=smtp.password)
+            return with_signature(EmlDirSender(self.settings.outbox_dir), self.signer)
+        return with_signature(SmtpSender(smtp.host, smtp.port, ssl=smtp.ssl,
+                                         starttls=smtp.starttls, username=smtp.username,
+                                         password=smtp.password), self.signer)
 
     def store_fetched(self, mail: FetchedMail) -> None:
         folder = self.settings.imap.folder if self.settings.imap else "INBOX"
@@ -125,7 +128,8 @@ class Server:
             return DrainReport(unavailable=True)
         report = drain(self.engine, self.open_sender, self.clock,
                        on_failure=self.referee.undeliverable,
-                       lease=timedelta(seconds=self.settings.claim_lease_seconds))
+                       lease=timedelta(seconds=self.settings.claim_lease_seconds),
+                       verp=self.settings.smtp is not None and self.settings.smtp.verp)
         if report.unavailable:
             backoff.failed(self.clock(), "the mail server could not be reached or refused us")
         else:
