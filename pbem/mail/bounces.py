@@ -43,6 +43,7 @@ _TOKEN = re.compile(r"[a-z0-9]{8,40}")
 _MSG_ID = re.compile(r"<[^<>\s@]{1,250}@[^<>\s@]{1,250}>")
 _QUOTED_MSG_ID = re.compile(r"^\s*message-id:\s*(<[^<>\s]+>)", re.IGNORECASE | re.MULTILINE)
 _SMTP_REPLY = re.compile(r"\b[45]\d\d[ -]|#?\b[45]\.\d{1,3}\.\d{1,3}\b")
+_ADDRESS = re.compile(r"[^@\s<>]+@[^@\s<>]+")
 _ENVELOPE_HEADERS = ("Delivered-To", "X-Original-To", "Envelope-To", "X-Envelope-To", "To")
 
 
@@ -87,8 +88,9 @@ def verp_address(address: str, token: str) -> str:
 def verp_tokens(msg: Message, own_address: str) -> tuple[str, ...]:
     """The tokens of the VERP addresses of ``own_address`` this mail was delivered to."""
     local, _, domain = own_address.lower().rpartition("@")
-    pattern = re.compile(rf"{re.escape(local)}\+{VERP_TAG}\.([a-z0-9]+)@{re.escape(domain)}\b",
-                         re.IGNORECASE)
+    # the whole local part: "xbluff+b.<token>" is somebody else's address
+    pattern = re.compile(rf"(?<![\w.!#$%&'*+/=?^`{{|}}~-]){re.escape(local)}\+{VERP_TAG}\."
+                         rf"([a-z0-9]+)@{re.escape(domain)}(?![\w.-])", re.IGNORECASE)
     found: list[str] = []
     for name in _ENVELOPE_HEADERS:
         for value in msg.get_all(name) or []:
@@ -110,8 +112,9 @@ def read_bounce(raw: bytes, own_address: str) -> Bounce | None:
     except Exception:  # noqa: BLE001 - a detector tripped over a mangled mail: unreadable
         return None
     own = own_address.lower()
-    hard = frozenset(a for a in map(_address, permanent) if a and a != own)
-    soft = frozenset(a for a in map(_address, temporary) if a and a != own) - hard
+    hard = frozenset(a for a in map(_address, permanent) if _ADDRESS.fullmatch(a) and a != own)
+    soft = frozenset(a for a in map(_address, temporary)
+                     if _ADDRESS.fullmatch(a) and a != own) - hard
     if not hard and not soft:
         return None
     return Bounce(permanent=hard, temporary=soft, message_ids=_bounced_ids(msg),
