@@ -21,7 +21,8 @@ Facts this relies on (Debian 12, Dovecot 2.3):
 - the anvil auth penalty is switched off (otherwise one failed login delays every
   later login from 127.0.0.1 by 2 s and more); a failed login itself still takes
   ~0.5 s (Dovecot answers delayed failures from a 500 ms timer).
-- the SMTP front end refuses unknown recipients at RCPT time with 550 5.1.1.
+- the SMTP front end refuses unknown recipients at RCPT time with 550 5.1.1; a known
+  user's plus address (``bluff+anything@``) is delivered to that user's INBOX.
 - ``smtplib.LMTP`` reads ONE reply after DATA but LMTP sends one per recipient, so
   the relay makes one LMTP transaction per recipient.
 """
@@ -131,7 +132,8 @@ class _LmtpRelay:
         self.stack = stack
 
     async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
-        if address.lower() not in self.stack.addresses:
+        local, at, domain = address.lower().rpartition("@")
+        if f"{local.split('+', 1)[0]}{at}{domain}" not in self.stack.addresses:  # user+detail
             return f"550 5.1.1 <{address}>: user unknown"
         envelope.rcpt_tos.append(address)
         return "250 OK"
@@ -362,6 +364,8 @@ mail_location = maildir:~/Maildir
 mail_fsync = never
 first_valid_uid = 1
 first_valid_gid = 1
+# plus addressing: user+detail@domain lands in user's INBOX (VERP bounces use it)
+recipient_delimiter = +
 protocol imap {{
   mail_max_userip_connections = 100
 }}

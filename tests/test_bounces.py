@@ -4,9 +4,11 @@ for: the game and the seat. A bounce for a mail pbem never sent matches nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from email import message_from_bytes, policy
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -19,6 +21,7 @@ from pbem.outbox import BouncedMail, bounced_mail, envelope_sender
 from pbem.server import Server
 from tests.bouncekit import SHAPES, bounce_bytes
 from tests.deskkit import SERVER, seat_of, started_game
+from tests.e2ekit import stack_server
 
 SERVER_VERP = verp_address(SERVER, "00aa11bb22cc33dd")
 
@@ -61,8 +64,8 @@ def test_the_reason_is_the_mail_servers_words(name: str, words: str) -> None:
 
 @pytest.mark.parametrize("raw", [
     b"From: p1@example.org\r\nTo: bluff@example.org\r\nSubject: orders\r\n\r\nBID 3 4\r\n",
-    b"From: a@b\r\nAuto-Submitted: auto-replied\r\nSubject: Out of office\r\n\r\n"
-    b"I am away until Monday.\r\n",
+    (b"From: a@b\r\nAuto-Submitted: auto-replied\r\nSubject: Out of office\r\n\r\n"
+     b"I am away until Monday.\r\n"),
     b"",
     b"\x00\xff\xfe garbage",
 ], ids=["order", "vacation-reply", "empty", "garbage"])
@@ -189,3 +192,24 @@ def test_without_verp_the_envelope_sender_is_the_servers_address(server: Server)
 def test_corpus_files_are_what_the_kit_lists() -> None:
     names = {p.stem for p in (Path(__file__).parent / "corpus" / "bounces").glob("*.eml")}
     assert names == set(SHAPES) | {"forged"}
+
+
+@pytest.mark.mailstack
+def test_with_verp_each_mail_arrives_with_its_own_return_path(mailstack: Any,
+                                                              tmp_path: Path) -> None:
+    users = ["p1", "p2", "p3", "p4", "p5"]
+    server = stack_server(mailstack, tmp_path, users)
+    server = Server(dataclasses.replace(server.settings, smtp=dataclasses.replace(
+        server.settings.smtp, verp=True)))
+    admin = server.referee.admin
+    admin(["NEWGAME", "g1", "SEED", "3"])
+    for user in users:
+        admin(["ADD", "g1", mailstack.address(user), user])
+    admin(["START", "g1"])
+    assert server.send().sent == 5
+    by_rcpt = {json.loads(r.rcpts_json)[0]: r for r in reports(server).values()}
+    for user in users:
+        raw = mailstack.wait_for(user, 1)[-1]
+        return_path = message_from_bytes(raw, policy=policy.compat32)["Return-Path"]
+        row = by_rcpt[mailstack.address(user)]
+        assert return_path == f"<{verp_address(mailstack.address('bluff'), row.bounce_token)}>"

@@ -108,9 +108,9 @@ def remote_things(html: str) -> list[str]:
     soup = BeautifulSoup(html, "html.parser")
     found = [str(t) for t in soup.find_all(True)
              for a in ("src", "srcset", "background", "poster", "data")
-             if re.match(r"\s*(https?:|//|ftp:)", str(t.get(a, "")), re.I)]
+             if re.match(r"\s*(https?:|//|ftp:)", str(t.get(a, "")), re.IGNORECASE)]
     found += [str(t) for t in soup.find_all("link")]
-    found += re.findall(r"url\(\s*['\"]?\s*(?:https?:|//)[^)]*\)|@import", html, re.I)
+    found += re.findall(r"url\(\s*['\"]?\s*(?:https?:|//)[^)]*\)|@import", html, re.IGNORECASE)
     return found
 
 
@@ -160,7 +160,7 @@ def test_a_referees_template_with_remote_images_is_sent_without_them(tmp_path: P
         '<table background="http://cdn.example/t.png"><tr><td style="color:red;'
         'background-image:url(\'//cdn.example/c.png\')">{{ subject }}</td></tr></table>'
         '<a href="https://example.org/rules">rules</a></body></html>')
-    text, html = Renderer(tmp_path).render("notice", {"subject": "Hello", "paragraphs": [],
+    _, html = Renderer(tmp_path).render("notice", {"subject": "Hello", "paragraphs": [],
                                                       "game": None})
     assert remote_things(html) == []
     assert "[logo]" in html and "data:image/png" in html and "Hello" in html
