@@ -28,6 +28,7 @@ from sqlmodel import Session, col, select
 from pbem.faults import aware, claim, claim_stale, crash_point, me
 from pbem.mail.bounces import Bounce, new_bounce_token, verp_address
 from pbem.mail.compose import build_mail, make_message_id
+from pbem.mail.remote_content import without_remote_content
 from pbem.mail.smtp_out import SendResult
 from pbem.models import OutboundMail
 
@@ -65,6 +66,8 @@ def enqueue(session: Session, origin: Origin, *, kind: str, to: str, subject: st
     one (``in_reply_to``), else "auto-generated", unless ``auto_submitted`` says."""
     message_id = make_message_id(origin.domain, kind)
     auto_submitted = auto_submitted or ("auto-replied" if in_reply_to else "auto-generated")
+    if html is not None:
+        html = without_remote_content(html)   # a referee's own templates too
     raw = build_mail(from_addr=origin.address, from_name=origin.name, to_addrs=[to],
                      subject=subject, text=text, html=html, attachments=attachments,
                      message_id=message_id, in_reply_to=in_reply_to, references=references,

@@ -22,7 +22,16 @@ from pbem.config import ImapSettings, Settings, SmtpSettings
 from pbem.mail.remote_content import without_remote_content
 from pbem.render import Renderer
 from pbem.server import Server
-from tests.deskkit import Clock, key_of, raise_line, seat_of
+from tests.deskkit import (
+    REFEREE,
+    Clock,
+    key_of,
+    make_server,
+    outbox,
+    raise_line,
+    referee_mail,
+    seat_of,
+)
 from tests.e2ekit import REFEREE_KEY
 
 PLAYERS = ["p1", "p2", "p3", "p4", "p5"]
@@ -151,7 +160,9 @@ def test_every_kind_of_mail_carries_the_headers_filters_look_for(mailstack: Any,
 
 
 def test_a_referees_template_with_remote_images_is_sent_without_them(tmp_path: Path) -> None:
-    (tmp_path / "notice.html.j2").write_text(
+    own = tmp_path / "templates"
+    own.mkdir()
+    (own / "notice.html.j2").write_text(
         '<html><head><link rel="stylesheet" href="https://cdn.example/x.css">'
         '<style>@import url("https://cdn.example/y.css"); body {background: '
         'url(https://cdn.example/bg.png)}</style></head><body>'
@@ -160,10 +171,13 @@ def test_a_referees_template_with_remote_images_is_sent_without_them(tmp_path: P
         '<table background="http://cdn.example/t.png"><tr><td style="color:red;'
         'background-image:url(\'//cdn.example/c.png\')">{{ subject }}</td></tr></table>'
         '<a href="https://example.org/rules">rules</a></body></html>')
-    _, html = Renderer(tmp_path).render("notice", {"subject": "Hello", "paragraphs": [],
-                                                      "game": None})
+    server = make_server(tmp_path, Clock(), templates_dir=own)
+    referee_mail(server, "NEWGAME g1")
+    sent = outbox(server, REFEREE)[-1]
+    assert "tracker.example" in Renderer(own).render("notice", {"subject": "x", "paragraphs": [], "game": None})[1]
+    html = str(sent.get_body(("html",)).get_content())
     assert remote_things(html) == []
-    assert "[logo]" in html and "data:image/png" in html and "Hello" in html
+    assert "[logo]" in html and "data:image/png" in html and "Referee" in html
     assert 'href="https://example.org/rules"' in html and "color:red" in html
 
 
