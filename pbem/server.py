@@ -17,13 +17,14 @@ from datetime import UTC, datetime, timedelta
 from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy.exc import OperationalError
 
-from pbem.config import Settings
+from pbem.config import ConfigError, Settings
 from pbem.db import open_database
 from pbem.faults import Backoff, Lease, crash_point
-from pbem.mail.dkim import signer_from_settings, with_signature
+from pbem.mail.dkim import DkimError, DkimSigner, load_signer, with_signature
 from pbem.mail.errors import MailError
 from pbem.mail.imap import FetchedMail, ImapInbox
 from pbem.mail.listener import MailListener
+from pbem.mail.senderauth import aligned_domain
 from pbem.mail.smtp_out import EmlDirSender, SmtpSender
 from pbem.outbox import DrainReport, Sender, drain
 from pbem.referee import Referee
@@ -53,10 +54,27 @@ class TickReport:
                 + (f"; unavailable: {', '.join(self.problems)}" if self.problems else ""))
 
 
+def dkim_signer(settings: Settings) -> DkimSigner | None:
+    """The signer [dkim] asks for, or None; a missing or bad key is a ConfigError."""
+    conf = settings.dkim
+    if conf is None:
+        return None
+    try:
+        signer = load_signer(conf.selector, conf.domain or settings.domain,
+                             private_key=conf.private_key,
+                             private_key_file=conf.private_key_file)
+    except DkimError as exc:
+        raise ConfigError(f"[dkim]: {exc}") from exc
+    if not aligned_domain(settings.domain, signer.domain):
+        log.warning("DKIM domain %s is not the domain of the server's address (%s): "
+                    "DMARC will not count the signature", signer.domain, settings.domain)
+    return signer
+
+
 class Server:
     def __init__(self, settings: Settings, clock: Callable[[], datetime] = utc_now) -> None:
         self.settings = settings
-        self.signer = signer_from_settings(settings)   # DKIM, or None; a bad key stops here
+        self.signer = dkim_signer(settings)   # DKIM, or None; a bad key stops here
         self.engine = open_database(settings.database)
         self.referee = Referee(settings, self.engine, Renderer(settings.templates_dir), clock)
         self.clock = clock

@@ -28,10 +28,9 @@ from pbem.mail.dkim import (
     DkimSigner,
     generate_key,
     public_key_b64,
-    signer_from_settings,
     txt_value,
 )
-from pbem.server import Server
+from pbem.server import Server, dkim_signer
 from tests.deskkit import Clock, deliver, mail, started_game
 from tests.deskkit import make_server as desk_server
 from tests.e2ekit import REFEREE_KEY
@@ -131,14 +130,14 @@ def test_dkim_settings_from_file_and_environment(tmp_path: Path) -> None:
     toml = tmp_path / "pbem.toml"
     toml.write_text('[server]\naddress = "bluff@bluff.test"\n'
                     '[dkim]\nselector = "s1"\nprivate_key_file = "dkim.pem"\n')
-    signer = signer_from_settings(load_settings(toml, env={}))
+    signer = dkim_signer(load_settings(toml, env={}))
     assert signer is not None and signer.domain == "bluff.test" and signer.private_pem == KEY
     other = generate_key(1024)
-    from_env = signer_from_settings(load_settings(
+    from_env = dkim_signer(load_settings(
         toml, env={"PBEM_DKIM_PRIVATE_KEY": other.decode()}))
     assert from_env is not None and from_env.private_pem == other
     (tmp_path / "elsewhere.pem").write_bytes(other)
-    from_file = signer_from_settings(load_settings(
+    from_file = dkim_signer(load_settings(
         toml, env={"PBEM_DKIM_PRIVATE_KEY_FILE": str(tmp_path / "elsewhere.pem")}))
     assert from_file is not None and from_file.private_pem == other
 

@@ -33,8 +33,6 @@ from dkim.crypto import (  # type: ignore[import-untyped]
     parse_pem_private_key,
 )
 
-from pbem.config import ConfigError, Settings
-from pbem.mail.senderauth import aligned_domain
 from pbem.mail.smtp_out import SendResult
 
 log = logging.getLogger(__name__)
@@ -180,28 +178,18 @@ def keygen_command(selector: str, domain: str, out: str | None, *, bits: int = K
 # --------------------------------------------------------------------------- settings
 
 
-def signer_from_settings(settings: Settings) -> DkimSigner | None:
-    """The signer [dkim] asks for, or None; a missing or bad key is a ConfigError."""
-    conf = settings.dkim
-    if conf is None:
-        return None
-    if conf.private_key:
-        pem = conf.private_key.encode()
+def load_signer(selector: str, domain: str, *, private_key: str = "",
+                private_key_file: str = "") -> DkimSigner:
+    """The signer of [dkim]: the key's PEM text, else the file; DkimError says what is wrong."""
+    if private_key:
+        pem = private_key.encode()
     else:
         try:
-            pem = Path(conf.private_key_file).read_bytes()
+            pem = Path(private_key_file).read_bytes()
         except OSError as exc:
-            raise ConfigError(f"[dkim]: cannot read private_key_file "
-                              f"{conf.private_key_file}: {exc.strerror or exc}") from exc
-    domain = conf.domain or settings.domain
-    try:
-        signer = DkimSigner(conf.selector, domain, pem)
-    except DkimError as exc:
-        raise ConfigError(f"[dkim]: {exc}") from exc
-    if not aligned_domain(settings.domain, signer.domain):
-        log.warning("DKIM domain %s is not the domain of the server's address (%s): "
-                    "DMARC will not count the signature", signer.domain, settings.domain)
-    return signer
+            raise DkimError(f"cannot read private_key_file {private_key_file}: "
+                            f"{exc.strerror or exc}") from exc
+    return DkimSigner(selector, domain, pem)
 
 
 # --------------------------------------------------------------------------- the sender
