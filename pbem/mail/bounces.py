@@ -28,8 +28,6 @@ from email import message_from_bytes, policy
 from email.message import Message
 from email.parser import HeaderParser
 
-from flufl.bounce import all_failures
-
 __all__ = ["VERP_TAG", "Bounce", "new_bounce_token", "read_bounce", "verp_address",
            "verp_tokens"]
 
@@ -106,6 +104,8 @@ def verp_tokens(msg: Message, own_address: str) -> tuple[str, ...]:
 
 def read_bounce(raw: bytes, own_address: str) -> Bounce | None:
     """The bounce in ``raw``, or None when it reports no failed recipient."""
+    # flufl.bounce takes about 0.1 s to import: loaded when a bounce comes, not at start-up
+    from flufl.bounce import all_failures
     msg = message_from_bytes(raw[:MAX_SCAN_BYTES], policy=policy.compat32)
     try:
         temporary, permanent = all_failures(msg)

@@ -25,13 +25,6 @@ from email.parser import BytesHeaderParser
 from pathlib import Path
 from typing import Any, Protocol, Self, TypeVar
 
-import dkim  # type: ignore[import-untyped]
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
-from dkim.crypto import (  # type: ignore[import-untyped]
-    UnparsableKeyError,
-    parse_pem_private_key,
-)
 
 from pbem.mail.smtp_out import SendResult
 
@@ -71,6 +64,12 @@ class DkimSigner:
     def __post_init__(self) -> None:
         object.__setattr__(self, "selector", _check_name("selector", self.selector, _SELECTOR))
         object.__setattr__(self, "domain", _check_name("domain", self.domain, _DOMAIN))
+        # dkimpy takes about 0.25 s to import (it loads its DNS resolvers): only a server
+        # that signs pays for it, when it makes its signer
+        from dkim.crypto import (  # type: ignore[import-untyped]
+            UnparsableKeyError,
+            parse_pem_private_key,
+        )
         try:
             key = parse_pem_private_key(self.private_pem)
         except (UnparsableKeyError, ValueError, IndexError) as exc:
@@ -87,6 +86,7 @@ class DkimSigner:
         if "from" not in include:
             raise DkimError("a mail without From cannot be signed")
         include.append("from")   # oversign From: a second From added later breaks it
+        import dkim  # type: ignore[import-untyped]  # heavy (0.25 s): see __post_init__
         try:
             header = dkim.sign(raw, self.selector.encode(), self.domain.encode(),
                                self.private_pem, canonicalize=CANONICALIZATION,
@@ -114,6 +114,9 @@ def _header_names(raw: bytes) -> set[str]:
 
 def generate_key(bits: int = KEY_BITS) -> bytes:
     """A new RSA private key, PEM (PKCS#1, which every DKIM signer reads)."""
+    # cryptography (0.05 s to import) only for `pbem dkim keygen` and the DNS record
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
     key = rsa.generate_private_key(public_exponent=65537, key_size=bits)
     return key.private_bytes(serialization.Encoding.PEM,
                              serialization.PrivateFormat.TraditionalOpenSSL,
@@ -122,6 +125,7 @@ def generate_key(bits: int = KEY_BITS) -> bytes:
 
 def public_key_b64(private_pem: bytes) -> str:
     """The public half as base64 DER SubjectPublicKeyInfo: the p= of the DNS record."""
+    from cryptography.hazmat.primitives import serialization  # heavy: see generate_key
     try:
         key = serialization.load_pem_private_key(private_pem, password=None)
     except (ValueError, TypeError) as exc:

@@ -12,8 +12,6 @@ from __future__ import annotations
 import logging
 import re
 
-from bs4 import BeautifulSoup
-
 log = logging.getLogger(__name__)
 
 _REMOTE = r"\s*['\"]?\s*(?:https?:|ftp:|//)"
@@ -34,6 +32,8 @@ def without_remote_content(html: str) -> str:
     """``html`` with nothing a mail client would load from the network."""
     if not _SUSPECT.search(html):
         return html
+    # bs4 is heavy (about 0.1 s to import) and only needed for the rare suspect HTML
+    from bs4 import BeautifulSoup
     soup = BeautifulSoup(html, "html.parser")
     dropped = 0
     for link in soup.find_all("link"):
