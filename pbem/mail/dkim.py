@@ -25,7 +25,6 @@ from email.parser import BytesHeaderParser
 from pathlib import Path
 from typing import Any, Protocol, Self, TypeVar
 
-
 from pbem.mail.smtp_out import SendResult
 
 log = logging.getLogger(__name__)
