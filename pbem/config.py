@@ -93,6 +93,9 @@ class Settings:
     auth_failure_window_minutes: float = 60.0
     # answers a day to an unknown (or locked-out) address: no backscatter, no mail loops
     stranger_answers_per_day: int = 1
+    # soft bounces (delays) of mail to one address in a row before the referee is told
+    # (0: never); a hard bounce tells the referee at once (pbem.services.bounces)
+    soft_bounce_limit: int = 3
     # a mail or outbox row claimed by a process that died is taken over after this long
     # (at once when the dead process ran on this host)
     claim_lease_seconds: float = 300.0

@@ -37,7 +37,7 @@ from pbem.mail.text import BodyLine
 from pbem.models import InboundMail, OutboundMail
 from pbem.orders import help_lines, parse_text
 from pbem.render import Renderer
-from pbem.services import clock
+from pbem.services import bounces, clock
 from pbem.services.post import Incoming, Post, answer, tell_referee, undeliverable
 
 log = logging.getLogger(__name__)
@@ -166,14 +166,18 @@ def handle(session: Session, post: Post, row: InboundMail) -> str:
     settings = post.settings
     msg = read_message(row.raw, own_addresses=[settings.address],
                        envelope_from=row.envelope_from)
-    if msg.automatic:
-        return f"ignored: automatic mail ({msg.automatic})"
+    if msg.automatic:   # never answered; a bounce of our mail is heard (services.bounces)
+        heard = bounces.hear(session, post, row.raw)
+        return heard or f"ignored: automatic mail ({msg.automatic})"
     if msg.from_addr is None:
         return "ignored: no sender address"
     if msg.from_addr == settings.address.lower():
         return "ignored: from the server itself"
     mail = Incoming(row, msg)
     try:
+        if msg.from_addr != settings.referee.lower():
+            senders.check_aligned(session, post, row, msg)
+        bounces.heard_from(session, msg.from_addr)   # the address works again
         if row.truncated:
             raise refusal(f"your mail is larger than {settings.max_mail_bytes:,} bytes, "
                           f"so it was not read", "send your orders as plain text, without "

@@ -6,7 +6,10 @@
   another player's mail) are counted, and an address with too many is
   locked out for a while (pbem.security holds the counts and limits);
 - ``limit_answers``: at most a few error or help answers a day to an
-  address that is unknown here or locked out.
+  address that is unknown here or locked out;
+- ``check_aligned``: with ``[security] require_aligned``, a player's mail that
+  our mail server did not find aligned (DMARC, SPF, DKIM) is refused, and
+  counted as a failed attempt.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from pbem import security
 from pbem.commands.context import Refusal, Turnkey, refusal
 from pbem.games import GameError, find_game, players_of, seated
 from pbem.mail.read import InboundMessage
-from pbem.models import Game, InboundMail, OutboundMail
+from pbem.mail.senderauth import check_sender
+from pbem.models import Game, InboundMail, OutboundMail, Player
 from pbem.orders import ParsedText
 from pbem.services.post import Post, replied_to, tell_referee
 
@@ -69,6 +73,28 @@ def identify(session: Session, post: Post, msg: InboundMessage,
             key_line.line_no, "KEY ****", game=game.name))
     turn_order = parsed.first("TURN")
     return Turnkey(game, player, turn_order.args if turn_order else game.turn, False)
+
+
+def check_aligned(session: Session, post: Post, row: InboundMail, msg: InboundMessage) -> None:
+    """With [security] require_aligned, a mail from a player's address must be aligned with
+    its From domain as our mail server found it (pbem.mail.senderauth); else it is refused
+    and counted as a failed attempt, like a wrong key."""
+    security_settings = post.settings.security
+    address = msg.from_addr
+    if not security_settings.require_aligned or address is None:
+        return
+    if session.exec(select(Player.id).where(Player.email == address,
+                                            col(Player.active).is_(True))).first() is None:
+        return
+    verdict = check_sender(row.raw, address, security_settings.authserv_id)
+    if verdict.aligned:
+        return
+    domain = address.rpartition("@")[2]
+    raise auth_refusal(refusal(
+        f"this mail could not be verified as sent by {domain} ({verdict.reason}), so nothing "
+        "in it was read", f"send it from your mail account at {domain} itself (not through "
+        "another service that writes your address as the sender); if you did, tell the "
+        "referee"))
 
 
 def check_lockout(session: Session, post: Post, msg: InboundMessage, game: str | None) -> None:

@@ -5,7 +5,16 @@ server's address, @@DOMAIN@@ its domain)."""
 
 from __future__ import annotations
 
+import dataclasses
+from email import policy
+from email.message import EmailMessage
 from pathlib import Path
+from typing import Any
+
+from pbem.config import ImapSettings, Settings, SmtpSettings
+from pbem.server import Server
+from tests.deskkit import Clock, key_of
+from tests.e2ekit import REFEREE_KEY
 
 CORPUS = Path(__file__).parent / "corpus" / "bounces"
 
@@ -31,3 +40,53 @@ def bounce_bytes(shape: str, *, message_id: str, rcpt: str, server: str,
         text = text.replace(key, value)
     assert "@@" not in text.replace("@@@", "")
     return text.replace("\r\n", "\n").replace("\n", "\r\n").encode("utf-8")
+
+
+PLAYERS = ["p1", "p2", "p3", "p4", "p5"]
+
+
+class Desk:
+    """A server on the mail stack with a clock the test moves."""
+
+    def __init__(self, stack: Any, tmp_path: Path, *, verp: bool = False,
+                 **settings: Any) -> None:
+        self.stack, self.clock = stack, Clock()
+        for user in ["bluff", "referee", "observer", *PLAYERS]:
+            stack.clear(user)
+        base = Settings(
+            database=f"sqlite:///{tmp_path / 'pbem.db'}", address=stack.address("bluff"),
+            referee=stack.address("referee"), referee_key=REFEREE_KEY,
+            imap=ImapSettings(stack.imap_host, stack.imap_port, ssl=False,
+                              username=stack.address("bluff"), password="secret"),
+            smtp=SmtpSettings(stack.smtp_host, stack.smtp_port, starttls=False, verp=verp))
+        self.server = Server(dataclasses.replace(base, **settings), clock=self.clock)
+        self.n = 0
+
+    def send(self, user: str, *lines: str, in_reply_to: str | None = None,
+             top: tuple[str, ...] = ()) -> None:
+        """A mail from user to the server; ``top``: header lines above all others (as the
+        receiving mail server writes them)."""
+        self.n += 1
+        msg = EmailMessage()
+        msg["From"] = self.stack.address(user)
+        msg["To"] = self.stack.address("bluff")
+        msg["Subject"] = "orders"
+        msg["Message-ID"] = f"<hdr-{self.n}@client.bluff.test>"
+        if in_reply_to:
+            msg["In-Reply-To"] = in_reply_to
+        msg.set_content("\n".join(lines) + "\n")
+        raw = "".join(f"{h}\r\n" for h in top).encode() + msg.as_bytes(policy=policy.SMTP)
+        self.stack.deliver("bluff", raw, mail_from=self.stack.address(user))
+
+    def referee(self, *lines: str) -> None:
+        self.send("referee", f"KEY {REFEREE_KEY}", *lines)
+
+    def player(self, user: str, *lines: str, top: tuple[str, ...] = ()) -> None:
+        email = self.stack.address(user)
+        self.send(user, "GAME g1", f"KEY {key_of(self.server, email)}", *lines, top=top)
+
+    def tick(self) -> None:
+        report = self.server.tick()
+        assert report.failed == 0 and not report.problems, report
+
+

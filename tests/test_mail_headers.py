@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from email import message_from_bytes, policy
-from email.message import EmailMessage
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
@@ -18,66 +17,21 @@ from bs4 import BeautifulSoup
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pbem.config import ImapSettings, Settings, SmtpSettings
 from pbem.mail.remote_content import without_remote_content
 from pbem.render import Renderer
-from pbem.server import Server
+from tests.bouncekit import PLAYERS, Desk
 from tests.deskkit import (
     REFEREE,
     Clock,
-    key_of,
     make_server,
     outbox,
     raise_line,
     referee_mail,
     seat_of,
 )
-from tests.e2ekit import REFEREE_KEY
 
-PLAYERS = ["p1", "p2", "p3", "p4", "p5"]
 ANSWERS = {"help", "error", "confirm", "listing"}        # always a reply to a mail
 ALONE = {"watch", "reminder", "talk"}                    # never a reply
-
-
-class Desk:
-    """A server on the mail stack with a clock the test moves."""
-
-    def __init__(self, stack: Any, tmp_path: Path) -> None:
-        self.stack, self.clock = stack, Clock()
-        for user in ["bluff", "referee", "observer", *PLAYERS]:
-            stack.clear(user)
-        self.server = Server(Settings(
-            database=f"sqlite:///{tmp_path / 'pbem.db'}", address=stack.address("bluff"),
-            referee=stack.address("referee"), referee_key=REFEREE_KEY,
-            imap=ImapSettings(stack.imap_host, stack.imap_port, ssl=False,
-                              username=stack.address("bluff"), password="secret"),
-            smtp=SmtpSettings(stack.smtp_host, stack.smtp_port, starttls=False)),
-            clock=self.clock)
-        self.n = 0
-
-    def send(self, user: str, *lines: str, in_reply_to: str | None = None) -> None:
-        self.n += 1
-        msg = EmailMessage()
-        msg["From"] = self.stack.address(user)
-        msg["To"] = self.stack.address("bluff")
-        msg["Subject"] = "orders"
-        msg["Message-ID"] = f"<hdr-{self.n}@client.bluff.test>"
-        if in_reply_to:
-            msg["In-Reply-To"] = in_reply_to
-        msg.set_content("\n".join(lines) + "\n")
-        self.stack.deliver("bluff", msg.as_bytes(policy=policy.SMTP),
-                           mail_from=self.stack.address(user))
-
-    def referee(self, *lines: str) -> None:
-        self.send("referee", f"KEY {REFEREE_KEY}", *lines)
-
-    def player(self, user: str, *lines: str) -> None:
-        email = self.stack.address(user)
-        self.send(user, "GAME g1", f"KEY {key_of(self.server, email)}", *lines)
-
-    def tick(self) -> None:
-        report = self.server.tick()
-        assert report.failed == 0 and not report.problems, report
 
 
 def every_kind_of_mail(stack: Any, tmp_path: Path) -> dict[str, list[bytes]]:

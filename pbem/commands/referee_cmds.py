@@ -27,6 +27,7 @@ from pbem.options import USAGE as NEWGAME_USAGE
 from pbem.options import NewGame, parse_options, save_options
 from pbem.orders import EMAIL, GAME_NAME, Command, Order, OrderError, game_name, no_args
 from pbem.rules.dice import new_seed, seed_from_number
+from pbem.services.bounces import describe, failing_players
 from pbem.services.reports import enqueue_reports
 from pbem.services.turns import resolve
 
@@ -110,6 +111,11 @@ def do_status(ctx: CommandContext, order: Order) -> str:
                      f"waiting for {waiting or 'nobody'}")
             if game.deadline:
                 line += f"; deadline {game.deadline:%Y-%m-%d %H:%M} UTC"
+    bouncing = failing_players(ctx.session, game)
+    if bouncing:
+        line += "; mail bouncing: " + ", ".join(
+            (f"player {p.seat} " if p.seat is not None else "") + f"{p.name} <{p.email}> "
+            + describe(s) for p, s in bouncing)
     return line + desk_status(ctx.session, game, ctx.now)
 
 

@@ -3,6 +3,8 @@
 - ``post``: every mail the server writes (answers, notices, the referee's
   notices), through the outbox, with the one subject tag ``[bluff <game>]``;
 - ``reports``: the turn reports (text, HTML and report.json);
+- ``bounces``: a bounce of our mail marks its address, tells the referee, and
+  the next report says so; mail from the address clears it;
 - ``turns``: resolving a turn (``resolve``, ``resolve_if_complete``) and the
   missed-turn count;
 - ``clock``: the deadline work of a tick (outage shift, vacations,

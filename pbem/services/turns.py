@@ -8,7 +8,9 @@ referee's ORDER and WAIT off all go through it.
 
 After each resolution ``after_turn`` counts the turns a player missed in a
 row (Player.missed_turns; their own order resets it) and, when the count
-reaches the game's missed-turn limit, asks the referee once to replace them.
+reaches the game's missed-turn limit, asks the referee once to replace them
+(saying so when mail to the player has been bouncing). The reports note mail
+to a player that bounced since the last turn (pbem.services.bounces).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from pbem.games import (
 from pbem.kinds import GameKind, kind_of
 from pbem.models import Game, Move, Player
 from pbem.options import POLICIES, options_of
+from pbem.services.bounces import describe, failing, report_notes
 from pbem.services.post import Post, tagged, tell_referee
 from pbem.services.reports import enqueue_reports
 
@@ -147,7 +150,8 @@ def resolve(session: Session, post: Post, game: Game, *, inbound_id: int | None 
     after_turn(session, post, game, turn)
     players = seated(session, game)
     enqueue_reports(session, post, game, outcome.state, now=post.clock(), inbound_id=inbound_id,
-                    notes=outcome.notes + played_for_notes(game, outcome, players))
+                    notes=outcome.notes + played_for_notes(game, outcome, players)
+                    + report_notes(session, game))
 
 
 def resolve_if_complete(session: Session, post: Post, game: Game, *, state: Any | None = None,
@@ -182,10 +186,13 @@ def after_turn(session: Session, post: Post, game: Game, turn: int) -> list[Play
                 reached.append(player)
         session.add(player)
     for player in reached:
+        bouncing = failing(session, player.email)
         tell_referee(session, post, tagged(game.name, f"player {player.seat} has missed "
                                            f"{limit} turns"), [
             f"Player {player.seat} of game {game.name}, {player.name} <{player.email}>, has "
             f"sent no order for {limit} turns in a row (up to turn {turn}).",
+            *([f"Mail to {player.email} has been bouncing {describe(bouncing)}: they may "
+               "not have had their reports."] if bouncing is not None else []),
             "The game goes on: their standing order or the robot plays for them meanwhile.",
             f"To give the seat to someone else: REPLACE {game.name} {player.seat} "
             f"<email> [<name>]"])

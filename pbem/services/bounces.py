@@ -1,0 +1,159 @@
+"""Bounces heard: what a bounce of one of our mails does to its address (issue 15).
+
+- ``hear``: a mail that reads as a bounce (pbem.mail.bounces) and names a mail
+  we sent (pbem.outbox.bounced_mail: its VERP token, or its Message-ID and
+  recipient) updates the address's BounceState. A hard bounce marks the
+  address failing and tells the referee at once; soft bounces (delays) are
+  counted, and the referee is told when ``soft_bounce_limit`` of them came
+  in a row. The referee gets at most one such mail per address and UTC day.
+  A bounce that names no mail of ours (forged, or for another sender) marks
+  nobody. Bounces are never answered.
+- ``heard_from``: mail from an address clears its state: it works again.
+- ``report_notes``: the next report of the game says "mail to player 3 bounced".
+- ``failing`` / ``failing_players``: for STATUS and the referee's replace prompt.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlmodel import Session, col, select
+
+from pbem.games import audit
+from pbem.mail.bounces import read_bounce
+from pbem.models import BounceState, Game, Player
+from pbem.outbox import BouncedMail, bounced_mail
+from pbem.services.post import Post, tagged, tell_referee
+
+
+def state_of(session: Session, address: str) -> BounceState | None:
+    return session.exec(select(BounceState).where(BounceState.address == address.lower())).first()
+
+
+def failing(session: Session, address: str) -> BounceState | None:
+    """The bounce state of an address marked failing (a hard bounce not cleared since)."""
+    state = state_of(session, address)
+    return state if state is not None and state.failing else None
+
+
+def failing_players(session: Session, game: Game) -> list[tuple[Player, BounceState]]:
+    """The game's active players whose address is failing, by seat."""
+    players = session.exec(select(Player).where(Player.game_id == game.id,
+                                                col(Player.active).is_(True))
+                           .order_by(col(Player.seat), col(Player.entrant))).all()
+    found = []
+    for player in players:
+        state = failing(session, player.email)
+        if state is not None:
+            found.append((player, state))
+    return found
+
+
+def describe(state: BounceState) -> str:
+    """"since 2026-12-01 10:00 UTC: <reason>" for STATUS and the referee's mails."""
+    since = f"since {state.last_bounce_at:%Y-%m-%d %H:%M} UTC" if state.last_bounce_at else ""
+    return f"{since}: {state.last_reason}" if since else state.last_reason
+
+
+def hear(session: Session, post: Post, raw: bytes) -> str | None:
+    """Act on ``raw`` if it is a bounce; returns the outcome, or None when it is no bounce."""
+    bounce = read_bounce(raw, post.settings.address)
+    if bounce is None:
+        return None
+    found = bounced_mail(session, bounce)
+    if found is None:
+        return (f"ignored: a bounce for {', '.join(sorted(bounce.addresses))}, "
+                "naming no mail we sent")
+    now = post.clock()
+    state = state_of(session, found.address) or BounceState(address=found.address.lower())
+    state.last_bounce_at = now
+    state.last_reason = found.reason
+    state.message_id = found.mail.message_id
+    if found.mail.game_id is not None:
+        state.game_id, state.seat = found.mail.game_id, found.mail.seat
+    if found.permanent:
+        state.failing = True
+        state.hard_bounces += 1
+        state.report_pending = found.mail.game_id is not None and found.mail.seat is not None
+        due = True
+    else:
+        state.soft_bounces += 1
+        limit = post.settings.soft_bounce_limit
+        due = limit > 0 and state.soft_bounces >= limit
+    told = due and _tell(session, post, state, found, now)
+    session.add(state)
+    game = session.get(Game, found.mail.game_id) if found.mail.game_id is not None else None
+    what = "hard" if found.permanent else f"soft, {state.soft_bounces} in a row"
+    where = (f", game {game.name} seat {found.mail.seat}" if game is not None and
+             found.mail.seat is not None else "")
+    outcome = (f"bounce ({what}) of {found.mail.kind} mail {found.mail.message_id} to "
+               f"{found.address}{where}, matched by {found.via}"
+               + ("; the referee was told" if told else ""))
+    if game is not None:
+        audit(session, game, now, "bounce", outcome)
+    return outcome
+
+
+def _tell(session: Session, post: Post, state: BounceState, found: BouncedMail,
+          now: datetime) -> bool:
+    """Tell the referee, at most once per address and UTC day (never of their own address,
+    whose mail would bounce as well)."""
+    if found.address == post.referee.lower():
+        return False
+    told = state.referee_told_at
+    if told is not None and told.date() == now.date():
+        return False
+    state.referee_told_at = now
+    game = session.get(Game, found.mail.game_id) if found.mail.game_id is not None else None
+    player = None
+    if game is not None:
+        player = session.exec(select(Player).where(Player.game_id == game.id,
+                                                   Player.email == found.address)).first()
+    who = found.address
+    if game is not None and found.mail.seat is not None:
+        name = f", {player.name}" if player is not None else ""
+        who = f"player {found.mail.seat} of game {game.name}{name} <{found.address}>"
+    paragraphs = [f"Mail to {who} could not be delivered ({found.mail.kind} mail of "
+                  f"{found.mail.created_at:%Y-%m-%d %H:%M} UTC): {found.reason}"]
+    if found.permanent:
+        paragraphs.append("The address is marked as failing: STATUS shows it, the next "
+                          "report tells the players, and a missed turn says so. It is "
+                          "cleared as soon as mail from the address arrives.")
+    else:
+        paragraphs.append(f"{state.soft_bounces} mails in a row to this address were "
+                          "delayed or refused for now (soft bounces); the mail servers "
+                          "keep trying.")
+    if game is not None and found.mail.seat is not None:
+        paragraphs.append(f"If the player has a new address: REPLACE {game.name} "
+                          f"{found.mail.seat} <new email> [<name>]")
+    subject = f"mail to player {found.mail.seat} bounced" if found.mail.seat is not None \
+        else f"mail to {found.address} bounced"
+    tell_referee(session, post, tagged(game.name, subject) if game is not None else
+                 subject[0].upper() + subject[1:], paragraphs)
+    return True
+
+
+def heard_from(session: Session, address: str) -> bool:
+    """Mail from ``address`` came in: it works, so its bounce state is cleared. True if
+    there was something to clear."""
+    state = state_of(session, address)
+    if state is None or not (state.failing or state.soft_bounces or state.report_pending):
+        return False
+    state.failing, state.soft_bounces, state.report_pending = False, 0, False
+    session.add(state)
+    return True
+
+
+def report_notes(session: Session, game: Game) -> list[str]:
+    """The notes for the game's next report about mail that bounced since the last one
+    (each said once)."""
+    states = session.exec(select(BounceState).where(BounceState.game_id == game.id,
+                                                    col(BounceState.report_pending).is_(True))
+                          .order_by(col(BounceState.seat))).all()
+    notes = []
+    for state in states:
+        notes.append(f"Mail to player {state.seat} bounced: they may not have had the last "
+                     "report. The referee has been told.")
+        state.report_pending = False
+        session.add(state)
+    return notes
