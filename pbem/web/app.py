@@ -303,7 +303,7 @@ class WebApp:
         """The record's bytes: a JSON body, or the multipart form's file (or text box)."""
         limit = self.settings.web.max_upload_bytes
         kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
-        if kind == "multipart/form-data":
+        if kind in ("multipart/form-data", "application/x-www-form-urlencoded"):
             body = await self.read_body(request, limit + MULTIPART_SLACK)
 
             async def replay_body() -> Message:
