@@ -30,8 +30,16 @@ from pbem.rules.dice import DiceStream, face_json
 from pbem.web import create_app
 from pbem.web.database import DatabaseNotReady, open_read_only
 from tests.deskkit import PLAYERS, Clock, admin, make_server, order
-from tests.webkit import (NEWBIE, SECRET, Site, build_site, days_ago, email_of_seat,
-                          players_named, state)
+from tests.webkit import (
+    NEWBIE,
+    SECRET,
+    Site,
+    build_site,
+    days_ago,
+    email_of_seat,
+    players_named,
+    state,
+)
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -76,7 +84,7 @@ def game_json(client: TestClient, name: str) -> dict[str, Any]:
     return data
 
 
-# --- the index ---------------------------------------------------------------------------------
+# --- the index -----------------------------------------------------------------------------------
 
 def test_the_index_lists_running_open_and_finished_games(client: TestClient) -> None:
     data = client.get("/api/games").json()
@@ -130,7 +138,7 @@ def test_the_game_page_shows_the_bids_and_no_hidden_die(site: Site, client: Test
     assert data["orders_in"] == [1] and data["awaited"] == [2, 3, 4, 5]
     page = client.get("/games/postal-1").text
     assert "Waiting for the order of" in page and "order in" in page
-    cups = re.findall(r'<td class="cup" data-seat="(\d)">(.*?)</td>', page, re.S)
+    cups = re.findall(r'<td class="cup" data-seat="(\d)">(.*?)</td>', page, re.DOTALL)
     assert len(cups) == 25   # five seats in five running mini-games: only blanks and exposed
     for _seat, cup in cups:
         assert 'class="die plain' not in cup and 'class="die hidden' in cup
@@ -183,7 +191,7 @@ def test_records_and_replays_wait_for_the_end_of_the_game(client: TestClient) ->
         assert answer.status_code == 404 and "not over" in answer.text
 
 
-# --- caching ---------------------------------------------------------------------------------------
+# --- caching -------------------------------------------------------------------------------------
 
 def test_etags_change_with_the_turn_the_orders_and_the_talk(site: Site, client: TestClient) -> None:
     first = client.get("/games/postal-1")
@@ -204,7 +212,7 @@ def test_etags_change_with_the_turn_the_orders_and_the_talk(site: Site, client: 
     assert client.get("/", headers={"if-none-match": index.headers["etag"]}).status_code == 304
 
 
-# --- a player's private page ------------------------------------------------------------------------
+# --- a player's private page ---------------------------------------------------------------------
 
 def test_a_private_link_shows_that_seat_its_dice_odds_key_and_orders(site: Site,
                                                                       client: TestClient) -> None:
@@ -221,7 +229,7 @@ def test_a_private_link_shows_that_seat_its_dice_odds_key_and_orders(site: Site,
             else:
                 assert cup["hidden"] is None
     me = data["you"]
-    holder = [p for p in players_of_game(site, "postal-1") if p.seat == 4][0]
+    holder = next(p for p in players_of_game(site, "postal-1") if p.seat == 4)
     assert me["key_line"] == f"KEY {holder.key}" and me["seat"] == 4
     assert me["due"].startswith(("bid or challenge in mini-game", "open mini-game"))
     due_table = data["tables"][postal.due()[4] - 1]
@@ -272,7 +280,7 @@ def test_a_private_link_fails_for_another_seat_after_expiry_and_after_replacemen
         assert answer.status_code == 404 and "Private pages are off" in answer.text
 
 
-# --- the replay ----------------------------------------------------------------------------------------
+# --- the replay ----------------------------------------------------------------------------------
 
 def test_the_replay_shows_every_die_from_the_seed(site: Site, client: TestClient) -> None:
     seed = bytes.fromhex(find_seed(site, "classic-1"))
@@ -300,7 +308,7 @@ def test_the_replay_shows_every_die_from_the_seed(site: Site, client: TestClient
     assert valid(cup, "replay") == [] and cup["tables"][0]["roll"] is not None
 
 
-# --- verify a record -------------------------------------------------------------------------------------
+# --- verify a record -----------------------------------------------------------------------------
 
 def test_verify_accepts_an_honest_record_and_rejects_a_tampered_one(client: TestClient) -> None:
     record = client.get("/games/cup-1/record.json").json()
@@ -361,7 +369,7 @@ def test_verify_refuses_a_huge_upload_before_reading_it(client: TestClient) -> N
     assert answer.status_code == 415
 
 
-# --- bad requests ----------------------------------------------------------------------------------------
+# --- bad requests --------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("path, status", [
     ("/games/nope", 404), ("/api/games/nope", 404), ("/games/NOPE", 404),
@@ -407,7 +415,7 @@ def test_a_broken_game_row_is_a_plain_500_page(tmp_path: Path) -> None:
         assert c.get("/games/fine-1").status_code == 200   # the others still work
 
 
-# --- read only, settings, start-up ---------------------------------------------------------------------------
+# --- read only, settings, start-up ---------------------------------------------------------------
 
 def test_the_web_app_cannot_write_to_the_database(site: Site) -> None:
     engine = open_read_only(f"sqlite:///{site.folder / 'pbem.db'}")

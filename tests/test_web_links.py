@@ -4,6 +4,7 @@ generation, expiring, and never logged."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -50,7 +51,8 @@ def test_another_secret_or_key_generation_does_not_check() -> None:
 
 
 def test_private_link_needs_a_base_url_and_a_secret() -> None:
-    made = dict(game_id=7, seat=3, player_id=41, generation="a" * 64, now=NOW)
+    made: dict[str, Any] = {"game_id": 7, "seat": 3, "player_id": 41,
+                            "generation": "a" * 64, "now": NOW}
     assert private_link("", SECRET, 30, **made) is None
     assert private_link("https://bluff.example.org", "", 30, **made) is None
     link = private_link("https://bluff.example.org/", SECRET, 30, **made)

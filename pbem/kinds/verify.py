@@ -189,5 +189,6 @@ def check_record(data: Any) -> Verdict:
     if problems:
         return Verdict(False, tuple(f"FAIL: {problem}" for problem in problems))
     standings = record.result["standings"] if record.result else ""
-    return Verdict(True, (f"OK: game {record.game}: the seed matches the commitment, every "
-                          f"roll, re-roll and move checks out, and the result is {standings}",))
+    said = (f"OK: game {record.game}: the seed matches the commitment, every roll, re-roll and "
+            f"move checks out, and the result is {standings}")
+    return Verdict(True, (said,))

@@ -40,11 +40,11 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pbem.config import Settings
+from pbem.games import export_json, seated
 from pbem.kinds.verify import Verdict, check_record
 from pbem.links import LinkError, expired, key_generation, mac_matches, read_token, redact
 from pbem.models import Game, Player
 from pbem.render import bid, dice, die, face_name, lookup, packaged_template_dir, pct, plain, utc
-from pbem.games import export_json, seated
 from pbem.web.cache import Memo
 from pbem.web.database import open_read_only
 from pbem.web.pages import (
@@ -67,8 +67,8 @@ SECURITY_HEADERS = [
     (b"referrer-policy", b"no-referrer"),
     (b"x-frame-options", b"DENY"),
     (b"content-security-policy",
-     b"default-src 'none'; style-src 'self'; img-src 'self' data:; script-src 'self'; "
-     b"form-action 'self'; base-uri 'none'; frame-ancestors 'none'"),
+     (b"default-src 'none'; style-src 'self'; img-src 'self' data:; script-src 'self'; "
+      b"form-action 'self'; base-uri 'none'; frame-ancestors 'none'")),
 ]
 FINISHED_CACHE = "public, max-age=86400"
 NO_STORE = "no-store"
@@ -312,7 +312,7 @@ class WebApp:
             try:
                 form = await Request(request.scope, replay_body).form(
                     max_files=1, max_fields=4, max_part_size=limit)
-            except Exception as exc:   # python-multipart's many parse errors, all the sender's
+            except Exception as exc:  # noqa: BLE001 - multipart parse errors: the sender's
                 raise PageError(400, "Not a form upload",
                                 f"The upload could not be read as a form: {exc}") from None
             upload = form.get("record")
@@ -363,7 +363,7 @@ def read_and_check(raw: bytes) -> Verdict:
     except KeyError as exc:
         raise PageError(422, "Not a game record", f"This is JSON, but not a game record: it has "
                         f"no {exc} field.") from None
-    except Exception as exc:   # a hostile record may break the reader anywhere: say so, politely
+    except Exception as exc:  # noqa: BLE001 - a hostile record may break the reader anywhere
         raise PageError(422, "Not a game record", f"This is JSON, but not a game record pbem can "
                         f"read: {exc}") from None
 
@@ -397,8 +397,10 @@ class Guard:
         except Exception:
             log.exception("error answering %s %s", scope.get("method"), path)
             if not state["sent"]:
-                await guarded_send({"type": "http.response.start", "status": 500, "headers": [
-                    (b"content-type", b"text/html; charset=utf-8"), (b"cache-control", b"no-store")]})
+                headers = [(b"content-type", b"text/html; charset=utf-8"),
+                           (b"cache-control", b"no-store")]
+                await guarded_send({"type": "http.response.start", "status": 500,
+                                    "headers": headers})
                 await send({"type": "http.response.body", "body": self.fallback()})
         finally:
             log.info("%s %s %s %.1fms", scope.get("method"), path, state["status"],

@@ -18,6 +18,7 @@ log = logging.getLogger("pbem.web")
 
 
 def serve(settings: Settings, host: str | None = None, port: int | None = None) -> None:
+    logging.getLogger("alembic").setLevel(logging.WARNING)   # its schema check is not news
     app = create_app(settings)
     host = host or settings.web.host
     port = settings.web.port if port is None else port

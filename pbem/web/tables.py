@@ -20,7 +20,8 @@ from typing import Any
 from pbem.kinds.cup import POINTS_TABLE, record_json
 from pbem.rules import cupofbluff as cb
 from pbem.rules.challenge import count_matching
-from pbem.rules.classic import ClassicState, PlacedBid as ClassicBid, RoundEnd
+from pbem.rules.classic import ClassicState, RoundEnd
+from pbem.rules.classic import PlacedBid as ClassicBid
 from pbem.rules.cup import Cup
 from pbem.rules.cupofbluff import CupState
 from pbem.rules.dice import Die, face_json
@@ -228,4 +229,8 @@ def tables(kind: str, state: Any, viewer: Viewer) -> list[dict[str, Any]]:
 
 def scores(kind: str, state: Any) -> list[dict[str, Any]]:
     """Per seat: virtual dice (postal), dice left (classic), points and tokens (cup)."""
-    return {"postal": postal_scores, "classic": classic_scores, "cup": cup_scores}[kind](state)
+    if kind == "postal":
+        return postal_scores(state)
+    if kind == "classic":
+        return classic_scores(state)
+    return cup_scores(state)
