@@ -25,16 +25,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sqlalchemy import text  # noqa: E402
-from sqlmodel import Session, col, select  # noqa: E402
+from sqlalchemy import text
+from sqlmodel import Session, col, select
 
-from pbem.models import Game, Move, Player  # noqa: E402
-from pbem.web import create_app  # noqa: E402
-from tests.deskkit import PLAYERS, Clock, admin, make_server  # noqa: E402
+from pbem.models import Game, Move, Player
+from pbem.web import create_app
+from tests.deskkit import PLAYERS, Clock, admin, make_server
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
-    from starlette.testclient import TestClient  # noqa: E402
+    from starlette.testclient import TestClient
 
 
 def played(server, name: str, options: str, players: int) -> None:  # type: ignore[no-untyped-def]

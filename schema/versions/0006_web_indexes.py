@@ -10,7 +10,6 @@ Create Date: 2026-12-01
 """
 from alembic import op
 
-
 revision = '0006'
 down_revision = '0002'
 branch_labels = None
