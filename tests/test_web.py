@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
+import subprocess
+import sys
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -451,3 +454,16 @@ def test_web_settings_come_from_the_file_and_the_secret_from_the_environment(
     path.write_text("[web]\nsecrets = 1\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"\[web\]"):
         load_settings(path, env={})
+
+
+def test_pbem_web_says_so_when_there_is_no_database(tmp_path: Path) -> None:
+    config = tmp_path / "pbem.toml"
+    config.write_text(f'[server]\ndatabase = "sqlite:///{tmp_path / "none.db"}"\n',
+                      encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PBEM_")}
+    done = subprocess.run([sys.executable, "-m", "pbem.cli", "web", "-c", str(config),
+                           "--port", "1"], capture_output=True, text=True, timeout=60, env=env,
+                          check=False)
+    assert done.returncode == 2 and "there is no database at" in done.stderr
+    assert "pbem serve or pbem tick" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "none.db").exists()   # the web pages never create one
