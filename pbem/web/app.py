@@ -40,11 +40,12 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pbem.config import Settings
-from pbem.games import export_json, seated
+from pbem.games import seated
 from pbem.kinds.verify import Verdict, check_record
 from pbem.links import LinkError, expired, key_generation, mac_matches, read_token, redact
 from pbem.models import Game, Player
 from pbem.render import bid, dice, die, face_name, lookup, packaged_template_dir, pct, plain, utc
+from pbem.services.export import export_json
 from pbem.web.cache import Memo
 from pbem.web.database import open_read_only
 from pbem.web.pages import (

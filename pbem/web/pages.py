@@ -15,15 +15,16 @@ from urllib.parse import quote
 from sqlmodel import Session
 
 from pbem.config import Settings
-from pbem.desk.options import options_of
-from pbem.games import export_json, load_state, players_of
+from pbem.deadlines import relative
+from pbem.games import load_state, players_of
 from pbem.kinds import kind_of
 from pbem.kinds.classic import order_lines
 from pbem.kinds.verify import check_record
 from pbem.models import Game, Player
-from pbem.reports import relative
+from pbem.options import options_of
 from pbem.rules.moves import BidMove
 from pbem.rules.odds import bid_odds
+from pbem.services.export import export_json
 from pbem.web.queries import (
     SECTIONS,
     Section,
