@@ -24,7 +24,7 @@ import pytest
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, select
 
-from pbem.config import ConfigError, Settings, load_settings
+from pbem.config import ConfigError, Settings, WebSettings, load_settings
 from pbem.games import find_game, players_of
 from pbem.kinds.verify import check_record
 from pbem.models import Game, Player
@@ -32,7 +32,7 @@ from pbem.rules.classic import hand_label as classic_hand_label
 from pbem.rules.dice import DiceStream, face_json
 from pbem.web import create_app
 from pbem.web.database import DatabaseNotReady, open_read_only
-from tests.deskkit import PLAYERS, Clock, admin, make_server, order
+from tests.deskkit import PLAYERS, Clock, admin, make_server, order, outbox
 from tests.webkit import (
     NEWBIE,
     SECRET,
@@ -40,7 +40,9 @@ from tests.webkit import (
     build_site,
     days_ago,
     email_of_seat,
+    new_game,
     players_named,
+    seat_holder,
     state,
 )
 
@@ -467,3 +469,42 @@ def test_pbem_web_says_so_when_there_is_no_database(tmp_path: Path) -> None:
     assert done.returncode == 2 and "there is no database at" in done.stderr
     assert "pbem serve or pbem tick" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "none.db").exists()   # the web pages never create one
+
+
+def test_every_report_carries_a_working_private_link(tmp_path: Path) -> None:
+    clock = Clock()
+    web = WebSettings(base_url="https://bluff.example.org", secret=SECRET, link_days=10)
+    server = make_server(tmp_path, clock, web=web)
+    new_game(server, "g1", "RULES classic english DICE 2", 3)
+    admin(server, "START g1")
+
+    def links() -> dict[int, str]:
+        """seat -> the private link of its holder's latest report (text and HTML agree)."""
+        found = {}
+        for seat in (1, 2, 3):
+            holder = seat_holder(server, "g1", seat)
+            report = [m for m in outbox(server, holder.email)
+                      if "report" in str(m["Subject"])][-1]
+            text = report.get_body(("plain",)).get_content()   # type: ignore[union-attr]
+            html = report.get_body(("html",)).get_content()    # type: ignore[union-attr]
+            assert "Game page: https://bluff.example.org/games/g1" in text
+            (url,) = re.findall(r"https://bluff\.example\.org/p/\S+", text)
+            assert f'href="{url}"' in html and "keep the link to yourself" in text
+            found[seat] = url.removeprefix("https://bluff.example.org")
+        return found
+
+    first = links()
+    with TestClient(create_app(server.settings, clock=clock)) as c:
+        for seat, path in first.items():
+            page = c.get(path)
+            assert page.status_code == 200 and f"You are <strong>player {seat}" in page.text
+        clock.advance(days=11)
+        assert c.get(first[1]).status_code == 410   # expired
+        admin(server, "PROCESS g1")                 # a new report, a new link
+        fresh = links()
+        assert fresh[1] != first[1] and c.get(fresh[1]).status_code == 200
+        admin(server, "REPLACE g1 2 newbie@example.org Newbie")
+        assert c.get(fresh[2]).status_code == 410   # the seat changed hands
+        newest = links()
+        page = c.get(newest[2])
+        assert page.status_code == 200 and "Newbie" in page.text

@@ -202,8 +202,7 @@ class WebProcess:
 
 def chromium_path() -> str:
     """Debian's chromium; missing, the browser tests skip, except under CI, where they fail."""
-    found = shutil.which("chromium") or ("/usr/bin/chromium"
-                                         if Path("/usr/bin/chromium").exists() else None)
+    found = shutil.which("chromium")
     if found is None:
         message = "Chromium is not installed (apt-get install chromium): the browser tests need it"
         if os.environ.get("CI"):
