@@ -1,4 +1,4 @@
-"""The `pbem` command line: serve, tick, admin, export, verify, demo.
+"""The `pbem` command line: serve, tick, admin, export, verify, web, demo.
 
 The top of the shell: it may import every module of pbem; nothing imports it.
 """
@@ -16,10 +16,11 @@ from sqlmodel import Session
 from pbem.config import ConfigError, load_settings
 from pbem.demo import run_demo
 from pbem.games import GameError, find_game
-from pbem.kinds.verify import FORMAT, summary, verify_generic
-from pbem.rules.record import GameRecord, verify
+from pbem.kinds.verify import check_record
 from pbem.server import Server
 from pbem.services.export import export_json
+from pbem.web import serve as serve_web
+from pbem.web.database import DatabaseNotReady
 
 
 def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
@@ -63,25 +64,21 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     try:
-        data = json.loads(Path(args.record).read_text(encoding="utf-8"))
-        if isinstance(data, dict) and data.get("format") == FORMAT:   # classic, cup ...
-            problems = verify_generic(data)
-            for problem in problems:
-                print(f"FAIL: {problem}")
-            if not problems:
-                print(f"OK: {summary(data)}")
-            return 1 if problems else 0
-        record = GameRecord.from_json(data)
+        verdict = check_record(json.loads(Path(args.record).read_text(encoding="utf-8")))
     except (OSError, ValueError, KeyError, TypeError) as exc:
         print(f"error: cannot read {args.record}: {exc}", file=sys.stderr)
         return 2
-    problems = verify(record)
-    for problem in problems:
-        print(f"FAIL: {problem}")
-    if problems:
-        return 1
-    print(f"OK: game {record.game}: the seed matches the commitment, every roll, re-roll and "
-          f"move checks out, and the result is {record.result['standings'] if record.result else ''}")
+    for line in verdict.lines:
+        print(line)
+    return 0 if verdict.ok else 1
+
+
+def cmd_web(args: argparse.Namespace) -> int:
+    try:
+        serve_web(_settings(args), args.host, args.port)
+    except DatabaseNotReady as exc:
+        print(f"pbem web: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -115,6 +112,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("verify", help="check a finished game's record")
     p.add_argument("record")
     p.set_defaults(func=cmd_verify)
+    p = with_config(sub.add_parser("web", help="the read-only game pages (HTTP)"))
+    p.add_argument("--host", help="address to listen on (default: [web] host, 127.0.0.1)")
+    p.add_argument("--port", type=int, help="port (default: [web] port, 8080)")
+    p.set_defaults(func=cmd_web)
     p = sub.add_parser("demo", help="a whole game of robots over the real mail path")
     p.add_argument("--rules", choices=("postal", "classic", "cup"), default="postal",
                    help="the game kind: postal (5 robots, the default), classic or cup (4 robots)")
@@ -135,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose or args.command == "serve"
+    logging.basicConfig(level=logging.INFO if args.verbose or args.command in ("serve", "web")
                         else logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         return int(args.func(args))

@@ -2,7 +2,8 @@
 
 Environment variables override the file: PBEM_DATABASE, PBEM_REFEREE_KEY,
 PBEM_REFEREE_KEY_SHA256, PBEM_IMAP_PASSWORD, PBEM_SMTP_PASSWORD (and PBEM_IMAP_USERNAME,
-PBEM_SMTP_USERNAME), PBEM_DKIM_PRIVATE_KEY (the PEM text) or PBEM_DKIM_PRIVATE_KEY_FILE.
+PBEM_SMTP_USERNAME), PBEM_DKIM_PRIVATE_KEY (the PEM text) or PBEM_DKIM_PRIVATE_KEY_FILE,
+PBEM_WEB_SECRET.
 """
 
 from __future__ import annotations
@@ -74,6 +75,23 @@ class ListenSettings:
 
 
 @dataclass(frozen=True)
+class WebSettings:
+    """[web]: the read-only game pages (`pbem web`)."""
+
+    host: str = "127.0.0.1"
+    port: int = 8080
+    # where the pages are reached from outside ("https://bluff.example.org"); reports carry
+    # a private link only when this and the secret are set
+    base_url: str = ""
+    # signs the players' private links (HMAC); from PBEM_WEB_SECRET too
+    secret: str = ""
+    link_days: float = 30.0          # a private link works this long after its report
+    page_size: int = 25              # games per page of the index
+    max_upload_bytes: int = 2_000_000   # the largest record the verify page reads
+    cache_seconds: int = 60          # max-age of the pages of running games
+
+
+@dataclass(frozen=True)
 class Settings:
     database: str = "sqlite:///pbem.db"
     address: str = "bluff@localhost"
@@ -106,6 +124,7 @@ class Settings:
     listen: ListenSettings | None = None
     dkim: DkimSettings | None = None
     security: SecuritySettings = field(default_factory=SecuritySettings)
+    web: WebSettings = field(default_factory=WebSettings)
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -169,8 +188,11 @@ def load_settings(path: Path | None, env: dict[str, str] | None = None) -> Setti
             not str(security.get("authserv_id", "")).strip():
         raise ConfigError("[security]: require_aligned needs the authserv_id of your mail "
                           "server (the first word of its Authentication-Results header)")
+    web = _section(data, "web") or {}
+    if env.get("PBEM_WEB_SECRET"):
+        web["secret"] = env["PBEM_WEB_SECRET"]
     known = {f for f in Settings.__dataclass_fields__
-             if f not in ("imap", "smtp", "listen", "dkim", "security", "extra")}
+             if f not in ("imap", "smtp", "listen", "dkim", "security", "web", "extra")}
     unknown = sorted(set(server) - known)
     if unknown:
         raise ConfigError(f"[server]: unknown setting(s) {', '.join(unknown)}")
@@ -182,6 +204,7 @@ def load_settings(path: Path | None, env: dict[str, str] | None = None) -> Setti
         dkim=dkim,
         security=_build(SecuritySettings, security, "security") if security is not None
         else SecuritySettings(),
+        web=_build(WebSettings, web, "web"),
     )
 
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Column, LargeBinary, UniqueConstraint
+from sqlalchemy import Column, Index, LargeBinary, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 
 class Game(SQLModel, table=True):
+    # the web pages list games by status, by deadline or by their end (schema 0006)
+    __table_args__ = (Index("ix_game_status_deadline", "status", "deadline"),
+                      Index("ix_game_status_ended_at", "status", "ended_at"))
     id: int | None = Field(default=None, primary_key=True)
     name: str = Field(index=True, unique=True)
     kind: str = "postal"

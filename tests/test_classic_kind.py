@@ -283,7 +283,8 @@ def context(state: ClassicState, you: int | None, notes: list[str]) -> dict[str,
             "notes": notes, "talk": [{"name": "Bob", "text": "cups <up>!"}],
             "your_due": CLASSIC.due(state).get(you) if you is not None else None,
             "standings": standings, "server_address": "bluff@example.org",
-            "commitment": "ab" * 32, "seed": "cd" * 32 if CLASSIC.over(state) else None}
+            "commitment": "ab" * 32, "seed": "cd" * 32 if CLASSIC.over(state) else None,
+            "game_url": None, "private_link": None}
 
 
 def positions() -> list[tuple[ClassicState, list[str]]]:

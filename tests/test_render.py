@@ -253,6 +253,8 @@ def report_context(view: dict[str, Any] | None = None, **overrides: Any) -> dict
         "view": view,
         "server_address": "bluff@pbem.example.org",
         "game_url": "https://pbem.example.org/games/cup-1",
+        "private_link": {"url": "https://pbem.example.org/p/7.3.41.1798761600.AAAAAAAAAAAAAAAAAAAAAA",
+                         "until": "2026-12-31T12:00:00Z"},
         "notes": ["Player 3 missed the deadline; the robot bid 3 stars for them"],
         "talk": [{"from": "Ann", "text": "Nobody believes Carl's stars, surely?"}],
         "commitment": COMMITMENT,

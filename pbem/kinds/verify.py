@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from itertools import groupby
 from typing import Any
 
 from pbem.kinds import KINDS
 from pbem.rules.dice import DiceStream, commitment
 from pbem.rules.errors import RulesError
-from pbem.rules.record import draw_seats
+from pbem.rules.record import GameRecord, draw_seats, verify
 
 FORMAT = "pbem.record/1"
 BY = ("player", "standing", "policy", "robot", "referee")
@@ -162,3 +163,32 @@ def summary(record: Mapping[str, Any]) -> str:
                        for s in (record.get("result") or {}).get("standings", []))
     return (f"game {record['game']} ({kind.title}): the seed matches the commitment, the seat "
             f"draw, every roll and every move check out, and the result is: {places}")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What `pbem verify` says of a record: OK, or one FAIL line a problem."""
+
+    ok: bool
+    lines: tuple[str, ...]
+
+
+def check_record(data: Any) -> Verdict:
+    """Verify a record as read from JSON, either format (``pbem.record/1`` or the postal
+    ``pbem.bluff.record/1``): `pbem verify` and the web pages print these lines. Raises
+    ValueError, KeyError or TypeError when the data is not a record at all."""
+    if not isinstance(data, dict):
+        raise TypeError(f"a record is a JSON object, not {type(data).__name__}")
+    if data.get("format") == FORMAT:   # classic, cup ...
+        problems = verify_generic(data)
+        if problems:
+            return Verdict(False, tuple(f"FAIL: {problem}" for problem in problems))
+        return Verdict(True, (f"OK: {summary(data)}",))
+    record = GameRecord.from_json(data)
+    problems = verify(record)
+    if problems:
+        return Verdict(False, tuple(f"FAIL: {problem}" for problem in problems))
+    standings = record.result["standings"] if record.result else ""
+    said = (f"OK: game {record.game}: the seed matches the commitment, every roll, re-roll and "
+            f"move checks out, and the result is {standings}")
+    return Verdict(True, (said,))

@@ -7,22 +7,41 @@ postal games, pbem.<kind>.view/1 for the others); watchers get the public one.
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlmodel import Session
 
+from pbem.config import WebSettings
 from pbem.deadlines import relative
 from pbem.games import seated, talk_lines, watchers_of
 from pbem.kinds import kind_of
+from pbem.links import key_generation, private_link
 from pbem.models import Game, OutboundMail, Player
 from pbem.outbox import Origin, enqueue
 from pbem.services.post import Post, tagged
 
 
+def web_links(web: WebSettings, game: Game, player: Player | None,
+              now: datetime) -> tuple[str | None, dict[str, str] | None]:
+    """The game's public page and the player's private one (pbem web), when the server has
+    a [web] base_url (and, for the private page, a secret): (game_url, private_link)."""
+    if not web.base_url:
+        return None, None
+    game_url = f"{web.base_url.rstrip('/')}/games/{game.name}"
+    if player is None or player.id is None or player.seat is None or game.id is None:
+        return game_url, None
+    url = private_link(web.base_url, web.secret, web.link_days, game_id=game.id,
+                       seat=player.seat, player_id=player.id,
+                       generation=key_generation(player.key_hash, player.key), now=now)
+    until = (now + timedelta(days=web.link_days)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return game_url, ({"url": url, "until": until} if url else None)
+
+
 def report_context(game: Game, players: dict[int, Player], state: Any, seat: int | None,
                    now: datetime, origin: Origin, notes: list[str],
-                   talk: list[dict[str, str]] | None = None) -> dict[str, Any]:
+                   talk: list[dict[str, str]] | None = None,
+                   web: WebSettings | None = None) -> dict[str, Any]:
     """What a report template gets, for every kind (seat None: an observer's public view)."""
     kind = kind_of(game)
     view = player_view(game, players, state, seat)
@@ -36,8 +55,10 @@ def report_context(game: Game, players: dict[int, Player], state: Any, seat: int
         view["standings"] = standings
         view["seed"] = game.seed_hex
     player = players.get(seat) if seat is not None else None
+    game_url, private = web_links(web or WebSettings(), game, player, now)
     return {
-        "view": view, "server_address": origin.address, "game_url": None, "notes": notes,
+        "view": view, "server_address": origin.address, "game_url": game_url,
+        "private_link": private, "notes": notes,
         "talk": talk or [], "commitment": game.commitment if game.turn == 1 else None,
         "seed": game.seed_hex if over else None,
         "deadline_relative": relative(game.deadline, now),
@@ -62,7 +83,8 @@ def enqueue_reports(session: Session, post: Post, game: Game, state: Any, *, now
     for seat, player in sorted(players.items()):
         if only_seat is not None and seat != only_seat:
             continue
-        context = report_context(game, players, state, seat, now, origin, notes or [], talk)
+        context = report_context(game, players, state, seat, now, origin, notes or [], talk,
+                                 post.settings.web)
         text, html = renderer.render(kind_of(game).report_template, context)
         subject = tagged(game.name, "final report" if kind_of(game).over(state)
                          else f"turn {game.turn} report")
@@ -86,7 +108,8 @@ def _watcher_reports(session: Session, post: Post, game: Game, state: Any,
     watchers = watchers_of(session, game)
     if not watchers:
         return []
-    context = report_context(game, players, state, None, now, post.origin, notes, talk)
+    context = report_context(game, players, state, None, now, post.origin, notes, talk,
+                             post.settings.web)
     context["how_to_order"] = False      # watchers have no orders to send
     text, html = post.renderer.render(kind_of(game).report_template, context)
     subject = tagged(game.name, "final report (public view)" if kind_of(game).over(state)

@@ -1,0 +1,475 @@
+"""`pbem web`: the read-only game pages, an ASGI app (Starlette) served by uvicorn.
+
+Every page has a JSON twin under ``/api`` with the same data
+(``schema/web-api.schema.json``):
+
+    /                          /api/games              the games: running, open, finished
+    /list/<section>?page=N     /api/games?section=&page=   one section, paged
+    /games/<game>              /api/games/<game>       a game, public view
+    /games/<game>/replay/<n>   /api/games/<game>/replay/<n>   a finished game, turn n
+    /games/<game>/record.json                          a finished game's record
+    /p/<token>                 /api/p/<token>          a player's private page
+    /verify (GET, POST)        /api/verify (POST)      verify an uploaded record
+
+The app reads the database through read-only connections (pbem.web.database).
+Pages carry an ETag (a running game's changes with its turn, orders in, talk ...)
+and caching headers; private pages are never cached nor logged with their token.
+Any bad request gets a clear 4xx page (JSON under /api), never a traceback.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import jinja2
+from sqlalchemy import Engine
+from sqlmodel import Session
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from pbem.config import Settings
+from pbem.games import seated
+from pbem.kinds.verify import Verdict, check_record
+from pbem.links import LinkError, expired, key_generation, mac_matches, read_token, redact
+from pbem.models import Game, Player
+from pbem.render import bid, dice, die, face_name, lookup, packaged_template_dir, pct, plain, utc
+from pbem.services.export import export_json
+from pbem.web.cache import Memo
+from pbem.web.database import open_read_only
+from pbem.web.pages import (
+    PageError,
+    game_page,
+    index_page,
+    private_page,
+    replay_page,
+    verification,
+)
+from pbem.web.queries import SECTIONS, game_named, game_version
+from pbem.web.replay import Step, replay_steps
+
+log = logging.getLogger("pbem.web")
+
+STATIC = {"web.css": "text/css; charset=utf-8", "web.js": "text/javascript; charset=utf-8",
+          "favicon.svg": "image/svg+xml"}
+SECURITY_HEADERS = [
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+    (b"content-security-policy",
+     (b"default-src 'none'; style-src 'self'; img-src 'self' data:; script-src 'self'; "
+      b"form-action 'self'; base-uri 'none'; frame-ancestors 'none'")),
+]
+FINISHED_CACHE = "public, max-age=86400"
+NO_STORE = "no-store"
+MAX_PAGE = 1_000_000
+MULTIPART_SLACK = 64_000     # form boundaries and headers around an uploaded file
+
+
+def template_environment(settings: Settings) -> jinja2.Environment:
+    """The web templates (templates/web/), with the report templates' filters."""
+    folders = [str(packaged_template_dir())]
+    if settings.templates_dir is not None:
+        folders.insert(0, str(settings.templates_dir))
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(folders),
+        autoescape=jinja2.select_autoescape(enabled_extensions=("html.j2",),
+                                            default_for_string=True, default=True),
+        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(die=die, dice=dice, plain=plain, face_name=face_name, bid=bid, pct=pct,
+                       utc=utc, lookup=lookup)
+    env.globals["lookup"] = lookup
+    return env
+
+
+def etag_matches(request: Request, etag: str) -> bool:
+    wanted = request.headers.get("if-none-match", "")
+    tags = [t.strip().removeprefix("W/") for t in wanted.split(",")]
+    return etag in tags or "*" in tags
+
+
+def page_number(request: Request) -> int:
+    text = request.query_params.get("page", "1")
+    if not text.isdigit() or not 1 <= int(text) <= MAX_PAGE:
+        raise PageError(400, "Not a page number",
+                        f"page must be a whole number from 1 up, not '{text[:20]}'")
+    return int(text)
+
+
+class WebApp:
+    """The pages, with what they share: settings, the read-only engine, the clock, the
+    templates, and the memos of replays, verifications and built pages."""
+
+    def __init__(self, settings: Settings, engine: Engine,
+                 clock: Callable[[], datetime] | None = None) -> None:
+        self.settings = settings
+        self.engine = engine
+        self.clock = clock or (lambda: datetime.now(UTC))
+        self.env = template_environment(settings)
+        self.steps: Memo[list[Step]] = Memo(16)
+        self.verdicts: Memo[dict[str, Any]] = Memo(256)
+        self.pages: Memo[dict[str, Any]] = Memo(256)
+        self.static = {name: (packaged_template_dir() / "web" / "static" / name).read_bytes()
+                       for name in STATIC}
+
+    # --- answering ------------------------------------------------------------------------
+
+    def html(self, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+        context.setdefault("server_address", self.settings.address)
+        context.setdefault("json_url", None)
+        return HTMLResponse(self.env.get_template(f"web/{template}").render(**context),
+                            status_code=status_code)
+
+    def answer(self, request: Request, data: dict[str, Any], template: str, *,
+               as_json: bool, cache: str, etag: str | None = None,
+               json_url: str | None = None, **context: Any) -> Response:
+        headers = {"cache-control": cache}
+        if etag is not None:
+            headers["etag"] = f'"{etag}-{"j" if as_json else "h"}"'
+            if etag_matches(request, headers["etag"]):
+                return Response(status_code=304, headers=headers)
+        if as_json:
+            return JSONResponse(data, headers=headers)
+        response = self.html(template, page=data, json_url=json_url, **context)
+        response.headers.update(headers)
+        return response
+
+    def error(self, request: Request, status: int, title: str, message: str) -> Response:
+        headers = {"cache-control": NO_STORE}
+        if request.url.path.startswith("/api/"):
+            return JSONResponse({"format": "pbem.web.error/1", "status": status, "title": title,
+                                 "message": message}, status_code=status, headers=headers)
+        response = self.html("error.html.j2", status_code=status, status=status, title=title,
+                             message=message)
+        response.headers.update(headers)
+        return response
+
+    def running_cache(self) -> str:
+        return f"public, max-age={self.settings.web.cache_seconds}"
+
+    def game(self, session: Session, name: str) -> Game:
+        game = game_named(session, name)
+        if game is None:
+            shown = name if len(name) <= 64 else name[:64] + "..."
+            raise PageError(404, "No such game", f"There is no game called '{shown}' here. "
+                            "The list of all games is on the first page.")
+        return game
+
+    def verified(self, session: Session, game: Game) -> dict[str, Any]:
+        return self.verdicts.get((game.id, game.turn, game.status),
+                                 lambda: verification(session, game))
+
+    # --- pages ----------------------------------------------------------------------------
+
+    def index(self, request: Request, as_json: bool, section: str | None = None) -> Response:
+        if section is None and as_json:
+            section = request.query_params.get("section") or None
+        if section is not None and section not in SECTIONS:
+            raise PageError(404, "No such list", f"the lists are {', '.join(SECTIONS)}")
+        page = page_number(request) if section is not None else 1
+        with Session(self.engine) as session:
+            data = index_page(session, self.settings, self.clock(), section, page)
+        data_for_tag = {k: v for k, v in data.items() if k != "generated_at"}
+        etag = hashlib.sha256(json.dumps(data_for_tag, sort_keys=True).encode()).hexdigest()[:20]
+        twin = "/api/games" + (f"?section={section}&page={page}" if section else "")
+        return self.answer(request, data, "index.html.j2", as_json=as_json,
+                           cache=self.running_cache(), etag=etag, json_url=twin)
+
+    def game_page(self, request: Request, as_json: bool) -> Response:
+        name = request.path_params["name"]
+        now = self.clock()
+        with Session(self.engine) as session:
+            game = self.game(session, name)
+            over = game.status == "over"
+            deadline_text = None if over else str(game.deadline) + now.strftime("%Y%m%d%H%M")
+            version = game_version(session, game, deadline_text)
+            etag = f"{game.name}-{version}"
+            cache = FINISHED_CACHE if over else self.running_cache()
+            if etag_matches(request, f'"{etag}-{"j" if as_json else "h"}"'):
+                return self.answer(request, {}, "", as_json=as_json, cache=cache, etag=etag)
+            verified = self.verified(session, game) if over else None
+            data = self.pages.get((game.id, version),
+                                  lambda: game_page(session, game, self.settings, now,
+                                                    verified=verified))
+        return self.answer(request, data, "game.html.j2", as_json=as_json, cache=cache,
+                           etag=etag, json_url=f"/api/games/{game.name}")
+
+    def replay(self, request: Request, as_json: bool) -> Response:
+        name, text = request.path_params["name"], request.path_params["step"]
+        if not text.isdigit() or len(text) > 7:
+            raise PageError(404, "No such turn", f"a turn is a number, not '{text[:20]}'")
+        with Session(self.engine) as session:
+            game = self.game(session, name)
+            if game.status != "over":
+                raise PageError(404, "No replay yet", f"game {game.name} is not over: its "
+                                "replay shows every die, so it opens when the game ends.")
+            steps = self.steps.get((game.id, game.turn), lambda: replay_steps(session, game))
+            names = {seat: p.name for seat, p in seated(session, game).items()}
+            data = replay_page(game, steps, int(text), names, self.verified(session, game))
+        return self.answer(request, data, "replay.html.j2", as_json=as_json, cache=FINISHED_CACHE,
+                           etag=f"{game.name}-t{game.turn}-s{int(text)}",
+                           json_url=f"/api/games/{game.name}/replay/{int(text)}")
+
+    def record(self, request: Request) -> Response:
+        with Session(self.engine) as session:
+            game = self.game(session, request.path_params["name"])
+            if game.status != "over":
+                raise PageError(404, "No record yet", f"game {game.name} is not over: its record "
+                                "holds every die, so it is published when the game ends.")
+            data = export_json(session, game)
+        etag = f'"{game.name}-t{game.turn}-record"'
+        headers = {"cache-control": FINISHED_CACHE, "etag": etag,
+                   "content-disposition": f'attachment; filename="{game.name}.json"'}
+        if etag_matches(request, etag):
+            return Response(status_code=304, headers=headers)
+        return Response(json.dumps(data, indent=2) + "\n", media_type="application/json",
+                        headers=headers)
+
+    def private(self, request: Request, as_json: bool) -> Response:
+        web = self.settings.web
+        if not web.secret:
+            raise PageError(404, "Private pages are off",
+                            "This server has no [web] secret, so it makes no private links.")
+        now = self.clock()
+        try:
+            claim = read_token(request.path_params["token"])
+        except LinkError as exc:
+            raise PageError(404, "Not a valid link", f"{exc}. Use the link in your latest "
+                            "report.") from None
+        with Session(self.engine) as session:
+            player = session.get(Player, claim.player_id)
+            if (player is None or player.game_id != claim.game_id or player.seat != claim.seat
+                    or not mac_matches(web.secret, claim,
+                                       key_generation(player.key_hash, player.key))):
+                raise PageError(403, "Not a valid link",
+                                "This link was not made by this server for this seat, or it "
+                                "was changed on the way. Use the link in your latest report.")
+            if not player.active:
+                raise PageError(410, "This link no longer works",
+                                f"Seat {claim.seat} has a new player: the links of its earlier "
+                                "reports stopped working when the referee replaced the seat.")
+            if expired(claim, now):
+                raise PageError(410, "This link has expired",
+                                f"Private links work for {web.link_days:g} days after their "
+                                "report. Use the link in your latest report, or mail STATUS "
+                                "to the server for a fresh report.")
+            game = session.get(Game, claim.game_id)
+            assert game is not None   # the player row points at it
+            data = private_page(session, game, player, self.settings, now, claim.expires_at)
+        response = self.answer(request, data, "game.html.j2", as_json=as_json,
+                               cache="private, no-store")
+        response.headers["x-robots-tag"] = "noindex, nofollow"
+        return response
+
+    def static_file(self, request: Request) -> Response:
+        name = request.path_params.get("name", "favicon.svg")
+        if name not in STATIC:
+            raise PageError(404, "Not found", "There is no such file here.")
+        return Response(self.static[name], media_type=STATIC[name],
+                        headers={"cache-control": "public, max-age=86400"})
+
+    # --- verify an uploaded record --------------------------------------------------------
+
+    def verify_form(self, request: Request) -> Response:
+        response = self.html("verify.html.j2", page=None, limit=self.settings.web.max_upload_bytes)
+        response.headers["cache-control"] = "public, max-age=3600"
+        return response
+
+    async def read_body(self, request: Request, limit: int) -> bytes:
+        declared = request.headers.get("content-length")
+        too_big = PageError(413, "Too large", f"A record may have at most {limit:,} bytes; this "
+                            "upload is larger. Is it the right file?")
+        if declared is not None and (not declared.isdigit() or int(declared) > limit):
+            raise too_big
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise too_big
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def uploaded(self, request: Request) -> bytes:
+        """The record's bytes: a JSON body, or the multipart form's file (or text box)."""
+        limit = self.settings.web.max_upload_bytes
+        kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if kind in ("multipart/form-data", "application/x-www-form-urlencoded"):
+            body = await self.read_body(request, limit + MULTIPART_SLACK)
+
+            async def replay_body() -> Message:
+                return {"type": "http.request", "body": body, "more_body": False}
+
+            try:
+                form = await Request(request.scope, replay_body).form(
+                    max_files=1, max_fields=4, max_part_size=limit)
+            except Exception as exc:  # noqa: BLE001 - multipart parse errors: the sender's
+                raise PageError(400, "Not a form upload",
+                                f"The upload could not be read as a form: {exc}") from None
+            upload = form.get("record")
+            data = b""
+            if upload is not None and not isinstance(upload, str):
+                data = await upload.read(limit + 1)
+            if not data.strip():
+                text = form.get("text")
+                data = text.encode() if isinstance(text, str) else b""
+            if len(data) > limit:
+                raise PageError(413, "Too large", f"A record may have at most {limit:,} bytes.")
+            return data
+        if kind in ("application/json", "text/plain", ""):
+            return await self.read_body(request, limit)
+        raise PageError(415, "Not a record", "Send the record as a file in the form, or as "
+                        "application/json.")
+
+    async def verify(self, request: Request, as_json: bool) -> Response:
+        raw = await self.uploaded(request)
+        if not raw.strip():
+            raise PageError(400, "Nothing to verify", "Choose the record file (or paste the "
+                            "record) and send the form again.")
+        verdict = await run_in_threadpool(read_and_check, raw)
+        data = {"format": "pbem.web.verify/1", "ok": verdict.ok, "lines": list(verdict.lines)}
+        if as_json:
+            return JSONResponse(data, headers={"cache-control": NO_STORE})
+        response = self.html("verify.html.j2", page=data, limit=self.settings.web.max_upload_bytes)
+        response.headers["cache-control"] = NO_STORE
+        return response
+
+
+def read_and_check(raw: bytes) -> Verdict:
+    """`pbem verify` on uploaded bytes; anything unreadable is a PageError saying what."""
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise PageError(400, "Not a record", f"The file is not UTF-8 text (byte {exc.start} is "
+                        "not): a record is a JSON file.") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise PageError(400, "Not valid JSON", f"The file is not valid JSON: {exc.msg} at line "
+                        f"{exc.lineno}, column {exc.colno}.") from None
+    except (RecursionError, ValueError) as exc:
+        raise PageError(400, "Not valid JSON", f"The file cannot be read as JSON: {exc}.") from None
+    try:
+        return check_record(data)
+    except KeyError as exc:
+        raise PageError(422, "Not a game record", f"This is JSON, but not a game record: it has "
+                        f"no {exc} field.") from None
+    except Exception as exc:  # noqa: BLE001 - a hostile record may break the reader anywhere
+        raise PageError(422, "Not a game record", f"This is JSON, but not a game record pbem can "
+                        f"read: {exc}") from None
+
+
+# --- the ASGI app ---------------------------------------------------------------------------
+
+class Guard:
+    """Outermost: logs every request without its secrets, adds the security headers, and
+    turns any crash into a plain 500 page (the traceback goes to the log only)."""
+
+    def __init__(self, app: ASGIApp, fallback: Callable[[], bytes]) -> None:
+        self.app = app
+        self.fallback = fallback
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        state = {"status": 500, "sent": False}
+
+        async def guarded_send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                state["status"], state["sent"] = message["status"], True
+                message["headers"] = list(message.get("headers", [])) + SECURITY_HEADERS
+            await send(message)
+
+        path = redact(scope.get("path", ""))
+        try:
+            await self.app(scope, receive, guarded_send)
+        except Exception:
+            log.exception("error answering %s %s", scope.get("method"), path)
+            if not state["sent"]:
+                headers = [(b"content-type", b"text/html; charset=utf-8"),
+                           (b"cache-control", b"no-store")]
+                await guarded_send({"type": "http.response.start", "status": 500,
+                                    "headers": headers})
+                await send({"type": "http.response.body", "body": self.fallback()})
+        finally:
+            log.info("%s %s %s %.1fms", scope.get("method"), path, state["status"],
+                     (time.perf_counter() - started) * 1000)
+
+
+def create_app(settings: Settings, *, engine: Engine | None = None,
+               clock: Callable[[], datetime] | None = None) -> Starlette:
+    web = WebApp(settings, engine if engine is not None else open_read_only(settings.database),
+                 clock)
+
+    def page(method: Callable[..., Response], **kw: Any) -> Callable[[Request], Response]:
+        def endpoint(request: Request) -> Response:   # sync: Starlette runs it in a thread
+            return method(request, **kw)
+        return endpoint
+
+    def posted(method: Callable[..., Awaitable[Response]],
+               **kw: Any) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            return await method(request, **kw)
+        return endpoint
+
+    routes = [
+        Route("/", page(web.index, as_json=False)),
+        Route("/api/games", page(web.index, as_json=True)),
+        Route("/list/{section}", page(lambda r, **kw: web.index(
+            r, as_json=False, section=r.path_params["section"]))),
+        Route("/games/{name}", page(web.game_page, as_json=False)),
+        Route("/api/games/{name}", page(web.game_page, as_json=True)),
+        Route("/games/{name}/replay/{step}", page(web.replay, as_json=False)),
+        Route("/api/games/{name}/replay/{step}", page(web.replay, as_json=True)),
+        Route("/games/{name}/record.json", page(web.record)),
+        Route("/p/{token}", page(web.private, as_json=False)),
+        Route("/api/p/{token}", page(web.private, as_json=True)),
+        Route("/verify", page(web.verify_form), methods=["GET"]),
+        Route("/verify", posted(web.verify, as_json=False), methods=["POST"]),
+        Route("/api/verify", posted(web.verify, as_json=True), methods=["POST"]),
+        Route("/static/{name}", page(web.static_file)),
+        Route("/favicon.ico", page(web.static_file)),
+        Route("/healthz", page(lambda r: Response("ok\n", media_type="text/plain",
+                                                  headers={"cache-control": NO_STORE}))),
+    ]
+
+    async def page_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, PageError)
+        return web.error(request, exc.status, exc.title, exc.message)
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        if exc.status_code == 404:
+            return web.error(request, 404, "Not found", "There is no page at this address. "
+                             "The list of all games is on the first page.")
+        if exc.status_code == 405:
+            return web.error(request, 405, "Not allowed", "These pages only show games: "
+                             "this address does not take that kind of request.")
+        return web.error(request, exc.status_code, "Bad request", str(exc.detail))
+
+    def fallback() -> bytes:
+        try:
+            return bytes(web.html("error.html.j2", status=500, title="Something went wrong",
+                                  message="The server could not make this page; the error is "
+                                  "in its log. Please try again later.").body)
+        except Exception:   # the error page itself broke: plain words will do
+            log.exception("the error page failed")
+            return b"<!DOCTYPE html><title>Error 500</title><p>Something went wrong.</p>"
+
+    app = Starlette(routes=routes,
+                    exception_handlers={PageError: page_error, HTTPException: http_error},
+                    middleware=[Middleware(Guard, fallback=fallback)])
+    app.state.web = web
+    return app

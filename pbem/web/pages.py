@@ -1,0 +1,271 @@
+"""What each web page shows, as JSON-ready dicts: the JSON endpoints return them as they
+are and the HTML templates draw them (``schema/web-api.schema.json`` documents them).
+
+Only ``private_page`` ever holds a hidden die of a running game, or a key.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime
+from typing import Any
+from urllib.parse import quote
+
+from sqlmodel import Session
+
+from pbem.config import Settings
+from pbem.deadlines import relative
+from pbem.games import load_state, players_of
+from pbem.kinds import kind_of
+from pbem.kinds.classic import order_lines
+from pbem.kinds.verify import check_record
+from pbem.models import Game, Player
+from pbem.options import options_of
+from pbem.rules.moves import BidMove
+from pbem.rules.odds import bid_odds
+from pbem.services.export import export_json
+from pbem.web.queries import (
+    SECTIONS,
+    Section,
+    aware,
+    count_games,
+    games_page,
+    iso,
+    orders_in,
+    player_counts,
+    talk_of,
+)
+from pbem.web.replay import Step
+from pbem.web.tables import PUBLIC, REVEAL, Viewer, scores, tables
+
+ORDER_CHOICES_SHOWN = 12
+
+
+class PageError(Exception):
+    """A request the pages cannot answer; status is the HTTP status to answer with."""
+
+    def __init__(self, status: int, title: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.title = title
+        self.message = message
+
+
+def game_links(game: Game) -> dict[str, str | None]:
+    over = game.status == "over"
+    return {"page": f"/games/{game.name}", "json": f"/api/games/{game.name}",
+            "replay": f"/games/{game.name}/replay/0" if over else None,
+            "record": f"/games/{game.name}/record.json" if over else None}
+
+
+def join_line(game: Game) -> str | None:
+    if game.status == "new" and options_of(game).open:
+        return f"JOIN {game.name} <your name>"
+    return None
+
+
+# --- the index ------------------------------------------------------------------------------
+
+def index_row(game: Game, players: int, now: datetime) -> dict[str, Any]:
+    kind = kind_of(game)
+    return {"game": game.name, "kind": kind.name, "kind_title": kind.title,
+            "status": game.status, "players": players, "min_players": kind.min_players,
+            "max_players": kind.max_players, "turn": game.turn,
+            "deadline": iso(game.deadline),
+            "deadline_relative": relative(aware(game.deadline), now) if game.deadline else None,
+            "ended_at": iso(game.ended_at), "join": join_line(game),
+            "url": f"/games/{game.name}"}
+
+
+def section_listing(session: Session, section: Section, page: int, size: int,
+                    now: datetime) -> dict[str, Any]:
+    total = count_games(session, section)
+    pages = max(1, math.ceil(total / size))
+    if page > pages:
+        raise PageError(404, "No such page", f"the list of {section.title.lower()} has "
+                        f"{pages} page{'s' * (pages != 1)}; there is no page {page}")
+    games = games_page(session, section, page, size)
+    counts = player_counts(session, [g.id for g in games if g.id is not None])
+    url = f"/list/{section.name}?page="
+    return {"name": section.name, "title": section.title, "total": total, "page": page,
+            "pages": pages, "games": [index_row(g, counts.get(g.id or 0, 0), now) for g in games],
+            "prev": url + str(page - 1) if page > 1 else None,
+            "next": url + str(page + 1) if page < pages else None,
+            "all": f"/list/{section.name}"}
+
+
+def index_page(session: Session, settings: Settings, now: datetime,
+               only: str | None = None, page: int = 1) -> dict[str, Any]:
+    names = [only] if only is not None else list(SECTIONS)
+    return {"format": "pbem.web.index/1", "server_address": settings.address,
+            "generated_at": iso(now),
+            "sections": [section_listing(session, SECTIONS[n], page, settings.web.page_size, now)
+                         for n in names]}
+
+
+# --- a game ---------------------------------------------------------------------------------
+
+def started(game: Game) -> bool:
+    return game.started_at is not None and game.turn >= 1
+
+
+def standings_of(game: Game, state: Any, names: dict[int, str]) -> list[dict[str, Any]] | None:
+    kind = kind_of(game)
+    if not kind.over(state):
+        return None
+    return [{**s, "name": names.get(s["seat"], "")} for s in kind.standings(state)]
+
+
+def verification(session: Session, game: Game) -> dict[str, Any]:
+    """`pbem verify` run on the game's own record, on the server."""
+    verdict = check_record(export_json(session, game))
+    return {"ok": verdict.ok, "lines": list(verdict.lines)}
+
+
+def game_page(session: Session, game: Game, settings: Settings, now: datetime, *,
+              viewer: Viewer = PUBLIC, state: Any = None,
+              verified: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The game as the public sees it (viewer PUBLIC), or as one seat does."""
+    kind = kind_of(game)
+    rules = json.loads(game.rules_json)
+    everyone = players_of(session, game)
+    holders = {p.seat: p for p in everyone if p.seat is not None and p.active}
+    names = {s: p.name for s, p in holders.items()}
+    running = game.status == "running"
+    if state is None and started(game):
+        state = load_state(session, game)
+    due = set(kind.due(state)) if state is not None and running else set()
+    sent = orders_in(session, game) & due
+    score_rows = {row["seat"]: row for row in scores(kind.name, state)} if state else {}
+    if holders:
+        listed = [{"seat": s, "name": p.name, "due": s in due, "order_in": s in sent,
+                   "awaited": s in due - sent, **{k: v for k, v in score_rows.get(s, {}).items()
+                                                   if k != "seat"}}
+                  for s, p in sorted(holders.items())]
+    else:   # before the start: the entrants, no seats yet
+        listed = [{"seat": None, "name": p.name, "due": False, "order_in": False,
+                   "awaited": False} for p in everyone if p.active]
+    over = state is not None and kind.over(state)
+    page = {
+        "format": "pbem.web.game/1", "game": game.name, "kind": kind.name,
+        "kind_title": kind.title, "rules_text": kind.describe_rules(rules),
+        "status": game.status, "turn": game.turn,
+        "deadline": iso(game.deadline),
+        "deadline_relative": relative(aware(game.deadline), now) if game.deadline else None,
+        "grace_until": iso(game.grace_until), "started_at": iso(game.started_at),
+        "ended_at": iso(game.ended_at), "server_address": settings.address,
+        "join": join_line(game),
+        "players": listed, "names": {str(s): n for s, n in sorted(names.items())},
+        "awaited": sorted(due - sent), "orders_in": sorted(sent),
+        "waiting_for": _waiting_for(kind.name, state) if running and state is not None else None,
+        "tables": tables(kind.name, state, viewer) if state is not None else [],
+        "standings": standings_of(game, state, names) if state is not None else None,
+        "history": kind.history(state) if state is not None else [],
+        "talk": talk_of(session, game),
+        "commitment": game.commitment, "seed": game.seed_hex if over else None,
+        "links": game_links(game),
+        "verification": verified if over else None,
+    }
+    return page
+
+
+def _waiting_for(kind: str, state: Any) -> str | None:
+    return str(state.waiting_for()) if kind == "cup" else None
+
+
+# --- a player's own page --------------------------------------------------------------------
+
+def mailto(address: str, subject: str, lines: list[str]) -> str:
+    """A mailto: link that opens a mail to the server with these lines as its text
+    (RFC 6068: line breaks as %0D%0A)."""
+    body = "\r\n".join(lines) + "\r\n"
+    return f"mailto:{quote(address, safe='@')}?subject={quote(subject)}&body={quote(body)}"
+
+
+def _legal_moves(kind: str, state: Any, seat: int) -> list[Any]:
+    if seat not in state.due():
+        return []
+    if kind == "postal":
+        moves: list[Any] = state.legal_moves(state.due()[seat])
+    else:
+        moves = state.legal_moves()
+    # the challenge first: it is always one line, and often the move to make
+    return sorted(moves, key=lambda m: not str(m).startswith("CHALLENGE"))
+
+
+def _seat_view(kind: str, state: Any, seat: int) -> Any:
+    return state.seat_view(seat, state.due()[seat]) if kind == "postal" else state.seat_view(seat)
+
+
+def order_choices(kind: str, state: Any, seat: int, game: str, key: str,
+                  address: str) -> list[dict[str, Any]]:
+    """Every legal order of seat now, as order lines and a mailto: link with GAME and KEY;
+    a bid comes with its odds from what the seat can see."""
+    choices = []
+    head = [f"GAME {game}", f"KEY {key}"]
+    for i, move in enumerate(_legal_moves(kind, state, seat)):
+        lines = order_lines(move) if kind in ("postal", "classic") else [str(move)]
+        odds = None
+        if isinstance(move, BidMove) and i <= ORDER_CHOICES_SHOWN:
+            o = bid_odds(_seat_view(kind, state, seat), move.bid)
+            odds = {"holds": o.holds, "exact": o.exact}
+        choices.append({"lines": lines, "odds": odds,
+                        "mailto": mailto(address, f"[bluff {game}] orders", head + lines)})
+    return choices
+
+
+def private_page(session: Session, game: Game, player: Player, settings: Settings,
+                 now: datetime, expires: datetime) -> dict[str, Any]:
+    """What the player's report shows: the game with their own dice and odds, their key,
+    and a mailto: link for every order they may send now."""
+    seat = player.seat
+    assert seat is not None
+    kind = kind_of(game)
+    state = load_state(session, game) if started(game) else None
+    page = game_page(session, game, settings, now, viewer=Viewer(seat=seat), state=state)
+    running = game.status == "running" and state is not None and not kind.over(state)
+    due = kind.due(state).get(seat) if running else None
+    page.update({
+        "format": "pbem.web.private/1",
+        "you": {"seat": seat, "name": player.name, "due": due,
+                "order_in": seat in page["orders_in"],
+                "game_line": f"GAME {game.name}", "key_line": f"KEY {player.key}",
+                "blank_mailto": mailto(settings.address, f"[bluff {game.name}] orders",
+                                       [f"GAME {game.name}", f"KEY {player.key}"]),
+                "orders": (order_choices(kind.name, state, seat, game.name, player.key,
+                                         settings.address) if due else []),
+                "link_expires": iso(expires)},
+    })
+    return page
+
+
+# --- the replay of a finished game ----------------------------------------------------------
+
+def replay_page(game: Game, steps: list[Step], step: int, names: dict[int, str],
+                verified: dict[str, Any] | None) -> dict[str, Any]:
+    kind = kind_of(game)
+    last = len(steps) - 1
+    if not 0 <= step <= last:
+        raise PageError(404, "No such turn", f"game {game.name} has turns 1 to {last} "
+                        f"(0 is the start); there is no turn {step}")
+    at = steps[step]
+    base = f"/games/{game.name}/replay/"
+    over = kind.over(at.state)
+    return {
+        "format": "pbem.web.replay/1", "game": game.name, "kind": kind.name,
+        "kind_title": kind.title, "step": step, "last": last, "turn": at.turn,
+        "players": [{"seat": s, "name": n} for s, n in sorted(names.items())],
+        "names": {str(s): n for s, n in sorted(names.items())},
+        "moves": [{"seat": m.seat, "name": names.get(m.seat, ""), "by": m.by,
+                   "move": kind.describe_move(m.move)} for m in at.moves],
+        "notes": at.notes,
+        "tables": tables(kind.name, at.state, REVEAL),
+        "scores": scores(kind.name, at.state),
+        "standings": standings_of(game, at.state, names) if over else None,
+        "prev": base + str(step - 1) if step > 0 else None,
+        "next": base + str(step + 1) if step < last else None,
+        "first": base + "0", "end": base + str(last),
+        "commitment": game.commitment, "seed": game.seed_hex,
+        "links": game_links(game), "verification": verified,
+    }

@@ -1,0 +1,51 @@
+"""The replay of a game: the state after every turn, rebuilt from the seed and the
+recorded moves exactly as the referee built it (pbem.games.load_state does the same,
+keeping only the last state).
+
+A finished game never changes (a ROLLBACK changes its turn), so the web app keeps
+the steps of a few recent games in memory, keyed by game and turn (pbem.web.cache).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from itertools import groupby
+from typing import Any
+
+from sqlmodel import Session, col, select
+
+from pbem.games import seat_count, stream_of
+from pbem.kinds import kind_of
+from pbem.models import Game, Move
+
+
+@dataclass(frozen=True)
+class PlayedMove:
+    seat: int
+    move: Any
+    by: str
+
+
+@dataclass(frozen=True)
+class Step:
+    turn: int                         # 0: the start, before any move
+    moves: list[PlayedMove] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    state: Any = None                 # the state after the turn
+
+
+def replay_steps(session: Session, game: Game) -> list[Step]:
+    kind = kind_of(game)
+    stream = stream_of(game)
+    state = kind.start(json.loads(game.rules_json), stream, seat_count(session, game))
+    steps = [Step(0, [], [], state)]
+    rows = session.exec(select(Move).where(Move.game_id == game.id)
+                        .order_by(col(Move.turn), col(Move.seat)))
+    for turn, group in groupby(rows, key=lambda r: r.turn):
+        played = [PlayedMove(r.seat, kind.move_from_json(json.loads(r.move_json)), r.by)
+                  for r in group]
+        resolution = kind.apply(state, {p.seat: p.move for p in played}, stream)
+        state = resolution.state
+        steps.append(Step(turn, played, list(resolution.notes), state))
+    return steps
