@@ -170,7 +170,7 @@ def handle(session: Session, post: Post, row: InboundMail) -> str:
         heard = bounces.hear(session, post, row.raw)
         return heard or f"ignored: automatic mail ({msg.automatic})"
     if msg.from_addr is None:
-        return "ignored: no sender address"
+        return f"ignored: {msg.sender_problem or 'no sender address'}"
     if msg.from_addr == settings.address.lower():
         return "ignored: from the server itself"
     mail = Incoming(row, msg)

@@ -26,6 +26,8 @@ from email.message import EmailMessage
 from email.policy import SMTP
 from email.utils import format_datetime
 
+from pbem.mail.addresses import checked_address
+
 __all__ = ["MAX_REFERENCES", "build_mail", "clean_header_value", "make_message_id"]
 
 #: References keeps only the most recent message ids of a thread.
@@ -97,10 +99,9 @@ def _field_name(name: str) -> str:
 
 
 def _address(addr: str, display_name: str | None = None) -> Address:
-    """A checked Address; raises ValueError for anything but one plain addr-spec."""
-    spec = clean_header_value(addr).strip()
-    if not spec or any(c in spec for c in ' ,;<>"()[]\\') or spec.count("@") != 1:
-        raise ValueError(f"not a plain mail address: {addr!r}")
+    """A checked Address; raises ValueError for anything but one plain addr-spec (the
+    rule of pbem.mail.addresses, the same one the reader applies to a sender)."""
+    spec = checked_address(addr)
     name = " ".join(clean_header_value(display_name).split()) if display_name else ""
     try:
         return Address(display_name=name, addr_spec=spec)

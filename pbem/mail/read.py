@@ -5,8 +5,22 @@ unknown charsets, forged or missing headers, pathological nesting) it returns an
 :class:`InboundMessage`, with ``readable=False`` and a ``problem`` when no text could be
 extracted.
 
+Its work is bounded for any bytes: the structure is found by :mod:`pbem.mail.mime` and
+:mod:`pbem.mail.headers` under fixed caps (fields, parts, depth, and the size, parameters
+and encoded words of each header it interprets), and the text read is capped too
+(:data:`MAX_TEXT_BYTES`, :data:`MAX_HTML_BYTES`, :data:`MAX_BODY_LINES`).  What is over a
+cap, per header:
+
+- From (or a From the address rule of :mod:`pbem.mail.addresses` refuses): no sender;
+  the referee ignores the mail and logs why (``sender_problem``), nobody is answered;
+- Subject, Date, Message-ID, In-Reply-To, References, Reply-To: dropped;
+- Content-Type, Content-Disposition, Content-Transfer-Encoding: of the mail itself, the
+  mail is not read (its sender is told why); of a part, that part is not read;
+- Auto-Submitted: the mail counts as automatic;
+- the mail's header block (more than 1,000 fields or 256 KB): the mail is not read.
+
 Over 400 lines because MIME has that many ways to be broken: each case is a few lines
-here, and splitting them apart would scatter one parser.
+here, and splitting them apart would scatter one reader.
 """
 
 from __future__ import annotations
@@ -16,29 +30,29 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from email import policy
-from email.header import decode_header, make_header
-from email.message import Message
-from email.parser import BytesParser
-from email.utils import collapse_rfc2231_value, getaddresses, parseaddr, parsedate_to_datetime
+from email.utils import collapse_rfc2231_value, parsedate_to_datetime
 
+from pbem.mail.addresses import Sender, parse_sender
+from pbem.mail.headers import HeaderBlock, decode_words
+from pbem.mail.mime import MAX_PARTS, Part, parse_structure
 from pbem.mail.text import BodyLine, html_to_text, new_text_lines, unflow
 
 __all__ = ["BodyLine", "InboundMessage", "read_message"]
 
-MAX_DEPTH = 12  # MIME nesting levels walked below the top-level message
-MAX_PARTS = 500  # MIME parts looked at, in all
 MAX_PROBLEM_NAMES = 5
 MAX_TEXT_LINES = 300  # lines of new text the referee reads in one mail (more: refused unread)
 MAX_LINE_CHARS = 5000  # a longer line is cut (SAY cuts its text shorter, with a note)
+MAX_TEXT_BYTES = 1_000_000  # a text part longer than this is not read (the mail is refused)
+MAX_HTML_BYTES = 500_000  # the same for an HTML part (rendering HTML costs more)
+MAX_BODY_LINES = 20_000  # lines of text, quotes included, looked at for new text
 
 
 @dataclass(frozen=True)
 class InboundMessage:
     message_id: str | None  # with angle brackets, as in the header, stripped of whitespace
-    from_addr: str | None  # lowercased bare address from From:, None if absent/unparseable
+    from_addr: str | None  # lowercased bare address from From:, None if absent/unusable
     from_name: str
-    reply_to: str | None  # lowercased bare address from Reply-To:, None if absent/unparseable
+    reply_to: str | None  # lowercased bare address from Reply-To:, None if absent/unusable
     subject: str  # decoded (RFC 2047), single line
     in_reply_to: str | None  # first message id in In-Reply-To:, with angle brackets
     references: list[str]  # message ids, in order
@@ -49,6 +63,8 @@ class InboundMessage:
     problem: str | None  # why not readable / what was dropped, in plain words for a reply
     # The full extracted body text; ``lines`` number its ``splitlines()`` from 1.
     text: str = field(default="", repr=False)
+    # Why from_addr is None (no From, several senders, an address that cannot be used ...).
+    sender_problem: str | None = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -77,80 +93,11 @@ def _one_line(s: str) -> str:
     return " ".join(_clean(s).split())
 
 
-def _raw_header(msg: Message, name: str) -> str | None:
-    lname = name.lower()
-    try:
-        for k, v in msg.raw_items():
-            if isinstance(k, str) and k.lower() == lname:
-                return v if isinstance(v, str) else str(v)
-    except Exception:
-        pass
-    return None
-
-
-def _header(msg: Message, name: str) -> str | None:
-    """The decoded value of the first ``name`` header, or None.  Total."""
-    try:
-        value = msg.get(name)
-        if value is None:
-            return None
-        return _clean(str(value))
-    except Exception:
-        pass
-    raw = _raw_header(msg, name)
-    if raw is None:
+def _decoded(value: str | None) -> str | None:
+    """A header value (within its cap) as text, RFC 2047 words decoded."""
+    if value is None:
         return None
-    try:
-        return _clean(str(make_header(decode_header(raw))))
-    except Exception:
-        return _clean(raw)
-
-
-def _header_count(msg: Message, name: str) -> int:
-    lname = name.lower()
-    try:
-        return sum(1 for k, _ in msg.raw_items() if isinstance(k, str) and k.lower() == lname)
-    except Exception:
-        return 0
-
-
-def _has_header(msg: Message, name: str) -> bool:
-    return _raw_header(msg, name) is not None
-
-
-def _addresses(msg: Message, name: str) -> list[tuple[str, str]]:
-    """(display name, addr_spec) pairs of an address header.  Total."""
-    try:
-        value = msg.get(name)
-        if value is not None:
-            addrs = getattr(value, "addresses", None)
-            if addrs:
-                return [(str(a.display_name or ""), str(a.addr_spec or "")) for a in addrs]
-    except Exception:
-        pass
-    raw = _raw_header(msg, name)
-    if raw is None:
-        return []
-    try:
-        pairs = getaddresses([raw])
-        if pairs:
-            return [(n, a) for n, a in pairs]
-    except Exception:
-        pass
-    try:
-        return [parseaddr(raw)]
-    except Exception:
-        return []
-
-
-_ADDR_OK = re.compile(r"^[^\s@<>()\[\],;:\"]+@[^\s@<>()\[\],;:\"]+$")
-
-
-def _bare_address(addr: str) -> str | None:
-    addr = _clean(addr).strip().lower()
-    if addr.startswith("<") and addr.endswith(">"):
-        addr = addr[1:-1].strip()
-    return addr if _ADDR_OK.match(addr) else None
+    return _clean(decode_words(_clean(value)))
 
 
 def _local_part(addr: str) -> str:
@@ -172,8 +119,8 @@ def _msg_ids(value: str | None) -> list[str]:
     return [f"<{tok.strip('<>')}>" for tok in _clean(value).split() if "@" in tok.strip("<>")]
 
 
-def _message_id(msg: Message) -> str | None:
-    raw = _raw_header(msg, "Message-ID")
+def _message_id(head: HeaderBlock) -> str | None:
+    raw = head.value("Message-ID")
     if raw is None:
         return None
     squeezed = "".join(_clean(raw).split())
@@ -183,28 +130,32 @@ def _message_id(msg: Message) -> str | None:
     return squeezed or None
 
 
-def _date(msg: Message) -> datetime | None:
-    result: datetime | None = None
+def _date(head: HeaderBlock) -> datetime | None:
+    raw = head.value("Date")
+    if not raw:
+        return None
     try:
-        value = msg.get("Date")
-        dt = getattr(value, "datetime", None) if value is not None else None
-        if isinstance(dt, datetime):
-            result = dt
+        result = parsedate_to_datetime(" ".join(_clean(raw).split()))
     except Exception:
-        pass
-    if result is None:
-        raw = _raw_header(msg, "Date")
-        if raw:
-            try:
-                result = parsedate_to_datetime(_clean(raw).strip())
-            except Exception:
-                result = None
-    if result is not None and result.tzinfo is None:
-        try:
-            result = result.replace(tzinfo=UTC)
-        except Exception:
-            return None
+        return None
+    if result.tzinfo is None:
+        result = result.replace(tzinfo=UTC)
     return result
+
+
+def _sender(head: HeaderBlock) -> Sender:
+    """The one sender the From header names, by the rule of pbem.mail.addresses."""
+    froms = head.all("From")
+    if not froms:
+        return parse_sender(None)
+    if froms[0].over is not None:
+        return Sender(None, "", "", froms[0].over)
+    found = parse_sender(froms[0].value)
+    if len(froms) > 1:
+        # several From headers: there is no telling whom to answer, so nobody is answered
+        return Sender(None, found.display_name, found.local_part,
+                      "the mail has several From headers")
+    return found
 
 
 # ---------------------------------------------------------------------------------------------
@@ -212,18 +163,11 @@ def _date(msg: Message) -> datetime | None:
 # ---------------------------------------------------------------------------------------------
 
 
-def _content_type(part: Message) -> str:
+def _param(part: Part, name: str, header: str = "content-type") -> str | None:
+    value = part.param(name, header)
+    if value is None:
+        return None
     try:
-        return str(part.get_content_type()).lower()
-    except Exception:
-        return "text/plain"
-
-
-def _param(part: Message, name: str) -> str | None:
-    try:
-        value = part.get_param(name)
-        if value is None:
-            return None
         if isinstance(value, tuple):
             value = collapse_rfc2231_value(value)
         return _clean(str(value))
@@ -232,7 +176,7 @@ def _param(part: Message, name: str) -> str | None:
 
 
 def _automatic(
-    msg: Message,
+    top: Part,
     from_addr: str | None,
     raw_from_local: str,
     own_addresses: Collection[str],
@@ -240,18 +184,12 @@ def _automatic(
     loop_value: str | None,
     envelope_from: str | None,
 ) -> str | None:
+    head = top.head
     # our own loop marker: one of our mails came back
-    try:
-        if loop_header:
-            values: list[str] = []
-            lname = loop_header.lower()
-            for k, v in msg.raw_items():
-                if isinstance(k, str) and k.lower() == lname:
-                    values.append(" ".join(_clean(str(v)).split()))
-            if values and (loop_value is None or loop_value.strip() in values):
-                return "loop"
-    except Exception:
-        pass
+    if loop_header:
+        values = [" ".join(_clean(f.value).split()) for f in head.all(loop_header)]
+        if values and (loop_value is None or loop_value.strip() in values):
+            return "loop"
     own: set[str] = set()
     try:
         own = {a.strip().lower() for a in own_addresses if isinstance(a, str)}
@@ -261,9 +199,9 @@ def _automatic(
         return "own address"
     if envelope_from and envelope_from.strip().strip("<>").strip().lower() in own:
         return "own address"
-    ctype = _content_type(msg)
+    ctype = top.content_type()
     if ctype == "multipart/report":
-        report_type = (_param(msg, "report-type") or "").strip().lower()
+        report_type = (_param(top, "report-type") or "").strip().lower()
         if report_type == "disposition-notification":
             return "read receipt"
         if report_type in ("delivery-status", ""):
@@ -279,22 +217,23 @@ def _automatic(
             return "null sender"
         if _local_part(envelope_from) in daemons:
             return "mailer-daemon"
-    return_path = _raw_header(msg, "Return-Path")
+    return_path = head.value("Return-Path")
     if return_path is not None and "".join(_clean(return_path).split()) in ("<>", ""):
         return "null sender"
-    auto = _header(msg, "Auto-Submitted")
+    auto = head.first("Auto-Submitted")
     if auto is not None:
-        token = auto.split(";", 1)[0].strip().lower()
-        if token != "no":
+        # a value too long to read is no "no"
+        token = _one_line(auto.value).split(";", 1)[0].strip().lower()
+        if auto.over is not None or token != "no":
             return "auto-submitted"
-    if _has_header(msg, "X-Autoreply") or _has_header(msg, "X-Autorespond"):
+    if head.has("X-Autoreply") or head.has("X-Autorespond"):
         return "autoreply"
-    precedence = _header(msg, "Precedence")
+    precedence = head.value("Precedence")
     if precedence is not None:
-        token = precedence.strip().lower()
+        token = _one_line(precedence).strip().lower()
         if token in ("bulk", "list", "junk"):
             return f"precedence: {token}"
-    if _has_header(msg, "List-Id") or _has_header(msg, "List-Unsubscribe"):
+    if head.has("List-Id") or head.has("List-Unsubscribe"):
         return "list"
     return None
 
@@ -348,42 +287,31 @@ def _decode_bytes(data: bytes, charset: str | None) -> _Decoded:
     return _Decoded(data.decode("latin-1", "replace"), note)
 
 
-def _payload_bytes(part: Message) -> bytes:
+def _payload_bytes(part: Part) -> bytes:
     try:
-        data = part.get_payload(decode=True)
+        return part.payload_bytes()
     except Exception:
-        data = None
-    if isinstance(data, bytes):
-        return data
-    try:
-        payload = part.get_payload()
-        if isinstance(payload, str):
-            return payload.encode("utf-8", "surrogateescape")
-    except Exception:
-        pass
-    return b""
+        return part.raw_body()
 
 
-def _disposition(part: Message) -> str:
+def _disposition(part: Part) -> str:
     try:
-        return (part.get_content_disposition() or "").lower()
+        return (part.content().get_content_disposition() or "").lower()
     except Exception:
         return ""
 
 
-def _has_filename(part: Message) -> bool:
+def _filename(part: Part) -> str | None:
     try:
-        return bool(part.get_filename())
+        name = part.content().get_filename()
     except Exception:
-        return False
+        return None
+    return _clean(str(name)) if name else None
 
 
-def _describe(part: Message) -> str:
-    ctype = _content_type(part)
-    try:
-        name = part.get_filename()
-    except Exception:
-        name = None
+def _describe(part: Part) -> str:
+    ctype = part.content_type()
+    name = _filename(part)
     return f"{_one_line(name)[:60]} ({ctype})" if name else ctype
 
 
@@ -401,27 +329,18 @@ _ENCRYPTED_TYPES = frozenset(
 )
 
 
-def _note_ignored(part: Message, ignored: list[str]) -> None:
+def _note_ignored(part: Part, ignored: list[str]) -> None:
     """Remember a skipped part for the problem text, unless it is an inline resource of
     an HTML body (a ``Content-ID`` image such as a signature logo)."""
-    ctype = _content_type(part)
-    if _raw_header(part, "Content-ID") is not None and ctype.startswith("image/"):
+    if part.over_cap is not None:
+        ignored.append("a part whose header could not be read")
+        return
+    ctype = part.content_type()
+    if part.head.has("Content-ID") and ctype.startswith("image/"):
         return
     if ctype in _SILENT_TYPES:
         return
     ignored.append(_describe(part))
-
-
-def _children(part: Message) -> list[Message]:
-    try:
-        if not part.is_multipart():
-            return []
-        payload = part.get_payload()
-    except Exception:
-        return []
-    if isinstance(payload, list):
-        return [p for p in payload if isinstance(p, Message)]
-    return []
 
 
 @dataclass
@@ -431,44 +350,54 @@ class _Body:
     notes: list[str]
 
 
-def _extract_body(msg: Message) -> _Body:
+def _too_long(data: bytes, html: bool) -> str | None:
+    cap = MAX_HTML_BYTES if html else MAX_TEXT_BYTES
+    if len(data) <= cap:
+        return None
+    kind = "HTML text" if html else "text"
+    return f"the {kind} of the mail is {len(data):,} bytes long; at most {cap:,} are read"
+
+
+def _extract_body(top: Part) -> _Body:
     notes: list[str] = []
-    plain: Message | None = None
-    plain_empty: Message | None = None
-    html: Message | None = None
-    named_texts: list[Message] = []  # inline text/plain parts with a file name
+    plain: Part | None = None
+    plain_empty: Part | None = None
+    html: Part | None = None
+    named_texts: list[Part] = []  # inline text/plain parts with a file name
     ignored: list[str] = []
-    broken: Message | None = None
+    broken: Part | None = None
     too_deep = False
     encrypted = False
     seen = 0
-    # pre-order walk without recursion, depth-capped
-    stack: list[tuple[Message, int]] = [(msg, 0)]
+    # pre-order walk without recursion (the tree is MAX_DEPTH deep at most)
+    stack: list[Part] = [top]
     while stack:
-        part, depth = stack.pop()
+        part = stack.pop()
         seen += 1
         if seen > MAX_PARTS:
             notes.append(f"the mail had more than {MAX_PARTS} parts; the rest were ignored")
             break
-        ctype = _content_type(part)
+        if part is not top and part.over_cap is not None:
+            _note_ignored(part, ignored)
+            continue
+        ctype = part.content_type()
         maintype = ctype.split("/", 1)[0]
         if ctype in _ENCRYPTED_TYPES:
             encrypted = True
         if maintype == "multipart":
-            kids = _children(part)
-            if not kids:
+            if part.too_deep:
+                too_deep = True
+                continue
+            if not part.children:
                 if broken is None:
                     broken = part
                 continue
-            if depth >= MAX_DEPTH:
-                too_deep = True
-                continue
-            stack.extend((k, depth + 1) for k in reversed(kids))
+            stack.extend(reversed(part.children))
             continue
-        if part is not msg and _disposition(part) == "attachment":
+        if part is not top and _disposition(part) == "attachment":
             _note_ignored(part, ignored)
             continue
-        named = part is not msg and _has_filename(part)
+        named = part is not top and _filename(part) is not None
         if ctype == "text/plain":
             nonempty = bool(_payload_bytes(part).strip())
             if named:
@@ -504,23 +433,32 @@ def _extract_body(msg: Message) -> _Body:
         notes.append("parts nested too deeply were ignored")
 
     text = ""
+    unread: str | None = None
     if chosen is not None:
         data = _payload_bytes(chosen)
-        decoded = _decode_bytes(data, _param(chosen, "charset"))
-        if decoded.note:
-            notes.append(decoded.note)
-        text = decoded.text
-        if _content_type(chosen) == "text/html":
-            text = html_to_text(text)
-        elif (_param(chosen, "format") or "").strip().lower() == "flowed":
-            text = unflow(text, delsp=(_param(chosen, "delsp") or "").strip().lower() == "yes")
+        is_html = chosen.content_type() == "text/html"
+        unread = _too_long(data, is_html)
+        if unread is None:
+            decoded = _decode_bytes(data, _param(chosen, "charset"))
+            if decoded.note:
+                notes.append(decoded.note)
+            text = decoded.text
+            if is_html:
+                text = html_to_text(text)
+            elif (_param(chosen, "format") or "").strip().lower() == "flowed":
+                text = unflow(text, delsp=(_param(chosen, "delsp") or "").strip().lower() == "yes")
     elif broken is not None:
-        decoded = _decode_bytes(_payload_bytes(broken), _param(broken, "charset"))
-        text = decoded.text
-        notes.append("the mail's MIME structure was broken, so it was read as plain text")
+        data = _payload_bytes(broken)
+        unread = _too_long(data, False)
+        if unread is None:
+            text = _decode_bytes(data, _param(broken, "charset")).text
+            notes.append("the mail's MIME structure was broken, so it was read as plain text")
 
     text = _clean(text).lstrip("\ufeff")
-    text = "\n".join(text.splitlines())
+    lines = text.splitlines()
+    if len(lines) > MAX_BODY_LINES:
+        unread = f"the text of the mail has {len(lines):,} lines; at most {MAX_BODY_LINES:,} are read"
+    text = "" if unread else "\n".join(lines)
     readable = bool(text.strip())
 
     if ignored:
@@ -531,7 +469,9 @@ def _extract_body(msg: Message) -> _Body:
         word = "attachment was" if len(ignored) == 1 else "attachments were"
         notes.append(f"{len(ignored)} {word} ignored: {shown}")
     if not readable:
-        if chosen is None and broken is None:
+        if unread is not None:
+            reason = unread
+        elif chosen is None and broken is None:
             if encrypted:
                 reason = "the mail is encrypted, and encrypted mail cannot be read here"
             elif ignored:
@@ -547,18 +487,6 @@ def _extract_body(msg: Message) -> _Body:
 # ---------------------------------------------------------------------------------------------
 # entry point
 # ---------------------------------------------------------------------------------------------
-
-
-def _parse(raw: bytes) -> tuple[Message | None, str | None]:
-    parser = BytesParser(policy=policy.default)
-    try:
-        return parser.parsebytes(raw), None
-    except Exception:
-        pass
-    try:
-        return parser.parsebytes(raw, headersonly=True), "the mail's structure could not be parsed"
-    except Exception:
-        return None, "the mail could not be parsed at all"
 
 
 def _as_bytes(raw: object) -> bytes:
@@ -585,6 +513,7 @@ def _fallback(problem: str) -> InboundMessage:
         lines=[],
         readable=False,
         problem=problem,
+        sender_problem="the mail could not be read",
     )
 
 
@@ -610,39 +539,23 @@ def _read(
     loop_value: str | None,
     envelope_from: str | None,
 ) -> InboundMessage:
-    msg, parse_problem = _parse(_as_bytes(raw))
-    if msg is None:
-        return _fallback(parse_problem or "the mail could not be read")
+    top = parse_structure(_as_bytes(raw))
+    head = top.head
 
-    from_pairs = _addresses(msg, "From")
-    from_name = ""
-    from_addr: str | None = None
-    raw_from_local = ""
-    if from_pairs:
-        name, addr = from_pairs[0]
-        from_name = _one_line(name or "")
-        from_addr = _bare_address(addr or "")
-        raw_from_local = _local_part(_clean(addr or ""))
-    if len(from_pairs) > 1 or _header_count(msg, "From") > 1:
-        # several senders, or a From the parsers read as several (a forged encoded word):
-        # there is no telling whom to answer, so nobody is answered and nothing is done
-        from_addr = None
-    reply_pairs = _addresses(msg, "Reply-To")
-    reply_to = _bare_address(reply_pairs[0][1] or "") if reply_pairs else None
-
-    subject = _one_line(_header(msg, "Subject") or "")
-    in_reply = _msg_ids(_raw_header(msg, "In-Reply-To"))
-    references = _msg_ids(_raw_header(msg, "References"))
+    sender = _sender(head)
+    reply_to = parse_sender(head.value("Reply-To")).address if head.has("Reply-To") else None
 
     automatic = _automatic(
-        msg, from_addr, raw_from_local, own_addresses, loop_header, loop_value, envelope_from
+        top, sender.address, sender.local_part, own_addresses, loop_header, loop_value,
+        envelope_from,
     )
 
-    if parse_problem is not None:
-        body = _Body("", False, [parse_problem])
+    unread = top.over_cap
+    if unread is not None:
+        body = _Body("", False, [f"{unread}, so the mail was not read"])
     else:
         try:
-            body = _extract_body(msg)
+            body = _extract_body(top)
         except Exception:
             body = _Body("", False, ["the mail's text could not be extracted"])
     lines = new_text_lines(body.text) if body.readable else []
@@ -650,18 +563,20 @@ def _read(
     if problem:
         problem = problem[0].upper() + problem[1:] + "."
 
+    in_reply = _msg_ids(head.value("In-Reply-To"))
     return InboundMessage(
-        message_id=_message_id(msg),
-        from_addr=from_addr,
-        from_name=from_name,
+        message_id=_message_id(head),
+        from_addr=sender.address,
+        from_name=_one_line(_decoded(sender.display_name) or ""),
         reply_to=reply_to,
-        subject=subject,
+        subject=_one_line(_decoded(head.value("Subject")) or ""),
         in_reply_to=in_reply[0] if in_reply else None,
-        references=references,
-        date=_date(msg),
+        references=_msg_ids(head.value("References")),
+        date=_date(head),
         automatic=automatic,
         lines=lines,
         readable=body.readable,
         problem=problem,
         text=body.text,
+        sender_problem=sender.problem,
     )
