@@ -89,6 +89,7 @@ class _Mailbox:
     """One comma-separated item of an address list, cut into its pieces."""
 
     before: list[str]  # display-name text (quoted strings unquoted), before any <...>
+    written: list[str]  # the same as written (quotes kept): an addr-spec without <...>
     angles: list[str]  # the contents of each <...>
     after: list[str]  # text (not comments) after the first <...>
     comments: list[str]
@@ -149,14 +150,19 @@ def _scan_angle(value: str, i: int) -> tuple[str, int]:
 def _mailboxes(value: str) -> list[_Mailbox]:
     """Cut an address list into mailboxes, in one pass; _Unreadable for a group or
     unbalanced quotes, comments or brackets."""
-    boxes = [_Mailbox([], [], [], [])]
+    boxes = [_Mailbox([], [], [], [], [])]
     i = 0
     while i < len(value):
         box = boxes[-1]
         c = value[i]
         if c == '"':
-            text, i = _scan_quoted(value, i)
-            (box.after if box.angles else box.before).append(text)
+            text, end = _scan_quoted(value, i)
+            if box.angles:
+                box.after.append(text)
+            else:
+                box.before.append(text)
+                box.written.append(value[i:end])
+            i = end
             continue
         if c == "(":
             text, i = _scan_comment(value, i)
@@ -167,7 +173,7 @@ def _mailboxes(value: str) -> list[_Mailbox]:
             box.angles.append(text)
             continue
         if c == ",":
-            boxes.append(_Mailbox([], [], [], []))
+            boxes.append(_Mailbox([], [], [], [], []))
         elif c in ":;":
             raise _Unreadable("it is a group, not one sender")
         elif c in ">)":
@@ -176,6 +182,7 @@ def _mailboxes(value: str) -> list[_Mailbox]:
             box.after.append(c)
         else:
             box.before.append(c)
+            box.written.append(c)
         i += 1
     return [b for b in boxes if b.angles or "".join(b.before).strip()]
 
@@ -211,7 +218,7 @@ def parse_sender(value: str | None) -> Sender:
             return Sender(None, display, _local_part(spec),
                           "the sender's address cannot be read: there is text after it")
     else:
-        spec, display = "".join(box.before).strip(), ""
+        spec, display = "".join(box.written).strip(), ""
     local = _local_part(spec)
     problem = address_problem(spec)
     if problem is not None:

@@ -97,8 +97,6 @@ def field_problem(name: str, value: bytes) -> str | None:
     cap = FIELD_CAPS.get(name.lower())
     if cap is None:
         return None
-    if len(value) > cap.chars:
-        return f"the {name} header is {len(value):,} characters long; at most {cap.chars:,} are read"
     if cap.parameters is not None:
         count = value.count(b";")
         if count > cap.parameters:
@@ -109,6 +107,8 @@ def field_problem(name: str, value: bytes) -> str | None:
         if count > cap.encoded_words:
             return (f"the {name} header has {count:,} encoded words; at most "
                     f"{cap.encoded_words} are read")
+    if len(value) > cap.chars:
+        return f"the {name} header is {len(value):,} characters long; at most {cap.chars:,} are read"
     return None
 
 

@@ -43,7 +43,7 @@ MAX_PROBLEM_NAMES = 5
 MAX_TEXT_LINES = 300  # lines of new text the referee reads in one mail (more: refused unread)
 MAX_LINE_CHARS = 5000  # a longer line is cut (SAY cuts its text shorter, with a note)
 MAX_TEXT_BYTES = 1_000_000  # a text part longer than this is not read (the mail is refused)
-MAX_HTML_BYTES = 500_000  # the same for an HTML part (rendering HTML costs more)
+MAX_HTML_BYTES = 200_000  # the same for an HTML part (rendering HTML costs more)
 MAX_BODY_LINES = 20_000  # lines of text, quotes included, looked at for new text
 
 

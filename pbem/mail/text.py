@@ -57,6 +57,7 @@ _STOP_IDS = frozenset(
 )
 # class names whose element (and content) is quoted material to drop.
 _DROP_CLASS_PREFIXES = ("gmail_quote", "yahoo_quoted")
+MAX_QUOTE_MARKS = 10  # "> " marks written for nested quotes, at most
 _ZERO_WIDTH = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"), None)
 _WS_RUN = re.compile(r"[ \t\n\r\f\v]+")
 
@@ -76,7 +77,9 @@ class _Writer:
     def emit(self) -> None:
         line = "".join(self.cur).replace("\xa0", " ")
         line = line.rstrip() if self.pre else line.strip()
-        prefix = "> " * self.depth
+        # a quote is a quote at any depth: past a few levels the marks only cost memory
+        # (15,000 nested blockquotes would make gigabytes of "> ")
+        prefix = "> " * min(self.depth, MAX_QUOTE_MARKS)
         self.lines.append((prefix + line).rstrip())
         self.cur = []
 
