@@ -2,7 +2,8 @@
 
 For every shape of hostile header (and a few hostile bodies) it reads mails of
 growing size, each in a fresh process, and prints the CPU time and the peak of
-resident memory that reading it added; then the worst mail per shape.
+resident memory that reading it added (Linux: the peak is reset once the mail is
+built); then the worst mail per shape.
 
     python bench/hostile_headers.py              # up to the issue's sizes and 10 MB bodies
     python bench/hostile_headers.py --quick      # small sizes only
@@ -10,8 +11,8 @@ resident memory that reading it added; then the worst mail per shape.
 
 Each mail is read by a child process with a memory limit (``--limit-mb``, address
 space) and a time limit (``--timeout``), so a mail the reader cannot bound shows as
-"killed" or "out of memory" instead of taking the machine down.  Run it against
-another checkout (for a before/after) with ``PYTHONPATH=<that checkout>``.
+"killed" or "out of memory" instead of taking the machine down.  ``--root DIR``
+reads with the pbem of another checkout (for a before/after).
 """
 
 from __future__ import annotations
@@ -155,28 +156,49 @@ SHAPES: dict[str, tuple[Callable[[int], bytes], list[int], list[int]]] = {
 }
 
 
-def measure_one(shape: str, size: int, limit_mb: int) -> dict[str, float | int | str]:
+def _status_kb(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def _reset_peak() -> bool:
+    """Reset this process's peak resident size (Linux: VmHWM), so the peak measured is
+    the reading's, not building the mail's."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        return False
+    return True
+
+
+def measure_one(shape: str, size: int, limit_mb: int,
+                root: str) -> dict[str, float | int | str]:
     """In this (child) process: build the mail, read it once, report the cost."""
     if limit_mb:
         resource.setrlimit(resource.RLIMIT_AS, (limit_mb * MB, limit_mb * MB))
-    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, root)
     from pbem.mail.read import read_message
 
     raw = SHAPES[shape][0](size)
     read_message(b"From: a@x.test\r\n\r\nwarm up\r\n")
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    exact = _reset_peak()
+    before = _status_kb("VmRSS") if exact else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     cpu = time.process_time()
     msg = read_message(raw)
     cpu = time.process_time() - cpu
-    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    after = _status_kb("VmHWM") if exact else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     outcome = ("sender " + str(msg.from_addr) if msg.readable
-               else (msg.problem or "unreadable")[:70])
-    return {"bytes": len(raw), "cpu": cpu, "mb": (after - before) / 1024, "outcome": outcome}
+               else msg.problem or "unreadable")[:70]
+    return {"bytes": len(raw), "cpu": cpu, "mb": max(0, after - before) / 1024,
+            "outcome": outcome}
 
 
-def run_child(shape: str, size: int, limit_mb: int, timeout: float) -> dict[str, object]:
+def run_child(shape: str, size: int, limit_mb: int, timeout: float,
+              root: str) -> dict[str, object]:
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", shape, str(size),
-           "--limit-mb", str(limit_mb)]
+           "--limit-mb", str(limit_mb), "--root", root]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
@@ -193,17 +215,19 @@ def main() -> None:
     parser.add_argument("--shape", action="append", choices=sorted(SHAPES))
     parser.add_argument("--limit-mb", type=int, default=2000)
     parser.add_argument("--timeout", type=float, default=120)
+    parser.add_argument("--root", default=str(ROOT), help="the checkout whose pbem reads")
     parser.add_argument("--child", nargs=2, metavar=("SHAPE", "SIZE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(measure_one(args.child[0], int(args.child[1]), args.limit_mb)))
+        print(json.dumps(measure_one(args.child[0], int(args.child[1]), args.limit_mb,
+                                     args.root)))
         return
     worst: dict[str, tuple[float, float, str]] = {}
     print(f"{'shape':<20} {'size':>10} {'bytes':>11} {'cpu s':>8} {'+MB':>8}  outcome")
     for shape in args.shape or list(SHAPES):
         _, sizes, quick = SHAPES[shape]
         for size in quick if args.quick else sizes:
-            got = run_child(shape, size, args.limit_mb, args.timeout)
+            got = run_child(shape, size, args.limit_mb, args.timeout, args.root)
             if "error" in got:
                 print(f"{shape:<20} {size:>10,} {'':>11} {'':>8} {'':>8}  {got['error']}")
                 worst[shape] = (float("inf"), float("inf"), f"size {size:,}: {got['error']}")

@@ -134,7 +134,8 @@ def read_header_block(data: bytes, start: int, end: int, *, max_bytes: int,
         seen += 1
         if seen > max_fields:
             return HeaderBlock(tuple(fields), pos,
-                               f"the header has more than {max_fields:,} fields")
+                               f"the header has more than {max_fields:,} fields; at most "
+                               f"{max_fields:,} are read")
         brk = _LINE_BREAK.match(data, pos, limit)
         if brk is not None:  # the empty line between header and body
             return HeaderBlock(tuple(fields), brk.end(), None)
@@ -155,7 +156,8 @@ def read_header_block(data: bytes, start: int, end: int, *, max_bytes: int,
         fields.append(Field(name, value, over))
     if limit < end:
         return HeaderBlock(tuple(fields), limit,
-                           f"the header is larger than {max_bytes:,} bytes")
+                           f"the header is larger than {max_bytes:,} bytes; at most "
+                           f"{max_bytes:,} are read")
     return HeaderBlock(tuple(fields), end, None)
 
 
