@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import hashlib
 from datetime import datetime, timedelta
-from email import policy
-from email.parser import BytesHeaderParser
 
 from sqlalchemy import Engine, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from pbem.faults import claim, claim_stale, me
+from pbem.mail.headers import MAIL_HEADER_BYTES, read_mail_header
 from pbem.models import InboundMail
 
-HEADER_CAP = 262_144        # of a mail too large to read, at most this much header is kept
+HEADER_CAP = MAIL_HEADER_BYTES   # of a mail too large to read, this much header is kept
 REFEREE_LOCK = 52550        # PostgreSQL: one referee transaction at a time (advisory lock)
 
 
@@ -50,11 +49,8 @@ def store_inbound(engine: Engine, raw: bytes, *, now: datetime, max_bytes: int, 
     size = size if size is not None else len(raw)
     if len(raw) > max_bytes:
         raw, truncated = header_block(raw), True
-    try:
-        headers = BytesHeaderParser(policy=policy.compat32).parsebytes(raw[:65536])
-        message_id = (headers.get("Message-ID") or "").strip() or None
-    except Exception:  # a header block we cannot even split still gets stored
-        message_id = None
+    # the same bounded reading of the header as the referee's (pbem.mail.headers)
+    message_id = " ".join((read_mail_header(raw).value("Message-ID") or "").split()) or None
     key = dedupe_key(raw, message_id)
     with Session(engine) as session:
         seen = session.exec(select(InboundMail.id).where(

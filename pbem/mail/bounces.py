@@ -28,13 +28,20 @@ from email import message_from_bytes, policy
 from email.message import Message
 from email.parser import HeaderParser
 
-__all__ = ["VERP_TAG", "Bounce", "new_bounce_token", "read_bounce", "verp_address",
-           "verp_tokens"]
+from pbem.mail.headers import read_mail_header
+
+__all__ = ["VERP_TAG", "Bounce", "bounce_scan", "new_bounce_token", "read_bounce",
+           "verp_address", "verp_tokens"]
 
 #: The detail that marks a VERP return path: bluff+b.<token>@domain
 VERP_TAG = "b"
-#: Only this much of a bounce is read (the failure report comes before the original).
-MAX_SCAN_BYTES = 1_000_000
+#: Only this much of a bounce is read (the failure report comes before the original),
+#: and only when it has the shape of a bounce: the standard library's parser and the
+#: detectors cost time per line and per part, and recurse per nested multipart.
+MAX_SCAN_BYTES = 131_072
+MAX_SCAN_LINES = 5_000
+MAX_SCAN_MULTIPARTS = 20      # "boundary=" parameters (a DSN has two or three)
+MAX_SCAN_DELIMITERS = 200     # lines that begin with "--" (boundaries, separators)
 MAX_REASON_CHARS = 300
 _MAX_TEXT_LINES = 400        # lines of a text part looked at for a reason or quoted headers
 _TOKEN = re.compile(r"[a-z0-9]{8,40}")
@@ -106,7 +113,10 @@ def read_bounce(raw: bytes, own_address: str) -> Bounce | None:
     """The bounce in ``raw``, or None when it reports no failed recipient."""
     # flufl.bounce takes about 0.1 s to import: loaded when a bounce comes, not at start-up
     from flufl.bounce import all_failures
-    msg = message_from_bytes(raw[:MAX_SCAN_BYTES], policy=policy.compat32)
+    scan = bounce_scan(raw)
+    if scan is None:
+        return None
+    msg = message_from_bytes(scan, policy=policy.compat32)
     try:
         temporary, permanent = all_failures(msg)
     except Exception:  # noqa: BLE001 - a detector tripped over a mangled mail: unreadable
@@ -120,6 +130,30 @@ def read_bounce(raw: bytes, own_address: str) -> Bounce | None:
     return Bounce(permanent=hard, temporary=soft, message_ids=_bounced_ids(msg),
                   verp_tokens=verp_tokens(msg, own_address),
                   reasons=_reasons(msg, hard | soft))
+
+
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+_DELIMITER_LINE = re.compile(rb"(?<![^\r\n])--")
+
+
+def bounce_scan(raw: bytes) -> bytes | None:
+    """The part of ``raw`` that is read for a bounce: its first MAX_SCAN_BYTES, cut after
+    MAX_SCAN_LINES lines; None when its header has a field over its cap
+    (pbem.mail.headers) or it has more multiparts or "--" lines than a bounce has (then
+    it is not read as one)."""
+    head = read_mail_header(raw)
+    if head.cut is not None or any(f.over is not None for f in head.fields):
+        return None
+    scan = raw[:MAX_SCAN_BYTES]
+    for count, found in enumerate(_LINE_END.finditer(scan), start=1):
+        if count >= MAX_SCAN_LINES:
+            scan = scan[:found.end()]
+            break
+    if scan.lower().count(b"boundary=") > MAX_SCAN_MULTIPARTS:
+        return None
+    if len(_DELIMITER_LINE.findall(scan)) > MAX_SCAN_DELIMITERS:
+        return None
+    return scan
 
 
 def _address(value: bytes | str) -> str:

@@ -25,7 +25,11 @@ import re
 from dataclasses import dataclass
 from email.header import decode_header, make_header
 
-__all__ = ["FIELD_CAPS", "Cap", "Field", "HeaderBlock", "decode_words", "read_header_block"]
+__all__ = ["FIELD_CAPS", "MAIL_HEADER_BYTES", "MAIL_HEADER_FIELDS", "Cap", "Field",
+           "HeaderBlock", "decode_words", "read_header_block", "read_mail_header"]
+
+MAIL_HEADER_BYTES = 262_144  # a mail's own header block (a part's is smaller: pbem.mail.mime)
+MAIL_HEADER_FIELDS = 1_000
 
 
 @dataclass(frozen=True)
@@ -159,6 +163,12 @@ def read_header_block(data: bytes, start: int, end: int, *, max_bytes: int,
                            f"the header is larger than {max_bytes:,} bytes; at most "
                            f"{max_bytes:,} are read")
     return HeaderBlock(tuple(fields), end, None)
+
+
+def read_mail_header(raw: bytes) -> HeaderBlock:
+    """The header block of a whole mail, within MAIL_HEADER_BYTES and MAIL_HEADER_FIELDS."""
+    return read_header_block(raw, 0, len(raw), max_bytes=MAIL_HEADER_BYTES,
+                             max_fields=MAIL_HEADER_FIELDS)
 
 
 def _next_line(data: bytes, pos: int, limit: int) -> int:

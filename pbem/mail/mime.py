@@ -23,14 +23,12 @@ from dataclasses import dataclass, field
 from email.message import Message
 from email.policy import compat32
 
-from pbem.mail.headers import HeaderBlock, read_header_block
+from pbem.mail.headers import HeaderBlock, read_header_block, read_mail_header
 
 __all__ = ["MAX_DEPTH", "MAX_PARTS", "Part", "parse_structure"]
 
 MAX_DEPTH = 12  # multipart levels split below the top-level message
 MAX_PARTS = 500  # parts made in all (one more is made to tell that there were more)
-MAIL_HEADER_BYTES = 262_144  # the mail's own header block
-MAIL_HEADER_FIELDS = 1_000
 PART_HEADER_BYTES = 16_384  # a part's header block
 PART_HEADER_FIELDS = 100
 
@@ -112,8 +110,7 @@ class _Budget:
 def parse_structure(data: bytes) -> Part:
     """The mail in ``data`` as a tree of parts, within the bounds above.  Never raises
     for any bytes (a block or part past a bound is left unsplit and says why)."""
-    head = read_header_block(data, 0, len(data), max_bytes=MAIL_HEADER_BYTES,
-                             max_fields=MAIL_HEADER_FIELDS)
+    head = read_mail_header(data)
     top = Part(head, data, head.body_start, len(data))
     if head.cut is None:
         _split(top, 0, _Budget())

@@ -21,10 +21,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from email import policy
-from email.parser import BytesHeaderParser
 
 import authres  # type: ignore[import-untyped]
+
+from pbem.mail.headers import read_mail_header
 
 __all__ = ["Verdict", "aligned_domain", "check_sender", "trusted_results"]
 
@@ -68,9 +68,8 @@ def authserv_id(value: str) -> str:
 
 
 def _header_items(raw: bytes) -> list[tuple[str, str]]:
-    head = re.split(rb"\r?\n\r?\n", raw[:262_144], maxsplit=1)[0]
-    parsed = BytesHeaderParser(policy=policy.compat32).parsebytes(head + b"\n\n")
-    return [(str(k), " ".join(str(v).split())) for k, v in parsed.items()]
+    """The mail's header fields in order, read within the caps of pbem.mail.headers."""
+    return [(f.name, " ".join(f.value.split())) for f in read_mail_header(raw).fields]
 
 
 def trusted_results(headers: Sequence[tuple[str, str]], server_id: str) -> list[list[Result]]:
