@@ -8,9 +8,11 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from pbem.games import GameError
 from pbem.mail.addresses import address_problem, checked_address, parse_sender
 from pbem.mail.compose import build_mail, make_message_id
 from pbem.mail.read import read_message
+from tests.deskkit import by_seat, make_server, started_game
 
 
 def compose_to(address: str) -> bytes:
@@ -138,3 +140,19 @@ def test_the_reader_reports_why_it_found_no_sender() -> None:
     assert msg.from_addr is None and msg.sender_problem == "the mail has several From headers"
     msg = read_message(b"Subject: none\r\n\r\nhi\r\n")
     assert msg.from_addr is None and msg.sender_problem == "no sender address"
+
+
+# --------------------------------------------------------------------------- referee commands
+
+@pytest.mark.parametrize("address", ["р1@bluff.test", "a..b@example.org", "ann@exämple.org",
+                                     "ann@example.org."])
+def test_add_and_replace_refuse_an_address_the_server_cannot_write_to(tmp_path, clock,
+                                                                     address: str) -> None:
+    """The same rule as for a sender: before, ADD took these and every mail to them failed."""
+    server = make_server(tmp_path, clock)
+    started_game(server)
+    for line in [f"ADD g1 {address} Ann", f"REPLACE g1 2 {address} Ann"]:
+        with pytest.raises(GameError) as refused:
+            server.referee.admin(line.split())
+        assert "not a mail address this server can write to" in str(refused.value)
+    assert address not in {p.email for p in by_seat(server).values()}

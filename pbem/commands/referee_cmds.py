@@ -22,10 +22,11 @@ from pbem.games import (
     start_game,
 )
 from pbem.kinds import kind_named, kind_of
+from pbem.mail.addresses import address_problem
 from pbem.models import Game
 from pbem.options import USAGE as NEWGAME_USAGE
 from pbem.options import NewGame, parse_options, save_options
-from pbem.orders import EMAIL, GAME_NAME, Command, Order, OrderError, game_name, no_args
+from pbem.orders import GAME_NAME, Command, Order, OrderError, game_name, no_args
 from pbem.rules.dice import new_seed, seed_from_number
 from pbem.services.bounces import describe, failing_players
 from pbem.services.reports import enqueue_reports
@@ -51,8 +52,10 @@ def parse_add(args: list[str]) -> tuple[str, str, str]:
     if len(args) < 2:
         raise OrderError("ADD needs a game and an address", "e.g. ADD cup-1 ann@example.org Ann")
     name, email = game_name([args[0]]), args[1].strip("<>").lower()
-    if not EMAIL.match(email):
-        raise OrderError(f"'{args[1]}' is not a mail address")
+    problem = address_problem(email)   # the rule the reader and the composer apply
+    if problem is not None:
+        raise OrderError(f"'{args[1]}' is not a mail address this server can write to: "
+                         f"{problem}")
     return name, email, " ".join(args[2:])[:60]
 
 

@@ -32,10 +32,11 @@ from pbem.games import (
     stream_of,
 )
 from pbem.kinds import OrderProblem, kind_of
+from pbem.mail.addresses import address_problem
 from pbem.mail.compose import make_message_id
 from pbem.mail.text import BodyLine
 from pbem.models import Game, OutboundMail, Player
-from pbem.orders import EMAIL, Command, Order, OrderError, game_name, parse_text
+from pbem.orders import Command, Order, OrderError, game_name, parse_text
 from pbem.security import new_key
 from pbem.services.post import announce, notice, tagged
 from pbem.services.reports import enqueue_reports
@@ -61,8 +62,10 @@ def parse_replace(args: list[str]) -> tuple[str, int, str, str]:
         raise OrderError("REPLACE needs a game, a seat and the new player's address",
                          "e.g. REPLACE cup-1 3 fay@example.org Fay")
     email = args[2].strip("<>").lower()
-    if not EMAIL.match(email):
-        raise OrderError(f"'{args[2]}' is not a mail address")
+    problem = address_problem(email)   # the rule the reader and the composer apply
+    if problem is not None:
+        raise OrderError(f"'{args[2]}' is not a mail address this server can write to: "
+                         f"{problem}")
     return game_name([args[0]]), _seat(args[1]), email, " ".join(args[3:])[:60]
 
 
