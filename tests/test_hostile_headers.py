@@ -276,9 +276,45 @@ def test_heavy_headers_cost_a_tick_little_and_get_their_outcome(scene: Scene) ->
         assert outcome[name].lower().startswith("refused: the content-type header has"), \
             outcome[name]
     assert outcome["49_subject_12000_encoded_words.eml"] == "status sent"
+    # its Message-ID comes after 150 KB of From: still the key it is stored under
+    assert scene.row(ids["48_from_10000_encoded_words.eml"]).dedupe_key == "<hostile-48@x.test>"
     mail = scene.new_mail()
     assert {user: len(got) for user, got in mail.items()} == {
         "p1": 0, "p2": 2, "p3": 0, "p4": 0, "p5": 1, "referee": 0, "observer": 0}
     for answer in mail["p2"]:
         assert "nothing was applied" in str(answer["Subject"]).lower()
         assert "at most" in " ".join(text_of(answer).split())
+
+
+def automatic(n: int, body: bytes, extra: bytes = b"") -> bytes:
+    return (b"From: MAILER-DAEMON@mx.bluff.test\r\nTo: bluff@bluff.test\r\n"
+            b"Subject: Undelivered Mail Returned to Sender\r\n"
+            b"Message-ID: <automatic-%d@mx.bluff.test>\r\nAuto-Submitted: auto-replied\r\n"
+            % n + extra + b"\r\n" + body)
+
+
+@pytest.mark.mailstack
+def test_hostile_automatic_mail_is_not_read_as_a_bounce(scene: Scene) -> None:
+    """Automatic mail goes to the bounce reader (the standard library's parser and
+    flufl.bounce): before it was bounded, 20,000 nested multiparts raised RecursionError
+    (the mail failed, the referee was told) and 900 KB of empty lines took 6 s."""
+    nested = b"".join(b"--b%d\r\nContent-Type: multipart/mixed; boundary=b%d\r\n\r\n"
+                      % (i, i + 1) for i in range(20_000))
+    mails = [automatic(1, nested, b"Content-Type: multipart/mixed; boundary=b0\r\n"),
+             automatic(2, b"\r\n" * 450_000),
+             automatic(3, b"--b\r\n\r\nx\r\n" * 60_000,
+                       b"Content-Type: multipart/report; boundary=b\r\n")]
+    imap = scene.stack.imap("bluff")
+    try:
+        for raw in mails:
+            imap.append("INBOX", raw)
+    finally:
+        imap.logout()
+    seconds, rss_mb = scene.tick()
+    assert rss_mb < 250 and seconds < 60, (seconds, rss_mb)
+    for raw in mails:
+        row = scene.row(raw)
+        assert row.status == "done", row.outcome
+        assert (row.outcome or "").startswith("ignored: automatic mail"), row.outcome
+    assert {user: len(got) for user, got in scene.new_mail().items()} == dict.fromkeys(
+        EVERYONE, 0)
