@@ -20,6 +20,11 @@ The points, in the order a mail meets them:
     outbox-handed-off    SMTP took the mail, the row is not yet marked sent
     outbox-marked        the row is marked sent
 
+Failure points. ``fail_point("inbound-read")`` raises InjectedFailure when the
+environment variable ``PBEM_FAIL_AT`` (or ``arm_failures``) names it: a bug on
+purpose, so the tests can see what a mail that fails costs the server (the mail
+kept as failed, the referee told, at most once an hour).
+
 Claims and leases. A process that takes a mail (or the referee's lease) writes
 who it is, ``host:pid:nonce``, and when. Another process may take the thing
 over when that claim is older than the lease, or at once when the claimer is
@@ -66,7 +71,25 @@ def _parse(spec: str | None) -> dict[str, int]:
     return armed
 
 
+FAIL_ENV = "PBEM_FAIL_AT"
+FAIL_POINTS = ("inbound-read",)
+
+
+class InjectedFailure(RuntimeError):
+    """A failure on purpose (PBEM_FAIL_AT): what a bug in handling a mail would raise."""
+
+
+def _parse_failures(spec: str | None) -> frozenset[str]:
+    names = frozenset(item.strip() for item in (spec or "").split(",") if item.strip())
+    unknown = names - set(FAIL_POINTS)
+    if unknown:
+        raise ValueError(f"{FAIL_ENV}: unknown failure point(s) {sorted(unknown)} "
+                         f"(known: {FAIL_POINTS})")
+    return names
+
+
 _armed: dict[str, int] = _parse(os.environ.get(CRASH_ENV))
+_failing: frozenset[str] = _parse_failures(os.environ.get(FAIL_ENV))
 _passed: dict[str, int] = {}
 
 
@@ -88,6 +111,18 @@ def crash_point(name: str) -> None:
     if _passed[name] >= nth:
         os.kill(os.getpid(), signal.SIGKILL)
         time.sleep(10)   # pragma: no cover - the signal is on its way
+
+
+def arm_failures(spec: str | None) -> None:
+    """Arm failure points from a spec like PBEM_FAIL_AT's (None disarms)."""
+    global _failing
+    _failing = _parse_failures(spec)
+
+
+def fail_point(name: str) -> None:
+    """Raise InjectedFailure here if PBEM_FAIL_AT names this point."""
+    if _failing and name in _failing:
+        raise InjectedFailure(f"failure point {name} ({FAIL_ENV})")
 
 
 # --------------------------------------------------------------------------- claims

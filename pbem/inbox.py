@@ -5,6 +5,14 @@ IMAP key, is not stored twice). A process that handles a stored mail first
 claims it (pbem.faults.claim, a lease in the row, committed on its own), then
 begins the handling transaction with ``hold_claim``: a write that re-checks
 the claim, so two processes never handle the same mail.
+
+Each claim counts a handling attempt in the row. An attempt that ends (the mail
+done or failed) leaves the mail new no more, so the attempts of a new mail that
+were begun before this one were cut short: the process crashed or was killed
+while handling it. After MAX_CUT_SHORT of those the mail is set aside
+(quarantined) instead of being handled again, so no mail can stop the server.
+An attempt that ends because the database is unavailable is given back (an
+outage is not held against a mail).
 """
 
 from __future__ import annotations
@@ -13,7 +21,7 @@ import hashlib
 from datetime import datetime, timedelta
 
 from sqlalchemy import Engine, text, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col, select
 
 from pbem.faults import claim, claim_stale, me
@@ -22,6 +30,7 @@ from pbem.models import InboundMail
 
 HEADER_CAP = MAIL_HEADER_BYTES   # of a mail too large to read, this much header is kept
 REFEREE_LOCK = 52550        # PostgreSQL: one referee transaction at a time (advisory lock)
+MAX_CUT_SHORT = 2           # handling attempts cut short (crash, kill) before a mail is set aside
 
 
 def dedupe_key(raw: bytes, message_id: str | None) -> str:
@@ -88,8 +97,32 @@ def claim_inbound(engine: Engine, inbound_id: int, now: datetime, lease: timedel
         if owner != me() and not claim_stale(owner, at, now, lease):
             return False
         done = claim(session, InboundMail, inbound_id, owner, now, status="new")
+        if done:   # an attempt begins: counted in the claim's own commit
+            session.execute(update(InboundMail).where(col(InboundMail.id) == inbound_id)
+                            .values(attempts=col(InboundMail.attempts) + 1))
         session.commit()
         return done
+
+
+def cut_short(row: InboundMail) -> int:
+    """How many handling attempts of this claimed, new mail were begun before the present
+    one and never ended (a crash or a kill while handling it)."""
+    return max(0, row.attempts - 1)
+
+
+def give_back_attempt(engine: Engine, inbound_id: int) -> bool:
+    """The present attempt ended without handling the mail because the database failed:
+    it is not counted. Best effort (the database may still be unavailable)."""
+    try:
+        with Session(engine) as session:
+            done = session.execute(update(InboundMail).where(
+                col(InboundMail.id) == inbound_id, col(InboundMail.status) == "new",
+                col(InboundMail.claimed_by) == me(), col(InboundMail.attempts) > 0)
+                .values(attempts=col(InboundMail.attempts) - 1))
+            session.commit()
+            return bool(done.rowcount == 1)  # type: ignore[attr-defined]
+    except OperationalError:
+        return False
 
 
 def hold_claim(session: Session, inbound_id: int, now: datetime) -> bool:

@@ -90,11 +90,14 @@ class InboundMail(SQLModel, table=True):
     size: int
     truncated: bool = False
     received_at: datetime
-    status: str = Field(default="new", index=True)   # new | done | failed
+    status: str = Field(default="new", index=True)   # new | done | failed | quarantined
     outcome: str | None = None
     processed_at: datetime | None = None
     claimed_by: str | None = None      # the process handling it (a lease, see claimed_at)
     claimed_at: datetime | None = None
+    # handling attempts begun (pbem.inbox): one that ends leaves the mail new no more, so
+    # a new mail with attempts was cut short (a crash, a kill) that many times
+    attempts: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
 
 
 class OutboundMail(SQLModel, table=True):

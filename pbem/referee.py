@@ -29,7 +29,7 @@ from pbem.commands.context import CommandContext, Refusal, refusal
 from pbem.commands.moves import take_moves
 from pbem.commands.registry import move_names, player_commands, referee_commands, run
 from pbem.config import Settings
-from pbem.faults import Lease, crash_point
+from pbem.faults import Lease, crash_point, fail_point
 from pbem.games import GameError
 from pbem.kinds import kind_of
 from pbem.mail.read import MAX_LINE_CHARS, MAX_TEXT_LINES, InboundMessage, read_message
@@ -37,8 +37,8 @@ from pbem.mail.text import BodyLine
 from pbem.models import InboundMail, OutboundMail
 from pbem.orders import help_lines, parse_text
 from pbem.render import Renderer
-from pbem.services import bounces, clock
-from pbem.services.post import Incoming, Post, answer, tell_referee, undeliverable
+from pbem.services import bounces, clock, failures
+from pbem.services.post import Incoming, Post, answer, undeliverable
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +76,9 @@ class Referee:
                 handled += 1
             if keep_alive is not None:
                 keep_alive()
+        with Session(self.engine) as session:   # failures held back an hour, told together
+            if failures.flush(session, self.post):
+                session.commit()
         return handled
 
     def process_one(self, inbound_id: int | None) -> bool:
@@ -98,25 +101,28 @@ class Referee:
                 return False
             row = session.get(InboundMail, inbound_id)
             assert row is not None
-            try:
-                row.outcome = handle(session, self.post, row)
-                row.status = "done"
-            except OperationalError:
-                raise
-            except Exception:
-                # a bug must not lose the mail nor stop the server: keep it, mark it failed
-                log.exception("mail %s could not be handled", inbound_id)
-                session.rollback()
-                inbox.hold_claim(session, inbound_id, self.clock())
-                row = session.get(InboundMail, inbound_id)
-                assert row is not None
-                row.status = "failed"
-                row.outcome = "internal error; the referee was told"
-                tell_referee(session, self.post, "A mail could not be handled",
-                             [f"Inbound mail #{inbound_id} caused an internal error and "
-                              f"was kept as failed. Run `pbem admin RETRY {inbound_id}` "
-                              f"after a fix."])
-                answer_internal_error(session, self.post, row)
+            if inbox.cut_short(row) >= inbox.MAX_CUT_SHORT:
+                set_aside(session, self.post, row)
+            else:
+                try:
+                    row.outcome = handle(session, self.post, row)
+                    row.status = "done"
+                except OperationalError:
+                    session.rollback()
+                    inbox.give_back_attempt(self.engine, inbound_id)   # an outage: not held
+                    raise
+                except Exception:
+                    # a bug must not lose the mail nor stop the server: keep it, mark it failed
+                    log.exception("mail %s could not be handled", inbound_id)
+                    session.rollback()
+                    inbox.hold_claim(session, inbound_id, self.clock())
+                    row = session.get(InboundMail, inbound_id)
+                    assert row is not None
+                    row.status = "failed"
+                    row.outcome = "internal error; the referee was told"
+                    failures.note(session, self.post, inbound_id,
+                                  "an internal error; it is kept as failed")
+                    answer_internal_error(session, self.post, row)
             row.processed_at = self.clock()
             session.add(row)
             session.flush()
@@ -161,11 +167,25 @@ class Referee:
 
 # --- triage -------------------------------------------------------------------------------
 
+def set_aside(session: Session, post: Post, row: InboundMail) -> None:
+    """Quarantine a mail whose handling was cut short (a crash, a kill) MAX_CUT_SHORT times:
+    it is kept unread, the referee is told (pbem.services.failures), the rest goes on."""
+    times = inbox.cut_short(row)
+    log.error("mail %s set aside: its handling was cut short %d times", row.id, times)
+    row.status = "quarantined"
+    row.outcome = (f"set aside: its handling was cut short {times} times (a crash or a kill); "
+                   "the referee was told")
+    assert row.id is not None
+    failures.note(session, post, row.id, f"set aside unread: the server crashed or was killed "
+                  f"{times} times while handling it")
+
+
 def handle(session: Session, post: Post, row: InboundMail) -> str:
     """Read one stored mail and act on it; returns its outcome (one line)."""
     settings = post.settings
     msg = read_message(row.raw, own_addresses=[settings.address],
                        envelope_from=row.envelope_from)
+    fail_point("inbound-read")
     if msg.automatic:   # never answered; a bounce of our mail is heard (services.bounces)
         heard = bounces.hear(session, post, row.raw)
         return heard or f"ignored: automatic mail ({msg.automatic})"

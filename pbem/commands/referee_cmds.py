@@ -12,6 +12,7 @@ from sqlmodel import col, select
 from pbem.commands.context import CommandContext
 from pbem.commands.schedule import desk_status
 from pbem.games import (
+    GameError,
     add_player,
     create_game,
     find_game,
@@ -23,7 +24,7 @@ from pbem.games import (
 )
 from pbem.kinds import kind_named, kind_of
 from pbem.mail.addresses import address_problem
-from pbem.models import Game
+from pbem.models import Game, InboundMail
 from pbem.options import USAGE as NEWGAME_USAGE
 from pbem.options import NewGame, parse_options, save_options
 from pbem.orders import GAME_NAME, Command, Order, OrderError, game_name, no_args
@@ -140,6 +141,27 @@ def do_list(ctx: CommandContext, order: Order) -> str:
                         and g.status == "running" else "") + ")" for g in games)
 
 
+def parse_retry(args: list[str]) -> int:
+    if len(args) != 1 or not args[0].lstrip("#").isdigit():
+        raise OrderError("RETRY takes the number of a stored mail",
+                         "e.g. RETRY 12 (the referee's notice names it)")
+    return int(args[0].lstrip("#"))
+
+
+def do_retry(ctx: CommandContext, order: Order) -> str:
+    """A mail that failed or was set aside (pbem.inbox) is handled again at the next tick."""
+    number: int = order.args
+    row = ctx.session.get(InboundMail, number)
+    if row is None:
+        raise GameError(f"there is no stored mail #{number}")
+    if row.status not in ("failed", "quarantined"):
+        raise GameError(f"mail #{number} is {row.status}, not failed or set aside")
+    row.status, row.attempts, row.outcome = "new", 0, None
+    row.claimed_by = row.claimed_at = row.processed_at = None
+    ctx.session.add(row)
+    return f"mail #{number} will be handled again at the next tick"
+
+
 COMMANDS: tuple[Command, ...] = (
     Command("NEWGAME", NEWGAME_USAGE,
             "create a game: turn length, deadline hour (UTC), grace, reminder, missed-turn "
@@ -155,4 +177,6 @@ COMMANDS: tuple[Command, ...] = (
     Command("PROCESS", "PROCESS <game>", "resolve the turn now (the robot plays missing orders)",
             game_name, action=do_process, who="referee"),
     Command("LIST", "LIST", "every game and its state", no_args, action=do_list, who="referee"),
+    Command("RETRY", "RETRY <number>", "handle a stored mail that failed or was set aside "
+            "again", parse_retry, action=do_retry, who="referee"),
 )
