@@ -194,6 +194,7 @@ def handle(session: Session, post: Post, row: InboundMail) -> str:
     if msg.from_addr == settings.address.lower():
         return "ignored: from the server itself"
     mail = Incoming(row, msg)
+    proven = False
     try:
         if msg.from_addr != settings.referee.lower():
             senders.check_aligned(session, post, row, msg)
@@ -215,7 +216,8 @@ def handle(session: Session, post: Post, row: InboundMail) -> str:
             senders.auth_failed(session, post, msg.from_addr)
         answer_error(session, post, mail, refused)
         outcome = "refused: " + "; ".join(p.message for p in refused.problems)
-    return senders.limit_answers(session, post, row, mail.msg, outcome)
+        proven = refused.sender_proven
+    return senders.limit_answers(session, post, row, mail.msg, outcome, proven=proven)
 
 
 def within_limits(msg: InboundMessage) -> InboundMessage:

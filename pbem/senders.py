@@ -5,8 +5,9 @@
 - failed attempts (a wrong key, a key from another address, a reply to
   another player's mail) are counted, and an address with too many is
   locked out for a while (pbem.security holds the counts and limits);
-- ``limit_answers``: at most a few error or help answers a day to an
-  address that is unknown here or locked out;
+- ``limit_answers``: at most a few answers a day, of any kind, to an address
+  that is unknown here or locked out (a locked-out player's replies to their
+  own reports, authenticated by the reply token, are answered as ever);
 - ``check_aligned``: with ``[security] require_aligned``, a player's mail that
   our mail server did not find aligned (DMARC, SPF, DKIM) is refused, and
   counted as a failed attempt.
@@ -34,15 +35,32 @@ def auth_refusal(refused: Refusal) -> Refusal:
     return refused
 
 
+def replied_report(session: Session,
+                   msg: InboundMessage) -> tuple[OutboundMail, Game, Player | None] | None:
+    """The mail of ours to a seat that ``msg`` replies to (a report, an answer), its game,
+    and who holds that seat now; None if it replies to no such mail."""
+    sent = replied_to(session, msg, col(OutboundMail.seat).is_not(None))
+    if sent is None or sent.game_id is None or sent.seat is None:
+        return None
+    game = session.get(Game, sent.game_id)
+    assert game is not None
+    return sent, game, seated(session, game).get(sent.seat)   # a replaced player: no more
+
+
+def token_reply(session: Session, msg: InboundMessage) -> bool:
+    """Is ``msg`` a player's reply, from their own address, to our mail to their seat? Its
+    reply token (our Message-ID, which only they were sent) stands for their key."""
+    found = replied_report(session, msg)
+    return found is not None and found[2] is not None and found[2].email == msg.from_addr
+
+
 def identify(session: Session, post: Post, msg: InboundMessage,
              parsed: ParsedText) -> Turnkey | None:
     """The player (and turn) a mail speaks for; None if it names none. Raises a Refusal when
     it names one it may not speak for."""
-    sent = replied_to(session, msg, col(OutboundMail.seat).is_not(None))
-    if sent is not None and sent.game_id is not None and sent.seat is not None:
-        game = session.get(Game, sent.game_id)
-        assert game is not None
-        player = seated(session, game).get(sent.seat)   # a replaced player: no more
+    found = replied_report(session, msg)
+    if found is not None:
+        sent, game, player = found
         if player is None or player.email != msg.from_addr:
             raise auth_refusal(refusal(
                 "this is a reply to another player's mail, from an address that is "
@@ -129,21 +147,25 @@ def auth_failed(session: Session, post: Post, address: str | None) -> None:
 
 
 def limit_answers(session: Session, post: Post, row: InboundMail, msg: InboundMessage,
-                  outcome: str) -> str:
-    """At most stranger_answers_per_day error/help answers a day to an address that is
-    unknown here or locked out: no backscatter from forged mail, no loop with a robot."""
+                  outcome: str, *, proven: bool = False) -> str:
+    """At most stranger_answers_per_day answers a day, of every kind (an error, HELP, a
+    sign-up's code mail ...), to an address that is unknown here or locked out: no
+    backscatter from forged mail, no loop with a robot. A lock-out binds what failed (keys
+    from that address, mail without a reply token): a player's reply to their own report,
+    authenticated by its reply token, is answered as ever; so is a mail ``proven`` to come
+    from its address (it brought back the sign-up code we mailed there)."""
     address = msg.from_addr
-    if address is None:
+    if address is None or proven:
         return outcome
     limits = security.Limits.from_settings(post.settings)
     now = post.clock()
     if address == post.referee.lower() or security.known_address(session, address):
-        if not security.locked_out(session, address, now, limits):
+        if not security.locked_out(session, address, now, limits) or \
+                token_reply(session, msg):
             return outcome
     session.flush()
     answers = session.exec(select(OutboundMail).where(
-        OutboundMail.inbound_id == row.id, col(OutboundMail.kind).in_(("error", "help")),
-        OutboundMail.status == "pending")).all()
+        OutboundMail.inbound_id == row.id, OutboundMail.status == "pending")).all()
     mine = [a for a in answers if json.loads(a.rcpts_json) == [address]]
     if not mine or security.may_answer(session, address, now, limits):
         return outcome

@@ -11,7 +11,10 @@ real `pbem tick` process) on a fresh postal game (`NEWGAME cup-1`, five players)
    answered, nothing fails, the referee gets no notice;
 4. the header shapes that made the standard library's parser slow or huge (20,000
    dots, 8,000 parameters, 6,000 RFC 2231 parameters, 10,000 and 12,000 encoded
-   words) cost a tick little time and memory, and get their clear outcome.
+   words) cost a tick little time and memory, and get their clear outcome;
+5. once forged mail has locked a player's address out, the player's own replies to
+   their reports (authenticated by the reply token) still get their answers;
+6. a stranger gets at most one answer a day, of any kind (a WATCH's code mail too).
 
 In the corpus, observer@bluff.test stands for the forger's own address (a real
 mailbox of the test stack) and ``{KEY:pN}`` for pN's key in the game.
@@ -318,3 +321,62 @@ def test_hostile_automatic_mail_is_not_read_as_a_bounce(scene: Scene) -> None:
         assert (row.outcome or "").startswith("ignored: automatic mail"), row.outcome
     assert {user: len(got) for user, got in scene.new_mail().items()} == dict.fromkeys(
         EVERYONE, 0)
+
+
+def fresh_mail(stack: Any, user: str, body: str, n: int) -> bytes:
+    return (f"From: {stack.address(user)}\r\nTo: {stack.address('bluff')}\r\n"
+            f"Subject: orders\r\nMessage-ID: <hostile-{user}-{n}@x.test>\r\n\r\n{body}\r\n"
+            ).encode()
+
+
+def into_inbox(stack: Any, *raws: bytes) -> None:
+    imap = stack.imap("bluff")
+    try:
+        for raw in raws:
+            imap.append("INBOX", raw)
+    finally:
+        imap.logout()
+
+
+@pytest.mark.mailstack
+def test_a_lock_out_by_forged_mail_does_not_silence_the_players_replies(scene: Scene) -> None:
+    forged = [fresh_mail(scene.stack, "p4", f"GAME cup-1\r\nKEY forged{i:011d}\r\nBID 3 fives",
+                         i) for i in range(5)]
+    into_inbox(scene.stack, *forged)
+    scene.tick()
+    assert all((scene.row(raw).outcome or "").startswith("refused: that key does not belong")
+               for raw in forged)
+    mail = scene.new_mail()
+    (alert,) = mail["referee"]                         # p4's address is locked out now
+    assert "Repeated failed attempts" in str(alert["Subject"])
+    # p4 itself replies to its report, twice, with a mistake: each is answered
+    scene.table.reply("p4", ["BID 3 twelves"])
+    scene.table.reply("p4", ["Thanks, still thinking."])
+    scene.stack.wait_for("bluff", 2)
+    scene.tick()
+    answers = scene.new_mail()["p4"]
+    assert len(answers) == 2, [str(a["Subject"]) for a in answers]
+    assert {str(a["In-Reply-To"]) for a in answers} == set(scene.table.sent_ids["p4"][-2:])
+    for answer in answers:
+        assert "nothing was applied" in str(answer["Subject"]).lower()
+
+
+@pytest.mark.mailstack
+def test_a_stranger_gets_one_answer_a_day_of_any_kind(scene: Scene) -> None:
+    scene.stack.clear("p6")
+    stranger = Client(scene.stack, "p6")
+    try:
+        watch = fresh_mail(scene.stack, "p6", "WATCH cup-1", 1)
+        into_inbox(scene.stack, watch)
+        scene.tick()
+        (code,) = stranger.new_mail()
+        assert "please confirm" in str(code["Subject"])
+        later = [fresh_mail(scene.stack, "p6", "BID 3 fives", 2),
+                 fresh_mail(scene.stack, "p6", "WATCH cup-1", 3)]
+        into_inbox(scene.stack, *later)
+        scene.tick()
+        assert stranger.new_mail() == []               # the code mail was the day's answer
+        for raw in later:
+            assert "not answered (one answer a day" in (scene.row(raw).outcome or "")
+    finally:
+        stranger.close()

@@ -30,6 +30,9 @@ class Refusal(Exception):
         self.problems = list(problems)
         self.game = game
         self.auth_failed = False       # a failed attempt to act as someone (rate-limited)
+        # the mail proved that its sender reads mail at its address (the code we mailed
+        # there): its answer is not held back as a stranger's (pbem.senders.limit_answers)
+        self.sender_proven = False
 
 
 def refusal(message: str, hint: str = "", line_no: int | None = None,

@@ -24,7 +24,7 @@ from datetime import timedelta
 
 from sqlmodel import col, select
 
-from pbem.commands.context import CommandContext, refuse
+from pbem.commands.context import CommandContext, Refusal, refuse
 from pbem.commands.referee_cmds import start
 from pbem.games import GameError, add_player, audit, find_game, id_of, players_of, remove_entrant
 from pbem.kinds import kind_of
@@ -154,7 +154,11 @@ def do_confirm(ctx: CommandContext, order: Order) -> str:
     game = ctx.session.get(Game, signup.game_id)
     assert game is not None
     watching = signup.status == WATCHING
-    _check_still_possible(ctx, game, signup, watching, order)   # before anything changes
+    try:
+        _check_still_possible(ctx, game, signup, watching, order)   # before anything changes
+    except Refusal as refused:
+        refused.sender_proven = True    # the code (or a reply to its mail) came back
+        raise
     signup.status, signup.confirmed_at = "confirmed", ctx.now
     ctx.session.add(signup)
     if watching:
