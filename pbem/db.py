@@ -1,18 +1,37 @@
-"""Opening the database: create or migrate it with Alembic on first use."""
+"""Opening the database, and its schema: created and migrated with Alembic on first use.
+
+Migrations run under a lock, so any number of processes starting together on a
+fresh (or older) database make the schema once and all carry on: a session
+advisory lock on PostgreSQL; on SQLite an exclusive lock (flock) on a lock file
+next to the database file, which works before the database file exists too.
+A database whose schema is newer than this pbem knows is refused (SchemaError).
+"""
 
 from __future__ import annotations
 
+import fcntl
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, event
+from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine, event, text
 from sqlmodel import create_engine
 
 from pbem.paths import packaged_dir
 
+# pg_advisory_lock keys: any bigint, the same in every pbem process on the database
+MIGRATION_LOCK_KEY = 52551
 
-def alembic_config(engine: Engine) -> Config:
+
+class SchemaError(Exception):
+    """The database's schema does not fit this pbem (e.g. a newer pbem upgraded it)."""
+
+
+def alembic_config(engine: Engine | None = None) -> Config:
     cfg = Config()
     cfg.set_main_option("script_location", str(packaged_dir("schema")))
     cfg.attributes["engine"] = engine
@@ -21,19 +40,123 @@ def alembic_config(engine: Engine) -> Config:
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
     cursor = dbapi_connection.cursor()
+    # busy_timeout first: switching a new file to WAL takes a lock another process may hold
+    cursor.execute("PRAGMA busy_timeout=30000")
     # WAL lets the sender read while the referee writes; busy_timeout waits out a lock
     cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA busy_timeout=30000")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
 
 
-def open_database(url: str, *, migrate: bool = True) -> Engine:
-    if url.startswith("sqlite:///") and not url.startswith("sqlite:///:memory:"):
-        Path(url.removeprefix("sqlite:///")).expanduser().parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(url)
-    if engine.dialect.name == "sqlite":
+def sqlite_path(url: str) -> Path | None:
+    """The file of a SQLite URL; None for another database or an in-memory one."""
+    if not url.startswith("sqlite:///") or ":memory:" in url:
+        return None
+    return Path(url.removeprefix("sqlite:///").partition("?")[0]).expanduser()
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for url, nothing created or checked yet."""
+    path = sqlite_path(url)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    if url.startswith("sqlite"):
+        engine = create_engine(url)
         event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    # a long-running server outlives database restarts: test a pooled connection first
+    return create_engine(url, pool_pre_ping=True)
+
+
+def open_database(url: str, *, migrate: bool = True) -> Engine:
+    """The engine for url; with migrate, its schema brought up to date (under the lock).
+
+    Raises SchemaError when the database is at a revision this pbem does not know.
+    """
+    engine = make_engine(url)
     if migrate:
-        command.upgrade(alembic_config(engine), "head")
+        upgrade(engine)
     return engine
+
+
+# --------------------------------------------------------------------------- revisions
+
+
+def _scripts() -> ScriptDirectory:
+    return ScriptDirectory.from_config(alembic_config())
+
+
+def revisions() -> list[str]:
+    """The revisions this pbem knows, oldest first."""
+    return [r.revision for r in reversed(list(_scripts().walk_revisions()))]
+
+
+def head_revision() -> str:
+    head = _scripts().get_current_head()
+    assert head is not None
+    return head
+
+
+def current_revision(engine: Engine) -> str | None:
+    """The database's revision; None for a database without pbem's tables."""
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+def check_known(revision: str | None) -> None:
+    """Refuse a revision this pbem does not know: a newer pbem migrated the database."""
+    if revision is not None and revision not in revisions():
+        raise SchemaError(
+            f"the database is at schema revision {revision}, which this pbem does not know "
+            f"(it knows up to {head_revision()}): a newer pbem has upgraded it. Run that "
+            f"newer pbem, or restore the backup taken before the upgrade.")
+
+
+def upgrade(engine: Engine, target: str = "head") -> tuple[str | None, str | None]:
+    """Bring the schema to target (under the migration lock); (before, after) revisions.
+
+    Cheap when there is nothing to do: the revision is read first without the lock,
+    and again under it, since another process may have migrated in between.
+    """
+    wanted = head_revision() if target == "head" else target
+    before = current_revision(engine)
+    check_known(before)
+    if before == wanted:
+        return before, before
+    with migration_lock(engine):
+        before = current_revision(engine)
+        check_known(before)
+        if before != wanted:
+            command.upgrade(alembic_config(engine), wanted)
+        return before, current_revision(engine)
+
+
+# --------------------------------------------------------------------------- the lock
+
+
+@contextmanager
+def migration_lock(engine: Engine) -> Iterator[None]:
+    """Hold the database's migration lock: one migrating process at a time."""
+    if engine.dialect.name == "postgresql":
+        with engine.connect() as conn:   # a session lock: it ends with the connection
+            conn.execute(text("SELECT pg_advisory_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
+            conn.commit()
+            try:
+                yield
+            finally:
+                conn.execute(text("SELECT pg_advisory_unlock(:key)"),
+                             {"key": MIGRATION_LOCK_KEY})
+                conn.commit()
+        return
+    path = sqlite_path(str(engine.url))
+    if path is None:   # in memory: private to this process
+        yield
+        return
+    # a file of its own: never open the database file itself, since closing any
+    # descriptor of it drops this process's SQLite (POSIX) locks on it
+    with open(path.with_name(path.name + ".migrate-lock"), "a+b") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
