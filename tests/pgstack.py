@@ -29,6 +29,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Self
 
 LOOPBACK = "127.0.0.1"
 SUPERUSER = "pbem"
@@ -124,8 +125,9 @@ class PgCluster:
             self.base_dir = None
         atexit.unregister(self.stop)
 
-    def __enter__(self) -> PgCluster:
-        return self.start()
+    def __enter__(self) -> Self:
+        self.start()
+        return self
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
@@ -177,7 +179,7 @@ class PgCluster:
 
     def new_database(self, prefix: str = "pbem") -> str:
         """A fresh, empty database; returns its SQLAlchemy URL."""
-        import psycopg   # tests without PostgreSQL must not need the driver
+        import psycopg  # tests without PostgreSQL must not need the driver
         name = f"{prefix}_{next(self._names)}"
         with psycopg.connect(host=LOOPBACK, port=self.port, user=SUPERUSER,
                              dbname="postgres", autocommit=True) as conn:
