@@ -5,6 +5,11 @@ fresh (or older) database make the schema once and all carry on: a session
 advisory lock on PostgreSQL; on SQLite an exclusive lock (flock) on a lock file
 next to the database file, which works before the database file exists too.
 A database whose schema is newer than this pbem knows is refused (SchemaError).
+
+SQLite and PostgreSQL behave the same here: text is stored without NUL characters
+on both (PostgreSQL's text cannot hold one, SQLite's can: a NUL in mail-borne
+text becomes U+FFFD), and transient_error tells an outage (try again later) from
+an error that will happen again with the same data.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from alembic.config import Config
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, event, text
+from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlmodel import create_engine
 
 from pbem.paths import packaged_dir
@@ -48,6 +54,21 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyp
     cursor.close()
 
 
+def _without_nul(parameters: object) -> object:
+    """The statement's parameters with every NUL in text replaced by U+FFFD."""
+    if isinstance(parameters, str):
+        return parameters.replace("\x00", "\ufffd") if "\x00" in parameters else parameters
+    if isinstance(parameters, dict):
+        return {key: _without_nul(value) for key, value in parameters.items()}
+    if isinstance(parameters, (list, tuple)):
+        return type(parameters)(_without_nul(value) for value in parameters)
+    return parameters   # bytes (the raw mail) and everything else as they are
+
+
+def _scrub_nul(_conn, _cursor, statement, parameters, _context, _many):  # type: ignore[no-untyped-def]
+    return statement, _without_nul(parameters)
+
+
 def sqlite_path(url: str) -> Path | None:
     """The file of a SQLite URL; None for another database or an in-memory one."""
     if not url.startswith("sqlite:///") or ":memory:" in url:
@@ -63,9 +84,20 @@ def make_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
         engine = create_engine(url)
         event.listen(engine, "connect", _sqlite_pragmas)
-        return engine
-    # a long-running server outlives database restarts: test a pooled connection first
-    return create_engine(url, pool_pre_ping=True)
+    else:   # a long-running server outlives database restarts: test a pooled connection first
+        engine = create_engine(url, pool_pre_ping=True)
+    event.listen(engine, "before_cursor_execute", _scrub_nul, retval=True)
+    return engine
+
+
+def transient_error(exc: DBAPIError) -> bool:
+    """Is this database error an outage (locked, gone, restarting: try again later), rather
+    than one the same data will hit again? The latter: PostgreSQL's program limits (SQLSTATE
+    class 54, e.g. a value too large for an index entry); a bad value or a constraint is
+    no OperationalError. Every OperationalError of SQLite is an outage here."""
+    if not isinstance(exc, OperationalError):
+        return False
+    return not str(getattr(exc.orig, "sqlstate", None) or "").startswith("54")
 
 
 def open_database(url: str, *, migrate: bool = True) -> Engine:

@@ -26,6 +26,8 @@ REFEREE_LOCK = 52550        # PostgreSQL: one referee transaction at a time (adv
 
 
 def dedupe_key(raw: bytes, message_id: str | None) -> str:
+    if message_id and len(message_id) > 500:   # index entries are bounded (PostgreSQL)
+        return "message-id-sha256:" + hashlib.sha256(message_id.encode(errors="replace")).hexdigest()
     return message_id or "sha256:" + hashlib.sha256(raw).hexdigest()
 
 

@@ -27,7 +27,7 @@ from pbem.rules.errors import MalformedMove
 from pbem.rules.ladder import Bid
 
 GAME_NAME = re.compile(r"^[a-z0-9-]{1,40}$")
-EMAIL = re.compile(r"^[^@\s<>]+@[^@\s<>]+\.[^@\s<>]+$")
+EMAIL = re.compile(r"^(?=.{3,254}$)[^@\s<>]+@[^@\s<>]+\.[^@\s<>]+$")   # RFC 5321 length
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")
 
 

@@ -29,6 +29,7 @@ from pbem.commands.context import CommandContext, Refusal, refusal
 from pbem.commands.moves import take_moves
 from pbem.commands.registry import move_names, player_commands, referee_commands, run
 from pbem.config import Settings
+from pbem.db import transient_error
 from pbem.faults import Lease, crash_point
 from pbem.games import GameError
 from pbem.kinds import kind_of
@@ -101,9 +102,9 @@ class Referee:
             try:
                 row.outcome = handle(session, self.post, row)
                 row.status = "done"
-            except OperationalError:
-                raise
-            except Exception:
+            except Exception as exc:
+                if isinstance(exc, OperationalError) and transient_error(exc):
+                    raise   # an outage: the mail stays new for the next tick
                 # a bug must not lose the mail nor stop the server: keep it, mark it failed
                 log.exception("mail %s could not be handled", inbound_id)
                 session.rollback()

@@ -150,7 +150,8 @@ def _bare_address(addr: str) -> str | None:
     addr = _clean(addr).strip().lower()
     if addr.startswith("<") and addr.endswith(">"):
         addr = addr[1:-1].strip()
-    return addr if _ADDR_OK.match(addr) else None
+    # RFC 5321: a path holds at most 254 characters (longer ones would not fit an index)
+    return addr if len(addr) <= 254 and _ADDR_OK.match(addr) else None
 
 
 def _local_part(addr: str) -> str:
