@@ -6,7 +6,7 @@ port, stopped and removed at the end. Each test gets a database of its own.
 Plain module (no pytest import) so scripts and benchmarks can use it too::
 
     cluster = PgCluster().start()
-    url = cluster.new_database()      # postgresql+psycopg://pbem@127.0.0.1:PORT/pbem_1
+    url = cluster.new_database()      # postgresql+psycopg://postgres@127.0.0.1:PORT/pbem_1
     cluster.restart()                 # an outage: every connection is cut
     cluster.stop()
 
@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Self
 
 LOOPBACK = "127.0.0.1"
-SUPERUSER = "pbem"
+SUPERUSER = "postgres"
 _DEBIAN_ROOT = Path("/usr/lib/postgresql")
 
 

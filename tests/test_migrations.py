@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import subprocess
 import sys
 import time
@@ -23,8 +24,12 @@ from alembic.migration import MigrationContext
 from sqlmodel import Session, SQLModel, select
 
 from pbem import db
+from pbem.config import load_settings
 from pbem.models import Game, InboundMail, Player
 from tests.crashkit import ROOT
+from tests.pgstack import PgCluster
+
+DEPLOY = ROOT / "deploy"
 
 TABLES = {"game", "player", "move", "pendingorder", "inbound_mail", "outbound_mail",
           "absence", "signup", "talk_message", "watcher", "sender_event", "server_state",
@@ -184,3 +189,39 @@ def test_a_schema_newer_than_this_pbem_is_refused_with_a_clear_message(
         db.open_database(database)
     with engine.connect() as conn:    # refused, and left alone
         assert conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalar() == "9999"
+
+
+# --------------------------------------------------------------------------- the deploy sample
+
+
+def test_the_deploy_sample_sets_up_a_role_of_its_own_that_runs_pbem(
+        pgcluster: PgCluster, tmp_path: Path) -> None:
+    """deploy/postgres-setup.sql as the README says to run it, then deploy/pbem-postgres.toml
+    (its mail sections left out: mail goes to .eml files): pbem runs as a role that owns
+    its database and nothing more."""
+    assert pgcluster.bin_dir is not None
+    setup = subprocess.run(
+        [str(pgcluster.bin_dir / "psql"), "-h", "127.0.0.1", "-p", str(pgcluster.port),
+         "-U", "postgres", "-d", "postgres", "-v", "ON_ERROR_STOP=1",
+         "-v", "password='s3cret pass'", "-f", str(DEPLOY / "postgres-setup.sql")],
+        capture_output=True, text=True, timeout=60, check=False)
+    assert setup.returncode == 0, setup.stdout + setup.stderr
+    sample = (DEPLOY / "pbem-postgres.toml").read_text()
+    assert load_settings(DEPLOY / "pbem-postgres.toml").database.startswith("postgresql+psycopg")
+    url = f"postgresql+psycopg://pbem:s3cret%20pass@127.0.0.1:{pgcluster.port}/pbem"
+    server_part = sample[sample.index("[server]"):sample.index("[imap]")]
+    server_part = re.sub(r'(?m)^database = ".*"$', f'database = "{url}"', server_part)
+    config = tmp_path / "pbem.toml"
+    config.write_text(server_part + f'outbox_dir = "{tmp_path / "out"}"\n')
+    for words in (["db", "upgrade"], ["tick"], ["admin", "NEWGAME", "g1"]):
+        done = pbem(*words, "-c", str(config))
+        assert done.returncode == 0, (words, done.stdout + done.stderr)
+    assert "created" in done.stdout
+    engine = db.open_database(url, migrate=False)
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT rolsuper FROM pg_roles WHERE rolname = 'pbem'")
+                            ).scalar() is False
+        owners = {row[0] for row in conn.execute(sa.text(
+            "SELECT tableowner FROM pg_tables WHERE schemaname = 'public'"))}
+        assert owners == {"pbem"}
+    engine.dispose()
