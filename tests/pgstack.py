@@ -167,6 +167,11 @@ class PgCluster:
         while time.monotonic() < deadline and _port_open(self.port):
             time.sleep(0.02)
 
+    def server_pid(self) -> int:
+        """The postmaster's pid (its children serve the connections)."""
+        assert self._proc is not None, "the server is not running"
+        return self._proc.pid
+
     def restart(self) -> None:
         """An outage and its end: every open connection is cut; the data stays."""
         self.stop_server()
