@@ -25,11 +25,12 @@ from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, event, text
 from sqlalchemy.exc import DBAPIError, OperationalError
-from sqlmodel import create_engine
+from sqlmodel import Session, create_engine
 
 from pbem.paths import packaged_dir
 
 # pg_advisory_lock keys: any bigint, the same in every pbem process on the database
+WRITER_LOCK_KEY = 52550      # one transaction that changes games at a time
 MIGRATION_LOCK_KEY = 52551
 
 
@@ -109,6 +110,18 @@ def open_database(url: str, *, migrate: bool = True) -> Engine:
     if migrate:
         upgrade(engine)
     return engine
+
+
+def one_writer(session: Session) -> None:
+    """Begin a transaction that changes games as SQLite's always are: alone.
+
+    SQLite lets one writer in at a time and fails a transaction that read what
+    another then changed. PostgreSQL (read committed) lets two transactions read
+    the same game and both write; so on PostgreSQL every such transaction takes
+    this advisory lock first (held until it ends); SQLite needs nothing.
+    """
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": WRITER_LOCK_KEY})
 
 
 # --------------------------------------------------------------------------- revisions

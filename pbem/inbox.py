@@ -14,15 +14,15 @@ from datetime import datetime, timedelta
 from email import policy
 from email.parser import BytesHeaderParser
 
-from sqlalchemy import Engine, text, update
+from sqlalchemy import Engine, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
+from pbem.db import one_writer
 from pbem.faults import claim, claim_stale, me
 from pbem.models import InboundMail
 
 HEADER_CAP = 262_144        # of a mail too large to read, at most this much header is kept
-REFEREE_LOCK = 52550        # PostgreSQL: one referee transaction at a time (advisory lock)
 
 
 def dedupe_key(raw: bytes, message_id: str | None) -> str:
@@ -100,9 +100,7 @@ def claim_inbound(engine: Engine, inbound_id: int, now: datetime, lease: timedel
 
 def hold_claim(session: Session, inbound_id: int, now: datetime) -> bool:
     """Begin the handling transaction with a write: still ours, still new?"""
-    bind = session.get_bind()
-    if bind.dialect.name == "postgresql":   # one referee transaction at a time
-        session.execute(text(f"SELECT pg_advisory_xact_lock({REFEREE_LOCK})"))
+    one_writer(session)   # PostgreSQL: one referee transaction at a time, as on SQLite
     done = session.execute(update(InboundMail).where(
         col(InboundMail.id) == inbound_id, col(InboundMail.status) == "new",
         col(InboundMail.claimed_by) == me()).values(claimed_at=now))
