@@ -9,7 +9,7 @@ second, the mails each worker handled, the CPU seconds each worker, PostgreSQL
 and Dovecot used, and how busy the machine's cores were meanwhile (anything else
 running on the machine counts there too).
 
-    python bench/workers.py [--mails 200] [--workers 1,2,3] [--poll 0.5]
+    python bench/workers.py [--mails 200] [--workers 1,2,3] [--poll 0.5] [--lock-wait 1]
 
 Needs Dovecot and PostgreSQL (see .ci/run); run from the repository root.
 """
@@ -100,13 +100,14 @@ def release(stack: MailStack, into: str) -> None:
         client.logout()
 
 
-def run(stack: MailStack, cluster: PgCluster, workers_n: int, mails: int, poll: float) -> dict:
+def run(stack: MailStack, cluster: PgCluster, workers_n: int, mails: int, poll: float,
+        lock_wait: float) -> dict:
     folder = Path(tempfile.mkdtemp(prefix=f"pbem-bench-workers-{workers_n}-"))
     for user in ["bluff", "referee", *PLAYERS]:
         stack.clear(user)
     database = cluster.new_database()
     config = write_config(folder / "pbem.toml", stack, database, poll_seconds=poll,
-                          folder="burst")
+                          lock_wait_seconds=lock_wait, folder="burst")
     engine = db.open_database(database)
     start_game(stack, config)
     with Session(engine) as session:
@@ -152,15 +153,18 @@ def main() -> None:
     parser.add_argument("--mails", type=int, default=200)
     parser.add_argument("--workers", default="1,2,3")
     parser.add_argument("--poll", type=float, default=0.5, help="each worker's poll_seconds")
+    parser.add_argument("--lock-wait", type=float, default=1.0,
+                        help="lock_wait_seconds: how long a tick waits for the referee lease")
     args = parser.parse_args()
-    print(f"{args.mails} HELP mails, workers polling every {args.poll} s, "
+    print(f"{args.mails} HELP mails, workers polling every {args.poll} s, waiting "
+          f"{args.lock_wait} s for the referee lease, "
           f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the start")
     print(f"{'workers':>7} {'seconds':>8} {'mails/s':>8} {'cores busy':>10} "
           f"{'CPU s: postgres':>15} {'dovecot':>7} {'relay':>6}  "
           "workers (mails handled / CPU s each)")
     with MailStack() as stack, PgCluster() as cluster:
         for n in [int(w) for w in args.workers.split(",")]:
-            r = run(stack, cluster, n, args.mails, args.poll)
+            r = run(stack, cluster, n, args.mails, args.poll, args.lock_wait)
             each = ", ".join(f"{h} / {c}" for h, c in zip(r["handled"], r["cpu"], strict=True))
             print(f"{r['workers']:>7} {r['seconds']:>8.1f} {r['rate']:>8.1f} "
                   f"{r['cores']:>10.2f} {r['postgres']:>15.1f} {r['dovecot']:>7.1f} "

@@ -30,7 +30,7 @@ from sqlmodel import Session, create_engine
 from pbem.paths import packaged_dir
 
 # pg_advisory_lock keys: any bigint, the same in every pbem process on the database
-WRITER_LOCK_KEY = 52550      # one transaction that changes games at a time
+WRITER_LOCK_KEY = 52550      # one transaction that changes games at a time (one_writer)
 MIGRATION_LOCK_KEY = 52551
 
 
@@ -113,15 +113,19 @@ def open_database(url: str, *, migrate: bool = True) -> Engine:
 
 
 def one_writer(session: Session) -> None:
-    """Begin a transaction that changes games as SQLite's always are: alone.
+    """Begin a transaction that changes games alone: take the writer's lock first, so
+    that what it reads next is current and no other such transaction interleaves.
 
-    SQLite lets one writer in at a time and fails a transaction that read what
-    another then changed. PostgreSQL (read committed) lets two transactions read
-    the same game and both write; so on PostgreSQL every such transaction takes
-    this advisory lock first (held until it ends); SQLite needs nothing.
+    Needed on both databases: PostgreSQL (read committed) lets two transactions read
+    the same game and both write; SQLite lets one writer in at a time, but Python's
+    sqlite3 begins a transaction only at its first write, so what was read before
+    that may be stale by then. PostgreSQL: an advisory lock, held until the
+    transaction ends; SQLite: a write that changes nothing takes the write lock.
     """
     if session.get_bind().dialect.name == "postgresql":
         session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": WRITER_LOCK_KEY})
+    else:
+        session.execute(text("UPDATE server_state SET value = value WHERE 1 = 0"))
 
 
 # --------------------------------------------------------------------------- revisions

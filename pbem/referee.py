@@ -29,7 +29,7 @@ from pbem.commands.context import CommandContext, Refusal, refusal
 from pbem.commands.moves import take_moves
 from pbem.commands.registry import move_names, player_commands, referee_commands, run
 from pbem.config import Settings
-from pbem.db import transient_error
+from pbem.db import one_writer, transient_error
 from pbem.faults import Lease, crash_point
 from pbem.games import GameError
 from pbem.kinds import kind_of
@@ -148,6 +148,7 @@ class Referee:
                             "try again in a moment")
         try:
             with Session(self.engine) as session:
+                one_writer(session)
                 ctx = CommandContext(session, self.post, self.clock(), by_referee=True)
                 out = run(ctx, parsed.orders)
                 session.commit()

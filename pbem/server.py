@@ -202,6 +202,16 @@ class Server:
         except Exception:   # a job must never kill the scheduler
             log.exception("tick failed; will try again")
 
+    def safe_send(self) -> None:
+        """The outbox alone, between ticks (serve): answers leave while a tick of this
+        worker, or another worker, is handling mail; claims keep each mail sent once."""
+        try:
+            report = self.send()
+            if report.sent:
+                log.info("sent %d", report.sent)
+        except Exception:   # a job must never kill the scheduler
+            log.exception("sending failed; will try again")
+
     def listener(self) -> MailListener | None:
         listen = self.settings.listen
         if listen is None:
@@ -224,6 +234,8 @@ class Server:
         scheduler = BackgroundScheduler(timezone="UTC")
         scheduler.add_job(self.safe_tick, "interval", seconds=interval, id="tick",
                           max_instances=1, coalesce=True, next_run_time=self.clock())
+        scheduler.add_job(self.safe_send, "interval", seconds=interval, id="send",
+                          max_instances=1, coalesce=True)
         scheduler.start()
         try:
             stop.wait()

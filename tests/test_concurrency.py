@@ -26,6 +26,7 @@ from sqlalchemy import update
 from sqlmodel import Session, select
 
 from pbem import faults
+from pbem.config import load_settings
 from pbem.faults import Lease
 from pbem.games import find_game
 from pbem.models import InboundMail, Move, OutboundMail, ServerState
@@ -265,3 +266,42 @@ def test_a_referee_command_from_the_shell_waits_for_the_referee_lease(
         session.commit()
     assert "created" in server.referee.admin(["NEWGAME", "g1"])[0]
     assert Lease(server.engine, "referee", server.clock).holder() is None
+
+
+# --------------------------------------------------------------------------- the clock
+
+
+@pytest.mark.parametrize("due", ["reminder", "deadline"])
+def test_three_clocks_at_once_remind_once_and_resolve_once(tmp_path: Path, database: str,
+                                                         zygote: Zygote, due: str) -> None:
+    """Without the tick's lease: three processes run the clock work on the same game at
+    the same moment. SQLite lets one writer in; on PostgreSQL each game's transaction
+    takes the writer's lock first (pbem.db.one_writer), so the others find the work done."""
+    config = tmp_path / "pbem.toml"
+    config.write_text(f'[server]\ndatabase = "{database}"\naddress = "bluff@x.org"\n'
+                      f'referee = "referee@x.org"\nreferee_key = "k"\n'
+                      f'outbox_dir = "{tmp_path / "out"}"\n')
+    server = Server(load_settings(config))
+    for line in ["NEWGAME g1 SEED 3 DEADLINE 48",
+                 *(f"ADD g1 p{i}@x.org P{i}" for i in range(1, 6)), "START g1"]:
+        server.referee.admin(line.split())
+    with Session(server.engine) as session:
+        game = find_game(session, "g1")
+        game.deadline = datetime.now(UTC) + (timedelta(hours=1) if due == "reminder"
+                                             else -timedelta(minutes=1))
+        session.add(game)
+        session.commit()
+    for _ in range(3):
+        assert zygote.run(config, job="clock", count=3) == [0, 0, 0]
+    with Session(server.engine) as session:
+        game = find_game(session, "g1")
+        rows = session.exec(select(OutboundMail)).all()
+        kinds = Counter(m.kind for m in rows)
+        if due == "reminder":
+            assert game.turn == 1 and game.reminded_turn == 1
+            assert kinds["reminder"] == 5
+        else:
+            assert game.turn == 2
+            moves = session.exec(select(Move).where(Move.game_id == game.id)).all()
+            assert len(moves) == 5 and {m.by for m in moves} == {"robot"}
+            assert Counter(m.turn for m in rows if m.kind == "report") == {1: 5, 2: 5}
