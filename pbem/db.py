@@ -161,6 +161,11 @@ def check_known(revision: str | None) -> None:
             f"newer pbem, or restore the backup taken before the upgrade.")
 
 
+def check_schema(engine: Engine) -> None:
+    """Refuse a database that a newer pbem upgraded since this process opened it."""
+    check_known(current_revision(engine))
+
+
 def upgrade(engine: Engine, target: str = "head") -> tuple[str | None, str | None]:
     """Bring the schema to target (under the migration lock); (before, after) revisions.
 

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -28,6 +29,7 @@ from pbem.config import load_settings
 from pbem.models import Game, InboundMail, Player
 from tests.crashkit import ROOT
 from tests.pgstack import PgCluster
+from tests.workerkit import Workers, wait_until, write_config
 
 DEPLOY = ROOT / "deploy"
 
@@ -225,3 +227,21 @@ def test_the_deploy_sample_sets_up_a_role_of_its_own_that_runs_pbem(
             "SELECT tableowner FROM pg_tables WHERE schemaname = 'public'"))}
         assert owners == {"pbem"}
     engine.dispose()
+
+
+def test_a_running_worker_stops_when_a_newer_pbem_upgrades_the_database(
+        database: str, mailstack: Any, tmp_path: Path) -> None:
+    """`pbem serve` checks the schema every tick: once another pbem has upgraded the
+    database past what this one knows, it stops (exit status 2) with the reason."""
+    config = write_config(tmp_path / "pbem.toml", mailstack, database, poll_seconds=0.3)
+    engine = db.open_database(database)
+    with Workers(config, tmp_path) as workers:
+        (pid,) = workers.start(1)
+        wait_until(workers.all_ticking, 60, "the first tick")
+        with engine.begin() as conn:
+            conn.execute(sa.text("UPDATE alembic_version SET version_num = '9999'"))
+        proc = workers.procs[0]
+        assert proc.wait(60) == 2, workers.logs()
+    log = workers.logs()
+    assert "stopping: the database is at schema revision 9999" in log
+    assert "database error: the database is at schema revision 9999" in log
