@@ -27,6 +27,7 @@ from sqlmodel import Session, SQLModel, select
 from pbem import db
 from pbem.config import load_settings
 from pbem.models import Game, InboundMail, Player
+from pbem.web.database import DatabaseNotReady, open_read_only
 from tests.crashkit import ROOT
 from tests.pgstack import PgCluster
 from tests.workerkit import Workers, wait_until, write_config
@@ -189,6 +190,8 @@ def test_a_schema_newer_than_this_pbem_is_refused_with_a_clear_message(
     assert shown.returncode == 1 and "9999" in shown.stdout and "newer" in shown.stdout
     with pytest.raises(db.SchemaError, match="9999"):
         db.open_database(database)
+    with pytest.raises(DatabaseNotReady, match="9999, newer than this code knows"):
+        open_read_only(database)   # the web pages too
     with engine.connect() as conn:    # refused, and left alone
         assert conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalar() == "9999"
 
