@@ -1,4 +1,4 @@
-"""The `pbem` command line: serve, tick, admin, export, verify, web, demo.
+"""The `pbem` command line: serve, tick, admin, export, db, verify, web, demo.
 
 The top of the shell: it may import every module of pbem; nothing imports it.
 """
@@ -13,6 +13,7 @@ from pathlib import Path
 
 from sqlmodel import Session
 
+from pbem import db
 from pbem.config import ConfigError, load_settings
 from pbem.demo import run_demo
 from pbem.games import GameError, find_game
@@ -92,6 +93,26 @@ def cmd_dkim_keygen(args: argparse.Namespace) -> int:
     return dkim.keygen_command(args.selector, args.domain, args.out, bits=args.bits)
 
 
+def cmd_db(args: argparse.Namespace) -> int:
+    """`pbem db current` and `pbem db upgrade`: the schema, for operators who migrate by hand."""
+    engine = db.open_database(_settings(args).database, migrate=False)
+    current, head = db.current_revision(engine), db.head_revision()
+    if args.action == "upgrade":
+        before, after = db.upgrade(engine, args.to or "head")
+        print(f"database already at {after}" if before == after else
+              f"database upgraded from {before or 'empty'} to {after}")
+    elif current is None:
+        print(f"empty (no pbem tables yet; `pbem db upgrade` makes them, revision {head})")
+    elif current == head:
+        print(f"{current} (the newest this pbem knows)")
+    elif current in db.revisions():
+        print(f"{current} (this pbem knows up to {head}: run `pbem db upgrade`)")
+    else:
+        print(f"{current} (newer than this pbem knows, {head}: a newer pbem upgraded it)")
+        return 1
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pbem", description="Play-by-email referee for Bluff")
     parser.add_argument("-v", "--verbose", action="store_true", help="log more")
@@ -109,6 +130,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = with_config(sub.add_parser("export", help="a game's JSON record"))
     p.add_argument("game")
     p.set_defaults(func=cmd_export)
+    p = sub.add_parser("db", help="the database schema: current, upgrade")
+    p.add_argument("action", choices=("current", "upgrade"))
+    p.add_argument("--to", help="upgrade to this revision instead of the newest")
+    with_config(p).set_defaults(func=cmd_db)
     p = sub.add_parser("verify", help="check a finished game's record")
     p.add_argument("record")
     p.set_defaults(func=cmd_verify)
@@ -142,6 +167,9 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args))
     except ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)
+        return 2
+    except db.SchemaError as exc:
+        print(f"database error: {exc}", file=sys.stderr)
         return 2
 
 

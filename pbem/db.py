@@ -1,18 +1,44 @@
-"""Opening the database: create or migrate it with Alembic on first use."""
+"""Opening the database, and its schema: created and migrated with Alembic on first use.
+
+Migrations run under a lock, so any number of processes starting together on a
+fresh (or older) database make the schema once and all carry on: a session
+advisory lock on PostgreSQL; on SQLite an exclusive lock (flock) on a lock file
+next to the database file, which works before the database file exists too.
+A database whose schema is newer than this pbem knows is refused (SchemaError).
+
+SQLite and PostgreSQL behave the same here: text is stored without NUL characters
+on both (PostgreSQL's text cannot hold one, SQLite's can: a NUL in mail-borne
+text becomes U+FFFD), and transient_error tells an outage (try again later) from
+an error that will happen again with the same data.
+"""
 
 from __future__ import annotations
 
+import fcntl
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, event
-from sqlmodel import create_engine
+from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine, event, text
+from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlmodel import Session, create_engine
 
 from pbem.paths import packaged_dir
 
+# pg_advisory_lock keys: any bigint, the same in every pbem process on the database
+WRITER_LOCK_KEY = 52550      # one transaction that changes games at a time (one_writer)
+MIGRATION_LOCK_KEY = 52551
 
-def alembic_config(engine: Engine) -> Config:
+
+class SchemaError(Exception):
+    """The database's schema does not fit this pbem (e.g. a newer pbem upgraded it)."""
+
+
+def alembic_config(engine: Engine | None = None) -> Config:
     cfg = Config()
     cfg.set_main_option("script_location", str(packaged_dir("schema")))
     cfg.attributes["engine"] = engine
@@ -21,19 +47,170 @@ def alembic_config(engine: Engine) -> Config:
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
     cursor = dbapi_connection.cursor()
+    # busy_timeout first: switching a new file to WAL takes a lock another process may hold
+    cursor.execute("PRAGMA busy_timeout=30000")
     # WAL lets the sender read while the referee writes; busy_timeout waits out a lock
     cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA busy_timeout=30000")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
 
 
-def open_database(url: str, *, migrate: bool = True) -> Engine:
-    if url.startswith("sqlite:///") and not url.startswith("sqlite:///:memory:"):
-        Path(url.removeprefix("sqlite:///")).expanduser().parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(url)
-    if engine.dialect.name == "sqlite":
+def _without_nul(parameters: object) -> object:
+    """The statement's parameters with every NUL in text replaced by U+FFFD."""
+    if isinstance(parameters, str):
+        return parameters.replace("\x00", "\ufffd") if "\x00" in parameters else parameters
+    if isinstance(parameters, dict):
+        return {key: _without_nul(value) for key, value in parameters.items()}
+    if isinstance(parameters, (list, tuple)):
+        return type(parameters)(_without_nul(value) for value in parameters)
+    return parameters   # bytes (the raw mail) and everything else as they are
+
+
+def _scrub_nul(_conn, _cursor, statement, parameters, _context, _many):  # type: ignore[no-untyped-def]
+    return statement, _without_nul(parameters)
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file of a SQLite URL; None for another database or an in-memory one."""
+    if not url.startswith("sqlite:///") or ":memory:" in url:
+        return None
+    return Path(url.removeprefix("sqlite:///").partition("?")[0]).expanduser()
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for url, nothing created or checked yet."""
+    path = sqlite_path(url)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    if url.startswith("sqlite"):
+        engine = create_engine(url)
         event.listen(engine, "connect", _sqlite_pragmas)
-    if migrate:
-        command.upgrade(alembic_config(engine), "head")
+    else:   # a long-running server outlives database restarts: test a pooled connection first
+        engine = create_engine(url, pool_pre_ping=True)
+    event.listen(engine, "before_cursor_execute", _scrub_nul, retval=True)
     return engine
+
+
+def transient_error(exc: DBAPIError) -> bool:
+    """Is this database error an outage (locked, gone, restarting: try again later), rather
+    than one the same data will hit again? The latter: PostgreSQL's program limits (SQLSTATE
+    class 54, e.g. a value too large for an index entry); a bad value or a constraint is
+    no OperationalError. Every OperationalError of SQLite is an outage here."""
+    if not isinstance(exc, OperationalError):
+        return False
+    return not str(getattr(exc.orig, "sqlstate", None) or "").startswith("54")
+
+
+def open_database(url: str, *, migrate: bool = True) -> Engine:
+    """The engine for url; with migrate, its schema brought up to date (under the lock).
+
+    Raises SchemaError when the database is at a revision this pbem does not know.
+    """
+    engine = make_engine(url)
+    if migrate:
+        upgrade(engine)
+    return engine
+
+
+def one_writer(session: Session) -> None:
+    """Begin a transaction that changes games alone: take the writer's lock first, so
+    that what it reads next is current and no other such transaction interleaves.
+
+    Needed on both databases: PostgreSQL (read committed) lets two transactions read
+    the same game and both write; SQLite lets one writer in at a time, but Python's
+    sqlite3 begins a transaction only at its first write, so what was read before
+    that may be stale by then. PostgreSQL: an advisory lock, held until the
+    transaction ends; SQLite: a write that changes nothing takes the write lock.
+    """
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": WRITER_LOCK_KEY})
+    else:
+        session.execute(text("UPDATE server_state SET value = value WHERE 1 = 0"))
+
+
+# --------------------------------------------------------------------------- revisions
+
+
+def _scripts() -> ScriptDirectory:
+    return ScriptDirectory.from_config(alembic_config())
+
+
+def revisions() -> list[str]:
+    """The revisions this pbem knows, oldest first."""
+    return [r.revision for r in reversed(list(_scripts().walk_revisions()))]
+
+
+def head_revision() -> str:
+    head = _scripts().get_current_head()
+    assert head is not None
+    return head
+
+
+def current_revision(engine: Engine) -> str | None:
+    """The database's revision; None for a database without pbem's tables."""
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+def check_known(revision: str | None) -> None:
+    """Refuse a revision this pbem does not know: a newer pbem migrated the database."""
+    if revision is not None and revision not in revisions():
+        raise SchemaError(
+            f"the database is at schema revision {revision}, which this pbem does not know "
+            f"(it knows up to {head_revision()}): a newer pbem has upgraded it. Run that "
+            f"newer pbem, or restore the backup taken before the upgrade.")
+
+
+def check_schema(engine: Engine) -> None:
+    """Refuse a database that a newer pbem upgraded since this process opened it."""
+    check_known(current_revision(engine))
+
+
+def upgrade(engine: Engine, target: str = "head") -> tuple[str | None, str | None]:
+    """Bring the schema to target (under the migration lock); (before, after) revisions.
+
+    Cheap when there is nothing to do: the revision is read first without the lock,
+    and again under it, since another process may have migrated in between.
+    """
+    wanted = head_revision() if target == "head" else target
+    before = current_revision(engine)
+    check_known(before)
+    if before == wanted:
+        return before, before
+    with migration_lock(engine):
+        before = current_revision(engine)
+        check_known(before)
+        if before != wanted:
+            command.upgrade(alembic_config(engine), wanted)
+        return before, current_revision(engine)
+
+
+# --------------------------------------------------------------------------- the lock
+
+
+@contextmanager
+def migration_lock(engine: Engine) -> Iterator[None]:
+    """Hold the database's migration lock: one migrating process at a time."""
+    if engine.dialect.name == "postgresql":
+        with engine.connect() as conn:   # a session lock: it ends with the connection
+            conn.execute(text("SELECT pg_advisory_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
+            conn.commit()
+            try:
+                yield
+            finally:
+                conn.execute(text("SELECT pg_advisory_unlock(:key)"),
+                             {"key": MIGRATION_LOCK_KEY})
+                conn.commit()
+        return
+    path = sqlite_path(str(engine.url))
+    if path is None:   # in memory: private to this process
+        yield
+        return
+    # a file of its own: never open the database file itself, since closing any
+    # descriptor of it drops this process's SQLite (POSIX) locks on it
+    with open(path.with_name(path.name + ".migrate-lock"), "a+b") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)

@@ -20,20 +20,22 @@ from __future__ import annotations
 import hashlib
 from datetime import datetime, timedelta
 
-from sqlalchemy import Engine, text, update
+from sqlalchemy import Engine, update
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col, select
 
+from pbem.db import one_writer
 from pbem.faults import claim, claim_stale, me
 from pbem.mail.headers import MAIL_HEADER_BYTES, read_mail_header
 from pbem.models import InboundMail
 
 HEADER_CAP = MAIL_HEADER_BYTES   # of a mail too large to read, this much header is kept
-REFEREE_LOCK = 52550        # PostgreSQL: one referee transaction at a time (advisory lock)
 MAX_CUT_SHORT = 2           # handling attempts cut short (crash, kill) before a mail is set aside
 
 
 def dedupe_key(raw: bytes, message_id: str | None) -> str:
+    if message_id and len(message_id) > 500:   # index entries are bounded (PostgreSQL)
+        return "message-id-sha256:" + hashlib.sha256(message_id.encode(errors="replace")).hexdigest()
     return message_id or "sha256:" + hashlib.sha256(raw).hexdigest()
 
 
@@ -127,9 +129,7 @@ def give_back_attempt(engine: Engine, inbound_id: int) -> bool:
 
 def hold_claim(session: Session, inbound_id: int, now: datetime) -> bool:
     """Begin the handling transaction with a write: still ours, still new?"""
-    bind = session.get_bind()
-    if bind.dialect.name == "postgresql":   # one referee transaction at a time
-        session.execute(text(f"SELECT pg_advisory_xact_lock({REFEREE_LOCK})"))
+    one_writer(session)   # PostgreSQL: one referee transaction at a time, as on SQLite
     done = session.execute(update(InboundMail).where(
         col(InboundMail.id) == inbound_id, col(InboundMail.status) == "new",
         col(InboundMail.claimed_by) == me()).values(claimed_at=now))

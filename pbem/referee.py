@@ -29,6 +29,7 @@ from pbem.commands.context import CommandContext, Refusal, refusal
 from pbem.commands.moves import take_moves
 from pbem.commands.registry import move_names, player_commands, referee_commands, run
 from pbem.config import Settings
+from pbem.db import one_writer, transient_error
 from pbem.faults import Lease, crash_point, fail_point
 from pbem.games import GameError
 from pbem.kinds import kind_of
@@ -107,11 +108,11 @@ class Referee:
                 try:
                     row.outcome = handle(session, self.post, row)
                     row.status = "done"
-                except OperationalError:
-                    session.rollback()
-                    inbox.give_back_attempt(self.engine, inbound_id)   # an outage: not held
-                    raise
-                except Exception:
+                except Exception as exc:
+                    if isinstance(exc, OperationalError) and transient_error(exc):
+                        session.rollback()
+                        inbox.give_back_attempt(self.engine, inbound_id)   # an outage: not held
+                        raise   # the mail stays new for the next tick
                     # a bug must not lose the mail nor stop the server: keep it, mark it failed
                     log.exception("mail %s could not be handled", inbound_id)
                     session.rollback()
@@ -153,6 +154,7 @@ class Referee:
                             "try again in a moment")
         try:
             with Session(self.engine) as session:
+                one_writer(session)
                 ctx = CommandContext(session, self.post, self.clock(), by_referee=True)
                 out = run(ctx, parsed.orders)
                 session.commit()

@@ -18,7 +18,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy.exc import OperationalError
 
 from pbem.config import ConfigError, Settings
-from pbem.db import open_database
+from pbem.db import SchemaError, check_schema, open_database
 from pbem.faults import Backoff, Lease, crash_point
 from pbem.mail.dkim import DkimError, DkimSigner, load_signer, with_signature
 from pbem.mail.errors import MailError
@@ -79,6 +79,8 @@ class Server:
         self.referee = Referee(settings, self.engine, Renderer(settings.templates_dir), clock)
         self.clock = clock
         self._lock = threading.Lock()   # one cycle at a time within this process
+        self._stop: threading.Event | None = None          # serve's, once it runs
+        self.stopped_by: SchemaError | None = None
 
     # --- the edges ----------------------------------------------------------
 
@@ -166,6 +168,7 @@ class Server:
             report = TickReport()
             database = self._backoff("database")
             try:
+                check_schema(self.engine)   # SchemaError: a newer pbem upgraded it meanwhile
                 report.fetched = self.fetch()
                 lease = Lease(self.engine, "referee", self.clock,
                               seconds=self.settings.claim_lease_seconds)
@@ -199,8 +202,23 @@ class Server:
             report = self.tick()
             if report.fetched or report.processed or report.resolved or report.sent:
                 log.info("tick: %s", report)
+        except SchemaError as exc:   # not ours to touch any more: serve stops
+            log.error("stopping: %s", exc)
+            self.stopped_by = exc
+            if self._stop is not None:
+                self._stop.set()
         except Exception:   # a job must never kill the scheduler
             log.exception("tick failed; will try again")
+
+    def safe_send(self) -> None:
+        """The outbox alone, between ticks (serve): answers leave while a tick of this
+        worker, or another worker, is handling mail; claims keep each mail sent once."""
+        try:
+            report = self.send()
+            if report.sent:
+                log.info("sent %d", report.sent)
+        except Exception:   # a job must never kill the scheduler
+            log.exception("sending failed; will try again")
 
     def listener(self) -> MailListener | None:
         listen = self.settings.listen
@@ -210,8 +228,9 @@ class Server:
                             max_bytes=self.settings.max_mail_bytes)
 
     def serve(self, stop: threading.Event | None = None) -> None:
-        """Run until SIGTERM/SIGINT (or stop is set); a clean stop finishes the mail in hand."""
-        stop = stop or threading.Event()
+        """Run until SIGTERM/SIGINT (or stop is set); a clean stop finishes the mail in hand.
+        Raises SchemaError once a newer pbem has upgraded the database."""
+        stop = self._stop = stop or threading.Event()
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, lambda *_: stop.set())
@@ -224,6 +243,8 @@ class Server:
         scheduler = BackgroundScheduler(timezone="UTC")
         scheduler.add_job(self.safe_tick, "interval", seconds=interval, id="tick",
                           max_instances=1, coalesce=True, next_run_time=self.clock())
+        scheduler.add_job(self.safe_send, "interval", seconds=interval, id="send",
+                          max_instances=1, coalesce=True)
         scheduler.start()
         try:
             stop.wait()
@@ -232,3 +253,5 @@ class Server:
             if listener is not None:
                 listener.stop()
             self.safe_tick()                # process what the listener took in last
+        if self.stopped_by is not None:
+            raise self.stopped_by

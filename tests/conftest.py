@@ -11,6 +11,7 @@ import pytest
 from pbem.server import Server
 from tests.deskkit import Clock, make_server
 from tests.mailstack import MailStack, dovecot_available
+from tests.pgstack import PgCluster, postgres_available
 
 # --------------------------------------------------------------------------- mail stack
 
@@ -49,3 +50,37 @@ def clock() -> Clock:
 def server(tmp_path: Path, clock: Clock) -> Server:
     """The desk tests' server on SQLite in tmp_path with the .eml outbox, on `clock`."""
     return make_server(tmp_path, clock)
+
+
+# --------------------------------------------------------------------------- databases
+
+
+@pytest.fixture(scope="session")
+def pgcluster() -> Iterator[PgCluster]:
+    """One private PostgreSQL cluster for the session (one per xdist worker).
+
+    Without PostgreSQL the tests that need it are skipped, except under CI (env CI
+    set), where a missing PostgreSQL is an error of the CI setup and fails loudly.
+    """
+    if not postgres_available():
+        msg = ("PostgreSQL (the postgresql package: initdb, postgres) or the psycopg driver "
+               "is not installed; the PostgreSQL runs need both (apt-get install "
+               "postgresql; pip install 'psycopg[binary]')")
+        if os.environ.get("CI"):
+            pytest.fail(msg, pytrace=False)
+        pytest.skip(msg)
+    cluster = PgCluster().start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgresql)])
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The URL of a fresh, empty database: a test that takes it runs twice, on a SQLite
+    file in tmp_path and on a database of its own in the session's PostgreSQL cluster."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'pbem.db'}"
+    cluster: PgCluster = request.getfixturevalue("pgcluster")
+    return cluster.new_database()

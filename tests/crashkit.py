@@ -38,6 +38,8 @@ def _child(config: str, crash: str | None, job: str = "tick", seconds: float = 0
         report: object = server.referee.process_pending()
     elif job == "send":      # the outbox alone
         report = server.send()
+    elif job == "clock":     # the clock work alone (deadlines, reminders), without the lease
+        report = server.referee.resolve_due()
     elif job == "listen":    # the SMTP listener for a while, then a tick
         import time
         listener = server.listener()
@@ -116,8 +118,8 @@ class Zygote:
 
     def run(self, config: Path, *, crash: str | None = None, job: str = "tick",
             count: int = 1, seconds: float = 0) -> list[int]:
-        """Run ``count`` children at once (``job``: tick, process, send, or listen for
-        ``seconds`` then tick); their wait statuses."""
+        """Run ``count`` children at once (``job``: tick, process, send, clock, or listen
+        for ``seconds`` then tick); their wait statuses."""
         assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout
         self.proc.stdin.write(json.dumps({"config": str(config), "crash": crash, "job": job,
                                           "count": count, "seconds": seconds}) + "\n")

@@ -67,13 +67,15 @@ def text_of(msg: EmailMessage) -> str:
     return str(body.get_content())
 
 
-def stack_server(stack: Any, tmp_path: Path, users: list[str]) -> Server:
-    """A server on SQLite in tmp_path that reads bluff's IMAP inbox and sends over the
-    stack's SMTP; the mailboxes of bluff, the referee and users are emptied first."""
+def stack_server(stack: Any, tmp_path: Path, users: list[str],
+                 database: str | None = None) -> Server:
+    """A server on database (default: SQLite in tmp_path) that reads bluff's IMAP inbox
+    and sends over the stack's SMTP; the mailboxes of bluff, the referee and users are
+    emptied first."""
     for user in ["bluff", "referee", *users]:
         stack.clear(user)
     settings = Settings(
-        database=f"sqlite:///{tmp_path / 'pbem.db'}", address=stack.address("bluff"),
+        database=database or f"sqlite:///{tmp_path / 'pbem.db'}", address=stack.address("bluff"),
         referee=stack.address("referee"), referee_key=REFEREE_KEY,
         imap=ImapSettings(stack.imap_host, stack.imap_port, ssl=False,
                           username=stack.address("bluff"), password="secret"),
@@ -85,13 +87,14 @@ class Table:
     """A game over the stack as its players see it. collect() reads every player's new
     mail: a report (report.json, not a reply) counts for its turn and becomes the latest;
     anything else is an answer. check(user, msg, view) looks at every report; with
-    rounds_key, the reveal under that key in a view is kept by round, the same for all."""
+    rounds_key, the reveal under that key in a view is kept by round, the same for all.
+    database: the server's database URL (the ``database`` fixture), else SQLite."""
 
     def __init__(self, stack: Any, tmp_path: Path, players: list[str], *,
                  check: Callable[[str, EmailMessage, View], None] | None = None,
-                 rounds_key: str | None = None) -> None:
+                 rounds_key: str | None = None, database: str | None = None) -> None:
         self.stack, self.players, self.tmp_path = stack, players, tmp_path
-        self.server = stack_server(stack, tmp_path, players)
+        self.server = stack_server(stack, tmp_path, players, database)
         self.clients = {u: Client(stack, u) for u in players}
         self.referee = Client(stack, "referee")
         self.check, self.rounds_key = check, rounds_key

@@ -301,6 +301,11 @@ class MailStack:
                 _port_open(self.imap_port) or _port_open(self.lmtp_port)):
             time.sleep(0.02)
 
+    def master_pid(self) -> int:
+        """The Dovecot master's pid (its children serve IMAP and LMTP)."""
+        assert self._proc is not None, "dovecot is not running"
+        return self._proc.pid
+
     # IMAP outage simulation (Dovecot serves IMAP and LMTP; both go down together).
     stop_imap = stop_dovecot
     start_imap = start_dovecot

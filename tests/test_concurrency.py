@@ -26,6 +26,7 @@ from sqlalchemy import update
 from sqlmodel import Session, select
 
 from pbem import faults
+from pbem.config import load_settings
 from pbem.faults import Lease
 from pbem.games import find_game
 from pbem.models import InboundMail, Move, OutboundMail, ServerState
@@ -62,9 +63,9 @@ def send_turn(scene: Scene, turn: int, rng: random.Random) -> list[str]:
     return ids
 
 
-def test_two_ticks_at_once_handle_every_mail_once(mailstack, tmp_path: Path,
+def test_two_ticks_at_once_handle_every_mail_once(mailstack, tmp_path: Path, database: str,
                                                   zygote: Zygote) -> None:
-    scene = Scene(mailstack, tmp_path)
+    scene = Scene(mailstack, tmp_path, database)
     rng = random.Random(8)
     sent_ids: list[str] = []
     for turn in (1, 2):
@@ -98,8 +99,8 @@ def test_two_ticks_at_once_handle_every_mail_once(mailstack, tmp_path: Path,
     assert len(mailstack.fetch_all("bluff", "pbem-done")) == 10
 
 
-def test_two_pbem_tick_commands_at_once(mailstack, tmp_path: Path) -> None:
-    scene = Scene(mailstack, tmp_path)
+def test_two_pbem_tick_commands_at_once(mailstack, tmp_path: Path, database: str) -> None:
+    scene = Scene(mailstack, tmp_path, database)
     scene.send_orders(PLAYERS)
     env = {**os.environ,
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
@@ -129,9 +130,9 @@ def many_mails(scene: Scene, n: int) -> None:
 
 
 def test_claims_alone_keep_three_referees_from_handling_a_mail_twice(
-        mailstack, tmp_path: Path, zygote: Zygote) -> None:
+        mailstack, tmp_path: Path, database: str, zygote: Zygote) -> None:
     """Without the tick's lease: three processes run process_pending on the same mails."""
-    scene = Scene(mailstack, tmp_path)
+    scene = Scene(mailstack, tmp_path, database)
     many_mails(scene, 60)
     assert zygote.run(scene.config, job="process", count=3) == [0, 0, 0]
     with Session(scene.server.engine) as session:
@@ -157,8 +158,8 @@ class Sink:
 
 
 def test_claims_keep_three_senders_from_sending_a_mail_twice(
-        mailstack, tmp_path: Path, zygote: Zygote) -> None:
-    scene = Scene(mailstack, tmp_path)
+        mailstack, tmp_path: Path, database: str, zygote: Zygote) -> None:
+    scene = Scene(mailstack, tmp_path, database)
     many_mails(scene, 60)
     scene.server.referee.process_pending()
     sink = Sink()
@@ -179,9 +180,9 @@ def test_claims_keep_three_senders_from_sending_a_mail_twice(
 # --------------------------------------------------------------------------- the lease
 
 
-def test_the_lease_has_one_holder_and_outlives_no_dead_one(tmp_path: Path) -> None:
+def test_the_lease_has_one_holder_and_outlives_no_dead_one(database: str) -> None:
     from pbem.db import open_database
-    engine = open_database(f"sqlite:///{tmp_path / 'lease.db'}")
+    engine = open_database(database)
     now = datetime(2026, 12, 1, tzinfo=UTC)
     clock = lambda: now  # noqa: E731
     mine = Lease(engine, "referee", clock, seconds=300)
@@ -220,9 +221,9 @@ def test_the_lease_has_one_holder_and_outlives_no_dead_one(tmp_path: Path) -> No
 
 
 def test_a_tick_that_cannot_get_the_lease_leaves_the_mail_to_the_holder(
-        tmp_path: Path) -> None:
+        tmp_path: Path, database: str) -> None:
     from pbem.config import Settings
-    settings = Settings(database=f"sqlite:///{tmp_path / 'pbem.db'}", address="bluff@x.org",
+    settings = Settings(database=database, address="bluff@x.org",
                         referee="referee@x.org", referee_key="k", outbox_dir=tmp_path / "out",
                         lock_wait_seconds=0.1)
     server = Server(settings)
@@ -246,10 +247,10 @@ def test_a_tick_that_cannot_get_the_lease_leaves_the_mail_to_the_holder(
 
 
 def test_a_referee_command_from_the_shell_waits_for_the_referee_lease(
-        tmp_path: Path) -> None:
+        tmp_path: Path, database: str) -> None:
     from pbem.config import Settings
     from pbem.games import GameError
-    settings = Settings(database=f"sqlite:///{tmp_path / 'pbem.db'}", address="bluff@x.org",
+    settings = Settings(database=database, address="bluff@x.org",
                         referee="referee@x.org", referee_key="k", outbox_dir=tmp_path / "out",
                         lock_wait_seconds=0.1)
     server = Server(settings)
@@ -265,3 +266,42 @@ def test_a_referee_command_from_the_shell_waits_for_the_referee_lease(
         session.commit()
     assert "created" in server.referee.admin(["NEWGAME", "g1"])[0]
     assert Lease(server.engine, "referee", server.clock).holder() is None
+
+
+# --------------------------------------------------------------------------- the clock
+
+
+@pytest.mark.parametrize("due", ["reminder", "deadline"])
+def test_three_clocks_at_once_remind_once_and_resolve_once(tmp_path: Path, database: str,
+                                                         zygote: Zygote, due: str) -> None:
+    """Without the tick's lease: three processes run the clock work on the same game at
+    the same moment. SQLite lets one writer in; on PostgreSQL each game's transaction
+    takes the writer's lock first (pbem.db.one_writer), so the others find the work done."""
+    config = tmp_path / "pbem.toml"
+    config.write_text(f'[server]\ndatabase = "{database}"\naddress = "bluff@x.org"\n'
+                      f'referee = "referee@x.org"\nreferee_key = "k"\n'
+                      f'outbox_dir = "{tmp_path / "out"}"\n')
+    server = Server(load_settings(config))
+    for line in ["NEWGAME g1 SEED 3 DEADLINE 48",
+                 *(f"ADD g1 p{i}@x.org P{i}" for i in range(1, 6)), "START g1"]:
+        server.referee.admin(line.split())
+    with Session(server.engine) as session:
+        game = find_game(session, "g1")
+        game.deadline = datetime.now(UTC) + (timedelta(hours=1) if due == "reminder"
+                                             else -timedelta(minutes=1))
+        session.add(game)
+        session.commit()
+    for _ in range(3):
+        assert zygote.run(config, job="clock", count=3) == [0, 0, 0]
+    with Session(server.engine) as session:
+        game = find_game(session, "g1")
+        rows = session.exec(select(OutboundMail)).all()
+        kinds = Counter(m.kind for m in rows)
+        if due == "reminder":
+            assert game.turn == 1 and game.reminded_turn == 1
+            assert kinds["reminder"] == 5
+        else:
+            assert game.turn == 2
+            moves = session.exec(select(Move).where(Move.game_id == game.id)).all()
+            assert len(moves) == 5 and {m.by for m in moves} == {"robot"}
+            assert Counter(m.turn for m in rows if m.kind == "report") == {1: 5, 2: 5}

@@ -56,11 +56,11 @@ def zygote() -> Iterator[Zygote]:
         yield z
 
 
-def write_config(tmp_path: Path, stack) -> Path:
+def write_config(tmp_path: Path, stack, database: str) -> Path:
     config = tmp_path / "pbem.toml"
     config.write_text(f"""
 [server]
-database = "sqlite:///pbem.db"
+database = "{database}"
 address = "{stack.address('bluff')}"
 referee = "{stack.address('referee')}"
 referee_key = "{KEY}"
@@ -79,13 +79,14 @@ starttls = false
 
 
 class Scene:
-    """A started game whose five players have just mailed their turn-1 orders."""
+    """A started game whose five players have just mailed their turn-1 orders; on the
+    database of the ``database`` fixture (SQLite or PostgreSQL)."""
 
-    def __init__(self, stack, tmp_path: Path, *, deadline: bool = False) -> None:
+    def __init__(self, stack, tmp_path: Path, database: str, *, deadline: bool = False) -> None:
         self.stack = stack
         for user in ["bluff", "referee", *PLAYERS]:
             stack.clear(user)
-        self.config = write_config(tmp_path, stack)
+        self.config = write_config(tmp_path, stack, database)
         self.server = Server(load_settings(self.config))
         setup = [f"NEWGAME g1 SEED 11{' DEADLINE 1' if deadline else ''}"]
         setup += [f"ADD g1 {stack.address(u)} Player-{u}" for u in PLAYERS] + ["START g1"]
@@ -164,8 +165,8 @@ CHAIN = [
 
 
 def test_a_crash_at_every_step_loses_nothing_and_repeats_only_the_mail_in_flight(
-        mailstack, tmp_path: Path, zygote: Zygote) -> None:
-    scene = Scene(mailstack, tmp_path)
+        mailstack, tmp_path: Path, database: str, zygote: Zygote) -> None:
+    scene = Scene(mailstack, tmp_path, database)
     scene.send_orders(PLAYERS)
     for crash in CHAIN:
         assert zygote.tick(scene.config, crash=crash) == -9, f"never reached {crash}"
@@ -179,10 +180,10 @@ def test_a_crash_at_every_step_loses_nothing_and_repeats_only_the_mail_in_flight
     assert [str(m["Message-ID"]) for m in scene.mail_of(user)].count(fourth.message_id) == 2
 
 
-def test_a_crash_mid_report_of_a_deadline_turn(mailstack, tmp_path: Path,
+def test_a_crash_mid_report_of_a_deadline_turn(mailstack, tmp_path: Path, database: str,
                                                zygote: Zygote) -> None:
     """The turn resolves at its deadline (in the tick's clock work), not by a mail."""
-    scene = Scene(mailstack, tmp_path, deadline=True)
+    scene = Scene(mailstack, tmp_path, database, deadline=True)
     scene.send_orders(["p1"])
     with Session(scene.server.engine) as session:   # the deadline passes
         game = session.exec(select(Game)).one()
@@ -201,10 +202,10 @@ def test_a_crash_mid_report_of_a_deadline_turn(mailstack, tmp_path: Path,
     scene.check(robot_seats=4)
 
 
-def test_pbem_tick_itself_dies_at_the_crash_point_and_recovers(mailstack,
-                                                               tmp_path: Path) -> None:
+def test_pbem_tick_itself_dies_at_the_crash_point_and_recovers(mailstack, tmp_path: Path,
+                                                               database: str) -> None:
     """The same over the real command line: PBEM_CRASH_AT in the environment of `pbem tick`."""
-    scene = Scene(mailstack, tmp_path)
+    scene = Scene(mailstack, tmp_path, database)
     scene.send_orders(PLAYERS)
     env = {**os.environ, "PBEM_CRASH_AT": "outbox-handed-off:6",
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
@@ -229,14 +230,14 @@ def test_crash_points_cost_nothing_unless_armed() -> None:
 
 
 
-def test_a_crash_after_the_listener_stored_a_mail_but_before_its_250(tmp_path: Path,
-                                                                    zygote: Zygote) -> None:
+def test_a_crash_after_the_listener_stored_a_mail_but_before_its_250(
+        tmp_path: Path, database: str, zygote: Zygote) -> None:
     """The SMTP client never got its 250, so it sends again: the mail is handled once."""
     port = free_ports(1)[0]
     config = tmp_path / "pbem.toml"
     config.write_text(f"""
 [server]
-database = "sqlite:///pbem.db"
+database = "{database}"
 address = "bluff@example.org"
 referee = "referee@example.org"
 referee_key = "{KEY}"

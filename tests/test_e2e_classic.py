@@ -39,8 +39,9 @@ def check_view(user: str, msg: EmailMessage, view: dict[str, Any]) -> None:
 
 
 @pytest.fixture
-def table(mailstack: Any, tmp_path: Path) -> Iterator[Table]:
-    with Table(mailstack, tmp_path, PLAYERS, check=check_view, rounds_key="last_round") as made:
+def table(mailstack: Any, tmp_path: Path, database: str) -> Iterator[Table]:
+    with Table(mailstack, tmp_path, PLAYERS, check=check_view, rounds_key="last_round",
+               database=database) as made:
         yield made
 
 

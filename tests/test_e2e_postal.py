@@ -35,8 +35,8 @@ PLAYERS = ["p1", "p2", "p3", "p4", "p5"]
 
 
 @pytest.fixture
-def table(mailstack: Any, tmp_path: Path) -> Iterator[Table]:
-    with Table(mailstack, tmp_path, PLAYERS) as made:
+def table(mailstack: Any, tmp_path: Path, database: str) -> Iterator[Table]:
+    with Table(mailstack, tmp_path, PLAYERS, database=database) as made:
         yield made
 
 

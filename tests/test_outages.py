@@ -20,19 +20,22 @@ from email import policy
 from email.message import EmailMessage
 from email.utils import make_msgid
 from pathlib import Path
+from typing import Any
 
+import psycopg
 import pytest
-from sqlalchemy import event
+from sqlalchemy import event, make_url
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, select
 
 from pbem.config import ImapSettings, Settings, SmtpSettings
 from pbem.mail.imap import ImapInbox
 from pbem.mail.listener import MailListener
-from pbem.models import InboundMail, OutboundMail
+from pbem.models import Game, InboundMail, Move, OutboundMail
 from pbem.robot_client import parse_mail
 from pbem.server import Server
 from tests.mailstack import start_controller
+from tests.test_crash import PLAYERS, Scene
 from tests.test_referee import Clock
 
 pytestmark = pytest.mark.mailstack
@@ -87,12 +90,12 @@ def relay(mailstack) -> Iterator[Relay]:
             pass
 
 
-def make_server(stack, tmp_path: Path, clock: Clock, *, smtp_port: int | None = None,
-                imap: bool = True) -> Server:
+def make_server(stack, tmp_path: Path, clock: Clock, database: str, *,
+                smtp_port: int | None = None, imap: bool = True) -> Server:
     for user in ("bluff", "referee", "p1", "p2", "p3"):
         stack.clear(user)
     settings = Settings(
-        database=f"sqlite:///{tmp_path / 'pbem.db'}", address=stack.address("bluff"),
+        database=database, address=stack.address("bluff"),
         referee=stack.address("referee"), referee_key=KEY, outbox_dir=tmp_path / "out",
         imap=ImapSettings(stack.imap_host, stack.imap_port, ssl=False,
                           username=stack.address("bluff"), password=stack.password)
@@ -126,10 +129,10 @@ def start_game(server: Server, stack, players: list[str]) -> None:
 # --------------------------------------------------------------------------- IMAP
 
 
-def test_imap_down_is_logged_backed_off_and_caught_up(mailstack, tmp_path, caplog,
+def test_imap_down_is_logged_backed_off_and_caught_up(mailstack, tmp_path, database, caplog,
                                                      monkeypatch) -> None:
     clock = Clock()
-    server = make_server(mailstack, tmp_path, clock)
+    server = make_server(mailstack, tmp_path, clock, database)
     mails = [help_mail(mailstack, u) for u in ("p1", "p2")]
     for raw in mails:
         mailstack.deliver("bluff", raw, mail_from=mailstack.address("p1"))
@@ -173,9 +176,9 @@ def test_imap_down_is_logged_backed_off_and_caught_up(mailstack, tmp_path, caplo
 
 
 def test_smtp_down_is_backed_off_and_nothing_is_held_against_the_mail(
-        mailstack, relay, tmp_path, caplog) -> None:
+        mailstack, relay, tmp_path, database, caplog) -> None:
     clock = Clock()
-    server = make_server(mailstack, tmp_path, clock, smtp_port=relay.port, imap=False)
+    server = make_server(mailstack, tmp_path, clock, database, smtp_port=relay.port, imap=False)
     players = [mailstack.address(u) for u in ("p1", "p2", "p3")] + [
         f"p{i}@bluff.test" for i in (4, 5)]
     start_game(server, mailstack, players)
@@ -209,9 +212,9 @@ def test_smtp_down_is_backed_off_and_nothing_is_held_against_the_mail(
 
 
 def test_smtp_4xx_defers_the_mail_with_back_off_and_sends_it_once(
-        mailstack, relay, tmp_path) -> None:
+        mailstack, relay, tmp_path, database) -> None:
     clock = Clock()
-    server = make_server(mailstack, tmp_path, clock, smtp_port=relay.port, imap=False)
+    server = make_server(mailstack, tmp_path, clock, database, smtp_port=relay.port, imap=False)
     for raw in (help_mail(mailstack, "p1"), help_mail(mailstack, "p2")):
         assert server.referee.store_inbound(raw, source="smtp")
     relay.data_reply = "451 4.7.1 Greylisted, try again later"
@@ -230,9 +233,10 @@ def test_smtp_4xx_defers_the_mail_with_back_off_and_sends_it_once(
     assert len(answers_to(mailstack, "p1")) == 1 and len(answers_to(mailstack, "p2")) == 1
 
 
-def test_a_4xx_for_days_gives_up_and_tells_the_referee(mailstack, relay, tmp_path) -> None:
+def test_a_4xx_for_days_gives_up_and_tells_the_referee(mailstack, relay, tmp_path,
+                                                      database) -> None:
     clock = Clock()
-    server = make_server(mailstack, tmp_path, clock, smtp_port=relay.port, imap=False)
+    server = make_server(mailstack, tmp_path, clock, database, smtp_port=relay.port, imap=False)
     assert server.referee.store_inbound(help_mail(mailstack, "p1"), source="smtp")
     relay.data_reply = "452 4.2.2 Mailbox full"
     server.tick()
@@ -253,9 +257,9 @@ def test_a_4xx_for_days_gives_up_and_tells_the_referee(mailstack, relay, tmp_pat
 
 
 def test_a_5xx_for_one_recipient_does_not_block_the_rest_and_the_referee_is_told(
-        mailstack, tmp_path) -> None:
+        mailstack, tmp_path, database) -> None:
     clock = Clock()
-    server = make_server(mailstack, tmp_path, clock, smtp_port=mailstack.smtp_port, imap=False)
+    server = make_server(mailstack, tmp_path, clock, database, smtp_port=mailstack.smtp_port, imap=False)
     players = [mailstack.address(u) for u in ("p1", "p2")] + ["ghost@bluff.test"] + [
         mailstack.address(u) for u in ("p3", "p4")]
     start_game(server, mailstack, players)
@@ -276,45 +280,71 @@ def test_a_5xx_for_one_recipient_does_not_block_the_rest_and_the_referee_is_told
 # --------------------------------------------------------------------------- database
 
 
-def short_busy_timeout(server: Server) -> None:
-    """Wait 0.2 s for a lock instead of 30 (the test would be slow, not different)."""
-    def pragma(dbapi_connection, _record) -> None:
-        dbapi_connection.execute("PRAGMA busy_timeout=200")
-    event.listen(server.engine, "connect", pragma)
+def short_lock_wait(server: Server) -> None:
+    """Wait 0.2 s for a lock instead of 30 s (SQLite) or for ever (PostgreSQL): the test
+    would be slow, not different."""
+    def shorter(dbapi_connection, _record) -> None:
+        cursor = dbapi_connection.cursor()
+        if server.engine.dialect.name == "sqlite":
+            cursor.execute("PRAGMA busy_timeout=200")
+        else:
+            cursor.execute("SET lock_timeout = 200")
+            dbapi_connection.commit()   # a SET in a transaction rolled back would be undone
+        cursor.close()
+    event.listen(server.engine, "connect", shorter)
     server.engine.dispose()
 
 
-class Locker:
-    """Another process's write lock on the SQLite file, as a long transaction holds it."""
+# what the log says when a lock was not had in time
+LOCKED = {"sqlite": "database is locked", "postgresql": "lock timeout"}
 
-    def __init__(self, path: Path) -> None:
-        self.conn = sqlite3.connect(path, isolation_level=None, timeout=0)
+
+class Locker:
+    """Another process's long write transaction: on SQLite the write lock on the file; on
+    PostgreSQL an exclusive lock on every table (others may read, none may write)."""
+
+    def __init__(self, database: str) -> None:
+        url = make_url(database)
+        self.sqlite = url.get_backend_name() == "sqlite"
+        if self.sqlite:
+            self.conn: Any = sqlite3.connect(url.database or "", isolation_level=None, timeout=0)
+        else:
+            self.conn = psycopg.connect(url.set(drivername="postgresql")
+                                        .render_as_string(hide_password=False))
         self.held = False
 
     def __enter__(self) -> Locker:
-        self.conn.execute("BEGIN IMMEDIATE")
+        if self.sqlite:
+            self.conn.execute("BEGIN IMMEDIATE")
+        else:
+            tables = [name for (name,) in self.conn.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = 'public'")]
+            self.conn.execute(f"LOCK TABLE {', '.join(tables)} IN EXCLUSIVE MODE")
         self.held = True
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self.held:
-            self.conn.execute("ROLLBACK")
+            if self.sqlite:
+                self.conn.execute("ROLLBACK")
+            else:
+                self.conn.rollback()
             self.held = False
 
 
 def test_database_locked_keeps_the_mail_in_the_mailbox_until_it_can_be_stored(
-        mailstack, tmp_path, caplog) -> None:
+        mailstack, tmp_path, database, caplog) -> None:
     clock = Clock()
-    server = make_server(mailstack, tmp_path, clock)
-    short_busy_timeout(server)
+    server = make_server(mailstack, tmp_path, clock, database)
+    short_lock_wait(server)
     server.tick()
     mailstack.deliver("bluff", help_mail(mailstack, "p1"), mail_from=mailstack.address("p1"))
     mailstack.wait_for("bluff", 1)
     caplog.set_level(logging.WARNING)
-    with Locker(tmp_path / "pbem.db"):
+    with Locker(database):
         report = server.tick()                  # must not raise
         assert report.fetched == 0 and "database" in report.problems
-        assert "database is locked" in caplog.text
+        assert LOCKED[server.engine.dialect.name] in caplog.text
         assert len(mailstack.fetch_all("bluff")) == 1          # still in the mailbox
     report = server.tick()
     assert report.fetched == 1 and report.processed == 1 and report.sent == 1
@@ -323,17 +353,17 @@ def test_database_locked_keeps_the_mail_in_the_mailbox_until_it_can_be_stored(
     assert len(list((tmp_path / "out").glob("*.eml"))) == 1
 
 
-def test_database_locked_while_fetching_keeps_the_mail_in_the_mailbox(mailstack,
-                                                                     tmp_path) -> None:
+def test_database_locked_while_fetching_keeps_the_mail_in_the_mailbox(mailstack, tmp_path,
+                                                                     database) -> None:
     """The lock comes after the tick began: the store itself fails, the mail is not moved."""
     clock = Clock()
-    server = make_server(mailstack, tmp_path, clock)
-    short_busy_timeout(server)
+    server = make_server(mailstack, tmp_path, clock, database)
+    short_lock_wait(server)
     server.tick()
     for user in ("p1", "p2"):
         mailstack.deliver("bluff", help_mail(mailstack, user), mail_from=mailstack.address(user))
     mailstack.wait_for("bluff", 2)
-    locker = Locker(tmp_path / "pbem.db")
+    locker = Locker(database)
     real_store = server.store_fetched
 
     def store_under_lock(mail) -> None:
@@ -355,19 +385,20 @@ def test_database_locked_while_fetching_keeps_the_mail_in_the_mailbox(mailstack,
     assert mailstack.fetch_all("bluff") == []
 
 
-def test_database_locked_while_processing_and_sending_loses_nothing(tmp_path, caplog) -> None:
+def test_database_locked_while_processing_and_sending_loses_nothing(tmp_path, database,
+                                                                   caplog) -> None:
     clock = Clock()
-    settings = Settings(database=f"sqlite:///{tmp_path / 'pbem.db'}", address="bluff@x.org",
+    settings = Settings(database=database, address="bluff@x.org",
                         referee="referee@x.org", referee_key=KEY, outbox_dir=tmp_path / "out")
     server = Server(settings, clock=clock)
-    short_busy_timeout(server)
+    short_lock_wait(server)
     msg = EmailMessage()
     msg["From"], msg["To"], msg["Subject"] = "ann@x.org", "bluff@x.org", "help"
     msg["Message-ID"] = "<locked-1@x.org>"
     msg.set_content("HELP\n")
     assert server.referee.store_inbound(msg.as_bytes(policy=policy.SMTP), source="smtp")
     caplog.set_level(logging.WARNING)
-    with Locker(tmp_path / "pbem.db"):
+    with Locker(database):
         with pytest.raises(OperationalError):       # the referee itself lets it through
             server.referee.process_pending()
         report = server.tick()
@@ -381,19 +412,19 @@ def test_database_locked_while_processing_and_sending_loses_nothing(tmp_path, ca
 
 
 def test_database_locked_makes_the_listener_answer_451_and_the_resend_is_stored_once(
-        tmp_path) -> None:
+        tmp_path, database) -> None:
     clock = Clock()
-    settings = Settings(database=f"sqlite:///{tmp_path / 'pbem.db'}", address="bluff@x.org",
+    settings = Settings(database=database, address="bluff@x.org",
                         referee="referee@x.org", referee_key=KEY, outbox_dir=tmp_path / "out")
     server = Server(settings, clock=clock)
-    short_busy_timeout(server)
+    short_lock_wait(server)
     msg = EmailMessage()
     msg["From"], msg["To"], msg["Subject"] = "ann@x.org", "bluff@x.org", "help"
     msg["Message-ID"] = "<listener-1@x.org>"
     msg.set_content("HELP\n")
     raw = msg.as_bytes(policy=policy.SMTP)
     with MailListener(server.store_received, port=0) as listener:
-        with Locker(tmp_path / "pbem.db"):
+        with Locker(database):
             with smtplib.SMTP("127.0.0.1", listener.port, timeout=10) as client:
                 with pytest.raises(smtplib.SMTPDataError) as refused:
                     client.sendmail("ann@x.org", ["bluff@x.org"], raw)
@@ -403,3 +434,55 @@ def test_database_locked_makes_the_listener_answer_451_and_the_resend_is_stored_
                 client.sendmail("ann@x.org", ["bluff@x.org"], raw)
     assert server.tick().processed == 1
     assert len(list((tmp_path / "out").glob("*.eml"))) == 1
+
+
+# --------------------------------------------------------------------------- PostgreSQL restarts
+
+
+@pytest.mark.postgresql
+@pytest.mark.parametrize(("during", "outage"), [
+    ("handling", "restart"),    # mid-transaction of the third order mail
+    ("resolving", "restart"),   # mid-transaction of the turn's reports (the fifth mail's)
+    ("handling", "down"),       # gone for the rest of the tick, back before the next
+])
+def test_a_postgresql_restart_in_the_middle_of_a_tick_loses_nothing(
+        mailstack, tmp_path, pgcluster, during, outage) -> None:
+    """The five players' orders of the crash tests' scene over IMAP and SMTP; PostgreSQL
+    is restarted (or stopped) while a transaction is open. The tick reports the outage,
+    the interrupted transaction leaves no trace, the next tick does the rest: every
+    order applied once, every answer and report sent once."""
+    scene = Scene(mailstack, tmp_path, pgcluster.new_database())
+    scene.send_orders(PLAYERS)
+    renderer = scene.server.referee.renderer
+    real_render = renderer.render
+    # renders 1-5: the five confirmations; 6-10: the reports of the turn the fifth resolves
+    at = {"handling": 3, "resolving": 7}[during]
+    done_before = {"handling": 2, "resolving": 4}[during]   # mails handled before the cut
+    renders = 0
+
+    def render(*args, **kwargs):
+        nonlocal renders
+        renders += 1
+        if renders == at:
+            if outage == "restart":
+                pgcluster.restart()
+            else:
+                pgcluster.stop_server()
+        return real_render(*args, **kwargs)
+    renderer.render = render   # type: ignore[method-assign]
+    report = scene.server.tick()
+    assert "database" in report.problems and report.fetched == 5
+    renderer.render = real_render   # type: ignore[method-assign]
+    if outage == "down":
+        assert report.sent == 0
+        pgcluster.start_server()
+    else:
+        assert report.sent == done_before   # their answers
+    with Session(scene.server.engine) as session:
+        statuses = [m.status for m in session.exec(select(InboundMail).order_by(InboundMail.id))]
+        assert statuses == ["done"] * done_before + ["new"] * (5 - done_before)
+        game = session.exec(select(Game)).one()
+        assert game.turn == 1 and session.exec(select(Move)).all() == []
+    scene.server.tick()
+    assert scene.server.tick().sent == 0
+    scene.check(may_repeat=0)

@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import Engine
 from sqlmodel import Session, col, select
 
+from pbem.db import one_writer
 from pbem.deadlines import (
     Interval,
     outage_gap,
@@ -43,6 +44,7 @@ def clock_tick(engine: Engine, post: Post, now: datetime) -> int:
     logged and does not stop the others.
     """
     with Session(engine) as session:
+        one_writer(session)   # each transaction alone, even when a lease expired meanwhile
         _outage(session, post, now)
         session.commit()
     with Session(engine) as session:
@@ -53,6 +55,7 @@ def clock_tick(engine: Engine, post: Post, now: datetime) -> int:
     for game_id in ids:
         with Session(engine) as session:
             try:
+                one_writer(session)
                 game = session.get(Game, game_id)
                 if game is not None and game.status == "running" and game_tick(
                         session, post, game, now):

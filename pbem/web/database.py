@@ -16,7 +16,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, event, text
 from sqlmodel import create_engine
 
-from pbem.db import alembic_config
+from pbem.db import alembic_config, revisions
 
 
 class DatabaseNotReady(Exception):
@@ -62,6 +62,10 @@ def check_schema(engine: Engine) -> None:
     except Exception as exc:   # no such table, or no database at all
         raise DatabaseNotReady(f"the database has no pbem schema ({exc.__class__.__name__}): "
                                "start the server (pbem serve or pbem tick) once") from exc
+    if current != head and current not in revisions():
+        raise DatabaseNotReady(f"the database is at schema {current}, newer than this code "
+                               f"knows ({head}): a newer pbem has upgraded it; run that one")
     if current != head:
         raise DatabaseNotReady(f"the database is at schema {current}, this code needs {head}: "
-                               "run pbem tick (or restart pbem serve) to migrate it first")
+                               "run pbem db upgrade (or pbem tick, or restart pbem serve) "
+                               "to migrate it first")
