@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -84,3 +85,18 @@ def database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         return f"sqlite:///{tmp_path / 'pbem.db'}"
     cluster: PgCluster = request.getfixturevalue("pgcluster")
     return cluster.new_database()
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """One line per database, so a CI log shows the PostgreSQL runs beside the SQLite ones."""
+    counts: dict[str, dict[str, int]] = {}
+    for outcome in ("passed", "failed", "error", "skipped"):
+        for report in terminalreporter.stats.get(outcome, []):
+            nodeid = getattr(report, "nodeid", "")
+            for name in ("sqlite", "postgresql"):
+                if f"[{name}" in nodeid or f"-{name}" in nodeid:
+                    per = counts.setdefault(name, {})
+                    per[outcome] = per.get(outcome, 0) + 1
+    for name, per in sorted(counts.items()):
+        terminalreporter.write_line(
+            f"database {name}: " + ", ".join(f"{n} {o}" for o, n in sorted(per.items())))
