@@ -246,7 +246,7 @@ def context(state: CupState, seat: int | None, **extra: Any) -> dict[str, Any]:
            "players": players, "key": "k3y" if seat else None,
            "deadline": "2026-12-01T18:00:00Z", "deadline_relative": "in 2 days",
            "notes": ["Round 2: player 2 is the Bluffer."],
-           "talk": [{"name": "Ann", "text": "Good luck <all>"}],
+           "talk": [{"from": "Ann (player 1)", "text": "Good luck <all>"}],
            "your_due": CUP.due(state).get(seat) if seat else None, "standings": standings,
            "server_address": "bluff@pbem.example.org", "commitment": "ab" * 32,
            "seed": "cd" * 32 if standings else None, "game_url": None, "private_link": None}
