@@ -28,6 +28,9 @@ from pbem.rules.ladder import Bid
 
 GAME_NAME = re.compile(r"^[a-z0-9-]{1,40}$")
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")
+# what people put after an order word or at the end of an order: "Challenge!", "Cups up!",
+# "BID 3 fives.", "CHALLENGE:" (never inside a word: "a@b.org" keeps its dots)
+END_PUNCTUATION = "!.:"
 
 
 class TextLine(Protocol):
@@ -218,7 +221,7 @@ def parse_text(lines: Sequence[TextLine], commands: Sequence[Command]) -> Parsed
         tokens = text.split()
         if not tokens:
             continue
-        words = [t.upper().rstrip(":") for t in tokens]
+        words = [t.upper().rstrip(END_PUNCTUATION) for t in tokens]
         match = next(((sp, c) for sp, c in spellings if words[:len(sp)] == sp), None)
         if match is None:
             # a short line with digits that starts like an order is a typo, not prose
@@ -233,13 +236,46 @@ def parse_text(lines: Sequence[TextLine], commands: Sequence[Command]) -> Parsed
             continue
         spelling, command = match
         try:
-            args = command.parse(tokens[len(spelling):])
+            args = command.parse(_without_end_punctuation(tokens[len(spelling):]))
         except OrderError as exc:
             result.problems.append(LineProblem(
                 line.number, line.text, exc.message, exc.hint or f"write it as {command.usage}"))
             continue
         result.orders.append(Order(line.number, line.text, command, args))
     return result
+
+
+def _without_end_punctuation(args: list[str]) -> list[str]:
+    """The arguments with the line's closing "!" or "." taken off ("fives." -> "fives");
+    a lone "!" at the end is dropped."""
+    if not args:
+        return args
+    last = args[-1].rstrip(END_PUNCTUATION)
+    return args[:-1] + [last] if last else args[:-1]
+
+
+def closeness(line: str, commands: Sequence[Command]) -> float:
+    """How much a line looks like an order, 0..1: the best likeness of one of its first
+    words to a command word (1.0 when it names one), a little less when the command word
+    comes later in the line ("I challenge you")."""
+    words = [w.upper().strip(END_PUNCTUATION + ",;?()'\"") for w in
+             _BULLET.sub("", line).split()[:12]]
+    names = {word for c in commands for s in c.spellings for word in s.split()[:1]}
+    best = 0.0
+    for at, word in enumerate(w for w in words if w):
+        for name in names:
+            ratio = difflib.SequenceMatcher(None, word, name).ratio()
+            best = max(best, ratio * (1.0 if at == 0 else 0.9))
+    return best
+
+
+def closest_lines(lines: Sequence[BodyLine], commands: Sequence[Command],
+                  most: int = 3) -> list[BodyLine]:
+    """The lines of a mail that looked most like an order, best first (at most ``most``),
+    for an answer that found no order: the player sees what was read and what came near."""
+    scored = sorted(((closeness(line.text, commands), i) for i, line in enumerate(lines)
+                     if line.text.strip()), key=lambda item: (-item[0], item[1]))
+    return [lines[i] for _, i in scored[:most]]
 
 
 def _usage(commands: Sequence[Command], name: str) -> str:
