@@ -24,6 +24,7 @@ from sqlmodel import Session
 
 from pbem.config import ListenSettings, Settings
 from pbem.games import GameError, find_game
+from pbem.kinds.verify import score_words
 from pbem.robot_client import client_order_lines, parse_mail, reply_to, report_view
 from pbem.server import Server
 from pbem.services.export import export_json, export_record
@@ -136,9 +137,8 @@ def _finish(server: Server, folder: Path, outbox: Path, game: str, turns: int,
     say(f"Game {game} ({record['kind']}) is over after {turns} turns.")
     say("Final standings:")
     for s in record["result"]["standings"] if record["result"] else []:
-        score = (f"{s['score']} points, {s['tokens']} tokens" if record["kind"] == "cup"
-                 else f"{s['score']} dice left")
-        say(f"  {s['rank']}. player {s['seat']} ({names[s['seat']]}): {score}")
+        say(f"  {s['rank']}. player {s['seat']} ({names[s['seat']]}): "
+            f"{score_words(record['kind'], s)}")
     say(f"Mails sent by the referee ({len(list(outbox.glob('*.eml')))}): {outbox}")
     say(f"Database: {folder / 'pbem.db'}")
     record_path = folder / f"{game}.json"

@@ -145,6 +145,7 @@ EXACT_TABLE = [[3, 3, 1], [3, 1, 1], [S, 2, 2]]   # 4 threes, bid by 1, challeng
 @pytest.mark.parametrize(("rule", "lost"), [
     (ExactRule.ALL_BUT_BIDDER, {2: 1, 3: 1}),
     (ExactRule.CHALLENGER, {2: 1}),
+    (ExactRule.NOBODY, {}),
     (ExactRule.EVERYONE, {1: 1, 2: 1, 3: 1}),
     (ExactRule.CHALLENGER_GIVES, {1: -1, 2: 1}),
 ])

@@ -1,4 +1,4 @@
-"""The generic record (pbem.record/1) of classic and Cup of Bluff games: export, schema,
+"""The generic record (pbem.record/2) of classic and Cup of Bluff games: export, schema,
 `pbem verify`, and what the verifier catches; the robots that play from report.json."""
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def test_exports_verify_and_follow_the_schema(records: dict[str, Any], name: str
     record = records[name]
     jsonschema.validate(record, SCHEMA)
     assert {m["by"] for m in record["moves"]} == ({"policy"} if name == "raise" else {"robot"})
-    assert record["format"] == "pbem.record/1" and record["seed"] is not None
+    assert record["format"] == "pbem.record/2" and record["seed"] is not None
     assert verify_generic(record) == []
     assert recount(record) == record["result"]
 
@@ -157,7 +157,7 @@ def _more_rules_dice(r: dict[str, Any]) -> None:
     (_skip_a_turn, "the record jumps from turn 3 to turn 4"),
     (_wrong_seat, "was due but has no move"),
     (lambda r: r.update(kind="chess"), "unknown game kind 'chess'"),
-    (lambda r: r.update(format="pbem.bluff.record/1"), "not a pbem.record/1 record"),
+    (lambda r: r.update(format="pbem.bluff.record/1"), "not a pbem.record/2 or pbem.record/1 record"),
 ])
 def test_the_verifier_catches(records: dict[str, Any], change, message: str) -> None:  # type: ignore[no-untyped-def]
     for name in ("classic", "cup"):

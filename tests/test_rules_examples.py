@@ -300,6 +300,8 @@ EXACT_TABLE = table_of(dice(4, 4), dice(1, 2), dice(S, 3), dice(5, 5), dice(1, 1
 @pytest.mark.parametrize(("rule", "at_max", "losses"), [
     (ExactRule.ALL_BUT_BIDDER, True, {2: 1, 3: 1, 4: 1, 5: 1}),
     (ExactRule.CHALLENGER, True, {3: 1}),
+    (ExactRule.NOBODY, True, {}),
+    (ExactRule.NOBODY, False, {}),
     (ExactRule.EVERYONE, True, {1: 1, 2: 1, 3: 1, 4: 1, 5: 1}),
     (ExactRule.CHALLENGER_GIVES, True, {3: 1}),
     (ExactRule.CHALLENGER_GIVES, False, {3: 1, 1: -1}),

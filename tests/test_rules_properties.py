@@ -138,6 +138,7 @@ def test_challenge_losses_match_the_table(tables: list[list[Die]], quantity: int
         assert result.outcome == "exact"
         expected = {
             ExactRule.ALL_BUT_BIDDER: {s: 1 for s in table if s != bidder},
+            ExactRule.NOBODY: {},
             ExactRule.CHALLENGER: {challenger: 1},
             ExactRule.EVERYONE: {s: 1 for s in table},
             ExactRule.CHALLENGER_GIVES: ({challenger: 1} if at_max

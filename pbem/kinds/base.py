@@ -53,7 +53,11 @@ class TakenOrder:
 class Resolution:
     state: Any                        # the state after the turn
     notes: list[str] = field(default_factory=list)        # public lines for the report
-    extras: dict[int, list[Any]] = field(default_factory=dict)  # seat -> dealt dice etc. (record)
+    # seat -> the dice dealt with its move, as the DB keeps them (pbem.record/1's "dealt")
+    extras: dict[int, list[Any]] = field(default_factory=dict)
+    # seat -> what pbem.record/2 adds to its move: "dealt" (the dice the seed dealt with the
+    # move, stars as "*"), "shown" (the dice an expose showed, which one is the orange die)
+    record: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
 class GameKind(Protocol):
@@ -70,6 +74,11 @@ class GameKind(Protocol):
         ...
 
     def describe_rules(self, rules: Mapping[str, Any]) -> str: ...
+
+    def played_rules(self, rules: Mapping[str, Any], players: int) -> dict[str, Any]:
+        """The rules JSON as a game of that many players plays it (what its record and its
+        report.json both say): the same game starts from it as from the stored rules."""
+        ...
 
     def start(self, rules: Mapping[str, Any], stream: DiceStream, players: int) -> Any:
         """The state at turn 1 (cups rolled) for seats 1..players."""

@@ -49,7 +49,7 @@ SIX_KEY = "dice_if_six_players"
 EDITIONS: dict[str, tuple[RuleSet, int | None]] = {
     "english": (RuleSet(exact_rule=ExactRule.ALL_BUT_BIDDER, expose=True), None),
     "german": (RuleSet(exact_rule=ExactRule.CHALLENGER, expose=False), None),
-    "czech": (RuleSet(dice_per_player=6, exact_rule=ExactRule.ALL_BUT_BIDDER, expose=False), 5),
+    "czech": (RuleSet(dice_per_player=6, exact_rule=ExactRule.NOBODY, expose=False), 5),
     "anniversary": (RuleSet(super_die=True, exact_rule=ExactRule.ALL_BUT_BIDDER,
                             expose=False), None),
 }
@@ -58,6 +58,7 @@ OPTION_HELP = ("classic options: an edition (english, german, czech, anniversary
                + ", STARS on|off, EXPOSE on|off, BOARD <n>|off")
 _EXACT_TEXT = {
     ExactRule.ALL_BUT_BIDDER: "all but the bidder lose 1",
+    ExactRule.NOBODY: "nobody loses a die, the bidder opens the next round",
     ExactRule.CHALLENGER: "the challenger loses 1",
     ExactRule.EVERYONE: "every player loses 1",
     ExactRule.CHALLENGER_GIVES: "the challenger gives the bidder a die",
@@ -182,6 +183,11 @@ class ClassicKind(BidMoves):
             resolved = resolved.with_options(dice_per_player=six)
         return resolved
 
+    def played_rules(self, rules: Mapping[str, Any], players: int) -> dict[str, Any]:
+        """The Czech six-player rule resolved: six players of the Czech edition play 5 dice,
+        and the record and report.json both say dice_per_player 5."""
+        return {**self.rules_of(rules, players).to_json(), SIX_KEY: None}
+
     def describe_rules(self, rules: Mapping[str, Any]) -> str:
         r = RuleSet.from_json(dict(rules))
         dice = f"{r.dice_per_player} dice each"
@@ -241,6 +247,7 @@ class ClassicKind(BidMoves):
         after, events = apply_move(state, seat, moves[seat], stream)
         notes: list[str] = []
         extras: dict[int, list[Any]] = {}
+        record: dict[int, dict[str, Any]] = {}
         for e in events:
             if isinstance(e, BidPlaced):
                 shown = (f", exposing {_faces(e.exposed)} and re-rolling the rest"
@@ -248,13 +255,19 @@ class ClassicKind(BidMoves):
                 notes.append(f"Round {e.round}: player {e.seat} bid {e.bid}{shown}.")
                 if e.rerolled:
                     extras[e.seat] = list(e.rerolled)
+                if e.exposed:
+                    # which dice were shown (the orange one?), and the faces re-rolled
+                    dice = after.cup(e.seat).exposed[len(state.cup(e.seat).exposed):]
+                    record[e.seat] = {
+                        "dealt": [face_json(f) for f in e.rerolled],
+                        "shown": [{"face": face_json(d.face), "orange": d.super} for d in dice]}
             elif isinstance(e, RoundEnded):
                 notes += _round_lines(e.end)
             elif isinstance(e, RoundStarted):
                 notes.append(f"Round {e.round}: new dice are rolled; player {e.opener} opens.")
             elif isinstance(e, GameEnded):
                 notes.append(f"Player {e.winner} wins: the last player with dice.")
-        return Resolution(after, notes, extras)
+        return Resolution(after, notes, extras, record)
 
     def robot_move(self, state: ClassicState, seat: int, rng: random.Random) -> Move:
         return choose_move(state.seat_view(seat), rng)
@@ -269,8 +282,10 @@ class ClassicKind(BidMoves):
         return state.game_over
 
     def standings(self, state: ClassicState) -> list[dict[str, int]]:
-        """score: dice left (0 once out); the order follows the round each went out in."""
-        return [{"rank": s.rank, "seat": s.seat, "score": s.dice} for s in state.standings()]
+        """score: the dice value left, as losses count it (the orange die is two; 0 once
+        out); dice: the dice held. The order follows the round each went out in."""
+        return [{"rank": s.rank, "seat": s.seat, "score": s.dice, "dice": s.held}
+                for s in state.standings()]
 
     def view(self, state: ClassicState, seat: int | None) -> dict[str, Any]:
         current = state.current_bid
@@ -282,7 +297,8 @@ class ClassicKind(BidMoves):
             odds = {"holds": o.holds, "exact": o.exact}
         return {
             "kind": self.name, "round": state.round, "you": seat,
-            "rules": state.rules.to_json(),
+            # the rules as played, as the game's record has them (the Czech rule resolved)
+            "rules": {**state.rules.to_json(), SIX_KEY: None},
             "rules_text": self.describe_rules(state.rules.to_json()),
             "dice_in_play": state.dice_in_play, "opener": state.opener,
             "to_move": state.to_move, "game_over": state.game_over, "winner": state.winner,
@@ -301,8 +317,8 @@ class ClassicKind(BidMoves):
             "odds": odds,
             "last_round": _round_json(state.finished[-1]) if state.finished else None,
             "standings": None if running else [
-                {"rank": s.rank, "seat": s.seat, "dice": s.dice, "out_round": s.out_round}
-                for s in state.standings()],
+                {"rank": s.rank, "seat": s.seat, "dice": s.held, "value": s.dice,
+                 "out_round": s.out_round} for s in state.standings()],
         }
 
     def history(self, state: ClassicState) -> list[str]:

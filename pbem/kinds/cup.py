@@ -230,6 +230,9 @@ class CupKind:
     def describe_rules(self, rules: Mapping[str, Any]) -> str:
         return "Cup of Bluff: three dice, sixteen tokens 3 to 18, most points wins"
 
+    def played_rules(self, rules: Mapping[str, Any], players: int) -> dict[str, Any]:
+        return dict(rules)
+
     def start(self, rules: Mapping[str, Any], stream: DiceStream, players: int) -> CupState:
         if rules.get("version", RULES_VERSION) != RULES_VERSION:
             raise ValueError(f"unknown Cup of Bluff rules version {rules.get('version')!r}")
@@ -274,6 +277,10 @@ class CupKind:
         after, events = cb.apply_move(state, seat, moves[seat], stream)
         notes: list[str] = []
         extras: dict[int, list[Any]] = {}
+        # pbem.record/2: the roll of Bluffer turn n is recorded with that Bluffer's claim or
+        # doublet, the move it belongs to (the GIVE and the Guesser's answer have none)
+        record = ({seat: {"dealt": list(state.roll)}}
+                  if state.phase == cb.ACT and seat == state.bluffer else {})
         for e in events:
             if isinstance(e, Claimed):
                 notes.append(claim_line(e.number, e.bluffer, e.action, e.total, e.guesser))
@@ -284,11 +291,11 @@ class CupKind:
             elif isinstance(e, DoubletMade):
                 notes.append(doublet_line(e.record))
             elif isinstance(e, Rolled):   # the roll itself is secret: only for the record
-                extras[e.bluffer] = list(e.roll)
+                extras[e.bluffer] = list(e.roll)   # pbem.record/1 kept the next roll here
                 notes.append(f"Round {e.number}: player {e.bluffer} is the Bluffer.")
             elif isinstance(e, GameEnded):
                 notes.append("The last token has left the centre: the game is over.")
-        return Resolution(after, notes, extras)
+        return Resolution(after, notes, extras, record)
 
     def robot_move(self, state: CupState, seat: int, rng: random.Random) -> Move:
         return cb.robot_move(state, seat, rng)

@@ -45,6 +45,9 @@ class PostalKind(BidMoves):
     def describe_rules(self, rules: Mapping[str, Any]) -> str:
         return "postal Bluff: five mini-games, virtual dice"
 
+    def played_rules(self, rules: Mapping[str, Any], players: int) -> dict[str, Any]:
+        return dict(rules)
+
     def start(self, rules: Mapping[str, Any], stream: DiceStream, players: int) -> PostalState:
         return new_game(stream, RuleSet.from_json(dict(rules)))
 

@@ -1,4 +1,5 @@
-"""`pbem verify` for the generic record (``pbem.record/1``) of any game kind.
+"""`pbem verify` for the generic record (``pbem.record/2``, and the older ``pbem.record/1``)
+of any game kind.
 
 ``pbem.games.export_json`` writes this record for every kind but postal
 (postal keeps ``pbem.bluff.record/1``, checked by ``pbem.rules.record.verify``).
@@ -15,8 +16,10 @@ A finished record proves the referee honest when:
    recount (``kind.standings`` of the replayed end).
 
 Every die comes from the seed by label, so the replay deals the same cups,
-re-rolls and Cup of Bluff rolls as the referee did. The JSON form is
-documented by ``schema/game-record-generic.schema.json``.
+re-rolls and Cup of Bluff rolls as the referee did; what a move's entry says was dealt
+with it (``dealt``, and ``shown``: which dice an expose showed) must be what the replay
+deals. The JSON form is documented by ``schema/game-record-generic.schema.json``; the
+formats' differences are in ``pbem.kinds.record``.
 """
 
 from __future__ import annotations
@@ -28,12 +31,15 @@ from itertools import groupby
 from typing import Any
 
 from pbem.kinds import KINDS
+from pbem.kinds.base import Resolution
+from pbem.kinds.record import FORMAT, OLD_FORMATS
 from pbem.rules.dice import DiceStream, commitment
 from pbem.rules.errors import RulesError
 from pbem.rules.record import GameRecord, draw_seats, verify
 
-FORMAT = "pbem.record/1"
+FORMATS = (FORMAT, *OLD_FORMATS)
 BY = ("player", "standing", "policy", "robot", "referee")
+V1_STANDING_KEYS = ("rank", "seat", "score", "tokens")   # pbem.record/1 had no "dice"
 
 
 def _entrant_seats(players: Any) -> tuple[list[int | None], list[str]]:
@@ -73,8 +79,9 @@ def recount(record: Mapping[str, Any]) -> dict[str, Any]:
 
 def verify_generic(record: Mapping[str, Any]) -> list[str]:
     """Every way the record fails to hold up; an empty list means it is honest."""
-    if record.get("format") != FORMAT:
-        return [f"not a {FORMAT} record (format {record.get('format')!r})"]
+    version = record.get("format")
+    if version not in FORMATS:
+        return [f"not a {' or '.join(FORMATS)} record (format {version!r})"]
     kind = KINDS.get(str(record.get("kind")))
     if kind is None:
         return [f"unknown game kind {record.get('kind')!r} (kinds: {', '.join(KINDS)})"]
@@ -142,24 +149,44 @@ def verify_generic(record: Mapping[str, Any]) -> list[str]:
             return problems + [f"turn {turn}: {exc}"]
         state = resolution.state
         for m in group:
-            # what the reports showed being dealt must be what the seed deals
-            if "dealt" in m and _normal(m["dealt"]) != _normal(
-                    resolution.extras.get(int(m["seat"]), [])):
-                problems.append(f"turn {turn}: the dice dealt to seat {m['seat']} do not "
-                                f"follow from the seed")
+            problems += _dealt_problems(version, turn, m, resolution)
         expected += 1
     if not kind.over(state):
         problems.append("the game is not over")
-    elif _normal(record.get("result")) != _normal({"standings": kind.standings(state)}):
+    elif _normal(record.get("result")) != _normal({"standings": _standings(version, kind.standings(state))}):
         problems.append("the recorded result does not match a recount")
     return problems
+
+
+def _dealt_problems(version: Any, turn: int, m: Mapping[str, Any],
+                    resolution: Resolution) -> list[str]:
+    """What the move's entry says the seed dealt with it, against what the replay dealt."""
+    seat = int(m["seat"])
+    if version != FORMAT:   # pbem.record/1: "dealt" as the database kept it, when present
+        if "dealt" in m and _normal(m["dealt"]) != _normal(resolution.extras.get(seat, [])):
+            return [f"turn {turn}: the dice dealt to seat {seat} do not follow from the seed"]
+        return []
+    dealt = resolution.record.get(seat, {})
+    problems = []
+    if _normal(m.get("dealt")) != _normal(dealt.get("dealt")):
+        problems.append(f"turn {turn}: the dice dealt to seat {seat} do not follow from the "
+                        "seed")
+    if _normal(m.get("shown")) != _normal(dealt.get("shown")):
+        problems.append(f"turn {turn}: the dice seat {seat} showed are not the ones its "
+                        "expose showed")
+    return problems
+
+
+def _standings(version: Any, standings: list[dict[str, int]]) -> list[dict[str, int]]:
+    if version == FORMAT:
+        return standings
+    return [{k: v for k, v in s.items() if k in V1_STANDING_KEYS} for s in standings]
 
 
 def summary(record: Mapping[str, Any]) -> str:
     """One line on a verified record's result, for `pbem verify`."""
     kind = KINDS[str(record["kind"])]
-    unit = {"classic": "dice left", "cup": "points"}.get(kind.name, "score")
-    places = ", ".join(f"{s['rank']}. seat {s['seat']} ({s['score']} {unit})"
+    places = ", ".join(f"{s['rank']}. seat {s['seat']} ({score_words(kind.name, s)})"
                        for s in (record.get("result") or {}).get("standings", []))
     return (f"game {record['game']} ({kind.title}): the seed matches the commitment, the seat "
             f"draw, every roll and every move check out, and the result is: {places}")
@@ -174,12 +201,12 @@ class Verdict:
 
 
 def check_record(data: Any) -> Verdict:
-    """Verify a record as read from JSON, either format (``pbem.record/1`` or the postal
+    """Verify a record as read from JSON, any format (``pbem.record/2`` or /1, or the postal
     ``pbem.bluff.record/1``): `pbem verify` and the web pages print these lines. Raises
     ValueError, KeyError or TypeError when the data is not a record at all."""
     if not isinstance(data, dict):
         raise TypeError(f"a record is a JSON object, not {type(data).__name__}")
-    if data.get("format") == FORMAT:   # classic, cup ...
+    if data.get("format") in FORMATS:   # classic, cup ... (pbem.record/2 and /1)
         problems = verify_generic(data)
         if problems:
             return Verdict(False, tuple(f"FAIL: {problem}" for problem in problems))
@@ -192,3 +219,14 @@ def check_record(data: Any) -> Verdict:
     said = (f"OK: game {record.game}: the seed matches the commitment, every roll, re-roll and "
             f"move checks out, and the result is {standings}")
     return Verdict(True, (said,))
+
+
+def score_words(kind: str, standing: Mapping[str, Any]) -> str:
+    """One standing's score in words: "3 points, 2 tokens", "2 dice left (worth 3)"."""
+    if kind == "cup":
+        return f"{standing['score']} points, {standing.get('tokens', 0)} tokens"
+    if kind != "classic":
+        return f"{standing['score']}"
+    held = standing.get("dice", standing["score"])   # pbem.record/1 kept the value only
+    worth = f" (worth {standing['score']})" if held != standing["score"] else ""
+    return f"{held} {'die' if held == 1 else 'dice'} left{worth}"

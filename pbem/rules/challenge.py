@@ -49,6 +49,8 @@ def resolve_challenge(bid: Bid, bidder: int, challenger: int,
         losses[bidder] = bid.quantity - actual
     elif actual > bid.quantity:
         losses[challenger] = actual - bid.quantity
+    elif rule is ExactRule.NOBODY:
+        pass   # Czech: the challenger owes what the count exceeds the bid by, here 0
     elif rule is ExactRule.ALL_BUT_BIDDER:
         losses = {seat: 1 for seat in dice_by_seat if seat != bidder}
     elif rule is ExactRule.CHALLENGER:

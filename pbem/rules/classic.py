@@ -131,8 +131,9 @@ class RoundStarted:
 class Standing:
     rank: int
     seat: int
-    dice: int                # dice value left (0 once out)
+    dice: int                # dice value left, as losses count them (0 once out)
     out_round: int | None    # the round the seat went out in; None while in
+    held: int = 0            # dice held: the orange die is one die (worth two in ``dice``)
 
 
 @dataclass(frozen=True)
@@ -271,7 +272,8 @@ class ClassicState:
 
         ordered = sorted(self.seats, key=lambda s: (tuple(-k for k in key(s)), s))
         return tuple(Standing(1 + sum(1 for o in self.seats if key(o) > key(s)), s,
-                              self.hand(s).value, self.out_round[s - 1]) for s in ordered)
+                              self.hand(s).value, self.out_round[s - 1], self.hand(s).count)
+                     for s in ordered)
 
 
 def _roll(stream: DiceStream, round_no: int, hands: tuple[Hand, ...]) -> tuple[Cup, ...]:

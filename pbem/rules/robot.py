@@ -24,7 +24,7 @@ SEARCH_WIDTH = 40       # bids above the current one worth weighing
 
 
 def _exact_cost_to_challenger(rule: ExactRule) -> float:
-    return 1.0   # every exact-bid rule costs the challenger one die
+    return 0.0 if rule is ExactRule.NOBODY else 1.0   # the others cost the challenger a die
 
 
 def _exact_cost_to_bidder(rule: ExactRule) -> float:

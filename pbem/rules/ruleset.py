@@ -10,7 +10,8 @@ from typing import Any
 class ExactRule(StrEnum):
     """Who loses when a challenged bid is exactly right."""
 
-    ALL_BUT_BIDDER = "all-but-bidder"      # English, anniversary, Czech (postal default)
+    ALL_BUT_BIDDER = "all-but-bidder"      # English, anniversary (postal default)
+    NOBODY = "nobody"                      # Czech: the challenger pays the count over the bid, 0
     CHALLENGER = "challenger"              # German basic rule
     EVERYONE = "everyone"                  # German variant
     CHALLENGER_GIVES = "challenger-gives"  # German variant: challenger gives the bidder a die

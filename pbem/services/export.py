@@ -1,7 +1,8 @@
 """A game's record as JSON, for `pbem export` and the demo.
 
 Postal games give the record `pbem verify` checks (pbem.bluff.record/1,
-pbem.rules.record); other kinds the generic pbem.record/1 (pbem.kinds.verify).
+pbem.rules.record); other kinds the generic pbem.record/2 (pbem.kinds.record, checked by
+pbem.kinds.verify).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from sqlmodel import Session
 
 from pbem.games import entrants_of, load_state, moves_of, rules_of
 from pbem.kinds import kind_of
+from pbem.kinds.record import Entrant, MoveRow, generic_record
 from pbem.models import Game
 from pbem.rules.moves import move_from_json
 from pbem.rules.record import GameRecord, RecordedMove, result_json
@@ -41,18 +43,10 @@ def export_json(session: Session, game: Game) -> dict[str, Any]:
     """Any game's record as JSON: the postal record, or the generic one of other kinds."""
     if game.kind == "postal":
         return export_record(session, game).to_json()
-    kind = kind_of(game)
-    players = entrants_of(session, game)
-    state = load_state(session, game) if game.status in ("running", "over") else None
-    over = state is not None and kind.over(state)
-    rows = moves_of(session, game)
-    return {
-        "format": "pbem.record/1", "kind": game.kind, "game": game.name,
-        "rules": json.loads(game.rules_json), "commitment": game.commitment,
-        "seed": game.seed_hex if over else None,
-        "players": [{"entrant": p.entrant, "name": p.name, "seat": p.seat} for p in players],
-        "moves": [{"turn": r.turn, "seat": r.seat, "by": r.by, "move": json.loads(r.move_json),
-                   **({"dealt": json.loads(r.rerolled_json)} if r.rerolled_json != "[]" else {})}
-                  for r in rows],
-        "result": {"standings": kind.standings(state)} if over and state is not None else None,
-    }
+    return generic_record(
+        kind_of(game), game=game.name, rules=json.loads(game.rules_json),
+        seed=bytes.fromhex(game.seed_hex), commitment=game.commitment,
+        entrants=[Entrant(p.entrant, p.name, p.seat) for p in entrants_of(session, game)],
+        moves=[MoveRow(r.turn, r.seat, r.by, json.loads(r.move_json))
+               for r in moves_of(session, game)],
+        started=game.turn > 0)

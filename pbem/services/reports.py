@@ -48,9 +48,10 @@ def report_context(game: Game, players: dict[int, Player], state: Any, seat: int
     over = kind.over(state)
     standings = None
     if over:
-        standings = [{"rank": s["rank"], "seat": s["seat"], "number": s["seat"],
+        # the kind's own keys (classic: dice held apart from their value; cup: tokens)
+        standings = [{**s, "number": s["seat"],
                       "name": players[s["seat"]].name if s["seat"] in players else "",
-                      "score": s["score"], "virtual_dice": s["score"]}
+                      **({"virtual_dice": s["score"]} if game.kind == "postal" else {})}
                      for s in kind.standings(state)]
         view["standings"] = standings
         view["seed"] = game.seed_hex

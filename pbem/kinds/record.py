@@ -1,0 +1,84 @@
+"""The record of a game of any kind but postal (``pbem.record/2``), made by replaying it.
+
+The server knows the seed, so it replays the recorded moves and writes down what the
+seed dealt with each one (the kind's ``Resolution.record``): in classic Bluff the faces
+an expose re-rolled and which dice it showed (the orange one?), in Cup of Bluff the roll
+of each Bluffer with the Bluffer's claim or doublet. ``pbem verify`` replays the record
+the same way and compares (``pbem.kinds.verify``). The rules are the rules as played
+(``GameKind.played_rules``), the same as every report.json of the game shows.
+
+Format history: ``pbem.record/1`` kept the dice dealt as the database stored them (the
+classic star as 6; in Cup of Bluff the *next* Bluffer's roll, with a move only when that
+Bluffer happened to move), the stored rules (the Czech six-player rule unresolved), no
+record of which die an expose showed, and classic standings with the dice value only.
+``pbem verify`` still reads it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from itertools import groupby
+from typing import Any
+
+from pbem.kinds.base import GameKind
+from pbem.rules.dice import DiceStream
+
+FORMAT = "pbem.record/2"
+OLD_FORMATS = ("pbem.record/1",)
+
+
+@dataclass(frozen=True)
+class MoveRow:
+    """One applied move as the server keeps it."""
+
+    turn: int
+    seat: int
+    by: str
+    move: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Entrant:
+    entrant: int
+    name: str
+    seat: int | None
+
+
+def replay_dealt(kind: GameKind, rules: Mapping[str, Any], seed: bytes, players: int,
+                 moves: Sequence[MoveRow]) -> tuple[dict[tuple[int, int], dict[str, Any]], Any]:
+    """(turn, seat) -> what the record adds to that move, and the state after the last turn."""
+    stream = DiceStream(seed)
+    state = kind.start(rules, stream, players)
+    added: dict[tuple[int, int], dict[str, Any]] = {}
+    ordered = sorted(moves, key=lambda m: (m.turn, m.seat))
+    for turn, group in groupby(ordered, key=lambda m: m.turn):
+        resolution = kind.apply(state, {m.seat: kind.move_from_json(m.move) for m in group},
+                                stream)
+        for seat, extra in resolution.record.items():
+            added[(turn, seat)] = extra
+        state = resolution.state
+    return added, state
+
+
+def generic_record(kind: GameKind, *, game: str, rules: Mapping[str, Any], seed: bytes,
+                   commitment: str, entrants: Sequence[Entrant], moves: Sequence[MoveRow],
+                   started: bool) -> dict[str, Any]:
+    """The pbem.record/2 JSON of a game; the seed and the result only once it is over."""
+    players = len({e.entrant for e in entrants})
+    added: dict[tuple[int, int], dict[str, Any]] = {}
+    over, state = False, None
+    if started:
+        added, state = replay_dealt(kind, rules, seed, players, moves)
+        over = kind.over(state)
+    return {
+        "format": FORMAT, "kind": kind.name, "game": game,
+        "rules": kind.played_rules(rules, players) if started else dict(rules),
+        "commitment": commitment,
+        "seed": seed.hex() if over else None,
+        "players": [{"entrant": e.entrant, "name": e.name, "seat": e.seat} for e in entrants],
+        "moves": [{"turn": m.turn, "seat": m.seat, "by": m.by, "move": m.move,
+                   **added.get((m.turn, m.seat), {})}
+                  for m in sorted(moves, key=lambda m: (m.turn, m.seat))],
+        "result": {"standings": kind.standings(state)} if over else None,
+    }
