@@ -172,7 +172,12 @@ def load_settings(path: Path | None, env: dict[str, str] | None = None) -> Setti
             and ":memory:" not in database:
         # a relative SQLite path is relative to the config file, not to wherever we run
         server["database"] = "sqlite:///" + str(base / database.removeprefix("sqlite:///"))
-    server.setdefault("outbox_dir", base / "pbem-outbox")
+    # the .eml outbox goes with the data: next to a SQLite database, else next to the config
+    url = str(server.get("database", database))
+    sqlite = url if url.startswith("sqlite:///") else ""
+    data_dir = (Path(sqlite.removeprefix("sqlite:///")).parent
+                if sqlite and ":memory:" not in sqlite else base)
+    server.setdefault("outbox_dir", data_dir / "pbem-outbox")
     server.setdefault("outage_minutes", OUTAGE_MINUTES)
     imap = _section(data, "imap")
     smtp = _section(data, "smtp")
