@@ -117,7 +117,8 @@ def run_demo(folder: Path | None = None, *, seed: int | None = None, quiet: bool
         say("Final standings:")
         for s in record.result["standings"] if record.result else []:
             name = record.entrants[record.seats.index(s["seat"])]
-            say(f"  {s['rank']}. player {s['seat']} ({name}): {s['virtual_dice']} virtual dice")
+            say(f"  {s['rank']}. player {s['seat']} ({name}): {s['virtual_dice']} virtual "
+                f"{'die' if s['virtual_dice'] == 1 else 'dice'}")
         say(f"Mails sent by the referee ({len(list(outbox.glob('*.eml')))}): {outbox}")
         say(f"Database: {folder / 'pbem.db'}")
         record_path = folder / f"{game}.json"

@@ -35,6 +35,7 @@ __all__ = [
     "packaged_template_dir",
     "pct",
     "plain",
+    "plural",
     "utc",
     "wrap",
 ]
@@ -99,6 +100,12 @@ def bid(b: Mapping[str, Any] | None) -> str:
         return "no bid"
     q = b["quantity"]
     return f"{q} {face_name(b['face'], q)}"
+
+
+def plural(n: Any, one: str, many: str) -> str:
+    """A count with its noun: 1 -> "1 die", 2 -> "2 dice", -1 -> "-1 dice" (only exactly
+    one is singular)."""
+    return f"{n} {one if n == 1 else many}"
 
 
 def pct(p: Any) -> str:
@@ -220,6 +227,7 @@ def template_environment(override_dir: Path | None) -> jinja2.Environment:
         face_name=face_name,
         bid=bid,
         pct=pct,
+        plural=plural,
         utc=utc,
         wrap=wrap,
         lookup=lookup,

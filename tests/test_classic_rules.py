@@ -109,7 +109,7 @@ def test_czech_six_dice() -> None:
 
 
 # --------------------------------------------------------------------------
-# Challenges (RULES.md section 2 and the exact rules of section 5)
+# Challenges (docs/rules.md sections 2 and 4)
 # --------------------------------------------------------------------------
 
 

@@ -1,4 +1,4 @@
-"""Tests of pbem.rules.cupofbluff (RULES.md section 6): examples and properties."""
+"""Tests of pbem.rules.cupofbluff (docs/rules.md section 5): examples and properties."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def conserved(state: CupState) -> bool:
 # --- the table and the start ------------------------------------------------
 
 
-# The points table is written out here on purpose, from RULES.md section 6, and not taken
+# The points table is written out here on purpose, from docs/rules.md section 5, and not taken
 # from pbem.rules.cupofbluff: the test checks the code's table against the rules, which a
 # shared table could not do.
 @pytest.mark.parametrize("token, value", [

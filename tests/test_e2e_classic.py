@@ -46,7 +46,7 @@ def table(mailstack: Any, tmp_path: Path, database: str) -> Iterator[Table]:
 
 
 def matches(face: Any, bid_face: Any) -> bool:
-    """RULES.md section 1: a number bid counts its face and the stars; a star bid stars."""
+    """docs/rules.md section 1: a number bid counts its face and the stars; a star bid stars."""
     return face == "*" if bid_face == "*" else face in (bid_face, "*")
 
 

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.mailstack
 PLAYERS = ["p1", "p2", "p3", "p4"]
 GAME = "cup-of-bluff-1"
 SEED = 247   # a short game (35 moves) with a steal that fails and a GIVE
-# RULES.md section 6, written out on purpose (not pbem.rules.cupofbluff's table): the
+# docs/rules.md section 5, written out on purpose (not pbem.rules.cupofbluff's table): the
 # recount below must not lean on the referee's own code
 POINTS = {3: 5, 18: 5, 4: 4, 17: 4, 5: 3, 6: 3, 15: 3, 16: 3,
           7: 2, 8: 2, 13: 2, 14: 2, 9: 1, 10: 1, 11: 1, 12: 1}
@@ -51,7 +51,7 @@ def table(mailstack: Any, tmp_path: Path, database: str) -> Iterator[Table]:
 
 
 def recount(rounds: dict[int, dict[str, Any]], seats: list[int]) -> list[dict[str, int]]:
-    """The tokens and standings from the rounds as the reports showed them (RULES.md 6):
+    """The tokens and standings from the rounds as the reports showed them (docs/rules.md section 5):
     who was right follows from the shown dice and the answer alone."""
     held: dict[int, set[int]] = {s: set() for s in seats}
     centre = set(POINTS)

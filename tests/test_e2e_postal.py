@@ -41,7 +41,7 @@ def table(mailstack: Any, tmp_path: Path, database: str) -> Iterator[Table]:
 
 
 def recount(final_view: dict[str, Any]) -> dict[str, int]:
-    """Virtual dice from the reveals in the final report alone (RULES.md section 2)."""
+    """Virtual dice from the reveals in the final report alone (docs/rules.md section 2)."""
     virtual = {str(p["number"]): 5 for p in final_view["players"]}
     for mg in final_view["minigames"]:
         c = mg["challenge"]

@@ -601,7 +601,7 @@ def test_report_html_content(renderer: Renderer) -> None:
 
 def test_report_final(renderer: Renderer) -> None:
     text, html = renderer.render("report", final_context())
-    assert "(final report)" in text
+    assert "final report after 8 turns" in text   # the final view says turn 9
     assert "THE GAME IS OVER" in text
     assert "Shared win: Ann, Eve, with 4 virtual dice each." in text
     assert re.search(r"^  1= +1 +Ann +4$", text, re.MULTILINE)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import email
 import json
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email import policy
@@ -36,6 +37,7 @@ from pbem.games import (
     start_game,
 )
 from pbem.kinds import kind_named
+from pbem.kinds.classic import CLASSIC
 from pbem.kinds.verify import verify_generic
 from pbem.models import Game, OutboundMail, TalkMessage, Watcher
 from pbem.outbox import Origin
@@ -230,3 +232,20 @@ def test_classic_players_always_see_their_own_dice(games: dict[str, Played]) -> 
     for m in games["classic-english"].mails:
         if m.seat is None:
             assert "Your dice:" not in m.text
+
+
+def test_reports_count_dice_and_turns_in_plain_english(games: dict[str, Played]) -> None:
+    """No "1 dice", "1 virtual dice" or "1 dice each"; the final report says how many
+    turns were played, not the number of a turn that never came."""
+    for name, played in games.items():
+        for m in played.mails:
+            for text in (" ".join(m.text.split()), " ".join(m.html.split())):
+                assert not re.search(r"(?<![\d-])1 (virtual )?dice\b", text), (name, text)
+        finals = [m for m in played.mails if "final report" in m.subject]
+        played_turns = max(m.turn for m in played.mails) - 1
+        for m in finals:
+            head = m.text.splitlines()[0]
+            assert f"final report after {played_turns} turns" in head, head
+            assert f"turn {played_turns + 1}" not in head
+    one_die = CLASSIC.describe_rules(CLASSIC.parse_options(["DICE", "1"]))
+    assert "1 die each" in one_die

@@ -1,4 +1,4 @@
-"""Example tests of pbem.rules against every rule and example of RULES.md sections 1-4."""
+"""Example tests of pbem.rules against every rule and example of docs/rules.md sections 1-4."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Classic Bluff (RULES.md section 5) as a game kind: 2 to 6 players, rounds until one is left.
+"""Classic Bluff (docs/rules.md section 4) as a game kind: 2 to 6 players, rounds until one is left.
 
 The server sees one turn per move: the one player to move is due. Options
-are the editions of RULES.md section 5 (``english``, ``german``, ``czech``,
+are the editions of docs/rules.md section 4 (``english``, ``german``, ``czech``,
 ``anniversary``) and single options on top of one.
 
 Czech edition: 6 dice a player, 5 with six players. The number of players is
@@ -45,7 +45,7 @@ from pbem.rules.ruleset import ExactRule, RuleSet
 MOVE_NAMES = ("BID", "CHALLENGE", "EXPOSE")
 SIX_KEY = "dice_if_six_players"
 
-# RULES.md section 5: what each published edition uses
+# docs/rules.md section 4, classic Bluff: what each published edition uses
 EDITIONS: dict[str, tuple[RuleSet, int | None]] = {
     "english": (RuleSet(exact_rule=ExactRule.ALL_BUT_BIDDER, expose=True), None),
     "german": (RuleSet(exact_rule=ExactRule.CHALLENGER, expose=False), None),
@@ -190,7 +190,7 @@ class ClassicKind(BidMoves):
 
     def describe_rules(self, rules: Mapping[str, Any]) -> str:
         r = RuleSet.from_json(dict(rules))
-        dice = f"{r.dice_per_player} dice each"
+        dice = f"{_dice(r.dice_per_player)} each"
         if isinstance(rules.get(SIX_KEY), int):
             dice += f" ({rules[SIX_KEY]} with six players)"
         if r.super_die:

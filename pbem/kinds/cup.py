@@ -1,4 +1,4 @@
-"""Cup of Bluff (RULES.md section 6) as a game kind: 3 to 5 players, 16 tokens.
+"""Cup of Bluff (docs/rules.md section 5) as a game kind: 3 to 5 players, 16 tokens.
 
 The rules live in pbem.rules.cupofbluff; this module reads orders, words
 notes and views. The server sees one turn per move: the Bluffer's action,
@@ -219,7 +219,8 @@ class CupKind:
     max_players = cb.MAX_PLAYERS
     commands = COMMANDS
     report_template = "cup_report"
-    option_help = "Cup of Bluff takes no options: 3 to 5 players, 3 dice, 16 tokens (RULES.md 6)"
+    option_help = ("Cup of Bluff takes no options: 3 to 5 players, 3 dice, 16 tokens "
+                   "(docs/rules.md section 5)")
 
     def parse_options(self, words: Sequence[str]) -> dict[str, Any]:
         if words:

@@ -1,4 +1,4 @@
-"""The postal game (RULES.md section 4) as a game kind: five players, five mini-games at once."""
+"""The postal game (docs/rules.md section 4) as a game kind: five players, five mini-games at once."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ class PostalKind(BidMoves):
     max_players = PLAYERS
     commands = tuple(c for c in PLAYER_COMMANDS if c.name in MOVE_NAMES)
     report_template = "report"
-    option_help = "postal takes no options: five players, five mini-games (RULES.md section 4)"
+    option_help = "postal takes no options: five players, five mini-games (docs/rules.md section 4)"
 
     def parse_options(self, words: Sequence[str]) -> dict[str, Any]:
         if words:

@@ -1,4 +1,4 @@
-"""Challenge resolution (RULES.md section 2 and the exact-bid rules of section 5)."""
+"""Challenge resolution (docs/rules.md sections 2 and 4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Classic (non-postal) Bluff, 2 to 6 players (RULES.md sections 1-3 and 5).
+"""Classic (non-postal) Bluff, 2 to 6 players (docs/rules.md sections 1-4).
 
 Rounds of roll, bid round the table, one challenge. The dice lost leave the
 game; the player who was right at the challenge opens the next round; a
@@ -8,7 +8,7 @@ A pure state machine in the style of ``postal``: ``new_game`` rolls round 1,
 ``apply_move`` plays the one due seat's move. Dice come from the stream with
 labels keyed by round and seat, so a replay rebuilds the same game.
 
-Choices where the rule texts are silent (RULES.md asks us to write them down):
+Choices where the rule texts are silent (docs/rules.md writes them down):
 
 - Seat 1 opens round 1 (the server draws seats at random).
 - The player who was right: the bidder when the bid held (``actual >= bid``,

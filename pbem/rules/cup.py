@@ -1,4 +1,4 @@
-"""A player's cup: hidden dice, exposed dice, and expose-and-re-roll (RULES.md section 3)."""
+"""A player's cup: hidden dice, exposed dice, and expose-and-re-roll (docs/rules.md section 3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Cup of Bluff (RULES.md section 6): a pure state machine, one move at a time.
+"""Cup of Bluff (docs/rules.md section 5): a pure state machine, one move at a time.
 
 Seats are 1..players (3 to 5); seat 1 is the first Bluffer and the role
 passes clockwise (seat s -> s % players + 1). The dice are three plain d6
@@ -17,7 +17,7 @@ Steal (the named token is one the Guesser owns): the Bluffer right -> the
 Bluffer takes that token from the Guesser; the Guesser right -> the Guesser
 keeps it and the Bluffer GIVEs the Guesser one of the Bluffer's own tokens.
 
-Decisions where the texts are silent (RULES.md is followed where they differ):
+Decisions where the texts are silent (docs/rules.md is followed where they differ):
 
 - The Bluffer may announce any total whose token is in the centre, true or
   not. When the true total's token is gone the Bluffer must bluff, steal or
@@ -27,7 +27,7 @@ Decisions where the texts are silent (RULES.md is followed where they differ):
 - A steal needs a token on both sides (the Bluffer's, and the named token of
   the Guesser's), else it is illegal. The rulebook's table says token 12
   "goes to the Guesser" when the Guesser is right; since the Guesser already
-  owns it, that means the Guesser keeps it (and receives a gift, per RULES.md).
+  owns it, that means the Guesser keeps it (and receives a gift, per docs/rules.md).
 - The gift after a failed steal is the Bluffer's choice, made by a GIVE move
   once the dice are shown; a Bluffer with a single token gives it at once
   (there is no choice, and by mail that saves a round).

@@ -78,7 +78,7 @@ class Ladder:
         self.top_number = top
         self.star_bids = star_bids
         # star n lies between number spaces 2n-1 and 2n, so it is on the track when 2n <= top
-        # (RULES.md 1: the track ends at the number space of the dice in play, as 19, 10*, 20)
+        # (docs/rules.md section 1: the track ends at the number space of the dice in play, as 19, 10*, 20)
         self.top_star = top // 2 if star_bids else 0
         self._bids = sorted(self._all_bids(), key=lambda b: b.key)
         self._index = {bid: i for i, bid in enumerate(self._bids)}

@@ -1,4 +1,4 @@
-"""What one player can know: the odds that a bid holds (RULES.md section 1).
+"""What one player can know: the odds that a bid holds (docs/rules.md section 1).
 
 Unknown dice are independent: each matches a number bid with p = 1/3 (its
 face or a star) and a star bid with p = 1/6. A super die counts twice.

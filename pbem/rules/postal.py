@@ -1,4 +1,4 @@
-"""The postal game (RULES.md section 4): five players, five mini-games at once.
+"""The postal game (docs/rules.md section 4): five players, five mini-games at once.
 
 A pure state machine: ``new_game`` rolls the cups from a dice stream,
 ``apply_turn`` takes one move per due seat and returns the next state and

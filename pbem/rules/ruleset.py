@@ -1,4 +1,4 @@
-"""The rule set of a game, chosen when it is created (RULES.md section 5)."""
+"""The rule set of a game, chosen when it is created (docs/rules.md section 4, classic Bluff)."""
 
 from __future__ import annotations
 
