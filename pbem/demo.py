@@ -14,6 +14,7 @@ import json
 import random
 import secrets
 import smtplib
+import sys
 import tempfile
 from collections.abc import Callable
 from email import policy
@@ -106,9 +107,13 @@ def run_demo(folder: Path | None = None, *, seed: int | None = None, quiet: bool
                 break
             server.tick()
             turns += 1
+            if not quiet:
+                show_progress(turns, len(list(outbox.glob("*.eml"))))
             if turns > most:
                 say(f"the demo did not finish in {most} turns")
                 return 1
+        if not quiet:
+            show_progress(turns, len(list(outbox.glob("*.eml"))), done=True)
         if rules != "postal":
             return _finish(server, folder, outbox, game, turns, say)
         with Session(server.engine) as session:
@@ -127,6 +132,16 @@ def run_demo(folder: Path | None = None, *, seed: int | None = None, quiet: bool
         return 0
     finally:
         listener.stop()
+
+
+def show_progress(turns: int, mails: int, *, done: bool = False) -> None:
+    """Turns and mails so far, on stderr (stdout keeps the result): one line rewritten in
+    place on a terminal, else a line every 10 turns."""
+    line = f"playing: turn {turns}, {mails} mails so far"
+    if sys.stderr.isatty():
+        print("\r" + line, end="\n" if done else "", file=sys.stderr, flush=True)
+    elif done or turns % 10 == 0:
+        print(line, file=sys.stderr, flush=True)
 
 
 def _finish(server: Server, folder: Path, outbox: Path, game: str, turns: int,

@@ -49,3 +49,13 @@ def test_demo_says_why_a_game_cannot_be_set_up(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "could not set up" in done.stdout and "DICE 11" in done.stdout
     assert "COMMANDS" not in done.stdout
+
+
+def test_demo_shows_its_progress_on_stderr(tmp_path: Path) -> None:
+    done = demo(tmp_path, "--rules", "cup", "--seed", "51")
+    assert done.returncode == 0, done.stderr
+    progress = [line for line in done.stderr.splitlines() if line.startswith("playing: ")]
+    assert progress and all(re.fullmatch(r"playing: turn \d+, \d+ mails so far", line)
+                            for line in progress)
+    turns = int(re.search(r"is over after (\d+) turns", done.stdout).group(1))  # type: ignore[union-attr]
+    assert progress[-1].startswith(f"playing: turn {turns}, ")
