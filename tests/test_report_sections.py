@@ -148,7 +148,7 @@ def games(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Played]:
     return {
         "postal": play(tmp, "postal", "", 5, 7),
         "classic-english": play(tmp, "classic", "english DICE 3", 4, 11),
-        "classic-german": play(tmp, "classic", "german DICE 2", 3, 12),
+        "classic-german": play(tmp, "classic", "german DICE 2 STARS off", 3, 12),
         "classic-anniversary": play(tmp, "classic", "anniversary DICE 3 EXPOSE on", 3, 13),
         "classic-czech-six": play(tmp, "classic", "czech", 6, 14),
         "cup-3": play(tmp, "cup", "", 3, 15),
@@ -249,3 +249,52 @@ def test_reports_count_dice_and_turns_in_plain_english(games: dict[str, Played])
             assert f"turn {played_turns + 1}" not in head
     one_die = CLASSIC.describe_rules(CLASSIC.parse_options(["DICE", "1"]))
     assert "1 die each" in one_die
+
+
+def test_cup_reports_offer_only_the_orders_that_fit(games: dict[str, Played]) -> None:
+    """A Bluffer without tokens is not offered STEAL, one without a double not DOUBLET;
+    the Guesser is offered OK or BLUFF; a player not to move gets no list of moves."""
+    seen: set[str] = set()
+    for name in ("cup-3", "cup-5"):
+        for m in games[name].mails:
+            if m.seat is None or m.view["game_over"]:
+                continue
+            how = m.text.split("HOW TO ORDER")[1]
+            due = m.view["to_move"] == m.seat
+            mine = next(h for h in m.view["holdings"] if h["seat"] == m.seat)
+            others = [h for h in m.view["holdings"] if h["seat"] != m.seat and h["count"]]
+            steal = due and m.view["phase"] == "act" and bool(mine["count"]) and bool(others)
+            assert ("STEAL " in how) == steal, (name, m.text)
+            assert ("DOUBLET TAKE" in how) == bool(m.view["can_doublet"]), name
+            assert ("OK  or  BLUFF" in how) == (due and m.view["phase"] == "answer"), name
+            assert ("ANNOUNCE " in how) == (due and m.view["phase"] == "act"), name
+            what = " ".join(m.text.split("WHAT TO DO NOW")[1].split("Your dice")[0].split())
+            if due and m.view["phase"] == "act":
+                assert ("STEAL" in what) == steal and ("DOUBLET" in what) == bool(
+                    m.view["can_doublet"]), what
+                seen.add("steal" if steal else "no steal")
+    assert seen == {"steal", "no steal"}
+
+
+def test_cup_reports_tell_each_player_their_own_part_as_you(games: dict[str, Played]) -> None:
+    told = 0
+    for m in games["cup-5"].mails:
+        last = m.view.get("last_turn")
+        if m.seat is None or not last or last["action"] == "doublet":
+            continue
+        lines = " ".join(last["lines"])
+        if last["guesser"] == m.seat:
+            assert f"Player {m.seat} says" not in lines and "You say " in lines, lines
+            told += 1
+        if last["bluffer"] == m.seat:
+            assert f"player {m.seat}" not in lines.lower() and "you " in lines, lines
+    assert told
+
+
+def test_classic_reports_offer_star_bids_only_when_the_game_has_them(
+        games: dict[str, Played]) -> None:
+    for name, stars in (("classic-english", True), ("classic-german", False)):
+        for m in games[name].mails:
+            if m.seat is not None and "HOW TO ORDER" in m.text:
+                assert ("BID 4 stars" in m.text) == stars, name
+                assert ("BID 4 stars" in m.html) == stars, name

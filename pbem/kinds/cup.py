@@ -150,44 +150,82 @@ def _roll(roll: Sequence[int]) -> str:
     return f"{' '.join(map(str, roll))} = {sum(roll)}"
 
 
-def claim_line(number: int, bluffer: int, action: str, total: int, guesser: int) -> str:
+class Words:
+    """A round told to one reader: "you" for the reader's own seat (None: told to all)."""
+
+    def __init__(self, you: int | None = None) -> None:
+        self.you = you
+
+    def who(self, seat: int) -> str:
+        return "you" if seat == self.you else f"player {seat}"
+
+    def whose(self, seat: int) -> str:
+        return "your" if seat == self.you else f"player {seat}'s"
+
+    def verb(self, seat: int, mine: str, theirs: str) -> str:
+        """The verb after who(seat): "you say" / "player 3 says"."""
+        return mine if seat == self.you else theirs
+
+
+def _cap(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def claim_line(number: int, bluffer: int, action: str, total: int, guesser: int,
+               you: int | None = None) -> str:
+    w = Words(you)
     if action == "steal":
-        return (f"Round {number}: player {bluffer} tries to steal token {total} from player "
-                f"{guesser}, claiming a total of {total}.")
-    return f"Round {number}: player {bluffer} announces a total of {total} to player {guesser}."
+        return (f"Round {number}: {w.who(bluffer)} {w.verb(bluffer, 'try', 'tries')} to steal "
+                f"token {total} from {w.who(guesser)}, claiming a total of {total}.")
+    return (f"Round {number}: {w.who(bluffer)} {w.verb(bluffer, 'announce', 'announces')} a "
+            f"total of {total} to {w.who(guesser)}.")
 
 
-def reveal_line(r: TurnRecord) -> str:
+def reveal_line(r: TurnRecord, you: int | None = None) -> str:
+    w = Words(you)
+    g, b = r.guesser, r.bluffer
+    assert g is not None
     said = "OK" if r.ok else "BLUFF"
     truth = "the truth" if r.truthful else "a bluff"
-    head = f"Player {r.guesser} says {said}; the dice show {_roll(r.roll)}, {truth}: "
-    if r.winner == r.guesser:
+    head = (f"{_cap(w.who(g))} {w.verb(g, 'say', 'says')} {said}; the dice show "
+            f"{_roll(r.roll)}, {truth}: ")
+    right = f"{w.who(g)} {w.verb(g, 'were', 'was')} right"
+    if r.winner == g:
         if r.action == "announce":
-            return head + f"player {r.guesser} was right and takes token {r.total}."
-        return head + (f"player {r.guesser} was right, keeps token {r.total} and gets a token "
-                       f"from player {r.bluffer}.")
-    verb = "fooled them" if r.ok else "was right"   # OK on a lie / BLUFF on the truth
-    took = "takes token" if r.action == "announce" else f"takes player {r.guesser}'s token"
-    return head + f"player {r.bluffer} {verb} and {took} {r.total}."
+            return head + f"{right} and {w.verb(g, 'take', 'takes')} token {r.total}."
+        return head + (f"{right}, {w.verb(g, 'keep', 'keeps')} token {r.total} and "
+                       f"{w.verb(g, 'get', 'gets')} a token from {w.who(b)}.")
+    # OK on a lie / BLUFF on the truth
+    verb = (f"fooled {'you' if g == you else 'them'}" if r.ok
+            else w.verb(b, "were right", "was right"))
+    took = (f"{w.verb(b, 'take', 'takes')} token" if r.action == "announce"
+            else f"{w.verb(b, 'take', 'takes')} {w.whose(g)} token")
+    return head + f"{w.who(b)} {verb} and {took} {r.total}."
 
 
-def given_line(bluffer: int, guesser: int, token: int) -> str:
-    return f"Player {bluffer} gives token {token} to player {guesser}."
+def given_line(bluffer: int, guesser: int, token: int, you: int | None = None) -> str:
+    w = Words(you)
+    return (f"{_cap(w.who(bluffer))} {w.verb(bluffer, 'give', 'gives')} token {token} to "
+            f"{w.who(guesser)}.")
 
 
-def doublet_line(r: TurnRecord) -> str:
+def doublet_line(r: TurnRecord, you: int | None = None) -> str:
+    w = Words(you)
     given = ", ".join(map(str, r.returned))
-    return (f"Round {r.number}: player {r.bluffer} shows a doublet ({_roll(r.roll)}) and "
-            f"swaps tokens {given} for token {r.total}.")
+    return (f"Round {r.number}: {w.who(r.bluffer)} {w.verb(r.bluffer, 'show', 'shows')} a "
+            f"doublet ({_roll(r.roll)}) and {w.verb(r.bluffer, 'swap', 'swaps')} tokens "
+            f"{given} for token {r.total}.")
 
 
-def record_lines(r: TurnRecord) -> list[str]:
+def record_lines(r: TurnRecord, you: int | None = None) -> list[str]:
+    """The round in words, told to everyone (you None) or to the player of seat you."""
     if r.action == "doublet":
-        return [doublet_line(r)]
+        return [doublet_line(r, you)]
     assert r.guesser is not None
-    lines = [claim_line(r.number, r.bluffer, r.action, r.total, r.guesser), reveal_line(r)]
+    lines = [claim_line(r.number, r.bluffer, r.action, r.total, r.guesser, you),
+             reveal_line(r, you)]
     if r.given is not None:
-        lines.append(given_line(r.bluffer, r.guesser, r.given))
+        lines.append(given_line(r.bluffer, r.guesser, r.given, you))
     return lines
 
 
@@ -200,13 +238,13 @@ def _pending(state: CupState) -> TurnRecord | None:
                       claim.guesser, claim.ok, claim.guesser)
 
 
-def record_json(r: TurnRecord) -> dict[str, Any]:
+def record_json(r: TurnRecord, you: int | None = None) -> dict[str, Any]:
     return {"round": r.number, "bluffer": r.bluffer, "action": r.action, "total": r.total,
             "guesser": r.guesser, "roll": list(r.roll), "roll_total": sum(r.roll),
             "truthful": r.truthful if r.action != "doublet" else None,
             "answer": None if r.ok is None else ("OK" if r.ok else "BLUFF"),
             "winner": r.winner, "given": r.given, "returned": list(r.returned),
-            "lines": record_lines(r)}
+            "lines": record_lines(r, you)}
 
 
 # --- the kind ---------------------------------------------------------------
@@ -356,8 +394,9 @@ class CupKind:
             "your_roll": list(state.roll) if mine else None,
             "your_roll_total": sum(state.roll) if mine else None,
             "can_doublet": bool(mine and state.phase == cb.ACT and cb.doublets(state)),
+            "can_steal": bool(mine and state.phase == cb.ACT and cb.can_steal(state)),
             "shown_roll": list(pending.roll) if pending is not None else None,
-            "last_turn": record_json(state.log[-1]) if state.log else None,
+            "last_turn": record_json(state.log[-1], seat) if state.log else None,
             "points_table": POINTS_TABLE,
             "game_over": state.game_over,
         }

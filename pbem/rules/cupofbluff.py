@@ -78,7 +78,8 @@ from pbem.rules.errors import IllegalMove
 __all__ = [
     "ACT", "ANSWER", "GIVE", "OVER", "TOKENS", "TOTAL_ODDS", "Announce", "Answer", "Claim",
     "Claimed", "CupState", "Doublet", "DoubletMade", "Event", "GameEnded", "Give", "Given",
-    "Move", "Revealed", "Rolled", "Standing", "Steal", "TurnRecord", "apply_move", "doublets",
+    "Move", "Revealed", "Rolled", "Standing", "Steal", "TurnRecord", "apply_move", "can_steal",
+    "doublets",
     "has_double", "move_from_json", "new_game", "points", "replay", "robot_move", "roll_label",
 ]
 
@@ -156,8 +157,12 @@ class CupState:
 
     def due(self) -> dict[int, str]:
         if self.phase == ACT:
-            return {self.bluffer: "you are the Bluffer: ANNOUNCE a total, STEAL a token "
-                                  "or make a DOUBLET"}
+            # only what this Bluffer can do: a steal needs tokens on both sides, a doublet
+            # a double and tokens to swap (the due line goes to the Bluffer alone)
+            ways = ["ANNOUNCE a total"] + (["STEAL a token"] if can_steal(self) else [])
+            ways += ["make a DOUBLET"] if doublets(self) else []
+            said = ways[0] if len(ways) == 1 else ", ".join(ways[:-1]) + " or " + ways[-1]
+            return {self.bluffer: f"you are the Bluffer: {said}"}
         if self.phase == GIVE:
             assert self.claim is not None
             return {self.bluffer: f"your steal failed: GIVE player {self.claim.guesser} "
@@ -265,6 +270,12 @@ class CupState:
         ordered = sorted(self.seats, key=lambda s: (keys[s], s))
         return tuple(Standing(1 + sum(1 for k in keys.values() if k < keys[s]), s,
                               self.score(s), len(self.tokens(s))) for s in ordered)
+
+
+def can_steal(state: CupState) -> bool:
+    """The Bluffer owns a token and another player owns one to steal."""
+    return bool(state.tokens(state.bluffer)) and any(
+        state.tokens(s) for s in state.seats if s != state.bluffer)
 
 
 def doublets(state: CupState) -> list[Move]:
