@@ -71,7 +71,7 @@ def test_the_sample_config_keeps_its_data_where_the_unit_lets_it_write(tmp_path:
 
 def test_the_container_keeps_the_same_paths_in_its_volume(tmp_path: Path) -> None:
     containerfile = (DEPLOY / "Containerfile").read_text()
-    volumes = [Path(v) for v in re.findall(r"^VOLUME\s+(\S+)", containerfile, re.M)]
+    volumes = [Path(v) for v in re.findall(r"^VOLUME\s+(\S+)", containerfile, re.MULTILINE)]
     run = next(line for line in containerfile.splitlines() if "podman run" in line)
     assert f":{CONFIG_AT}:ro" in run                     # the config is read-only there too
     mounted = [Path(m) for m in re.findall(r"-v \S+?:(/\S+?)(?::ro)?(?:\s|$)", run)]
@@ -80,7 +80,7 @@ def test_the_container_keeps_the_same_paths_in_its_volume(tmp_path: Path) -> Non
     assert data and all(v in volumes for v in data)
     assert under(sqlite_path(settings.database), data)
     assert under(Path(settings.outbox_dir), data)
-    assert re.search(r"^CMD .*\"-c\", \"" + re.escape(str(CONFIG_AT)), containerfile, re.M)
+    assert re.search(r"^CMD .*\"-c\", \"" + re.escape(str(CONFIG_AT)), containerfile, re.MULTILINE)
 
 
 def test_the_sample_database_opens_in_a_state_directory(tmp_path: Path) -> None:
