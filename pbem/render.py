@@ -36,6 +36,7 @@ __all__ = [
     "pct",
     "plain",
     "plural",
+    "rules_document",
     "utc",
     "wrap",
 ]
@@ -187,6 +188,15 @@ def lookup(mapping: Mapping[Any, Any] | None, key: Any, default: Any = None) -> 
     except (TypeError, ValueError):
         return default
     return mapping.get(ikey, default)
+
+
+def rules_document() -> bytes:
+    """docs/rules.md, the rules of every kind (attached to HELP answers): ``pbem/_docs``
+    in an installed wheel, else the repository's ``docs/`` folder."""
+    packaged = Path(__file__).resolve().parent / "_docs" / "rules.md"
+    if packaged.is_file():
+        return packaged.read_bytes()
+    return (Path(__file__).resolve().parent.parent / "docs" / "rules.md").read_bytes()
 
 
 def packaged_template_dir() -> Path:
