@@ -5,6 +5,7 @@ its volume, never next to the read-only config."""
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 
 from sqlalchemy import text
@@ -103,3 +104,14 @@ def test_a_config_without_paths_keeps_the_outbox_next_to_the_database(tmp_path: 
     assert load_settings(config, env={}).outbox_dir == Path("/srv/data/pbem-outbox")
     config.write_text("[server]\n")
     assert load_settings(config, env={}).outbox_dir == tmp_path / "pbem-outbox"
+
+
+def test_the_container_copies_everything_the_wheel_includes() -> None:
+    """pyproject's force-include (templates, schema, docs/rules.md) must be in the build
+    context the Containerfile copies, or `pip install .` fails inside the container."""
+    pyproject = tomllib.loads((DEPLOY.parent / "pyproject.toml").read_text())
+    included = pyproject["tool"]["hatch"]["build"]["targets"]["wheel"]["force-include"]
+    copied = re.findall(r"^COPY\s+(\S+)", (DEPLOY / "Containerfile").read_text(), re.MULTILINE)
+    for source in included:
+        top = Path(source).parts[0]
+        assert top in copied, f"{source} is not copied into the container"
