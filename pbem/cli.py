@@ -163,7 +163,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose or args.command in ("serve", "web")
                         else logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("apscheduler").setLevel(logging.WARNING)   # two INFO lines every poll
+    # libraries' bookkeeping: APScheduler says two lines every poll, Alembic a dozen at start
+    for chatty in ("apscheduler", "alembic"):
+        logging.getLogger(chatty).setLevel(logging.WARNING)
     try:
         return int(args.func(args))
     except ConfigError as exc:
