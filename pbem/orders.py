@@ -269,8 +269,8 @@ def closeness(line: str, commands: Sequence[Command]) -> float:
     return best
 
 
-def closest_lines(lines: Sequence[BodyLine], commands: Sequence[Command],
-                  most: int = 3) -> list[BodyLine]:
+def closest_lines(lines: Sequence[TextLine], commands: Sequence[Command],
+                  most: int = 3) -> list[TextLine]:
     """The lines of a mail that looked most like an order, best first (at most ``most``),
     for an answer that found no order: the player sees what was read and what came near."""
     scored = sorted(((closeness(line.text, commands), i) for i, line in enumerate(lines)

@@ -26,25 +26,18 @@ import pytest
 from sqlmodel import Session
 
 from pbem.db import open_database
-from pbem.games import (
-    add_player,
-    create_game,
-    export_json,
-    find_game,
-    load_state,
-    resolve_turn,
-    seated,
-    start_game,
-)
+from pbem.config import Settings
+from pbem.games import add_player, create_game, find_game, load_state, seated, start_game
 from pbem.kinds import kind_named
 from pbem.kinds.classic import CLASSIC
 from pbem.kinds.verify import verify_generic
 from pbem.models import Game, OutboundMail, TalkMessage, Watcher
-from pbem.outbox import Origin
 from pbem.render import Renderer
-from pbem.reports import enqueue_reports, played_for_notes
+from pbem.services.export import export_json
+from pbem.services.post import Post
+from pbem.services.reports import enqueue_reports
+from pbem.services.turns import played_for_notes, resolve_turn
 
-ORIGIN = Origin("bluff@example.org")
 NAMES = ["Ann", "Bob", "Cyd", "Dee", "Eve", "Fay"]
 WATCHER = "watcher@example.org"
 START = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -92,6 +85,8 @@ def play(tmp: Path, kind: str, options: str, players: int, seed: int, *,
     assert renderer.env.undefined is jinja2.StrictUndefined
     out = Played(kind)
     now = START
+    clock = [now]
+    post = Post(Settings(address="bluff@example.org"), renderer, lambda: clock[0])
     with Session(engine) as session:
         k = kind_named(kind)
         game = create_game(session, "g1", seed=seed.to_bytes(32, "big"), now=now,
@@ -108,8 +103,8 @@ def play(tmp: Path, kind: str, options: str, players: int, seed: int, *,
         seats[2].default_order = "ROBOT"
         session.add_all(seats.values())
         session.flush()
-        rows = enqueue_reports(session, game, load_state(session, game), now=now, origin=ORIGIN,
-                               renderer=renderer, notes=[])
+        rows = enqueue_reports(session, post, game, load_state(session, game), now=now,
+                               notes=[])
         _collect(out, rows, game)
         while game.status == "running" and game.turn <= most_turns:
             speaker = 1 + game.turn % players
@@ -120,10 +115,10 @@ def play(tmp: Path, kind: str, options: str, players: int, seed: int, *,
             session.add(TalkMessage(game_id=game.id, turn=game.turn, seat=None,
                                     name="the referee", text="Play nicely.", created_at=now))
             now += timedelta(hours=1)
+            clock[0] = now
             outcome = resolve_turn(session, game, now)
             notes = outcome.notes + played_for_notes(game, outcome, seated(session, game))
-            rows = enqueue_reports(session, game, outcome.state, now=now, origin=ORIGIN,
-                                   renderer=renderer, notes=notes)
+            rows = enqueue_reports(session, post, game, outcome.state, now=now, notes=notes)
             _collect(out, rows, game)
         assert game.status == "over", f"{kind} did not end in {most_turns} turns"
         out.record = export_json(session, find_game(session, "g1"))
