@@ -102,7 +102,7 @@ def test_talk_and_punctuated_orders_in_a_classic_game(table: Table) -> None:
     for _ in range(200):
         if all(v["game_over"] for v in table.views().values()):
             break
-        for user, (msg, view) in sorted(table.latest.items()):
+        for user, (_msg, view) in sorted(table.latest.items()):
             lines = client_order_lines(view, rng)
             if lines:
                 table.reply(user, lines)

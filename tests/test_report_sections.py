@@ -25,8 +25,8 @@ import jinja2
 import pytest
 from sqlmodel import Session
 
-from pbem.db import open_database
 from pbem.config import Settings
+from pbem.db import open_database
 from pbem.games import add_player, create_game, find_game, load_state, seated, start_game
 from pbem.kinds import kind_named
 from pbem.kinds.classic import CLASSIC
