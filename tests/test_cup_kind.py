@@ -249,7 +249,8 @@ def context(state: CupState, seat: int | None, **extra: Any) -> dict[str, Any]:
            "talk": [{"from": "Ann (player 1)", "text": "Good luck <all>"}],
            "your_due": CUP.due(state).get(seat) if seat else None, "standings": standings,
            "server_address": "bluff@pbem.example.org", "commitment": "ab" * 32,
-           "seed": "cd" * 32 if standings else None, "game_url": None, "private_link": None}
+           "seed": "cd" * 32 if standings else None, "game_url": None, "private_link": None,
+           **CUP.report_extras(state, seat)}
     ctx.update(extra)
     return ctx
 

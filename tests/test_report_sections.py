@@ -277,7 +277,7 @@ def test_cup_reports_tell_each_player_their_own_part_as_you(games: dict[str, Pla
         last = m.view.get("last_turn")
         if m.seat is None or not last or last["action"] == "doublet":
             continue
-        lines = " ".join(last["lines"])
+        lines = " ".join(m.text.split("LAST ROUND")[1].split("The dice:")[0].split())
         if last["guesser"] == m.seat:
             assert f"Player {m.seat} says" not in lines and "You say " in lines, lines
             told += 1

@@ -396,7 +396,7 @@ class CupKind:
             "can_doublet": bool(mine and state.phase == cb.ACT and cb.doublets(state)),
             "can_steal": bool(mine and state.phase == cb.ACT and cb.can_steal(state)),
             "shown_roll": list(pending.roll) if pending is not None else None,
-            "last_turn": record_json(state.log[-1], seat) if state.log else None,
+            "last_turn": record_json(state.log[-1]) if state.log else None,
             "points_table": POINTS_TABLE,
             "game_over": state.game_over,
         }
@@ -413,7 +413,9 @@ class CupKind:
         return lines
 
     def report_extras(self, state: CupState, seat: int | None) -> dict[str, Any]:
-        return {}
+        """The last round told to the report's reader ("you"); report.json keeps the
+        public wording, the same for everyone."""
+        return {"last_lines": record_lines(state.log[-1], seat) if state.log else []}
 
 
 # --- a robot at the other end of the mail -------------------------------------
