@@ -25,7 +25,7 @@ from sqlalchemy.exc import OperationalError
 from sqlmodel import Session
 
 from pbem import inbox, security, senders
-from pbem.commands.context import CommandContext, Refusal, refusal
+from pbem.commands.context import CommandContext, Refusal, Turnkey, refusal
 from pbem.commands.moves import take_moves
 from pbem.commands.registry import move_names, player_commands, referee_commands, run
 from pbem.config import Settings
@@ -36,7 +36,7 @@ from pbem.kinds import kind_of
 from pbem.mail.read import MAX_LINE_CHARS, MAX_TEXT_LINES, InboundMessage, read_message
 from pbem.mail.text import BodyLine
 from pbem.models import InboundMail, OutboundMail
-from pbem.orders import help_lines, parse_text
+from pbem.orders import ParsedText, help_lines, parse_text
 from pbem.render import Renderer
 from pbem.services import bounces, clock, failures
 from pbem.services.post import Incoming, Post, answer, undeliverable
@@ -249,29 +249,49 @@ def player_mail(session: Session, post: Post, mail: Incoming) -> str:
         parsed = parse_text(lines, player_commands(kind_of(who.game)))
     if parsed.problems:
         raise Refusal(*parsed.problems, game=who.game.name if who else None)
-    ctx = CommandContext(session, post, post.clock(), mail, who, parsed.orders)
+    # one answer a mail: the commands' answers are held and sent together at the end
+    ctx = CommandContext(session, post, post.clock(), mail, who, parsed.orders, parts=[])
+    outcome = player_commands_of(ctx, parsed, who)
+    ctx.send_answers()
+    return outcome
+
+
+# what a mail asks to see runs after what it changes, so ORDERS shows the same mail's
+# DEFAULT and its move; the answers still come in the order of the lines
+LOOKS = ("HISTORY", "ORDERS")
+
+
+def player_commands_of(ctx: CommandContext, parsed: ParsedText, who: Turnkey | None) -> str:
+    """Run a player mail's commands (all of them, or none: one transaction)."""
     names = move_names()
     moves = [o for o in parsed.orders if o.name in names]
     desk = [o for o in parsed.orders if o.command.action is not None and not o.command.alone]
-    if desk and not moves:
-        return "; ".join(run(ctx, desk))
     if not moves or who is None:
-        # HELP or STATUS answer a mail that has nothing else to do (HELP first)
-        alone = sorted((o for o in parsed.orders if o.command.alone and
-                        (o.command.who == "anyone" or who is not None)),
-                       key=lambda o: o.command.alone)
-        if alone:
-            return run(ctx, alone[:1])[0]
-    if who is None:
+        if not desk:
+            # HELP or STATUS answer a mail that has nothing else to do (HELP first)
+            alone = sorted((o for o in parsed.orders if o.command.alone and
+                            (o.command.who == "anyone" or who is not None)),
+                           key=lambda o: o.command.alone)
+            if alone:
+                return run(ctx, alone[:1])[0]
+    if moves and who is None:
         raise refusal("I could not tell which game and player this mail is for",
                       "reply to your latest report, or write a fresh mail with the lines "
                       "GAME <game> and KEY <your key> (both are in your report)")
-    if desk:
-        # a move and desk commands (SAY, DEFAULT ...) in one mail: all of it or none
-        with session.begin_nested():
-            said = "; ".join(run(ctx, desk))
-            return take_moves(ctx, parsed, names) + "; " + said
-    return take_moves(ctx, parsed, names)
+    if not moves and not desk:
+        if who is None:
+            raise refusal("I could not tell which game and player this mail is for",
+                          "reply to your latest report, or write a fresh mail with the "
+                          "lines GAME <game> and KEY <your key> (both are in your report)")
+        return take_moves(ctx, parsed, names)      # says that no order was found
+    changes = [o for o in desk if o.name not in LOOKS]
+    looks = [o for o in desk if o.name in LOOKS]
+    with ctx.session.begin_nested():   # a move and desk commands in one mail: all or none
+        said = run(ctx, changes)
+        if moves:
+            said.insert(0, take_moves(ctx, parsed, names))
+        said += run(ctx, looks)
+    return "; ".join(said)
 
 
 def referee_mail(session: Session, post: Post, mail: Incoming) -> str:

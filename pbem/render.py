@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import markupsafe
 
 from pbem.paths import packaged_dir
 
@@ -36,6 +37,8 @@ __all__ = [
     "pct",
     "plain",
     "plural",
+    "html_part",
+    "text_part",
     "rules_document",
     "utc",
     "wrap",
@@ -190,13 +193,27 @@ def lookup(mapping: Mapping[Any, Any] | None, key: Any, default: Any = None) -> 
     return mapping.get(ikey, default)
 
 
+PART_START, PART_END = "<!--pbem-part-->", "<!--/pbem-part-->"
+
+
+def text_part(text: str) -> str:
+    """A rendered text answer without its signature (the lines from "-- " on)."""
+    head, sep, _ = text.rpartition("\n-- \n")
+    return (head if sep else text).strip("\n")
+
+
+def html_part(html: str) -> markupsafe.Markup:
+    """The content of a rendered HTML answer (between the layout's part markers), as
+    markup: it was rendered, and escaped, by our own templates."""
+    _, _, rest = html.partition(PART_START)
+    inner, found, _ = rest.partition(PART_END)
+    return markupsafe.Markup(inner.strip() if found else html)
+
+
 def rules_document() -> bytes:
     """docs/rules.md, the rules of every kind (attached to HELP answers): ``pbem/_docs``
     in an installed wheel, else the repository's ``docs/`` folder."""
-    packaged = Path(__file__).resolve().parent / "_docs" / "rules.md"
-    if packaged.is_file():
-        return packaged.read_bytes()
-    return (Path(__file__).resolve().parent.parent / "docs" / "rules.md").read_bytes()
+    return (packaged_dir("docs") / "rules.md").read_bytes()
 
 
 def packaged_template_dir() -> Path:

@@ -6,6 +6,7 @@ own dice; the game goes on to its end and its record verifies."""
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Iterator
 from email import policy
 from email.message import EmailMessage
@@ -69,6 +70,24 @@ def test_talk_and_punctuated_orders_in_a_classic_game(table: Table) -> None:
     assert accepted and "BID 1 threes." in accepted[0]
     assert not any("went wrong" in text_of(a) for u in PLAYERS for a in table.answers[u])
 
+    # the SAY and the bid in one mail got one answer, both parts in the order of the lines
+    (both,) = [a for a in table.answers[opener] if a["In-Reply-To"] is not None]
+    assert "order received" in str(both["Subject"]) and "table talk" in str(both["Subject"])
+    body = text_of(both)
+    assert body.index("relayed") < body.index("BID 1 threes.")
+
+    # desk commands mixed in one mail: one answer; ORDERS sees the same mail's DEFAULT
+    asker = talker
+    before = len(table.answers[asker])
+    table.reply(asker, ["HISTORY", "ORDERS", "DEFAULT CHALLENGE"])
+    table.server.tick()
+    table.collect()
+    (answer,) = table.answers[asker][before:]
+    body = " ".join(text_of(answer).split())
+    assert body.index("the moves so far") < body.index("your orders for turn")
+    assert body.index("your orders for turn") < body.index("Your standing order is now")
+    assert "Your standing order for a missed turn: CHALLENGE" in body
+
     # turn 2: "Challenge!" from the player to move
     mover = user_at[latest["p1"][1]["to_move"]]
     table.reply(mover, ["Challenge!"])
@@ -110,11 +129,12 @@ def test_talk_and_punctuated_orders_in_a_classic_game(table: Table) -> None:
         table.collect()
     assert table.latest["p1"][1]["game_over"]
     table.turn = table.latest["p1"][1]["turn"]
-    # every mail got an answer threaded to it, none of them a refusal (one answer a mail,
-    # desk commands included, is issue 11 item 5: checked with the shell's rework)
+    # every mail got exactly one answer, threaded to it, none of them a refusal (the
+    # talk relayed from the others is no answer: it replies to nothing)
     for user in PLAYERS:
-        replied = {str(a["In-Reply-To"]) for a in table.answers[user]}
-        assert replied - {"None"} == set(table.sent_ids[user]), user
+        replied = Counter(str(a["In-Reply-To"]) for a in table.answers[user]
+                          if a["In-Reply-To"] is not None)
+        assert replied == Counter(table.sent_ids[user]), user
         assert not any("nothing was applied" in str(a["Subject"]).lower()
                        for a in table.answers[user])
     out = table.verified_export(GAME, [

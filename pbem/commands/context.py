@@ -19,7 +19,7 @@ from sqlmodel import Session
 
 from pbem.models import Game, Player
 from pbem.orders import LineProblem, Order
-from pbem.services.post import Incoming, Post, answer
+from pbem.services.post import AnswerPart, Incoming, Post, answer, answer_parts
 
 
 class Refusal(Exception):
@@ -67,19 +67,41 @@ class CommandContext:
     who: Turnkey | None = None       # the player the mail speaks for, if known
     orders: Sequence[Order] = ()     # every order of the mail (SAY relays them together)
     by_referee: bool = False
+    # a player mail gets one answer: its commands' answers are held here until it is done
+    # (pbem.services.post.answer_parts); None: each answer goes at once
+    parts: list[AnswerPart] | None = None
+    line_no: int = 0                 # the line of the command running now
 
     @property
     def sender(self) -> str:
         assert self.mail is not None
         return self.mail.sender
 
-    def answer(self, template: str, subject: str, context: dict[str, Any]) -> None:
-        """Answer the sender (threaded to their mail)."""
+    def answer(self, template: str, subject: str, context: dict[str, Any],
+               attachments: Sequence[tuple[str, str, bytes]] = ()) -> None:
+        """Answer the sender (threaded to their mail); held with the mail's other answers
+        when the mail collects them."""
         assert self.mail is not None
+        if self.parts is not None:
+            self.parts.append(AnswerPart(self.line_no, template, subject, context,
+                                         tuple(attachments)))
+            return
         who = self.who
         answer(self.session, self.post, self.mail, template, subject, context,
                game_id=who.game.id if who else None, seat=who.player.seat if who else None,
-               turn=who.turn if who else None)
+               turn=who.turn if who else None, attachments=attachments)
+
+    def send_answers(self) -> None:
+        """The one answer of the mail, its parts in the order of the mail's lines."""
+        assert self.mail is not None
+        parts, self.parts = self.parts or [], None
+        who = self.who
+        answer_parts(self.session, self.post, self.mail, parts,
+                     game=who.game.name if who else next(
+                         (str(p.context["game"]) for p in parts if p.context.get("game")),
+                         None),
+                     game_id=who.game.id if who else None,
+                     seat=who.player.seat if who else None, turn=who.turn if who else None)
 
     def notice(self, subject: str, paragraphs: list[str], game: str | None) -> None:
         """Answer the sender with a notice (subject, paragraphs)."""

@@ -75,6 +75,7 @@ def take_moves(ctx: CommandContext, parsed: ParsedText, move_names: set[str]) ->
                    json.loads(replaced.move_json))) if replaced else None),
                "pending": pending,
                "deadline": game.deadline.isoformat() if game.deadline else None}
+    ctx.line_no = orders[0].line_no
     ctx.answer("confirm", tagged(game.name, f"turn {game.turn}: order received"), context)
     if not pending:
         resolve_if_complete(ctx.session, ctx.post, game, state=state, inbound_id=ctx.mail.row.id)

@@ -98,6 +98,7 @@ def run(ctx: CommandContext, orders: Sequence[Order]) -> list[str]:
             raise refuse(f"{order.name} needs to know who you are",
                          "reply to your latest report, or add the lines GAME <game> and "
                          "KEY <your key>", order)
+        ctx.line_no = order.line_no
         try:
             out.append(command.action(ctx, order))
         except GameError as exc:

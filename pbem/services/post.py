@@ -8,7 +8,7 @@ made once by the runner and handed down explicitly.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -20,7 +20,7 @@ from pbem.games import active_players, audit
 from pbem.mail.read import InboundMessage
 from pbem.models import Game, InboundMail, OutboundMail, Player
 from pbem.outbox import Origin, enqueue
-from pbem.render import Renderer
+from pbem.render import Renderer, html_part, text_part
 
 
 def tagged(game: str, text: str) -> str:
@@ -61,16 +61,59 @@ class Incoming:
 
 def answer(session: Session, post: Post, mail: Incoming, template: str, subject: str,
            context: dict[str, Any], *, game_id: int | None = None, seat: int | None = None,
-           turn: int | None = None) -> OutboundMail:
+           turn: int | None = None,
+           attachments: Sequence[tuple[str, str, bytes]] = ()) -> OutboundMail:
     """Answer the sender of a mail, threaded to it (In-Reply-To, References)."""
-    msg = mail.msg
     text, html = post.renderer.render(template, context)
-    return enqueue(session, post.origin, kind=template, to=mail.sender, subject=subject,
+    return _reply(session, post, mail, template, subject, text, html, game_id=game_id,
+                  seat=seat, turn=turn, attachments=attachments)
+
+
+def _reply(session: Session, post: Post, mail: Incoming, kind: str, subject: str, text: str,
+           html: str, *, game_id: int | None, seat: int | None, turn: int | None,
+           attachments: Sequence[tuple[str, str, bytes]] = ()) -> OutboundMail:
+    msg = mail.msg
+    return enqueue(session, post.origin, kind=kind, to=mail.sender, subject=subject,
                    text=text, html=html, now=post.clock(), in_reply_to=msg.message_id,
                    references=([*msg.references, msg.message_id] if msg.message_id
                                else msg.references),
                    game_id=game_id, seat=seat, turn=turn, inbound_id=mail.row.id,
-                   auto_submitted="auto-replied")
+                   attachments=attachments, auto_submitted="auto-replied")
+
+
+@dataclass(frozen=True)
+class AnswerPart:
+    """What one command of a mail answers, held until the whole mail is done."""
+
+    line_no: int
+    template: str
+    subject: str
+    context: dict[str, Any]
+    attachments: tuple[tuple[str, str, bytes], ...] = ()
+
+
+def answer_parts(session: Session, post: Post, mail: Incoming, parts: Sequence[AnswerPart],
+                 *, game: str | None, game_id: int | None = None, seat: int | None = None,
+                 turn: int | None = None) -> OutboundMail | None:
+    """One answer to a mail, however many of its lines asked for one: a single part goes as
+    its own answer, several as one mail with each part in the order of the mail's lines."""
+    ordered = sorted(parts, key=lambda p: p.line_no)
+    if not ordered:
+        return None
+    if len(ordered) == 1:
+        p = ordered[0]
+        return answer(session, post, mail, p.template, p.subject, p.context, game_id=game_id,
+                      seat=seat, turn=turn, attachments=p.attachments)
+    rendered = [post.renderer.render(p.template, p.context) for p in ordered]
+    prefix = tagged(game, "") if game else ""
+    what = "; ".join(p.subject.removeprefix(prefix) for p in ordered)
+    subject = (tagged(game, f"your mail: {what}") if game else f"Your mail: {what}")
+    context = {"subject": subject, "game": game,
+               "parts": [{"text": text_part(t), "html": html_part(h)} for t, h in rendered]}
+    text, html = post.renderer.render("combined", context)
+    return _reply(session, post, mail, "combined", subject, text, html, game_id=game_id,
+                  seat=seat, turn=turn,
+                  attachments=[a for p in ordered for a in p.attachments])
 
 
 def notice(session: Session, post: Post, to: str, subject: str, paragraphs: list[str],
