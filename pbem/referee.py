@@ -31,14 +31,15 @@ from pbem.commands.registry import move_names, player_commands, referee_commands
 from pbem.config import Settings
 from pbem.db import one_writer, transient_error
 from pbem.faults import Lease, crash_point, fail_point
-from pbem.games import GameError
+from pbem.games import GameError, find_game
 from pbem.kinds import kind_of
 from pbem.mail.read import MAX_LINE_CHARS, MAX_TEXT_LINES, InboundMessage, read_message
 from pbem.mail.text import BodyLine
-from pbem.models import InboundMail, OutboundMail
-from pbem.orders import ParsedText, help_lines, parse_text
+from pbem.models import Game, InboundMail, OutboundMail
+from pbem.orders import Order, ParsedText, help_lines, parse_text
 from pbem.render import Renderer
 from pbem.services import bounces, clock, failures
+from pbem.services.failures import game_failed, mail_failed, what_failed
 from pbem.services.post import Incoming, Post, answer, undeliverable
 
 log = logging.getLogger(__name__)
@@ -121,8 +122,9 @@ class Referee:
                     assert row is not None
                     row.status = "failed"
                     row.outcome = "internal error; the referee was told"
-                    failures.note(session, self.post, inbound_id,
-                                  "an internal error; it is kept as failed")
+                    # the referee hears what failed, the mail and its game; the players
+                    # of the game that their turn is delayed
+                    mail_failed(session, self.post, row, readable(row, self.settings), exc)
                     answer_internal_error(session, self.post, row)
             row.processed_at = self.clock()
             session.add(row)
@@ -156,11 +158,36 @@ class Referee:
             with Session(self.engine) as session:
                 one_writer(session)
                 ctx = CommandContext(session, self.post, self.clock(), by_referee=True)
-                out = run(ctx, parsed.orders)
+                try:
+                    out = run(ctx, parsed.orders)
+                except GameError:
+                    raise
+                except Exception as exc:   # a bug: said plainly, told, nothing applied
+                    session.rollback()
+                    raise GameError(self.command_failed(session, parsed.orders, exc)) from exc
                 session.commit()
-                return out
+            # RETRY from the shell handles the mail at once (referee mail: at the next tick)
+            for order in parsed.orders:
+                if order.name == "RETRY" and self.process_one(int(order.args)):
+                    out.append(retried(self.engine, int(order.args)))
+            return out
         finally:
             lease.release()
+
+    def command_failed(self, session: Session, orders: list[Order], exc: Exception) -> str:
+        """A referee command hit a bug: its game's referee and players are told (as when the
+        clock fails); returns what the shell prints."""
+        log.error("referee command %s failed", " / ".join(o.line for o in orders), exc_info=exc)
+        names = [str(o.args) for o in orders if isinstance(o.args, str)]
+        game = next((g for n in names if (g := find_game_or_none(session, n)) is not None),
+                    None)
+        if game is not None:
+            game_failed(session, self.post, game,
+                        f"the referee command {' / '.join(o.line for o in orders)}", exc)
+            session.commit()
+        return (f"{' / '.join(o.line for o in orders)} failed on our side: "
+                f"{what_failed(exc)}; nothing was applied"
+                + ("; the game's players were told the turn is delayed" if game else ""))
 
     def undeliverable(self, session: Session, row: OutboundMail, why: str) -> None:
         """The outbox gave up on a mail: tell the referee (unless that mail was to them)."""
@@ -333,6 +360,30 @@ def answer_error(session: Session, post: Post, mail: Incoming, refused: Refusal)
                "help_lines": help_lines(table)}
     subject = "Your mail to the Bluff referee: nothing was applied"
     answer(session, post, mail, "error", subject, context)
+
+
+def retried(engine: Engine, inbound_id: int) -> str:
+    with Session(engine) as session:
+        row = session.get(InboundMail, inbound_id)
+        assert row is not None
+        return f"mail #{inbound_id} handled again: {row.status}, {row.outcome}"
+
+
+def find_game_or_none(session: Session, name: str) -> Game | None:
+    try:
+        return find_game(session, name)
+    except GameError:
+        return None
+
+
+def readable(row: InboundMail, settings: Settings) -> InboundMessage | None:
+    """The stored mail as read, for the notice of its failure (None if even that fails)."""
+    try:
+        return read_message(row.raw, own_addresses=[settings.address],
+                            envelope_from=row.envelope_from)
+    except Exception:   # the notice must go out whatever is wrong with the mail
+        log.exception("mail %s cannot be read for its failure notice", row.id)
+        return None
 
 
 def answer_internal_error(session: Session, post: Post, row: InboundMail) -> None:

@@ -177,6 +177,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("PROCESS", "PROCESS <game>", "resolve the turn now (the robot plays missing orders)",
             game_name, action=do_process, who="referee"),
     Command("LIST", "LIST", "every game and its state", no_args, action=do_list, who="referee"),
-    Command("RETRY", "RETRY <number>", "handle a stored mail that failed or was set aside "
-            "again", parse_retry, action=do_retry, who="referee"),
+    Command("RETRY", "RETRY <mail id>", "handle again a mail kept as failed or set aside "
+            "(after a fix; the referee's notice of its failure gives the number)",
+            parse_retry, action=do_retry, who="referee"),
 )

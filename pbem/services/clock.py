@@ -28,6 +28,7 @@ from pbem.deadlines import (
 from pbem.games import already_told, audit, missing_seats, seated
 from pbem.models import Absence, Game, ServerState
 from pbem.options import options_of
+from pbem.services.failures import game_failed, held_by, what_failed
 from pbem.services.post import Post, announce, notice, tagged, tell_referee
 from pbem.services.turns import resolve
 
@@ -61,10 +62,27 @@ def clock_tick(engine: Engine, post: Post, now: datetime) -> int:
                         session, post, game, now):
                     resolved += 1
                 session.commit()
-            except Exception:   # one broken game must not stop the clock of the others
-                log.exception("clock work for game %s failed; will try again", game_id)
+            except Exception as exc:   # one broken game must not stop the others' clock
                 session.rollback()
+                told(engine, post, game_id, exc)
     return resolved
+
+
+def told(engine: Engine, post: Post, game_id: int | None, exc: Exception) -> None:
+    """A game's clock work failed: the referee and the players hear of it (once a turn),
+    in a transaction of its own; it is tried again at the next tick."""
+    with Session(engine) as session:
+        game = session.get(Game, game_id)
+        new = game is not None and game_failed(
+            session, post, game, "the clock work (reminder, grace or resolving the turn)",
+            exc)
+        session.commit()
+    if new:
+        log.error("clock work for game %s failed; the referee was told; will try again",
+                  game_id, exc_info=exc)
+    else:
+        log.warning("clock work for game %s failed again (%s); will try again", game_id,
+                    what_failed(exc))
 
 
 def game_tick(session: Session, post: Post, game: Game, now: datetime) -> bool:
@@ -91,6 +109,8 @@ def game_tick(session: Session, post: Post, game: Game, now: datetime) -> bool:
                 return False
     if game.grace_until is not None and now < game.grace_until:
         return False
+    if held_by(session, game):
+        return False   # a failed mail may hold a due order: RETRY it (or PROCESS) first
     resolve(session, post, game)
     return True
 

@@ -1,25 +1,34 @@
-"""The referee hears of mail the server could not handle, without being flooded.
+"""When something fails on our side: the referee hears of it, without being flooded; the
+players of the game hear that their turn is delayed; nothing stalls silently.
 
 A mail that failed with an internal error, or that was set aside because its handling
-was cut short twice (pbem.inbox), is noted here. The first one after a quiet hour is
-told at once; the ones that follow within the hour wait and are told together, in one
-notice with their count, when the hour is over (``flush``, at every tick). So a stream
-of failing mail, forged or not, costs the referee at most one notice an hour, and each
-mail is in exactly one notice.
+was cut short twice (pbem.inbox), is noted here with what failed, the mail and its game.
+The first one after a quiet hour is told at once; the ones that follow within the hour
+wait and are told together, in one notice with their count, when the hour is over
+(``flush``, at every tick). So a stream of failing mail, forged or not, costs the
+referee at most one notice an hour, and each mail is in exactly one notice.
+
+A failed mail about a game holds its turn (it may carry a due order) until ``RETRY``
+handles it again; a game whose clock work fails is tried again every tick and told once
+per distinct failure and turn; the game's players get one delay notice per turn.
 """
 
 from __future__ import annotations
 
 import json
+import traceback
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from sqlmodel import Session
+from sqlmodel import Session, col, select
 
-from pbem.models import ServerState
-from pbem.services.post import Post, tell_referee
+from pbem.games import GameError, already_told, audit, find_game
+from pbem.mail.read import InboundMessage
+from pbem.models import AuditEntry, Game, InboundMail, OutboundMail, ServerState
+from pbem.services.post import Post, announce, replied_to, tagged, tell_referee
 
-__all__ = ["NOTICE_EVERY", "flush", "note"]
+__all__ = ["NOTICE_EVERY", "flush", "game_failed", "held_by", "mail_failed", "note",
+           "turn_delayed", "what_failed"]
 
 NOTICE_EVERY = timedelta(hours=1)
 MAX_LISTED = 20          # mails named in one notice (the count covers the rest)
@@ -83,3 +92,126 @@ def flush(session: Session, post: Post) -> bool:
     tell_referee(session, post, subject, paragraphs)
     _save(session, _Waiting(told_at=now))
     return True
+
+
+# --- what failed, the mail, the game ----------------------------------------------------
+
+MAIL_LINES_SHOWN = 12   # of the failed mail's text, in the referee's notice
+
+
+def what_failed(error: BaseException) -> str:
+    """The error and where it happened: "UndefinedError: 'dict object' has no attribute
+    'name' (templates/classic_report.txt.j2, line 78)"."""
+    where = ""
+    frames = traceback.extract_tb(error.__traceback__)
+    # the innermost frame of ours: a template line, else a line of pbem, else the last one
+    ours = ([f for f in frames if f.filename.endswith(".j2")]
+            or [f for f in frames if "/pbem/" in f.filename.replace("\\", "/")] or frames)
+    if ours:
+        last = ours[-1]
+        name = last.filename.replace("\\", "/")
+        name = name.rsplit("/", 1)[-1] if name.endswith(".j2") else name.rsplit("/pbem/", 1)[-1]
+        where = f" ({name}, line {last.lineno})"
+    return f"{type(error).__name__}: {error}"[:600] + where
+
+
+def retry_line(inbound_id: int) -> str:
+    return (f"After the fix, handle the mail again: RETRY {inbound_id} in a referee mail, or "
+            f"`pbem admin -c <your pbem.toml> RETRY {inbound_id}` on the server")
+
+
+def game_of_mail(session: Session, msg: InboundMessage | None) -> Game | None:
+    """The game a mail is about: the one of the report it replies to, or its GAME line."""
+    if msg is None:
+        return None
+    sent = replied_to(session, msg, OutboundMail.game_id != None)  # noqa: E711 - SQL
+    if sent is not None and sent.game_id is not None:
+        return session.get(Game, sent.game_id)
+    # a GAME line, or a game named by a command (a referee's PROCESS <game> ...)
+    for line in msg.lines[:MAIL_LINES_SHOWN]:
+        words = line.text.split()
+        if len(words) >= 2 and words[0].isalpha():
+            try:
+                return find_game(session, words[1].lower())
+            except GameError:
+                continue
+    return None
+
+
+def mail_failed(session: Session, post: Post, row: InboundMail, msg: InboundMessage | None,
+                error: BaseException) -> None:
+    """A mail that could not be handled (kept as failed): tell the referee what failed, the
+    mail and its game; tell the game's players their turn is delayed."""
+    game = game_of_mail(session, msg)
+    sender = msg.from_addr if msg is not None and msg.from_addr else row.envelope_from
+    subject = msg.subject if msg is not None else ""
+    lines = [line.text for line in msg.lines[:MAIL_LINES_SHOWN]] if msg is not None else []
+    paragraphs = [
+        f"from {sender or 'an unknown sender'} (subject \"{subject}\", "
+        f"received {row.received_at:%Y-%m-%d %H:%M} UTC) could not be handled: "
+        f"{what_failed(error)}.",
+        "The mail is kept as failed and nothing in it was applied; its sender was told "
+        "that something went wrong on our side." + (
+            f" It is about game {game.name} (turn {game.turn})." if game is not None else ""),
+    ]
+    if lines:
+        paragraphs.append("Its text as read:\n" + "\n".join(f"> {t}" for t in lines)
+                          + ("\n> ..." if msg is not None and len(msg.lines) > len(lines)
+                             else ""))
+    paragraphs.append(retry_line(int(row.id or 0)))
+    # the referee hears at once, or with the hour's summary when mail keeps failing
+    note(session, post, int(row.id or 0), "\n\n".join(paragraphs))
+    if game is not None:
+        # the turn waits for this mail: it may hold the order of a player who is due
+        audit(session, game, post.clock(), HELD, f"turn {game.turn}: mail #{row.id}")
+        turn_delayed(session, post, game, post.clock())
+
+
+HELD = "held-by-failed-mail"
+
+
+def held_by(session: Session, game: Game) -> list[int]:
+    """The failed mails about this game's turn that are not handled yet (RETRY): while
+    there are any, the deadline resolves nothing (the mail may hold a due order)."""
+    prefix = f"turn {game.turn}: mail #"
+    rows = session.exec(select(AuditEntry.detail).where(
+        AuditEntry.game_id == game.id, AuditEntry.action == HELD,
+        col(AuditEntry.detail).startswith(prefix)))
+    ids = [int(detail.removeprefix(prefix)) for detail in rows]
+    return [i for i in ids if (row := session.get(InboundMail, i)) is not None
+            and row.status == "failed"]
+
+
+def game_failed(session: Session, post: Post, game: Game, what: str,
+                error: BaseException) -> bool:
+    """The clock work or a referee command of a game failed (rolled back): tell the referee
+    (once per distinct failure and turn) and the players (once per turn). Returns whether
+    this failure was new."""
+    failed = what_failed(error)
+    detail = f"turn {game.turn}: {what}: {failed}"
+    if already_told(session, game, "failure", detail[:2000]):
+        return False
+    audit(session, game, post.clock(), "failure", detail)
+    tell_referee(session, post, tagged(game.name, f"turn {game.turn} is stuck"), [
+        f"{what[:1].upper()}{what[1:]} of game {game.name} failed in turn {game.turn}: "
+        f"{failed}.",
+        "Nothing of it was applied. The server tries again at every tick and tells you "
+        "again only if the failure changes; the players were told that the turn is "
+        "delayed.",
+        f"After a fix the turn goes on by itself, or at once with PROCESS {game.name}."])
+    turn_delayed(session, post, game, post.clock())
+    return True
+
+
+def turn_delayed(session: Session, post: Post, game: Game, now: datetime) -> None:
+    """Once a turn: the game's players hear that it waits for the referee."""
+    if game.status != "running" or already_told(session, game, "delayed", f"turn {game.turn}"):
+        return
+    announce(session, post, game, f"turn {game.turn} is delayed", [
+        f"The server hit a problem of its own in turn {game.turn} of game {game.name}. "
+        "The referee has been told, and the turn waits until it is fixed: no deadline "
+        "plays a move for you meanwhile.",
+        "Orders that were confirmed stand. If you sent an order and got no confirmation, "
+        "it will be read again once the problem is fixed; you may also send it again."],
+        now, action="delayed")
+    audit(session, game, now, "delayed", f"turn {game.turn}")
