@@ -62,6 +62,7 @@ def identify(session: Session, post: Post, msg: InboundMessage,
     if found is not None:
         sent, game, player = found
         if player is None or player.email != msg.from_addr:
+            replaced_in(session, post, game, msg)
             raise auth_refusal(refusal(
                 "this is a reply to another player's mail, from an address that is "
                 "not theirs", "reply from the address the report was sent to",
@@ -83,6 +84,11 @@ def identify(session: Session, post: Post, msg: InboundMessage,
                       game_line.line_no, game_line.line) from None
     check_lockout(session, post, msg, game.name)
     player = security.find_key_owner(players_of(session, game), str(key_line.args))
+    # a replaced player's own old key, from their own address: they were replaced
+    former = [p.model_copy(update={"active": True}) for p in players_of(session, game)
+              if not p.active and p.email == msg.from_addr]
+    if player is None and former and security.find_key_owner(former, str(key_line.args)):
+        replaced_in(session, post, game, msg)
     if player is None or player.email != msg.from_addr:
         # the same answer either way: a key is no use from another address
         raise auth_refusal(refusal(
@@ -113,6 +119,21 @@ def check_aligned(session: Session, post: Post, row: InboundMail, msg: InboundMe
         "in it was read", f"send it from your mail account at {domain} itself (not through "
         "another service that writes your address as the sender); if you did, tell the "
         "referee"))
+
+
+def replaced_in(session: Session, post: Post, game: Game, msg: InboundMessage) -> None:
+    """A player who was replaced in the game writes to it: say so (no failed attempt)."""
+    gone = [p for p in players_of(session, game)
+            if not p.active and p.email == msg.from_addr and p.seat is not None]
+    if not gone:
+        return
+    seat = gone[-1].seat
+    now = seated(session, game).get(seat or 0)
+    by = f" by {now.name}" if now is not None else ""
+    raise refusal(f"you were replaced in game {game.name}: seat {seat} is played{by} now, "
+                  "so your orders and replies to your old reports are no longer read",
+                  f"if you think this is a mistake, write to the referee <{post.referee}>",
+                  game=game.name)
 
 
 def check_lockout(session: Session, post: Post, msg: InboundMessage, game: str | None) -> None:

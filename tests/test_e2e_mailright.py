@@ -141,3 +141,35 @@ def test_talk_and_punctuated_orders_in_a_classic_game(table: Table) -> None:
         {k: s[k] for k in ("rank", "seat", "score")}
         for s in table.latest["p1"][1]["standings"]])
     assert out.startswith("OK:")
+
+
+def test_a_replaced_player_is_told_they_were_replaced(table: Table) -> None:
+    table.referee_sends(*table.setup(GAME, f"NEWGAME {GAME} SEED 3 RULES classic DICE 2"))
+    table.server.tick()
+    table.referee.new_mail()
+    seat_of = table.first_reports_in()
+    old_report, old_view = table.latest["p3"]
+    table.stack.clear("p4")
+    table.referee_sends(f"REPLACE {GAME} {seat_of['p3']} {table.stack.address('p4')} Newcomer")
+    table.server.tick()
+    table.collect()
+    assert any("replaced" in str(a["Subject"]) for a in table.answers["p3"])
+
+    # a reply to the old report, and a fresh mail with the old key: both say why
+    table.reply("p3", ["BID 2 threes"], to=old_report)
+    fresh = EmailMessage()
+    fresh["From"], fresh["To"] = table.clients["p3"].address, table.stack.address("bluff")
+    fresh["Subject"], fresh["Message-ID"] = "my move", make_msgid(domain="bluff.test")
+    fresh.set_content(f"GAME {GAME}\nKEY {old_view['key']}\nBID 2 threes\n")
+    table.send("p3", fresh.as_bytes(policy=policy.SMTP))
+    table.server.tick()
+    table.collect()
+    said = [text_of(a) for a in table.answers["p3"] if a["In-Reply-To"] is not None]
+    assert len(said) == 2
+    for text in said:
+        flat = " ".join(text.split())
+        assert f"you were replaced in game {GAME}" in flat and "Newcomer" in flat
+        assert "another player's mail" not in flat and "does not belong" not in flat
+    # no failed attempt was counted: the referee hears of no lock-out
+    assert not any("failed attempts" in str(m["Subject"]).lower()
+                   for m in table.referee.new_mail())
