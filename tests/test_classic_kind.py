@@ -284,7 +284,8 @@ def context(state: ClassicState, you: int | None, notes: list[str]) -> dict[str,
             "your_due": CLASSIC.due(state).get(you) if you is not None else None,
             "standings": standings, "server_address": "bluff@example.org",
             "commitment": "ab" * 32, "seed": "cd" * 32 if CLASSIC.over(state) else None,
-            "game_url": None, "private_link": None}
+            "game_url": None, "private_link": None,
+            "record_file": "table-1-record.json" if CLASSIC.over(state) else None}
 
 
 def positions() -> list[tuple[ClassicState, list[str]]]:

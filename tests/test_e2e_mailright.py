@@ -6,6 +6,8 @@ own dice; the game goes on to its end and its record verifies."""
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import Iterator
 from email import policy
@@ -137,6 +139,26 @@ def test_talk_and_punctuated_orders_in_a_classic_game(table: Table) -> None:
         assert replied == Counter(table.sent_ids[user]), user
         assert not any("nothing was applied" in str(a["Subject"]).lower()
                        for a in table.answers[user])
+    # the final report carries the game's record, and `pbem verify` passes it as attached
+    final = table.latest["p2"][0]
+    (record,) = [p for p in final.iter_attachments() if p.get_filename() == f"{GAME}-record.json"]
+    saved = table.tmp_path / f"{GAME}-record.json"
+    saved.write_bytes(record.get_payload(decode=True))
+    assert f"pbem verify {GAME}-record.json" in text_of(final)
+    done = subprocess.run([sys.executable, "-m", "pbem", "verify", str(saved)],
+                          capture_output=True, text=True, check=False, timeout=120)
+    assert done.returncode == 0 and done.stdout.startswith("OK:"), done.stdout + done.stderr
+    # RECORD <game>: a player asks for it again, in a fresh mail
+    asked = EmailMessage()
+    asked["From"], asked["To"] = table.clients["p3"].address, table.stack.address("bluff")
+    asked["Subject"], asked["Message-ID"] = "record please", make_msgid(domain="bluff.test")
+    asked.set_content(f"RECORD {GAME}.\n")
+    table.send("p3", asked.as_bytes(policy=policy.SMTP))
+    table.server.tick()
+    table.collect()
+    answer = table.answers["p3"][-1]
+    assert [p.get_filename() for p in answer.iter_attachments()] == [f"{GAME}-record.json"]
+
     out = table.verified_export(GAME, [
         {k: s[k] for k in ("rank", "seat", "score")}
         for s in table.latest["p1"][1]["standings"]])
@@ -173,3 +195,10 @@ def test_a_replaced_player_is_told_they_were_replaced(table: Table) -> None:
     # no failed attempt was counted: the referee hears of no lock-out
     assert not any("failed attempts" in str(m["Subject"]).lower()
                    for m in table.referee.new_mail())
+
+    # RECORD of a game still running: refused, the record is given out when it ends
+    table.reply("p1", [f"RECORD {GAME}"])
+    table.server.tick()
+    table.collect()
+    refused = " ".join(text_of(table.answers["p1"][-1]).split())
+    assert f"game {GAME} is not over" in refused

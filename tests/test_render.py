@@ -259,6 +259,7 @@ def report_context(view: dict[str, Any] | None = None, **overrides: Any) -> dict
         "talk": [{"from": "Ann", "text": "Nobody believes Carl's stars, surely?"}],
         "commitment": COMMITMENT,
         "seed": None,
+        "record_file": None,
         "odds": {
             1: {"holds": 0.4567, "exact": 0.2012},
             3: {"holds": 0.35, "exact": 0.21},
@@ -284,6 +285,7 @@ def final_context(**overrides: Any) -> dict[str, Any]:
     ctx = report_context(
         final_view(),
         seed=SEED,
+        record_file="cup-1-record.json",
         standings=standings,
         odds={},
         deadline_relative=None,
@@ -608,7 +610,7 @@ def test_report_final(renderer: Renderer) -> None:
     assert re.search(r"^  1= +5 +Eve +4$", text, re.MULTILINE)
     assert re.search(r"^  5 +3 +Carl +1$", text, re.MULTILINE)
     assert SEED in text and COMMITMENT in text
-    assert "    pbem verify RECORD.json" in text
+    assert "    pbem verify cup-1-record.json" in text
     assert "HOW TO ORDER" not in text and "WHAT TO DO NOW" not in text
     assert "Deadline" not in text
     # every mini-game shows its reveal
@@ -619,7 +621,7 @@ def test_report_final(renderer: Renderer) -> None:
     assert "Player 3 (Carl) loses 2 virtual dice." in text
     vis = visible_text(html)
     assert "The game is over." in vis and "Shared win: Ann, Eve" in vis
-    assert "Final standings" in vis and SEED in vis and "pbem verify RECORD.json" in vis
+    assert "Final standings" in vis and SEED in vis and "pbem verify cup-1-record.json" in vis
     assert "How to order" not in vis
 
 

@@ -18,6 +18,8 @@ or GAME + KEY): who="player".
 - ``HISTORY`` mails back every move so far, all mini-games, public
   information only (the kind's ``history``).
 - ``ORDERS`` says what the player has in for the turn in play.
+- ``RECORD <game>`` mails the record of a finished game (for `pbem verify`) to one of
+  its players or watchers (by address: the answer goes to that address anyway).
 """
 
 from __future__ import annotations
@@ -30,13 +32,24 @@ from sqlmodel import Session, col, delete
 
 from pbem.commands.context import CommandContext, refuse
 from pbem.deadlines import absence_interval
-from pbem.games import active_players, id_of, load_state, pending_orders, running_games_of
+from pbem.games import (
+    GameError,
+    active_players,
+    find_game,
+    id_of,
+    load_state,
+    pending_orders,
+    players_of,
+    running_games_of,
+    watchers_of,
+)
 from pbem.kinds import kind_of
 from pbem.models import Absence, Game, TalkMessage
 from pbem.options import options_of
-from pbem.orders import Command, Order, OrderError, no_args
+from pbem.orders import Command, Order, OrderError, game_name, no_args
 from pbem.services.clock import vacation_check
 from pbem.services.post import notice, tagged
+from pbem.services.reports import record_attachment
 
 MAX_TALK = 2000
 MAX_ABSENCE_DAYS = 366
@@ -242,6 +255,33 @@ def do_orders(ctx: CommandContext, order: Order) -> str:
     return "orders sent"
 
 
+def do_record(ctx: CommandContext, order: Order) -> str:
+    name: str = order.args
+    try:
+        game = find_game(ctx.session, name)
+    except GameError:
+        raise refuse(f"there is no game called {name}", "check the name in your reports",
+                     order) from None
+    sender = ctx.sender
+    theirs = any(p.email == sender for p in players_of(ctx.session, game))
+    if not theirs and sender not in watchers_of(ctx.session, game):
+        raise refuse(f"RECORD gives a game's record to its players and watchers, and "
+                     f"{sender} is neither in game {game.name}", "", order, game.name)
+    if game.status != "over":
+        raise refuse(f"game {game.name} is not over: its record, with the seed that proves "
+                     "the dice, is given out when it ends", "the final report carries it",
+                     order, game.name)
+    attachment = record_attachment(ctx.session, game)
+    subject = tagged(game.name, "the game's record")
+    ctx.answer("notice", subject, {
+        "subject": subject, "game": game.name,
+        "paragraphs": [f"The record of game {game.name} is attached ({attachment[0]}): the "
+                       f"rules, the seed and its commitment, the seat draw and every move.",
+                       f"To check it, install pbem and run: pbem verify {attachment[0]}"]},
+        attachments=[attachment])
+    return f"record of {game.name} sent to {sender}"
+
+
 COMMANDS: tuple[Command, ...] = (
     Command("SAY", "SAY <text>",
             "table talk: relayed at once to the other players, and in the next report",
@@ -256,4 +296,7 @@ COMMANDS: tuple[Command, ...] = (
             no_args, action=do_history, who="player"),
     Command("ORDERS", "ORDERS", "what you have in for this turn", no_args,
             action=do_orders, who="player"),
+    Command("RECORD", "RECORD <game>",
+            "the record of a finished game you played or watched, for `pbem verify`",
+            game_name, action=do_record, who="anyone"),
 )

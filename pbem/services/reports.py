@@ -19,6 +19,7 @@ from pbem.kinds import kind_of
 from pbem.links import key_generation, private_link
 from pbem.models import Game, OutboundMail, Player
 from pbem.outbox import Origin, enqueue
+from pbem.services.export import export_json
 from pbem.services.post import Post, tagged
 
 
@@ -69,8 +70,20 @@ def report_context(game: Game, players: dict[int, Player], state: Any, seat: int
         "key": player.key if player is not None else None,
         "deadline": view["deadline"],
         "your_due": kind.due(state).get(seat) if seat is not None and not over else None,
+        "record_file": record_file(game) if over else None,
         **kind.report_extras(state, seat),
     }
+
+
+def record_file(game: Game) -> str:
+    """The name the game's record has as an attachment (final report, RECORD)."""
+    return f"{game.name}-record.json"
+
+
+def record_attachment(session: Session, game: Game) -> tuple[str, str, bytes]:
+    """The game's record (pbem export's JSON) as an attachment, for `pbem verify`."""
+    return (record_file(game), "application/json",
+            json.dumps(export_json(session, game), indent=2).encode())
 
 
 def enqueue_reports(session: Session, post: Post, game: Game, state: Any, *, now: datetime,
@@ -80,6 +93,8 @@ def enqueue_reports(session: Session, post: Post, game: Game, state: Any, *, now
     origin, renderer = post.origin, post.renderer
     players = seated(session, game)
     talk = talk_lines(session, game)     # the table talk (SAY) since the last report
+    # the final report carries the game's record, for `pbem verify`
+    record = [record_attachment(session, game)] if kind_of(game).over(state) else []
     rows = []
     for seat, player in sorted(players.items()):
         if only_seat is not None and seat != only_seat:
@@ -92,19 +107,20 @@ def enqueue_reports(session: Session, post: Post, game: Game, state: Any, *, now
         attachment = ("report.json", "application/json",
                       json.dumps(context["view"], indent=2).encode())
         rows.append(enqueue(session, origin, kind="report", to=player.email, subject=subject,
-                            text=text, html=html, now=now, attachments=[attachment],
+                            text=text, html=html, now=now, attachments=[attachment, *record],
                             in_reply_to=in_reply_to,
                             references=[in_reply_to] if in_reply_to else (),
                             game_id=game.id, seat=seat, turn=game.turn, inbound_id=inbound_id))
     if only_seat is None:
         rows += _watcher_reports(session, post, game, state, players, now=now,
-                                 notes=notes or [], talk=talk)
+                                 notes=notes or [], talk=talk, record=record)
     return rows
 
 
 def _watcher_reports(session: Session, post: Post, game: Game, state: Any,
                      players: dict[int, Player], *, now: datetime, notes: list[str],
-                     talk: list[dict[str, str]]) -> list[OutboundMail]:
+                     talk: list[dict[str, str]],
+                     record: list[tuple[str, str, bytes]]) -> list[OutboundMail]:
     """The public view (no hidden dice) for each WATCHer of the game (commands.signup)."""
     watchers = watchers_of(session, game)
     if not watchers:
@@ -118,7 +134,7 @@ def _watcher_reports(session: Session, post: Post, game: Game, state: Any,
     attachment = ("report.json", "application/json",
                   json.dumps(context["view"], indent=2).encode())
     return [enqueue(session, post.origin, kind="watch", to=email, subject=subject, text=text,
-                    html=html, now=now, attachments=[attachment], game_id=game.id,
+                    html=html, now=now, attachments=[attachment, *record], game_id=game.id,
                     turn=game.turn) for email in watchers]
 
 
