@@ -9,6 +9,7 @@ import random
 import subprocess
 import sys
 from collections import Counter
+from datetime import UTC, timedelta
 from collections.abc import Iterator
 from email import policy
 from email.message import EmailMessage
@@ -17,8 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlmodel import Session
 
+from pbem.games import find_game
 from pbem.robot_client import client_order_lines
+from pbem.services.clock import clock_tick
 from tests.e2ekit import Table, text_of
 
 pytestmark = pytest.mark.mailstack
@@ -77,6 +81,9 @@ def test_talk_and_punctuated_orders_in_a_classic_game(table: Table) -> None:
     assert "order received" in str(both["Subject"]) and "table talk" in str(both["Subject"])
     body = text_of(both)
     assert body.index("relayed") < body.index("BID 1 threes.")
+    # the bid completed the turn: the answer promises no second chance it cannot keep
+    assert "completes the turn" in " ".join(body.split())
+    assert "you may send new orders" not in body
 
     # desk commands mixed in one mail: one answer; ORDERS sees the same mail's DEFAULT
     asker = talker
@@ -202,3 +209,28 @@ def test_a_replaced_player_is_told_they_were_replaced(table: Table) -> None:
     table.collect()
     refused = " ".join(text_of(table.answers["p1"][-1]).split())
     assert f"game {GAME} is not over" in refused
+
+
+def test_a_confirmation_in_grace_gives_the_grace_end(table: Table) -> None:
+    table.referee_sends(*table.setup(GAME, f"NEWGAME {GAME} SEED 3 DEADLINE 24 GRACE 6 WAIT "
+                                           "RULES classic DICE 2"))
+    table.server.tick()
+    table.referee.new_mail()
+    seat_of = table.first_reports_in()
+    user_at = {s: u for u, s in seat_of.items()}
+    post = table.server.referee.post
+    with Session(table.server.engine) as session:
+        deadline = find_game(session, GAME).deadline
+    assert deadline is not None
+    clock_tick(table.server.engine, post, deadline.replace(tzinfo=UTC) + timedelta(hours=1))
+    with Session(table.server.engine) as session:
+        grace_end = find_game(session, GAME).grace_until
+    assert grace_end is not None
+    opener = user_at[table.latest["p1"][1]["to_move"]]
+    table.reply(opener, ["BID 1 threes"])
+    table.server.tick()
+    table.collect()
+    confirmed = " ".join(text_of(table.answers[opener][-1]).split())
+    assert f"Grace period ends: {grace_end:%Y-%m-%d %H:%M} UTC" in confirmed
+    assert f"{deadline:%Y-%m-%d %H:%M}" not in confirmed        # the deadline that passed
+    assert "the game waits for its deadline" in confirmed

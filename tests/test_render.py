@@ -323,6 +323,8 @@ def confirm_context(**overrides: Any) -> dict[str, Any]:
         "replaced": "BID 3 stars",
         "pending": [1, 4, 5],
         "deadline": "2026-12-01T18:00:00Z",
+        "grace": False,
+        "resolves_now": False,
     }
     ctx.update(overrides)
     return ctx
@@ -750,11 +752,17 @@ def test_confirm(renderer: Renderer) -> None:
 
 
 def test_confirm_all_in(renderer: Renderer) -> None:
-    ctx = confirm_context(pending=[], replaced=None, ignored=[], deadline=None)
+    ctx = confirm_context(pending=[], replaced=None, ignored=[], deadline=None,
+                          resolves_now=True)
     text, html = renderer.render("confirm", ctx)
-    assert "All orders for this turn are in." in text
+    assert "Your order completes the turn: it is played now" in " ".join(text.split())
+    assert "you may send new orders" not in text      # the turn is played at once
     assert "earlier order" not in text and "NOT READ" not in text and "Deadline" not in text
-    assert "All orders for this turn are in." in visible_text(html)
+    assert "Your order completes the turn" in visible_text(html)
+    # with WAIT the turn waits for its deadline; during grace the grace end is the deadline
+    text, _ = renderer.render("confirm", confirm_context(pending=[], grace=True))
+    assert "All orders for this turn are in; the game waits" in " ".join(text.split())
+    assert "Grace period ends: 2026-12-01 18:00 UTC" in text
     text, _ = renderer.render("confirm", confirm_context(pending=[3]))
     assert "Still waiting for orders from player 3." in text
 

@@ -14,6 +14,7 @@ import json
 from pbem.commands.context import CommandContext, refusal
 from pbem.games import load_state, missing_seats, record_order
 from pbem.kinds import OrderProblem, kind_of
+from pbem.options import options_of
 from pbem.orders import Order, ParsedText
 from pbem.services.post import tagged
 from pbem.services.reports import enqueue_reports
@@ -68,16 +69,21 @@ def take_moves(ctx: CommandContext, parsed: ParsedText, move_names: set[str]) ->
     accepted = [{"line_no": u.order.line_no, "line": u.order.line,
                  "understood": u.understood, "odds": u.odds} for u in taken.lines]
     pending = missing_seats(ctx.session, game, state)
+    # what the confirmation may promise: a turn this order completes is resolved now (no
+    # new order can replace it); during grace the deadline that counts is the grace end
+    resolves_now = not pending and not options_of(game).wait
     context = {"game": game.name, "turn": game.turn, "seat": seat, "accepted": accepted,
+               "resolves_now": resolves_now, "grace": game.grace_until is not None,
                "ignored": [{"line_no": p.number, "line": p.text}
                            for p in parsed.prose[:MAX_IGNORED_SHOWN]],
                "replaced": (kind.describe_move(kind.move_from_json(
                    json.loads(replaced.move_json))) if replaced else None),
                "pending": pending,
-               "deadline": game.deadline.isoformat() if game.deadline else None}
+               "deadline": ((game.grace_until or game.deadline).isoformat()
+                            if game.deadline else None)}
     ctx.line_no = orders[0].line_no
     ctx.answer("confirm", tagged(game.name, f"turn {game.turn}: order received"), context)
-    if not pending:
+    if resolves_now:
         resolve_if_complete(ctx.session, ctx.post, game, state=state, inbound_id=ctx.mail.row.id)
     return f"order accepted: {taken.summary} (game {game.name}, turn {who.turn}, seat {seat})"
 
