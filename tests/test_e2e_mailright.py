@@ -9,8 +9,8 @@ import random
 import subprocess
 import sys
 from collections import Counter
-from datetime import UTC, timedelta
 from collections.abc import Iterator
+from datetime import UTC, timedelta
 from email import policy
 from email.message import EmailMessage
 from email.utils import make_msgid
