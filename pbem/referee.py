@@ -31,16 +31,16 @@ from pbem.commands.registry import move_names, player_commands, referee_commands
 from pbem.config import Settings
 from pbem.db import one_writer, transient_error
 from pbem.faults import Lease, crash_point, fail_point
-from pbem.games import GameError, find_game
+from pbem.games import GameError, active_players, find_game, load_state
 from pbem.kinds import kind_of
 from pbem.mail.read import MAX_LINE_CHARS, MAX_TEXT_LINES, InboundMessage, read_message
 from pbem.mail.text import BodyLine
 from pbem.models import Game, InboundMail, OutboundMail
-from pbem.orders import Order, ParsedText, help_lines, parse_text
+from pbem.orders import Command, Order, ParsedText, help_lines, parse_text
 from pbem.render import Renderer
 from pbem.services import bounces, clock, failures
 from pbem.services.failures import game_failed, mail_failed, what_failed
-from pbem.services.post import Incoming, Post, answer, undeliverable
+from pbem.services.post import Incoming, Post, answer, tagged, undeliverable
 
 log = logging.getLogger(__name__)
 
@@ -354,12 +354,29 @@ def referee_mail(session: Session, post: Post, mail: Incoming) -> str:
 # --- answers ------------------------------------------------------------------------------
 
 def answer_error(session: Session, post: Post, mail: Incoming, refused: Refusal) -> None:
-    from_referee = mail.msg.from_addr == post.referee.lower()
-    table = referee_commands() if from_referee else player_commands()
+    """A short error: each line at fault, what is wrong and the fix; then only the orders
+    of that game's kind the sender may write now; HELP for everything else."""
+    game = find_game_or_none(session, refused.game) if refused.game else None
     context = {"problems": [p.__dict__ for p in refused.problems], "game": refused.game,
-               "help_lines": help_lines(table)}
-    subject = "Your mail to the Bluff referee: nothing was applied"
-    answer(session, post, mail, "error", subject, context)
+               "help_lines": help_lines(orders_now(session, game, mail.sender)),
+               "closed": game.status if game is not None and game.status in (
+                   "over", "cancelled") else None}
+    subject = tagged(game.name, "your mail: nothing was applied") if game is not None else \
+        "Your mail to the Bluff referee: nothing was applied"
+    answer(session, post, mail, "error", subject, context,
+           game_id=game.id if game is not None else None)
+
+
+def orders_now(session: Session, game: Game | None, sender: str) -> list[Command]:
+    """The move orders of the game's kind the sender (a player due now) may write."""
+    if game is None or game.status != "running":
+        return []
+    seat = next((p.seat for p in active_players(session, game) if p.email == sender), None)
+    if seat is None:
+        return []
+    kind = kind_of(game)
+    names = kind.orders_now(load_state(session, game), seat)
+    return [c for c in kind.commands if c.name in names]
 
 
 def retried(engine: Engine, inbound_id: int) -> str:

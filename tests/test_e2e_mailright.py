@@ -23,7 +23,7 @@ from sqlmodel import Session
 from pbem.games import find_game
 from pbem.robot_client import client_order_lines
 from pbem.services.clock import clock_tick
-from tests.e2ekit import Table, text_of
+from tests.e2ekit import Client, Table, text_of
 
 pytestmark = pytest.mark.mailstack
 
@@ -166,6 +166,14 @@ def test_talk_and_punctuated_orders_in_a_classic_game(table: Table) -> None:
     answer = table.answers["p3"][-1]
     assert [p.get_filename() for p in answer.iter_attachments()] == [f"{GAME}-record.json"]
 
+    # an order after the end: the game is over, and the answer does not ask to send again
+    table.reply("p1", ["BID 3 fives"])
+    table.server.tick()
+    table.collect()
+    over = " ".join(text_of(table.answers["p1"][-1]).split())
+    assert f"Game {GAME} is over: it takes no more orders" in over
+    assert "send the whole mail again" not in over
+
     out = table.verified_export(GAME, [
         {k: s[k] for k in ("rank", "seat", "score")}
         for s in table.latest["p1"][1]["standings"]])
@@ -234,3 +242,52 @@ def test_a_confirmation_in_grace_gives_the_grace_end(table: Table) -> None:
     assert f"Grace period ends: {grace_end:%Y-%m-%d %H:%M} UTC" in confirmed
     assert f"{deadline:%Y-%m-%d %H:%M}" not in confirmed        # the deadline that passed
     assert "the game waits for its deadline" in confirmed
+
+
+def test_errors_are_short_and_anyone_may_list_the_games(table: Table) -> None:
+    table.referee_sends(*table.setup(GAME, f"NEWGAME {GAME} SEED 3 RULES classic DICE 2"),
+                        "NEWGAME cup-2 OPEN RULES cup")
+    table.server.tick()
+    table.referee.new_mail()
+    seat_of = table.first_reports_in()
+    user_at = {s: u for u, s in seat_of.items()}
+    mover = user_at[table.latest["p1"][1]["to_move"]]
+
+    # no order found: the line that came closest is quoted, with only what fits now
+    table.reply(mover, ["Hello all,", "I would like to chalenge this one", "Cheers"])
+    table.server.tick()
+    table.collect()
+    error = table.answers[mover][-1]
+    assert str(error["Subject"]) == f"[bluff {GAME}] your mail: nothing was applied"
+    text = text_of(error)
+    assert "> line 2: I would like to chalenge this one" in text
+    assert "I found no order in your mail" in text
+    assert "BID <quantity> <face>" in text and "ANNOUNCE" not in text   # this game's kind
+    assert "CHALLENGE" not in text.split("WHAT YOU MAY ORDER NOW")[1]   # no bid to challenge
+    assert len(text.splitlines()) < 25, text
+
+    # anyone may LIST: the game open for sign-up, and the running one to watch
+    stranger = Client(table.stack, "observer")
+    table.stack.clear("observer")
+    asked = EmailMessage()
+    asked["From"], asked["To"] = stranger.address, table.stack.address("bluff")
+    asked["Subject"], asked["Message-ID"] = "games?", make_msgid(domain="bluff.test")
+    asked.set_content("LIST\n")
+    stranger.send(asked.as_bytes(policy=policy.SMTP))
+    table.server.tick()
+    (listing,) = stranger.new_mail()
+    listed = " ".join(text_of(listing).split())
+    assert "Open for sign-up: cup-2: Cup of Bluff" in listed and "JOIN cup-2" in listed
+    assert f"{GAME}: classic Bluff" in listed and f"WATCH {GAME}" in listed
+    assert "0 signed up, for 3 to 5 players" in listed and "3 players, turn 1" in listed
+
+    # JOIN of a game that does not exist: the hint says LIST
+    asked = EmailMessage()
+    asked["From"], asked["To"] = stranger.address, table.stack.address("bluff")
+    asked["Subject"], asked["Message-ID"] = "join", make_msgid(domain="bluff.test")
+    asked.set_content("JOIN no-such-game Olga\n")
+    stranger.send(asked.as_bytes(policy=policy.SMTP))
+    table.server.tick()
+    (refused,) = stranger.new_mail()
+    assert "send LIST for the games open for sign-up" in " ".join(text_of(refused).split())
+    stranger.close()

@@ -368,6 +368,7 @@ def error_context(**overrides: Any) -> dict[str, Any]:
         ],
         "game": "cup-1",
         "help_lines": HELP_LINES,
+        "closed": None,
     }
     ctx.update(overrides)
     return ctx
@@ -769,15 +770,16 @@ def test_confirm_all_in(renderer: Renderer) -> None:
 
 def test_error(renderer: Renderer) -> None:
     text, html = renderer.render("error", error_context())
-    assert "Nothing in your mail was applied." in text
+    assert "Game cup-1: nothing in your mail was applied." in text
     assert "> line 3: BID 3 sixes" in text
     assert "  There is no six in Bluff." in text
-    assert "Hint: The faces are 1 to 5 and the star" in text
+    assert "Fix: The faces are 1 to 5 and the star" in text
     assert "Your mail has no GAME line." in text
     assert "> line None" not in text
-    assert "BID <quantity> <face>" in text and "COMMANDS" in text
+    assert "BID <quantity> <face>" in text and "WHAT YOU MAY ORDER NOW" in text
+    assert "HELP (a mail with that one line) for every command" in text
     vis = visible_text(html)
-    assert "Nothing in your mail was applied." in vis
+    assert "nothing in your mail was applied." in vis
     assert "> line 3: BID 3 sixes" in vis
     assert "There is no six in Bluff." in vis and "BID <quantity> <face>" in vis
     assert "&lt;quantity&gt;" in html
@@ -789,7 +791,12 @@ def test_error_escapes_quoted_line(renderer: Renderer) -> None:
         "error", error_context(problems=problems, game=None, help_lines=[])
     )
     assert f"> line 2: {SCRIPT}" in text
-    assert "Your mail could not be used." in text and "Hint" not in text
+    assert "Nothing in your mail was applied." in text and "Fix:" not in text
+    assert "WHAT YOU MAY ORDER NOW" not in text
+    # a finished game: no "send it again"
+    text, _ = renderer.render("error", error_context(closed="over", help_lines=[]))
+    assert "Game cup-1 is over: it takes no more orders" in " ".join(text.split())
+    assert "send the whole mail again" not in " ".join(text.split())
     assert "<script" not in html and "&gt; line 2: &lt;script&gt;" in html
 
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 
-from pbem.commands.context import CommandContext, refusal
+from pbem.commands.context import CommandContext, Refusal, refusal
 from pbem.games import load_state, missing_seats, record_order
 from pbem.kinds import OrderProblem, kind_of
 from pbem.options import options_of
-from pbem.orders import Order, ParsedText
+from pbem.orders import LineProblem, Order, ParsedText, closest_lines
 from pbem.services.post import tagged
 from pbem.services.reports import enqueue_reports
 from pbem.services.turns import resolve_if_complete
@@ -37,9 +37,15 @@ def take_moves(ctx: CommandContext, parsed: ParsedText, move_names: set[str]) ->
                       "the orders of this game: " + ", ".join(c.usage for c in kind.commands),
                       foreign[0].line_no, foreign[0].line, game=game.name)
     if not orders:
-        raise refusal("I found no order in your mail",
-                      "write one order a line: " + ", ".join(c.usage for c in kind.commands),
-                      game=game.name)
+        # quote what was read that came closest to an order (an HTML mail's lines too)
+        near = closest_lines(parsed.prose, kind.commands, most=2)
+        raise Refusal(
+            LineProblem(None, None, "I found no order in your mail",
+                        "write one order a line, e.g. "
+                        + " or ".join(c.usage for c in kind.commands[:2])),
+            *(LineProblem(line.number, line.text, "this line is not an order of "
+                          f"{kind.title}", "") for line in near),
+            game=game.name)
     if game.status != "running":
         raise refusal(f"game {game.name} is {'over' if game.status == 'over' else 'not running'}",
                       "no orders are taken now", game=game.name)

@@ -30,7 +30,7 @@ from pbem.games import GameError, add_player, audit, find_game, id_of, players_o
 from pbem.kinds import kind_of
 from pbem.models import Game, OutboundMail, Signup, Watcher
 from pbem.options import options_of
-from pbem.orders import Command, Order, OrderError, game_name
+from pbem.orders import Command, Order, OrderError, game_name, no_args
 from pbem.services.post import replied_to, tagged, tell_referee
 
 SIGNUP_DAYS = 7
@@ -46,7 +46,8 @@ def _find(ctx: CommandContext, name: str, order: Order) -> Game:
     try:
         return find_game(ctx.session, name)
     except GameError as exc:
-        raise refuse(str(exc), "LIST of open games: ask the referee", order) from None
+        raise refuse(str(exc), "send LIST for the games open for sign-up and those you may "
+                     "WATCH", order) from None
 
 
 # --- parsers ------------------------------------------------------------------------------
@@ -96,11 +97,11 @@ def do_join(ctx: CommandContext, order: Order) -> str:
     email = ctx.sender
     if game.status != "new" or not options_of(game).open:
         raise refuse(f"game {game.name} is not open for sign-up",
-                     "ask the referee which games are open", order, game.name)
+                     "send LIST for the games open for sign-up", order, game.name)
     if any(p.email == email for p in players_of(ctx.session, game)):
         raise refuse(f"you play in {game.name} already", "", order, game.name)
     if len(players_of(ctx.session, game)) >= kind_of(game).max_players:
-        raise refuse(f"game {game.name} is full", "ask the referee for another game", order,
+        raise refuse(f"game {game.name} is full", "send LIST for the games open for sign-up", order,
                      game.name)
     return _ask_to_confirm(ctx, game, player_name or email.partition("@")[0], JOINING,
                            f"join game {game.name}")
@@ -178,7 +179,7 @@ def _check_still_possible(ctx: CommandContext, game: Game, signup: Signup, watch
     if any(p.email == signup.email for p in players):
         raise refuse(f"you play in {game.name} already", "", order, game.name)
     if len(players) >= kind_of(game).max_players:
-        raise refuse(f"game {game.name} is full", "ask the referee for another game", order,
+        raise refuse(f"game {game.name} is full", "send LIST for the games open for sign-up", order,
                      game.name)
 
 
@@ -259,7 +260,34 @@ def do_unwatch(ctx: CommandContext, order: Order) -> str:
     return f"{email} stopped watching {game.name}"
 
 
+def do_list_games(ctx: CommandContext, order: Order) -> str:
+    """LIST from anyone: the games open for sign-up, and the running ones to WATCH."""
+    games = list(ctx.session.exec(select(Game).where(col(Game.status).in_(("new", "running")))
+                                  .order_by(col(Game.name))))
+    signup, watch = [], []
+    for game in games:
+        kind = kind_of(game)
+        seats = len(players_of(ctx.session, game))
+        most = kind.max_players
+        what = f"{game.name}: {kind.describe_rules(json.loads(game.rules_json))}"
+        if game.status == "new" and options_of(game).open and seats < most:
+            wanted = (f"{most}" if kind.min_players == most
+                      else f"{kind.min_players} to {most}")
+            signup.append(f"{what}; {seats} signed up, for {wanted} players. "
+                          f"JOIN {game.name} <your name>")
+        elif game.status == "running":
+            watch.append(f"{what}; {seats} players, turn {game.turn}. WATCH {game.name}")
+    paragraphs = ["Open for sign-up:", *(signup or ["(none now)"]),
+                  "Running, to watch (the public view each turn, nobody's hidden dice):",
+                  *(watch or ["(none now)"])]
+    subject = "Bluff by mail: the games"
+    ctx.notice(subject, paragraphs, None)
+    return f"game list sent ({len(signup)} open, {len(watch)} to watch)"
+
+
 COMMANDS: tuple[Command, ...] = (
+    Command("LIST", "LIST", "the games open for sign-up, and the running ones you may WATCH",
+            no_args, action=do_list_games, who="anyone"),
     Command("JOIN", "JOIN <game> [<name>]",
             "sign up for a game open for sign-up (you confirm from your address)", parse_join,
             action=do_join, who="anyone"),

@@ -88,6 +88,11 @@ class GameKind(Protocol):
         """seat -> what it must do this turn ("bid or challenge in mini-game 2")."""
         ...
 
+    def orders_now(self, state: Any, seat: int) -> list[str]:
+        """The names of the move orders seat may write now ([] when it owes none), for a
+        short error answer that lists only what fits."""
+        ...
+
     def take_order(self, state: Any, seat: int, orders: Sequence[Order]) -> TakenOrder:
         """Make one move of seat's order lines and check it; raises OrderProblem."""
         ...

@@ -206,6 +206,14 @@ class ClassicKind(BidMoves):
     def due(self, state: ClassicState) -> dict[int, str]:
         return state.due()
 
+    def orders_now(self, state: ClassicState, seat: int) -> list[str]:
+        if seat not in state.due():
+            return []
+        raise_left = state.ladder.lowest_raise(state.current_bid) is not None
+        expose = state.rules.expose and raise_left and len(state.cup(seat).hidden) > 1
+        return ((["BID"] if raise_left else []) + (["CHALLENGE"] if state.current_bid else [])
+                + (["EXPOSE"] if expose else []))
+
     def place(self, state: ClassicState, seat: int) -> int:
         return 0   # one table, no mini-games
 

@@ -280,6 +280,16 @@ class CupKind:
     def due(self, state: CupState) -> dict[int, str]:
         return state.due()
 
+    def orders_now(self, state: CupState, seat: int) -> list[str]:
+        if seat not in state.due():
+            return []
+        if state.phase == cb.ANSWER:
+            return ["OK", "BLUFF"]
+        if state.phase == cb.GIVE:
+            return ["GIVE"]
+        return (["ANNOUNCE"] + (["STEAL"] if cb.can_steal(state) else [])
+                + (["DOUBLET"] if cb.doublets(state) else []))
+
     def place(self, state: CupState, seat: int) -> int:
         return 0
 

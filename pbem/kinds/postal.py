@@ -59,6 +59,15 @@ class PostalKind(BidMoves):
                          else f"open mini-game {number} with a bid")
         return out
 
+    def orders_now(self, state: PostalState, seat: int) -> list[str]:
+        number = state.due().get(seat)
+        if number is None:
+            return []
+        game = state.minigame(number)
+        raise_left = state.ladder(number).lowest_raise(game.current_bid) is not None
+        return ((["BID"] if raise_left else []) + (["CHALLENGE"] if game.current_bid else [])
+                + (["EXPOSE"] if state.rules.expose and raise_left else []))
+
     def place(self, state: PostalState, seat: int) -> int:
         return state.due().get(seat, 0)
 
