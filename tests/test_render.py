@@ -770,7 +770,7 @@ def test_confirm_all_in(renderer: Renderer) -> None:
 
 def test_error(renderer: Renderer) -> None:
     text, html = renderer.render("error", error_context())
-    assert "Game cup-1: nothing in your mail was applied." in text
+    assert "Game cup-1, your mail: nothing was applied." in text
     assert "> line 3: BID 3 sixes" in text
     assert "  There is no six in Bluff." in text
     assert "Fix: The faces are 1 to 5 and the star" in text
@@ -779,7 +779,7 @@ def test_error(renderer: Renderer) -> None:
     assert "BID <quantity> <face>" in text and "WHAT YOU MAY ORDER NOW" in text
     assert "HELP (a mail with that one line) for every command" in text
     vis = visible_text(html)
-    assert "nothing in your mail was applied." in vis
+    assert "Game cup-1, your mail: nothing was applied." in vis
     assert "> line 3: BID 3 sixes" in vis
     assert "There is no six in Bluff." in vis and "BID <quantity> <face>" in vis
     assert "&lt;quantity&gt;" in html
@@ -791,7 +791,7 @@ def test_error_escapes_quoted_line(renderer: Renderer) -> None:
         "error", error_context(problems=problems, game=None, help_lines=[])
     )
     assert f"> line 2: {SCRIPT}" in text
-    assert "Nothing in your mail was applied." in text and "Fix:" not in text
+    assert "Your mail: nothing was applied." in text and "Fix:" not in text
     assert "WHAT YOU MAY ORDER NOW" not in text
     # a finished game: no "send it again"
     text, _ = renderer.render("error", error_context(closed="over", help_lines=[]))

@@ -7,6 +7,8 @@ commands (schedule, seats, rollback) and HELP.
 
 from __future__ import annotations
 
+import json
+
 from sqlmodel import col, select
 
 from pbem.commands.context import CommandContext
@@ -24,12 +26,13 @@ from pbem.games import (
 )
 from pbem.kinds import kind_named, kind_of
 from pbem.mail.addresses import address_problem
-from pbem.models import Game, InboundMail
+from pbem.models import Game, InboundMail, Player
 from pbem.options import USAGE as NEWGAME_USAGE
-from pbem.options import NewGame, parse_options, save_options
+from pbem.options import NewGame, options_of, parse_options, save_options
 from pbem.orders import GAME_NAME, Command, Order, OrderError, game_name, no_args
 from pbem.rules.dice import new_seed, seed_from_number
 from pbem.services.bounces import describe, failing_players
+from pbem.services.post import notice, tagged
 from pbem.services.reports import enqueue_reports
 from pbem.services.turns import resolve
 
@@ -71,7 +74,8 @@ def do_newgame(ctx: CommandContext, order: Order) -> str:
                        kind=new.rules, rules_json=new.rules_json)
     save_options(game, new.options)
     ctx.session.add(game)
-    return (f"game {game.name} created ({kind_of(game).title}; "
+    rules = kind_of(game).describe_rules(json.loads(game.rules_json))   # edition, options
+    return (f"game {game.name} created ({rules}; "
             f"{new.options.describe(new.hours)}); dice commitment {game.commitment}")
 
 
@@ -79,7 +83,25 @@ def do_add(ctx: CommandContext, order: Order) -> str:
     args: tuple[str, str, str] = order.args
     game = find_game(ctx.session, args[0])
     player = add_player(ctx.session, game, args[1], args[2])
+    welcome(ctx, game, player)
     return f"{player.name} <{player.email}> joins {game.name} as entrant {player.entrant}"
+
+
+def welcome(ctx: CommandContext, game: Game, player: Player) -> None:
+    """A player the referee ADDs hears at once: the game, its kind and options, who
+    referees it, their key, and that the first report comes at the start."""
+    kind = kind_of(game)
+    count = len(players_of(ctx.session, game))
+    notice(ctx.session, ctx.post, player.email, tagged(game.name, "you are signed up"), [
+        f"Welcome, {player.name}: the referee <{ctx.post.referee}> signed you up for game "
+        f"{game.name} ({count} of {kind.max_players} seats taken so far).",
+        f"The game: {kind.describe_rules(json.loads(game.rules_json))}; "
+        f"{options_of(game).describe(game.turn_hours)}.",
+        "Your first report, with your dice and what to do, comes when the game starts. The "
+        "rules: send HELP to this address (the answer carries them).",
+        f"Your key: {player.key}. A fresh mail about this game needs the lines GAME "
+        f"{game.name} and KEY {player.key} (they are in every report too)."],
+        ctx.now, game=game)
 
 
 def do_start(ctx: CommandContext, order: Order) -> str:
@@ -100,27 +122,35 @@ def start(ctx: CommandContext, name: str) -> str:
 def do_status(ctx: CommandContext, order: Order) -> str:
     name: str = order.args
     game = find_game(ctx.session, name)
-    players = players_of(ctx.session, game)
-    line = f"game {game.name}: {game.status}, {len(players)} players"
+    kind = kind_of(game)
+    players = [p for p in players_of(ctx.session, game) if p.active]
+    line = (f"game {game.name} ({kind.describe_rules(json.loads(game.rules_json))}): "
+            f"{game.status}, {len(players)} players")
+    rows: list[str] = []
     if game.status in ("running", "over", "paused"):
-        kind = kind_of(game)
         state = load_state(ctx.session, game)
-        scores = ", ".join(f"{s['seat']}: {s['score']}"
-                           for s in sorted(kind.standings(state), key=lambda s: s["seat"]))
-        line += f", turn {game.turn}, scores {scores}"
-        if game.status == "running":
-            have = pending_orders(ctx.session, game)
-            waiting = missing_seats(ctx.session, game, state)
-            line += (f"; orders in from {sorted(have) or 'nobody'}, "
-                     f"waiting for {waiting or 'nobody'}")
-            if game.deadline:
-                line += f"; deadline {game.deadline:%Y-%m-%d %H:%M} UTC"
+        scores = {s["seat"]: s["score"] for s in kind.standings(state)}
+        line += (f", over after {game.turn - 1} turns" if game.status == "over"
+                 else f", turn {game.turn}")
+        have = pending_orders(ctx.session, game) if game.status == "running" else {}
+        waiting = (set(missing_seats(ctx.session, game, state))
+                   if game.status == "running" else set())
+        for p in sorted(players, key=lambda p: p.seat or 0):
+            seat = p.seat or 0
+            doing = ("order in" if seat in have else "waiting for their order"
+                     if seat in waiting else "nothing due")
+            rows.append(f"  {seat}. {p.name} <{p.email}>: score {scores.get(seat, '-')}"
+                        + (f"; {doing}" if game.status == "running" else ""))
+        if game.status == "running" and game.deadline:
+            line += f"; deadline {game.deadline:%Y-%m-%d %H:%M} UTC"
+    else:
+        rows = [f"  {p.entrant}. {p.name} <{p.email}>" for p in players]
     bouncing = failing_players(ctx.session, game)
     if bouncing:
         line += "; mail bouncing: " + ", ".join(
             (f"player {p.seat} " if p.seat is not None else "") + f"{p.name} <{p.email}> "
             + describe(s) for p, s in bouncing)
-    return line + desk_status(ctx.session, game, ctx.now)
+    return "\n".join([line + desk_status(ctx.session, game, ctx.now), *rows])
 
 
 def do_process(ctx: CommandContext, order: Order) -> str:
@@ -136,9 +166,19 @@ def do_list(ctx: CommandContext, order: Order) -> str:
     games = list(ctx.session.exec(select(Game).order_by(col(Game.name))))
     if not games:
         return "no games yet"
-    return "; ".join(f"{g.name} ({g.status}, turn {g.turn}"
-                     + (f", deadline {g.deadline:%Y-%m-%d %H:%M} UTC" if g.deadline
-                        and g.status == "running" else "") + ")" for g in games)
+    return "\n".join(list_line(ctx, g) for g in games)
+
+
+def list_line(ctx: CommandContext, game: Game) -> str:
+    """One game in the referee's LIST: kind, players, state, turn, deadline."""
+    kind = kind_of(game)
+    count = len([p for p in players_of(ctx.session, game) if p.active])
+    state = {"new": "sign-up" + (" open" if options_of(game).open else ""),
+             "over": f"over after {game.turn - 1} turns"}.get(
+        game.status, f"{game.status}, turn {game.turn}")
+    deadline = (f", deadline {game.deadline:%Y-%m-%d %H:%M} UTC"
+                if game.deadline and game.status == "running" else "")
+    return f"{game.name} ({kind.title}, {count} of {kind.max_players} players, {state}{deadline})"
 
 
 def parse_retry(args: list[str]) -> int:

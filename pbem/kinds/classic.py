@@ -196,7 +196,10 @@ class ClassicKind(BidMoves):
         if r.super_die:
             dice += ", one of them the super die that counts twice"
         board = f", board ends at {r.board_cap}" if r.board_cap else ""
-        return (f"classic Bluff: {dice}; exact bid: {_EXACT_TEXT[r.exact_rule]}; star bids "
+        edition = next((f", {name.capitalize()} edition" for name, (preset, six)
+                        in EDITIONS.items() if {**preset.to_json(), SIX_KEY: six} == dict(rules)),
+                       "")
+        return (f"classic Bluff{edition}: {dice}; exact bid: {_EXACT_TEXT[r.exact_rule]}; star bids "
                 f"{'on' if r.star_bids else 'off'}; expose and re-roll "
                 f"{'on' if r.expose else 'off'}{board}")
 

@@ -111,7 +111,7 @@ def game_tick(session: Session, post: Post, game: Game, now: datetime) -> bool:
         return False
     if held_by(session, game):
         return False   # a failed mail may hold a due order: RETRY it (or PROCESS) first
-    resolve(session, post, game)
+    resolve(session, post, game, early=False)
     return True
 
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
+from pbem.faults import aware
 from pbem.games import (
     GameError,
     id_of,
@@ -129,8 +130,10 @@ def resolve_turn(session: Session, game: Game, now: datetime) -> TurnOutcome:
                        resolution.notes)
 
 
-def played_for_notes(game: Game, outcome: TurnOutcome, players: dict[int, Player]) -> list[str]:
-    """A line in the report for each move made for a missing order."""
+def played_for_notes(game: Game, outcome: TurnOutcome, players: dict[int, Player], *,
+                     early: bool = False) -> list[str]:
+    """A line in the report for each move made for a missing order (early: the referee
+    played the turn before its deadline, so nobody was late)."""
     kind = kind_of(game)
     notes = []
     for seat, move in sorted(outcome.played_for.items()):
@@ -138,19 +141,31 @@ def played_for_notes(game: Game, outcome: TurnOutcome, players: dict[int, Player
         who = ("their standing order" if outcome.played_by.get(seat) == "standing"
                else "the game's policy" if outcome.played_by.get(seat) == "policy"
                else "the robot")
-        notes.append(f"Player {seat} ({name}) sent no order in time; {who} played "
+        missing = ("had no order in when the referee played the turn (before its deadline)"
+                   if early else "sent no order in time")
+        notes.append(f"Player {seat} ({name}) {missing}; {who} played "
                      f"{kind.describe_move(move)} for them.")
     return notes
 
 
-def resolve(session: Session, post: Post, game: Game, *, inbound_id: int | None = None) -> None:
-    """Play the turn in hand, count missed turns (the referee is told), queue the reports."""
+def before_deadline(game: Game, now: datetime) -> bool:
+    """Whether the turn is played before its deadline (or grace end) has come: by the
+    referee's PROCESS, or in a game without deadlines."""
+    end = game.grace_until or game.deadline
+    return end is None or now < aware(end)
+
+
+def resolve(session: Session, post: Post, game: Game, *, inbound_id: int | None = None,
+            early: bool | None = None) -> None:
+    """Play the turn in hand, count missed turns (the referee is told), queue the reports.
+    early: played before its deadline (None: from the clock now; the clock says False)."""
     turn = game.turn
+    early = before_deadline(game, post.clock()) if early is None else early
     outcome = resolve_turn(session, game, post.clock())
     after_turn(session, post, game, turn)
     players = seated(session, game)
     enqueue_reports(session, post, game, outcome.state, now=post.clock(), inbound_id=inbound_id,
-                    notes=outcome.notes + played_for_notes(game, outcome, players)
+                    notes=outcome.notes + played_for_notes(game, outcome, players, early=early)
                     + report_notes(session, game))
 
 
