@@ -230,10 +230,13 @@ class Table:
             assert set(self.reports[user].values()) == {1}, self.reports[user]
             assert sorted(self.reports[user]) == list(range(1, self.turn + 1))
         for user in self.players:
-            replied_to = Counter(str(a["In-Reply-To"]) for a in self.answers[user])
+            # notices that answer no mail (the welcome of ADD, table talk) are not answers
+            replied_to = Counter(str(a["In-Reply-To"]) for a in self.answers[user]
+                                 if a["In-Reply-To"] is not None)
             assert replied_to == Counter(self.sent_ids[user]), user
             for a in self.answers[user]:
-                assert a["Auto-Submitted"] == "auto-replied"
+                if a["In-Reply-To"] is not None:
+                    assert a["Auto-Submitted"] == "auto-replied"
         texts = [text_of(a) for u in self.players for a in self.answers[u]
                  if "nothing was applied" in str(a["Subject"]).lower()]
         assert len(texts) == refusals, texts

@@ -156,10 +156,12 @@ def test_replace_by_mail_new_key_works_old_does_not(server: Server) -> None:
     for email in (PLAYERS[0], PLAYERS[1], PLAYERS[3], PLAYERS[4]):
         assert f"Newbie plays as player {seat} in place of Name3" in last_text(server, email)
     # the old key and the old report no longer work; the new ones do
-    assert "does not belong" in order(server, PLAYERS[2], f"KEY {old.key}", "ORDERS")
+    # the old key from the old address: told they were replaced (issue 11 item 7)
+    assert "you were replaced in game g1" in order(server, PLAYERS[2], f"KEY {old.key}",
+                                                   "ORDERS")
     deliver(server, mail(PLAYERS[2], raise_line(server, seat),
                          in_reply_to=old_report.message_id))
-    assert "another player's mail" in last_text(server, PLAYERS[2])
+    assert "you were replaced in game g1" in last_text(server, PLAYERS[2])
     assert "accepted" in order(server, NEW, raise_line(server, seat))
     deliver(server, mail(NEW, "ORDERS", in_reply_to=latest_report(server, NEW).message_id))
     assert "your order is" in last_text(server, NEW)
@@ -315,5 +317,5 @@ def test_the_desk_works_for_other_kinds(server: Server, kind_name: str) -> None:
     seat = seat_of(server, PLAYERS[0])
     server.referee.admin(["REPLACE", "g1", str(seat), NEW, "Newbie"])
     assert "moves so far" in order(server, NEW, "HISTORY")
-    assert "does not belong" in order(server, PLAYERS[0], "ORDERS")
+    assert "you were replaced in game g1" in order(server, PLAYERS[0], "ORDERS")
     assert "players 1, 2, 3" in server.referee.admin(["RESEND", "g1"])[0]

@@ -245,11 +245,19 @@ def test_a_confirmation_in_grace_gives_the_grace_end(table: Table) -> None:
 
 
 def test_errors_are_short_and_anyone_may_list_the_games(table: Table) -> None:
-    table.referee_sends(*table.setup(GAME, f"NEWGAME {GAME} SEED 3 RULES classic DICE 2"),
+    table.referee_sends(*table.setup(GAME, f"NEWGAME {GAME} SEED 3 RULES classic german"),
                         "NEWGAME cup-2 OPEN RULES cup")
     table.server.tick()
-    table.referee.new_mail()
+    done = " ".join(text_of(table.referee.new_mail()[-1]).split())
+    assert f"game {GAME} created (classic Bluff, German edition: 5 dice each" in done
     seat_of = table.first_reports_in()
+    # a player the referee ADDs hears at once: the game, its kind and options, the referee
+    for user in PLAYERS:
+        (welcome,) = [m for m in table.answers[user]
+                      if "you are signed up" in str(m["Subject"])]
+        said = " ".join(text_of(welcome).split())
+        assert table.stack.address("referee") in said and "German edition" in said
+        assert "Your key:" in said
     user_at = {s: u for u, s in seat_of.items()}
     mover = user_at[table.latest["p1"][1]["to_move"]]
 
@@ -291,3 +299,20 @@ def test_errors_are_short_and_anyone_may_list_the_games(table: Table) -> None:
     (refused,) = stranger.new_mail()
     assert "send LIST for the games open for sign-up" in " ".join(text_of(refused).split())
     stranger.close()
+
+    # the referee sees who plays, with addresses, and every game with its kind and players
+    status = table.server.referee.admin(["STATUS", GAME])[0]
+    for user in PLAYERS:
+        assert f"Player-{user} <{table.stack.address(user)}>" in status
+    assert "waiting for their order" in status and "waiting for [" not in status
+    listed = "\n".join(table.server.referee.admin(["LIST"]))
+    assert "cup-2 (Cup of Bluff, 0 of 5 players, sign-up open)" in listed
+    assert f"{GAME} (classic Bluff, 3 of 6 players, running, turn 1)" in listed
+
+    # an early PROCESS: nobody was late, so no report says "sent no order in time"
+    table.server.referee.admin(["PROCESS", GAME])
+    table.server.tick()
+    table.collect()
+    report = " ".join(text_of(table.latest["p1"][0]).split())
+    assert "had no order in when the referee played the turn" in report
+    assert "sent no order in time" not in report
