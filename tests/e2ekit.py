@@ -183,7 +183,8 @@ class Table:
         with Session(self.server.engine) as session:
             found = find_game(session, game)
             assert found.turn == 1 and pending_orders(session, found) == {}
-        return [text_of(a) for u in users for a in self.answers[u]]
+        return [text_of(a) for u in users for a in self.answers[u]
+                if a["In-Reply-To"] is not None]
 
     def turns(self, limit: int) -> Iterator[tuple[int, dict[str, View]]]:
         """(turn, the views of its reports) for every turn until the game is over; after
