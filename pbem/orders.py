@@ -87,6 +87,25 @@ class Order:
 
 
 @dataclass(frozen=True)
+class SeatByName:
+    """An order that names a player (ANNOUNCE 5 TO Finn): the parser does not know the
+    game's players, so the shell finds the seat (``seat_for``) and builds the order."""
+
+    name: str
+    build: Callable[[int], Any]
+
+    def seat_for(self, names: dict[int, str]) -> int | None:
+        """The seat whose player has this name (case and spacing aside; a unique start
+        of a name will do); None if no one, or more than one, fits."""
+        wanted = " ".join(self.name.lower().split())
+        exact = [s for s, n in names.items() if " ".join(n.lower().split()) == wanted]
+        if len(exact) == 1:
+            return exact[0]
+        starts = [s for s, n in names.items() if n.lower().startswith(wanted)]
+        return starts[0] if len(starts) == 1 and not exact else None
+
+
+@dataclass(frozen=True)
 class LineProblem:
     line_no: int | None
     line: str | None

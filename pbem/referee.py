@@ -224,6 +224,7 @@ def handle(session: Session, post: Post, row: InboundMail) -> str:
         return "ignored: from the server itself"
     mail = Incoming(row, msg)
     proven = False
+    lockout = False
     try:
         if msg.from_addr != settings.referee.lower():
             senders.check_aligned(session, post, row, msg)
@@ -244,9 +245,11 @@ def handle(session: Session, post: Post, row: InboundMail) -> str:
         if refused.auth_failed:
             senders.auth_failed(session, post, msg.from_addr)
         answer_error(session, post, mail, refused)
+        lockout = refused.lockout
         outcome = "refused: " + "; ".join(p.message for p in refused.problems)
         proven = refused.sender_proven
-    return senders.limit_answers(session, post, row, mail.msg, outcome, proven=proven)
+    return senders.limit_answers(session, post, row, mail.msg, outcome, proven=proven,
+                                 lockout=lockout)
 
 
 def within_limits(msg: InboundMessage) -> InboundMessage:

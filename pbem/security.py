@@ -33,6 +33,7 @@ from pbem.models import Player, SenderEvent, Signup, Watcher
 AUTH_FAILED = "auth-failed"
 AUTH_ALERTED = "auth-alerted"
 STRANGER_ANSWERED = "stranger-answered"
+LOCKOUT_TOLD = "lockout-told"
 
 
 def new_key() -> tuple[str, str]:
@@ -130,6 +131,17 @@ def note_failure(session: Session, address: str, now: datetime, limits: Limits) 
     if _count(session, address, AUTH_ALERTED, now - limits.auth_window) > 0:
         return False
     record(session, address, AUTH_ALERTED, now)
+    return True
+
+
+def tell_of_lockout(session: Session, address: str, now: datetime) -> bool:
+    """May the address be told it is locked out? Once a lock-out (the lock-out begins
+    when the referee is alerted); counts it if so."""
+    began = session.exec(select(func.max(SenderEvent.at)).where(
+        SenderEvent.address == address, SenderEvent.kind == AUTH_ALERTED)).one()
+    if began is None or _count(session, address, LOCKOUT_TOLD, began - timedelta(seconds=1)):
+        return False
+    record(session, address, LOCKOUT_TOLD, now)
     return True
 
 

@@ -143,10 +143,15 @@ def check_lockout(session: Session, post: Post, msg: InboundMessage, game: str |
     now = post.clock()
     if security.locked_out(session, msg.from_addr, now, limits):
         until = security.locked_until(session, msg.from_addr, now, limits)
-        raise refusal(f"too many failed attempts from {msg.from_addr}: keys from this "
-                      f"address are not checked until {until:%Y-%m-%d %H:%M} UTC",
-                      "reply to your latest report instead (a reply needs no key), or "
-                      "try again later", game=game)
+        minutes = limits.auth_window.total_seconds() / 60
+        refused = refusal(
+            f"{msg.from_addr} is locked out until {until:%Y-%m-%d %H:%M} UTC: mail from it "
+            f"failed {limits.auth_failures} checks within {minutes:g} minutes (a wrong key, a "
+            f"key from another address, or a reply to another player's mail), so keys from "
+            f"it are not checked until then", "reply to your latest report instead (a reply "
+            "needs no key), or try again after that time", game=game)
+        refused.lockout = True
+        raise refused
 
 
 def auth_failed(session: Session, post: Post, address: str | None) -> None:
@@ -168,13 +173,14 @@ def auth_failed(session: Session, post: Post, address: str | None) -> None:
 
 
 def limit_answers(session: Session, post: Post, row: InboundMail, msg: InboundMessage,
-                  outcome: str, *, proven: bool = False) -> str:
+                  outcome: str, *, proven: bool = False, lockout: bool = False) -> str:
     """At most stranger_answers_per_day answers a day, of every kind (an error, HELP, a
     sign-up's code mail ...), to an address that is unknown here or locked out: no
     backscatter from forged mail, no loop with a robot. A lock-out binds what failed (keys
     from that address, mail without a reply token): a player's reply to their own report,
     authenticated by its reply token, is answered as ever; so is a mail ``proven`` to come
-    from its address (it brought back the sign-up code we mailed there)."""
+    from its address (it brought back the sign-up code we mailed there). A locked-out
+    address hears once a lock-out that it is (``lockout``: this answer says so)."""
     address = msg.from_addr
     if address is None or proven:
         return outcome
@@ -188,6 +194,8 @@ def limit_answers(session: Session, post: Post, row: InboundMail, msg: InboundMe
     answers = session.exec(select(OutboundMail).where(
         OutboundMail.inbound_id == row.id, OutboundMail.status == "pending")).all()
     mine = [a for a in answers if json.loads(a.rcpts_json) == [address]]
+    if mine and lockout and security.tell_of_lockout(session, address, now):
+        return outcome + "; told of its lock-out (once a lock-out)"
     if not mine or security.may_answer(session, address, now, limits):
         return outcome
     for answer in mine:

@@ -211,8 +211,11 @@ def test_failed_attempts_are_rate_limited_and_the_referee_told_once(server: Serv
     assert P2 in text and "wrong-" not in text
     # locked out: even the right key is not looked at now
     outcome = send(server, P2, f"GAME g1\nKEY {key2}\nBID 1 two\n")
-    assert outcome.startswith("refused: too many failed attempts")
+    assert outcome.startswith(f"refused: {P2} is locked out until")
     assert orders(server) == {}
+    # the address hears it once (issue 11 item 6): until when, and why
+    told_p2 = " ".join(outbox(server, P2)[-1].get_body(("plain",)).get_content().split())
+    assert "is locked out until" in told_p2 and "failed 5 checks within 60 minutes" in told_p2
     answered = len(outbox(server, P2))
     for i in range(3):                       # more tries: no more answers, no more alerts
         send(server, P2, f"GAME g1\nKEY again-{i}\nBID 1 two\n")
@@ -233,7 +236,7 @@ def test_the_referee_key_is_rate_limited_too(server: Server, clock: Clock) -> No
     for i in range(5):
         send(server, referee, f"KEY guess-{i}\nNEWGAME z{i}\n")
     assert send(server, referee, f"KEY {REFEREE_KEY}\nNEWGAME z9\n").startswith(
-        "refused: too many failed attempts")
+        f"refused: {referee} is locked out until")
     with Session(server.engine) as session:
         events = session.exec(select(SenderEvent).where(SenderEvent.kind == "auth-failed")).all()
         assert len(events) == 5 and {e.address for e in events} == {referee}

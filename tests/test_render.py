@@ -379,6 +379,8 @@ def help_context(**overrides: Any) -> dict[str, Any]:
         "commands": HELP_LINES,
         "referee_commands": REFEREE_LINES,
         "server_address": "bluff@pbem.example.org",
+        "kind_note": "The dice show 1 to 5 and a star.",
+        "rules_file": "rules.md",
     }
     ctx.update(overrides)
     return ctx

@@ -11,14 +11,14 @@ GameError (pbem.games).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 from sqlmodel import Session
 
 from pbem.models import Game, Player
-from pbem.orders import LineProblem, Order
+from pbem.orders import LineProblem, Order, SeatByName
 from pbem.services.post import AnswerPart, Incoming, Post, answer, answer_parts
 
 
@@ -33,6 +33,7 @@ class Refusal(Exception):
         # the mail proved that its sender reads mail at its address (the code we mailed
         # there): its answer is not held back as a stranger's (pbem.senders.limit_answers)
         self.sender_proven = False
+        self.lockout = False           # the sender is locked out (told once a lock-out)
 
 
 def refusal(message: str, hint: str = "", line_no: int | None = None,
@@ -43,6 +44,23 @@ def refusal(message: str, hint: str = "", line_no: int | None = None,
 def refuse(message: str, hint: str, order: Order, game: str | None = None) -> Refusal:
     """A refusal that quotes the order's line."""
     return refusal(message, hint, order.line_no, order.line, game=game)
+
+
+def with_seats(orders: Sequence[Order], names: dict[int, str], game: str) -> list[Order]:
+    """The orders with every player named (ANNOUNCE 5 TO Finn) turned into a seat; a name
+    that fits no player (or several) is refused, with the players listed."""
+    out = []
+    for order in orders:
+        if isinstance(order.args, SeatByName):
+            seat = order.args.seat_for(names)
+            if seat is None:
+                players = ", ".join(f"{s} {n}" for s, n in sorted(names.items()))
+                raise refuse(f"no player of game {game} is called {order.args.name}",
+                             f"write the player's number or name; the players: {players}",
+                             order, game)
+            order = replace(order, args=order.args.build(seat))
+        out.append(order)
+    return out
 
 
 @dataclass

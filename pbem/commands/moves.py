@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 
-from pbem.commands.context import CommandContext, Refusal, refusal
-from pbem.games import load_state, missing_seats, record_order
+from pbem.commands.context import CommandContext, Refusal, refusal, with_seats
+from pbem.games import load_state, missing_seats, record_order, seated
 from pbem.kinds import OrderProblem, kind_of
 from pbem.options import options_of
 from pbem.orders import LineProblem, Order, ParsedText, closest_lines
@@ -64,6 +64,8 @@ def take_moves(ctx: CommandContext, parsed: ParsedText, move_names: set[str]) ->
         raise refusal(f"you have no move this turn (turn {game.turn})",
                       "wait for your next report", orders[0].line_no, orders[0].line,
                       game=game.name)
+    player_names = {s: p.name for s, p in seated(ctx.session, game).items()}
+    orders = with_seats(orders, player_names, game.name)
     try:
         taken = kind.take_order(state, seat, orders)
     except OrderProblem as problem:

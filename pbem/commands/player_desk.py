@@ -169,14 +169,13 @@ def _move_now(ctx: CommandContext, email: str) -> None:
 
 # --- DEFAULT, HISTORY, ORDERS ---------------------------------------------------------
 
-STANDING = {"CHALLENGE": "challenge the current bid (or, if there is none, let the robot open)",
-            "RAISE": "raise to the lowest legal bid (or challenge when no raise is left)",
-            "ROBOT": "let the robot choose your move",
-            "NONE": "no standing order: the game's policy decides (normally the robot)"}
+# every word some kind takes; what each does is the game's kind's (GameKind.standing_orders)
+STANDING_WORDS = ("CHALLENGE", "RAISE", "ROBOT", "NONE")
+
 
 def parse_default(args: list[str]) -> str:
     word = args[0].upper() if len(args) == 1 else ""
-    if word not in STANDING:
+    if word not in STANDING_WORDS:
         raise OrderError("DEFAULT takes one of CHALLENGE, RAISE, ROBOT or NONE",
                          "e.g. DEFAULT CHALLENGE")
     return word
@@ -188,6 +187,10 @@ def do_default(ctx: CommandContext, order: Order) -> str:
     if game.status in ("over", "cancelled"):
         raise refuse(f"game {game.name} is {game.status}", "no orders are taken now", order,
                      game.name)
+    standing = kind_of(game).standing_orders
+    if order.args not in standing:
+        raise refuse(f"DEFAULT {order.args} means nothing in {kind_of(game).title}",
+                     "write DEFAULT " + ", DEFAULT ".join(standing), order, game.name)
     player.default_order = None if order.args == "NONE" else order.args
     ctx.session.add(player)
     subject = tagged(game.name, f"your standing order: {order.args}")
@@ -195,10 +198,9 @@ def do_default(ctx: CommandContext, order: Order) -> str:
         "subject": subject, "game": game.name,
         "paragraphs": [f"line {order.line_no}: {order.line}",
                        f"Your standing order is now {order.args}: when you send no order "
-                       f"in time, the referee will {STANDING[order.args]}.",
-                       "An order you send for a turn always comes first. "
-                       "Change this at any time with DEFAULT CHALLENGE, DEFAULT RAISE, "
-                       "DEFAULT ROBOT or DEFAULT NONE."]})
+                       f"in time, the referee will {standing[order.args]}.",
+                       "An order you send for a turn always comes first. Change this at "
+                       "any time with DEFAULT " + ", DEFAULT ".join(standing) + "."]})
     return f"standing order of {player.email} in {game.name}: {order.args}"
 
 
@@ -246,7 +248,7 @@ def do_orders(ctx: CommandContext, order: Order) -> str:
             paragraphs.append(f"Deadline: {game.deadline:%Y-%m-%d %H:%M} UTC.")
     standing = player.default_order or "NONE"
     paragraphs.append(f"Your standing order for a missed turn: {standing} "
-                      f"({STANDING.get(standing, standing)}).")
+                      f"({kind.standing_orders.get(standing, standing)}).")
     if player.missed_turns:
         paragraphs.append(f"Turns missed in a row: {player.missed_turns}.")
     subject = tagged(game.name, f"your orders for turn {game.turn}")

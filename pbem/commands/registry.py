@@ -17,16 +17,30 @@ from pbem.commands.context import CommandContext, refuse
 from pbem.games import GameError
 from pbem.kinds import KINDS, GameKind, kind_of
 from pbem.orders import PLAYER_COMMANDS, Command, Order, help_lines, no_args, one_word
+from pbem.render import rules_document
 
 # postal move orders live in pbem.orders.PLAYER_COMMANDS too; they come in through the kinds
 MOVE_ONLY = {"BID", "CHALLENGE", "EXPOSE"}
 HELP_SUBJECT = "Bluff by mail: the orders"
 
 
+GENERAL_NOTE = ("This server runs three games: postal Bluff, classic Bluff and Cup of Bluff; "
+                "your reports say which one you play, and HELP in a reply to a report lists "
+                "just its orders.")
+RULES_FILE = "rules.md"
+
+
 def do_player_help(ctx: CommandContext, order: Order) -> str:
-    commands = player_commands(kind_of(ctx.who.game) if ctx.who is not None else None)
-    ctx.answer("help", HELP_SUBJECT, {"commands": help_lines(commands), "referee_commands": [],
-                                      "server_address": ctx.post.settings.address})
+    """HELP: the orders of the player's game (of every kind if unknown), what its dice are,
+    and the rules of every game attached (docs/rules.md)."""
+    kind = kind_of(ctx.who.game) if ctx.who is not None else None
+    commands = player_commands(kind)
+    ctx.answer("help", HELP_SUBJECT, {
+        "commands": help_lines(commands), "referee_commands": [],
+        "server_address": ctx.post.settings.address,
+        "kind_note": kind.help_note if kind is not None else GENERAL_NOTE,
+        "rules_file": RULES_FILE},
+        attachments=[(RULES_FILE, "text/markdown", rules_document())])
     return "help sent"
 
 

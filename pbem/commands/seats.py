@@ -16,7 +16,7 @@ from email.utils import format_datetime
 
 from sqlmodel import Session
 
-from pbem.commands.context import CommandContext
+from pbem.commands.context import CommandContext, Refusal, with_seats
 from pbem.games import (
     GameError,
     active_players,
@@ -142,7 +142,11 @@ def do_order(ctx: CommandContext, order: Order) -> str:
         raise GameError(f"'{parsed.prose[0].text}' is not an order of {kind.title} (orders: "
                         + ", ".join(c.usage for c in kind.commands) + ")")
     try:
-        taken = kind.take_order(state, seat, parsed.orders)
+        names = {s: p.name for s, p in seated(ctx.session, game).items()}
+        taken = kind.take_order(state, seat, with_seats(parsed.orders, names, game.name))
+    except Refusal as refused:
+        raise GameError(refused.problems[0].message + f" ({refused.problems[0].hint})") \
+            from None
     except OrderProblem as problem:
         raise GameError(problem.message + (f" ({problem.hint})" if problem.hint else "")) \
             from None

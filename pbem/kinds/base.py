@@ -68,6 +68,9 @@ class GameKind(Protocol):
     commands: tuple[Command, ...]     # the move orders of this kind (parser and HELP)
     report_template: str              # the Jinja2 template name of its turn report
     option_help: str                  # one line on its NEWGAME options
+    help_note: str                    # what HELP says about the game's dice and pieces
+    # DEFAULT <word> -> what a standing order does in this kind (the words it accepts)
+    standing_orders: Mapping[str, str]
 
     def parse_options(self, words: Sequence[str]) -> dict[str, Any]:
         """NEWGAME words after RULES <kind> -> the rules JSON; raises OrderError."""

@@ -12,6 +12,13 @@ from pbem.rules.ladder import Bid, Ladder
 from pbem.rules.moves import CHALLENGE, BidMove, Move, move_from_json, move_to_json
 
 EXPOSE_EXAMPLE = "e.g. BID 6 threes and, on the next line, EXPOSE 3 3"
+HELP_NOTE = ("The dice show 1 to 5 and a star, which replaces the 6; for a number bid the "
+             "stars are wild.")
+STANDING_ORDERS = {
+    "CHALLENGE": "challenge the current bid (or, if there is none, let the robot open)",
+    "RAISE": "raise to the lowest legal bid (or challenge when no raise is left)",
+    "ROBOT": "let the robot choose your move",
+    "NONE": "no standing order: the game's policy decides (normally the robot)"}
 
 
 def read_bid_order(orders: Sequence[Order]) -> tuple[Order, list[Order], Move]:

@@ -18,7 +18,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pbem.kinds.base import OrderProblem, Resolution, TakenOrder, Understood
-from pbem.kinds.bidding import BidMoves, read_bid_order, standing_bid_move
+from pbem.kinds.bidding import (
+    HELP_NOTE,
+    STANDING_ORDERS,
+    BidMoves,
+    read_bid_order,
+    standing_bid_move,
+)
 from pbem.orders import PLAYER_COMMANDS, Order, OrderError
 from pbem.rules.challenge import count_matching
 from pbem.rules.classic import (
@@ -141,6 +147,8 @@ class ClassicKind(BidMoves):
     commands = tuple(c for c in PLAYER_COMMANDS if c.name in MOVE_NAMES)
     report_template = "classic_report"
     option_help = OPTION_HELP
+    help_note = HELP_NOTE
+    standing_orders: Mapping[str, str] = STANDING_ORDERS
 
     def parse_options(self, words: Sequence[str]) -> dict[str, Any]:
         rules, six = RuleSet(), None

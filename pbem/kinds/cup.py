@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pbem.kinds.base import OrderProblem, Resolution, TakenOrder, Understood
-from pbem.orders import Command, Order, OrderError
+from pbem.orders import Command, Order, OrderError, SeatByName
 from pbem.rules import cupofbluff as cb
 from pbem.rules.cupofbluff import (
     Announce,
@@ -40,7 +40,8 @@ from pbem.rules.dice import DiceStream
 from pbem.rules.errors import IllegalMove, RulesError
 
 RULES_VERSION = 1
-SEAT_HINT = "players are numbered 1 to 5: write e.g. TO 3 or TO player 3"
+SEAT_HINT = "write the player's number or name, e.g. TO 3, TO player 3 or TO Ann"
+_NAME = re.compile(r"^[^\W\d_][\w.' -]{0,59}$")
 TOKEN_HINT = "tokens and totals are the numbers 3 to 18"
 _WORDS = dict(zip(("three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
                    "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen",
@@ -87,16 +88,29 @@ def _one_token(words: list[str], usage: str) -> int:
     return parse_token(words[0])
 
 
-def parse_announce(args: list[str]) -> Announce:
+def _seat_or_name(words: Sequence[str], build: Callable[[int], Move]) -> Move | SeatByName:
+    """A player by number (the move at once) or by name (found by the shell)."""
+    try:
+        return build(parse_seat(words))
+    except OrderError:
+        name = " ".join(w.strip(".,;:!?") for w in words).strip()
+        if not _NAME.match(name):
+            raise
+        return SeatByName(name, build)
+
+
+def parse_announce(args: list[str]) -> Move | SeatByName:
     usage = "ANNOUNCE <total> TO <player>, e.g. ANNOUNCE 12 TO 3"
     total, seat = _split(args, "TO", usage)
-    return Announce(_one_token(total, usage), parse_seat(seat))
+    value = _one_token(total, usage)
+    return _seat_or_name(seat, lambda s: Announce(value, s))
 
 
-def parse_steal(args: list[str]) -> Steal:
+def parse_steal(args: list[str]) -> Move | SeatByName:
     usage = "STEAL <token> FROM <player>, e.g. STEAL 15 FROM 2"
     token, seat = _split(args, "FROM", usage)
-    return Steal(_one_token(token, usage), parse_seat(seat))
+    value = _one_token(token, usage)
+    return _seat_or_name(seat, lambda s: Steal(value, s))
 
 
 def parse_doublet(args: list[str]) -> Doublet:
@@ -124,10 +138,10 @@ def _answer(ok: bool) -> Callable[[list[str]], Answer]:
 
 
 COMMANDS: tuple[Command, ...] = (
-    Command("ANNOUNCE", "ANNOUNCE <total> TO <player>",
+    Command("ANNOUNCE", "ANNOUNCE <total> TO <player number or name>",
             "as the Bluffer: claim your dice show this total (3-18, its token in the centre)",
             parse_announce),
-    Command("STEAL", "STEAL <token> FROM <player>",
+    Command("STEAL", "STEAL <token> FROM <player number or name>",
             "as the Bluffer: claim your dice show the total of that player's token",
             parse_steal),
     Command("DOUBLET", "DOUBLET TAKE <token> GIVE <token> [<token> ...]",
@@ -259,6 +273,13 @@ class CupKind:
     report_template = "cup_report"
     option_help = ("Cup of Bluff takes no options: 3 to 5 players, 3 dice, 16 tokens "
                    "(docs/rules.md section 5)")
+    help_note = ("Three ordinary dice (1 to 6) and sixteen tokens, 3 to 18, each worth 1 to 5 "
+                 "points. The Bluffer claims a total to a Guesser (a player's number or "
+                 "name), who believes it (OK) or not (BLUFF).")
+    standing_orders: Mapping[str, str] = {
+        "CHALLENGE": "answer BLUFF when you are the Guesser (as the Bluffer, the robot plays)",
+        "ROBOT": "let the robot choose your move",
+        "NONE": "no standing order: the game's policy decides (normally the robot)"}
 
     def parse_options(self, words: Sequence[str]) -> dict[str, Any]:
         if words:

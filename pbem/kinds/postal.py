@@ -7,7 +7,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pbem.kinds.base import OrderProblem, Resolution, TakenOrder, Understood
-from pbem.kinds.bidding import BidMoves, read_bid_order, standing_bid_move
+from pbem.kinds.bidding import (
+    HELP_NOTE,
+    STANDING_ORDERS,
+    BidMoves,
+    read_bid_order,
+    standing_bid_move,
+)
 from pbem.orders import PLAYER_COMMANDS, Order, OrderError
 from pbem.rules.dice import DiceStream, face_symbol
 from pbem.rules.errors import RulesError
@@ -36,6 +42,8 @@ class PostalKind(BidMoves):
     commands = tuple(c for c in PLAYER_COMMANDS if c.name in MOVE_NAMES)
     report_template = "report"
     option_help = "postal takes no options: five players, five mini-games (docs/rules.md section 4)"
+    help_note = HELP_NOTE
+    standing_orders: Mapping[str, str] = STANDING_ORDERS
 
     def parse_options(self, words: Sequence[str]) -> dict[str, Any]:
         if words:
