@@ -6,6 +6,7 @@ own dice; the game goes on to its end and its record verifies."""
 from __future__ import annotations
 
 import random
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -211,6 +212,9 @@ def test_a_replaced_player_is_told_they_were_replaced(table: Table) -> None:
     assert not any("failed attempts" in str(m["Subject"]).lower()
                    for m in table.referee.new_mail())
 
+    # a locked-out address hears it once, with until when and why
+    locked_out(table, "p2", GAME, table.latest["p2"][1]["key"])
+
     # RECORD of a game still running: refused, the record is given out when it ends
     table.reply("p1", [f"RECORD {GAME}"])
     table.server.tick()
@@ -316,3 +320,86 @@ def test_errors_are_short_and_anyone_may_list_the_games(table: Table) -> None:
     report = " ".join(text_of(table.latest["p1"][0]).split())
     assert "had no order in when the referee played the turn" in report
     assert "sent no order in time" not in report
+
+
+def fresh_mail(table: Table, user: str, *lines: str) -> bytes:
+    msg = EmailMessage()
+    msg["From"], msg["To"] = table.clients[user].address, table.stack.address("bluff")
+    msg["Subject"], msg["Message-ID"] = "orders", make_msgid(domain="bluff.test")
+    msg.set_content("\n".join(lines) + "\n")
+    return msg.as_bytes(policy=policy.SMTP)
+
+
+def locked_out(table: Table, user: str, game: str, key: str) -> None:
+    """Five wrong keys lock the address out; the right key then gets one short answer
+    saying until when and why, and later tries get none."""
+    for n in range(5):
+        table.send(user, fresh_mail(table, user, f"GAME {game}", f"KEY wrong-{n}", "HISTORY"))
+    table.server.tick()
+    table.collect()
+    before = len(table.answers[user])
+    for _ in range(2):
+        table.send(user, fresh_mail(table, user, f"GAME {game}", f"KEY {key}", "HISTORY"))
+    table.server.tick()
+    table.collect()
+    told = table.answers[user][before:]
+    assert len(told) == 1, [text_of(t) for t in told]
+    said = " ".join(text_of(told[0]).split())
+    assert "is locked out until" in said and "failed 5 checks within 60 minutes" in said
+
+
+def test_cup_of_bluff_speaks_cup_of_bluff(mailstack: Any, tmp_path: Path) -> None:
+    """Table talk, a desk command with an order, a Guesser by name, HELP of the kind, a
+    locked-out address and a replaced player, in a Cup of Bluff game."""
+    with Table(mailstack, tmp_path, PLAYERS) as table:
+        cup_game(table)
+
+
+def cup_game(table: Table) -> None:
+    table.referee_sends(*table.setup("cup-9", "NEWGAME cup-9 SEED 5 RULES cup"))
+    table.server.tick()
+    table.referee.new_mail()
+    seat_of = table.first_reports_in()
+    user_at = {s: u for u, s in seat_of.items()}
+    bluffer = user_at[table.latest["p1"][1]["bluffer"]]
+    guesser = next(u for u in PLAYERS if u != bluffer)
+    table.reply(guesser, ["SAY Go on, Bluffer."])
+    # HELP in the game: its own orders and dice, no stars; the rules attached
+    table.reply(guesser, ["HELP"])
+    table.server.tick()
+    table.collect()
+    (help_mail,) = [a for a in table.answers[guesser] if "orders" in str(a["Subject"])]
+    helped = text_of(help_mail)
+    assert "ANNOUNCE <total> TO <player number or name>" in " ".join(helped.split())
+    assert not re.search(r"\bstars?\b", helped)
+    assert "BID <quantity>" not in helped
+    assert [p.get_filename() for p in help_mail.iter_attachments()] == ["rules.md"]
+    # DEFAULT with the move, the Guesser named: one answer; the standing order in cup words
+    table.reply(bluffer, ["DEFAULT CHALLENGE", f"ANNOUNCE 10 TO Player-{guesser}"])
+    table.server.tick()
+    table.collect()
+    (answer,) = [a for a in table.answers[bluffer] if a["In-Reply-To"] is not None]
+    said = " ".join(text_of(answer).split())
+    assert f"ANNOUNCE 10 TO player {seat_of[guesser]}" in said
+    assert "answer BLUFF when you are the Guesser" in said and "current bid" not in said
+    assert table.latest[guesser][1]["claim"]["guesser"] == seat_of[guesser]
+    assert "Go on, Bluffer." in text_of(table.latest[bluffer][0])
+    # DEFAULT RAISE means nothing in Cup of Bluff
+    table.reply(guesser, ["DEFAULT RAISE"])
+    table.server.tick()
+    table.collect()
+    assert "DEFAULT RAISE means nothing in Cup of Bluff" in " ".join(
+        text_of(table.answers[guesser][-1]).split())
+    # a locked-out address, then a replaced player
+    third = next(u for u in PLAYERS if u not in (bluffer, guesser))
+    locked_out(table, third, "cup-9", table.latest[third][1]["key"])
+    table.stack.clear("p4")
+    table.referee_sends(f"REPLACE cup-9 {seat_of[guesser]} {table.stack.address('p4')} "
+                        "Newcomer")
+    table.server.tick()
+    table.collect()
+    table.reply(guesser, ["OK"], to=table.latest[guesser][0])
+    table.server.tick()
+    table.collect()
+    assert "you were replaced in game cup-9" in " ".join(
+        text_of(table.answers[guesser][-1]).split())
