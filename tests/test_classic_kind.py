@@ -108,7 +108,7 @@ def test_czech_deals_five_dice_with_six_players() -> None:
 
 def test_describe_rules() -> None:
     text = CLASSIC.describe_rules(CLASSIC.parse_options(["anniversary"]))
-    assert text == ("classic Bluff: 5 dice each, one of them the super die that counts twice; "
+    assert text == ("classic Bluff, Anniversary edition: 5 dice each, one of them the super die that counts twice; "
                     "exact bid: all but the bidder lose 1; star bids on; expose and re-roll off")
 
 

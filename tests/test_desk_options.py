@@ -116,4 +116,4 @@ def test_newgame_by_cli_and_help_from_the_same_table(server: Server, tmp_path: P
                   "PAUSE <game>", "RESUME <game>", "WAIT <game> on|off",
                   "REMOVE <game> <email>", "CANCEL <game>"):
         assert usage in help_text
-    assert "g2 (new, turn 0)" in admin(server, "LIST")
+    assert "g2 (postal Bluff, 0 of 5 players, sign-up" in admin(server, "LIST")   # kind, players

@@ -249,11 +249,14 @@ def test_a_confirmation_in_grace_gives_the_grace_end(table: Table) -> None:
 
 
 def test_errors_are_short_and_anyone_may_list_the_games(table: Table) -> None:
-    table.referee_sends(*table.setup(GAME, f"NEWGAME {GAME} SEED 3 RULES classic german"),
-                        "NEWGAME cup-2 OPEN RULES cup")
+    setup = table.setup(GAME, f"NEWGAME {GAME} SEED 3 RULES classic german")
+    table.referee_sends(*setup[:-1], "NEWGAME cup-2 OPEN RULES cup")     # START later
     table.server.tick()
     done = " ".join(text_of(table.referee.new_mail()[-1]).split())
     assert f"game {GAME} created (classic Bluff, German edition: 5 dice each" in done
+    table.collect()
+    table.referee_sends(setup[-1])
+    table.server.tick()
     seat_of = table.first_reports_in()
     # a player the referee ADDs hears at once: the game, its kind and options, the referee
     for user in PLAYERS:

@@ -26,7 +26,7 @@ from pbem.games import (
 )
 from pbem.kinds import kind_named, kind_of
 from pbem.mail.addresses import address_problem
-from pbem.models import Game, InboundMail, Player
+from pbem.models import Game, InboundMail, OutboundMail, Player
 from pbem.options import USAGE as NEWGAME_USAGE
 from pbem.options import NewGame, options_of, parse_options, save_options
 from pbem.orders import GAME_NAME, Command, Order, OrderError, game_name, no_args
@@ -87,6 +87,9 @@ def do_add(ctx: CommandContext, order: Order) -> str:
     return f"{player.name} <{player.email}> joins {game.name} as entrant {player.entrant}"
 
 
+WELCOME = "welcome"
+
+
 def welcome(ctx: CommandContext, game: Game, player: Player) -> None:
     """A player the referee ADDs hears at once: the game, its kind and options, who
     referees it, their key, and that the first report comes at the start."""
@@ -101,7 +104,7 @@ def welcome(ctx: CommandContext, game: Game, player: Player) -> None:
         "rules: send HELP to this address (the answer carries them).",
         f"Your key: {player.key}. A fresh mail about this game needs the lines GAME "
         f"{game.name} and KEY {player.key} (they are in every report too)."],
-        ctx.now, game=game)
+        ctx.now, game=game, kind=WELCOME)
 
 
 def do_start(ctx: CommandContext, order: Order) -> str:
@@ -112,6 +115,11 @@ def start(ctx: CommandContext, name: str) -> str:
     """START: the seats drawn, the first reports queued (AUTOSTART uses it too)."""
     game = find_game(ctx.session, name)
     start_game(ctx.session, game, ctx.now)
+    # a welcome that has not left yet is said better by the first report, which follows now
+    for row in ctx.session.exec(select(OutboundMail).where(
+            OutboundMail.game_id == game.id, OutboundMail.kind == WELCOME,
+            OutboundMail.status == "pending", col(OutboundMail.claimed_by).is_(None))):
+        ctx.session.delete(row)
     state = load_state(ctx.session, game)
     rows = enqueue_reports(ctx.session, ctx.post, game, state, now=ctx.now)
     seats = ", ".join(f"{p.seat}: {p.name}" for p in sorted(players_of(ctx.session, game),
