@@ -166,10 +166,6 @@ class Referee:
                     session.rollback()
                     raise GameError(self.command_failed(session, parsed.orders, exc)) from exc
                 session.commit()
-            # RETRY from the shell handles the mail at once (referee mail: at the next tick)
-            for order in parsed.orders:
-                if order.name == "RETRY" and self.process_one(int(order.args)):
-                    out.append(retried(self.engine, int(order.args)))
             return out
         finally:
             lease.release()
@@ -380,13 +376,6 @@ def orders_now(session: Session, game: Game | None, sender: str) -> list[Command
     kind = kind_of(game)
     names = kind.orders_now(load_state(session, game), seat)
     return [c for c in kind.commands if c.name in names]
-
-
-def retried(engine: Engine, inbound_id: int) -> str:
-    with Session(engine) as session:
-        row = session.get(InboundMail, inbound_id)
-        assert row is not None
-        return f"mail #{inbound_id} handled again: {row.status}, {row.outcome}"
 
 
 def find_game_or_none(session: Session, name: str) -> Game | None:

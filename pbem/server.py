@@ -80,6 +80,7 @@ class Server:
         self.clock = clock
         self._lock = threading.Lock()   # one cycle at a time within this process
         self._stop: threading.Event | None = None          # serve's, once it runs
+        self._ticked = False                               # safe_tick says the first once
         self.stopped_by: SchemaError | None = None
 
     # --- the edges ----------------------------------------------------------
@@ -202,6 +203,9 @@ class Server:
             report = self.tick()
             if report.fetched or report.processed or report.resolved or report.sent:
                 log.info("tick: %s", report)
+            elif not self._ticked:
+                log.info("the first tick is done: %s", report)   # one line: serve is at work
+            self._ticked = True
         except SchemaError as exc:   # not ours to touch any more: serve stops
             log.error("stopping: %s", exc)
             self.stopped_by = exc

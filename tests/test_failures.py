@@ -79,7 +79,7 @@ def test_a_failure_is_told_the_turn_waits_and_retry_mends_it(table: Table,
     told = referee_mail(table)
     (notice,) = [t for t in told if "could not be handled" in t]
     flat = " ".join(notice.split())
-    assert f"Inbound mail #{mail_id}: from " in flat
+    assert f"Inbound mail #{mail_id}: an internal error (" in flat and "from p" in flat
     assert "UndefinedError" in flat and "classic_report" in flat and f"game {GAME}" in flat
     assert "> BID 1 threes" in notice and f"RETRY {mail_id}" in flat
     for user in PLAYERS:      # everyone hears that the turn is delayed, once

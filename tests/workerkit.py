@@ -104,7 +104,8 @@ class Workers:
         """Has every worker started and finished a tick?"""
         logs = sorted(self.folder.glob("worker-*.log"))
         return len(logs) == len(self.procs) and all(
-            "executed successfully" in log.read_text(errors="replace") for log in logs)
+            ("the first tick is done" in text or "tick: " in text)
+            for text in (log.read_text(errors="replace") for log in logs))
 
     def logs(self) -> str:
         return "\n".join(f"--- {log.name}\n{log.read_text(errors='replace')[-3000:]}"

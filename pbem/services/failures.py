@@ -147,11 +147,10 @@ def mail_failed(session: Session, post: Post, row: InboundMail, msg: InboundMess
     subject = msg.subject if msg is not None else ""
     lines = [line.text for line in msg.lines[:MAIL_LINES_SHOWN]] if msg is not None else []
     paragraphs = [
-        f"from {sender or 'an unknown sender'} (subject \"{subject}\", "
-        f"received {row.received_at:%Y-%m-%d %H:%M} UTC) could not be handled: "
-        f"{what_failed(error)}.",
-        "The mail is kept as failed and nothing in it was applied; its sender was told "
-        "that something went wrong on our side." + (
+        f"an internal error ({what_failed(error)}); it is kept as failed and nothing in it "
+        f"was applied, and its sender was told that something went wrong on our side.",
+        f"The mail: from {sender or 'an unknown sender'} (subject \"{subject}\", received "
+        f"{row.received_at:%Y-%m-%d %H:%M} UTC)." + (
             f" It is about game {game.name} (turn {game.turn})." if game is not None else ""),
     ]
     if lines:
