@@ -41,7 +41,7 @@ from pbem.games import find_game
 from pbem.models import Game, InboundMail, Move, OutboundMail, PendingOrder
 from pbem.robot_client import client_order_lines, parse_mail, reply_to, report_view
 from pbem.server import Server
-from tests.crashkit import ROOT, Zygote
+from tests.crashkit import ROOT, Zygote, stack_config
 from tests.mailstack import free_ports
 
 pytestmark = pytest.mark.mailstack
@@ -57,25 +57,7 @@ def zygote() -> Iterator[Zygote]:
 
 
 def write_config(tmp_path: Path, stack, database: str) -> Path:
-    config = tmp_path / "pbem.toml"
-    config.write_text(f"""
-[server]
-database = "{database}"
-address = "{stack.address('bluff')}"
-referee = "{stack.address('referee')}"
-referee_key = "{KEY}"
-[imap]
-host = "{stack.imap_host}"
-port = {stack.imap_port}
-ssl = false
-username = "{stack.address('bluff')}"
-password = "{stack.password}"
-[smtp]
-host = "{stack.smtp_host}"
-port = {stack.smtp_port}
-starttls = false
-""")
-    return config
+    return stack_config(tmp_path / "pbem.toml", stack, database, KEY)
 
 
 class Scene:

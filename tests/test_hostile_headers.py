@@ -39,7 +39,8 @@ from sqlmodel import Session, select
 from pbem.games import find_game, pending_orders, players_of
 from pbem.mail.read import read_message
 from pbem.models import InboundMail, OutboundMail
-from tests.e2ekit import Client, Table, text_of
+from tests.crashkit import stack_config
+from tests.e2ekit import REFEREE_KEY, Client, Table, text_of
 
 CORPUS = Path(__file__).parent / "corpus"
 PLAYERS = ["p1", "p2", "p3", "p4", "p5"]
@@ -191,24 +192,7 @@ class Scene:
 
 
 def write_config(path: Path, stack: Any, database: Path) -> Path:
-    path.write_text(f"""
-[server]
-database = "sqlite:///{database}"
-address = "{stack.address('bluff')}"
-referee = "{stack.address('referee')}"
-referee_key = "letmein-referee"
-[imap]
-host = "{stack.imap_host}"
-port = {stack.imap_port}
-ssl = false
-username = "{stack.address('bluff')}"
-password = "{stack.password}"
-[smtp]
-host = "{stack.smtp_host}"
-port = {stack.smtp_port}
-starttls = false
-""", encoding="utf-8")
-    return path
+    return stack_config(path, stack, f"sqlite:///{database}", REFEREE_KEY)
 
 
 @pytest.fixture(scope="module")

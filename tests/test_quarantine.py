@@ -27,7 +27,7 @@ from pbem.config import ImapSettings, Settings, SmtpSettings, load_settings
 from pbem.models import InboundMail
 from pbem.robot_client import parse_mail
 from pbem.server import Server
-from tests.crashkit import Zygote
+from tests.crashkit import Zygote, stack_config
 from tests.deskkit import Clock
 from tests.e2ekit import text_of
 
@@ -67,25 +67,7 @@ def rows(engine: Any) -> list[InboundMail]:
 
 
 def write_config(tmp_path: Path, stack: Any) -> Path:
-    config = tmp_path / "pbem.toml"
-    config.write_text(f"""
-[server]
-database = "sqlite:///{tmp_path / 'pbem.db'}"
-address = "{stack.address('bluff')}"
-referee = "{stack.address('referee')}"
-referee_key = "{KEY}"
-[imap]
-host = "{stack.imap_host}"
-port = {stack.imap_port}
-ssl = false
-username = "{stack.address('bluff')}"
-password = "{stack.password}"
-[smtp]
-host = "{stack.smtp_host}"
-port = {stack.smtp_port}
-starttls = false
-""", encoding="utf-8")
-    return config
+    return stack_config(tmp_path / "pbem.toml", stack, f"sqlite:///{tmp_path / 'pbem.db'}", KEY)
 
 
 def test_a_mail_that_kills_its_handler_twice_is_set_aside(mailstack: Any, tmp_path: Path,
