@@ -25,7 +25,6 @@ import smtplib
 import subprocess
 import sys
 import threading
-import time
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -42,7 +41,8 @@ from pbem.models import Game, InboundMail, Move, OutboundMail, PendingOrder
 from pbem.robot_client import client_order_lines, parse_mail, reply_to, report_view
 from pbem.server import Server
 from tests.crashkit import ROOT, Zygote, stack_config
-from tests.mailstack import free_ports
+from tests.netkit import free_ports
+from tests.servekit import connect_smtp, listen_config
 
 pytestmark = pytest.mark.mailstack
 
@@ -216,18 +216,8 @@ def test_a_crash_after_the_listener_stored_a_mail_but_before_its_250(
         tmp_path: Path, database: str, zygote: Zygote) -> None:
     """The SMTP client never got its 250, so it sends again: the mail is handled once."""
     port = free_ports(1)[0]
-    config = tmp_path / "pbem.toml"
-    config.write_text(f"""
-[server]
-database = "{database}"
-address = "bluff@example.org"
-referee = "referee@example.org"
-referee_key = "{KEY}"
-outbox_dir = "out"
-[listen]
-host = "127.0.0.1"
-port = {port}
-""")
+    config = listen_config(tmp_path / "pbem.toml", port, database=database, referee_key=KEY,
+                           outbox_dir="out")
     msg = EmailMessage()
     msg["From"], msg["To"], msg["Subject"] = "ann@example.org", "bluff@example.org", "help"
     msg["Message-ID"] = "<listener-crash@example.org>"
@@ -239,14 +229,7 @@ port = {port}
         child = threading.Thread(target=lambda: statuses.extend(
             zygote.run(config, crash=crash, job="listen", seconds=1.5)))
         child.start()
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                client = smtplib.SMTP("127.0.0.1", port, timeout=10)
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "the listener did not start"
-                time.sleep(0.05)
+        client = connect_smtp(port, seconds=10, timeout=10)
         try:
             client.sendmail("ann@example.org", ["bluff@example.org"], raw)
             assert expect_250
