@@ -15,8 +15,8 @@ would. The zygote is single-threaded, so forking it is safe.
         assert zygote.tick(config, crash="outbox-handed-off:2") == -9
         assert zygote.tick(config) == 0      # the restart
 
-``stack_config()`` writes the pbem.toml such a process (or ``pbem serve``) reads
-to work over the real mail stack (tests/mailstack.py).
+The config such a process reads to work over the real mail stack:
+tests/stackkit.py's ``stack_config()``.
 """
 
 from __future__ import annotations
@@ -27,39 +27,8 @@ import subprocess
 import sys
 import traceback
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _toml_lines(values: dict[str, object]) -> str:
-    return "".join(f"{name} = {json.dumps(value)}\n" for name, value in values.items())
-
-
-def stack_config(path: Path, stack: Any, database: str, referee_key: str, *,
-                 server: dict[str, object] | None = None,
-                 imap: dict[str, object] | None = None) -> Path:
-    """A pbem.toml at path: the database, bluff's IMAP inbox and the stack's SMTP, the
-    stack's referee with referee_key; ``server`` and ``imap``: more settings of
-    those sections (name: value)."""
-    path.write_text(f"""
-[server]
-database = "{database}"
-address = "{stack.address('bluff')}"
-referee = "{stack.address('referee')}"
-referee_key = "{referee_key}"
-{_toml_lines(server or {})}[imap]
-host = "{stack.imap_host}"
-port = {stack.imap_port}
-ssl = false
-username = "{stack.address('bluff')}"
-password = "{stack.password}"
-{_toml_lines(imap or {})}[smtp]
-host = "{stack.smtp_host}"
-port = {stack.smtp_port}
-starttls = false
-""", encoding="utf-8")
-    return path
 
 
 def _child(config: str, crash: str | None, job: str = "tick", seconds: float = 0) -> None:

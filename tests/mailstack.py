@@ -447,6 +447,15 @@ service lmtp {{
         finally:
             client.logout()
 
+    def append(self, user: str, *raws: bytes, folder: str = "INBOX") -> None:
+        """Put raws into user's folder over IMAP, as they are (no SMTP, no LMTP)."""
+        client = self.imap(user)
+        try:
+            for raw in raws:
+                client.append(folder, raw)
+        finally:
+            client.logout()
+
     def wait_for(self, user: str, count: int, folder: str = "INBOX",
                  timeout: float = 10) -> list[bytes]:
         """Poll until folder holds at least count messages; AssertionError on timeout."""

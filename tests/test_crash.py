@@ -40,9 +40,10 @@ from pbem.games import find_game
 from pbem.models import Game, InboundMail, Move, OutboundMail, PendingOrder
 from pbem.robot_client import client_order_lines, parse_mail, reply_to, report_view
 from pbem.server import Server
-from tests.crashkit import ROOT, Zygote, stack_config
+from tests.crashkit import ROOT, Zygote
 from tests.netkit import free_ports
 from tests.servekit import connect_smtp, listen_config
+from tests.stackkit import stack_config
 
 pytestmark = pytest.mark.mailstack
 

@@ -28,7 +28,7 @@ from sqlmodel import Session, select
 from pbem.faults import Lease
 from pbem.models import InboundMail, OutboundMail
 from pbem.robot_client import parse_mail
-from tests.crashkit import stack_config
+from tests.stackkit import stack_config
 
 ROOT = Path(__file__).resolve().parent.parent
 REFEREE_KEY = "workers-referee-key"
