@@ -30,12 +30,12 @@ from hypothesis import strategies as st
 from sqlmodel import Session, select
 
 import pbem.referee
-from pbem.config import Settings
 from pbem.games import find_game, pending_orders
 from pbem.mail.read import read_message
 from pbem.models import InboundMail, OutboundMail
 from pbem.robot_client import parse_mail
 from pbem.server import Server
+from tests.deskkit import make_server as desk_server
 from tests.stackkit import stack_settings
 from tests.test_referee import PLAYERS, REFEREE_KEY, Clock, key_and_seat, outbox, started_game
 
@@ -45,10 +45,7 @@ ME = "bluff@example.org"
 
 
 def make_server(tmp_path: Path, clock: Clock, **extra) -> Server:
-    settings = Settings(database=f"sqlite:///{tmp_path / 'pbem.db'}", address=ME,
-                        referee="referee@example.org", referee_key=REFEREE_KEY,
-                        outbox_dir=tmp_path / "outbox", **extra)
-    return Server(settings, clock=clock)
+    return desk_server(tmp_path, clock, address=ME, referee_key=REFEREE_KEY, **extra)
 
 
 @pytest.fixture

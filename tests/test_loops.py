@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
-from pbem.config import Settings
 from pbem.games import find_game, pending_orders
 from pbem.mail.smtp_out import SendResult
 from pbem.models import InboundMail, OutboundMail
 from pbem.robot_client import parse_mail
 from pbem.server import Server
+from tests.deskkit import make_server as desk_server
 from tests.stackkit import stack_settings
 from tests.test_referee import PLAYERS, REFEREE_KEY, Clock, key_and_seat, mail, outbox, started_game
 
@@ -37,10 +37,8 @@ def clock() -> Clock:
 
 
 def make_server(tmp_path: Path, clock: Clock, address: str = "bluff@example.org") -> Server:
-    settings = Settings(database=f"sqlite:///{tmp_path / (address + '.db')}", address=address,
-                        referee="referee@example.org", referee_key=REFEREE_KEY,
-                        outbox_dir=tmp_path / "outbox")
-    return Server(settings, clock=clock)
+    return desk_server(tmp_path, clock, database=f"sqlite:///{tmp_path / (address + '.db')}",
+                       address=address, referee_key=REFEREE_KEY)
 
 
 @pytest.fixture
