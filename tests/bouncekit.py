@@ -11,10 +11,10 @@ from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
 
-from pbem.config import ImapSettings, Settings, SmtpSettings
 from pbem.server import Server
 from tests.deskkit import Clock, key_of
 from tests.e2ekit import REFEREE_KEY
+from tests.stackkit import stack_settings
 
 CORPUS = Path(__file__).parent / "corpus" / "bounces"
 
@@ -53,12 +53,7 @@ class Desk:
         self.stack, self.clock = stack, Clock()
         for user in ["bluff", "referee", "observer", *PLAYERS]:
             stack.clear(user)
-        base = Settings(
-            database=f"sqlite:///{tmp_path / 'pbem.db'}", address=stack.address("bluff"),
-            referee=stack.address("referee"), referee_key=REFEREE_KEY,
-            imap=ImapSettings(stack.imap_host, stack.imap_port, ssl=False,
-                              username=stack.address("bluff"), password="secret"),
-            smtp=SmtpSettings(stack.smtp_host, stack.smtp_port, starttls=False, verp=verp))
+        base = stack_settings(stack, f"sqlite:///{tmp_path / 'pbem.db'}", REFEREE_KEY, verp=verp)
         self.server = Server(dataclasses.replace(base, **settings), clock=self.clock)
         self.n = 0
 

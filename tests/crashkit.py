@@ -14,6 +14,9 @@ would. The zygote is single-threaded, so forking it is safe.
     with Zygote() as zygote:
         assert zygote.tick(config, crash="outbox-handed-off:2") == -9
         assert zygote.tick(config) == 0      # the restart
+
+The config such a process reads to work over the real mail stack:
+tests/stackkit.py's ``stack_config()``.
 """
 
 from __future__ import annotations

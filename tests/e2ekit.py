@@ -19,11 +19,11 @@ from typing import Any, Self
 import jsonschema
 from sqlmodel import Session
 
-from pbem.config import ImapSettings, Settings, SmtpSettings
 from pbem.games import find_game, pending_orders
 from pbem.robot_client import client_order_lines, parse_mail, reply_to, report_view
 from pbem.server import Server
 from pbem.services.export import export_json
+from tests.stackkit import stack_settings
 
 REFEREE_KEY = "letmein-referee"
 SCHEMA = Path(__file__).parent.parent / "schema" / "game-record-generic.schema.json"
@@ -74,13 +74,8 @@ def stack_server(stack: Any, tmp_path: Path, users: list[str],
     emptied first."""
     for user in ["bluff", "referee", *users]:
         stack.clear(user)
-    settings = Settings(
-        database=database or f"sqlite:///{tmp_path / 'pbem.db'}", address=stack.address("bluff"),
-        referee=stack.address("referee"), referee_key=REFEREE_KEY,
-        imap=ImapSettings(stack.imap_host, stack.imap_port, ssl=False,
-                          username=stack.address("bluff"), password="secret"),
-        smtp=SmtpSettings(stack.smtp_host, stack.smtp_port, starttls=False))
-    return Server(settings)
+    return Server(stack_settings(stack, database or f"sqlite:///{tmp_path / 'pbem.db'}",
+                                 REFEREE_KEY))
 
 
 class Table:

@@ -36,7 +36,6 @@ import pwd
 import shutil
 import signal
 import smtplib
-import socket
 import subprocess
 import tempfile
 import time
@@ -46,10 +45,11 @@ from pathlib import Path
 from aiosmtpd.controller import Controller
 from imapclient import IMAPClient
 
+from tests.netkit import LOOPBACK, free_ports, log_since, log_size, port_open, wait_closed
+
 DEFAULT_USERS = ("bluff", "referee", "p1", "p2", "p3", "p4", "p5", "p6", "observer")
 DEFAULT_DOMAIN = "bluff.test"
 PASSWORD = "secret"
-LOOPBACK = "127.0.0.1"
 
 _SBIN_DIRS = ("/usr/sbin", "/usr/local/sbin", "/sbin")
 _LIBEXEC_SUFFIXES = ("lib/dovecot", "libexec/dovecot")
@@ -90,35 +90,6 @@ def dovecot_available() -> bool:
     """True when the dovecot binary plus its imap and lmtp services are installed."""
     dovecot = _find_dovecot()
     return dovecot is not None and _libexec_dir(dovecot) is not None
-
-
-# --------------------------------------------------------------------------- ports
-
-
-def free_ports(n: int, host: str = LOOPBACK) -> list[int]:
-    """n distinct ports that were free a moment ago (the kernel picks them).
-
-    All sockets are held open until every port is chosen, so the n ports differ.
-    Another process may still take one before we bind it: callers retry on a clash.
-    """
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind((host, 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
-def _port_open(port: int, host: str = LOOPBACK) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=0.5):
-            return True
-    except OSError:
-        return False
 
 
 # --------------------------------------------------------------------------- SMTP -> LMTP
@@ -296,10 +267,7 @@ class MailStack:
             os.killpg(proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-        deadline = time.monotonic() + 3
-        while time.monotonic() < deadline and (
-                _port_open(self.imap_port) or _port_open(self.lmtp_port)):
-            time.sleep(0.02)
+        wait_closed(self.imap_port, self.lmtp_port, seconds=3)
 
     def master_pid(self) -> int:
         """The Dovecot master's pid (its children serve IMAP and LMTP)."""
@@ -408,29 +376,12 @@ service lmtp {{
 {rootless}"""
         (d / "dovecot.conf").write_text(conf)
 
-    def _log_size(self) -> int:
-        assert self.base_dir is not None
-        try:
-            return (self.base_dir / "dovecot.log").stat().st_size
-        except FileNotFoundError:
-            return 0
-
-    def _log_since(self, offset: int) -> str:
-        assert self.base_dir is not None
-        text = ""
-        log = self.base_dir / "dovecot.log"
-        if log.exists():
-            with open(log, "rb") as f:
-                f.seek(offset)
-                text = f.read().decode(errors="replace")
-        return text
-
     def _launch(self) -> None:
         d = self.base_dir
         assert d is not None
         dovecot = _find_dovecot()
         assert dovecot is not None
-        offset = self._log_size()
+        offset = log_size(d / "dovecot.log")
         stderr_path = d / "dovecot.stderr"
         with open(stderr_path, "wb") as err:
             proc = subprocess.Popen(
@@ -440,7 +391,7 @@ service lmtp {{
         self._proc = proc
         deadline = time.monotonic() + 15
         while True:
-            log = self._log_since(offset)
+            log = log_since(d / "dovecot.log", offset)
             if proc.poll() is not None:
                 self._proc = None
                 text = log + stderr_path.read_text(errors="replace")
@@ -449,7 +400,7 @@ service lmtp {{
                 raise MailStackError(f"dovecot exited with {proc.returncode}:\n{text}")
             # "starting up" is logged after all listeners are bound, so an open port
             # is ours and not another process's.
-            if "starting up" in log and _port_open(self.imap_port) and _port_open(self.lmtp_port):
+            if "starting up" in log and port_open(self.imap_port) and port_open(self.lmtp_port):
                 return
             if time.monotonic() > deadline:
                 self.stop_dovecot()
@@ -493,6 +444,15 @@ service lmtp {{
                 return []
             data = client.fetch(uids, ["BODY.PEEK[]"])
             return [data[u][b"BODY[]"] for u in sorted(data)]
+        finally:
+            client.logout()
+
+    def append(self, user: str, *raws: bytes, folder: str = "INBOX") -> None:
+        """Put raws into user's folder over IMAP, as they are (no SMTP, no LMTP)."""
+        client = self.imap(user)
+        try:
+            for raw in raws:
+                client.append(folder, raw)
         finally:
             client.logout()
 

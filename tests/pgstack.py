@@ -24,14 +24,14 @@ import pwd
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 from typing import Self
 
-LOOPBACK = "127.0.0.1"
+from tests.netkit import LOOPBACK, free_ports, log_since, log_size, port_open, wait_closed
+
 SUPERUSER = "postgres"
 _DEBIAN_ROOT = Path("/usr/lib/postgresql")
 
@@ -67,20 +67,6 @@ def postgres_available() -> bool:
     except ImportError:
         return False
     return find_bin_dir() is not None
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((LOOPBACK, 0))
-        return int(s.getsockname()[1])
-
-
-def _port_open(port: int) -> bool:
-    try:
-        with socket.create_connection((LOOPBACK, port), timeout=0.5):
-            return True
-    except OSError:
-        return False
 
 
 class PgCluster:
@@ -143,7 +129,7 @@ class PgCluster:
         last: Exception | None = None
         for i in range(attempts):
             if i > 0 or not self.port:
-                self.port = _free_port()
+                self.port = free_ports(1)[0]
             try:
                 self._launch()
                 return
@@ -163,9 +149,7 @@ class PgCluster:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and _port_open(self.port):
-            time.sleep(0.02)
+        wait_closed(self.port, seconds=5)
 
     def server_pid(self) -> int:
         """The postmaster's pid (its children serve the connections)."""
@@ -216,7 +200,7 @@ class PgCluster:
     def _launch(self) -> None:
         assert self.bin_dir is not None and self.base_dir is not None
         log = self.base_dir / "postgres.log"
-        offset = log.stat().st_size if log.exists() else 0
+        offset = log_size(log)
         with open(log, "ab") as out:
             if self._user is not None:
                 os.chown(log, pwd.getpwnam(self._user).pw_uid, -1)
@@ -231,24 +215,15 @@ class PgCluster:
         self._proc = proc
         deadline = time.monotonic() + 30
         while True:
-            text = self._log_since(log, offset)
+            text = log_since(log, offset)
             if proc.poll() is not None:
                 self._proc = None
                 if "Address already in use" in text:
                     raise _PortClash(text.strip().splitlines()[-1] if text.strip() else "")
                 raise PgStackError(f"postgres exited with {proc.returncode}:\n{text}")
-            if "ready to accept connections" in text and _port_open(self.port):
+            if "ready to accept connections" in text and port_open(self.port):
                 return
             if time.monotonic() > deadline:
                 self.stop_server()
                 raise PgStackError(f"postgres did not come up in time:\n{text}")
             time.sleep(0.02)
-
-    @staticmethod
-    def _log_since(log: Path, offset: int) -> str:
-        try:
-            with open(log, "rb") as f:
-                f.seek(offset)
-                return f.read().decode(errors="replace")
-        except FileNotFoundError:
-            return ""

@@ -15,10 +15,10 @@ import pytest
 from sqlmodel import Session, select
 
 from pbem import security
-from pbem.config import Settings
 from pbem.games import find_game, pending_orders, players_of
 from pbem.models import InboundMail, OutboundMail, Player, SenderEvent
 from pbem.server import Server
+from tests.deskkit import make_server as desk_server
 from tests.test_referee import (
     PLAYERS,
     REFEREE_KEY,
@@ -39,10 +39,7 @@ def clock() -> Clock:
 
 
 def make_server(tmp_path: Path, clock: Clock, **extra) -> Server:
-    settings = Settings(database=f"sqlite:///{tmp_path / 'pbem.db'}", address="bluff@example.org",
-                        referee="referee@example.org", outbox_dir=tmp_path / "outbox",
-                        **{"referee_key": REFEREE_KEY, **extra})
-    return Server(settings, clock=clock)
+    return desk_server(tmp_path, clock, **{"referee_key": REFEREE_KEY, **extra})
 
 
 @pytest.fixture

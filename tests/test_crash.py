@@ -25,7 +25,6 @@ import smtplib
 import subprocess
 import sys
 import threading
-import time
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -42,7 +41,9 @@ from pbem.models import Game, InboundMail, Move, OutboundMail, PendingOrder
 from pbem.robot_client import client_order_lines, parse_mail, reply_to, report_view
 from pbem.server import Server
 from tests.crashkit import ROOT, Zygote
-from tests.mailstack import free_ports
+from tests.netkit import free_ports
+from tests.servekit import connect_smtp, listen_config
+from tests.stackkit import stack_config
 
 pytestmark = pytest.mark.mailstack
 
@@ -57,25 +58,7 @@ def zygote() -> Iterator[Zygote]:
 
 
 def write_config(tmp_path: Path, stack, database: str) -> Path:
-    config = tmp_path / "pbem.toml"
-    config.write_text(f"""
-[server]
-database = "{database}"
-address = "{stack.address('bluff')}"
-referee = "{stack.address('referee')}"
-referee_key = "{KEY}"
-[imap]
-host = "{stack.imap_host}"
-port = {stack.imap_port}
-ssl = false
-username = "{stack.address('bluff')}"
-password = "{stack.password}"
-[smtp]
-host = "{stack.smtp_host}"
-port = {stack.smtp_port}
-starttls = false
-""")
-    return config
+    return stack_config(tmp_path / "pbem.toml", stack, database, KEY)
 
 
 class Scene:
@@ -234,18 +217,8 @@ def test_a_crash_after_the_listener_stored_a_mail_but_before_its_250(
         tmp_path: Path, database: str, zygote: Zygote) -> None:
     """The SMTP client never got its 250, so it sends again: the mail is handled once."""
     port = free_ports(1)[0]
-    config = tmp_path / "pbem.toml"
-    config.write_text(f"""
-[server]
-database = "{database}"
-address = "bluff@example.org"
-referee = "referee@example.org"
-referee_key = "{KEY}"
-outbox_dir = "out"
-[listen]
-host = "127.0.0.1"
-port = {port}
-""")
+    config = listen_config(tmp_path / "pbem.toml", port, database=database, referee_key=KEY,
+                           outbox_dir="out")
     msg = EmailMessage()
     msg["From"], msg["To"], msg["Subject"] = "ann@example.org", "bluff@example.org", "help"
     msg["Message-ID"] = "<listener-crash@example.org>"
@@ -257,14 +230,7 @@ port = {port}
         child = threading.Thread(target=lambda: statuses.extend(
             zygote.run(config, crash=crash, job="listen", seconds=1.5)))
         child.start()
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                client = smtplib.SMTP("127.0.0.1", port, timeout=10)
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "the listener did not start"
-                time.sleep(0.05)
+        client = connect_smtp(port, seconds=10, timeout=10)
         try:
             client.sendmail("ann@example.org", ["bluff@example.org"], raw)
             assert expect_250

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pbem.config import ConfigError, ImapSettings, Settings, SmtpSettings, load_settings
+from pbem.config import ConfigError, load_settings
 from pbem.mail.compose import build_mail
 from pbem.mail.dkim import (
     SIGNED_HEADERS,
@@ -34,6 +34,7 @@ from pbem.server import Server, dkim_signer
 from tests.deskkit import Clock, deliver, mail, started_game
 from tests.deskkit import make_server as desk_server
 from tests.e2ekit import REFEREE_KEY
+from tests.stackkit import stack_settings
 
 KEY = generate_key()   # one 2048-bit key for the module (a new one costs ~50 ms)
 
@@ -218,13 +219,8 @@ def test_mail_fetched_back_from_dovecot_verifies_and_fails_once_tampered(
         mailstack.clear(user)
     (tmp_path / "dkim.pem").write_bytes(KEY)
     domain = mailstack.domain
-    server = Server(Settings(
-        database=f"sqlite:///{tmp_path / 'pbem.db'}", address=mailstack.address("bluff"),
-        referee=mailstack.address("referee"), referee_key=REFEREE_KEY,
-        imap=ImapSettings(mailstack.imap_host, mailstack.imap_port, ssl=False,
-                          username=mailstack.address("bluff"), password="secret"),
-        smtp=SmtpSettings(mailstack.smtp_host, mailstack.smtp_port, starttls=False),
-        dkim=load_settings(_toml(tmp_path, domain), env={}).dkim))
+    server = Server(stack_settings(mailstack, f"sqlite:///{tmp_path / 'pbem.db'}", REFEREE_KEY,
+                                   dkim=load_settings(_toml(tmp_path, domain), env={}).dkim))
     mailstack.deliver("bluff", _order_mail(mailstack, "p1", "HELP"),
                       mail_from=mailstack.address("p1"))
     mailstack.deliver("bluff", _order_mail(mailstack, "referee", f"KEY {REFEREE_KEY}", "LIST"),

@@ -30,12 +30,13 @@ from hypothesis import strategies as st
 from sqlmodel import Session, select
 
 import pbem.referee
-from pbem.config import ImapSettings, Settings
 from pbem.games import find_game, pending_orders
 from pbem.mail.read import read_message
 from pbem.models import InboundMail, OutboundMail
 from pbem.robot_client import parse_mail
 from pbem.server import Server
+from tests.deskkit import make_server as desk_server
+from tests.stackkit import stack_settings
 from tests.test_referee import PLAYERS, REFEREE_KEY, Clock, key_and_seat, outbox, started_game
 
 CORPUS = Path(__file__).parent / "corpus"
@@ -44,10 +45,7 @@ ME = "bluff@example.org"
 
 
 def make_server(tmp_path: Path, clock: Clock, **extra) -> Server:
-    settings = Settings(database=f"sqlite:///{tmp_path / 'pbem.db'}", address=ME,
-                        referee="referee@example.org", referee_key=REFEREE_KEY,
-                        outbox_dir=tmp_path / "outbox", **extra)
-    return Server(settings, clock=clock)
+    return desk_server(tmp_path, clock, address=ME, referee_key=REFEREE_KEY, **extra)
 
 
 @pytest.fixture
@@ -297,18 +295,9 @@ def test_a_20_mb_header_block_is_cut_before_parsing(server: Server, size_spy) ->
 def test_a_20_mb_mail_over_the_real_imap_server(mailstack, tmp_path: Path, size_spy) -> None:
     mailstack.clear("bluff")
     mailstack.clear("p1")
-    settings = Settings(
-        database=f"sqlite:///{tmp_path / 'pbem.db'}", address=mailstack.address("bluff"),
-        referee=mailstack.address("referee"), referee_key=REFEREE_KEY,
-        outbox_dir=tmp_path / "out",
-        imap=ImapSettings(mailstack.imap_host, mailstack.imap_port, ssl=False,
-                          username=mailstack.address("bluff"), password=mailstack.password))
-    server = Server(settings)
-    client = mailstack.imap("bluff")
-    try:
-        client.append("INBOX", big_mail(mailstack.address("p1"), "HELP\n", 20_000_000))
-    finally:
-        client.logout()
+    server = Server(stack_settings(mailstack, f"sqlite:///{tmp_path / 'pbem.db'}", REFEREE_KEY,
+                                   smtp=False, outbox_dir=tmp_path / "out"))
+    mailstack.append("bluff", big_mail(mailstack.address("p1"), "HELP\n", 20_000_000))
     report = server.tick()
     assert report.fetched == 1 and report.processed == 1 and report.sent == 1
     assert max(size_spy) < 10_000

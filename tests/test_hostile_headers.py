@@ -39,7 +39,8 @@ from sqlmodel import Session, select
 from pbem.games import find_game, pending_orders, players_of
 from pbem.mail.read import read_message
 from pbem.models import InboundMail, OutboundMail
-from tests.e2ekit import Client, Table, text_of
+from tests.e2ekit import REFEREE_KEY, Client, Table, text_of
+from tests.stackkit import stack_config
 
 CORPUS = Path(__file__).parent / "corpus"
 PLAYERS = ["p1", "p2", "p3", "p4", "p5"]
@@ -138,14 +139,8 @@ class Scene:
 
     def deliver(self, *names: str) -> dict[str, bytes]:
         """The corpus mails into the server's INBOX; returns name -> the mail."""
-        imap = self.stack.imap("bluff")
-        sent = {}
-        try:
-            for name in names:
-                sent[name] = corpus(name, self.keys)
-                imap.append("INBOX", sent[name])
-        finally:
-            imap.logout()
+        sent = {name: corpus(name, self.keys) for name in names}
+        self.stack.append("bluff", *sent.values())
         return sent
 
     def tick(self) -> tuple[float, float]:
@@ -191,24 +186,7 @@ class Scene:
 
 
 def write_config(path: Path, stack: Any, database: Path) -> Path:
-    path.write_text(f"""
-[server]
-database = "sqlite:///{database}"
-address = "{stack.address('bluff')}"
-referee = "{stack.address('referee')}"
-referee_key = "letmein-referee"
-[imap]
-host = "{stack.imap_host}"
-port = {stack.imap_port}
-ssl = false
-username = "{stack.address('bluff')}"
-password = "{stack.password}"
-[smtp]
-host = "{stack.smtp_host}"
-port = {stack.smtp_port}
-starttls = false
-""", encoding="utf-8")
-    return path
+    return stack_config(path, stack, f"sqlite:///{database}", REFEREE_KEY)
 
 
 @pytest.fixture(scope="module")
@@ -310,12 +288,7 @@ def test_hostile_automatic_mail_is_not_read_as_a_bounce(scene: Scene) -> None:
              automatic(2, b"\r\n" * 450_000),
              automatic(3, b"--b\r\n\r\nx\r\n" * 60_000,
                        b"Content-Type: multipart/report; boundary=b\r\n")]
-    imap = scene.stack.imap("bluff")
-    try:
-        for raw in mails:
-            imap.append("INBOX", raw)
-    finally:
-        imap.logout()
+    scene.stack.append("bluff", *mails)
     seconds, rss_mb = scene.tick()
     assert rss_mb < 150 and seconds < 60, (seconds, rss_mb)
     for raw in mails:
@@ -332,20 +305,11 @@ def fresh_mail(stack: Any, user: str, body: str, n: int) -> bytes:
             ).encode()
 
 
-def into_inbox(stack: Any, *raws: bytes) -> None:
-    imap = stack.imap("bluff")
-    try:
-        for raw in raws:
-            imap.append("INBOX", raw)
-    finally:
-        imap.logout()
-
-
 @pytest.mark.mailstack
 def test_a_lock_out_by_forged_mail_does_not_silence_the_players_replies(scene: Scene) -> None:
     forged = [fresh_mail(scene.stack, "p4", f"GAME cup-1\r\nKEY forged{i:011d}\r\nBID 3 fives",
                          i) for i in range(5)]
-    into_inbox(scene.stack, *forged)
+    scene.stack.append("bluff", *forged)
     scene.tick()
     assert all((scene.row(raw).outcome or "").startswith("refused: that key does not belong")
                for raw in forged)
@@ -370,13 +334,13 @@ def test_a_stranger_gets_one_answer_a_day_of_any_kind(scene: Scene) -> None:
     stranger = Client(scene.stack, "p6")
     try:
         watch = fresh_mail(scene.stack, "p6", "WATCH cup-1", 1)
-        into_inbox(scene.stack, watch)
+        scene.stack.append("bluff", watch)
         scene.tick()
         (code,) = stranger.new_mail()
         assert "please confirm" in str(code["Subject"])
         later = [fresh_mail(scene.stack, "p6", "BID 3 fives", 2),
                  fresh_mail(scene.stack, "p6", "WATCH cup-1", 3)]
-        into_inbox(scene.stack, *later)
+        scene.stack.append("bluff", *later)
         scene.tick()
         assert stranger.new_mail() == []               # the code mail was the day's answer
         for raw in later:

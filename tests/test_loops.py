@@ -18,12 +18,13 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
-from pbem.config import ImapSettings, Settings, SmtpSettings
 from pbem.games import find_game, pending_orders
 from pbem.mail.smtp_out import SendResult
 from pbem.models import InboundMail, OutboundMail
 from pbem.robot_client import parse_mail
 from pbem.server import Server
+from tests.deskkit import make_server as desk_server
+from tests.stackkit import stack_settings
 from tests.test_referee import PLAYERS, REFEREE_KEY, Clock, key_and_seat, mail, outbox, started_game
 
 CORPUS = Path(__file__).parent / "corpus"
@@ -36,10 +37,8 @@ def clock() -> Clock:
 
 
 def make_server(tmp_path: Path, clock: Clock, address: str = "bluff@example.org") -> Server:
-    settings = Settings(database=f"sqlite:///{tmp_path / (address + '.db')}", address=address,
-                        referee="referee@example.org", referee_key=REFEREE_KEY,
-                        outbox_dir=tmp_path / "outbox")
-    return Server(settings, clock=clock)
+    return desk_server(tmp_path, clock, database=f"sqlite:///{tmp_path / (address + '.db')}",
+                       address=address, referee_key=REFEREE_KEY)
 
 
 @pytest.fixture
@@ -135,13 +134,7 @@ def test_a_real_bounce_over_the_mail_stack_is_not_answered(mailstack, tmp_path: 
     """MAIL FROM:<> through the real SMTP front and Dovecot: it arrives with Return-Path: <>."""
     for user in ("bluff", "p1", "referee"):
         mailstack.clear(user)
-    settings = Settings(
-        database=f"sqlite:///{tmp_path / 'pbem.db'}", address=mailstack.address("bluff"),
-        referee=mailstack.address("referee"), referee_key=REFEREE_KEY,
-        imap=ImapSettings(mailstack.imap_host, mailstack.imap_port, ssl=False,
-                          username=mailstack.address("bluff"), password=mailstack.password),
-        smtp=SmtpSettings(mailstack.smtp_host, mailstack.smtp_port, starttls=False))
-    server = Server(settings)
+    server = Server(stack_settings(mailstack, f"sqlite:///{tmp_path / 'pbem.db'}", REFEREE_KEY))
     bounce = mail(mailstack.address("p1"), "Your message could not be delivered.\nHELP\n")
     mailstack.deliver("bluff", bounce, mail_from="")
     person = mail(mailstack.address("p1"), "HELP\n", subject="a person")
@@ -275,13 +268,8 @@ def test_two_servers_over_the_mail_stack(mailstack, tmp_path: Path) -> None:
         mailstack.clear(user)
 
     def server(user: str) -> Server:
-        settings = Settings(
-            database=f"sqlite:///{tmp_path / (user + '.db')}", address=mailstack.address(user),
-            referee=mailstack.address("referee"), referee_key=REFEREE_KEY,
-            imap=ImapSettings(mailstack.imap_host, mailstack.imap_port, ssl=False,
-                              username=mailstack.address(user), password=mailstack.password),
-            smtp=SmtpSettings(mailstack.smtp_host, mailstack.smtp_port, starttls=False))
-        return Server(settings)
+        return Server(stack_settings(mailstack, f"sqlite:///{tmp_path / (user + '.db')}",
+                                     REFEREE_KEY, user=user))
     a, b = server("bluff"), server("observer")
     mailstack.deliver("bluff", mail(mailstack.address("observer"), "HELP\n"),
                       mail_from=mailstack.address("observer"))

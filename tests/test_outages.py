@@ -385,18 +385,27 @@ def test_database_locked_while_fetching_keeps_the_mail_in_the_mailbox(mailstack,
     assert mailstack.fetch_all("bluff") == []
 
 
-def test_database_locked_while_processing_and_sending_loses_nothing(tmp_path, database,
-                                                                   caplog) -> None:
-    clock = Clock()
+def outbox_server(tmp_path: Path, database: str) -> Server:
+    """A server of bluff@x.org with the .eml outbox that waits little for a lock."""
     settings = Settings(database=database, address="bluff@x.org",
                         referee="referee@x.org", referee_key=KEY, outbox_dir=tmp_path / "out")
-    server = Server(settings, clock=clock)
+    server = Server(settings, clock=Clock())
     short_lock_wait(server)
+    return server
+
+
+def ann_asks_for_help(message_id: str) -> bytes:
     msg = EmailMessage()
     msg["From"], msg["To"], msg["Subject"] = "ann@x.org", "bluff@x.org", "help"
-    msg["Message-ID"] = "<locked-1@x.org>"
+    msg["Message-ID"] = f"<{message_id}@x.org>"
     msg.set_content("HELP\n")
-    assert server.referee.store_inbound(msg.as_bytes(policy=policy.SMTP), source="smtp")
+    return msg.as_bytes(policy=policy.SMTP)
+
+
+def test_database_locked_while_processing_and_sending_loses_nothing(tmp_path, database,
+                                                                   caplog) -> None:
+    server = outbox_server(tmp_path, database)
+    assert server.referee.store_inbound(ann_asks_for_help("locked-1"), source="smtp")
     caplog.set_level(logging.WARNING)
     with Locker(database):
         with pytest.raises(OperationalError):       # the referee itself lets it through
@@ -413,16 +422,8 @@ def test_database_locked_while_processing_and_sending_loses_nothing(tmp_path, da
 
 def test_database_locked_makes_the_listener_answer_451_and_the_resend_is_stored_once(
         tmp_path, database) -> None:
-    clock = Clock()
-    settings = Settings(database=database, address="bluff@x.org",
-                        referee="referee@x.org", referee_key=KEY, outbox_dir=tmp_path / "out")
-    server = Server(settings, clock=clock)
-    short_lock_wait(server)
-    msg = EmailMessage()
-    msg["From"], msg["To"], msg["Subject"] = "ann@x.org", "bluff@x.org", "help"
-    msg["Message-ID"] = "<listener-1@x.org>"
-    msg.set_content("HELP\n")
-    raw = msg.as_bytes(policy=policy.SMTP)
+    server = outbox_server(tmp_path, database)
+    raw = ann_asks_for_help("listener-1")
     with MailListener(server.store_received, port=0) as listener:
         with Locker(database):
             with smtplib.SMTP("127.0.0.1", listener.port, timeout=10) as client:

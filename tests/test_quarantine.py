@@ -23,13 +23,14 @@ import pytest
 from sqlmodel import Session, col, select
 
 from pbem import faults
-from pbem.config import ImapSettings, Settings, SmtpSettings, load_settings
+from pbem.config import load_settings
 from pbem.models import InboundMail
 from pbem.robot_client import parse_mail
 from pbem.server import Server
 from tests.crashkit import Zygote
 from tests.deskkit import Clock
 from tests.e2ekit import text_of
+from tests.stackkit import stack_config, stack_settings
 
 pytestmark = pytest.mark.mailstack
 
@@ -52,40 +53,13 @@ def mail(stack: Any, user: str, body: str) -> bytes:
     return msg.as_bytes(policy=policy.SMTP)
 
 
-def into_inbox(stack: Any, *raws: bytes) -> None:
-    imap = stack.imap("bluff")
-    try:
-        for raw in raws:
-            imap.append("INBOX", raw)
-    finally:
-        imap.logout()
-
-
 def rows(engine: Any) -> list[InboundMail]:
     with Session(engine) as session:
         return list(session.exec(select(InboundMail).order_by(col(InboundMail.id))))
 
 
 def write_config(tmp_path: Path, stack: Any) -> Path:
-    config = tmp_path / "pbem.toml"
-    config.write_text(f"""
-[server]
-database = "sqlite:///{tmp_path / 'pbem.db'}"
-address = "{stack.address('bluff')}"
-referee = "{stack.address('referee')}"
-referee_key = "{KEY}"
-[imap]
-host = "{stack.imap_host}"
-port = {stack.imap_port}
-ssl = false
-username = "{stack.address('bluff')}"
-password = "{stack.password}"
-[smtp]
-host = "{stack.smtp_host}"
-port = {stack.smtp_port}
-starttls = false
-""", encoding="utf-8")
-    return config
+    return stack_config(tmp_path / "pbem.toml", stack, f"sqlite:///{tmp_path / 'pbem.db'}", KEY)
 
 
 def test_a_mail_that_kills_its_handler_twice_is_set_aside(mailstack: Any, tmp_path: Path,
@@ -95,7 +69,7 @@ def test_a_mail_that_kills_its_handler_twice_is_set_aside(mailstack: Any, tmp_pa
     config = write_config(tmp_path, mailstack)
     server = Server(load_settings(config))           # the database, made once
     killer, other = mail(mailstack, "observer", "HELP"), mail(mailstack, "p1", "HELP")
-    into_inbox(mailstack, killer, other)              # the killer is handled first
+    mailstack.append("bluff", killer, other)              # the killer is handled first
     for attempt in (1, 2):
         assert zygote.tick(config, crash="inbound-handled") == -9   # SIGKILLed in handling
         first, second = rows(server.engine)
@@ -124,13 +98,7 @@ def test_a_mail_that_kills_its_handler_twice_is_set_aside(mailstack: Any, tmp_pa
 
 
 def stack_server(stack: Any, tmp_path: Path, clock: Clock) -> Server:
-    settings = Settings(
-        database=f"sqlite:///{tmp_path / 'pbem.db'}", address=stack.address("bluff"),
-        referee=stack.address("referee"), referee_key=KEY,
-        imap=ImapSettings(stack.imap_host, stack.imap_port, ssl=False,
-                          username=stack.address("bluff"), password=stack.password),
-        smtp=SmtpSettings(stack.smtp_host, stack.smtp_port, starttls=False))
-    return Server(settings, clock=clock)
+    return Server(stack_settings(stack, f"sqlite:///{tmp_path / 'pbem.db'}", KEY), clock=clock)
 
 
 def test_failing_mail_costs_the_referee_one_notice_an_hour(mailstack: Any,
@@ -146,13 +114,13 @@ def test_failing_mail_costs_the_referee_one_notice_an_hour(mailstack: Any,
 
     faults.arm_failures("inbound-read")
     try:
-        into_inbox(mailstack, *(mail(mailstack, "observer", f"HELP {i}") for i in range(3)))
+        mailstack.append("bluff", *(mail(mailstack, "observer", f"HELP {i}") for i in range(3)))
         server.tick()
         assert [r.status for r in rows(server.engine)] == ["failed"] * 3
         (first,) = notices()                          # the first at once, alone
         assert first.startswith("A mail could not be handled") and "#1: an internal" in first
         clock.advance(minutes=30)
-        into_inbox(mailstack, *(mail(mailstack, "observer", f"HELP {i}") for i in range(3, 5)))
+        mailstack.append("bluff", *(mail(mailstack, "observer", f"HELP {i}") for i in range(3, 5)))
         server.tick()
         assert [r.status for r in rows(server.engine)] == ["failed"] * 5
         assert len(notices()) == 1                    # within the hour: held back

@@ -28,6 +28,7 @@ from sqlmodel import Session, select
 from pbem.faults import Lease
 from pbem.models import InboundMail, OutboundMail
 from pbem.robot_client import parse_mail
+from tests.stackkit import stack_config
 
 ROOT = Path(__file__).resolve().parent.parent
 REFEREE_KEY = "workers-referee-key"
@@ -36,27 +37,9 @@ REFEREE_KEY = "workers-referee-key"
 def write_config(path: Path, stack: Any, database: str, *, poll_seconds: float = 1.0,
                  lock_wait_seconds: float = 1.0, folder: str = "INBOX") -> Path:
     """A pbem.toml for workers: the database, bluff's IMAP folder, the stack's SMTP."""
-    path.write_text(f"""
-[server]
-database = "{database}"
-address = "{stack.address('bluff')}"
-referee = "{stack.address('referee')}"
-referee_key = "{REFEREE_KEY}"
-lock_wait_seconds = {lock_wait_seconds}
-[imap]
-host = "{stack.imap_host}"
-port = {stack.imap_port}
-ssl = false
-username = "{stack.address('bluff')}"
-password = "{stack.password}"
-folder = "{folder}"
-poll_seconds = {poll_seconds}
-[smtp]
-host = "{stack.smtp_host}"
-port = {stack.smtp_port}
-starttls = false
-""")
-    return path
+    return stack_config(path, stack, database, REFEREE_KEY,
+                        server={"lock_wait_seconds": lock_wait_seconds},
+                        imap={"folder": folder, "poll_seconds": poll_seconds})
 
 
 class Workers:
