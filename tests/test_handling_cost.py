@@ -6,7 +6,9 @@
   begun (pbem.inbox: the cut-short count must not grow for mail a crash never reached);
 - a game's state is kept under a digest of its seed, rules and moves: the kept state is
   always the replayed one, through turns, a ROLLBACK and other moves for the same turn;
-- the players and orders a transaction memoises follow its own adds and deletes.
+- the players and orders a transaction memoises follow its own adds and deletes;
+- the clock work of a tick opens a transaction only for the games that may have clock
+  work (a deadline or grace passed, a reminder due, a player away over the deadline).
 """
 
 from __future__ import annotations
@@ -19,9 +21,19 @@ from sqlmodel import Session, col, select
 
 from pbem import games, inbox
 from pbem.games import find_game, load_state, players_of, seated
-from pbem.models import InboundMail, Player
+from pbem.models import Absence, InboundMail, Player
 from pbem.server import Server
-from tests.deskkit import PLAYERS, Clock, admin, by_seat, mail, make_server, started_game
+from pbem.services.clock import clock_candidates
+from tests.deskkit import (
+    PLAYERS,
+    Clock,
+    admin,
+    by_seat,
+    mail,
+    make_server,
+    new_game,
+    started_game,
+)
 
 
 def server_at(tmp_path: Path) -> tuple[Server, Clock]:
@@ -108,3 +120,38 @@ def test_the_memo_follows_the_transactions_own_adds_and_deletes(tmp_path: Path) 
         assert first[1] not in players_of(session, game)
         session.rollback()
         assert len(players_of(session, game)) == 5
+
+
+def test_the_clock_looks_only_at_games_with_clock_work(tmp_path: Path) -> None:
+    server, clock = server_at(tmp_path)
+    for name in ("g1", "g2", "g3"):                   # reminders 12 hours before
+        new_game(server, "DEADLINE 48", name=name,
+                 players=[p.replace("@", f".{name}@") for p in PLAYERS])
+        admin(server, f"START {name}")
+
+    def candidates() -> list[str]:
+        with Session(server.engine) as session:
+            return [find_game(session, f"g{i}").name
+                    for i in (1, 2, 3)
+                    if find_game(session, f"g{i}").id in set(clock_candidates(server.engine,
+                                                                              clock()))]
+    commits = []
+    event.listen(server.engine, "commit", lambda conn: commits.append(1))
+    assert candidates() == [] and server.referee.resolve_due() == 0
+    assert len(commits) == 1                          # the tick's own record, no game's
+    clock.advance(hours=37)                           # the reminders are due
+    assert candidates() == ["g1", "g2", "g3"]
+    server.referee.resolve_due()
+    assert candidates() == []                         # reminded once
+    with Session(server.engine) as session:           # a player of g2 away over its deadline
+        game = find_game(session, "g2")
+        assert game.deadline is not None
+        session.add(Absence(email=seated(session, game)[1].email, starts=clock(),
+                            ends=game.deadline + timedelta(days=1), created_at=clock()))
+        session.commit()
+    assert candidates() == ["g2"]
+    server.referee.resolve_due()                      # the deadline moves past the absence
+    assert candidates() == []
+    clock.advance(hours=12)                           # g1 and g3 reach their deadlines
+    assert candidates() == ["g1", "g3"]
+    assert server.referee.resolve_due() == 2
