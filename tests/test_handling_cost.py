@@ -155,3 +155,13 @@ def test_the_clock_looks_only_at_games_with_clock_work(tmp_path: Path) -> None:
     clock.advance(hours=12)                           # g1 and g3 reach their deadlines
     assert candidates() == ["g1", "g3"]
     assert server.referee.resolve_due() == 2
+
+
+def test_looking_up_a_sender_among_the_players_uses_an_index(tmp_path: Path) -> None:
+    """Every mail from a person asks whether its address plays anywhere: no table scan."""
+    server, _ = server_at(tmp_path)
+    with server.engine.connect() as conn:
+        plan = " ".join(str(row[-1]) for row in conn.exec_driver_sql(
+            "EXPLAIN QUERY PLAN SELECT player.id FROM player WHERE player.email = ?",
+            ("p1@example.org",)))
+    assert "ix_player_email" in plan, plan
