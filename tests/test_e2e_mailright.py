@@ -391,6 +391,15 @@ def cup_game(table: Table) -> None:
     assert "answer BLUFF when you are the Guesser" in said and "current bid" not in said
     assert table.latest[guesser][1]["claim"]["guesser"] == seat_of[guesser]
     assert "Go on, Bluffer." in text_of(table.latest[bluffer][0])
+    # the round's notes speak to their reader: "you", not "player 3"
+    b, g = seat_of[bluffer], seat_of[guesser]
+    to_guesser = " ".join(text_of(table.latest[guesser][0]).split())
+    to_bluffer = " ".join(text_of(table.latest[bluffer][0]).split())
+    assert f"player {b} announces a total of 10 to you." in to_guesser
+    assert f"you announce a total of 10 to player {g}." in to_bluffer
+    assert f"to player {g}." not in to_guesser and f"player {b} announces" not in to_bluffer
+    html = table.latest[guesser][0].get_body(("html",))
+    assert html is not None and "to you." in " ".join(html.get_content().split())
     # DEFAULT RAISE means nothing in Cup of Bluff
     table.reply(guesser, ["DEFAULT RAISE"])
     table.server.tick()

@@ -3,13 +3,19 @@ and player hints are its own, and a Guesser may be named (ANNOUNCE 5 TO Finn).""
 
 from __future__ import annotations
 
+import random
+import re
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pbem.commands.context import Refusal, with_seats
 from pbem.kinds import KINDS
 from pbem.mail.text import BodyLine
 from pbem.orders import SeatByName, parse_text
 from pbem.rules.cupofbluff import Announce, Steal
+from pbem.rules.dice import DiceStream, seed_from_number
 
 CUP = KINDS["cup"]
 NAMES = {1: "Ann", 2: "Finn Olsen", 3: "Fay"}
@@ -56,3 +62,40 @@ def test_cup_texts_are_cup_texts() -> None:
     assert "name" in announce.usage
     problems = parse_text([BodyLine(1, "ANNOUNCE 5 TO 9")], CUP.commands).problems
     assert "1 to 5" not in problems[0].hint and "name" in problems[0].hint
+
+
+# --- the notes of a move speak to their reader ------------------------------------------
+
+
+def mentions(line: str, seat: int) -> bool:
+    return re.search(rf"\bplayer {seat}\b", line, re.IGNORECASE) is not None
+
+
+@settings(max_examples=25, deadline=None)
+@given(kind=st.sampled_from(["postal", "classic", "cup"]), seed=st.integers(0, 10_000),
+       players=st.integers(2, 6))
+def test_each_player_reads_you_for_their_own_seat(kind: str, seed: int, players: int) -> None:
+    """Every move's notes, as told to seat s, say "you" where the public notes say "player
+    s", and are the public notes word for word in every line that does not name s."""
+    game = KINDS[kind]
+    players = 5 if kind == "postal" else max(game.min_players, min(players, game.max_players))
+    stream, rng = DiceStream(seed_from_number(seed)), random.Random(seed)
+    state = game.start(game.parse_options([]), stream, players)
+    told_you = 0
+    for _ in range(60 if kind == "postal" else 150):
+        if game.over(state):
+            break
+        moves = {s: game.robot_move(state, s, rng) for s in game.due(state)}
+        resolution = game.apply(state, moves, stream)
+        assert set(resolution.seat_notes) == set(range(1, players + 1))
+        for seat, lines in resolution.seat_notes.items():
+            assert len(lines) == len(resolution.notes)
+            for public, mine in zip(resolution.notes, lines, strict=True):
+                assert not mentions(mine, seat), mine
+                if mentions(public, seat):
+                    assert re.search(r"\byou\b", mine, re.IGNORECASE), (public, mine)
+                    told_you += 1
+                else:
+                    assert mine == public
+        state = resolution.state
+    assert told_you > 0

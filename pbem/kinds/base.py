@@ -58,6 +58,8 @@ class Resolution:
     # seat -> what pbem.record/2 adds to its move: "dealt" (the dice the seed dealt with the
     # move, stars as "*"), "shown" (the dice an expose showed, which one is the orange die)
     record: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # seat -> the notes as told to that seat's player ("you announce"), in place of notes
+    seat_notes: dict[int, list[str]] = field(default_factory=dict)
 
 
 class GameKind(Protocol):

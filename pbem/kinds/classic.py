@@ -25,6 +25,7 @@ from pbem.kinds.bidding import (
     read_bid_order,
     standing_bid_move,
 )
+from pbem.kinds.words import Words, cap
 from pbem.orders import PLAYER_COMMANDS, Order, OrderError
 from pbem.rules.challenge import count_matching
 from pbem.rules.classic import (
@@ -124,19 +125,40 @@ def _round_json(end: RoundEnd) -> dict[str, Any]:
     }
 
 
-def _round_lines(end: RoundEnd) -> list[str]:
+def _round_lines(end: RoundEnd, you: int | None = None) -> list[str]:
+    w = Words(you)
     r, bid = end.result, end.result.bid
     if r.outcome == "short":
         how = f"short by {bid.quantity - r.actual}"
     else:
         how = "exact" if r.outcome == "exact" else f"{r.actual - bid.quantity} over"
-    paid = "; ".join(f"player {s} {'loses' if n > 0 else 'gains'} {_dice(abs(n))}"
-                     for s, n in sorted(end.lost.items())) or "nobody loses a die"
-    said = (f"Round {end.round}: player {end.challenger} challenged {bid} (bid by player "
-            f"{r.bidder}); the table held {r.actual}, {how}: {paid}.")
+    paid = "; ".join(f"{w.who(s)} {w.verb(s, 'lose', 'loses') if n > 0 else w.verb(s, 'gain', 'gains')} "
+                     f"{_dice(abs(n))}" for s, n in sorted(end.lost.items())) or "nobody loses a die"
+    said = (f"Round {end.round}: {w.who(end.challenger)} challenged {bid} (bid by "
+            f"{w.who(r.bidder)}); the table held {r.actual}, {how}: {paid}.")
     lines = [said]
-    lines += [f"Round {end.round}: player {s} is out." for s in end.out]
+    lines += [f"Round {end.round}: {w.who(s)} {w.verb(s, 'are', 'is')} out." for s in end.out]
     return lines
+
+
+def _event_lines(events: Sequence[Any], you: int | None = None) -> list[str]:
+    """A move's events in words for the report, told to all (you None) or to seat you."""
+    w = Words(you)
+    notes: list[str] = []
+    for e in events:
+        if isinstance(e, BidPlaced):
+            shown = (f", exposing {_faces(e.exposed)} and re-rolling the rest"
+                     if e.exposed else "")
+            notes.append(f"Round {e.round}: {w.who(e.seat)} bid {e.bid}{shown}.")
+        elif isinstance(e, RoundEnded):
+            notes += _round_lines(e.end, you)
+        elif isinstance(e, RoundStarted):
+            notes.append(f"Round {e.round}: new dice are rolled; {w.who(e.opener)} "
+                         f"{w.verb(e.opener, 'open', 'opens')}.")
+        elif isinstance(e, GameEnded):
+            notes.append(f"{cap(w.who(e.winner))} {w.verb(e.winner, 'win', 'wins')}: the last "
+                         "player with dice.")
+    return notes
 
 
 class ClassicKind(BidMoves):
@@ -264,14 +286,10 @@ class ClassicKind(BidMoves):
             raise ValueError(f"no move for seats {sorted(set(due) - set(moves))}")
         (seat,) = due
         after, events = apply_move(state, seat, moves[seat], stream)
-        notes: list[str] = []
         extras: dict[int, list[Any]] = {}
         record: dict[int, dict[str, Any]] = {}
         for e in events:
             if isinstance(e, BidPlaced):
-                shown = (f", exposing {_faces(e.exposed)} and re-rolling the rest"
-                         if e.exposed else "")
-                notes.append(f"Round {e.round}: player {e.seat} bid {e.bid}{shown}.")
                 if e.rerolled:
                     extras[e.seat] = list(e.rerolled)
                 if e.exposed:
@@ -280,13 +298,8 @@ class ClassicKind(BidMoves):
                     record[e.seat] = {
                         "dealt": [face_json(f) for f in e.rerolled],
                         "shown": [{"face": face_json(d.face), "orange": d.super} for d in dice]}
-            elif isinstance(e, RoundEnded):
-                notes += _round_lines(e.end)
-            elif isinstance(e, RoundStarted):
-                notes.append(f"Round {e.round}: new dice are rolled; player {e.opener} opens.")
-            elif isinstance(e, GameEnded):
-                notes.append(f"Player {e.winner} wins: the last player with dice.")
-        return Resolution(after, notes, extras, record)
+        return Resolution(after, _event_lines(events), extras, record,
+                          seat_notes={s: _event_lines(events, s) for s in state.seats})
 
     def robot_move(self, state: ClassicState, seat: int, rng: random.Random) -> Move:
         return choose_move(state.seat_view(seat), rng)

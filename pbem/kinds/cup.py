@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pbem.kinds.base import OrderProblem, Resolution, TakenOrder, Understood
+from pbem.kinds.words import Words, cap
 from pbem.orders import Command, Order, OrderError, SeatByName
 from pbem.rules import cupofbluff as cb
 from pbem.rules.cupofbluff import (
@@ -164,27 +165,6 @@ def _roll(roll: Sequence[int]) -> str:
     return f"{' '.join(map(str, roll))} = {sum(roll)}"
 
 
-class Words:
-    """A round told to one reader: "you" for the reader's own seat (None: told to all)."""
-
-    def __init__(self, you: int | None = None) -> None:
-        self.you = you
-
-    def who(self, seat: int) -> str:
-        return "you" if seat == self.you else f"player {seat}"
-
-    def whose(self, seat: int) -> str:
-        return "your" if seat == self.you else f"player {seat}'s"
-
-    def verb(self, seat: int, mine: str, theirs: str) -> str:
-        """The verb after who(seat): "you say" / "player 3 says"."""
-        return mine if seat == self.you else theirs
-
-
-def _cap(text: str) -> str:
-    return text[:1].upper() + text[1:]
-
-
 def claim_line(number: int, bluffer: int, action: str, total: int, guesser: int,
                you: int | None = None) -> str:
     w = Words(you)
@@ -201,7 +181,7 @@ def reveal_line(r: TurnRecord, you: int | None = None) -> str:
     assert g is not None
     said = "OK" if r.ok else "BLUFF"
     truth = "the truth" if r.truthful else "a bluff"
-    head = (f"{_cap(w.who(g))} {w.verb(g, 'say', 'says')} {said}; the dice show "
+    head = (f"{cap(w.who(g))} {w.verb(g, 'say', 'says')} {said}; the dice show "
             f"{_roll(r.roll)}, {truth}: ")
     right = f"{w.who(g)} {w.verb(g, 'were', 'was')} right"
     if r.winner == g:
@@ -219,7 +199,7 @@ def reveal_line(r: TurnRecord, you: int | None = None) -> str:
 
 def given_line(bluffer: int, guesser: int, token: int, you: int | None = None) -> str:
     w = Words(you)
-    return (f"{_cap(w.who(bluffer))} {w.verb(bluffer, 'give', 'gives')} token {token} to "
+    return (f"{cap(w.who(bluffer))} {w.verb(bluffer, 'give', 'gives')} token {token} to "
             f"{w.who(guesser)}.")
 
 
@@ -229,6 +209,28 @@ def doublet_line(r: TurnRecord, you: int | None = None) -> str:
     return (f"Round {r.number}: {w.who(r.bluffer)} {w.verb(r.bluffer, 'show', 'shows')} a "
             f"doublet ({_roll(r.roll)}) and {w.verb(r.bluffer, 'swap', 'swaps')} tokens "
             f"{given} for token {r.total}.")
+
+
+def event_lines(events: Sequence[Any], you: int | None = None) -> list[str]:
+    """A move's events in words for the report, told to everyone (you None) or to the
+    player of seat you ("you announce", "player 2 announces ... to you")."""
+    w = Words(you)
+    notes: list[str] = []
+    for e in events:
+        if isinstance(e, Claimed):
+            notes.append(claim_line(e.number, e.bluffer, e.action, e.total, e.guesser, you))
+        elif isinstance(e, Revealed):
+            notes.append(reveal_line(e.record, you))
+        elif isinstance(e, Given):
+            notes.append(given_line(e.bluffer, e.guesser, e.token, you))
+        elif isinstance(e, DoubletMade):
+            notes.append(doublet_line(e.record, you))
+        elif isinstance(e, Rolled):
+            notes.append(f"Round {e.number}: {w.who(e.bluffer)} "
+                         f"{w.verb(e.bluffer, 'are', 'is')} the Bluffer.")
+        elif isinstance(e, GameEnded):
+            notes.append("The last token has left the centre: the game is over.")
+    return notes
 
 
 def record_lines(r: TurnRecord, you: int | None = None) -> list[str]:
@@ -345,27 +347,16 @@ class CupKind:
             raise ValueError(f"no move for seats {sorted(set(due) - set(moves))}")
         seat = next(iter(due))
         after, events = cb.apply_move(state, seat, moves[seat], stream)
-        notes: list[str] = []
         extras: dict[int, list[Any]] = {}
         # pbem.record/2: the roll of Bluffer turn n is recorded with that Bluffer's claim or
         # doublet, the move it belongs to (the GIVE and the Guesser's answer have none)
         record = ({seat: {"dealt": list(state.roll)}}
                   if state.phase == cb.ACT and seat == state.bluffer else {})
         for e in events:
-            if isinstance(e, Claimed):
-                notes.append(claim_line(e.number, e.bluffer, e.action, e.total, e.guesser))
-            elif isinstance(e, Revealed):
-                notes.append(reveal_line(e.record))
-            elif isinstance(e, Given):
-                notes.append(given_line(e.bluffer, e.guesser, e.token))
-            elif isinstance(e, DoubletMade):
-                notes.append(doublet_line(e.record))
-            elif isinstance(e, Rolled):   # the roll itself is secret: only for the record
+            if isinstance(e, Rolled):   # the roll itself is secret: only for the record
                 extras[e.bluffer] = list(e.roll)   # pbem.record/1 kept the next roll here
-                notes.append(f"Round {e.number}: player {e.bluffer} is the Bluffer.")
-            elif isinstance(e, GameEnded):
-                notes.append("The last token has left the centre: the game is over.")
-        return Resolution(after, notes, extras, record)
+        return Resolution(after, event_lines(events), extras, record,
+                          seat_notes={s: event_lines(events, s) for s in state.seats})
 
     def robot_move(self, state: CupState, seat: int, rng: random.Random) -> Move:
         return cb.robot_move(state, seat, rng)

@@ -14,6 +14,7 @@ from pbem.kinds.bidding import (
     read_bid_order,
     standing_bid_move,
 )
+from pbem.kinds.words import Words
 from pbem.orders import PLAYER_COMMANDS, Order, OrderError
 from pbem.rules.dice import DiceStream, face_symbol
 from pbem.rules.errors import RulesError
@@ -32,6 +33,14 @@ from pbem.rules.ruleset import RuleSet
 from pbem.rules.view import holdings, odds_view
 
 MOVE_NAMES = ("BID", "CHALLENGE", "EXPOSE")
+
+
+def _event_lines(events: Sequence[Any], you: int | None = None) -> list[str]:
+    """The turn's challenges in words, told to all (you None) or to seat you."""
+    w = Words(you)
+    return [f"Mini-game {e.minigame} ended: {w.who(e.seat)} challenged {e.result.bid} "
+            f"and the table held {e.result.actual}." for e in events
+            if isinstance(e, ChallengeResolved)]
 
 
 class PostalKind(BidMoves):
@@ -104,10 +113,8 @@ class PostalKind(BidMoves):
         after, events = apply_turn(state, moves, stream)
         extras: dict[int, list[Any]] = {e.seat: list(e.rerolled) for e in events
                                         if isinstance(e, BidPlaced)}
-        notes = [f"Mini-game {e.minigame} ended: player {e.seat} challenged {e.result.bid} "
-                 f"and the table held {e.result.actual}." for e in events
-                 if isinstance(e, ChallengeResolved)]
-        return Resolution(after, notes, extras)
+        return Resolution(after, _event_lines(events), extras,
+                          seat_notes={s: _event_lines(events, s) for s in range(1, PLAYERS + 1)})
 
     def robot_move(self, state: PostalState, seat: int, rng: random.Random) -> Move:
         return choose_move(state.seat_view(seat, state.due()[seat]), rng)

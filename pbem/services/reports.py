@@ -88,6 +88,7 @@ def record_attachment(session: Session, game: Game) -> tuple[str, str, bytes]:
 
 def enqueue_reports(session: Session, post: Post, game: Game, state: Any, *, now: datetime,
                     notes: list[str] | None = None,
+                    seat_notes: dict[int, list[str]] | None = None,
                     only_seat: int | None = None, in_reply_to: str | None = None,
                     inbound_id: int | None = None) -> list[OutboundMail]:
     origin, renderer = post.origin, post.renderer
@@ -99,7 +100,8 @@ def enqueue_reports(session: Session, post: Post, game: Game, state: Any, *, now
     for seat, player in sorted(players.items()):
         if only_seat is not None and seat != only_seat:
             continue
-        context = report_context(game, players, state, seat, now, origin, notes or [], talk,
+        told = (seat_notes or {}).get(seat, notes or [])   # "you" for the reader's seat
+        context = report_context(game, players, state, seat, now, origin, told, talk,
                                  post.settings.web)
         text, html = renderer.render(kind_of(game).report_template, context)
         subject = tagged(game.name, "final report" if kind_of(game).over(state)

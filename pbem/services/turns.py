@@ -19,7 +19,7 @@ import hashlib
 import hmac
 import json
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -54,6 +54,7 @@ class TurnOutcome:
     played_by: dict[int, str]    # seat -> "standing" (their DEFAULT), "policy" or "robot"
     state: Any                   # the kind's state after the turn
     notes: list[str]             # what happened, for the report
+    seat_notes: dict[int, list[str]] = field(default_factory=dict)   # as told to a seat
 
 
 def robot_rng(game: Game, turn: int, seat: int) -> random.Random:
@@ -127,7 +128,7 @@ def resolve_turn(session: Session, game: Game, now: datetime) -> TurnOutcome:
     session.add(game)
     session.flush()
     return TurnOutcome(played_for, {s: by[s] for s in played_for}, resolution.state,
-                       resolution.notes)
+                       resolution.notes, resolution.seat_notes)
 
 
 def played_for_notes(game: Game, outcome: TurnOutcome, players: dict[int, Player], *,
@@ -164,9 +165,10 @@ def resolve(session: Session, post: Post, game: Game, *, inbound_id: int | None 
     outcome = resolve_turn(session, game, post.clock())
     after_turn(session, post, game, turn)
     players = seated(session, game)
+    more = played_for_notes(game, outcome, players, early=early) + report_notes(session, game)
     enqueue_reports(session, post, game, outcome.state, now=post.clock(), inbound_id=inbound_id,
-                    notes=outcome.notes + played_for_notes(game, outcome, players, early=early)
-                    + report_notes(session, game))
+                    notes=outcome.notes + more,
+                    seat_notes={s: n + more for s, n in outcome.seat_notes.items()})
 
 
 def resolve_if_complete(session: Session, post: Post, game: Game, *, state: Any | None = None,
