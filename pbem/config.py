@@ -91,6 +91,28 @@ class WebSettings:
     cache_seconds: int = 60          # max-age of the pages of running games
 
 
+SYNCHRONOUS = ("normal", "full")
+
+
+@dataclass(frozen=True)
+class DatabaseSettings:
+    """[database]: how SQLite commits (PostgreSQL keeps its own server settings).
+
+    synchronous "normal" (the default): WAL with synchronous=NORMAL, a commit is not
+    flushed to disk at once; a process crash (even SIGKILL) loses nothing, a power loss
+    or OS crash may lose the last commits but never corrupts the database. "full": every
+    commit is flushed (an fsync), so a commit survives a power loss too; slower.
+    """
+
+    synchronous: str = "normal"
+
+    def __post_init__(self) -> None:
+        if str(self.synchronous).lower() not in SYNCHRONOUS:
+            raise ConfigError(f"[database]: synchronous must be one of {', '.join(SYNCHRONOUS)}"
+                              f", not {self.synchronous!r}")
+        object.__setattr__(self, "synchronous", str(self.synchronous).lower())
+
+
 @dataclass(frozen=True)
 class Settings:
     database: str = "sqlite:///pbem.db"
@@ -125,6 +147,7 @@ class Settings:
     dkim: DkimSettings | None = None
     security: SecuritySettings = field(default_factory=SecuritySettings)
     web: WebSettings = field(default_factory=WebSettings)
+    db: DatabaseSettings = field(default_factory=DatabaseSettings)   # [database]
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -197,7 +220,7 @@ def load_settings(path: Path | None, env: dict[str, str] | None = None) -> Setti
     if env.get("PBEM_WEB_SECRET"):
         web["secret"] = env["PBEM_WEB_SECRET"]
     known = {f for f in Settings.__dataclass_fields__
-             if f not in ("imap", "smtp", "listen", "dkim", "security", "web", "extra")}
+             if f not in ("imap", "smtp", "listen", "dkim", "security", "web", "db", "extra")}
     unknown = sorted(set(server) - known)
     if unknown:
         raise ConfigError(f"[server]: unknown setting(s) {', '.join(unknown)}")
@@ -210,6 +233,7 @@ def load_settings(path: Path | None, env: dict[str, str] | None = None) -> Setti
         security=_build(SecuritySettings, security, "security") if security is not None
         else SecuritySettings(),
         web=_build(WebSettings, web, "web"),
+        db=_build(DatabaseSettings, _section(data, "database") or {}, "database"),
     )
 
 

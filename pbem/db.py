@@ -15,7 +15,7 @@ an error that will happen again with the same data.
 from __future__ import annotations
 
 import fcntl
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -45,14 +45,29 @@ def alembic_config(engine: Engine | None = None) -> Config:
     return cfg
 
 
-def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
-    cursor = dbapi_connection.cursor()
-    # busy_timeout first: switching a new file to WAL takes a lock another process may hold
-    cursor.execute("PRAGMA busy_timeout=30000")
-    # WAL lets the sender read while the referee writes; busy_timeout waits out a lock
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.close()
+SYNCHRONOUS = ("normal", "full")   # [database] synchronous (pbem.config.DatabaseSettings)
+
+
+def _sqlite_pragmas(synchronous: str) -> Callable[..., None]:
+    """The connect hook of a SQLite engine: WAL, foreign keys, and how commits reach disk.
+
+    synchronous NORMAL in WAL mode: a commit is not flushed at once (the WAL is at each
+    checkpoint), so a process crash loses nothing, a power loss may lose the last commits,
+    and the database is never corrupted. FULL flushes every commit.
+    """
+    if synchronous not in SYNCHRONOUS:
+        raise ValueError(f"synchronous must be one of {SYNCHRONOUS}, not {synchronous!r}")
+
+    def on_connect(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
+        cursor = dbapi_connection.cursor()
+        # busy_timeout first: switching a new file to WAL takes a lock another process may hold
+        cursor.execute("PRAGMA busy_timeout=30000")
+        # WAL lets the sender read while the referee writes; busy_timeout waits out a lock
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA synchronous={synchronous.upper()}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+    return on_connect
 
 
 def _without_nul(parameters: object) -> object:
@@ -77,14 +92,15 @@ def sqlite_path(url: str) -> Path | None:
     return Path(url.removeprefix("sqlite:///").partition("?")[0]).expanduser()
 
 
-def make_engine(url: str) -> Engine:
-    """An engine for url, nothing created or checked yet."""
+def make_engine(url: str, *, synchronous: str = "normal") -> Engine:
+    """An engine for url, nothing created or checked yet (synchronous: SQLite's, see
+    _sqlite_pragmas; PostgreSQL keeps its server's settings)."""
     path = sqlite_path(url)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
     if url.startswith("sqlite"):
         engine = create_engine(url)
-        event.listen(engine, "connect", _sqlite_pragmas)
+        event.listen(engine, "connect", _sqlite_pragmas(synchronous))
     else:   # a long-running server outlives database restarts: test a pooled connection first
         engine = create_engine(url, pool_pre_ping=True)
     event.listen(engine, "before_cursor_execute", _scrub_nul, retval=True)
@@ -101,12 +117,12 @@ def transient_error(exc: DBAPIError) -> bool:
     return not str(getattr(exc.orig, "sqlstate", None) or "").startswith("54")
 
 
-def open_database(url: str, *, migrate: bool = True) -> Engine:
+def open_database(url: str, *, migrate: bool = True, synchronous: str = "normal") -> Engine:
     """The engine for url; with migrate, its schema brought up to date (under the lock).
 
     Raises SchemaError when the database is at a revision this pbem does not know.
     """
-    engine = make_engine(url)
+    engine = make_engine(url, synchronous=synchronous)
     if migrate:
         upgrade(engine)
     return engine

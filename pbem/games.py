@@ -11,11 +11,16 @@ mail or runs commands.
 
 from __future__ import annotations
 
+import hashlib
 import json
+from collections import OrderedDict
 from datetime import datetime
 from itertools import groupby
 from typing import Any
 
+from sqlalchemy import event
+from sqlalchemy.orm import ORMExecuteState
+from sqlalchemy.orm import Session as OrmSession
 from sqlmodel import Session, col, delete, select
 
 from pbem.deadlines import turn_deadline
@@ -48,6 +53,44 @@ def id_of(game: Game) -> int:
     return game.id
 
 
+# --- a transaction's memo, and the states of games --------------------------------------
+#
+# Within one transaction the players and the pending orders of a game are read once
+# (memo): a new or deleted Player or PendingOrder, a flush, a bulk UPDATE or DELETE, the
+# transaction's end forget them. What is derived from the players (active, seated) is
+# filtered in Python from the same objects, so a change not flushed yet is seen.
+
+MEMO = "pbem.memo"
+_MEMOISED = (Player, PendingOrder)
+
+
+def _memo(session: Session) -> dict[Any, Any]:
+    if session.deleted:   # a delete not flushed yet: its rows are still in the memo
+        session.info.pop(MEMO, None)
+    memo: dict[Any, Any] = session.info.setdefault(MEMO, {})
+    return memo
+
+
+def _forget(session: OrmSession, *_: Any) -> None:
+    session.info.pop(MEMO, None)
+
+
+def _forget_on_write(orm_execute_state: ORMExecuteState) -> None:
+    if not orm_execute_state.is_select:
+        _forget(orm_execute_state.session)
+
+
+def _forget_on_add(session: OrmSession, instance: Any) -> None:
+    if isinstance(instance, _MEMOISED):
+        _forget(session)
+
+
+for _name in ("after_flush", "after_commit", "after_rollback", "after_soft_rollback"):
+    event.listen(OrmSession, _name, _forget)
+event.listen(OrmSession, "do_orm_execute", _forget_on_write)
+event.listen(OrmSession, "transient_to_pending", _forget_on_add)
+
+
 # --- queries -------------------------------------------------------------------------------
 
 def find_game(session: Session, name: str) -> Game:
@@ -58,8 +101,14 @@ def find_game(session: Session, name: str) -> Game:
 
 
 def players_of(session: Session, game: Game) -> list[Player]:
-    return list(session.exec(select(Player).where(Player.game_id == game.id)
-                             .order_by(col(Player.entrant))))
+    """Every player of the game (replaced ones too), in sign-up order (the memo's)."""
+    memo = _memo(session)
+    key = ("players", game.id)
+    players = memo.get(key)
+    if players is None:
+        players = memo[key] = list(session.exec(select(Player).where(Player.game_id == game.id)
+                                                .order_by(col(Player.entrant), col(Player.id))))
+    return list(players)
 
 
 def seated(session: Session, game: Game) -> dict[int, Player]:
@@ -68,9 +117,7 @@ def seated(session: Session, game: Game) -> dict[int, Player]:
 
 
 def active_players(session: Session, game: Game) -> list[Player]:
-    return list(session.exec(select(Player).where(Player.game_id == game.id,
-                                                  col(Player.active).is_(True))
-                             .order_by(col(Player.entrant))))
+    return [p for p in players_of(session, game) if p.active]
 
 
 def entrants_of(session: Session, game: Game) -> list[Player]:
@@ -130,20 +177,57 @@ def moves_of(session: Session, game: Game) -> list[Move]:
                              .order_by(col(Move.turn), col(Move.seat))))
 
 
+STATES_KEPT = 1024   # replayed states kept (the newest used), whatever the number of games
+_states: OrderedDict[bytes, Any] = OrderedDict()
+
+
 def load_state(session: Session, game: Game) -> Any:
-    """The kind's state now: the start rebuilt from the seed, then every recorded turn."""
+    """The kind's state now: the start rebuilt from the seed, then every recorded turn.
+
+    A state is a pure function of the game's seed, rules, seat count and recorded
+    moves, so it is kept under a digest of exactly those (a few states at most:
+    STATES_KEPT): a game's next mail finds it, or the state of the turn before, and
+    replays one turn at most. A rollback, another process's change: other moves,
+    another digest.
+    """
     kind = kind_of(game)
     stream = stream_of(game)
-    state = kind.start(json.loads(game.rules_json), stream, seat_count(session, game))
-    for _, group in groupby(moves_of(session, game), key=lambda r: r.turn):
-        moves = {r.seat: kind.move_from_json(json.loads(r.move_json)) for r in group}
+    digest = hashlib.sha256(f"{game.id}\0{game.kind}\0{game.seed_hex}\0{game.rules_json}\0"
+                            f"{seat_count(session, game)}".encode())
+    known = _states.get(digest.digest())
+    replay: list[list[Any]] = []
+    rows = session.execute(select(Move.turn, Move.seat, Move.move_json)
+                           .where(Move.game_id == game.id)
+                           .order_by(col(Move.turn), col(Move.seat))).all()
+    for _, group in groupby(rows, key=lambda r: r[0]):
+        turn = list(group)
+        digest.update(b"".join(f"\0{seat}:{move}".encode() for _, seat, move in turn) + b"\1")
+        found = _states.get(digest.digest())
+        if found is not None:
+            known, replay = found, []
+        else:
+            replay.append(turn)
+    state = known
+    if state is None:
+        state = kind.start(json.loads(game.rules_json), stream, seat_count(session, game))
+    for turn in replay:
+        moves = {seat: kind.move_from_json(json.loads(move)) for _, seat, move in turn}
         state = kind.apply(state, moves, stream).state
+    key = digest.digest()
+    _states[key] = state
+    _states.move_to_end(key)
+    while len(_states) > STATES_KEPT:
+        _states.popitem(last=False)
     return state
 
 
 def pending_orders(session: Session, game: Game) -> dict[int, PendingOrder]:
-    rows = session.exec(select(PendingOrder).where(PendingOrder.game_id == game.id,
-                                                   PendingOrder.turn == game.turn))
+    memo = _memo(session)
+    key = ("orders", game.id, game.turn)
+    rows = memo.get(key)
+    if rows is None:
+        rows = memo[key] = list(session.exec(select(PendingOrder).where(
+            PendingOrder.game_id == game.id, PendingOrder.turn == game.turn)))
     return {r.seat: r for r in rows}
 
 

@@ -1,12 +1,16 @@
 """The inbox: raw mail kept before anything else happens to it, once, and claimed for handling.
 
 ``store_inbound`` keeps a mail's bytes (a mail seen before, by Message-ID or
-IMAP key, is not stored twice). A process that handles a stored mail first
-claims it (pbem.faults.claim, a lease in the row, committed on its own), then
-begins the handling transaction with ``hold_claim``: a write that re-checks
-the claim, so two processes never handle the same mail.
+IMAP key, is not stored twice). A process that handles stored mail first
+claims it, a page of mails at a time (``claim_page``: pbem.faults.claim, a lease in
+each row, one commit for the page), then begins the handling transaction of each
+with ``hold_claim``: a write that re-checks the claim, so two processes never
+handle the same mail.
 
-Each claim counts a handling attempt in the row. An attempt that ends (the mail
+Each handling attempt is counted in the row, committed before the attempt
+begins: the first mail's of a page in the page's claim commit, each next one's in
+the commit that ends the mail before it (``count_attempt``), so a mail of the page
+that was never begun (its process died before) has no attempt held against it. An attempt that ends (the mail
 done or failed) leaves the mail new no more, so the attempts of a new mail that
 were begun before this one were cut short: the process crashed or was killed
 while handling it. After MAX_CUT_SHORT of those the mail is set aside
@@ -20,7 +24,7 @@ from __future__ import annotations
 import hashlib
 from datetime import datetime, timedelta
 
-from sqlalchemy import Engine, update
+from sqlalchemy import Engine, func, update
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col, select
 
@@ -80,15 +84,39 @@ def store_inbound(engine: Engine, raw: bytes, *, now: datetime, max_bytes: int, 
     return True
 
 
-def new_mail(engine: Engine) -> list[int]:
-    """The stored mails not handled yet, oldest first."""
+PAGE = 50   # new mails claimed in one commit
+
+
+def newest_id(engine: Engine) -> int:
+    """The id of the newest stored mail (0: none)."""
     with Session(engine) as session:
-        return [i for i in session.exec(select(InboundMail.id).where(InboundMail.status == "new")
-                                        .order_by(col(InboundMail.id))) if i is not None]
+        return session.exec(select(func.max(InboundMail.id))).one() or 0
+
+
+def claim_page(engine: Engine, now: datetime, lease: timedelta, *, after: int = 0,
+               upto: int | None = None, size: int = PAGE) -> tuple[list[int], int]:
+    """Claim up to ``size`` new mails with ids after ``after`` (up to ``upto``), oldest
+    first, in one commit, and count the first one's attempt; returns (the mails claimed,
+    the last id looked at: 0 when no new mail is left). A mail another live process
+    holds is left to it."""
+    within = [col(InboundMail.id) <= upto] if upto is not None else []
+    with Session(engine) as session:
+        found = list(session.execute(
+            select(InboundMail.id, InboundMail.claimed_by, InboundMail.claimed_at)
+            .where(InboundMail.status == "new", col(InboundMail.id) > after, *within)
+            .order_by(col(InboundMail.id)).limit(size)))
+        claimed = [row_id for row_id, owner, at in found
+                   if (owner == me() or claim_stale(owner, at, now, lease))
+                   and claim(session, InboundMail, row_id, owner, now, status="new")]
+        if claimed:   # the first attempt begins: counted in the claim's own commit
+            count_attempt(session, claimed[0])
+        session.commit()
+    return claimed, (found[-1][0] if found else 0)
 
 
 def claim_inbound(engine: Engine, inbound_id: int, now: datetime, lease: timedelta) -> bool:
-    """Claim a new mail for this process (compare-and-swap on claimed_by), committed."""
+    """Claim one new mail for this process (compare-and-swap on claimed_by) and count its
+    attempt, committed."""
     with Session(engine) as session:
         found = session.exec(select(InboundMail.status, InboundMail.claimed_by,
                                     InboundMail.claimed_at)
@@ -100,10 +128,18 @@ def claim_inbound(engine: Engine, inbound_id: int, now: datetime, lease: timedel
             return False
         done = claim(session, InboundMail, inbound_id, owner, now, status="new")
         if done:   # an attempt begins: counted in the claim's own commit
-            session.execute(update(InboundMail).where(col(InboundMail.id) == inbound_id)
-                            .values(attempts=col(InboundMail.attempts) + 1))
+            count_attempt(session, inbound_id)
         session.commit()
         return done
+
+
+def count_attempt(session: Session, inbound_id: int) -> None:
+    """Count a handling attempt of a mail this process holds, in the caller's transaction
+    (which commits before the attempt begins)."""
+    session.execute(update(InboundMail).where(
+        col(InboundMail.id) == inbound_id, col(InboundMail.status) == "new",
+        col(InboundMail.claimed_by) == me())
+        .values(attempts=col(InboundMail.attempts) + 1))
 
 
 def cut_short(row: InboundMail) -> int:

@@ -39,7 +39,7 @@ class Player(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     game_id: int = Field(foreign_key="game.id", index=True)
     entrant: int                       # sign-up order, 1-based
-    email: str
+    email: str = Field(index=True)     # known_address, running_games_of: every mail
     name: str
     seat: int | None = None            # drawn at the start
     key: str                           # the order key shown in every report

@@ -70,36 +70,57 @@ class Referee:
     def process_pending(self, keep_alive: Callable[[], object] | None = None) -> int:
         """Handle every stored mail not handled yet, oldest first; return how many.
 
-        ``keep_alive`` is called after each mail (the tick renews its lease with it).
+        Mail is claimed a page at a time (pbem.inbox.claim_page: one commit), then each
+        mail is handled in its own transaction. ``keep_alive`` is called after each mail
+        (the tick renews its lease with it).
         """
         handled = 0
-        for inbound_id in inbox.new_mail(self.engine):
-            if self.process_one(inbound_id):
-                handled += 1
-            if keep_alive is not None:
-                keep_alive()
+        lease = timedelta(seconds=self.settings.claim_lease_seconds)
+        upto = inbox.newest_id(self.engine)   # mail stored meanwhile waits for the next tick
+        after = 0
+        while upto:
+            page, after = inbox.claim_page(self.engine, self.clock(), lease, after=after,
+                                           upto=upto)
+            if not after:
+                break
+            for number, inbound_id in enumerate(page):
+                following = page[number + 1] if number + 1 < len(page) else None
+                if self.handle_claimed(inbound_id, following):
+                    handled += 1
+                if keep_alive is not None:
+                    keep_alive()
         with Session(self.engine) as session:   # failures held back an hour, told together
             if failures.flush(session, self.post):
                 session.commit()
         return handled
 
     def process_one(self, inbound_id: int | None) -> bool:
-        """Handle one stored mail in one transaction; False if it was not ours to handle.
-
-        The mail is first claimed (a lease in its row, committed on its own), so
-        other processes leave it alone. The transaction that handles it begins with
-        a write that re-checks the claim and that the mail is still new: that takes
-        SQLite's write lock (PostgreSQL: the row's lock and the referee's advisory
-        lock), so what the transaction reads is current, and of two processes that
-        both got this far the second finds the mail done. A database that is locked
-        or gone raises OperationalError and leaves the mail new for the next tick.
-        """
+        """Handle one stored mail (claimed first); False if it was not ours to handle."""
         lease = timedelta(seconds=self.settings.claim_lease_seconds)
         if inbound_id is None or not inbox.claim_inbound(self.engine, inbound_id, self.clock(),
                                                          lease):
             return False
+        return self.handle_claimed(inbound_id, None)
+
+    def handle_claimed(self, inbound_id: int, following: int | None) -> bool:
+        """Handle one claimed mail in one transaction; False if it was not ours to handle.
+
+        The mail was claimed (a lease in its row, committed), so other processes
+        leave it alone. The transaction that handles it begins with a write that
+        re-checks the claim and that the mail is still new: that takes SQLite's write
+        lock (PostgreSQL: the row's lock and the referee's advisory lock), so what the
+        transaction reads is current, and of two processes that both got this far the
+        second finds the mail done. A database that is locked or gone raises
+        OperationalError and leaves the mail new for the next tick. The commit that
+        ends the mail also counts the attempt of the ``following`` mail of the page,
+        which begins next (pbem.inbox.count_attempt).
+        """
         with Session(self.engine) as session:
             if not inbox.hold_claim(session, inbound_id, self.clock()):
+                session.rollback()
+                if following is not None:   # its attempt is counted on its own then
+                    inbox.count_attempt(session, following)
+                    session.commit()
                 return False
             row = session.get(InboundMail, inbound_id)
             assert row is not None
@@ -128,6 +149,8 @@ class Referee:
                     answer_internal_error(session, self.post, row)
             row.processed_at = self.clock()
             session.add(row)
+            if following is not None:
+                inbox.count_attempt(session, following)
             session.flush()
             crash_point("inbound-handled")
             session.commit()

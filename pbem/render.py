@@ -193,6 +193,12 @@ def lookup(mapping: Mapping[Any, Any] | None, key: Any, default: Any = None) -> 
     return mapping.get(ikey, default)
 
 
+def name_of(players: Iterable[Mapping[str, Any]] | None, number: Any) -> str:
+    """The name of the player numbered ``number`` in a report's list of players ("" if none
+    is): one filter call, where a loop in the template costs a macro's worth each time."""
+    return next((str(p["name"]) for p in players or () if p["number"] == number), "")
+
+
 PART_START, PART_END = "<!--pbem-part-->", "<!--/pbem-part-->"
 
 
@@ -258,6 +264,7 @@ def template_environment(override_dir: Path | None) -> jinja2.Environment:
         utc=utc,
         wrap=wrap,
         lookup=lookup,
+        name_of=name_of,
     )
     env.globals["lookup"] = lookup
     return env

@@ -75,7 +75,7 @@ class Server:
     def __init__(self, settings: Settings, clock: Callable[[], datetime] = utc_now) -> None:
         self.settings = settings
         self.signer = dkim_signer(settings)   # DKIM, or None; a bad key stops here
-        self.engine = open_database(settings.database)
+        self.engine = open_database(settings.database, synchronous=settings.db.synchronous)
         self.referee = Referee(settings, self.engine, Renderer(settings.templates_dir), clock)
         self.clock = clock
         self._lock = threading.Lock()   # one cycle at a time within this process

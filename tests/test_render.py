@@ -21,6 +21,7 @@ from pbem.render import (
     die,
     face_name,
     lookup,
+    name_of,
     packaged_template_dir,
     pct,
     plain,
@@ -894,3 +895,11 @@ def test_installed_layout_uses_pbem_templates(tmp_path: Path) -> None:
     ).stdout.splitlines()
     assert out[0] == str(pkg / "_templates")
     assert out[1] == "installed: x"
+
+
+def test_name_of_finds_a_player_as_the_templates_loop_did() -> None:
+    players = [{"number": 1, "name": "Ann"}, {"number": 3, "name": "Cyd <x>"}]
+    assert name_of(players, 3) == "Cyd <x>"      # escaped where it is put, as before
+    assert name_of(players, 2) == "" and name_of(players, None) == ""
+    assert name_of(players, "3") == ""           # the same equality as `p.number == n`
+    assert name_of(None, 1) == ""

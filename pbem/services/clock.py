@@ -10,9 +10,11 @@ resolution of turns whose deadline (or grace end) passed. ABSENT uses
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 
 from sqlalchemy import Engine
+from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 from pbem.db import one_writer
@@ -25,9 +27,10 @@ from pbem.deadlines import (
     utc,
     vacation_shift,
 )
+from pbem.faults import aware
 from pbem.games import already_told, audit, missing_seats, seated
-from pbem.models import Absence, Game, ServerState
-from pbem.options import options_of
+from pbem.models import Absence, Game, Player, ServerState
+from pbem.options import GameOptions, options_of
 from pbem.services.failures import game_failed, held_by, what_failed
 from pbem.services.post import Post, announce, notice, tagged, tell_referee
 from pbem.services.turns import resolve
@@ -48,12 +51,8 @@ def clock_tick(engine: Engine, post: Post, now: datetime) -> int:
         one_writer(session)   # each transaction alone, even when a lease expired meanwhile
         _outage(session, post, now)
         session.commit()
-    with Session(engine) as session:
-        ids = list(session.exec(select(Game.id).where(Game.status == "running",
-                                                      col(Game.deadline).is_not(None))
-                                .order_by(col(Game.id))))
     resolved = 0
-    for game_id in ids:
+    for game_id in clock_candidates(engine, now):
         with Session(engine) as session:
             try:
                 one_writer(session)
@@ -66,6 +65,41 @@ def clock_tick(engine: Engine, post: Post, now: datetime) -> int:
                 session.rollback()
                 told(engine, post, game_id, exc)
     return resolved
+
+
+CANDIDATES_PAGE = 500   # running games looked at in one read
+
+
+def clock_candidates(engine: Engine, now: datetime) -> Iterator[int]:
+    """The running games with a deadline that may have clock work now, a page at a time
+    (never all games at once): the deadline or grace passed or in grace, a reminder due,
+    or a seated player away (ABSENT) over the deadline. The others would do nothing in
+    game_tick, so they cost no transaction of their own; what changes after this read is
+    seen at the next tick."""
+    after = 0
+    while True:
+        with Session(engine) as session:
+            rows = list(session.execute(
+                sa_select(col(Game.id), col(Game.deadline), col(Game.grace_until),
+                          col(Game.reminded_turn), col(Game.turn), col(Game.turn_hours),
+                          col(Game.options_json))
+                .where(col(Game.status) == "running", col(Game.deadline).is_not(None),
+                       col(Game.id) > after)
+                .order_by(col(Game.id)).limit(CANDIDATES_PAGE)))
+            if not rows:
+                return
+            away = set(session.exec(
+                select(Player.game_id).join(Absence, col(Absence.email) == col(Player.email))
+                .join(Game, col(Game.id) == col(Player.game_id))
+                .where(col(Player.game_id).in_([r[0] for r in rows]),
+                       col(Player.active).is_(True), col(Absence.ends) > col(Game.deadline),
+                       col(Absence.starts) <= col(Game.deadline))))
+        for game_id, deadline, grace_until, reminded, turn, hours, options in rows:
+            lead = GameOptions.from_json(options).reminder_lead(hours)
+            if (grace_until is not None or aware(deadline) <= now or game_id in away
+                    or (reminded < turn and reminder_due(aware(deadline), lead, now))):
+                yield game_id
+        after = rows[-1][0]
 
 
 def told(engine: Engine, post: Post, game_id: int | None, exc: Exception) -> None:
