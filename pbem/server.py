@@ -150,7 +150,8 @@ class Server:
         report = drain(self.engine, self.open_sender, self.clock,
                        on_failure=self.referee.undeliverable,
                        lease=timedelta(seconds=self.settings.claim_lease_seconds),
-                       verp=self.settings.smtp is not None and self.settings.smtp.verp)
+                       verp=self.settings.smtp is not None and self.settings.smtp.verp,
+                       connections=self.settings.smtp.connections if self.settings.smtp else 1)
         if report.unavailable:
             backoff.failed(self.clock(), "the mail server could not be reached or refused us")
         else:
