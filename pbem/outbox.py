@@ -42,6 +42,7 @@ MAX_ATTEMPTS = 12                     # a deferred mail is given up after this m
 GIVE_UP_AFTER = timedelta(days=2)     # ... and this long (MTAs wait days, so do we)
 CLAIM_LEASE = timedelta(minutes=5)
 PAGE = 50                             # outbox rows claimed in one transaction
+MAILS_PER_CONNECTION = 4              # a page of fewer mails opens fewer connections
 LOOP_HEADER = "X-Pbem-Loop"
 
 
@@ -156,6 +157,9 @@ class _Drain:
         self.report = DrainReport()
         self._stack = ExitStack()
         self._lock = threading.Lock()
+        self._writing = threading.Lock()   # our threads take turns to write, not SQLite's
+        self._queued: list[int] = []        # busy wait; marks queued meanwhile go together
+        self._marks: dict[int, bool] = {}
 
     def __enter__(self) -> _Drain:
         return self
@@ -188,7 +192,7 @@ class _Drain:
             except BaseException as exc:   # re-raised in the drain's thread
                 errors.append(exc)
 
-        workers = min(len(self.senders), len(rows))
+        workers = min(len(self.senders), -(-len(rows) // MAILS_PER_CONNECTION))
         try:
             if workers <= 1:
                 work(0)
@@ -211,9 +215,9 @@ class _Drain:
         result = self._sender(slot).send(row.mail_from, row.rcpts, row.raw)
         crash_point("outbox-handed-off")
         counted = DrainReport(sent=1)
-        if not (result.ok and not result.unavailable and _mark_sent(self.engine, row.id,
-                                                                     self.now())):
-            counted = self._mark(row, result)
+        if not (result.ok and not result.unavailable and self._marked_sent(row.id)):
+            with self._writing:
+                counted = self._mark(row, result)
         crash_point("outbox-marked")
         with self._lock:
             self.report.sent += counted.sent
@@ -221,6 +225,21 @@ class _Drain:
             self.report.failed += counted.failed
             if result.unavailable:
                 self.report.unavailable = True   # the others stop after their mail in hand
+
+    def _marked_sent(self, row_id: int) -> bool:
+        """Mark a mail sent; False when our claim on it was taken over. The marks of the
+        mails other connections handed off while this one waited to write are committed
+        with it (a group commit): each connection still waits for its own mark before
+        its next mail, so a crash repeats at most one mail a connection."""
+        with self._lock:
+            self._queued.append(row_id)
+        with self._writing:
+            if row_id not in self._marks:
+                with self._lock:
+                    batch, self._queued = self._queued, []
+                marked = _mark_sent(self.engine, batch, self.now())
+                self._marks.update((i, i in marked) for i in batch)
+            return self._marks.pop(row_id)
 
     def _mark(self, row: _Claimed, result: SendResult) -> DrainReport:
         """Record what the hand-off did (deferred, failed: on_failure; sent when our claim
@@ -313,16 +332,25 @@ def _claim_page(engine: Engine, due: list[tuple[int, str | None]], when: datetim
     return claimed
 
 
-def _mark_sent(engine: Engine, row_id: int, when: datetime) -> bool:
-    """Mark a mail we hold the claim of sent, in one statement; False if the claim is
-    no longer ours (then _Drain._mark records it)."""
-    with engine.begin() as conn:
+def _mark_sent(engine: Engine, row_ids: list[int], when: datetime) -> set[int]:
+    """Mark mails we hold the claim of sent, in one transaction; the ids so marked (one
+    whose claim is no longer ours is left to _Drain._mark)."""
+    def mark(ids: list[int]) -> int:
         done = conn.execute(update(OutboundMail).where(
-            col(OutboundMail.id) == row_id, col(OutboundMail.claimed_by) == me(),
+            col(OutboundMail.id).in_(ids), col(OutboundMail.claimed_by) == me(),
             col(OutboundMail.status) == "pending").values(
             status="sent", sent_at=when, attempts=col(OutboundMail.attempts) + 1,
             claimed_by=None, claimed_at=None))
-    return bool(done.rowcount == 1)
+        return int(done.rowcount)
+
+    with engine.connect() as conn:
+        if mark(row_ids) == len(row_ids):
+            conn.commit()
+            return set(row_ids)
+        conn.rollback()     # not all ours any more (rare): one by one
+        marked = {row_id for row_id in row_ids if mark([row_id]) == 1}
+        conn.commit()
+        return marked
 
 
 def _release(engine: Engine, row_ids: list[int]) -> None:

@@ -123,3 +123,24 @@ def test_smtp_connections_is_a_setting(tmp_path: Path) -> None:
     config.write_text('[smtp]\nhost = "smtp.x.test"\nconnections = 0\n')
     with pytest.raises(ConfigError, match="connections"):
         load_settings(config, env={})
+
+
+def test_a_claim_taken_over_while_sending_is_still_recorded(tmp_path: Path, caplog) -> None:
+    engine = open_database(f"sqlite:///{tmp_path}/pbem.db")
+    queue(engine, Origin("bluff@x.test"), [f"p{n}@x.test" for n in range(8)])
+
+    class Robbed(Flaky):
+        def send(self, mail_from: str, rcpts: list[str], raw: bytes) -> SendResult:
+            if rcpts == ["p3@x.test"]:   # another process took this one over meanwhile
+                with Session(engine) as session:
+                    row = session.exec(select(OutboundMail).where(
+                        OutboundMail.rcpts_json == '["p3@x.test"]')).one()
+                    row.claimed_by = "elsewhere:1:x"
+                    session.add(row)
+                    session.commit()
+            return super().send(mail_from, rcpts, raw)
+
+    report = drain(engine, Robbed(0, RuntimeError()).opened, lambda: NOW, connections=2)
+    assert report.sent == 8
+    assert {(r.status, r.claimed_by) for r in rows(engine)} == {("sent", None)}
+    assert "taken over while sending" in caplog.text
