@@ -111,9 +111,10 @@ def drain(engine: Engine, open_sender: Callable[[], AbstractContextManager[Sende
 
     Due mail is claimed ``page`` rows in one transaction and sent over up to
     ``connections`` senders at once (one thread and one ``open_sender()`` each);
-    each mail is marked sent right after its hand-off (one commit each), so a
-    crash repeats at most the mail each sender has in flight. Claimed mail left
-    unsent (the server became unavailable, an error) is released at once.
+    each mail is marked sent right after its hand-off, before its sender takes
+    the next one (marks that meet are committed together), so a crash repeats at
+    most the mail each sender has in flight. Claimed mail left unsent (the server
+    became unavailable, an error) is released at once.
 
     Mail queued while draining (the referee's notice of an undeliverable mail)
     goes out in the same drain, in up to ``rounds`` passes. With ``verp`` each
@@ -237,7 +238,12 @@ class _Drain:
             if row_id not in self._marks:
                 with self._lock:
                     batch, self._queued = self._queued, []
-                marked = _mark_sent(self.engine, batch, self.now())
+                try:
+                    marked = _mark_sent(self.engine, batch, self.now())
+                except BaseException:   # the others' marks wait for the next of them
+                    with self._lock:
+                        self._queued[:0] = [i for i in batch if i != row_id]
+                    raise
                 self._marks.update((i, i in marked) for i in batch)
             return self._marks.pop(row_id)
 

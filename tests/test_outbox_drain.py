@@ -11,8 +11,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, select
 
+from pbem import outbox
 from pbem.config import ConfigError, load_settings
 from pbem.db import open_database
 from pbem.mail.smtp_out import SendResult, SmtpSender
@@ -144,3 +146,25 @@ def test_a_claim_taken_over_while_sending_is_still_recorded(tmp_path: Path, capl
     assert report.sent == 8
     assert {(r.status, r.claimed_by) for r in rows(engine)} == {("sent", None)}
     assert "taken over while sending" in caplog.text
+
+
+def test_a_mark_that_fails_releases_the_page_and_repeats_at_most_a_mail_a_connection(
+        tmp_path: Path, monkeypatch) -> None:
+    engine = open_database(f"sqlite:///{tmp_path}/pbem.db")
+    queue(engine, Origin("bluff@x.test"), [f"p{n}@x.test" for n in range(12)])
+    real = outbox._mark_sent
+    calls: list[int] = []
+
+    def failing_once(engine, row_ids, when):
+        calls.append(1)
+        if len(calls) == 3:
+            raise OperationalError("UPDATE", {}, Exception("database is locked"))
+        return real(engine, row_ids, when)
+    monkeypatch.setattr(outbox, "_mark_sent", failing_once)
+    sender = Flaky(0, RuntimeError())
+    with pytest.raises(OperationalError):
+        drain(engine, sender.opened, lambda: NOW, connections=2)
+    assert {r.claimed_by for r in rows(engine)} == {None}      # nothing stuck in a claim
+    drain(engine, sender.opened, lambda: NOW, connections=2)
+    assert {r.status for r in rows(engine)} == {"sent"}
+    assert 12 <= len(sender.sent) <= 12 + 2    # repeated: at most the mail a connection held
