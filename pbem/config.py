@@ -45,6 +45,13 @@ class SmtpSettings:
     # envelope sender bluff+b.<token>@domain (VERP): a bounce names the mail it is for.
     # Only for a mailbox that takes plus addresses (user+anything@domain).
     verp: bool = False
+    # SMTP connections used at once to drain the outbox (a crash repeats at most one mail
+    # per connection, README "Guarantees")
+    connections: int = 4
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.connections <= 32:
+            raise ConfigError("[smtp] connections must be between 1 and 32")
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,12 @@
 """The outbox: mail is queued in the same transaction as the change that
 caused it, and a sender drains the queue, retrying with back-off.
 
-Each row is claimed (claimed_by/claimed_at, a lease) before its SMTP
-hand-off and marked sent right after it, one commit a row, so a crash in the
-middle of a drain can repeat at most the one mail in flight, and that mail
+Rows are claimed (claimed_by/claimed_at, a lease) a page at a time before
+their SMTP hand-off, and each is marked sent right after its own hand-off, one
+commit a mail, so a crash in the middle of a drain can repeat at most the mail
+in flight on each connection (one with ``connections=1``), and such a mail
 carries the same Message-ID both times; two senders never send the same row.
+Claims of a process that died are taken over at once (pbem.faults.claim_stale).
 
 A server that cannot be reached (or says 421) stops the drain without
 counting against any mail; a 4xx for a recipient defers that mail with
@@ -16,13 +18,15 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, update
+from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, col, select
 
 from pbem.faults import aware, claim, claim_stale, crash_point, me
@@ -37,6 +41,8 @@ log = logging.getLogger(__name__)
 MAX_ATTEMPTS = 12                     # a deferred mail is given up after this many tries
 GIVE_UP_AFTER = timedelta(days=2)     # ... and this long (MTAs wait days, so do we)
 CLAIM_LEASE = timedelta(minutes=5)
+PAGE = 50                             # outbox rows claimed in one transaction
+MAILS_PER_CONNECTION = 4              # a page of fewer mails opens fewer connections
 LOOP_HEADER = "X-Pbem-Loop"
 
 
@@ -99,48 +105,162 @@ def drain(engine: Engine, open_sender: Callable[[], AbstractContextManager[Sende
           now: Callable[[], datetime], *,
           on_failure: Callable[[Session, OutboundMail, str], None] | None = None,
           limit: int | None = None, lease: timedelta = CLAIM_LEASE,
-          rounds: int = 3, verp: bool = False) -> DrainReport:
+          rounds: int = 3, verp: bool = False, connections: int = 1,
+          page: int = PAGE) -> DrainReport:
     """Send every pending mail that is due; return what happened.
+
+    Due mail is claimed ``page`` rows in one transaction and sent over up to
+    ``connections`` senders at once (one thread and one ``open_sender()`` each);
+    each mail is marked sent right after its hand-off, before its sender takes
+    the next one (marks that meet are committed together), so a crash repeats at
+    most the mail each sender has in flight. Claimed mail left unsent (the server
+    became unavailable, an error) is released at once.
 
     Mail queued while draining (the referee's notice of an undeliverable mail)
     goes out in the same drain, in up to ``rounds`` passes. With ``verp`` each
     mail's envelope sender is its own VERP address (``envelope_sender``).
     """
-    report = DrainReport()
-    with ExitStack() as stack:
-        sender: Sender | None = None
+    if connections < 1 or page < 1:
+        raise ValueError("connections and page must be >= 1")
+    with _Drain(engine, open_sender, now, on_failure, connections) as run:
         for _ in range(rounds):
             due = _due(engine, now(), lease, limit)
             if not due:
                 break
-            for row_id, owner in due:
-                if not _claim(engine, row_id, owner, now()):
-                    continue   # another process took it first
-                crash_point("outbox-claimed")
-                with Session(engine) as session:
-                    row = session.get(OutboundMail, row_id)
-                    assert row is not None
-                    mail_from, rcpts, raw = (envelope_sender(row, verp),
-                                             json.loads(row.rcpts_json), row.raw)
-                if sender is None:
-                    sender = stack.enter_context(open_sender())
-                result = sender.send(mail_from, rcpts, raw)
-                crash_point("outbox-handed-off")
-                with Session(engine) as session:
-                    row = session.get(OutboundMail, row_id)
-                    assert row is not None
-                    if row.claimed_by != me():
-                        log.warning("mail %s: our claim was taken over while sending",
-                                    row.message_id)
-                    _record(session, row, result, now(), report, on_failure)
-                    row.claimed_by = row.claimed_at = None
-                    session.add(row)
-                    session.commit()
-                crash_point("outbox-marked")
-                if result.unavailable:
-                    report.unavailable = True
-                    return report
-    return report
+            for start in range(0, len(due), page):
+                run.send(_claim_page(engine, due[start:start + page], now(), verp))
+                if run.report.unavailable:
+                    return run.report
+    return run.report
+
+
+@dataclass(frozen=True)
+class _Claimed:
+    """A mail claimed for sending: what the hand-off needs."""
+
+    id: int
+    mail_from: str      # the envelope sender
+    rcpts: list[str]
+    raw: bytes
+
+
+class _Drain:
+    """The senders of one drain (opened when first needed, closed at its end) and
+    what happened."""
+
+    def __init__(self, engine: Engine, open_sender: Callable[[], AbstractContextManager[Sender]],
+                 now: Callable[[], datetime],
+                 on_failure: Callable[[Session, OutboundMail, str], None] | None,
+                 connections: int) -> None:
+        self.engine, self.open_sender, self.now = engine, open_sender, now
+        self.on_failure = on_failure
+        self.senders: list[Sender | None] = [None] * connections
+        self.report = DrainReport()
+        self._stack = ExitStack()
+        self._lock = threading.Lock()
+        self._writing = threading.Lock()   # our threads take turns to write, not SQLite's
+        self._queued: list[int] = []        # busy wait; marks queued meanwhile go together
+        self._marks: dict[int, bool] = {}
+
+    def __enter__(self) -> _Drain:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stack.close()
+
+    def _sender(self, slot: int) -> Sender:
+        sender = self.senders[slot]
+        if sender is None:
+            with self._lock:
+                sender = self.senders[slot] = self._stack.enter_context(self.open_sender())
+        return sender
+
+    def send(self, rows: list[_Claimed]) -> None:
+        """Send a claimed page over the senders; release what was left unsent."""
+        todo = iter(rows)
+        done: set[int] = set()
+        errors: list[BaseException] = []
+
+        def work(slot: int) -> None:
+            try:
+                while not self.report.unavailable and not errors:
+                    with self._lock:
+                        row = next(todo, None)
+                    if row is None:
+                        return
+                    self._send_one(slot, row)
+                    done.add(row.id)
+            except BaseException as exc:   # re-raised in the drain's thread
+                errors.append(exc)
+
+        workers = min(len(self.senders), -(-len(rows) // MAILS_PER_CONNECTION))
+        try:
+            if workers <= 1:
+                work(0)
+            else:
+                threads = [threading.Thread(target=work, args=(slot,), name=f"pbem-send-{slot}")
+                           for slot in range(workers)]
+                for thread in threads:
+                    thread.start()
+                for thread in threads:
+                    thread.join()
+        finally:
+            left = [row.id for row in rows if row.id not in done]
+            if left:
+                _release(self.engine, left)
+        if errors:
+            raise errors[0]
+
+    def _send_one(self, slot: int, row: _Claimed) -> None:
+        crash_point("outbox-claimed")
+        result = self._sender(slot).send(row.mail_from, row.rcpts, row.raw)
+        crash_point("outbox-handed-off")
+        counted = DrainReport(sent=1)
+        if not (result.ok and not result.unavailable and self._marked_sent(row.id)):
+            with self._writing:
+                counted = self._mark(row, result)
+        crash_point("outbox-marked")
+        with self._lock:
+            self.report.sent += counted.sent
+            self.report.deferred += counted.deferred
+            self.report.failed += counted.failed
+            if result.unavailable:
+                self.report.unavailable = True   # the others stop after their mail in hand
+
+    def _marked_sent(self, row_id: int) -> bool:
+        """Mark a mail sent; False when our claim on it was taken over. The marks of the
+        mails other connections handed off while this one waited to write are committed
+        with it (a group commit): each connection still waits for its own mark before
+        its next mail, so a crash repeats at most one mail a connection."""
+        with self._lock:
+            self._queued.append(row_id)
+        with self._writing:
+            if row_id not in self._marks:
+                with self._lock:
+                    batch, self._queued = self._queued, []
+                try:
+                    marked = _mark_sent(self.engine, batch, self.now())
+                except BaseException:   # the others' marks wait for the next of them
+                    with self._lock:
+                        self._queued[:0] = [i for i in batch if i != row_id]
+                    raise
+                self._marks.update((i, i in marked) for i in batch)
+            return self._marks.pop(row_id)
+
+    def _mark(self, row: _Claimed, result: SendResult) -> DrainReport:
+        """Record what the hand-off did (deferred, failed: on_failure; sent when our claim
+        was taken over) and release our claim."""
+        counted = DrainReport()
+        with Session(self.engine) as session:
+            mail = session.get(OutboundMail, row.id)
+            assert mail is not None
+            if mail.claimed_by != me():
+                log.warning("mail %s: our claim was taken over while sending", mail.message_id)
+            _record(session, mail, result, self.now(), counted, self.on_failure)
+            mail.claimed_by = mail.claimed_at = None
+            session.add(mail)
+            session.commit()
+        return counted
 
 
 def envelope_sender(row: OutboundMail, verp: bool) -> str:
@@ -203,12 +323,52 @@ def _due(engine: Engine, when: datetime, lease: timedelta,
             if row_id is not None and claim_stale(owner, at, when, lease)]
 
 
-def _claim(engine: Engine, row_id: int, owner: str | None, when: datetime) -> bool:
-    """Claim a pending mail (pbem.faults.claim): only one process gets a free or stale row."""
+def _claim_page(engine: Engine, due: list[tuple[int, str | None]], when: datetime,
+                verp: bool) -> list[_Claimed]:
+    """Claim the free or stale rows of ``due`` in one transaction (pbem.faults.claim: only
+    one process gets each) and read what sending them needs."""
     with Session(engine) as session:
-        done = claim(session, OutboundMail, row_id, owner, when, status="pending")
+        got = [row_id for row_id, owner in due
+               if claim(session, OutboundMail, row_id, owner, when, status="pending")]
+        rows = session.exec(select(OutboundMail).where(col(OutboundMail.id).in_(got))
+                            .order_by(col(OutboundMail.id))).all() if got else []
+        claimed = [_Claimed(row.id, envelope_sender(row, verp), json.loads(row.rcpts_json),
+                            row.raw) for row in rows if row.id is not None]
         session.commit()
-    return done
+    return claimed
+
+
+def _mark_sent(engine: Engine, row_ids: list[int], when: datetime) -> set[int]:
+    """Mark mails we hold the claim of sent, in one transaction; the ids so marked (one
+    whose claim is no longer ours is left to _Drain._mark)."""
+    def mark(ids: list[int]) -> int:
+        done = conn.execute(update(OutboundMail).where(
+            col(OutboundMail.id).in_(ids), col(OutboundMail.claimed_by) == me(),
+            col(OutboundMail.status) == "pending").values(
+            status="sent", sent_at=when, attempts=col(OutboundMail.attempts) + 1,
+            claimed_by=None, claimed_at=None))
+        return int(done.rowcount)
+
+    with engine.connect() as conn:
+        if mark(row_ids) == len(row_ids):
+            conn.commit()
+            return set(row_ids)
+        conn.rollback()     # not all ours any more (rare): one by one
+        marked = {row_id for row_id in row_ids if mark([row_id]) == 1}
+        conn.commit()
+        return marked
+
+
+def _release(engine: Engine, row_ids: list[int]) -> None:
+    """Give up our claim on mail we did not send (still pending): free for the next drain."""
+    try:
+        with Session(engine) as session:
+            session.execute(update(OutboundMail).where(
+                col(OutboundMail.id).in_(row_ids), col(OutboundMail.claimed_by) == me(),
+                col(OutboundMail.status) == "pending").values(claimed_by=None, claimed_at=None))
+            session.commit()
+    except OperationalError as exc:   # the claims run out with their lease
+        log.warning("could not release the claims of %d unsent mails: %s", len(row_ids), exc)
 
 
 def _record(session: Session, row: OutboundMail, result: SendResult, when: datetime,

@@ -31,6 +31,7 @@ from pbem.referee import Referee
 from pbem.render import Renderer
 
 log = logging.getLogger(__name__)
+IMAP_KEEP_OPEN_SECONDS = 120.0   # an idle IMAP connection is used again for this long
 
 
 def utc_now() -> datetime:
@@ -82,16 +83,27 @@ class Server:
         self._stop: threading.Event | None = None          # serve's, once it runs
         self._ticked = False                               # safe_tick says the first once
         self.stopped_by: SchemaError | None = None
+        self._inbox: ImapInbox | None = None                # inbox(): made once
 
     # --- the edges ----------------------------------------------------------
 
     def inbox(self) -> ImapInbox | None:
+        """The mailbox; its connection is kept open between polls for a while."""
         imap = self.settings.imap
         if imap is None:
             return None
-        return ImapInbox(imap.host, imap.port, imap.username, imap.password, ssl=imap.ssl,
-                         folder=imap.folder, done_folder=imap.done_folder,
-                         max_bytes=self.settings.max_mail_bytes)
+        if self._inbox is None:
+            self._inbox = ImapInbox(imap.host, imap.port, imap.username, imap.password,
+                                    ssl=imap.ssl, folder=imap.folder,
+                                    done_folder=imap.done_folder,
+                                    max_bytes=self.settings.max_mail_bytes,
+                                    keep_open=IMAP_KEEP_OPEN_SECONDS)
+        return self._inbox
+
+    def close(self) -> None:
+        """Log out of what is kept open (the IMAP connection)."""
+        if self._inbox is not None:
+            self._inbox.close()
 
     def open_sender(self) -> AbstractContextManager[Sender]:
         smtp = self.settings.smtp
@@ -150,7 +162,8 @@ class Server:
         report = drain(self.engine, self.open_sender, self.clock,
                        on_failure=self.referee.undeliverable,
                        lease=timedelta(seconds=self.settings.claim_lease_seconds),
-                       verp=self.settings.smtp is not None and self.settings.smtp.verp)
+                       verp=self.settings.smtp is not None and self.settings.smtp.verp,
+                       connections=self.settings.smtp.connections if self.settings.smtp else 1)
         if report.unavailable:
             backoff.failed(self.clock(), "the mail server could not be reached or refused us")
         else:
@@ -257,5 +270,6 @@ class Server:
             if listener is not None:
                 listener.stop()
             self.safe_tick()                # process what the listener took in last
+            self.close()
         if self.stopped_by is not None:
             raise self.stopped_by

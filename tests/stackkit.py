@@ -21,10 +21,11 @@ def _toml_lines(values: dict[str, object]) -> str:
 
 def stack_config(path: Path, stack: Any, database: str, referee_key: str, *,
                  server: dict[str, object] | None = None,
-                 imap: dict[str, object] | None = None) -> Path:
+                 imap: dict[str, object] | None = None,
+                 smtp: dict[str, object] | None = None) -> Path:
     """A pbem.toml at path: the database, bluff's IMAP inbox and the stack's SMTP, the
-    stack's referee with referee_key; ``server`` and ``imap``: more settings of
-    those sections (name: value)."""
+    stack's referee with referee_key; ``server``, ``imap`` and ``smtp``: more
+    settings of those sections (name: value)."""
     path.write_text(f"""
 [server]
 database = "{database}"
@@ -41,7 +42,7 @@ password = "{stack.password}"
 host = "{stack.smtp_host}"
 port = {stack.smtp_port}
 starttls = false
-""", encoding="utf-8")
+{_toml_lines(smtp or {})}""", encoding="utf-8")
     return path
 
 

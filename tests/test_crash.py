@@ -57,19 +57,22 @@ def zygote() -> Iterator[Zygote]:
         yield z
 
 
-def write_config(tmp_path: Path, stack, database: str) -> Path:
-    return stack_config(tmp_path / "pbem.toml", stack, database, KEY)
+def write_config(tmp_path: Path, stack, database: str, connections: int = 1) -> Path:
+    """One SMTP connection by default: the crash chain counts the mails one by one."""
+    return stack_config(tmp_path / "pbem.toml", stack, database, KEY,
+                        smtp={"connections": connections})
 
 
 class Scene:
     """A started game whose five players have just mailed their turn-1 orders; on the
     database of the ``database`` fixture (SQLite or PostgreSQL)."""
 
-    def __init__(self, stack, tmp_path: Path, database: str, *, deadline: bool = False) -> None:
+    def __init__(self, stack, tmp_path: Path, database: str, *, deadline: bool = False,
+                 connections: int = 1) -> None:
         self.stack = stack
         for user in ["bluff", "referee", *PLAYERS]:
             stack.clear(user)
-        self.config = write_config(tmp_path, stack, database)
+        self.config = write_config(tmp_path, stack, database, connections)
         self.server = Server(load_settings(self.config))
         setup = [f"NEWGAME g1 SEED 11{' DEADLINE 1' if deadline else ''}"]
         setup += [f"ADD g1 {stack.address(u)} Player-{u}" for u in PLAYERS] + ["START g1"]
@@ -161,6 +164,31 @@ def test_a_crash_at_every_step_loses_nothing_and_repeats_only_the_mail_in_flight
         fourth = session.exec(select(OutboundMail).order_by(OutboundMail.id)).all()[5 + 3]
     (user,) = [u for u in PLAYERS if scene.stack.address(u) in fourth.rcpts_json]
     assert [str(m["Message-ID"]) for m in scene.mail_of(user)].count(fourth.message_id) == 2
+
+
+def test_a_crash_after_claiming_a_page_sends_each_mail_once(
+        mailstack, tmp_path: Path, database: str, zygote: Zygote) -> None:
+    """The whole page of the turn's mail is claimed in one transaction; killed before the
+    first hand-off, the restart takes the dead process's claims over and sends each once."""
+    scene = Scene(mailstack, tmp_path, database, connections=3)
+    scene.send_orders(PLAYERS)
+    assert zygote.tick(scene.config, crash="outbox-claimed:1") == -9
+    with Session(scene.server.engine) as session:
+        claimed = [m for m in session.exec(select(OutboundMail)) if m.claimed_by]
+        assert len(claimed) > 3 and {m.status for m in claimed} == {"pending"}
+    assert zygote.tick(scene.config) == 0
+    assert zygote.tick(scene.config) == 0
+    scene.check(may_repeat=0)
+
+
+def test_a_crash_while_three_connections_send_repeats_at_most_their_mails_in_flight(
+        mailstack, tmp_path: Path, database: str, zygote: Zygote) -> None:
+    scene = Scene(mailstack, tmp_path, database, connections=3)
+    scene.send_orders(PLAYERS)
+    assert zygote.tick(scene.config, crash="outbox-handed-off:4") == -9
+    assert zygote.tick(scene.config) == 0
+    assert zygote.tick(scene.config) == 0
+    scene.check(may_repeat=3)     # one a connection at most, each with its Message-ID
 
 
 def test_a_crash_mid_report_of_a_deadline_turn(mailstack, tmp_path: Path, database: str,

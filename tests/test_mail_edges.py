@@ -6,6 +6,7 @@ import email
 import os
 import shutil
 import smtplib
+import socket
 import ssl
 import subprocess
 import time
@@ -159,6 +160,31 @@ def test_poll_raises_when_imap_down_and_recovers(mailstack, box):
     got: list[FetchedMail] = []
     assert inbox.poll(got.append) == 1
     assert subject(got[0].raw) == "during outage"
+
+
+def test_a_kept_connection_serves_the_next_poll_and_is_replaced_when_dropped(
+        mailstack, box, monkeypatch):
+    inbox = box(keep_open=60)
+    connects: list[int] = []
+    real_connect = inbox._connect
+
+    def counting_connect():
+        connects.append(1)
+        return real_connect()
+    monkeypatch.setattr(inbox, "_connect", counting_connect)
+    deliver(mailstack, "first")
+    got: list[FetchedMail] = []
+    assert inbox.poll(got.append) == 1 and len(connects) == 1
+    deliver(mailstack, "second")
+    assert inbox.poll(got.append) == 1 and len(connects) == 1      # no new login
+    assert inbox._kept is not None
+    inbox._kept.socket().shutdown(socket.SHUT_RDWR)   # dropped, as an idle server would
+    deliver(mailstack, "third")
+    assert inbox.poll(got.append) == 1 and len(connects) == 2      # reconnected at once
+    assert [subject(m.raw) for m in got] == ["first", "second", "third"]
+    inbox.close()
+    assert inbox._kept is None
+    assert box().poll(lambda m: pytest.fail("nothing left")) == 0
 
 
 def test_poll_raises_on_bad_login(mailstack):

@@ -3,16 +3,17 @@
 Everything a player typed (a name, a game title, a subject) may end up in a
 header.  No header value written here can carry a line break or any other
 control character: they are replaced by spaces, so nothing typed can add a
-header or a recipient.  Non-ASCII names and subjects are RFC 2047 encoded by
-the standard library on serialization.
+header or a recipient.  Non-ASCII names and subjects are RFC 2047 encoded.
 
-One trap of the standard library (seen on Python 3.11): a header value set
-on an EmailMessage is *parsed*, and RFC 2047 encoded words in it are
-decoded, so a typed ``=?utf-8?q?=0D=0ABcc:_x@y?=`` would turn into a real
-line break and a Bcc header when the message is serialized.  Every value is
-therefore also defused: the sequence "=?" that opens an encoded word is
-written "= ?".  As a last guard, the serialized header block is checked to
-hold exactly the headers that were set.
+The mail is written as bytes directly (pbem.mail.mimeout), not through
+``email.message.EmailMessage``, which costs about ten times as much.  What a
+reader sees is the same (tests/test_compose_bytes.py parses both back).  Every
+value is still defused as it was for the standard library, which decodes RFC
+2047 encoded words in a value set on a message (a typed
+``=?utf-8?q?=0D=0ABcc:_x@y?=`` could have become a real line break): the
+sequence "=?" that opens an encoded word is written "= ?", so no reader decodes
+typed text into anything.  As a last guard, the header block is checked to hold
+exactly the headers that were set.
 """
 
 from __future__ import annotations
@@ -21,12 +22,18 @@ import re
 import secrets
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from email.headerregistry import Address
-from email.message import EmailMessage
-from email.policy import SMTP
 from email.utils import format_datetime
 
 from pbem.mail.addresses import checked_address
+from pbem.mail.mimeout import (
+    address_field,
+    base64_body,
+    boundary,
+    field,
+    filename_param,
+    qp_body,
+    unstructured,
+)
 
 __all__ = ["MAX_REFERENCES", "build_mail", "clean_header_value", "make_message_id"]
 
@@ -98,15 +105,12 @@ def _field_name(name: str) -> str:
     return name
 
 
-def _address(addr: str, display_name: str | None = None) -> Address:
-    """A checked Address; raises ValueError for anything but one plain addr-spec (the
-    rule of pbem.mail.addresses, the same one the reader applies to a sender)."""
+def _address(addr: str, display_name: str | None = None) -> tuple[str, str]:
+    """(display name, addr-spec); raises ValueError for anything but one plain addr-spec
+    (the rule of pbem.mail.addresses, the same one the reader applies to a sender)."""
     spec = checked_address(addr)
     name = " ".join(clean_header_value(display_name).split()) if display_name else ""
-    try:
-        return Address(display_name=name, addr_spec=spec)
-    except (ValueError, IndexError) as exc:  # the library's own check
-        raise ValueError(f"not a plain mail address: {addr!r}") from exc
+    return name, spec
 
 
 def _msg_ids(ids: Sequence[str]) -> list[str]:
@@ -138,12 +142,14 @@ def build_mail(
     date: datetime | None = None,
     from_name: str | None = None,
 ) -> bytes:
-    """Build one mail and return it serialized (policy SMTP: CRLF line ends).
+    """Build one mail and return its bytes (CRLF line ends, ASCII, lines of at most
+    78 characters but for a header word longer than that).
 
     The body is text/plain, or multipart/alternative (text, then HTML) when
     ``html`` is given; with ``attachments`` ((filename, mime type, data))
     it is wrapped in multipart/mixed.  All text is utf-8, sent as
-    quoted-printable so that no body line is too long for SMTP.
+    quoted-printable so that no body line is too long for SMTP; its line
+    breaks become CRLF and it ends with one.
 
     Header safety: control characters (CR, LF, ...) in the subject, the
     sender's name and every header value become spaces.  Addresses must be
@@ -155,49 +161,80 @@ def build_mail(
     """
     if not to_addrs:
         raise ValueError("a mail needs at least one recipient")
-    msg = EmailMessage(policy=SMTP)
-    msg["From"] = _address(from_addr, from_name)
-    msg["To"] = [_address(a) for a in to_addrs]
-    msg["Subject"] = " ".join(clean_header_value(subject).split())
-    when = date or datetime.now(UTC)
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    msg["Date"] = format_datetime(when)
     ids = _msg_ids([message_id])
     if not ids:
         raise ValueError(f"not a valid Message-ID: {message_id!r}")
-    msg["Message-ID"] = ids[0]
-    if in_reply_to:
-        parent = _msg_ids([in_reply_to])
-        if parent:
-            msg["In-Reply-To"] = parent[0]
+    when = date or datetime.now(UTC)
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    head = [
+        address_field("From", [_address(from_addr, from_name)]),
+        address_field("To", [_address(a) for a in to_addrs]),
+        unstructured("Subject", " ".join(clean_header_value(subject).split())),
+        f"Date: {format_datetime(when)}\r\n",
+        f"Message-ID: {ids[0]}\r\n",
+    ]
+    names = ["from", "to", "subject", "date", "message-id"]
+    parent = _msg_ids([in_reply_to]) if in_reply_to else []
+    if parent:
+        head.append(f"In-Reply-To: {parent[0]}\r\n")
+        names.append("in-reply-to")
     refs = _msg_ids(references)[-MAX_REFERENCES:]
     if refs:
-        msg["References"] = " ".join(refs)
+        head.append(field("References", refs))
+        names.append("references")
+    extra = [(_field_name(name), value) for name, value in
+             ([loop_header] if loop_header is not None else []) + list(extra_headers.items())]
     if auto_submitted:
-        msg["Auto-Submitted"] = clean_header_value(auto_submitted).strip()
-    if loop_header is not None:
-        name, value = loop_header
-        msg[_field_name(name)] = clean_header_value(value).strip()
-    for name, value in extra_headers.items():
-        msg[_field_name(name)] = clean_header_value(value).strip()
+        extra.insert(0, ("Auto-Submitted", auto_submitted))
+    for name, value in extra:
+        head.append(unstructured(name, clean_header_value(value).strip()))
+        names.append(name.lower())
+    head.append("MIME-Version: 1.0\r\n")
+    names += ["mime-version", "content-type"]
 
-    msg.set_content(text, subtype="plain", charset="utf-8", cte="quoted-printable")
+    content = _text_part("plain", text)
     if html is not None:
-        msg.add_alternative(html, subtype="html", charset="utf-8", cte="quoted-printable")
-    for filename, mime_type, data in attachments:
-        maintype, _, subtype = mime_type.partition("/")
-        if not maintype or not subtype:
-            raise ValueError(f"not a MIME type: {mime_type!r}")
-        msg.add_attachment(
-            bytes(data),
-            maintype=maintype,
-            subtype=subtype,
-            filename=" ".join(clean_header_value(filename).split()) or "attachment",
-        )
-    raw = msg.as_bytes(policy=SMTP)
-    _check_header_block(raw, [k.lower() for k in msg])
+        content = _multipart("alternative", [content, _text_part("html", html)])
+    if attachments:
+        content = _multipart("mixed", [content, *map(_attachment, attachments)])
+    part_head, body = content
+    if "Content-Transfer-Encoding" in part_head:
+        names.append("content-transfer-encoding")
+    raw = "".join(head).encode("ascii") + part_head.encode("ascii") + b"\r\n" + body
+    _check_header_block(raw, names)
     return raw
+
+
+_Part = tuple[str, bytes]   # (header lines, body)
+_MIME_TOKEN = re.compile(r"[A-Za-z0-9!#$&^_.+-]+")
+
+
+def _text_part(subtype: str, text: str) -> _Part:
+    return (f'Content-Type: text/{subtype}; charset="utf-8"\r\n'
+            "Content-Transfer-Encoding: quoted-printable\r\n", qp_body(text))
+
+
+def _multipart(subtype: str, parts: list[_Part]) -> _Part:
+    mark = boundary()
+    delimiter = f"--{mark}\r\n".encode("ascii")
+    chunks: list[bytes] = []
+    for head, body in parts:
+        chunks += [delimiter, head.encode("ascii"), b"\r\n", body, b"\r\n"]
+    chunks.append(f"--{mark}--\r\n".encode("ascii"))
+    return field("Content-Type", [f"multipart/{subtype};", f'boundary="{mark}"']), b"".join(chunks)
+
+
+def _attachment(attachment: tuple[str, str, bytes]) -> _Part:
+    filename, mime_type, data = attachment
+    maintype, _, subtype = mime_type.partition("/")
+    if not _MIME_TOKEN.fullmatch(maintype) or not _MIME_TOKEN.fullmatch(subtype):
+        raise ValueError(f"not a MIME type: {mime_type!r}")
+    name = " ".join(clean_header_value(filename).split()) or "attachment"
+    head = (f"Content-Type: {maintype}/{subtype}\r\n"
+            "Content-Transfer-Encoding: base64\r\n"
+            + field("Content-Disposition", ["attachment;", *filename_param(name)]))
+    return head, base64_body(bytes(data))
 
 
 def _check_header_block(raw: bytes, expected: list[str]) -> None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import imaplib
 import logging
 import ssl as ssl_mod
+import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -49,7 +51,8 @@ class ImapInbox:
     def __init__(self, host: str, port: int, username: str, password: str, *, ssl: bool = True,
                  folder: str = "INBOX", done_folder: str = "pbem-done",
                  max_bytes: int = 10_000_000, timeout: float = 30.0,
-                 ssl_context: ssl_mod.SSLContext | None = None) -> None:
+                 ssl_context: ssl_mod.SSLContext | None = None,
+                 keep_open: float = 0.0) -> None:
         self.host = host
         self.port = port
         self.username = username
@@ -60,6 +63,12 @@ class ImapInbox:
         self.max_bytes = max_bytes
         self.timeout = timeout
         self.ssl_context = ssl_context
+        # a connection idle for at most this many seconds is used again by the next poll
+        # (no connect and login each time); 0: a fresh connection per poll
+        self.keep_open = keep_open
+        self._kept: IMAPClient | None = None
+        self._kept_since = 0.0
+        self._lock = threading.Lock()     # one poll at a time on the kept connection
 
     def __repr__(self) -> str:
         return (f"ImapInbox({self.username}@{self.host}:{self.port}/{self.folder}"
@@ -96,7 +105,47 @@ class ImapInbox:
         """
         if batch < 1:
             raise ValueError("batch must be >= 1")
-        client = self._connect()
+        with self._lock:
+            client, kept = self._take()
+            try:
+                try:
+                    stored = self._poll_on(client, store, batch)
+                except MailServiceUnavailable as e:
+                    if not kept:
+                        raise
+                    # the server closed the kept connection meanwhile: once more on a new
+                    # one (a mail stored but not moved is handed again, and stored once)
+                    log.info("%r: kept connection lost (%s); reconnecting", self, e)
+                    _close(client)
+                    client = self._connect()
+                    stored = self._poll_on(client, store, batch)
+            except BaseException:
+                _close(client)
+                raise
+            if self.keep_open > 0:
+                self._kept, self._kept_since = client, time.monotonic()
+            else:
+                _close(client)
+            return stored
+
+    def close(self) -> None:
+        """Log out of a kept connection."""
+        with self._lock:
+            client, self._kept = self._kept, None
+            if client is not None:
+                _close(client)
+
+    def _take(self) -> tuple[IMAPClient, bool]:
+        """The kept connection if it is fresh enough (True), else a new one (False)."""
+        client, self._kept = self._kept, None
+        if client is not None:
+            if time.monotonic() - self._kept_since <= self.keep_open:
+                return client, True
+            _close(client)
+        return self._connect(), False
+
+    def _poll_on(self, client: IMAPClient, store: Callable[[FetchedMail], None],
+                 batch: int) -> int:
         try:
             return self._poll(client, store, batch)
         except (OSError, imaplib.IMAP4.abort) as e:
@@ -104,8 +153,6 @@ class ImapInbox:
                                          f"lost: {e}") from e
         except imaplib.IMAP4.error as e:
             raise MailError(f"IMAP error on {self.host}:{self.port}: {e}") from e
-        finally:
-            _close(client)
 
     def _poll(self, client: IMAPClient, store: Callable[[FetchedMail], None],
               batch: int) -> int:

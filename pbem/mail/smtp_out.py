@@ -44,6 +44,8 @@ def _text(code: int, msg: bytes | str) -> str:
 
 def _crlf(raw: bytes) -> bytes:
     """Bare LF line ends -> CRLF (SMTP requires CRLF; smtplib leaves bytes alone)."""
+    if raw.count(b"\n") == raw.count(b"\r\n"):   # already CRLF (what build_mail writes)
+        return raw
     return re.sub(rb"(?<!\r)\n", b"\r\n", raw)
 
 
