@@ -6,6 +6,9 @@ plays classic Bluff or Cup of Bluff with four.
 Mail bytes go in through the embedded SMTP listener, the referee keeps its
 state in SQLite, and every mail it sends lands as an .eml file; the robots
 read their reports from those files and answer them by SMTP, as players would.
+
+The demo's database is thrown away, so it trades durability for speed: SQLite
+does not wait for the disk at each commit (``PRAGMA synchronous=OFF``).
 """
 
 from __future__ import annotations
@@ -21,12 +24,13 @@ from email import policy
 from email.message import EmailMessage
 from pathlib import Path
 
+from sqlalchemy import Engine, event
 from sqlmodel import Session
 
 from pbem.config import ListenSettings, Settings
 from pbem.games import GameError, find_game
 from pbem.kinds.verify import score_words
-from pbem.robot_client import client_order_lines, parse_mail, reply_to, report_view
+from pbem.robot_client import ReadReport, client_order_lines, parse_mail, read_report, reply_to
 from pbem.server import Server
 from pbem.services.export import export_json, export_record
 
@@ -36,9 +40,39 @@ DOMAIN = "demo.invalid"
 DEMO_KINDS = {"postal": (5, "", 200), "classic": (4, " english", 2000), "cup": (4, "", 2000)}
 
 
-def send(port: int, raw: bytes, mail_from: str, to: str) -> None:
+def send(port: int, mails: list[tuple[str, bytes]], to: str) -> None:
+    """(sender, raw) mails to ``to`` over one SMTP connection."""
     with smtplib.SMTP("127.0.0.1", port, timeout=30) as smtp:
-        smtp.sendmail(mail_from, [to], raw)
+        for mail_from, raw in mails:
+            smtp.sendmail(mail_from, [to], raw)
+
+
+def _no_disk_waits(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA synchronous=OFF")
+    cursor.close()
+
+
+def throwaway(engine: Engine) -> None:
+    """The demo's own database: commits do not wait for the disk (fsync), a crash of the
+    machine may lose it. Connections opened from now on."""
+    engine.dispose()
+    event.listen(engine, "connect", _no_disk_waits)
+
+
+def new_reports(outbox: Path, seen: set[str], addresses: dict[str, str]) -> dict[str, ReadReport]:
+    """The newest report to each player among the .eml files not seen yet."""
+    latest: dict[str, tuple[int, ReadReport]] = {}
+    for path in sorted(outbox.glob("*.eml")):
+        if path.name in seen:
+            continue
+        seen.add(path.name)
+        report = read_report(path.read_bytes())   # no full MIME parse: the demo's hot loop
+        to, view = str(report.msg["To"]).strip("<>"), report.view
+        if view is not None and to in addresses and (to not in latest
+                                                     or view["turn"] >= latest[to][0]):
+            latest[to] = (view["turn"], report)
+    return {to: report for to, (_turn, report) in latest.items()}
 
 
 def referee_mail(settings: Settings, lines: list[str]) -> bytes:
@@ -62,6 +96,7 @@ def run_demo(folder: Path | None = None, *, seed: int | None = None, quiet: bool
                         referee=f"referee@{DOMAIN}", referee_key=secrets.token_hex(8),
                         outbox_dir=outbox, listen=ListenSettings("127.0.0.1", 0))
     server = Server(settings)
+    throwaway(server.engine)
     listener = server.listener()
     assert listener is not None
     listener.start()
@@ -73,36 +108,27 @@ def run_demo(folder: Path | None = None, *, seed: int | None = None, quiet: bool
                  + (f" RULES {rules}{words}" if rules != "postal" or options else "")]
         setup += [f"ADD {game} {addr} {name}" for addr, name in addresses.items()]
         setup.append(f"START {game}")
-        send(listener.port, referee_mail(settings, setup), settings.referee, settings.address)
+        send(listener.port, [(settings.referee, referee_mail(settings, setup))], settings.address)
         server.tick()
         refused = _refused(server, outbox, game, settings.referee)
         if refused is not None:
             say(f"The demo could not set up its game:\n{refused}")
             return 2
         rng = random.Random(seed)
-        seen: set[Path] = set()
+        seen: set[str] = set()
         turns = 0
         while True:
-            latest: dict[str, tuple[int, bytes]] = {}
-            for path in sorted(outbox.glob("*.eml")):
-                if path in seen:
-                    continue
-                seen.add(path)
-                msg = parse_mail(path.read_bytes())
-                view = report_view(msg)
-                to = str(msg["To"]).strip("<>")
-                if view is not None and to in addresses:
-                    if to not in latest or view["turn"] >= latest[to][0]:
-                        latest[to] = (view["turn"], path.read_bytes())
+            latest = new_reports(outbox, seen, addresses)
             over = False
-            for addr, (_turn, raw) in sorted(latest.items()):
-                msg = parse_mail(raw)
-                view = report_view(msg)
-                assert view is not None
-                over = over or view["game_over"]
-                lines = client_order_lines(view, rng)
+            orders: list[tuple[str, bytes]] = []
+            for addr, report in sorted(latest.items()):
+                assert report.view is not None
+                over = over or report.view["game_over"]
+                lines = client_order_lines(report.view, rng)
                 if lines:
-                    send(listener.port, reply_to(msg, addr, lines), addr, settings.address)
+                    orders.append((addr, reply_to(report.msg, addr, lines, original=report.text)))
+            if orders:
+                send(listener.port, orders, settings.address)
             if over or not latest:
                 break
             server.tick()

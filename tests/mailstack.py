@@ -422,6 +422,43 @@ service lmtp {{
         if refused:
             raise MailStackError(f"recipients refused: {refused}")
 
+    def maildir(self, user: str) -> Path:
+        """The user's Maildir (``mail_location = maildir:~/Maildir``), made when missing."""
+        assert self.base_dir is not None, "call start() first"
+        local, _, domain = self.address(user).partition("@")
+        root = self.base_dir / "mail" / domain / local / "Maildir"
+        owner = self._mail_owner() if os.geteuid() == 0 else None
+        for path in (root.parent.parent, root.parent, root,
+                     *(root / sub for sub in ("tmp", "new", "cur"))):
+            if not path.is_dir():
+                path.mkdir()
+                if owner is not None:
+                    shutil.chown(path, *owner)
+        return root
+
+    def deliver_many(self, user: str, raws: Iterable[bytes]) -> int:
+        """Put mails straight into user's INBOX, as a local delivery agent does: each is
+        written into the Maildir's tmp/ then renamed into new/, where Dovecot picks it up
+        at its next look. Far faster than LMTP for tens of thousands of mails (no fsync,
+        no connection per mail); takes an iterable, so the mails can be streamed.
+        Returns how many were delivered."""
+        root = self.maildir(user)
+        owner = self._mail_owner() if os.geteuid() == 0 else None
+        uid = pwd.getpwnam(owner[0]).pw_uid if owner else -1
+        gid = grp.getgrnam(owner[1]).gr_gid if owner else -1
+        stamp, host = int(time.time()), socket.gethostname().replace("/", "_").replace(":", "_")
+        count = 0
+        for raw in raws:
+            name = f"{stamp}.M{count}P{os.getpid()}Q{time.monotonic_ns()}.{host},S={len(raw)}"
+            tmp = root / "tmp" / name
+            with open(tmp, "wb") as f:
+                f.write(raw)
+            if owner is not None:
+                os.chown(tmp, uid, gid)
+            os.rename(tmp, root / "new" / name)
+            count += 1
+        return count
+
     def imap(self, user: str) -> IMAPClient:
         """A logged-in IMAPClient for user (caller logs out)."""
         client = IMAPClient(self.imap_host, self.imap_port, ssl=False, timeout=10)

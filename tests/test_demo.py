@@ -7,10 +7,14 @@ import json
 import re
 import subprocess
 import sys
+from email import policy
+from email.message import EmailMessage
 from pathlib import Path
 
 import pytest
 
+from pbem.db import open_database
+from pbem.demo import new_reports, throwaway
 from pbem.kinds.verify import verify_generic
 
 
@@ -59,3 +63,33 @@ def test_demo_shows_its_progress_on_stderr(tmp_path: Path) -> None:
                             for line in progress)
     turns = int(re.search(r"is over after (\d+) turns", done.stdout).group(1))  # type: ignore[union-attr]
     assert progress[-1].startswith(f"playing: turn {turns}, ")
+
+
+def test_the_demo_database_does_not_wait_for_the_disk(tmp_path: Path) -> None:
+    engine = open_database(f"sqlite:///{tmp_path / 'pbem.db'}")
+    throwaway(engine)
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 0   # OFF
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"   # pbem's own
+    engine.dispose()
+
+
+def test_the_robots_read_each_mail_once_and_answer_the_newest_report(tmp_path: Path) -> None:
+    def report(to: str, turn: int) -> bytes:
+        msg = EmailMessage()
+        msg["From"], msg["To"], msg["Subject"] = "bluff@demo.invalid", to, f"turn {turn}"
+        msg.set_content(f"turn {turn}\n")
+        msg.add_attachment(json.dumps({"turn": turn}).encode(), maintype="application",
+                           subtype="json", filename="report.json")
+        return msg.as_bytes(policy=policy.SMTP)
+
+    outbox = tmp_path / "outbox"
+    outbox.mkdir()
+    (outbox / "1.eml").write_bytes(report("ann@demo.invalid", 1))
+    (outbox / "2.eml").write_bytes(report("ann@demo.invalid", 2))
+    (outbox / "3.eml").write_bytes(report("referee@demo.invalid", 2))
+    seen: set[str] = set()
+    latest = new_reports(outbox, seen, {"ann@demo.invalid": "Ann"})
+    assert list(latest) == ["ann@demo.invalid"] and latest["ann@demo.invalid"].view == {"turn": 2}
+    assert latest["ann@demo.invalid"].text == "turn 2\n"
+    assert new_reports(outbox, seen, {"ann@demo.invalid": "Ann"}) == {}

@@ -1,0 +1,236 @@
+"""N postal games through the real `pbem tick`: how one turn of every game scales.
+
+For each size N (each in a fresh subprocess, so its peak RSS is its own): a real
+Dovecot (tests/mailstack.py), a SQLite file in a temp dir, the `.eml` outbox (no
+SMTP). N games are created and started by referee mail (NEWGAME/ADD/START, split
+over several mails by the referee's line cap) and one tick starts them all (the
+start tick); then every player answers its first report with a legal order, a
+reply mail as a player's client writes it (In-Reply-To, References, the report
+quoted), put straight into the referee's Maildir; then ONE tick handles the whole
+turn (the turn tick). Making and delivering the mails is not timed.
+
+Prints per N: the start tick, the turn tick, orders handled, ms per order, mails
+written (and per second) by the turn tick, peak RSS of the process; then how the
+per-order cost and the peak RSS grow from the smallest size to the largest.
+
+    python bench/scale.py                          # 100 games
+    python bench/scale.py --games 100 1000         # each size in its own process
+    python bench/scale.py --games 1000 --profile turn.prof   # cProfile of the turn tick
+
+With --profile and several sizes, each size writes FILE with "-N" before its suffix.
+The mails are streamed (the answers straight from the outbox table into the
+Maildir), so the bench itself holds few in memory at once; on disk, a size takes
+about 0.8 MB a game under the temp dir (TMPDIR): ~8 GB for 10,000 games.
+Needs Dovecot (dovecot-imapd, dovecot-lmtpd); run from the repository root.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import pstats
+import random
+import resource
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from email import policy
+from email.message import EmailMessage
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from pbem.config import ImapSettings, Settings  # noqa: E402
+from pbem.mail.read import MAX_TEXT_LINES  # noqa: E402
+from pbem.robot_client import choose_order, order_lines, read_report, reply_to  # noqa: E402
+from pbem.server import Server  # noqa: E402
+from tests.mailstack import MailStack  # noqa: E402
+
+KEY = "bench-referee-key"
+SEATS = 5
+PLAYER_DOMAIN = "players.test"
+
+
+def say(text: str) -> None:
+    print(f"  [{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------- the mails
+
+
+def referee_mails(stack: MailStack, games: int) -> Iterator[bytes]:
+    """NEWGAME/ADD/START for every game, as few referee mails as the line cap allows."""
+    per_mail = (MAX_TEXT_LINES - 1) // (SEATS + 2)   # KEY line, then 7 lines a game
+    for first in range(0, games, per_mail):
+        lines = [f"KEY {KEY}"]
+        for g in range(first, min(games, first + per_mail)):
+            lines.append(f"NEWGAME scale-{g} SEED {1000 + g}")
+            lines += [f"ADD scale-{g} g{g}p{s}@{PLAYER_DOMAIN} P{s}" for s in range(1, SEATS + 1)]
+            lines.append(f"START scale-{g}")
+        msg = EmailMessage()
+        msg["From"], msg["To"] = stack.address("referee"), stack.address("bluff")
+        msg["Subject"] = f"games from {first}"
+        msg.set_content("\n".join(lines) + "\n")
+        yield msg.as_bytes(policy=policy.SMTP)
+
+
+def answers(database: Path, rng: random.Random, quote: bool) -> Iterator[bytes]:
+    """Every player's reply to its turn-1 report, streamed from the outbox table."""
+    conn = sqlite3.connect(database)
+    try:
+        rows = conn.execute("SELECT raw, rcpts_json FROM outbound_mail "
+                            "WHERE kind = 'report' AND turn = 1 ORDER BY id")
+        for raw, rcpts in rows:
+            report = read_report(raw)   # not a full MIME parse: 50,000 of those take minutes
+            assert report.view is not None
+            move = choose_order(report.view, rng)
+            assert move is not None, "every postal player moves in turn 1"
+            yield reply_to(report.msg, json.loads(rcpts)[0], order_lines(move), quote=quote,
+                           original=report.text)
+    finally:
+        conn.close()
+
+
+# --------------------------------------------------------------------------- one size
+
+
+def count(database: Path, sql: str) -> int:
+    conn = sqlite3.connect(database)
+    try:
+        return int(conn.execute(sql).fetchone()[0])
+    finally:
+        conn.close()
+
+
+def inbox_size(stack: MailStack) -> int:
+    """Messages in the referee's INBOX (selecting it lets Dovecot index new mail)."""
+    client = stack.imap("bluff")
+    try:
+        return len(client.search(["ALL"])) if client.select_folder("INBOX") else 0
+    finally:
+        client.logout()
+
+
+def deliver(stack: MailStack, raws: Iterator[bytes], what: str) -> int:
+    start = time.perf_counter()
+    delivered = stack.deliver_many("bluff", raws)
+    waiting = inbox_size(stack)
+    assert waiting == delivered, f"{delivered} {what} delivered, {waiting} in the INBOX"
+    say(f"{delivered} {what} delivered and indexed in {time.perf_counter() - start:.1f} s")
+    return delivered
+
+
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024   # KiB on Linux
+
+
+def run_size(games: int, profile: str | None, quote: bool, seed: int) -> dict:
+    with MailStack(users=("bluff", "referee")) as stack, \
+            tempfile.TemporaryDirectory(prefix="pbem-scale-") as tmp:
+        database = Path(tmp) / "scale.db"
+        settings = Settings(
+            database=f"sqlite:///{database}", address=stack.address("bluff"),
+            referee=stack.address("referee"), referee_key=KEY, outbox_dir=Path(tmp) / "outbox",
+            imap=ImapSettings(stack.imap_host, stack.imap_port, ssl=False,
+                              username=stack.address("bluff"), password=stack.password))
+        server = Server(settings)
+        setup = deliver(stack, referee_mails(stack, games), "referee mails")
+
+        clock = time.perf_counter()
+        started = server.tick()
+        start_tick = time.perf_counter() - clock
+        reports = count(database, "SELECT count(*) FROM outbound_mail "
+                                  "WHERE kind = 'report' AND turn = 1")
+        say(f"start tick: {start_tick:.1f} s ({started}); {reports} first reports")
+        assert started.processed == setup and reports == SEATS * games, "games not all started"
+
+        orders = deliver(stack, answers(database, random.Random(seed), quote), "orders")
+        before = count(database, "SELECT count(*) FROM outbound_mail")
+        profiler = cProfile.Profile() if profile else None
+        clock = time.perf_counter()
+        if profiler is not None:
+            profiler.enable()
+        turn = server.tick()
+        if profiler is not None:
+            profiler.disable()
+        turn_tick = time.perf_counter() - clock
+        written = count(database, "SELECT count(*) FROM outbound_mail") - before
+        second = count(database, "SELECT count(*) FROM outbound_mail "
+                                 "WHERE kind = 'report' AND turn = 2")
+        say(f"turn tick: {turn_tick:.1f} s ({turn}); {second} second reports")
+        if turn.processed != orders or second != SEATS * games:
+            say(f"WARNING: {orders} orders delivered, {turn.processed} handled, "
+                f"{second} of {SEATS * games} turn-2 reports written")
+        if profiler is not None and profile is not None:
+            profiler.dump_stats(profile)
+            for key in ("cumulative", "tottime"):
+                print(f"\n--- turn tick at {games} games, top 15 by {key} ({profile})")
+                pstats.Stats(profiler, stream=sys.stdout).sort_stats(key).print_stats(15)
+        server.engine.dispose()
+        return {"games": games, "start_tick": start_tick, "turn_tick": turn_tick,
+                "orders": turn.processed, "ms_per_order": 1000 * turn_tick / max(1, turn.processed),
+                "mails": written, "mails_per_s": written / turn_tick,
+                "sent": turn.sent, "rss_mib": peak_rss_mib()}
+
+
+# --------------------------------------------------------------------------- the driver
+
+
+def profile_path(profile: str | None, games: int, several: bool) -> str | None:
+    if profile is None or not several:
+        return profile
+    path = Path(profile)
+    return str(path.with_name(f"{path.stem}-{games}{path.suffix}"))
+
+
+def table(results: list[dict]) -> None:
+    print("\n| games | start tick | turn tick | orders | ms/order | mails written | "
+          "mails/s | peak RSS |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for r in results:
+        print(f"| {r['games']:,} | {r['start_tick']:.1f} s | {r['turn_tick']:.1f} s | "
+              f"{r['orders']:,} | {r['ms_per_order']:.1f} | {r['mails']:,} | "
+              f"{r['mails_per_s']:.0f} | {r['rss_mib']:.0f} MiB |")
+    if len(results) > 1:
+        small, large = results[0], results[-1]
+        print(f"\nfrom {small['games']:,} to {large['games']:,} games: per-order cost "
+              f"x{large['ms_per_order'] / small['ms_per_order']:.2f}, peak RSS "
+              f"x{large['rss_mib'] / small['rss_mib']:.2f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--games", type=int, nargs="+", default=[100],
+                        help="one or more sizes; each runs in its own process")
+    parser.add_argument("--profile", metavar="FILE", help="write a cProfile of the turn tick")
+    parser.add_argument("--no-quote", dest="quote", action="store_false",
+                        help="players do not quote the report in their replies")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--result", help=argparse.SUPPRESS)   # the child's answer file
+    args = parser.parse_args()
+    if args.result:   # a child: one size
+        result = run_size(args.games[0], args.profile, args.quote, args.seed)
+        Path(args.result).write_text(json.dumps(result))
+        return
+    sizes = sorted(set(args.games))
+    results = []
+    with tempfile.TemporaryDirectory(prefix="pbem-scale-results-") as tmp:
+        for games in sizes:
+            print(f"{games:,} games ...", file=sys.stderr, flush=True)
+            answer = Path(tmp) / f"{games}.json"
+            cmd = [sys.executable, __file__, "--games", str(games), "--seed", str(args.seed),
+                   "--result", str(answer)]
+            prof = profile_path(args.profile, games, len(sizes) > 1)
+            cmd += ["--profile", prof] if prof else []
+            cmd += [] if args.quote else ["--no-quote"]
+            subprocess.run(cmd, check=True)
+            results.append(json.loads(answer.read_text()))
+    table(results)
+
+
+if __name__ == "__main__":
+    main()
