@@ -36,6 +36,7 @@ import pwd
 import shutil
 import signal
 import smtplib
+import socket
 import subprocess
 import tempfile
 import time
