@@ -7,6 +7,8 @@ commit a mail, so a crash in the middle of a drain can repeat at most the mail
 in flight on each connection (one with ``connections=1``), and such a mail
 carries the same Message-ID both times; two senders never send the same row.
 Claims of a process that died are taken over at once (pbem.faults.claim_stale).
+The mails of a page to one address go over one connection in queue order, so
+they leave in the order they were queued.
 
 A server that cannot be reached (or says 421) stops the drain without
 counting against any mail; a 4xx for a recipient defers that mail with
@@ -144,6 +146,14 @@ class _Claimed:
     raw: bytes
 
 
+def _by_recipients(rows: list[_Claimed]) -> list[list[_Claimed]]:
+    """The rows grouped by their recipients, each group and the groups in queue order."""
+    groups: dict[tuple[str, ...], list[_Claimed]] = {}
+    for row in rows:
+        groups.setdefault(tuple(row.rcpts), []).append(row)
+    return list(groups.values())
+
+
 class _Drain:
     """The senders of one drain (opened when first needed, closed at its end) and
     what happened."""
@@ -176,8 +186,12 @@ class _Drain:
         return sender
 
     def send(self, rows: list[_Claimed]) -> None:
-        """Send a claimed page over the senders; release what was left unsent."""
-        todo = iter(rows)
+        """Send a claimed page over the senders; release what was left unsent.
+
+        A connection takes all of one recipient's mails of the page and sends them in
+        queue order, so the mails to one address leave in the order they were queued
+        (a player's answers to two mails, a report and the next turn's)."""
+        todo = iter(_by_recipients(rows))
         done: set[int] = set()
         errors: list[BaseException] = []
 
@@ -185,15 +199,19 @@ class _Drain:
             try:
                 while not self.report.unavailable and not errors:
                     with self._lock:
-                        row = next(todo, None)
-                    if row is None:
+                        group = next(todo, None)
+                    if group is None:
                         return
-                    self._send_one(slot, row)
-                    done.add(row.id)
+                    for row in group:
+                        if self.report.unavailable or errors:
+                            return
+                        self._send_one(slot, row)
+                        done.add(row.id)
             except BaseException as exc:   # re-raised in the drain's thread
                 errors.append(exc)
 
-        workers = min(len(self.senders), -(-len(rows) // MAILS_PER_CONNECTION))
+        workers = min(len(self.senders), -(-len(rows) // MAILS_PER_CONNECTION),
+                      len({tuple(row.rcpts) for row in rows}))
         try:
             if workers <= 1:
                 work(0)

@@ -168,3 +168,34 @@ def test_a_mark_that_fails_releases_the_page_and_repeats_at_most_a_mail_a_connec
     drain(engine, sender.opened, lambda: NOW, connections=2)
     assert {r.status for r in rows(engine)} == {"sent"}
     assert 12 <= len(sender.sent) <= 12 + 2    # repeated: at most the mail a connection held
+
+
+@pytest.mark.mailstack
+def test_mail_to_one_address_leaves_in_queue_order_over_several_connections(
+        mailstack, tmp_path: Path) -> None:
+    """A player who sends two mails gets the two answers in that order, even when the
+    page goes out over several connections at once: one connection takes all the mails
+    of one address, in queue order."""
+    engine = open_database(f"sqlite:///{tmp_path}/pbem.db")
+    users = ["p1", "p2", "p3"]
+    for user in users:
+        mailstack.clear(user)
+    queue(engine, Origin(mailstack.address("bluff")),
+          [mailstack.address(users[n % 3]) for n in range(36)])
+    carried_by: dict[str, set[str]] = {}
+
+    class RecordingSender(SmtpSender):
+        def send(self, mail_from: str, rcpts: list[str], raw: bytes) -> SendResult:
+            carried_by.setdefault(rcpts[0], set()).add(threading.current_thread().name)
+            return super().send(mail_from, rcpts, raw)
+
+    def open_sender() -> SmtpSender:
+        return RecordingSender(mailstack.smtp_host, mailstack.smtp_port, timeout=10)
+
+    report = drain(engine, open_sender, lambda: NOW, connections=3, page=36)
+    assert report.sent == 36
+    assert len({name for names in carried_by.values() for name in names}) == 3
+    assert all(len(names) == 1 for names in carried_by.values()), carried_by
+    for n, user in enumerate(users):
+        subjects = [str(parse_mail(raw)["Subject"]) for raw in mailstack.wait_for(user, 12)]
+        assert subjects == [f"mail {k}" for k in range(n, 36, 3)]
