@@ -159,11 +159,14 @@ def test_a_crash_at_every_step_loses_nothing_and_repeats_only_the_mail_in_flight
     assert zygote.tick(scene.config) == 0          # the restart that runs to the end
     assert zygote.tick(scene.config) == 0          # and finds nothing left to do
     scene.check(may_repeat=1)
-    # the one repeat is the mail in flight at "outbox-handed-off": the fourth of the turn
+    # exactly one mail comes twice: the one in flight at "outbox-handed-off" (the order a
+    # page goes out in groups a recipient's mails, so which row that is is not fixed here)
+    copies = Counter(str(m["Message-ID"]) for u in PLAYERS for m in scene.mail_of(u))
+    (repeated,) = [mid for mid, n in copies.items() if n > 1]
+    assert copies[repeated] == 2
     with Session(scene.server.engine) as session:
-        fourth = session.exec(select(OutboundMail).order_by(OutboundMail.id)).all()[5 + 3]
-    (user,) = [u for u in PLAYERS if scene.stack.address(u) in fourth.rcpts_json]
-    assert [str(m["Message-ID"]) for m in scene.mail_of(user)].count(fourth.message_id) == 2
+        row = session.exec(select(OutboundMail).where(OutboundMail.message_id == repeated)).one()
+        assert row.kind == "report" or row.inbound_id is not None
 
 
 def test_a_crash_after_claiming_a_page_sends_each_mail_once(

@@ -23,6 +23,7 @@ import pytest
 from sqlmodel import Session, col, select
 
 from pbem import db
+from pbem.config import SmtpSettings
 from pbem.models import Game, InboundMail, Move, OutboundMail
 from pbem.robot_client import client_order_lines, parse_mail, reply_to, report_view
 from tests.e2ekit import Client
@@ -175,7 +176,8 @@ def test_three_workers_over_a_whole_game_and_a_burst_with_one_killed(
         (rcpt,) = json.loads(row.rcpts_json)
         assert arrived[by_address[rcpt]][row.message_id] >= 1, row.kind
     twice = {mid for c in arrived.values() for mid, n in c.items() if n > 1}
-    assert twice <= killed["in_flight"] and len(twice) <= 1
+    # at most one mail in flight on each of the killed worker's SMTP connections
+    assert twice <= killed["in_flight"] and len(twice) <= SmtpSettings(host="any").connections
     assert sum(sum(c.values()) for c in arrived.values()) == len(outbound) + len(twice)
     assert Counter(burst_ids) == Counter(str(m.dedupe_key) for m in inbound
                                          if m.dedupe_key in set(burst_ids))
