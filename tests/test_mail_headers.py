@@ -17,7 +17,7 @@ from bs4 import BeautifulSoup
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pbem.mail.remote_content import without_remote_content
+from pbem.mail.remote_content import _SUSPECT, may_hold_remote_content, without_remote_content
 from pbem.render import Renderer
 from tests.bouncekit import PLAYERS, Desk
 from tests.deskkit import (
@@ -152,3 +152,16 @@ TAGS = st.sampled_from(["img src", "td background", "video poster", "object data
 def test_no_remote_content_survives(parts: list[tuple[str, str]], noise: str) -> None:
     html = "".join(f'<{t.split()[0]} {t.split()[1]}="{url}">{noise}' for t, url in parts)
     assert remote_things(without_remote_content(html)) == []
+
+
+FRAGMENTS = st.sampled_from(["src", "SrcSet", "background", "data", "url(", "URL(", "=", " ",
+                             "\t", "'", '"', "https:", "HTTP:", "//", "ftp:", "FTP:", "@import",
+                             "@IMPORT", "<link", "<LINK ", "x", "<p>", "h", "ttp:", "/"])
+
+
+@given(st.lists(FRAGMENTS, max_size=12).map("".join))
+def test_the_quick_look_never_passes_what_the_full_look_would_catch(html: str) -> None:
+    """may_hold_remote_content is a plain substring test before the regex: any HTML the
+    regex finds suspect, it must find suspect too."""
+    if _SUSPECT.search(html):
+        assert may_hold_remote_content(html)

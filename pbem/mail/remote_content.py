@@ -18,6 +18,9 @@ _REMOTE = r"\s*['\"]?\s*(?:https?:|ftp:|//)"
 # a quick look first: mail without any of these is returned as it is
 _SUSPECT = re.compile(rf"(?:src|srcset|background|poster|data|lowsrc|dynsrc)\s*={_REMOTE}|url\({_REMOTE}|"
                       r"@import|<link\b", re.IGNORECASE)
+# what every match of _SUSPECT contains (lowercased): a plain substring test rules out
+# most mail in microseconds, where the regex takes about a millisecond a report
+_NEEDLES = ("http", "ftp:", "//", "@import", "<link")
 _REMOTE_URL = re.compile(rf"^{_REMOTE}", re.IGNORECASE)
 _CSS_URL = re.compile(rf"url\({_REMOTE}[^)]*\)", re.IGNORECASE)
 _CSS_IMPORT = re.compile(r"@import[^;]*;?", re.IGNORECASE)
@@ -28,9 +31,15 @@ def is_remote(url: str) -> bool:
     return bool(_REMOTE_URL.match(url))
 
 
+def may_hold_remote_content(html: str) -> bool:
+    """False when ``html`` surely loads nothing from the network (the quick look)."""
+    lower = html.lower()
+    return any(needle in lower for needle in _NEEDLES)
+
+
 def without_remote_content(html: str) -> str:
     """``html`` with nothing a mail client would load from the network."""
-    if not _SUSPECT.search(html):
+    if not may_hold_remote_content(html) or not _SUSPECT.search(html):
         return html
     # bs4 is heavy (about 0.1 s to import) and only needed for the rare suspect HTML
     from bs4 import BeautifulSoup
