@@ -108,7 +108,9 @@ class Server:
     def open_sender(self) -> AbstractContextManager[Sender]:
         smtp = self.settings.smtp
         if smtp is None:
-            return with_signature(EmlDirSender(self.settings.outbox_dir), self.signer)
+            durable = self.settings.db.synchronous == "full"
+            return with_signature(EmlDirSender(self.settings.outbox_dir, durable=durable),
+                                  self.signer)
         return with_signature(SmtpSender(smtp.host, smtp.port, ssl=smtp.ssl,
                                          starttls=smtp.starttls, username=smtp.username,
                                          password=smtp.password), self.signer)

@@ -7,6 +7,7 @@ but never corrupts the database. FULL flushes every commit. README "Guarantees" 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -47,3 +48,19 @@ def test_a_wrong_setting_is_refused_with_its_section(tmp_path: Path, body: str) 
     config.write_text(f"[database]\n{body}\n")
     with pytest.raises(ConfigError, match=r"\[database\]"):
         load_settings(config, env={})
+
+
+@pytest.mark.parametrize(("level", "fsyncs"), [("normal", 0), ("full", 2)])
+def test_the_eml_outbox_flushes_each_mail_only_when_every_commit_is_flushed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, level: str, fsyncs: int) -> None:
+    """An .eml written is as durable as the commit that marks it sent: "full" fsyncs the
+    file and its folder, "normal" leaves both to the OS (a process crash loses neither)."""
+    server = make_server(tmp_path, Clock(), db=DatabaseSettings(level))
+    calls: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (calls.append(fd), real_fsync(fd))[1])
+    raw = b"From: a@x.test\r\nTo: b@x.test\r\nMessage-ID: <m1@x.test>\r\nSubject: s\r\n\r\nbody\r\n"
+    with server.open_sender() as sender:
+        assert sender.send("a@x.test", ["b@x.test"], raw).accepted == ["b@x.test"]
+    (written,) = Path(server.settings.outbox_dir).glob("*.eml")
+    assert written.read_bytes() == raw and len(calls) == fsyncs

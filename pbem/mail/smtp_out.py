@@ -231,11 +231,16 @@ def _sanitise(text: str, limit: int = 60) -> str:
 
 class EmlDirSender:
     """Embedded default outbound edge: every message becomes one .eml file in
-    ``folder``, written atomically (temp file + fsync + rename). Same interface as
-    SmtpSender; all recipients are accepted."""
+    ``folder``, written atomically (a temp file linked to its name), so no reader
+    sees half a mail. With ``durable`` each file and the folder are fsynced before
+    the mail counts as sent (``[database] synchronous = "full"``); without, a power
+    loss may lose the files of the last moments (a process crash never does). Same
+    interface as SmtpSender; all recipients are accepted."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, durable: bool = True) -> None:
         self.folder = Path(folder)
+        self.durable = durable
+        self._made = False    # the folder, made at the first mail
 
     def __repr__(self) -> str:
         return f"EmlDirSender({self.folder})"
@@ -253,7 +258,9 @@ class EmlDirSender:
         rcpts = list(dict.fromkeys(rcpts))
         if not rcpts:
             return SendResult()
-        self.folder.mkdir(parents=True, exist_ok=True)
+        if not self._made:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self._made = True
         headers = BytesHeaderParser(policy=policy.compat32).parsebytes(raw)
         msgid = str(headers.get("Message-ID", "") or "")
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
@@ -261,13 +268,15 @@ class EmlDirSender:
         tmp = self.folder / f".{uuid.uuid4().hex}.eml.tmp"
         with open(tmp, "wb") as f:
             f.write(raw)
-            f.flush()
-            os.fsync(f.fileno())
+            if self.durable:
+                f.flush()
+                os.fsync(f.fileno())
         try:
             final = self._publish(tmp, stem)
         finally:
             tmp.unlink(missing_ok=True)
-        _fsync_dir(self.folder)
+        if self.durable:
+            _fsync_dir(self.folder)
         log.info("%r: wrote %s", self, final.name)
         return SendResult(accepted=rcpts)
 
