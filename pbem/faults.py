@@ -201,6 +201,24 @@ def claim(session: Session, table: Any, row_id: int, owner: str | None, now: dat
     return bool(done.rowcount == 1)  # type: ignore[attr-defined]
 
 
+def claim_many(session: Session, table: Any, seen: list[tuple[int, str | None]],
+               now: datetime, *, status: str) -> list[int]:
+    """Claim the rows ``seen`` (id, claimer seen before) as ``claim`` does, one by one in
+    effect; returns the ids we got, in the order given. The free rows (the common
+    case) are claimed by one UPDATE; a row someone else took meanwhile is not ours,
+    as with ``claim``, even for another thread of this process. The caller commits."""
+    free = [row_id for row_id, owner in seen if owner is None]
+    got: set[int] = set()
+    if free:   # RETURNING: exactly the rows this statement took (SQLite >= 3.35)
+        got.update(session.execute(update(table).where(
+            col(table.id).in_(free), col(table.status) == status,
+            col(table.claimed_by).is_(None)).values(claimed_by=me(), claimed_at=now)
+            .returning(col(table.id))).scalars())
+    got.update(row_id for row_id, owner in seen
+               if owner is not None and claim(session, table, row_id, owner, now, status=status))
+    return [row_id for row_id, _ in seen if row_id in got]
+
+
 # --------------------------------------------------------------------------- the lease
 
 

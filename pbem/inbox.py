@@ -29,7 +29,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col, select
 
 from pbem.db import one_writer
-from pbem.faults import claim, claim_stale, me
+from pbem.faults import claim, claim_many, claim_stale, me
 from pbem.mail.headers import MAIL_HEADER_BYTES, read_mail_header
 from pbem.models import InboundMail
 
@@ -105,9 +105,10 @@ def claim_page(engine: Engine, now: datetime, lease: timedelta, *, after: int = 
             select(InboundMail.id, InboundMail.claimed_by, InboundMail.claimed_at)
             .where(InboundMail.status == "new", col(InboundMail.id) > after, *within)
             .order_by(col(InboundMail.id)).limit(size)))
-        claimed = [row_id for row_id, owner, at in found
-                   if (owner == me() or claim_stale(owner, at, now, lease))
-                   and claim(session, InboundMail, row_id, owner, now, status="new")]
+        claimed = claim_many(session, InboundMail,
+                             [(row_id, owner) for row_id, owner, at in found
+                              if owner == me() or claim_stale(owner, at, now, lease)],
+                             now, status="new")
         if claimed:   # the first attempt begins: counted in the claim's own commit
             count_attempt(session, claimed[0])
         session.commit()

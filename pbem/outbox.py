@@ -28,10 +28,11 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from sqlalchemy import Engine, update
+from sqlalchemy import select as select_columns  # sqlmodel's select takes at most 4
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, col, select
 
-from pbem.faults import aware, claim, claim_stale, crash_point, me
+from pbem.faults import aware, claim_many, claim_stale, crash_point, me
 from pbem.mail.bounces import Bounce, new_bounce_token, verp_address
 from pbem.mail.compose import build_mail, make_message_id
 from pbem.mail.remote_content import without_remote_content
@@ -281,14 +282,15 @@ class _Drain:
         return counted
 
 
-def envelope_sender(row: OutboundMail, verp: bool) -> str:
-    """The MAIL FROM of a mail: the server's address, or with VERP its +b.<token> form."""
+def envelope_sender(row: Any, verp: bool) -> str:
+    """The MAIL FROM of a mail (an OutboundMail, or a row with its mail_from, bounce_token
+    and message_id): the server's address, or with VERP its +b.<token> form."""
     if verp and row.bounce_token:
         try:
             return verp_address(row.mail_from, row.bounce_token)
         except ValueError:
             log.warning("mail %s: no VERP address for %s", row.message_id, row.mail_from)
-    return row.mail_from
+    return str(row.mail_from)
 
 
 @dataclass(frozen=True)
@@ -346,12 +348,14 @@ def _claim_page(engine: Engine, due: list[tuple[int, str | None]], when: datetim
     """Claim the free or stale rows of ``due`` in one transaction (pbem.faults.claim: only
     one process gets each) and read what sending them needs."""
     with Session(engine) as session:
-        got = [row_id for row_id, owner in due
-               if claim(session, OutboundMail, row_id, owner, when, status="pending")]
-        rows = session.exec(select(OutboundMail).where(col(OutboundMail.id).in_(got))
-                            .order_by(col(OutboundMail.id))).all() if got else []
+        got = claim_many(session, OutboundMail, due, when, status="pending")
+        rows = session.execute(select_columns(*(col(c) for c in (
+            OutboundMail.id, OutboundMail.message_id, OutboundMail.mail_from,
+            OutboundMail.bounce_token, OutboundMail.rcpts_json, OutboundMail.raw)))
+            .where(col(OutboundMail.id).in_(got))
+            .order_by(col(OutboundMail.id))).all() if got else []
         claimed = [_Claimed(row.id, envelope_sender(row, verp), json.loads(row.rcpts_json),
-                            row.raw) for row in rows if row.id is not None]
+                            row.raw) for row in rows]
         session.commit()
     return claimed
 
