@@ -128,6 +128,10 @@ def open_database(url: str, *, migrate: bool = True, synchronous: str = "normal"
     return engine
 
 
+_ADVISORY_LOCK = text("SELECT pg_advisory_xact_lock(:key)")
+_TAKE_WRITE_LOCK = text("UPDATE server_state SET value = value WHERE 1 = 0")
+
+
 def one_writer(session: Session) -> None:
     """Begin a transaction that changes games alone: take the writer's lock first, so
     that what it reads next is current and no other such transaction interleaves.
@@ -138,10 +142,11 @@ def one_writer(session: Session) -> None:
     that may be stale by then. PostgreSQL: an advisory lock, held until the
     transaction ends; SQLite: a write that changes nothing takes the write lock.
     """
-    if session.get_bind().dialect.name == "postgresql":
-        session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": WRITER_LOCK_KEY})
+    conn = session.connection()   # Core: the ORM adds nothing to a plain statement
+    if conn.dialect.name == "postgresql":
+        conn.execute(_ADVISORY_LOCK, {"key": WRITER_LOCK_KEY})
     else:
-        session.execute(text("UPDATE server_state SET value = value WHERE 1 = 0"))
+        conn.execute(_TAKE_WRITE_LOCK)
 
 
 # --------------------------------------------------------------------------- revisions

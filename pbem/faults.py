@@ -45,7 +45,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import update
+from sqlalchemy import bindparam, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col
 
@@ -195,10 +195,11 @@ def claim(session: Session, table: Any, row_id: int, owner: str | None, now: dat
     """
     same_owner = (col(table.claimed_by).is_(None) if owner is None
                   else col(table.claimed_by) == owner)
-    done = session.execute(update(table).where(
+    # Core on the session's connection: an ORM-enabled update costs ten times more
+    done = session.connection().execute(update(table).where(
         col(table.id) == row_id, col(table.status) == status, same_owner)
         .values(claimed_by=me(), claimed_at=now))
-    return bool(done.rowcount == 1)  # type: ignore[attr-defined]
+    return bool(done.rowcount == 1)
 
 
 def claim_many(session: Session, table: Any, seen: list[tuple[int, str | None]],
@@ -210,7 +211,7 @@ def claim_many(session: Session, table: Any, seen: list[tuple[int, str | None]],
     free = [row_id for row_id, owner in seen if owner is None]
     got: set[int] = set()
     if free:   # RETURNING: exactly the rows this statement took (SQLite >= 3.35)
-        got.update(session.execute(update(table).where(
+        got.update(session.connection().execute(update(table).where(
             col(table.id).in_(free), col(table.status) == status,
             col(table.claimed_by).is_(None)).values(claimed_by=me(), claimed_at=now)
             .returning(col(table.id))).scalars())
@@ -220,6 +221,11 @@ def claim_many(session: Session, table: Any, seen: list[tuple[int, str | None]],
 
 
 # --------------------------------------------------------------------------- the lease
+
+
+_SWAP = update(ServerState).where(
+    col(ServerState.key) == bindparam("lease"), col(ServerState.value) == bindparam("old")
+).values(value=bindparam("new"))
 
 
 class Lease:
@@ -296,12 +302,9 @@ class Lease:
     def _swap(self, new: str) -> bool:
         if self._value is None:
             return False
-        with Session(self.engine) as session:
-            done = session.execute(update(ServerState).where(
-                ServerState.key == self.key, ServerState.value == self._value)  # type: ignore[arg-type]
-                .values(value=new))
-            session.commit()
-        if done.rowcount != 1:   # type: ignore[attr-defined]
+        with self.engine.begin() as conn:
+            done = conn.execute(_SWAP, {"lease": self.key, "old": self._value, "new": new})
+        if done.rowcount != 1:
             self._value = None
             return False
         self._value = new

@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 from datetime import datetime, timedelta
 
-from sqlalchemy import Engine, func, update
+from sqlalchemy import Engine, bindparam, func, update
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col, select
 
@@ -134,13 +134,21 @@ def claim_inbound(engine: Engine, inbound_id: int, now: datetime, lease: timedel
         return done
 
 
+# The statements of every mail's handling, built once: run on the session's connection
+# (Core), they cost a tenth of an ORM-enabled update each. Neither touches a row the
+# session has loaded: the handled mail is read after hold_claim, the following one not.
+_OURS_AND_NEW = (col(InboundMail.id) == bindparam("row"), col(InboundMail.status) == "new",
+                 col(InboundMail.claimed_by) == bindparam("me"))
+_COUNT_ATTEMPT = update(InboundMail).where(*_OURS_AND_NEW).values(
+    attempts=col(InboundMail.attempts) + 1)
+_HOLD_CLAIM = update(InboundMail).where(*_OURS_AND_NEW).values(
+    claimed_at=bindparam("now"))   # typed as the column by values()
+
+
 def count_attempt(session: Session, inbound_id: int) -> None:
     """Count a handling attempt of a mail this process holds, in the caller's transaction
     (which commits before the attempt begins)."""
-    session.execute(update(InboundMail).where(
-        col(InboundMail.id) == inbound_id, col(InboundMail.status) == "new",
-        col(InboundMail.claimed_by) == me())
-        .values(attempts=col(InboundMail.attempts) + 1))
+    session.connection().execute(_COUNT_ATTEMPT, {"row": inbound_id, "me": me()})
 
 
 def cut_short(row: InboundMail) -> int:
@@ -167,7 +175,6 @@ def give_back_attempt(engine: Engine, inbound_id: int) -> bool:
 def hold_claim(session: Session, inbound_id: int, now: datetime) -> bool:
     """Begin the handling transaction with a write: still ours, still new?"""
     one_writer(session)   # PostgreSQL: one referee transaction at a time, as on SQLite
-    done = session.execute(update(InboundMail).where(
-        col(InboundMail.id) == inbound_id, col(InboundMail.status) == "new",
-        col(InboundMail.claimed_by) == me()).values(claimed_at=now))
-    return bool(done.rowcount == 1)  # type: ignore[attr-defined]
+    done = session.connection().execute(_HOLD_CLAIM, {"row": inbound_id, "me": me(),
+                                                       "now": now})
+    return bool(done.rowcount == 1)

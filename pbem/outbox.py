@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from sqlalchemy import Engine, update
+from sqlalchemy import Engine, bindparam, update
 from sqlalchemy import select as select_columns  # sqlmodel's select takes at most 4
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, col, select
@@ -360,16 +360,19 @@ def _claim_page(engine: Engine, due: list[tuple[int, str | None]], when: datetim
     return claimed
 
 
+# built once: one statement a mail sent
+_MARK_SENT = update(OutboundMail).where(
+    col(OutboundMail.id).in_(bindparam("ids", expanding=True)),
+    col(OutboundMail.claimed_by) == bindparam("me"), col(OutboundMail.status) == "pending",
+).values(status="sent", sent_at=bindparam("when"), attempts=col(OutboundMail.attempts) + 1,
+         claimed_by=None, claimed_at=None)
+
+
 def _mark_sent(engine: Engine, row_ids: list[int], when: datetime) -> set[int]:
     """Mark mails we hold the claim of sent, in one transaction; the ids so marked (one
     whose claim is no longer ours is left to _Drain._mark)."""
     def mark(ids: list[int]) -> int:
-        done = conn.execute(update(OutboundMail).where(
-            col(OutboundMail.id).in_(ids), col(OutboundMail.claimed_by) == me(),
-            col(OutboundMail.status) == "pending").values(
-            status="sent", sent_at=when, attempts=col(OutboundMail.attempts) + 1,
-            claimed_by=None, claimed_at=None))
-        return int(done.rowcount)
+        return int(conn.execute(_MARK_SENT, {"ids": ids, "me": me(), "when": when}).rowcount)
 
     with engine.connect() as conn:
         if mark(row_ids) == len(row_ids):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -71,11 +72,15 @@ class Referee:
         """Handle every stored mail not handled yet, oldest first; return how many.
 
         Mail is claimed a page at a time (pbem.inbox.claim_page: one commit), then each
-        mail is handled in its own transaction. ``keep_alive`` is called after each mail
-        (the tick renews its lease with it).
+        mail is handled in its own transaction. ``keep_alive`` is called after a mail
+        once a tenth of the lease (at most 5 s) has passed since the last call (the tick
+        renews its lease with it).
         """
         handled = 0
         lease = timedelta(seconds=self.settings.claim_lease_seconds)
+        # the lease is renewed every few seconds, not after each mail (a commit each)
+        renew_every = min(5.0, self.settings.claim_lease_seconds / 10)
+        renew_at = time.monotonic() + renew_every
         upto = inbox.newest_id(self.engine)   # mail stored meanwhile waits for the next tick
         after = 0
         while upto:
@@ -87,8 +92,9 @@ class Referee:
                 following = page[number + 1] if number + 1 < len(page) else None
                 if self.handle_claimed(inbound_id, following):
                     handled += 1
-                if keep_alive is not None:
+                if keep_alive is not None and time.monotonic() >= renew_at:
                     keep_alive()
+                    renew_at = time.monotonic() + renew_every
         with Session(self.engine) as session:   # failures held back an hour, told together
             if failures.flush(session, self.post):
                 session.commit()
