@@ -38,13 +38,20 @@ def auth_refusal(refused: Refusal) -> Refusal:
 def replied_report(session: Session,
                    msg: InboundMessage) -> tuple[OutboundMail, Game, Player | None] | None:
     """The mail of ours to a seat that ``msg`` replies to (a report, an answer), its game,
-    and who holds that seat now; None if it replies to no such mail."""
+    and who holds that seat now; None if it replies to no such mail. Asked twice for each
+    mail (who sends it, may it be answered), it is looked up once a session: a mail's
+    handling changes no seat of the game it replies to."""
+    memo = session.info.setdefault("replied_report", {})
+    if id(msg) in memo:
+        return memo[id(msg)][1]   # type: ignore[no-any-return]
+    found: tuple[OutboundMail, Game, Player | None] | None = None
     sent = replied_to(session, msg, col(OutboundMail.seat).is_not(None))
-    if sent is None or sent.game_id is None or sent.seat is None:
-        return None
-    game = session.get(Game, sent.game_id)
-    assert game is not None
-    return sent, game, seated(session, game).get(sent.seat)   # a replaced player: no more
+    if sent is not None and sent.game_id is not None and sent.seat is not None:
+        game = session.get(Game, sent.game_id)
+        assert game is not None
+        found = sent, game, seated(session, game).get(sent.seat)   # a replaced player: None
+    memo[id(msg)] = (msg, found)   # the message kept with it: its id is not reused meanwhile
+    return found
 
 
 def token_reply(session: Session, msg: InboundMessage) -> bool:
@@ -186,9 +193,10 @@ def limit_answers(session: Session, post: Post, row: InboundMail, msg: InboundMe
         return outcome
     limits = security.Limits.from_settings(post.settings)
     now = post.clock()
+    if token_reply(session, msg):   # a player's reply to their own report, from them
+        return outcome
     if address == post.referee.lower() or security.known_address(session, address):
-        if not security.locked_out(session, address, now, limits) or \
-                token_reply(session, msg):
+        if not security.locked_out(session, address, now, limits):
             return outcome
     session.flush()
     answers = session.exec(select(OutboundMail).where(
