@@ -61,27 +61,62 @@ def store_inbound(engine: Engine, raw: bytes, *, now: datetime, max_bytes: int, 
     A database error propagates, so the caller keeps the mail: IMAP leaves it in
     the folder, the listener answers 451, and both try again later.
     """
-    size = size if size is not None else len(raw)
-    if len(raw) > max_bytes:
-        raw, truncated = header_block(raw), True
-    # the same bounded reading of the header as the referee's (pbem.mail.headers)
-    message_id = " ".join((read_mail_header(raw).value("Message-ID") or "").split()) or None
-    key = dedupe_key(raw, message_id)
+    row = _new_row(raw, now=now, max_bytes=max_bytes, source=source,
+                   envelope_from=envelope_from, imap_key=imap_key, truncated=truncated,
+                   size=size)
     with Session(engine) as session:
         seen = session.exec(select(InboundMail.id).where(
-            (InboundMail.dedupe_key == key) |
+            (InboundMail.dedupe_key == row.dedupe_key) |
             ((InboundMail.imap_key == imap_key) if imap_key else False))).first()
         if seen is not None:
             return False
-        session.add(InboundMail(dedupe_key=key, imap_key=imap_key, source=source,
-                                envelope_from=envelope_from, raw=raw, size=size,
-                                truncated=truncated, received_at=now))
+        session.add(row)
         try:
             session.commit()
         except IntegrityError:   # a concurrent store of the same mail won the race
             session.rollback()
             return False
     return True
+
+
+def store_many(engine: Engine, mails: list[tuple[bytes, str, bool, int]], *, now: datetime,
+               max_bytes: int, source: str) -> int:
+    """Keep a batch of fetched mails (raw, imap_key, truncated, size) in one transaction, as
+    store_inbound does each (a mail seen before is skipped); returns how many were new.
+    All or nothing: a mail that cannot be stored (a concurrent store won a race, the
+    database failed) raises, nothing of the batch is kept, and the caller stores the
+    mails one by one."""
+    rows = [_new_row(raw, now=now, max_bytes=max_bytes, source=source, imap_key=imap_key,
+                     truncated=truncated, size=size) for raw, imap_key, truncated, size in mails]
+    keys = [r.dedupe_key for r in rows]
+    imap_keys = [r.imap_key for r in rows if r.imap_key]
+    with Session(engine) as session:
+        seen = session.execute(select(InboundMail.dedupe_key, InboundMail.imap_key).where(
+            col(InboundMail.dedupe_key).in_(keys) | col(InboundMail.imap_key).in_(imap_keys)))
+        known = {key for pair in seen for key in pair if key}
+        new = 0
+        for row in rows:
+            if row.dedupe_key in known or (row.imap_key and row.imap_key in known):
+                continue
+            known.update(k for k in (row.dedupe_key, row.imap_key) if k)   # twice in a batch
+            session.add(row)
+            new += 1
+        session.commit()
+    return new
+
+
+def _new_row(raw: bytes, *, now: datetime, max_bytes: int, source: str,
+             envelope_from: str | None = None, imap_key: str | None = None,
+             truncated: bool = False, size: int | None = None) -> InboundMail:
+    """The row that keeps a mail; the size limit holds here, before anything parses it."""
+    size = size if size is not None else len(raw)
+    if len(raw) > max_bytes:
+        raw, truncated = header_block(raw), True
+    # the same bounded reading of the header as the referee's (pbem.mail.headers)
+    message_id = " ".join((read_mail_header(raw).value("Message-ID") or "").split()) or None
+    return InboundMail(dedupe_key=dedupe_key(raw, message_id), imap_key=imap_key,
+                       source=source, envelope_from=envelope_from, raw=raw, size=size,
+                       truncated=truncated, received_at=now)
 
 
 PAGE = 50   # new mails claimed in one commit

@@ -68,6 +68,11 @@ class Referee:
                                    envelope_from=envelope_from, imap_key=imap_key,
                                    truncated=truncated, size=size)
 
+    def store_many(self, mails: list[tuple[bytes, str, bool, int]], *, source: str) -> int:
+        """Keep a batch of fetched mails in one transaction (pbem.inbox.store_many)."""
+        return inbox.store_many(self.engine, mails, now=self.clock(),
+                                max_bytes=self.settings.max_mail_bytes, source=source)
+
     def process_pending(self, keep_alive: Callable[[], object] | None = None) -> int:
         """Handle every stored mail not handled yet, oldest first; return how many.
 

@@ -121,6 +121,12 @@ class Server:
                                    size=mail.size,
                                    imap_key=f"{folder}/{mail.uidvalidity}/{mail.uid}")
 
+    def store_fetched_batch(self, mails: list[FetchedMail]) -> None:
+        """A fetched group in one transaction (all or nothing; see ImapInbox.poll)."""
+        folder = self.settings.imap.folder if self.settings.imap else "INBOX"
+        self.referee.store_many([(m.raw, f"{folder}/{m.uidvalidity}/{m.uid}", m.truncated,
+                                  m.size) for m in mails], source="imap")
+
     def store_received(self, raw: bytes, envelope_from: str, rcpts: list[str]) -> None:
         """The listener's store: returns (and the client gets its 250) only once stored."""
         self.referee.store_inbound(raw, source="smtp", envelope_from=envelope_from)
@@ -147,7 +153,7 @@ class Server:
             log.info("another process (%s) is fetching mail; left to it", lease.holder())
             return 0
         try:
-            fetched = inbox.poll(self.store_fetched)
+            fetched = inbox.poll(self.store_fetched, store_batch=self.store_fetched_batch)
         except MailError as exc:   # unreachable, dropped, or an IMAP error: nothing was lost
             backoff.failed(self.clock(), exc)
             return 0

@@ -137,8 +137,9 @@ class Scene:
 # killed at the next step, until a clean tick finishes the work. (n: the n-th pass.)
 CHAIN = [
     "imap-fetched",            # bodies fetched, nothing stored
-    "imap-stored:3",           # three mails stored (committed), none moved on the IMAP server
-    "imap-moved",              # all five stored (three again: deduplicated) and moved
+    "imap-stored:3",           # the five stored (one commit, a batch), none moved on the
+                               # IMAP server
+    "imap-moved",              # all five fetched again (deduplicated) and moved
     "inbound-handled:2",       # the first order handled, the second mid-transaction
     "inbound-committed:1",     # the second order committed
     "outbox-enqueued:6",       # orders 3 and 4 done; mid-transaction among the turn's reports

@@ -82,6 +82,29 @@ def test_poll_stores_then_moves_to_done(mailstack, box):
         c.logout()
 
 
+def test_a_batch_is_stored_in_one_call_and_mail_by_mail_when_that_fails(mailstack, box):
+    deliver(mailstack, "a", "bad", "c", "d")
+    batches: list[list[str]] = []
+    single: list[str] = []
+
+    def store_batch(mails: list[FetchedMail]) -> None:
+        batches.append([subject(m.raw) for m in mails])
+        if "bad" in batches[-1]:
+            raise RuntimeError("a concurrent store won the race")
+
+    def store(m: FetchedMail) -> None:
+        if subject(m.raw) == "bad":
+            raise RuntimeError("disk full")
+        single.append(subject(m.raw))
+
+    inbox = box(done_folder="Archive")
+    assert inbox.poll(store, batch=2, store_batch=store_batch) == 3
+    assert batches == [["a", "bad"], ["c", "d"]]   # the second batch went in one call
+    assert single == ["a"]                          # the failed one's, one by one
+    assert [subject(r) for r in mailstack.fetch_all("bluff")] == ["bad"]
+    assert sorted(subject(r) for r in mailstack.fetch_all("bluff", "Archive")) == ["a", "c", "d"]
+
+
 def test_second_poll_fetches_nothing_new(mailstack, box):
     deliver(mailstack, "only")
     inbox = box()

@@ -96,9 +96,12 @@ class ImapInbox:
 
     # ---- polling ------------------------------------------------------------------
 
-    def poll(self, store: Callable[[FetchedMail], None], *, batch: int = 50) -> int:
+    def poll(self, store: Callable[[FetchedMail], None], *, batch: int = 50,
+             store_batch: Callable[[list[FetchedMail]], object] | None = None) -> int:
         """Store every waiting mail and move it to ``done_folder``; return how many
         were stored. A mail whose ``store`` raised stays in the folder untouched.
+        With ``store_batch`` a fetched group is stored in one call (one transaction),
+        mail by mail with ``store`` only when that fails.
 
         Raises MailServiceUnavailable when the server cannot be reached, refuses the
         login or drops the connection, and MailError for other IMAP failures.
@@ -109,7 +112,7 @@ class ImapInbox:
             client, kept = self._take()
             try:
                 try:
-                    stored = self._poll_on(client, store, batch)
+                    stored = self._poll_on(client, store, batch, store_batch)
                 except MailServiceUnavailable as e:
                     if not kept:
                         raise
@@ -118,7 +121,7 @@ class ImapInbox:
                     log.info("%r: kept connection lost (%s); reconnecting", self, e)
                     _close(client)
                     client = self._connect()
-                    stored = self._poll_on(client, store, batch)
+                    stored = self._poll_on(client, store, batch, store_batch)
             except BaseException:
                 _close(client)
                 raise
@@ -145,9 +148,10 @@ class ImapInbox:
         return self._connect(), False
 
     def _poll_on(self, client: IMAPClient, store: Callable[[FetchedMail], None],
-                 batch: int) -> int:
+                 batch: int,
+                 store_batch: Callable[[list[FetchedMail]], object] | None = None) -> int:
         try:
-            return self._poll(client, store, batch)
+            return self._poll(client, store, batch, store_batch)
         except (OSError, imaplib.IMAP4.abort) as e:
             raise MailServiceUnavailable(f"IMAP connection to {self.host}:{self.port} "
                                          f"lost: {e}") from e
@@ -155,7 +159,7 @@ class ImapInbox:
             raise MailError(f"IMAP error on {self.host}:{self.port}: {e}") from e
 
     def _poll(self, client: IMAPClient, store: Callable[[FetchedMail], None],
-              batch: int) -> int:
+              batch: int, store_batch: Callable[[list[FetchedMail]], object] | None) -> int:
         selected = client.select_folder(self.folder)
         uidvalidity = int(selected[b"UIDVALIDITY"])
         caps = self._capabilities(client)
@@ -189,21 +193,10 @@ class ImapInbox:
                         bodies[uid] = (bytes(header), True)
             crash_point("imap-fetched")
 
-            done: list[int] = []
-            for uid in group:
-                if uid not in bodies:
-                    continue
-                raw, truncated = bodies[uid]
-                mail = FetchedMail(uidvalidity, uid, raw, sizes[uid], truncated)
-                try:
-                    store(mail)
-                except Exception:
-                    log.exception("%r: storing uid %s failed; it stays in %s for the "
-                                  "next poll", self, uid, self.folder)
-                    continue
-                crash_point("imap-stored")
-                stored += 1
-                done.append(uid)
+            mails = [FetchedMail(uidvalidity, uid, bodies[uid][0], sizes[uid], bodies[uid][1])
+                     for uid in group if uid in bodies]
+            done = self._store(mails, store, store_batch)
+            stored += len(done)
 
             if done:
                 if mode != "flag" and not done_ready:
@@ -213,6 +206,33 @@ class ImapInbox:
                 crash_point("imap-moved")
         log.info("%r: stored %d of %d mails", self, stored, len(uids))
         return stored
+
+    def _store(self, mails: list[FetchedMail], store: Callable[[FetchedMail], None],
+               store_batch: Callable[[list[FetchedMail]], object] | None) -> list[int]:
+        """Store a fetched group: all in one go (``store_batch``, one transaction) when it
+        can, else mail by mail, where a mail that fails stays in the folder; the uids
+        stored."""
+        if store_batch is not None and len(mails) > 1:
+            try:
+                store_batch(mails)
+            except Exception:
+                log.warning("%r: storing %d mails at once failed; one by one", self,
+                            len(mails), exc_info=True)
+            else:
+                for _ in mails:
+                    crash_point("imap-stored")
+                return [mail.uid for mail in mails]
+        done: list[int] = []
+        for mail in mails:
+            try:
+                store(mail)
+            except Exception:
+                log.exception("%r: storing uid %s failed; it stays in %s for the "
+                              "next poll", self, mail.uid, self.folder)
+                continue
+            crash_point("imap-stored")
+            done.append(mail.uid)
+        return done
 
     def _batches(self, uids: list[int], sizes: dict[int, int],
                  batch: int) -> Iterator[list[int]]:

@@ -1,0 +1,61 @@
+"""pbem.inbox.store_many: a fetched batch kept in one transaction, each mail once."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from sqlalchemy import event
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session as OrmSession
+from sqlmodel import Session, select
+
+from pbem import inbox
+from pbem.db import open_database
+from pbem.models import InboundMail
+
+NOW = datetime(2026, 12, 2, tzinfo=UTC)
+
+
+def mail(n: int, body: bytes = b"hello") -> bytes:
+    return (f"From: p{n}@x.test\r\nTo: r@x.test\r\nMessage-ID: <m{n}@x.test>\r\n"
+            f"Subject: {n}\r\n\r\n").encode() + body + b"\r\n"
+
+
+def test_a_batch_keeps_each_new_mail_once_and_cuts_a_large_one(database: str) -> None:
+    engine = open_database(database)
+    assert inbox.store_inbound(engine, mail(1), now=NOW, max_bytes=10_000, source="imap",
+                               imap_key="INBOX/7/1")
+    batch = [(mail(1), "INBOX/7/1", False, 60),          # stored before
+             (mail(2), "INBOX/7/2", False, 60),
+             (mail(2), "INBOX/7/3", False, 60),          # the same mail twice (a copy)
+             (mail(4, b"x" * 20_000), "INBOX/7/4", False, 20_060)]
+    assert inbox.store_many(engine, batch, now=NOW, max_bytes=10_000, source="imap") == 2
+    with Session(engine) as session:
+        rows = {r.dedupe_key: r for r in session.exec(select(InboundMail))}
+    assert len(rows) == 3
+    big = next(r for r in rows.values() if r.imap_key == "INBOX/7/4")
+    assert big.truncated and big.size == 20_060 and b"xxx" not in big.raw
+
+
+def test_a_batch_that_loses_a_race_keeps_nothing(database: str) -> None:
+    """All or nothing: the caller (ImapInbox.poll) then stores the mails one by one."""
+    engine = open_database(database)
+    batch = [(mail(n), f"INBOX/7/{n}", False, 60) for n in range(3)]
+    # another process stores mail 2 under another IMAP key between our look and our commit
+    raced: list[bool] = []
+
+    def race(session) -> None:
+        if not raced:
+            raced.append(True)
+            assert inbox.store_inbound(engine, mail(2), now=NOW, max_bytes=10_000,
+                                       source="smtp")
+
+    event.listen(OrmSession, "before_commit", race)
+    try:
+        with pytest.raises(IntegrityError):
+            inbox.store_many(engine, batch, now=NOW, max_bytes=10_000, source="imap")
+    finally:
+        event.remove(OrmSession, "before_commit", race)
+    with Session(engine) as session:
+        assert [r.source for r in session.exec(select(InboundMail))] == ["smtp"]
