@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy.orm import defer
 from sqlmodel import Session, col, select
 
 from pbem.config import Settings
@@ -165,5 +166,7 @@ def replied_to(session: Session, msg: InboundMessage, *where: Any) -> OutboundMa
     refs = [r for r in [msg.in_reply_to, *msg.references] if r]
     if not refs:
         return None
-    return session.exec(select(OutboundMail).where(col(OutboundMail.message_id).in_(refs), *where)
+    # the mail's bytes stay in the database unless asked for (a report is ~30 KB)
+    return session.exec(select(OutboundMail).options(defer(OutboundMail.raw))  # type: ignore[arg-type]
+                        .where(col(OutboundMail.message_id).in_(refs), *where)
                         .order_by(col(OutboundMail.id).desc())).first()
