@@ -403,6 +403,7 @@ def test_eml_dir_sender_writes_parseable_files(tmp_path):
     assert len(files) == 2 and all(f.suffix == ".eml" for f in files)
     for f in files:
         assert "p4@bluff.test" in f.name and "/" not in f.name and " " not in f.name
+        assert "abc_.._x_y@bluff.test" in f.name     # named by its Message-ID too
         assert f.read_bytes() == raw
         assert email.message_from_bytes(f.read_bytes())["Subject"] == "by file"
 

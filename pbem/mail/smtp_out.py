@@ -14,8 +14,6 @@ import ssl as ssl_mod
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from email import policy
-from email.parser import BytesHeaderParser
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -222,6 +220,15 @@ class SmtpSender:
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._@+=-]+")
+_MESSAGE_ID = re.compile(rb"^message-id:[ \t]*([^\r\n]*)", re.IGNORECASE | re.MULTILINE)
+
+
+def _message_id(raw: bytes) -> str:
+    """The Message-ID field of our own mail, for its file name (no header parser: the
+    outbox's mail is ours, one field to a line)."""
+    head = raw.split(b"\r\n\r\n", 1)[0]
+    found = _MESSAGE_ID.search(head)
+    return found.group(1).decode("ascii", "replace").strip() if found else ""
 
 
 def _sanitise(text: str, limit: int = 60) -> str:
@@ -261,8 +268,7 @@ class EmlDirSender:
         if not self._made:
             self.folder.mkdir(parents=True, exist_ok=True)
             self._made = True
-        headers = BytesHeaderParser(policy=policy.compat32).parsebytes(raw)
-        msgid = str(headers.get("Message-ID", "") or "")
+        msgid = _message_id(raw)
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
         stem = f"{stamp}-{_sanitise(rcpts[0])}-{_sanitise(msgid)}"
         tmp = self.folder / f".{uuid.uuid4().hex}.eml.tmp"
