@@ -18,11 +18,12 @@ from datetime import datetime
 from itertools import groupby
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import bindparam, event
 from sqlalchemy.orm import ORMExecuteState
 from sqlalchemy.orm import Session as OrmSession
 from sqlmodel import Session, col, delete, select
 
+from pbem.db import core_read
 from pbem.deadlines import turn_deadline
 from pbem.kinds import kind_named, kind_of
 from pbem.models import (
@@ -143,16 +144,25 @@ def running_games_of(session: Session, email: str) -> list[tuple[Game, Player]]:
     return list(rows.all())
 
 
+# the reads of every turn's reports, built once and run as Core (pbem.db.core_read)
+_MOVES_OF = (select(Move.turn, Move.seat, Move.move_json)
+             .where(col(Move.game_id) == bindparam("game"))
+             .order_by(col(Move.turn), col(Move.seat)))
+_WATCHERS_OF = (select(Watcher.email).where(col(Watcher.game_id) == bindparam("game"))
+                .order_by(col(Watcher.id)))
+_TALK_OF = (select(TalkMessage.name, TalkMessage.seat, TalkMessage.text)
+            .where(col(TalkMessage.game_id) == bindparam("game"),
+                   col(TalkMessage.turn) == bindparam("turn"))
+            .order_by(col(TalkMessage.id)))
+
+
 def watchers_of(session: Session, game: Game) -> list[str]:
-    return [w.email for w in session.exec(select(Watcher).where(Watcher.game_id == game.id)
-                                          .order_by(col(Watcher.id)))]
+    return list(core_read(session, _WATCHERS_OF, {"game": game.id}).scalars())
 
 
 def talk_lines(session: Session, game: Game) -> list[dict[str, str]]:
     """The table talk of the turn before the one being reported, for the report's section."""
-    rows = session.exec(select(TalkMessage).where(TalkMessage.game_id == game.id,
-                                                  TalkMessage.turn == game.turn - 1)
-                        .order_by(col(TalkMessage.id)))
+    rows = core_read(session, _TALK_OF, {"game": game.id, "turn": game.turn - 1})
     return [{"from": r.name + (f" (player {r.seat})" if r.seat is not None else ""),
              "text": r.text} for r in rows]
 
@@ -196,9 +206,7 @@ def load_state(session: Session, game: Game) -> Any:
                             f"{seat_count(session, game)}".encode())
     known = _states.get(digest.digest())
     replay: list[list[Any]] = []
-    rows = session.execute(select(Move.turn, Move.seat, Move.move_json)
-                           .where(Move.game_id == game.id)
-                           .order_by(col(Move.turn), col(Move.seat))).all()
+    rows = core_read(session, _MOVES_OF, {"game": game.id}).all()
     for _, group in groupby(rows, key=lambda r: r[0]):
         turn = list(group)
         digest.update(b"".join(f"\0{seat}:{move}".encode() for _, seat, move in turn) + b"\1")
