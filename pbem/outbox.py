@@ -45,6 +45,7 @@ MAX_ATTEMPTS = 12                     # a deferred mail is given up after this m
 GIVE_UP_AFTER = timedelta(days=2)     # ... and this long (MTAs wait days, so do we)
 CLAIM_LEASE = timedelta(minutes=5)
 PAGE = 50                             # outbox rows claimed in one transaction
+DUE_CHUNK = 2000                      # due rows read at once: memory stays flat
 MAILS_PER_CONNECTION = 4              # a page of fewer mails opens fewer connections
 LOOP_HEADER = "X-Pbem-Loop"
 
@@ -127,13 +128,20 @@ def drain(engine: Engine, open_sender: Callable[[], AbstractContextManager[Sende
         raise ValueError("connections and page must be >= 1")
     with _Drain(engine, open_sender, now, on_failure, connections) as run:
         for _ in range(rounds):
-            due = _due(engine, now(), lease, limit)
-            if not due:
+            found_any, after, left = False, 0, limit
+            while left is None or left > 0:   # the due mail read a chunk at a time
+                chunk = DUE_CHUNK if left is None else min(DUE_CHUNK, left)
+                due, looked, after = _due(engine, now(), lease, after, chunk)
+                if not looked:
+                    break
+                left = None if left is None else left - looked
+                found_any = found_any or bool(due)
+                for start in range(0, len(due), page):
+                    run.send(_claim_page(engine, due[start:start + page], now(), verp))
+                    if run.report.unavailable:
+                        return run.report
+            if not found_any:
                 break
-            for start in range(0, len(due), page):
-                run.send(_claim_page(engine, due[start:start + page], now(), verp))
-                if run.report.unavailable:
-                    return run.report
     return run.report
 
 
@@ -332,15 +340,19 @@ def bounced_mail(session: Session, bounce: Bounce) -> BouncedMail | None:
     return None
 
 
-def _due(engine: Engine, when: datetime, lease: timedelta,
-         limit: int | None) -> list[tuple[int, str | None]]:
+def _due(engine: Engine, when: datetime, lease: timedelta, after: int,
+         limit: int) -> tuple[list[tuple[int, str | None]], int, int]:
+    """Up to ``limit`` pending mails due by ``when`` with ids after ``after``: (those free
+    to claim, with their claimer seen; how many were looked at; the last id looked at)."""
     with Session(engine) as session:
         rows = session.exec(
             select(OutboundMail.id, OutboundMail.claimed_by, OutboundMail.claimed_at)
-            .where(OutboundMail.status == "pending", col(OutboundMail.next_attempt_at) <= when)
+            .where(OutboundMail.status == "pending", col(OutboundMail.next_attempt_at) <= when,
+                   col(OutboundMail.id) > after)
             .order_by(col(OutboundMail.id)).limit(limit)).all()
-    return [(row_id, owner) for row_id, owner, at in rows
+    free = [(row_id, owner) for row_id, owner, at in rows
             if row_id is not None and claim_stale(owner, at, when, lease)]
+    return free, len(rows), (rows[-1][0] or 0) if rows else after
 
 
 def _claim_page(engine: Engine, due: list[tuple[int, str | None]], when: datetime,

@@ -364,13 +364,19 @@ def test_database_locked_while_fetching_keeps_the_mail_in_the_mailbox(mailstack,
         mailstack.deliver("bluff", help_mail(mailstack, user), mail_from=mailstack.address(user))
     mailstack.wait_for("bluff", 2)
     locker = Locker(database)
-    real_store = server.store_fetched
+    real_store, real_store_batch = server.store_fetched, server.store_fetched_batch
 
     def store_under_lock(mail) -> None:
         if not locker.held:
             locker.__enter__()
         real_store(mail)
+
+    def store_batch_under_lock(mails) -> None:   # fails too: then mail by mail, as above
+        if not locker.held:
+            locker.__enter__()
+        real_store_batch(mails)
     server.store_fetched = store_under_lock   # type: ignore[method-assign]
+    server.store_fetched_batch = store_batch_under_lock   # type: ignore[method-assign]
     try:
         report = server.tick()
         assert report.fetched == 0 and "database" in report.problems
@@ -380,6 +386,7 @@ def test_database_locked_while_fetching_keeps_the_mail_in_the_mailbox(mailstack,
     finally:
         locker.__exit__()
     server.store_fetched = real_store   # type: ignore[method-assign]
+    server.store_fetched_batch = real_store_batch   # type: ignore[method-assign]
     report = server.tick()
     assert report.fetched == 2 and report.processed == 2 and report.sent == 2
     assert mailstack.fetch_all("bluff") == []
