@@ -1,0 +1,160 @@
+"""How fast the turn reports render (pbem.render.Renderer.render: text + HTML part).
+
+Plays whole games of robots through the server's turn code, the way
+tests/test_report_sections.py does (every optional section filled: talk, notes,
+watchers, exposes, cups up, final report), records the context of every report
+the production code renders, then times rendering those contexts again, per
+report template:
+
+* "now": this checkout's pbem/render.py and templates/;
+* "base": those of a git revision (--baseline, default HEAD), loaded side by
+  side in the same process, so both figures come from the same run.
+
+    python bench/render.py [--baseline REV] [--repeat 5] [--save F | --check F]
+
+--save F pickles every report as rendered during the games (template, text,
+html); --check F plays the same games again and fails on the first report
+whose text or HTML differs by a byte.  Also checked on every run: "now" and
+"base" render each recorded context to the same bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import importlib.util
+import io
+import pickle
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import pbem.games  # noqa: E402
+import tests.test_report_sections as sections  # noqa: E402
+from pbem.render import Renderer  # noqa: E402
+from pbem.security import hash_key  # noqa: E402
+
+# (label, kind, options, players, seed): as in tests/test_report_sections.py
+GAMES = [
+    ("postal", "postal", "", 5, 7),
+    ("postal-2", "postal", "", 5, 21),
+    ("classic-english", "classic", "english DICE 3", 4, 11),
+    ("classic-anniversary", "classic", "anniversary DICE 3 EXPOSE on", 3, 13),
+    ("cup-5", "cup", "", 5, 16),
+]
+
+Recorded = list[tuple[str, dict[str, Any], str, str]]   # template, context, text, html
+
+
+def record_game(tmp: Path, label: str, kind: str, options: str, players: int,
+                seed: int) -> Recorded:
+    """Every report of one game, as the production code rendered it."""
+    seen: Recorded = []
+
+    class Recording(Renderer):
+        def render(self, name: str, context: Mapping[str, Any]) -> tuple[str, str]:
+            kept = copy.deepcopy(dict(context))     # before the renderer sees it
+            text, html = super().render(name, context)
+            seen.append((name, kept, text, html))
+            return text, html
+
+    # the same player keys every run (they are random), so that --check can compare
+    keys = (f"{label}-{i:04d}" for i in range(10_000))
+    pbem.games.new_key = lambda: (k := next(keys), hash_key(k))  # type: ignore[assignment]
+    sections.Renderer = Recording     # type: ignore[misc]   # play() makes its own
+    sections.play(tmp, kind, options, players, seed)
+    return seen
+
+
+def record_games(tmp: Path) -> dict[str, Recorded]:
+    return {game[0]: record_game(tmp, *game) for game in GAMES}
+
+
+def baseline_renderer(rev: str, tmp: Path) -> Renderer:
+    """A Renderer from the revision's pbem/render.py, reading the revision's templates."""
+    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:pbem/render.py"],
+                            check=True, capture_output=True).stdout
+    path = tmp / "render_baseline.py"
+    path.write_bytes(source)
+    spec = importlib.util.spec_from_file_location("render_baseline", path)
+    assert spec is not None and spec.loader is not None
+    module: ModuleType = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "templates"],
+                             check=True, capture_output=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(tmp / "base", filter="data")
+    # as an override folder: every template is found there, the packaged ones never
+    renderer: Renderer = module.Renderer(tmp / "base" / "templates")
+    return renderer
+
+
+def timed(renderer: Renderer, reports: Recorded) -> float:
+    start = time.perf_counter()
+    for name, context, _, _ in reports:
+        renderer.render(name, context)
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--baseline", default="HEAD", help="git revision to compare with")
+    parser.add_argument("--repeat", type=int, default=5, help="timed passes (best counts)")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--save", type=Path, help="pickle the reports rendered in the games")
+    group.add_argument("--check", type=Path, help="compare the reports with a --save file")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmpdir:
+        tmp = Path(tmpdir)
+        t0 = time.perf_counter()
+        games = record_games(tmp)
+        print(f"played {len(games)} games in {time.perf_counter() - t0:.1f} s: "
+              + ", ".join(f"{label} {len(r)} reports" for label, r in games.items()))
+        rendered = {label: [(n, t, h) for n, _, t, h in r] for label, r in games.items()}
+        if args.save:
+            args.save.write_bytes(pickle.dumps(rendered))
+            print(f"saved to {args.save}")
+        if args.check:
+            saved = pickle.loads(args.check.read_bytes())
+            for label, reports in rendered.items():
+                if len(saved[label]) != len(reports):
+                    print(f"{label}: {len(reports)} reports, {len(saved[label])} saved")
+                    return 1
+                for i, (got, want) in enumerate(zip(reports, saved[label], strict=True)):
+                    if got != want:
+                        print(f"{label}: report {i} ({got[0]}) differs from the saved one")
+                        return 1
+            print(f"every report is byte-identical to {args.check}")
+
+        now, base = Renderer(), baseline_renderer(args.baseline, tmp)
+        for label, reports in games.items():
+            for name, context, _, _ in reports:
+                if now.render(name, context) != base.render(name, context):
+                    print(f"{label}: a {name} report differs from {args.baseline}'s")
+                    return 1
+        print(f"{'reports':<22}{'base/s':>9}{'now/s':>9}{'ms base':>9}{'ms now':>8}  speed-up"
+              f"   (base: {args.baseline})")
+        for label, reports in games.items():
+            best_base = best_now = float("inf")
+            for _ in range(args.repeat):      # alternating: a busy moment hits both
+                best_base = min(best_base, timed(base, reports))
+                best_now = min(best_now, timed(now, reports))
+            n = len(reports)
+            print(f"{label:<22}{n / best_base:>9.0f}{n / best_now:>9.0f}"
+                  f"{1000 * best_base / n:>9.2f}{1000 * best_now / n:>8.2f}"
+                  f"  {best_base / best_now:>6.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
