@@ -88,6 +88,7 @@ def baseline_renderer(rev: str, tmp: Path) -> Renderer:
     spec = importlib.util.spec_from_file_location("render_baseline", path)
     assert spec is not None and spec.loader is not None
     module: ModuleType = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "templates"],
                              check=True, capture_output=True).stdout
@@ -98,7 +99,17 @@ def baseline_renderer(rev: str, tmp: Path) -> Renderer:
     return renderer
 
 
+def forget(renderer: Renderer) -> None:
+    """Empty the renderer's remembered filter answers (if it has any): each pass starts
+    cold, as the first of a game's turns would."""
+    module = sys.modules[type(renderer).__module__]
+    for name, obj in vars(module).items():
+        if name != "template_environment" and callable(getattr(obj, "cache_clear", None)):
+            obj.cache_clear()
+
+
 def timed(renderer: Renderer, reports: Recorded) -> float:
+    forget(renderer)
     start = time.perf_counter()
     for name, context, _, _ in reports:
         renderer.render(name, context)
