@@ -48,7 +48,10 @@ GAMES = [
     ("postal", "postal", "", 5, 7),
     ("postal-2", "postal", "", 5, 21),
     ("classic-english", "classic", "english DICE 3", 4, 11),
+    ("classic-german", "classic", "german DICE 2 STARS off", 3, 12),
     ("classic-anniversary", "classic", "anniversary DICE 3 EXPOSE on", 3, 13),
+    ("classic-czech-six", "classic", "czech", 6, 14),
+    ("cup-3", "cup", "", 3, 15),
     ("cup-5", "cup", "", 5, 16),
 ]
 
