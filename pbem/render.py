@@ -16,9 +16,10 @@ from __future__ import annotations
 import functools
 import math
 import textwrap
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from datetime import UTC, datetime
 from pathlib import Path
+from types import CodeType
 from typing import Any, TypeVar
 
 import jinja2
@@ -266,6 +267,27 @@ def packaged_template_dir() -> Path:
     return packaged_dir("templates")
 
 
+def _escape(value: Any) -> markupsafe.Markup:
+    """markupsafe.escape without its copy of what is already markup (a macro's output,
+    ``m.td``): most of what an HTML part escapes is; the same text either way."""
+    if type(value) is markupsafe.Markup:
+        return value
+    return markupsafe.escape(value)
+
+
+class _Template(jinja2.Template):
+    """A compiled template whose ``{{ ... }}`` in HTML escape through ``_escape``."""
+
+    @classmethod
+    def from_code(cls, environment: jinja2.Environment, code: CodeType,
+                  globals: MutableMapping[str, Any],
+                  uptodate: Callable[[], bool] | None = None) -> jinja2.Template:
+        template = super().from_code(environment, code, globals, uptodate)
+        # the template's module namespace, where its code looks the name up
+        template.root_render_func.__globals__["escape"] = _escape
+        return template
+
+
 # the attributes a plain dict has; any other name on a dict can only be a key
 _DICT_ATTRIBUTES = frozenset(dir(dict))
 
@@ -287,6 +309,7 @@ class _Environment(jinja2.Environment):
                 pass   # Jinja2's own way to an Undefined
         return super().getattr(obj, attribute)
 
+    template_class = _Template
 
 
 @functools.lru_cache(maxsize=16)
