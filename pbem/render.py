@@ -288,6 +288,27 @@ class _Template(jinja2.Template):
         return template
 
 
+class _Context(jinja2.runtime.Context):
+    """A template context that calls a macro (``who(n)``, ``m.pics(ds)``) directly.
+
+    Context.call first asks any callable, by three attribute look-ups, what it must
+    be passed; a Macro always takes the eval context, so that is passed at once: the
+    same call, about a quarter of a macro call's cost less.  Anything else goes the
+    usual way.
+    """
+
+    def call(self, obj: Any, /, *args: Any, **kwargs: Any) -> Any:
+        if type(obj) is not jinja2.runtime.Macro:
+            return super().call(obj, *args, **kwargs)
+        kwargs.pop("_block_vars", None)
+        kwargs.pop("_loop_vars", None)
+        try:
+            return obj(self.eval_ctx, *args, **kwargs)
+        except StopIteration:    # as Context.call has it
+            return self.environment.undefined(
+                "value was undefined because a callable raised a StopIteration exception")
+
+
 # the attributes a plain dict has; any other name on a dict can only be a key
 _DICT_ATTRIBUTES = frozenset(dir(dict))
 
@@ -310,6 +331,7 @@ class _Environment(jinja2.Environment):
         return super().getattr(obj, attribute)
 
     template_class = _Template
+    context_class = _Context
 
 
 @functools.lru_cache(maxsize=16)
