@@ -86,12 +86,20 @@ class Shown:
         return "<b>shown</b>"
 
 
+class Odd(int):
+    def __str__(self) -> str:
+        return "<odd>"
+
+
 def test_html_escaping_is_unchanged() -> None:
-    html = template_environment(None).from_string(
-        "{% autoescape true %}{% macro m(x) %}<i>{{ x }}</i>{% endmacro %}"
-        "{{ a }}|{{ b }}|{{ c }}|{{ m(a) }}|{{ 3 }}|{{ none }}{% endautoescape %}")
-    out = html.render(a="<x & y>", b=markupsafe.Markup("<ok>"), c=Shown())
-    assert out == "&lt;x &amp; y&gt;|<ok>|<b>shown</b>|<i>&lt;x &amp; y&gt;</i>|3|None"
+    source = ("{% autoescape true %}{% macro m(x) %}<i>{{ x }}</i>{% endmacro %}"
+              "{{ a }}|{{ b }}|{{ c }}|{{ m(a) }}|{{ 3 }}|{{ -4 }}|{{ true }}|{{ odd }}|"
+              "{{ none }}{% set s %}{{ a }}{{ 5 }}{% endset %}{{ s ~ a }}{% endautoescape %}")
+    values = {"a": "<x & y>", "b": markupsafe.Markup("<ok>"), "c": Shown(), "odd": Odd(1)}
+    out = template_environment(None).from_string(source).render(values)
+    assert out == jinja2.Environment().from_string(source).render(values)
+    assert out == ("&lt;x &amp; y&gt;|<ok>|<b>shown</b>|<i>&lt;x &amp; y&gt;</i>|3|-4|True|"
+                   "&lt;odd&gt;|None&lt;x &amp; y&gt;5&lt;x &amp; y&gt;")
 
 
 def test_macros_take_defaults_keywords_and_caller() -> None:
