@@ -175,7 +175,7 @@ def utc(value: Any, fmt: str = "%Y-%m-%d %H:%M UTC") -> str:
     return dt.astimezone(UTC).strftime(fmt)
 
 
-@_memo(8192)
+@_memo(2048)   # talk lines can be 2,000 characters: a few MB at most
 def wrap(text: Any, width: int = 72, indent: str = "", first: str | None = None) -> str:
     """Fill ``text`` to ``width`` columns; ``first`` prefixes line 1, ``indent`` the others.
 
