@@ -297,6 +297,17 @@ class _Template(jinja2.Template):
         return template
 
 
+def _marked(fn: Any) -> Any:
+    return getattr(fn, "jinja_pass_arg", None)
+
+
+# A Macro is called with the eval context first (jinja2.pass_eval_context); should a
+# Jinja2 release change that, _Context leaves macro calls to Jinja2 again.
+_MACRO_TAKES_EVAL_CONTEXT = (_marked(jinja2.runtime.Macro.__call__) is not None and
+                             _marked(jinja2.runtime.Macro.__call__)
+                             == _marked(jinja2.pass_eval_context(lambda: None)))
+
+
 class _Context(jinja2.runtime.Context):
     """A template context that calls a macro (``who(n)``, ``m.pics(ds)``) directly.
 
@@ -307,7 +318,7 @@ class _Context(jinja2.runtime.Context):
     """
 
     def call(self, obj: Any, /, *args: Any, **kwargs: Any) -> Any:
-        if type(obj) is not jinja2.runtime.Macro:
+        if type(obj) is not jinja2.runtime.Macro or not _MACRO_TAKES_EVAL_CONTEXT:
             return super().call(obj, *args, **kwargs)
         kwargs.pop("_block_vars", None)
         kwargs.pop("_loop_vars", None)

@@ -134,5 +134,5 @@ def test_the_fast_paths_are_in_place() -> None:
     env = template_environment(None)
     template = env.get_template("report.html.j2")
     assert template.root_render_func.__globals__["escape"] is render._escape
-    assert env.context_class is render._Context
+    assert env.context_class is render._Context and render._MACRO_TAKES_EVAL_CONTEXT
     assert type(template.globals) is dict and template.globals["lookup"] is render.lookup
