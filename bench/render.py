@@ -1,0 +1,185 @@
+"""How fast the turn reports render (pbem.render.Renderer.render: text + HTML part).
+
+Plays whole games of robots through the server's turn code, the way
+tests/test_report_sections.py does (every optional section filled: talk, notes,
+watchers, exposes, cups up, final report), records the context of every report
+the production code renders, then times rendering those contexts again, per
+report template:
+
+* "now": this checkout's pbem/render.py and templates/;
+* "base": those of a git revision (--baseline, default HEAD), loaded side by
+  side in the same process, so both figures come from the same run.
+
+    python bench/render.py [--baseline REV] [--repeat 5] [--save F | --check F]
+
+--save F pickles every report as rendered during the games (template, text,
+html); --check F plays the same games again and fails on the first report
+whose text or HTML differs by a byte.  Also checked on every run: "now" and
+"base" render each recorded context to the same bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import importlib.util
+import io
+import pickle
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import pbem.games  # noqa: E402
+import tests.test_report_sections as sections  # noqa: E402
+from pbem.render import Renderer  # noqa: E402
+from pbem.security import hash_key  # noqa: E402
+
+# (label, kind, options, players, seed): as in tests/test_report_sections.py
+GAMES = [
+    ("postal", "postal", "", 5, 7),
+    ("postal-2", "postal", "", 5, 21),
+    ("classic-english", "classic", "english DICE 3", 4, 11),
+    ("classic-german", "classic", "german DICE 2 STARS off", 3, 12),
+    ("classic-anniversary", "classic", "anniversary DICE 3 EXPOSE on", 3, 13),
+    ("classic-czech-six", "classic", "czech", 6, 14),
+    ("cup-3", "cup", "", 3, 15),
+    ("cup-5", "cup", "", 5, 16),
+]
+
+Recorded = list[tuple[str, dict[str, Any], str, str]]   # template, context, text, html
+
+
+def record_game(tmp: Path, label: str, kind: str, options: str, players: int,
+                seed: int) -> Recorded:
+    """Every report of one game, as the production code rendered it."""
+    seen: Recorded = []
+
+    class Recording(Renderer):
+        def render(self, name: str, context: Mapping[str, Any]) -> tuple[str, str]:
+            kept = copy.deepcopy(dict(context))     # before the renderer sees it
+            text, html = super().render(name, context)
+            seen.append((name, kept, text, html))
+            return text, html
+
+    # the same player keys every run (they are random), so that --check can compare
+    keys = (f"{label}-{i:04d}" for i in range(10_000))
+    pbem.games.new_key = lambda: (k := next(keys), hash_key(k))  # type: ignore[assignment]
+    sections.Renderer = Recording     # type: ignore[misc]   # play() makes its own
+    sections.play(tmp, kind, options, players, seed)
+    return seen
+
+
+def record_games(tmp: Path) -> dict[str, Recorded]:
+    return {game[0]: record_game(tmp, *game) for game in GAMES}
+
+
+def baseline_renderer(rev: str, tmp: Path) -> Renderer:
+    """A Renderer from the revision's pbem/render.py, reading the revision's templates."""
+    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:pbem/render.py"],
+                            check=True, capture_output=True).stdout
+    path = tmp / "render_baseline.py"
+    path.write_bytes(source)
+    spec = importlib.util.spec_from_file_location("render_baseline", path)
+    assert spec is not None and spec.loader is not None
+    module: ModuleType = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "templates"],
+                             check=True, capture_output=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(tmp / "base", filter="data")
+    # as an override folder: every template is found there, the packaged ones never
+    renderer: Renderer = module.Renderer(tmp / "base" / "templates")
+    return renderer
+
+
+def forget(renderer: Renderer) -> None:
+    """Empty the renderer's remembered filter answers (if it has any): each pass starts
+    cold, as the first of a game's turns would."""
+    module = sys.modules[type(renderer).__module__]
+    for name, obj in vars(module).items():
+        if name != "template_environment" and callable(getattr(obj, "cache_clear", None)):
+            obj.cache_clear()
+
+
+def timed(base: Renderer, now: Renderer, reports: Recorded, repeat: int) -> tuple[float, float]:
+    """Seconds for all the reports, base and now: each report alternately by one and
+    the other (a busy moment of the machine hits both), the best of ``repeat`` passes
+    per report (passes start cold: no remembered filter answers)."""
+    clock = time.perf_counter
+    best_base = [float("inf")] * len(reports)
+    best_now = [float("inf")] * len(reports)
+    for _ in range(repeat):
+        forget(base)
+        forget(now)
+        for i, (name, context, _, _) in enumerate(reports):
+            start = clock()
+            base.render(name, context)
+            middle = clock()
+            now.render(name, context)
+            end = clock()
+            best_base[i] = min(best_base[i], middle - start)
+            best_now[i] = min(best_now[i], end - middle)
+    return sum(best_base), sum(best_now)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--baseline", default="HEAD", help="git revision to compare with")
+    parser.add_argument("--repeat", type=int, default=7,
+                        help="timed passes (the best of them counts, report by report)")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--save", type=Path, help="pickle the reports rendered in the games")
+    group.add_argument("--check", type=Path, help="compare the reports with a --save file")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmpdir:
+        tmp = Path(tmpdir)
+        t0 = time.perf_counter()
+        games = record_games(tmp)
+        print(f"played {len(games)} games in {time.perf_counter() - t0:.1f} s: "
+              + ", ".join(f"{label} {len(r)} reports" for label, r in games.items()))
+        rendered = {label: [(n, t, h) for n, _, t, h in r] for label, r in games.items()}
+        if args.save:
+            args.save.write_bytes(pickle.dumps(rendered))
+            print(f"saved to {args.save}")
+        if args.check:
+            saved = pickle.loads(args.check.read_bytes())
+            for label, reports in rendered.items():
+                if len(saved[label]) != len(reports):
+                    print(f"{label}: {len(reports)} reports, {len(saved[label])} saved")
+                    return 1
+                for i, (got, want) in enumerate(zip(reports, saved[label], strict=True)):
+                    if got != want:
+                        print(f"{label}: report {i} ({got[0]}) differs from the saved one")
+                        return 1
+            print(f"every report is byte-identical to {args.check}")
+
+        now, base = Renderer(), baseline_renderer(args.baseline, tmp)
+        for label, reports in games.items():
+            for name, context, _, _ in reports:
+                if now.render(name, context) != base.render(name, context):
+                    print(f"{label}: a {name} report differs from {args.baseline}'s")
+                    return 1
+        print(f"{'reports':<22}{'base/s':>9}{'now/s':>9}{'ms base':>9}{'ms now':>8}  speed-up"
+              f"   (base: {args.baseline})")
+        for label, reports in games.items():
+            took_base, took_now = timed(base, now, reports, args.repeat)
+            n = len(reports)
+            print(f"{label:<22}{n / took_base:>9.0f}{n / took_now:>9.0f}"
+                  f"{1000 * took_base / n:>9.2f}{1000 * took_now / n:>8.2f}"
+                  f"  {took_base / took_now:>6.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
