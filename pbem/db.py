@@ -15,6 +15,7 @@ an error that will happen again with the same data.
 from __future__ import annotations
 
 import fcntl
+import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -166,9 +167,16 @@ def _scripts() -> ScriptDirectory:
     return ScriptDirectory.from_config(alembic_config())
 
 
+@functools.lru_cache(maxsize=1)
+def _known() -> tuple[str, ...]:
+    """The migrations shipped with this pbem, read once (they change only with pbem
+    itself; walking them took a few ms of every tick's schema check)."""
+    return tuple(r.revision for r in reversed(list(_scripts().walk_revisions())))
+
+
 def revisions() -> list[str]:
     """The revisions this pbem knows, oldest first."""
-    return [r.revision for r in reversed(list(_scripts().walk_revisions()))]
+    return list(_known())
 
 
 def head_revision() -> str:
