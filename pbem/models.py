@@ -102,6 +102,7 @@ class InboundMail(SQLModel, table=True):
 
 class OutboundMail(SQLModel, table=True):
     __tablename__ = "outbound_mail"
+    __table_args__ = (Index("ix_outbound_mail_game_kind", "game_id", "kind"),)
     id: int | None = Field(default=None, primary_key=True)
     message_id: str = Field(unique=True)
     kind: str                          # report | confirm | error | help | notice
@@ -192,6 +193,7 @@ class SenderEvent(SQLModel, table=True):
     """What an address did that is rate-limited: failed authentication, answers to strangers."""
 
     __tablename__ = "sender_event"
+    __table_args__ = (Index("ix_sender_event_address_kind_at", "address", "kind", "at"),)
     id: int | None = Field(default=None, primary_key=True)
     address: str = Field(index=True)
     kind: str = Field(index=True)      # auth-failed | stranger-answered | ...
