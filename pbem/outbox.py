@@ -71,13 +71,16 @@ def enqueue(session: Session, origin: Origin, *, kind: str, to: str, subject: st
             attachments: Sequence[tuple[str, str, bytes]] = (),
             in_reply_to: str | None = None, references: Sequence[str] = (),
             game_id: int | None = None, seat: int | None = None, turn: int | None = None,
-            inbound_id: int | None = None, auto_submitted: str | None = None) -> OutboundMail:
+            inbound_id: int | None = None, auto_submitted: str | None = None,
+            shipped_html: bool = False) -> OutboundMail:
     """Queue one mail. Auto-Submitted (RFC 3834) is "auto-replied" for a mail that answers
-    one (``in_reply_to``), else "auto-generated", unless ``auto_submitted`` says."""
+    one (``in_reply_to``), else "auto-generated", unless ``auto_submitted`` says. The HTML
+    loses any remote content (a referee's own templates may add some) unless
+    ``shipped_html`` says it comes from the shipped templates, which have none."""
     message_id = make_message_id(origin.domain, kind)
     auto_submitted = auto_submitted or ("auto-replied" if in_reply_to else "auto-generated")
-    if html is not None:
-        html = without_remote_content(html)   # a referee's own templates too
+    if html is not None and not shipped_html:
+        html = without_remote_content(html)
     raw = build_mail(from_addr=origin.address, from_name=origin.name, to_addrs=[to],
                      subject=subject, text=text, html=html, attachments=attachments,
                      message_id=message_id, in_reply_to=in_reply_to, references=references,

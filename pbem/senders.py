@@ -16,17 +16,20 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
+from sqlalchemy import bindparam
 from sqlmodel import Session, col, select
 
 from pbem import security
 from pbem.commands.context import Refusal, Turnkey, refusal
+from pbem.db import core_read
 from pbem.games import GameError, find_game, players_of, seated
 from pbem.mail.read import InboundMessage
 from pbem.mail.senderauth import check_sender
 from pbem.models import Game, InboundMail, OutboundMail, Player
 from pbem.orders import ParsedText
-from pbem.services.post import Post, replied_to, tell_referee
+from pbem.services.post import Post, tell_referee
 
 
 def auth_refusal(refused: Refusal) -> Refusal:
@@ -35,8 +38,23 @@ def auth_refusal(refused: Refusal) -> Refusal:
     return refused
 
 
+# our mail to a seat that a mail replies to: its game, seat and turn (a Core look)
+_REPLIED_SEAT = (select(OutboundMail.id, OutboundMail.game_id, OutboundMail.seat,
+                        OutboundMail.turn)
+                 .where(col(OutboundMail.message_id).in_(bindparam("refs", expanding=True)),
+                        col(OutboundMail.seat).is_not(None))
+                 .order_by(col(OutboundMail.id).desc()).limit(1))
+
+
+def replied_seat(session: Session, msg: InboundMessage) -> Any | None:
+    """The newest mail of ours to a seat that ``msg`` replies to (In-Reply-To or
+    References), as a row of its id, game_id, seat and turn; None if none."""
+    refs = [r for r in [msg.in_reply_to, *msg.references] if r]
+    return core_read(session, _REPLIED_SEAT, {"refs": refs}).first() if refs else None
+
+
 def replied_report(session: Session,
-                   msg: InboundMessage) -> tuple[OutboundMail, Game, Player | None] | None:
+                   msg: InboundMessage) -> tuple[Any, Game, Player | None] | None:
     """The mail of ours to a seat that ``msg`` replies to (a report, an answer), its game,
     and who holds that seat now; None if it replies to no such mail. Asked twice for each
     mail (who sends it, may it be answered), it is looked up once a session: a mail's
@@ -44,8 +62,8 @@ def replied_report(session: Session,
     memo = session.info.setdefault("replied_report", {})
     if id(msg) in memo:
         return memo[id(msg)][1]   # type: ignore[no-any-return]
-    found: tuple[OutboundMail, Game, Player | None] | None = None
-    sent = replied_to(session, msg, col(OutboundMail.seat).is_not(None))
+    found: tuple[Any, Game, Player | None] | None = None
+    sent = replied_seat(session, msg)
     if sent is not None and sent.game_id is not None and sent.seat is not None:
         game = session.get(Game, sent.game_id)
         assert game is not None

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from sqlalchemy import bindparam
 from sqlmodel import Session, col, select
 
+from pbem.db import core_read
 from pbem.games import audit
 from pbem.mail.bounces import read_bounce
 from pbem.models import BounceState, Game, Player
@@ -133,9 +135,18 @@ def _tell(session: Session, post: Post, state: BounceState, found: BouncedMail,
     return True
 
 
+_TO_CLEAR = select(BounceState.id).where(
+    col(BounceState.address) == bindparam("address"),
+    col(BounceState.failing) | (col(BounceState.soft_bounces) > 0) |
+    col(BounceState.report_pending))
+
+
 def heard_from(session: Session, address: str) -> bool:
     """Mail from ``address`` came in: it works, so its bounce state is cleared. True if
     there was something to clear."""
+    # a Core look first: almost every address has nothing to clear (or no state at all)
+    if core_read(session, _TO_CLEAR, {"address": address.lower()}).first() is None:
+        return False
     state = state_of(session, address)
     if state is None or not (state.failing or state.soft_bounces or state.report_pending):
         return False

@@ -79,7 +79,8 @@ def _reply(session: Session, post: Post, mail: Incoming, kind: str, subject: str
                    references=([*msg.references, msg.message_id] if msg.message_id
                                else msg.references),
                    game_id=game_id, seat=seat, turn=turn, inbound_id=mail.row.id,
-                   attachments=attachments, auto_submitted="auto-replied")
+                   attachments=attachments, auto_submitted="auto-replied",
+                   shipped_html=post.renderer.override_dir is None)
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,7 @@ def notice(session: Session, post: Post, to: str, subject: str, paragraphs: list
     text, html = post.renderer.render("notice", context)
     return enqueue(session, post.origin, kind=kind, to=to, subject=subject, text=text,
                    html=html, now=now, game_id=game.id if game is not None else None,
-                   seat=seat, turn=turn)
+                   seat=seat, turn=turn, shipped_html=post.renderer.override_dir is None)
 
 
 def announce(session: Session, post: Post, game: Game, subject: str, paragraphs: list[str],

@@ -112,7 +112,8 @@ def enqueue_reports(session: Session, post: Post, game: Game, state: Any, *, now
                             text=text, html=html, now=now, attachments=[attachment, *record],
                             in_reply_to=in_reply_to,
                             references=[in_reply_to] if in_reply_to else (),
-                            game_id=game.id, seat=seat, turn=game.turn, inbound_id=inbound_id))
+                            game_id=game.id, seat=seat, turn=game.turn, inbound_id=inbound_id,
+                            shipped_html=renderer.override_dir is None))
     if only_seat is None:
         rows += _watcher_reports(session, post, game, state, players, now=now,
                                  notes=notes or [], talk=talk, record=record)
@@ -137,7 +138,8 @@ def _watcher_reports(session: Session, post: Post, game: Game, state: Any,
                   json.dumps(context["view"], indent=2).encode())
     return [enqueue(session, post.origin, kind="watch", to=email, subject=subject, text=text,
                     html=html, now=now, attachments=[attachment, *record], game_id=game.id,
-                    turn=game.turn) for email in watchers]
+                    turn=game.turn, shipped_html=post.renderer.override_dir is None)
+            for email in watchers]
 
 
 def player_view(game: Game, players: dict[int, Player], state: Any,
