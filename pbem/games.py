@@ -57,8 +57,8 @@ def id_of(game: Game) -> int:
 # --- a transaction's memo, and the states of games --------------------------------------
 #
 # Within one transaction the players and the pending orders of a game are read once
-# (memo): a new or deleted Player or PendingOrder, a flush, a bulk UPDATE or DELETE, the
-# transaction's end forget them. What is derived from the players (active, seated) is
+# (memo): a new or deleted Player or PendingOrder (added, or flushed), a bulk UPDATE or
+# DELETE, the transaction's end forget them. What is derived from the players (active, seated) is
 # filtered in Python from the same objects, so a change not flushed yet is seen.
 
 MEMO = "pbem.memo"
@@ -86,8 +86,17 @@ def _forget_on_add(session: OrmSession, instance: Any) -> None:
         _forget(session)
 
 
-for _name in ("after_flush", "after_commit", "after_rollback", "after_soft_rollback"):
+def _forget_after_flush(session: OrmSession, *_: Any) -> None:
+    """A flush that wrote new or deleted players or orders: the memo may hold a row gone
+    (or lack one a query made before the add would have missed). Other flushes, the
+    turn's mail above all, leave it as it is. (Still the pre-flush lists here.)"""
+    if any(isinstance(o, _MEMOISED) for o in (*session.new, *session.deleted)):
+        _forget(session)
+
+
+for _name in ("after_commit", "after_rollback", "after_soft_rollback"):
     event.listen(OrmSession, _name, _forget)
+event.listen(OrmSession, "after_flush", _forget_after_flush)
 event.listen(OrmSession, "do_orm_execute", _forget_on_write)
 event.listen(OrmSession, "transient_to_pending", _forget_on_add)
 
@@ -344,14 +353,19 @@ def start_game(session: Session, game: Game, now: datetime) -> None:
 def record_order(session: Session, game: Game, seat: int, move: Any, *, now: datetime,
                  inbound_id: int | None, by: str = "player") -> PendingOrder | None:
     """Store seat's order for the turn in play; return the order it replaces, if any."""
-    earlier = pending_orders(session, game).get(seat)
+    orders = pending_orders(session, game)
+    earlier = orders.get(seat)
     replaced = None
     if earlier is not None:
         replaced = PendingOrder(**earlier.model_dump())
         session.delete(earlier)
         session.flush()
-    session.add(PendingOrder(game_id=id_of(game), turn=game.turn, seat=seat,
-                             move_json=json.dumps(kind_of(game).move_to_json(move)), by=by,
-                             inbound_id=inbound_id, created_at=now))
+    order = PendingOrder(game_id=id_of(game), turn=game.turn, seat=seat,
+                         move_json=json.dumps(kind_of(game).move_to_json(move)), by=by,
+                         inbound_id=inbound_id, created_at=now)
+    session.add(order)
     session.flush()
+    # the memo as it now is (adding forgot it): the next look at the orders reads nothing
+    orders[seat] = order
+    _memo(session)[("orders", game.id, game.turn)] = list(orders.values())
     return replaced
