@@ -28,6 +28,10 @@ log = logging.getLogger(__name__)
 DONE_KEYWORD = "$PbemDone"
 _SIZE_CHUNK = 1000             # UIDs per RFC822.SIZE fetch (keeps command lines short)
 _BATCH_BYTES = 20_000_000      # soft cap on the bytes of one body fetch
+# mails fetched, stored and moved in one go: each MOVE costs Dovecot time in proportion
+# to the folder, so a folder of 20,000 mails empties in 6 s in groups of 250, in 14 s in
+# groups of 50 (the bytes of a group stay under _BATCH_BYTES either way)
+FETCH_BATCH = 250
 MAX_HEADER_BYTES = 262_144     # of a mail too large to read, at most this much header is fetched
 
 
@@ -96,7 +100,7 @@ class ImapInbox:
 
     # ---- polling ------------------------------------------------------------------
 
-    def poll(self, store: Callable[[FetchedMail], None], *, batch: int = 50,
+    def poll(self, store: Callable[[FetchedMail], None], *, batch: int = FETCH_BATCH,
              store_batch: Callable[[list[FetchedMail]], object] | None = None) -> int:
         """Store every waiting mail and move it to ``done_folder``; return how many
         were stored. A mail whose ``store`` raised stays in the folder untouched.
