@@ -75,6 +75,12 @@ def report_context(game: Game, players: dict[int, Player], state: Any, seat: int
     }
 
 
+def view_json(view: dict[str, Any]) -> bytes:
+    """A report's view as its JSON attachment: on one line, which Python's C encoder
+    writes (with an indent the pure-Python one runs, ~1 ms a report)."""
+    return json.dumps(view).encode()
+
+
 def record_file(game: Game) -> str:
     """The name the game's record has as an attachment (final report, RECORD)."""
     return f"{game.name}-record.json"
@@ -106,8 +112,7 @@ def enqueue_reports(session: Session, post: Post, game: Game, state: Any, *, now
         text, html = renderer.render(kind_of(game).report_template, context)
         subject = tagged(game.name, "final report" if kind_of(game).over(state)
                          else f"turn {game.turn} report")
-        attachment = ("report.json", "application/json",
-                      json.dumps(context["view"], indent=2).encode())
+        attachment = ("report.json", "application/json", view_json(context["view"]))
         rows.append(enqueue(session, origin, kind="report", to=player.email, subject=subject,
                             text=text, html=html, now=now, attachments=[attachment, *record],
                             in_reply_to=in_reply_to,
@@ -134,8 +139,7 @@ def _watcher_reports(session: Session, post: Post, game: Game, state: Any,
     text, html = post.renderer.render(kind_of(game).report_template, context)
     subject = tagged(game.name, "final report (public view)" if kind_of(game).over(state)
                      else f"turn {game.turn} public view")
-    attachment = ("report.json", "application/json",
-                  json.dumps(context["view"], indent=2).encode())
+    attachment = ("report.json", "application/json", view_json(context["view"]))
     return [enqueue(session, post.origin, kind="watch", to=email, subject=subject, text=text,
                     html=html, now=now, attachments=[attachment, *record], game_id=game.id,
                     turn=game.turn, shipped_html=post.renderer.override_dir is None)
