@@ -25,13 +25,14 @@ from pbem.mail.errors import MailError
 from pbem.mail.imap import FetchedMail, ImapInbox
 from pbem.mail.listener import MailListener
 from pbem.mail.senderauth import aligned_domain
-from pbem.mail.smtp_out import EmlDirSender, SmtpSender
+from pbem.mail.smtp_out import EmlDirSender, SmtpPool, SmtpSender
 from pbem.outbox import DrainReport, Sender, drain
 from pbem.referee import Referee
 from pbem.render import Renderer
 
 log = logging.getLogger(__name__)
 IMAP_KEEP_OPEN_SECONDS = 120.0   # an idle IMAP connection is used again for this long
+SMTP_KEEP_OPEN_SECONDS = 60.0    # ... an idle SMTP one (servers drop them after a few minutes)
 
 
 def utc_now() -> datetime:
@@ -84,6 +85,7 @@ class Server:
         self._ticked = False                               # safe_tick says the first once
         self.stopped_by: SchemaError | None = None
         self._inbox: ImapInbox | None = None                # inbox(): made once
+        self._smtp: SmtpPool | None = None                  # open_sender(): made once
 
     # --- the edges ----------------------------------------------------------
 
@@ -101,9 +103,11 @@ class Server:
         return self._inbox
 
     def close(self) -> None:
-        """Log out of what is kept open (the IMAP connection)."""
+        """Log out of what is kept open (the IMAP and SMTP connections)."""
         if self._inbox is not None:
             self._inbox.close()
+        if self._smtp is not None:
+            self._smtp.close()
 
     def open_sender(self) -> AbstractContextManager[Sender]:
         smtp = self.settings.smtp
@@ -111,9 +115,11 @@ class Server:
             durable = self.settings.db.synchronous == "full"
             return with_signature(EmlDirSender(self.settings.outbox_dir, durable=durable),
                                   self.signer)
-        return with_signature(SmtpSender(smtp.host, smtp.port, ssl=smtp.ssl,
-                                         starttls=smtp.starttls, username=smtp.username,
-                                         password=smtp.password), self.signer)
+        if self._smtp is None:
+            self._smtp = SmtpPool(lambda: SmtpSender(
+                smtp.host, smtp.port, ssl=smtp.ssl, starttls=smtp.starttls,
+                username=smtp.username, password=smtp.password), SMTP_KEEP_OPEN_SECONDS)
+        return with_signature(self._smtp.borrow(), self.signer)
 
     def store_fetched(self, mail: FetchedMail) -> None:
         folder = self.settings.imap.folder if self.settings.imap else "INBOX"

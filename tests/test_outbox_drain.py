@@ -15,12 +15,14 @@ from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, select
 
 from pbem import outbox
-from pbem.config import ConfigError, load_settings
+from pbem.config import ConfigError, Settings, SmtpSettings, load_settings
 from pbem.db import open_database
 from pbem.mail.smtp_out import SendResult, SmtpSender
 from pbem.models import OutboundMail
 from pbem.outbox import Origin, drain, enqueue
 from pbem.robot_client import parse_mail
+from pbem.server import Server
+from tests.mailstack import start_controller
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
@@ -199,3 +201,40 @@ def test_mail_to_one_address_leaves_in_queue_order_over_several_connections(
     for n, user in enumerate(users):
         subjects = [str(parse_mail(raw)["Subject"]) for raw in mailstack.wait_for(user, 12)]
         assert subjects == [f"mail {k}" for k in range(n, 36, 3)]
+
+
+class Peers:
+    """An SMTP server that notes the connection (the client's port) each mail came over."""
+
+    def __init__(self) -> None:
+        self.peers: list[object] = []
+        self.controller = start_controller(self)
+
+    async def handle_DATA(self, server, session, envelope):
+        self.peers.append(session.peer)
+        return "250 OK"
+
+
+def test_the_next_drain_sends_over_the_connection_the_last_one_kept(tmp_path: Path) -> None:
+    """Connecting, EHLO (and STARTTLS, AUTH) cost more than a mail: a server keeps its SMTP
+    connections open between drains, for a while (pbem.mail.smtp_out.SmtpPool)."""
+    sink = Peers()
+    try:
+        server = Server(Settings(
+            database=f"sqlite:///{tmp_path}/pbem.db", address="bluff@x.test",
+            referee="referee@x.test", referee_key="k",
+            smtp=SmtpSettings(sink.controller.hostname, sink.controller.port, starttls=False)))
+        origin = Origin("bluff@x.test")
+        for drained in range(3):
+            queue(server.engine, origin, [f"p{drained}@x.test"])
+            assert server.send().sent == 1
+        assert len(sink.peers) == 3 and len(set(sink.peers)) == 1   # one connection
+        assert server._smtp is not None
+        server._smtp.keep_open = 0          # idle too long: the next drain connects anew
+        queue(server.engine, origin, ["p9@x.test"])
+        assert server.send().sent == 1
+        assert len(set(sink.peers)) == 2
+        server.close()                       # QUIT: nothing kept
+        assert server._smtp._idle == []
+    finally:
+        sink.controller.stop()

@@ -11,7 +11,10 @@ import os
 import re
 import smtplib
 import ssl as ssl_mod
+import threading
+import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -214,6 +217,69 @@ class SmtpSender:
         target = result.permanent if 500 <= code < 600 and code != 530 else result.temporary
         for rcpt in rcpts:
             target[rcpt] = _text(code, msg)
+
+
+class SmtpPool:
+    """SMTP connections kept open from one drain to the next (a tick's answers, then the
+    next tick's) for ``keep_open`` seconds: connecting, EHLO, STARTTLS and AUTH cost more
+    than sending a mail. A connection the server closed meanwhile is opened again by
+    SmtpSender itself (a 421 or a dropped line on a reused connection: once more)."""
+
+    def __init__(self, make: Callable[[], SmtpSender], keep_open: float) -> None:
+        self.make = make
+        self.keep_open = keep_open
+        self._idle: list[tuple[SmtpSender, float]] = []
+        self._lock = threading.Lock()
+
+    def borrow(self) -> BorrowedSender:
+        """A kept connection still fresh enough, else a new sender (connecting at its first
+        mail); given back when the ``with`` block ends without an error."""
+        now, stale, sender = time.monotonic(), [], None
+        with self._lock:
+            while self._idle and sender is None:
+                kept, since = self._idle.pop()
+                if now - since <= self.keep_open:
+                    sender = kept
+                else:
+                    stale.append(kept)
+        for old in stale:
+            old.__exit__(None, None, None)
+        if sender is None:
+            sender = self.make().__enter__()
+        return BorrowedSender(self, sender)
+
+    def give_back(self, sender: SmtpSender, healthy: bool) -> None:
+        if healthy and self.keep_open > 0:
+            with self._lock:
+                self._idle.append((sender, time.monotonic()))
+        else:
+            sender.__exit__(None, None, None)
+
+    def close(self) -> None:
+        """QUIT every kept connection."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for sender, _ in idle:
+            sender.__exit__(None, None, None)
+
+
+class BorrowedSender:
+    """An SmtpSender lent by an SmtpPool for one ``with`` block."""
+
+    def __init__(self, pool: SmtpPool, sender: SmtpSender) -> None:
+        self.pool, self.sender = pool, sender
+
+    def __repr__(self) -> str:
+        return f"kept {self.sender!r}"
+
+    def __enter__(self) -> BorrowedSender:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.pool.give_back(self.sender, healthy=not exc or exc[0] is None)
+
+    def send(self, mail_from: str, rcpts: list[str], raw: bytes) -> SendResult:
+        return self.sender.send(mail_from, rcpts, raw)
 
 
 # ------------------------------------------------------------------------------ .eml
