@@ -45,9 +45,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import bindparam, update
+from sqlalchemy import bindparam, insert, update
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, col
+from sqlmodel import Session, col, select
 
 from pbem.models import ServerState
 
@@ -223,6 +223,7 @@ def claim_many(session: Session, table: Any, seen: list[tuple[int, str | None]],
 # --------------------------------------------------------------------------- the lease
 
 
+_LEASE_VALUE = select(ServerState.value).where(col(ServerState.key) == bindparam("lease"))
 _SWAP = update(ServerState).where(
     col(ServerState.key) == bindparam("lease"), col(ServerState.value) == bindparam("old")
 ).values(value=bindparam("new"))
@@ -254,31 +255,27 @@ class Lease:
             return json.loads(row.value).get("owner") if row is not None else None
 
     def try_acquire(self) -> bool:
-        with Session(self.engine) as session:
-            row = session.get(ServerState, self.key)
-            new = self._new_value()
-            if row is None:
-                session.add(ServerState(key=self.key, value=new))
-                try:
-                    session.commit()
-                except IntegrityError:   # another process created it first
-                    return False
-                self._value = new
-                return True
-            current = json.loads(row.value)
-            owner = current.get("owner")
-            until = datetime.fromisoformat(current["until"]) if current.get("until") else None
-            if owner and owner != me() and until is not None and \
-                    aware(until) > aware(self.clock()) and not claimer_dead(owner):
-                return False
-            done = session.execute(update(ServerState).where(
-                ServerState.key == self.key, ServerState.value == row.value)  # type: ignore[arg-type]
-                .values(value=new))
-            session.commit()
-            if done.rowcount != 1:   # type: ignore[attr-defined]
-                return False
-            self._value = new
-            return True
+        new = self._new_value()
+        try:
+            with self.engine.begin() as conn:   # Core: a tick takes two leases
+                value = conn.execute(_LEASE_VALUE, {"lease": self.key}).scalar_one_or_none()
+                if value is None:
+                    conn.execute(insert(ServerState).values(key=self.key, value=new))
+                else:
+                    current = json.loads(value)
+                    owner = current.get("owner")
+                    until = (datetime.fromisoformat(current["until"]) if current.get("until")
+                             else None)
+                    if owner and owner != me() and until is not None and \
+                            aware(until) > aware(self.clock()) and not claimer_dead(owner):
+                        return False
+                    if conn.execute(_SWAP, {"lease": self.key, "old": value,
+                                            "new": new}).rowcount != 1:
+                        return False
+        except IntegrityError:   # another process created it first
+            return False
+        self._value = new
+        return True
 
     def acquire(self, wait: float = 0.0, poll: float = 0.05) -> bool:
         """Take the lease, waiting up to ``wait`` seconds (real time) for its holder."""
