@@ -34,7 +34,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_tick(args: argparse.Namespace) -> int:
-    report = Server(_settings(args)).tick()
+    server = Server(_settings(args))
+    try:
+        report = server.tick()
+    finally:
+        server.close()   # LOGOUT and QUIT what the tick kept open for a next one
     print(f"tick: {report}")
     return 0
 
