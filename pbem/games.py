@@ -58,8 +58,8 @@ def id_of(game: Game) -> int:
 #
 # Within one transaction the players and the pending orders of a game are read once
 # (memo): a new or deleted Player or PendingOrder (added, or flushed), a bulk UPDATE or
-# DELETE, the transaction's end forget them. What is derived from the players (active, seated) is
-# filtered in Python from the same objects, so a change not flushed yet is seen.
+# DELETE, the transaction's end forget them. What is derived from the players (active,
+# seated) is filtered in Python from the same objects, so a change not flushed yet is seen.
 
 MEMO = "pbem.memo"
 _MEMOISED = (Player, PendingOrder)
@@ -238,9 +238,13 @@ def load_state(session: Session, game: Game) -> Any:
     return state
 
 
+def _orders_key(game: Game) -> tuple[str, int | None, int]:
+    return ("orders", game.id, game.turn)
+
+
 def pending_orders(session: Session, game: Game) -> dict[int, PendingOrder]:
     memo = _memo(session)
-    key = ("orders", game.id, game.turn)
+    key = _orders_key(game)
     rows = memo.get(key)
     if rows is None:
         rows = memo[key] = list(session.exec(select(PendingOrder).where(
@@ -367,5 +371,5 @@ def record_order(session: Session, game: Game, seat: int, move: Any, *, now: dat
     session.flush()
     # the memo as it now is (adding forgot it): the next look at the orders reads nothing
     orders[seat] = order
-    _memo(session)[("orders", game.id, game.turn)] = list(orders.values())
+    _memo(session)[_orders_key(game)] = list(orders.values())
     return replaced

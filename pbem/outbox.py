@@ -360,8 +360,8 @@ def _due(engine: Engine, when: datetime, lease: timedelta, after: int,
 
 def _claim_page(engine: Engine, due: list[tuple[int, str | None]], when: datetime,
                 verp: bool) -> list[_Claimed]:
-    """Claim the free or stale rows of ``due`` in one transaction (pbem.faults.claim: only
-    one process gets each) and read what sending them needs."""
+    """Claim the free or stale rows of ``due`` in one transaction (pbem.faults.claim_many:
+    only one process gets each) and read what sending them needs."""
     with Session(engine) as session:
         got = claim_many(session, OutboundMail, due, when, status="pending")
         rows = session.execute(select_columns(*(col(c) for c in (

@@ -413,6 +413,12 @@ class Renderer:
         self.override_dir = override_dir
         self.env = template_environment(Path(override_dir) if override_dir is not None else None)
 
+    @property
+    def shipped_only(self) -> bool:
+        """Only the shipped templates (no referee's overrides): their HTML loads nothing
+        remote (tests/test_mail_headers.py), so it need not be searched for it."""
+        return self.override_dir is None
+
     def render(self, name: str, context: Mapping[str, Any]) -> tuple[str, str]:
         """Render ``NAME.txt.j2`` and ``NAME.html.j2`` with ``context``: (text, html)."""
         # no copy of the context here: Template.render makes its own

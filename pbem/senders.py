@@ -29,7 +29,7 @@ from pbem.mail.read import InboundMessage
 from pbem.mail.senderauth import check_sender
 from pbem.models import Game, InboundMail, OutboundMail, Player
 from pbem.orders import ParsedText
-from pbem.services.post import Post, tell_referee
+from pbem.services.post import Post, replied_ids, tell_referee
 
 
 def auth_refusal(refused: Refusal) -> Refusal:
@@ -49,7 +49,7 @@ _REPLIED_SEAT = (select(OutboundMail.id, OutboundMail.game_id, OutboundMail.seat
 def replied_seat(session: Session, msg: InboundMessage) -> Any | None:
     """The newest mail of ours to a seat that ``msg`` replies to (In-Reply-To or
     References), as a row of its id, game_id, seat and turn; None if none."""
-    refs = [r for r in [msg.in_reply_to, *msg.references] if r]
+    refs = replied_ids(msg)
     return core_read(session, _REPLIED_SEAT, {"refs": refs}).first() if refs else None
 
 

@@ -121,17 +121,19 @@ class Server:
                 username=smtp.username, password=smtp.password), SMTP_KEEP_OPEN_SECONDS)
         return with_signature(self._smtp.borrow(), self.signer)
 
-    def store_fetched(self, mail: FetchedMail) -> None:
+    def _imap_key(self, mail: FetchedMail) -> str:
+        """folder/UIDVALIDITY/UID: the same mail fetched twice is stored once."""
         folder = self.settings.imap.folder if self.settings.imap else "INBOX"
+        return f"{folder}/{mail.uidvalidity}/{mail.uid}"
+
+    def store_fetched(self, mail: FetchedMail) -> None:
         self.referee.store_inbound(mail.raw, source="imap", truncated=mail.truncated,
-                                   size=mail.size,
-                                   imap_key=f"{folder}/{mail.uidvalidity}/{mail.uid}")
+                                   size=mail.size, imap_key=self._imap_key(mail))
 
     def store_fetched_batch(self, mails: list[FetchedMail]) -> None:
         """A fetched group in one transaction (all or nothing; see ImapInbox.poll)."""
-        folder = self.settings.imap.folder if self.settings.imap else "INBOX"
-        self.referee.store_many([(m.raw, f"{folder}/{m.uidvalidity}/{m.uid}", m.truncated,
-                                  m.size) for m in mails], source="imap")
+        self.referee.store_many([(m.raw, self._imap_key(m), m.truncated, m.size)
+                                 for m in mails], source="imap")
 
     def store_received(self, raw: bytes, envelope_from: str, rcpts: list[str]) -> None:
         """The listener's store: returns (and the client gets its 250) only once stored."""

@@ -147,9 +147,8 @@ def heard_from(session: Session, address: str) -> bool:
     # a Core look first: almost every address has nothing to clear (or no state at all)
     if core_read(session, _TO_CLEAR, {"address": address.lower()}).first() is None:
         return False
-    state = state_of(session, address)
-    if state is None or not (state.failing or state.soft_bounces or state.report_pending):
-        return False
+    state = state_of(session, address)   # the session's changes were flushed: it is there
+    assert state is not None
     state.failing, state.soft_bounces, state.report_pending = False, 0, False
     session.add(state)
     return True

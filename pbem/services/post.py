@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy.orm import defer
 from sqlmodel import Session, col, select
 
 from pbem.config import Settings
@@ -80,7 +79,7 @@ def _reply(session: Session, post: Post, mail: Incoming, kind: str, subject: str
                                else msg.references),
                    game_id=game_id, seat=seat, turn=turn, inbound_id=mail.row.id,
                    attachments=attachments, auto_submitted="auto-replied",
-                   shipped_html=post.renderer.override_dir is None)
+                   shipped_html=post.renderer.shipped_only)
 
 
 @dataclass(frozen=True)
@@ -127,7 +126,7 @@ def notice(session: Session, post: Post, to: str, subject: str, paragraphs: list
     text, html = post.renderer.render("notice", context)
     return enqueue(session, post.origin, kind=kind, to=to, subject=subject, text=text,
                    html=html, now=now, game_id=game.id if game is not None else None,
-                   seat=seat, turn=turn, shipped_html=post.renderer.override_dir is None)
+                   seat=seat, turn=turn, shipped_html=post.renderer.shipped_only)
 
 
 def announce(session: Session, post: Post, game: Game, subject: str, paragraphs: list[str],
@@ -164,10 +163,13 @@ def undeliverable(session: Session, post: Post, row: OutboundMail, why: str) -> 
 def replied_to(session: Session, msg: InboundMessage, *where: Any) -> OutboundMail | None:
     """The newest mail of ours that ``msg`` replies to (In-Reply-To or References),
     among those matching ``where``."""
-    refs = [r for r in [msg.in_reply_to, *msg.references] if r]
+    refs = replied_ids(msg)
     if not refs:
         return None
-    # the mail's bytes stay in the database unless asked for (a report is ~30 KB)
-    return session.exec(select(OutboundMail).options(defer(OutboundMail.raw))  # type: ignore[arg-type]
-                        .where(col(OutboundMail.message_id).in_(refs), *where)
+    return session.exec(select(OutboundMail).where(col(OutboundMail.message_id).in_(refs), *where)
                         .order_by(col(OutboundMail.id).desc())).first()
+
+
+def replied_ids(msg: InboundMessage) -> list[str]:
+    """The Message-IDs ``msg`` replies to (In-Reply-To, then References)."""
+    return [r for r in [msg.in_reply_to, *msg.references] if r]

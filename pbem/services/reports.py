@@ -118,7 +118,7 @@ def enqueue_reports(session: Session, post: Post, game: Game, state: Any, *, now
                             in_reply_to=in_reply_to,
                             references=[in_reply_to] if in_reply_to else (),
                             game_id=game.id, seat=seat, turn=game.turn, inbound_id=inbound_id,
-                            shipped_html=renderer.override_dir is None))
+                            shipped_html=renderer.shipped_only))
     if only_seat is None:
         rows += _watcher_reports(session, post, game, state, players, now=now,
                                  notes=notes or [], talk=talk, record=record)
@@ -142,7 +142,7 @@ def _watcher_reports(session: Session, post: Post, game: Game, state: Any,
     attachment = ("report.json", "application/json", view_json(context["view"]))
     return [enqueue(session, post.origin, kind="watch", to=email, subject=subject, text=text,
                     html=html, now=now, attachments=[attachment, *record], game_id=game.id,
-                    turn=game.turn, shipped_html=post.renderer.override_dir is None)
+                    turn=game.turn, shipped_html=post.renderer.shipped_only)
             for email in watchers]
 
 
