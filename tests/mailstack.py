@@ -38,6 +38,7 @@ import signal
 import smtplib
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterable
@@ -169,8 +170,14 @@ class MailStack:
     smtp_host = LOOPBACK
 
     def __init__(self, users: Iterable[str] = DEFAULT_USERS, domain: str = DEFAULT_DOMAIN,
-                 password: str = PASSWORD, base_dir: str | os.PathLike | None = None) -> None:
+                 password: str = PASSWORD, base_dir: str | os.PathLike | None = None,
+                 relay_processes: int = 0) -> None:
+        """``relay_processes`` > 0 runs the SMTP front end in that many processes of its
+        own, as a real MTA is: a benchmark's client then does not share its interpreter
+        (the GIL), and its connections are served in parallel."""
         self.domain = domain
+        self.relay_processes = relay_processes
+        self._relays: list[subprocess.Popen] = []
         self.password = password
         self.users = [u if "@" in u else f"{u}@{domain}" for u in users]
         self.addresses = {u.lower() for u in self.users}
@@ -200,7 +207,9 @@ class MailStack:
             self._prepare_dir()
         try:
             self.start_dovecot()
-            if self._smtp is None:
+            if self.relay_processes:
+                self._start_relay_processes()
+            elif self._smtp is None:
                 self._smtp = start_controller(_LmtpRelay(self), self.smtp_host)
                 self.smtp_port = self._smtp.port
         except BaseException:
@@ -216,6 +225,7 @@ class MailStack:
                 self._smtp.stop()
             finally:
                 self._smtp = None
+        self._stop_relay_processes()
         self.stop_dovecot()
         if self._own_dir and self.base_dir is not None:
             shutil.rmtree(self.base_dir, ignore_errors=True)
@@ -284,6 +294,44 @@ class MailStack:
         self.start_dovecot()
 
     # ---- internals ----------------------------------------------------------------
+
+    def _start_relay_processes(self) -> None:
+        """``relay_processes`` SMTP front ends in processes of their own, all taking
+        connections from one listening socket (as an MTA serves each in parallel)."""
+        if self._relays:
+            return
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((LOOPBACK, 0))
+        listener.listen(128)
+        root = Path(__file__).resolve().parent.parent
+        try:
+            for _ in range(self.relay_processes):
+                relay = subprocess.Popen(
+                    [sys.executable, "-m", "tests.mailstack", "relay", str(listener.fileno()),
+                     str(self.lmtp_port), ",".join(sorted(self.addresses))],
+                    cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                    pass_fds=(listener.fileno(),))
+                self._relays.append(relay)
+                assert relay.stdout is not None
+                line = relay.stdout.readline()
+                if line.strip() != b"ready":
+                    raise MailStackError(f"a relay process did not start: {line!r}")
+            self.smtp_port = listener.getsockname()[1]
+        finally:
+            listener.close()   # the relays hold it
+
+    def _stop_relay_processes(self) -> None:
+        relays, self._relays = self._relays, []
+        for relay in relays:
+            assert relay.stdin is not None
+            relay.stdin.close()   # the relay's cue to stop
+        for relay in relays:
+            try:
+                relay.wait(10)
+            except subprocess.TimeoutExpired:
+                relay.kill()
+                relay.wait()
 
     def _mail_owner(self) -> tuple[str, str]:
         if os.geteuid() == 0:
@@ -528,3 +576,36 @@ service lmtp {{
                     client.delete_folder(name)
         finally:
             client.logout()
+
+
+def _serve_relay(listener_fd: int, lmtp_port: int, addresses: str) -> None:
+    """One SMTP front end process (MailStack(relay_processes=N)) on the listening socket it
+    was given: says "ready", and runs until its standard input is closed."""
+    import threading
+    from types import SimpleNamespace
+
+    from aiosmtpd.smtp import SMTP
+
+    stack = SimpleNamespace(lmtp_port=lmtp_port, addresses=set(addresses.split(",")))
+    handler = _LmtpRelay(stack)  # type: ignore[arg-type]
+    loop = asyncio.new_event_loop()
+    listener = socket.socket(fileno=listener_fd)
+    server = loop.run_until_complete(loop.create_server(lambda: SMTP(handler), sock=listener))
+    print("ready", flush=True)
+
+    def wait_for_eof() -> None:
+        sys.stdin.read()
+        loop.call_soon_threadsafe(loop.stop)
+
+    threading.Thread(target=wait_for_eof, daemon=True).start()
+    loop.run_forever()
+    server.close()
+    tasks = asyncio.all_tasks(loop)   # the connections still open: closed quietly
+    for task in tasks:
+        task.cancel()
+    loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+    loop.close()
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["relay"]:
+    _serve_relay(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])
