@@ -110,6 +110,9 @@ def main() -> None:
                         help="processes of the test SMTP relay, each serving connections as a "
                              "real MTA's do (default 2); 0: a thread of this process, sharing "
                              "its interpreter")
+    parser.add_argument("--send-after-handling", action="store_true",
+                        help="[smtp] send_while_handling = false: a tick sends its mail once "
+                             "it has handled all of it")
     args = parser.parse_args()
     with MailStack(relay_processes=args.relay_processes) as stack, tempfile.TemporaryDirectory() as tmp:
         settings = Settings(
@@ -117,7 +120,8 @@ def main() -> None:
             referee=stack.address("referee"), referee_key=KEY,
             imap=ImapSettings(stack.imap_host, stack.imap_port, ssl=False,
                               username=stack.address("bluff"), password=stack.password),
-            smtp=SmtpSettings(stack.smtp_host, stack.smtp_port, starttls=False))
+            smtp=SmtpSettings(stack.smtp_host, stack.smtp_port, starttls=False,
+                              send_while_handling=not args.send_after_handling))
         server = Server(settings)
         wall = time.perf_counter()
         ticking = sum(play(stack, server, f"bench-{i}", 1000 + i) for i in range(args.games))

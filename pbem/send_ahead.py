@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 from contextlib import AbstractContextManager, ExitStack
 from datetime import datetime
@@ -67,7 +67,11 @@ class SendAhead:
         self.on_failure, self.verp = on_failure, verp
         self.report = DrainReport()
         self._queues: list[deque[ClaimedMail]] = [deque() for _ in range(connections)]
-        self._slot_of: dict[tuple[str, ...], int] = {}   # an address keeps its connection
+        # an address keeps its connection while it has mail not handed off yet (so its
+        # mails leave in queue order); else it goes to the least busy one
+        self._slot_of: dict[tuple[str, ...], int] = {}
+        self._waiting: Counter[tuple[str, ...]] = Counter()
+        self._in_hand = [0] * connections
         self._threads: list[threading.Thread | None] = [None] * connections
         self._alive = 0
         self._changed = threading.Condition()
@@ -89,8 +93,7 @@ class SendAhead:
         if mails:
             with self._changed:
                 for mail in mails:
-                    slot = self._slot_of.setdefault(tuple(mail.rcpts),
-                                                    len(self._slot_of) % len(self._queues))
+                    slot = self._slot_for(tuple(mail.rcpts))
                     self._queues[slot].append(mail)
                     self._start(slot)
                 self._changed.notify_all()
@@ -169,6 +172,16 @@ class SendAhead:
 
     # --- the sender threads --------------------------------------------------------
 
+    def _slot_for(self, rcpts: tuple[str, ...]) -> int:
+        """The connection for a mail to ``rcpts`` (called holding _changed)."""
+        slot = self._slot_of.get(rcpts)
+        if slot is None or not self._waiting[rcpts]:
+            slot = min(range(len(self._queues)),
+                       key=lambda s: len(self._queues[s]) + self._in_hand[s])
+            self._slot_of[rcpts] = slot
+        self._waiting[rcpts] += 1
+        return slot
+
     def _start(self, slot: int) -> None:
         """Start the sender of ``slot`` unless it runs (called holding _changed)."""
         if self._threads[slot] is None:
@@ -185,6 +198,7 @@ class SendAhead:
                 self._changed.wait()
             if self._stopped or not queue:
                 return None
+            self._in_hand[slot] = 1
             return queue.popleft()
 
     def _work(self, slot: int) -> None:
@@ -204,6 +218,8 @@ class SendAhead:
                     crash_point("outbox-handed-off")
                     with self._changed:
                         self._handed.append((mail, result))
+                        self._waiting[tuple(mail.rcpts)] -= 1
+                        self._in_hand[slot] = 0
                         if result.unavailable:
                             self._stopped = True   # the others stop after their mail in hand
                         self._changed.notify_all()

@@ -603,7 +603,8 @@ def _serve_relay(listener_fd: int, lmtp_port: int, addresses: str) -> None:
     tasks = asyncio.all_tasks(loop)   # the connections still open: closed quietly
     for task in tasks:
         task.cancel()
-    loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+    if tasks:
+        loop.run_until_complete(asyncio.wait(tasks))
     loop.close()
 
 
