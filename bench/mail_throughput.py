@@ -4,9 +4,11 @@ Prints mails processed per second by `pbem tick` (fetch + process + resolve +
 send), and the ratio of tick's time to the bare cost of the same mail work
 done directly: fetching the same inbound mails with imapclient (and moving
 them, as tick does) and sending the same number of outbound mails with
-smtplib, measured in the same run on the same Dovecot.
+smtplib, measured in the same run on the same Dovecot, game by game: right
+after each game, its own mails (so a slow moment of the machine weighs on both
+figures alike).
 
-    python bench/mail_throughput.py [--games 3] [--relay-processes 2]
+    python bench/mail_throughput.py [--games 3] [--side-by-side 1] [--relay-processes 2]
 
 The test stack's SMTP relay runs in processes of its own (two by default), as
 an MTA does: it does not share this interpreter, and it serves the tick's
@@ -37,45 +39,58 @@ from pbem.config import ImapSettings, Settings, SmtpSettings  # noqa: E402
 from pbem.models import InboundMail, OutboundMail  # noqa: E402
 from pbem.robot_client import choose_order, order_lines, parse_mail, reply_to, report_view  # noqa: E402
 from pbem.server import Server  # noqa: E402
-from tests.mailstack import MailStack  # noqa: E402
+from tests.mailstack import DEFAULT_DOMAIN, DEFAULT_USERS, MailStack  # noqa: E402
 
 PLAYERS = ["p1", "p2", "p3", "p4", "p5"]
 KEY = "bench-referee-key"
+# The bare run delivers a player's mail to a mailbox of its own: a Dovecot mailbox costs
+# more a delivery as it fills, so the two runs fill mailboxes of their own alike.
+FLOOR_USERS = {f"{u}@{DEFAULT_DOMAIN}": f"floor-{u}@{DEFAULT_DOMAIN}"
+               for u in [*PLAYERS, "referee"]}
 
 
-def play(stack: MailStack, server: Server, name: str, seed: int) -> float:
-    """One whole game; returns the seconds spent inside tick."""
+def play(stack: MailStack, server: Server, names: list[str], seed: int) -> float:
+    """Whole games, played side by side (each tick handles the orders of all of them);
+    returns the seconds spent inside tick."""
     msg = EmailMessage()
     msg["From"], msg["To"], msg["Subject"] = stack.address("referee"), stack.address("bluff"), "go"
-    lines = [f"KEY {KEY}", f"NEWGAME {name} SEED {seed}"]
-    lines += [f"ADD {name} {stack.address(u)} {u}" for u in PLAYERS] + [f"START {name}"]
+    lines = [f"KEY {KEY}"]
+    for n, name in enumerate(names):
+        lines += [f"NEWGAME {name} SEED {seed + n}"]
+        lines += [f"ADD {name} {stack.address(u)} {u}" for u in PLAYERS] + [f"START {name}"]
     msg.set_content("\n".join(lines) + "\n")
     stack.deliver("bluff", msg.as_bytes(policy=policy.SMTP), mail_from=stack.address("referee"))
     seen = {u: len(stack.fetch_all(u)) for u in PLAYERS}
-    rng = random.Random(seed)
+    rngs = {name: random.Random(seed + n) for n, name in enumerate(names)}
+    over: set[str] = set()
     ticking = 0.0
     while True:
         start = time.perf_counter()
         server.tick()
         ticking += time.perf_counter() - start
-        over, moved = False, False
+        moved = False
         for user in PLAYERS:
             raws = stack.fetch_all(user)
             fresh, seen[user] = raws[seen[user]:], len(raws)
-            reports = [m for m in map(parse_mail, fresh) if report_view(m) is not None
-                       and report_view(m)["game"] == name]
-            if not reports:
-                continue
-            report = reports[-1]
-            view = report_view(report)
-            assert view is not None
-            over = over or view["game_over"]
-            move = choose_order(view, rng)
-            if move is not None:
-                stack.deliver("bluff", reply_to(report, stack.address(user), order_lines(move)),
-                              mail_from=stack.address(user))
-                moved = True
-        if over or not moved:
+            latest: dict[str, EmailMessage] = {}
+            for mail in map(parse_mail, fresh):
+                view = report_view(mail)
+                if view is not None and view["game"] in rngs:
+                    latest[view["game"]] = mail
+            for name, report in latest.items():
+                view = report_view(report)
+                assert view is not None
+                if view["game_over"]:
+                    over.add(name)
+                if name in over:
+                    continue
+                move = choose_order(view, rngs[name])
+                if move is not None:
+                    stack.deliver("bluff", reply_to(report, stack.address(user),
+                                                    order_lines(move)),
+                                  mail_from=stack.address(user))
+                    moved = True
+        if len(over) == len(names) or not moved:
             return ticking
 
 
@@ -99,8 +114,19 @@ def bare_cost(stack: MailStack, inbound: list[bytes], outbound: list[tuple[str, 
     client.logout()
     with smtplib.SMTP(stack.smtp_host, stack.smtp_port) as smtp:
         for mail_from, rcpts, raw in outbound:
-            smtp.sendmail(mail_from, rcpts, raw)
+            smtp.sendmail(mail_from, [FLOOR_USERS.get(r, r) for r in rcpts], raw)
     return time.perf_counter() - start
+
+
+def game_mail(server: Server, seen_in: int, seen_out: int) -> tuple[
+        list[bytes], list[tuple[str, list[str], bytes]]]:
+    """The mail stored and sent since the first ``seen_in`` and ``seen_out`` rows."""
+    with Session(server.engine) as session:
+        inbound = [r.raw for r in session.exec(select(InboundMail).order_by(InboundMail.id))]
+        outbound = [(r.mail_from, json.loads(r.rcpts_json), r.raw)
+                    for r in session.exec(select(OutboundMail).order_by(OutboundMail.id))
+                    if r.status == "sent"]
+    return inbound[seen_in:], outbound[seen_out:]
 
 
 def main() -> None:
@@ -110,35 +136,50 @@ def main() -> None:
                         help="processes of the test SMTP relay, each serving connections as a "
                              "real MTA's do (default 2); 0: a thread of this process, sharing "
                              "its interpreter")
-    parser.add_argument("--send-after-handling", action="store_true",
-                        help="[smtp] send_while_handling = false: a tick sends its mail once "
-                             "it has handled all of it")
+    parser.add_argument("--side-by-side", type=int, default=1, metavar="K",
+                        help="play the games K at a time, so each tick handles the orders of "
+                             "K games (default 1: one game at a time)")
     args = parser.parse_args()
-    with MailStack(relay_processes=args.relay_processes) as stack, tempfile.TemporaryDirectory() as tmp:
+    with MailStack(users=[*DEFAULT_USERS, *FLOOR_USERS.values()],
+                   relay_processes=args.relay_processes) as stack, tempfile.TemporaryDirectory() as tmp:
         settings = Settings(
             database=f"sqlite:///{tmp}/bench.db", address=stack.address("bluff"),
             referee=stack.address("referee"), referee_key=KEY,
             imap=ImapSettings(stack.imap_host, stack.imap_port, ssl=False,
                               username=stack.address("bluff"), password=stack.password),
-            smtp=SmtpSettings(stack.smtp_host, stack.smtp_port, starttls=False,
-                              send_while_handling=not args.send_after_handling))
+            smtp=SmtpSettings(stack.smtp_host, stack.smtp_port, starttls=False))
         server = Server(settings)
-        wall = time.perf_counter()
-        ticking = sum(play(stack, server, f"bench-{i}", 1000 + i) for i in range(args.games))
-        wall = time.perf_counter() - wall
-        with Session(server.engine) as session:
-            inbound = [r.raw for r in session.exec(select(InboundMail))]
-            outbound = [(r.mail_from, json.loads(r.rcpts_json), r.raw)
-                        for r in session.exec(select(OutboundMail)) if r.status == "sent"]
-        bare = bare_cost(stack, inbound, outbound)
-        mails = len(inbound) + len(outbound)
-        print(f"games played:              {args.games}")
-        print(f"mails in / out:            {len(inbound)} / {len(outbound)}")
-        print(f"time inside pbem tick:     {ticking:.2f} s (whole run with the players: {wall:.2f} s)")
-        print(f"mails handled per second:  {mails / ticking:.1f} (in + out, by tick)")
-        print(f"inbound orders per second: {len(inbound) / ticking:.1f}")
-        print(f"bare imapclient+smtplib:   {bare:.2f} s for the same mails")
-        print(f"ratio tick / bare:         {ticking / bare:.1f}x")
+        sums = [0.0] * 6   # games, tick, wall, bare, mails in, mails out
+        inbound: list[bytes] = []
+        outbound: list[tuple[str, list[str], bytes]] = []
+        rounds = [list(range(first, min(first + args.side_by_side, args.games)))
+                  for first in range(0, args.games, args.side_by_side)]
+        for games in rounds:
+            # each game's bare cost is measured right after the game: the machine's slow
+            # and quick moments then weigh on both figures alike
+            start = time.perf_counter()
+            ticking = play(stack, server, [f"bench-{g}" for g in games], 1000 + games[0])
+            wall = time.perf_counter() - start
+            game_in, game_out = game_mail(server, len(inbound), len(outbound))
+            bare = bare_cost(stack, game_in, game_out)
+            inbound += game_in
+            outbound += game_out
+            for n, value in enumerate((len(games), ticking, wall, bare, len(game_in),
+                                       len(game_out))):
+                sums[n] += value
+        report(*sums)
+
+
+def report(games: float, ticking: float, wall: float, bare: float, mails_in: float,
+           mails_out: float) -> None:
+    mails = mails_in + mails_out
+    print(f"games played:              {games:.0f}")
+    print(f"mails in / out:            {mails_in:.0f} / {mails_out:.0f}")
+    print(f"time inside pbem tick:     {ticking:.2f} s (whole run with the players: {wall:.2f} s)")
+    print(f"mails handled per second:  {mails / ticking:.1f} (in + out, by tick)")
+    print(f"inbound orders per second: {mails_in / ticking:.1f}")
+    print(f"bare imapclient+smtplib:   {bare:.2f} s for the same mails (game by game)")
+    print(f"ratio tick / bare:         {ticking / bare:.2f}x")
 
 
 if __name__ == "__main__":

@@ -48,9 +48,6 @@ class SmtpSettings:
     # SMTP connections used at once to drain the outbox (a crash repeats at most one mail
     # per connection, README "Guarantees")
     connections: int = 4
-    # a tick sends the answers to the mail it handled while it handles the next mails
-    # (pbem.send_ahead); off: it sends them all once the handling is done
-    send_while_handling: bool = True
 
     def __post_init__(self) -> None:
         if not 1 <= self.connections <= 32:

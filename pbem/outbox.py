@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from sqlalchemy import Engine, bindparam, inspect, update
+from sqlalchemy import Engine, bindparam, update
 from sqlalchemy import select as select_columns  # sqlmodel's select takes at most 4
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, col, select
@@ -90,41 +90,9 @@ def enqueue(session: Session, origin: Origin, *, kind: str, to: str, subject: st
                        rcpts_json=json.dumps([to]), raw=raw, game_id=game_id, seat=seat,
                        turn=turn, inbound_id=inbound_id, next_attempt_at=now, created_at=now,
                        bounce_token=new_bounce_token())
-    stream = session.info.get(_STREAM)
-    if stream is not None:   # claimed as it is queued: sent as soon as it is committed
-        row.claimed_by, row.claimed_at = stream.claimer, stream.when
-        stream.rows.append(row)
     session.add(row)
     crash_point("outbox-enqueued")
     return row
-
-
-@dataclass
-class Stream:
-    """The mail queued in one session since ``claim_as_queued``, claimed as it was queued."""
-
-    claimer: str
-    when: datetime
-    rows: list[OutboundMail]
-
-    def ready(self, verp: bool) -> list[ClaimedMail]:
-        """What sending the rows needs, read before the commit expires them (after a
-        flush); in queue order. A row a rolled-back savepoint took back is left out."""
-        return [ClaimedMail(row.id, envelope_sender(row, verp), json.loads(row.rcpts_json),
-                            row.raw) for row in self.rows
-                if row.id is not None and inspect(row).persistent]
-
-
-_STREAM = "pbem.outbox.stream"   # session.info key
-
-
-def claim_as_queued(session: Session, when: datetime) -> Stream:
-    """From now on, mail queued in ``session`` is claimed by this process as it is queued
-    (in the same transaction, so no other sender takes it once committed); the returned
-    Stream lists it. After a rollback, call ``Stream.rows.clear()``."""
-    stream = Stream(me(), when, [])
-    session.info[_STREAM] = stream
-    return stream
 
 
 def backoff(attempts: int) -> timedelta:
@@ -181,7 +149,7 @@ def drain(engine: Engine, open_sender: Callable[[], AbstractContextManager[Sende
 
 
 @dataclass(frozen=True)
-class ClaimedMail:
+class _Claimed:
     """A mail claimed for sending: what the hand-off needs."""
 
     id: int
@@ -190,9 +158,9 @@ class ClaimedMail:
     raw: bytes
 
 
-def _by_recipients(rows: list[ClaimedMail]) -> list[list[ClaimedMail]]:
+def _by_recipients(rows: list[_Claimed]) -> list[list[_Claimed]]:
     """The rows grouped by their recipients, each group and the groups in queue order."""
-    groups: dict[tuple[str, ...], list[ClaimedMail]] = {}
+    groups: dict[tuple[str, ...], list[_Claimed]] = {}
     for row in rows:
         groups.setdefault(tuple(row.rcpts), []).append(row)
     return list(groups.values())
@@ -229,7 +197,7 @@ class _Drain:
                 sender = self.senders[slot] = self._stack.enter_context(self.open_sender())
         return sender
 
-    def send(self, rows: list[ClaimedMail]) -> None:
+    def send(self, rows: list[_Claimed]) -> None:
         """Send a claimed page over the senders; release what was left unsent.
 
         A connection takes all of one recipient's mails of the page and sends them in
@@ -269,11 +237,11 @@ class _Drain:
         finally:
             left = [row.id for row in rows if row.id not in done]
             if left:
-                release(self.engine, left)
+                _release(self.engine, left)
         if errors:
             raise errors[0]
 
-    def _send_one(self, slot: int, row: ClaimedMail) -> None:
+    def _send_one(self, slot: int, row: _Claimed) -> None:
         crash_point("outbox-claimed")
         result = self._sender(slot).send(row.mail_from, row.rcpts, row.raw)
         crash_point("outbox-handed-off")
@@ -301,7 +269,7 @@ class _Drain:
                 with self._lock:
                     batch, self._queued = self._queued, []
                 try:
-                    marked = mark_sent(self.engine, batch, self.now())
+                    marked = _mark_sent(self.engine, batch, self.now())
                 except BaseException:   # the others' marks wait for the next of them
                     with self._lock:
                         self._queued[:0] = [i for i in batch if i != row_id]
@@ -309,28 +277,20 @@ class _Drain:
                 self._marks.update((i, i in marked) for i in batch)
             return self._marks.pop(row_id)
 
-    def _mark(self, row: ClaimedMail, result: SendResult) -> DrainReport:
-        return settle(self.engine, row.id, result, self.now(), self.on_failure)
-
-
-def settle(engine: Engine, row_id: int, result: SendResult, when: datetime,
-           on_failure: Callable[[Session, OutboundMail, str], None] | None) -> DrainReport:
-    """Record what a hand-off did (deferred, failed: on_failure; sent when our claim was
-    taken over) and release our claim, in a transaction of its own."""
-    counted = DrainReport()
-    with Session(engine) as session:
-        mail = session.get(OutboundMail, row_id)
-        if mail is None:   # never committed: nothing to record
-            log.error("outbox row %s is gone; its hand-off (%s) is not recorded", row_id,
-                      result)
-            return counted
-        if mail.claimed_by != me():
-            log.warning("mail %s: our claim was taken over while sending", mail.message_id)
-        _record(session, mail, result, when, counted, on_failure)
-        mail.claimed_by = mail.claimed_at = None
-        session.add(mail)
-        session.commit()
-    return counted
+    def _mark(self, row: _Claimed, result: SendResult) -> DrainReport:
+        """Record what the hand-off did (deferred, failed: on_failure; sent when our claim
+        was taken over) and release our claim."""
+        counted = DrainReport()
+        with Session(self.engine) as session:
+            mail = session.get(OutboundMail, row.id)
+            assert mail is not None
+            if mail.claimed_by != me():
+                log.warning("mail %s: our claim was taken over while sending", mail.message_id)
+            _record(session, mail, result, self.now(), counted, self.on_failure)
+            mail.claimed_by = mail.claimed_at = None
+            session.add(mail)
+            session.commit()
+        return counted
 
 
 def envelope_sender(row: Any, verp: bool) -> str:
@@ -399,7 +359,7 @@ def _due(engine: Engine, when: datetime, lease: timedelta, after: int,
 
 
 def _claim_page(engine: Engine, due: list[tuple[int, str | None]], when: datetime,
-                verp: bool) -> list[ClaimedMail]:
+                verp: bool) -> list[_Claimed]:
     """Claim the free or stale rows of ``due`` in one transaction (pbem.faults.claim_many:
     only one process gets each) and read what sending them needs."""
     with Session(engine) as session:
@@ -409,7 +369,7 @@ def _claim_page(engine: Engine, due: list[tuple[int, str | None]], when: datetim
             OutboundMail.bounce_token, OutboundMail.rcpts_json, OutboundMail.raw)))
             .where(col(OutboundMail.id).in_(got))
             .order_by(col(OutboundMail.id))).all() if got else []
-        claimed = [ClaimedMail(row.id, envelope_sender(row, verp), json.loads(row.rcpts_json),
+        claimed = [_Claimed(row.id, envelope_sender(row, verp), json.loads(row.rcpts_json),
                             row.raw) for row in rows]
         session.commit()
     return claimed
@@ -423,9 +383,9 @@ _MARK_SENT = update(OutboundMail).where(
          claimed_by=None, claimed_at=None)
 
 
-def mark_sent(engine: Engine, row_ids: list[int], when: datetime) -> set[int]:
+def _mark_sent(engine: Engine, row_ids: list[int], when: datetime) -> set[int]:
     """Mark mails we hold the claim of sent, in one transaction; the ids so marked (one
-    whose claim is no longer ours is left to ``settle``)."""
+    whose claim is no longer ours is left to _Drain._mark)."""
     def mark(ids: list[int]) -> int:
         return int(conn.execute(_MARK_SENT, {"ids": ids, "me": me(), "when": when}).rowcount)
 
@@ -439,7 +399,7 @@ def mark_sent(engine: Engine, row_ids: list[int], when: datetime) -> set[int]:
         return marked
 
 
-def release(engine: Engine, row_ids: list[int]) -> None:
+def _release(engine: Engine, row_ids: list[int]) -> None:
     """Give up our claim on mail we did not send (still pending): free for the next drain."""
     try:
         with Session(engine) as session:

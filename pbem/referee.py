@@ -39,7 +39,6 @@ from pbem.mail.text import BodyLine
 from pbem.models import Game, InboundMail, OutboundMail
 from pbem.orders import Command, Order, ParsedText, help_lines, parse_text
 from pbem.render import Renderer
-from pbem.send_ahead import SendAhead
 from pbem.services import bounces, clock, failures
 from pbem.services.failures import game_failed, mail_failed, what_failed
 from pbem.services.post import Incoming, Post, answer, tagged, undeliverable
@@ -74,8 +73,7 @@ class Referee:
         return inbox.store_many(self.engine, mails, now=self.clock(),
                                 max_bytes=self.settings.max_mail_bytes, source=source)
 
-    def process_pending(self, keep_alive: Callable[[], object] | None = None,
-                        ahead: SendAhead | None = None) -> int:
+    def process_pending(self, keep_alive: Callable[[], object] | None = None) -> int:
         """Handle every stored mail not handled yet, oldest first; return how many.
 
         Mail is claimed a page at a time (pbem.inbox.claim_page: one commit), then each
@@ -97,7 +95,7 @@ class Referee:
                 break
             for number, inbound_id in enumerate(page):
                 following = page[number + 1] if number + 1 < len(page) else None
-                if self.handle_claimed(inbound_id, following, ahead):
+                if self.handle_claimed(inbound_id, following):
                     handled += 1
                 if keep_alive is not None and time.monotonic() >= renew_at:
                     keep_alive()
@@ -115,8 +113,7 @@ class Referee:
             return False
         return self.handle_claimed(inbound_id, None)
 
-    def handle_claimed(self, inbound_id: int, following: int | None,
-                       ahead: SendAhead | None = None) -> bool:
+    def handle_claimed(self, inbound_id: int, following: int | None) -> bool:
         """Handle one claimed mail in one transaction; False if it was not ours to handle.
 
         The mail was claimed (a lease in its row, committed), so other processes
@@ -127,11 +124,9 @@ class Referee:
         second finds the mail done. A database that is locked or gone raises
         OperationalError and leaves the mail new for the next tick. The commit that
         ends the mail also counts the attempt of the ``following`` mail of the page,
-        which begins next (pbem.inbox.count_attempt). With ``ahead``, the mail this one
-        queued is claimed as it is queued and handed to its senders after the commit.
+        which begins next (pbem.inbox.count_attempt).
         """
         with Session(self.engine) as session:
-            stream = ahead.watch(session) if ahead is not None else None
             if not inbox.hold_claim(session, inbound_id, self.clock()):
                 session.rollback()
                 if following is not None:   # its attempt is counted on its own then
@@ -154,8 +149,6 @@ class Referee:
                     # a bug must not lose the mail nor stop the server: keep it, mark it failed
                     log.exception("mail %s could not be handled", inbound_id)
                     session.rollback()
-                    if stream is not None:
-                        stream.rows.clear()   # rolled back: never to be sent
                     inbox.hold_claim(session, inbound_id, self.clock())
                     row = session.get(InboundMail, inbound_id)
                     assert row is not None
@@ -171,11 +164,8 @@ class Referee:
                 inbox.count_attempt(session, following)
             session.flush()
             crash_point("inbound-handled")
-            ready = stream.ready(ahead.verp) if ahead is not None and stream else []
             session.commit()
         crash_point("inbound-committed")
-        if ahead is not None:
-            ahead.submit(ready)
         return True
 
     def resolve_due(self) -> int:

@@ -10,7 +10,7 @@ import logging
 import signal
 import threading
 from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -29,7 +29,6 @@ from pbem.mail.smtp_out import EmlDirSender, SmtpPool, SmtpSender
 from pbem.outbox import DrainReport, Sender, drain
 from pbem.referee import Referee
 from pbem.render import Renderer
-from pbem.send_ahead import SendAhead
 
 log = logging.getLogger(__name__)
 IMAP_KEEP_OPEN_SECONDS = 120.0   # an idle IMAP connection is used again for this long
@@ -187,17 +186,6 @@ class Server:
             backoff.succeeded()
         return report
 
-    def send_ahead(self) -> AbstractContextManager[SendAhead | None]:
-        """Senders for the answers of the mail a tick handles, while it handles more
-        (pbem.send_ahead); none for the .eml outbox or with ``send_while_handling`` off."""
-        smtp = self.settings.smtp
-        if (smtp is None or not smtp.send_while_handling
-                or not self._backoff("SMTP").ready(self.clock())):
-            return nullcontext(None)
-        return SendAhead(self.engine, self.open_sender, self.clock,
-                         on_failure=self.referee.undeliverable, verp=smtp.verp,
-                         connections=smtp.connections)
-
     def tick(self) -> TickReport:
         """One full cycle: fetch, process, resolve due turns, send.
 
@@ -216,14 +204,8 @@ class Server:
                               seconds=self.settings.claim_lease_seconds)
                 if lease.acquire(wait=self.settings.lock_wait_seconds):
                     try:
-                        with self.send_ahead() as ahead:
-                            report.processed = self.referee.process_pending(
-                                keep_alive=lease.renew, ahead=ahead)
-                            # the clock's work while the last answers are on their way
-                            report.resolved = self.referee.resolve_due()
-                        if ahead is not None:
-                            report.sent, report.deferred, report.failed = (
-                                ahead.report.sent, ahead.report.deferred, ahead.report.failed)
+                        report.processed = self.referee.process_pending(keep_alive=lease.renew)
+                        report.resolved = self.referee.resolve_due()
                     finally:
                         lease.release()
                 else:
@@ -238,9 +220,7 @@ class Server:
                 database.failed(self.clock(), exc.orig if exc.orig is not None else exc)
                 report.problems.append("database")
             else:
-                report.sent += sent.sent
-                report.deferred += sent.deferred
-                report.failed += sent.failed
+                report.sent, report.deferred, report.failed = sent.sent, sent.deferred, sent.failed
                 if sent.unavailable:
                     report.problems.append("SMTP")
             if self._backoff("IMAP").failures:

@@ -57,12 +57,10 @@ def zygote() -> Iterator[Zygote]:
         yield z
 
 
-def write_config(tmp_path: Path, stack, database: str, connections: int = 1,
-                 send_ahead: bool = False) -> Path:
-    """One SMTP connection, and the mail sent after the handling, by default: the crash
-    chain counts the crash points one by one, passed in one thread in a fixed order."""
+def write_config(tmp_path: Path, stack, database: str, connections: int = 1) -> Path:
+    """One SMTP connection by default: the crash chain counts the mails one by one."""
     return stack_config(tmp_path / "pbem.toml", stack, database, KEY,
-                        smtp={"connections": connections, "send_while_handling": send_ahead})
+                        smtp={"connections": connections})
 
 
 class Scene:
@@ -70,11 +68,11 @@ class Scene:
     database of the ``database`` fixture (SQLite or PostgreSQL)."""
 
     def __init__(self, stack, tmp_path: Path, database: str, *, deadline: bool = False,
-                 connections: int = 1, send_ahead: bool = False) -> None:
+                 connections: int = 1) -> None:
         self.stack = stack
         for user in ["bluff", "referee", *PLAYERS]:
             stack.clear(user)
-        self.config = write_config(tmp_path, stack, database, connections, send_ahead)
+        self.config = write_config(tmp_path, stack, database, connections)
         self.server = Server(load_settings(self.config))
         setup = [f"NEWGAME g1 SEED 11{' DEADLINE 1' if deadline else ''}"]
         setup += [f"ADD g1 {stack.address(u)} Player-{u}" for u in PLAYERS] + ["START g1"]
@@ -192,19 +190,6 @@ def test_a_crash_while_three_connections_send_repeats_at_most_their_mails_in_fli
     scene = Scene(mailstack, tmp_path, database, connections=3)
     scene.send_orders(PLAYERS)
     assert zygote.tick(scene.config, crash="outbox-handed-off:4") == -9
-    assert zygote.tick(scene.config) == 0
-    assert zygote.tick(scene.config) == 0
-    scene.check(may_repeat=3)     # one a connection at most, each with its Message-ID
-
-
-@pytest.mark.parametrize("crash", ["outbox-handed-off:3", "inbound-committed:3"])
-def test_a_crash_while_sending_ahead_repeats_at_most_the_mails_in_flight(
-        mailstack, tmp_path: Path, database: str, zygote: Zygote, crash: str) -> None:
-    """The answers leave while the next orders are handled (pbem.send_ahead), over three
-    connections: killed mid-way, the restart takes the dead process's claims over."""
-    scene = Scene(mailstack, tmp_path, database, connections=3, send_ahead=True)
-    scene.send_orders(PLAYERS)
-    assert zygote.tick(scene.config, crash=crash) == -9
     assert zygote.tick(scene.config) == 0
     assert zygote.tick(scene.config) == 0
     scene.check(may_repeat=3)     # one a connection at most, each with its Message-ID

@@ -154,7 +154,7 @@ def test_a_mark_that_fails_releases_the_page_and_repeats_at_most_a_mail_a_connec
         tmp_path: Path, monkeypatch) -> None:
     engine = open_database(f"sqlite:///{tmp_path}/pbem.db")
     queue(engine, Origin("bluff@x.test"), [f"p{n}@x.test" for n in range(12)])
-    real = outbox.mark_sent
+    real = outbox._mark_sent
     calls: list[int] = []
 
     def failing_once(engine, row_ids, when):
@@ -162,7 +162,7 @@ def test_a_mark_that_fails_releases_the_page_and_repeats_at_most_a_mail_a_connec
         if len(calls) == 3:
             raise OperationalError("UPDATE", {}, Exception("database is locked"))
         return real(engine, row_ids, when)
-    monkeypatch.setattr(outbox, "mark_sent", failing_once)
+    monkeypatch.setattr(outbox, "_mark_sent", failing_once)
     sender = Flaky(0, RuntimeError())
     with pytest.raises(OperationalError):
         drain(engine, sender.opened, lambda: NOW, connections=2)
