@@ -27,13 +27,14 @@ import smtplib
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from email import policy
 from email.message import EmailMessage
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sqlmodel import Session, select  # noqa: E402
+from sqlmodel import Session, col, select  # noqa: E402
 
 from pbem.config import ImapSettings, Settings, SmtpSettings  # noqa: E402
 from pbem.models import InboundMail, OutboundMail  # noqa: E402
@@ -118,15 +119,43 @@ def bare_cost(stack: MailStack, inbound: list[bytes], outbound: list[tuple[str, 
     return time.perf_counter() - start
 
 
-def game_mail(server: Server, seen_in: int, seen_out: int) -> tuple[
-        list[bytes], list[tuple[str, list[str], bytes]]]:
-    """The mail stored and sent since the first ``seen_in`` and ``seen_out`` rows."""
+def round_mail(server: Server, after_in: int, after_out: int) -> tuple[
+        list[bytes], list[tuple[str, list[str], bytes]], int, int]:
+    """The mail stored and sent in rows after ids ``after_in`` and ``after_out``, and the
+    last ids read (where the next round's mail begins)."""
     with Session(server.engine) as session:
-        inbound = [r.raw for r in session.exec(select(InboundMail).order_by(InboundMail.id))]
-        outbound = [(r.mail_from, json.loads(r.rcpts_json), r.raw)
-                    for r in session.exec(select(OutboundMail).order_by(OutboundMail.id))
-                    if r.status == "sent"]
-    return inbound[seen_in:], outbound[seen_out:]
+        ins = session.exec(select(InboundMail).where(col(InboundMail.id) > after_in)
+                           .order_by(col(InboundMail.id))).all()
+        outs = session.exec(select(OutboundMail).where(col(OutboundMail.id) > after_out)
+                            .order_by(col(OutboundMail.id))).all()
+        return ([r.raw for r in ins],
+                [(r.mail_from, json.loads(r.rcpts_json), r.raw) for r in outs
+                 if r.status == "sent"],
+                max((r.id or 0 for r in ins), default=after_in),
+                max((r.id or 0 for r in outs), default=after_out))
+
+
+@dataclass
+class Figures:
+    """What the rounds add up to."""
+
+    games: int = 0
+    ticking: float = 0.0    # seconds inside pbem tick
+    wall: float = 0.0       # seconds of the whole play, players included
+    bare: float = 0.0       # seconds of the bare imapclient + smtplib work
+    mails_in: int = 0
+    mails_out: int = 0
+
+    def report(self) -> None:
+        mails = self.mails_in + self.mails_out
+        print(f"games played:              {self.games}")
+        print(f"mails in / out:            {self.mails_in} / {self.mails_out}")
+        print(f"time inside pbem tick:     {self.ticking:.2f} s "
+              f"(whole run with the players: {self.wall:.2f} s)")
+        print(f"mails handled per second:  {mails / self.ticking:.1f} (in + out, by tick)")
+        print(f"inbound orders per second: {self.mails_in / self.ticking:.1f}")
+        print(f"bare imapclient+smtplib:   {self.bare:.2f} s for the same mails (game by game)")
+        print(f"ratio tick / bare:         {self.ticking / self.bare:.2f}x")
 
 
 def main() -> None:
@@ -149,37 +178,23 @@ def main() -> None:
                               username=stack.address("bluff"), password=stack.password),
             smtp=SmtpSettings(stack.smtp_host, stack.smtp_port, starttls=False))
         server = Server(settings)
-        sums = [0.0] * 6   # games, tick, wall, bare, mails in, mails out
-        inbound: list[bytes] = []
-        outbound: list[tuple[str, list[str], bytes]] = []
+        figures = Figures()
+        after_in = after_out = 0
         rounds = [list(range(first, min(first + args.side_by_side, args.games)))
                   for first in range(0, args.games, args.side_by_side)]
         for games in rounds:
-            # each game's bare cost is measured right after the game: the machine's slow
-            # and quick moments then weigh on both figures alike
+            # the bare cost of a round's mail is measured right after the round: the
+            # machine's slow and quick moments then weigh on both figures alike
             start = time.perf_counter()
-            ticking = play(stack, server, [f"bench-{g}" for g in games], 1000 + games[0])
-            wall = time.perf_counter() - start
-            game_in, game_out = game_mail(server, len(inbound), len(outbound))
-            bare = bare_cost(stack, game_in, game_out)
-            inbound += game_in
-            outbound += game_out
-            for n, value in enumerate((len(games), ticking, wall, bare, len(game_in),
-                                       len(game_out))):
-                sums[n] += value
-        report(*sums)
-
-
-def report(games: float, ticking: float, wall: float, bare: float, mails_in: float,
-           mails_out: float) -> None:
-    mails = mails_in + mails_out
-    print(f"games played:              {games:.0f}")
-    print(f"mails in / out:            {mails_in:.0f} / {mails_out:.0f}")
-    print(f"time inside pbem tick:     {ticking:.2f} s (whole run with the players: {wall:.2f} s)")
-    print(f"mails handled per second:  {mails / ticking:.1f} (in + out, by tick)")
-    print(f"inbound orders per second: {mails_in / ticking:.1f}")
-    print(f"bare imapclient+smtplib:   {bare:.2f} s for the same mails (game by game)")
-    print(f"ratio tick / bare:         {ticking / bare:.2f}x")
+            figures.ticking += play(stack, server, [f"bench-{g}" for g in games],
+                                    1000 + games[0])
+            figures.wall += time.perf_counter() - start
+            inbound, outbound, after_in, after_out = round_mail(server, after_in, after_out)
+            figures.bare += bare_cost(stack, inbound, outbound)
+            figures.games += len(games)
+            figures.mails_in += len(inbound)
+            figures.mails_out += len(outbound)
+        figures.report()
 
 
 if __name__ == "__main__":
