@@ -178,6 +178,7 @@ def main() -> None:
                               username=stack.address("bluff"), password=stack.password),
             smtp=SmtpSettings(stack.smtp_host, stack.smtp_port, starttls=False))
         server = Server(settings)
+        server.compile_templates()   # as pbem serve does at start
         figures = Figures()
         after_in = after_out = 0
         rounds = [list(range(first, min(first + args.side_by_side, args.games)))

@@ -29,6 +29,7 @@ from pbem.paths import packaged_dir
 
 __all__ = [
     "Renderer",
+    "TemplateProblem",
     "bid",
     "count_in",
     "dice",
@@ -406,6 +407,10 @@ def template_environment(override_dir: Path | None) -> jinja2.Environment:
     return env
 
 
+class TemplateProblem(Exception):
+    """A mail template that does not compile: which file, which line, what is wrong."""
+
+
 class Renderer:
     """Renders the (text, html) pair of one mail kind."""
 
@@ -418,6 +423,25 @@ class Renderer:
         """Only the shipped templates (no referee's overrides): their HTML loads nothing
         remote (tests/test_mail_headers.py), so it need not be searched for it."""
         return self.override_dir is None
+
+    def compile_all(self) -> int:
+        """Compile every mail template now; the number compiled.
+
+        ``pbem serve`` does this at start: a long-running server then spends nothing on
+        compiling at its first mails (about a second in all), and a referee's override
+        that does not compile stops it at start, not at the first mail that needs it.
+        Raises TemplateProblem. (The web pages' templates, ``web/``, are the web
+        server's.)"""
+        names = [name for name in self.env.list_templates(extensions=["j2"])
+                 if not name.startswith("web/")]
+        for name in names:
+            try:
+                self.env.get_template(name)
+            except jinja2.TemplateSyntaxError as exc:   # an unknown filter or test too
+                where = exc.filename or exc.name or name
+                raise TemplateProblem(f"template {where}, line {exc.lineno}: "
+                                      f"{exc.message}") from exc
+        return len(names)
 
     def render(self, name: str, context: Mapping[str, Any]) -> tuple[str, str]:
         """Render ``NAME.txt.j2`` and ``NAME.html.j2`` with ``context``: (text, html)."""

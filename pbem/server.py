@@ -28,7 +28,7 @@ from pbem.mail.senderauth import aligned_domain
 from pbem.mail.smtp_out import EmlDirSender, SmtpPool, SmtpSender
 from pbem.outbox import DrainReport, Sender, drain
 from pbem.referee import Referee
-from pbem.render import Renderer
+from pbem.render import Renderer, TemplateProblem
 
 log = logging.getLogger(__name__)
 IMAP_KEEP_OPEN_SECONDS = 120.0   # an idle IMAP connection is used again for this long
@@ -253,6 +253,16 @@ class Server:
         except Exception:   # a job must never kill the scheduler
             log.exception("sending failed; will try again")
 
+    def compile_templates(self) -> None:
+        """Every mail template compiled before the first mail (serve does it at start; a
+        one-shot ``pbem tick`` compiles only the ones its mail needs). A template that
+        does not compile is a ConfigError: the referee's override to fix."""
+        try:
+            count = self.referee.renderer.compile_all()
+        except TemplateProblem as exc:
+            raise ConfigError(str(exc)) from exc
+        log.debug("%d mail templates compiled", count)
+
     def listener(self) -> MailListener | None:
         listen = self.settings.listen
         if listen is None:
@@ -263,6 +273,7 @@ class Server:
     def serve(self, stop: threading.Event | None = None) -> None:
         """Run until SIGTERM/SIGINT (or stop is set); a clean stop finishes the mail in hand.
         Raises SchemaError once a newer pbem has upgraded the database."""
+        self.compile_templates()
         stop = self._stop = stop or threading.Event()
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from pbem.render import (
     Renderer,
+    TemplateProblem,
     bid,
     dice,
     die,
@@ -903,3 +904,32 @@ def test_name_of_finds_a_player_as_the_templates_loop_did() -> None:
     assert name_of(players, 2) == "" and name_of(players, None) == ""
     assert name_of(players, "3") == ""           # the same equality as `p.number == n`
     assert name_of(None, 1) == ""
+
+
+# --------------------------------------------------------------------------
+# Compiling every template at once (pbem serve, at start)
+# --------------------------------------------------------------------------
+
+
+def test_compile_all_compiles_every_mail_template_and_no_web_page(tmp_path: Path) -> None:
+    shipped = {p.name for p in packaged_template_dir().glob("*.j2")}
+    (tmp_path / "house.txt.j2").write_text("House {{ view.game }}\n", encoding="utf-8")
+    renderer = Renderer(tmp_path)
+    assert renderer.compile_all() == len(shipped | {"house.txt.j2"})
+    # each is in the environment's cache now: rendering compiles nothing more
+    cached = {name for _, name in renderer.env.cache.keys()} if renderer.env.cache else set()
+    assert shipped | {"house.txt.j2"} <= cached
+    assert not {name for name in cached if name.startswith("web/")}
+
+
+@pytest.mark.parametrize("source, line", [
+    ("Turn {{ view.turn }}\n{% if view.game %}\nno end\n", 3),          # a block left open
+    ("Line one\nLine two {{ view.game|no_such_filter }}\n", 2),         # an unknown filter
+])
+def test_compile_all_names_the_broken_override_and_its_line(tmp_path: Path, source: str,
+                                                            line: int) -> None:
+    (tmp_path / "report.txt.j2").write_text(source, encoding="utf-8")
+    with pytest.raises(TemplateProblem) as caught:
+        Renderer(tmp_path).compile_all()
+    message = str(caught.value)
+    assert "report.txt.j2" in message and f"line {line}" in message, message

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
 from email import policy
 from email.message import EmailMessage
 from pathlib import Path
@@ -29,3 +31,18 @@ def test_serve_answers_mail_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None
     assert len(answers) == 1
     text = answers[0].read_bytes()
     assert b"ann@example.org" in text and b"<serve-test@example.org>" in text
+
+
+def test_serve_stops_at_start_on_a_template_that_does_not_compile(tmp_path: Path) -> None:
+    """A referee's broken override is found before the first mail, not by it."""
+    port = free_ports(1)[0]
+    config = listen_config(tmp_path / "pbem.toml", port, outbox_dir="out")
+    config.write_text(config.read_text().replace(
+        'outbox_dir = "out"', 'outbox_dir = "out"\ntemplates_dir = "house"'))
+    (tmp_path / "house").mkdir()
+    (tmp_path / "house" / "error.txt.j2").write_text("Sorry:\n{% for line in lines %}\n")
+    proc = subprocess.run([sys.executable, "-m", "pbem.cli", "serve", "-c", str(config)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "config error: template" in proc.stderr and "error.txt.j2, line 2" in proc.stderr, \
+        proc.stderr
