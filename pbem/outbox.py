@@ -7,8 +7,8 @@ commit a mail, so a crash in the middle of a drain can repeat at most the mail
 in flight on each connection (one with ``connections=1``), and such a mail
 carries the same Message-ID both times; two senders never send the same row.
 Claims of a process that died are taken over at once (pbem.faults.claim_stale).
-The mails of a page to one address go over one connection in queue order, so
-they leave in the order they were queued.
+The mails of a page to one address leave in queue order: the next one goes out,
+over whichever connection is free, only once the one before it is handed off.
 
 A server that cannot be reached (or says 421) stops the drain without
 counting against any mail; a 4xx for a recipient defers that mail with
@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from collections import deque
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass
@@ -158,12 +159,58 @@ class _Claimed:
     raw: bytes
 
 
-def _by_recipients(rows: list[_Claimed]) -> list[list[_Claimed]]:
-    """The rows grouped by their recipients, each group and the groups in queue order."""
-    groups: dict[tuple[str, ...], list[_Claimed]] = {}
-    for row in rows:
-        groups.setdefault(tuple(row.rcpts), []).append(row)
-    return list(groups.values())
+class _ByAddress:
+    """A claimed page's mails waiting for a connection. A mail is ready once the mail
+    queued before it to the same address is handed off (and marked), so the mails to
+    one address leave in queue order, never two at once, over whichever connection is
+    free. Of the addresses ready, the one with the most mails waiting goes first: its
+    chain would otherwise finish last (a turn's answer and report to each of five
+    players over four connections: three rounds, not the four of one connection an
+    address)."""
+
+    def __init__(self, rows: list[_Claimed]) -> None:
+        self._waiting: dict[tuple[str, ...], deque[_Claimed]] = {}
+        for row in rows:
+            self._waiting.setdefault(tuple(row.rcpts), deque()).append(row)
+        self._busy: set[tuple[str, ...]] = set()
+        self._changed = threading.Condition()
+        self._stopped = False
+
+    @property
+    def addresses(self) -> int:
+        return len(self._waiting)
+
+    def take(self) -> _Claimed | None:
+        """The next mail to send; waits while only addresses with a mail in flight have
+        mail left. None once no mail is left to take, or after stop()."""
+        with self._changed:
+            while not self._stopped:
+                ready = [key for key, rows in self._waiting.items()
+                         if rows and key not in self._busy]
+                if ready:
+                    key = max(ready, key=lambda k: (len(self._waiting[k]),
+                                                    -self._waiting[k][0].id))
+                    self._busy.add(key)
+                    return self._waiting[key].popleft()
+                if not any(self._waiting.values()):
+                    return None
+                self._changed.wait()
+            return None
+
+    def handed_off(self, row: _Claimed) -> None:
+        """``row`` is handed off: the next mail to its address is ready."""
+        key = tuple(row.rcpts)
+        with self._changed:
+            self._busy.discard(key)
+            if not self._waiting.get(key):
+                self._waiting.pop(key, None)
+            self._changed.notify_all()
+
+    def stop(self) -> None:
+        """No more mail is taken (an outage, an error): the waiting connections return."""
+        with self._changed:
+            self._stopped = True
+            self._changed.notify_all()
 
 
 class _Drain:
@@ -198,32 +245,30 @@ class _Drain:
         return sender
 
     def send(self, rows: list[_Claimed]) -> None:
-        """Send a claimed page over the senders; release what was left unsent.
-
-        A connection takes all of one recipient's mails of the page and sends them in
-        queue order, so the mails to one address leave in the order they were queued
-        (a player's answers to two mails, a report and the next turn's)."""
-        todo = iter(_by_recipients(rows))
+        """Send a claimed page over the senders; release what was left unsent. The mails
+        to one address leave in the order they were queued (_ByAddress): a player's
+        answers to two mails, a report and the next turn's."""
+        schedule = _ByAddress(rows)
         done: set[int] = set()
         errors: list[BaseException] = []
 
         def work(slot: int) -> None:
             try:
-                while not self.report.unavailable and not errors:
-                    with self._lock:
-                        group = next(todo, None)
-                    if group is None:
-                        return
-                    for row in group:
-                        if self.report.unavailable or errors:
-                            return
-                        self._send_one(slot, row)
-                        done.add(row.id)
+                while True:
+                    row = schedule.take()
+                    if row is None or self.report.unavailable or errors:
+                        return   # (a row taken is left unsent: released below)
+                    self._send_one(slot, row)
+                    done.add(row.id)
+                    if self.report.unavailable:
+                        schedule.stop()   # before the next mail to the address is ready
+                    schedule.handed_off(row)
             except BaseException as exc:   # re-raised in the drain's thread
                 errors.append(exc)
+                schedule.stop()
 
         workers = min(len(self.senders), -(-len(rows) // MAILS_PER_CONNECTION),
-                      len({tuple(row.rcpts) for row in rows}))
+                      schedule.addresses)
         try:
             if workers <= 1:
                 work(0)

@@ -11,6 +11,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, select
 
@@ -176,31 +178,106 @@ def test_a_mark_that_fails_releases_the_page_and_repeats_at_most_a_mail_a_connec
 def test_mail_to_one_address_leaves_in_queue_order_over_several_connections(
         mailstack, tmp_path: Path) -> None:
     """A player who sends two mails gets the two answers in that order, even when the
-    page goes out over several connections at once: one connection takes all the mails
-    of one address, in queue order."""
+    page goes out over several connections at once: the next mail to an address goes out
+    only once the one before it is handed off, never two to one address at once."""
     engine = open_database(f"sqlite:///{tmp_path}/pbem.db")
     users = ["p1", "p2", "p3"]
     for user in users:
         mailstack.clear(user)
     queue(engine, Origin(mailstack.address("bluff")),
           [mailstack.address(users[n % 3]) for n in range(36)])
-    carried_by: dict[str, set[str]] = {}
+    carriers: set[str] = set()
+    in_flight: set[str] = set()
+    overlaps: list[str] = []
+    lock = threading.Lock()
 
     class RecordingSender(SmtpSender):
         def send(self, mail_from: str, rcpts: list[str], raw: bytes) -> SendResult:
-            carried_by.setdefault(rcpts[0], set()).add(threading.current_thread().name)
-            return super().send(mail_from, rcpts, raw)
+            with lock:
+                carriers.add(threading.current_thread().name)
+                if rcpts[0] in in_flight:
+                    overlaps.append(rcpts[0])
+                in_flight.add(rcpts[0])
+            try:
+                return super().send(mail_from, rcpts, raw)
+            finally:
+                with lock:
+                    in_flight.discard(rcpts[0])
 
     def open_sender() -> SmtpSender:
         return RecordingSender(mailstack.smtp_host, mailstack.smtp_port, timeout=10)
 
     report = drain(engine, open_sender, lambda: NOW, connections=3, page=36)
     assert report.sent == 36
-    assert len({name for names in carried_by.values() for name in names}) == 3
-    assert all(len(names) == 1 for names in carried_by.values()), carried_by
+    assert len(carriers) == 3 and overlaps == []
     for n, user in enumerate(users):
         subjects = [str(parse_mail(raw)["Subject"]) for raw in mailstack.wait_for(user, 12)]
         assert subjects == [f"mail {k}" for k in range(n, 36, 3)]
+
+
+def claimed(addresses: list[str]) -> list[outbox._Claimed]:
+    return [outbox._Claimed(n + 1, "bluff@x.test", [a], b"") for n, a in enumerate(addresses)]
+
+
+def rounds_to_send(addresses: list[str], connections: int) -> list[list[int]]:
+    """The ids each round of ``connections`` senders takes, each round handed off whole."""
+    schedule, rounds = outbox._ByAddress(claimed(addresses)), []
+    while True:
+        taken = []
+        for _ in range(connections):
+            row = schedule.take() if len(taken) < schedule.addresses else None
+            if row is None:
+                break
+            taken.append(row)
+        if not taken:
+            return rounds
+        rounds.append([row.id for row in taken])
+        for row in taken:
+            schedule.handed_off(row)
+
+
+def test_a_turns_answers_and_reports_to_five_players_take_three_rounds_of_four() -> None:
+    """An answer and a report to each of five players over four connections: the player
+    whose chain is longest goes first, so three rounds, not the four of a connection
+    that takes both mails of two players."""
+    turn = [f"p{n}@x.test" for n in range(1, 6)] * 2       # the answers, then the reports
+    rounds = rounds_to_send(turn, 4)
+    assert rounds == [[1, 2, 3, 4], [5, 6, 7, 8], [9, 10]]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from("abcde"), min_size=1, max_size=30),
+       st.integers(1, 6), st.randoms(use_true_random=False))
+def test_the_schedule_keeps_each_addresss_order_and_never_sends_two_at_once(
+        letters: list[str], connections: int, rng) -> None:
+    """Connections taking and handing off mail in any order: each mail is taken once,
+    an address's mails in queue order and one at a time, and a connection is told there
+    is nothing left only when nothing is."""
+    rows = claimed([f"{letter}@x.test" for letter in letters])
+    schedule = outbox._ByAddress(rows)
+    in_flight: list[outbox._Claimed] = []
+    taken: list[outbox._Claimed] = []
+    idle = connections
+    while True:
+        busy_addresses = {row.rcpts[0] for row in in_flight}
+        could_take = any(row.rcpts[0] not in busy_addresses for row in rows
+                         if row not in taken)
+        if idle and could_take and (not in_flight or rng.random() < 0.6):
+            row = schedule.take()     # never blocks: an address is ready
+            assert row is not None and row.rcpts[0] not in busy_addresses
+            in_flight.append(row)
+            taken.append(row)
+            idle -= 1
+        elif in_flight:
+            schedule.handed_off(in_flight.pop(rng.randrange(len(in_flight))))
+            idle += 1
+        else:
+            break
+    assert len(taken) == len(rows) and {row.id for row in taken} == {row.id for row in rows}
+    for address in set(letters):
+        ids = [row.id for row in taken if row.rcpts[0] == f"{address}@x.test"]
+        assert ids == sorted(ids)
+    assert schedule.take() is None
 
 
 class Peers:

@@ -128,7 +128,7 @@ def qp_body(text: str) -> bytes:
     breaks (CR, LF or CRLF) become CRLF and it ends with one."""
     lines = text.encode("utf-8", "replace").splitlines()
     encoded = binascii.b2a_qp(b"\r\n".join(lines) + b"\r\n", istext=True)
-    if b"From " in encoded:      # mbox writers would quote it as ">From "
+    if b"\nFrom " in encoded or encoded.startswith(b"From "):   # mbox writers: ">From "
         encoded = _FROM_LINE.sub(b"=46rom ", encoded)
     if b"\n.\r" in encoded:      # a lone dot after a soft line break (b2a_qp leaves it)
         encoded = _DOT_LINE.sub(b"=2E", encoded)
