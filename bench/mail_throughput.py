@@ -9,6 +9,10 @@ after each game, its own mails (so a slow moment of the machine weighs on both
 figures alike).
 
     python bench/mail_throughput.py [--games 3] [--side-by-side 1] [--relay-processes 2]
+                                    [--connections 4]
+
+Each game has five players of its own (five robots, each with an address a game), as
+on a real server, where ten games are fifty players, not the same five ten times.
 
 The test stack's SMTP relay runs in processes of its own (two by default), as
 an MTA does: it does not share this interpreter, and it serves the tick's
@@ -46,8 +50,20 @@ PLAYERS = ["p1", "p2", "p3", "p4", "p5"]
 KEY = "bench-referee-key"
 # The bare run delivers a player's mail to a mailbox of its own: a Dovecot mailbox costs
 # more a delivery as it fills, so the two runs fill mailboxes of their own alike.
-FLOOR_USERS = {f"{u}@{DEFAULT_DOMAIN}": f"floor-{u}@{DEFAULT_DOMAIN}"
-               for u in [*PLAYERS, "referee"]}
+FLOOR_USERS = [f"floor-{u}@{DEFAULT_DOMAIN}" for u in [*PLAYERS, "referee"]]
+
+
+def floor_address(address: str) -> str:
+    """Where the bare run sends a mail for ``address``: the floor mailbox of its user
+    (p1+bench-0@ -> floor-p1+bench-0@), the same address but for the mailbox."""
+    return f"floor-{address}"
+
+
+def player_address(stack: MailStack, user: str, game: str) -> str:
+    """A robot's address in one game: each game has five players of its own, as on a real
+    server (user+game@: the robot's own mailbox, Dovecot drops the +detail)."""
+    local, _, domain = stack.address(user).partition("@")
+    return f"{local}+{game}@{domain}"
 
 
 def play(stack: MailStack, server: Server, names: list[str], seed: int) -> float:
@@ -58,7 +74,8 @@ def play(stack: MailStack, server: Server, names: list[str], seed: int) -> float
     lines = [f"KEY {KEY}"]
     for n, name in enumerate(names):
         lines += [f"NEWGAME {name} SEED {seed + n}"]
-        lines += [f"ADD {name} {stack.address(u)} {u}" for u in PLAYERS] + [f"START {name}"]
+        lines += [f"ADD {name} {player_address(stack, u, name)} {u}" for u in PLAYERS]
+        lines += [f"START {name}"]
     msg.set_content("\n".join(lines) + "\n")
     stack.deliver("bluff", msg.as_bytes(policy=policy.SMTP), mail_from=stack.address("referee"))
     seen = {u: len(stack.fetch_all(u)) for u in PLAYERS}
@@ -87,9 +104,9 @@ def play(stack: MailStack, server: Server, names: list[str], seed: int) -> float
                     continue
                 move = choose_order(view, rngs[name])
                 if move is not None:
-                    stack.deliver("bluff", reply_to(report, stack.address(user),
-                                                    order_lines(move)),
-                                  mail_from=stack.address(user))
+                    sender = player_address(stack, user, name)
+                    stack.deliver("bluff", reply_to(report, sender, order_lines(move)),
+                                  mail_from=sender)
                     moved = True
         if len(over) == len(names) or not moved:
             return ticking
@@ -115,7 +132,7 @@ def bare_cost(stack: MailStack, inbound: list[bytes], outbound: list[tuple[str, 
     client.logout()
     with smtplib.SMTP(stack.smtp_host, stack.smtp_port) as smtp:
         for mail_from, rcpts, raw in outbound:
-            smtp.sendmail(mail_from, [FLOOR_USERS.get(r, r) for r in rcpts], raw)
+            smtp.sendmail(mail_from, [floor_address(r) for r in rcpts], raw)
     return time.perf_counter() - start
 
 
@@ -165,18 +182,22 @@ def main() -> None:
                         help="processes of the test SMTP relay, each serving connections as a "
                              "real MTA's do (default 2); 0: a thread of this process, sharing "
                              "its interpreter")
+    parser.add_argument("--connections", type=int, default=SmtpSettings.connections,
+                        help="the server's [smtp] connections (default: its default, "
+                             f"{SmtpSettings.connections})")
     parser.add_argument("--side-by-side", type=int, default=1, metavar="K",
                         help="play the games K at a time, so each tick handles the orders of "
                              "K games (default 1: one game at a time)")
     args = parser.parse_args()
-    with MailStack(users=[*DEFAULT_USERS, *FLOOR_USERS.values()],
+    with MailStack(users=[*DEFAULT_USERS, *FLOOR_USERS],
                    relay_processes=args.relay_processes) as stack, tempfile.TemporaryDirectory() as tmp:
         settings = Settings(
             database=f"sqlite:///{tmp}/bench.db", address=stack.address("bluff"),
             referee=stack.address("referee"), referee_key=KEY,
             imap=ImapSettings(stack.imap_host, stack.imap_port, ssl=False,
                               username=stack.address("bluff"), password=stack.password),
-            smtp=SmtpSettings(stack.smtp_host, stack.smtp_port, starttls=False))
+            smtp=SmtpSettings(stack.smtp_host, stack.smtp_port, starttls=False,
+                              connections=args.connections))
         server = Server(settings)
         server.compile_templates()   # as pbem serve does at start
         figures = Figures()
