@@ -28,6 +28,7 @@ import argparse
 import json
 import random
 import smtplib
+import statistics
 import sys
 import tempfile
 import time
@@ -193,20 +194,8 @@ class Figures:
         print(f"ratio tick / bare:         {self.ticking / self.bare:.2f}x")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--games", type=int, default=3)
-    parser.add_argument("--relay-processes", type=int, default=2,
-                        help="processes of the test SMTP relay, each serving connections as a "
-                             "real MTA's do (default 2); 0: a thread of this process, sharing "
-                             "its interpreter")
-    parser.add_argument("--connections", type=int, default=SmtpSettings.connections,
-                        help="the server's [smtp] connections (default: its default, "
-                             f"{SmtpSettings.connections})")
-    parser.add_argument("--side-by-side", type=int, default=1, metavar="K",
-                        help="play the games K at a time, so each tick handles the orders of "
-                             "K games (default 1: one game at a time)")
-    args = parser.parse_args()
+def measure(args: argparse.Namespace) -> Figures:
+    """One run: a fresh mail stack and database, the games played, both figures."""
     with MailStack(users=[*DEFAULT_USERS, *FLOOR_USERS],
                    relay_processes=args.relay_processes) as stack, tempfile.TemporaryDirectory() as tmp:
         settings = Settings(
@@ -220,9 +209,8 @@ def main() -> None:
         server.compile_templates()   # as pbem serve does at start
         figures = Figures()
         floor = Floor(stack)
-        after = [0, 0]   # the last inbound and outbound row ids redone
-
-        redoing = [0.0]  # seconds of the floor's work in the play (not the play's own)
+        after = [0, 0]     # the last inbound and outbound row ids redone
+        redoing = [0.0]    # seconds of the floor's work during the play (not the play's own)
 
         def redo_tick() -> None:
             start = time.perf_counter()
@@ -241,8 +229,37 @@ def main() -> None:
             figures.games += len(games)
         figures.wall = time.perf_counter() - start - redoing[0]
         floor.close()
+        server.close()
         figures.bare = floor.seconds
-        figures.report()
+        return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--games", type=int, default=3)
+    parser.add_argument("--relay-processes", type=int, default=2,
+                        help="processes of the test SMTP relay, each serving connections as a "
+                             "real MTA's do (default 2); 0: a thread of this process, sharing "
+                             "its interpreter")
+    parser.add_argument("--connections", type=int, default=SmtpSettings.connections,
+                        help="the server's [smtp] connections (default: its default, "
+                             f"{SmtpSettings.connections})")
+    parser.add_argument("--side-by-side", type=int, default=1, metavar="K",
+                        help="play the games K at a time, so each tick handles the orders of "
+                             "K games (default 1: one game at a time)")
+    parser.add_argument("--runs", type=int, default=1,
+                        help="measure this many times, each on a fresh stack, and print each "
+                             "run's ratio and their median (this machine's speed moves from "
+                             "one minute to the next; the bare floor, one mail after another, "
+                             "feels it most)")
+    args = parser.parse_args()
+    runs = [measure(args) for _ in range(args.runs)]
+    runs[0].report()
+    if len(runs) > 1:
+        ratios = [f.ticking / f.bare for f in runs]
+        print("runs (tick / bare):        " + ", ".join(
+            f"{f.ticking:.2f} / {f.bare:.2f} s = {r:.2f}x" for f, r in zip(runs, ratios)))
+        print(f"median ratio of {len(runs)} runs:    {statistics.median(ratios):.2f}x")
 
 
 if __name__ == "__main__":
