@@ -32,8 +32,9 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from email import policy
 from email.message import EmailMessage
 from pathlib import Path
@@ -45,7 +46,7 @@ from sqlmodel import Session, col, select  # noqa: E402
 from pbem.config import ImapSettings, Settings, SmtpSettings  # noqa: E402
 from pbem.models import InboundMail, OutboundMail  # noqa: E402
 from pbem.robot_client import choose_order, order_lines, parse_mail, reply_to, report_view  # noqa: E402
-from pbem.server import Server  # noqa: E402
+from pbem.server import Server, TickReport  # noqa: E402
 from tests.mailstack import DEFAULT_DOMAIN, DEFAULT_USERS, MailStack  # noqa: E402
 
 PLAYERS = ["p1", "p2", "p3", "p4", "p5"]
@@ -69,9 +70,10 @@ def player_address(stack: MailStack, user: str, game: str) -> str:
 
 
 def play(stack: MailStack, server: Server, names: list[str], seed: int,
-         after_tick: Callable[[], None]) -> float:
+         after_tick: Callable[[TickReport], None]) -> float:
     """Whole games, played side by side (each tick handles the orders of all of them);
-    returns the seconds spent inside tick. ``after_tick`` runs right after each tick."""
+    returns the seconds spent inside tick. ``after_tick`` gets each tick's report right
+    after the tick."""
     msg = EmailMessage()
     msg["From"], msg["To"], msg["Subject"] = stack.address("referee"), stack.address("bluff"), "go"
     lines = [f"KEY {KEY}"]
@@ -87,9 +89,9 @@ def play(stack: MailStack, server: Server, names: list[str], seed: int,
     ticking = 0.0
     while True:
         start = time.perf_counter()
-        server.tick()
+        ticked = server.tick()
         ticking += time.perf_counter() - start
-        after_tick()
+        after_tick(ticked)
         moved = False
         for user in PLAYERS:
             raws = stack.fetch_all(user)
@@ -135,6 +137,7 @@ class Floor:
         self.imap.select_folder("INBOX")
         self.smtp = smtplib.SMTP(stack.smtp_host, stack.smtp_port)
         self.seconds = 0.0
+        self.imap_seconds = 0.0
 
     def redo(self, inbound: list[bytes], outbound: list[tuple[str, list[str], bytes]]) -> None:
         for raw in inbound:   # (not timed) the tick's mails back where it found them
@@ -146,6 +149,7 @@ class Floor:
             data = self.imap.fetch(uids, ["BODY.PEEK[]"])
             assert len(data) == len(inbound)
             self.imap.move(uids, "bare-done")
+        self.imap_seconds += time.perf_counter() - start
         for mail_from, rcpts, raw in outbound:
             self.smtp.sendmail(mail_from, [floor_address(r) for r in rcpts], raw)
         self.seconds += time.perf_counter() - start
@@ -181,6 +185,8 @@ class Figures:
     bare: float = 0.0       # seconds of the bare imapclient + smtplib work
     mails_in: int = 0
     mails_out: int = 0
+    phases: Counter[str] = field(default_factory=Counter)   # the tick's, from its reports
+    bare_imap: float = 0.0  # of which the floor's IMAP (the rest is its SMTP)
 
     def report(self) -> None:
         mails = self.mails_in + self.mails_out
@@ -188,9 +194,13 @@ class Figures:
         print(f"mails in / out:            {self.mails_in} / {self.mails_out}")
         print(f"time inside pbem tick:     {self.ticking:.2f} s "
               f"(whole run with the players: {self.wall:.2f} s)")
+        print("  of which:                " + ", ".join(
+            f"{phase} {secs:.2f} s" for phase, secs in self.phases.items()))
         print(f"mails handled per second:  {mails / self.ticking:.1f} (in + out, by tick)")
         print(f"inbound orders per second: {self.mails_in / self.ticking:.1f}")
         print(f"bare imapclient+smtplib:   {self.bare:.2f} s for the same mails (tick by tick)")
+        print(f"  of which:                IMAP {self.bare_imap:.2f} s, "
+              f"SMTP {self.bare - self.bare_imap:.2f} s")
         print(f"ratio tick / bare:         {self.ticking / self.bare:.2f}x")
 
 
@@ -212,7 +222,8 @@ def measure(args: argparse.Namespace) -> Figures:
         after = [0, 0]     # the last inbound and outbound row ids redone
         redoing = [0.0]    # seconds of the floor's work during the play (not the play's own)
 
-        def redo_tick() -> None:
+        def redo_tick(report: TickReport) -> None:
+            figures.phases.update(report.seconds)
             start = time.perf_counter()
             inbound, outbound, after[0], after[1] = new_mail(server, *after)
             floor.redo(inbound, outbound)
@@ -230,7 +241,7 @@ def measure(args: argparse.Namespace) -> Figures:
         figures.wall = time.perf_counter() - start - redoing[0]
         floor.close()
         server.close()
-        figures.bare = floor.seconds
+        figures.bare, figures.bare_imap = floor.seconds, floor.imap_seconds
         return figures
 
 

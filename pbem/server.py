@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -49,11 +50,20 @@ class TickReport:
     deferred: int = 0
     failed: int = 0
     problems: list[str] = field(default_factory=list)   # services that were down this tick
+    # where the tick's time went (wall seconds): fetching (IMAP, storing), handling (the
+    # mail and the clock's work), sending (the outbox)
+    seconds: dict[str, float] = field(default_factory=dict)
 
     def __str__(self) -> str:
+        took = ""
+        if self.seconds and (self.fetched or self.processed or self.resolved or self.sent):
+            took = (f"; took {sum(self.seconds.values()):.2f} s ("
+                    + ", ".join(f"{phase} {secs:.2f}" for phase, secs in self.seconds.items())
+                    + ")")
         return (f"fetched {self.fetched}, processed {self.processed}, turns resolved "
                 f"{self.resolved}, sent {self.sent}, deferred {self.deferred}, failed {self.failed}"
-                + (f"; unavailable: {', '.join(self.problems)}" if self.problems else ""))
+                + (f"; unavailable: {', '.join(self.problems)}" if self.problems else "")
+                + took)
 
 
 def dkim_signer(settings: Settings) -> DkimSigner | None:
@@ -197,9 +207,11 @@ class Server:
         with self._lock:
             report = TickReport()
             database = self._backoff("database")
+            started = time.perf_counter()
             try:
                 check_schema(self.engine)   # SchemaError: a newer pbem upgraded it meanwhile
                 report.fetched = self.fetch()
+                report.seconds["fetching"] = time.perf_counter() - started
                 lease = Lease(self.engine, "referee", self.clock,
                               seconds=self.settings.claim_lease_seconds)
                 if lease.acquire(wait=self.settings.lock_wait_seconds):
@@ -214,6 +226,8 @@ class Server:
             except OperationalError as exc:
                 database.failed(self.clock(), exc.orig if exc.orig is not None else exc)
                 report.problems.append("database")
+            sending = time.perf_counter()
+            report.seconds["handling"] = sending - started - report.seconds.get("fetching", 0.0)
             try:
                 sent = self.send()
             except OperationalError as exc:
@@ -223,6 +237,7 @@ class Server:
                 report.sent, report.deferred, report.failed = sent.sent, sent.deferred, sent.failed
                 if sent.unavailable:
                     report.problems.append("SMTP")
+            report.seconds["sending"] = time.perf_counter() - sending
             if self._backoff("IMAP").failures:
                 report.problems.insert(0, "IMAP")
             return report

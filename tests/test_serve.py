@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -9,6 +10,7 @@ from email import policy
 from email.message import EmailMessage
 from pathlib import Path
 
+from pbem.server import TickReport
 from tests.netkit import free_ports
 from tests.servekit import listen_config, serving
 
@@ -27,6 +29,12 @@ def test_serve_answers_mail_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=60)
         assert proc.returncode == 0, out
+    # the tick that answered says where its time went
+    took = re.search(r"processed 1, .*sent 1, .*; took ([\d.]+) s \(fetching ([\d.]+), "
+                     r"handling ([\d.]+), sending ([\d.]+)\)", out)
+    assert took is not None, out
+    total, *phases = map(float, took.groups())
+    assert float(took.group(3)) > 0 and abs(sum(phases) - total) <= 0.011, out
     answers = list((tmp_path / "out").glob("*.eml"))
     assert len(answers) == 1
     text = answers[0].read_bytes()
@@ -46,3 +54,12 @@ def test_serve_stops_at_start_on_a_template_that_does_not_compile(tmp_path: Path
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "config error: template" in proc.stderr and "error.txt.j2, line 2" in proc.stderr, \
         proc.stderr
+
+
+def test_a_tick_report_says_where_its_time_went_only_when_it_did_something() -> None:
+    busy = TickReport(processed=2, sent=3,
+                      seconds={"fetching": 0.012, "handling": 0.25, "sending": 0.5})
+    assert str(busy).endswith("; took 0.76 s (fetching 0.01, handling 0.25, sending 0.50)")
+    idle = TickReport(seconds={"fetching": 0.01, "handling": 0.0, "sending": 0.0})
+    assert "took" not in str(idle)
+    assert str(idle) == "fetched 0, processed 0, turns resolved 0, sent 0, deferred 0, failed 0"
