@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import fcntl
 import functools
+import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -48,6 +50,7 @@ def alembic_config(engine: Engine | None = None) -> Config:
 
 
 SYNCHRONOUS = ("normal", "full")   # [database] synchronous (pbem.config.DatabaseSettings)
+BUSY_TIMEOUT_MS = 30000   # how long a SQLite statement waits out another process's lock
 
 
 def _sqlite_pragmas(synchronous: str) -> Callable[..., None]:
@@ -62,14 +65,31 @@ def _sqlite_pragmas(synchronous: str) -> Callable[..., None]:
 
     def on_connect(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
         cursor = dbapi_connection.cursor()
-        # busy_timeout first: switching a new file to WAL takes a lock another process may hold
-        cursor.execute("PRAGMA busy_timeout=30000")
-        # WAL lets the sender read while the referee writes; busy_timeout waits out a lock
-        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        # WAL lets the sender read while the referee writes
+        _switch_to_wal(cursor)
         cursor.execute(f"PRAGMA synchronous={synchronous.upper()}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
     return on_connect
+
+
+def _switch_to_wal(cursor: sqlite3.Cursor) -> None:
+    """PRAGMA journal_mode=WAL, retried while another process holds the file's write lock.
+
+    Switching a file that is not WAL yet (a new database, two processes starting together)
+    needs the file to itself, and SQLite answers "database is locked" at once when another
+    connection is writing it, without waiting out busy_timeout (that could deadlock). So
+    it is tried again, for as long as busy_timeout would have waited."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.02)
 
 
 def _without_nul(parameters: object) -> object:

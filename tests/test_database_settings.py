@@ -8,12 +8,15 @@ but never corrupts the database. FULL flushes every commit. README "Guarantees" 
 from __future__ import annotations
 
 import os
+import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
 from sqlalchemy import text
 
 from pbem.config import ConfigError, DatabaseSettings, load_settings
+from pbem.db import make_engine
 from tests.deskkit import Clock, make_server
 
 # PRAGMA synchronous reads back as a number: 1 NORMAL, 2 FULL
@@ -64,3 +67,26 @@ def test_the_eml_outbox_flushes_each_mail_only_when_every_commit_is_flushed(
         assert sender.send("a@x.test", ["b@x.test"], raw).accepted == ["b@x.test"]
     (written,) = Path(server.settings.outbox_dir).glob("*.eml")
     assert written.read_bytes() == raw and len(calls) == fsyncs
+
+
+def test_switching_a_new_file_to_wal_waits_for_another_process_writing_it(
+        tmp_path: Path) -> None:
+    """Two pbem processes starting together on a new database: one writes the file while
+    the other switches it to WAL. SQLite answers that switch "database is locked" at
+    once, without waiting out busy_timeout, so the connection retries it meanwhile."""
+    path = tmp_path / "new.db"
+    writer = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    writer.execute("CREATE TABLE first (n INTEGER)")
+    writer.execute("BEGIN IMMEDIATE")          # a write in progress, journal not WAL yet
+    writer.execute("INSERT INTO first VALUES (1)")
+    done = threading.Timer(0.5, lambda: writer.execute("COMMIT"))
+    done.start()
+    try:
+        engine = make_engine(f"sqlite:///{path}")
+        with engine.connect() as conn:        # waits for the writer, then switches
+            assert conn.execute(text("PRAGMA journal_mode")).scalar_one() == "wal"
+            assert conn.execute(text("SELECT n FROM first")).scalar_one() == 1
+        engine.dispose()
+    finally:
+        done.join()
+        writer.close()
