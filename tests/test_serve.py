@@ -34,7 +34,8 @@ def test_serve_answers_mail_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None
                      r"handling ([\d.]+), sending ([\d.]+)\)", out)
     assert took is not None, out
     total, *phases = map(float, took.groups())
-    assert float(took.group(3)) > 0 and abs(sum(phases) - total) <= 0.011, out
+    # each figure is rounded to 0.01: three phases and their total differ by at most 0.02
+    assert float(took.group(3)) > 0 and abs(sum(phases) - total) <= 0.02, out
     answers = list((tmp_path / "out").glob("*.eml"))
     assert len(answers) == 1
     text = answers[0].read_bytes()
