@@ -54,9 +54,13 @@ class TickReport:
     # mail and the clock's work), sending (the outbox)
     seconds: dict[str, float] = field(default_factory=dict)
 
+    @property
+    def did_something(self) -> bool:
+        return bool(self.fetched or self.processed or self.resolved or self.sent)
+
     def __str__(self) -> str:
         took = ""
-        if self.seconds and (self.fetched or self.processed or self.resolved or self.sent):
+        if self.seconds and self.did_something:
             took = (f"; took {sum(self.seconds.values()):.2f} s ("
                     + ", ".join(f"{phase} {secs:.2f}" for phase, secs in self.seconds.items())
                     + ")")
@@ -245,7 +249,7 @@ class Server:
     def safe_tick(self) -> None:
         try:
             report = self.tick()
-            if report.fetched or report.processed or report.resolved or report.sent:
+            if report.did_something:
                 log.info("tick: %s", report)
             elif not self._ticked:
                 log.info("the first tick is done: %s", report)   # one line: serve is at work
