@@ -210,6 +210,40 @@ def test_a_kept_connection_serves_the_next_poll_and_is_replaced_when_dropped(
     assert box().poll(lambda m: pytest.fail("nothing left")) == 0
 
 
+def test_a_kept_connection_polls_with_noop_and_remakes_a_deleted_done_folder(
+        mailstack, box, monkeypatch):
+    """A kept connection has the folder selected and has seen the done folder: its next
+    poll asks NOOP (which is how a selected folder shows new mail), not SELECT and LIST
+    again. A done folder deleted meanwhile is made again when the move says TRYCREATE."""
+    inbox = box(keep_open=60)
+    deliver(mailstack, "first")
+    got: list[FetchedMail] = []
+    assert inbox.poll(got.append) == 1
+    client = inbox._kept
+    assert client is not None
+    asked: list[str] = []
+    for name in ("select_folder", "noop", "folder_exists"):
+        real = getattr(client, name)
+        monkeypatch.setattr(client, name, lambda *a, _n=name, _r=real, **k: (
+            asked.append(_n), _r(*a, **k))[1])
+    deliver(mailstack, "second")
+    assert inbox.poll(got.append) == 1
+    assert asked == ["noop"]
+    assert got[1].uidvalidity == got[0].uidvalidity
+
+    other = mailstack.imap("bluff")
+    try:
+        other.delete_folder("pbem-done")
+    finally:
+        other.logout()
+    deliver(mailstack, "third")
+    assert inbox.poll(got.append) == 1
+    assert [subject(m.raw) for m in got] == ["first", "second", "third"]
+    assert mailstack.fetch_all("bluff") == []
+    assert [subject(r) for r in mailstack.fetch_all("bluff", "pbem-done")] == ["third"]
+    inbox.close()
+
+
 def test_poll_raises_on_bad_login(mailstack):
     inbox = ImapInbox(mailstack.imap_host, mailstack.imap_port, SERVER, "wrong", ssl=False,
                       timeout=5)
