@@ -125,7 +125,9 @@ def drain(engine: Engine, open_sender: Callable[[], AbstractContextManager[Sende
     became unavailable, an error) is released at once.
 
     Mail queued while draining (the referee's notice of an undeliverable mail)
-    goes out in the same drain, in up to ``rounds`` passes. With ``verp`` each
+    goes out in the same drain, in up to ``rounds`` passes; a pass that failed no
+    mail queued nothing, so none follows it (mail queued meanwhile by another
+    process waits for the next drain). With ``verp`` each
     mail's envelope sender is its own VERP address (``envelope_sender``).
     """
     if connections < 1 or page < 1:
@@ -133,6 +135,7 @@ def drain(engine: Engine, open_sender: Callable[[], AbstractContextManager[Sende
     with _Drain(engine, open_sender, now, on_failure, connections) as run:
         for _ in range(rounds):
             found_any, after, left = False, 0, limit
+            failed_before = run.report.failed
             while left is None or left > 0:   # the due mail read a chunk at a time
                 chunk = DUE_CHUNK if left is None else min(DUE_CHUNK, left)
                 due, looked, after = _due(engine, now(), lease, after, chunk)
@@ -144,7 +147,10 @@ def drain(engine: Engine, open_sender: Callable[[], AbstractContextManager[Sende
                     run.send(_claim_page(engine, due[start:start + page], now(), verp))
                     if run.report.unavailable:
                         return run.report
-            if not found_any:
+                if looked < chunk:   # that was the last of it: no read to learn so
+                    break
+            # another pass only for what this one queued: the notices of failed mail
+            if not found_any or run.report.failed == failed_before:
                 break
     return run.report
 

@@ -100,6 +100,8 @@ class Referee:
                 if keep_alive is not None and time.monotonic() >= renew_at:
                     keep_alive()
                     renew_at = time.monotonic() + renew_every
+            if after >= upto:   # this page reached the newest: no read to learn so
+                break
         with Session(self.engine) as session:   # failures held back an hour, told together
             if failures.flush(session, self.post):
                 session.commit()

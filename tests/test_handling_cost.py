@@ -23,6 +23,7 @@ from pbem import games, inbox
 from pbem.games import find_game, load_state, players_of, seated
 from pbem.models import Absence, InboundMail, Player
 from pbem.server import Server
+from pbem.services import clock as clock_module
 from pbem.services.clock import clock_candidates
 from tests.deskkit import (
     PLAYERS,
@@ -50,6 +51,29 @@ def test_a_page_of_mail_costs_one_commit_a_mail(tmp_path: Path) -> None:
     event.listen(server.engine, "commit", lambda conn: commits.append(1))
     assert server.referee.process_pending() == 12
     assert len(commits) <= 12 + 2    # the mails, the page's claim, the failures' flush
+
+
+def test_a_tick_reads_its_pages_of_mail_and_no_empty_one_after(tmp_path: Path,
+                                                                 monkeypatch) -> None:
+    """The page that reaches the newest stored mail is the last: no read of an empty page
+    to learn so (before: one more claim read each tick)."""
+    server, _ = server_at(tmp_path)
+    started_game(server)
+    reads: list[int] = []
+    real_claim = inbox.claim_page
+
+    def claim_page(*args, **kwargs):   # noqa: ANN002, ANN003, ANN202
+        page, after = real_claim(*args, **kwargs, size=page_size)
+        reads.append(len(page))
+        return page, after
+    monkeypatch.setattr(inbox, "claim_page", claim_page)
+    for page_size, expected in ((inbox.PAGE, [12]), (5, [5, 5, 2]), (4, [4, 4, 4])):
+        reads.clear()
+        for n in range(12):
+            assert server.referee.store_inbound(mail(PLAYERS[n % 5], f"HELP {page_size} {n}"),
+                                                source="smtp")
+        assert server.referee.process_pending() == 12
+        assert reads == expected
 
 
 def test_an_attempt_is_counted_only_for_mail_about_to_be_handled(tmp_path: Path) -> None:
@@ -155,6 +179,27 @@ def test_the_clock_looks_only_at_games_with_clock_work(tmp_path: Path) -> None:
     clock.advance(hours=12)                           # g1 and g3 reach their deadlines
     assert candidates() == ["g1", "g3"]
     assert server.referee.resolve_due() == 2
+
+
+def test_the_clock_reads_its_pages_of_games_and_no_empty_one_after(tmp_path: Path,
+                                                                     monkeypatch) -> None:
+    """A short page of running games is the last: no read of an empty one to learn so
+    (before: one more read each tick)."""
+    server, clock = server_at(tmp_path)
+    for name in ("g1", "g2", "g3"):
+        new_game(server, "DEADLINE 48", name=name,
+                 players=[p.replace("@", f".{name}@") for p in PLAYERS])
+        admin(server, f"START {name}")
+    clock.advance(hours=37)                           # the reminders are due: all three
+    reads: list[str] = []
+    event.listen(server.engine, "before_cursor_execute",
+                 lambda conn, cursor, statement, *rest: reads.append(statement)
+                 if "deadline IS NOT NULL" in statement else None)
+    for page, expected in ((2, 2), (3, 2), (4, 1)):   # a full page may not be the last
+        monkeypatch.setattr(clock_module, "CANDIDATES_PAGE", page)
+        reads.clear()
+        assert len(list(clock_candidates(server.engine, clock()))) == 3
+        assert len(reads) == expected
 
 
 def test_looking_up_a_sender_among_the_players_uses_an_index(tmp_path: Path) -> None:

@@ -121,6 +121,34 @@ def test_an_error_in_one_connection_stops_the_drain_and_releases_the_rest(
         30 - len(sent)
 
 
+def test_a_drain_reads_the_due_mail_once_and_passes_again_only_after_a_failure(
+        tmp_path: Path, monkeypatch) -> None:
+    """A read that comes back short was the last of the due mail, and a pass that failed
+    no mail queued nothing: one read for a tick's mail. A refusal's notice (on_failure)
+    still leaves in the same drain, in a second pass. Before: three reads, five."""
+    engine = open_database(f"sqlite:///{tmp_path}/pbem.db")
+    origin = Origin("bluff@x.test")
+    queue(engine, origin, [f"p{n}@x.test" for n in range(7)])
+    reads: list[int] = []
+    real_due = outbox._due
+    monkeypatch.setattr(outbox, "_due", lambda *a: reads.append(1) or real_due(*a))
+    assert drain(engine, Flaky(0, RuntimeError()).opened, lambda: NOW, connections=2).sent == 7
+    assert len(reads) == 1
+
+    def tell_referee(session: Session, row: OutboundMail, why: str) -> None:
+        enqueue(session, origin, kind="notice", to="referee@x.test", subject="undeliverable",
+                text=f"{row.message_id}: {why}\n", html=None, now=NOW)
+    queue(engine, origin, ["gone@x.test", "here@x.test"])
+    reads.clear()
+    refused = SendResult(permanent={"gone@x.test": "550 5.1.1 no such user"})
+    report = drain(engine, Flaky(1, refused).opened, lambda: NOW, on_failure=tell_referee)
+    assert (report.sent, report.failed) == (2, 1)
+    assert len(reads) == 2
+    assert [(r.rcpts_json, r.status) for r in rows(engine)[7:]] == [
+        ('["gone@x.test"]', "failed"), ('["here@x.test"]', "sent"),
+        ('["referee@x.test"]', "sent")]
+
+
 def test_smtp_connections_is_a_setting(tmp_path: Path) -> None:
     config = tmp_path / "pbem.toml"
     config.write_text('[smtp]\nhost = "smtp.x.test"\n')

@@ -99,6 +99,8 @@ def clock_candidates(engine: Engine, now: datetime) -> Iterator[int]:
             if (grace_until is not None or aware(deadline) <= now or game_id in away
                     or (reminded < turn and reminder_due(aware(deadline), lead, now))):
                 yield game_id
+        if len(rows) < CANDIDATES_PAGE:   # the last page: no read to learn so
+            return
         after = rows[-1][0]
 
 
