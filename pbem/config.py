@@ -148,6 +148,9 @@ class Settings:
     claim_lease_seconds: float = 300.0
     # how long a tick waits for another process that is processing mail
     lock_wait_seconds: float = 30.0
+    # a tick sends each mail's answers (and a turn's reports) as soon as its transaction
+    # commits, while it handles the next mail (pbem.outbox.Stream); false: all at the end
+    send_while_handling: bool = True
     imap: ImapSettings | None = None
     smtp: SmtpSettings | None = None
     listen: ListenSettings | None = None
@@ -231,6 +234,8 @@ def load_settings(path: Path | None, env: dict[str, str] | None = None) -> Setti
     unknown = sorted(set(server) - known)
     if unknown:
         raise ConfigError(f"[server]: unknown setting(s) {', '.join(unknown)}")
+    if not isinstance(server.get("send_while_handling", True), bool):
+        raise ConfigError("[server] send_while_handling must be true or false")
     return Settings(
         **server,
         imap=_build(ImapSettings, imap, "imap") if imap is not None else None,

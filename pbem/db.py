@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import fcntl
 import functools
+import re
 import sqlite3
+import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from alembic import command
 from alembic.config import Config
@@ -92,6 +95,107 @@ def _switch_to_wal(cursor: sqlite3.Cursor) -> None:
             time.sleep(0.02)
 
 
+class _HandOffLock:
+    """The writer's turn on one SQLite file among this process's threads, handed at
+    release to the thread that has waited longest.
+
+    SQLite lets one connection write at a time and makes the others wait by polling,
+    asleep in steps that grow to 100 ms: a sender's mark (one short UPDATE) that meets
+    the referee's transaction could sleep through the next few of them. Here it waits
+    its turn instead and gets it the moment that transaction ends, before the referee's
+    next one (a threading.Lock would go back to the thread that released it: it runs
+    on while the woken one waits for the interpreter)."""
+
+    def __init__(self) -> None:
+        self._mutex = threading.Lock()
+        self._owner: int | None = None          # the thread whose turn it is
+        self._waiters: deque[tuple[int, threading.Event]] = deque()
+
+    def acquire(self, timeout: float) -> bool:
+        """Wait for the turn (at most ``timeout`` s); False if it did not come, or if this
+        thread has it already on another connection (SQLite then decides, as without)."""
+        thread = threading.get_ident()
+        with self._mutex:
+            if self._owner is None:
+                self._owner = thread
+                return True
+            if self._owner == thread:
+                return False
+            turn = threading.Event()
+            self._waiters.append((thread, turn))
+        if turn.wait(timeout):
+            return True
+        with self._mutex:
+            if turn.is_set():     # handed over just as the wait ran out
+                return True
+            self._waiters.remove((thread, turn))
+            return False
+
+    def release(self) -> None:
+        with self._mutex:
+            if self._waiters:
+                self._owner, turn = self._waiters.popleft()
+                turn.set()
+            else:
+                self._owner = None
+
+
+# the statements that begin a write transaction in sqlite3 (its implicit BEGIN)
+_WRITES = re.compile(r"\s*(INSERT|UPDATE|DELETE|REPLACE)\b", re.IGNORECASE)
+
+
+def _turn_taking_connection(turn: _HandOffLock) -> type[sqlite3.Connection]:
+    """A sqlite3 connection class whose write transactions take ``turn`` first (at
+    their first write) and give it back when they end (commit, rollback, close)."""
+
+    class Cursor(sqlite3.Cursor):
+        def execute(self, sql: str, parameters: Any = (), /) -> Self:
+            _take_turn(self.connection, sql)
+            return super().execute(sql, parameters)
+
+        def executemany(self, sql: str, seq_of_parameters: Any, /) -> Self:
+            _take_turn(self.connection, sql)
+            return super().executemany(sql, seq_of_parameters)
+
+    class Connection(sqlite3.Connection):
+        holds_turn = False
+        writer_turn = turn
+
+        def cursor(self, factory: Any = Cursor) -> Any:   # noqa: ANN401 (sqlite3's own)
+            return super().cursor(factory)
+
+        def commit(self) -> None:
+            try:
+                super().commit()
+            finally:
+                _end_turn(self)
+
+        def rollback(self) -> None:
+            try:
+                super().rollback()
+            finally:
+                _end_turn(self)
+
+        def close(self) -> None:
+            try:
+                super().close()
+            finally:
+                _end_turn(self)
+
+    return Connection
+
+
+def _take_turn(connection: Any, sql: str) -> None:   # noqa: ANN401
+    if not connection.holds_turn and not connection.in_transaction and _WRITES.match(sql):
+        connection.holds_turn = connection.writer_turn.acquire(BUSY_TIMEOUT_MS / 1000)
+
+
+def _end_turn(connection: Any) -> None:   # noqa: ANN401
+    if connection.holds_turn:
+        connection.holds_turn = False
+        connection.writer_turn.release()
+
+
 def _without_nul(parameters: object) -> object:
     """The statement's parameters with every NUL in text replaced by U+FFFD."""
     if isinstance(parameters, str):
@@ -121,7 +225,9 @@ def make_engine(url: str, *, synchronous: str = "normal") -> Engine:
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
     if url.startswith("sqlite"):
-        engine = create_engine(url)
+        # the threads of this process take turns to write the file (_HandOffLock)
+        turn = _HandOffLock()
+        engine = create_engine(url, connect_args={"factory": _turn_taking_connection(turn)})
         event.listen(engine, "connect", _sqlite_pragmas(synchronous))
     else:   # a long-running server outlives database restarts: test a pooled connection first
         engine = create_engine(url, pool_pre_ping=True)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from sqlalchemy import Engine, bindparam, update
+from sqlalchemy import Engine, bindparam, inspect, update
 from sqlalchemy import select as select_columns  # sqlmodel's select takes at most 4
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, col, select
@@ -49,6 +49,7 @@ PAGE = 50                             # outbox rows claimed in one transaction
 DUE_CHUNK = 2000                      # due rows read at once: memory stays flat
 MAILS_PER_CONNECTION = 4              # a page of fewer mails opens fewer connections
 LOOP_HEADER = "X-Pbem-Loop"
+STREAMED = "pbem.outbox.streamed"     # session.info: the mail queued for a Stream
 
 
 class Sender(Protocol):
@@ -91,6 +92,10 @@ def enqueue(session: Session, origin: Origin, *, kind: str, to: str, subject: st
                        rcpts_json=json.dumps([to]), raw=raw, game_id=game_id, seat=seat,
                        turn=turn, inbound_id=inbound_id, next_attempt_at=now, created_at=now,
                        bounce_token=new_bounce_token())
+    streamed = session.info.get(STREAMED)
+    if streamed is not None:   # claimed as queued: a Stream sends it once committed
+        row.claimed_by, row.claimed_at = me(), now
+        streamed.append(row)
     session.add(row)
     crash_point("outbox-enqueued")
     return row
@@ -174,13 +179,27 @@ class _ByAddress:
     players over four connections: three rounds, not the four of one connection an
     address)."""
 
-    def __init__(self, rows: list[_Claimed]) -> None:
+    def __init__(self, rows: list[_Claimed], *, more: bool = False) -> None:
         self._waiting: dict[tuple[str, ...], deque[_Claimed]] = {}
         for row in rows:
             self._waiting.setdefault(tuple(row.rcpts), deque()).append(row)
         self._busy: set[tuple[str, ...]] = set()
         self._changed = threading.Condition()
         self._stopped = False
+        self._more = more        # mail may still be added (a Stream): take() waits for it
+
+    def add(self, rows: list[_Claimed]) -> None:
+        """More mail, queued after all there is (a Stream's next transaction)."""
+        with self._changed:
+            for row in rows:
+                self._waiting.setdefault(tuple(row.rcpts), deque()).append(row)
+            self._changed.notify_all()
+
+    def close(self) -> None:
+        """No more mail will be added: take() returns None once all is taken."""
+        with self._changed:
+            self._more = False
+            self._changed.notify_all()
 
     @property
     def addresses(self) -> int:
@@ -198,7 +217,7 @@ class _ByAddress:
                                                     -self._waiting[k][0].id))
                     self._busy.add(key)
                     return self._waiting[key].popleft()
-                if not any(self._waiting.values()):
+                if not self._more and not any(self._waiting.values()):
                     return None
                 self._changed.wait()
             return None
@@ -259,19 +278,7 @@ class _Drain:
         errors: list[BaseException] = []
 
         def work(slot: int) -> None:
-            try:
-                while True:
-                    row = schedule.take()
-                    if row is None or self.report.unavailable or errors:
-                        return   # (a row taken is left unsent: released below)
-                    self._send_one(slot, row)
-                    done.add(row.id)
-                    if self.report.unavailable:
-                        schedule.stop()   # before the next mail to the address is ready
-                    schedule.handed_off(row)
-            except BaseException as exc:   # re-raised in the drain's thread
-                errors.append(exc)
-                schedule.stop()
+            self.work(schedule, slot, done, errors)
 
         workers = min(len(self.senders), -(-len(rows) // MAILS_PER_CONNECTION),
                       schedule.addresses)
@@ -291,6 +298,25 @@ class _Drain:
                 _release(self.engine, left)
         if errors:
             raise errors[0]
+
+    def work(self, schedule: _ByAddress, slot: int, done: set[int],
+             errors: list[BaseException]) -> None:
+        """One connection's work: send what ``schedule`` gives it until it gives nothing,
+        the server is unavailable or another connection failed; the ids sent go to
+        ``done``, an error to ``errors`` (the caller re-raises it)."""
+        try:
+            while True:
+                row = schedule.take()
+                if row is None or self.report.unavailable or errors:
+                    return   # (a row taken is left unsent: the caller releases it)
+                self._send_one(slot, row)
+                done.add(row.id)
+                if self.report.unavailable:
+                    schedule.stop()   # before the next mail to the address is ready
+                schedule.handed_off(row)
+        except BaseException as exc:
+            errors.append(exc)
+            schedule.stop()
 
     def _send_one(self, slot: int, row: _Claimed) -> None:
         crash_point("outbox-claimed")
@@ -342,6 +368,86 @@ class _Drain:
             session.add(mail)
             session.commit()
         return counted
+
+
+class Stream:
+    """Mail sent while the tick still handles mail.
+
+    A handling transaction that ``begin``s with the stream queues its mail claimed for
+    this process (in the same transaction: no claim of its own, no read of the outbox);
+    once it commits, ``feed`` hands that mail to the connections, which send it at
+    once, in queue order to each address (_ByAddress), each marked sent right after its
+    hand-off as a drain's is. So a turn's answers leave while the next orders are
+    handled. ``close`` waits for what was fed and releases what was left unsent (an
+    outage, an error: the next drain sends it).
+
+    A crash after the commit and before the hand-off leaves the mail claimed by a dead
+    process: the next drain takes it over at once (pbem.faults.claim_stale), as it
+    does a drain's claimed page.
+    """
+
+    def __init__(self, engine: Engine, open_sender: Callable[[], AbstractContextManager[Sender]],
+                 now: Callable[[], datetime], *,
+                 on_failure: Callable[[Session, OutboundMail, str], None] | None = None,
+                 verp: bool = False, connections: int = 1) -> None:
+        if connections < 1:
+            raise ValueError("connections must be >= 1")
+        self.engine, self.verp = engine, verp
+        self._run = _Drain(engine, open_sender, now, on_failure, connections)
+        self._schedule = _ByAddress([], more=True)
+        self._threads: list[threading.Thread] = []
+        self._addresses: set[tuple[str, ...]] = set()
+        self._fed: list[int] = []
+        self._done: set[int] = set()
+        self._errors: list[BaseException] = []
+
+    @property
+    def report(self) -> DrainReport:
+        return self._run.report
+
+    def begin(self, session: Session) -> None:
+        """The mail ``session`` queues from now on is claimed for this stream."""
+        session.info[STREAMED] = []
+
+    def queued(self, session: Session) -> list[_Claimed]:
+        """What ``session`` queued for the stream and still holds (a savepoint rolled
+        back takes its mail with it), read before the commit; fed after it."""
+        rows = session.info.get(STREAMED) or []
+        session.info[STREAMED] = []
+        return [_Claimed(row.id, envelope_sender(row, self.verp), json.loads(row.rcpts_json),
+                         row.raw) for row in rows if inspect(row).persistent]
+
+    def feed(self, rows: list[_Claimed]) -> None:
+        """Send ``rows`` (committed, claimed by us) as soon as a connection is free."""
+        if not rows:
+            return
+        self._fed.extend(row.id for row in rows)
+        self._schedule.add(rows)
+        self._addresses.update(tuple(row.rcpts) for row in rows)
+        # a connection for each address with mail, up to the limit: more would wait
+        while len(self._threads) < min(len(self._run.senders), len(self._addresses)):
+            slot = len(self._threads)
+            thread = threading.Thread(target=self._run.work, name=f"pbem-stream-{slot}",
+                                      args=(self._schedule, slot, self._done, self._errors))
+            self._threads.append(thread)
+            thread.start()
+
+    def close(self) -> DrainReport:
+        """Wait until what was fed is sent; release the rest; what happened. An error
+        of a connection is logged (the mail it held is released: the next drain)."""
+        self._schedule.close()
+        try:
+            for thread in self._threads:
+                thread.join()
+        finally:
+            left = [row_id for row_id in self._fed if row_id not in self._done]
+            if left:
+                _release(self.engine, left)
+            self._run.__exit__(None, None, None)
+        for exc in self._errors:
+            log.error("sending while handling failed; the drain will send the rest",
+                      exc_info=exc)
+        return self._run.report
 
 
 def envelope_sender(row: Any, verp: bool) -> str:

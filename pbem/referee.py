@@ -38,6 +38,7 @@ from pbem.mail.read import MAX_LINE_CHARS, MAX_TEXT_LINES, InboundMessage, read_
 from pbem.mail.text import BodyLine
 from pbem.models import Game, InboundMail, OutboundMail
 from pbem.orders import Command, Order, ParsedText, help_lines, parse_text
+from pbem.outbox import Stream
 from pbem.render import Renderer
 from pbem.services import bounces, clock, failures
 from pbem.services.failures import game_failed, mail_failed, what_failed
@@ -73,13 +74,15 @@ class Referee:
         return inbox.store_many(self.engine, mails, now=self.clock(),
                                 max_bytes=self.settings.max_mail_bytes, source=source)
 
-    def process_pending(self, keep_alive: Callable[[], object] | None = None) -> int:
+    def process_pending(self, keep_alive: Callable[[], object] | None = None,
+                        stream: Stream | None = None) -> int:
         """Handle every stored mail not handled yet, oldest first; return how many.
 
         Mail is claimed a page at a time (pbem.inbox.claim_page: one commit), then each
         mail is handled in its own transaction. ``keep_alive`` is called after a mail
         once a tenth of the lease (at most 5 s) has passed since the last call (the tick
-        renews its lease with it).
+        renews its lease with it). With a ``stream``, the mail each transaction queued
+        is sent as soon as it commits (pbem.outbox.Stream).
         """
         handled = 0
         lease = timedelta(seconds=self.settings.claim_lease_seconds)
@@ -95,7 +98,7 @@ class Referee:
                 break
             for number, inbound_id in enumerate(page):
                 following = page[number + 1] if number + 1 < len(page) else None
-                if self.handle_claimed(inbound_id, following):
+                if self.handle_claimed(inbound_id, following, stream):
                     handled += 1
                 if keep_alive is not None and time.monotonic() >= renew_at:
                     keep_alive()
@@ -115,7 +118,8 @@ class Referee:
             return False
         return self.handle_claimed(inbound_id, None)
 
-    def handle_claimed(self, inbound_id: int, following: int | None) -> bool:
+    def handle_claimed(self, inbound_id: int, following: int | None,
+                       stream: Stream | None = None) -> bool:
         """Handle one claimed mail in one transaction; False if it was not ours to handle.
 
         The mail was claimed (a lease in its row, committed), so other processes
@@ -129,6 +133,8 @@ class Referee:
         which begins next (pbem.inbox.count_attempt).
         """
         with Session(self.engine) as session:
+            if stream is not None:
+                stream.begin(session)
             if not inbox.hold_claim(session, inbound_id, self.clock()):
                 session.rollback()
                 if following is not None:   # its attempt is counted on its own then
@@ -166,8 +172,11 @@ class Referee:
                 inbox.count_attempt(session, following)
             session.flush()
             crash_point("inbound-handled")
+            streamed = stream.queued(session) if stream is not None else []
             session.commit()
         crash_point("inbound-committed")
+        if stream is not None:
+            stream.feed(streamed)
         return True
 
     def resolve_due(self) -> int:

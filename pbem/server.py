@@ -27,13 +27,15 @@ from pbem.mail.imap import FetchedMail, ImapInbox
 from pbem.mail.listener import MailListener
 from pbem.mail.senderauth import aligned_domain
 from pbem.mail.smtp_out import EmlDirSender, SmtpPool, SmtpSender
-from pbem.outbox import DrainReport, Sender, drain
+from pbem.outbox import DrainReport, Sender, Stream, drain
 from pbem.referee import Referee
 from pbem.render import Renderer, TemplateProblem
 
 log = logging.getLogger(__name__)
 IMAP_KEEP_OPEN_SECONDS = 120.0   # an idle IMAP connection is used again for this long
 SMTP_KEEP_OPEN_SECONDS = 60.0    # ... an idle SMTP one (servers drop them after a few minutes)
+
+UNAVAILABLE = "the mail server could not be reached or refused us"
 
 
 def utc_now() -> datetime:
@@ -51,7 +53,8 @@ class TickReport:
     failed: int = 0
     problems: list[str] = field(default_factory=list)   # services that were down this tick
     # where the tick's time went (wall seconds): fetching (IMAP, storing), handling (the
-    # mail and the clock's work), sending (the outbox)
+    # mail and the clock's work, with the mail sent meanwhile: send_while_handling), sending
+    # (the rest of the outbox)
     seconds: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -195,10 +198,21 @@ class Server:
                        verp=self.settings.smtp is not None and self.settings.smtp.verp,
                        connections=self.settings.smtp.connections if self.settings.smtp else 1)
         if report.unavailable:
-            backoff.failed(self.clock(), "the mail server could not be reached or refused us")
+            backoff.failed(self.clock(), UNAVAILABLE)
         else:
             backoff.succeeded()
         return report
+
+    def open_stream(self) -> Stream | None:
+        """A Stream for the tick's handling (its mail sent as each transaction commits), or
+        None: send_while_handling is off, or the SMTP server is backed off."""
+        if not self.settings.send_while_handling or not self._backoff("SMTP").ready(self.clock()):
+            return None
+        smtp = self.settings.smtp
+        return Stream(self.engine, self.open_sender, self.clock,
+                      on_failure=self.referee.undeliverable,
+                      verp=smtp is not None and smtp.verp,
+                      connections=smtp.connections if smtp is not None else 1)
 
     def tick(self) -> TickReport:
         """One full cycle: fetch, process, resolve due turns, send.
@@ -211,6 +225,7 @@ class Server:
         with self._lock:
             report = TickReport()
             database = self._backoff("database")
+            streamed = DrainReport()   # what was sent while handling (open_stream)
             started = time.perf_counter()
             try:
                 check_schema(self.engine)   # SchemaError: a newer pbem upgraded it meanwhile
@@ -219,11 +234,15 @@ class Server:
                 lease = Lease(self.engine, "referee", self.clock,
                               seconds=self.settings.claim_lease_seconds)
                 if lease.acquire(wait=self.settings.lock_wait_seconds):
+                    stream = self.open_stream()
                     try:
-                        report.processed = self.referee.process_pending(keep_alive=lease.renew)
+                        report.processed = self.referee.process_pending(keep_alive=lease.renew,
+                                                                        stream=stream)
                         report.resolved = self.referee.resolve_due()
                     finally:
                         lease.release()
+                        if stream is not None:
+                            streamed = stream.close()
                 else:
                     log.info("another process (%s) is handling mail; left to it",
                              lease.holder())
@@ -233,14 +252,20 @@ class Server:
             sending = time.perf_counter()
             report.seconds["handling"] = sending - started - report.seconds.get("fetching", 0.0)
             try:
-                sent = self.send()
+                if streamed.unavailable:   # found so while handling: no second try now
+                    self._backoff("SMTP").failed(self.clock(), UNAVAILABLE)
+                    sent = DrainReport(unavailable=True)
+                else:
+                    sent = self.send()
             except OperationalError as exc:
                 database.failed(self.clock(), exc.orig if exc.orig is not None else exc)
                 report.problems.append("database")
-            else:
-                report.sent, report.deferred, report.failed = sent.sent, sent.deferred, sent.failed
-                if sent.unavailable:
-                    report.problems.append("SMTP")
+                sent = DrainReport()
+            report.sent = streamed.sent + sent.sent
+            report.deferred = streamed.deferred + sent.deferred
+            report.failed = streamed.failed + sent.failed
+            if sent.unavailable:
+                report.problems.append("SMTP")
             report.seconds["sending"] = time.perf_counter() - sending
             if self._backoff("IMAP").failures:
                 report.problems.insert(0, "IMAP")

@@ -10,13 +10,15 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 import pytest
 from sqlalchemy import text
+from sqlalchemy.exc import OperationalError
 
 from pbem.config import ConfigError, DatabaseSettings, load_settings
-from pbem.db import make_engine
+from pbem.db import make_engine, open_database
 from tests.deskkit import Clock, make_server
 
 # PRAGMA synchronous reads back as a number: 1 NORMAL, 2 FULL
@@ -90,3 +92,62 @@ def test_switching_a_new_file_to_wal_waits_for_another_process_writing_it(
     finally:
         done.join()
         writer.close()
+
+
+def test_a_short_write_waiting_behind_a_transaction_goes_before_the_next_one(
+        tmp_path: Path) -> None:
+    """The threads of one process take turns to write a SQLite file, each turn handed to
+    the thread that waited longest: a sender's mark (one UPDATE) that meets the referee's
+    transaction goes the moment it ends, before the referee's next one. Before, SQLite's
+    own wait (polling, asleep in steps growing to 100 ms) slept through that moment and
+    the mark came after the referee's next transaction too."""
+    engine = open_database(f"sqlite:///{tmp_path}/pbem.db")
+    write = text("UPDATE server_state SET value = value WHERE 1 = 0")   # takes the lock
+    ended: dict[str, float] = {}
+
+    def referee() -> None:
+        for n in range(2):
+            with engine.connect() as conn:
+                conn.execute(write)
+                time.sleep(0.15)
+                conn.commit()
+            ended[f"referee {n}"] = time.monotonic()
+
+    def mark() -> None:
+        time.sleep(0.05)      # the referee's first transaction holds the lock by now
+        with engine.connect() as conn:
+            conn.execute(write)
+            conn.commit()
+        ended["mark"] = time.monotonic()
+
+    threads = [threading.Thread(target=referee), threading.Thread(target=mark)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert ended["referee 0"] < ended["referee 1"]
+    assert ended["mark"] < ended["referee 1"] - 0.1, ended
+
+
+def test_a_thread_writing_on_two_connections_is_not_made_to_wait_for_itself(
+        tmp_path: Path) -> None:
+    """A thread holding the turn on one connection that writes on another is left to
+    SQLite (which says "locked" once its busy_timeout runs out), not made to wait for a
+    turn only it can give back."""
+    engine = make_engine(f"sqlite:///{tmp_path}/pbem.db")
+    with engine.connect() as setup:
+        setup.execute(text("CREATE TABLE t (x INTEGER)"))
+        setup.commit()
+    with engine.connect() as first:
+        first.execute(text("INSERT INTO t VALUES (1)"))
+        with engine.connect() as second:
+            second.execute(text("PRAGMA busy_timeout=100"))
+            started = time.monotonic()
+            with pytest.raises(OperationalError, match="locked"):
+                second.execute(text("INSERT INTO t VALUES (2)"))
+            assert time.monotonic() - started < 5
+        first.commit()
+    with engine.connect() as conn:   # the turn was given back: writes go on
+        conn.execute(text("INSERT INTO t VALUES (3)"))
+        conn.commit()
+        assert conn.execute(text("SELECT x FROM t ORDER BY x")).scalars().all() == [1, 3]

@@ -149,6 +149,70 @@ def test_a_drain_reads_the_due_mail_once_and_passes_again_only_after_a_failure(
         ('["referee@x.test"]', "sent")]
 
 
+def stream_queue(engine, stream: outbox.Stream, origin: Origin, rcpts: list[str],
+                 undone: list[str] = ()) -> list[outbox._Claimed]:
+    """Queue mail in a streaming transaction as the referee does (``undone``: also queued,
+    in a savepoint rolled back); commit; what the stream is to be fed."""
+    with Session(engine) as session:
+        stream.begin(session)
+        for rcpt in rcpts:
+            enqueue(session, origin, kind="notice", to=rcpt, subject=rcpt, text="hi\n",
+                    html=None, now=NOW)
+        if undone:
+            savepoint = session.begin_nested()
+            for rcpt in undone:
+                enqueue(session, origin, kind="notice", to=rcpt, subject=rcpt,
+                        text="hi\n", html=None, now=NOW)
+            session.flush()
+            savepoint.rollback()
+        session.flush()
+        fed = stream.queued(session)
+        session.commit()
+    return fed
+
+
+def test_a_stream_sends_what_its_transactions_queued_and_kept_each_once(
+        tmp_path: Path) -> None:
+    """Queued claimed, fed after the commit, sent over the connections at once; mail of a
+    savepoint rolled back is not fed (it is gone), nor is a drain's to send."""
+    engine = open_database(f"sqlite:///{tmp_path}/pbem.db")
+    origin = Origin("bluff@x.test")
+    sender = Flaky(0, RuntimeError())
+    stream = outbox.Stream(engine, sender.opened, lambda: NOW, connections=3)
+    fed = stream_queue(engine, stream, origin, ["a@x.test", "b@x.test"],
+                       undone=["gone@x.test"])
+    assert [row.rcpts for row in fed] == [["a@x.test"], ["b@x.test"]]
+    # claimed in their own transaction: no drain takes them
+    assert {(r.rcpts_json, r.claimed_by is not None) for r in rows(engine)} == {
+        ('["a@x.test"]', True), ('["b@x.test"]', True)}
+    assert drain(engine, Flaky(0, RuntimeError()).opened, lambda: NOW).sent == 0
+    stream.feed(fed)
+    stream.feed(stream_queue(engine, stream, origin, ["a@x.test", "c@x.test"]))
+    report = stream.close()
+    assert (report.sent, report.unavailable) == (4, False)
+    assert len(sender.sent) == 4
+    assert [(r.status, r.claimed_by) for r in rows(engine)] == [("sent", None)] * 4
+
+
+def test_an_outage_while_streaming_releases_the_rest_for_the_next_drain(
+        tmp_path: Path) -> None:
+    engine = open_database(f"sqlite:///{tmp_path}/pbem.db")
+    origin = Origin("bluff@x.test")
+    down = SendResult(temporary={"p2@x.test": "421 shutting down"}, unavailable=True)
+    stream = outbox.Stream(engine, Flaky(3, down).opened, lambda: NOW, connections=1)
+    for n in range(6):
+        stream.feed(stream_queue(engine, stream, origin, [f"p{n}@x.test"]))
+    report = stream.close()
+    assert (report.sent, report.deferred, report.unavailable) == (2, 1, True)
+    after = rows(engine)
+    assert [r.status for r in after] == ["sent"] * 2 + ["pending"] * 4
+    assert {r.claimed_by for r in after} == {None}       # free for the next drain at once
+    assert {r.attempts for r in after[2:]} == {0}        # the outage is nobody's fault
+    sender = Flaky(0, RuntimeError())
+    assert drain(engine, sender.opened, lambda: NOW).sent == 4
+    assert len(sender.sent) == 4
+
+
 def test_smtp_connections_is_a_setting(tmp_path: Path) -> None:
     config = tmp_path / "pbem.toml"
     config.write_text('[smtp]\nhost = "smtp.x.test"\n')
@@ -275,22 +339,37 @@ def test_a_turns_answers_and_reports_to_five_players_take_three_rounds_of_four()
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.sampled_from("abcde"), min_size=1, max_size=30),
-       st.integers(1, 6), st.randoms(use_true_random=False))
+       st.integers(1, 6), st.randoms(use_true_random=False), st.booleans())
 def test_the_schedule_keeps_each_addresss_order_and_never_sends_two_at_once(
-        letters: list[str], connections: int, rng) -> None:
+        letters: list[str], connections: int, rng, streamed: bool) -> None:
     """Connections taking and handing off mail in any order: each mail is taken once,
     an address's mails in queue order and one at a time, and a connection is told there
-    is nothing left only when nothing is."""
+    is nothing left only when nothing is. Streamed (a Stream's schedule): the mail comes
+    in batches at any moment, and nothing is left only once the schedule is closed."""
     rows = claimed([f"{letter}@x.test" for letter in letters])
-    schedule = outbox._ByAddress(rows)
+    batches: list[list[outbox._Claimed]] = []
+    if streamed:   # cut into batches, queued at random moments below
+        cuts = sorted(rng.sample(range(1, len(rows)), rng.randrange(len(rows)))) \
+            if len(rows) > 1 else []
+        batches = [rows[a:b] for a, b in zip([0, *cuts], [*cuts, len(rows)])]
+        schedule = outbox._ByAddress([], more=True)
+    else:
+        schedule = outbox._ByAddress(rows)
+    added = [] if streamed else list(rows)
     in_flight: list[outbox._Claimed] = []
     taken: list[outbox._Claimed] = []
     idle = connections
     while True:
         busy_addresses = {row.rcpts[0] for row in in_flight}
-        could_take = any(row.rcpts[0] not in busy_addresses for row in rows
+        could_take = any(row.rcpts[0] not in busy_addresses for row in added
                          if row not in taken)
-        if idle and could_take and (not in_flight or rng.random() < 0.6):
+        if batches and (not could_take or rng.random() < 0.3):
+            batch = batches.pop(0)
+            schedule.add(batch)
+            added += batch
+            if not batches:
+                schedule.close()
+        elif idle and could_take and (not in_flight or rng.random() < 0.6):
             row = schedule.take()     # never blocks: an address is ready
             assert row is not None and row.rcpts[0] not in busy_addresses
             in_flight.append(row)
