@@ -93,8 +93,7 @@ def enqueue(session: Session, origin: Origin, *, kind: str, to: str, subject: st
                        turn=turn, inbound_id=inbound_id, next_attempt_at=now, created_at=now,
                        bounce_token=new_bounce_token())
     streamed = session.info.get(STREAMED)
-    if streamed is not None:   # claimed as queued: a Stream sends it once committed
-        row.claimed_by, row.claimed_at = me(), now
+    if streamed is not None:   # a Stream's transaction: claimed for it as it commits
         streamed.append(row)
     session.add(row)
     crash_point("outbox-enqueued")
@@ -370,12 +369,20 @@ class _Drain:
         return counted
 
 
+# a Stream's transaction claims the mail it queued, at its end (pending, unclaimed: what
+# it did not take back)
+_CLAIM_QUEUED = update(OutboundMail).where(
+    col(OutboundMail.id).in_(bindparam("ids", expanding=True)),
+    col(OutboundMail.status) == "pending", col(OutboundMail.claimed_by).is_(None),
+).values(claimed_by=bindparam("me"), claimed_at=bindparam("now")).returning(col(OutboundMail.id))
+
+
 class Stream:
     """Mail sent while the tick still handles mail.
 
-    A handling transaction that ``begin``s with the stream queues its mail claimed for
-    this process (in the same transaction: no claim of its own, no read of the outbox);
-    once it commits, ``feed`` hands that mail to the connections, which send it at
+    A handling transaction that ``begin``s with the stream claims the mail it queued for
+    this process as it ends (``queued``: no claim transaction of its own, no read of the
+    outbox); once it commits, ``feed`` hands that mail to the connections, which send it at
     once, in queue order to each address (_ByAddress), each marked sent right after its
     hand-off as a drain's is. So a turn's answers leave while the next orders are
     handled. ``close`` waits for what was fed and releases what was left unsent (an
@@ -410,12 +417,18 @@ class Stream:
         session.info[STREAMED] = []
 
     def queued(self, session: Session) -> list[_Claimed]:
-        """What ``session`` queued for the stream and still holds (a savepoint rolled
-        back takes its mail with it), read before the commit; fed after it."""
-        rows = session.info.get(STREAMED) or []
+        """Claim what ``session`` queued and still holds for the stream, last thing before
+        its commit; fed after it. Until then the transaction's mail is unclaimed, as any
+        queued mail: what the transaction took back is not claimed (a row deleted, a
+        savepoint rolled back: START drops a welcome not sent yet; a report cancelled)."""
+        rows = [row for row in session.info.get(STREAMED) or [] if inspect(row).persistent]
         session.info[STREAMED] = []
+        if not rows:
+            return []
+        claimed = set(session.connection().execute(_CLAIM_QUEUED, {
+            "ids": [row.id for row in rows], "me": me(), "now": self._run.now()}).scalars())
         return [_Claimed(row.id, envelope_sender(row, self.verp), json.loads(row.rcpts_json),
-                         row.raw) for row in rows if inspect(row).persistent]
+                         row.raw) for row in rows if row.id in claimed]
 
     def feed(self, rows: list[_Claimed]) -> None:
         """Send ``rows`` (committed, claimed by us) as soon as a connection is free."""

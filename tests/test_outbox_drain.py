@@ -194,6 +194,36 @@ def test_a_stream_sends_what_its_transactions_queued_and_kept_each_once(
     assert [(r.status, r.claimed_by) for r in rows(engine)] == [("sent", None)] * 4
 
 
+def test_a_stream_claims_only_what_its_transaction_still_queues_at_its_end(
+        tmp_path: Path) -> None:
+    """Until its end a streaming transaction's mail is unclaimed, as any queued mail, so
+    what looks for unsent mail in it finds it (START drops a welcome not sent yet, a
+    ROLLBACK cancels a turn's reports); what it deleted or cancelled is not claimed.
+    Before, the mail was claimed as queued: START kept the welcome, a stream sent it."""
+    engine = open_database(f"sqlite:///{tmp_path}/pbem.db")
+    origin = Origin("bluff@x.test")
+    stream = outbox.Stream(engine, Flaky(0, RuntimeError()).opened, lambda: NOW)
+    with Session(engine) as session:
+        stream.begin(session)
+        rows_queued = [enqueue(session, origin, kind="notice", to=f"p{n}@x.test",
+                               subject=str(n), text="hi\n", html=None, now=NOW)
+                       for n in range(3)]
+        session.flush()
+        unsent = session.exec(select(OutboundMail).where(
+            OutboundMail.status == "pending", OutboundMail.claimed_by == None)).all()  # noqa: E711
+        assert len(unsent) == 3
+        session.delete(rows_queued[0])
+        rows_queued[1].status = "cancelled"
+        session.flush()
+        fed = stream.queued(session)
+        session.commit()
+    assert [row.rcpts for row in fed] == [["p2@x.test"]]
+    assert [(r.rcpts_json, r.status, r.claimed_by is not None) for r in rows(engine)] == [
+        ('["p1@x.test"]', "cancelled", False), ('["p2@x.test"]', "pending", True)]
+    stream.feed(fed)
+    assert stream.close().sent == 1
+
+
 def test_an_outage_while_streaming_releases_the_rest_for_the_next_drain(
         tmp_path: Path) -> None:
     engine = open_database(f"sqlite:///{tmp_path}/pbem.db")

@@ -259,3 +259,26 @@ def test_tick_writes_eml_files_to_the_outbox(server: Server, tmp_path: Path) -> 
     assert report.sent == 5    # the first reports (the welcomes of ADD waited: withdrawn)
     assert len(list((tmp_path / "outbox").glob("*.eml"))) == 5
     assert server.tick().sent == 0
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["while-handling", "at-the-end"])
+def test_a_game_set_up_and_started_by_one_mail_sends_its_first_reports_not_the_welcomes(
+        tmp_path: Path, clock: Clock, stream: bool) -> None:
+    """START withdraws the welcomes of ADD that have not left: the first report says it
+    all. In one referee mail, with the mail sent while handling (its transaction's mail
+    claimed only as it ends), they have not left either: withdrawn too. Before, the
+    stream claimed them as they were queued, START kept them, and they went out."""
+    settings = Settings(database=f"sqlite:///{tmp_path / 'pbem.db'}",
+                        address="bluff@example.org", referee="referee@example.org",
+                        referee_key=REFEREE_KEY, outbox_dir=tmp_path / "outbox",
+                        send_while_handling=stream)
+    server = Server(settings, clock=clock)
+    lines = [f"KEY {REFEREE_KEY}", "NEWGAME g1 SEED 3"]
+    lines += [f"ADD g1 {p} Name{i}" for i, p in enumerate(PLAYERS, start=1)] + ["START g1"]
+    assert server.referee.store_inbound(mail("referee@example.org", "\n".join(lines) + "\n"),
+                                        source="smtp")
+    assert server.tick().sent == 5 + 1     # the first reports and the referee's answer
+    with Session(server.engine) as session:
+        kinds = sorted(r.kind for r in session.exec(select(OutboundMail)))
+    assert kinds == sorted(["report"] * 5 + ["notice"])   # notice: the referee's answer
+    assert len(list((tmp_path / "outbox").glob("*.eml"))) == 6
