@@ -148,8 +148,9 @@ class Settings:
     claim_lease_seconds: float = 300.0
     # how long a tick waits for another process that is processing mail
     lock_wait_seconds: float = 30.0
-    # a tick sends each mail's answers (and a turn's reports) as soon as its transaction
-    # commits, while it handles the next mail (pbem.outbox.Stream); false: all at the end
+    # with [smtp], a tick sends each mail's answers (and a turn's reports) as soon as its
+    # transaction commits, while it handles the next mail (pbem.outbox.Stream); false: all
+    # at the end (as the .eml outbox always does)
     send_while_handling: bool = True
     imap: ImapSettings | None = None
     smtp: SmtpSettings | None = None

@@ -186,12 +186,14 @@ class _ByAddress:
         self._changed = threading.Condition()
         self._stopped = False
         self._more = more        # mail may still be added (a Stream): take() waits for it
+        self.waiting = len(rows)   # mails not taken yet
 
     def add(self, rows: list[_Claimed]) -> None:
         """More mail, queued after all there is (a Stream's next transaction)."""
         with self._changed:
             for row in rows:
                 self._waiting.setdefault(tuple(row.rcpts), deque()).append(row)
+            self.waiting += len(rows)
             self._changed.notify_all()
 
     def close(self) -> None:
@@ -215,6 +217,7 @@ class _ByAddress:
                     key = max(ready, key=lambda k: (len(self._waiting[k]),
                                                     -self._waiting[k][0].id))
                     self._busy.add(key)
+                    self.waiting -= 1
                     return self._waiting[key].popleft()
                 if not self._more and not any(self._waiting.values()):
                     return None
@@ -277,7 +280,7 @@ class _Drain:
         errors: list[BaseException] = []
 
         def work(slot: int) -> None:
-            self.work(schedule, slot, done, errors)
+            self.work(schedule, slot, done.add, errors)
 
         workers = min(len(self.senders), -(-len(rows) // MAILS_PER_CONNECTION),
                       schedule.addresses)
@@ -298,18 +301,18 @@ class _Drain:
         if errors:
             raise errors[0]
 
-    def work(self, schedule: _ByAddress, slot: int, done: set[int],
+    def work(self, schedule: _ByAddress, slot: int, handed_off: Callable[[int], None],
              errors: list[BaseException]) -> None:
         """One connection's work: send what ``schedule`` gives it until it gives nothing,
-        the server is unavailable or another connection failed; the ids sent go to
-        ``done``, an error to ``errors`` (the caller re-raises it)."""
+        the server is unavailable or another connection failed; each id handed off goes
+        to ``handed_off``, an error to ``errors`` (the caller re-raises it)."""
         try:
             while True:
                 row = schedule.take()
                 if row is None or self.report.unavailable or errors:
                     return   # (a row taken is left unsent: the caller releases it)
                 self._send_one(slot, row)
-                done.add(row.id)
+                handed_off(row.id)
                 if self.report.unavailable:
                     schedule.stop()   # before the next mail to the address is ready
                 schedule.handed_off(row)
@@ -396,16 +399,18 @@ class Stream:
     def __init__(self, engine: Engine, open_sender: Callable[[], AbstractContextManager[Sender]],
                  now: Callable[[], datetime], *,
                  on_failure: Callable[[Session, OutboundMail, str], None] | None = None,
-                 verp: bool = False, connections: int = 1) -> None:
-        if connections < 1:
-            raise ValueError("connections must be >= 1")
+                 verp: bool = False, connections: int = 1, backlog: int = PAGE) -> None:
+        if connections < 1 or backlog < 1:
+            raise ValueError("connections and backlog must be >= 1")
         self.engine, self.verp = engine, verp
+        # mails fed and not taken yet, at most: a handling faster than the connections (a
+        # big turn) leaves the rest to the drain, a page at a time, and memory stays flat
+        self.backlog = backlog
         self._run = _Drain(engine, open_sender, now, on_failure, connections)
         self._schedule = _ByAddress([], more=True)
         self._threads: list[threading.Thread] = []
         self._addresses: set[tuple[str, ...]] = set()
-        self._fed: list[int] = []
-        self._done: set[int] = set()
+        self._unsent: set[int] = set()       # fed and not handed off yet
         self._errors: list[BaseException] = []
 
     @property
@@ -423,8 +428,8 @@ class Stream:
         savepoint rolled back: START drops a welcome not sent yet; a report cancelled)."""
         rows = [row for row in session.info.get(STREAMED) or [] if inspect(row).persistent]
         session.info[STREAMED] = []
-        if not rows:
-            return []
+        if not rows or self._schedule.waiting >= self.backlog:
+            return []   # the connections are behind: the tick's drain sends it at its end
         claimed = set(session.connection().execute(_CLAIM_QUEUED, {
             "ids": [row.id for row in rows], "me": me(), "now": self._run.now()}).scalars())
         return [_Claimed(row.id, envelope_sender(row, self.verp), json.loads(row.rcpts_json),
@@ -434,14 +439,17 @@ class Stream:
         """Send ``rows`` (committed, claimed by us) as soon as a connection is free."""
         if not rows:
             return
-        self._fed.extend(row.id for row in rows)
+        self._unsent.update(row.id for row in rows)
         self._schedule.add(rows)
-        self._addresses.update(tuple(row.rcpts) for row in rows)
+        if len(self._threads) == len(self._run.senders):
+            return
         # a connection for each address with mail, up to the limit: more would wait
+        self._addresses.update(tuple(row.rcpts) for row in rows)
         while len(self._threads) < min(len(self._run.senders), len(self._addresses)):
             slot = len(self._threads)
             thread = threading.Thread(target=self._run.work, name=f"pbem-stream-{slot}",
-                                      args=(self._schedule, slot, self._done, self._errors))
+                                      args=(self._schedule, slot, self._unsent.discard,
+                                            self._errors))
             self._threads.append(thread)
             thread.start()
 
@@ -453,9 +461,8 @@ class Stream:
             for thread in self._threads:
                 thread.join()
         finally:
-            left = [row_id for row_id in self._fed if row_id not in self._done]
-            if left:
-                _release(self.engine, left)
+            if self._unsent:
+                _release(self.engine, sorted(self._unsent))
             self._run.__exit__(None, None, None)
         for exc in self._errors:
             log.error("sending while handling failed; the drain will send the rest",

@@ -204,15 +204,17 @@ class Server:
         return report
 
     def open_stream(self) -> Stream | None:
-        """A Stream for the tick's handling (its mail sent as each transaction commits), or
-        None: send_while_handling is off, or the SMTP server is backed off."""
-        if not self.settings.send_while_handling or not self._backoff("SMTP").ready(self.clock()):
-            return None
+        """A Stream for the tick's handling (its mail sent over SMTP as each transaction
+        commits), or None: no [smtp] (the .eml outbox: writing a file waits for nothing,
+        so sending while handling would only take turns with it), send_while_handling
+        off, or the SMTP server backed off."""
         smtp = self.settings.smtp
+        if smtp is None or not self.settings.send_while_handling \
+                or not self._backoff("SMTP").ready(self.clock()):
+            return None   # the .eml outbox: nothing to wait for, so nothing to overlap
         return Stream(self.engine, self.open_sender, self.clock,
                       on_failure=self.referee.undeliverable,
-                      verp=smtp is not None and smtp.verp,
-                      connections=smtp.connections if smtp is not None else 1)
+                      verp=smtp.verp, connections=smtp.connections)
 
     def tick(self) -> TickReport:
         """One full cycle: fetch, process, resolve due turns, send.

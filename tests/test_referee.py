@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import inspect
 from sqlmodel import Session, select
 
-from pbem.config import Settings
+from pbem.config import Settings, SmtpSettings
 from pbem.games import find_game, load_state, pending_orders, players_of
 from pbem.models import InboundMail, OutboundMail
 from pbem.robot_client import parse_mail
@@ -261,24 +261,34 @@ def test_tick_writes_eml_files_to_the_outbox(server: Server, tmp_path: Path) -> 
     assert server.tick().sent == 0
 
 
+@pytest.mark.mailstack
 @pytest.mark.parametrize("stream", [True, False], ids=["while-handling", "at-the-end"])
 def test_a_game_set_up_and_started_by_one_mail_sends_its_first_reports_not_the_welcomes(
-        tmp_path: Path, clock: Clock, stream: bool) -> None:
+        tmp_path: Path, clock: Clock, mailstack, stream: bool) -> None:
     """START withdraws the welcomes of ADD that have not left: the first report says it
     all. In one referee mail, with the mail sent while handling (its transaction's mail
     claimed only as it ends), they have not left either: withdrawn too. Before, the
     stream claimed them as they were queued, START kept them, and they went out."""
+    users = [f"p{i}" for i in range(1, 6)]
+    for user in users:
+        mailstack.clear(user)
     settings = Settings(database=f"sqlite:///{tmp_path / 'pbem.db'}",
-                        address="bluff@example.org", referee="referee@example.org",
-                        referee_key=REFEREE_KEY, outbox_dir=tmp_path / "outbox",
+                        address=mailstack.address("bluff"),
+                        referee=mailstack.address("referee"), referee_key=REFEREE_KEY,
+                        smtp=SmtpSettings(mailstack.smtp_host, mailstack.smtp_port,
+                                          starttls=False),
                         send_while_handling=stream)
     server = Server(settings, clock=clock)
     lines = [f"KEY {REFEREE_KEY}", "NEWGAME g1 SEED 3"]
-    lines += [f"ADD g1 {p} Name{i}" for i, p in enumerate(PLAYERS, start=1)] + ["START g1"]
-    assert server.referee.store_inbound(mail("referee@example.org", "\n".join(lines) + "\n"),
-                                        source="smtp")
+    lines += [f"ADD g1 {mailstack.address(u)} Name{i}" for i, u in enumerate(users, start=1)]
+    lines += ["START g1"]
+    assert server.referee.store_inbound(mail(mailstack.address("referee"),
+                                             "\n".join(lines) + "\n"), source="smtp")
     assert server.tick().sent == 5 + 1     # the first reports and the referee's answer
+    server.close()
     with Session(server.engine) as session:
         kinds = sorted(r.kind for r in session.exec(select(OutboundMail)))
     assert kinds == sorted(["report"] * 5 + ["notice"])   # notice: the referee's answer
-    assert len(list((tmp_path / "outbox").glob("*.eml"))) == 6
+    for user in users:
+        (only,) = mailstack.wait_for(user, 1)
+        assert "turn 1 report" in str(parse_mail(only)["Subject"])
