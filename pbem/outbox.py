@@ -399,13 +399,15 @@ class Stream:
     def __init__(self, engine: Engine, open_sender: Callable[[], AbstractContextManager[Sender]],
                  now: Callable[[], datetime], *,
                  on_failure: Callable[[Session, OutboundMail, str], None] | None = None,
-                 verp: bool = False, connections: int = 1, backlog: int = PAGE) -> None:
+                 verp: bool = False, connections: int = 1, backlog: int = 4 * PAGE) -> None:
         if connections < 1 or backlog < 1:
             raise ValueError("connections and backlog must be >= 1")
         self.engine, self.verp = engine, verp
         # mails fed and not taken yet, at most: a handling faster than the connections (a
         # big turn) leaves the rest to the drain, a page at a time, and memory stays flat
+        # (about 60 KB a report: some 12 MB)
         self.backlog = backlog
+        self._behind = False
         self._run = _Drain(engine, open_sender, now, on_failure, connections)
         self._schedule = _ByAddress([], more=True)
         self._threads: list[threading.Thread] = []
@@ -428,8 +430,13 @@ class Stream:
         savepoint rolled back: START drops a welcome not sent yet; a report cancelled)."""
         rows = [row for row in session.info.get(STREAMED) or [] if inspect(row).persistent]
         session.info[STREAMED] = []
-        if not rows or self._schedule.waiting >= self.backlog:
-            return []   # the connections are behind: the tick's drain sends it at its end
+        if rows and (self._behind or self._schedule.waiting >= self.backlog):
+            # the connections are behind: this and all later mail is the tick's drain's
+            # at its end (so what is queued later to an address never leaves first)
+            self._behind = True
+            return []
+        if not rows:
+            return []
         claimed = set(session.connection().execute(_CLAIM_QUEUED, {
             "ids": [row.id for row in rows], "me": me(), "now": self._run.now()}).scalars())
         return [_Claimed(row.id, envelope_sender(row, self.verp), json.loads(row.rcpts_json),

@@ -3,7 +3,9 @@ mail once; what is left unsent (an outage, an error) is released at once."""
 
 from __future__ import annotations
 
+import json
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -242,16 +244,27 @@ def test_a_stream_behind_its_connections_leaves_the_rest_to_the_drain(
     stream = outbox.Stream(engine, slow.opened, lambda: NOW, connections=1, backlog=2)
     fed = []
     for n in range(6):
-        rows_fed = stream_queue(engine, stream, origin, [f"p{n}@x.test"])
+        rows_fed = stream_queue(engine, stream, origin, [f"p{n % 2}@x.test"])
         stream.feed(rows_fed)
         fed += rows_fed
     assert 2 <= len(fed) <= 3       # two waiting, and maybe one taken meanwhile
-    left = [r for r in rows(engine) if r.claimed_by is None]
-    assert len(left) == 6 - len(fed)
     go.set()
+    deadline = time.monotonic() + 10
+    while stream._schedule.waiting and time.monotonic() < deadline:   # it catches up ...
+        time.sleep(0.01)
+    assert stream._schedule.waiting == 0
+    # ... yet later mail is the drain's too: it must not leave before what was left
+    assert stream_queue(engine, stream, origin, ["p0@x.test", "p1@x.test"]) == []
+    left = [r for r in rows(engine) if r.status == "pending" and r.claimed_by is None]
+    assert len(left) == 8 - len(fed)
     assert stream.close().sent == len(fed)
-    assert drain(engine, slow.opened, lambda: NOW).sent == 6 - len(fed)
-    assert len(slow.sent) == 6 and {r.status for r in rows(engine)} == {"sent"}
+    assert drain(engine, slow.opened, lambda: NOW).sent == 8 - len(fed)
+    assert {r.status for r in rows(engine)} == {"sent"}
+    for address in ("p0@x.test", "p1@x.test"):   # each address's mail in queue order
+        sent_to = [json.loads(r.rcpts_json)[0] == address for r in rows(engine)]
+        order = [raw for raw in slow.sent if f"To: {address}".encode() in raw]
+        assert len(order) == sum(sent_to)
+        assert order == [r.raw for r in rows(engine) if json.loads(r.rcpts_json) == [address]]
 
 
 def test_an_outage_while_streaming_releases_the_rest_for_the_next_drain(
