@@ -454,9 +454,11 @@ class Stream:
         self._addresses.update(tuple(row.rcpts) for row in rows)
         while len(self._threads) < min(len(self._run.senders), len(self._addresses)):
             slot = len(self._threads)
+            # a daemon: a stream never closed (a bug, an error between feed and close)
+            # must not keep the process from exiting; its claims run out as a dead one's
             thread = threading.Thread(target=self._run.work, name=f"pbem-stream-{slot}",
                                       args=(self._schedule, slot, self._unsent.discard,
-                                            self._errors))
+                                            self._errors), daemon=True)
             self._threads.append(thread)
             thread.start()
 

@@ -4,6 +4,8 @@ mail once; what is left unsent (an outage, an error) is released at once."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -265,6 +267,38 @@ def test_a_stream_behind_its_connections_leaves_the_rest_to_the_drain(
         order = [raw for raw in slow.sent if f"To: {address}".encode() in raw]
         assert len(order) == sum(sent_to)
         assert order == [r.raw for r in rows(engine) if json.loads(r.rcpts_json) == [address]]
+
+
+def test_a_stream_left_open_does_not_keep_the_process_from_exiting(tmp_path: Path) -> None:
+    """Its connections wait for more mail until close(); should close never come, the
+    process still exits (they are daemons). Before, a failing test that left one open
+    hung the whole test run at exit."""
+    script = f"""
+import sys
+sys.path.insert(0, {str(Path(__file__).resolve().parent.parent)!r})
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pbem import outbox
+from pbem.db import open_database
+from pbem.mail.smtp_out import SendResult
+from tests.test_outbox_drain import stream_queue
+
+class Sink:
+    def send(self, mail_from, rcpts, raw):
+        return SendResult(accepted=list(rcpts))
+
+@contextmanager
+def opened():
+    yield Sink()
+
+engine = open_database("sqlite:///{tmp_path}/pbem.db")
+stream = outbox.Stream(engine, opened, lambda: datetime(2026, 12, 1, tzinfo=UTC))
+stream.feed(stream_queue(engine, stream, outbox.Origin("bluff@x.test"), ["a@x.test"]))
+print("fed")
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "fed", done.stderr
 
 
 def test_an_outage_while_streaming_releases_the_rest_for_the_next_drain(
