@@ -180,13 +180,12 @@ class _ByAddress:
 
     def __init__(self, rows: list[_Claimed], *, more: bool = False) -> None:
         self._waiting: dict[tuple[str, ...], deque[_Claimed]] = {}
-        for row in rows:
-            self._waiting.setdefault(tuple(row.rcpts), deque()).append(row)
         self._busy: set[tuple[str, ...]] = set()
         self._changed = threading.Condition()
         self._stopped = False
         self._more = more        # mail may still be added (a Stream): take() waits for it
-        self.waiting = len(rows)   # mails not taken yet
+        self.waiting = 0         # mails not taken yet
+        self.add(rows)
 
     def add(self, rows: list[_Claimed]) -> None:
         """More mail, queued after all there is (a Stream's next transaction)."""
@@ -262,6 +261,10 @@ class _Drain:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the senders opened (an SMTP pool takes its connections back)."""
         self._stack.close()
 
     def _sender(self, slot: int) -> Sender:
@@ -415,10 +418,6 @@ class Stream:
         self._unsent: set[int] = set()       # fed and not handed off yet
         self._errors: list[BaseException] = []
 
-    @property
-    def report(self) -> DrainReport:
-        return self._run.report
-
     def begin(self, session: Session) -> None:
         """The mail ``session`` queues from now on is claimed for this stream."""
         session.info[STREAMED] = []
@@ -430,12 +429,12 @@ class Stream:
         savepoint rolled back: START drops a welcome not sent yet; a report cancelled)."""
         rows = [row for row in session.info.get(STREAMED) or [] if inspect(row).persistent]
         session.info[STREAMED] = []
-        if rows and (self._behind or self._schedule.waiting >= self.backlog):
+        if not rows:
+            return []
+        if self._behind or self._schedule.waiting >= self.backlog:
             # the connections are behind: this and all later mail is the tick's drain's
             # at its end (so what is queued later to an address never leaves first)
             self._behind = True
-            return []
-        if not rows:
             return []
         claimed = set(session.connection().execute(_CLAIM_QUEUED, {
             "ids": [row.id for row in rows], "me": me(), "now": self._run.now()}).scalars())
@@ -472,7 +471,7 @@ class Stream:
         finally:
             if self._unsent:
                 _release(self.engine, sorted(self._unsent))
-            self._run.__exit__(None, None, None)
+            self._run.close()
         for exc in self._errors:
             log.error("sending while handling failed; the drain will send the rest",
                       exc_info=exc)

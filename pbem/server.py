@@ -211,7 +211,7 @@ class Server:
         smtp = self.settings.smtp
         if smtp is None or not self.settings.send_while_handling \
                 or not self._backoff("SMTP").ready(self.clock()):
-            return None   # the .eml outbox: nothing to wait for, so nothing to overlap
+            return None
         return Stream(self.engine, self.open_sender, self.clock,
                       on_failure=self.referee.undeliverable,
                       verp=smtp.verp, connections=smtp.connections)
