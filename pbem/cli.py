@@ -167,8 +167,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose or args.command in ("serve", "web")
                         else logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    # libraries' bookkeeping: APScheduler says two lines every poll, Alembic a dozen at start
-    for chatty in ("apscheduler", "alembic"):
+    # libraries' bookkeeping: APScheduler says two lines every poll, Alembic a dozen at
+    # start, aiosmtpd ("mail.log") five every connection to the listener
+    for chatty in ("apscheduler", "alembic", "mail.log"):
         logging.getLogger(chatty).setLevel(logging.WARNING)
     try:
         return int(args.func(args))

@@ -330,11 +330,13 @@ class Server:
             log.info("listening for mail on %s:%s", self.settings.listen.host if
                      self.settings.listen else "", listener.port)
         interval = self.settings.imap.poll_seconds if self.settings.imap else 10.0
-        scheduler = BackgroundScheduler(timezone="UTC")
+        # a poll that comes late (a stalled machine, a stopped process) runs late, once:
+        # APScheduler's default grace of one second would skip it with a warning
+        scheduler = BackgroundScheduler(timezone="UTC", job_defaults={
+            "max_instances": 1, "coalesce": True, "misfire_grace_time": None})
         scheduler.add_job(self.safe_tick, "interval", seconds=interval, id="tick",
-                          max_instances=1, coalesce=True, next_run_time=self.clock())
-        scheduler.add_job(self.safe_send, "interval", seconds=interval, id="send",
-                          max_instances=1, coalesce=True)
+                          next_run_time=self.clock())
+        scheduler.add_job(self.safe_send, "interval", seconds=interval, id="send")
         scheduler.start()
         try:
             stop.wait()
