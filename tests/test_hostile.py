@@ -309,9 +309,9 @@ def test_10000_lines_are_refused_quickly_with_a_clear_answer(server: Server) -> 
     key, _ = key_and_seat(server, P1)
     body = f"GAME g1\nKEY {key}\nBID 1 two\n" + "".join(
         f"line {i}: a long rambling letter\n" for i in range(10_000))
-    started = time.monotonic()
+    started = time.thread_time()   # CPU: a stalled machine must not fail the test
     row = deliver(server, EmailMessage_bytes(P1, body))
-    assert time.monotonic() - started < 5
+    assert time.thread_time() - started < 5
     assert orders(server) == {}
     (answer,) = answers_to(server, row)
     assert len(answer.raw) < 100_000
