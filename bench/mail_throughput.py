@@ -19,6 +19,12 @@ an MTA does: it does not share this interpreter, and it serves the tick's
 connections (``[smtp] connections``) in parallel. The bare sending uses one
 connection, the floor the issue sets.
 
+It also prints where the CPU went: pbem's own (the tick's thread, and its sending
+threads), and the machine's while the ticks ran and while the bare run did (the relay
+and Dovecot deliver on the same cores). The tick's work spread over every core at
+once, nothing waiting, is the shortest tick this machine could run with that much CPU
+("tick's work / cores").
+
 Needs Dovecot (dovecot-imapd, dovecot-lmtpd); run from the repository root.
 """
 
@@ -26,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import smtplib
 import statistics
@@ -33,7 +40,8 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from email import policy
 from email.message import EmailMessage
@@ -50,6 +58,8 @@ from pbem.server import Server, TickReport  # noqa: E402
 from tests.mailstack import DEFAULT_DOMAIN, DEFAULT_USERS, MailStack  # noqa: E402
 
 PLAYERS = ["p1", "p2", "p3", "p4", "p5"]
+CORES = os.cpu_count() or 1
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 KEY = "bench-referee-key"
 # The bare run delivers a player's mail to a mailbox of its own: a Dovecot mailbox costs
 # more a delivery as it fills, so the two runs fill mailboxes of their own alike.
@@ -69,11 +79,43 @@ def player_address(stack: MailStack, user: str, game: str) -> str:
     return f"{local}+{game}@{domain}"
 
 
+def machine_busy() -> float:
+    """Core-seconds this machine has been busy (all processes; Linux /proc/stat), or
+    NaN where there is none: the tick shares the cores with the relay and Dovecot."""
+    try:
+        with open("/proc/stat") as stat:
+            fields = [int(f) for f in stat.readline().split()[1:]]
+    except (OSError, ValueError):
+        return float("nan")
+    # user, nice, system, irq, softirq: not idle, iowait, nor steal (another VM's)
+    return (sum(fields[0:3]) + fields[5] + fields[6]) / CLOCK_TICKS
+
+
+@dataclass
+class Cpu:
+    """Where the CPU of a stretch of time went: the tick's own thread, the whole pbem
+    process (its sending threads too) and the whole machine."""
+
+    thread: float = 0.0
+    process: float = 0.0
+    machine: float = 0.0
+
+    @contextmanager
+    def measure(self) -> Iterator[None]:
+        thread, process, machine = time.thread_time(), time.process_time(), machine_busy()
+        try:
+            yield
+        finally:
+            self.thread += time.thread_time() - thread
+            self.process += time.process_time() - process
+            self.machine += machine_busy() - machine
+
+
 def play(stack: MailStack, server: Server, names: list[str], seed: int,
-         after_tick: Callable[[TickReport], None]) -> float:
+         after_tick: Callable[[TickReport], None], cpu: Cpu) -> float:
     """Whole games, played side by side (each tick handles the orders of all of them);
-    returns the seconds spent inside tick. ``after_tick`` gets each tick's report right
-    after the tick."""
+    returns the seconds spent inside tick, and adds the tick's CPU to ``cpu``.
+    ``after_tick`` gets each tick's report right after the tick."""
     msg = EmailMessage()
     msg["From"], msg["To"], msg["Subject"] = stack.address("referee"), stack.address("bluff"), "go"
     lines = [f"KEY {KEY}"]
@@ -89,7 +131,8 @@ def play(stack: MailStack, server: Server, names: list[str], seed: int,
     ticking = 0.0
     while True:
         start = time.perf_counter()
-        ticked = server.tick()
+        with cpu.measure():
+            ticked = server.tick()
         ticking += time.perf_counter() - start
         after_tick(ticked)
         moved = False
@@ -137,6 +180,7 @@ class Floor:
         self.smtp = smtplib.SMTP(stack.smtp_host, stack.smtp_port)
         self.seconds = 0.0        # the bare mail work
         self.imap_seconds = 0.0   # ... of which IMAP
+        self.cpu = Cpu()          # ... its CPU (the machine's: the relay and Dovecot's too)
         self.aside = 0.0          # all the floor did, reading the rows included
         self.after_in = self.after_out = 0   # the last rows redone
 
@@ -152,6 +196,10 @@ class Floor:
     def redo(self, inbound: list[bytes], outbound: list[tuple[str, list[str], bytes]]) -> None:
         for raw in inbound:   # (not timed) the tick's mails back where it found them
             self.imap.append("INBOX", raw)
+        with self.cpu.measure():
+            self._redo(inbound, outbound)
+
+    def _redo(self, inbound: list[bytes], outbound: list[tuple[str, list[str], bytes]]) -> None:
         start = time.perf_counter()
         if inbound:
             uids = self.imap.search(["ALL"])
@@ -197,6 +245,8 @@ class Figures:
     mails_out: int = 0
     phases: Counter[str] = field(default_factory=Counter)   # the tick's, from its reports
     bare_imap: float = 0.0  # of which the floor's IMAP (the rest is its SMTP)
+    tick_cpu: Cpu = field(default_factory=Cpu)
+    bare_cpu: Cpu = field(default_factory=Cpu)
 
     def report(self) -> None:
         mails = self.mails_in + self.mails_out
@@ -212,6 +262,16 @@ class Figures:
         print(f"  of which:                IMAP {self.bare_imap:.2f} s, "
               f"SMTP {self.bare - self.bare_imap:.2f} s")
         print(f"ratio tick / bare:         {self.ticking / self.bare:.2f}x")
+        tick, bare = self.tick_cpu, self.bare_cpu
+        print(f"CPU in tick:               pbem {tick.process:.2f} s (the tick's thread "
+              f"{tick.thread:.2f} s); the machine busy {tick.machine:.2f} core-s "
+              f"of {CORES * self.ticking:.2f} ({tick.machine / (CORES * self.ticking):.0%})")
+        print(f"CPU in bare:               the machine busy {bare.machine:.2f} core-s of "
+              f"{CORES * self.bare:.2f}; the relay and Dovecot's part about "
+              f"{bare.machine - bare.process:.2f}")
+        # the work of the tick on all cores at once, nothing waiting: no tick is shorter
+        print(f"tick's work / cores:       {tick.machine / CORES:.2f} s = "
+              f"{tick.machine / CORES / self.bare:.2f}x bare (on {CORES} cores)")
 
 
 def measure(args: argparse.Namespace) -> Figures:
@@ -241,12 +301,13 @@ def measure(args: argparse.Namespace) -> Figures:
         start = time.perf_counter()
         for games in rounds:
             figures.ticking += play(stack, server, [f"bench-{g}" for g in games],
-                                    1000 + games[0], redo_tick)
+                                    1000 + games[0], redo_tick, figures.tick_cpu)
             figures.games += len(games)
         figures.wall = time.perf_counter() - start - floor.aside   # the play's own
         floor.close()
         server.close()
         figures.bare, figures.bare_imap = floor.seconds, floor.imap_seconds
+        figures.bare_cpu = floor.cpu
         return figures
 
 
