@@ -25,7 +25,7 @@ from email.utils import make_msgid
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from sqlmodel import Session, select
 
@@ -413,9 +413,18 @@ def test_hostile_mail_never_crashes_never_lets_anyone_in_and_is_answered_once(
     known = {p.lower() for p in PLAYERS}
     seen: set[str] = set()
 
+    def plain(sender: str, *lines: str, **headers: str) -> bytes:
+        head = [f"From: {sender}", f"To: {ME}", "Subject: Re: turn 1",
+                *(f"{k.replace('_', '-')}: {v}" for k, v in headers.items())]
+        return ("\r\n".join(head) + "\r\n\r\n" + "\r\n".join(lines) + "\r\n").encode()
+
+    # one mail of each outcome always, whatever the draws (40 drew no refusal now and then)
     @settings(max_examples=40, deadline=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(raw=hostile_mails(key, token))
+    @example(raw=plain(P1, "BID 2 threes", In_Reply_To=token))            # order accepted
+    @example(raw=plain(P1, "BID 3 sevens", In_Reply_To=token))            # refused
+    @example(raw=plain("mailer-daemon@example.org", "BID 2 threes"))      # ignored
     def check(raw: bytes) -> None:
         clock.now += timedelta(hours=2)      # no lock-out builds up between examples
         before = orders(server)
