@@ -32,6 +32,20 @@ from pbem.referee import Referee
 from pbem.render import Renderer, TemplateProblem
 
 log = logging.getLogger(__name__)
+
+
+def poll_scheduler(interval: float, tick: Callable[[], None], send: Callable[[], None],
+                   first_tick: datetime) -> BackgroundScheduler:
+    """serve's jobs, not started: ``tick`` every ``interval`` seconds from ``first_tick``,
+    and ``send`` (the outbox alone) in between. Each job runs once at a time; a start
+    that comes while it still runs (a big turn's tick) is dropped, and one that comes
+    late (a stalled machine, a stopped process) runs late, once: APScheduler's default
+    grace of one second would skip it."""
+    scheduler = BackgroundScheduler(timezone="UTC", job_defaults={
+        "max_instances": 1, "coalesce": True, "misfire_grace_time": None})
+    scheduler.add_job(tick, "interval", seconds=interval, id="tick", next_run_time=first_tick)
+    scheduler.add_job(send, "interval", seconds=interval, id="send")
+    return scheduler
 IMAP_KEEP_OPEN_SECONDS = 120.0   # an idle IMAP connection is used again for this long
 SMTP_KEEP_OPEN_SECONDS = 60.0    # ... an idle SMTP one (servers drop them after a few minutes)
 
@@ -330,13 +344,7 @@ class Server:
             log.info("listening for mail on %s:%s", self.settings.listen.host if
                      self.settings.listen else "", listener.port)
         interval = self.settings.imap.poll_seconds if self.settings.imap else 10.0
-        # a poll that comes late (a stalled machine, a stopped process) runs late, once:
-        # APScheduler's default grace of one second would skip it with a warning
-        scheduler = BackgroundScheduler(timezone="UTC", job_defaults={
-            "max_instances": 1, "coalesce": True, "misfire_grace_time": None})
-        scheduler.add_job(self.safe_tick, "interval", seconds=interval, id="tick",
-                          next_run_time=self.clock())
-        scheduler.add_job(self.safe_send, "interval", seconds=interval, id="send")
+        scheduler = poll_scheduler(interval, self.safe_tick, self.safe_send, self.clock())
         scheduler.start()
         try:
             stop.wait()

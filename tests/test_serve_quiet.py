@@ -5,10 +5,16 @@ skipped with a "missed" warning."""
 
 from __future__ import annotations
 
+import logging
 import signal
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
+from pbem.cli import quiet_libraries
+from pbem.server import poll_scheduler
 from tests.netkit import free_ports
 from tests.servekit import listen_config, serving
 
@@ -41,3 +47,33 @@ def test_a_late_poll_runs_late_and_is_not_skipped(tmp_path: Path) -> None:
         out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0, out
     assert "missed" not in out, out
+
+
+def test_a_tick_longer_than_the_poll_interval_delays_the_next_one_quietly(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A big turn's tick runs longer than the poll interval: the starts that come
+    meanwhile are dropped (one tick at a time), and the log does not say so at every
+    poll (APScheduler's "skipped: maximum number of running instances reached")."""
+    scheduler_log = logging.getLogger("apscheduler")
+    level = scheduler_log.level
+    quiet_libraries()   # as pbem serve does
+    starts: list[float] = []
+
+    def slow_tick() -> None:
+        starts.append(time.monotonic())
+        time.sleep(0.35)
+
+    try:
+        with caplog.at_level(logging.DEBUG):
+            scheduler = poll_scheduler(0.1, slow_tick, lambda: None,
+                                       datetime.now(UTC) + timedelta(seconds=0.05))
+            scheduler.start()
+            time.sleep(1.3)
+            scheduler.shutdown(wait=True)
+    finally:
+        scheduler_log.setLevel(level)
+    assert len(starts) >= 2, starts                               # it goes on
+    assert all(b - a >= 0.35 for a, b in zip(starts, starts[1:]))   # one at a time
+    said = [r.getMessage() for r in caplog.records
+            if r.name.startswith("apscheduler") and r.levelno >= logging.WARNING]
+    assert said == []
