@@ -168,6 +168,12 @@ class _Claimed:
     rcpts: list[str]
     raw: bytes
 
+    @classmethod
+    def of(cls, row: Any, verp: bool) -> _Claimed:
+        """What sending ``row`` needs (an OutboundMail, or a row of its id, message_id,
+        mail_from, bounce_token, rcpts_json and raw)."""
+        return cls(row.id, envelope_sender(row, verp), json.loads(row.rcpts_json), row.raw)
+
 
 class _ByAddress:
     """A claimed page's mails waiting for a connection. A mail is ready once the mail
@@ -438,8 +444,7 @@ class Stream:
             return []
         claimed = set(session.connection().execute(_CLAIM_QUEUED, {
             "ids": [row.id for row in rows], "me": me(), "now": self._run.now()}).scalars())
-        return [_Claimed(row.id, envelope_sender(row, self.verp), json.loads(row.rcpts_json),
-                         row.raw) for row in rows if row.id in claimed]
+        return [_Claimed.of(row, self.verp) for row in rows if row.id in claimed]
 
     def feed(self, rows: list[_Claimed]) -> None:
         """Send ``rows`` (committed, claimed by us) as soon as a connection is free."""
@@ -554,8 +559,7 @@ def _claim_page(engine: Engine, due: list[tuple[int, str | None]], when: datetim
             OutboundMail.bounce_token, OutboundMail.rcpts_json, OutboundMail.raw)))
             .where(col(OutboundMail.id).in_(got))
             .order_by(col(OutboundMail.id))).all() if got else []
-        claimed = [_Claimed(row.id, envelope_sender(row, verp), json.loads(row.rcpts_json),
-                            row.raw) for row in rows]
+        claimed = [_Claimed.of(row, verp) for row in rows]
         session.commit()
     return claimed
 

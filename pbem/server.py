@@ -32,6 +32,15 @@ from pbem.referee import Referee
 from pbem.render import Renderer, TemplateProblem
 
 log = logging.getLogger(__name__)
+IMAP_KEEP_OPEN_SECONDS = 120.0   # an idle IMAP connection is used again for this long
+SMTP_KEEP_OPEN_SECONDS = 60.0    # ... an idle SMTP one (servers drop them after a few minutes)
+
+UNAVAILABLE = "the mail server could not be reached or refused us"
+
+
+def utc_now() -> datetime:
+    """The real clock (tests and the demo may pass another)."""
+    return datetime.now(UTC)
 
 
 def poll_scheduler(interval: float, tick: Callable[[], None], send: Callable[[], None],
@@ -46,15 +55,6 @@ def poll_scheduler(interval: float, tick: Callable[[], None], send: Callable[[],
     scheduler.add_job(tick, "interval", seconds=interval, id="tick", next_run_time=first_tick)
     scheduler.add_job(send, "interval", seconds=interval, id="send")
     return scheduler
-IMAP_KEEP_OPEN_SECONDS = 120.0   # an idle IMAP connection is used again for this long
-SMTP_KEEP_OPEN_SECONDS = 60.0    # ... an idle SMTP one (servers drop them after a few minutes)
-
-UNAVAILABLE = "the mail server could not be reached or refused us"
-
-
-def utc_now() -> datetime:
-    """The real clock (tests and the demo may pass another)."""
-    return datetime.now(UTC)
 
 
 @dataclass
