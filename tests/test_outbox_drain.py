@@ -216,8 +216,10 @@ def test_a_stream_claims_only_what_its_transaction_still_queues_at_its_end(
         unsent = session.exec(select(OutboundMail).where(
             OutboundMail.status == "pending", OutboundMail.claimed_by == None)).all()  # noqa: E711
         assert len(unsent) == 3
-        session.delete(rows_queued[0])
-        rows_queued[1].status = "cancelled"
+        session.delete(session.get(OutboundMail, rows_queued[0].id))
+        cancelled = session.get(OutboundMail, rows_queued[1].id)
+        assert cancelled is not None
+        cancelled.status = "cancelled"
         session.flush()
         fed = stream.queued(session)
         session.commit()
@@ -226,6 +228,33 @@ def test_a_stream_claims_only_what_its_transaction_still_queues_at_its_end(
         ('["p1@x.test"]', "cancelled", False), ('["p2@x.test"]', "pending", True)]
     stream.feed(fed)
     assert stream.close().sent == 1
+
+
+def test_a_stream_claims_no_mail_a_savepoint_took_back_even_when_its_id_comes_again(
+        tmp_path: Path) -> None:
+    """A mail queued in a savepoint that rolled back (a mail's commands, all or none) is
+    not sent; SQLite gives its id to the next mail queued, and that one, the row now, is
+    sent with its own content."""
+    engine = open_database(f"sqlite:///{tmp_path}/pbem.db")
+    origin = Origin("bluff@x.test")
+    stream = outbox.Stream(engine, Flaky(0, RuntimeError()).opened, lambda: NOW)
+    with Session(engine) as session:
+        stream.begin(session)
+        kept = enqueue(session, origin, kind="notice", to="p1@x.test", subject="kept",
+                       text="hi\n", html=None, now=NOW)
+        with session.begin_nested() as savepoint:
+            gone = enqueue(session, origin, kind="notice", to="p2@x.test", subject="gone",
+                           text="hi\n", html=None, now=NOW)
+            savepoint.rollback()
+        again = enqueue(session, origin, kind="notice", to="p3@x.test", subject="again",
+                        text="hi\n", html=None, now=NOW)
+        assert again.id == gone.id      # SQLite's rowid: the id comes again
+        fed = stream.queued(session)
+        session.commit()
+    assert [(row.id, row.rcpts) for row in fed] == [(kept.id, ["p1@x.test"]),
+                                                     (again.id, ["p3@x.test"])]
+    assert b"Subject: again" in fed[1].raw
+    assert [r.rcpts_json for r in rows(engine)] == ['["p1@x.test"]', '["p3@x.test"]']
 
 
 def test_a_stream_behind_its_connections_leaves_the_rest_to_the_drain(

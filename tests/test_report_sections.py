@@ -105,7 +105,7 @@ def play(tmp: Path, kind: str, options: str, players: int, seed: int, *,
         session.flush()
         rows = enqueue_reports(session, post, game, load_state(session, game), now=now,
                                notes=[])
-        _collect(out, rows, game)
+        _collect(out, [session.get(OutboundMail, row.id) for row in rows], game)
         while game.status == "running" and game.turn <= most_turns:
             speaker = 1 + game.turn % players
             session.add(TalkMessage(game_id=game.id, turn=game.turn, seat=speaker,
@@ -119,7 +119,7 @@ def play(tmp: Path, kind: str, options: str, players: int, seed: int, *,
             outcome = resolve_turn(session, game, now)
             notes = outcome.notes + played_for_notes(game, outcome, seated(session, game))
             rows = enqueue_reports(session, post, game, outcome.state, now=now, notes=notes)
-            _collect(out, rows, game)
+            _collect(out, [session.get(OutboundMail, row.id) for row in rows], game)
         assert game.status == "over", f"{kind} did not end in {most_turns} turns"
         out.record = export_json(session, find_game(session, "g1"))
         session.commit()
@@ -127,8 +127,9 @@ def play(tmp: Path, kind: str, options: str, players: int, seed: int, *,
     return out
 
 
-def _collect(out: Played, rows: list[OutboundMail], game: Game) -> None:
+def _collect(out: Played, rows: list[OutboundMail | None], game: Game) -> None:
     for row in rows:
+        assert row is not None
         text, html, view = _parts(row.raw)
         subject = email.message_from_bytes(row.raw, policy=policy.default)["Subject"]
         out.mails.append(Mail(row.seat, game.turn, str(subject), text, html, view))

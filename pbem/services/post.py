@@ -19,7 +19,7 @@ from pbem.config import Settings
 from pbem.games import active_players, audit
 from pbem.mail.read import InboundMessage
 from pbem.models import Game, InboundMail, OutboundMail, Player
-from pbem.outbox import Origin, enqueue
+from pbem.outbox import Origin, Queued, enqueue
 from pbem.render import Renderer, html_part, text_part
 
 
@@ -62,7 +62,7 @@ class Incoming:
 def answer(session: Session, post: Post, mail: Incoming, template: str, subject: str,
            context: dict[str, Any], *, game_id: int | None = None, seat: int | None = None,
            turn: int | None = None,
-           attachments: Sequence[tuple[str, str, bytes]] = ()) -> OutboundMail:
+           attachments: Sequence[tuple[str, str, bytes]] = ()) -> Queued:
     """Answer the sender of a mail, threaded to it (In-Reply-To, References)."""
     text, html = post.renderer.render(template, context)
     return _reply(session, post, mail, template, subject, text, html, game_id=game_id,
@@ -71,7 +71,7 @@ def answer(session: Session, post: Post, mail: Incoming, template: str, subject:
 
 def _reply(session: Session, post: Post, mail: Incoming, kind: str, subject: str, text: str,
            html: str, *, game_id: int | None, seat: int | None, turn: int | None,
-           attachments: Sequence[tuple[str, str, bytes]] = ()) -> OutboundMail:
+           attachments: Sequence[tuple[str, str, bytes]] = ()) -> Queued:
     msg = mail.msg
     return enqueue(session, post.origin, kind=kind, to=mail.sender, subject=subject,
                    text=text, html=html, now=post.clock(), in_reply_to=msg.message_id,
@@ -95,7 +95,7 @@ class AnswerPart:
 
 def answer_parts(session: Session, post: Post, mail: Incoming, parts: Sequence[AnswerPart],
                  *, game: str | None, game_id: int | None = None, seat: int | None = None,
-                 turn: int | None = None) -> OutboundMail | None:
+                 turn: int | None = None) -> Queued | None:
     """One answer to a mail, however many of its lines asked for one: a single part goes as
     its own answer, several as one mail with each part in the order of the mail's lines."""
     ordered = sorted(parts, key=lambda p: p.line_no)
@@ -119,7 +119,7 @@ def answer_parts(session: Session, post: Post, mail: Incoming, parts: Sequence[A
 
 def notice(session: Session, post: Post, to: str, subject: str, paragraphs: list[str],
            now: datetime, *, game: Game | None = None, seat: int | None = None,
-           turn: int | None = None, kind: str = "notice") -> OutboundMail:
+           turn: int | None = None, kind: str = "notice") -> Queued:
     """One notice mail (the "notice" template) to one address."""
     context = {"subject": subject, "paragraphs": paragraphs,
                "game": game.name if game is not None else None}

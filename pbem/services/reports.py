@@ -17,8 +17,8 @@ from pbem.deadlines import relative
 from pbem.games import seated, talk_lines, watchers_of
 from pbem.kinds import kind_of
 from pbem.links import key_generation, private_link
-from pbem.models import Game, OutboundMail, Player
-from pbem.outbox import Origin, enqueue
+from pbem.models import Game, Player
+from pbem.outbox import Origin, Queued, enqueue
 from pbem.services.export import export_json
 from pbem.services.post import Post, tagged
 
@@ -96,7 +96,7 @@ def enqueue_reports(session: Session, post: Post, game: Game, state: Any, *, now
                     notes: list[str] | None = None,
                     seat_notes: dict[int, list[str]] | None = None,
                     only_seat: int | None = None, in_reply_to: str | None = None,
-                    inbound_id: int | None = None) -> list[OutboundMail]:
+                    inbound_id: int | None = None) -> list[Queued]:
     origin, renderer = post.origin, post.renderer
     players = seated(session, game)
     talk = talk_lines(session, game)     # the table talk (SAY) since the last report
@@ -128,7 +128,7 @@ def enqueue_reports(session: Session, post: Post, game: Game, state: Any, *, now
 def _watcher_reports(session: Session, post: Post, game: Game, state: Any,
                      players: dict[int, Player], *, now: datetime, notes: list[str],
                      talk: list[dict[str, str]],
-                     record: list[tuple[str, str, bytes]]) -> list[OutboundMail]:
+                     record: list[tuple[str, str, bytes]]) -> list[Queued]:
     """The public view (no hidden dice) for each WATCHer of the game (commands.signup)."""
     watchers = watchers_of(session, game)
     if not watchers:
