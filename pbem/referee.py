@@ -141,8 +141,7 @@ class Referee:
                     inbox.count_attempt(session, following)
                     session.commit()
                 return False
-            row = session.get(InboundMail, inbound_id)
-            assert row is not None
+            row = inbox.read_held(session, inbound_id)
             if inbox.cut_short(row) >= inbox.MAX_CUT_SHORT:
                 set_aside(session, self.post, row)
             else:
@@ -158,8 +157,7 @@ class Referee:
                     log.exception("mail %s could not be handled", inbound_id)
                     session.rollback()
                     inbox.hold_claim(session, inbound_id, self.clock())
-                    row = session.get(InboundMail, inbound_id)
-                    assert row is not None
+                    row = inbox.read_held(session, inbound_id)
                     row.status = "failed"
                     row.outcome = "internal error; the referee was told"
                     # the referee hears what failed, the mail and its game; the players
@@ -167,7 +165,7 @@ class Referee:
                     mail_failed(session, self.post, row, readable(row, self.settings), exc)
                     answer_internal_error(session, self.post, row)
             row.processed_at = self.clock()
-            session.add(row)
+            inbox.finish(session, row)
             if following is not None:
                 inbox.count_attempt(session, following)
             session.flush()
