@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import hashlib
 from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import Engine, bindparam, func, update
+from sqlalchemy import Engine, bindparam, func, insert, update
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col, select
 
@@ -66,12 +67,12 @@ def store_inbound(engine: Engine, raw: bytes, *, now: datetime, max_bytes: int, 
                    size=size)
     with Session(engine) as session:
         seen = session.exec(select(InboundMail.id).where(
-            (InboundMail.dedupe_key == row.dedupe_key) |
+            (InboundMail.dedupe_key == row["dedupe_key"]) |
             ((InboundMail.imap_key == imap_key) if imap_key else False))).first()
         if seen is not None:
             return False
-        session.add(row)
         try:
+            session.connection().execute(_INSERT, [row])
             session.commit()
         except IntegrityError:   # a concurrent store of the same mail won the race
             session.rollback()
@@ -88,35 +89,41 @@ def store_many(engine: Engine, mails: list[tuple[bytes, str, bool, int]], *, now
     mails one by one."""
     rows = [_new_row(raw, now=now, max_bytes=max_bytes, source=source, imap_key=imap_key,
                      truncated=truncated, size=size) for raw, imap_key, truncated, size in mails]
-    keys = [r.dedupe_key for r in rows]
-    imap_keys = [r.imap_key for r in rows if r.imap_key]
+    keys = [r["dedupe_key"] for r in rows]
+    imap_keys = [r["imap_key"] for r in rows if r["imap_key"]]
     with Session(engine) as session:
         seen = session.execute(select(InboundMail.dedupe_key, InboundMail.imap_key).where(
             col(InboundMail.dedupe_key).in_(keys) | col(InboundMail.imap_key).in_(imap_keys)))
         known = {key for pair in seen for key in pair if key}
-        new = 0
+        fresh = []
         for row in rows:
-            if row.dedupe_key in known or (row.imap_key and row.imap_key in known):
+            if row["dedupe_key"] in known or (row["imap_key"] and row["imap_key"] in known):
                 continue
-            known.update(k for k in (row.dedupe_key, row.imap_key) if k)   # twice in a batch
-            session.add(row)
-            new += 1
+            known.update(k for k in (row["dedupe_key"], row["imap_key"]) if k)  # twice in a batch
+            fresh.append(row)
+        if fresh:
+            session.connection().execute(_INSERT, fresh)
         session.commit()
-    return new
+    return len(fresh)
+
+
+# rows inserted as Core: a batch is one statement run for each mail, no ORM object a mail
+_INSERT = insert(InboundMail)
 
 
 def _new_row(raw: bytes, *, now: datetime, max_bytes: int, source: str,
              envelope_from: str | None = None, imap_key: str | None = None,
-             truncated: bool = False, size: int | None = None) -> InboundMail:
-    """The row that keeps a mail; the size limit holds here, before anything parses it."""
+             truncated: bool = False, size: int | None = None) -> dict[str, Any]:
+    """The row that keeps a mail (its columns); the size limit holds here, before anything
+    parses it."""
     size = size if size is not None else len(raw)
     if len(raw) > max_bytes:
         raw, truncated = header_block(raw), True
     # the same bounded reading of the header as the referee's (pbem.mail.headers)
     message_id = " ".join((read_mail_header(raw).value("Message-ID") or "").split()) or None
-    return InboundMail(dedupe_key=dedupe_key(raw, message_id), imap_key=imap_key,
-                       source=source, envelope_from=envelope_from, raw=raw, size=size,
-                       truncated=truncated, received_at=now)
+    return {"dedupe_key": dedupe_key(raw, message_id), "imap_key": imap_key,
+            "source": source, "envelope_from": envelope_from, "raw": raw, "size": size,
+            "truncated": truncated, "received_at": now, "status": "new", "attempts": 0}
 
 
 PAGE = 50   # new mails claimed in one commit

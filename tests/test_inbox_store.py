@@ -7,7 +7,6 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import event
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session as OrmSession
 from sqlmodel import Session, select
 
 from pbem import inbox
@@ -45,17 +44,18 @@ def test_a_batch_that_loses_a_race_keeps_nothing(database: str) -> None:
     # another process stores mail 2 under another IMAP key between our look and our commit
     raced: list[bool] = []
 
-    def race(session) -> None:
-        if not raced:
+    def race(conn, cursor, statement: str, *_) -> None:   # noqa: ANN001
+        if not raced and statement.startswith("INSERT INTO inbound_mail"):   # the batch's
             raced.append(True)
             assert inbox.store_inbound(engine, mail(2), now=NOW, max_bytes=10_000,
                                        source="smtp")
 
-    event.listen(OrmSession, "before_commit", race)
+    event.listen(engine, "before_cursor_execute", race)
     try:
         with pytest.raises(IntegrityError):
             inbox.store_many(engine, batch, now=NOW, max_bytes=10_000, source="imap")
     finally:
-        event.remove(OrmSession, "before_commit", race)
+        event.remove(engine, "before_cursor_execute", race)
+    assert raced
     with Session(engine) as session:
         assert [r.source for r in session.exec(select(InboundMail))] == ["smtp"]

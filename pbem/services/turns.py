@@ -23,8 +23,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import bindparam
 from sqlmodel import Session, col, select
 
+from pbem.db import core_read
 from pbem.faults import aware
 from pbem.games import (
     GameError,
@@ -182,13 +184,17 @@ def resolve_if_complete(session: Session, post: Post, game: Game, *, state: Any 
     return True
 
 
+# who made each move of a turn (a Core read: pbem.db.core_read)
+_MOVES_BY = (select(Move.seat, Move.by)
+             .where(col(Move.game_id) == bindparam("game"), col(Move.turn) == bindparam("turn"))
+             .order_by(col(Move.seat)))
+
+
 def after_turn(session: Session, post: Post, game: Game, turn: int) -> list[Player]:
     """Count the missed turns of turn ``turn`` (just resolved); ask the referee to replace
     whoever reaches the limit (once: when the count reaches it). Returns those players."""
-    rows = session.exec(select(Move).where(Move.game_id == game.id, Move.turn == turn)
-                        .order_by(col(Move.seat)))
-    holders = {p.seat: p for p in session.exec(select(Player).where(
-        Player.game_id == game.id, col(Player.active).is_(True))) if p.seat is not None}
+    rows = core_read(session, _MOVES_BY, {"game": game.id, "turn": turn})
+    holders = seated(session, game)
     limit = options_of(game).missed_limit   # NEWGAME MISSED <n>; 0: never ask the referee
     reached = []
     for row in rows:
