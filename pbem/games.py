@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import OrderedDict
+from collections.abc import Iterable
 from datetime import datetime
 from itertools import groupby
 from typing import Any
@@ -57,17 +58,18 @@ def id_of(game: Game) -> int:
 # --- a transaction's memo, and the states of games --------------------------------------
 #
 # Within one transaction the players and the pending orders of a game are read once
-# (memo): a new or deleted Player or PendingOrder (added, or flushed), a bulk UPDATE or
-# DELETE, the transaction's end forget them. What is derived from the players (active,
-# seated) is filtered in Python from the same objects, so a change not flushed yet is seen.
+# (memo): a new or deleted Player (or PendingOrder), added or flushed, forgets the players
+# (the orders) of every game; a bulk UPDATE or DELETE, and the transaction's end, forget
+# all. What is derived from the players (active, seated) is filtered in Python from the
+# same objects, so a change not flushed yet is seen.
 
 MEMO = "pbem.memo"
-_MEMOISED = (Player, PendingOrder)
+_MEMOISED: dict[type, str] = {Player: "players", PendingOrder: "orders"}   # memo keys
 
 
 def _memo(session: Session) -> dict[Any, Any]:
     if session.deleted:   # a delete not flushed yet: its rows are still in the memo
-        session.info.pop(MEMO, None)
+        _forget_kinds(session, session.deleted)
     memo: dict[Any, Any] = session.info.setdefault(MEMO, {})
     return memo
 
@@ -76,22 +78,30 @@ def _forget(session: OrmSession, *_: Any) -> None:
     session.info.pop(MEMO, None)
 
 
+def _forget_kinds(session: OrmSession, objects: Iterable[Any]) -> None:
+    """Forget what the memo holds of the kinds of ``objects`` (players, orders): an
+    order recorded leaves the players known (a mail reads them once, not after its order)."""
+    kinds = {_MEMOISED[type(o)] for o in objects if type(o) in _MEMOISED}
+    memo = session.info.get(MEMO)
+    if kinds and memo:
+        for key in [key for key in memo if key[0] in kinds]:
+            del memo[key]
+
+
 def _forget_on_write(orm_execute_state: ORMExecuteState) -> None:
     if not orm_execute_state.is_select:
         _forget(orm_execute_state.session)
 
 
 def _forget_on_add(session: OrmSession, instance: Any) -> None:
-    if isinstance(instance, _MEMOISED):
-        _forget(session)
+    _forget_kinds(session, [instance])
 
 
 def _forget_after_flush(session: OrmSession, *_: Any) -> None:
     """A flush that wrote new or deleted players or orders: the memo may hold a row gone
     (or lack one a query made before the add would have missed). Other flushes, the
     turn's mail above all, leave it as it is. (Still the pre-flush lists here.)"""
-    if any(isinstance(o, _MEMOISED) for o in (*session.new, *session.deleted)):
-        _forget(session)
+    _forget_kinds(session, (*session.new, *session.deleted))
 
 
 for _name in ("after_commit", "after_rollback", "after_soft_rollback"):

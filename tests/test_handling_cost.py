@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import random
 from datetime import timedelta
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from sqlmodel import Session, col, select
 
 from pbem import games, inbox
 from pbem.games import find_game, load_state, players_of, seated
+from pbem.kinds import kind_of
 from pbem.models import Absence, InboundMail, Player
 from pbem.server import Server
 from pbem.services import clock as clock_module
@@ -144,6 +146,34 @@ def test_the_memo_follows_the_transactions_own_adds_and_deletes(tmp_path: Path) 
         assert first[1] not in players_of(session, game)
         session.rollback()
         assert len(players_of(session, game)) == 5
+
+
+def test_an_order_recorded_forgets_the_orders_and_keeps_the_players(tmp_path: Path) -> None:
+    """A mail's order is recorded after its sender was found among the players: the players
+    are not read again for it (they were, once a mail, before), the orders are current."""
+    server, clock = server_at(tmp_path)
+    started_game(server)
+    player_reads: list[str] = []
+
+    def count(conn, cursor, statement: str, *_) -> None:   # noqa: ANN001
+        if statement.startswith("SELECT player."):
+            player_reads.append(statement)
+
+    with Session(server.engine) as session:
+        game = find_game(session, "g1")
+        holder = seated(session, game)[1]
+        event.listen(server.engine, "before_cursor_execute", count)
+        try:
+            assert games.pending_orders(session, game) == {}
+            move = kind_of(game).robot_move(load_state(session, game), 1, random.Random(1))
+            games.record_order(session, game, 1, move, now=clock(), inbound_id=None)
+            assert set(games.pending_orders(session, game)) == {1}
+            assert seated(session, game)[1] is holder
+            session.delete(games.pending_orders(session, game)[1])
+            assert games.pending_orders(session, game) == {}   # a delete not flushed yet
+        finally:
+            event.remove(server.engine, "before_cursor_execute", count)
+        assert player_reads == []
 
 
 def test_the_clock_looks_only_at_games_with_clock_work(tmp_path: Path) -> None:
