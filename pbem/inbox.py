@@ -231,8 +231,8 @@ _FINISH = update(InboundMail).where(col(InboundMail.id) == bindparam("row")).val
 
 def read_held(session: Session, inbound_id: int) -> InboundMail:
     """The mail whose claim ``hold_claim`` holds, read as Core into an object the session
-    does not track (an ORM load, and the flush of what changes, cost a mail a tenth of
-    its handling): what its handling ends with is written by ``finish``."""
+    does not track (no ORM load, no flush of what changes, no bookkeeping at the commit):
+    what its handling ends with is written by ``finish``."""
     found = session.connection().execute(_READ_HELD, {"row": inbound_id}).mappings().one()
     return InboundMail(**found)
 
