@@ -111,8 +111,7 @@ def enqueue(session: Session, origin: Origin, *, kind: str, to: str, subject: st
               "next_attempt_at": now, "created_at": now, "bounce_token": bounce_token}
     # Core, not an ORM object: a turn queues a mail a player, and an object in the session
     # costs its flush and the commit's bookkeeping (about a tenth of `pbem demo`'s ticks)
-    if session.new or session.dirty or session.deleted:
-        session.flush()   # the statements run in the order the code made them
+    session.flush()   # what is pending first (none: a no-op), in the order the code made it
     row_id = session.connection().execute(_INSERT, values).scalar_one()
     assert row_id is not None
     row = Queued(row_id, message_id, origin.address, bounce_token, rcpts_json, raw)
@@ -467,8 +466,7 @@ class Stream:
             # at its end (so what is queued later to an address never leaves first)
             self._behind = True
             return []
-        if session.new or session.dirty or session.deleted:
-            session.flush()   # a row deleted or cancelled through the ORM is not claimed
+        session.flush()   # a row deleted or cancelled through the ORM is not claimed
         claimed = set(session.connection().execute(_CLAIM_QUEUED, {
             "ids": [row.id for row in rows], "me": me(), "now": self._run.now()}).scalars())
         return [_Claimed.of(row, self.verp) for row in rows if row.id in claimed]
