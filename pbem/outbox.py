@@ -558,6 +558,19 @@ def bounced_mail(session: Session, bounce: Bounce) -> BouncedMail | None:
     return None
 
 
+def others_due(engine: Engine, when: datetime) -> bool:
+    """Is any pending mail due by ``when`` that this process does not hold (what a drain
+    would look at, but for the mail a Stream of ours is sending)? Asked while a Stream's
+    last mails are on their way, so the tick's drain after it can be skipped when there
+    is none."""
+    with Session(engine) as session:
+        return session.execute(
+            select(OutboundMail.id)
+            .where(OutboundMail.status == "pending", col(OutboundMail.next_attempt_at) <= when,
+                   col(OutboundMail.claimed_by).is_(None) | (col(OutboundMail.claimed_by) != me()))
+            .limit(1)).first() is not None
+
+
 def _due(engine: Engine, when: datetime, lease: timedelta, after: int,
          limit: int) -> tuple[list[tuple[int, str | None]], int, int]:
     """Up to ``limit`` pending mails due by ``when`` with ids after ``after``: (those free

@@ -27,7 +27,7 @@ from pbem.mail.imap import FetchedMail, ImapInbox
 from pbem.mail.listener import MailListener
 from pbem.mail.senderauth import aligned_domain
 from pbem.mail.smtp_out import EmlDirSender, SmtpPool, SmtpSender
-from pbem.outbox import DrainReport, Sender, Stream, drain
+from pbem.outbox import DrainReport, Sender, Stream, drain, others_due
 from pbem.referee import Referee
 from pbem.render import Renderer, TemplateProblem
 
@@ -242,6 +242,7 @@ class Server:
             report = TickReport()
             database = self._backoff("database")
             streamed = DrainReport()   # what was sent while handling (open_stream)
+            drain_after = True         # is there mail for a drain after the stream?
             started = time.perf_counter()
             try:
                 check_schema(self.engine)   # SchemaError: a newer pbem upgraded it meanwhile
@@ -258,7 +259,10 @@ class Server:
                     finally:
                         lease.release()
                         if stream is not None:
-                            streamed = stream.close()
+                            try:   # asked while the stream's last mails are on their way
+                                drain_after = others_due(self.engine, self.clock())
+                            finally:
+                                streamed = stream.close()
                 else:
                     log.info("another process (%s) is handling mail; left to it",
                              lease.holder())
@@ -271,6 +275,12 @@ class Server:
                 if streamed.unavailable:   # found so while handling: no second try now
                     self._backoff("SMTP").failed(self.clock(), UNAVAILABLE)
                     sent = DrainReport(unavailable=True)
+                elif not drain_after and not streamed.failed:
+                    # the stream sent all there was (a failed mail's notice to the referee
+                    # was queued after the question: a drain sends it)
+                    sent = DrainReport()
+                    if streamed.sent:
+                        self._backoff("SMTP").succeeded()
                 else:
                     sent = self.send()
             except OperationalError as exc:

@@ -12,6 +12,8 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from email import policy
+from email.message import EmailMessage
 from pathlib import Path
 
 import pytest
@@ -558,3 +560,46 @@ def test_the_next_drain_sends_over_the_connection_the_last_one_kept(tmp_path: Pa
         assert server._smtp._idle == []
     finally:
         sink.controller.stop()
+
+
+@pytest.mark.mailstack
+def test_a_tick_whose_stream_sent_everything_skips_the_drain_and_one_with_more_drains(
+        mailstack, tmp_path: Path, monkeypatch) -> None:
+    """The tick asks whether any mail but its stream's is due while the stream's last
+    mails leave; with none it makes no drain after them (a transaction and a read on the
+    tick's last stretch). Mail that is due from elsewhere (queued by another process, a
+    retry come due) still leaves in that tick."""
+    from tests.e2ekit import stack_server
+    server = stack_server(mailstack, tmp_path, ["p1", "p2"])
+    looked: list[int] = []
+    real_due = outbox._due
+
+    def due(*args, **kwargs):   # noqa: ANN002, ANN003, ANN202
+        looked.append(1)
+        return real_due(*args, **kwargs)
+    monkeypatch.setattr(outbox, "_due", due)
+
+    def ask(user: str, subject: str) -> None:
+        msg = EmailMessage()
+        msg["From"], msg["To"], msg["Subject"] = (mailstack.address(user),
+                                                  mailstack.address("bluff"), subject)
+        msg.set_content("HELP\n")
+        mailstack.deliver("bluff", msg.as_bytes(policy=policy.SMTP),
+                          mail_from=mailstack.address(user))
+    try:
+        ask("p1", "first")
+        report = server.tick()
+        assert (report.processed, report.sent) == (1, 1)
+        assert looked == []            # the stream sent all there was: no drain
+        assert {r.status for r in rows(server.engine)} == {"sent"}
+
+        queue(server.engine, Origin(mailstack.address("bluff")), [mailstack.address("p2")])
+        ask("p2", "second")    # (a second HELP from p1 so soon would go unanswered)
+        report = server.tick()
+        assert (report.processed, report.sent) == (1, 2)
+        assert looked                  # the other mail was due: the drain sent it
+        assert [r.status for r in rows(server.engine)] == ["sent"] * 3
+        assert len(mailstack.wait_for("p1", 1)) == 1
+        assert len(mailstack.wait_for("p2", 2)) == 2
+    finally:
+        server.close()
