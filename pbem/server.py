@@ -177,8 +177,10 @@ class Server:
         backoffs: dict[str, Backoff] = self.__dict__.setdefault("_backoffs", {})
         return backoffs.setdefault(service, Backoff(service))
 
-    def fetch(self) -> int:
-        """Store what waits in the mailbox; an unreachable IMAP server is retried with back-off."""
+    def fetch(self, *, move_later: bool = False) -> int:
+        """Store what waits in the mailbox; an unreachable IMAP server is retried with back-off.
+        With ``move_later`` the stored mail's move out of the folder runs on while the
+        caller handles it (ImapInbox.poll), and ``settle_fetch`` ends it."""
         inbox = self.inbox()
         if inbox is None:
             return 0
@@ -191,15 +193,25 @@ class Server:
         if not lease.try_acquire():
             log.info("another process (%s) is fetching mail; left to it", lease.holder())
             return 0
-        try:
-            fetched = inbox.poll(self.store_fetched, store_batch=self.store_fetched_batch)
+        try:   # the lease is released once the poll is over, its last move included
+            fetched = inbox.poll(self.store_fetched, store_batch=self.store_fetched_batch,
+                                 move_later=move_later, done=lease.release)
         except MailError as exc:   # unreachable, dropped, or an IMAP error: nothing was lost
             backoff.failed(self.clock(), exc)
             return 0
-        finally:
-            lease.release()
         backoff.succeeded()
         return fetched
+
+    def settle_fetch(self) -> None:
+        """Wait for the move a ``fetch(move_later=True)`` left running; a failed one backs
+        the IMAP server off like a failed fetch (its mail is stored: the next poll moves
+        it)."""
+        if self._inbox is None:
+            return
+        try:
+            self._inbox.settle()
+        except MailError as exc:
+            self._backoff("IMAP").failed(self.clock(), exc)
 
     def send(self) -> DrainReport:
         """Drain the outbox; an unreachable SMTP server is retried with back-off."""
@@ -246,7 +258,8 @@ class Server:
             started = time.perf_counter()
             try:
                 check_schema(self.engine)   # SchemaError: a newer pbem upgraded it meanwhile
-                report.fetched = self.fetch()
+                # the fetched mail's move out of the folder runs on while it is handled
+                report.fetched = self.fetch(move_later=True)
                 report.seconds["fetching"] = time.perf_counter() - started
                 lease = Lease(self.engine, "referee", self.clock,
                               seconds=self.settings.claim_lease_seconds)
@@ -293,6 +306,7 @@ class Server:
             if sent.unavailable:
                 report.problems.append("SMTP")
             report.seconds["sending"] = time.perf_counter() - sending
+            self.settle_fetch()
             if self._backoff("IMAP").failures:
                 report.problems.insert(0, "IMAP")
             return report

@@ -9,6 +9,7 @@ import smtplib
 import socket
 import ssl
 import subprocess
+import threading
 import time
 from email import policy
 from email.message import EmailMessage
@@ -80,6 +81,69 @@ def test_poll_stores_then_moves_to_done(mailstack, box):
         assert c.search(["SEEN"]) == []
     finally:
         c.logout()
+
+
+def test_a_move_left_to_a_thread_runs_while_the_caller_goes_on(mailstack, box, monkeypatch):
+    """poll(move_later=True) returns once the mail is stored; its move out of the folder
+    runs on (the tick handles the mail meanwhile), ``done`` comes after it, and the next
+    poll waits for it."""
+    from imapclient import IMAPClient
+    deliver(mailstack, "one", "two")
+    inbox = box(keep_open=60)
+    moving, go = threading.Event(), threading.Event()
+    real_move = IMAPClient.move
+
+    def slow_move(client, *args, **kwargs):   # noqa: ANN001, ANN002, ANN003, ANN202
+        moving.set()
+        assert go.wait(10)
+        return real_move(client, *args, **kwargs)
+    monkeypatch.setattr(IMAPClient, "move", slow_move)
+    done: list[str] = []
+    got: list[FetchedMail] = []
+    assert inbox.poll(got.append, move_later=True, done=lambda: done.append("done")) == 2
+    assert [subject(m.raw) for m in got] == ["one", "two"]
+    assert moving.wait(10) and done == []           # stored, and still moving
+    assert len(mailstack.fetch_all("bluff")) == 2
+    go.set()
+    inbox.settle()
+    assert done == ["done"]
+    assert mailstack.fetch_all("bluff") == []
+    assert [subject(r) for r in mailstack.fetch_all("bluff", "pbem-done")] == ["one", "two"]
+    deliver(mailstack, "three")
+    assert inbox.poll(got.append, move_later=True) == 1   # on the kept connection
+    inbox.close()                                           # waits for its move
+    assert [subject(r) for r in mailstack.fetch_all("bluff", "pbem-done")] == \
+        ["one", "two", "three"]
+
+
+def test_a_move_left_to_a_thread_that_fails_is_said_by_settle_and_redone_next_poll(
+        mailstack, box, monkeypatch):
+    """The mail of a failed move is stored: settle raises what the move met, the
+    connection is dropped, and the next poll hands the same mail again and moves it."""
+    from imapclient import IMAPClient
+    deliver(mailstack, "one")
+    inbox = box(keep_open=60)
+    real_move = IMAPClient.move
+    fail = [True]
+
+    def move(client, *args, **kwargs):   # noqa: ANN001, ANN002, ANN003, ANN202
+        if fail.pop() if fail else False:
+            client.socket().shutdown(socket.SHUT_RDWR)   # the server went away mid-move
+        return real_move(client, *args, **kwargs)
+    monkeypatch.setattr(IMAPClient, "move", move)
+    done: list[int] = []
+    got: list[FetchedMail] = []
+    assert inbox.poll(got.append, move_later=True, done=lambda: done.append(1)) == 1
+    with pytest.raises(MailServiceUnavailable):
+        inbox.settle()
+    assert done == [1] and inbox._kept is None
+    assert [subject(r) for r in mailstack.fetch_all("bluff")] == ["one"]
+    inbox.settle()                                  # said once
+    assert inbox.poll(got.append, move_later=True) == 1
+    inbox.settle()
+    assert [subject(m.raw) for m in got] == ["one", "one"]   # the caller stores it once
+    assert mailstack.fetch_all("bluff") == []
+    inbox.close()
 
 
 def test_a_batch_is_stored_in_one_call_and_mail_by_mail_when_that_fails(mailstack, box):

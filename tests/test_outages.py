@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import smtplib
+import socket
 import sqlite3
 from collections.abc import Iterator
 from datetime import timedelta
@@ -170,6 +171,40 @@ def test_imap_down_is_logged_backed_off_and_caught_up(mailstack, tmp_path, datab
         assert {m.status for m in session.exec(select(InboundMail))} == {"done"}
     assert len(list((tmp_path / "out").glob("*.eml"))) == 2   # one answer each
     assert mailstack.fetch_all("bluff") == []
+
+
+def test_imap_lost_while_moving_the_stored_mail_backs_off_and_handles_it_once(
+        mailstack, tmp_path, database, monkeypatch) -> None:
+    """The tick's move of the mail it stored runs while it handles that mail; the IMAP
+    server lost in that move is an IMAP problem of the tick (backed off), the mail is
+    handled once, and the next poll finds it again, stores nothing twice and moves it."""
+    from imapclient import IMAPClient
+    clock = Clock()
+    server = make_server(mailstack, tmp_path, clock, database)
+    mailstack.deliver("bluff", help_mail(mailstack, "p1"), mail_from=mailstack.address("p1"))
+    mailstack.wait_for("bluff", 1)
+    real_move = IMAPClient.move
+    lost = [True]
+
+    def move(client, *args, **kwargs):   # noqa: ANN001, ANN002, ANN003, ANN202
+        if lost and lost.pop():
+            client.socket().shutdown(socket.SHUT_RDWR)
+        return real_move(client, *args, **kwargs)
+    monkeypatch.setattr(IMAPClient, "move", move)
+    try:
+        report = server.tick()
+        assert (report.fetched, report.processed) == (1, 1) and "IMAP" in report.problems
+        assert len(mailstack.fetch_all("bluff")) == 1          # not moved
+        clock.now += timedelta(seconds=60)                     # the back-off runs out
+        report = server.tick()
+        # handed again (stored before: kept once, not handled again), and moved now
+        assert (report.fetched, report.processed) == (1, 0) and not report.problems
+        assert mailstack.fetch_all("bluff") == []
+        with Session(server.engine) as session:
+            assert [m.status for m in session.exec(select(InboundMail))] == ["done"]
+        assert len(list((tmp_path / "out").glob("*.eml"))) == 1   # answered once
+    finally:
+        server.close()
 
 
 # --------------------------------------------------------------------------- SMTP

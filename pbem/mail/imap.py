@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from imapclient import DELETED, SEEN, IMAPClient
 from imapclient.exceptions import LoginError
@@ -24,6 +25,7 @@ from pbem.faults import crash_point
 from .errors import MailError, MailServiceUnavailable
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 DONE_KEYWORD = "$PbemDone"
 _SIZE_CHUNK = 1000             # UIDs per RFC822.SIZE fetch (keeps command lines short)
@@ -77,6 +79,9 @@ class ImapInbox:
         self._selected: tuple[IMAPClient, int] | None = None
         self._done_seen: IMAPClient | None = None
         self._lock = threading.Lock()     # one poll at a time on the kept connection
+        # the last group's move left to a thread (poll's move_later), and what it met
+        self._mover: threading.Thread | None = None
+        self._mover_error: Exception | None = None
 
     def __repr__(self) -> str:
         return (f"ImapInbox({self.username}@{self.host}:{self.port}/{self.folder}"
@@ -105,22 +110,33 @@ class ImapInbox:
     # ---- polling ------------------------------------------------------------------
 
     def poll(self, store: Callable[[FetchedMail], None], *, batch: int = FETCH_BATCH,
-             store_batch: Callable[[list[FetchedMail]], object] | None = None) -> int:
+             store_batch: Callable[[list[FetchedMail]], object] | None = None,
+             move_later: bool = False, done: Callable[[], object] | None = None) -> int:
         """Store every waiting mail and move it to ``done_folder``; return how many
         were stored. A mail whose ``store`` raised stays in the folder untouched.
         With ``store_batch`` a fetched group is stored in one call (one transaction),
         mail by mail with ``store`` only when that fails.
+
+        With ``move_later`` the last group's move, which only tidies the folder (its mail
+        is stored), is left to a thread of its own: the poll returns once the mail is
+        stored, and the move runs while the caller handles it. The next poll (and
+        ``close``) waits for it; ``settle`` waits for it and raises what it met. ``done``
+        is called once the poll is over, its last move included, from the thread that
+        ends it.
 
         Raises MailServiceUnavailable when the server cannot be reached, refuses the
         login or drops the connection, and MailError for other IMAP failures.
         """
         if batch < 1:
             raise ValueError("batch must be >= 1")
-        with self._lock:
+        self._lock.acquire()
+        moving = False
+        try:
+            self._mover_error = None   # a move left to a thread by the last poll
             client, kept = self._take()
             try:
                 try:
-                    stored = self._poll_on(client, store, batch, store_batch)
+                    stored, last = self._poll_on(client, store, batch, store_batch, move_later)
                 except MailServiceUnavailable as e:
                     if not kept:
                         raise
@@ -129,18 +145,65 @@ class ImapInbox:
                     log.info("%r: kept connection lost (%s); reconnecting", self, e)
                     _close(client)
                     client = self._connect()
-                    stored = self._poll_on(client, store, batch, store_batch)
+                    stored, last = self._poll_on(client, store, batch, store_batch,
+                                                 move_later)
             except BaseException:
                 _close(client)
                 raise
-            if self.keep_open > 0:
-                self._kept, self._kept_since = client, time.monotonic()
+            if last is not None:
+                self._mover = threading.Thread(target=self._move_last,
+                                               args=(client, *last, done),
+                                               name="pbem-imap-move", daemon=True)
+                self._mover.start()
+                moving = True
             else:
-                _close(client)
+                self._keep(client)
             return stored
+        finally:
+            if not moving:
+                self._lock.release()
+                if done is not None:
+                    done()
+
+    def settle(self) -> None:
+        """Wait for a move the last poll left to a thread (``move_later``); raise what it
+        met (its mail is stored: the next poll finds it again and moves it)."""
+        mover, self._mover = self._mover, None
+        if mover is not None:
+            mover.join()
+        error, self._mover_error = self._mover_error, None
+        if error is not None:
+            raise error
+
+    def _move_last(self, client: IMAPClient, uids: list[int], mode: str,
+                   done: Callable[[], object] | None) -> None:
+        """The last group's move, in a thread of its own, holding the poll's lock."""
+        try:
+            try:
+                self._on_connection(lambda: self._mark_done(client, uids, mode))
+                crash_point("imap-moved")
+                self._keep(client)
+            except Exception as exc:   # stored already: the next poll moves it
+                log.warning("%r: moving %d stored mails failed: %s", self, len(uids), exc)
+                self._mover_error = exc
+                _close(client)
+        finally:
+            self._lock.release()
+            if done is not None:
+                try:
+                    done()
+                except Exception:
+                    log.exception("%r: after the move", self)
+
+    def _keep(self, client: IMAPClient) -> None:
+        """Keep the connection for the next poll (keep_open), or log out."""
+        if self.keep_open > 0:
+            self._kept, self._kept_since = client, time.monotonic()
+        else:
+            _close(client)
 
     def close(self) -> None:
-        """Log out of a kept connection."""
+        """Log out of a kept connection (once a move left to a thread is over)."""
         with self._lock:
             client, self._kept = self._kept, None
             if client is not None:
@@ -156,10 +219,15 @@ class ImapInbox:
         return self._connect(), False
 
     def _poll_on(self, client: IMAPClient, store: Callable[[FetchedMail], None],
-                 batch: int,
-                 store_batch: Callable[[list[FetchedMail]], object] | None = None) -> int:
+                 batch: int, store_batch: Callable[[list[FetchedMail]], object] | None,
+                 move_later: bool) -> tuple[int, tuple[list[int], str] | None]:
+        return self._on_connection(
+            lambda: self._poll(client, store, batch, store_batch, move_later))
+
+    def _on_connection(self, work: Callable[[], _T]) -> _T:
+        """``work`` on the IMAP connection, its failures as MailError."""
         try:
-            return self._poll(client, store, batch, store_batch)
+            return work()
         except (OSError, imaplib.IMAP4.abort) as e:
             raise MailServiceUnavailable(f"IMAP connection to {self.host}:{self.port} "
                                          f"lost: {e}") from e
@@ -167,14 +235,17 @@ class ImapInbox:
             raise MailError(f"IMAP error on {self.host}:{self.port}: {e}") from e
 
     def _poll(self, client: IMAPClient, store: Callable[[FetchedMail], None],
-              batch: int, store_batch: Callable[[list[FetchedMail]], object] | None) -> int:
+              batch: int, store_batch: Callable[[list[FetchedMail]], object] | None,
+              move_later: bool) -> tuple[int, tuple[list[int], str] | None]:
+        """How many mails were stored, and the last group's move when it is left to the
+        caller (``move_later``: its uids and the mode)."""
         uidvalidity = self._select(client)
         caps = self._capabilities(client)
         mode = "move" if b"MOVE" in caps else "expunge" if b"UIDPLUS" in caps else "flag"
 
         uids = sorted(client.search(["NOT", "DELETED", "NOT", "KEYWORD", DONE_KEYWORD]))
         if not uids:
-            return 0
+            return 0, None
         sizes: dict[int, int] = {}
         for chunk in _chunks(uids, _SIZE_CHUNK):
             for uid, data in client.fetch(chunk, ["RFC822.SIZE"]).items():
@@ -184,7 +255,8 @@ class ImapInbox:
 
         stored = 0
         done_ready = False
-        for group in self._batches(uids, sizes, batch):
+        groups = list(self._batches(uids, sizes, batch))
+        for number, group in enumerate(groups, 1):
             small = [u for u in group if sizes[u] <= self.max_bytes]
             big = [u for u in group if sizes[u] > self.max_bytes]
             bodies: dict[int, tuple[bytes, bool]] = {}
@@ -209,10 +281,13 @@ class ImapInbox:
                 if mode != "flag" and not done_ready:
                     self._ensure_done_folder(client)
                     done_ready = True
+                if move_later and number == len(groups):
+                    log.info("%r: stored %d of %d mails", self, stored, len(uids))
+                    return stored, (done, mode)
                 self._mark_done(client, done, mode)
                 crash_point("imap-moved")
         log.info("%r: stored %d of %d mails", self, stored, len(uids))
-        return stored
+        return stored, None
 
     def _select(self, client: IMAPClient) -> int:
         """Select the folder; its UIDVALIDITY. A kept connection that has it selected
