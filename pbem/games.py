@@ -19,7 +19,7 @@ from datetime import datetime
 from itertools import groupby
 from typing import Any
 
-from sqlalchemy import bindparam, event
+from sqlalchemy import bindparam, event, insert
 from sqlalchemy.orm import ORMExecuteState
 from sqlalchemy.orm import Session as OrmSession
 from sqlmodel import Session, col, delete, select
@@ -252,14 +252,39 @@ def _orders_key(game: Game) -> tuple[str, int | None, int]:
     return ("orders", game.id, game.turn)
 
 
+# The orders of the turn in play are read, written and deleted as Core statements (each
+# order of a mail is read, written and, at the turn's end, deleted: as ORM work that was a
+# quarter of a mail's handling). What they read are objects the session does not track;
+# the statements that write keep the memo right themselves (no ORM event sees them).
+_TURN_ORDERS = select(PendingOrder.__table__).where(  # type: ignore[attr-defined]
+    col(PendingOrder.game_id) == bindparam("game"), col(PendingOrder.turn) == bindparam("turn"))
+_ADD_ORDER = insert(PendingOrder).returning(col(PendingOrder.id))
+_DROP_ORDERS = delete(PendingOrder).where(
+    col(PendingOrder.id).in_(bindparam("ids", expanding=True)))
+
+
 def pending_orders(session: Session, game: Game) -> dict[int, PendingOrder]:
+    """The orders in for the turn in play, by seat (read once a transaction). They are not
+    tracked by the session: ``record_order`` and ``drop_orders`` change them."""
     memo = _memo(session)
     key = _orders_key(game)
     rows = memo.get(key)
     if rows is None:
-        rows = memo[key] = list(session.exec(select(PendingOrder).where(
-            PendingOrder.game_id == game.id, PendingOrder.turn == game.turn)))
+        rows = memo[key] = [PendingOrder(**row) for row in core_read(
+            session, _TURN_ORDERS, {"game": game.id, "turn": game.turn}).mappings()]
     return {r.seat: r for r in rows}
+
+
+def drop_orders(session: Session, game: Game, seats: Iterable[int] | None = None) -> None:
+    """Delete the orders of ``seats`` (None: all) for the turn in play."""
+    orders = pending_orders(session, game)
+    chosen = None if seats is None else set(seats)
+    gone = {o.id for seat, o in orders.items()
+            if o.id is not None and (chosen is None or seat in chosen)}
+    if gone:
+        session.flush()   # what the session holds goes first, as it would in a flush
+        session.connection().execute(_DROP_ORDERS, {"ids": sorted(gone)})
+        _memo(session)[_orders_key(game)] = [o for o in orders.values() if o.id not in gone]
 
 
 def missing_seats(session: Session, game: Game, state: Any | None = None) -> list[int]:
@@ -367,19 +392,16 @@ def start_game(session: Session, game: Game, now: datetime) -> None:
 def record_order(session: Session, game: Game, seat: int, move: Any, *, now: datetime,
                  inbound_id: int | None, by: str = "player") -> PendingOrder | None:
     """Store seat's order for the turn in play; return the order it replaces, if any."""
-    orders = pending_orders(session, game)
-    earlier = orders.get(seat)
-    replaced = None
-    if earlier is not None:
-        replaced = PendingOrder(**earlier.model_dump())
-        session.delete(earlier)
-        session.flush()
-    order = PendingOrder(game_id=id_of(game), turn=game.turn, seat=seat,
-                         move_json=json.dumps(kind_of(game).move_to_json(move)), by=by,
-                         inbound_id=inbound_id, created_at=now)
-    session.add(order)
+    replaced = pending_orders(session, game).get(seat)
+    if replaced is not None:
+        drop_orders(session, game, [seat])
+    values: dict[str, Any] = {"game_id": id_of(game), "turn": game.turn, "seat": seat,
+              "move_json": json.dumps(kind_of(game).move_to_json(move)), "by": by,
+              "inbound_id": inbound_id, "created_at": now}
     session.flush()
-    # the memo as it now is (adding forgot it): the next look at the orders reads nothing
-    orders[seat] = order
+    order_id = session.connection().execute(_ADD_ORDER, values).scalar_one()
+    # the memo as it now is: the next look at the orders reads nothing
+    orders = pending_orders(session, game)
+    orders[seat] = PendingOrder(id=order_id, **values)
     _memo(session)[_orders_key(game)] = list(orders.values())
     return replaced

@@ -150,7 +150,8 @@ def test_the_memo_follows_the_transactions_own_adds_and_deletes(tmp_path: Path) 
 
 def test_an_order_recorded_forgets_the_orders_and_keeps_the_players(tmp_path: Path) -> None:
     """A mail's order is recorded after its sender was found among the players: the players
-    are not read again for it (they were, once a mail, before), the orders are current."""
+    are not read again for it (they were, once a mail, before), the orders are current, and
+    what the memo holds of them is what a fresh read finds."""
     server, clock = server_at(tmp_path)
     started_game(server)
     player_reads: list[str] = []
@@ -169,8 +170,12 @@ def test_an_order_recorded_forgets_the_orders_and_keeps_the_players(tmp_path: Pa
             games.record_order(session, game, 1, move, now=clock(), inbound_id=None)
             assert set(games.pending_orders(session, game)) == {1}
             assert seated(session, game)[1] is holder
-            session.delete(games.pending_orders(session, game)[1])
-            assert games.pending_orders(session, game) == {}   # a delete not flushed yet
+            session.info.pop(games.MEMO)                        # as read anew
+            assert set(games.pending_orders(session, game)) == {1}
+            games.drop_orders(session, game, [1])
+            assert games.pending_orders(session, game) == {}
+            session.info.pop(games.MEMO)
+            assert games.pending_orders(session, game) == {}
         finally:
             event.remove(server.engine, "before_cursor_execute", count)
         assert player_reads == []

@@ -21,6 +21,7 @@ from pbem.games import (
     GameError,
     active_players,
     audit,
+    drop_orders,
     find_game,
     id_of,
     latest_report,
@@ -194,9 +195,9 @@ def do_replace(ctx: CommandContext, order: Order) -> str:
     new.default_order, new.missed_turns = None, 0
     ctx.session.add(old)
     ctx.session.add(new)
-    dropped = pending_orders(ctx.session, game).pop(seat, None)
+    dropped = pending_orders(ctx.session, game).get(seat)
     if dropped is not None:
-        ctx.session.delete(dropped)
+        drop_orders(ctx.session, game, [seat])
     ctx.session.flush()
     now = ctx.now
     audit(ctx.session, game, now, "replace", f"seat {seat}: {old.email} -> {email} "

@@ -30,6 +30,7 @@ from pbem.db import core_read
 from pbem.faults import aware
 from pbem.games import (
     GameError,
+    drop_orders,
     id_of,
     load_state,
     missing_seats,
@@ -108,7 +109,6 @@ def resolve_turn(session: Session, game: Game, now: datetime) -> TurnOutcome:
         raise GameError(f"game '{game.name}' is not running")
     kind = kind_of(game)
     state = load_state(session, game)
-    orders = pending_orders(session, game)
     moves, by = turn_moves(session, game, state)
     played_for = {seat: move for seat, move in moves.items() if by[seat] in MISSED_BY}
     resolution = kind.apply(state, moves, stream_of(game))
@@ -118,8 +118,7 @@ def resolve_turn(session: Session, game: Game, now: datetime) -> TurnOutcome:
                          move_json=json.dumps(kind.move_to_json(move)), by=by[seat],
                          rerolled_json=json.dumps(resolution.extras.get(seat, [])),
                          created_at=now))
-    for order in orders.values():
-        session.delete(order)
+    drop_orders(session, game)
     game.turn += 1
     if kind.over(resolution.state):
         game.status = "over"
