@@ -195,3 +195,15 @@ def test_any_attachment_name_comes_back(name: str) -> None:
     # Python's reader takes <...> off a parameter value (email.utils.unquote)
     assert att.get_filename() == email.utils.unquote(expected).strip()
     assert att.get_content() == b"{}"
+
+
+@given(st.lists(st.sampled_from([b".", b"..", b"\r\n", b"\n", b"\r", b"a", b" ", b"\x00"]),
+                max_size=40).map(b"".join))
+@example(b".")
+@example(b"\r\n.\r\n")
+def test_dot_stuffing_is_smtplibs(raw: bytes) -> None:
+    """The sender's dot-stuffing is smtplib's (its regular expression: the oracle)."""
+    import smtplib
+
+    from pbem.mail.smtp_out import dot_stuffed
+    assert dot_stuffed(raw) == smtplib._quote_periods(raw)

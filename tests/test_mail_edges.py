@@ -332,6 +332,20 @@ def test_smtp_sender_delivers_into_stack(mailstack):
     assert subject(mailstack.wait_for("p3", 1)[0]) == "one ghost"
 
 
+def test_lines_that_begin_with_a_dot_arrive_as_sent(mailstack):
+    """DATA doubles a dot that begins a line and the server takes it off again: whatever
+    the lines begin with, the mail arrives as it was sent (a dot alone on a line, one at
+    the very start of the body, at its end, several in a row)."""
+    mailstack.clear("p1")
+    body = ".\r\n..two\r\n.three\r\nmiddle . dot\r\n.\r\n.."
+    raw = (b"From: bluff@bluff.test\r\nTo: p1@bluff.test\r\nSubject: dots\r\n"
+           b"Message-ID: <dots@bluff.test>\r\n\r\n" + body.encode())
+    with SmtpSender(mailstack.smtp_host, mailstack.smtp_port, timeout=5) as s:
+        assert s.send(SERVER, ["p1@bluff.test"], raw).accepted == ["p1@bluff.test"]
+    got = mailstack.wait_for("p1", 1)[0]
+    assert got.endswith(raw + b"\r\n")   # after the headers the relay adds; DATA ends a line
+
+
 class Recorder:
     """aiosmtpd handler: records messages; RCPT to bad*@ -> 550, DATA -> self.data_reply."""
 
