@@ -133,6 +133,7 @@ class DrainReport:
     deferred: int = 0
     failed: int = 0
     unavailable: bool = False   # the mail server could not be reached: try again later
+    released: int = 0           # claimed and left unsent (an error): for the next drain
 
 
 def drain(engine: Engine, open_sender: Callable[[], AbstractContextManager[Sender]],
@@ -501,6 +502,7 @@ class Stream:
         finally:
             if self._unsent:
                 _release(self.engine, sorted(self._unsent))
+                self._run.report.released += len(self._unsent)
             self._run.close()
         for exc in self._errors:
             log.error("sending while handling failed; the drain will send the rest",

@@ -288,9 +288,9 @@ class Server:
                 if streamed.unavailable:   # found so while handling: no second try now
                     self._backoff("SMTP").failed(self.clock(), UNAVAILABLE)
                     sent = DrainReport(unavailable=True)
-                elif not drain_after and not streamed.failed:
-                    # the stream sent all there was (a failed mail's notice to the referee
-                    # was queued after the question: a drain sends it)
+                elif not drain_after and not streamed.failed and not streamed.released:
+                    # the stream sent all there was (a failed mail's notice to the referee,
+                    # or mail an error left unsent, came after the question: a drain)
                     sent = DrainReport()
                     if streamed.sent:
                         self._backoff("SMTP").succeeded()

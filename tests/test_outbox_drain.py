@@ -568,9 +568,10 @@ def test_a_tick_whose_stream_sent_everything_skips_the_drain_and_one_with_more_d
     """The tick asks whether any mail but its stream's is due while the stream's last
     mails leave; with none it makes no drain after them (a transaction and a read on the
     tick's last stretch). Mail that is due from elsewhere (queued by another process, a
-    retry come due) still leaves in that tick."""
+    retry come due), and mail an error of the stream left unsent, still leave in that
+    tick."""
     from tests.e2ekit import stack_server
-    server = stack_server(mailstack, tmp_path, ["p1", "p2"])
+    server = stack_server(mailstack, tmp_path, ["p1", "p2", "p3"])
     looked: list[int] = []
     real_due = outbox._due
 
@@ -601,5 +602,22 @@ def test_a_tick_whose_stream_sent_everything_skips_the_drain_and_one_with_more_d
         assert [r.status for r in rows(server.engine)] == ["sent"] * 3
         assert len(mailstack.wait_for("p1", 1)) == 1
         assert len(mailstack.wait_for("p2", 2)) == 2
+
+        # an error in the stream's connection leaves its mail to the drain, which sends it
+        # in the same tick, though nothing else was due when the tick asked
+        real_send, failed = SmtpSender.send, []
+
+        def send_once_failing(self, *args):   # noqa: ANN001, ANN002, ANN202
+            if not failed:
+                failed.append(1)
+                raise RuntimeError("a bug in the connection")
+            return real_send(self, *args)
+        monkeypatch.setattr(SmtpSender, "send", send_once_failing)
+        mailstack.clear("p3")
+        ask("p3", "third")
+        report = server.tick()
+        assert failed and (report.processed, report.sent) == (1, 1)
+        assert [r.status for r in rows(server.engine)] == ["sent"] * 4
+        assert len(mailstack.wait_for("p3", 1)) == 1
     finally:
         server.close()
