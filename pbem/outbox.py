@@ -560,6 +560,11 @@ def bounced_mail(session: Session, bounce: Bounce) -> BouncedMail | None:
     return None
 
 
+def _pending_due(when: datetime) -> tuple[Any, Any]:
+    """Where a drain looks: pending mail due by ``when``."""
+    return OutboundMail.status == "pending", col(OutboundMail.next_attempt_at) <= when
+
+
 def others_due(engine: Engine, when: datetime) -> bool:
     """Is any pending mail due by ``when`` that this process does not hold (what a drain
     would look at, but for the mail a Stream of ours is sending)? Asked while a Stream's
@@ -568,7 +573,7 @@ def others_due(engine: Engine, when: datetime) -> bool:
     with Session(engine) as session:
         return session.execute(
             select(OutboundMail.id)
-            .where(OutboundMail.status == "pending", col(OutboundMail.next_attempt_at) <= when,
+            .where(*_pending_due(when),
                    col(OutboundMail.claimed_by).is_(None) | (col(OutboundMail.claimed_by) != me()))
             .limit(1)).first() is not None
 
@@ -580,8 +585,7 @@ def _due(engine: Engine, when: datetime, lease: timedelta, after: int,
     with Session(engine) as session:
         rows = session.exec(
             select(OutboundMail.id, OutboundMail.claimed_by, OutboundMail.claimed_at)
-            .where(OutboundMail.status == "pending", col(OutboundMail.next_attempt_at) <= when,
-                   col(OutboundMail.id) > after)
+            .where(*_pending_due(when), col(OutboundMail.id) > after)
             .order_by(col(OutboundMail.id)).limit(limit)).all()
     free = [(row_id, owner) for row_id, owner, at in rows
             if row_id is not None and claim_stale(owner, at, when, lease)]

@@ -12,8 +12,6 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from email import policy
-from email.message import EmailMessage
 from pathlib import Path
 
 import pytest
@@ -571,6 +569,7 @@ def test_a_tick_whose_stream_sent_everything_skips_the_drain_and_one_with_more_d
     retry come due), and mail an error of the stream left unsent, still leave in that
     tick."""
     from tests.e2ekit import stack_server
+    from tests.test_outages import help_mail
     server = stack_server(mailstack, tmp_path, ["p1", "p2", "p3"])
     looked: list[int] = []
     real_due = outbox._due
@@ -580,22 +579,17 @@ def test_a_tick_whose_stream_sent_everything_skips_the_drain_and_one_with_more_d
         return real_due(*args, **kwargs)
     monkeypatch.setattr(outbox, "_due", due)
 
-    def ask(user: str, subject: str) -> None:
-        msg = EmailMessage()
-        msg["From"], msg["To"], msg["Subject"] = (mailstack.address(user),
-                                                  mailstack.address("bluff"), subject)
-        msg.set_content("HELP\n")
-        mailstack.deliver("bluff", msg.as_bytes(policy=policy.SMTP),
-                          mail_from=mailstack.address(user))
+    def ask(user: str) -> None:
+        mailstack.deliver("bluff", help_mail(mailstack, user), mail_from=mailstack.address(user))
     try:
-        ask("p1", "first")
+        ask("p1")
         report = server.tick()
         assert (report.processed, report.sent) == (1, 1)
         assert looked == []            # the stream sent all there was: no drain
         assert {r.status for r in rows(server.engine)} == {"sent"}
 
         queue(server.engine, Origin(mailstack.address("bluff")), [mailstack.address("p2")])
-        ask("p2", "second")    # (a second HELP from p1 so soon would go unanswered)
+        ask("p2")    # (a second HELP from p1 so soon would go unanswered)
         report = server.tick()
         assert (report.processed, report.sent) == (1, 2)
         assert looked                  # the other mail was due: the drain sent it
@@ -614,7 +608,7 @@ def test_a_tick_whose_stream_sent_everything_skips_the_drain_and_one_with_more_d
             return real_send(self, *args)
         monkeypatch.setattr(SmtpSender, "send", send_once_failing)
         mailstack.clear("p3")
-        ask("p3", "third")
+        ask("p3")
         report = server.tick()
         assert failed and (report.processed, report.sent) == (1, 1)
         assert [r.status for r in rows(server.engine)] == ["sent"] * 4
