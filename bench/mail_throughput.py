@@ -286,7 +286,7 @@ def measure(args: argparse.Namespace) -> Figures:
             smtp=SmtpSettings(stack.smtp_host, stack.smtp_port, starttls=False,
                               connections=args.connections))
         server = Server(settings)
-        server.compile_templates()   # as pbem serve does at start
+        server.start_up()   # as pbem serve does at start
         figures = Figures()
         floor = Floor(stack)
 

@@ -64,3 +64,27 @@ def test_a_tick_report_says_where_its_time_went_only_when_it_did_something() -> 
     idle = TickReport(seconds={"fetching": 0.01, "handling": 0.0, "sending": 0.0})
     assert "took" not in str(idle)
     assert str(idle) == "fetched 0, processed 0, turns resolved 0, sent 0, deferred 0, failed 0"
+
+
+def test_start_up_compiles_the_templates_then_sets_what_is_loaded_aside_from_the_collector(
+        tmp_path: Path) -> None:
+    """serve's start: every template compiled, then all loaded so far frozen (gc.freeze), so
+    the collector does not walk it again in every full collection. In a process of its
+    own: freezing this one would keep the tests' objects."""
+    code = (
+        "import gc\n"
+        "from pbem.config import Settings\n"
+        "from pbem.server import Server\n"
+        f"server = Server(Settings(database='sqlite:///{tmp_path}/p.db', "
+        "address='bluff@example.org', referee='ref@example.org', "
+        f"outbox_dir='{tmp_path}/out'))\n"
+        "before = gc.get_freeze_count()\n"
+        "server.start_up()\n"
+        "cached = {name for _, name in server.referee.renderer.env.cache.keys()}\n"
+        "print(before, gc.get_freeze_count() > 1000, 'report.html.j2' in cached)\n"
+        "server.close()\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60)
+    assert run.returncode == 0, run.stderr
+    before, frozen, compiled = run.stdout.split()
+    assert before == "0" and frozen == "True" and compiled == "True", run.stdout
