@@ -9,7 +9,7 @@ after each tick, its own mails (so a slow moment of the machine weighs on both
 figures alike; see Floor).
 
     python bench/mail_throughput.py [--games 3] [--side-by-side 1] [--relay-processes 2]
-                                    [--connections 4]
+                                    [--connections 4] [--runs 1] [--phases]
 
 Each game has five players of its own (five robots, each with an address a game), as
 on a real server, where ten games are fifty players, not the same five ten times.
@@ -41,7 +41,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from email import policy
 from email.message import EmailMessage
@@ -51,6 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from sqlmodel import Session, col, select  # noqa: E402
 
+from bench.tick_phases import Phases  # noqa: E402
 from pbem.config import ImapSettings, Settings, SmtpSettings  # noqa: E402
 from pbem.models import InboundMail, OutboundMail  # noqa: E402
 from pbem.robot_client import choose_order, order_lines, parse_mail, reply_to, report_view  # noqa: E402
@@ -324,14 +325,22 @@ def main() -> None:
     parser.add_argument("--side-by-side", type=int, default=1, metavar="K",
                         help="play the games K at a time, so each tick handles the orders of "
                              "K games (default 1: one game at a time)")
+    parser.add_argument("--phases", action="store_true",
+                        help="also cut the first run's turn ticks into their parts (wall, "
+                             "cores busy, the tick's CPU; bench/tick_phases.py)")
     parser.add_argument("--runs", type=int, default=1,
                         help="measure this many times, each on a fresh stack, and print each "
                              "run's ratio and their median (this machine's speed moves from "
                              "one minute to the next; the bare floor, one mail after another, "
                              "feels it most)")
     args = parser.parse_args()
-    runs = [measure(args) for _ in range(args.runs)]
+    phases = Phases(machine_busy)
+    with phases.watching() if args.phases else nullcontext():
+        runs = [measure(args)]
+    runs += [measure(args) for _ in range(args.runs - 1)]
     runs[0].report()
+    if args.phases:
+        phases.report()
     if len(runs) > 1:
         ratios = [f.ticking / f.bare for f in runs]
         print("runs (tick / bare):        " + ", ".join(

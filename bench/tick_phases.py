@@ -1,0 +1,106 @@
+"""Where a turn tick's time goes, part by part: used by ``bench/mail_throughput.py --phases``.
+
+A turn tick (one that handles at least three mails: its last one resolves the turn, one
+game at a time) is cut at the calls that bound its parts: the fetch, each handled mail,
+the clock's work, the wait for the last mails at the stream's close. For each part it
+prints its wall time, how many cores the whole machine kept busy meanwhile (the relay
+and Dovecot deliver on the same cores), and the CPU of the tick's own thread. A part
+with the machine well under two cores busy is one where the other core waited.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from pbem.outbox import Stream
+from pbem.referee import Referee
+from pbem.server import Server
+
+# the calls that bound the parts, and the name of the stretch that begins at each mark
+CUTS = [(Server, "tick"), (Server, "fetch"), (Referee, "handle_claimed"),
+        (Referee, "resolve_due"), (Stream, "close")]
+PARTS = {
+    "tick>": "the schema check",
+    "fetch>": "fetching (IMAP, storing)",
+    "fetch<": "before the first mail (leases, claims)",
+    "handle_claimed>": "an order",
+    "handle_claimed<": "between two mails",
+    "resolve_due>": "the clock's work",
+    "resolve_due<": "asking what else is due",
+    "close>": "waiting for the last mails to leave",
+    "close<": "the end (the fetched mail's move settled)",
+}
+LAST = "the order that resolves the turn"
+AFTER_LAST = "after it (failures told, the lease given back)"
+
+
+@dataclass
+class Phases:
+    """The marks of every tick watched, and what they add up to."""
+
+    busy: Callable[[], float]                       # core-seconds the machine was busy
+    marks: list[tuple[str, float, float, float]] = field(default_factory=list)
+
+    @contextmanager
+    def watching(self) -> Iterator[None]:
+        """Mark the bounds of each part while the block runs."""
+        saved = [(cls, name, getattr(cls, name)) for cls, name in CUTS]
+        for cls, name, call in saved:
+            setattr(cls, name, self._marked(name, call))
+        try:
+            yield
+        finally:
+            for cls, name, call in saved:
+                setattr(cls, name, call)
+
+    def _marked(self, name: str, call: Callable[..., Any]) -> Callable[..., Any]:
+        def marked(*args: Any, **kwargs: Any) -> Any:   # noqa: ANN401 (any method)
+            self._mark(f"{name}>")
+            try:
+                return call(*args, **kwargs)
+            finally:
+                self._mark(f"{name}<")
+        return marked
+
+    def _mark(self, tag: str) -> None:
+        self.marks.append((tag, time.perf_counter(), self.busy(), time.thread_time()))
+
+    def turn_ticks(self) -> list[list[tuple[str, float, float, float]]]:
+        ticks, current = [], []
+        for mark in self.marks:
+            current.append(mark)
+            if mark[0] == "tick<":
+                ticks.append(current)
+                current = []
+        return [t for t in ticks if sum(m[0] == "handle_claimed>" for m in t) >= 3]
+
+    def report(self) -> None:
+        ticks = self.turn_ticks()
+        if not ticks:
+            print("no turn tick to cut into parts (one game at a time has them)")
+            return
+        parts: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
+        for tick in ticks:
+            last = max(i for i, m in enumerate(tick) if m[0] == "handle_claimed>")
+            for i, (start, end) in enumerate(zip(tick, tick[1:])):
+                name = PARTS.get(start[0], "the rest")
+                if i == last:
+                    name = LAST
+                elif i == last + 1:
+                    name = AFTER_LAST
+                part = parts[name]
+                part[0] += end[1] - start[1]
+                part[1] += end[2] - start[2]
+                part[2] += end[3] - start[3]
+        whole = sum(t[-1][1] - t[0][1] for t in ticks)
+        print(f"a turn tick, part by part ({len(ticks)} turn ticks, "
+              f"{whole / len(ticks) * 1000:.0f} ms each):")
+        print(f"  {'part':55s} {'wall':>8s} {'busy cores':>11s} {'tick CPU':>9s}")
+        for name, (wall, busy, cpu) in sorted(parts.items(), key=lambda p: -p[1][0]):
+            print(f"  {name:55s} {wall / len(ticks) * 1000:6.1f} ms "
+                  f"{busy / wall if wall else 0.0:11.2f} {cpu / len(ticks) * 1000:6.1f} ms")
