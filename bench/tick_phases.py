@@ -88,7 +88,7 @@ class Phases:
         for tick in ticks:
             last = max(i for i, m in enumerate(tick) if m[0] == "handle_claimed>")
             for i, (start, end) in enumerate(zip(tick, tick[1:])):
-                name = PARTS.get(start[0], "the rest")
+                name = PARTS[start[0]]   # every mark but a tick's end begins a part
                 if i == last:
                     name = LAST
                 elif i == last + 1:
