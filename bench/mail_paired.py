@@ -1,0 +1,142 @@
+"""What if: the mail path's ratio with one thing changed, measured in pairs.
+
+`bench/mail_throughput.py` measured twice, once with a change and once without, moves
+more from one run to the next than most changes do. Here the change is a switch that
+flips from one tick to the next within one run, so each half of the ticks shares the
+machine's slow and fast moments with the other, and each half is set against its own
+bare floor (the same mail redone right after each of its ticks):
+
+    python3 bench/mail_paired.py --variant free-rendering [--runs 4] [--games 3]
+
+Variants (what the "on" half of the ticks does differently):
+
+- ``free-rendering``: the reports' text and HTML come from a cache (the latest ones the
+  templates made, so about the same size) instead of the templates. Not a way to run a server:
+  an upper bound on what any work on rendering could win. The players read their
+  report.json, which is still made for each of them, so the games play as ever.
+- ``switch-interval``: the interpreter lets another thread run every 0.5 ms instead of
+  every 5 ms (``sys.setswitchinterval``): do the sending threads wait for the tick's?
+
+A run's first tick starts the games, the costliest tick against its floor: it falls
+on "off" in odd runs and on "on" in even ones. Each run prints, for each half: its ticks, their time, their bare floor, the ratio and
+the CPU of the tick's own thread. Needs Dovecot; run from the repository root.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import mail_throughput  # noqa: E402
+from pbem.config import SmtpSettings  # noqa: E402
+from pbem.render import Renderer  # noqa: E402
+from pbem.server import Server  # noqa: E402
+
+
+@dataclass
+class Half:
+    """The ticks a switch position was on for."""
+
+    ticks: int = 0
+    seconds: float = 0.0
+    floor: float = 0.0
+    thread_cpu: float = 0.0
+
+    def line(self, name: str) -> str:
+        return (f"{name:4s} ticks {self.ticks:3d}  tick {self.seconds:6.2f} s  "
+                f"floor {self.floor:6.2f} s  ratio {self.seconds / self.floor:.3f}x  "
+                f"tick's thread CPU {self.thread_cpu:5.2f} s")
+
+
+def free_rendering() -> Callable[[bool], None]:
+    """While on, Renderer.render gives a report the latest one the templates made (so
+    its size follows the game's); the other mails are rendered as ever."""
+    real = Renderer.render
+    made: dict[str, tuple[str, str]] = {}
+    state = {"on": False}
+
+    def render(self: Renderer, name: str, context: Any) -> tuple[str, str]:
+        if not name.endswith("report"):
+            return real(self, name, context)
+        if state["on"] and name in made:
+            return made[name]
+        made[name] = real(self, name, context)
+        return made[name]
+
+    Renderer.render = render  # type: ignore[method-assign]
+    return lambda on: state.__setitem__("on", on)
+
+
+def switch_interval() -> Callable[[bool], None]:
+    return lambda on: sys.setswitchinterval(0.0005 if on else 0.005)
+
+
+VARIANTS = {"free-rendering": free_rendering, "switch-interval": switch_interval}
+
+
+@contextmanager
+def paired(switch: Callable[[bool], None], first: bool) -> Iterator[dict[bool, Half]]:
+    """Flip ``switch`` after every tick, ``first`` for the first; add each tick (and its
+    floor) to its half."""
+    halves = {False: Half(), True: Half()}
+    position = [first]
+    tick, redo = Server.tick, mail_throughput.Floor.redo_tick
+
+    def timed_tick(self: Server) -> Any:
+        switch(position[0])
+        start, cpu = time.perf_counter(), time.thread_time()
+        try:
+            return tick(self)
+        finally:
+            half = halves[position[0]]
+            half.ticks += 1
+            half.seconds += time.perf_counter() - start
+            half.thread_cpu += time.thread_time() - cpu
+
+    def timed_redo(self: mail_throughput.Floor, server: Server) -> tuple[int, int]:
+        before = self.seconds
+        try:
+            return redo(self, server)
+        finally:   # the floor of the tick just made, then the switch flips
+            halves[position[0]].floor += self.seconds - before
+            position[0] = not position[0]
+
+    Server.tick = timed_tick  # type: ignore[method-assign]
+    mail_throughput.Floor.redo_tick = timed_redo  # type: ignore[method-assign]
+    try:
+        yield halves
+    finally:
+        Server.tick = tick  # type: ignore[method-assign]
+        mail_throughput.Floor.redo_tick = redo  # type: ignore[method-assign]
+        switch(False)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--variant", choices=sorted(VARIANTS), required=True)
+    parser.add_argument("--runs", type=int, default=4)
+    parser.add_argument("--games", type=int, default=3)
+    args = parser.parse_args()
+    switch = VARIANTS[args.variant]()
+    run_args = argparse.Namespace(games=args.games, side_by_side=1, relay_processes=2,
+                                  connections=SmtpSettings.connections)
+    for run in range(1, args.runs + 1):
+        # a run's first tick (the games' start, the costliest against its floor) falls
+        # on each half in turn
+        with paired(switch, first=run % 2 == 0) as halves:
+            mail_throughput.measure(run_args)
+        print(f"run {run}:")
+        print("  " + halves[False].line("off"))
+        print("  " + halves[True].line("on"), flush=True)
+
+
+if __name__ == "__main__":
+    main()
