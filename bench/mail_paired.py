@@ -26,9 +26,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,9 +34,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import mail_throughput  # noqa: E402
+from bench.mail_throughput import Tick  # noqa: E402
 from pbem.config import SmtpSettings  # noqa: E402
 from pbem.render import Renderer  # noqa: E402
-from pbem.server import Server  # noqa: E402
 
 
 @dataclass
@@ -82,41 +80,24 @@ def switch_interval() -> Callable[[bool], None]:
 VARIANTS = {"free-rendering": free_rendering, "switch-interval": switch_interval}
 
 
-@contextmanager
-def paired(switch: Callable[[bool], None], first: bool) -> Iterator[dict[bool, Half]]:
-    """Flip ``switch`` after every tick, ``first`` for the first; add each tick (and its
-    floor) to its half."""
-    halves = {False: Half(), True: Half()}
+def paired(switch: Callable[[bool], None], first: bool,
+           halves: dict[bool, Half]) -> Callable[[Tick], None]:
+    """Set ``switch`` to ``first`` for the first tick, then flip it after every tick;
+    each tick's figures (its floor's included) go to its half: mail_throughput.measure's
+    each_tick."""
     position = [first]
-    tick, redo = Server.tick, mail_throughput.Floor.redo_tick
+    switch(first)
 
-    def timed_tick(self: Server) -> Any:
+    def each_tick(tick: Tick) -> None:
+        half = halves[position[0]]
+        half.ticks += 1
+        half.seconds += tick.seconds
+        half.thread_cpu += tick.thread_cpu
+        half.floor += tick.floor
+        position[0] = not position[0]
         switch(position[0])
-        start, cpu = time.perf_counter(), time.thread_time()
-        try:
-            return tick(self)
-        finally:
-            half = halves[position[0]]
-            half.ticks += 1
-            half.seconds += time.perf_counter() - start
-            half.thread_cpu += time.thread_time() - cpu
 
-    def timed_redo(self: mail_throughput.Floor, server: Server) -> tuple[int, int]:
-        before = self.seconds
-        try:
-            return redo(self, server)
-        finally:   # the floor of the tick just made, then the switch flips
-            halves[position[0]].floor += self.seconds - before
-            position[0] = not position[0]
-
-    Server.tick = timed_tick  # type: ignore[method-assign]
-    mail_throughput.Floor.redo_tick = timed_redo  # type: ignore[method-assign]
-    try:
-        yield halves
-    finally:
-        Server.tick = tick  # type: ignore[method-assign]
-        mail_throughput.Floor.redo_tick = redo  # type: ignore[method-assign]
-        switch(False)
+    return each_tick
 
 
 def main() -> None:
@@ -131,8 +112,11 @@ def main() -> None:
     for run in range(1, args.runs + 1):
         # a run's first tick (the games' start, the costliest against its floor) falls
         # on each half in turn
-        with paired(switch, first=run % 2 == 0) as halves:
-            mail_throughput.measure(run_args)
+        halves = {False: Half(), True: Half()}
+        try:
+            mail_throughput.measure(run_args, paired(switch, run % 2 == 0, halves))
+        finally:
+            switch(False)
         print(f"run {run}:")
         print("  " + halves[False].line("off"))
         print("  " + halves[True].line("on"), flush=True)

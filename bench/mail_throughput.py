@@ -112,11 +112,20 @@ class Cpu:
             self.machine += machine_busy() - machine
 
 
+@dataclass
+class Tick:
+    """One tick's figures: its wall time, its thread's CPU and (once redone) its floor."""
+
+    seconds: float
+    thread_cpu: float
+    floor: float = 0.0
+
+
 def play(stack: MailStack, server: Server, names: list[str], seed: int,
-         after_tick: Callable[[TickReport], None], cpu: Cpu) -> float:
+         after_tick: Callable[[TickReport, Tick], None], cpu: Cpu) -> float:
     """Whole games, played side by side (each tick handles the orders of all of them);
     returns the seconds spent inside tick, and adds the tick's CPU to ``cpu``.
-    ``after_tick`` gets each tick's report right after the tick."""
+    ``after_tick`` gets each tick's report and figures right after the tick."""
     msg = EmailMessage()
     msg["From"], msg["To"], msg["Subject"] = stack.address("referee"), stack.address("bluff"), "go"
     lines = [f"KEY {KEY}"]
@@ -131,11 +140,12 @@ def play(stack: MailStack, server: Server, names: list[str], seed: int,
     over: set[str] = set()
     ticking = 0.0
     while True:
-        start = time.perf_counter()
+        start, thread = time.perf_counter(), cpu.thread
         with cpu.measure():
             ticked = server.tick()
-        ticking += time.perf_counter() - start
-        after_tick(ticked)
+        took = time.perf_counter() - start
+        ticking += took
+        after_tick(ticked, Tick(took, cpu.thread - thread))
         moved = False
         for user in PLAYERS:
             raws = stack.fetch_all(user)
@@ -275,8 +285,11 @@ class Figures:
               f"{tick.machine / CORES / self.bare:.2f}x bare (on {CORES} cores)")
 
 
-def measure(args: argparse.Namespace) -> Figures:
-    """One run: a fresh mail stack and database, the games played, both figures."""
+def measure(args: argparse.Namespace,
+            each_tick: Callable[[Tick], None] | None = None) -> Figures:
+    """One run: a fresh mail stack and database, the games played, both figures.
+    ``each_tick`` gets each tick's figures, its floor's included, before the next tick
+    (bench/mail_paired.py)."""
     with MailStack(users=[*DEFAULT_USERS, *FLOOR_USERS],
                    relay_processes=args.relay_processes) as stack, tempfile.TemporaryDirectory() as tmp:
         settings = Settings(
@@ -291,11 +304,15 @@ def measure(args: argparse.Namespace) -> Figures:
         figures = Figures()
         floor = Floor(stack)
 
-        def redo_tick(report: TickReport) -> None:
+        def redo_tick(report: TickReport, tick: Tick) -> None:
             figures.phases.update(report.seconds)
+            before = floor.seconds
             mails_in, mails_out = floor.redo_tick(server)
             figures.mails_in += mails_in
             figures.mails_out += mails_out
+            if each_tick is not None:
+                tick.floor = floor.seconds - before
+                each_tick(tick)
 
         rounds = [list(range(first, min(first + args.side_by_side, args.games)))
                   for first in range(0, args.games, args.side_by_side)]
