@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import random
+import threading
 from collections import Counter
 from email import policy
 from email.message import EmailMessage
@@ -107,17 +108,15 @@ def test_three_workers_over_a_whole_game_and_a_burst_with_one_killed(
                                  *(f"ADD {GAME} {mailstack.address(u)} P-{u}" for u in PLAYERS),
                                  f"START {GAME}"])
         wait_until(lambda: players.all_at(1), 90, "the first reports", poll=0.5)
-        burst_ids = burst(mailstack, PLAYERS, BURST)
 
-        def kill_the_referee_halfway() -> None:
-            """SIGKILL the worker handling mail once a fifth of the burst is done; start
-            another."""
-            # a fifth in: the workers handle the burst in a second or two, the look is 0.1 s
-            if killed or counts(engine).get("in:done", 0) < 1 + BURST // 5:
-                return
+        def kill_the_referee_halfway() -> bool:
+            """SIGKILL the worker handling mail once a fifth of the burst is done and start
+            another; True once done."""
+            if counts(engine).get("in:done", 0) < 1 + BURST // 5:
+                return False
             pid = lease_holder_pid(engine)
             if pid not in first:
-                return
+                return False
             with Session(engine) as session:   # what it may have had in flight
                 killed["in_flight"] = {m.message_id for m in session.exec(
                     select(OutboundMail).where(col(OutboundMail.claimed_by).contains(f":{pid}:"),
@@ -127,6 +126,24 @@ def test_three_workers_over_a_whole_game_and_a_burst_with_one_killed(
             killed["done_then"] = counts(engine).get("in:done", 0)
             workers.start(1)
             print(f"killed worker {pid} with {killed['done_then']} mails handled")
+            return True
+
+        # The look runs in its own thread from before the burst is delivered, every 20 ms:
+        # the workers handle the burst while it arrives, and a look between two of the
+        # players' IMAP checks came too late on a fast machine (the lease is held only
+        # while a tick handles mail).
+        stop_looking = threading.Event()
+
+        def look() -> None:
+            try:
+                while not stop_looking.is_set() and not kill_the_referee_halfway():
+                    stop_looking.wait(0.02)
+            except BaseException as exc:   # told to the test below, not lost in the thread
+                killed["error"] = exc
+
+        looker = threading.Thread(target=look, name="killer", daemon=True)
+        looker.start()
+        burst_ids = burst(mailstack, PLAYERS, BURST)
 
         rng = random.Random(11)
         turn = 1
@@ -135,20 +152,23 @@ def test_three_workers_over_a_whole_game_and_a_burst_with_one_killed(
                 players.play(rng)
                 turn += 1
                 wait_until(lambda t=turn: players.all_at(t), 120, f"the reports of turn {turn}",
-                           meanwhile=kill_the_referee_halfway, poll=0.1)
+                           poll=0.1)
             expected_in = 1 + BURST + len(players.orders)
             wait_until(lambda: counts(engine).get("in:done", 0) == expected_in and
                        set(counts(engine)) <= {"in:done", "out:sent"}, 180,
-                       "all mail handled and sent", meanwhile=kill_the_referee_halfway)
+                       "all mail handled and sent")
         except AssertionError:
             print(workers.logs())
             raise
         finally:
+            stop_looking.set()
+            looker.join(30)
             players.close()
         statuses = workers.stop()
     print(f"{turn} turns, {expected_in} mails in; the killed worker had handled "
           f"{killed.get('done_then')}")
-    assert killed, "the burst was over before the kill"
+    assert "error" not in killed, killed.get("error")
+    assert "pid" in killed, "the burst was over before the kill"
     assert statuses.pop(killed["pid"]) == -9
     assert set(statuses.values()) == {0}, workers.logs()      # the others stopped cleanly
     assert killed["done_then"] < expected_in                   # killed mid-burst
