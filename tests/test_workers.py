@@ -109,6 +109,13 @@ def test_three_workers_over_a_whole_game_and_a_burst_with_one_killed(
                                  f"START {GAME}"])
         wait_until(lambda: players.all_at(1), 90, "the first reports", poll=0.5)
 
+        def in_flight(pid: int) -> set[str]:
+            """Message-IDs of the outbound mail the worker has claimed and not sent."""
+            with Session(engine) as session:
+                return {m.message_id for m in session.exec(
+                    select(OutboundMail).where(col(OutboundMail.claimed_by).contains(f":{pid}:"),
+                                               OutboundMail.status == "pending"))}
+
         def kill_the_referee_halfway() -> bool:
             """SIGKILL the worker handling mail once a fifth of the burst is done and start
             another; True once done."""
@@ -117,11 +124,12 @@ def test_three_workers_over_a_whole_game_and_a_burst_with_one_killed(
             pid = lease_holder_pid(engine)
             if pid not in first:
                 return False
-            with Session(engine) as session:   # what it may have had in flight
-                killed["in_flight"] = {m.message_id for m in session.exec(
-                    select(OutboundMail).where(col(OutboundMail.claimed_by).contains(f":{pid}:"),
-                                               OutboundMail.status == "pending"))}
+            # what it may have had in flight: looked at before the kill and right after it
+            # (it may claim more in between; another worker may take its claims over soon
+            # after), both kept
+            killed["in_flight"] = in_flight(pid)
             workers.kill(pid)
+            killed["in_flight"] |= in_flight(pid)
             killed["pid"] = pid
             killed["done_then"] = counts(engine).get("in:done", 0)
             workers.start(1)
