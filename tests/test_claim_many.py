@@ -7,7 +7,7 @@ import threading
 from datetime import UTC, datetime
 
 from sqlalchemy import update
-from sqlmodel import Session, col
+from sqlmodel import Session, col, select
 
 from pbem import faults
 from pbem.db import open_database
@@ -40,7 +40,7 @@ def test_a_row_someone_took_meanwhile_is_not_ours_and_the_rest_keep_their_order(
         session.commit()
     assert got == [i for i in reversed(ids) if i != ids[2]]
     with Session(engine) as session:
-        owners = {r.id: r.claimed_by for r in session.query(OutboundMail)}
+        owners = {r.id: r.claimed_by for r in session.exec(select(OutboundMail))}
     assert owners[ids[2]] == "elsewhere:1:abcd"
     assert {owners[i] for i in got} == {faults.me()}
 
