@@ -18,8 +18,9 @@ Variants (what the "on" half of the ticks does differently):
   every 5 ms (``sys.setswitchinterval``): do the sending threads wait for the tick's?
 
 A run's first tick starts the games, the costliest tick against its floor: it falls
-on "off" in odd runs and on "on" in even ones. Each run prints, for each half: its ticks, their time, their bare floor, the ratio and
-the CPU of the tick's own thread. Needs Dovecot; run from the repository root.
+on "off" in odd runs and on "on" in even ones. Each run prints, for each half: its
+ticks, their time, their bare floor, the ratio and the CPU of the tick's own thread.
+Needs Dovecot; run from the repository root.
 """
 
 from __future__ import annotations
@@ -107,7 +108,8 @@ def main() -> None:
     parser.add_argument("--games", type=int, default=3)
     args = parser.parse_args()
     switch = VARIANTS[args.variant]()
-    run_args = argparse.Namespace(games=args.games, side_by_side=1, relay_processes=2,
+    run_args = argparse.Namespace(games=args.games, side_by_side=1,
+                                  relay_processes=mail_throughput.RELAY_PROCESSES,
                                   connections=SmtpSettings.connections)
     for run in range(1, args.runs + 1):
         # a run's first tick (the games' start, the costliest against its floor) falls

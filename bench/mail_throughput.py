@@ -62,6 +62,7 @@ PLAYERS = ["p1", "p2", "p3", "p4", "p5"]
 CORES = os.cpu_count() or 1
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 KEY = "bench-referee-key"
+RELAY_PROCESSES = 2   # the test relay's processes, as an MTA's (--relay-processes)
 # The bare run delivers a player's mail to a mailbox of its own: a Dovecot mailbox costs
 # more a delivery as it fills, so the two runs fill mailboxes of their own alike.
 FLOOR_USERS = [f"floor-{u}@{DEFAULT_DOMAIN}" for u in [*PLAYERS, "referee"]]
@@ -332,7 +333,7 @@ def measure(args: argparse.Namespace,
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--games", type=int, default=3)
-    parser.add_argument("--relay-processes", type=int, default=2,
+    parser.add_argument("--relay-processes", type=int, default=RELAY_PROCESSES,
                         help="processes of the test SMTP relay, each serving connections as a "
                              "real MTA's do (default 2); 0: a thread of this process, sharing "
                              "its interpreter")

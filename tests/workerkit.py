@@ -138,12 +138,10 @@ def lease_holder_pid(engine: Engine, name: str = "referee") -> int | None:
 
 
 def wait_until(done: Callable[[], bool], timeout: float, what: str,
-               meanwhile: Callable[[], object] | None = None, poll: float = 0.2) -> float:
-    """Poll done() until true; seconds it took. meanwhile() runs on every poll."""
+               poll: float = 0.2) -> float:
+    """Poll done() until true; seconds it took."""
     start = time.monotonic()
     while not done():
-        if meanwhile is not None:
-            meanwhile()
         if time.monotonic() - start > timeout:
             raise AssertionError(f"{what}: not after {timeout:.0f} s")
         time.sleep(poll)
