@@ -19,9 +19,7 @@ from datetime import datetime
 from itertools import groupby
 from typing import Any
 
-from sqlalchemy import bindparam, event, insert
-from sqlalchemy.orm import ORMExecuteState
-from sqlalchemy.orm import Session as OrmSession
+from sqlalchemy import bindparam, insert
 from sqlmodel import Session, col, delete, select
 
 from pbem.db import core_read
@@ -43,6 +41,7 @@ from pbem.rules.dice import DiceStream, commitment
 from pbem.rules.record import draw_seats
 from pbem.rules.ruleset import RuleSet
 from pbem.security import new_key
+from pbem.work import Work
 
 
 class GameError(Exception):
@@ -57,58 +56,16 @@ def id_of(game: Game) -> int:
 
 # --- a transaction's memo, and the states of games --------------------------------------
 #
-# Within one transaction the players and the pending orders of a game are read once
-# (memo): a new or deleted Player (or PendingOrder), added or flushed, forgets the players
-# (the orders) of every game; a bulk UPDATE or DELETE, and the transaction's end, forget
-# all. What is derived from the players (active, seated) is filtered in Python from the
-# same objects, so a change not flushed yet is seen.
+# Within one unit of work (pbem.work.Work) the players and the pending orders of a game are
+# read once; a plain Session reads them each time. What keeps the memo right is said in
+# pbem.work: record_order and drop_orders set the orders they wrote, a Player or
+# PendingOrder added or deleted forgets its kind, the transaction's end forgets all. What is
+# derived from the players (active, seated) is filtered in Python from the same objects,
+# so a change not flushed yet is seen.
 
-MEMO = "pbem.memo"
-_MEMOISED: dict[type, str] = {Player: "players", PendingOrder: "orders"}   # memo keys
-
-
-def _memo(session: Session) -> dict[Any, Any]:
-    if session.deleted:   # a delete not flushed yet: its rows are still in the memo
-        _forget_kinds(session, session.deleted)
-    memo: dict[Any, Any] = session.info.setdefault(MEMO, {})
-    return memo
-
-
-def _forget(session: OrmSession, *_: Any) -> None:
-    session.info.pop(MEMO, None)
-
-
-def _forget_kinds(session: OrmSession, objects: Iterable[Any]) -> None:
-    """Forget what the memo holds of the kinds of ``objects`` (players, orders): an
-    order recorded leaves the players known (a mail reads them once, not after its order)."""
-    kinds = {_MEMOISED[type(o)] for o in objects if type(o) in _MEMOISED}
-    memo = session.info.get(MEMO)
-    if kinds and memo:
-        for key in [key for key in memo if key[0] in kinds]:
-            del memo[key]
-
-
-def _forget_on_write(orm_execute_state: ORMExecuteState) -> None:
-    if not orm_execute_state.is_select:
-        _forget(orm_execute_state.session)
-
-
-def _forget_on_add(session: OrmSession, instance: Any) -> None:
-    _forget_kinds(session, [instance])
-
-
-def _forget_after_flush(session: OrmSession, *_: Any) -> None:
-    """A flush that wrote new or deleted players or orders: the memo may hold a row gone
-    (or lack one a query made before the add would have missed). Other flushes, the
-    turn's mail above all, leave it as it is. (Still the pre-flush lists here.)"""
-    _forget_kinds(session, (*session.new, *session.deleted))
-
-
-for _name in ("after_commit", "after_rollback", "after_soft_rollback"):
-    event.listen(OrmSession, _name, _forget)
-event.listen(OrmSession, "after_flush", _forget_after_flush)
-event.listen(OrmSession, "do_orm_execute", _forget_on_write)
-event.listen(OrmSession, "transient_to_pending", _forget_on_add)
+def _memo(session: Session) -> dict[Any, Any] | None:
+    """The memo of ``session``'s unit of work; None for a plain Session (no memo)."""
+    return session.memo if isinstance(session, Work) else None
 
 
 # --- queries -------------------------------------------------------------------------------
@@ -124,10 +81,12 @@ def players_of(session: Session, game: Game) -> list[Player]:
     """Every player of the game (replaced ones too), in sign-up order (the memo's)."""
     memo = _memo(session)
     key = ("players", game.id)
-    players = memo.get(key)
+    players = memo.get(key) if memo is not None else None
     if players is None:
-        players = memo[key] = list(session.exec(select(Player).where(Player.game_id == game.id)
+        players = list(session.exec(select(Player).where(Player.game_id == game.id)
                                                 .order_by(col(Player.entrant), col(Player.id))))
+        if memo is not None:
+            memo[key] = players
     return list(players)
 
 
@@ -263,15 +222,24 @@ _DROP_ORDERS = delete(PendingOrder).where(
     col(PendingOrder.id).in_(bindparam("ids", expanding=True)))
 
 
+def _remember_orders(session: Session, game: Game, orders: list[PendingOrder]) -> None:
+    """The orders of the turn in play as a write just left them (a unit of work's memo)."""
+    memo = _memo(session)
+    if memo is not None:
+        memo[_orders_key(game)] = orders
+
+
 def pending_orders(session: Session, game: Game) -> dict[int, PendingOrder]:
     """The orders in for the turn in play, by seat (read once a transaction). They are not
     tracked by the session: ``record_order`` and ``drop_orders`` change them."""
     memo = _memo(session)
     key = _orders_key(game)
-    rows = memo.get(key)
+    rows = memo.get(key) if memo is not None else None
     if rows is None:
-        rows = memo[key] = [PendingOrder(**row) for row in core_read(
+        rows = [PendingOrder(**row) for row in core_read(
             session, _TURN_ORDERS, {"game": game.id, "turn": game.turn}).mappings()]
+        if memo is not None:
+            memo[key] = rows
     return {r.seat: r for r in rows}
 
 
@@ -284,7 +252,7 @@ def drop_orders(session: Session, game: Game, seats: Iterable[int] | None = None
     if gone:
         session.flush()   # what the session holds goes first, as it would in a flush
         session.connection().execute(_DROP_ORDERS, {"ids": sorted(gone)})
-        _memo(session)[_orders_key(game)] = [o for o in orders.values() if o.id not in gone]
+        _remember_orders(session, game, [o for o in orders.values() if o.id not in gone])
 
 
 def missing_seats(session: Session, game: Game, state: Any | None = None) -> list[int]:
@@ -403,5 +371,5 @@ def record_order(session: Session, game: Game, seat: int, move: Any, *, now: dat
     # the memo as it now is: the next look at the orders reads nothing
     orders = pending_orders(session, game)
     orders[seat] = PendingOrder(id=order_id, **values)
-    _memo(session)[_orders_key(game)] = list(orders.values())
+    _remember_orders(session, game, list(orders.values()))
     return replaced

@@ -39,6 +39,8 @@ from pbem.mail.compose import build_mail, make_message_id
 from pbem.mail.remote_content import without_remote_content
 from pbem.mail.smtp_out import SendResult
 from pbem.models import OutboundMail
+from pbem.work import Queued as Queued  # what enqueue returns
+from pbem.work import Work
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +51,6 @@ PAGE = 50                             # outbox rows claimed in one transaction
 DUE_CHUNK = 2000                      # due rows read at once: memory stays flat
 MAILS_PER_CONNECTION = 4              # a page of fewer mails opens fewer connections
 LOOP_HEADER = "X-Pbem-Loop"
-STREAMED = "pbem.outbox.streamed"     # session.info: the mail queued for a Stream
 
 
 class Sender(Protocol):
@@ -68,18 +69,6 @@ class Origin:
         return self.address.rpartition("@")[2] or "localhost"
 
 
-@dataclass(frozen=True)
-class Queued:
-    """A mail just queued (a row of outbound_mail): what sending it needs."""
-
-    id: int
-    message_id: str
-    mail_from: str
-    bounce_token: str | None
-    rcpts_json: str
-    raw: bytes
-
-
 _INSERT = insert(OutboundMail).returning(col(OutboundMail.id))
 
 
@@ -90,7 +79,8 @@ def enqueue(session: Session, origin: Origin, *, kind: str, to: str, subject: st
             game_id: int | None = None, seat: int | None = None, turn: int | None = None,
             inbound_id: int | None = None, auto_submitted: str | None = None,
             shipped_html: bool = False) -> Queued:
-    """Queue one mail: a row inserted in the session's transaction. Auto-Submitted (RFC
+    """Queue one mail: a row inserted in the session's transaction (a unit of work keeps
+    it in its ``queued``: a Stream claims it there). Auto-Submitted (RFC
     3834) is "auto-replied" for a mail that answers one (``in_reply_to``), else
     "auto-generated", unless ``auto_submitted`` says. The HTML loses any remote content
     (a referee's own templates may add some) unless ``shipped_html`` says it comes from
@@ -115,9 +105,8 @@ def enqueue(session: Session, origin: Origin, *, kind: str, to: str, subject: st
     row_id = session.connection().execute(_INSERT, values).scalar_one()
     assert row_id is not None
     row = Queued(row_id, message_id, origin.address, bounce_token, rcpts_json, raw)
-    streamed = session.info.get(STREAMED)
-    if streamed is not None:   # a Stream's transaction: claimed for it as it commits
-        streamed.append(row)
+    if isinstance(session, Work):   # what a Stream claims as the transaction commits
+        session.queued.append(row)
     crash_point("outbox-enqueued")
     return row
 
@@ -415,8 +404,8 @@ _CLAIM_QUEUED = update(OutboundMail).where(
 class Stream:
     """Mail sent while the tick still handles mail.
 
-    A handling transaction that ``begin``s with the stream claims the mail it queued for
-    this process as it ends (``queued``: no claim transaction of its own, no read of the
+    A handling transaction (a pbem.work.Work) claims the mail it queued for this process
+    as it ends (``claim``: no claim transaction of its own, no read of the
     outbox); once it commits, ``feed`` hands that mail to the connections, which send it at
     once, in queue order to each address (_ByAddress), each marked sent right after its
     hand-off as a drain's is. So a turn's answers leave while the next orders are
@@ -447,19 +436,15 @@ class Stream:
         self._unsent: set[int] = set()       # fed and not handed off yet
         self._errors: list[BaseException] = []
 
-    def begin(self, session: Session) -> None:
-        """The mail ``session`` queues from now on is claimed for this stream."""
-        session.info[STREAMED] = []
-
-    def queued(self, session: Session) -> list[_Claimed]:
-        """Claim what ``session`` queued and still holds for the stream, last thing before
+    def claim(self, work: Work) -> list[_Claimed]:
+        """Claim what ``work`` queued and still holds for the stream, last thing before
         its commit; fed after it. Until then the transaction's mail is unclaimed, as any
         queued mail: what the transaction took back is not claimed (a row deleted, a
         savepoint rolled back: START drops a welcome not sent yet; a report cancelled):
         the claim takes only rows still there, pending and unclaimed. SQLite may give the
         id of a row rolled back to a row queued after it: the later one is the row."""
-        rows = list({row.id: row for row in session.info.get(STREAMED) or []}.values())
-        session.info[STREAMED] = []
+        rows = list({row.id: row for row in work.queued}.values())
+        work.queued.clear()
         if not rows:
             return []
         if self._behind or self._schedule.waiting >= self.backlog:
@@ -467,8 +452,8 @@ class Stream:
             # at its end (so what is queued later to an address never leaves first)
             self._behind = True
             return []
-        session.flush()   # a row deleted or cancelled through the ORM is not claimed
-        claimed = set(session.connection().execute(_CLAIM_QUEUED, {
+        work.flush()   # a row deleted or cancelled through the ORM is not claimed
+        claimed = set(work.connection().execute(_CLAIM_QUEUED, {
             "ids": [row.id for row in rows], "me": me(), "now": self._run.now()}).scalars())
         return [_Claimed.of(row, self.verp) for row in rows if row.id in claimed]
 

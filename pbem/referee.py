@@ -43,6 +43,7 @@ from pbem.render import Renderer
 from pbem.services import bounces, clock, failures
 from pbem.services.failures import game_failed, mail_failed, what_failed
 from pbem.services.post import Incoming, Post, answer, tagged, undeliverable
+from pbem.work import Work, savepoint
 
 log = logging.getLogger(__name__)
 
@@ -132,9 +133,7 @@ class Referee:
         ends the mail also counts the attempt of the ``following`` mail of the page,
         which begins next (pbem.inbox.count_attempt).
         """
-        with Session(self.engine) as session:
-            if stream is not None:
-                stream.begin(session)
+        with Work(self.engine) as session:
             if not inbox.hold_claim(session, inbound_id, self.clock()):
                 session.rollback()
                 if following is not None:   # its attempt is counted on its own then
@@ -170,7 +169,7 @@ class Referee:
                 inbox.count_attempt(session, following)
             session.flush()
             crash_point("inbound-handled")
-            streamed = stream.queued(session) if stream is not None else []
+            streamed = stream.claim(session) if stream is not None else []
             session.commit()
         crash_point("inbound-committed")
         if stream is not None:
@@ -198,7 +197,7 @@ class Referee:
             raise GameError(f"the server is busy ({lease.holder()} is handling mail); "
                             "try again in a moment")
         try:
-            with Session(self.engine) as session:
+            with Work(self.engine) as session:
                 one_writer(session)
                 ctx = CommandContext(session, self.post, self.clock(), by_referee=True)
                 try:
@@ -355,7 +354,7 @@ def player_commands_of(ctx: CommandContext, parsed: ParsedText, who: Turnkey | N
         return take_moves(ctx, parsed, names)      # says that no order was found
     changes = [o for o in desk if o.name not in LOOKS]
     looks = [o for o in desk if o.name in LOOKS]
-    with ctx.session.begin_nested():   # a move and desk commands in one mail: all or none
+    with savepoint(ctx.session):   # a move and desk commands in one mail: all or none
         said = run(ctx, changes)
         if moves:
             said.insert(0, take_moves(ctx, parsed, names))
@@ -383,7 +382,7 @@ def referee_mail(session: Session, post: Post, mail: Incoming) -> str:
     ctx = CommandContext(session, post, post.clock(), mail, None, parsed.orders,
                          by_referee=True)
     try:
-        with session.begin_nested():   # all the commands of a mail, or none of them
+        with savepoint(session):   # all the commands of a mail, or none of them
             out = run(ctx, parsed.orders)
     except GameError as exc:
         raise refusal(f"{exc}; nothing in this mail was done",

@@ -30,6 +30,7 @@ from pbem.mail.senderauth import check_sender
 from pbem.models import Game, InboundMail, OutboundMail, Player
 from pbem.orders import ParsedText
 from pbem.services.post import Post, replied_ids, tell_referee
+from pbem.work import Work
 
 
 def auth_refusal(refused: Refusal) -> Refusal:
@@ -57,9 +58,9 @@ def replied_report(session: Session,
                    msg: InboundMessage) -> tuple[Any, Game, Player | None] | None:
     """The mail of ours to a seat that ``msg`` replies to (a report, an answer), its game,
     and who holds that seat now; None if it replies to no such mail. Asked twice for each
-    mail (who sends it, may it be answered), it is looked up once a session: a mail's
+    mail (who sends it, may it be answered), it is looked up once a unit of work (pbem.work.Work): a mail's
     handling changes no seat of the game it replies to."""
-    memo = session.info.setdefault("replied_report", {})
+    memo = session.replies if isinstance(session, Work) else {}
     if id(msg) in memo:
         return memo[id(msg)][1]   # type: ignore[no-any-return]
     found: tuple[Any, Game, Player | None] | None = None

@@ -27,6 +27,7 @@ from pbem.models import Absence, InboundMail, Player
 from pbem.server import Server
 from pbem.services import clock as clock_module
 from pbem.services.clock import clock_candidates
+from pbem.work import Work
 from tests.deskkit import (
     PLAYERS,
     Clock,
@@ -131,7 +132,7 @@ def test_a_kept_state_is_the_replayed_state_through_turns_and_rollbacks(
 def test_the_memo_follows_the_transactions_own_adds_and_deletes(tmp_path: Path) -> None:
     server, _ = server_at(tmp_path)
     started_game(server)
-    with Session(server.engine) as session:
+    with Work(server.engine) as session:
         game = find_game(session, "g1")
         first = players_of(session, game)
         assert len(first) == 5 and players_of(session, game) == first
@@ -160,7 +161,7 @@ def test_an_order_recorded_forgets_the_orders_and_keeps_the_players(tmp_path: Pa
         if statement.startswith("SELECT player."):
             player_reads.append(statement)
 
-    with Session(server.engine) as session:
+    with Work(server.engine) as session:
         game = find_game(session, "g1")
         holder = seated(session, game)[1]
         event.listen(server.engine, "before_cursor_execute", count)
@@ -170,11 +171,11 @@ def test_an_order_recorded_forgets_the_orders_and_keeps_the_players(tmp_path: Pa
             games.record_order(session, game, 1, move, now=clock(), inbound_id=None)
             assert set(games.pending_orders(session, game)) == {1}
             assert seated(session, game)[1] is holder
-            session.info.pop(games.MEMO)                        # as read anew
+            session.forget()                        # as read anew
             assert set(games.pending_orders(session, game)) == {1}
             games.drop_orders(session, game, [1])
             assert games.pending_orders(session, game) == {}
-            session.info.pop(games.MEMO)
+            session.forget()
             assert games.pending_orders(session, game) == {}
         finally:
             event.remove(server.engine, "before_cursor_execute", count)

@@ -28,6 +28,7 @@ from pbem.models import OutboundMail
 from pbem.outbox import Origin, drain, enqueue
 from pbem.robot_client import parse_mail
 from pbem.server import Server
+from pbem.work import Work
 from tests.mailstack import start_controller
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -157,8 +158,7 @@ def stream_queue(engine, stream: outbox.Stream, origin: Origin, rcpts: list[str]
                  undone: list[str] = ()) -> list[outbox._Claimed]:
     """Queue mail in a streaming transaction as the referee does (``undone``: also queued,
     in a savepoint rolled back); commit; what the stream is to be fed."""
-    with Session(engine) as session:
-        stream.begin(session)
+    with Work(engine) as session:   # a unit of work keeps what it queued for the stream
         for rcpt in rcpts:
             enqueue(session, origin, kind="notice", to=rcpt, subject=rcpt, text="hi\n",
                     html=None, now=NOW)
@@ -170,7 +170,7 @@ def stream_queue(engine, stream: outbox.Stream, origin: Origin, rcpts: list[str]
             session.flush()
             savepoint.rollback()
         session.flush()
-        fed = stream.queued(session)
+        fed = stream.claim(session)
         session.commit()
     return fed
 
@@ -207,8 +207,7 @@ def test_a_stream_claims_only_what_its_transaction_still_queues_at_its_end(
     engine = open_database(f"sqlite:///{tmp_path}/pbem.db")
     origin = Origin("bluff@x.test")
     stream = outbox.Stream(engine, Flaky(0, RuntimeError()).opened, lambda: NOW)
-    with Session(engine) as session:
-        stream.begin(session)
+    with Work(engine) as session:   # a unit of work keeps what it queued for the stream
         rows_queued = [enqueue(session, origin, kind="notice", to=f"p{n}@x.test",
                                subject=str(n), text="hi\n", html=None, now=NOW)
                        for n in range(3)]
@@ -221,7 +220,7 @@ def test_a_stream_claims_only_what_its_transaction_still_queues_at_its_end(
         assert cancelled is not None
         cancelled.status = "cancelled"
         session.flush()
-        fed = stream.queued(session)
+        fed = stream.claim(session)
         session.commit()
     assert [row.rcpts for row in fed] == [["p2@x.test"]]
     assert [(r.rcpts_json, r.status, r.claimed_by is not None) for r in rows(engine)] == [
@@ -238,8 +237,7 @@ def test_a_stream_claims_no_mail_a_savepoint_took_back_even_when_its_id_comes_ag
     engine = open_database(f"sqlite:///{tmp_path}/pbem.db")
     origin = Origin("bluff@x.test")
     stream = outbox.Stream(engine, Flaky(0, RuntimeError()).opened, lambda: NOW)
-    with Session(engine) as session:
-        stream.begin(session)
+    with Work(engine) as session:   # a unit of work keeps what it queued for the stream
         kept = enqueue(session, origin, kind="notice", to="p1@x.test", subject="kept",
                        text="hi\n", html=None, now=NOW)
         with session.begin_nested() as savepoint:
@@ -249,7 +247,7 @@ def test_a_stream_claims_no_mail_a_savepoint_took_back_even_when_its_id_comes_ag
         again = enqueue(session, origin, kind="notice", to="p3@x.test", subject="again",
                         text="hi\n", html=None, now=NOW)
         assert again.id == gone.id      # SQLite's rowid: the id comes again
-        fed = stream.queued(session)
+        fed = stream.claim(session)
         session.commit()
     assert [(row.id, row.rcpts) for row in fed] == [(kept.id, ["p1@x.test"]),
                                                      (again.id, ["p3@x.test"])]

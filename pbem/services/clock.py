@@ -34,6 +34,7 @@ from pbem.options import GameOptions, options_of
 from pbem.services.failures import game_failed, held_by, what_failed
 from pbem.services.post import Post, announce, notice, tagged, tell_referee
 from pbem.services.turns import resolve
+from pbem.work import Work
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ def clock_tick(engine: Engine, post: Post, now: datetime) -> int:
         session.commit()
     resolved = 0
     for game_id in clock_candidates(engine, now):
-        with Session(engine) as session:
+        with Work(engine) as session:   # the game's players and orders read once
             try:
                 one_writer(session)
                 game = session.get(Game, game_id)
