@@ -38,12 +38,11 @@ from pbem.mail.read import MAX_LINE_CHARS, MAX_TEXT_LINES, InboundMessage, read_
 from pbem.mail.text import BodyLine
 from pbem.models import Game, InboundMail, OutboundMail
 from pbem.orders import Command, Order, ParsedText, help_lines, parse_text
-from pbem.outbox import Stream
 from pbem.render import Renderer
 from pbem.services import bounces, clock, failures
 from pbem.services.failures import game_failed, mail_failed, what_failed
 from pbem.services.post import Incoming, Post, answer, tagged, undeliverable
-from pbem.work import Work, savepoint
+from pbem.work import HandOff, Work, savepoint
 
 log = logging.getLogger(__name__)
 
@@ -76,14 +75,14 @@ class Referee:
                                 max_bytes=self.settings.max_mail_bytes, source=source)
 
     def process_pending(self, keep_alive: Callable[[], object] | None = None,
-                        stream: Stream | None = None) -> int:
+                        hand_off: HandOff | None = None) -> int:
         """Handle every stored mail not handled yet, oldest first; return how many.
 
         Mail is claimed a page at a time (pbem.inbox.claim_page: one commit), then each
         mail is handled in its own transaction. ``keep_alive`` is called after a mail
         once a tenth of the lease (at most 5 s) has passed since the last call (the tick
-        renews its lease with it). With a ``stream``, the mail each transaction queued
-        is sent as soon as it commits (pbem.outbox.Stream).
+        renews its lease with it). With a ``hand_off`` (pbem.outbox.Stream), the mail each
+        transaction queued is sent as soon as it commits.
         """
         handled = 0
         lease = timedelta(seconds=self.settings.claim_lease_seconds)
@@ -99,7 +98,7 @@ class Referee:
                 break
             for number, inbound_id in enumerate(page):
                 following = page[number + 1] if number + 1 < len(page) else None
-                if self.handle_claimed(inbound_id, following, stream):
+                if self.handle_claimed(inbound_id, following, hand_off):
                     handled += 1
                 if keep_alive is not None and time.monotonic() >= renew_at:
                     keep_alive()
@@ -120,7 +119,7 @@ class Referee:
         return self.handle_claimed(inbound_id, None)
 
     def handle_claimed(self, inbound_id: int, following: int | None,
-                       stream: Stream | None = None) -> bool:
+                       hand_off: HandOff | None = None) -> bool:
         """Handle one claimed mail in one transaction; False if it was not ours to handle.
 
         The mail was claimed (a lease in its row, committed), so other processes
@@ -131,9 +130,10 @@ class Referee:
         second finds the mail done. A database that is locked or gone raises
         OperationalError and leaves the mail new for the next tick. The commit that
         ends the mail also counts the attempt of the ``following`` mail of the page,
-        which begins next (pbem.inbox.count_attempt).
+        which begins next (pbem.inbox.count_attempt). The mail the transaction queued goes
+        to the ``hand_off`` once it is committed (pbem.work.Work.commit, hand_over).
         """
-        with Work(self.engine) as session:
+        with Work(self.engine, hand_off=hand_off) as session:
             if not inbox.hold_claim(session, inbound_id, self.clock()):
                 session.rollback()
                 if following is not None:   # its attempt is counted on its own then
@@ -169,11 +169,9 @@ class Referee:
                 inbox.count_attempt(session, following)
             session.flush()
             crash_point("inbound-handled")
-            streamed = stream.claim(session) if stream is not None else []
             session.commit()
-        crash_point("inbound-committed")
-        if stream is not None:
-            stream.feed(streamed)
+            crash_point("inbound-committed")
+            session.hand_over()
         return True
 
     def resolve_due(self) -> int:

@@ -243,6 +243,24 @@ class Server:
                       on_failure=self.referee.undeliverable,
                       verp=smtp.verp, connections=smtp.connections)
 
+    def send_after(self, streamed: DrainReport | None, others: bool) -> DrainReport:
+        """The tick's sending after its handling: a drain (send), unless a stream sent
+        all there was (``streamed``: what it did; ``others``: whether mail it did not hold
+        was due when its last mails left). A stream that found the SMTP server
+        unavailable backs it off: no second try now."""
+        if streamed is None:
+            return self.send()
+        if streamed.unavailable:
+            self._backoff("SMTP").failed(self.clock(), UNAVAILABLE)
+            return DrainReport(unavailable=True)
+        if others or streamed.failed or streamed.released:
+            # a failed mail's notice to the referee, or mail an error left unsent, came
+            # after the question: a drain
+            return self.send()
+        if streamed.sent:
+            self._backoff("SMTP").succeeded()
+        return DrainReport()
+
     def tick(self) -> TickReport:
         """One full cycle: fetch, process, resolve due turns, send.
 
@@ -254,8 +272,8 @@ class Server:
         with self._lock:
             report = TickReport()
             database = self._backoff("database")
-            streamed = DrainReport()   # what was sent while handling (open_stream)
-            drain_after = True         # is there mail for a drain after the stream?
+            streamed: DrainReport | None = None   # what was sent while handling (open_stream)
+            others = True                         # mail for a drain after the stream?
             started = time.perf_counter()
             try:
                 check_schema(self.engine)   # SchemaError: a newer pbem upgraded it meanwhile
@@ -268,13 +286,13 @@ class Server:
                     stream = self.open_stream()
                     try:
                         report.processed = self.referee.process_pending(keep_alive=lease.renew,
-                                                                        stream=stream)
+                                                                        hand_off=stream)
                         report.resolved = self.referee.resolve_due()
                     finally:
                         lease.release()
                         if stream is not None:
                             try:   # asked while the stream's last mails are on their way
-                                drain_after = others_due(self.engine, self.clock())
+                                others = others_due(self.engine, self.clock())
                             finally:
                                 streamed = stream.close()
                 else:
@@ -286,21 +304,12 @@ class Server:
             sending = time.perf_counter()
             report.seconds["handling"] = sending - started - report.seconds.get("fetching", 0.0)
             try:
-                if streamed.unavailable:   # found so while handling: no second try now
-                    self._backoff("SMTP").failed(self.clock(), UNAVAILABLE)
-                    sent = DrainReport(unavailable=True)
-                elif not drain_after and not streamed.failed and not streamed.released:
-                    # the stream sent all there was (a failed mail's notice to the referee,
-                    # or mail an error left unsent, came after the question: a drain)
-                    sent = DrainReport()
-                    if streamed.sent:
-                        self._backoff("SMTP").succeeded()
-                else:
-                    sent = self.send()
+                sent = self.send_after(streamed, others)
             except OperationalError as exc:
                 database.failed(self.clock(), exc.orig if exc.orig is not None else exc)
                 report.problems.append("database")
                 sent = DrainReport()
+            streamed = streamed or DrainReport()
             report.sent = streamed.sent + sent.sent
             report.deferred = streamed.deferred + sent.deferred
             report.failed = streamed.failed + sent.failed

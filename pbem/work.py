@@ -14,6 +14,9 @@ clock work, with what that transaction keeps on the side named here (nothing rid
   claims before the commit and sends after it (pbem.outbox.Stream.claim).
 - ``replies``: the mail of ours each inbound mail replies to (pbem.senders), looked up
   once a mail.
+- ``hand_off``: where the queued mail goes once committed (a pbem.outbox.Stream, or
+  None: the tick's drain sends it). ``commit`` claims the mail for it in the transaction;
+  ``hand_over`` gives it the claimed mail, after the commit, when the caller says.
 
 A plain Session works wherever a Work does: it memoises nothing and collects no mail.
 """
@@ -23,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from sqlmodel import Session
 
@@ -45,15 +48,27 @@ class Queued:
     raw: bytes
 
 
-class Work(Session):
-    """One transaction's session with its memo, its queued mail and its replies looked
-    up (see the module's docstring for who keeps each right)."""
+class HandOff(Protocol):
+    """Who sends a unit's mail as soon as it commits (pbem.outbox.Stream)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def claim(self, work: Work) -> list[Any]:
+        """Claim what ``work`` queued, in its transaction, just before its commit."""
+
+    def feed(self, rows: list[Any]) -> None:
+        """Send what ``claim`` returned, now committed."""
+
+
+class Work(Session):
+    """One transaction's session with its memo, its queued mail, its replies looked up
+    and its mail's hand-off (see the module's docstring for who keeps each right)."""
+
+    def __init__(self, *args: Any, hand_off: HandOff | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.memo: dict[tuple[Any, ...], Any] = {}
         self.queued: list[Queued] = []
         self.replies: dict[int, tuple[Any, Any]] = {}
+        self.hand_off = hand_off
+        self._claimed: list[Any] = []    # claimed at the last commit, not handed over yet
 
     def forget(self, kinds: Iterable[str] | None = None) -> None:
         """Forget what the memo holds of ``kinds`` ("players", "orders"; None: all)."""
@@ -88,7 +103,12 @@ class Work(Session):
         self._forget_rows([instance])
 
     def commit(self) -> None:
-        """Commit; the memo and the queued mail belong to the transaction that ended."""
+        """Commit; the memo and the queued mail belong to the transaction that ended. With
+        a ``hand_off`` the queued mail is claimed for it first, in this transaction, and
+        waits for ``hand_over`` (until then it is claimed and unsent: a crash leaves it to
+        the next drain, pbem.faults.claim_stale)."""
+        if self.hand_off is not None:
+            self._claimed += self.hand_off.claim(self)
         try:
             super().commit()
         finally:
@@ -104,6 +124,12 @@ class Work(Session):
             self.memo.clear()
             self.queued.clear()
             self.replies.clear()
+
+    def hand_over(self) -> None:
+        """Give the mail claimed at the commits so far to the ``hand_off`` to send."""
+        claimed, self._claimed = self._claimed, []
+        if self.hand_off is not None and claimed:
+            self.hand_off.feed(claimed)
 
     @contextmanager
     def savepoint(self) -> Iterator[None]:
