@@ -30,7 +30,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col, select
 
 from pbem.db import one_writer
-from pbem.faults import claim, claim_many, claim_stale, me
+from pbem.faults import claim_many, claim_stale, me
 from pbem.mail.headers import MAIL_HEADER_BYTES, read_mail_header
 from pbem.models import InboundMail
 
@@ -155,25 +155,6 @@ def claim_page(engine: Engine, now: datetime, lease: timedelta, *, after: int = 
             count_attempt(session, claimed[0])
         session.commit()
     return claimed, (found[-1][0] if found else 0)
-
-
-def claim_inbound(engine: Engine, inbound_id: int, now: datetime, lease: timedelta) -> bool:
-    """Claim one new mail for this process (compare-and-swap on claimed_by) and count its
-    attempt, committed."""
-    with Session(engine) as session:
-        found = session.exec(select(InboundMail.status, InboundMail.claimed_by,
-                                    InboundMail.claimed_at)
-                             .where(InboundMail.id == inbound_id)).first()
-        if found is None or found[0] != "new":
-            return False
-        _, owner, at = found
-        if owner != me() and not claim_stale(owner, at, now, lease):
-            return False
-        done = claim(session, InboundMail, inbound_id, owner, now, status="new")
-        if done:   # an attempt begins: counted in the claim's own commit
-            count_attempt(session, inbound_id)
-        session.commit()
-        return done
 
 
 # The statements of every mail's handling, built once: run on the session's connection

@@ -25,7 +25,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session
 
-from pbem import inbox, security, senders
+from pbem import inbox, security, sender_check
 from pbem.commands.context import CommandContext, Refusal, Turnkey, refusal
 from pbem.commands.moves import take_moves
 from pbem.commands.registry import move_names, player_commands, referee_commands, run
@@ -109,14 +109,6 @@ class Referee:
             if failures.flush(session, self.post):
                 session.commit()
         return handled
-
-    def process_one(self, inbound_id: int | None) -> bool:
-        """Handle one stored mail (claimed first); False if it was not ours to handle."""
-        lease = timedelta(seconds=self.settings.claim_lease_seconds)
-        if inbound_id is None or not inbox.claim_inbound(self.engine, inbound_id, self.clock(),
-                                                         lease):
-            return False
-        return self.handle_claimed(inbound_id, None)
 
     def handle_claimed(self, inbound_id: int, following: int | None,
                        hand_off: HandOff | None = None) -> bool:
@@ -263,7 +255,7 @@ def handle(session: Session, post: Post, row: InboundMail) -> str:
     lockout = False
     try:
         if msg.from_addr != settings.referee.lower():
-            senders.check_aligned(session, post, row, msg)
+            sender_check.check_aligned(session, post, row, msg)
         bounces.heard_from(session, msg.from_addr)   # the address works again
         if row.truncated:
             raise refusal(f"your mail is larger than {settings.max_mail_bytes:,} bytes, "
@@ -279,12 +271,12 @@ def handle(session: Session, post: Post, row: InboundMail) -> str:
             outcome = player_mail(session, post, mail)
     except Refusal as refused:
         if refused.auth_failed:
-            senders.auth_failed(session, post, msg.from_addr)
+            sender_check.auth_failed(session, post, msg.from_addr)
         answer_error(session, post, mail, refused)
         lockout = refused.lockout
         outcome = "refused: " + "; ".join(p.message for p in refused.problems)
         proven = refused.sender_proven
-    return senders.limit_answers(session, post, row, mail.msg, outcome, proven=proven,
+    return sender_check.limit_answers(session, post, row, mail.msg, outcome, proven=proven,
                                  lockout=lockout)
 
 
@@ -308,7 +300,7 @@ def player_mail(session: Session, post: Post, mail: Incoming) -> str:
     """A player's mail: desk commands, or a move order, or the answer HELP / STATUS give."""
     lines = mail.msg.lines
     parsed = parse_text(lines, player_commands())
-    who = senders.identify(session, post, mail.msg, parsed)
+    who = sender_check.identify(session, post, mail.msg, parsed)
     if who is not None:
         # once the game is known, read the mail with its kind's orders only
         # (so "OK thanks" in a postal game is prose, not Cup of Bluff's OK)
@@ -368,10 +360,10 @@ def referee_mail(session: Session, post: Post, mail: Incoming) -> str:
     if key is None:
         raise refusal("referee commands need the line KEY <referee key>",
                       "add the referee key from pbem.toml on a line of its own")
-    senders.check_lockout(session, post, mail.msg, None)
+    sender_check.check_lockout(session, post, mail.msg, None)
     if not security.referee_key_matches(str(key.args), key=settings.referee_key,
                                         key_sha256=settings.referee_key_sha256):
-        raise senders.auth_refusal(refusal(
+        raise sender_check.auth_refusal(refusal(
             "referee commands need the line KEY <referee key>, with the right key",
             "add the referee key from pbem.toml on a line of its own", key.line_no,
             "KEY ****"))
@@ -445,7 +437,7 @@ def answer_internal_error(session: Session, post: Post, row: InboundMail) -> Non
         answer_error(session, post, Incoming(row, msg), refusal(
             "something went wrong on our side while reading your mail; nothing in it was "
             "applied", "the referee has been told and will look into it"))
-        senders.limit_answers(session, post, row, msg, "")
+        sender_check.limit_answers(session, post, row, msg, "")
     except Exception:   # the answer is a courtesy: never let it lose the mail
         log.exception("could not answer mail %s after its internal error", row.id)
 

@@ -12,7 +12,7 @@ clock work, with what that transaction keeps on the side named here (nothing rid
   UPDATE or DELETE of players or orders through the ORM must call ``forget()``.
 - ``queued``: the mail queued in this transaction (pbem.outbox.enqueue), what a Stream
   claims before the commit and sends after it (pbem.outbox.Stream.claim).
-- ``replies``: the mail of ours each inbound mail replies to (pbem.senders), looked up
+- ``replies``: the mail of ours each inbound mail replies to (pbem.sender_check), looked up
   once a mail.
 - ``hand_off``: where the queued mail goes once committed (a pbem.outbox.Stream, or
   None: the tick's drain sends it). ``commit`` claims the mail for it in the transaction;

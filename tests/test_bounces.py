@@ -17,8 +17,9 @@ from sqlmodel import Session, col, select
 
 from pbem.mail.bounces import Bounce, read_bounce, verp_address, verp_tokens
 from pbem.models import OutboundMail
-from pbem.outbox import BouncedMail, bounced_mail, envelope_sender
+from pbem.outbox import envelope_sender
 from pbem.server import Server
+from pbem.services.bounces import BouncedMail, bounced_mail
 from tests.bouncekit import SHAPES, bounce_bytes
 from tests.deskkit import SERVER, seat_of, started_game
 from tests.e2ekit import stack_server

@@ -135,8 +135,8 @@ def test_a_drain_reads_the_due_mail_once_and_passes_again_only_after_a_failure(
     origin = Origin("bluff@x.test")
     queue(engine, origin, [f"p{n}@x.test" for n in range(7)])
     reads: list[int] = []
-    real_due = outbox._due
-    monkeypatch.setattr(outbox, "_due", lambda *a: reads.append(1) or real_due(*a))
+    real_due = outbox.table.due
+    monkeypatch.setattr(outbox.table, "due", lambda *a: reads.append(1) or real_due(*a))
     assert drain(engine, Flaky(0, RuntimeError()).opened, lambda: NOW, connections=2).sent == 7
     assert len(reads) == 1
 
@@ -155,7 +155,7 @@ def test_a_drain_reads_the_due_mail_once_and_passes_again_only_after_a_failure(
 
 
 def stream_queue(engine, stream: outbox.Stream, origin: Origin, rcpts: list[str],
-                 undone: list[str] = ()) -> list[outbox._Claimed]:
+                 undone: list[str] = ()) -> list[outbox.table.Claimed]:
     """Queue mail in a streaming transaction as the referee does (``undone``: also queued,
     in a savepoint rolled back); commit; what the stream is to be fed."""
     with Work(engine) as session:   # a unit of work keeps what it queued for the stream
@@ -382,7 +382,7 @@ def test_a_mark_that_fails_releases_the_page_and_repeats_at_most_a_mail_a_connec
         tmp_path: Path, monkeypatch) -> None:
     engine = open_database(f"sqlite:///{tmp_path}/pbem.db")
     queue(engine, Origin("bluff@x.test"), [f"p{n}@x.test" for n in range(12)])
-    real = outbox._mark_sent
+    real = outbox.table.mark_sent
     calls: list[int] = []
 
     def failing_once(engine, row_ids, when):
@@ -390,7 +390,7 @@ def test_a_mark_that_fails_releases_the_page_and_repeats_at_most_a_mail_a_connec
         if len(calls) == 3:
             raise OperationalError("UPDATE", {}, Exception("database is locked"))
         return real(engine, row_ids, when)
-    monkeypatch.setattr(outbox, "_mark_sent", failing_once)
+    monkeypatch.setattr(outbox.table, "mark_sent", failing_once)
     sender = Flaky(0, RuntimeError())
     with pytest.raises(OperationalError):
         drain(engine, sender.opened, lambda: NOW, connections=2)
@@ -441,13 +441,13 @@ def test_mail_to_one_address_leaves_in_queue_order_over_several_connections(
         assert subjects == [f"mail {k}" for k in range(n, 36, 3)]
 
 
-def claimed(addresses: list[str]) -> list[outbox._Claimed]:
-    return [outbox._Claimed(n + 1, "bluff@x.test", [a], b"") for n, a in enumerate(addresses)]
+def claimed(addresses: list[str]) -> list[outbox.table.Claimed]:
+    return [outbox.table.Claimed(n + 1, "bluff@x.test", [a], b"") for n, a in enumerate(addresses)]
 
 
 def rounds_to_send(addresses: list[str], connections: int) -> list[list[int]]:
     """The ids each round of ``connections`` senders takes, each round handed off whole."""
-    schedule, rounds = outbox._ByAddress(claimed(addresses)), []
+    schedule, rounds = outbox.connections.ByAddress(claimed(addresses)), []
     while True:
         taken = []
         for _ in range(connections):
@@ -481,17 +481,17 @@ def test_the_schedule_keeps_each_addresss_order_and_never_sends_two_at_once(
     is nothing left only when nothing is. Streamed (a Stream's schedule): the mail comes
     in batches at any moment, and nothing is left only once the schedule is closed."""
     rows = claimed([f"{letter}@x.test" for letter in letters])
-    batches: list[list[outbox._Claimed]] = []
+    batches: list[list[outbox.table.Claimed]] = []
     if streamed:   # cut into batches, queued at random moments below
         cuts = sorted(rng.sample(range(1, len(rows)), rng.randrange(len(rows)))) \
             if len(rows) > 1 else []
         batches = [rows[a:b] for a, b in zip([0, *cuts], [*cuts, len(rows)])]
-        schedule = outbox._ByAddress([], more=True)
+        schedule = outbox.connections.ByAddress([], more=True)
     else:
-        schedule = outbox._ByAddress(rows)
+        schedule = outbox.connections.ByAddress(rows)
     added = [] if streamed else list(rows)
-    in_flight: list[outbox._Claimed] = []
-    taken: list[outbox._Claimed] = []
+    in_flight: list[outbox.table.Claimed] = []
+    taken: list[outbox.table.Claimed] = []
     idle = connections
     while True:
         busy_addresses = {row.rcpts[0] for row in in_flight}
@@ -570,12 +570,12 @@ def test_a_tick_whose_stream_sent_everything_skips_the_drain_and_one_with_more_d
     from tests.test_outages import help_mail
     server = stack_server(mailstack, tmp_path, ["p1", "p2", "p3"])
     looked: list[int] = []
-    real_due = outbox._due
+    real_due = outbox.table.due
 
     def due(*args, **kwargs):   # noqa: ANN002, ANN003, ANN202
         looked.append(1)
         return real_due(*args, **kwargs)
-    monkeypatch.setattr(outbox, "_due", due)
+    monkeypatch.setattr(outbox.table, "due", due)
 
     def ask(user: str) -> None:
         mailstack.deliver("bluff", help_mail(mailstack, user), mail_from=mailstack.address(user))

@@ -31,7 +31,7 @@ class Refusal(Exception):
         self.game = game
         self.auth_failed = False       # a failed attempt to act as someone (rate-limited)
         # the mail proved that its sender reads mail at its address (the code we mailed
-        # there): its answer is not held back as a stranger's (pbem.senders.limit_answers)
+        # there): its answer is not held back as a stranger's (pbem.sender_check.limit_answers)
         self.sender_proven = False
         self.lockout = False           # the sender is locked out (told once a lock-out)
 
@@ -70,7 +70,6 @@ class Turnkey:
     game: Game
     player: Player
     turn: int
-    via_reply: bool
 
 
 @dataclass

@@ -63,10 +63,6 @@ def parse_add(args: list[str]) -> tuple[str, str, str]:
     return name, email, " ".join(args[2:])[:60]
 
 
-def optional_game(args: list[str]) -> str | None:
-    return game_name(args) if args else None
-
-
 def do_newgame(ctx: CommandContext, order: Order) -> str:
     new: NewGame = order.args
     seed = seed_from_number(new.seed) if new.seed is not None else new_seed()

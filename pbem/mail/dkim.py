@@ -98,9 +98,6 @@ class DkimSigner:
     def dns_name(self) -> str:
         return f"{self.selector}._domainkey.{self.domain}"
 
-    def dns_value(self) -> str:
-        return txt_value(public_key_b64(self.private_pem))
-
 
 def _header_names(raw: bytes) -> set[str]:
     head = raw.split(b"\r\n\r\n", 1)[0]

@@ -1,7 +1,7 @@
 """Bounces heard: what a bounce of one of our mails does to its address (issue 15).
 
 - ``hear``: a mail that reads as a bounce (pbem.mail.bounces) and names a mail
-  we sent (pbem.outbox.bounced_mail: its VERP token, or its Message-ID and
+  we sent (bounced_mail: its VERP token, or its Message-ID and
   recipient) updates the address's BounceState. A hard bounce marks the
   address failing and tells the referee at once; soft bounces (delays) are
   counted, and the referee is told when ``soft_bounce_limit`` of them came
@@ -15,6 +15,8 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import bindparam
@@ -22,10 +24,48 @@ from sqlmodel import Session, col, select
 
 from pbem.db import core_read
 from pbem.games import audit
-from pbem.mail.bounces import read_bounce
-from pbem.models import BounceState, Game, Player
-from pbem.outbox import BouncedMail, bounced_mail
+from pbem.mail.bounces import Bounce, read_bounce
+from pbem.models import BounceState, Game, OutboundMail, Player
 from pbem.services.post import Post, tagged, tell_referee
+
+
+@dataclass(frozen=True)
+class BouncedMail:
+    """A bounce matched to the mail of ours it is for."""
+
+    mail: OutboundMail
+    address: str           # the recipient whose delivery failed
+    permanent: bool
+    reason: str
+    via: str               # "verp" | "message-id"
+
+
+def bounced_mail(session: Session, bounce: Bounce) -> BouncedMail | None:
+    """The mail ``bounce`` is for, or None when it names no mail we sent to the failed address.
+
+    A VERP token names the mail by itself (a forwarded address may bounce under another
+    name). A Message-ID must also be of a mail to an address the bounce says failed: a
+    bounce naming a player's address for a mail we never sent them matches nothing.
+    """
+    for token in bounce.verp_tokens:
+        row = session.exec(select(OutboundMail).where(OutboundMail.bounce_token == token)).first()
+        if row is not None:
+            rcpts = [r.lower() for r in json.loads(row.rcpts_json)]
+            named = [r for r in rcpts if r in bounce.addresses]
+            address = named[0] if named else rcpts[0]
+            failed = named[0] if named else next(iter(sorted(bounce.addresses)))
+            return BouncedMail(row, address, bounce.is_permanent(failed),
+                               bounce.reason(failed), "verp")
+    for message_id in bounce.message_ids:
+        row = session.exec(select(OutboundMail).where(
+            OutboundMail.message_id == message_id)).first()
+        if row is None:
+            continue
+        named = [r.lower() for r in json.loads(row.rcpts_json) if r.lower() in bounce.addresses]
+        if named:
+            return BouncedMail(row, named[0], bounce.is_permanent(named[0]),
+                               bounce.reason(named[0]), "message-id")
+    return None
 
 
 def state_of(session: Session, address: str) -> BounceState | None:

@@ -95,7 +95,7 @@ def identify(session: Session, post: Post, msg: InboundMessage,
                 game=game.name))
         turn_order = parsed.first("TURN")
         turn = turn_order.args if turn_order is not None else (sent.turn or game.turn)
-        return Turnkey(game, player, turn, True)
+        return Turnkey(game, player, turn)
     game_line, key_line = parsed.first("GAME"), parsed.first("KEY")
     if game_line is None and key_line is None:
         return None
@@ -122,7 +122,7 @@ def identify(session: Session, post: Post, msg: InboundMessage,
             "use the key from your own report, sent from your registered address",
             key_line.line_no, "KEY ****", game=game.name))
     turn_order = parsed.first("TURN")
-    return Turnkey(game, player, turn_order.args if turn_order else game.turn, False)
+    return Turnkey(game, player, turn_order.args if turn_order else game.turn)
 
 
 def check_aligned(session: Session, post: Post, row: InboundMail, msg: InboundMessage) -> None:

@@ -1,0 +1,41 @@
+"""The outbox: mail is queued in the same transaction as the change that
+caused it, and a sender drains the queue, retrying with back-off.
+
+Rows are claimed (claimed_by/claimed_at, a lease) a page at a time before
+their SMTP hand-off, and each is marked sent right after its own hand-off, one
+commit a mail, so a crash in the middle of a drain can repeat at most the mail
+in flight on each connection (one with ``connections=1``), and such a mail
+carries the same Message-ID both times; two senders never send the same row.
+Claims of a process that died are taken over at once (pbem.faults.claim_stale).
+The mails of a page to one address leave in queue order: the next one goes out,
+over whichever connection is free, only once the one before it is handed off.
+
+A server that cannot be reached (or says 421) stops the drain without
+counting against any mail; a 4xx for a recipient defers that mail with
+back-off; a 5xx fails it at once and the referee is told (on_failure), and
+the other mails go on.
+
+The package, a module a job: queue (compose a mail and queue it in the caller's
+transaction), table (due mail, claims, marks, releases), connections (the
+threads that hand claimed mail to SMTP), draining (all due mail, a page at a time),
+stream (each handling transaction's mail as soon as it commits).
+"""
+
+from pbem.outbox.connections import Sender
+from pbem.outbox.draining import PAGE, drain
+from pbem.outbox.queue import LOOP_HEADER, Origin, enqueue
+from pbem.outbox.stream import Stream
+from pbem.outbox.table import (
+    CLAIM_LEASE,
+    GIVE_UP_AFTER,
+    MAX_ATTEMPTS,
+    DrainReport,
+    backoff,
+    envelope_sender,
+    others_due,
+)
+from pbem.work import Queued
+
+__all__ = ["CLAIM_LEASE", "GIVE_UP_AFTER", "LOOP_HEADER", "MAX_ATTEMPTS", "PAGE",
+           "DrainReport", "Origin", "Queued", "Sender", "Stream", "backoff", "drain",
+           "enqueue", "envelope_sender", "others_due"]

@@ -1,0 +1,125 @@
+"""A Stream: the mail of each handling transaction sent as soon as it commits, while
+the tick handles the next mail (the hand-off of a pbem.work.Work)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from datetime import datetime
+
+from sqlalchemy import Engine, bindparam, update
+from sqlmodel import Session, col
+
+from pbem.faults import me
+from pbem.models import OutboundMail
+from pbem.outbox import table
+from pbem.outbox.connections import ByAddress, Connections, Sender
+from pbem.outbox.draining import PAGE
+from pbem.outbox.table import Claimed, DrainReport
+from pbem.work import Work
+
+log = logging.getLogger(__name__)
+
+
+# a Stream's transaction claims the mail it queued, at its end (pending, unclaimed: what
+# it did not take back)
+_CLAIM_QUEUED = update(OutboundMail).where(
+    col(OutboundMail.id).in_(bindparam("ids", expanding=True)),
+    col(OutboundMail.status) == "pending", col(OutboundMail.claimed_by).is_(None),
+).values(claimed_by=bindparam("me"), claimed_at=bindparam("now")).returning(col(OutboundMail.id))
+
+
+class Stream:
+    """Mail sent while the tick still handles mail.
+
+    A handling transaction (a pbem.work.Work) claims the mail it queued for this process
+    as it ends (``claim``: no claim transaction of its own, no read of the
+    outbox); once it commits, ``feed`` hands that mail to the connections, which send it at
+    once, in queue order to each address (ByAddress), each marked sent right after its
+    hand-off as a drain's is. So a turn's answers leave while the next orders are
+    handled. ``close`` waits for what was fed and releases what was left unsent (an
+    outage, an error: the next drain sends it).
+
+    A crash after the commit and before the hand-off leaves the mail claimed by a dead
+    process: the next drain takes it over at once (pbem.faults.claim_stale), as it
+    does a drain's claimed page.
+    """
+
+    def __init__(self, engine: Engine, open_sender: Callable[[], AbstractContextManager[Sender]],
+                 now: Callable[[], datetime], *,
+                 on_failure: Callable[[Session, OutboundMail, str], None] | None = None,
+                 verp: bool = False, connections: int = 1, backlog: int = 4 * PAGE) -> None:
+        if connections < 1 or backlog < 1:
+            raise ValueError("connections and backlog must be >= 1")
+        self.engine, self.verp = engine, verp
+        # mails fed and not taken yet, at most: a handling faster than the connections (a
+        # big turn) leaves the rest to the drain, a page at a time, and memory stays flat
+        # (about 60 KB a report: some 12 MB)
+        self.backlog = backlog
+        self._behind = False
+        self._run = Connections(engine, open_sender, now, on_failure, connections)
+        self._schedule = ByAddress([], more=True)
+        self._threads: list[threading.Thread] = []
+        self._addresses: set[tuple[str, ...]] = set()
+        self._unsent: set[int] = set()       # fed and not handed off yet
+        self._errors: list[BaseException] = []
+
+    def claim(self, work: Work) -> list[Claimed]:
+        """Claim what ``work`` queued and still holds for the stream, last thing before
+        its commit; fed after it. Until then the transaction's mail is unclaimed, as any
+        queued mail: what the transaction took back is not claimed (a row deleted, a
+        savepoint rolled back: START drops a welcome not sent yet; a report cancelled):
+        the claim takes only rows still there, pending and unclaimed. SQLite may give the
+        id of a row rolled back to a row queued after it: the later one is the row."""
+        rows = list({row.id: row for row in work.queued}.values())
+        work.queued.clear()
+        if not rows:
+            return []
+        if self._behind or self._schedule.waiting >= self.backlog:
+            # the connections are behind: this and all later mail is the tick's drain's
+            # at its end (so what is queued later to an address never leaves first)
+            self._behind = True
+            return []
+        work.flush()   # a row deleted or cancelled through the ORM is not claimed
+        claimed = set(work.connection().execute(_CLAIM_QUEUED, {
+            "ids": [row.id for row in rows], "me": me(), "now": self._run.now()}).scalars())
+        return [Claimed.of(row, self.verp) for row in rows if row.id in claimed]
+
+    def feed(self, rows: list[Claimed]) -> None:
+        """Send ``rows`` (committed, claimed by us) as soon as a connection is free."""
+        if not rows:
+            return
+        self._unsent.update(row.id for row in rows)
+        self._schedule.add(rows)
+        if len(self._threads) == len(self._run.senders):
+            return
+        # a connection for each address with mail, up to the limit: more would wait
+        self._addresses.update(tuple(row.rcpts) for row in rows)
+        while len(self._threads) < min(len(self._run.senders), len(self._addresses)):
+            slot = len(self._threads)
+            # a daemon: a stream never closed (a bug, an error between feed and close)
+            # must not keep the process from exiting; its claims run out as a dead one's
+            thread = threading.Thread(target=self._run.work, name=f"pbem-stream-{slot}",
+                                      args=(self._schedule, slot, self._unsent.discard,
+                                            self._errors), daemon=True)
+            self._threads.append(thread)
+            thread.start()
+
+    def close(self) -> DrainReport:
+        """Wait until what was fed is sent; release the rest; what happened. An error
+        of a connection is logged (the mail it held is released: the next drain)."""
+        self._schedule.close()
+        try:
+            for thread in self._threads:
+                thread.join()
+        finally:
+            if self._unsent:
+                table.release(self.engine, sorted(self._unsent))
+                self._run.report.released += len(self._unsent)
+            self._run.close()
+        for exc in self._errors:
+            log.error("sending while handling failed; the drain will send the rest",
+                      exc_info=exc)
+        return self._run.report
