@@ -297,14 +297,15 @@ def within_limits(msg: InboundMessage) -> InboundMessage:
 # --- dispatch -----------------------------------------------------------------------------
 
 def player_mail(session: Session, post: Post, mail: Incoming) -> str:
-    """A player's mail: desk commands, or a move order, or the answer HELP / STATUS give."""
-    lines = mail.msg.lines
-    parsed = parse_text(lines, player_commands())
+    """A player's mail: desk commands, or a move order, or the answer HELP / STATUS give.
+
+    The mail is parsed once: with the orders of its game's kind when the game is known
+    before (named_game), so "OK thanks" in a postal game is prose, not Cup of Bluff's OK;
+    else with every kind's (the sender is then no known player: identify says so)."""
+    game = named_game(session, mail.msg)
+    parsed = parse_text(mail.msg.lines,
+                        player_commands(kind_of(game) if game is not None else None))
     who = sender_check.identify(session, post, mail.msg, parsed)
-    if who is not None:
-        # once the game is known, read the mail with its kind's orders only
-        # (so "OK thanks" in a postal game is prose, not Cup of Bluff's OK)
-        parsed = parse_text(lines, player_commands(kind_of(who.game)))
     if parsed.problems:
         raise Refusal(*parsed.problems, game=who.game.name if who else None)
     # one answer a mail: the commands' answers are held and sent together at the end
@@ -312,6 +313,23 @@ def player_mail(session: Session, post: Post, mail: Incoming) -> str:
     outcome = player_commands_of(ctx, parsed, who)
     ctx.send_answers()
     return outcome
+
+
+def named_game(session: Session, msg: InboundMessage) -> Game | None:
+    """The game a player mail speaks to, known before its orders are read: the game of
+    our mail it replies to (sender_check.replied_report, as identify finds it), else the
+    game its GAME line names; None when neither names a game here. Only the GAME line is
+    looked at here (a line, not the mail's parse)."""
+    found = sender_check.replied_report(session, msg)
+    if found is not None:
+        return found[1]
+    game_line = parse_text(msg.lines, _game_line()).first("GAME")
+    return find_game_or_none(session, str(game_line.args)) if game_line is not None else None
+
+
+def _game_line() -> list[Command]:
+    """The GAME line's command (of the one table)."""
+    return [c for c in player_commands() if c.name == "GAME"]
 
 
 # what a mail asks to see runs after what it changes, so ORDERS shows the same mail's
