@@ -39,7 +39,7 @@ from pbem.mail.text import BodyLine
 from pbem.models import Game, InboundMail, OutboundMail
 from pbem.orders import Command, Order, ParsedText, help_lines, parse_text
 from pbem.render import Renderer
-from pbem.services import bounces, clock, failures
+from pbem.services import bounces, clock, failures, turns
 from pbem.services.failures import game_failed, mail_failed, what_failed
 from pbem.services.post import Incoming, Post, answer, tagged, undeliverable
 from pbem.work import HandOff, Work, savepoint
@@ -359,13 +359,19 @@ def player_commands_of(ctx: CommandContext, parsed: ParsedText, who: Turnkey | N
             raise refusal("I could not tell which game and player this mail is for",
                           "reply to your latest report, or write a fresh mail with the "
                           "lines GAME <game> and KEY <your key> (both are in your report)")
-        return take_moves(ctx, parsed, names)      # says that no order was found
+        return take_moves(ctx, parsed, names).said   # says that no order was found
     changes = [o for o in desk if o.name not in LOOKS]
     looks = [o for o in desk if o.name in LOOKS]
     with savepoint(ctx.session):   # a move and desk commands in one mail: all or none
         said = run(ctx, changes)
         if moves:
-            said.insert(0, take_moves(ctx, parsed, names))
+            taken = take_moves(ctx, parsed, names)   # recorded, confirmed
+            said.insert(0, taken.said)
+            if taken.completes:   # the turn resolves, then its reports are composed
+                assert ctx.mail is not None
+                played = turns.play_turn(ctx.session, ctx.post, taken.game)
+                turns.report_turn(ctx.session, ctx.post, taken.game, played,
+                                  inbound_id=ctx.mail.row.id)
         said += run(ctx, looks)
     return "; ".join(said)
 

@@ -3,28 +3,42 @@
 The move lines of a mail are taken together by the game's kind
 (``take_order``): checked against the turn in play, recorded as the seat's
 pending order (a later one replaces it) and confirmed to the player, line by
-line. When it was the last order due, the turn resolves at once
-(pbem.services.turns.resolve_if_complete).
+line. Whether it was the last order due it says (``TakenMove.completes``); the
+runner then resolves the turn (pbem.referee, pbem.services.turns), a step of its own.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from typing import Any
 
 from pbem.commands.context import CommandContext, Refusal, refusal, with_seats
 from pbem.games import load_state, missing_seats, record_order, seated
 from pbem.kinds import OrderProblem, kind_of
-from pbem.options import options_of
+from pbem.models import Game
 from pbem.orders import LineProblem, Order, ParsedText, closest_lines
 from pbem.services.post import tagged
 from pbem.services.reports import enqueue_reports
-from pbem.services.turns import resolve_if_complete
+from pbem.services.turns import turn_complete
 
 MAX_IGNORED_SHOWN = 20   # prose lines a confirmation lists as ignored
 
 
-def take_moves(ctx: CommandContext, parsed: ParsedText, move_names: set[str]) -> str:
-    """Take the move order of a known player's mail (every kind's move names: move_names)."""
+@dataclass(frozen=True)
+class TakenMove:
+    """A move order recorded: what the player is told, and whether the turn is complete
+    now (every due order in, no WAIT): then the caller resolves it."""
+
+    said: str
+    game: Game
+    state: Any           # the state of the turn in play (its orders not applied)
+    completes: bool
+
+
+def take_moves(ctx: CommandContext, parsed: ParsedText, move_names: set[str]) -> TakenMove:
+    """Take the move order of a known player's mail (every kind's move names: move_names);
+    the turn is not resolved here (TakenMove.completes)."""
     assert ctx.who is not None and ctx.mail is not None
     who = ctx.who
     game, player = who.game, who.player
@@ -77,9 +91,10 @@ def take_moves(ctx: CommandContext, parsed: ParsedText, move_names: set[str]) ->
     accepted = [{"line_no": u.order.line_no, "line": u.order.line,
                  "understood": u.understood, "odds": u.odds} for u in taken.lines]
     pending = missing_seats(ctx.session, game, state)
-    # what the confirmation may promise: a turn this order completes is resolved now (no
-    # new order can replace it); during grace the deadline that counts is the grace end
-    resolves_now = not pending and not options_of(game).wait
+    # what the confirmation may promise: a turn this order completes is resolved now, by the
+    # caller (no new order can replace it); during grace the deadline that counts is the
+    # grace end
+    resolves_now = turn_complete(ctx.session, game, state)
     context = {"game": game.name, "turn": game.turn, "seat": seat, "accepted": accepted,
                "resolves_now": resolves_now, "grace": game.grace_until is not None,
                "ignored": [{"line_no": p.number, "line": p.text}
@@ -91,9 +106,8 @@ def take_moves(ctx: CommandContext, parsed: ParsedText, move_names: set[str]) ->
                             if game.deadline else None)}
     ctx.line_no = orders[0].line_no
     ctx.answer("confirm", tagged(game.name, f"turn {game.turn}: order received"), context)
-    if resolves_now:
-        resolve_if_complete(ctx.session, ctx.post, game, state=state, inbound_id=ctx.mail.row.id)
-    return f"order accepted: {taken.summary} (game {game.name}, turn {who.turn}, seat {seat})"
+    return TakenMove(f"order accepted: {taken.summary} (game {game.name}, turn {who.turn}, "
+                     f"seat {seat})", game, state, resolves_now)
 
 
 def do_status(ctx: CommandContext, order: Order) -> str:

@@ -1,10 +1,12 @@
 """Resolving turns: the moves of a turn, playing it, its reports, the missed-turn count.
 
-``resolve`` plays the turn in hand (missing orders are played for their
-players: their standing order, the game's policy, or the robot) and queues
-its reports. ``resolve_if_complete`` is the one place that says "resolve as
-soon as every due order is in" (not under WAIT): a player's order, the
-referee's ORDER and WAIT off all go through it.
+``resolve`` plays the turn in hand (``play_turn``: missing orders are played
+for their players: their standing order, the game's policy, or the robot),
+then queues its reports (``report_turn``), two steps a runner may also call
+one after the other itself (pbem.referee, for the order that completes a
+turn). ``turn_complete`` is the one place that says "resolve as soon as every
+due order is in" (not under WAIT): a player's order, the referee's ORDER and
+WAIT off (``resolve_if_complete``) all ask it.
 
 After each resolution ``after_turn`` counts the turns a player missed in a
 row (Player.missed_turns; their own order resets it) and, when the count
@@ -157,27 +159,55 @@ def before_deadline(game: Game, now: datetime) -> bool:
     return end is None or now < aware(end)
 
 
-def resolve(session: Session, post: Post, game: Game, *, inbound_id: int | None = None,
-            early: bool | None = None) -> None:
-    """Play the turn in hand, count missed turns (the referee is told), queue the reports.
-    early: played before its deadline (None: from the clock now; the clock says False)."""
+@dataclass
+class PlayedTurn:
+    """A turn just played: the state after it and what its reports say."""
+
+    state: Any
+    notes: list[str]                 # to every report
+    seat_notes: dict[int, list[str]]  # to one seat's report (the kind's, then the notes)
+
+
+def play_turn(session: Session, post: Post, game: Game, *,
+              early: bool | None = None) -> PlayedTurn:
+    """Play the turn in hand and count missed turns (the referee is told); what its
+    reports are to say. early: played before its deadline (None: from the clock now; the
+    clock says False)."""
     turn = game.turn
     early = before_deadline(game, post.clock()) if early is None else early
     outcome = resolve_turn(session, game, post.clock())
     after_turn(session, post, game, turn)
     players = seated(session, game)
     more = played_for_notes(game, outcome, players, early=early) + report_notes(session, game)
-    enqueue_reports(session, post, game, outcome.state, now=post.clock(), inbound_id=inbound_id,
-                    notes=outcome.notes + more,
-                    seat_notes={s: n + more for s, n in outcome.seat_notes.items()})
+    return PlayedTurn(outcome.state, outcome.notes + more,
+                      {s: n + more for s, n in outcome.seat_notes.items()})
+
+
+def report_turn(session: Session, post: Post, game: Game, played: PlayedTurn, *,
+                inbound_id: int | None = None) -> None:
+    """Queue the reports of the turn just played (pbem.services.reports)."""
+    enqueue_reports(session, post, game, played.state, now=post.clock(), inbound_id=inbound_id,
+                    notes=played.notes, seat_notes=played.seat_notes)
+
+
+def resolve(session: Session, post: Post, game: Game, *, inbound_id: int | None = None,
+            early: bool | None = None) -> None:
+    """Play the turn in hand, then queue its reports (play_turn, report_turn)."""
+    report_turn(session, post, game, play_turn(session, post, game, early=early),
+                inbound_id=inbound_id)
+
+
+def turn_complete(session: Session, game: Game, state: Any | None = None) -> bool:
+    """Is every due order in, the game running and not under WAIT (state: if loaded)?"""
+    if game.status != "running" or options_of(game).wait:
+        return False
+    return not missing_seats(session, game, state)
 
 
 def resolve_if_complete(session: Session, post: Post, game: Game, *, state: Any | None = None,
                         inbound_id: int | None = None) -> bool:
-    """Resolve the turn if every due order is in and the game does not WAIT; True if it did."""
-    if game.status != "running" or options_of(game).wait:
-        return False
-    if missing_seats(session, game, state):
+    """Resolve the turn if it is complete (turn_complete); True if it did."""
+    if not turn_complete(session, game, state):
         return False
     resolve(session, post, game, inbound_id=inbound_id)
     return True
