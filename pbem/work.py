@@ -10,8 +10,9 @@ clock work, with what that transaction keeps on the side named here (nothing rid
   ``delete`` of a Player or a PendingOrder forget what the memo holds of that kind;
   ``commit``, ``rollback`` and a ``savepoint`` that rolls back forget all of it. A bulk
   UPDATE or DELETE of players or orders through the ORM must call ``forget()``.
-- ``queued``: the mail queued in this transaction (pbem.outbox.enqueue), what a Stream
-  claims before the commit and sends after it (pbem.outbox.Stream.claim).
+- ``queued``: the mail queued in this transaction (pbem.outbox.enqueue) when it has a
+  ``hand_off`` (without, none is kept: a report is some 60 KB), what a Stream claims
+  before the commit and sends after it (pbem.outbox.Stream.claim).
 - ``replies``: the mail of ours each inbound mail replies to (pbem.sender_check), looked up
   once a mail.
 - ``hand_off``: where the queued mail goes once committed (a pbem.outbox.Stream, or

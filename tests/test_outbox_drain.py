@@ -158,7 +158,7 @@ def stream_queue(engine, stream: outbox.Stream, origin: Origin, rcpts: list[str]
                  undone: list[str] = ()) -> list[outbox.table.Claimed]:
     """Queue mail in a streaming transaction as the referee does (``undone``: also queued,
     in a savepoint rolled back); commit; what the stream is to be fed."""
-    with Work(engine) as session:   # a unit of work keeps what it queued for the stream
+    with Work(engine, hand_off=stream) as session:   # keeps what it queued for the stream
         for rcpt in rcpts:
             enqueue(session, origin, kind="notice", to=rcpt, subject=rcpt, text="hi\n",
                     html=None, now=NOW)
@@ -207,7 +207,7 @@ def test_a_stream_claims_only_what_its_transaction_still_queues_at_its_end(
     engine = open_database(f"sqlite:///{tmp_path}/pbem.db")
     origin = Origin("bluff@x.test")
     stream = outbox.Stream(engine, Flaky(0, RuntimeError()).opened, lambda: NOW)
-    with Work(engine) as session:   # a unit of work keeps what it queued for the stream
+    with Work(engine, hand_off=stream) as session:   # keeps what it queued for the stream
         rows_queued = [enqueue(session, origin, kind="notice", to=f"p{n}@x.test",
                                subject=str(n), text="hi\n", html=None, now=NOW)
                        for n in range(3)]
@@ -237,7 +237,7 @@ def test_a_stream_claims_no_mail_a_savepoint_took_back_even_when_its_id_comes_ag
     engine = open_database(f"sqlite:///{tmp_path}/pbem.db")
     origin = Origin("bluff@x.test")
     stream = outbox.Stream(engine, Flaky(0, RuntimeError()).opened, lambda: NOW)
-    with Work(engine) as session:   # a unit of work keeps what it queued for the stream
+    with Work(engine, hand_off=stream) as session:   # keeps what it queued for the stream
         kept = enqueue(session, origin, kind="notice", to="p1@x.test", subject="kept",
                        text="hi\n", html=None, now=NOW)
         with session.begin_nested() as savepoint:

@@ -43,8 +43,8 @@ def enqueue(session: Session, origin: Origin, *, kind: str, to: str, subject: st
             game_id: int | None = None, seat: int | None = None, turn: int | None = None,
             inbound_id: int | None = None, auto_submitted: str | None = None,
             shipped_html: bool = False) -> Queued:
-    """Queue one mail: a row inserted in the session's transaction (a unit of work keeps
-    it in its ``queued``: a Stream claims it there). Auto-Submitted (RFC
+    """Queue one mail: a row inserted in the session's transaction (a unit of work with a
+    hand-off keeps it in its ``queued``: a Stream claims it there). Auto-Submitted (RFC
     3834) is "auto-replied" for a mail that answers one (``in_reply_to``), else
     "auto-generated", unless ``auto_submitted`` says. The HTML loses any remote content
     (a referee's own templates may add some) unless ``shipped_html`` says it comes from
@@ -69,7 +69,7 @@ def enqueue(session: Session, origin: Origin, *, kind: str, to: str, subject: st
     row_id = session.connection().execute(_INSERT, values).scalar_one()
     assert row_id is not None
     row = Queued(row_id, message_id, origin.address, bounce_token, rcpts_json, raw)
-    if isinstance(session, Work):   # what a Stream claims as the transaction commits
-        session.queued.append(row)
+    if isinstance(session, Work) and session.hand_off is not None:
+        session.queued.append(row)   # what its Stream claims as the transaction commits
     crash_point("outbox-enqueued")
     return row
