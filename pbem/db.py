@@ -220,7 +220,16 @@ def sqlite_path(url: str) -> Path | None:
 
 def make_engine(url: str, *, synchronous: str = "normal") -> Engine:
     """An engine for url, nothing created or checked yet (synchronous: SQLite's, see
-    _sqlite_pragmas; PostgreSQL keeps its server's settings)."""
+    _sqlite_pragmas; PostgreSQL keeps its server's settings).
+
+    On SQLite the rule no caller sees: the engine's connections are a sqlite3.Connection
+    subclass (_turn_taking_connection), and a transaction takes this process's writer turn
+    (_HandOffLock) at its first statement that _WRITES matches (INSERT, UPDATE, DELETE,
+    REPLACE: those that begin sqlite3's implicit write transaction) and gives it back when
+    sqlite3 ends it (commit, rollback, close). A write that begins otherwise (a statement
+    the expression does not match) waits on SQLite's own busy timeout, as without. It is
+    the one place that sees every start and end of a write transaction, the pool's resets
+    and closes included; engine events would need a listener for each."""
     path = sqlite_path(url)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
