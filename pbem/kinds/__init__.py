@@ -58,6 +58,14 @@ def kind_of(game: HasKind) -> AnyKind:
     return kind_named(game.kind)
 
 
+def kind_for_view(view_format: str) -> AnyKind:
+    """The kind whose report.json has this format ("pbem.classic.view/1"); KeyError if none."""
+    for kind in KINDS.values():
+        if kind.view_format == view_format:
+            return kind
+    raise KeyError(f"no game kind writes views of format {view_format!r}")
+
+
 __all__ = ["JSON", "KINDS", "PUBLIC", "REVEAL", "AnyKind", "GameKind", "HasKind", "JSONMap",
-           "OrderProblem", "Resolution", "TakenOrder", "Understood", "Viewer", "kind_named",
-           "kind_of", "register"]
+           "OrderProblem", "Resolution", "TakenOrder", "Understood", "Viewer", "kind_for_view",
+           "kind_named", "kind_of", "register"]

@@ -208,6 +208,12 @@ class GameKind(ABC, Generic[S, M]):
         """The odds of a move from what seat can see (a bid's), if it has any."""
         return None
 
+    def client_order_lines(self, view: JSONMap, rng: random.Random) -> list[str]:
+        """A robot at the other end of the mail: the order lines the player of a
+        report.json (this kind's view) sends, from the view alone; [] when they have no
+        move to make (pbem.robot_client, the demo, the end-to-end tests)."""
+        raise ValueError(f"a robot cannot play {self.title} from its reports")
+
     # --- the record ------------------------------------------------------------------------
 
     def record(self, rows: GameRows, state: S | None) -> JSON:

@@ -377,6 +377,9 @@ class ClassicKind(BidMoves[ClassicState]):
     def legal_moves(self, state: ClassicState, seat: int) -> list[Move]:
         return state.legal_moves() if seat in state.due() else []
 
+    def client_order_lines(self, view: JSONMap, rng: random.Random) -> list[str]:
+        return client_order_lines(view, rng)
+
     def move_odds(self, state: ClassicState, seat: int, move: Move) -> Odds | None:
         if not isinstance(move, BidMove):
             return None

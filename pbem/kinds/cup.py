@@ -448,6 +448,9 @@ class CupKind(GameKind[CupState, Move]):
     def legal_moves(self, state: CupState, seat: int) -> list[Move]:
         return state.legal_moves() if seat in state.due() else []
 
+    def client_order_lines(self, view: JSONMap, rng: random.Random) -> list[str]:
+        return client_order_lines(view, rng)
+
     def report_extras(self, state: CupState, seat: int | None) -> JSON:
         """The last round told to the report's reader ("you"); report.json keeps the
         public wording, the same for everyone."""

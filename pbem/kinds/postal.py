@@ -10,6 +10,7 @@ from pbem.kinds.bidding import (
     HELP_NOTE,
     STANDING_ORDERS,
     BidMoves,
+    order_lines,
     read_bid_order,
     standing_bid_move,
 )
@@ -18,10 +19,12 @@ from pbem.kinds.record import GameRows
 from pbem.kinds.tables import Viewer, postal_scores, postal_tables
 from pbem.kinds.words import Words
 from pbem.orders import PLAYER_COMMANDS, Order, OrderError
-from pbem.rules.dice import DiceStream, face_symbol
+from pbem.rules.cup import Cup
+from pbem.rules.dice import DiceStream, Die, face_from_json, face_symbol
 from pbem.rules.errors import RulesError
+from pbem.rules.ladder import Bid, Ladder
 from pbem.rules.moves import BidMove, Move, move_from_json
-from pbem.rules.odds import bid_odds
+from pbem.rules.odds import SeatView, bid_odds
 from pbem.rules.postal import (
     PLAYERS,
     BidPlaced,
@@ -205,6 +208,41 @@ class PostalKind(BidMoves[PostalState]):
 
     def record(self, rows: GameRows, state: PostalState | None) -> JSON:
         return self.game_record(rows, state).to_json()
+
+    def client_order_lines(self, view: JSONMap, rng: random.Random) -> list[str]:
+        move = choose_order(view, rng)
+        return order_lines(move) if move is not None else []
+
+
+# --- a robot at the other end of the mail -------------------------------------
+
+
+def client_seat_view(view: JSONMap, minigame: int, rules: RuleSet | None = None) -> SeatView:
+    """What the player of a report.json (pbem.bluff.view/1) knows of one mini-game."""
+    mg = view["minigames"][minigame - 1]
+    me = str(view["you"])
+
+    def dice(faces: list[object]) -> tuple[Die, ...]:
+        return tuple(Die(face_from_json(f)) for f in faces)
+
+    own = Cup(dice(mg["your_dice"]["hidden"]), dice(mg["your_dice"]["exposed"]))
+    others = [s for s in mg["exposed"] if s != me]
+    exposed = tuple(d for s in others for d in dice(mg["exposed"][s]))
+    per_player = mg["dice_per_player"]
+    unknown = sum(per_player - len(mg["exposed"][s]) for s in others)
+    current = mg["current_bid"]
+    bid = Bid(current["quantity"], face_from_json(current["face"])) if current else None
+    rules = rules or RuleSet()
+    ladder = Ladder(per_player * len(mg["exposed"]), star_bids=rules.star_bids,
+                    board_cap=rules.board_cap)
+    return SeatView(int(me), own, exposed, unknown, 0, bid, ladder, rules)
+
+
+def choose_order(view: JSONMap, rng: random.Random) -> Move | None:
+    """The robot's move for the player of a report.json; None when it has none to make."""
+    if view.get("game_over") or view.get("to_move") is None:
+        return None
+    return choose_move(client_seat_view(view, view["to_move"]), rng)
 
 
 POSTAL = PostalKind()

@@ -24,9 +24,10 @@ from sqlmodel import Session
 
 from pbem.games import find_game, seated
 from pbem.kinds import JSON, KINDS, JSONMap, Viewer, register
-from pbem.kinds.classic import ClassicKind, client_order_lines
+from pbem.kinds.classic import ClassicKind
 from pbem.kinds.verify import check_record
 from pbem.links import key_generation, private_link
+from pbem.robot_client import client_order_lines
 from pbem.rules.classic import ClassicState
 from pbem.services.export import export_json
 from tests.e2ekit import SCHEMA, Table, text_of
@@ -134,7 +135,7 @@ def test_a_toy_kind_plays_by_mail_and_shows_in_reports_export_and_web(
         for _, views in table.turns(limit=60):
             (mover,) = {v["to_move"] for v in views.values()}
             for user, (msg, view) in sorted(table.latest.items()):
-                lines = client_order_lines(view, rng)   # classic's robot reads the view
+                lines = client_order_lines(view, rng)   # the robot player finds the kind by format
                 assert bool(lines) == (seat_of[user] == mover)
                 if lines:
                     table.reply(user, lines, msg)
