@@ -46,7 +46,7 @@ class SmtpSettings:
     # Only for a mailbox that takes plus addresses (user+anything@domain).
     verp: bool = False
     # SMTP connections used at once to drain the outbox (a crash repeats at most one mail
-    # per connection, README "Guarantees")
+    # per connection, docs/guarantees.md)
     connections: int = 4
 
     def __post_init__(self) -> None:

@@ -446,7 +446,7 @@ class Renderer:
     @property
     def shipped_only(self) -> bool:
         """Only the shipped templates (no referee's overrides): their HTML loads nothing
-        remote (tests/test_mail_headers.py), so it need not be searched for it."""
+        remote (tests/mail/test_mail_headers.py), so it need not be searched for it."""
         return self.override_dir is None
 
     def compile_all(self) -> int:

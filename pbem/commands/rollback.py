@@ -11,8 +11,8 @@ The dice stay fair: every roll comes from the committed seed by its label
 (``hand/<mini-game>/<seat>``, ``reroll/<mini-game>/<seat>/<n>`` ...), never
 from a running counter, so playing the turn again with the same orders
 deals the same dice, and the record still verifies. What the undone turn
-showed cannot be taken back, though: see the README ("Missed turns,
-replacements and rollbacks").
+showed cannot be taken back, though: see docs/commands.md ("Missed
+turns, replacements and rollbacks").
 """
 
 from __future__ import annotations
