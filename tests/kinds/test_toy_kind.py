@@ -30,7 +30,7 @@ from pbem.links import key_generation, private_link
 from pbem.robot_client import client_order_lines
 from pbem.rules.classic import ClassicState
 from pbem.services.export import export_json
-from tests.e2ekit import SCHEMA, Table, text_of
+from testkit.e2e import SCHEMA, Table, text_of
 
 pytestmark = pytest.mark.mailstack
 
