@@ -15,7 +15,7 @@ from dataclasses import replace
 from pbem.commands import moves, player_desk, referee_cmds, rollback, schedule, seats, signup
 from pbem.commands.context import CommandContext, refuse
 from pbem.games import GameError
-from pbem.kinds import KINDS, GameKind, kind_of
+from pbem.kinds import KINDS, AnyKind, kind_of
 from pbem.orders import PLAYER_COMMANDS, Command, Order, help_lines, no_args, one_word
 from pbem.render import rules_document
 
@@ -66,7 +66,7 @@ REFEREE_COMMANDS: tuple[Command, ...] = (
 )
 
 
-def move_commands(kind: GameKind | None = None) -> tuple[Command, ...]:
+def move_commands(kind: AnyKind | None = None) -> tuple[Command, ...]:
     """The move orders of a kind, or of every kind (before the mail's game is known)."""
     seen: dict[str, Command] = {}
     for each in [kind] if kind is not None else KINDS.values():
@@ -79,7 +79,7 @@ def move_names() -> set[str]:
     return {c.name for c in move_commands()}
 
 
-def player_commands(kind: GameKind | None = None) -> tuple[Command, ...]:
+def player_commands(kind: AnyKind | None = None) -> tuple[Command, ...]:
     """Every order a player may write: the moves (of the kind, or of every kind), the lines
     of a player mail and the desk commands."""
     moves_of_kind = move_commands(kind)

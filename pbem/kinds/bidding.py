@@ -3,11 +3,13 @@ EXPOSE lines only with a BID (they add up)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import TypeVar
 
-from pbem.kinds.base import OrderProblem
+from pbem.kinds.base import GameKind, OrderProblem
+from pbem.kinds.jsontypes import JSON, JSONMap
 from pbem.orders import Order
+from pbem.rules.dice import face_symbol
 from pbem.rules.ladder import Bid, Ladder
 from pbem.rules.moves import CHALLENGE, BidMove, Move, move_from_json, move_to_json
 
@@ -55,14 +57,30 @@ def standing_bid_move(policy: str, current: Bid | None, ladder: Ladder) -> Move 
     return None
 
 
-class BidMoves:
-    """The move values of the Bluff kinds and their JSON (pbem.rules.moves)."""
+def order_lines(move: Move) -> list[str]:
+    """A move as the order lines a player writes."""
+    if isinstance(move, BidMove):
+        lines = [f"BID {move.bid.quantity} {face_symbol(move.bid.face)}"]
+        return lines + ([f"EXPOSE {' '.join(face_symbol(f) for f in move.expose)}"]
+                        if move.expose else [])
+    return ["CHALLENGE"]
 
-    def move_to_json(self, move: Move) -> dict[str, Any]:
+
+S = TypeVar("S")
+
+
+class BidMoves(GameKind[S, Move]):
+    """The Bluff kinds (postal, classic): their move values, the JSON of these
+    (pbem.rules.moves) and the order lines that make them."""
+
+    def move_to_json(self, move: Move) -> JSON:
         return move_to_json(move)
 
-    def move_from_json(self, data: Mapping[str, Any]) -> Move:
+    def move_from_json(self, data: JSONMap) -> Move:
         return move_from_json(dict(data))
 
     def describe_move(self, move: Move) -> str:
         return str(move)
+
+    def order_lines(self, move: Move) -> list[str]:
+        return order_lines(move)

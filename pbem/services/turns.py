@@ -39,7 +39,7 @@ from pbem.games import (
     seated,
     stream_of,
 )
-from pbem.kinds import GameKind, kind_of
+from pbem.kinds import AnyKind, kind_of
 from pbem.models import Game, Move, Player
 from pbem.options import POLICIES, options_of
 from pbem.services.bounces import describe, failing, report_notes
@@ -73,7 +73,7 @@ def game_policy(game: Game) -> str:
     return policy.upper() if policy in POLICIES else "ROBOT"
 
 
-def missing_move(game: Game, kind: GameKind, state: Any, seat: int,
+def missing_move(game: Game, kind: AnyKind, state: Any, seat: int,
                  player: Player | None) -> tuple[Any, str]:
     """The move for a seat without an order: its standing order, the game's policy, the robot."""
     if player is not None and (player.default_order or "").upper() == "ROBOT":

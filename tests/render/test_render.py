@@ -405,7 +405,7 @@ def notice_context(**overrides: Any) -> dict[str, Any]:
 
 
 CONTEXTS = {
-    "report": report_context,
+    "postal_report": report_context,
     "confirm": confirm_context,
     "error": error_context,
     "help": help_context,
@@ -513,7 +513,7 @@ def test_strict_undefined_catches_missing_view_field(renderer: Renderer) -> None
     view = example_view()
     del view["minigames"][0]["current_bid"]
     with pytest.raises(jinja2.UndefinedError):
-        renderer.render("report", report_context(view))
+        renderer.render("postal_report", report_context(view))
 
 
 def test_unknown_template(renderer: Renderer) -> None:
@@ -527,7 +527,7 @@ def test_unknown_template(renderer: Renderer) -> None:
 
 
 def test_report_text_content(renderer: Renderer) -> None:
-    text, _ = renderer.render("report", report_context())
+    text, _ = renderer.render("postal_report", report_context())
     # the header
     assert "game cup-1, turn 4" in text
     assert "You are player 2 (Bob)." in text
@@ -571,7 +571,7 @@ def test_report_text_content(renderer: Renderer) -> None:
 
 
 def test_report_reveal_of_ended_minigame(renderer: Renderer) -> None:
-    text, html = renderer.render("report", report_context())
+    text, html = renderer.render("postal_report", report_context())
     block = text.split("MINI-GAME 2")[1].split("MINI-GAME 3")[0]
     assert "ENDED at turn 3" in block
     assert "At turn 3 player 4 (Dora) challenged 4 fours, bid by player 3 (Carl)." in block
@@ -589,7 +589,7 @@ def test_report_reveal_of_ended_minigame(renderer: Renderer) -> None:
 
 
 def test_report_html_content(renderer: Renderer) -> None:
-    _, html = renderer.render("report", report_context())
+    _, html = renderer.render("postal_report", report_context())
     vis = visible_text(html)
     assert "You are player 2 (Bob) ." in vis
     assert "2026-12-01 18:00 UTC (in 2 days 3 hours)" in vis
@@ -609,7 +609,7 @@ def test_report_html_content(renderer: Renderer) -> None:
 
 
 def test_report_final(renderer: Renderer) -> None:
-    text, html = renderer.render("report", final_context())
+    text, html = renderer.render("postal_report", final_context())
     assert "final report after 8 turns" in text   # the final view says turn 9
     assert "THE GAME IS OVER" in text
     assert "Shared win: Ann, Eve, with 4 virtual dice each." in text
@@ -635,7 +635,7 @@ def test_report_final(renderer: Renderer) -> None:
 def test_report_single_winner(renderer: Renderer) -> None:
     ctx = final_context()
     ctx["standings"][1]["rank"] = 2
-    text, html = renderer.render("report", ctx)
+    text, html = renderer.render("postal_report", ctx)
     assert "Winner: player 1 (Ann) with 4 virtual dice." in text
     assert "Winner: player 1 (Ann) with 4 virtual dice." in visible_text(html)
 
@@ -643,7 +643,7 @@ def test_report_single_winner(renderer: Renderer) -> None:
 def test_report_nothing_to_do(renderer: Renderer) -> None:
     view = example_view(you=4)  # turn 4: seat 4 moves in mini-game 2, which has ended
     view["to_move"] = None
-    text, html = renderer.render("report", report_context(view))
+    text, html = renderer.render("postal_report", report_context(view))
     assert "Nothing to do this turn" in text
     assert "You are player 4 (Dora)." in text
     assert "Player 4 (Dora) loses" not in text and "You lose 2 virtual dice." in text
@@ -654,7 +654,7 @@ def test_report_opening_and_forced_challenge(renderer: Renderer) -> None:
     view = example_view()
     mg = view["minigames"][3]
     mg.update(bids=[], current_bid=None, lowest_raise={"quantity": 1, "face": 1})
-    text, _ = renderer.render("report", report_context(view, odds={}))
+    text, _ = renderer.render("postal_report", report_context(view, odds={}))
     assert "You open mini-game 4: make the first bid" in text
     assert "Bids:       none yet" in text
     mg.update(
@@ -662,7 +662,7 @@ def test_report_opening_and_forced_challenge(renderer: Renderer) -> None:
         current_bid={"quantity": 10, "face": "*"},
         lowest_raise=None,
     )
-    text, html = renderer.render("report", report_context(view, odds={}))
+    text, html = renderer.render("postal_report", report_context(view, odds={}))
     assert "10 stars cannot be raised any more, so you must CHALLENGE" in " ".join(text.split())
     assert "Next to move: you; must challenge" in text
     assert "so you must CHALLENGE" in visible_text(html)
@@ -681,14 +681,14 @@ def test_report_without_optional_parts(renderer: Renderer) -> None:
         deadline_relative=None,
         how_to_order=False,
     )
-    text, html = renderer.render("report", ctx)
+    text, html = renderer.render("postal_report", ctx)
     for absent in ("Deadline", "Game page", "NOTES", "TALK", "FAIR DICE", "HOW TO ORDER", "%"):
         assert absent not in text
     assert "Deadline" not in html and "How to order" not in html
 
 
 def test_report_odds_keyed_by_string(renderer: Renderer) -> None:
-    text, _ = renderer.render("report", report_context(odds={"4": {"holds": 0.77, "exact": 0.1}}))
+    text, _ = renderer.render("postal_report", report_context(odds={"4": {"holds": 0.77, "exact": 0.1}}))
     assert "77%" in text
 
 
@@ -697,7 +697,7 @@ def test_report_escapes_names_and_talk(renderer: Renderer) -> None:
     view["players"][2]["name"] = SCRIPT
     talk = [{"from": SCRIPT, "text": f"Look: {SCRIPT} & <b>bold</b>"}]
     notes = [f"Player 3 ({SCRIPT}) missed the deadline"]
-    text, html = renderer.render("report", report_context(view, talk=talk, notes=notes))
+    text, html = renderer.render("postal_report", report_context(view, talk=talk, notes=notes))
     assert f"{SCRIPT}: Look:" in text
     assert "<script" not in html and "<b>bold" not in html
     assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;" in html
@@ -714,14 +714,14 @@ def test_any_name_or_talk_is_escaped_in_html(name: str, said: str) -> None:
     view = example_view()
     view["players"][0]["name"] = name
     ctx = report_context(view, talk=[{"from": name, "text": said}])
-    _, html = SHARED.render("report", ctx)
+    _, html = SHARED.render("postal_report", ctx)
     assert str(markupsafe.escape(name)) in html
     assert str(markupsafe.escape(said)) in html
     # the markup is exactly that of a harmless name: nothing typed made a tag
     plain_view = example_view()
     plain_view["players"][0]["name"] = "Ann"
     _, baseline = SHARED.render(
-        "report", report_context(plain_view, talk=[{"from": "Ann", "text": "hi"}])
+        "postal_report", report_context(plain_view, talk=[{"from": "Ann", "text": "hi"}])
     )
     assert re.findall(r"<[^>]*>", html) == re.findall(r"<[^>]*>", baseline)
 
@@ -731,7 +731,7 @@ def test_report_long_names_stay_in_72_columns(renderer: Renderer) -> None:
     for p in view["players"]:
         p["name"] = "Maximiliane von Hohenzollern-Sigmaringen " + str(p["number"])
     talk = [{"from": "Ann", "text": "A long message " * 20}]
-    text, _ = renderer.render("report", report_context(view, talk=talk))
+    text, _ = renderer.render("postal_report", report_context(view, talk=talk))
     assert [x for x in text.splitlines() if len(x) > 72] == []
 
 
@@ -835,13 +835,28 @@ def test_override_dir_replaces_a_template(tmp_path: Path) -> None:
     (tmp_path / "report.txt.j2").write_text(
         "House style: {{ view.game }} turn {{ view.turn }} for {{ view.you }}\n", encoding="utf-8"
     )
-    text, html = Renderer(tmp_path).render("report", report_context())
+    text, html = Renderer(tmp_path).render("postal_report", report_context())
     assert text == "House style: cup-1 turn 4 for 2\n"
     # the HTML part is not overridden: the packaged one is used
     assert "Mini-game 1" in html
     # other mails are untouched
     text, _ = Renderer(tmp_path).render("help", help_context())
     assert "PLAYER COMMANDS" in text
+
+
+def test_an_override_under_the_new_name_wins_over_one_under_the_old(tmp_path: Path) -> None:
+    """postal's report was report.*.j2 before it was postal_report.*.j2: a referee's override
+    under the old name still counts (the test above), the new name first."""
+    (tmp_path / "report.txt.j2").write_text("old {{ view.game }}\n", encoding="utf-8")
+    (tmp_path / "postal_report.txt.j2").write_text("new {{ view.game }}\n", encoding="utf-8")
+    text, _ = Renderer(tmp_path).render("postal_report", report_context())
+    assert text == "new cup-1\n"
+
+
+def test_the_old_name_still_finds_the_packaged_postal_report(renderer: Renderer) -> None:
+    """A caller (or an override's extends) asking for report.*.j2 gets postal_report.*.j2."""
+    ctx = report_context()
+    assert renderer.render("report", ctx) == renderer.render("postal_report", ctx)
 
 
 def test_override_can_extend_packaged_layout(tmp_path: Path) -> None:
@@ -862,7 +877,7 @@ def test_override_missing_dir_falls_back(tmp_path: Path) -> None:
 def test_context_is_not_mutated(renderer: Renderer) -> None:
     ctx = report_context()
     before = copy.deepcopy(ctx)
-    renderer.render("report", ctx)
+    renderer.render("postal_report", ctx)
     assert ctx == before
 
 

@@ -37,11 +37,11 @@ def test_remembered_answers_do_not_leak_between_contexts() -> None:
     b = report_context(example_view(you=4), notes=["Another note, long enough to be "
                                                     "wrapped onto a second line of text."])
     c = final_context()
-    want = {k: cold("report", ctx) for k, ctx in (("a", a), ("b", b), ("c", c))}
+    want = {k: cold("postal_report", ctx) for k, ctx in (("a", a), ("b", b), ("c", c))}
     assert want["a"] != want["b"] != want["c"]
     renderer = Renderer()
     for k, ctx in (("a", a), ("b", b), ("c", c), ("a", a), ("c", c), ("b", b), ("a", a)):
-        assert renderer.render("report", ctx) == want[k], k
+        assert renderer.render("postal_report", ctx) == want[k], k
 
 
 def test_remembered_filters_tell_types_apart() -> None:
@@ -132,7 +132,7 @@ def test_the_fast_paths_are_in_place() -> None:
     """If Jinja2 stops using these hooks the reports are still right, only slower:
     this says so."""
     env = template_environment(None)
-    template = env.get_template("report.html.j2")
+    template = env.get_template("postal_report.html.j2")
     assert template.root_render_func.__globals__["escape"] is render._escape
     assert env.context_class is render._Context and render._MACRO_TAKES_EVAL_CONTEXT
     assert type(template.globals) is dict and template.globals["lookup"] is render.lookup

@@ -81,7 +81,7 @@ def test_start_up_compiles_the_templates_then_sets_what_is_loaded_aside_from_the
         "before = gc.get_freeze_count()\n"
         "server.start_up()\n"
         "cached = {name for _, name in server.referee.renderer.env.cache.keys()}\n"
-        "print(before, gc.get_freeze_count() > 1000, 'report.html.j2' in cached)\n"
+        "print(before, gc.get_freeze_count() > 1000, 'postal_report.html.j2' in cached)\n"
         "server.close()\n")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60)

@@ -1,4 +1,4 @@
-"""A game's tables as the web pages draw them, from the kind's state (pbem.rules).
+"""A game's tables as the web pages draw them, from the kind's state (``GameKind.web_tables``).
 
 One table is a postal mini-game, a classic round or the Cup of Bluff table. What
 a table shows depends on who looks (``Viewer``):
@@ -15,9 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from pbem.kinds.cup import POINTS_TABLE, record_json
+from pbem.kinds.jsontypes import JSON
 from pbem.rules import cupofbluff as cb
 from pbem.rules.challenge import count_matching
 from pbem.rules.classic import ClassicState, RoundEnd
@@ -29,6 +28,10 @@ from pbem.rules.ladder import Bid, Ladder
 from pbem.rules.odds import bid_odds
 from pbem.rules.postal import SEATS, MiniGame, PostalState, make_ladder
 from pbem.rules.view import odds_view
+
+# Cup of Bluff: the tokens of each value in points, best first
+POINTS_TABLE = [{"points": p, "tokens": [t for t in cb.TOKENS if cb.points(t) == p]}
+                for p in (5, 4, 3, 2, 1)]
 
 
 @dataclass(frozen=True)
@@ -53,13 +56,13 @@ def orange(dice: Sequence[Die]) -> int | str | None:
     return next((face_json(d.face) for d in dice if d.super), None)
 
 
-def bid_json(bid: Bid | None) -> dict[str, Any] | None:
+def bid_json(bid: Bid | None) -> JSON | None:
     return None if bid is None else {"quantity": bid.quantity, "face": face_json(bid.face)}
 
 
-def track(ladder: Ladder, bids: Sequence[Bid]) -> list[dict[str, Any]]:
+def track(ladder: Ladder, bids: Sequence[Bid]) -> list[JSON]:
     """The board's track (number and star spaces, lowest first) with the bids on it."""
-    spaces: dict[int, dict[str, Any]] = {}
+    spaces: dict[int, JSON] = {}
     for bid in ladder.bids:
         spaces.setdefault(bid.position, {"quantity": bid.quantity, "star": bid.is_star,
                                          "bids": [], "current": False, "passed": False})
@@ -74,7 +77,7 @@ def track(ladder: Ladder, bids: Sequence[Bid]) -> list[dict[str, Any]]:
     return [spaces[p] for p in sorted(spaces)]
 
 
-def cup_json(seat: int, cup: Cup, viewer: Viewer, mine: bool = False) -> dict[str, Any]:
+def cup_json(seat: int, cup: Cup, viewer: Viewer, mine: bool = False) -> JSON:
     shown = viewer.sees(seat)
     return {"seat": seat, "hidden_count": len(cup.hidden),
             "hidden": faces(cup.hidden) if shown else None,
@@ -84,14 +87,14 @@ def cup_json(seat: int, cup: Cup, viewer: Viewer, mine: bool = False) -> dict[st
             "mine": mine}
 
 
-def lifted_cups(table: dict[int, tuple[Die, ...]], bid: Bid) -> list[dict[str, Any]]:
+def lifted_cups(table: dict[int, tuple[Die, ...]], bid: Bid) -> list[JSON]:
     """The cups as everyone saw them at a challenge, with the dice that counted."""
     return [{"seat": s, "dice": faces(d), "super": orange(d), "counted": count_matching(d, bid)}
             for s, d in sorted(table.items())]
 
 
-def _bluff_table(title: str, number: int, ladder: Ladder, bids: list[dict[str, Any]],
-                 placed: Sequence[Bid], **rest: Any) -> dict[str, Any]:
+def _bluff_table(title: str, number: int, ladder: Ladder, bids: list[JSON],
+                 placed: Sequence[Bid], **rest: object) -> JSON:
     current = placed[-1] if placed else None
     running = rest.get("status") == "running"
     return {"type": "bluff", "title": title, "number": number, "bids": bids,
@@ -104,7 +107,7 @@ def _bluff_table(title: str, number: int, ladder: Ladder, bids: list[dict[str, A
 # --- postal -------------------------------------------------------------------------------
 
 def _postal_minigame(state: PostalState, game: MiniGame, viewer: Viewer,
-                     odds: dict[int, dict[str, float]]) -> dict[str, Any]:
+                     odds: dict[int, dict[str, float]]) -> JSON:
     bids = [{"turn": b.turn, "seat": b.seat, **bid_json(b.bid),  # type: ignore[dict-item]
              "exposed": [face_json(f) for f in b.exposed]} for b in game.bids]
     challenge = None
@@ -124,23 +127,23 @@ def _postal_minigame(state: PostalState, game: MiniGame, viewer: Viewer,
         challenge=challenge, odds=odds.get(game.number))
 
 
-def postal_tables(state: PostalState, viewer: Viewer) -> list[dict[str, Any]]:
+def postal_tables(state: PostalState, viewer: Viewer) -> list[JSON]:
     odds = odds_view(state, viewer.seat) if viewer.seat is not None else {}
     return [_postal_minigame(state, g, viewer, odds) for g in state.minigames]
 
 
-def postal_scores(state: PostalState) -> list[dict[str, Any]]:
+def postal_scores(state: PostalState) -> list[JSON]:
     return [{"seat": s, "virtual_dice": v} for s, v in zip(SEATS, state.virtual_dice)]
 
 
 # --- classic ------------------------------------------------------------------------------
 
-def _classic_bids(bids: Sequence[ClassicBid]) -> list[dict[str, Any]]:
+def _classic_bids(bids: Sequence[ClassicBid]) -> list[JSON]:
     return [{"turn": None, "seat": b.seat, **bid_json(b.bid),  # type: ignore[dict-item]
              "exposed": [face_json(f) for f in b.exposed]} for b in bids]
 
 
-def _finished_round(state: ClassicState, end: RoundEnd) -> dict[str, Any]:
+def _finished_round(state: ClassicState, end: RoundEnd) -> JSON:
     r = end.result
     dice_in_play = sum(d.weight for dice in end.table.values() for d in dice)
     return _bluff_table(
@@ -156,7 +159,7 @@ def _finished_round(state: ClassicState, end: RoundEnd) -> dict[str, Any]:
                    "next_opener": end.next_opener})
 
 
-def classic_tables(state: ClassicState, viewer: Viewer) -> list[dict[str, Any]]:
+def classic_tables(state: ClassicState, viewer: Viewer) -> list[JSON]:
     """The round in play (if any) first, then the finished rounds, latest first."""
     tables = [_finished_round(state, end) for end in reversed(state.finished)]
     if state.game_over:
@@ -175,7 +178,7 @@ def classic_tables(state: ClassicState, viewer: Viewer) -> list[dict[str, Any]]:
     return [current, *tables]
 
 
-def classic_scores(state: ClassicState) -> list[dict[str, Any]]:
+def classic_scores(state: ClassicState) -> list[JSON]:
     return [{"seat": s, "dice": state.hand(s).count, "value": state.hand(s).value,
              "super": state.hand(s).super, "in": state.is_in(s),
              "out_round": state.out_round[s - 1]} for s in state.seats]
@@ -183,8 +186,9 @@ def classic_scores(state: ClassicState) -> list[dict[str, Any]]:
 
 # --- Cup of Bluff -------------------------------------------------------------------------
 
-def cup_tables(state: CupState, viewer: Viewer) -> list[dict[str, Any]]:
-    """One table: the tokens (the board), the claim in play and every round so far."""
+def cup_tables(state: CupState, viewer: Viewer, rounds: list[JSON]) -> list[JSON]:
+    """One table: the tokens (the board), the claim in play and every round so far
+    (rounds: latest first, as the kind tells them)."""
     claim = state.claim
     running = not state.game_over
     # the roll is secret until the Guesser answers (a failed steal waiting for GIVE shows it)
@@ -205,32 +209,11 @@ def cup_tables(state: CupState, viewer: Viewer) -> list[dict[str, Any]]:
             "answer": None if claim.ok is None else ("OK" if claim.ok else "BLUFF")},
         "roll": roll,
         "roll_is_yours": roll is not None and viewer.seat == state.bluffer and not shown,
-        "rounds": [record_json(r) for r in reversed(state.log)],
+        "rounds": rounds,
         "points_table": POINTS_TABLE,
     }]
 
 
-def cup_scores(state: CupState) -> list[dict[str, Any]]:
+def cup_scores(state: CupState) -> list[JSON]:
     return [{"seat": s, "points": state.score(s), "tokens": list(state.tokens(s)),
              "count": len(state.tokens(s))} for s in state.seats]
-
-
-# --- by kind ------------------------------------------------------------------------------
-
-def tables(kind: str, state: Any, viewer: Viewer) -> list[dict[str, Any]]:
-    if kind == "postal":
-        return postal_tables(state, viewer)
-    if kind == "classic":
-        return classic_tables(state, viewer)
-    if kind == "cup":
-        return cup_tables(state, viewer)
-    raise ValueError(f"the web pages do not know game kind {kind!r}")
-
-
-def scores(kind: str, state: Any) -> list[dict[str, Any]]:
-    """Per seat: virtual dice (postal), dice left (classic), points and tokens (cup)."""
-    if kind == "postal":
-        return postal_scores(state)
-    if kind == "classic":
-        return classic_scores(state)
-    return cup_scores(state)
