@@ -9,9 +9,10 @@ BID?"); any other line is prose and is ignored.
 
 Pure: this module imports only the rules core. A mail's lines come in as
 anything with a ``number`` and a ``text`` (pbem.mail.text.BodyLine is one).
-What a command *does* (its ``action``) and who may use it are filled in by
-the commands layer (pbem.commands.registry); a move order of a game kind
-has no action here, the kind takes it.
+A ``Command`` here is a command's syntax, who may write it and its phase; a
+move order of a game kind (BID, ANNOUNCE ...) is nothing more, the kind takes
+it. The commands layer declares the rest (pbem.commands.context.MailCommand:
+the same and an action) and lists them all in pbem.commands.registry.
 """
 
 from __future__ import annotations
@@ -46,6 +47,12 @@ class TextLine(Protocol):
 # who may use a command: a known player (a reply to a report, or GAME + KEY), the referee,
 # or anyone who writes (HELP, JOIN ...)
 Who = Literal["player", "referee", "anyone"]
+# when a command runs in a player mail: "change" first (SAY, JOIN ...), then the "move"
+# (the game's kind takes it), then a "look" (HISTORY, ORDERS: it shows what the mail
+# changed); a "reply" (HELP, STATUS) answers only a mail with nothing else to do; a "line"
+# never runs (GAME, KEY, TURN: read by the commands that need them). A referee mail runs
+# its commands in the order of its lines.
+Phase = Literal["line", "change", "move", "look", "reply"]
 
 
 class OrderError(Exception):
@@ -57,17 +64,17 @@ class OrderError(Exception):
 
 @dataclass(frozen=True)
 class Command:
+    """A command as the parser and HELP see it: its name (and other spellings), its usage,
+    a one-line summary (the help text), its argument parser, who may write it and its
+    phase; by default a player's move order, as a game kind declares them."""
+
     name: str
     usage: str
     summary: str
     parse: Callable[[list[str]], Any]
     aliases: tuple[str, ...] = ()
-    # what it does: action(context, order) -> what happened (pbem.commands.context); None
-    # for a line another command reads (GAME, KEY, TURN) and for a move order (the kind's)
-    action: Callable[[Any, Any], str] | None = None
-    who: Who = "anyone"
-    # > 0: answers only a mail with nothing else to do (HELP 1, STATUS 2: the lowest wins)
-    alone: int = 0
+    who: Who = "player"
+    phase: Phase = "move"
 
     @property
     def spellings(self) -> tuple[str, ...]:
@@ -212,6 +219,16 @@ game_name = one_word("game name", GAME_NAME)
 
 # --- player orders ----------------------------------------------------------
 
+# the lines of a fresh player mail that say who writes and for which turn
+MAIL_LINES: tuple[Command, ...] = (
+    Command("GAME", "GAME <game>", "in a fresh mail (not a reply): the game you play in",
+            game_name, who="anyone", phase="line"),
+    Command("KEY", "KEY <key>", "in a fresh mail: your order key from your report",
+            one_word("key"), who="anyone", phase="line"),
+    Command("TURN", "TURN <n>", "optional: the turn your order is for", parse_turn,
+            who="anyone", phase="line"),
+)
+# the bid orders (postal and classic Bluff take them) and the lines of a player mail
 PLAYER_COMMANDS: tuple[Command, ...] = (
     Command("BID", "BID <quantity> <face>", "raise to a new bid, e.g. BID 6 threes or BID 4 stars",
             parse_bid),
@@ -219,13 +236,7 @@ PLAYER_COMMANDS: tuple[Command, ...] = (
             aliases=("CUPS UP", "LIAR")),
     Command("EXPOSE", "EXPOSE <face> [<face> ...]",
             "with a BID: show these dice from your cup and re-roll the rest", parse_faces),
-    Command("STATUS", "STATUS", "send me my latest report again", no_args),
-    Command("HELP", "HELP", "this summary of the orders", no_args),
-    Command("GAME", "GAME <game>", "in a fresh mail (not a reply): the game you play in",
-            game_name),
-    Command("KEY", "KEY <key>", "in a fresh mail: your order key from your report",
-            one_word("key")),
-    Command("TURN", "TURN <n>", "optional: the turn your order is for", parse_turn),
+    *MAIL_LINES,
 )
 
 

@@ -28,7 +28,13 @@ from sqlmodel import Session
 from pbem import inbox, security, senders
 from pbem.commands.context import CommandContext, Refusal, Turnkey, refusal
 from pbem.commands.moves import take_moves
-from pbem.commands.registry import move_names, player_commands, referee_commands, run
+from pbem.commands.registry import (
+    move_names,
+    permitted,
+    player_commands,
+    referee_commands,
+    run,
+)
 from pbem.config import Settings
 from pbem.db import one_writer, transient_error
 from pbem.faults import Lease, crash_point, fail_point
@@ -325,41 +331,37 @@ def player_mail(session: Session, post: Post, mail: Incoming) -> str:
     return outcome
 
 
-# what a mail asks to see runs after what it changes, so ORDERS shows the same mail's
-# DEFAULT and its move; the answers still come in the order of the lines
-LOOKS = ("HISTORY", "ORDERS")
-
-
 def player_commands_of(ctx: CommandContext, parsed: ParsedText, who: Turnkey | None) -> str:
-    """Run a player mail's commands (all of them, or none: one transaction)."""
+    """Run a player mail's commands (all of them, or none: one transaction), phase by phase:
+    what it changes, its move, what it asks to see (so ORDERS shows the same mail's DEFAULT
+    and move); the answers still come in the order of the lines."""
     names = move_names()
-    moves = [o for o in parsed.orders if o.name in names]
-    desk = [o for o in parsed.orders if o.command.action is not None and not o.command.alone]
+    phase = {p: [o for o in parsed.orders if o.command.phase == p]
+             for p in ("change", "move", "look", "reply")}
+    moves = phase["move"]
     if not moves or who is None:
-        if not desk:
-            # HELP or STATUS answer a mail that has nothing else to do (HELP first)
-            alone = sorted((o for o in parsed.orders if o.command.alone and
-                            (o.command.who == "anyone" or who is not None)),
-                           key=lambda o: o.command.alone)
-            if alone:
-                return run(ctx, alone[:1])[0]
+        if not phase["change"] and not phase["look"]:
+            # a reply answers a mail that has nothing else to do: HELP, which anyone may
+            # ask for, before the player's STATUS
+            replies = sorted((o for o in phase["reply"] if permitted(ctx, o.command)),
+                             key=lambda o: o.command.who != "anyone")
+            if replies:
+                return run(ctx, replies[:1])[0]
     if moves and who is None:
         raise refusal("I could not tell which game and player this mail is for",
                       "reply to your latest report, or write a fresh mail with the lines "
                       "GAME <game> and KEY <your key> (both are in your report)")
-    if not moves and not desk:
+    if not moves and not phase["change"] and not phase["look"]:
         if who is None:
             raise refusal("I could not tell which game and player this mail is for",
                           "reply to your latest report, or write a fresh mail with the "
                           "lines GAME <game> and KEY <your key> (both are in your report)")
         return take_moves(ctx, parsed, names)      # says that no order was found
-    changes = [o for o in desk if o.name not in LOOKS]
-    looks = [o for o in desk if o.name in LOOKS]
     with ctx.session.begin_nested():   # a move and desk commands in one mail: all or none
-        said = run(ctx, changes)
+        said = run(ctx, phase["change"])
         if moves:
             said.insert(0, take_moves(ctx, parsed, names))
-        said += run(ctx, looks)
+        said += run(ctx, phase["look"])
     return "; ".join(said)
 
 

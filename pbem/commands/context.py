@@ -10,15 +10,15 @@ GameError (pbem.games).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from sqlmodel import Session
 
 from pbem.models import Game, Player
-from pbem.orders import LineProblem, Order, SeatByName
+from pbem.orders import Command, LineProblem, Order, SeatByName
 from pbem.services.post import AnswerPart, Incoming, Post, answer, answer_parts
 
 
@@ -125,3 +125,19 @@ class CommandContext:
         """Answer the sender with a notice (subject, paragraphs)."""
         self.answer("notice", subject, {"subject": subject, "paragraphs": paragraphs,
                                         "game": game})
+
+
+Action = Callable[[CommandContext, Order], str]
+
+
+@dataclass(frozen=True)
+class MailCommand(Command):
+    """A command the referee runs (Mailman's IEmailCommand): its syntax, who may use it,
+    its phase and help text (pbem.orders.Command), and its action. One declaration each;
+    pbem.commands.registry lists them all."""
+
+    action: Action = field(kw_only=True)
+
+    def run(self, ctx: CommandContext, order: Order) -> str:
+        """Do the command inside ctx's transaction; returns one line on what happened."""
+        return self.action(ctx, order)

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 
-from pbem.commands.context import CommandContext, Refusal, refusal, with_seats
+from pbem.commands.context import CommandContext, MailCommand, Refusal, refusal, with_seats
 from pbem.games import load_state, missing_seats, record_order, seated
 from pbem.kinds import OrderProblem, kind_of
 from pbem.options import options_of
-from pbem.orders import LineProblem, Order, ParsedText, closest_lines
+from pbem.orders import LineProblem, Order, ParsedText, closest_lines, no_args
 from pbem.services.post import tagged
 from pbem.services.reports import enqueue_reports
 from pbem.services.turns import resolve_if_complete
@@ -106,3 +106,9 @@ def do_status(ctx: CommandContext, order: Order) -> str:
                     now=ctx.post.clock(), only_seat=ctx.who.player.seat,
                     in_reply_to=ctx.mail.msg.message_id, inbound_id=ctx.mail.row.id)
     return "status sent"
+
+
+COMMANDS: tuple[MailCommand, ...] = (
+    MailCommand("STATUS", "STATUS", "send me my latest report again", no_args,
+                action=do_status, who="player", phase="reply"),
+)

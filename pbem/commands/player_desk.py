@@ -30,7 +30,7 @@ from datetime import date
 
 from sqlmodel import Session, col, delete
 
-from pbem.commands.context import CommandContext, refuse
+from pbem.commands.context import CommandContext, MailCommand, refuse
 from pbem.deadlines import absence_interval
 from pbem.games import (
     GameError,
@@ -46,7 +46,7 @@ from pbem.games import (
 from pbem.kinds import kind_of
 from pbem.models import Absence, Game, TalkMessage
 from pbem.options import options_of
-from pbem.orders import Command, Order, OrderError, game_name, no_args
+from pbem.orders import Order, OrderError, game_name, no_args
 from pbem.services.clock import vacation_check
 from pbem.services.post import notice, tagged
 from pbem.services.reports import record_attachment
@@ -284,21 +284,21 @@ def do_record(ctx: CommandContext, order: Order) -> str:
     return f"record of {game.name} sent to {sender}"
 
 
-COMMANDS: tuple[Command, ...] = (
-    Command("SAY", "SAY <text>",
+COMMANDS: tuple[MailCommand, ...] = (
+    MailCommand("SAY", "SAY <text>",
             "table talk: relayed at once to the other players, and in the next report",
-            parse_say, action=do_say, who="player"),
-    Command("ABSENT", "ABSENT <from-date> <to-date> | ABSENT NONE",
+            parse_say, action=do_say, who="player", phase="change"),
+    MailCommand("ABSENT", "ABSENT <from-date> <to-date> | ABSENT NONE",
             "a vacation (UTC days, both included): your deadlines inside it move past it",
-            parse_absent, action=do_absent, who="player"),
-    Command("DEFAULT", "DEFAULT CHALLENGE|RAISE|ROBOT|NONE",
+            parse_absent, action=do_absent, who="player", phase="change"),
+    MailCommand("DEFAULT", "DEFAULT CHALLENGE|RAISE|ROBOT|NONE",
             "your standing order for a turn you miss", parse_default,
-            action=do_default, who="player"),
-    Command("HISTORY", "HISTORY", "every move so far, all mini-games (public information)",
-            no_args, action=do_history, who="player"),
-    Command("ORDERS", "ORDERS", "what you have in for this turn", no_args,
-            action=do_orders, who="player"),
-    Command("RECORD", "RECORD <game>",
+            action=do_default, who="player", phase="change"),
+    MailCommand("HISTORY", "HISTORY", "every move so far, all mini-games (public information)",
+            no_args, action=do_history, who="player", phase="look"),
+    MailCommand("ORDERS", "ORDERS", "what you have in for this turn", no_args,
+            action=do_orders, who="player", phase="look"),
+    MailCommand("RECORD", "RECORD <game>",
             "the record of a finished game you played or watched, for `pbem verify`",
-            game_name, action=do_record, who="anyone"),
+            game_name, action=do_record, who="anyone", phase="change"),
 )

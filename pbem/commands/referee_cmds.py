@@ -11,7 +11,7 @@ import json
 
 from sqlmodel import col, select
 
-from pbem.commands.context import CommandContext
+from pbem.commands.context import CommandContext, MailCommand
 from pbem.commands.schedule import desk_status
 from pbem.games import (
     GameError,
@@ -29,7 +29,7 @@ from pbem.mail.addresses import address_problem
 from pbem.models import Game, InboundMail, OutboundMail, Player
 from pbem.options import USAGE as NEWGAME_USAGE
 from pbem.options import NewGame, options_of, parse_options, save_options
-from pbem.orders import GAME_NAME, Command, Order, OrderError, game_name, no_args
+from pbem.orders import GAME_NAME, Order, OrderError, game_name, no_args
 from pbem.rules.dice import new_seed, seed_from_number
 from pbem.services.bounces import describe, failing_players
 from pbem.services.post import notice, tagged
@@ -210,22 +210,22 @@ def do_retry(ctx: CommandContext, order: Order) -> str:
     return f"mail #{number} will be handled again at the next tick"
 
 
-COMMANDS: tuple[Command, ...] = (
-    Command("NEWGAME", NEWGAME_USAGE,
+COMMANDS: tuple[MailCommand, ...] = (
+    MailCommand("NEWGAME", NEWGAME_USAGE,
             "create a game: turn length, deadline hour (UTC), grace, reminder, missed-turn "
             "limit, vacation cap, missing-order policy, sign-up, auto-start, wait, rule set "
             "(SEED makes the dice reproducible)", parse_newgame,
-            action=do_newgame, who="referee"),
-    Command("ADD", "ADD <game> <email> [<name>]", "sign a player up (before the start)", parse_add,
-            action=do_add, who="referee"),
-    Command("START", "START <game>", "draw the seats, roll, mail everyone their first report",
-            game_name, action=do_start, who="referee"),
-    Command("STATUS", "STATUS <game>", "where the game stands, whose orders are in", game_name,
-            action=do_status, who="referee"),
-    Command("PROCESS", "PROCESS <game>", "resolve the turn now (the robot plays missing orders)",
-            game_name, action=do_process, who="referee"),
-    Command("LIST", "LIST", "every game and its state", no_args, action=do_list, who="referee"),
-    Command("RETRY", "RETRY <mail id>", "handle again a mail kept as failed or set aside "
+            action=do_newgame, who="referee", phase="change"),
+    MailCommand("ADD", "ADD <game> <email> [<name>]", "sign a player up (before the start)", parse_add,
+            action=do_add, who="referee", phase="change"),
+    MailCommand("START", "START <game>", "draw the seats, roll, mail everyone their first report",
+            game_name, action=do_start, who="referee", phase="change"),
+    MailCommand("STATUS", "STATUS <game>", "where the game stands, whose orders are in", game_name,
+            action=do_status, who="referee", phase="look"),
+    MailCommand("PROCESS", "PROCESS <game>", "resolve the turn now (the robot plays missing orders)",
+            game_name, action=do_process, who="referee", phase="change"),
+    MailCommand("LIST", "LIST", "every game and its state", no_args, action=do_list, who="referee", phase="look"),
+    MailCommand("RETRY", "RETRY <mail id>", "handle again a mail kept as failed or set aside "
             "(after a fix; the referee's notice of its failure gives the number)",
-            parse_retry, action=do_retry, who="referee"),
+            parse_retry, action=do_retry, who="referee", phase="change"),
 )

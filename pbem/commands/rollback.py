@@ -22,10 +22,10 @@ from datetime import datetime
 
 from sqlmodel import Session, col, select
 
-from pbem.commands.context import CommandContext
+from pbem.commands.context import CommandContext, MailCommand
 from pbem.games import GameError, find_game, id_of, load_state, next_deadline, seated
 from pbem.models import AuditEntry, Game, Move, OutboundMail, PendingOrder
-from pbem.orders import Command, Order, game_name
+from pbem.orders import Order, game_name
 from pbem.services.reports import enqueue_reports
 from pbem.services.turns import GIVEN_BY, MISSED_BY
 
@@ -139,8 +139,8 @@ def _note(turn: int, restored: list[int]) -> str:
     return note
 
 
-COMMANDS: tuple[Command, ...] = (
-    Command("ROLLBACK", "ROLLBACK <game>",
+COMMANDS: tuple[MailCommand, ...] = (
+    MailCommand("ROLLBACK", "ROLLBACK <game>",
             "undo the last resolved turn; its reports are sent again", game_name,
-            action=do_rollback, who="referee"),
+            action=do_rollback, who="referee", phase="change"),
 )

@@ -13,12 +13,12 @@ from datetime import UTC, datetime, timedelta
 
 from sqlmodel import Session, col, delete, select
 
-from pbem.commands.context import CommandContext
+from pbem.commands.context import CommandContext, MailCommand
 from pbem.deadlines import relative, utc
 from pbem.games import GameError, audit, find_game, players_of, remove_entrant
 from pbem.models import Game, Signup, Watcher
 from pbem.options import options_of, save_options
-from pbem.orders import Command, Order, OrderError, game_name
+from pbem.orders import Order, OrderError, game_name
 from pbem.services.post import announce, notice, tagged
 from pbem.services.turns import resolve_if_complete
 
@@ -265,23 +265,23 @@ def do_cancel(ctx: CommandContext, order: Order) -> str:
     return f"game {game.name} cancelled; {told} players told"
 
 
-COMMANDS: tuple[Command, ...] = (
-    Command("DEADLINE", "DEADLINE <game> <ISO time | +hours>",
+COMMANDS: tuple[MailCommand, ...] = (
+    MailCommand("DEADLINE", "DEADLINE <game> <ISO time | +hours>",
             "set this turn's deadline (UTC), e.g. 2026-12-05T18:00 or +24", parse_deadline,
-            action=do_deadline, who="referee"),
-    Command("EXTEND", "EXTEND <game> <hours>",
+            action=do_deadline, who="referee", phase="change"),
+    MailCommand("EXTEND", "EXTEND <game> <hours>",
             "move this turn's deadline (or grace end, or a paused game's time left) later",
-            parse_extend, action=do_extend, who="referee"),
-    Command("PAUSE", "PAUSE <game>",
+            parse_extend, action=do_extend, who="referee", phase="change"),
+    MailCommand("PAUSE", "PAUSE <game>",
             "stop the clock: no deadline runs, no turn resolves, orders are refused", game_name,
-            action=do_pause, who="referee"),
-    Command("RESUME", "RESUME <game>", "restart the clock with the time that was left",
-            game_name, action=do_resume, who="referee"),
-    Command("WAIT", "WAIT <game> on|off",
+            action=do_pause, who="referee", phase="change"),
+    MailCommand("RESUME", "RESUME <game>", "restart the clock with the time that was left",
+            game_name, action=do_resume, who="referee", phase="change"),
+    MailCommand("WAIT", "WAIT <game> on|off",
             "on: a turn resolves only at its deadline, never as soon as all orders are in",
-            parse_wait, action=do_wait, who="referee"),
-    Command("REMOVE", "REMOVE <game> <email>", "take a player off a game before its start",
-            parse_remove, action=do_remove, who="referee"),
-    Command("CANCEL", "CANCEL <game>", "end a game for good; its players are told", game_name,
-            action=do_cancel, who="referee"),
+            parse_wait, action=do_wait, who="referee", phase="change"),
+    MailCommand("REMOVE", "REMOVE <game> <email>", "take a player off a game before its start",
+            parse_remove, action=do_remove, who="referee", phase="change"),
+    MailCommand("CANCEL", "CANCEL <game>", "end a game for good; its players are told", game_name,
+            action=do_cancel, who="referee", phase="change"),
 )

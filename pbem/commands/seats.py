@@ -16,7 +16,7 @@ from email.utils import format_datetime
 
 from sqlmodel import Session
 
-from pbem.commands.context import CommandContext, Refusal, with_seats
+from pbem.commands.context import CommandContext, MailCommand, Refusal, with_seats
 from pbem.games import (
     GameError,
     active_players,
@@ -37,7 +37,7 @@ from pbem.mail.addresses import address_problem
 from pbem.mail.compose import make_message_id
 from pbem.mail.text import BodyLine
 from pbem.models import Game, OutboundMail, Player
-from pbem.orders import Command, Order, OrderError, game_name, parse_text
+from pbem.orders import Order, OrderError, game_name, parse_text
 from pbem.security import new_key
 from pbem.services.post import announce, notice, tagged
 from pbem.services.reports import enqueue_reports
@@ -271,16 +271,16 @@ def do_resend(ctx: CommandContext, order: Order) -> str:
            + ", ".join(done)
 
 
-COMMANDS: tuple[Command, ...] = (
-    Command("PREVIEW", "PREVIEW <game>",
+COMMANDS: tuple[MailCommand, ...] = (
+    MailCommand("PREVIEW", "PREVIEW <game>",
             "what the turn would do if resolved now (to you only; nothing is stored)",
-            game_name, action=do_preview, who="referee"),
-    Command("ORDER", "ORDER <game> <seat> <order>",
+            game_name, action=do_preview, who="referee", phase="look"),
+    MailCommand("ORDER", "ORDER <game> <seat> <order>",
             "enter an order on a player's behalf (lines joined by ;), e.g. ORDER cup-1 3 "
-            "BID 6 threes; EXPOSE 3 3", parse_order, action=do_order, who="referee"),
-    Command("REPLACE", "REPLACE <game> <seat> <email> [<name>]",
+            "BID 6 threes; EXPOSE 3 3", parse_order, action=do_order, who="referee", phase="change"),
+    MailCommand("REPLACE", "REPLACE <game> <seat> <email> [<name>]",
             "give a seat to a new player (new key, the history and the seat's report)",
-            parse_replace, action=do_replace, who="referee"),
-    Command("RESEND", "RESEND <game> [<seat>]", "send the latest report(s) again",
-            parse_resend, action=do_resend, who="referee"),
+            parse_replace, action=do_replace, who="referee", phase="change"),
+    MailCommand("RESEND", "RESEND <game> [<seat>]", "send the latest report(s) again",
+            parse_resend, action=do_resend, who="referee", phase="change"),
 )
