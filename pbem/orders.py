@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from pbem.errors import LineProblem, Refusal
 from pbem.rules.dice import STAR, Face
 from pbem.rules.errors import MalformedMove
 from pbem.rules.ladder import Bid
@@ -53,13 +54,6 @@ Who = Literal["player", "referee", "anyone"]
 # never runs (GAME, KEY, TURN: read by the commands that need them). A referee mail runs
 # its commands in the order of its lines.
 Phase = Literal["line", "change", "move", "look", "reply"]
-
-
-class OrderError(Exception):
-    def __init__(self, message: str, hint: str = "") -> None:
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
 
 
 @dataclass(frozen=True)
@@ -112,14 +106,6 @@ class SeatByName:
         return starts[0] if len(starts) == 1 and not exact else None
 
 
-@dataclass(frozen=True)
-class LineProblem:
-    line_no: int | None
-    line: str | None
-    message: str
-    hint: str = ""
-
-
 @dataclass
 class ParsedText:
     orders: list[Order] = field(default_factory=list)
@@ -155,7 +141,7 @@ def parse_face(token: str) -> Face:
             return int(stem)
         if stem in _FACE_WORDS:
             return _FACE_WORDS[stem]
-    raise OrderError(f"'{token}' is not a die face", FACE_HINT)
+    raise Refusal(f"'{token}' is not a die face", FACE_HINT)
 
 
 def parse_quantity(token: str) -> int:
@@ -165,24 +151,24 @@ def parse_quantity(token: str) -> int:
     elif word in _NUMBER_WORDS:
         value = _NUMBER_WORDS[word]
     else:
-        raise OrderError(f"'{token}' is not a quantity", "write the quantity as a number, e.g. BID 6 threes")
+        raise Refusal(f"'{token}' is not a quantity", "write the quantity as a number, e.g. BID 6 threes")
     if value < 1:
-        raise OrderError("a bid needs a quantity of at least 1", "e.g. BID 1 five")
+        raise Refusal("a bid needs a quantity of at least 1", "e.g. BID 1 five")
     return value
 
 
 def parse_bid(args: list[str]) -> Bid:
     if len(args) != 2:
-        raise OrderError("a bid is a quantity and a face", "e.g. BID 6 threes, BID 6 3 or BID 4 stars")
+        raise Refusal("a bid is a quantity and a face", "e.g. BID 6 threes, BID 6 3 or BID 4 stars")
     try:
         return Bid(parse_quantity(args[0]), parse_face(args[1]))
     except MalformedMove as exc:
-        raise OrderError(str(exc), "e.g. BID 6 threes") from exc
+        raise Refusal(str(exc), "e.g. BID 6 threes") from exc
 
 
 def parse_faces(args: list[str]) -> tuple[Face, ...]:
     if not args:
-        raise OrderError("EXPOSE needs the faces of the dice to show", "e.g. EXPOSE 3 3 *")
+        raise Refusal("EXPOSE needs the faces of the dice to show", "e.g. EXPOSE 3 3 *")
     faces: list[Face] = []
     for token in args:
         for part in token.split(","):
@@ -193,16 +179,16 @@ def parse_faces(args: list[str]) -> tuple[Face, ...]:
 
 def no_args(args: list[str]) -> None:
     if args:
-        raise OrderError(f"this order takes nothing after it, not '{' '.join(args)}'")
+        raise Refusal(f"this order takes nothing after it, not '{' '.join(args)}'")
 
 
 def one_word(what: str, pattern: re.Pattern[str] | None = None) -> Callable[[list[str]], str]:
     def parse(args: list[str]) -> str:
         if len(args) != 1:
-            raise OrderError(f"expected one {what}")
+            raise Refusal(f"expected one {what}")
         value = args[0].strip()
         if pattern is not None and not pattern.match(value.lower()):
-            raise OrderError(f"'{value}' is not a valid {what}",
+            raise Refusal(f"'{value}' is not a valid {what}",
                              "game names use a-z, 0-9 and -" if what == "game name" else "")
         return value.lower() if what == "game name" else value
     return parse
@@ -210,7 +196,7 @@ def one_word(what: str, pattern: re.Pattern[str] | None = None) -> Callable[[lis
 
 def parse_turn(args: list[str]) -> int:
     if len(args) != 1 or not args[0].isdigit():
-        raise OrderError("TURN takes the turn number", "e.g. TURN 3")
+        raise Refusal("TURN takes the turn number", "e.g. TURN 3")
     return int(args[0])
 
 
@@ -267,7 +253,7 @@ def parse_text(lines: Sequence[TextLine], commands: Sequence[Command]) -> Parsed
         spelling, command = match
         try:
             args = command.parse(_without_end_punctuation(tokens[len(spelling):]))
-        except OrderError as exc:
+        except Refusal as exc:
             result.problems.append(LineProblem(
                 line.number, line.text, exc.message, exc.hint or f"write it as {command.usage}"))
             continue

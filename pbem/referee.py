@@ -26,7 +26,7 @@ from sqlalchemy.exc import OperationalError
 from sqlmodel import Session
 
 from pbem import inbox, security, senders
-from pbem.commands.context import CommandContext, Refusal, Turnkey, refusal
+from pbem.commands.context import CommandContext, Turnkey, refusal
 from pbem.commands.moves import take_moves
 from pbem.commands.registry import (
     move_names,
@@ -37,8 +37,9 @@ from pbem.commands.registry import (
 )
 from pbem.config import Settings
 from pbem.db import one_writer, transient_error
+from pbem.errors import Refusal
 from pbem.faults import Lease, crash_point, fail_point
-from pbem.games import GameError, active_players, find_game, load_state
+from pbem.games import active_players, find_game, load_state
 from pbem.kinds import kind_of
 from pbem.mail.read import MAX_LINE_CHARS, MAX_TEXT_LINES, InboundMessage, read_message
 from pbem.mail.text import BodyLine
@@ -193,15 +194,15 @@ class Referee:
         parsed = parse_text([BodyLine(1, " ".join(words))], referee_commands())
         if parsed.problems:
             p = parsed.problems[0]
-            raise GameError(f"{p.message}" + (f" ({p.hint})" if p.hint else ""))
+            raise Refusal(p.message, p.hint)
         if not parsed.orders:
-            raise GameError(f"not a referee command: {' '.join(words)} (try HELP)")
+            raise Refusal(f"not a referee command: {' '.join(words)} (try HELP)")
         # the same lease as a tick's processing and resolving: a command from the shell
         # never interleaves with a running server's handling of the same game
         lease = Lease(self.engine, "referee", self.clock,
                       seconds=self.settings.claim_lease_seconds)
         if not lease.acquire(wait=self.settings.lock_wait_seconds):
-            raise GameError(f"the server is busy ({lease.holder()} is handling mail); "
+            raise Refusal(f"the server is busy ({lease.holder()} is handling mail); "
                             "try again in a moment")
         try:
             with Session(self.engine) as session:
@@ -209,11 +210,11 @@ class Referee:
                 ctx = CommandContext(session, self.post, self.clock(), by_referee=True)
                 try:
                     out = run(ctx, parsed.orders)
-                except GameError:
+                except Refusal:
                     raise
                 except Exception as exc:   # a bug: said plainly, told, nothing applied
                     session.rollback()
-                    raise GameError(self.command_failed(session, parsed.orders, exc)) from exc
+                    raise Refusal(self.command_failed(session, parsed.orders, exc)) from exc
                 session.commit()
             return out
         finally:
@@ -323,7 +324,7 @@ def player_mail(session: Session, post: Post, mail: Incoming) -> str:
         # (so "OK thanks" in a postal game is prose, not Cup of Bluff's OK)
         parsed = parse_text(lines, player_commands(kind_of(who.game)))
     if parsed.problems:
-        raise Refusal(*parsed.problems, game=who.game.name if who else None)
+        raise Refusal.of(parsed.problems, game=who.game.name if who else None)
     # one answer a mail: the commands' answers are held and sent together at the end
     ctx = CommandContext(session, post, post.clock(), mail, who, parsed.orders, parts=[])
     outcome = player_commands_of(ctx, parsed, who)
@@ -381,15 +382,18 @@ def referee_mail(session: Session, post: Post, mail: Incoming) -> str:
             "add the referee key from pbem.toml on a line of its own", key.line_no,
             "KEY ****"))
     if parsed.problems:
-        raise Refusal(*parsed.problems)
+        raise Refusal.of(parsed.problems)
     ctx = CommandContext(session, post, post.clock(), mail, None, parsed.orders,
                          by_referee=True)
     try:
         with session.begin_nested():   # all the commands of a mail, or none of them
             out = run(ctx, parsed.orders)
-    except GameError as exc:
-        raise refusal(f"{exc}; nothing in this mail was done",
-                      "fix that line and send the commands again") from None
+    except Refusal as refused:
+        first = refused.problems[0]
+        refused.problems[0] = dataclasses.replace(
+            first, message=f"{first.message}; nothing in this mail was done",
+            hint=first.hint or "fix that line and send the commands again")
+        raise
     answer(session, post, mail, "notice", "Referee commands done",
            {"subject": "Referee commands done", "paragraphs": out, "game": None})
     return "referee commands: " + "; ".join(out)[:500]
@@ -426,7 +430,7 @@ def orders_now(session: Session, game: Game | None, sender: str) -> list[Command
 def find_game_or_none(session: Session, name: str) -> Game | None:
     try:
         return find_game(session, name)
-    except GameError:
+    except Refusal:
         return None
 
 

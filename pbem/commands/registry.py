@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from pbem.commands import moves, player_desk, referee_cmds, rollback, schedule, seats, signup
 from pbem.commands.context import CommandContext, MailCommand, refuse
-from pbem.games import GameError
+from pbem.errors import Refusal
 from pbem.kinds import KINDS, GameKind, kind_of
 from pbem.orders import MAIL_LINES, Command, Order, help_lines, no_args, one_word
 from pbem.render import rules_document
@@ -112,8 +112,9 @@ def run(ctx: CommandContext, orders: Sequence[Order]) -> list[str]:
         ctx.line_no = order.line_no
         try:
             out.append(command.run(ctx, order))
-        except GameError as exc:
-            if not ctx.by_referee:
-                raise
-            raise GameError(f"{order.line}: {exc}") from None
+        except Refusal as refused:
+            # the referee's line is the one to quote (a refusal of an inner line too: ORDER)
+            if ctx.by_referee:
+                refused.quoting(order)
+            raise
     return out

@@ -24,13 +24,14 @@ from datetime import timedelta
 
 from sqlmodel import col, select
 
-from pbem.commands.context import CommandContext, MailCommand, Refusal, refuse
+from pbem.commands.context import CommandContext, MailCommand, refuse
 from pbem.commands.referee_cmds import start
-from pbem.games import GameError, add_player, audit, find_game, id_of, players_of, remove_entrant
+from pbem.errors import Refusal
+from pbem.games import add_player, audit, find_game, id_of, players_of, remove_entrant
 from pbem.kinds import kind_of
 from pbem.models import Game, OutboundMail, Signup, Watcher
 from pbem.options import options_of
-from pbem.orders import Order, OrderError, game_name, no_args
+from pbem.orders import Order, game_name, no_args
 from pbem.services.post import replied_to, tagged, tell_referee
 
 SIGNUP_DAYS = 7
@@ -45,22 +46,23 @@ def code_hash(code: str) -> str:
 def _find(ctx: CommandContext, name: str, order: Order) -> Game:
     try:
         return find_game(ctx.session, name)
-    except GameError as exc:
-        raise refuse(str(exc), "send LIST for the games open for sign-up and those you may "
-                     "WATCH", order) from None
+    except Refusal as refused:
+        refused.quoting(order, hint="send LIST for the games open for sign-up and those you "
+                        "may WATCH")
+        raise
 
 
 # --- parsers ------------------------------------------------------------------------------
 
 def parse_join(args: list[str]) -> tuple[str, str]:
     if not args:
-        raise OrderError("JOIN needs the game's name", "e.g. JOIN cup-1 Ann")
+        raise Refusal("JOIN needs the game's name", "e.g. JOIN cup-1 Ann")
     return game_name([args[0]]), " ".join(args[1:]).strip("<>\"' ")[:60]
 
 
 def parse_confirm(args: list[str]) -> str | None:
     if len(args) > 1:
-        raise OrderError("CONFIRM takes the code from the sign-up mail", "e.g. CONFIRM 1a2b3c4d5e")
+        raise Refusal("CONFIRM takes the code from the sign-up mail", "e.g. CONFIRM 1a2b3c4d5e")
     return args[0].lower() if args else None
 
 

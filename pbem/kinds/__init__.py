@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from pbem.kinds.base import GameKind, OrderProblem, Resolution, TakenOrder, Understood
+from pbem.kinds.base import GameKind, Resolution, TakenOrder, Understood
 from pbem.kinds.classic import CLASSIC
 from pbem.kinds.cup import CUP
 from pbem.kinds.postal import POSTAL
@@ -37,5 +37,5 @@ def kind_of(game: HasKind) -> GameKind:
     return kind_named(game.kind)
 
 
-__all__ = ["KINDS", "GameKind", "HasKind", "OrderProblem", "Resolution", "TakenOrder", "Understood",
+__all__ = ["KINDS", "GameKind", "HasKind", "Resolution", "TakenOrder", "Understood",
            "kind_named", "kind_of"]

@@ -23,16 +23,6 @@ from pbem.orders import Command, Order
 from pbem.rules.dice import DiceStream
 
 
-class OrderProblem(Exception):
-    """A player's order lines cannot make a move; said to them with the line quoted."""
-
-    def __init__(self, message: str, hint: str = "", order: Order | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
-        self.order = order
-
-
 @dataclass
 class Understood:
     """One order line and what the referee made of it (for the confirmation)."""
@@ -75,7 +65,7 @@ class GameKind(Protocol):
     standing_orders: Mapping[str, str]
 
     def parse_options(self, words: Sequence[str]) -> dict[str, Any]:
-        """NEWGAME words after RULES <kind> -> the rules JSON; raises OrderError."""
+        """NEWGAME words after RULES <kind> -> the rules JSON; raises Refusal."""
         ...
 
     def describe_rules(self, rules: Mapping[str, Any]) -> str: ...
@@ -99,7 +89,7 @@ class GameKind(Protocol):
         ...
 
     def take_order(self, state: Any, seat: int, orders: Sequence[Order]) -> TakenOrder:
-        """Make one move of seat's order lines and check it; raises OrderProblem."""
+        """Make one move of seat's order lines and check it; raises Refusal."""
         ...
 
     def place(self, state: Any, seat: int) -> int:

@@ -6,7 +6,8 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pbem.kinds.base import OrderProblem, Resolution, TakenOrder, Understood
+from pbem.errors import Refusal
+from pbem.kinds.base import Resolution, TakenOrder, Understood
 from pbem.kinds.bidding import (
     HELP_NOTE,
     STANDING_ORDERS,
@@ -15,7 +16,7 @@ from pbem.kinds.bidding import (
     standing_bid_move,
 )
 from pbem.kinds.words import Words
-from pbem.orders import PLAYER_COMMANDS, Order, OrderError
+from pbem.orders import PLAYER_COMMANDS, Order
 from pbem.rules.dice import DiceStream, face_symbol
 from pbem.rules.errors import RulesError
 from pbem.rules.moves import BidMove, Move
@@ -56,7 +57,7 @@ class PostalKind(BidMoves):
 
     def parse_options(self, words: Sequence[str]) -> dict[str, Any]:
         if words:
-            raise OrderError(f"unknown option {words[0]} for a postal game", self.option_help)
+            raise Refusal(f"unknown option {words[0]} for a postal game", self.option_help)
         return RuleSet().to_json()
 
     def describe_rules(self, rules: Mapping[str, Any]) -> str:
@@ -94,7 +95,7 @@ class PostalKind(BidMoves):
             minigame = state.check_move(seat, move)
         except RulesError as exc:
             bad = exposes[0] if exposes and "expose" in str(exc).lower() else order
-            raise OrderProblem(str(exc), "your report lists what you may do this turn",
+            raise Refusal(str(exc), "your report lists what you may do this turn",
                                bad) from None
         odds = None
         if isinstance(move, BidMove):

@@ -7,8 +7,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from pbem.commands.context import CommandContext, MailCommand, Refusal
+from pbem.commands.context import CommandContext, MailCommand
 from pbem.commands.registry import move_names, permitted, player_commands, referee_commands, run
+from pbem.errors import Refusal
 from pbem.kinds import KINDS
 from pbem.orders import parse_text
 from pbem.services.post import tagged
