@@ -9,8 +9,8 @@ from sqlmodel import Session
 from pbem.errors import Refusal
 from pbem.games import find_game, pending_orders
 from pbem.server import Server
-from tests.commands.deskrun import moves, player, referee
-from tests.deskkit import PLAYERS, game_turn, last_text, outbox_rows, raise_line, seat_of, subjects
+from testkit.desk import PLAYERS, game_turn, last_text, outbox_rows, raise_line, seat_of, subjects
+from testkit.deskrun import moves, player, referee
 
 ANN = PLAYERS[0]
 

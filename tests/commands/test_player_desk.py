@@ -9,9 +9,9 @@ from sqlmodel import Session, select
 from pbem.errors import Refusal
 from pbem.models import Absence, TalkMessage
 from pbem.server import Server
-from tests.commands.deskrun import player, referee
-from tests.deskkit import PLAYERS, last_text, subjects
-from tests.deskkit import player as player_row
+from testkit.desk import PLAYERS, last_text, subjects
+from testkit.desk import player as player_row
+from testkit.deskrun import player, referee
 
 ANN, BOB = PLAYERS[0], PLAYERS[1]
 

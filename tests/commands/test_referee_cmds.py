@@ -9,8 +9,8 @@ from sqlmodel import Session
 from pbem.errors import Refusal
 from pbem.games import find_game, players_of
 from pbem.server import Server
-from tests.commands.deskrun import referee
-from tests.deskkit import PLAYERS, moves_of, raise_line, seat_of, subjects
+from testkit.desk import PLAYERS, moves_of, raise_line, seat_of, subjects
+from testkit.deskrun import referee
 
 
 def new_game(server: Server, *options: str) -> None:

@@ -17,8 +17,8 @@ from pbem.mail.text import BodyLine
 from pbem.models import OutboundMail
 from pbem.orders import help_lines, parse_text
 from pbem.server import Server
-from tests.commands.deskrun import player, referee
-from tests.deskkit import last_text
+from testkit.desk import last_text
+from testkit.deskrun import player, referee
 
 EVERY_TABLE = [player_commands(), referee_commands(),
                *(player_commands(kind) for kind in KINDS.values())]

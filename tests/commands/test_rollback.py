@@ -6,8 +6,8 @@ import pytest
 
 from pbem.errors import Refusal
 from pbem.server import Server
-from tests.commands.deskrun import referee
-from tests.deskkit import PLAYERS, game_turn, moves_of, subjects
+from testkit.desk import PLAYERS, game_turn, moves_of, subjects
+from testkit.deskrun import referee
 
 
 def started(server: Server) -> None:

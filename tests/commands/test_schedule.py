@@ -12,8 +12,8 @@ from pbem.errors import Refusal
 from pbem.games import find_game, players_of
 from pbem.options import options_of
 from pbem.server import Server
-from tests.commands.deskrun import referee
-from tests.deskkit import PLAYERS, T0, Clock, game_row, last_text
+from testkit.desk import PLAYERS, T0, Clock, game_row, last_text
+from testkit.deskrun import referee
 
 
 def started(server: Server) -> None:

@@ -7,8 +7,8 @@ import pytest
 
 from pbem.errors import Refusal
 from pbem.server import Server
-from tests.commands.deskrun import referee
-from tests.deskkit import PLAYERS, by_seat, moves_of, outbox_rows, raise_line, seat_of, subjects
+from testkit.desk import PLAYERS, by_seat, moves_of, outbox_rows, raise_line, seat_of, subjects
+from testkit.deskrun import referee
 
 
 def started(server: Server) -> None:

@@ -12,8 +12,8 @@ from pbem.errors import Refusal
 from pbem.games import find_game, players_of
 from pbem.models import Watcher
 from pbem.server import Server
-from tests.commands.deskrun import player, referee
-from tests.deskkit import PLAYERS, last_text
+from testkit.desk import PLAYERS, last_text
+from testkit.deskrun import player, referee
 
 ANN = "ann@example.org"
 

@@ -1,6 +1,6 @@
 """Commands run straight through the registry (pbem.commands.registry), not through Server:
 a line is parsed with the registry's table and run in one transaction on a real SQLite file
-database (tests/deskkit.py's server, for its engine, post and clock); the answers land in the
+database (testkit/desk.py's server, for its engine, post and clock); the answers land in the
 outbox, where the deskkit helpers read them."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pbem.models import InboundMail
 from pbem.orders import ParsedText, parse_text
 from pbem.server import Server
 from pbem.services.post import Incoming
-from tests.deskkit import SERVER, mail
+from testkit.desk import SERVER, mail
 
 
 def lines_of(*texts: str) -> list[BodyLine]:
