@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pbem.errors import PbemError
 
-class ConfigError(Exception):
+
+class ConfigError(PbemError):
     pass
 
 

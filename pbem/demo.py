@@ -28,7 +28,8 @@ from sqlalchemy import Engine, event
 from sqlmodel import Session
 
 from pbem.config import ListenSettings, Settings
-from pbem.games import GameError, find_game
+from pbem.errors import Refusal
+from pbem.games import find_game
 from pbem.kinds.verify import score_words
 from pbem.robot_client import ReadReport, client_order_lines, parse_mail, read_report, reply_to
 from pbem.server import Server
@@ -180,7 +181,7 @@ def _refused(server: Server, outbox: Path, game: str, referee: str) -> str | Non
         try:
             find_game(session, game)
             return None
-        except GameError:
+        except Refusal:
             pass
     for path in sorted(outbox.glob("*.eml"), reverse=True):
         msg = parse_mail(path.read_bytes())

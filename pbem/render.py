@@ -25,6 +25,7 @@ from typing import Any, TypeVar, cast
 import jinja2
 import markupsafe
 
+from pbem.errors import PbemError
 from pbem.paths import packaged_dir
 
 __all__ = [
@@ -432,7 +433,7 @@ def template_environment(override_dir: Path | None) -> jinja2.Environment:
     return env
 
 
-class TemplateProblem(Exception):
+class TemplateProblem(PbemError):
     """A mail template that does not compile: which file, which line, what is wrong."""
 
 

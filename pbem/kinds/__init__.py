@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from pbem.kinds.base import GameKind, OrderProblem, Resolution, TakenOrder, Understood
+from pbem.kinds.base import GameKind, Resolution, TakenOrder, Understood
 from pbem.kinds.classic import CLASSIC
 from pbem.kinds.cup import CUP
 from pbem.kinds.jsontypes import JSON, JSONMap
@@ -67,5 +67,5 @@ def kind_for_view(view_format: str) -> AnyKind:
 
 
 __all__ = ["JSON", "KINDS", "PUBLIC", "REVEAL", "AnyKind", "GameKind", "HasKind", "JSONMap",
-           "OrderProblem", "Resolution", "TakenOrder", "Understood", "Viewer", "kind_for_view",
+           "Resolution", "TakenOrder", "Understood", "Viewer", "kind_for_view",
            "kind_named", "kind_of", "register"]

@@ -35,16 +35,6 @@ S = TypeVar("S")   # the kind's state
 M = TypeVar("M")   # the kind's move
 
 
-class OrderProblem(Exception):
-    """A player's order lines cannot make a move; said to them with the line quoted."""
-
-    def __init__(self, message: str, hint: str = "", order: Order | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
-        self.order = order
-
-
 @dataclass
 class Understood:
     """One order line and what the referee made of it (for the confirmation)."""
@@ -98,7 +88,7 @@ class GameKind(ABC, Generic[S, M]):
 
     @abstractmethod
     def parse_options(self, words: Sequence[str]) -> JSON:
-        """NEWGAME words after RULES <kind> -> the rules JSON; raises OrderError."""
+        """NEWGAME words after RULES <kind> -> the rules JSON; raises Refusal."""
 
     @abstractmethod
     def describe_rules(self, rules: JSONMap) -> str: ...
@@ -123,7 +113,7 @@ class GameKind(ABC, Generic[S, M]):
 
     @abstractmethod
     def take_order(self, state: S, seat: int, orders: Sequence[Order]) -> TakenOrder[M]:
-        """Make one move of seat's order lines and check it; raises OrderProblem."""
+        """Make one move of seat's order lines and check it; raises Refusal."""
 
     def place(self, state: S, seat: int) -> int:
         """Where seat moves this turn, for the record (the mini-game; 0 if the kind has none)."""

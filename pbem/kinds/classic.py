@@ -16,7 +16,8 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 
-from pbem.kinds.base import OrderProblem, Resolution, TakenOrder, Understood
+from pbem.errors import Refusal
+from pbem.kinds.base import Resolution, TakenOrder, Understood
 from pbem.kinds.bidding import (
     HELP_NOTE,
     STANDING_ORDERS,
@@ -36,7 +37,7 @@ from pbem.kinds.tables import (
     orange,
 )
 from pbem.kinds.words import Words, cap
-from pbem.orders import PLAYER_COMMANDS, Order, OrderError
+from pbem.orders import PLAYER_COMMANDS, Order
 from pbem.rules.classic import (
     BidPlaced,
     ClassicState,
@@ -87,12 +88,12 @@ def _switch(name: str, value: str) -> bool:
         return True
     if value in ("off", "no", "false"):
         return False
-    raise OrderError(f"{name.upper()} is on or off, not '{value}'", OPTION_HELP)
+    raise Refusal(f"{name.upper()} is on or off, not '{value}'", OPTION_HELP)
 
 
 def _number(name: str, value: str) -> int:
     if not value.isdigit():
-        raise OrderError(f"{name.upper()} takes a number, not '{value}'", OPTION_HELP)
+        raise Refusal(f"{name.upper()} takes a number, not '{value}'", OPTION_HELP)
     return int(value)
 
 
@@ -178,12 +179,12 @@ class ClassicKind(BidMoves[ClassicState]):
         while tokens:
             name = tokens.pop(0)
             if name in EDITIONS:
-                raise OrderError(f"name the edition ({name}) first, before single options",
+                raise Refusal(f"name the edition ({name}) first, before single options",
                                  OPTION_HELP)
             if name not in ("dice", "super", "exact", "stars", "expose", "board"):
-                raise OrderError(f"unknown option '{name}' for a classic game", OPTION_HELP)
+                raise Refusal(f"unknown option '{name}' for a classic game", OPTION_HELP)
             if not tokens:
-                raise OrderError(f"{name.upper()} needs a value", OPTION_HELP)
+                raise Refusal(f"{name.upper()} needs a value", OPTION_HELP)
             value = tokens.pop(0)
             try:
                 if name == "dice":
@@ -200,7 +201,7 @@ class ClassicKind(BidMoves[ClassicState]):
                     cap = None if value in ("off", "none") else _number(name, value)
                     rules = rules.with_options(board_cap=cap)
             except ValueError as exc:
-                raise OrderError(f"{name.upper()} {value}: {exc}", OPTION_HELP) from None
+                raise Refusal(f"{name.upper()} {value}: {exc}", OPTION_HELP) from None
         return {**rules.to_json(), SIX_KEY: six}
 
     def rules_of(self, rules: JSONMap, players: int) -> RuleSet:
@@ -257,7 +258,7 @@ class ClassicKind(BidMoves[ClassicState]):
             try:
                 state.check_move(seat, trial)
             except RulesError as exc:
-                raise OrderProblem(str(exc), "your report lists what you may do now",
+                raise Refusal(str(exc), "your report lists what you may do now",
                                    bad) from None
         where = f"in round {state.round}"
         if isinstance(move, BidMove):

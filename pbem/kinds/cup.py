@@ -16,11 +16,12 @@ import random
 import re
 from collections.abc import Callable, Mapping, Sequence
 
-from pbem.kinds.base import GameKind, OrderProblem, Resolution, TakenOrder, Understood
+from pbem.errors import Refusal
+from pbem.kinds.base import GameKind, Resolution, TakenOrder, Understood
 from pbem.kinds.jsontypes import JSON, JSONMap
 from pbem.kinds.tables import POINTS_TABLE, Viewer, cup_scores, cup_tables
 from pbem.kinds.words import Words, cap
-from pbem.orders import Command, Order, OrderError, SeatByName
+from pbem.orders import Command, Order, SeatByName
 from pbem.rules import cupofbluff as cb
 from pbem.rules.cupofbluff import (
     Announce,
@@ -63,28 +64,28 @@ def parse_token(word: str) -> int:
     text = _clean(word)
     value = int(text) if text.isdigit() else _WORDS.get(text)
     if value is None or not 3 <= value <= 18:
-        raise OrderError(f"'{word}' is not a token or total", TOKEN_HINT)
+        raise Refusal(f"'{word}' is not a token or total", TOKEN_HINT)
     return value
 
 
 def parse_seat(words: Sequence[str]) -> int:
     match = _SEAT.match(" ".join(_clean(w) for w in words))
     if match is None or not 1 <= int(match.group(1)) <= 5:
-        raise OrderError(f"'{' '.join(words)}' is not a player number", SEAT_HINT)
+        raise Refusal(f"'{' '.join(words)}' is not a player number", SEAT_HINT)
     return int(match.group(1))
 
 
 def _split(args: list[str], word: str, usage: str) -> tuple[list[str], list[str]]:
     upper = [_clean(a).upper() for a in args]
     if word not in upper:
-        raise OrderError(f"'{word}' is missing", f"write it as {usage}")
+        raise Refusal(f"'{word}' is missing", f"write it as {usage}")
     at = upper.index(word)
     return args[:at], args[at + 1:]
 
 
 def _one_token(words: list[str], usage: str) -> int:
     if len(words) != 1:
-        raise OrderError(f"expected one token or total, not '{' '.join(words)}'",
+        raise Refusal(f"expected one token or total, not '{' '.join(words)}'",
                          f"write it as {usage}")
     return parse_token(words[0])
 
@@ -93,7 +94,7 @@ def _seat_or_name(words: Sequence[str], build: Callable[[int], Move]) -> Move | 
     """A player by number (the move at once) or by name (found by the shell)."""
     try:
         return build(parse_seat(words))
-    except OrderError:
+    except Refusal:
         name = " ".join(w.strip(".,;:!?") for w in words).strip()
         if not _NAME.match(name):
             raise
@@ -118,10 +119,10 @@ def parse_doublet(args: list[str]) -> Doublet:
     usage = "DOUBLET TAKE <token> GIVE <token> <token> ..., e.g. DOUBLET TAKE 4 GIVE 8 13"
     before, after = _split(args, "GIVE", usage)
     if not before or _clean(before[0]) != "take":
-        raise OrderError("'TAKE' is missing", f"write it as {usage}")
+        raise Refusal("'TAKE' is missing", f"write it as {usage}")
     parts = [p for a in after for p in a.split(",") if p and _clean(p) not in ("", "and")]
     if not parts:
-        raise OrderError("name the tokens you give back", f"write it as {usage}")
+        raise Refusal("name the tokens you give back", f"write it as {usage}")
     return Doublet(_one_token(before[1:], usage), tuple(parse_token(p) for p in parts))
 
 
@@ -133,7 +134,7 @@ def _answer(ok: bool) -> Callable[[list[str]], Answer]:
     def parse(args: list[str]) -> Answer:
         # "Bluff you!" and "OK!" are the rulebook's words; anything more is a mistake
         if any(_clean(a) not in ("", "you") for a in args):
-            raise OrderError(f"this order takes nothing after it, not '{' '.join(args)}'")
+            raise Refusal(f"this order takes nothing after it, not '{' '.join(args)}'")
         return Answer(ok)
     return parse
 
@@ -286,7 +287,7 @@ class CupKind(GameKind[CupState, Move]):
 
     def parse_options(self, words: Sequence[str]) -> JSON:
         if words:
-            raise OrderError(f"Cup of Bluff has no options yet, so '{words[0]}' is not "
+            raise Refusal(f"Cup of Bluff has no options yet, so '{words[0]}' is not "
                              "understood", "write just RULES cup")
         return {"version": RULES_VERSION}
 
@@ -319,9 +320,9 @@ class CupKind(GameKind[CupState, Move]):
         moves = [o for o in orders if o.name in MOVE_NAMES]
         now = state.due().get(seat, f"nothing: {state.waiting_for()}")
         if not moves:
-            raise OrderProblem("I found no move in your mail", f"what you may do now: {now}")
+            raise Refusal("I found no move in your mail", f"what you may do now: {now}")
         if len(moves) > 1:
-            raise OrderProblem(f"one move a mail: yours has {len(moves)} ("
+            raise Refusal(f"one move a mail: yours has {len(moves)} ("
                                + ", ".join(o.name for o in moves) + ")",
                                "send just the one you mean; a later mail replaces an earlier "
                                "order", moves[1])
@@ -330,7 +331,7 @@ class CupKind(GameKind[CupState, Move]):
         try:
             state.check_move(seat, move)
         except RulesError as exc:
-            raise OrderProblem(str(exc), f"what you may do now: {now}", order) from None
+            raise Refusal(str(exc), f"what you may do now: {now}", order) from None
         text = self.describe_move(move)
         return TakenOrder(move, [Understood(order, text)], text)
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 
-from pbem.kinds.base import OrderProblem, Resolution, TakenOrder, Understood
+from pbem.errors import Refusal
+from pbem.kinds.base import Resolution, TakenOrder, Understood
 from pbem.kinds.bidding import (
     HELP_NOTE,
     STANDING_ORDERS,
@@ -18,7 +19,7 @@ from pbem.kinds.jsontypes import JSON, JSONMap, Odds
 from pbem.kinds.record import GameRows
 from pbem.kinds.tables import Viewer, postal_scores, postal_tables
 from pbem.kinds.words import Words
-from pbem.orders import PLAYER_COMMANDS, Order, OrderError
+from pbem.orders import PLAYER_COMMANDS, Order
 from pbem.rules.cup import Cup
 from pbem.rules.dice import DiceStream, Die, face_from_json, face_symbol
 from pbem.rules.errors import RulesError
@@ -71,7 +72,7 @@ class PostalKind(BidMoves[PostalState]):
 
     def parse_options(self, words: Sequence[str]) -> JSON:
         if words:
-            raise OrderError(f"unknown option {words[0]} for a postal game", self.option_help)
+            raise Refusal(f"unknown option {words[0]} for a postal game", self.option_help)
         return RuleSet().to_json()
 
     def describe_rules(self, rules: JSONMap) -> str:
@@ -107,7 +108,7 @@ class PostalKind(BidMoves[PostalState]):
             minigame = state.check_move(seat, move)
         except RulesError as exc:
             bad = exposes[0] if exposes and "expose" in str(exc).lower() else order
-            raise OrderProblem(str(exc), "your report lists what you may do this turn",
+            raise Refusal(str(exc), "your report lists what you may do this turn",
                                bad) from None
         odds = None
         if isinstance(move, BidMove):

@@ -27,9 +27,9 @@ from sqlalchemy import bindparam
 from sqlmodel import Session, col, select
 
 from pbem.db import core_read
+from pbem.errors import Refusal
 from pbem.faults import aware
 from pbem.games import (
-    GameError,
     drop_orders,
     id_of,
     load_state,
@@ -106,7 +106,7 @@ def turn_moves(session: Session, game: Game, state: Any) -> tuple[dict[int, Any]
 def resolve_turn(session: Session, game: Game, now: datetime) -> TurnOutcome:
     """Apply the turn's orders (missing ones are played for the player) and advance."""
     if game.status != "running":
-        raise GameError(f"game '{game.name}' is not running")
+        raise Refusal(f"game '{game.name}' is not running")
     kind = kind_of(game)
     state = load_state(session, game)
     moves, by = turn_moves(session, game, state)

@@ -16,6 +16,7 @@ from sqlmodel import Session
 
 from pbem.config import Settings
 from pbem.deadlines import relative
+from pbem.errors import PbemError
 from pbem.games import load_state, players_of
 from pbem.kinds import PUBLIC, REVEAL, AnyKind, Viewer, kind_of
 from pbem.kinds.verify import check_record
@@ -38,7 +39,7 @@ from pbem.web.replay import Step
 ORDER_CHOICES_SHOWN = 12
 
 
-class PageError(Exception):
+class PageError(PbemError):
     """A request the pages cannot answer; status is the HTTP status to answer with."""
 
     def __init__(self, status: int, title: str, message: str) -> None:

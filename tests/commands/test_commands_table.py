@@ -7,8 +7,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from pbem.commands.context import CommandContext, Refusal
+from pbem.commands.context import CommandContext, MailCommand
 from pbem.commands.registry import move_names, permitted, player_commands, referee_commands, run
+from pbem.errors import Refusal
 from pbem.kinds import KINDS
 from pbem.orders import parse_text
 from pbem.services.post import tagged
@@ -31,9 +32,11 @@ def test_player_table_names_are_unique_and_every_desk_command_acts(kind) -> None
     assert len(names) == len(set(names))
     for command in table:
         if command.name in move_names() or command.name in ("GAME", "KEY", "TURN"):
-            assert command.action is None, command.name   # read by the move taker / identify
+            # read by the move taker / identify
+            assert not isinstance(command, MailCommand), command.name
+            assert command.phase == ("move" if command.name in move_names() else "line")
         else:
-            assert command.action is not None, command.name
+            assert isinstance(command, MailCommand), command.name
         assert command.who in ("player", "anyone")
 
 
@@ -41,14 +44,15 @@ def test_referee_table_is_the_referees_only() -> None:
     table = referee_commands()
     assert len({c.name for c in table}) == len(table)
     assert all(c.who == "referee" for c in table)
-    assert [c.name for c in table if c.action is None] == ["KEY"]
+    assert [c.name for c in table if not isinstance(c, MailCommand)] == ["KEY"]
 
 
 def test_help_and_status_answer_alone_help_first() -> None:
     by_name = {c.name: c for c in player_commands()}
-    assert 0 < by_name["HELP"].alone < by_name["STATUS"].alone
+    # replies answer only a mail with nothing else to do; the one anyone may ask comes first
+    assert by_name["HELP"].phase == by_name["STATUS"].phase == "reply"
     assert by_name["HELP"].who == "anyone" and by_name["STATUS"].who == "player"
-    assert all(not c.alone for c in player_commands() if c.name not in ("HELP", "STATUS"))
+    assert all(c.phase != "reply" for c in player_commands() if c.name not in ("HELP", "STATUS"))
 
 
 def test_permission_follows_who() -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from pbem.errors import Refusal
 from pbem.options import GameOptions, options_of, parse_options
-from pbem.orders import OrderError
 from pbem.server import Server
 from testkit.desk import Clock, admin, cli, game_row, referee_mail
 
@@ -68,7 +68,7 @@ def test_rules_takes_the_rest_of_the_line_and_autostart_opens() -> None:
     ("RULES", "RULES needs a game kind"),
 ])
 def test_bad_options_are_refused(words: str, message: str) -> None:
-    with pytest.raises(OrderError, match=message):
+    with pytest.raises(Refusal, match=message):
         parse_options(words.split(), "g1")
 
 

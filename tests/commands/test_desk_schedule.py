@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, col, select
 
-from pbem.games import GameError, find_game, players_of, seated
+from pbem.errors import Refusal
+from pbem.games import find_game, players_of, seated
 from pbem.models import AuditEntry, Move, Player
 from pbem.server import Server
 from testkit.desk import (
@@ -311,7 +312,7 @@ def test_pause_and_resume_by_cli(server: Server, tmp_path: Path) -> None:
     assert abs((game.deadline - real_now).total_seconds() - left) < 120
     # a refusal in this process (`pbem admin` prints one to stderr and exits 1:
     # test_newgame_by_cli_and_help_from_the_same_table)
-    with pytest.raises(GameError, match="cannot resume"):
+    with pytest.raises(Refusal, match="cannot resume"):
         admin(server, "RESUME g1")
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
-from pbem.games import GameError, find_game, pending_orders
+from pbem.errors import Refusal
+from pbem.games import find_game, pending_orders
 from pbem.kinds import kind_of
 from pbem.models import AuditEntry, OutboundMail
 from pbem.rules.record import verify
@@ -120,7 +121,7 @@ def test_order_by_cli_completes_the_turn(server: Server) -> None:
     out = server.referee.admin(["ORDER", "g1", str(seat), "BID", "1", "three"])[0]
     assert "turn 1 is resolved" in out
     assert {m["seat"]: m["by"] for m in moves_of(server, turn=1)}[seat] == "referee"
-    with pytest.raises(GameError, match="no player in seat 9"):
+    with pytest.raises(Refusal, match="no player in seat 9"):
         server.referee.admin(["ORDER", "g1", "9", "CHALLENGE"])
 
 
@@ -166,7 +167,7 @@ def test_replace_by_mail_new_key_works_old_does_not(server: Server) -> None:
     deliver(server, mail(NEW, "ORDERS", in_reply_to=latest_report(server, NEW).message_id))
     assert "your order is" in last_text(server, NEW)
     assert pending(server) == {seat: "player"}
-    with pytest.raises(GameError, match="plays in 'g1' already"):
+    with pytest.raises(Refusal, match="plays in 'g1' already"):
         server.referee.admin(["REPLACE", "g1", "1", NEW])
 
 
@@ -277,7 +278,7 @@ def test_rollback_warns_when_the_seed_was_out(server: Server) -> None:
 
 def test_rollback_with_nothing_to_undo(server: Server) -> None:
     started_game(server)
-    with pytest.raises(GameError, match="no resolved turn"):
+    with pytest.raises(Refusal, match="no resolved turn"):
         server.referee.admin(["ROLLBACK", "g1"])
 
 

@@ -25,7 +25,7 @@ from sqlalchemy.exc import OperationalError, StatementError
 from sqlmodel import Session, col, select
 
 from pbem import db
-from pbem.games import GameError
+from pbem.errors import Refusal
 from pbem.models import Absence, InboundMail, OutboundMail, Player
 from pbem.server import Server
 from testkit.desk import PLAYERS, SERVER, Clock, key_of, mail, make_server, started_game
@@ -183,7 +183,7 @@ def test_an_address_too_long_for_a_mailbox_is_refused_politely(database: str,
     server = server_on(database, tmp_path)
     server.referee.admin(["NEWGAME", "g1"])
     too_long = f"{junk(300)}@example.org"
-    with pytest.raises(GameError, match="is not a mail address"):
+    with pytest.raises(Refusal, match="is not a mail address"):
         server.referee.admin(["ADD", "g1", too_long, "Zed"])
     with Session(server.engine) as session:
         assert session.exec(select(Player)).all() == []

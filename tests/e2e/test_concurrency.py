@@ -249,7 +249,7 @@ def test_a_tick_that_cannot_get_the_lease_leaves_the_mail_to_the_holder(
 def test_a_referee_command_from_the_shell_waits_for_the_referee_lease(
         tmp_path: Path, database: str) -> None:
     from pbem.config import Settings
-    from pbem.games import GameError
+    from pbem.games import Refusal
     settings = Settings(database=database, address="bluff@x.org",
                         referee="referee@x.org", referee_key="k", outbox_dir=tmp_path / "out",
                         lock_wait_seconds=0.1)
@@ -259,7 +259,7 @@ def test_a_referee_command_from_the_shell_waits_for_the_referee_lease(
         session.add(ServerState(key="lease:referee",
                                 value=f'{{"owner": "elsewhere:1:abcd", "until": "{until.isoformat()}"}}'))
         session.commit()
-    with pytest.raises(GameError, match="busy"):
+    with pytest.raises(Refusal, match="busy"):
         server.referee.admin(["NEWGAME", "g1"])
     with Session(server.engine) as session:
         session.delete(session.get(ServerState, "lease:referee"))

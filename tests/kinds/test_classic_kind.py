@@ -10,10 +10,10 @@ from typing import Any
 import jinja2
 import pytest
 
-from pbem.kinds.base import OrderProblem
+from pbem.errors import Refusal
 from pbem.kinds.classic import CLASSIC, SIX_KEY
 from pbem.mail.text import BodyLine
-from pbem.orders import PLAYER_COMMANDS, Order, OrderError, parse_text
+from pbem.orders import PLAYER_COMMANDS, Order, parse_text
 from pbem.render import Renderer
 from pbem.rules import (
     CHALLENGE,
@@ -92,7 +92,7 @@ def test_options_on_top_of_an_edition() -> None:
     (["english", "czech"], "name the edition (czech) first"),
 ])
 def test_bad_options(words: list[str], message: str) -> None:
-    with pytest.raises(OrderError) as caught:
+    with pytest.raises(Refusal) as caught:
         CLASSIC.parse_options(words)
     assert message in caught.value.message
     assert "english, german, czech, anniversary" in caught.value.hint and "EXPOSE" in caught.value.hint
@@ -161,17 +161,18 @@ def test_refused_orders_quote_the_line(seat: int, lines: tuple[str, ...], messag
                                        quoted: str | None) -> None:
     state, _ = start()
     state = table(state, (3, 3, 1, 2, 3), (5, 5, 5, 5, 5), (1, 1, 1, 1, 1))
-    with pytest.raises(OrderProblem) as caught:
+    with pytest.raises(Refusal) as caught:
         CLASSIC.take_order(state, seat, orders(*lines))
     assert message in caught.value.message
-    assert (caught.value.order.line if caught.value.order else None) == quoted
+    assert caught.value.problems[0].line == quoted   # the line quoted (None: the mail)
 
 
 def test_expose_refused_when_the_rule_is_off() -> None:
     state, _ = start(("german",))
-    with pytest.raises(OrderProblem, match="exposing dice is off") as caught:
+    with pytest.raises(Refusal, match="exposing dice is off") as caught:
         CLASSIC.take_order(state, 1, orders("BID 1 two", f"EXPOSE {state.cup(1).hidden[0].face}"))
-    assert caught.value.order is not None and caught.value.order.name == "EXPOSE"
+    quoted = caught.value.problems[0]
+    assert quoted.line_no == 2 and quoted.line is not None and quoted.line.startswith("EXPOSE")
 
 
 def test_standing_orders() -> None:

@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
-from pbem.kinds.base import GameKind, OrderProblem
+from pbem.errors import Refusal
+from pbem.kinds.base import GameKind
 from pbem.kinds.cup import CUP
 from pbem.mail.text import BodyLine
-from pbem.orders import PLAYER_COMMANDS, OrderError, parse_text
+from pbem.orders import PLAYER_COMMANDS, parse_text
 from pbem.render import Renderer
 from pbem.rules.cupofbluff import (
     ANSWER,
@@ -110,7 +111,7 @@ def test_the_kind_has_every_member_of_the_protocol() -> None:
 
 def test_options() -> None:
     assert CUP.parse_options([]) == {"version": 1}
-    with pytest.raises(OrderError, match="no options yet, so 'fast'"):
+    with pytest.raises(Refusal, match="no options yet, so 'fast'"):
         CUP.parse_options(["fast"])
     assert "Cup of Bluff" in CUP.describe_rules({"version": 1})
     with pytest.raises(ValueError):
@@ -140,10 +141,10 @@ def test_take_order_accepts_one_legal_move() -> None:
 def test_take_order_refusals(seat: int, lines: list[str], message: str,
                              line_no: int | None) -> None:
     state = position(holdings={2: [9]})
-    with pytest.raises(OrderProblem) as info:
+    with pytest.raises(Refusal) as info:
         CUP.take_order(state, seat, parse(*lines).orders)
     assert message in info.value.message and info.value.hint
-    assert (info.value.order.line_no if info.value.order else None) == line_no
+    assert info.value.problems[0].line_no == line_no   # the line quoted (None: the mail)
 
 
 def test_standing_orders() -> None:

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pbem.commands.context import Refusal, with_seats
+from pbem.commands.context import with_seats
+from pbem.errors import Refusal
 from pbem.kinds import KINDS
 from pbem.mail.text import BodyLine
 from pbem.orders import SeatByName, parse_text

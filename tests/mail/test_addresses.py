@@ -8,7 +8,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from pbem.games import GameError
+from pbem.errors import Refusal
 from pbem.mail.addresses import address_problem, checked_address, parse_sender
 from pbem.mail.compose import build_mail, make_message_id
 from pbem.mail.read import read_message
@@ -152,7 +152,7 @@ def test_add_and_replace_refuse_an_address_the_server_cannot_write_to(tmp_path, 
     server = make_server(tmp_path, clock)
     started_game(server)
     for line in [f"ADD g1 {address} Ann", f"REPLACE g1 2 {address} Ann"]:
-        with pytest.raises(GameError) as refused:
+        with pytest.raises(Refusal) as refused:
             server.referee.admin(line.split())
         assert "not a mail address this server can write to" in str(refused.value)
     assert address not in {p.email for p in by_seat(server).values()}

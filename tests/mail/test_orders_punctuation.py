@@ -7,13 +7,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pbem.commands.registry import player_commands
 from pbem.kinds import KINDS
 from pbem.mail.text import BodyLine
-from pbem.orders import PLAYER_COMMANDS, closeness, closest_lines, parse_text
+from pbem.orders import closeness, closest_lines, parse_text
 from pbem.rules.dice import STAR
 from pbem.rules.ladder import Bid
 
-BLUFF = PLAYER_COMMANDS
+BLUFF = player_commands(KINDS["postal"])   # the bid orders and every line of a player mail
 CUP = KINDS["cup"].commands
 MOVES = KINDS["classic"].commands   # what an answer that found no move compares lines with
 

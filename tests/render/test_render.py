@@ -894,6 +894,7 @@ def test_installed_layout_uses_pbem_templates(tmp_path: Path) -> None:
     shutil.copy(repo / "pbem" / "__init__.py", pkg / "__init__.py")
     shutil.copy(repo / "pbem" / "render.py", pkg / "render.py")
     shutil.copy(repo / "pbem" / "paths.py", pkg / "paths.py")   # render finds templates by it
+    shutil.copy(repo / "pbem" / "errors.py", pkg / "errors.py")     # TemplateProblem's root
     shutil.copytree(repo / "templates", pkg / "_templates")
     (pkg / "_templates" / "notice.txt.j2").write_text("installed: {{ subject }}\n", "utf-8")
     code = (

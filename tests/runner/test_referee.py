@@ -185,11 +185,11 @@ def test_stale_order_is_refused(server: Server) -> None:
 
 
 def test_admin_status_and_unknown_game(server: Server) -> None:
-    from pbem.games import GameError
+    from pbem.games import Refusal
     started_game(server)
     status = server.referee.admin(["STATUS", "g1"])[0]
     assert "running" in status and "turn 1" in status
-    with pytest.raises(GameError, match="no game called"):
+    with pytest.raises(Refusal, match="no game called"):
         server.referee.admin(["STATUS", "nope"])
 
 
