@@ -56,7 +56,7 @@ from pbem.config import ImapSettings, Settings, SmtpSettings  # noqa: E402
 from pbem.models import InboundMail, OutboundMail  # noqa: E402
 from pbem.robot_client import choose_order, order_lines, parse_mail, reply_to, report_view  # noqa: E402
 from pbem.server import Server, TickReport  # noqa: E402
-from tests.mailstack import DEFAULT_DOMAIN, DEFAULT_USERS, MailStack  # noqa: E402
+from testkit.mailstack import DEFAULT_DOMAIN, DEFAULT_USERS, MailStack  # noqa: E402
 
 PLAYERS = ["p1", "p2", "p3", "p4", "p5"]
 CORES = os.cpu_count() or 1

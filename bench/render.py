@@ -1,7 +1,7 @@
 """How fast the turn reports render (pbem.render.Renderer.render: text + HTML part).
 
 Plays whole games of robots through the server's turn code, the way
-tests/test_report_sections.py does (every optional section filled: talk, notes,
+tests/render/test_report_sections.py does (every optional section filled: talk, notes,
 watchers, exposes, cups up, final report), records the context of every report
 the production code renders, then times rendering those contexts again, per
 report template:
@@ -39,11 +39,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import pbem.games  # noqa: E402
-import tests.test_report_sections as sections  # noqa: E402
+import tests.render.test_report_sections as sections  # noqa: E402
 from pbem.render import Renderer  # noqa: E402
 from pbem.security import hash_key  # noqa: E402
 
-# (label, kind, options, players, seed): as in tests/test_report_sections.py
+# (label, kind, options, players, seed): as in tests/render/test_report_sections.py
 GAMES = [
     ("postal", "postal", "", 5, 7),
     ("postal-2", "postal", "", 5, 21),

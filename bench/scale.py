@@ -1,7 +1,7 @@
 """N postal games through the real `pbem tick`: how one turn of every game scales.
 
 For each size N (each in a fresh subprocess, so its peak RSS is its own): a real
-Dovecot (tests/mailstack.py), a SQLite file in a temp dir, the `.eml` outbox (no
+Dovecot (testkit/mailstack.py), a SQLite file in a temp dir, the `.eml` outbox (no
 SMTP). N games are created and started by referee mail (NEWGAME/ADD/START, split
 over several mails by the referee's line cap) and one tick starts them all (the
 start tick); then every player answers its first report with a legal order, a
@@ -48,7 +48,7 @@ from pbem.config import ImapSettings, Settings  # noqa: E402
 from pbem.mail.read import MAX_TEXT_LINES  # noqa: E402
 from pbem.robot_client import choose_order, order_lines, read_report, reply_to  # noqa: E402
 from pbem.server import Server  # noqa: E402
-from tests.mailstack import MailStack  # noqa: E402
+from testkit.mailstack import MailStack  # noqa: E402
 
 KEY = "bench-referee-key"
 SEATS = 5

@@ -30,7 +30,7 @@ from sqlmodel import Session, col, select
 
 from pbem.models import Game, Move, Player
 from pbem.web import create_app
-from tests.deskkit import PLAYERS, Clock, admin, make_server
+from testkit.desk import PLAYERS, Clock, admin, make_server
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

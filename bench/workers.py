@@ -1,6 +1,6 @@
 """Throughput of 1, 2 and 3 `pbem serve` workers on one PostgreSQL database and one
-IMAP mailbox (the real Dovecot + SMTP stack of tests/mailstack.py, a private
-cluster of tests/pgstack.py).
+IMAP mailbox (the real Dovecot + SMTP stack of testkit/mailstack.py, a private
+cluster of testkit/pgstack.py).
 
 For each worker count: the workers start on an empty folder and tick; then a
 burst of HELP mails from known players (delivered beforehand) is moved into that
@@ -34,9 +34,9 @@ from pbem import db  # noqa: E402
 from pbem.config import load_settings  # noqa: E402
 from pbem.models import InboundMail, OutboundMail  # noqa: E402
 from pbem.server import Server  # noqa: E402
-from tests.mailstack import MailStack  # noqa: E402
-from tests.pgstack import PgCluster  # noqa: E402
-from tests.workerkit import Workers, burst, counts, wait_until, write_config  # noqa: E402
+from testkit.mailstack import MailStack  # noqa: E402
+from testkit.pgstack import PgCluster  # noqa: E402
+from testkit.workers import Workers, burst, counts, wait_until, write_config  # noqa: E402
 
 PLAYERS = ["p1", "p2", "p3", "p4", "p5"]
 TICKS = os.sysconf("SC_CLK_TCK")

@@ -1,6 +1,6 @@
 """pbem: a play-by-email referee for the dice game Bluff.
 
-Layers, top to bottom (imports only point down; README "Layout"): the shell
+Layers, top to bottom (imports only point down; docs/architecture.md): the shell
 (cli, demo, server), the runner (referee, sender_check, inbox), commands/,
 services/, the data layer (games), the pure core (kinds/, options,
 deadlines, orders, rules/) and the edges (outbox, security, db, render,

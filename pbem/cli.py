@@ -16,7 +16,8 @@ from sqlmodel import Session
 from pbem import db
 from pbem.config import ConfigError, load_settings
 from pbem.demo import run_demo
-from pbem.games import GameError, find_game
+from pbem.errors import Refusal
+from pbem.games import find_game
 from pbem.kinds.verify import check_record
 from pbem.server import Server
 from pbem.services.export import export_json
@@ -48,7 +49,7 @@ def cmd_admin(args: argparse.Namespace) -> int:
     try:
         for line in server.referee.admin(args.words):
             print(line)
-    except GameError as exc:
+    except Refusal as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     return 0
@@ -59,7 +60,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     with Session(server.engine) as session:
         try:
             record = export_json(session, find_game(session, args.game))
-        except GameError as exc:
+        except Refusal as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
     json.dump(record, sys.stdout, indent=2)

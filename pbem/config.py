@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pbem.errors import PbemError
 
-class ConfigError(Exception):
+
+class ConfigError(PbemError):
     pass
 
 
@@ -46,7 +48,7 @@ class SmtpSettings:
     # Only for a mailbox that takes plus addresses (user+anything@domain).
     verp: bool = False
     # SMTP connections used at once to drain the outbox (a crash repeats at most one mail
-    # per connection, README "Guarantees")
+    # per connection, docs/guarantees.md)
     connections: int = 4
 
     def __post_init__(self) -> None:

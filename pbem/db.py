@@ -34,6 +34,7 @@ from sqlalchemy import Engine, event, text
 from sqlalchemy.exc import DBAPIError, OperationalError, ProgrammingError
 from sqlmodel import Session, create_engine
 
+from pbem.errors import PbemError
 from pbem.paths import packaged_dir
 
 # pg_advisory_lock keys: any bigint, the same in every pbem process on the database
@@ -41,7 +42,7 @@ WRITER_LOCK_KEY = 52550      # one transaction that changes games at a time (one
 MIGRATION_LOCK_KEY = 52551
 
 
-class SchemaError(Exception):
+class SchemaError(PbemError):
     """The database's schema does not fit this pbem (e.g. a newer pbem upgraded it)."""
 
 

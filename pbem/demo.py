@@ -28,11 +28,12 @@ from sqlalchemy import Engine, event
 from sqlmodel import Session
 
 from pbem.config import ListenSettings, Settings
-from pbem.games import GameError, find_game
+from pbem.errors import Refusal
+from pbem.games import find_game
 from pbem.kinds.verify import score_words
 from pbem.robot_client import ReadReport, client_order_lines, parse_mail, read_report, reply_to
 from pbem.server import Server
-from pbem.services.export import export_json, export_record
+from pbem.services.export import export_json
 
 DEMO_PLAYERS = [("ann", "Ann"), ("bob", "Bob"), ("cyd", "Cyd"), ("dee", "Dee"), ("eve", "Eve")]
 DOMAIN = "demo.invalid"
@@ -105,7 +106,7 @@ def run_demo(folder: Path | None = None, *, seed: int | None = None, quiet: bool
         game = f"demo-{secrets.token_hex(2)}"
         addresses = {f"{login}@{DOMAIN}": name for login, name in DEMO_PLAYERS[:count]}
         setup = [f"NEWGAME {game}" + (f" SEED {seed}" if seed is not None else "")
-                 + (f" RULES {rules}{words}" if rules != "postal" or options else "")]
+                 + f" RULES {rules}{words}"]
         setup += [f"ADD {game} {addr} {name}" for addr, name in addresses.items()]
         setup.append(f"START {game}")
         send(listener.port, [(settings.referee, referee_mail(settings, setup))], settings.address)
@@ -140,22 +141,7 @@ def run_demo(folder: Path | None = None, *, seed: int | None = None, quiet: bool
                 return 1
         if not quiet:
             show_progress(turns, len(list(outbox.glob("*.eml"))), done=True)
-        if rules != "postal":
-            return _finish(server, folder, outbox, game, turns, say)
-        with Session(server.engine) as session:
-            record = export_record(session, find_game(session, game))
-        say(f"Game {game} is over after {turns} turns.")
-        say("Final standings:")
-        for s in record.result["standings"] if record.result else []:
-            name = record.entrants[record.seats.index(s["seat"])]
-            say(f"  {s['rank']}. player {s['seat']} ({name}): {s['virtual_dice']} virtual "
-                f"{'die' if s['virtual_dice'] == 1 else 'dice'}")
-        say(f"Mails sent by the referee ({len(list(outbox.glob('*.eml')))}): {outbox}")
-        say(f"Database: {folder / 'pbem.db'}")
-        record_path = folder / f"{game}.json"
-        record_path.write_text(json.dumps(record.to_json(), indent=2), encoding="utf-8")
-        say(f"Game record: {record_path}  (check it with: pbem verify {record_path})")
-        return 0
+        return _finish(server, folder, outbox, game, turns, say)
     finally:
         listener.stop()
 
@@ -172,7 +158,7 @@ def show_progress(turns: int, mails: int, *, done: bool = False) -> None:
 
 def _finish(server: Server, folder: Path, outbox: Path, game: str, turns: int,
             say: Callable[..., None]) -> int:
-    """The end of a classic or Cup of Bluff demo: standings and the generic record."""
+    """The end of a demo: the standings and the game's record (as its kind writes it)."""
     with Session(server.engine) as session:
         record = export_json(session, find_game(session, game))
     names = {p["seat"]: p["name"] for p in record["players"]}
@@ -195,7 +181,7 @@ def _refused(server: Server, outbox: Path, game: str, referee: str) -> str | Non
         try:
             find_game(session, game)
             return None
-        except GameError:
+        except Refusal:
             pass
     for path in sorted(outbox.glob("*.eml"), reverse=True):
         msg = parse_mail(path.read_bytes())

@@ -49,6 +49,7 @@ from sqlalchemy import bindparam, insert, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
+from pbem.errors import PbemError
 from pbem.models import ServerState
 
 log = logging.getLogger(__name__)
@@ -75,7 +76,7 @@ FAIL_ENV = "PBEM_FAIL_AT"
 FAIL_POINTS = ("inbound-read",)
 
 
-class InjectedFailure(RuntimeError):
+class InjectedFailure(PbemError, RuntimeError):
     """A failure on purpose (PBEM_FAIL_AT): what a bug in handling a mail would raise."""
 
 

@@ -24,6 +24,7 @@ from sqlmodel import Session, col, delete, select
 
 from pbem.db import core_read
 from pbem.deadlines import turn_deadline
+from pbem.errors import Refusal
 from pbem.kinds import kind_named, kind_of
 from pbem.models import (
     AuditEntry,
@@ -42,10 +43,6 @@ from pbem.rules.record import draw_seats
 from pbem.rules.ruleset import RuleSet
 from pbem.security import new_key
 from pbem.work import Work
-
-
-class GameError(Exception):
-    """A referee or player request that cannot be done (said to them politely)."""
 
 
 def id_of(game: Game) -> int:
@@ -73,7 +70,7 @@ def _memo(session: Session) -> dict[Any, Any] | None:
 def find_game(session: Session, name: str) -> Game:
     game = session.exec(select(Game).where(Game.name == name)).first()
     if game is None:
-        raise GameError(f"there is no game called '{name}'")
+        raise Refusal(f"there is no game called '{name}'")
     return game
 
 
@@ -282,7 +279,7 @@ def create_game(session: Session, name: str, *, seed: bytes, now: datetime,
                 turn_hours: float | None = None, rules: RuleSet | None = None,
                 kind: str = "postal", rules_json: dict[str, Any] | None = None) -> Game:
     if session.exec(select(Game).where(Game.name == name)).first() is not None:
-        raise GameError(f"a game called '{name}' exists already")
+        raise Refusal(f"a game called '{name}' exists already")
     kind_named(kind)
     if rules_json is None:
         rules_json = (rules or RuleSet()).to_json()
@@ -296,14 +293,14 @@ def create_game(session: Session, name: str, *, seed: bytes, now: datetime,
 
 def add_player(session: Session, game: Game, email: str, name: str) -> Player:
     if game.status != "new":
-        raise GameError(f"game '{game.name}' has started: players can no longer be added")
+        raise Refusal(f"game '{game.name}' has started: players can no longer be added")
     players = players_of(session, game)
     email = email.lower()
     if any(p.email == email for p in players):
-        raise GameError(f"{email} plays in '{game.name}' already")
+        raise Refusal(f"{email} plays in '{game.name}' already")
     most = kind_of(game).max_players
     if len(players) >= most:
-        raise GameError(f"game '{game.name}' has its {most} players already")
+        raise Refusal(f"game '{game.name}' has its {most} players already")
     key, key_hash = new_key()
     player = Player(game_id=id_of(game), entrant=len(players) + 1, email=email,
                     name=name or email.partition("@")[0], key=key, key_hash=key_hash)
@@ -315,7 +312,7 @@ def add_player(session: Session, game: Game, email: str, name: str) -> Player:
 def remove_entrant(session: Session, game: Game, player: Player) -> None:
     """Take a player off a game before the start; the others keep their sign-up order."""
     if game.status != "new":
-        raise GameError(f"game '{game.name}' has started: use REPLACE to change a player")
+        raise Refusal(f"game '{game.name}' has started: use REPLACE to change a player")
     session.exec(delete(Signup).where(col(Signup.game_id) == game.id,
                                       col(Signup.email) == player.email,
                                       col(Signup.status) != "confirmed"))
@@ -339,13 +336,13 @@ def next_deadline(game: Game, now: datetime) -> datetime | None:
 
 def start_game(session: Session, game: Game, now: datetime) -> None:
     if game.status != "new":
-        raise GameError(f"game '{game.name}' has started already")
+        raise Refusal(f"game '{game.name}' has started already")
     players = players_of(session, game)
     kind = kind_of(game)
     if not kind.min_players <= len(players) <= kind.max_players:
         wanted = (f"{kind.min_players}" if kind.min_players == kind.max_players
                   else f"{kind.min_players} to {kind.max_players}")
-        raise GameError(f"a game of {kind.title} needs {wanted} players; '{game.name}' has "
+        raise Refusal(f"a game of {kind.title} needs {wanted} players; '{game.name}' has "
                         f"{len(players)}")
     for player, seat in zip(players, draw_seats(stream_of(game), len(players)), strict=False):
         player.seat = seat

@@ -26,12 +26,14 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from pbem.errors import PbemError
+
 TOKEN_PATTERN = re.compile(r"^(\d{1,12})\.(\d{1,3})\.(\d{1,12})\.(\d{1,12})\.([A-Za-z0-9_-]{22})$")
 MAC_BYTES = 16
 PRIVATE_PREFIX = "/p/"
 
 
-class LinkError(Exception):
+class LinkError(PbemError):
     """A private link that does not work; the message says why, politely."""
 
 

@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass, field, fields
 from datetime import timedelta
 from typing import Any
 
-from pbem.orders import OrderError
+from pbem.errors import Refusal
 
 POLICIES = ("robot", "challenge", "raise")   # MISSING <policy>: what plays a missed order
 DEFAULT_MISSED_LIMIT = 3
@@ -137,10 +137,10 @@ def _number(word: str, value: str, *, lo: float = 0, hi: float = MAX_HOURS,
     try:
         number = int(value) if integer else float(value)
     except ValueError:
-        raise OrderError(f"{word} {value}: not a valid number",
+        raise Refusal(f"{word} {value}: not a valid number",
                          f"write it as {word} <number>") from None
     if number != number or number < lo or number > hi or (positive and number <= 0):
-        raise OrderError(f"{word} {value}: out of range",
+        raise Refusal(f"{word} {value}: out of range",
                          f"{word} takes a number {'above' if positive else 'from'} {lo:g}"
                          f" up to {hi:g}")
     return number
@@ -149,13 +149,13 @@ def _number(word: str, value: str, *, lo: float = 0, hi: float = MAX_HOURS,
 def parse_hour(value: str) -> int:
     match = _HOUR.match(value.strip().lower())
     if match is None or int(match.group(1)) > 23:
-        raise OrderError(f"AT {value}: not an hour of the day",
+        raise Refusal(f"AT {value}: not an hour of the day",
                          "AT takes the hour in UTC, 0 to 23, e.g. AT 18 or AT 18:00")
     return int(match.group(1))
 
 
 def parse_options(words: list[str], name: str) -> NewGame:
-    """NEWGAME's words after the game name; raises OrderError quoting the bad word."""
+    """NEWGAME's words after the game name; raises Refusal quoting the bad word."""
     new = NewGame(name)
     opts = new.options
     rest = list(words)
@@ -169,14 +169,14 @@ def parse_options(words: list[str], name: str) -> NewGame:
             continue
         if word == "RULES":
             if not rest:
-                raise OrderError("RULES needs a game kind", "e.g. RULES postal")
+                raise Refusal("RULES needs a game kind", "e.g. RULES postal")
             new.rules, new.rules_words = rest[0].lower(), rest[1:]
             break
         if word not in ("SEED", "DEADLINE", "AT", "GRACE", "REMIND", "MISSED", "VACATION",
                         "MISSING"):
-            raise OrderError(f"unknown NEWGAME option {word}", OPTION_HINT)
+            raise Refusal(f"unknown NEWGAME option {word}", OPTION_HINT)
         if not rest:
-            raise OrderError(f"{word} needs a value", OPTION_HINT)
+            raise Refusal(f"{word} needs a value", OPTION_HINT)
         value = rest.pop(0)
         if word == "SEED":
             new.seed = int(_number(word, value, integer=True, hi=2 ** 63))
@@ -194,11 +194,11 @@ def parse_options(words: list[str], name: str) -> NewGame:
             opts.vacation_days = _number(word, value, hi=365)
         elif word == "MISSING":
             if value.lower() not in POLICIES:
-                raise OrderError(f"MISSING {value}: not a policy",
+                raise Refusal(f"MISSING {value}: not a policy",
                                  "MISSING takes robot, challenge or raise")
             opts.policy = value.lower()
     if opts.deadline_hour is not None and new.hours is None:
-        raise OrderError("AT needs a turn length", "e.g. DEADLINE 48 AT 18")
+        raise Refusal("AT needs a turn length", "e.g. DEADLINE 48 AT 18")
     return new
 
 

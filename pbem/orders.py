@@ -9,9 +9,10 @@ BID?"); any other line is prose and is ignored.
 
 Pure: this module imports only the rules core. A mail's lines come in as
 anything with a ``number`` and a ``text`` (pbem.mail.text.BodyLine is one).
-What a command *does* (its ``action``) and who may use it are filled in by
-the commands layer (pbem.commands.registry); a move order of a game kind
-has no action here, the kind takes it.
+A ``Command`` here is a command's syntax, who may write it and its phase; a
+move order of a game kind (BID, ANNOUNCE ...) is nothing more, the kind takes
+it. The commands layer declares the rest (pbem.commands.context.MailCommand:
+the same and an action) and lists them all in pbem.commands.registry.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from pbem.errors import LineProblem, Refusal
 from pbem.rules.dice import STAR, Face
 from pbem.rules.errors import MalformedMove
 from pbem.rules.ladder import Bid
@@ -46,28 +48,27 @@ class TextLine(Protocol):
 # who may use a command: a known player (a reply to a report, or GAME + KEY), the referee,
 # or anyone who writes (HELP, JOIN ...)
 Who = Literal["player", "referee", "anyone"]
-
-
-class OrderError(Exception):
-    def __init__(self, message: str, hint: str = "") -> None:
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
+# when a command runs in a player mail: "change" first (SAY, JOIN ...), then the "move"
+# (the game's kind takes it), then a "look" (HISTORY, ORDERS: it shows what the mail
+# changed); a "reply" (HELP, STATUS) answers only a mail with nothing else to do; a "line"
+# never runs (GAME, KEY, TURN: read by the commands that need them). A referee mail runs
+# its commands in the order of its lines.
+Phase = Literal["line", "change", "move", "look", "reply"]
 
 
 @dataclass(frozen=True)
 class Command:
+    """A command as the parser and HELP see it: its name (and other spellings), its usage,
+    a one-line summary (the help text), its argument parser, who may write it and its
+    phase; by default a player's move order, as a game kind declares them."""
+
     name: str
     usage: str
     summary: str
     parse: Callable[[list[str]], Any]
     aliases: tuple[str, ...] = ()
-    # what it does: action(context, order) -> what happened (pbem.commands.context); None
-    # for a line another command reads (GAME, KEY, TURN) and for a move order (the kind's)
-    action: Callable[[Any, Any], str] | None = None
-    who: Who = "anyone"
-    # > 0: answers only a mail with nothing else to do (HELP 1, STATUS 2: the lowest wins)
-    alone: int = 0
+    who: Who = "player"
+    phase: Phase = "move"
 
     @property
     def spellings(self) -> tuple[str, ...]:
@@ -105,14 +106,6 @@ class SeatByName:
         return starts[0] if len(starts) == 1 and not exact else None
 
 
-@dataclass(frozen=True)
-class LineProblem:
-    line_no: int | None
-    line: str | None
-    message: str
-    hint: str = ""
-
-
 @dataclass
 class ParsedText:
     orders: list[Order] = field(default_factory=list)
@@ -148,7 +141,7 @@ def parse_face(token: str) -> Face:
             return int(stem)
         if stem in _FACE_WORDS:
             return _FACE_WORDS[stem]
-    raise OrderError(f"'{token}' is not a die face", FACE_HINT)
+    raise Refusal(f"'{token}' is not a die face", FACE_HINT)
 
 
 def parse_quantity(token: str) -> int:
@@ -158,24 +151,24 @@ def parse_quantity(token: str) -> int:
     elif word in _NUMBER_WORDS:
         value = _NUMBER_WORDS[word]
     else:
-        raise OrderError(f"'{token}' is not a quantity", "write the quantity as a number, e.g. BID 6 threes")
+        raise Refusal(f"'{token}' is not a quantity", "write the quantity as a number, e.g. BID 6 threes")
     if value < 1:
-        raise OrderError("a bid needs a quantity of at least 1", "e.g. BID 1 five")
+        raise Refusal("a bid needs a quantity of at least 1", "e.g. BID 1 five")
     return value
 
 
 def parse_bid(args: list[str]) -> Bid:
     if len(args) != 2:
-        raise OrderError("a bid is a quantity and a face", "e.g. BID 6 threes, BID 6 3 or BID 4 stars")
+        raise Refusal("a bid is a quantity and a face", "e.g. BID 6 threes, BID 6 3 or BID 4 stars")
     try:
         return Bid(parse_quantity(args[0]), parse_face(args[1]))
     except MalformedMove as exc:
-        raise OrderError(str(exc), "e.g. BID 6 threes") from exc
+        raise Refusal(str(exc), "e.g. BID 6 threes") from exc
 
 
 def parse_faces(args: list[str]) -> tuple[Face, ...]:
     if not args:
-        raise OrderError("EXPOSE needs the faces of the dice to show", "e.g. EXPOSE 3 3 *")
+        raise Refusal("EXPOSE needs the faces of the dice to show", "e.g. EXPOSE 3 3 *")
     faces: list[Face] = []
     for token in args:
         for part in token.split(","):
@@ -186,16 +179,16 @@ def parse_faces(args: list[str]) -> tuple[Face, ...]:
 
 def no_args(args: list[str]) -> None:
     if args:
-        raise OrderError(f"this order takes nothing after it, not '{' '.join(args)}'")
+        raise Refusal(f"this order takes nothing after it, not '{' '.join(args)}'")
 
 
 def one_word(what: str, pattern: re.Pattern[str] | None = None) -> Callable[[list[str]], str]:
     def parse(args: list[str]) -> str:
         if len(args) != 1:
-            raise OrderError(f"expected one {what}")
+            raise Refusal(f"expected one {what}")
         value = args[0].strip()
         if pattern is not None and not pattern.match(value.lower()):
-            raise OrderError(f"'{value}' is not a valid {what}",
+            raise Refusal(f"'{value}' is not a valid {what}",
                              "game names use a-z, 0-9 and -" if what == "game name" else "")
         return value.lower() if what == "game name" else value
     return parse
@@ -203,7 +196,7 @@ def one_word(what: str, pattern: re.Pattern[str] | None = None) -> Callable[[lis
 
 def parse_turn(args: list[str]) -> int:
     if len(args) != 1 or not args[0].isdigit():
-        raise OrderError("TURN takes the turn number", "e.g. TURN 3")
+        raise Refusal("TURN takes the turn number", "e.g. TURN 3")
     return int(args[0])
 
 
@@ -212,6 +205,16 @@ game_name = one_word("game name", GAME_NAME)
 
 # --- player orders ----------------------------------------------------------
 
+# the lines of a fresh player mail that say who writes and for which turn
+MAIL_LINES: tuple[Command, ...] = (
+    Command("GAME", "GAME <game>", "in a fresh mail (not a reply): the game you play in",
+            game_name, who="anyone", phase="line"),
+    Command("KEY", "KEY <key>", "in a fresh mail: your order key from your report",
+            one_word("key"), who="anyone", phase="line"),
+    Command("TURN", "TURN <n>", "optional: the turn your order is for", parse_turn,
+            who="anyone", phase="line"),
+)
+# the bid orders (postal and classic Bluff take them) and the lines of a player mail
 PLAYER_COMMANDS: tuple[Command, ...] = (
     Command("BID", "BID <quantity> <face>", "raise to a new bid, e.g. BID 6 threes or BID 4 stars",
             parse_bid),
@@ -219,13 +222,7 @@ PLAYER_COMMANDS: tuple[Command, ...] = (
             aliases=("CUPS UP", "LIAR")),
     Command("EXPOSE", "EXPOSE <face> [<face> ...]",
             "with a BID: show these dice from your cup and re-roll the rest", parse_faces),
-    Command("STATUS", "STATUS", "send me my latest report again", no_args),
-    Command("HELP", "HELP", "this summary of the orders", no_args),
-    Command("GAME", "GAME <game>", "in a fresh mail (not a reply): the game you play in",
-            game_name),
-    Command("KEY", "KEY <key>", "in a fresh mail: your order key from your report",
-            one_word("key")),
-    Command("TURN", "TURN <n>", "optional: the turn your order is for", parse_turn),
+    *MAIL_LINES,
 )
 
 
@@ -256,7 +253,7 @@ def parse_text(lines: Sequence[TextLine], commands: Sequence[Command]) -> Parsed
         spelling, command = match
         try:
             args = command.parse(_without_end_punctuation(tokens[len(spelling):]))
-        except OrderError as exc:
+        except Refusal as exc:
             result.problems.append(LineProblem(
                 line.number, line.text, exc.message, exc.hint or f"write it as {command.usage}"))
             continue

@@ -26,13 +26,20 @@ from sqlalchemy.exc import OperationalError
 from sqlmodel import Session
 
 from pbem import inbox, security, sender_check
-from pbem.commands.context import CommandContext, Refusal, Turnkey, refusal
+from pbem.commands.context import CommandContext, Turnkey, refusal
 from pbem.commands.moves import take_moves
-from pbem.commands.registry import move_names, player_commands, referee_commands, run
+from pbem.commands.registry import (
+    move_names,
+    permitted,
+    player_commands,
+    referee_commands,
+    run,
+)
 from pbem.config import Settings
 from pbem.db import one_writer, transient_error
+from pbem.errors import Refusal
 from pbem.faults import Lease, crash_point, fail_point
-from pbem.games import GameError, active_players, find_game, load_state
+from pbem.games import active_players, find_game, load_state
 from pbem.kinds import kind_of
 from pbem.mail.read import MAX_LINE_CHARS, MAX_TEXT_LINES, InboundMessage, read_message
 from pbem.mail.text import BodyLine
@@ -176,15 +183,15 @@ class Referee:
         parsed = parse_text([BodyLine(1, " ".join(words))], referee_commands())
         if parsed.problems:
             p = parsed.problems[0]
-            raise GameError(f"{p.message}" + (f" ({p.hint})" if p.hint else ""))
+            raise Refusal(p.message, p.hint)
         if not parsed.orders:
-            raise GameError(f"not a referee command: {' '.join(words)} (try HELP)")
+            raise Refusal(f"not a referee command: {' '.join(words)} (try HELP)")
         # the same lease as a tick's processing and resolving: a command from the shell
         # never interleaves with a running server's handling of the same game
         lease = Lease(self.engine, "referee", self.clock,
                       seconds=self.settings.claim_lease_seconds)
         if not lease.acquire(wait=self.settings.lock_wait_seconds):
-            raise GameError(f"the server is busy ({lease.holder()} is handling mail); "
+            raise Refusal(f"the server is busy ({lease.holder()} is handling mail); "
                             "try again in a moment")
         try:
             with Work(self.engine) as session:
@@ -192,11 +199,11 @@ class Referee:
                 ctx = CommandContext(session, self.post, self.clock(), by_referee=True)
                 try:
                     out = run(ctx, parsed.orders)
-                except GameError:
+                except Refusal:
                     raise
                 except Exception as exc:   # a bug: said plainly, told, nothing applied
                     session.rollback()
-                    raise GameError(self.command_failed(session, parsed.orders, exc)) from exc
+                    raise Refusal(self.command_failed(session, parsed.orders, exc)) from exc
                 session.commit()
             return out
         finally:
@@ -307,7 +314,7 @@ def player_mail(session: Session, post: Post, mail: Incoming) -> str:
                         player_commands(kind_of(game) if game is not None else None))
     who = sender_check.identify(session, post, mail.msg, parsed)
     if parsed.problems:
-        raise Refusal(*parsed.problems, game=who.game.name if who else None)
+        raise Refusal.of(parsed.problems, game=who.game.name if who else None)
     # one answer a mail: the commands' answers are held and sent together at the end
     ctx = CommandContext(session, post, post.clock(), mail, who, parsed.orders, parts=[])
     outcome = player_commands_of(ctx, parsed, who)
@@ -332,47 +339,50 @@ def _game_line() -> list[Command]:
     return [c for c in player_commands() if c.name == "GAME"]
 
 
-# what a mail asks to see runs after what it changes, so ORDERS shows the same mail's
-# DEFAULT and its move; the answers still come in the order of the lines
-LOOKS = ("HISTORY", "ORDERS")
+def move_step(ctx: CommandContext, parsed: ParsedText, names: set[str]) -> str:
+    """A mail's move, three steps: the order recorded and confirmed (take_moves); if it
+    completes the turn, the turn played (turns.play_turn), then its reports composed and
+    queued (turns.report_turn). Returns what the order's line says."""
+    taken = take_moves(ctx, parsed, names)
+    if taken.completes:
+        assert ctx.mail is not None
+        played = turns.play_turn(ctx.session, ctx.post, taken.game)
+        turns.report_turn(ctx.session, ctx.post, taken.game, played,
+                          inbound_id=ctx.mail.row.id)
+    return taken.said
 
 
 def player_commands_of(ctx: CommandContext, parsed: ParsedText, who: Turnkey | None) -> str:
-    """Run a player mail's commands (all of them, or none: one transaction)."""
+    """Run a player mail's commands (all of them, or none: one transaction), phase by phase:
+    what it changes, its move, what it asks to see (so ORDERS shows the same mail's DEFAULT
+    and move); the answers still come in the order of the lines."""
     names = move_names()
-    moves = [o for o in parsed.orders if o.name in names]
-    desk = [o for o in parsed.orders if o.command.action is not None and not o.command.alone]
+    phase = {p: [o for o in parsed.orders if o.command.phase == p]
+             for p in ("change", "move", "look", "reply")}
+    moves = phase["move"]
     if not moves or who is None:
-        if not desk:
-            # HELP or STATUS answer a mail that has nothing else to do (HELP first)
-            alone = sorted((o for o in parsed.orders if o.command.alone and
-                            (o.command.who == "anyone" or who is not None)),
-                           key=lambda o: o.command.alone)
-            if alone:
-                return run(ctx, alone[:1])[0]
+        if not phase["change"] and not phase["look"]:
+            # a reply answers a mail that has nothing else to do: HELP, which anyone may
+            # ask for, before the player's STATUS
+            replies = sorted((o for o in phase["reply"] if permitted(ctx, o.command)),
+                             key=lambda o: o.command.who != "anyone")
+            if replies:
+                return run(ctx, replies[:1])[0]
     if moves and who is None:
         raise refusal("I could not tell which game and player this mail is for",
                       "reply to your latest report, or write a fresh mail with the lines "
                       "GAME <game> and KEY <your key> (both are in your report)")
-    if not moves and not desk:
+    if not moves and not phase["change"] and not phase["look"]:
         if who is None:
             raise refusal("I could not tell which game and player this mail is for",
                           "reply to your latest report, or write a fresh mail with the "
                           "lines GAME <game> and KEY <your key> (both are in your report)")
         return take_moves(ctx, parsed, names).said   # says that no order was found
-    changes = [o for o in desk if o.name not in LOOKS]
-    looks = [o for o in desk if o.name in LOOKS]
     with savepoint(ctx.session):   # a move and desk commands in one mail: all or none
-        said = run(ctx, changes)
+        said = run(ctx, phase["change"])
         if moves:
-            taken = take_moves(ctx, parsed, names)   # recorded, confirmed
-            said.insert(0, taken.said)
-            if taken.completes:   # the turn resolves, then its reports are composed
-                assert ctx.mail is not None
-                played = turns.play_turn(ctx.session, ctx.post, taken.game)
-                turns.report_turn(ctx.session, ctx.post, taken.game, played,
-                                  inbound_id=ctx.mail.row.id)
-        said += run(ctx, looks)
+            said.insert(0, move_step(ctx, parsed, names))
+        said += run(ctx, phase["look"])
     return "; ".join(said)
 
 
@@ -392,15 +402,18 @@ def referee_mail(session: Session, post: Post, mail: Incoming) -> str:
             "add the referee key from pbem.toml on a line of its own", key.line_no,
             "KEY ****"))
     if parsed.problems:
-        raise Refusal(*parsed.problems)
+        raise Refusal.of(parsed.problems)
     ctx = CommandContext(session, post, post.clock(), mail, None, parsed.orders,
                          by_referee=True)
     try:
         with savepoint(session):   # all the commands of a mail, or none of them
             out = run(ctx, parsed.orders)
-    except GameError as exc:
-        raise refusal(f"{exc}; nothing in this mail was done",
-                      "fix that line and send the commands again") from None
+    except Refusal as refused:
+        first = refused.problems[0]
+        refused.problems[0] = dataclasses.replace(
+            first, message=f"{first.message}; nothing in this mail was done",
+            hint=first.hint or "fix that line and send the commands again")
+        raise
     answer(session, post, mail, "notice", "Referee commands done",
            {"subject": "Referee commands done", "paragraphs": out, "game": None})
     return "referee commands: " + "; ".join(out)[:500]
@@ -437,7 +450,7 @@ def orders_now(session: Session, game: Game | None, sender: str) -> list[Command
 def find_game_or_none(session: Session, name: str) -> Game | None:
     try:
         return find_game(session, name)
-    except GameError:
+    except Refusal:
         return None
 
 

@@ -25,6 +25,7 @@ from typing import Any, TypeVar, cast
 import jinja2
 import markupsafe
 
+from pbem.errors import PbemError
 from pbem.paths import packaged_dir
 
 __all__ = [
@@ -364,6 +365,29 @@ class _Environment(jinja2.Environment):
     context_class = _Context
 
 
+# The names a template had before (new -> old): a referee's override under the old name
+# still wins for the new one, and a caller or an override's {% extends %} of the old name
+# still finds the packaged template.
+RENAMED = {"postal_report.txt.j2": "report.txt.j2", "postal_report.html.j2": "report.html.j2"}
+
+
+class _Renamed(jinja2.BaseLoader):
+    """Another loader's templates under the names in ``names`` (wanted -> its own)."""
+
+    def __init__(self, loader: jinja2.BaseLoader, names: Mapping[str, str]) -> None:
+        self.loader = loader
+        self.names = names
+
+    def get_source(self, environment: jinja2.Environment,
+                   template: str) -> tuple[str, str | None, Callable[[], bool] | None]:
+        if template not in self.names:
+            raise jinja2.TemplateNotFound(template)
+        return self.loader.get_source(environment, self.names[template])
+
+    def list_templates(self) -> list[str]:
+        return []   # the other loader lists them under their own names
+
+
 @functools.lru_cache(maxsize=16)
 def template_environment(override_dir: Path | None) -> jinja2.Environment:
     """One Environment per template folder, shared (Jinja2 with three fast paths of the
@@ -376,8 +400,10 @@ def template_environment(override_dir: Path | None) -> jinja2.Environment:
     stat() a template, include and import of every mail."""
     loaders: list[jinja2.BaseLoader] = []
     if override_dir is not None:
-        loaders.append(jinja2.FileSystemLoader(str(override_dir)))
-    loaders.append(jinja2.FileSystemLoader(str(packaged_template_dir())))
+        override = jinja2.FileSystemLoader(str(override_dir))
+        loaders += [override, _Renamed(override, RENAMED)]
+    packaged = jinja2.FileSystemLoader(str(packaged_template_dir()))
+    loaders += [packaged, _Renamed(packaged, {old: new for new, old in RENAMED.items()})]
     env = _Environment(
         loader=jinja2.ChoiceLoader(loaders),
         autoescape=jinja2.select_autoescape(
@@ -410,7 +436,7 @@ def template_environment(override_dir: Path | None) -> jinja2.Environment:
     return env
 
 
-class TemplateProblem(Exception):
+class TemplateProblem(PbemError):
     """A mail template that does not compile: which file, which line, what is wrong."""
 
 
@@ -424,7 +450,7 @@ class Renderer:
     @property
     def shipped_only(self) -> bool:
         """Only the shipped templates (no referee's overrides): their HTML loads nothing
-        remote (tests/test_mail_headers.py), so it need not be searched for it."""
+        remote (tests/mail/test_mail_headers.py), so it need not be searched for it."""
         return self.override_dir is None
 
     def compile_all(self) -> int:

@@ -2,8 +2,8 @@
 
 `pbem demo`, the end-to-end tests and the benchmark use it to play the
 player's side exactly as a person would: from the report's report.json only.
-``client_order_lines`` plays any game kind: postal here, classic and Cup of
-Bluff with the ``client_order_lines`` of their kind modules.
+``client_order_lines`` plays any game kind: the kind whose view format the
+report.json names decides (``GameKind.client_order_lines``).
 """
 
 from __future__ import annotations
@@ -21,14 +21,12 @@ from email.parser import BytesParser
 from email.utils import make_msgid
 from typing import Any
 
-from pbem.kinds import classic, cup
-from pbem.rules.cup import Cup
-from pbem.rules.dice import Die, face_from_json, face_symbol
-from pbem.rules.ladder import Bid, Ladder
-from pbem.rules.moves import BidMove, Move
-from pbem.rules.odds import SeatView
-from pbem.rules.robot import choose_move
-from pbem.rules.ruleset import RuleSet
+from pbem.kinds import kind_for_view
+from pbem.kinds.bidding import order_lines
+from pbem.kinds.postal import POSTAL, choose_order
+
+__all__ = ["ReadReport", "choose_order", "client_order_lines", "order_lines", "parse_mail",
+           "read_report", "reply_to", "report_view"]
 
 
 def parse_mail(raw: bytes) -> EmailMessage:
@@ -104,56 +102,15 @@ def _part_body(raw: bytes, at: int, top: int) -> bytes:
     return body.replace(b"\r\n", b"\n")
 
 
-def seat_view(view: dict[str, Any], minigame: int, rules: RuleSet | None = None) -> SeatView:
-    mg = view["minigames"][minigame - 1]
-    me = str(view["you"])
-
-    def dice(faces: list[Any]) -> tuple[Die, ...]:
-        return tuple(Die(face_from_json(f)) for f in faces)
-
-    own = Cup(dice(mg["your_dice"]["hidden"]), dice(mg["your_dice"]["exposed"]))
-    others = [s for s in mg["exposed"] if s != me]
-    exposed = tuple(d for s in others for d in dice(mg["exposed"][s]))
-    per_player = mg["dice_per_player"]
-    unknown = sum(per_player - len(mg["exposed"][s]) for s in others)
-    current = mg["current_bid"]
-    bid = Bid(current["quantity"], face_from_json(current["face"])) if current else None
-    rules = rules or RuleSet()
-    ladder = Ladder(per_player * len(mg["exposed"]), star_bids=rules.star_bids,
-                    board_cap=rules.board_cap)
-    return SeatView(int(me), own, exposed, unknown, 0, bid, ladder, rules)
-
-
-def order_lines(move: Move) -> list[str]:
-    if isinstance(move, BidMove):
-        lines = [f"BID {move.bid.quantity} {face_symbol(move.bid.face)}"]
-        if move.expose:
-            lines.append("EXPOSE " + " ".join(face_symbol(f) for f in move.expose))
-        return lines
-    return ["CHALLENGE"]
-
-
-def choose_order(view: dict[str, Any], rng: random.Random) -> Move | None:
-    if view.get("game_over") or view.get("to_move") is None:
-        return None
-    return choose_move(seat_view(view, view["to_move"]), rng)
-
-
-POSTAL_VIEW = "pbem.bluff.view/1"
-
-
 def client_order_lines(view: dict[str, Any], rng: random.Random) -> list[str]:
     """The order lines a robot player sends in answer to its report.json, for every
     game kind (the view's "format" says which); [] when it has no move to make."""
-    fmt = view.get("format", POSTAL_VIEW)
-    if fmt == POSTAL_VIEW:
-        move = choose_order(view, rng)
-        return order_lines(move) if move is not None else []
-    decide = {"pbem.classic.view/1": classic.client_order_lines,
-              "pbem.cup.view/1": cup.client_order_lines}.get(fmt)
-    if decide is None:
-        raise ValueError(f"a robot cannot play a report of format {fmt!r}")
-    return decide(view, rng)
+    fmt = view.get("format", POSTAL.view_format)
+    try:
+        kind = kind_for_view(fmt)
+    except KeyError:
+        raise ValueError(f"a robot cannot play a report of format {fmt!r}") from None
+    return kind.client_order_lines(view, rng)
 
 
 def reply_to(report: EmailMessage, from_addr: str, body_lines: list[str], *,

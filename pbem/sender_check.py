@@ -22,9 +22,10 @@ from sqlalchemy import bindparam
 from sqlmodel import Session, col, select
 
 from pbem import security
-from pbem.commands.context import Refusal, Turnkey, refusal
+from pbem.commands.context import Turnkey, refusal
 from pbem.db import core_read
-from pbem.games import GameError, find_game, players_of, seated
+from pbem.errors import Refusal
+from pbem.games import find_game, players_of, seated
 from pbem.mail.read import InboundMessage
 from pbem.mail.senderauth import check_sender
 from pbem.models import Game, InboundMail, OutboundMail, Player
@@ -105,9 +106,9 @@ def identify(session: Session, post: Post, msg: InboundMessage,
                       "missing", "copy both lines from your latest report")
     try:
         game = find_game(session, game_line.args)
-    except GameError as exc:
-        raise refusal(str(exc), "check the game name in your report",
-                      game_line.line_no, game_line.line) from None
+    except Refusal as refused:
+        refused.quoting(game_line, hint="check the game name in your report")
+        raise
     check_lockout(session, post, msg, game.name)
     player = security.find_key_owner(players_of(session, game), str(key_line.args))
     # a replaced player's own old key, from their own address: they were replaced

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from pbem.server import Server
-from tests.deskkit import Clock, make_server
-from tests.mailstack import MailStack, dovecot_available
-from tests.pgstack import PgCluster, postgres_available
+from testkit.desk import Clock, make_server
+from testkit.mailstack import MailStack, dovecot_available
+from testkit.pgstack import PgCluster, postgres_available
 
 # --------------------------------------------------------------------------- mail stack
 
@@ -43,7 +43,7 @@ def mailstack() -> Iterator[MailStack]:
 
 @pytest.fixture
 def clock() -> Clock:
-    """A clock the test moves by hand, at tests.deskkit.T0 (modules may define their own)."""
+    """A clock the test moves by hand, at testkit.desk.T0 (modules may define their own)."""
     return Clock()
 
 

@@ -1,12 +1,15 @@
 """Every mail command, in one table (pbem.commands.registry), Mailman style.
 
-Each command (pbem.orders.Command) has its name, usage, summary, argument
-parser, action and who may use it (a known player, the referee, anyone):
-the table drives parsing, dispatch, permission and HELP for player orders,
-player desk commands and referee commands alike. The modules:
+Each command is one declaration: its name, usage, summary (the help text),
+argument parser, who may use it (a known player, the referee, anyone) and
+its phase (pbem.orders.Command), and, for what the referee runs, its action
+(``MailCommand``: ``run(ctx, order) -> str``). The registry lists them all;
+its tables drive parsing, dispatch, permission and HELP for player orders,
+player desk commands and referee commands alike. A refusal is
+pbem.errors.Refusal. The modules:
 
-- ``context``: what an action sees (CommandContext), Refusal, Turnkey;
-- ``registry``: the table, HELP, and ``run`` (permission + dispatch);
+- ``context``: what an action sees (CommandContext), MailCommand, Turnkey;
+- ``registry``: the declarations, the tables, HELP, and ``run`` (permission + dispatch);
 - ``moves``: a player's move order and STATUS;
 - ``signup``, ``player_desk``: JOIN ... WATCH; SAY, ABSENT, DEFAULT, HISTORY, ORDERS;
 - ``referee_cmds``, ``schedule``, ``seats``, ``rollback``: the referee's commands.

@@ -3,47 +3,34 @@
 An action is ``action(ctx, order) -> str``: it does the command inside
 ``ctx.session`` (the mail's transaction), answers through ``ctx`` and
 returns one line on what happened (the mail's outcome, or the referee's
-answer). A player's request that cannot be done raises a ``Refusal`` (the
-sender gets the error mail, with the line quoted); a referee command raises
-GameError (pbem.games).
+answer). A request that cannot be done raises a ``Refusal`` (pbem.errors):
+the sender gets the error mail, with the line quoted (the referee at the
+shell: the line and what is wrong).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from sqlmodel import Session
 
+from pbem.errors import Refusal
 from pbem.models import Game, Player
-from pbem.orders import LineProblem, Order, SeatByName
+from pbem.orders import Command, Order, SeatByName
 from pbem.services.post import AnswerPart, Incoming, Post, answer, answer_parts
-
-
-class Refusal(Exception):
-    """The mail cannot be acted on; the problems go back to the sender."""
-
-    def __init__(self, *problems: LineProblem, game: str | None = None) -> None:
-        super().__init__(problems[0].message if problems else "refused")
-        self.problems = list(problems)
-        self.game = game
-        self.auth_failed = False       # a failed attempt to act as someone (rate-limited)
-        # the mail proved that its sender reads mail at its address (the code we mailed
-        # there): its answer is not held back as a stranger's (pbem.sender_check.limit_answers)
-        self.sender_proven = False
-        self.lockout = False           # the sender is locked out (told once a lock-out)
 
 
 def refusal(message: str, hint: str = "", line_no: int | None = None,
             line: str | None = None, game: str | None = None) -> Refusal:
-    return Refusal(LineProblem(line_no, line, message, hint), game=game)
+    return Refusal(message, hint, line_no=line_no, line=line, game=game)
 
 
 def refuse(message: str, hint: str, order: Order, game: str | None = None) -> Refusal:
     """A refusal that quotes the order's line."""
-    return refusal(message, hint, order.line_no, order.line, game=game)
+    return Refusal(message, hint, order, game=game)
 
 
 def with_seats(orders: Sequence[Order], names: dict[int, str], game: str) -> list[Order]:
@@ -124,3 +111,19 @@ class CommandContext:
         """Answer the sender with a notice (subject, paragraphs)."""
         self.answer("notice", subject, {"subject": subject, "paragraphs": paragraphs,
                                         "game": game})
+
+
+Action = Callable[[CommandContext, Order], str]
+
+
+@dataclass(frozen=True)
+class MailCommand(Command):
+    """A command the referee runs (Mailman's IEmailCommand): its syntax, who may use it,
+    its phase and help text (pbem.orders.Command), and its action. One declaration each;
+    pbem.commands.registry lists them all."""
+
+    action: Action = field(kw_only=True)
+
+    def run(self, ctx: CommandContext, order: Order) -> str:
+        """Do the command inside ctx's transaction; returns one line on what happened."""
+        return self.action(ctx, order)

@@ -13,11 +13,12 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from pbem.commands.context import CommandContext, Refusal, refusal, with_seats
+from pbem.commands.context import CommandContext, MailCommand, refusal, with_seats
+from pbem.errors import LineProblem, Refusal
 from pbem.games import load_state, missing_seats, record_order, seated
-from pbem.kinds import OrderProblem, kind_of
+from pbem.kinds import kind_of
 from pbem.models import Game
-from pbem.orders import LineProblem, Order, ParsedText, closest_lines
+from pbem.orders import Order, ParsedText, closest_lines, no_args
 from pbem.services.post import tagged
 from pbem.services.reports import enqueue_reports
 from pbem.services.turns import turn_complete
@@ -53,12 +54,12 @@ def take_moves(ctx: CommandContext, parsed: ParsedText, move_names: set[str]) ->
     if not orders:
         # quote what was read that came closest to an order (an HTML mail's lines too)
         near = closest_lines(parsed.prose, kind.commands, most=2)
-        raise Refusal(
+        raise Refusal.of([
             LineProblem(None, None, "I found no order in your mail",
                         "write one order a line, e.g. "
                         + " or ".join(c.usage for c in kind.commands[:2])),
             *(LineProblem(line.number, line.text, "this line is not an order of "
-                          f"{kind.title}", "") for line in near),
+                          f"{kind.title}", "") for line in near)],
             game=game.name)
     if game.status != "running":
         raise refusal(f"game {game.name} is {'over' if game.status == 'over' else 'not running'}",
@@ -82,10 +83,9 @@ def take_moves(ctx: CommandContext, parsed: ParsedText, move_names: set[str]) ->
     orders = with_seats(orders, player_names, game.name)
     try:
         taken = kind.take_order(state, seat, orders)
-    except OrderProblem as problem:
-        bad = problem.order
-        raise refusal(problem.message, problem.hint, bad.line_no if bad else None,
-                      bad.line if bad else None, game=game.name) from None
+    except Refusal as refused:
+        refused.quoting(game=game.name)
+        raise
     replaced = record_order(ctx.session, game, seat, taken.move, now=ctx.post.clock(),
                             inbound_id=ctx.mail.row.id)
     accepted = [{"line_no": u.order.line_no, "line": u.order.line,
@@ -120,3 +120,9 @@ def do_status(ctx: CommandContext, order: Order) -> str:
                     now=ctx.post.clock(), only_seat=ctx.who.player.seat,
                     in_reply_to=ctx.mail.msg.message_id, inbound_id=ctx.mail.row.id)
     return "status sent"
+
+
+COMMANDS: tuple[MailCommand, ...] = (
+    MailCommand("STATUS", "STATUS", "send me my latest report again", no_args,
+                action=do_status, who="player", phase="reply"),
+)

@@ -30,10 +30,10 @@ from datetime import date
 
 from sqlmodel import Session, col, delete
 
-from pbem.commands.context import CommandContext, refuse
+from pbem.commands.context import CommandContext, MailCommand, refuse
 from pbem.deadlines import absence_interval
+from pbem.errors import Refusal
 from pbem.games import (
-    GameError,
     active_players,
     find_game,
     id_of,
@@ -46,7 +46,7 @@ from pbem.games import (
 from pbem.kinds import kind_of
 from pbem.models import Absence, Game, TalkMessage
 from pbem.options import options_of
-from pbem.orders import Command, Order, OrderError, game_name, no_args
+from pbem.orders import Order, game_name, no_args
 from pbem.services.clock import vacation_check
 from pbem.services.post import notice, tagged
 from pbem.services.reports import record_attachment
@@ -60,7 +60,7 @@ _SAY = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])?\s*say\b:?\s?", re.IGNORECASE)
 
 def parse_say(args: list[str]) -> None:
     if not args:
-        raise OrderError("SAY needs something to say", "e.g. SAY Nobody has three stars.")
+        raise Refusal("SAY needs something to say", "e.g. SAY Nobody has three stars.")
 
 
 def say_text(line: str) -> str:
@@ -107,17 +107,17 @@ def parse_absent(args: list[str]) -> tuple[date, date] | None:
     if len(args) == 1 and args[0].upper() == "NONE":
         return None
     if len(args) != 2:
-        raise OrderError("ABSENT takes the first and the last day you are away, or NONE",
+        raise Refusal("ABSENT takes the first and the last day you are away, or NONE",
                          "e.g. ABSENT 2026-12-24 2026-12-27 (UTC days), or ABSENT NONE")
     try:
         first, last = date.fromisoformat(args[0]), date.fromisoformat(args[1])
     except ValueError:
-        raise OrderError("ABSENT takes dates as YYYY-MM-DD",
+        raise Refusal("ABSENT takes dates as YYYY-MM-DD",
                          "e.g. ABSENT 2026-12-24 2026-12-27") from None
     if last < first:
-        raise OrderError("the last day comes before the first", "e.g. ABSENT 2026-12-24 2026-12-27")
+        raise Refusal("the last day comes before the first", "e.g. ABSENT 2026-12-24 2026-12-27")
     if (last - first).days >= MAX_ABSENCE_DAYS:
-        raise OrderError(f"an absence is at most {MAX_ABSENCE_DAYS} days",
+        raise Refusal(f"an absence is at most {MAX_ABSENCE_DAYS} days",
                          "ask the referee to PAUSE the game for longer breaks")
     return first, last
 
@@ -176,7 +176,7 @@ STANDING_WORDS = ("CHALLENGE", "RAISE", "ROBOT", "NONE")
 def parse_default(args: list[str]) -> str:
     word = args[0].upper() if len(args) == 1 else ""
     if word not in STANDING_WORDS:
-        raise OrderError("DEFAULT takes one of CHALLENGE, RAISE, ROBOT or NONE",
+        raise Refusal("DEFAULT takes one of CHALLENGE, RAISE, ROBOT or NONE",
                          "e.g. DEFAULT CHALLENGE")
     return word
 
@@ -261,7 +261,7 @@ def do_record(ctx: CommandContext, order: Order) -> str:
     name: str = order.args
     try:
         game = find_game(ctx.session, name)
-    except GameError:
+    except Refusal:
         raise refuse(f"there is no game called {name}", "check the name in your reports",
                      order) from None
     sender = ctx.sender
@@ -284,21 +284,21 @@ def do_record(ctx: CommandContext, order: Order) -> str:
     return f"record of {game.name} sent to {sender}"
 
 
-COMMANDS: tuple[Command, ...] = (
-    Command("SAY", "SAY <text>",
+COMMANDS: tuple[MailCommand, ...] = (
+    MailCommand("SAY", "SAY <text>",
             "table talk: relayed at once to the other players, and in the next report",
-            parse_say, action=do_say, who="player"),
-    Command("ABSENT", "ABSENT <from-date> <to-date> | ABSENT NONE",
+            parse_say, action=do_say, who="player", phase="change"),
+    MailCommand("ABSENT", "ABSENT <from-date> <to-date> | ABSENT NONE",
             "a vacation (UTC days, both included): your deadlines inside it move past it",
-            parse_absent, action=do_absent, who="player"),
-    Command("DEFAULT", "DEFAULT CHALLENGE|RAISE|ROBOT|NONE",
+            parse_absent, action=do_absent, who="player", phase="change"),
+    MailCommand("DEFAULT", "DEFAULT CHALLENGE|RAISE|ROBOT|NONE",
             "your standing order for a turn you miss", parse_default,
-            action=do_default, who="player"),
-    Command("HISTORY", "HISTORY", "every move so far, all mini-games (public information)",
-            no_args, action=do_history, who="player"),
-    Command("ORDERS", "ORDERS", "what you have in for this turn", no_args,
-            action=do_orders, who="player"),
-    Command("RECORD", "RECORD <game>",
+            action=do_default, who="player", phase="change"),
+    MailCommand("HISTORY", "HISTORY", "every move so far, all mini-games (public information)",
+            no_args, action=do_history, who="player", phase="look"),
+    MailCommand("ORDERS", "ORDERS", "what you have in for this turn", no_args,
+            action=do_orders, who="player", phase="look"),
+    MailCommand("RECORD", "RECORD <game>",
             "the record of a finished game you played or watched, for `pbem verify`",
-            game_name, action=do_record, who="anyone"),
+            game_name, action=do_record, who="anyone", phase="change"),
 )

@@ -11,10 +11,10 @@ import json
 
 from sqlmodel import col, select
 
-from pbem.commands.context import CommandContext
+from pbem.commands.context import CommandContext, MailCommand
 from pbem.commands.schedule import desk_status
+from pbem.errors import Refusal
 from pbem.games import (
-    GameError,
     add_player,
     create_game,
     find_game,
@@ -29,7 +29,7 @@ from pbem.mail.addresses import address_problem
 from pbem.models import Game, InboundMail, OutboundMail, Player
 from pbem.options import USAGE as NEWGAME_USAGE
 from pbem.options import NewGame, options_of, parse_options, save_options
-from pbem.orders import GAME_NAME, Command, Order, OrderError, game_name, no_args
+from pbem.orders import GAME_NAME, Order, game_name, no_args
 from pbem.rules.dice import new_seed, seed_from_number
 from pbem.services.bounces import describe, failing_players
 from pbem.services.post import notice, tagged
@@ -39,26 +39,26 @@ from pbem.services.turns import resolve
 
 def parse_newgame(args: list[str]) -> NewGame:
     if not args:
-        raise OrderError("NEWGAME needs a game name", "e.g. NEWGAME cup-1 DEADLINE 48")
+        raise Refusal("NEWGAME needs a game name", "e.g. NEWGAME cup-1 DEADLINE 48")
     name = args[0].lower()
     if not GAME_NAME.match(name):
-        raise OrderError(f"'{args[0]}' is not a valid game name", "game names use a-z, 0-9 and -")
+        raise Refusal(f"'{args[0]}' is not a valid game name", "game names use a-z, 0-9 and -")
     new = parse_options(args[1:], name)   # the game's options (pbem.options)
     try:
         kind = kind_named(new.rules)
     except KeyError as exc:
-        raise OrderError(str(exc.args[0]), "e.g. RULES postal") from None
+        raise Refusal(str(exc.args[0]), "e.g. RULES postal") from None
     new.rules_json = kind.parse_options(new.rules_words)
     return new
 
 
 def parse_add(args: list[str]) -> tuple[str, str, str]:
     if len(args) < 2:
-        raise OrderError("ADD needs a game and an address", "e.g. ADD cup-1 ann@example.org Ann")
+        raise Refusal("ADD needs a game and an address", "e.g. ADD cup-1 ann@example.org Ann")
     name, email = game_name([args[0]]), args[1].strip("<>").lower()
     problem = address_problem(email)   # the rule the reader and the composer apply
     if problem is not None:
-        raise OrderError(f"'{args[1]}' is not a mail address this server can write to: "
+        raise Refusal(f"'{args[1]}' is not a mail address this server can write to: "
                          f"{problem}")
     return name, email, " ".join(args[2:])[:60]
 
@@ -187,7 +187,7 @@ def list_line(ctx: CommandContext, game: Game) -> str:
 
 def parse_retry(args: list[str]) -> int:
     if len(args) != 1 or not args[0].lstrip("#").isdigit():
-        raise OrderError("RETRY takes the number of a stored mail",
+        raise Refusal("RETRY takes the number of a stored mail",
                          "e.g. RETRY 12 (the referee's notice names it)")
     return int(args[0].lstrip("#"))
 
@@ -197,31 +197,31 @@ def do_retry(ctx: CommandContext, order: Order) -> str:
     number: int = order.args
     row = ctx.session.get(InboundMail, number)
     if row is None:
-        raise GameError(f"there is no stored mail #{number}")
+        raise Refusal(f"there is no stored mail #{number}")
     if row.status not in ("failed", "quarantined"):
-        raise GameError(f"mail #{number} is {row.status}, not failed or set aside")
+        raise Refusal(f"mail #{number} is {row.status}, not failed or set aside")
     row.status, row.attempts, row.outcome = "new", 0, None
     row.claimed_by = row.claimed_at = row.processed_at = None
     ctx.session.add(row)
     return f"mail #{number} will be handled again at the next tick"
 
 
-COMMANDS: tuple[Command, ...] = (
-    Command("NEWGAME", NEWGAME_USAGE,
+COMMANDS: tuple[MailCommand, ...] = (
+    MailCommand("NEWGAME", NEWGAME_USAGE,
             "create a game: turn length, deadline hour (UTC), grace, reminder, missed-turn "
             "limit, vacation cap, missing-order policy, sign-up, auto-start, wait, rule set "
             "(SEED makes the dice reproducible)", parse_newgame,
-            action=do_newgame, who="referee"),
-    Command("ADD", "ADD <game> <email> [<name>]", "sign a player up (before the start)", parse_add,
-            action=do_add, who="referee"),
-    Command("START", "START <game>", "draw the seats, roll, mail everyone their first report",
-            game_name, action=do_start, who="referee"),
-    Command("STATUS", "STATUS <game>", "where the game stands, whose orders are in", game_name,
-            action=do_status, who="referee"),
-    Command("PROCESS", "PROCESS <game>", "resolve the turn now (the robot plays missing orders)",
-            game_name, action=do_process, who="referee"),
-    Command("LIST", "LIST", "every game and its state", no_args, action=do_list, who="referee"),
-    Command("RETRY", "RETRY <mail id>", "handle again a mail kept as failed or set aside "
+            action=do_newgame, who="referee", phase="change"),
+    MailCommand("ADD", "ADD <game> <email> [<name>]", "sign a player up (before the start)", parse_add,
+            action=do_add, who="referee", phase="change"),
+    MailCommand("START", "START <game>", "draw the seats, roll, mail everyone their first report",
+            game_name, action=do_start, who="referee", phase="change"),
+    MailCommand("STATUS", "STATUS <game>", "where the game stands, whose orders are in", game_name,
+            action=do_status, who="referee", phase="look"),
+    MailCommand("PROCESS", "PROCESS <game>", "resolve the turn now (the robot plays missing orders)",
+            game_name, action=do_process, who="referee", phase="change"),
+    MailCommand("LIST", "LIST", "every game and its state", no_args, action=do_list, who="referee", phase="look"),
+    MailCommand("RETRY", "RETRY <mail id>", "handle again a mail kept as failed or set aside "
             "(after a fix; the referee's notice of its failure gives the number)",
-            parse_retry, action=do_retry, who="referee"),
+            parse_retry, action=do_retry, who="referee", phase="change"),
 )

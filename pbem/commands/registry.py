@@ -1,26 +1,25 @@
 """The one table of mail commands, and ``run``: permission, then the command's action.
 
-Player mail is read with ``player_commands(kind)``: the game's move orders
-(every kind's before the game is known), the lines every player mail may
-carry (STATUS, HELP, GAME, KEY, TURN) and the desk's commands. Referee mail
-and `pbem admin` are read with ``referee_commands()``. HELP lists the same
-tables, so the help is never out of date.
+Every command is declared once, in its family's module (``COMMANDS``), or by a
+game kind (its move orders, ``GameKind.commands``). ``DECLARED`` lists them
+all; the tables are loops over it: player mail is read with
+``player_commands(kind)`` (the game's move orders, or every kind's before the
+game is known, and every command a player or anyone may write), referee mail
+and `pbem admin` with ``referee_commands()``. HELP lists the same tables, so
+the help is never out of date.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 from pbem.commands import moves, player_desk, referee_cmds, rollback, schedule, seats, signup
-from pbem.commands.context import CommandContext, refuse
-from pbem.games import GameError
-from pbem.kinds import KINDS, GameKind, kind_of
-from pbem.orders import PLAYER_COMMANDS, Command, Order, help_lines, no_args, one_word
+from pbem.commands.context import CommandContext, MailCommand, refuse
+from pbem.errors import Refusal
+from pbem.kinds import KINDS, AnyKind, kind_of
+from pbem.orders import MAIL_LINES, Command, Order, help_lines, no_args, one_word
 from pbem.render import rules_document
 
-# postal move orders live in pbem.orders.PLAYER_COMMANDS too; they come in through the kinds
-MOVE_ONLY = {"BID", "CHALLENGE", "EXPOSE"}
 HELP_SUBJECT = "Bluff by mail: the orders"
 
 
@@ -48,25 +47,21 @@ def do_referee_help(ctx: CommandContext, order: Order) -> str:
     return "\n".join(f"{h['usage']}: {h['summary']}" for h in help_lines(referee_commands()))
 
 
-def _player_line(command: Command) -> Command:
-    """The pure language's STATUS, HELP, GAME, KEY, TURN with what they do here."""
-    does = {"STATUS": replace(command, action=moves.do_status, who="player", alone=2),
-            "HELP": replace(command, action=do_player_help, alone=1)}
-    return does.get(command.name, command)
-
-
-PLAYER_LINES: tuple[Command, ...] = tuple(_player_line(c) for c in PLAYER_COMMANDS
-                                          if c.name not in MOVE_ONLY)
-PLAYER_DESK: tuple[Command, ...] = (*signup.COMMANDS, *player_desk.COMMANDS)
-REFEREE_COMMANDS: tuple[Command, ...] = (
+# every command but the kinds' moves, in the order HELP lists them
+DECLARED: tuple[Command, ...] = (
+    *moves.COMMANDS,
+    MailCommand("HELP", "HELP", "this summary of the orders", no_args,
+                action=do_player_help, who="anyone", phase="reply"),
+    *MAIL_LINES, *signup.COMMANDS, *player_desk.COMMANDS,
     Command("KEY", "KEY <referee key>", "in referee mail: proves the mail is the referee's",
-            one_word("key"), who="referee"),
+            one_word("key"), who="referee", phase="line"),
     *referee_cmds.COMMANDS, *schedule.COMMANDS, *seats.COMMANDS, *rollback.COMMANDS,
-    Command("HELP", "HELP", "this list", no_args, action=do_referee_help, who="referee"),
+    MailCommand("HELP", "HELP", "this list", no_args, action=do_referee_help, who="referee",
+                phase="look"),
 )
 
 
-def move_commands(kind: GameKind | None = None) -> tuple[Command, ...]:
+def move_commands(kind: AnyKind | None = None) -> tuple[Command, ...]:
     """The move orders of a kind, or of every kind (before the mail's game is known)."""
     seen: dict[str, Command] = {}
     for each in [kind] if kind is not None else KINDS.values():
@@ -79,16 +74,17 @@ def move_names() -> set[str]:
     return {c.name for c in move_commands()}
 
 
-def player_commands(kind: GameKind | None = None) -> tuple[Command, ...]:
-    """Every order a player may write: the moves (of the kind, or of every kind), the lines
-    of a player mail and the desk commands."""
+def player_commands(kind: AnyKind | None = None) -> tuple[Command, ...]:
+    """Every order a player may write: the moves (of the kind, or of every kind), then what
+    a player or anyone may write."""
     moves_of_kind = move_commands(kind)
     names = {c.name for c in moves_of_kind}
-    return (*moves_of_kind, *(c for c in PLAYER_LINES if c.name not in names), *PLAYER_DESK)
+    return (*moves_of_kind,
+            *(c for c in DECLARED if c.who != "referee" and c.name not in names))
 
 
 def referee_commands() -> tuple[Command, ...]:
-    return REFEREE_COMMANDS
+    return tuple(c for c in DECLARED if c.who == "referee")
 
 
 def permitted(ctx: CommandContext, command: Command) -> bool:
@@ -102,11 +98,12 @@ def permitted(ctx: CommandContext, command: Command) -> bool:
 
 def run(ctx: CommandContext, orders: Sequence[Order]) -> list[str]:
     """Run the commands in order, each after its permission check; the first that fails
-    stops the lot (the caller's transaction then undoes them all)."""
+    stops the lot (the caller's transaction then undoes them all). A line or a move order
+    (no action: what reads it is elsewhere) is passed over."""
     out = []
     for order in orders:
         command = order.command
-        if command.action is None:
+        if not isinstance(command, MailCommand):
             continue
         if not permitted(ctx, command):
             raise refuse(f"{order.name} needs to know who you are",
@@ -114,9 +111,10 @@ def run(ctx: CommandContext, orders: Sequence[Order]) -> list[str]:
                          "KEY <your key>", order)
         ctx.line_no = order.line_no
         try:
-            out.append(command.action(ctx, order))
-        except GameError as exc:
-            if not ctx.by_referee:
-                raise
-            raise GameError(f"{order.line}: {exc}") from None
+            out.append(command.run(ctx, order))
+        except Refusal as refused:
+            # the referee's line is the one to quote (a refusal of an inner line too: ORDER)
+            if ctx.by_referee:
+                refused.quoting(order)
+            raise
     return out

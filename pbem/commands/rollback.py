@@ -11,8 +11,8 @@ The dice stay fair: every roll comes from the committed seed by its label
 (``hand/<mini-game>/<seat>``, ``reroll/<mini-game>/<seat>/<n>`` ...), never
 from a running counter, so playing the turn again with the same orders
 deals the same dice, and the record still verifies. What the undone turn
-showed cannot be taken back, though: see the README ("Missed turns,
-replacements and rollbacks").
+showed cannot be taken back, though: see docs/commands.md ("Missed
+turns, replacements and rollbacks").
 """
 
 from __future__ import annotations
@@ -22,10 +22,11 @@ from datetime import datetime
 
 from sqlmodel import Session, col, select
 
-from pbem.commands.context import CommandContext
-from pbem.games import GameError, find_game, id_of, load_state, next_deadline, seated
+from pbem.commands.context import CommandContext, MailCommand
+from pbem.errors import Refusal
+from pbem.games import find_game, id_of, load_state, next_deadline, seated
 from pbem.models import AuditEntry, Game, Move, OutboundMail, PendingOrder
-from pbem.orders import Command, Order, game_name
+from pbem.orders import Order, game_name
 from pbem.services.reports import enqueue_reports
 from pbem.services.turns import GIVEN_BY, MISSED_BY
 
@@ -35,11 +36,11 @@ def do_rollback(ctx: CommandContext, order: Order) -> str:
     session, now = ctx.session, ctx.now
     game = find_game(session, name)
     if game.status not in ("running", "paused", "over"):
-        raise GameError(f"game '{name}' is {game.status}: nothing to roll back")
+        raise Refusal(f"game '{name}' is {game.status}: nothing to roll back")
     moves = list(session.exec(select(Move).where(Move.game_id == game.id)
                               .order_by(col(Move.turn).desc(), col(Move.seat))))
     if not moves:
-        raise GameError(f"game '{name}' has no resolved turn to roll back")
+        raise Refusal(f"game '{name}' has no resolved turn to roll back")
     turn = moves[0].turn
     undone = [m for m in moves if m.turn == turn]
     later = list(session.exec(select(PendingOrder).where(PendingOrder.game_id == game.id)))
@@ -139,8 +140,8 @@ def _note(turn: int, restored: list[int]) -> str:
     return note
 
 
-COMMANDS: tuple[Command, ...] = (
-    Command("ROLLBACK", "ROLLBACK <game>",
+COMMANDS: tuple[MailCommand, ...] = (
+    MailCommand("ROLLBACK", "ROLLBACK <game>",
             "undo the last resolved turn; its reports are sent again", game_name,
-            action=do_rollback, who="referee"),
+            action=do_rollback, who="referee", phase="change"),
 )

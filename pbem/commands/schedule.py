@@ -13,12 +13,13 @@ from datetime import UTC, datetime, timedelta
 
 from sqlmodel import Session, col, delete, select
 
-from pbem.commands.context import CommandContext
+from pbem.commands.context import CommandContext, MailCommand
 from pbem.deadlines import relative, utc
-from pbem.games import GameError, audit, find_game, players_of, remove_entrant
+from pbem.errors import Refusal
+from pbem.games import audit, find_game, players_of, remove_entrant
 from pbem.models import Game, Signup, Watcher
 from pbem.options import options_of, save_options
-from pbem.orders import Command, Order, OrderError, game_name
+from pbem.orders import Order, game_name
 from pbem.services.post import announce, notice, tagged
 from pbem.services.turns import resolve_if_complete
 
@@ -36,13 +37,13 @@ def parse_when(words: list[str]) -> tuple[str, float | datetime]:
         except ValueError:
             hours = -1.0
         if not 0 < hours <= 24 * 365:
-            raise OrderError(f"'{text}' is not a number of hours", "e.g. +24 or +1.5")
+            raise Refusal(f"'{text}' is not a number of hours", "e.g. +24 or +1.5")
         return "in", hours
     cleaned = text.upper().removesuffix("UTC").strip().removesuffix("Z")
     try:
         when = datetime.fromisoformat(cleaned)
     except ValueError:
-        raise OrderError(f"'{text}' is not a time",
+        raise Refusal(f"'{text}' is not a time",
                          "an ISO time in UTC, e.g. 2026-12-05T18:00, or +hours from now") from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
@@ -51,32 +52,32 @@ def parse_when(words: list[str]) -> tuple[str, float | datetime]:
 
 def parse_deadline(args: list[str]) -> tuple[str, tuple[str, float | datetime]]:
     if len(args) < 2:
-        raise OrderError("DEADLINE needs a game and a time",
+        raise Refusal("DEADLINE needs a game and a time",
                          "e.g. DEADLINE cup-1 2026-12-05T18:00 or DEADLINE cup-1 +24")
     return game_name([args[0]]), parse_when(args[1:])
 
 
 def parse_extend(args: list[str]) -> tuple[str, float]:
     if len(args) != 2:
-        raise OrderError("EXTEND needs a game and a number of hours", "e.g. EXTEND cup-1 24")
+        raise Refusal("EXTEND needs a game and a number of hours", "e.g. EXTEND cup-1 24")
     try:
         hours = float(args[1].lstrip("+"))
     except ValueError:
         hours = -1.0
     if not 0 < hours <= 24 * 365:
-        raise OrderError(f"'{args[1]}' is not a number of hours", "e.g. EXTEND cup-1 24")
+        raise Refusal(f"'{args[1]}' is not a number of hours", "e.g. EXTEND cup-1 24")
     return game_name([args[0]]), hours
 
 
 def parse_wait(args: list[str]) -> tuple[str, bool]:
     if len(args) != 2 or args[1].lower() not in ("on", "off"):
-        raise OrderError("WAIT needs a game and on or off", "e.g. WAIT cup-1 on")
+        raise Refusal("WAIT needs a game and on or off", "e.g. WAIT cup-1 on")
     return game_name([args[0]]), args[1].lower() == "on"
 
 
 def parse_remove(args: list[str]) -> tuple[str, str]:
     if len(args) != 2 or "@" not in args[1]:
-        raise OrderError("REMOVE needs a game and the player's address", EMAIL_HINT)
+        raise Refusal("REMOVE needs a game and the player's address", EMAIL_HINT)
     return game_name([args[0]]), args[1].strip("<>").lower()
 
 
@@ -85,7 +86,7 @@ def parse_remove(args: list[str]) -> tuple[str, str]:
 def _game(session: Session, name: str, statuses: tuple[str, ...], what: str) -> Game:
     game = find_game(session, name)
     if game.status not in statuses:
-        raise GameError(f"game '{name}' is {game.status}: cannot {what} it")
+        raise Refusal(f"game '{name}' is {game.status}: cannot {what} it")
     return game
 
 
@@ -123,7 +124,7 @@ def do_deadline(ctx: CommandContext, order: Order) -> str:
     target = ctx.now + timedelta(hours=value) if isinstance(value, float) else value
     assert isinstance(target, datetime)
     if target <= ctx.now:
-        raise GameError(f"{utc(target)} has passed already")
+        raise Refusal(f"{utc(target)} has passed already")
     game.deadline, game.grace_until = target, None
     ctx.session.add(game)
     announce(ctx.session, ctx.post, game, f"turn {game.turn}: new deadline "
@@ -141,7 +142,7 @@ def do_extend(ctx: CommandContext, order: Order) -> str:
     more = timedelta(hours=hours)
     if game.status == "paused":
         if game.paused_left_seconds is None:
-            raise GameError(f"game '{name}' has no deadline to extend; RESUME it, then use "
+            raise Refusal(f"game '{name}' has no deadline to extend; RESUME it, then use "
                             f"DEADLINE")
         game.paused_left_seconds += more.total_seconds()
         what = (f"The referee added {hours:g} hours to the time left on the deadline of turn "
@@ -159,7 +160,7 @@ def do_extend(ctx: CommandContext, order: Order) -> str:
                 f"{utc(game.deadline)} ({relative(game.deadline, ctx.now)}).")
         said = f"deadline {utc(game.deadline)}"
     else:
-        raise GameError(f"game '{name}' has no deadline to extend; set one with DEADLINE")
+        raise Refusal(f"game '{name}' has no deadline to extend; set one with DEADLINE")
     ctx.session.add(game)
     announce(ctx.session, ctx.post, game, f"turn {game.turn}: extended by "
              f"{hours:g} hours", [what], ctx.now, action="extend", actor="referee")
@@ -238,7 +239,7 @@ def do_remove(ctx: CommandContext, order: Order) -> str:
     game = _game(ctx.session, name, ("new",), "remove players from (use REPLACE)")
     player = next((p for p in players_of(ctx.session, game) if p.email == email), None)
     if player is None:
-        raise GameError(f"{email} does not play in '{name}'")
+        raise Refusal(f"{email} does not play in '{name}'")
     who = player.name
     remove_entrant(ctx.session, game, player)
     notice(ctx.session, ctx.post, email, tagged(game.name, "you were removed"),
@@ -265,23 +266,23 @@ def do_cancel(ctx: CommandContext, order: Order) -> str:
     return f"game {game.name} cancelled; {told} players told"
 
 
-COMMANDS: tuple[Command, ...] = (
-    Command("DEADLINE", "DEADLINE <game> <ISO time | +hours>",
+COMMANDS: tuple[MailCommand, ...] = (
+    MailCommand("DEADLINE", "DEADLINE <game> <ISO time | +hours>",
             "set this turn's deadline (UTC), e.g. 2026-12-05T18:00 or +24", parse_deadline,
-            action=do_deadline, who="referee"),
-    Command("EXTEND", "EXTEND <game> <hours>",
+            action=do_deadline, who="referee", phase="change"),
+    MailCommand("EXTEND", "EXTEND <game> <hours>",
             "move this turn's deadline (or grace end, or a paused game's time left) later",
-            parse_extend, action=do_extend, who="referee"),
-    Command("PAUSE", "PAUSE <game>",
+            parse_extend, action=do_extend, who="referee", phase="change"),
+    MailCommand("PAUSE", "PAUSE <game>",
             "stop the clock: no deadline runs, no turn resolves, orders are refused", game_name,
-            action=do_pause, who="referee"),
-    Command("RESUME", "RESUME <game>", "restart the clock with the time that was left",
-            game_name, action=do_resume, who="referee"),
-    Command("WAIT", "WAIT <game> on|off",
+            action=do_pause, who="referee", phase="change"),
+    MailCommand("RESUME", "RESUME <game>", "restart the clock with the time that was left",
+            game_name, action=do_resume, who="referee", phase="change"),
+    MailCommand("WAIT", "WAIT <game> on|off",
             "on: a turn resolves only at its deadline, never as soon as all orders are in",
-            parse_wait, action=do_wait, who="referee"),
-    Command("REMOVE", "REMOVE <game> <email>", "take a player off a game before its start",
-            parse_remove, action=do_remove, who="referee"),
-    Command("CANCEL", "CANCEL <game>", "end a game for good; its players are told", game_name,
-            action=do_cancel, who="referee"),
+            parse_wait, action=do_wait, who="referee", phase="change"),
+    MailCommand("REMOVE", "REMOVE <game> <email>", "take a player off a game before its start",
+            parse_remove, action=do_remove, who="referee", phase="change"),
+    MailCommand("CANCEL", "CANCEL <game>", "end a game for good; its players are told", game_name,
+            action=do_cancel, who="referee", phase="change"),
 )

@@ -16,9 +16,9 @@ from email.utils import format_datetime
 
 from sqlmodel import Session
 
-from pbem.commands.context import CommandContext, Refusal, with_seats
+from pbem.commands.context import CommandContext, MailCommand, with_seats
+from pbem.errors import Refusal
 from pbem.games import (
-    GameError,
     active_players,
     audit,
     drop_orders,
@@ -32,12 +32,12 @@ from pbem.games import (
     seated,
     stream_of,
 )
-from pbem.kinds import OrderProblem, kind_of
+from pbem.kinds import kind_of
 from pbem.mail.addresses import address_problem
 from pbem.mail.compose import make_message_id
 from pbem.mail.text import BodyLine
 from pbem.models import Game, OutboundMail, Player
-from pbem.orders import Command, Order, OrderError, game_name, parse_text
+from pbem.orders import Order, game_name, parse_text
 from pbem.security import new_key
 from pbem.services.post import announce, notice, tagged
 from pbem.services.reports import enqueue_reports
@@ -47,32 +47,32 @@ from pbem.services.turns import resolve_if_complete, turn_moves
 
 def _seat(word: str) -> int:
     if not word.isdigit() or int(word) < 1:
-        raise OrderError(f"'{word}' is not a seat number", "seats are numbered from 1")
+        raise Refusal(f"'{word}' is not a seat number", "seats are numbered from 1")
     return int(word)
 
 
 def parse_order(args: list[str]) -> tuple[str, int, str]:
     if len(args) < 3:
-        raise OrderError("ORDER needs a game, a seat and the order",
+        raise Refusal("ORDER needs a game, a seat and the order",
                          "e.g. ORDER cup-1 3 BID 6 threes; EXPOSE 3 3")
     return game_name([args[0]]), _seat(args[1]), " ".join(args[2:])
 
 
 def parse_replace(args: list[str]) -> tuple[str, int, str, str]:
     if len(args) < 3:
-        raise OrderError("REPLACE needs a game, a seat and the new player's address",
+        raise Refusal("REPLACE needs a game, a seat and the new player's address",
                          "e.g. REPLACE cup-1 3 fay@example.org Fay")
     email = args[2].strip("<>").lower()
     problem = address_problem(email)   # the rule the reader and the composer apply
     if problem is not None:
-        raise OrderError(f"'{args[2]}' is not a mail address this server can write to: "
+        raise Refusal(f"'{args[2]}' is not a mail address this server can write to: "
                          f"{problem}")
     return game_name([args[0]]), _seat(args[1]), email, " ".join(args[3:])[:60]
 
 
 def parse_resend(args: list[str]) -> tuple[str, int | None]:
     if not 1 <= len(args) <= 2:
-        raise OrderError("RESEND takes a game and, if you like, a seat", "e.g. RESEND cup-1 3")
+        raise Refusal("RESEND takes a game and, if you like, a seat", "e.g. RESEND cup-1 3")
     return game_name([args[0]]), _seat(args[1]) if len(args) == 2 else None
 
 
@@ -82,14 +82,14 @@ def running_game(session: Session, name: str, what: str,
                  statuses: tuple[str, ...] = ("running", "paused")) -> Game:
     game = find_game(session, name)
     if game.status not in statuses:
-        raise GameError(f"game '{name}' is {game.status}: nothing to {what}")
+        raise Refusal(f"game '{name}' is {game.status}: nothing to {what}")
     return game
 
 
 def holder(session: Session, game: Game, seat: int) -> Player:
     player = seated(session, game).get(seat)
     if player is None:
-        raise GameError(f"game '{game.name}' has no player in seat {seat}")
+        raise Refusal(f"game '{game.name}' has no player in seat {seat}")
     return player
 
 
@@ -132,25 +132,19 @@ def do_order(ctx: CommandContext, order: Order) -> str:
     player = holder(ctx.session, game, seat)
     state = load_state(ctx.session, game)
     if seat not in kind.due(state):
-        raise GameError(f"player {seat} has no move in turn {game.turn}")
+        raise Refusal(f"player {seat} has no move in turn {game.turn}")
     parts = [w.strip() for w in words.split(";") if w.strip()]
     parsed = parse_text([BodyLine(i, part) for i, part in enumerate(parts, start=1)],
                         kind.commands)
     if parsed.problems:
         p = parsed.problems[0]
-        raise GameError(f"'{p.line}': {p.message}" + (f" ({p.hint})" if p.hint else ""))
+        raise Refusal(f"'{p.line}': {p.message}" + (f" ({p.hint})" if p.hint else ""))
     if parsed.prose:
-        raise GameError(f"'{parsed.prose[0].text}' is not an order of {kind.title} (orders: "
+        raise Refusal(f"'{parsed.prose[0].text}' is not an order of {kind.title} (orders: "
                         + ", ".join(c.usage for c in kind.commands) + ")")
-    try:
-        names = {s: p.name for s, p in seated(ctx.session, game).items()}
-        taken = kind.take_order(state, seat, with_seats(parsed.orders, names, game.name))
-    except Refusal as refused:
-        raise GameError(refused.problems[0].message + f" ({refused.problems[0].hint})") \
-            from None
-    except OrderProblem as problem:
-        raise GameError(problem.message + (f" ({problem.hint})" if problem.hint else "")) \
-            from None
+    # a refusal (a player's name, the kind's) goes up as it is; run() quotes the ORDER line
+    names = {s: p.name for s, p in seated(ctx.session, game).items()}
+    taken = kind.take_order(state, seat, with_seats(parsed.orders, names, game.name))
     replaced = record_order(ctx.session, game, seat, taken.move, now=ctx.now, inbound_id=None,
                             by="referee")
     now = ctx.now
@@ -185,7 +179,7 @@ def do_replace(ctx: CommandContext, order: Order) -> str:
     old = holder(ctx.session, game, seat)
     same = next((p for p in players_of(ctx.session, game) if p.email == email), None)
     if same is not None and same.active:
-        raise GameError(f"{email} plays in '{game.name}' already (seat {same.seat})")
+        raise Refusal(f"{email} plays in '{game.name}' already (seat {same.seat})")
     old.active = False
     key, key_hash = new_key()
     new = same or Player(game_id=id_of(game), entrant=old.entrant, email=email, name="", key=key)
@@ -252,14 +246,14 @@ def do_resend(ctx: CommandContext, order: Order) -> str:
     name, only = args
     game = find_game(ctx.session, name)
     if game.started_at is None:
-        raise GameError(f"game '{name}' has not started: no report to resend")
+        raise Refusal(f"game '{name}' has not started: no report to resend")
     holders = seated(ctx.session, game)
     seats = [only] if only is not None else sorted(holders)
     done = []
     for seat in seats:
         player = holders.get(seat)
         if player is None:
-            raise GameError(f"game '{name}' has no player in seat {seat}")
+            raise Refusal(f"game '{name}' has no player in seat {seat}")
         row = latest_report(ctx.session, game, seat)
         if row is not None and player.email in json.loads(row.rcpts_json):
             resend_copy(ctx, row)
@@ -271,16 +265,16 @@ def do_resend(ctx: CommandContext, order: Order) -> str:
            + ", ".join(done)
 
 
-COMMANDS: tuple[Command, ...] = (
-    Command("PREVIEW", "PREVIEW <game>",
+COMMANDS: tuple[MailCommand, ...] = (
+    MailCommand("PREVIEW", "PREVIEW <game>",
             "what the turn would do if resolved now (to you only; nothing is stored)",
-            game_name, action=do_preview, who="referee"),
-    Command("ORDER", "ORDER <game> <seat> <order>",
+            game_name, action=do_preview, who="referee", phase="look"),
+    MailCommand("ORDER", "ORDER <game> <seat> <order>",
             "enter an order on a player's behalf (lines joined by ;), e.g. ORDER cup-1 3 "
-            "BID 6 threes; EXPOSE 3 3", parse_order, action=do_order, who="referee"),
-    Command("REPLACE", "REPLACE <game> <seat> <email> [<name>]",
+            "BID 6 threes; EXPOSE 3 3", parse_order, action=do_order, who="referee", phase="change"),
+    MailCommand("REPLACE", "REPLACE <game> <seat> <email> [<name>]",
             "give a seat to a new player (new key, the history and the seat's report)",
-            parse_replace, action=do_replace, who="referee"),
-    Command("RESEND", "RESEND <game> [<seat>]", "send the latest report(s) again",
-            parse_resend, action=do_resend, who="referee"),
+            parse_replace, action=do_replace, who="referee", phase="change"),
+    MailCommand("RESEND", "RESEND <game> [<seat>]", "send the latest report(s) again",
+            parse_resend, action=do_resend, who="referee", phase="change"),
 )

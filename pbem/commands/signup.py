@@ -24,13 +24,14 @@ from datetime import timedelta
 
 from sqlmodel import col, select
 
-from pbem.commands.context import CommandContext, Refusal, refuse
+from pbem.commands.context import CommandContext, MailCommand, refuse
 from pbem.commands.referee_cmds import start
-from pbem.games import GameError, add_player, audit, find_game, id_of, players_of, remove_entrant
+from pbem.errors import Refusal
+from pbem.games import add_player, audit, find_game, id_of, players_of, remove_entrant
 from pbem.kinds import kind_of
 from pbem.models import Game, OutboundMail, Signup, Watcher
 from pbem.options import options_of
-from pbem.orders import Command, Order, OrderError, game_name, no_args
+from pbem.orders import Order, game_name, no_args
 from pbem.services.post import replied_to, tagged, tell_referee
 
 SIGNUP_DAYS = 7
@@ -45,22 +46,23 @@ def code_hash(code: str) -> str:
 def _find(ctx: CommandContext, name: str, order: Order) -> Game:
     try:
         return find_game(ctx.session, name)
-    except GameError as exc:
-        raise refuse(str(exc), "send LIST for the games open for sign-up and those you may "
-                     "WATCH", order) from None
+    except Refusal as refused:
+        refused.quoting(order, hint="send LIST for the games open for sign-up and those you "
+                        "may WATCH")
+        raise
 
 
 # --- parsers ------------------------------------------------------------------------------
 
 def parse_join(args: list[str]) -> tuple[str, str]:
     if not args:
-        raise OrderError("JOIN needs the game's name", "e.g. JOIN cup-1 Ann")
+        raise Refusal("JOIN needs the game's name", "e.g. JOIN cup-1 Ann")
     return game_name([args[0]]), " ".join(args[1:]).strip("<>\"' ")[:60]
 
 
 def parse_confirm(args: list[str]) -> str | None:
     if len(args) > 1:
-        raise OrderError("CONFIRM takes the code from the sign-up mail", "e.g. CONFIRM 1a2b3c4d5e")
+        raise Refusal("CONFIRM takes the code from the sign-up mail", "e.g. CONFIRM 1a2b3c4d5e")
     return args[0].lower() if args else None
 
 
@@ -285,20 +287,20 @@ def do_list_games(ctx: CommandContext, order: Order) -> str:
     return f"game list sent ({len(signup)} open, {len(watch)} to watch)"
 
 
-COMMANDS: tuple[Command, ...] = (
-    Command("LIST", "LIST", "the games open for sign-up, and the running ones you may WATCH",
-            no_args, action=do_list_games, who="anyone"),
-    Command("JOIN", "JOIN <game> [<name>]",
+COMMANDS: tuple[MailCommand, ...] = (
+    MailCommand("LIST", "LIST", "the games open for sign-up, and the running ones you may WATCH",
+            no_args, action=do_list_games, who="anyone", phase="change"),
+    MailCommand("JOIN", "JOIN <game> [<name>]",
             "sign up for a game open for sign-up (you confirm from your address)", parse_join,
-            action=do_join, who="anyone"),
-    Command("CONFIRM", "CONFIRM [<code>]",
+            action=do_join, who="anyone", phase="change"),
+    MailCommand("CONFIRM", "CONFIRM [<code>]",
             "confirm a JOIN or WATCH: the code from the sign-up mail (or reply to that mail)",
-            parse_confirm, action=do_confirm, who="anyone"),
-    Command("LEAVE", "LEAVE <game>",
+            parse_confirm, action=do_confirm, who="anyone", phase="change"),
+    MailCommand("LEAVE", "LEAVE <game>",
             "before the start: give up your seat (with GAME and KEY lines)", game_name,
-            action=do_leave, who="player"),
-    Command("WATCH", "WATCH <game>", "get the public view of a game each turn", game_name,
-            action=do_watch, who="anyone"),
-    Command("UNWATCH", "UNWATCH <game>", "stop watching a game", game_name,
-            action=do_unwatch, who="anyone"),
+            action=do_leave, who="player", phase="change"),
+    MailCommand("WATCH", "WATCH <game>", "get the public view of a game each turn", game_name,
+            action=do_watch, who="anyone", phase="change"),
+    MailCommand("UNWATCH", "UNWATCH <game>", "stop watching a game", game_name,
+            action=do_unwatch, who="anyone", phase="change"),
 )

@@ -1,6 +1,8 @@
 """The registry of game kinds: the one table the server looks kinds up in.
 
-Adding a kind touches only its module, its templates and this table.
+Adding a kind touches only its module, its templates and this table: a kind is a
+``GameKind[State, Move]`` subclass, and ``register`` puts it in ``KINDS`` (a test's toy
+kind too, tests/kinds/test_toy_kind.py).
 
 The pure core: kinds import the rules (pbem.rules) and the order language
 (pbem.orders), never the database, the mail or the server.
@@ -8,12 +10,17 @@ The pure core: kinds import the rules (pbem.rules) and the order language
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
-from pbem.kinds.base import GameKind, OrderProblem, Resolution, TakenOrder, Understood
+from pbem.kinds.base import GameKind, Resolution, TakenOrder, Understood
 from pbem.kinds.classic import CLASSIC
 from pbem.kinds.cup import CUP
+from pbem.kinds.jsontypes import JSON, JSONMap
 from pbem.kinds.postal import POSTAL
+from pbem.kinds.tables import PUBLIC, REVEAL, Viewer
+
+# a kind of any state and move: what the server holds when it looks a game's kind up
+AnyKind = GameKind[Any, Any]
 
 
 class HasKind(Protocol):
@@ -23,19 +30,42 @@ class HasKind(Protocol):
     def kind(self) -> str: ...
 
 
-KINDS: dict[str, GameKind] = {kind.name: kind for kind in (POSTAL, CLASSIC, CUP)}
+KINDS: dict[str, AnyKind] = {}
 
 
-def kind_named(name: str) -> GameKind:
+def register(kind: AnyKind) -> AnyKind:
+    """Put a kind in the table under its name (RULES <name>); returns it. A name taken by
+    another kind is refused; registering the same kind again changes nothing."""
+    known = KINDS.get(kind.name)
+    if known is not None and known is not kind:
+        raise ValueError(f"a game kind named '{kind.name}' exists already")
+    KINDS[kind.name] = kind
+    return kind
+
+
+for _kind in (POSTAL, CLASSIC, CUP):
+    register(_kind)
+
+
+def kind_named(name: str) -> AnyKind:
     try:
         return KINDS[name]
     except KeyError:
         raise KeyError(f"unknown game kind '{name}' (kinds: {', '.join(KINDS)})") from None
 
 
-def kind_of(game: HasKind) -> GameKind:
+def kind_of(game: HasKind) -> AnyKind:
     return kind_named(game.kind)
 
 
-__all__ = ["KINDS", "GameKind", "HasKind", "OrderProblem", "Resolution", "TakenOrder", "Understood",
-           "kind_named", "kind_of"]
+def kind_for_view(view_format: str) -> AnyKind:
+    """The kind whose report.json has this format ("pbem.classic.view/1"); KeyError if none."""
+    for kind in KINDS.values():
+        if kind.view_format == view_format:
+            return kind
+    raise KeyError(f"no game kind writes views of format {view_format!r}")
+
+
+__all__ = ["JSON", "KINDS", "PUBLIC", "REVEAL", "AnyKind", "GameKind", "HasKind", "JSONMap",
+           "Resolution", "TakenOrder", "Understood", "Viewer", "kind_for_view",
+           "kind_named", "kind_of", "register"]

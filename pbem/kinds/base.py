@@ -1,36 +1,38 @@
 """What a game kind (postal, classic, cup ...) gives the server.
 
-The server (mail, storage, deadlines, referee commands) knows games only
-through this interface. A kind is a module with one object implementing
-``GameKind``, listed in ``pbem.kinds.KINDS``. Its state is an immutable value
-rebuilt from the seed and the recorded moves; the server owns the turn
-counter (one resolution = one turn) and keeps the moves.
+The server (mail, storage, deadlines, referee commands, reports, the web pages)
+knows games only through this interface. A kind is a subclass of ``GameKind``,
+generic in its state and its move (``GameKind[PostalState, Move]``), registered
+with ``pbem.kinds.register``, as python-chess variants subclass the board. Its
+state is an immutable value rebuilt from the seed and the recorded moves; the
+server owns the turn counter (one resolution = one turn) and keeps the moves.
 
 A turn is a step in which a set of seats owe an order (``due``): all five in
 a postal turn, the one player to move in classic Bluff, the Bluffer or the
 Guesser in Cup of Bluff. The turn resolves when every due seat has an order
 (or the deadline passes and the missing ones are played for them).
+
+Everything the server would otherwise ask by the kind's name (its report's
+template, its view's format, its web tables, its record) is a member here; the
+ones with a body are what a kind without more to say answers.
 """
 
 from __future__ import annotations
 
 import random
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Generic, TypeVar
 
+from pbem.kinds.jsontypes import JSON, JSONMap, Odds
+from pbem.kinds.record import GameRows, generic_record
+from pbem.kinds.tables import Viewer
 from pbem.orders import Command, Order
 from pbem.rules.dice import DiceStream
 
-
-class OrderProblem(Exception):
-    """A player's order lines cannot make a move; said to them with the line quoted."""
-
-    def __init__(self, message: str, hint: str = "", order: Order | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
-        self.order = order
+S = TypeVar("S")   # the kind's state
+M = TypeVar("M")   # the kind's move
 
 
 @dataclass
@@ -39,107 +41,173 @@ class Understood:
 
     order: Order
     understood: str
-    odds: dict[str, float] | None = None
+    odds: Odds | None = None
 
 
 @dataclass
-class TakenOrder:
-    move: Any                         # the kind's move value
+class TakenOrder(Generic[M]):
+    move: M
     lines: list[Understood]
     summary: str                      # "BID 6 threes in mini-game 2"
 
 
 @dataclass
-class Resolution:
-    state: Any                        # the state after the turn
+class Resolution(Generic[S]):
+    state: S                          # the state after the turn
     notes: list[str] = field(default_factory=list)        # public lines for the report
     # seat -> the dice dealt with its move, as the DB keeps them (pbem.record/1's "dealt")
-    extras: dict[int, list[Any]] = field(default_factory=dict)
+    extras: dict[int, list[object]] = field(default_factory=dict)
     # seat -> what pbem.record/2 adds to its move: "dealt" (the dice the seed dealt with the
     # move, stars as "*"), "shown" (the dice an expose showed, which one is the orange die)
-    record: dict[int, dict[str, Any]] = field(default_factory=dict)
+    record: dict[int, JSON] = field(default_factory=dict)
     # seat -> the notes as told to that seat's player ("you announce"), in place of notes
     seat_notes: dict[int, list[str]] = field(default_factory=dict)
 
 
-class GameKind(Protocol):
+class GameKind(ABC, Generic[S, M]):
     name: str                         # the RULES word: postal | classic | cup
     title: str                        # "postal Bluff"
     min_players: int
     max_players: int
     commands: tuple[Command, ...]     # the move orders of this kind (parser and HELP)
-    report_template: str              # the Jinja2 template name of its turn report
     option_help: str                  # one line on its NEWGAME options
     help_note: str                    # what HELP says about the game's dice and pieces
     # DEFAULT <word> -> what a standing order does in this kind (the words it accepts)
     standing_orders: Mapping[str, str]
+    # the Jinja2 template pair of its turn report (NAME.txt.j2, NAME.html.j2); a kind
+    # without its own shows the generic one (notes, standings, history)
+    report_template: str = "generic_report"
+    # how the web pages draw its scores and tables (templates/web/): "postal", "classic",
+    # "cup"; any other look shows the tables and the standings' score alone
+    web_look: str = "generic"
 
-    def parse_options(self, words: Sequence[str]) -> dict[str, Any]:
-        """NEWGAME words after RULES <kind> -> the rules JSON; raises OrderError."""
-        ...
+    @property
+    def view_format(self) -> str:
+        """The format name of its report.json view."""
+        return f"pbem.{self.name}.view/1"
 
-    def describe_rules(self, rules: Mapping[str, Any]) -> str: ...
+    @abstractmethod
+    def parse_options(self, words: Sequence[str]) -> JSON:
+        """NEWGAME words after RULES <kind> -> the rules JSON; raises Refusal."""
 
-    def played_rules(self, rules: Mapping[str, Any], players: int) -> dict[str, Any]:
+    @abstractmethod
+    def describe_rules(self, rules: JSONMap) -> str: ...
+
+    def played_rules(self, rules: JSONMap, players: int) -> JSON:
         """The rules JSON as a game of that many players plays it (what its record and its
         report.json both say): the same game starts from it as from the stored rules."""
-        ...
+        return dict(rules)
 
-    def start(self, rules: Mapping[str, Any], stream: DiceStream, players: int) -> Any:
+    @abstractmethod
+    def start(self, rules: JSONMap, stream: DiceStream, players: int) -> S:
         """The state at turn 1 (cups rolled) for seats 1..players."""
-        ...
 
-    def due(self, state: Any) -> dict[int, str]:
+    @abstractmethod
+    def due(self, state: S) -> dict[int, str]:
         """seat -> what it must do this turn ("bid or challenge in mini-game 2")."""
-        ...
 
-    def orders_now(self, state: Any, seat: int) -> list[str]:
+    @abstractmethod
+    def orders_now(self, state: S, seat: int) -> list[str]:
         """The names of the move orders seat may write now ([] when it owes none), for a
         short error answer that lists only what fits."""
-        ...
 
-    def take_order(self, state: Any, seat: int, orders: Sequence[Order]) -> TakenOrder:
-        """Make one move of seat's order lines and check it; raises OrderProblem."""
-        ...
+    @abstractmethod
+    def take_order(self, state: S, seat: int, orders: Sequence[Order]) -> TakenOrder[M]:
+        """Make one move of seat's order lines and check it; raises Refusal."""
 
-    def place(self, state: Any, seat: int) -> int:
+    def place(self, state: S, seat: int) -> int:
         """Where seat moves this turn, for the record (the mini-game; 0 if the kind has none)."""
-        ...
+        return 0
 
-    def check(self, state: Any, seat: int, move: Any) -> None:
+    @abstractmethod
+    def check(self, state: S, seat: int, move: M) -> None:
         """Raise RulesError unless seat may make move now."""
-        ...
 
-    def apply(self, state: Any, moves: Mapping[int, Any], stream: DiceStream) -> Resolution:
+    @abstractmethod
+    def apply(self, state: S, moves: Mapping[int, M], stream: DiceStream) -> Resolution[S]:
         """Play one move for every due seat; the next state and what happened."""
-        ...
 
-    def robot_move(self, state: Any, seat: int, rng: random.Random) -> Any: ...
+    @abstractmethod
+    def robot_move(self, state: S, seat: int, rng: random.Random) -> M: ...
 
-    def standing_move(self, state: Any, seat: int, policy: str) -> Any | None:
+    def standing_move(self, state: S, seat: int, policy: str) -> M | None:
         """A player's standing order (CHALLENGE | RAISE) as a move now, if it is legal."""
-        ...
+        return None
 
-    def move_to_json(self, move: Any) -> dict[str, Any]: ...
+    @abstractmethod
+    def move_to_json(self, move: M) -> JSON: ...
 
-    def move_from_json(self, data: Mapping[str, Any]) -> Any: ...
+    @abstractmethod
+    def move_from_json(self, data: JSONMap) -> M: ...
 
-    def describe_move(self, move: Any) -> str: ...
+    def describe_move(self, move: M) -> str:
+        return str(move)
 
-    def over(self, state: Any) -> bool: ...
+    @abstractmethod
+    def over(self, state: S) -> bool: ...
 
-    def standings(self, state: Any) -> list[dict[str, int]]:
+    @abstractmethod
+    def standings(self, state: S) -> list[dict[str, int]]:
         """[{"rank", "seat", "score"}], best first; ties share a rank."""
-        ...
 
-    def view(self, state: Any, seat: int | None) -> dict[str, Any]:
+    def score_words(self, standing: Mapping[str, int]) -> str:
+        """One standing's score in words, for `pbem verify`: "3 points, 2 tokens"."""
+        return f"{standing['score']}"
+
+    def report_standing(self, standing: Mapping[str, int]) -> dict[str, int]:
+        """What a report's standings row adds to the kind's own keys (postal: its
+        virtual dice under their own name)."""
+        return {}
+
+    @abstractmethod
+    def view(self, state: S, seat: int | None) -> JSON:
         """The JSON holdings view for seat (None: the public view, no hidden dice)."""
-        ...
 
-    def history(self, state: Any) -> list[str]:
+    @abstractmethod
+    def history(self, state: S) -> list[str]:
         """Every move so far, public information only, one line each."""
-        ...
 
-    def report_extras(self, state: Any, seat: int | None) -> dict[str, Any]:
+    def report_extras(self, state: S, seat: int | None) -> JSON:
         """Anything more its report template needs (the postal report shows odds); may be {}."""
-        ...
+        return {}
+
+    def waiting_for(self, state: S) -> str | None:
+        """Whom the game waits for, in words, when its web page says so (Cup of Bluff)."""
+        return None
+
+    # --- the web pages -------------------------------------------------------------------
+
+    def web_tables(self, state: S, viewer: Viewer) -> list[JSON]:
+        """Its tables as the web pages draw them (pbem.kinds.tables), as viewer sees them."""
+        return []
+
+    def web_scores(self, state: S) -> list[JSON]:
+        """Per seat, what the web pages list beside the player: {"seat", ...}."""
+        return []
+
+    def legal_moves(self, state: S, seat: int) -> list[M]:
+        """Every move seat may make now (the web page offers each as a mail); [] if none
+        or the kind does not list them."""
+        return []
+
+    def order_lines(self, move: M) -> list[str]:
+        """A move as the order lines a player writes."""
+        return [str(move)]
+
+    def move_odds(self, state: S, seat: int, move: M) -> Odds | None:
+        """The odds of a move from what seat can see (a bid's), if it has any."""
+        return None
+
+    def client_order_lines(self, view: JSONMap, rng: random.Random) -> list[str]:
+        """A robot at the other end of the mail: the order lines the player of a
+        report.json (this kind's view) sends, from the view alone; [] when they have no
+        move to make (pbem.robot_client, the demo, the end-to-end tests)."""
+        raise ValueError(f"a robot cannot play {self.title} from its reports")
+
+    # --- the record ------------------------------------------------------------------------
+
+    def record(self, rows: GameRows, state: S | None) -> JSON:
+        """The game's record, as `pbem export` writes it and `pbem verify` reads it: the
+        generic pbem.record/2 (pbem.kinds.record), made by replaying the rows; state is the
+        state now (None before the start)."""
+        return generic_record(self, rows)

@@ -3,11 +3,14 @@ EXPOSE lines only with a BID (they add up)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import TypeVar
 
-from pbem.kinds.base import OrderProblem
+from pbem.errors import Refusal
+from pbem.kinds.base import GameKind
+from pbem.kinds.jsontypes import JSON, JSONMap
 from pbem.orders import Order
+from pbem.rules.dice import face_symbol
 from pbem.rules.ladder import Bid, Ladder
 from pbem.rules.moves import CHALLENGE, BidMove, Move, move_from_json, move_to_json
 
@@ -22,22 +25,22 @@ STANDING_ORDERS = {
 
 
 def read_bid_order(orders: Sequence[Order]) -> tuple[Order, list[Order], Move]:
-    """The move line, the EXPOSE lines and the move they make; raises OrderProblem."""
+    """The move line, the EXPOSE lines and the move they make; raises Refusal."""
     moves = [o for o in orders if o.name in ("BID", "CHALLENGE")]
     exposes = [o for o in orders if o.name == "EXPOSE"]
     if not moves:
         if exposes:
-            raise OrderProblem("EXPOSE goes with a BID in the same mail, never alone",
+            raise Refusal("EXPOSE goes with a BID in the same mail, never alone",
                                EXPOSE_EXAMPLE, exposes[0])
-        raise OrderProblem("I found no order in your mail",
+        raise Refusal("I found no order in your mail",
                            "write one order a line, e.g. BID 6 threes or CHALLENGE")
     if len(moves) > 1:
-        raise OrderProblem("one move a turn: your mail has more than one BID or CHALLENGE",
+        raise Refusal("one move a turn: your mail has more than one BID or CHALLENGE",
                            "send just the one you mean; a later mail replaces an earlier order",
                            moves[1])
     order = moves[0]
     if exposes and order.name != "BID":
-        raise OrderProblem("EXPOSE goes with a BID in the same mail, never with a challenge",
+        raise Refusal("EXPOSE goes with a BID in the same mail, never with a challenge",
                            EXPOSE_EXAMPLE, exposes[0])
     move: Move = (CHALLENGE if order.name == "CHALLENGE"
                   else BidMove(order.args, tuple(f for e in exposes for f in e.args)))
@@ -55,14 +58,30 @@ def standing_bid_move(policy: str, current: Bid | None, ladder: Ladder) -> Move 
     return None
 
 
-class BidMoves:
-    """The move values of the Bluff kinds and their JSON (pbem.rules.moves)."""
+def order_lines(move: Move) -> list[str]:
+    """A move as the order lines a player writes."""
+    if isinstance(move, BidMove):
+        lines = [f"BID {move.bid.quantity} {face_symbol(move.bid.face)}"]
+        return lines + ([f"EXPOSE {' '.join(face_symbol(f) for f in move.expose)}"]
+                        if move.expose else [])
+    return ["CHALLENGE"]
 
-    def move_to_json(self, move: Move) -> dict[str, Any]:
+
+S = TypeVar("S")
+
+
+class BidMoves(GameKind[S, Move]):
+    """The Bluff kinds (postal, classic): their move values, the JSON of these
+    (pbem.rules.moves) and the order lines that make them."""
+
+    def move_to_json(self, move: Move) -> JSON:
         return move_to_json(move)
 
-    def move_from_json(self, data: Mapping[str, Any]) -> Move:
+    def move_from_json(self, data: JSONMap) -> Move:
         return move_from_json(dict(data))
 
     def describe_move(self, move: Move) -> str:
         return str(move)
+
+    def order_lines(self, move: Move) -> list[str]:
+        return order_lines(move)

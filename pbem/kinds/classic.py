@@ -15,22 +15,33 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from typing import Any
 
-from pbem.kinds.base import OrderProblem, Resolution, TakenOrder, Understood
+from pbem.errors import Refusal
+from pbem.kinds.base import Resolution, TakenOrder, Understood
 from pbem.kinds.bidding import (
     HELP_NOTE,
     STANDING_ORDERS,
     BidMoves,
+    order_lines,
     read_bid_order,
     standing_bid_move,
 )
+from pbem.kinds.jsontypes import JSON, JSONMap, Odds
+from pbem.kinds.tables import (
+    Viewer,
+    bid_json,
+    classic_scores,
+    classic_tables,
+    faces,
+    lifted_cups,
+    orange,
+)
 from pbem.kinds.words import Words, cap
-from pbem.orders import PLAYER_COMMANDS, Order, OrderError
-from pbem.rules.challenge import count_matching
+from pbem.orders import PLAYER_COMMANDS, Order
 from pbem.rules.classic import (
     BidPlaced,
     ClassicState,
+    Event,
     GameEnded,
     PlacedBid,
     RoundEnd,
@@ -77,49 +88,36 @@ def _switch(name: str, value: str) -> bool:
         return True
     if value in ("off", "no", "false"):
         return False
-    raise OrderError(f"{name.upper()} is on or off, not '{value}'", OPTION_HELP)
+    raise Refusal(f"{name.upper()} is on or off, not '{value}'", OPTION_HELP)
 
 
 def _number(name: str, value: str) -> int:
     if not value.isdigit():
-        raise OrderError(f"{name.upper()} takes a number, not '{value}'", OPTION_HELP)
+        raise Refusal(f"{name.upper()} takes a number, not '{value}'", OPTION_HELP)
     return int(value)
 
 
-def _faces(faces: Sequence[Face]) -> str:
-    return " ".join(face_symbol(f) for f in faces)
+def _faces(values: Sequence[Face]) -> str:
+    return " ".join(face_symbol(f) for f in values)
 
 
 def _dice(n: int) -> str:
     return f"{n} {'die' if n == 1 else 'dice'}"
 
 
-def _plain(dice: Sequence[Die]) -> list[int | str]:
-    return [face_json(d.face) for d in dice if not d.super]
-
-
-def _orange(dice: Sequence[Die]) -> int | str | None:
-    return next((face_json(d.face) for d in dice if d.super), None)
-
-
-def _bid_json(bid: Bid | None) -> dict[str, Any] | None:
-    return None if bid is None else {"quantity": bid.quantity, "face": face_json(bid.face)}
-
-
-def _bids_json(bids: Sequence[PlacedBid]) -> list[dict[str, Any]]:
+def _bids_json(bids: Sequence[PlacedBid]) -> list[JSON]:
     return [{"player": b.seat, "quantity": b.bid.quantity, "face": face_json(b.bid.face),
              "exposed": [face_json(f) for f in b.exposed]} for b in bids]
 
 
-def _round_json(end: RoundEnd) -> dict[str, Any]:
+def _round_json(end: RoundEnd) -> JSON:
     """A finished round with every cup shown (public once the cups are up)."""
     bid = end.result.bid
     return {
         "round": end.round, "opener": end.opener, "bids": _bids_json(end.bids),
-        "challenger": end.challenger, "bidder": end.result.bidder, "bid": _bid_json(bid),
+        "challenger": end.challenger, "bidder": end.result.bidder, "bid": bid_json(bid),
         "actual": end.result.actual, "outcome": end.result.outcome,
-        "cups": [{"seat": s, "dice": _plain(d), "super": _orange(d),
-                  "counted": count_matching(d, bid)} for s, d in sorted(end.table.items())],
+        "cups": lifted_cups(end.table, bid),
         "losses": [{"seat": s, "lost": n} for s, n in sorted(end.lost.items())],
         "out": list(end.out), "next_opener": end.next_opener,
     }
@@ -141,7 +139,7 @@ def _round_lines(end: RoundEnd, you: int | None = None) -> list[str]:
     return lines
 
 
-def _event_lines(events: Sequence[Any], you: int | None = None) -> list[str]:
+def _event_lines(events: Sequence[Event], you: int | None = None) -> list[str]:
     """A move's events in words for the report, told to all (you None) or to seat you."""
     w = Words(you)
     notes: list[str] = []
@@ -161,18 +159,19 @@ def _event_lines(events: Sequence[Any], you: int | None = None) -> list[str]:
     return notes
 
 
-class ClassicKind(BidMoves):
+class ClassicKind(BidMoves[ClassicState]):
     name = "classic"
     title = "classic Bluff"
     min_players = 2
     max_players = 6
     commands = tuple(c for c in PLAYER_COMMANDS if c.name in MOVE_NAMES)
     report_template = "classic_report"
+    web_look = "classic"
     option_help = OPTION_HELP
     help_note = HELP_NOTE
     standing_orders: Mapping[str, str] = STANDING_ORDERS
 
-    def parse_options(self, words: Sequence[str]) -> dict[str, Any]:
+    def parse_options(self, words: Sequence[str]) -> JSON:
         rules, six = RuleSet(), None
         tokens = [w.lower() for w in words]
         if tokens and tokens[0] in EDITIONS:
@@ -180,12 +179,12 @@ class ClassicKind(BidMoves):
         while tokens:
             name = tokens.pop(0)
             if name in EDITIONS:
-                raise OrderError(f"name the edition ({name}) first, before single options",
+                raise Refusal(f"name the edition ({name}) first, before single options",
                                  OPTION_HELP)
             if name not in ("dice", "super", "exact", "stars", "expose", "board"):
-                raise OrderError(f"unknown option '{name}' for a classic game", OPTION_HELP)
+                raise Refusal(f"unknown option '{name}' for a classic game", OPTION_HELP)
             if not tokens:
-                raise OrderError(f"{name.upper()} needs a value", OPTION_HELP)
+                raise Refusal(f"{name.upper()} needs a value", OPTION_HELP)
             value = tokens.pop(0)
             try:
                 if name == "dice":
@@ -202,10 +201,10 @@ class ClassicKind(BidMoves):
                     cap = None if value in ("off", "none") else _number(name, value)
                     rules = rules.with_options(board_cap=cap)
             except ValueError as exc:
-                raise OrderError(f"{name.upper()} {value}: {exc}", OPTION_HELP) from None
+                raise Refusal(f"{name.upper()} {value}: {exc}", OPTION_HELP) from None
         return {**rules.to_json(), SIX_KEY: six}
 
-    def rules_of(self, rules: Mapping[str, Any], players: int) -> RuleSet:
+    def rules_of(self, rules: JSONMap, players: int) -> RuleSet:
         """The RuleSet of a game of that many players (the Czech six-player rule resolved)."""
         resolved = RuleSet.from_json(dict(rules))
         six = rules.get(SIX_KEY)
@@ -213,12 +212,12 @@ class ClassicKind(BidMoves):
             resolved = resolved.with_options(dice_per_player=six)
         return resolved
 
-    def played_rules(self, rules: Mapping[str, Any], players: int) -> dict[str, Any]:
+    def played_rules(self, rules: JSONMap, players: int) -> JSON:
         """The Czech six-player rule resolved: six players of the Czech edition play 5 dice,
         and the record and report.json both say dice_per_player 5."""
         return {**self.rules_of(rules, players).to_json(), SIX_KEY: None}
 
-    def describe_rules(self, rules: Mapping[str, Any]) -> str:
+    def describe_rules(self, rules: JSONMap) -> str:
         r = RuleSet.from_json(dict(rules))
         dice = f"{_dice(r.dice_per_player)} each"
         if isinstance(rules.get(SIX_KEY), int):
@@ -233,7 +232,7 @@ class ClassicKind(BidMoves):
                 f"{'on' if r.star_bids else 'off'}; expose and re-roll "
                 f"{'on' if r.expose else 'off'}{board}")
 
-    def start(self, rules: Mapping[str, Any], stream: DiceStream, players: int) -> ClassicState:
+    def start(self, rules: JSONMap, stream: DiceStream, players: int) -> ClassicState:
         return new_game(stream, self.rules_of(rules, players), players)
 
     def due(self, state: ClassicState) -> dict[int, str]:
@@ -251,7 +250,7 @@ class ClassicKind(BidMoves):
         return 0   # one table, no mini-games
 
     def take_order(self, state: ClassicState, seat: int,
-                   orders: Sequence[Order]) -> TakenOrder:
+                   orders: Sequence[Order]) -> TakenOrder[Move]:
         order, exposes, move = read_bid_order(orders)
         # the bid alone first, so that a refusal quotes the line at fault
         for bad, trial in ((order, BidMove(move.bid) if isinstance(move, BidMove) else move),
@@ -259,7 +258,7 @@ class ClassicKind(BidMoves):
             try:
                 state.check_move(seat, trial)
             except RulesError as exc:
-                raise OrderProblem(str(exc), "your report lists what you may do now",
+                raise Refusal(str(exc), "your report lists what you may do now",
                                    bad) from None
         where = f"in round {state.round}"
         if isinstance(move, BidMove):
@@ -277,7 +276,7 @@ class ClassicKind(BidMoves):
         state.check_move(seat, move)
 
     def apply(self, state: ClassicState, moves: Mapping[int, Move],
-              stream: DiceStream) -> Resolution:
+              stream: DiceStream) -> Resolution[ClassicState]:
         due = state.due()
         extra = sorted(set(moves) - set(due))
         if extra:
@@ -286,8 +285,8 @@ class ClassicKind(BidMoves):
             raise ValueError(f"no move for seats {sorted(set(due) - set(moves))}")
         (seat,) = due
         after, events = apply_move(state, seat, moves[seat], stream)
-        extras: dict[int, list[Any]] = {}
-        record: dict[int, dict[str, Any]] = {}
+        extras: dict[int, list[object]] = {}
+        record: dict[int, JSON] = {}
         for e in events:
             if isinstance(e, BidPlaced):
                 if e.rerolled:
@@ -319,7 +318,7 @@ class ClassicKind(BidMoves):
         return [{"rank": s.rank, "seat": s.seat, "score": s.dice, "dice": s.held}
                 for s in state.standings()]
 
-    def view(self, state: ClassicState, seat: int | None) -> dict[str, Any]:
+    def view(self, state: ClassicState, seat: int | None) -> JSON:
         current = state.current_bid
         running = not state.game_over
         own: Cup | None = state.cup(seat) if seat is not None else None
@@ -338,14 +337,14 @@ class ClassicKind(BidMoves):
                          "super": state.hand(s).super, "in": state.is_in(s),
                          "out_round": state.out_round[s - 1],
                          "hidden": len(state.cup(s).hidden),
-                         "exposed": _plain(state.cup(s).exposed),
-                         "exposed_super": _orange(state.cup(s).exposed)} for s in state.seats],
+                         "exposed": faces(state.cup(s).exposed),
+                         "exposed_super": orange(state.cup(s).exposed)} for s in state.seats],
             "your_dice": None if own is None else {
-                "hidden": _plain(own.hidden), "hidden_super": _orange(own.hidden),
-                "exposed": _plain(own.exposed), "exposed_super": _orange(own.exposed)},
+                "hidden": faces(own.hidden), "hidden_super": orange(own.hidden),
+                "exposed": faces(own.exposed), "exposed_super": orange(own.exposed)},
             "bids": _bids_json(state.bids),
-            "current_bid": _bid_json(current), "bidder": state.bidder,
-            "lowest_raise": _bid_json(state.ladder.lowest_raise(current)) if running else None,
+            "current_bid": bid_json(current), "bidder": state.bidder,
+            "lowest_raise": bid_json(state.ladder.lowest_raise(current)) if running else None,
             "odds": odds,
             "last_round": _round_json(state.finished[-1]) if state.finished else None,
             "standings": None if running else [
@@ -365,8 +364,28 @@ class ClassicKind(BidMoves):
             lines += bid_lines(state.round, state.bids)
         return lines
 
-    def report_extras(self, state: ClassicState, seat: int | None) -> dict[str, Any]:
-        return {}   # the odds are in the view
+    def score_words(self, standing: Mapping[str, int]) -> str:
+        held = standing.get("dice", standing["score"])   # pbem.record/1 kept the value only
+        worth = f" (worth {standing['score']})" if held != standing["score"] else ""
+        return f"{held} {'die' if held == 1 else 'dice'} left{worth}"
+
+    def web_tables(self, state: ClassicState, viewer: Viewer) -> list[JSON]:
+        return classic_tables(state, viewer)
+
+    def web_scores(self, state: ClassicState) -> list[JSON]:
+        return classic_scores(state)
+
+    def legal_moves(self, state: ClassicState, seat: int) -> list[Move]:
+        return state.legal_moves() if seat in state.due() else []
+
+    def client_order_lines(self, view: JSONMap, rng: random.Random) -> list[str]:
+        return client_order_lines(view, rng)
+
+    def move_odds(self, state: ClassicState, seat: int, move: Move) -> Odds | None:
+        if not isinstance(move, BidMove):
+            return None
+        o = bid_odds(state.seat_view(seat), move.bid)
+        return {"holds": o.holds, "exact": o.exact}
 
 
 # --- a robot at the other end of the mail -------------------------------------
@@ -377,7 +396,7 @@ def _view_dice(faces: Sequence[int | str], orange: int | str | None) -> tuple[Di
     return plain + ((Die(face_from_json(orange), True),) if orange is not None else ())
 
 
-def client_seat_view(view: Mapping[str, Any]) -> SeatView:
+def client_seat_view(view: JSONMap) -> SeatView:
     """What the player of a report.json knows (their dice, the exposed dice, the
     bids), as the robot and the odds read it."""
     me = int(view["you"])
@@ -396,15 +415,7 @@ def client_seat_view(view: Mapping[str, Any]) -> SeatView:
                     make_ladder(view["dice_in_play"], rules.star_bids, rules.board_cap), rules)
 
 
-def order_lines(move: Move) -> list[str]:
-    """A move as the order lines a player writes."""
-    if isinstance(move, BidMove):
-        lines = [f"BID {move.bid.quantity} {face_symbol(move.bid.face)}"]
-        return lines + ([f"EXPOSE {_faces(move.expose)}"] if move.expose else [])
-    return ["CHALLENGE"]
-
-
-def client_order_lines(view: Mapping[str, Any], rng: random.Random) -> list[str]:
+def client_order_lines(view: JSONMap, rng: random.Random) -> list[str]:
     """The order lines of a robot player reading its report.json (pbem.classic.view/1);
     [] when it is not that player's move."""
     if view.get("game_over") or view.get("you") is None or view.get("to_move") != view["you"]:

@@ -15,11 +15,13 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
-from pbem.kinds.base import OrderProblem, Resolution, TakenOrder, Understood
+from pbem.errors import Refusal
+from pbem.kinds.base import GameKind, Resolution, TakenOrder, Understood
+from pbem.kinds.jsontypes import JSON, JSONMap
+from pbem.kinds.tables import POINTS_TABLE, Viewer, cup_scores, cup_tables
 from pbem.kinds.words import Words, cap
-from pbem.orders import Command, Order, OrderError, SeatByName
+from pbem.orders import Command, Order, SeatByName
 from pbem.rules import cupofbluff as cb
 from pbem.rules.cupofbluff import (
     Announce,
@@ -28,6 +30,7 @@ from pbem.rules.cupofbluff import (
     CupState,
     Doublet,
     DoubletMade,
+    Event,
     GameEnded,
     Give,
     Given,
@@ -48,8 +51,6 @@ _WORDS = dict(zip(("three", "four", "five", "six", "seven", "eight", "nine", "te
                    "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen",
                    "eighteen"), range(3, 19), strict=True))
 _SEAT = re.compile(r"^(?:player|seat|p|#)?\s*(\d+)$")
-POINTS_TABLE = [{"points": p, "tokens": [t for t in cb.TOKENS if cb.points(t) == p]}
-                for p in (5, 4, 3, 2, 1)]
 
 
 # --- order parsing ----------------------------------------------------------
@@ -63,28 +64,28 @@ def parse_token(word: str) -> int:
     text = _clean(word)
     value = int(text) if text.isdigit() else _WORDS.get(text)
     if value is None or not 3 <= value <= 18:
-        raise OrderError(f"'{word}' is not a token or total", TOKEN_HINT)
+        raise Refusal(f"'{word}' is not a token or total", TOKEN_HINT)
     return value
 
 
 def parse_seat(words: Sequence[str]) -> int:
     match = _SEAT.match(" ".join(_clean(w) for w in words))
     if match is None or not 1 <= int(match.group(1)) <= 5:
-        raise OrderError(f"'{' '.join(words)}' is not a player number", SEAT_HINT)
+        raise Refusal(f"'{' '.join(words)}' is not a player number", SEAT_HINT)
     return int(match.group(1))
 
 
 def _split(args: list[str], word: str, usage: str) -> tuple[list[str], list[str]]:
     upper = [_clean(a).upper() for a in args]
     if word not in upper:
-        raise OrderError(f"'{word}' is missing", f"write it as {usage}")
+        raise Refusal(f"'{word}' is missing", f"write it as {usage}")
     at = upper.index(word)
     return args[:at], args[at + 1:]
 
 
 def _one_token(words: list[str], usage: str) -> int:
     if len(words) != 1:
-        raise OrderError(f"expected one token or total, not '{' '.join(words)}'",
+        raise Refusal(f"expected one token or total, not '{' '.join(words)}'",
                          f"write it as {usage}")
     return parse_token(words[0])
 
@@ -93,7 +94,7 @@ def _seat_or_name(words: Sequence[str], build: Callable[[int], Move]) -> Move | 
     """A player by number (the move at once) or by name (found by the shell)."""
     try:
         return build(parse_seat(words))
-    except OrderError:
+    except Refusal:
         name = " ".join(w.strip(".,;:!?") for w in words).strip()
         if not _NAME.match(name):
             raise
@@ -118,10 +119,10 @@ def parse_doublet(args: list[str]) -> Doublet:
     usage = "DOUBLET TAKE <token> GIVE <token> <token> ..., e.g. DOUBLET TAKE 4 GIVE 8 13"
     before, after = _split(args, "GIVE", usage)
     if not before or _clean(before[0]) != "take":
-        raise OrderError("'TAKE' is missing", f"write it as {usage}")
+        raise Refusal("'TAKE' is missing", f"write it as {usage}")
     parts = [p for a in after for p in a.split(",") if p and _clean(p) not in ("", "and")]
     if not parts:
-        raise OrderError("name the tokens you give back", f"write it as {usage}")
+        raise Refusal("name the tokens you give back", f"write it as {usage}")
     return Doublet(_one_token(before[1:], usage), tuple(parse_token(p) for p in parts))
 
 
@@ -133,7 +134,7 @@ def _answer(ok: bool) -> Callable[[list[str]], Answer]:
     def parse(args: list[str]) -> Answer:
         # "Bluff you!" and "OK!" are the rulebook's words; anything more is a mistake
         if any(_clean(a) not in ("", "you") for a in args):
-            raise OrderError(f"this order takes nothing after it, not '{' '.join(args)}'")
+            raise Refusal(f"this order takes nothing after it, not '{' '.join(args)}'")
         return Answer(ok)
     return parse
 
@@ -211,7 +212,7 @@ def doublet_line(r: TurnRecord, you: int | None = None) -> str:
             f"{given} for token {r.total}.")
 
 
-def event_lines(events: Sequence[Any], you: int | None = None) -> list[str]:
+def event_lines(events: Sequence[Event], you: int | None = None) -> list[str]:
     """A move's events in words for the report, told to everyone (you None) or to the
     player of seat you ("you announce", "player 2 announces ... to you")."""
     w = Words(you)
@@ -254,7 +255,7 @@ def _pending(state: CupState) -> TurnRecord | None:
                       claim.guesser, claim.ok, claim.guesser)
 
 
-def record_json(r: TurnRecord, you: int | None = None) -> dict[str, Any]:
+def record_json(r: TurnRecord, you: int | None = None) -> JSON:
     return {"round": r.number, "bluffer": r.bluffer, "action": r.action, "total": r.total,
             "guesser": r.guesser, "roll": list(r.roll), "roll_total": sum(r.roll),
             "truthful": r.truthful if r.action != "doublet" else None,
@@ -266,13 +267,14 @@ def record_json(r: TurnRecord, you: int | None = None) -> dict[str, Any]:
 # --- the kind ---------------------------------------------------------------
 
 
-class CupKind:
+class CupKind(GameKind[CupState, Move]):
     name = "cup"
     title = "Cup of Bluff"
     min_players = cb.MIN_PLAYERS
     max_players = cb.MAX_PLAYERS
     commands = COMMANDS
     report_template = "cup_report"
+    web_look = "cup"
     option_help = ("Cup of Bluff takes no options: 3 to 5 players, 3 dice, 16 tokens "
                    "(docs/rules.md section 5)")
     help_note = ("Three ordinary dice (1 to 6) and sixteen tokens, 3 to 18, each worth 1 to 5 "
@@ -283,19 +285,16 @@ class CupKind:
         "ROBOT": "let the robot choose your move",
         "NONE": "no standing order: the game's policy decides (normally the robot)"}
 
-    def parse_options(self, words: Sequence[str]) -> dict[str, Any]:
+    def parse_options(self, words: Sequence[str]) -> JSON:
         if words:
-            raise OrderError(f"Cup of Bluff has no options yet, so '{words[0]}' is not "
+            raise Refusal(f"Cup of Bluff has no options yet, so '{words[0]}' is not "
                              "understood", "write just RULES cup")
         return {"version": RULES_VERSION}
 
-    def describe_rules(self, rules: Mapping[str, Any]) -> str:
+    def describe_rules(self, rules: JSONMap) -> str:
         return "Cup of Bluff: three dice, sixteen tokens 3 to 18, most points wins"
 
-    def played_rules(self, rules: Mapping[str, Any], players: int) -> dict[str, Any]:
-        return dict(rules)
-
-    def start(self, rules: Mapping[str, Any], stream: DiceStream, players: int) -> CupState:
+    def start(self, rules: JSONMap, stream: DiceStream, players: int) -> CupState:
         if rules.get("version", RULES_VERSION) != RULES_VERSION:
             raise ValueError(f"unknown Cup of Bluff rules version {rules.get('version')!r}")
         return cb.new_game(stream, players)
@@ -316,13 +315,14 @@ class CupKind:
     def place(self, state: CupState, seat: int) -> int:
         return 0
 
-    def take_order(self, state: CupState, seat: int, orders: Sequence[Order]) -> TakenOrder:
+    def take_order(self, state: CupState, seat: int,
+                   orders: Sequence[Order]) -> TakenOrder[Move]:
         moves = [o for o in orders if o.name in MOVE_NAMES]
         now = state.due().get(seat, f"nothing: {state.waiting_for()}")
         if not moves:
-            raise OrderProblem("I found no move in your mail", f"what you may do now: {now}")
+            raise Refusal("I found no move in your mail", f"what you may do now: {now}")
         if len(moves) > 1:
-            raise OrderProblem(f"one move a mail: yours has {len(moves)} ("
+            raise Refusal(f"one move a mail: yours has {len(moves)} ("
                                + ", ".join(o.name for o in moves) + ")",
                                "send just the one you mean; a later mail replaces an earlier "
                                "order", moves[1])
@@ -331,7 +331,7 @@ class CupKind:
         try:
             state.check_move(seat, move)
         except RulesError as exc:
-            raise OrderProblem(str(exc), f"what you may do now: {now}", order) from None
+            raise Refusal(str(exc), f"what you may do now: {now}", order) from None
         text = self.describe_move(move)
         return TakenOrder(move, [Understood(order, text)], text)
 
@@ -339,7 +339,7 @@ class CupKind:
         state.check_move(seat, move)
 
     def apply(self, state: CupState, moves: Mapping[int, Move],
-              stream: DiceStream) -> Resolution:
+              stream: DiceStream) -> Resolution[CupState]:
         due = state.due()
         if set(moves) - set(due):
             raise IllegalMove(f"player {min(set(moves) - set(due))} has no move this turn")
@@ -347,7 +347,7 @@ class CupKind:
             raise ValueError(f"no move for seats {sorted(set(due) - set(moves))}")
         seat = next(iter(due))
         after, events = cb.apply_move(state, seat, moves[seat], stream)
-        extras: dict[int, list[Any]] = {}
+        extras: dict[int, list[object]] = {}
         # pbem.record/2: the roll of Bluffer turn n is recorded with that Bluffer's claim or
         # doublet, the move it belongs to (the GIVE and the Guesser's answer have none)
         record = ({seat: {"dealt": list(state.roll)}}
@@ -368,10 +368,10 @@ class CupKind:
             return Answer(False)
         return None
 
-    def move_to_json(self, move: Move) -> dict[str, Any]:
+    def move_to_json(self, move: Move) -> JSON:
         return move.to_json()
 
-    def move_from_json(self, data: Mapping[str, Any]) -> Move:
+    def move_from_json(self, data: JSONMap) -> Move:
         return cb.move_from_json(data)
 
     def describe_move(self, move: Move) -> str:
@@ -393,7 +393,7 @@ class CupKind:
         return [{"rank": s.rank, "seat": s.seat, "score": s.points, "tokens": s.tokens}
                 for s in state.standings()]
 
-    def view(self, state: CupState, seat: int | None) -> dict[str, Any]:
+    def view(self, state: CupState, seat: int | None) -> JSON:
         """Keys other than the server's own (game, turn, you, key, players, deadline)."""
         due = state.due()
         claim = state.claim
@@ -434,7 +434,25 @@ class CupKind:
                 lines.append(reveal_line(pending))
         return lines
 
-    def report_extras(self, state: CupState, seat: int | None) -> dict[str, Any]:
+    def score_words(self, standing: Mapping[str, int]) -> str:
+        return f"{standing['score']} points, {standing.get('tokens', 0)} tokens"
+
+    def waiting_for(self, state: CupState) -> str | None:
+        return str(state.waiting_for())
+
+    def web_tables(self, state: CupState, viewer: Viewer) -> list[JSON]:
+        return cup_tables(state, viewer, [record_json(r) for r in reversed(state.log)])
+
+    def web_scores(self, state: CupState) -> list[JSON]:
+        return cup_scores(state)
+
+    def legal_moves(self, state: CupState, seat: int) -> list[Move]:
+        return state.legal_moves() if seat in state.due() else []
+
+    def client_order_lines(self, view: JSONMap, rng: random.Random) -> list[str]:
+        return client_order_lines(view, rng)
+
+    def report_extras(self, state: CupState, seat: int | None) -> JSON:
         """The last round told to the report's reader ("you"); report.json keeps the
         public wording, the same for everyone."""
         return {"last_lines": record_lines(state.log[-1], seat) if state.log else []}
@@ -443,7 +461,7 @@ class CupKind:
 # --- a robot at the other end of the mail -------------------------------------
 
 
-def client_state(view: Mapping[str, Any]) -> CupState:
+def client_state(view: JSONMap) -> CupState:
     """The position as the player of a report.json sees it: the public tokens and
     claim, and the roll only if it is theirs (else no dice at all)."""
     holdings = sorted(view["holdings"], key=lambda h: h["seat"])
@@ -458,7 +476,7 @@ def client_state(view: Mapping[str, Any]) -> CupState:
             None if claim["answer"] is None else claim["answer"] == "OK"))
 
 
-def client_order_lines(view: Mapping[str, Any], rng: random.Random) -> list[str]:
+def client_order_lines(view: JSONMap, rng: random.Random) -> list[str]:
     """The order line of a robot player reading its report.json (pbem.cup.view/1):
     the kind's robot decides from the player's own roll (as the Bluffer) or the
     claim and the centre (as the Guesser); [] when it is not that player's move."""

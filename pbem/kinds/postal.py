@@ -4,38 +4,49 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from typing import Any
 
-from pbem.kinds.base import OrderProblem, Resolution, TakenOrder, Understood
+from pbem.errors import Refusal
+from pbem.kinds.base import Resolution, TakenOrder, Understood
 from pbem.kinds.bidding import (
     HELP_NOTE,
     STANDING_ORDERS,
     BidMoves,
+    order_lines,
     read_bid_order,
     standing_bid_move,
 )
+from pbem.kinds.jsontypes import JSON, JSONMap, Odds
+from pbem.kinds.record import GameRows
+from pbem.kinds.tables import Viewer, postal_scores, postal_tables
 from pbem.kinds.words import Words
-from pbem.orders import PLAYER_COMMANDS, Order, OrderError
-from pbem.rules.dice import DiceStream, face_symbol
+from pbem.orders import PLAYER_COMMANDS, Order
+from pbem.rules.cup import Cup
+from pbem.rules.dice import DiceStream, Die, face_from_json, face_symbol
 from pbem.rules.errors import RulesError
-from pbem.rules.moves import BidMove, Move
-from pbem.rules.odds import bid_odds
+from pbem.rules.ladder import Bid, Ladder
+from pbem.rules.moves import BidMove, Move, move_from_json
+from pbem.rules.odds import SeatView, bid_odds
 from pbem.rules.postal import (
     PLAYERS,
     BidPlaced,
     ChallengeResolved,
+    Event,
     PostalState,
     apply_turn,
     new_game,
 )
+from pbem.rules.record import GameRecord, RecordedMove, result_json
 from pbem.rules.robot import choose_move
 from pbem.rules.ruleset import RuleSet
 from pbem.rules.view import holdings, odds_view
 
+# the postal record (pbem.bluff.record/1) as an object: `pbem demo` and tests read it
+PostalRecord = GameRecord
+
 MOVE_NAMES = ("BID", "CHALLENGE", "EXPOSE")
 
 
-def _event_lines(events: Sequence[Any], you: int | None = None) -> list[str]:
+def _event_lines(events: Sequence[Event], you: int | None = None) -> list[str]:
     """The turn's challenges in words, told to all (you None) or to seat you."""
     w = Words(you)
     return [f"Mini-game {e.minigame} ended: {w.who(e.seat)} challenged {e.result.bid} "
@@ -43,29 +54,31 @@ def _event_lines(events: Sequence[Any], you: int | None = None) -> list[str]:
             if isinstance(e, ChallengeResolved)]
 
 
-class PostalKind(BidMoves):
+class PostalKind(BidMoves[PostalState]):
     name = "postal"
     title = "postal Bluff"
     min_players = PLAYERS
     max_players = PLAYERS
     commands = tuple(c for c in PLAYER_COMMANDS if c.name in MOVE_NAMES)
-    report_template = "report"
+    report_template = "postal_report"
+    web_look = "postal"
     option_help = "postal takes no options: five players, five mini-games (docs/rules.md section 4)"
     help_note = HELP_NOTE
     standing_orders: Mapping[str, str] = STANDING_ORDERS
 
-    def parse_options(self, words: Sequence[str]) -> dict[str, Any]:
+    @property
+    def view_format(self) -> str:
+        return "pbem.bluff.view/1"   # the first kind's view kept the game's name
+
+    def parse_options(self, words: Sequence[str]) -> JSON:
         if words:
-            raise OrderError(f"unknown option {words[0]} for a postal game", self.option_help)
+            raise Refusal(f"unknown option {words[0]} for a postal game", self.option_help)
         return RuleSet().to_json()
 
-    def describe_rules(self, rules: Mapping[str, Any]) -> str:
+    def describe_rules(self, rules: JSONMap) -> str:
         return "postal Bluff: five mini-games, virtual dice"
 
-    def played_rules(self, rules: Mapping[str, Any], players: int) -> dict[str, Any]:
-        return dict(rules)
-
-    def start(self, rules: Mapping[str, Any], stream: DiceStream, players: int) -> PostalState:
+    def start(self, rules: JSONMap, stream: DiceStream, players: int) -> PostalState:
         return new_game(stream, RuleSet.from_json(dict(rules)))
 
     def due(self, state: PostalState) -> dict[int, str]:
@@ -88,13 +101,14 @@ class PostalKind(BidMoves):
     def place(self, state: PostalState, seat: int) -> int:
         return state.due().get(seat, 0)
 
-    def take_order(self, state: PostalState, seat: int, orders: Sequence[Order]) -> TakenOrder:
+    def take_order(self, state: PostalState, seat: int,
+                   orders: Sequence[Order]) -> TakenOrder[Move]:
         order, exposes, move = read_bid_order(orders)
         try:
             minigame = state.check_move(seat, move)
         except RulesError as exc:
             bad = exposes[0] if exposes and "expose" in str(exc).lower() else order
-            raise OrderProblem(str(exc), "your report lists what you may do this turn",
+            raise Refusal(str(exc), "your report lists what you may do this turn",
                                bad) from None
         odds = None
         if isinstance(move, BidMove):
@@ -109,9 +123,9 @@ class PostalKind(BidMoves):
         state.check_move(seat, move)
 
     def apply(self, state: PostalState, moves: Mapping[int, Move],
-              stream: DiceStream) -> Resolution:
+              stream: DiceStream) -> Resolution[PostalState]:
         after, events = apply_turn(state, moves, stream)
-        extras: dict[int, list[Any]] = {e.seat: list(e.rerolled) for e in events
+        extras: dict[int, list[object]] = {e.seat: list(e.rerolled) for e in events
                                         if isinstance(e, BidPlaced)}
         return Resolution(after, _event_lines(events), extras,
                           seat_notes={s: _event_lines(events, s) for s in range(1, PLAYERS + 1)})
@@ -133,7 +147,15 @@ class PostalKind(BidMoves):
         return [{"rank": s.rank, "seat": s.seat, "score": s.virtual_dice}
                 for s in state.standings()]
 
-    def view(self, state: PostalState, seat: int | None) -> dict[str, Any]:
+    def score_words(self, standing: Mapping[str, int]) -> str:
+        # the record's standings (pbem.bluff.record/1) name the score virtual_dice
+        n = standing["virtual_dice"] if "virtual_dice" in standing else standing["score"]
+        return f"{n} virtual {'die' if n == 1 else 'dice'}"
+
+    def report_standing(self, standing: Mapping[str, int]) -> dict[str, int]:
+        return {"virtual_dice": standing["score"]}
+
+    def view(self, state: PostalState, seat: int | None) -> JSON:
         return holdings(state, seat)
 
     def history(self, state: PostalState) -> list[str]:
@@ -152,8 +174,76 @@ class PostalKind(BidMoves):
                              f"challenged; the table held {c.result.actual} ({lost})")
         return sorted(lines, key=lambda line: int(line.split(",")[0].split()[1]))
 
-    def report_extras(self, state: PostalState, seat: int | None) -> dict[str, Any]:
+    def report_extras(self, state: PostalState, seat: int | None) -> JSON:
         return {"odds": odds_view(state, seat) if seat is not None else {}}
+
+    def web_tables(self, state: PostalState, viewer: Viewer) -> list[JSON]:
+        return postal_tables(state, viewer)
+
+    def web_scores(self, state: PostalState) -> list[JSON]:
+        return postal_scores(state)
+
+    def legal_moves(self, state: PostalState, seat: int) -> list[Move]:
+        number = state.due().get(seat)
+        return [] if number is None else state.legal_moves(number)
+
+    def move_odds(self, state: PostalState, seat: int, move: Move) -> Odds | None:
+        number = state.due().get(seat)
+        if not isinstance(move, BidMove) or number is None:
+            return None
+        o = bid_odds(state.seat_view(seat, number), move.bid)
+        return {"holds": o.holds, "exact": o.exact}
+
+    def game_record(self, rows: GameRows, state: PostalState | None) -> PostalRecord:
+        """pbem.bluff.record/1, checked by pbem.rules.record.verify: the moves as kept, with
+        the mini-game and the faces an expose re-rolled."""
+        over = state is not None and state.game_over
+        return GameRecord(
+            game=rows.game, rules=RuleSet.from_json(dict(rows.rules)),
+            commitment=rows.commitment, entrants=[e.name for e in rows.entrants],
+            seats=[e.seat or 0 for e in rows.entrants],
+            moves=[RecordedMove(m.turn, m.seat, m.place, move_from_json(m.move), m.by,
+                                tuple(m.dealt)) for m in rows.moves],
+            seed=rows.seed.hex() if over else None,
+            result=result_json(state) if over and state is not None else None)
+
+    def record(self, rows: GameRows, state: PostalState | None) -> JSON:
+        return self.game_record(rows, state).to_json()
+
+    def client_order_lines(self, view: JSONMap, rng: random.Random) -> list[str]:
+        move = choose_order(view, rng)
+        return order_lines(move) if move is not None else []
+
+
+# --- a robot at the other end of the mail -------------------------------------
+
+
+def client_seat_view(view: JSONMap, minigame: int, rules: RuleSet | None = None) -> SeatView:
+    """What the player of a report.json (pbem.bluff.view/1) knows of one mini-game."""
+    mg = view["minigames"][minigame - 1]
+    me = str(view["you"])
+
+    def dice(faces: list[object]) -> tuple[Die, ...]:
+        return tuple(Die(face_from_json(f)) for f in faces)
+
+    own = Cup(dice(mg["your_dice"]["hidden"]), dice(mg["your_dice"]["exposed"]))
+    others = [s for s in mg["exposed"] if s != me]
+    exposed = tuple(d for s in others for d in dice(mg["exposed"][s]))
+    per_player = mg["dice_per_player"]
+    unknown = sum(per_player - len(mg["exposed"][s]) for s in others)
+    current = mg["current_bid"]
+    bid = Bid(current["quantity"], face_from_json(current["face"])) if current else None
+    rules = rules or RuleSet()
+    ladder = Ladder(per_player * len(mg["exposed"]), star_bids=rules.star_bids,
+                    board_cap=rules.board_cap)
+    return SeatView(int(me), own, exposed, unknown, 0, bid, ladder, rules)
+
+
+def choose_order(view: JSONMap, rng: random.Random) -> Move | None:
+    """The robot's move for the player of a report.json; None when it has none to make."""
+    if view.get("game_over") or view.get("to_move") is None:
+        return None
+    return choose_move(client_seat_view(view, view["to_move"]), rng)
 
 
 POSTAL = PostalKind()

@@ -16,16 +16,21 @@ record of which die an expose showed, and classic standings with the dice value 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from itertools import groupby
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
-from pbem.kinds.base import GameKind
+from pbem.kinds.jsontypes import JSON, JSONMap
 from pbem.rules.dice import DiceStream
+
+if TYPE_CHECKING:   # the kind calls these functions: a type only, no import at run time
+    from pbem.kinds.base import GameKind
 
 FORMAT = "pbem.record/2"
 OLD_FORMATS = ("pbem.record/1",)
+S = TypeVar("S")
+M = TypeVar("M")
 
 
 @dataclass(frozen=True)
@@ -35,7 +40,10 @@ class MoveRow:
     turn: int
     seat: int
     by: str
-    move: dict[str, Any]
+    move: JSON
+    place: int = 0                    # the mini-game (postal), 0 if the kind has none
+    # the dice dealt with it as the server keeps them (Resolution.extras; the star as 6)
+    dealt: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -45,12 +53,25 @@ class Entrant:
     seat: int | None
 
 
-def replay_dealt(kind: GameKind, rules: Mapping[str, Any], seed: bytes, players: int,
-                 moves: Sequence[MoveRow]) -> tuple[dict[tuple[int, int], dict[str, Any]], Any]:
+@dataclass(frozen=True)
+class GameRows:
+    """A game as the server stores it, for its record (``GameKind.record``)."""
+
+    game: str
+    rules: JSONMap
+    seed: bytes
+    commitment: str
+    entrants: Sequence[Entrant]
+    moves: Sequence[MoveRow]
+    started: bool
+
+
+def replay_dealt(kind: GameKind[S, M], rules: JSONMap, seed: bytes, players: int,
+                 moves: Sequence[MoveRow]) -> tuple[dict[tuple[int, int], JSON], S]:
     """(turn, seat) -> what the record adds to that move, and the state after the last turn."""
     stream = DiceStream(seed)
     state = kind.start(rules, stream, players)
-    added: dict[tuple[int, int], dict[str, Any]] = {}
+    added: dict[tuple[int, int], JSON] = {}
     ordered = sorted(moves, key=lambda m: (m.turn, m.seat))
     for turn, group in groupby(ordered, key=lambda m: m.turn):
         resolution = kind.apply(state, {m.seat: kind.move_from_json(m.move) for m in group},
@@ -61,24 +82,25 @@ def replay_dealt(kind: GameKind, rules: Mapping[str, Any], seed: bytes, players:
     return added, state
 
 
-def generic_record(kind: GameKind, *, game: str, rules: Mapping[str, Any], seed: bytes,
-                   commitment: str, entrants: Sequence[Entrant], moves: Sequence[MoveRow],
-                   started: bool) -> dict[str, Any]:
+def generic_record(kind: GameKind[S, M], rows: GameRows) -> JSON:
     """The pbem.record/2 JSON of a game; the seed and the result only once it is over."""
-    players = len({e.entrant for e in entrants})
-    added: dict[tuple[int, int], dict[str, Any]] = {}
-    over, state = False, None
-    if started:
-        added, state = replay_dealt(kind, rules, seed, players, moves)
-        over = kind.over(state)
+    players = len({e.entrant for e in rows.entrants})
+    added: dict[tuple[int, int], JSON] = {}
+    result = None
+    if rows.started:
+        added, state = replay_dealt(kind, rules=rows.rules, seed=rows.seed, players=players,
+                                    moves=rows.moves)
+        if kind.over(state):
+            result = {"standings": kind.standings(state)}
     return {
-        "format": FORMAT, "kind": kind.name, "game": game,
-        "rules": kind.played_rules(rules, players) if started else dict(rules),
-        "commitment": commitment,
-        "seed": seed.hex() if over else None,
-        "players": [{"entrant": e.entrant, "name": e.name, "seat": e.seat} for e in entrants],
+        "format": FORMAT, "kind": kind.name, "game": rows.game,
+        "rules": kind.played_rules(rows.rules, players) if rows.started else dict(rows.rules),
+        "commitment": rows.commitment,
+        "seed": rows.seed.hex() if result is not None else None,
+        "players": [{"entrant": e.entrant, "name": e.name, "seat": e.seat}
+                    for e in rows.entrants],
         "moves": [{"turn": m.turn, "seat": m.seat, "by": m.by, "move": m.move,
                    **added.get((m.turn, m.seat), {})}
-                  for m in sorted(moves, key=lambda m: (m.turn, m.seat))],
-        "result": {"standings": kind.standings(state)} if over else None,
+                  for m in sorted(rows.moves, key=lambda m: (m.turn, m.seat))],
+        "result": result,
     }

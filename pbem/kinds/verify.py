@@ -28,10 +28,11 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import groupby
-from typing import Any
+from typing import TypeVar
 
 from pbem.kinds import KINDS
 from pbem.kinds.base import Resolution
+from pbem.kinds.jsontypes import JSON, JSONMap
 from pbem.kinds.record import FORMAT, OLD_FORMATS
 from pbem.rules.dice import DiceStream, commitment
 from pbem.rules.errors import RulesError
@@ -40,9 +41,10 @@ from pbem.rules.record import GameRecord, draw_seats, verify
 FORMATS = (FORMAT, *OLD_FORMATS)
 BY = ("player", "standing", "policy", "robot", "referee")
 V1_STANDING_KEYS = ("rank", "seat", "score", "tokens")   # pbem.record/1 had no "dice"
+S = TypeVar("S")
 
 
-def _entrant_seats(players: Any) -> tuple[list[int | None], list[str]]:
+def _entrant_seats(players: list[JSON]) -> tuple[list[int | None], list[str]]:
     """The seat of each entrant in sign-up order; a replaced player and the one who
     replaced them share an entrant number and must share the seat."""
     seats: dict[int, int | None] = {}
@@ -58,12 +60,12 @@ def _entrant_seats(players: Any) -> tuple[list[int | None], list[str]]:
     return [seats[e] for e in order], problems
 
 
-def _normal(data: Any) -> Any:
+def _normal(data: object) -> object:
     """As JSON reads it back (tuples become lists, keys strings)."""
     return json.loads(json.dumps(data))
 
 
-def recount(record: Mapping[str, Any]) -> dict[str, Any]:
+def recount(record: JSONMap) -> JSON:
     """The result of replaying a record (no checks): {"standings": [...]}."""
     kind = KINDS[str(record["kind"])]
     stream = DiceStream(bytes.fromhex(str(record["seed"])))
@@ -73,11 +75,10 @@ def recount(record: Mapping[str, Any]) -> dict[str, Any]:
     for _, group in groupby(ordered, key=lambda m: m["turn"]):
         moves = {int(m["seat"]): kind.move_from_json(m["move"]) for m in group}
         state = kind.apply(state, moves, stream).state
-    result: dict[str, Any] = _normal({"standings": kind.standings(state)})
-    return result
+    return {"standings": _normal(kind.standings(state))}
 
 
-def verify_generic(record: Mapping[str, Any]) -> list[str]:
+def verify_generic(record: JSONMap) -> list[str]:
     """Every way the record fails to hold up; an empty list means it is honest."""
     version = record.get("format")
     if version not in FORMATS:
@@ -132,7 +133,7 @@ def verify_generic(record: Mapping[str, Any]) -> list[str]:
             problems.append(f"turn {turn}: seat {seat} moved but was not due")
         if set(due) != set(seats_moved):
             return problems
-        moves: dict[int, Any] = {}
+        moves = {}
         for m in group:
             seat = int(m["seat"])
             if m.get("by", "player") not in BY:
@@ -158,8 +159,8 @@ def verify_generic(record: Mapping[str, Any]) -> list[str]:
     return problems
 
 
-def _dealt_problems(version: Any, turn: int, m: Mapping[str, Any],
-                    resolution: Resolution) -> list[str]:
+def _dealt_problems(version: object, turn: int, m: JSONMap,
+                    resolution: Resolution[S]) -> list[str]:
     """What the move's entry says the seed dealt with it, against what the replay dealt."""
     seat = int(m["seat"])
     if version != FORMAT:   # pbem.record/1: "dealt" as the database kept it, when present
@@ -177,16 +178,16 @@ def _dealt_problems(version: Any, turn: int, m: Mapping[str, Any],
     return problems
 
 
-def _standings(version: Any, standings: list[dict[str, int]]) -> list[dict[str, int]]:
+def _standings(version: object, standings: list[dict[str, int]]) -> list[dict[str, int]]:
     if version == FORMAT:
         return standings
     return [{k: v for k, v in s.items() if k in V1_STANDING_KEYS} for s in standings]
 
 
-def summary(record: Mapping[str, Any]) -> str:
+def summary(record: JSONMap) -> str:
     """One line on a verified record's result, for `pbem verify`."""
     kind = KINDS[str(record["kind"])]
-    places = ", ".join(f"{s['rank']}. seat {s['seat']} ({score_words(kind.name, s)})"
+    places = ", ".join(f"{s['rank']}. seat {s['seat']} ({kind.score_words(s)})"
                        for s in (record.get("result") or {}).get("standings", []))
     return (f"game {record['game']} ({kind.title}): the seed matches the commitment, the seat "
             f"draw, every roll and every move check out, and the result is: {places}")
@@ -200,7 +201,7 @@ class Verdict:
     lines: tuple[str, ...]
 
 
-def check_record(data: Any) -> Verdict:
+def check_record(data: object) -> Verdict:
     """Verify a record as read from JSON, any format (``pbem.record/2`` or /1, or the postal
     ``pbem.bluff.record/1``): `pbem verify` and the web pages print these lines. Raises
     ValueError, KeyError or TypeError when the data is not a record at all."""
@@ -221,12 +222,6 @@ def check_record(data: Any) -> Verdict:
     return Verdict(True, (said,))
 
 
-def score_words(kind: str, standing: Mapping[str, Any]) -> str:
+def score_words(kind: str, standing: Mapping[str, int]) -> str:
     """One standing's score in words: "3 points, 2 tokens", "2 dice left (worth 3)"."""
-    if kind == "cup":
-        return f"{standing['score']} points, {standing.get('tokens', 0)} tokens"
-    if kind != "classic":
-        return f"{standing['score']}"
-    held = standing.get("dice", standing["score"])   # pbem.record/1 kept the value only
-    worth = f" (worth {standing['score']})" if held != standing["score"] else ""
-    return f"{held} {'die' if held == 1 else 'dice'} left{worth}"
+    return KINDS[kind].score_words(standing)

@@ -26,6 +26,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from pbem.errors import PbemError
+
 __all__ = ["Sender", "address_problem", "checked_address", "parse_sender"]
 
 MAX_ADDRESS_CHARS = 254
@@ -95,7 +97,7 @@ class _Mailbox:
     comments: list[str]
 
 
-class _Unreadable(Exception):
+class _Unreadable(PbemError):
     pass
 
 

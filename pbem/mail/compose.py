@@ -7,7 +7,7 @@ header or a recipient.  Non-ASCII names and subjects are RFC 2047 encoded.
 
 The mail is written as bytes directly (pbem.mail.mimeout), not through
 ``email.message.EmailMessage``, which costs about ten times as much.  What a
-reader sees is the same (tests/test_compose_bytes.py parses both back).  Every
+reader sees is the same (tests/mail/test_compose_bytes.py parses both back).  Every
 value is still defused as it was for the standard library, which decodes RFC
 2047 encoded words in a value set on a message (a typed
 ``=?utf-8?q?=0D=0ABcc:_x@y?=`` could have become a real line break): the

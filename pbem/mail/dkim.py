@@ -25,6 +25,7 @@ from email.parser import BytesHeaderParser
 from pathlib import Path
 from typing import Any, Protocol, Self, TypeVar
 
+from pbem.errors import PbemError
 from pbem.mail.smtp_out import SendResult
 
 log = logging.getLogger(__name__)
@@ -39,7 +40,7 @@ _SELECTOR = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _DOMAIN = _SELECTOR   # the same label syntax
 
 
-class DkimError(ValueError):
+class DkimError(PbemError, ValueError):
     """A key or a DKIM setting that cannot be used."""
 
 

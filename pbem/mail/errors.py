@@ -1,8 +1,10 @@
 """Exceptions raised by the mail edges (IMAP in, SMTP out)."""
 from __future__ import annotations
 
+from pbem.errors import PbemError
 
-class MailError(Exception):
+
+class MailError(PbemError):
     """Base class for mail edge failures."""
 
 

@@ -1,7 +1,9 @@
 """Errors of the rules core: malformed (cannot be read) vs illegal (not allowed now)."""
 
+from pbem.errors import PbemError
 
-class RulesError(Exception):
+
+class RulesError(PbemError):
     """Base of every rules error; the message is meant for the player."""
 
 

@@ -22,7 +22,8 @@ from datetime import datetime, timedelta
 
 from sqlmodel import Session, col, select
 
-from pbem.games import GameError, already_told, audit, find_game
+from pbem.errors import Refusal
+from pbem.games import already_told, audit, find_game
 from pbem.mail.read import InboundMessage
 from pbem.models import AuditEntry, Game, InboundMail, OutboundMail, ServerState
 from pbem.services.post import Post, announce, replied_to, tagged, tell_referee
@@ -133,7 +134,7 @@ def game_of_mail(session: Session, msg: InboundMessage | None) -> Game | None:
         if len(words) >= 2 and words[0].isalpha():
             try:
                 return find_game(session, words[1].lower())
-            except GameError:
+            except Refusal:
                 continue
     return None
 

@@ -1,7 +1,8 @@
 """Turn reports: one mail per player, text + HTML + report.json, queued in the outbox.
 
-The view (``player_view``) is what report.json holds (pbem.bluff.view/1 for
-postal games, pbem.<kind>.view/1 for the others); watchers get the public one.
+The view (``player_view``) is what report.json holds (its format is the kind's
+``view_format``: pbem.bluff.view/1 for postal games, pbem.<kind>.view/1 for the others);
+watchers get the public one.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def report_context(game: Game, players: dict[int, Player], state: Any, seat: int
         # the kind's own keys (classic: dice held apart from their value; cup: tokens)
         standings = [{**s, "number": s["seat"],
                       "name": players[s["seat"]].name if s["seat"] in players else "",
-                      **({"virtual_dice": s["score"]} if game.kind == "postal" else {})}
+                      **kind.report_standing(s)}
                      for s in kind.standings(state)]
         view["standings"] = standings
         view["seed"] = game.seed_hex
@@ -163,7 +164,7 @@ def player_view(game: Game, players: dict[int, Player], state: Any,
         entry.update({k: v for k, v in kind_rows.get(s, {}).items() if k != "name"})
         listed.append(entry)
     return {
-        "format": "pbem.bluff.view/1" if game.kind == "postal" else f"pbem.{game.kind}.view/1",
+        "format": kind.view_format,
         "game": game.name,
         "turn": game.turn,
         "deadline": game.deadline.strftime("%Y-%m-%dT%H:%M:%SZ") if game.deadline else None,

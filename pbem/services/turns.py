@@ -29,9 +29,9 @@ from sqlalchemy import bindparam
 from sqlmodel import Session, col, select
 
 from pbem.db import core_read
+from pbem.errors import Refusal
 from pbem.faults import aware
 from pbem.games import (
-    GameError,
     drop_orders,
     id_of,
     load_state,
@@ -41,7 +41,7 @@ from pbem.games import (
     seated,
     stream_of,
 )
-from pbem.kinds import GameKind, kind_of
+from pbem.kinds import AnyKind, kind_of
 from pbem.models import Game, Move, Player
 from pbem.options import POLICIES, options_of
 from pbem.services.bounces import describe, failing, report_notes
@@ -75,7 +75,7 @@ def game_policy(game: Game) -> str:
     return policy.upper() if policy in POLICIES else "ROBOT"
 
 
-def missing_move(game: Game, kind: GameKind, state: Any, seat: int,
+def missing_move(game: Game, kind: AnyKind, state: Any, seat: int,
                  player: Player | None) -> tuple[Any, str]:
     """The move for a seat without an order: its standing order, the game's policy, the robot."""
     if player is not None and (player.default_order or "").upper() == "ROBOT":
@@ -108,7 +108,7 @@ def turn_moves(session: Session, game: Game, state: Any) -> tuple[dict[int, Any]
 def resolve_turn(session: Session, game: Game, now: datetime) -> TurnOutcome:
     """Apply the turn's orders (missing ones are played for the player) and advance."""
     if game.status != "running":
-        raise GameError(f"game '{game.name}' is not running")
+        raise Refusal(f"game '{game.name}' is not running")
     kind = kind_of(game)
     state = load_state(session, game)
     moves, by = turn_moves(session, game, state)

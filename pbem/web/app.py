@@ -41,6 +41,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pbem.config import Settings
 from pbem.games import seated
+from pbem.kinds import kind_named
 from pbem.kinds.verify import Verdict, check_record
 from pbem.links import LinkError, expired, key_generation, mac_matches, read_token, redact
 from pbem.models import Game, Player
@@ -90,6 +91,8 @@ def template_environment(settings: Settings) -> jinja2.Environment:
     env.filters.update(die=die, dice=dice, plain=plain, face_name=face_name, bid=bid, pct=pct,
                        utc=utc, lookup=lookup)
     env.globals["lookup"] = lookup
+    # how the pages draw a kind's scores and tables ("postal", "classic", "cup"), by its name
+    env.globals["web_look"] = lambda name: kind_named(name).web_look
     return env
 
 

@@ -17,9 +17,10 @@ from sqlalchemy import Engine, event, text
 from sqlmodel import create_engine
 
 from pbem.db import alembic_config, revisions
+from pbem.errors import PbemError
 
 
-class DatabaseNotReady(Exception):
+class DatabaseNotReady(PbemError):
     """The database is missing or not migrated; the message says what to do."""
 
 

@@ -16,14 +16,12 @@ from sqlmodel import Session
 
 from pbem.config import Settings
 from pbem.deadlines import relative
+from pbem.errors import PbemError
 from pbem.games import load_state, players_of
-from pbem.kinds import kind_of
-from pbem.kinds.classic import order_lines
+from pbem.kinds import PUBLIC, REVEAL, AnyKind, Viewer, kind_of
 from pbem.kinds.verify import check_record
 from pbem.models import Game, Player
 from pbem.options import options_of
-from pbem.rules.moves import BidMove
-from pbem.rules.odds import bid_odds
 from pbem.services.export import export_json
 from pbem.web.queries import (
     SECTIONS,
@@ -37,12 +35,11 @@ from pbem.web.queries import (
     talk_of,
 )
 from pbem.web.replay import Step
-from pbem.web.tables import PUBLIC, REVEAL, Viewer, scores, tables
 
 ORDER_CHOICES_SHOWN = 12
 
 
-class PageError(Exception):
+class PageError(PbemError):
     """A request the pages cannot answer; status is the HTTP status to answer with."""
 
     def __init__(self, status: int, title: str, message: str) -> None:
@@ -137,7 +134,7 @@ def game_page(session: Session, game: Game, settings: Settings, now: datetime, *
         state = load_state(session, game)
     due = set(kind.due(state)) if state is not None and running else set()
     sent = orders_in(session, game) & due
-    score_rows = {row["seat"]: row for row in scores(kind.name, state)} if state else {}
+    score_rows = {row["seat"]: row for row in kind.web_scores(state)} if state else {}
     if holders:
         listed = [{"seat": s, "name": p.name, "due": s in due, "order_in": s in sent,
                    "awaited": s in due - sent, **{k: v for k, v in score_rows.get(s, {}).items()
@@ -158,8 +155,8 @@ def game_page(session: Session, game: Game, settings: Settings, now: datetime, *
         "join": join_line(game),
         "players": listed, "names": {str(s): n for s, n in sorted(names.items())},
         "awaited": sorted(due - sent), "orders_in": sorted(sent),
-        "waiting_for": _waiting_for(kind.name, state) if running and state is not None else None,
-        "tables": tables(kind.name, state, viewer) if state is not None else [],
+        "waiting_for": kind.waiting_for(state) if running and state is not None else None,
+        "tables": kind.web_tables(state, viewer) if state is not None else [],
         "standings": standings_of(game, state, names) if state is not None else None,
         "history": kind.history(state) if state is not None else [],
         "talk": talk_of(session, game),
@@ -168,10 +165,6 @@ def game_page(session: Session, game: Game, settings: Settings, now: datetime, *
         "verification": verified if over else None,
     }
     return page
-
-
-def _waiting_for(kind: str, state: Any) -> str | None:
-    return str(state.waiting_for()) if kind == "cup" else None
 
 
 # --- a player's own page --------------------------------------------------------------------
@@ -183,33 +176,18 @@ def mailto(address: str, subject: str, lines: list[str]) -> str:
     return f"mailto:{quote(address, safe='@')}?subject={quote(subject)}&body={quote(body)}"
 
 
-def _legal_moves(kind: str, state: Any, seat: int) -> list[Any]:
-    if seat not in state.due():
-        return []
-    if kind == "postal":
-        moves: list[Any] = state.legal_moves(state.due()[seat])
-    else:
-        moves = state.legal_moves()
-    # the challenge first: it is always one line, and often the move to make
-    return sorted(moves, key=lambda m: not str(m).startswith("CHALLENGE"))
-
-
-def _seat_view(kind: str, state: Any, seat: int) -> Any:
-    return state.seat_view(seat, state.due()[seat]) if kind == "postal" else state.seat_view(seat)
-
-
-def order_choices(kind: str, state: Any, seat: int, game: str, key: str,
+def order_choices(kind: AnyKind, state: Any, seat: int, game: str, key: str,
                   address: str) -> list[dict[str, Any]]:
     """Every legal order of seat now, as order lines and a mailto: link with GAME and KEY;
     a bid comes with its odds from what the seat can see."""
     choices = []
     head = [f"GAME {game}", f"KEY {key}"]
-    for i, move in enumerate(_legal_moves(kind, state, seat)):
-        lines = order_lines(move) if kind in ("postal", "classic") else [str(move)]
-        odds = None
-        if isinstance(move, BidMove) and i <= ORDER_CHOICES_SHOWN:
-            o = bid_odds(_seat_view(kind, state, seat), move.bid)
-            odds = {"holds": o.holds, "exact": o.exact}
+    # the challenge first: it is always one line, and often the move to make
+    moves = sorted(kind.legal_moves(state, seat),
+                   key=lambda m: not str(m).startswith("CHALLENGE"))
+    for i, move in enumerate(moves):
+        lines = kind.order_lines(move)
+        odds = kind.move_odds(state, seat, move) if i <= ORDER_CHOICES_SHOWN else None
         choices.append({"lines": lines, "odds": odds,
                         "mailto": mailto(address, f"[bluff {game}] orders", head + lines)})
     return choices
@@ -233,7 +211,7 @@ def private_page(session: Session, game: Game, player: Player, settings: Setting
                 "game_line": f"GAME {game.name}", "key_line": f"KEY {player.key}",
                 "blank_mailto": mailto(settings.address, f"[bluff {game.name}] orders",
                                        [f"GAME {game.name}", f"KEY {player.key}"]),
-                "orders": (order_choices(kind.name, state, seat, game.name, player.key,
+                "orders": (order_choices(kind, state, seat, game.name, player.key,
                                          settings.address) if due else []),
                 "link_expires": iso(expires)},
     })
@@ -260,8 +238,8 @@ def replay_page(game: Game, steps: list[Step], step: int, names: dict[int, str],
         "moves": [{"seat": m.seat, "name": names.get(m.seat, ""), "by": m.by,
                    "move": kind.describe_move(m.move)} for m in at.moves],
         "notes": at.notes,
-        "tables": tables(kind.name, at.state, REVEAL),
-        "scores": scores(kind.name, at.state),
+        "tables": kind.web_tables(at.state, REVEAL),
+        "scores": kind.web_scores(at.state),
         "standings": standings_of(game, at.state, names) if over else None,
         "prev": base + str(step - 1) if step > 0 else None,
         "next": base + str(step + 1) if step < last else None,

@@ -1,0 +1,219 @@
+"""A game's tables as the web pages draw them, from the kind's state (``GameKind.web_tables``).
+
+One table is a postal mini-game, a classic round or the Cup of Bluff table. What
+a table shows depends on who looks (``Viewer``):
+
+- the public (``PUBLIC``): bids, exposed dice, the cups of a challenge once they
+  were lifted, never a hidden die;
+- one seat (``Viewer(seat)``): that seat's own hidden dice too, and its odds;
+- the replay of a finished game (``REVEAL``): every die, the seed being public.
+
+Every value is JSON-ready; the JSON endpoints return these dicts as they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pbem.kinds.jsontypes import JSON
+from pbem.rules import cupofbluff as cb
+from pbem.rules.challenge import count_matching
+from pbem.rules.classic import ClassicState, RoundEnd
+from pbem.rules.classic import PlacedBid as ClassicBid
+from pbem.rules.cup import Cup
+from pbem.rules.cupofbluff import CupState
+from pbem.rules.dice import Die, face_json
+from pbem.rules.ladder import Bid, Ladder
+from pbem.rules.odds import bid_odds
+from pbem.rules.postal import SEATS, MiniGame, PostalState, make_ladder
+from pbem.rules.view import odds_view
+
+# Cup of Bluff: the tokens of each value in points, best first
+POINTS_TABLE = [{"points": p, "tokens": [t for t in cb.TOKENS if cb.points(t) == p]}
+                for p in (5, 4, 3, 2, 1)]
+
+
+@dataclass(frozen=True)
+class Viewer:
+    seat: int | None = None           # whose own dice are shown
+    reveal: bool = False              # every die (a finished game's replay)
+
+    def sees(self, seat: int) -> bool:
+        return self.reveal or self.seat == seat
+
+
+PUBLIC = Viewer()
+REVEAL = Viewer(reveal=True)
+
+
+def faces(dice: Sequence[Die]) -> list[int | str]:
+    """The plain dice's faces (the orange super die is listed apart)."""
+    return [face_json(d.face) for d in dice if not d.super]
+
+
+def orange(dice: Sequence[Die]) -> int | str | None:
+    return next((face_json(d.face) for d in dice if d.super), None)
+
+
+def bid_json(bid: Bid | None) -> JSON | None:
+    return None if bid is None else {"quantity": bid.quantity, "face": face_json(bid.face)}
+
+
+def track(ladder: Ladder, bids: Sequence[Bid]) -> list[JSON]:
+    """The board's track (number and star spaces, lowest first) with the bids on it."""
+    spaces: dict[int, JSON] = {}
+    for bid in ladder.bids:
+        spaces.setdefault(bid.position, {"quantity": bid.quantity, "star": bid.is_star,
+                                         "bids": [], "current": False, "passed": False})
+    current = bids[-1] if bids else None
+    for i, bid in enumerate(bids):
+        space = spaces.setdefault(bid.position, {"quantity": bid.quantity, "star": bid.is_star,
+                                                 "bids": [], "current": False, "passed": False})
+        space["bids"].append(i)
+    for position, space in spaces.items():
+        space["current"] = current is not None and position == current.position
+        space["passed"] = current is not None and position < current.position
+    return [spaces[p] for p in sorted(spaces)]
+
+
+def cup_json(seat: int, cup: Cup, viewer: Viewer, mine: bool = False) -> JSON:
+    shown = viewer.sees(seat)
+    return {"seat": seat, "hidden_count": len(cup.hidden),
+            "hidden": faces(cup.hidden) if shown else None,
+            "hidden_super": orange(cup.hidden) if shown else None,
+            "holds_super": any(d.super for d in cup.hidden),
+            "exposed": faces(cup.exposed), "exposed_super": orange(cup.exposed),
+            "mine": mine}
+
+
+def lifted_cups(table: dict[int, tuple[Die, ...]], bid: Bid) -> list[JSON]:
+    """The cups as everyone saw them at a challenge, with the dice that counted."""
+    return [{"seat": s, "dice": faces(d), "super": orange(d), "counted": count_matching(d, bid)}
+            for s, d in sorted(table.items())]
+
+
+def _bluff_table(title: str, number: int, ladder: Ladder, bids: list[JSON],
+                 placed: Sequence[Bid], **rest: object) -> JSON:
+    current = placed[-1] if placed else None
+    running = rest.get("status") == "running"
+    return {"type": "bluff", "title": title, "number": number, "bids": bids,
+            "current_bid": bid_json(current),
+            "bidder": bids[-1]["seat"] if bids else None,
+            "lowest_raise": bid_json(ladder.lowest_raise(current)) if running else None,
+            "track": track(ladder, placed), **rest}
+
+
+# --- postal -------------------------------------------------------------------------------
+
+def _postal_minigame(state: PostalState, game: MiniGame, viewer: Viewer,
+                     odds: dict[int, dict[str, float]]) -> JSON:
+    bids = [{"turn": b.turn, "seat": b.seat, **bid_json(b.bid),  # type: ignore[dict-item]
+             "exposed": [face_json(f) for f in b.exposed]} for b in game.bids]
+    challenge = None
+    if game.challenge is not None:
+        c, r = game.challenge, game.challenge.result
+        challenge = {"turn": c.turn, "seat": c.seat, "bidder": r.bidder, "bid": bid_json(r.bid),
+                     "actual": r.actual, "outcome": r.outcome,
+                     "losses": [{"seat": s, "lost": n} for s, n in sorted(r.losses.items())],
+                     "out": [], "cups": lifted_cups(c.table, r.bid)}
+    return _bluff_table(
+        f"Mini-game {game.number}", game.number, state.ladder(game.number), bids,
+        [b.bid for b in game.bids], status="ended" if game.ended else "running",
+        dice_in_play=game.dice_in_play, dice_per_player=len(game.cups[0].dice),
+        to_move=state.mover(game.number),
+        cups=[] if game.ended else [cup_json(s, game.cup(s), viewer, s == viewer.seat)
+                                    for s in SEATS],
+        challenge=challenge, odds=odds.get(game.number))
+
+
+def postal_tables(state: PostalState, viewer: Viewer) -> list[JSON]:
+    odds = odds_view(state, viewer.seat) if viewer.seat is not None else {}
+    return [_postal_minigame(state, g, viewer, odds) for g in state.minigames]
+
+
+def postal_scores(state: PostalState) -> list[JSON]:
+    return [{"seat": s, "virtual_dice": v} for s, v in zip(SEATS, state.virtual_dice)]
+
+
+# --- classic ------------------------------------------------------------------------------
+
+def _classic_bids(bids: Sequence[ClassicBid]) -> list[JSON]:
+    return [{"turn": None, "seat": b.seat, **bid_json(b.bid),  # type: ignore[dict-item]
+             "exposed": [face_json(f) for f in b.exposed]} for b in bids]
+
+
+def _finished_round(state: ClassicState, end: RoundEnd) -> JSON:
+    r = end.result
+    dice_in_play = sum(d.weight for dice in end.table.values() for d in dice)
+    return _bluff_table(
+        f"Round {end.round}", end.round,
+        make_ladder(dice_in_play, state.rules.star_bids, state.rules.board_cap),
+        _classic_bids(end.bids), [b.bid for b in end.bids], status="ended",
+        dice_in_play=dice_in_play, dice_per_player=None, opener=end.opener, to_move=None,
+        cups=[], odds=None,
+        challenge={"turn": None, "seat": end.challenger, "bidder": r.bidder,
+                   "bid": bid_json(r.bid), "actual": r.actual, "outcome": r.outcome,
+                   "losses": [{"seat": s, "lost": n} for s, n in sorted(end.lost.items())],
+                   "out": list(end.out), "cups": lifted_cups(end.table, r.bid),
+                   "next_opener": end.next_opener})
+
+
+def classic_tables(state: ClassicState, viewer: Viewer) -> list[JSON]:
+    """The round in play (if any) first, then the finished rounds, latest first."""
+    tables = [_finished_round(state, end) for end in reversed(state.finished)]
+    if state.game_over:
+        return tables
+    odds = None
+    seat = viewer.seat
+    if seat is not None and state.current_bid is not None and state.is_in(seat):
+        o = bid_odds(state.seat_view(seat), state.current_bid)
+        odds = {"holds": o.holds, "exact": o.exact}
+    current = _bluff_table(
+        f"Round {state.round}", state.round, state.ladder, _classic_bids(state.bids),
+        [b.bid for b in state.bids], status="running", dice_in_play=state.dice_in_play,
+        dice_per_player=None, opener=state.opener, to_move=state.to_move,
+        cups=[cup_json(s, state.cup(s), viewer, s == seat) for s in state.seats_in],
+        challenge=None, odds=odds)
+    return [current, *tables]
+
+
+def classic_scores(state: ClassicState) -> list[JSON]:
+    return [{"seat": s, "dice": state.hand(s).count, "value": state.hand(s).value,
+             "super": state.hand(s).super, "in": state.is_in(s),
+             "out_round": state.out_round[s - 1]} for s in state.seats]
+
+
+# --- Cup of Bluff -------------------------------------------------------------------------
+
+def cup_tables(state: CupState, viewer: Viewer, rounds: list[JSON]) -> list[JSON]:
+    """One table: the tokens (the board), the claim in play and every round so far
+    (rounds: latest first, as the kind tells them)."""
+    claim = state.claim
+    running = not state.game_over
+    # the roll is secret until the Guesser answers (a failed steal waiting for GIVE shows it)
+    shown = claim is not None and state.phase == cb.GIVE
+    roll = (list(state.roll) if running and (viewer.sees(state.bluffer) or shown) else None)
+    return [{
+        "type": "cup", "title": "The table", "status": "running" if running else "ended",
+        "phase": state.phase, "round": state.number,
+        "bluffer": state.bluffer if running else None,
+        "to_move": next(iter(state.due()), None), "waiting_for": state.waiting_for(),
+        "centre": list(state.centre),
+        "centre_points": sum(cb.points(t) for t in state.centre),
+        "board": [{"token": t, "points": cb.points(t), "owner": state.owner(t)}
+                  for t in cb.TOKENS],
+        "claim": None if claim is None else {
+            "action": claim.action, "total": claim.total, "guesser": claim.guesser,
+            "chance": cb.TOTAL_ODDS[claim.total],
+            "answer": None if claim.ok is None else ("OK" if claim.ok else "BLUFF")},
+        "roll": roll,
+        "roll_is_yours": roll is not None and viewer.seat == state.bluffer and not shown,
+        "rounds": rounds,
+        "points_table": POINTS_TABLE,
+    }]
+
+
+def cup_scores(state: CupState) -> list[JSON]:
+    return [{"seat": s, "points": state.score(s), "tokens": list(state.tokens(s)),
+             "count": len(state.tokens(s))} for s in state.seats]

@@ -1,0 +1,153 @@
+"""Several real `pbem serve` processes (workers) on one database and one mailbox, for
+tests/e2e/test_workers.py and bench/workers.py: their config, starting, killing and
+stopping them, a burst of mail into the server's IMAP inbox, and waiting for the
+database to show that the work is done.
+
+Plain module (no pytest import), like testkit/mailstack.py and testkit/pgstack.py.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from datetime import UTC, datetime
+from email import policy
+from email.message import EmailMessage
+from email.utils import make_msgid
+from pathlib import Path
+from typing import Any, Self
+
+from sqlalchemy import Engine, func
+from sqlmodel import Session, select
+
+from pbem.faults import Lease
+from pbem.models import InboundMail, OutboundMail
+from pbem.robot_client import parse_mail
+from testkit.stack import stack_config
+
+ROOT = Path(__file__).resolve().parent.parent
+REFEREE_KEY = "workers-referee-key"
+
+
+def write_config(path: Path, stack: Any, database: str, *, poll_seconds: float = 1.0,
+                 lock_wait_seconds: float = 1.0, folder: str = "INBOX") -> Path:
+    """A pbem.toml for workers: the database, bluff's IMAP folder, the stack's SMTP."""
+    return stack_config(path, stack, database, REFEREE_KEY,
+                        server={"lock_wait_seconds": lock_wait_seconds},
+                        imap={"folder": folder, "poll_seconds": poll_seconds})
+
+
+class Workers:
+    """`pbem serve -c config` processes; each one's output goes to a log in folder."""
+
+    def __init__(self, config: Path, folder: Path) -> None:
+        self.config, self.folder = config, folder
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("PBEM_")}
+        self.env["PYTHONPATH"] = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+
+    def start(self, n: int = 1) -> list[int]:
+        """Start n more workers; their pids."""
+        pids = []
+        for _ in range(n):
+            log = open(self.folder / f"worker-{len(self.procs) + 1}.log", "wb")  # noqa: SIM115
+            proc = subprocess.Popen([sys.executable, "-m", "pbem.cli", "serve", "-c",
+                                     str(self.config)], stdout=log, stderr=subprocess.STDOUT,
+                                    env=self.env, cwd=self.folder)
+            log.close()   # the child has its own copy
+            self.procs.append(proc)
+            pids.append(proc.pid)
+        return pids
+
+    def kill(self, pid: int) -> None:
+        """SIGKILL one worker: no cleanup, as a power cut of its machine."""
+        os.kill(pid, signal.SIGKILL)
+        next(p for p in self.procs if p.pid == pid).wait(30)
+
+    def stop(self, timeout: float = 60) -> dict[int, int]:
+        """SIGTERM every worker still running (a clean stop); pid -> exit status."""
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        statuses = {}
+        for proc in self.procs:
+            try:
+                statuses[proc.pid] = proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                statuses[proc.pid] = proc.wait()
+        return statuses
+
+    def all_ticking(self) -> bool:
+        """Has every worker started and finished a tick?"""
+        logs = sorted(self.folder.glob("worker-*.log"))
+        return len(logs) == len(self.procs) and all(
+            ("the first tick is done" in text or "tick: " in text)
+            for text in (log.read_text(errors="replace") for log in logs))
+
+    def logs(self) -> str:
+        return "\n".join(f"--- {log.name}\n{log.read_text(errors='replace')[-3000:]}"
+                         for log in sorted(self.folder.glob("worker-*.log")))
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def help_mail(stack: Any, user: str, n: int) -> bytes:
+    msg = EmailMessage()
+    msg["From"] = stack.address(user)
+    msg["To"] = stack.address("bluff")
+    msg["Subject"] = f"help {n}"
+    msg["Message-ID"] = make_msgid(domain="burst.test")
+    msg.set_content("HELP\n")
+    return msg.as_bytes(policy=policy.SMTP)
+
+
+def burst(stack: Any, users: list[str], n: int) -> list[str]:
+    """n HELP mails from users (in turn) delivered into bluff's inbox; their Message-IDs."""
+    ids = []
+    for i in range(n):
+        raw = help_mail(stack, users[i % len(users)], i)
+        ids.append(str(parse_mail(raw)["Message-ID"]))
+        stack.deliver("bluff", raw, mail_from=stack.address(users[i % len(users)]))
+    return ids
+
+
+def counts(engine: Engine) -> dict[str, int]:
+    """Inbound mail by status and outbound mail by status, as one dict (in:new, out:sent ...)."""
+    with Session(engine) as session:
+        inbound = session.exec(select(InboundMail.status, func.count())
+                               .group_by(InboundMail.status)).all()
+        outbound = session.exec(select(OutboundMail.status, func.count())
+                                .group_by(OutboundMail.status)).all()
+    return {**{f"in:{s}": n for s, n in inbound}, **{f"out:{s}": n for s, n in outbound}}
+
+
+def lease_holder_pid(engine: Engine, name: str = "referee") -> int | None:
+    """The pid of the process holding a lease (host:pid:nonce), None when free."""
+    owner = Lease(engine, name, lambda: datetime.now(UTC)).holder()
+    return int(owner.split(":")[1]) if owner else None
+
+
+def wait_until(done: Callable[[], bool], timeout: float, what: str,
+               poll: float = 0.2) -> float:
+    """Poll done() until true; seconds it took."""
+    start = time.monotonic()
+    while not done():
+        if time.monotonic() - start > timeout:
+            raise AssertionError(f"{what}: not after {timeout:.0f} s")
+        time.sleep(poll)
+    return time.monotonic() - start
+
+
+def received(stack: Any, user: str) -> Counter[str]:
+    """How often each Message-ID arrived in user's INBOX."""
+    return Counter(str(parse_mail(raw)["Message-ID"]) for raw in stack.fetch_all(user))

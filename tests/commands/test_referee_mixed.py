@@ -1,0 +1,46 @@
+"""A mail with a move and desk commands (SAY, DEFAULT): both are done, or neither."""
+
+from __future__ import annotations
+
+from sqlmodel import Session, select
+
+from pbem.games import find_game, pending_orders
+from pbem.models import Player, TalkMessage
+from pbem.server import Server
+from tests.runner.test_referee import (  # noqa: F401
+    clock,
+    deliver,
+    key_and_seat,
+    last_text,
+    mail,
+    server,
+    started_game,
+)
+
+
+def test_a_move_with_say_and_default_does_all_three(server: Server) -> None:
+    started_game(server)
+    key, seat = key_and_seat(server, "p1@example.org")
+    deliver(server, mail("p1@example.org",
+                         f"GAME g1\nKEY {key}\nBID 1 three\nSAY good luck all\nDEFAULT CHALLENGE\n"))
+    with Session(server.engine) as session:
+        game = find_game(session, "g1")
+        assert seat in pending_orders(session, game)
+        assert [t.text for t in session.exec(select(TalkMessage))] == ["good luck all"]
+        me = session.exec(select(Player).where(Player.email == "p1@example.org")).one()
+        assert me.default_order == "CHALLENGE"
+
+
+def test_a_refused_move_undoes_the_desk_commands_of_the_same_mail(server: Server) -> None:
+    started_game(server)
+    key, seat = key_and_seat(server, "p1@example.org")
+    # turn 1: every player opens a mini-game, so CHALLENGE is refused
+    deliver(server, mail("p1@example.org",
+                         f"GAME g1\nKEY {key}\nSAY watch this\nDEFAULT RAISE\nCHALLENGE\n"))
+    assert "nothing was applied" in last_text(server, "p1@example.org").lower() or \
+        "no bid yet" in last_text(server, "p1@example.org")
+    with Session(server.engine) as session:
+        assert seat not in pending_orders(session, find_game(session, "g1"))
+        assert list(session.exec(select(TalkMessage))) == []
+        me = session.exec(select(Player).where(Player.email == "p1@example.org")).one()
+        assert me.default_order is None

@@ -1,0 +1,248 @@
+"""What handling a mail costs the database, and that the shortcuts change nothing.
+
+- stored mail is claimed a page at a time (one commit for the page), so a mail costs
+  one commit (its handling transaction), not two;
+- each attempt is counted before it begins, never for a mail of the page that was not
+  begun (pbem.inbox: the cut-short count must not grow for mail a crash never reached);
+- a game's state is kept under a digest of its seed, rules and moves: the kept state is
+  always the replayed one, through turns, a ROLLBACK and other moves for the same turn;
+- the players and orders a transaction memoises follow its own adds and deletes;
+- the clock work of a tick opens a transaction only for the games that may have clock
+  work (a deadline or grace passed, a reminder due, a player away over the deadline).
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+from pathlib import Path
+
+from sqlalchemy import event
+from sqlmodel import Session, col, select
+
+from pbem import games, inbox
+from pbem.games import find_game, load_state, players_of, seated
+from pbem.kinds import kind_of
+from pbem.models import Absence, InboundMail, Player
+from pbem.server import Server
+from pbem.services import clock as clock_module
+from pbem.services.clock import clock_candidates
+from pbem.work import Work
+from testkit.desk import (
+    PLAYERS,
+    Clock,
+    admin,
+    by_seat,
+    mail,
+    make_server,
+    new_game,
+    started_game,
+)
+
+
+def server_at(tmp_path: Path) -> tuple[Server, Clock]:
+    clock = Clock()
+    return make_server(tmp_path, clock), clock
+
+
+def test_a_page_of_mail_costs_one_commit_a_mail(tmp_path: Path) -> None:
+    server, _ = server_at(tmp_path)
+    started_game(server)
+    for n in range(12):
+        assert server.referee.store_inbound(mail(PLAYERS[n % 5], "HELP"), source="smtp")
+    commits = []
+    event.listen(server.engine, "commit", lambda conn: commits.append(1))
+    assert server.referee.process_pending() == 12
+    assert len(commits) <= 12 + 2    # the mails, the page's claim, the failures' flush
+
+
+def test_a_tick_reads_its_pages_of_mail_and_no_empty_one_after(tmp_path: Path,
+                                                                 monkeypatch) -> None:
+    """The page that reaches the newest stored mail is the last: no read of an empty page
+    to learn so (before: one more claim read each tick)."""
+    server, _ = server_at(tmp_path)
+    started_game(server)
+    reads: list[int] = []
+    real_claim = inbox.claim_page
+
+    def claim_page(*args, **kwargs):   # noqa: ANN002, ANN003, ANN202
+        page, after = real_claim(*args, **kwargs, size=page_size)
+        reads.append(len(page))
+        return page, after
+    monkeypatch.setattr(inbox, "claim_page", claim_page)
+    for page_size, expected in ((inbox.PAGE, [12]), (5, [5, 5, 2]), (4, [4, 4, 4])):
+        reads.clear()
+        for n in range(12):
+            assert server.referee.store_inbound(mail(PLAYERS[n % 5], f"HELP {page_size} {n}"),
+                                                source="smtp")
+        assert server.referee.process_pending() == 12
+        assert reads == expected
+
+
+def test_an_attempt_is_counted_only_for_mail_about_to_be_handled(tmp_path: Path) -> None:
+    server, clock = server_at(tmp_path)
+    for n in range(4):
+        assert server.referee.store_inbound(mail(PLAYERS[n], "HELP"), source="smtp")
+    page, last = inbox.claim_page(server.engine, clock(), timedelta(minutes=5))
+    assert len(page) == 4 and last == page[-1]
+
+    def attempts() -> list[int]:
+        with Session(server.engine) as session:
+            return [r.attempts for r in session.exec(select(InboundMail)
+                                                     .order_by(col(InboundMail.id)))]
+    assert attempts() == [1, 0, 0, 0]     # a crash now: only the first was begun
+    assert server.referee.handle_claimed(page[0], page[1])
+    assert attempts() == [1, 1, 0, 0]     # the first done, the second about to begin
+    # the next tick takes up the page where it was left: nothing held against the rest
+    assert server.referee.process_pending() == 3
+    with Session(server.engine) as session:
+        assert {r.status for r in session.exec(select(InboundMail))} == {"done"}
+    assert attempts() == [1, 2, 1, 1]     # the second's attempt cut short once, as it was
+
+
+def states(server: Server) -> tuple[object, object]:
+    """The state as loaded (kept states allowed) and as replayed from the seed."""
+    with Session(server.engine) as session:
+        game = find_game(session, "g1")
+        kept = load_state(session, game)
+        games._states.clear()
+        return kept, load_state(session, game)
+
+
+def test_a_kept_state_is_the_replayed_state_through_turns_and_rollbacks(
+        tmp_path: Path) -> None:
+    server, clock = server_at(tmp_path)
+    started_game(server, "DEADLINE 48")
+    seen = []
+    for step in ("PROCESS g1", "PROCESS g1", "ROLLBACK g1", "PROCESS g1", "ROLLBACK g1",
+                 "ROLLBACK g1", "PROCESS g1", "PROCESS g1"):
+        load_state_now = states(server)
+        assert load_state_now[0] == load_state_now[1]
+        if step.startswith("PROCESS") and len(seen) == 3:   # other moves for a turn played
+            holder = by_seat(server)[1]
+            admin(server, f"ORDER g1 {holder.seat} CHALLENGE")
+        clock.advance(hours=1)
+        admin(server, step)
+        kept, replayed = states(server)
+        assert kept == replayed, step
+        seen.append(kept)
+    assert seen[2] == seen[0]        # a rollback brings back the state before the turn
+
+
+def test_the_memo_follows_the_transactions_own_adds_and_deletes(tmp_path: Path) -> None:
+    server, _ = server_at(tmp_path)
+    started_game(server)
+    with Work(server.engine) as session:
+        game = find_game(session, "g1")
+        first = players_of(session, game)
+        assert len(first) == 5 and players_of(session, game) == first
+        first[0].active = False          # not flushed: what is derived sees it at once
+        assert first[0].seat not in seated(session, game)
+        newcomer = Player(game_id=game.id, entrant=first[0].entrant, email="new@example.org",
+                          name="New", seat=first[0].seat, key="k", key_hash="h")
+        session.add(newcomer)
+        assert newcomer in players_of(session, game)
+        assert seated(session, game)[first[0].seat] is newcomer
+        session.delete(first[1])
+        assert first[1] not in players_of(session, game)
+        session.rollback()
+        assert len(players_of(session, game)) == 5
+
+
+def test_an_order_recorded_forgets_the_orders_and_keeps_the_players(tmp_path: Path) -> None:
+    """A mail's order is recorded after its sender was found among the players: the players
+    are not read again for it (they were, once a mail, before), the orders are current, and
+    what the memo holds of them is what a fresh read finds."""
+    server, clock = server_at(tmp_path)
+    started_game(server)
+    player_reads: list[str] = []
+
+    def count(conn, cursor, statement: str, *_) -> None:   # noqa: ANN001
+        if statement.startswith("SELECT player."):
+            player_reads.append(statement)
+
+    with Work(server.engine) as session:
+        game = find_game(session, "g1")
+        holder = seated(session, game)[1]
+        event.listen(server.engine, "before_cursor_execute", count)
+        try:
+            assert games.pending_orders(session, game) == {}
+            move = kind_of(game).robot_move(load_state(session, game), 1, random.Random(1))
+            games.record_order(session, game, 1, move, now=clock(), inbound_id=None)
+            assert set(games.pending_orders(session, game)) == {1}
+            assert seated(session, game)[1] is holder
+            session.forget()                        # as read anew
+            assert set(games.pending_orders(session, game)) == {1}
+            games.drop_orders(session, game, [1])
+            assert games.pending_orders(session, game) == {}
+            session.forget()
+            assert games.pending_orders(session, game) == {}
+        finally:
+            event.remove(server.engine, "before_cursor_execute", count)
+        assert player_reads == []
+
+
+def test_the_clock_looks_only_at_games_with_clock_work(tmp_path: Path) -> None:
+    server, clock = server_at(tmp_path)
+    for name in ("g1", "g2", "g3"):                   # reminders 12 hours before
+        new_game(server, "DEADLINE 48", name=name,
+                 players=[p.replace("@", f".{name}@") for p in PLAYERS])
+        admin(server, f"START {name}")
+
+    def candidates() -> list[str]:
+        with Session(server.engine) as session:
+            return [find_game(session, f"g{i}").name
+                    for i in (1, 2, 3)
+                    if find_game(session, f"g{i}").id in set(clock_candidates(server.engine,
+                                                                              clock()))]
+    commits = []
+    event.listen(server.engine, "commit", lambda conn: commits.append(1))
+    assert candidates() == [] and server.referee.resolve_due() == 0
+    assert len(commits) == 1                          # the tick's own record, no game's
+    clock.advance(hours=37)                           # the reminders are due
+    assert candidates() == ["g1", "g2", "g3"]
+    server.referee.resolve_due()
+    assert candidates() == []                         # reminded once
+    with Session(server.engine) as session:           # a player of g2 away over its deadline
+        game = find_game(session, "g2")
+        assert game.deadline is not None
+        session.add(Absence(email=seated(session, game)[1].email, starts=clock(),
+                            ends=game.deadline + timedelta(days=1), created_at=clock()))
+        session.commit()
+    assert candidates() == ["g2"]
+    server.referee.resolve_due()                      # the deadline moves past the absence
+    assert candidates() == []
+    clock.advance(hours=12)                           # g1 and g3 reach their deadlines
+    assert candidates() == ["g1", "g3"]
+    assert server.referee.resolve_due() == 2
+
+
+def test_the_clock_reads_its_pages_of_games_and_no_empty_one_after(tmp_path: Path,
+                                                                     monkeypatch) -> None:
+    """A short page of running games is the last: no read of an empty one to learn so
+    (before: one more read each tick)."""
+    server, clock = server_at(tmp_path)
+    for name in ("g1", "g2", "g3"):
+        new_game(server, "DEADLINE 48", name=name,
+                 players=[p.replace("@", f".{name}@") for p in PLAYERS])
+        admin(server, f"START {name}")
+    clock.advance(hours=37)                           # the reminders are due: all three
+    reads: list[str] = []
+    event.listen(server.engine, "before_cursor_execute",
+                 lambda conn, cursor, statement, *rest: reads.append(statement)
+                 if "deadline IS NOT NULL" in statement else None)
+    for page, expected in ((2, 2), (3, 2), (4, 1)):   # a full page may not be the last
+        monkeypatch.setattr(clock_module, "CANDIDATES_PAGE", page)
+        reads.clear()
+        assert len(list(clock_candidates(server.engine, clock()))) == 3
+        assert len(reads) == expected
+
+
+def test_looking_up_a_sender_among_the_players_uses_an_index(tmp_path: Path) -> None:
+    """Every mail from a person asks whether its address plays anywhere: no table scan."""
+    server, _ = server_at(tmp_path)
+    with server.engine.connect() as conn:
+        plan = " ".join(str(row[-1]) for row in conn.exec_driver_sql(
+            "EXPLAIN QUERY PLAN SELECT player.id FROM player WHERE player.email = ?",
+            ("p1@example.org",)))
+    assert "ix_player_email" in plan, plan

@@ -1,0 +1,50 @@
+"""The looks of a turn and of START use an index that fits them, not the one on an outbox
+row's status: every mail not sent yet (thousands in a big tick) would be read each time.
+What SQLite's planner chose is read back with EXPLAIN QUERY PLAN from the statements
+the real code sends."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+
+from testkit.desk import Clock, admin, make_server, new_game, send
+
+
+def plans_of(server, run) -> dict[str, str]:
+    """statement -> SQLite's query plan, for each SELECT/UPDATE/DELETE that ``run`` sends."""
+    sent: dict[str, object] = {}
+
+    def capture(conn, cursor, statement, params, context, executemany) -> None:
+        if not executemany and statement.lstrip().split()[0].upper() in (
+                "SELECT", "UPDATE", "DELETE"):
+            sent.setdefault(statement, params)
+
+    event.listen(Engine, "before_cursor_execute", capture)
+    try:
+        run()
+    finally:
+        event.remove(Engine, "before_cursor_execute", capture)
+    with server.engine.connect() as conn:
+        raw = conn.connection.driver_connection
+        return {s: " | ".join(str(row[-1]) for row in
+                              raw.execute("EXPLAIN QUERY PLAN " + s, p).fetchall())
+                for s, p in sent.items()}
+
+
+def test_start_and_a_strangers_mail_use_the_indexes_that_fit(tmp_path: Path) -> None:
+    server = make_server(tmp_path, Clock())
+    new_game(server)
+    for n in range(3):   # other mail waiting in the outbox
+        admin(server, f"NEWGAME other{n}")
+    plans = plans_of(server, lambda: admin(server, "START g1"))
+    welcomes = [p for s, p in plans.items() if "outbound_mail.kind = ?" in s
+                and "outbound_mail.game_id = ?" in s]
+    assert welcomes and all("ix_outbound_mail_game_kind" in p for p in welcomes), welcomes
+
+    plans = plans_of(server, lambda: send(server, "stranger@elsewhere.test", "HELP"))
+    counts = [p for s, p in plans.items() if "FROM sender_event" in s
+              and "sender_event.address = ?" in s]
+    assert counts and all("ix_sender_event_address_kind_at" in p for p in counts), counts

@@ -1,0 +1,138 @@
+"""The short cuts of pbem.render that make reports render faster give the same results
+as the long way: remembered filter answers, dict keys read at once, markup not
+re-escaped, macros called directly, the count_in filter, and override templates
+still picked up when a referee edits them."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import markupsafe
+import pytest
+
+from pbem import render
+from pbem.render import Renderer, count_in, die, face_name, template_environment, utc, wrap
+from tests.render.test_render import example_view, final_context, report_context
+
+MEMO = (die, face_name, utc, wrap)
+
+
+def forget() -> None:
+    for fn in MEMO:
+        fn.cache_clear()  # type: ignore[attr-defined]
+
+
+def cold(name: str, context: dict[str, Any]) -> tuple[str, str]:
+    forget()
+    return Renderer().render(name, context)
+
+
+def test_remembered_answers_do_not_leak_between_contexts() -> None:
+    """Two different reports rendered alternately, with everything remembered from the
+    other, come out as each does from cold."""
+    a = report_context()
+    b = report_context(example_view(you=4), notes=["Another note, long enough to be "
+                                                    "wrapped onto a second line of text."])
+    c = final_context()
+    want = {k: cold("postal_report", ctx) for k, ctx in (("a", a), ("b", b), ("c", c))}
+    assert want["a"] != want["b"] != want["c"]
+    renderer = Renderer()
+    for k, ctx in (("a", a), ("b", b), ("c", c), ("a", a), ("c", c), ("b", b), ("a", a)):
+        assert renderer.render("postal_report", ctx) == want[k], k
+
+
+def test_remembered_filters_tell_types_apart() -> None:
+    forget()
+    assert die(1) == "\u2680" and die(True) == "?" and die("1") == "\u2680"
+    assert die(1.0) == "?" and die(1) == "\u2680"
+    assert face_name(1) == "one" and face_name(True) == "True" and face_name("1") == "one"
+    assert face_name(2, 2) == "twos" and face_name(2, 1.0) == "two"    # 1.0 == 1
+    assert wrap(1) == "1" and wrap(True) == "True"
+    # unhashable arguments are computed, not remembered
+    assert wrap(["a", "b"]) == "['a', 'b']"
+    assert face_name([3]) == "[3]"
+    assert die([1]) == "?"
+    with pytest.raises(TypeError):
+        wrap("x", [72])     # the filter's own error still comes out
+
+
+@pytest.mark.parametrize("ds", [[], [3, "*", 1, 3], ["3", "*", "*"], [markupsafe.Markup("3"), 5],
+                                [3.0, "3 ", "\u2605"]])
+@pytest.mark.parametrize("match", [["*"], ["3", "*"], []])
+def test_count_in_counts_as_the_filter_chain_did(ds: list[Any], match: list[str]) -> None:
+    env = template_environment(None)
+    chain = env.from_string('{{ ds|map("string")|select("in", match)|list|length }}')
+    assert str(count_in(ds, match)) == chain.render(ds=ds, match=match)
+    assert env.from_string("{{ ds|count_in(match) }}").render(ds=ds, match=match) == \
+        chain.render(ds=ds, match=match)
+
+
+def test_dict_keys_and_attributes_read_as_jinja2_reads_them() -> None:
+    env = template_environment(None)
+    plain = jinja2.Environment(undefined=jinja2.StrictUndefined)
+    source = "{{ d.name }} {{ d.items is callable }} {{ d.get('name') }} {{ o.real }}"
+    values = {"d": {"name": "Ann", "items": "not the method"}, "o": 5}
+    assert env.from_string(source).render(values) == plain.from_string(source).render(values)
+    assert env.from_string(source).render(values) == "Ann True Ann 5"
+    with pytest.raises(jinja2.UndefinedError):
+        env.from_string("{{ d.missing }}").render(d={})
+
+
+class Shown:
+    def __html__(self) -> str:
+        return "<b>shown</b>"
+
+
+class Odd(int):
+    def __str__(self) -> str:
+        return "<odd>"
+
+
+def test_html_escaping_is_unchanged() -> None:
+    source = ("{% autoescape true %}{% macro m(x) %}<i>{{ x }}</i>{% endmacro %}"
+              "{{ a }}|{{ b }}|{{ c }}|{{ m(a) }}|{{ 3 }}|{{ -4 }}|{{ true }}|{{ odd }}|"
+              "{{ none }}{% set s %}{{ a }}{{ 5 }}{% endset %}{{ s ~ a }}{% endautoescape %}")
+    values = {"a": "<x & y>", "b": markupsafe.Markup("<ok>"), "c": Shown(), "odd": Odd(1)}
+    out = template_environment(None).from_string(source).render(values)
+    assert out == jinja2.Environment().from_string(source).render(values)
+    assert out == ("&lt;x &amp; y&gt;|<ok>|<b>shown</b>|<i>&lt;x &amp; y&gt;</i>|3|-4|True|"
+                   "&lt;odd&gt;|None&lt;x &amp; y&gt;5&lt;x &amp; y&gt;")
+
+
+def test_macros_take_defaults_keywords_and_caller() -> None:
+    env = template_environment(None)
+    source = ("{% macro f(a, b=2) %}{{ a }}-{{ b }}{% endmacro %}"
+              "{% macro g(a) %}{{ a }}{{ caller() }}{% endmacro %}"
+              "{% macro h() %}{{ varargs|length }}{{ kwargs|dictsort }}{% endmacro %}"
+              "{{ f(1) }} {{ f(1, b=3) }} {% call g(0) %}!{% endcall %} {{ h(1, 2, x=3) }}")
+    plain = jinja2.Environment(undefined=jinja2.StrictUndefined)
+    assert env.from_string(source).render() == plain.from_string(source).render()
+    assert env.from_string(source).render() == "1-2 1-3 0! 2[('x', 3)]"
+    with pytest.raises(TypeError):
+        env.from_string("{% macro f(a) %}{% endmacro %}{{ f(1, z=2) }}").render()
+
+
+def test_packaged_templates_are_not_rechecked_but_overrides_are(tmp_path: Path) -> None:
+    assert template_environment(None).auto_reload is False
+    override = tmp_path / "notice.txt.j2"
+    override.write_text("first: {{ subject }}\n", encoding="utf-8")
+    renderer = Renderer(tmp_path)
+    context = {"subject": "x", "paragraphs": [], "game": None}
+    assert renderer.render("notice", context)[0] == "first: x\n"
+    override.write_text("second: {{ subject }}\n", encoding="utf-8")
+    later = override.stat().st_mtime + 5       # a later time than the file had
+    os.utime(override, (later, later))
+    assert renderer.render("notice", context)[0] == "second: x\n"
+
+
+def test_the_fast_paths_are_in_place() -> None:
+    """If Jinja2 stops using these hooks the reports are still right, only slower:
+    this says so."""
+    env = template_environment(None)
+    template = env.get_template("postal_report.html.j2")
+    assert template.root_render_func.__globals__["escape"] is render._escape
+    assert env.context_class is render._Context and render._MACRO_TAKES_EVAL_CONTEXT
+    assert type(template.globals) is dict and template.globals["lookup"] is render.lookup

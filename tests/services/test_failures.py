@@ -1,0 +1,155 @@
+"""A failure on our side (here: a report template that reads a key its context lacks, the
+bug of issue 11 item 1) reaches the referee at once, with what failed, the mail and the
+game; the game's players hear that the turn is delayed; the turn waits instead of
+playing for the player whose order failed; `RETRY <mail id>` handles the mail again after
+the fix; PROCESS says what failed instead of a traceback; the clock tells once, not at
+every tick. Over the real mail stack (Dovecot IMAP in, SMTP out)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlmodel import Session, select
+
+from pbem.games import find_game, pending_orders
+from pbem.models import InboundMail
+from pbem.paths import packaged_dir
+from pbem.render import Renderer
+from pbem.services.clock import clock_tick
+from pbem.services.post import Post
+from testkit.e2e import Table, text_of
+
+pytestmark = pytest.mark.mailstack
+
+PLAYERS = ["p1", "p2", "p3"]
+GAME = "fail-1"
+
+
+@pytest.fixture
+def table(mailstack: Any, tmp_path: Path) -> Iterator[Table]:
+    with Table(mailstack, tmp_path, PLAYERS) as made:
+        yield made
+
+
+def break_reports(table: Table, folder: Path) -> None:
+    """The report template as it was before the fix: talk entries read as t.name."""
+    folder.mkdir()
+    for part in ("txt", "html"):
+        good = (packaged_dir("templates") / f"classic_report.{part}.j2").read_text()
+        assert "t.from" in good
+        (folder / f"classic_report.{part}.j2").write_text(good.replace("t.from", "t.name"))
+    table.server.referee.post.renderer = Renderer(folder)
+
+
+def mend_reports(table: Table) -> None:
+    table.server.referee.post.renderer = Renderer(None)
+
+
+def referee_mail(table: Table) -> list[str]:
+    return [f"{m['Subject']}\n{text_of(m)}" for m in table.referee.new_mail()]
+
+
+def test_a_failure_is_told_the_turn_waits_and_retry_mends_it(table: Table,
+                                                              tmp_path: Path) -> None:
+    table.referee_sends(*table.setup(GAME, f"NEWGAME {GAME} SEED 3 DEADLINE 24 RULES classic "
+                                           "DICE 2"))
+    table.server.tick()
+    referee_mail(table)
+    seat_of = table.first_reports_in()
+    user_at = {s: u for u, s in seat_of.items()}
+    opener = user_at[table.latest["p1"][1]["to_move"]]
+    other = next(u for u in PLAYERS if u != opener)
+    table.reply(other, ["SAY Hello all"])       # table talk for the next report
+    table.server.tick()
+    table.collect()
+    break_reports(table, tmp_path / "broken")
+
+    # the bid completes the turn; its reports fail to render
+    table.reply(opener, ["SAY Sorry Bob, I never bluff.", "BID 1 threes"])
+    table.server.tick()
+    table.collect()
+    with Session(table.server.engine) as session:
+        (failed,) = session.exec(select(InboundMail).where(InboundMail.status == "failed"))
+        mail_id = failed.id
+    told = referee_mail(table)
+    (notice,) = [t for t in told if "could not be handled" in t]
+    flat = " ".join(notice.split())
+    assert f"Inbound mail #{mail_id}: an internal error (" in flat and "from p" in flat
+    assert "UndefinedError" in flat and "classic_report" in flat and f"game {GAME}" in flat
+    assert "> BID 1 threes" in notice and f"RETRY {mail_id}" in flat
+    for user in PLAYERS:      # everyone hears that the turn is delayed, once
+        delayed = [a for a in table.answers[user] if "turn 1 is delayed" in str(a["Subject"])]
+        assert len(delayed) == 1, user
+    (sorry,) = [a for a in table.answers[opener] if a["In-Reply-To"] is not None]
+    assert "turn 1" not in str(sorry["Subject"]) or "order received" not in str(sorry["Subject"])
+    assert "went wrong on our side" in text_of(sorry)
+
+    # the deadline passes: the turn waits for the failed mail (the opener's order is in it)
+    post: Post = table.server.referee.post
+    later = post.clock() + timedelta(hours=30)
+    assert clock_tick(table.server.engine, post, later) == 0
+    with Session(table.server.engine) as session:
+        game = find_game(session, GAME)
+        assert game.turn == 1 and game.status == "running"
+
+    # PROCESS says what failed (no traceback) and the referee hears it once
+    with pytest.raises(Exception, match="failed on our side.*UndefinedError"):
+        table.server.referee.admin(["PROCESS", GAME])
+    table.server.tick()
+    assert [t for t in referee_mail(table) if "turn 1 is stuck" in t]
+    table.collect()
+    assert all(len([a for a in table.answers[u] if "delayed" in str(a["Subject"])]) == 1
+               for u in PLAYERS)
+
+    # RETRY is a command the referee's HELP lists
+    assert any(line.startswith("RETRY <mail id>")
+               for line in "\n".join(table.server.referee.admin(["HELP"])).splitlines())
+
+    # the fix, then RETRY by referee mail: the order is taken, the turn resolves, talk shown
+    mend_reports(table)
+    table.referee_sends(f"RETRY {mail_id}")
+    table.server.tick()
+    assert any(f"mail #{mail_id} will be handled again" in t for t in referee_mail(table))
+    table.server.tick()
+    table.collect()
+    for user in PLAYERS:
+        msg, view = table.latest[user]
+        assert view["turn"] == 2
+        assert "Sorry Bob, I never bluff." in text_of(msg)
+        assert "sent no order in time" not in text_of(msg)
+    assert any("order received" in str(a["Subject"]) for a in table.answers[opener])
+
+
+def test_the_clock_tells_a_stuck_game_once(table: Table, tmp_path: Path,
+                                           caplog: pytest.LogCaptureFixture) -> None:
+    table.referee_sends(*table.setup(GAME, f"NEWGAME {GAME} SEED 3 DEADLINE 24 RULES classic "
+                                           "DICE 2"))
+    table.server.tick()
+    referee_mail(table)
+    table.first_reports_in()
+    table.reply("p2", ["SAY Hello all"])        # talk to show in the next report
+    table.server.tick()
+    table.collect()
+    break_reports(table, tmp_path / "broken")
+    post: Post = table.server.referee.post
+    later = post.clock() + timedelta(hours=30)
+    with caplog.at_level(logging.WARNING):
+        for minute in range(3):               # the deadline passed; three ticks fail
+            assert clock_tick(table.server.engine, post, later + timedelta(minutes=minute)) == 0
+    table.server.tick()
+    stuck = [t for t in referee_mail(table) if "is stuck" in t]
+    assert len(stuck) == 1 and "UndefinedError" in stuck[0] and f"PROCESS {GAME}" in stuck[0]
+    table.collect()
+    for user in PLAYERS:
+        assert len([a for a in table.answers[user] if "delayed" in str(a["Subject"])]) == 1
+    assert sum("failed again" in r.getMessage() for r in caplog.records) == 2
+    mend_reports(table)
+    assert clock_tick(table.server.engine, post, later + timedelta(minutes=5)) == 1
+    with Session(table.server.engine) as session:
+        game = find_game(session, GAME)
+        assert game.turn == 2 and pending_orders(session, game) == {}

@@ -1,0 +1,253 @@
+"""The web pages in a real browser: `pbem web -c pbem.toml` runs as a process on a loopback
+port and headless Chromium (Debian's chromium, driven by Playwright) reads the games of
+real finished and running test games. Every page visited is screenshotted and checked not
+to be blank, and must log no console error. Without Chromium these tests skip, except
+under CI, where they fail.
+
+Set PBEM_SCREENSHOTS to a folder to keep the screenshots.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import sync_playwright
+from sqlmodel import Session, select
+
+from pbem.games import find_game
+from pbem.models import Player
+from pbem.render import face_name
+from pbem.rules.classic import hand_label
+from pbem.rules.dice import DiceStream, face_json
+from testkit.png import distinct_colours
+from testkit.web import CHROMIUM_ARGS, Site, WebProcess, build_site, chromium_path, days_ago, state
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Site:
+    return build_site(tmp_path_factory.mktemp("browser"))
+
+
+@pytest.fixture(scope="module")
+def web(site: Site) -> Iterator[WebProcess]:
+    process = WebProcess(site.config, site.folder / "web.log")
+    try:
+        yield process
+    finally:
+        process.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    executable = chromium_path()
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+class Tab:
+    """One browser page: visits, console errors, screenshots checked not blank."""
+
+    def __init__(self, browser: Any, web: WebProcess, shots: Path) -> None:
+        self.context = browser.new_context(viewport={"width": 1100, "height": 900},
+                                           accept_downloads=True)
+        self.page = self.context.new_page()
+        self.base = web.base
+        self.shots = shots
+        self.errors: list[str] = []
+        self.expect_error_status = False
+        self.page.on("console", self._console)
+        self.page.on("pageerror", lambda exc: self.errors.append(f"page error: {exc}"))
+
+    def _console(self, message: Any) -> None:
+        if message.type != "error":
+            return
+        # an error page's own 4xx status is logged as a failed load: expected there
+        if self.expect_error_status and message.text.startswith(
+                "Failed to load resource: the server responded with a status of 4"):
+            return
+        self.errors.append(f"console: {message.text}")
+
+    def visit(self, path: str, shot: str, status: int = 200) -> Any:
+        self.expect_error_status = status >= 400
+        answer = self.page.goto(self.base + path)
+        assert answer is not None and answer.status == status, (path, answer and answer.status)
+        self.check_screen(shot)
+        return answer
+
+    def check_screen(self, shot: str) -> None:
+        self.page.wait_for_load_state("load")
+        png = self.page.screenshot()
+        (self.shots / f"{shot}.png").write_bytes(png)
+        assert distinct_colours(png) > 20, f"the screenshot of {shot} looks blank"
+
+    def close(self) -> None:
+        self.context.close()
+        assert self.errors == []
+
+
+@pytest.fixture
+def tab(browser: Any, web: WebProcess, tmp_path: Path) -> Iterator[Tab]:
+    shots = Path(os.environ.get("PBEM_SCREENSHOTS") or tmp_path)
+    shots.mkdir(parents=True, exist_ok=True)
+    opened = Tab(browser, web, shots)
+    yield opened
+    opened.close()
+
+
+def aria_faces(locator: Any) -> list[str]:
+    return [label for label in locator.evaluate_all(
+        "els => els.map(e => e.getAttribute('aria-label'))")]
+
+
+def test_the_index_lists_the_games(tab: Tab) -> None:
+    tab.visit("/", "index")
+    for name in ("postal-1", "open-1", "cup-1", "classic-1"):
+        assert tab.page.locator(f'a[href="/games/{name}"]').count() == 1
+    assert "JOIN open-1 <your name>" in tab.page.locator("#open").inner_text()
+    assert tab.page.locator("#running").inner_text().count("postal Bluff") == 1
+    tab.page.click('a[href="/games/classic-1"]')
+    tab.page.wait_for_url("**/games/classic-1")
+    assert "The game is over" in tab.page.inner_text("body")
+    tab.check_screen("game-classic")
+
+
+def test_the_game_page_shows_the_right_bids_and_no_hidden_die(site: Site, tab: Tab) -> None:
+    tab.visit("/games/postal-1", "game-postal")
+    postal = state(site.server, "postal-1")
+    tables = tab.page.locator("section.table")
+    assert tables.count() == 5
+    for i, minigame in enumerate(postal.minigames):
+        table = tables.nth(i)
+        assert table.locator(".bid-text").all_inner_texts() == [str(b.bid) for b in minigame.bids]
+        for seat in range(1, 6):
+            cup = table.locator(f'td.cup[data-seat="{seat}"]')
+            dice = minigame.cup(seat)
+            assert cup.locator("svg.die.hidden").count() == len(dice.hidden)
+            assert cup.locator("svg.die.plain").count() == 0
+            assert aria_faces(cup.locator("svg.die.exposed")) == [face_name(face_json(d.face))
+                                                                  for d in dice.exposed]
+    assert "Waiting for the order of" in tab.page.inner_text("#waiting")
+    with Session(site.server.engine) as session:
+        keys = [p.key for p in session.exec(select(Player))]
+        seed = find_game(session, "postal-1").seed_hex
+    html = tab.page.content()
+    assert seed not in html and not any(key in html for key in keys)
+    tab.visit("/games/cup-1", "game-cup")
+    assert tab.page.locator(".board .slot").count() == 16
+
+
+def test_a_private_link_shows_that_seats_dice_and_nobody_elses(site: Site, tab: Tab) -> None:
+    link = site.link("postal-1", 4)
+    tab.visit(link, "private")
+    postal = state(site.server, "postal-1")
+    tables = tab.page.locator("section.table")
+    for i, minigame in enumerate(postal.minigames):
+        mine = tables.nth(i).locator('td.cup[data-seat="4"] svg.die.plain')
+        assert aria_faces(mine) == [face_name(face_json(d.face)) for d in minigame.cup(4).hidden]
+        for seat in (1, 2, 3, 5):
+            assert tables.nth(i).locator(f'td.cup[data-seat="{seat}"] svg.die.plain').count() == 0
+    assert "You are player 4" in tab.page.inner_text("#you")
+    orders = tab.page.locator("#orders a")
+    assert orders.count() > 1 and orders.first.inner_text() == "CHALLENGE"
+    assert orders.nth(1).get_attribute("href").startswith("mailto:bluff@example.org?subject=")
+    head, mac = link.rsplit(".", 1)
+    parts = head.split(".")
+    tab.visit(".".join([parts[0], "2", *parts[2:]]) + "." + mac, "private-other-seat", 403)
+    assert "Not a valid link" in tab.page.inner_text("h1")
+    tab.visit(site.link("postal-1", 4, now=days_ago(31)), "private-expired", 410)
+    assert "expired" in tab.page.inner_text("h1")
+    tab.visit(site.link("postal-1", 2, player=site.replaced), "private-replaced", 410)
+    assert "no longer works" in tab.page.inner_text("h1")
+
+
+def test_the_replay_steps_forward_and_back(site: Site, tab: Tab) -> None:
+    tab.visit("/games/classic-1/replay/0", "replay-start")
+    last = site.turns["classic-1"]
+    assert tab.page.inner_text("#step") == f"The start (turn 0 of {last})"
+    with Session(site.server.engine) as session:
+        seed = bytes.fromhex(find_game(session, "classic-1").seed_hex)
+    for seat in range(1, 5):   # every cup shown, as the seed rolls it
+        dice = tab.page.locator(f'td.cup[data-seat="{seat}"] svg.die.plain')
+        rolled = DiceStream(seed).dice(hand_label(1, seat), 2)
+        assert sorted(aria_faces(dice)) == sorted(face_name(face_json(f)) for f in rolled)
+    tab.page.click("#next")
+    tab.page.wait_for_url("**/replay/1")
+    assert tab.page.inner_text("#step") == f"Turn 1 of {last}"
+    tab.page.click("#next")
+    tab.page.wait_for_url("**/replay/2")
+    tab.check_screen("replay-2")
+    tab.page.keyboard.press("ArrowLeft")
+    tab.page.wait_for_url("**/replay/1")
+    assert tab.page.inner_text("#step") == f"Turn 1 of {last}"
+    tab.page.keyboard.press("ArrowRight")
+    tab.page.wait_for_url("**/replay/2")
+    tab.page.click("#prev")
+    tab.page.click("#prev")
+    tab.page.wait_for_url("**/replay/0")
+    tab.page.click("#end")
+    tab.page.wait_for_url(f"**/replay/{last}")
+    assert "Final standings" in tab.page.inner_text("body")
+    tab.check_screen("replay-end")
+
+
+def test_an_uploaded_tampered_record_is_rejected(tab: Tab, tmp_path: Path) -> None:
+    tab.visit("/games/cup-1", "game-cup-record")
+    with tab.page.expect_download() as download:
+        tab.page.click("#record-link")
+    honest = tmp_path / "cup-1.json"
+    download.value.save_as(honest)
+    record = json.loads(honest.read_text())
+    tab.visit("/verify", "verify")
+    tab.page.set_input_files("input[name=record]", str(honest))
+    tab.page.click("#verify-button")
+    assert "The record checks out" in tab.page.inner_text("#verdict")
+    tab.check_screen("verify-ok")
+    record["moves"][2]["move"] = record["moves"][0]["move"]
+    tampered = tmp_path / "tampered.json"
+    tampered.write_text(json.dumps(record))
+    tab.visit("/verify", "verify-again")
+    tab.page.set_input_files("input[name=record]", str(tampered))
+    tab.page.click("#verify-button")
+    verdict = tab.page.inner_text("#verdict")
+    assert "does not check out" in verdict and re.search(r"FAIL: turn \d+", verdict)
+    tab.check_screen("verify-tampered")
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"format": "pbem.record/1",\n  "moves": [}')
+    tab.visit("/verify", "verify-broken")
+    tab.expect_error_status = True
+    tab.page.set_input_files("input[name=record]", str(broken))
+    tab.page.click("#verify-button")
+    assert "not valid JSON" in tab.page.inner_text("#error-message")
+    assert "line 2" in tab.page.inner_text("#error-message")
+    tab.check_screen("verify-bad-json")
+
+
+def test_bad_addresses_get_a_clear_page(tab: Tab) -> None:
+    tab.visit("/games/no-such-game", "error-404", 404)
+    assert "There is no game called 'no-such-game'" in tab.page.inner_text("#error-message")
+    tab.visit("/games/postal-1/replay/0", "error-no-replay", 404)
+    assert "not over" in tab.page.inner_text("#error-message")
+
+
+def test_the_server_log_holds_no_token_and_no_key(site: Site, web: WebProcess, tab: Tab) -> None:
+    link = site.link("postal-1", 1)
+    tab.visit(link, "private-for-the-log")
+    tab.visit("/api" + link, "private-json-for-the-log")
+    log = web.log()
+    assert "GET /p/[private] 200" in log and "GET /api/p/[private] 200" in log
+    token = link.removeprefix("/p/")
+    assert token not in log and token.rsplit(".", 1)[1] not in log
+    with Session(site.server.engine) as session:
+        for player in session.exec(select(Player)):
+            assert player.key not in log
+    assert "Traceback" not in log
