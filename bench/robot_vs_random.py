@@ -40,7 +40,7 @@ from pbem.rules import (
     random_move,
     seed_from_number,
 )
-from pbem.rules.moves import Move
+from pbem.rules.bid_moves import Move
 
 SEED_BASE = 20_000
 SEATS = (1, 2, 3, 4, 5)

@@ -1,7 +1,7 @@
 """Games in the database: the queries, and the changes to a game's stored state.
 
 The state of a game is never stored: it is rebuilt from the seed and the
-recorded moves (pbem.rules.record.replay), so the record is the one source
+recorded moves (pbem.rules.postal_record.replay), so the record is the one source
 of truth. Every function here works inside the caller's transaction.
 
 The data layer: imports the pure core (kinds, rules, options, deadlines),
@@ -39,7 +39,7 @@ from pbem.models import (
 )
 from pbem.options import options_of
 from pbem.rules.dice import DiceStream, commitment
-from pbem.rules.record import draw_seats
+from pbem.rules.postal_record import draw_seats
 from pbem.rules.ruleset import RuleSet
 from pbem.security import new_key
 from pbem.work import Work

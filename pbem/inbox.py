@@ -2,7 +2,7 @@
 
 ``store_inbound`` keeps a mail's bytes (a mail seen before, by Message-ID or
 IMAP key, is not stored twice). A process that handles stored mail first
-claims it, a page of mails at a time (``claim_page``: pbem.faults.claim, a lease in
+claims it, a page of mails at a time (``claim_page``: pbem.claims.claim, a lease in
 each row, one commit for the page), then begins the handling transaction of each
 with ``hold_claim``: a write that re-checks the claim, so two processes never
 handle the same mail.
@@ -29,8 +29,8 @@ from sqlalchemy import Engine, bindparam, func, insert, update
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col, select
 
+from pbem.claims import claim_many, claim_stale, me
 from pbem.db import one_writer
-from pbem.faults import claim_many, claim_stale, me
 from pbem.mail.headers import MAIL_HEADER_BYTES, read_mail_header
 from pbem.models import InboundMail
 

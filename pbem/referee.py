@@ -26,6 +26,7 @@ from sqlalchemy.exc import OperationalError
 from sqlmodel import Session
 
 from pbem import inbox, security, sender_check
+from pbem.claims import Lease
 from pbem.commands.context import CommandContext, Turnkey, refusal
 from pbem.commands.moves import take_moves
 from pbem.commands.registry import (
@@ -38,7 +39,7 @@ from pbem.commands.registry import (
 from pbem.config import Settings
 from pbem.db import one_writer, transient_error
 from pbem.errors import Refusal
-from pbem.faults import Lease, crash_point, fail_point
+from pbem.faults import crash_point, fail_point
 from pbem.games import active_players, find_game, load_state
 from pbem.kinds import kind_of
 from pbem.mail.read import MAX_LINE_CHARS, MAX_TEXT_LINES, InboundMessage, read_message

@@ -19,9 +19,11 @@ from datetime import UTC, datetime, timedelta
 from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy.exc import OperationalError
 
+from pbem.backoff import Backoff
+from pbem.claims import Lease
 from pbem.config import ConfigError, Settings
 from pbem.db import SchemaError, check_schema, open_database
-from pbem.faults import Backoff, Lease, crash_point
+from pbem.faults import crash_point
 from pbem.mail.dkim import DkimError, DkimSigner, load_signer, with_signature
 from pbem.mail.errors import MailError
 from pbem.mail.imap import FetchedMail, ImapInbox

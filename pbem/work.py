@@ -107,7 +107,7 @@ class Work(Session):
         """Commit; the memo and the queued mail belong to the transaction that ended. With
         a ``hand_off`` the queued mail is claimed for it first, in this transaction, and
         waits for ``hand_over`` (until then it is claimed and unsent: a crash leaves it to
-        the next drain, pbem.faults.claim_stale)."""
+        the next drain, pbem.claims.claim_stale)."""
         if self.hand_off is not None:
             self._claimed += self.hand_off.claim(self)
         try:

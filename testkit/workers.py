@@ -25,7 +25,7 @@ from typing import Any, Self
 from sqlalchemy import Engine, func
 from sqlmodel import Session, select
 
-from pbem.faults import Lease
+from pbem.claims import Lease
 from pbem.models import InboundMail, OutboundMail
 from pbem.robot_client import parse_mail
 from testkit.stack import stack_config

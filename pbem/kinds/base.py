@@ -25,8 +25,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from pbem.kinds.generic_record import GameRows, generic_record
 from pbem.kinds.jsontypes import JSON, JSONMap, Odds
-from pbem.kinds.record import GameRows, generic_record
 from pbem.kinds.tables import Viewer
 from pbem.orders import Command, Order
 from pbem.rules.dice import DiceStream
@@ -208,6 +208,6 @@ class GameKind(ABC, Generic[S, M]):
 
     def record(self, rows: GameRows, state: S | None) -> JSON:
         """The game's record, as `pbem export` writes it and `pbem verify` reads it: the
-        generic pbem.record/2 (pbem.kinds.record), made by replaying the rows; state is the
+        generic pbem.record/2 (pbem.kinds.generic_record), made by replaying the rows; state is the
         state now (None before the start)."""
         return generic_record(self, rows)

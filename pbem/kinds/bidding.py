@@ -10,9 +10,9 @@ from pbem.errors import Refusal
 from pbem.kinds.base import GameKind
 from pbem.kinds.jsontypes import JSON, JSONMap
 from pbem.orders import Order
+from pbem.rules.bid_moves import CHALLENGE, BidMove, Move, move_from_json, move_to_json
 from pbem.rules.dice import face_symbol
 from pbem.rules.ladder import Bid, Ladder
-from pbem.rules.moves import CHALLENGE, BidMove, Move, move_from_json, move_to_json
 
 EXPOSE_EXAMPLE = "e.g. BID 6 threes and, on the next line, EXPOSE 3 3"
 HELP_NOTE = ("The dice show 1 to 5 and a star, which replaces the 6; for a number bid the "
@@ -72,7 +72,7 @@ S = TypeVar("S")
 
 class BidMoves(GameKind[S, Move]):
     """The Bluff kinds (postal, classic): their move values, the JSON of these
-    (pbem.rules.moves) and the order lines that make them."""
+    (pbem.rules.bid_moves) and the order lines that make them."""
 
     def move_to_json(self, move: Move) -> JSON:
         return move_to_json(move)

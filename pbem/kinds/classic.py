@@ -38,6 +38,7 @@ from pbem.kinds.tables import (
 )
 from pbem.kinds.words import Words, cap
 from pbem.orders import PLAYER_COMMANDS, Order
+from pbem.rules.bid_moves import BidMove, Move
 from pbem.rules.classic import (
     BidPlaced,
     ClassicState,
@@ -50,11 +51,10 @@ from pbem.rules.classic import (
     apply_move,
     new_game,
 )
-from pbem.rules.cup import Cup
 from pbem.rules.dice import DiceStream, Die, Face, face_from_json, face_json, face_symbol
+from pbem.rules.dice_cup import Cup
 from pbem.rules.errors import IllegalMove, RulesError
 from pbem.rules.ladder import Bid
-from pbem.rules.moves import BidMove, Move
 from pbem.rules.odds import SeatView, bid_odds
 from pbem.rules.postal import make_ladder
 from pbem.rules.robot import choose_move

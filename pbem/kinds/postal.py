@@ -15,16 +15,16 @@ from pbem.kinds.bidding import (
     read_bid_order,
     standing_bid_move,
 )
+from pbem.kinds.generic_record import GameRows
 from pbem.kinds.jsontypes import JSON, JSONMap, Odds
-from pbem.kinds.record import GameRows
 from pbem.kinds.tables import Viewer, postal_scores, postal_tables
 from pbem.kinds.words import Words
 from pbem.orders import PLAYER_COMMANDS, Order
-from pbem.rules.cup import Cup
+from pbem.rules.bid_moves import BidMove, Move, move_from_json
 from pbem.rules.dice import DiceStream, Die, face_from_json, face_symbol
+from pbem.rules.dice_cup import Cup
 from pbem.rules.errors import RulesError
 from pbem.rules.ladder import Bid, Ladder
-from pbem.rules.moves import BidMove, Move, move_from_json
 from pbem.rules.odds import SeatView, bid_odds
 from pbem.rules.postal import (
     PLAYERS,
@@ -35,7 +35,7 @@ from pbem.rules.postal import (
     apply_turn,
     new_game,
 )
-from pbem.rules.record import GameRecord, RecordedMove, result_json
+from pbem.rules.postal_record import GameRecord, RecordedMove, result_json
 from pbem.rules.robot import choose_move
 from pbem.rules.ruleset import RuleSet
 from pbem.rules.view import holdings, odds_view
@@ -195,7 +195,7 @@ class PostalKind(BidMoves[PostalState]):
         return {"holds": o.holds, "exact": o.exact}
 
     def game_record(self, rows: GameRows, state: PostalState | None) -> PostalRecord:
-        """pbem.bluff.record/1, checked by pbem.rules.record.verify: the moves as kept, with
+        """pbem.bluff.record/1, checked by pbem.rules.postal_record.verify: the moves as kept, with
         the mini-game and the faces an expose re-rolled."""
         over = state is not None and state.game_over
         return GameRecord(

@@ -21,9 +21,9 @@ from pbem.rules import cupofbluff as cb
 from pbem.rules.challenge import count_matching
 from pbem.rules.classic import ClassicState, RoundEnd
 from pbem.rules.classic import PlacedBid as ClassicBid
-from pbem.rules.cup import Cup
 from pbem.rules.cupofbluff import CupState
 from pbem.rules.dice import Die, face_json
+from pbem.rules.dice_cup import Cup
 from pbem.rules.ladder import Bid, Ladder
 from pbem.rules.odds import bid_odds
 from pbem.rules.postal import SEATS, MiniGame, PostalState, make_ladder

@@ -2,11 +2,11 @@
 of any game kind.
 
 ``pbem.games.export_json`` writes this record for every kind but postal
-(postal keeps ``pbem.bluff.record/1``, checked by ``pbem.rules.record.verify``).
+(postal keeps ``pbem.bluff.record/1``, checked by ``pbem.rules.postal_record.verify``).
 A finished record proves the referee honest when:
 
 1. the revealed seed hashes to the commitment published before the first roll;
-2. the seat draw follows from the seed (``pbem.rules.record.draw_seats``);
+2. the seat draw follows from the seed (``pbem.rules.postal_record.draw_seats``);
 3. replaying the turns with the kind, from the record's rules JSON as it was
    stored (classic keeps ``dice_if_six_players`` there, so it is never
    round-tripped through a RuleSet), turn numbers run 1, 2, 3 ... with no gap,
@@ -19,7 +19,7 @@ Every die comes from the seed by label, so the replay deals the same cups,
 re-rolls and Cup of Bluff rolls as the referee did; what a move's entry says was dealt
 with it (``dealt``, and ``shown``: which dice an expose showed) must be what the replay
 deals. The JSON form is documented by ``schema/game-record-generic.schema.json``; the
-formats' differences are in ``pbem.kinds.record``.
+formats' differences are in ``pbem.kinds.generic_record``.
 """
 
 from __future__ import annotations
@@ -32,11 +32,11 @@ from typing import TypeVar
 
 from pbem.kinds import KINDS
 from pbem.kinds.base import Resolution
+from pbem.kinds.generic_record import FORMAT, OLD_FORMATS
 from pbem.kinds.jsontypes import JSON, JSONMap
-from pbem.kinds.record import FORMAT, OLD_FORMATS
 from pbem.rules.dice import DiceStream, commitment
 from pbem.rules.errors import RulesError
-from pbem.rules.record import GameRecord, draw_seats, verify
+from pbem.rules.postal_record import GameRecord, draw_seats, verify
 
 FORMATS = (FORMAT, *OLD_FORMATS)
 BY = ("player", "standing", "policy", "robot", "referee")

@@ -15,7 +15,8 @@ from typing import Protocol
 from sqlalchemy import Engine
 from sqlmodel import Session
 
-from pbem.faults import crash_point, me
+from pbem.claims import me
+from pbem.faults import crash_point
 from pbem.mail.smtp_out import SendResult
 from pbem.models import OutboundMail
 from pbem.outbox import table

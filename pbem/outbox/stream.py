@@ -12,7 +12,7 @@ from datetime import datetime
 from sqlalchemy import Engine, bindparam, update
 from sqlmodel import Session, col
 
-from pbem.faults import me
+from pbem.claims import me
 from pbem.models import OutboundMail
 from pbem.outbox import table
 from pbem.outbox.connections import ByAddress, Connections, Sender
@@ -43,7 +43,7 @@ class Stream:
     outage, an error: the next drain sends it).
 
     A crash after the commit and before the hand-off leaves the mail claimed by a dead
-    process: the next drain takes it over at once (pbem.faults.claim_stale), as it
+    process: the next drain takes it over at once (pbem.claims.claim_stale), as it
     does a drain's claimed page.
     """
 

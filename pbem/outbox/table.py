@@ -1,6 +1,6 @@
 """The outbox table as the senders see it: which mail is due, claims on it, marks of
 what a hand-off did, and claims given back. Each function runs its own short
-transaction (the claims are pbem.faults.claim_many's: only one process gets a row)."""
+transaction (the claims are pbem.claims.claim_many's: only one process gets a row)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from sqlalchemy import select as select_columns  # sqlmodel's select takes at mo
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, col, select
 
-from pbem.faults import aware, claim_many, claim_stale, me
+from pbem.claims import aware, claim_many, claim_stale, me
 from pbem.mail.bounces import verp_address
 from pbem.mail.smtp_out import SendResult
 from pbem.models import OutboundMail
@@ -104,7 +104,7 @@ def due(engine: Engine, when: datetime, lease: timedelta, after: int,
 
 def claim_page(engine: Engine, due: list[tuple[int, str | None]], when: datetime,
                 verp: bool) -> list[Claimed]:
-    """Claim the free or stale rows of ``due`` in one transaction (pbem.faults.claim_many:
+    """Claim the free or stale rows of ``due`` in one transaction (pbem.claims.claim_many:
     only one process gets each) and read what sending them needs."""
     with Session(engine) as session:
         got = claim_many(session, OutboundMail, due, when, status="pending")

@@ -7,15 +7,15 @@ The bottom of the game layers: imports only the standard library and
 itself, nothing else of pbem (pyproject.toml: the import contracts).
 """
 
+from pbem.rules.bid_moves import CHALLENGE, BidMove, ChallengeMove, Move
 from pbem.rules.challenge import ChallengeResult, count_matching, resolve_challenge
-from pbem.rules.cup import Cup
 from pbem.rules.dice import STAR, DiceStream, Die, commitment, new_seed, seed_from_number
+from pbem.rules.dice_cup import Cup
 from pbem.rules.errors import IllegalMove, MalformedMove, RulesError
 from pbem.rules.ladder import Bid, Ladder, is_raise
-from pbem.rules.moves import CHALLENGE, BidMove, ChallengeMove, Move
 from pbem.rules.odds import Odds, SeatView, bid_odds
 from pbem.rules.postal import PostalState, apply_turn, minigame_of, mover, new_game
-from pbem.rules.record import GameRecord, RecordedMove, replay, verify
+from pbem.rules.postal_record import GameRecord, RecordedMove, replay, verify
 from pbem.rules.robot import choose_move, random_move
 from pbem.rules.ruleset import POSTAL_RULES, ExactRule, RuleSet
 

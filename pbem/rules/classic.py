@@ -33,12 +33,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from pbem.rules.bid_moves import CHALLENGE, BidMove, ChallengeMove, Move
 from pbem.rules.challenge import ChallengeResult, resolve_challenge
-from pbem.rules.cup import Cup
 from pbem.rules.dice import DiceStream, Die, Face
+from pbem.rules.dice_cup import Cup
 from pbem.rules.errors import IllegalMove
 from pbem.rules.ladder import Bid, Ladder
-from pbem.rules.moves import CHALLENGE, BidMove, ChallengeMove, Move
 from pbem.rules.odds import SeatView
 from pbem.rules.postal import make_ladder
 from pbem.rules.ruleset import RuleSet

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from pbem.rules.challenge import count_matching
-from pbem.rules.cup import Cup
 from pbem.rules.dice import Die
+from pbem.rules.dice_cup import Cup
 from pbem.rules.ladder import Bid, Ladder
 from pbem.rules.ruleset import RuleSet
 

@@ -11,12 +11,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from pbem.rules.bid_moves import CHALLENGE, BidMove, ChallengeMove, Move
 from pbem.rules.challenge import ChallengeResult, resolve_challenge
-from pbem.rules.cup import Cup
 from pbem.rules.dice import DiceStream, Die, Face, hand_label, reroll_label
+from pbem.rules.dice_cup import Cup
 from pbem.rules.errors import IllegalMove
 from pbem.rules.ladder import Bid, Ladder
-from pbem.rules.moves import CHALLENGE, BidMove, ChallengeMove, Move
 from pbem.rules.odds import SeatView
 from pbem.rules.ruleset import POSTAL_RULES, RuleSet
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
+from pbem.rules.bid_moves import CHALLENGE, BidMove, Move
 from pbem.rules.challenge import matches
 from pbem.rules.dice import Face
 from pbem.rules.ladder import Bid
-from pbem.rules.moves import CHALLENGE, BidMove, Move
 from pbem.rules.odds import SeatView, actual_distribution
 from pbem.rules.ruleset import ExactRule
 

@@ -17,6 +17,7 @@ from sqlalchemy import Engine
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
+from pbem.claims import aware
 from pbem.db import one_writer
 from pbem.deadlines import (
     Interval,
@@ -27,7 +28,6 @@ from pbem.deadlines import (
     utc,
     vacation_shift,
 )
-from pbem.faults import aware
 from pbem.games import already_told, audit, missing_seats, seated
 from pbem.models import Absence, Game, Player, ServerState
 from pbem.options import GameOptions, options_of

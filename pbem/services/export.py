@@ -1,7 +1,7 @@
 """A game's record as JSON, for `pbem export` and the demo.
 
 The kind writes it (``GameKind.record``): postal games give the record `pbem verify`
-checks (pbem.bluff.record/1); other kinds the generic pbem.record/2 (pbem.kinds.record,
+checks (pbem.bluff.record/1); other kinds the generic pbem.record/2 (pbem.kinds.generic_record,
 checked by pbem.kinds.verify).
 """
 
@@ -14,8 +14,8 @@ from sqlmodel import Session
 
 from pbem.games import entrants_of, load_state, moves_of
 from pbem.kinds import kind_of
+from pbem.kinds.generic_record import Entrant, GameRows, MoveRow
 from pbem.kinds.postal import POSTAL, PostalRecord
-from pbem.kinds.record import Entrant, GameRows, MoveRow
 from pbem.models import Game
 
 

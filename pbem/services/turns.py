@@ -28,9 +28,9 @@ from typing import Any
 from sqlalchemy import bindparam
 from sqlmodel import Session, col, select
 
+from pbem.claims import aware
 from pbem.db import core_read
 from pbem.errors import Refusal
-from pbem.faults import aware
 from pbem.games import (
     drop_orders,
     id_of,

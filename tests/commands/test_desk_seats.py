@@ -14,7 +14,7 @@ from pbem.errors import Refusal
 from pbem.games import find_game, pending_orders
 from pbem.kinds import kind_of
 from pbem.models import AuditEntry, OutboundMail
-from pbem.rules.record import verify
+from pbem.rules.postal_record import verify
 from pbem.server import Server
 from pbem.services.export import export_record
 from testkit.desk import (

@@ -1,4 +1,4 @@
-"""pbem.faults.claim_many: a page of rows claimed by one statement, each row by one claimer
+"""pbem.claims.claim_many: a page of rows claimed by one statement, each row by one claimer
 only, even by two threads of one process (they share the claimer's name)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from sqlalchemy import update
 from sqlmodel import Session, col, select
 
-from pbem import faults
+from pbem import claims
 from pbem.db import open_database
 from pbem.models import OutboundMail
 
@@ -36,13 +36,13 @@ def test_a_row_someone_took_meanwhile_is_not_ours_and_the_rest_keep_their_order(
         session.commit()
     seen = [(i, None) for i in reversed(ids)]
     with Session(engine) as session:
-        got = faults.claim_many(session, OutboundMail, seen, NOW, status="pending")
+        got = claims.claim_many(session, OutboundMail, seen, NOW, status="pending")
         session.commit()
     assert got == [i for i in reversed(ids) if i != ids[2]]
     with Session(engine) as session:
         owners = {r.id: r.claimed_by for r in session.exec(select(OutboundMail))}
     assert owners[ids[2]] == "elsewhere:1:abcd"
-    assert {owners[i] for i in got} == {faults.me()}
+    assert {owners[i] for i in got} == {claims.me()}
 
 
 def test_two_threads_of_one_process_never_get_the_same_row(database: str) -> None:
@@ -56,7 +56,7 @@ def test_two_threads_of_one_process_never_get_the_same_row(database: str) -> Non
         for first in range(0, 40, 10):    # pages seen free by both threads
             with Session(engine) as session:
                 page = [(i, None) for i in ids[first:first + 10]]
-                got.append(faults.claim_many(session, OutboundMail, page, NOW,
+                got.append(claims.claim_many(session, OutboundMail, page, NOW,
                                              status="pending"))
                 session.commit()
 

@@ -25,9 +25,9 @@ import pytest
 from sqlalchemy import update
 from sqlmodel import Session, select
 
-from pbem import faults
+from pbem import claims
+from pbem.claims import Lease
 from pbem.config import load_settings
-from pbem.faults import Lease
 from pbem.games import find_game
 from pbem.models import InboundMail, Move, OutboundMail, ServerState
 from pbem.robot_client import client_order_lines, parse_mail, reply_to, report_view
@@ -195,7 +195,7 @@ def test_the_lease_has_one_holder_and_outlives_no_dead_one(database: str) -> Non
                             .values(value=value))
             session.commit()
     # a live process on this host (our parent) holds it: not ours until it expires
-    live = f"{faults._HOST}:{os.getppid()}:abcd"
+    live = f"{claims._HOST}:{os.getppid()}:abcd"
     held_by(live, now + timedelta(minutes=5))
     assert not mine.try_acquire()
     assert not mine.acquire(wait=0.2)
@@ -204,16 +204,16 @@ def test_the_lease_has_one_holder_and_outlives_no_dead_one(database: str) -> Non
     # a dead process on this host: taken over at once
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    held_by(f"{faults._HOST}:{dead.pid}:abcd", now + timedelta(minutes=5))
+    held_by(f"{claims._HOST}:{dead.pid}:abcd", now + timedelta(minutes=5))
     assert mine.try_acquire()
     # an earlier incarnation of this very process (same pid, another nonce)
-    held_by(f"{faults._HOST}:{os.getpid()}:0000", now + timedelta(minutes=5))
+    held_by(f"{claims._HOST}:{os.getpid()}:0000", now + timedelta(minutes=5))
     assert mine.try_acquire()
     # a process on another host: only its lease time frees it
     held_by(f"elsewhere:{os.getpid()}:abcd", now + timedelta(minutes=5))
     assert not mine.try_acquire()
     # release frees it for anyone
-    held_by(faults.me(), now + timedelta(minutes=5))
+    held_by(claims.me(), now + timedelta(minutes=5))
     mine._value = None
     assert mine.try_acquire()
     mine.release()

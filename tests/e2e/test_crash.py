@@ -35,8 +35,8 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, col, select
 
+from pbem.claims import aware
 from pbem.config import load_settings
-from pbem.faults import aware
 from pbem.games import find_game
 from pbem.models import Game, InboundMail, Move, OutboundMail, PendingOrder
 from pbem.robot_client import client_order_lines, parse_mail, reply_to, report_view

@@ -21,10 +21,10 @@ from sqlmodel import Session
 
 from pbem.games import find_game
 from pbem.robot_client import choose_order, order_lines
+from pbem.rules.bid_moves import BidMove
 from pbem.rules.challenge import count_matching
 from pbem.rules.dice import Die, face_from_json
 from pbem.rules.ladder import Bid
-from pbem.rules.moves import BidMove
 from pbem.rules.postal import minigame_of
 from pbem.services.export import export_record
 from testkit.e2e import Table, pbem_verify, text_of

@@ -26,7 +26,7 @@ from pbem.mail.text import BodyLine
 from pbem.orders import PLAYER_COMMANDS, parse_text
 from pbem.robot_client import client_order_lines
 from pbem.rules.dice import DiceStream, seed_from_number
-from pbem.rules.record import GameRecord, verify
+from pbem.rules.postal_record import GameRecord, verify
 from pbem.rules.robot import choose_move
 from pbem.services.export import export_json
 from pbem.services.turns import resolve_turn

@@ -14,13 +14,13 @@ import jsonschema
 import pytest
 
 from pbem.kinds.classic import CLASSIC
-from pbem.kinds.record import FORMAT
+from pbem.kinds.generic_record import FORMAT
 from pbem.kinds.verify import score_words, verify_generic
+from pbem.rules.bid_moves import BidMove
 from pbem.rules.classic import Hand
 from pbem.rules.cupofbluff import roll_label
 from pbem.rules.dice import STAR, DiceStream
 from pbem.rules.ladder import Bid
-from pbem.rules.moves import BidMove
 from pbem.rules.ruleset import RuleSet
 from tests.render.test_report_sections import Played, play
 from tests.rules.test_classic_rules import position

@@ -25,6 +25,7 @@ from pbem.rules import (
     choose_move,
     seed_from_number,
 )
+from pbem.rules.bid_moves import Move
 from pbem.rules.classic import (
     BidPlaced,
     ClassicState,
@@ -37,7 +38,6 @@ from pbem.rules.classic import (
     new_game,
     reroll_label,
 )
-from pbem.rules.moves import Move
 
 SEED = seed_from_number(1993)
 S = STAR

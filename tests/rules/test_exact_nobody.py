@@ -10,11 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pbem.kinds.classic import CLASSIC, SIX_KEY
+from pbem.rules.bid_moves import CHALLENGE, BidMove
 from pbem.rules.challenge import count_matching, resolve_challenge
 from pbem.rules.classic import Hand, RoundEnded, apply_move, new_game
 from pbem.rules.dice import STAR, DiceStream, Die, seed_from_number
 from pbem.rules.ladder import Bid
-from pbem.rules.moves import CHALLENGE, BidMove
 from pbem.rules.robot import challenge_cost
 from pbem.rules.ruleset import ExactRule, RuleSet
 from tests.rules.test_classic_rules import challenge, position

@@ -42,11 +42,11 @@ from pbem.rules import (
     resolve_challenge,
     seed_from_number,
 )
+from pbem.rules.bid_moves import Move, move_from_json, move_to_json
 from pbem.rules.dice import hand_label, reroll_label
-from pbem.rules.moves import Move, move_from_json, move_to_json
 from pbem.rules.odds import SeatView, actual_distribution
 from pbem.rules.postal import BidPlaced, ChallengeResolved, GameEnded, PlacedBid, rank
-from pbem.rules.record import draw_seats
+from pbem.rules.postal_record import draw_seats
 
 SEED = seed_from_number(2000)
 S = STAR

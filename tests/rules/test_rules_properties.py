@@ -35,10 +35,10 @@ from pbem.rules import (
     seed_from_number,
     verify,
 )
+from pbem.rules.bid_moves import Move
 from pbem.rules.dice import FACES
-from pbem.rules.moves import Move
 from pbem.rules.postal import BidPlaced, ChallengeResolved, Event
-from pbem.rules.record import draw_seats, result_json
+from pbem.rules.postal_record import draw_seats, result_json
 
 SEATS = (1, 2, 3, 4, 5)
 FORCE_CHALLENGE_AFTER = 20   # keeps hypothesis-driven games short

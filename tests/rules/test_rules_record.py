@@ -33,9 +33,9 @@ from pbem.rules import (
     seed_from_number,
     verify,
 )
-from pbem.rules.moves import Move
+from pbem.rules.bid_moves import Move
 from pbem.rules.postal import BidPlaced, Event
-from pbem.rules.record import RECORD_FORMAT, draw_seats, result_json
+from pbem.rules.postal_record import RECORD_FORMAT, draw_seats, result_json
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "schema" / "game-record.schema.json"
 NAMES = ["Ann", "Bob", "Carl", "Dora", "Eve"]

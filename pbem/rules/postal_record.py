@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from itertools import groupby
 from typing import Any
 
+from pbem.rules.bid_moves import Move, move_from_json, move_to_json
 from pbem.rules.dice import SEATS_LABEL, DiceStream, Face, face_from_json, face_json
 from pbem.rules.errors import RulesError
-from pbem.rules.moves import Move, move_from_json, move_to_json
 from pbem.rules.postal import BidPlaced, PostalState, apply_turn, new_game
 from pbem.rules.ruleset import RuleSet
 

@@ -1,0 +1,206 @@
+"""Claims and leases. A process that takes a mail (or the referee's lease) writes
+who it is, ``host:pid:nonce``, and when. Another process may take the thing
+over when that claim is older than the lease, or at once when the claimer is
+visibly dead: same host, and its pid is gone (or is our own pid with another
+nonce: an earlier incarnation of this process, as after a container restart).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import socket
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import bindparam, insert, update
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, col, select
+
+from pbem.models import ServerState
+
+log = logging.getLogger(__name__)
+
+_HOST = socket.gethostname()
+_me: tuple[int, str] | None = None
+
+
+def me() -> str:
+    """This process as a claimer: host:pid:nonce (a new nonce after a fork)."""
+    global _me
+    pid = os.getpid()
+    if _me is None or _me[0] != pid:
+        _me = (pid, secrets.token_hex(4))
+    return f"{_HOST}:{pid}:{_me[1]}"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:   # a killed child not yet reaped by its parent is a zombie: dead to us
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True
+
+
+def claimer_dead(owner: str | None) -> bool:
+    """True only when we can see that the claimer is gone; False when unsure."""
+    if not owner:
+        return True
+    host, _, rest = owner.partition(":")
+    pid_text, _, nonce = rest.partition(":")
+    if host != _HOST or not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return owner != me()
+    return not _pid_alive(pid)
+
+
+def claim_stale(owner: str | None, claimed_at: datetime | None, now: datetime,
+                lease: timedelta) -> bool:
+    """May this claim be taken over: nobody holds it, its lease ran out, or its holder died."""
+    if owner is None or claimed_at is None:
+        return True
+    if owner == me():
+        return False
+    if aware(claimed_at) + lease <= aware(now):
+        return True
+    return claimer_dead(owner)
+
+
+def aware(when: datetime) -> datetime:
+    """A time read back from the database as UTC (SQLite returns it without a zone)."""
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def claim(session: Session, table: Any, row_id: int, owner: str | None, now: datetime, *,
+          status: str) -> bool:
+    """Claim a row of ``table`` (an inbound or outbound mail) for this process.
+
+    A compare-and-swap on claimed_by: the row must still have ``status`` and
+    the claimer seen before (``owner``; None: nobody), so of two processes
+    that saw the same free or stale claim only one gets it. The caller commits.
+    """
+    same_owner = (col(table.claimed_by).is_(None) if owner is None
+                  else col(table.claimed_by) == owner)
+    # Core on the session's connection: an ORM-enabled update costs ten times more
+    done = session.connection().execute(update(table).where(
+        col(table.id) == row_id, col(table.status) == status, same_owner)
+        .values(claimed_by=me(), claimed_at=now))
+    return bool(done.rowcount == 1)
+
+
+def claim_many(session: Session, table: Any, seen: list[tuple[int, str | None]],
+               now: datetime, *, status: str) -> list[int]:
+    """Claim the rows ``seen`` (id, claimer seen before) as ``claim`` does, one by one in
+    effect; returns the ids we got, in the order given. The free rows (the common
+    case) are claimed by one UPDATE; a row someone else took meanwhile is not ours,
+    as with ``claim``, even for another thread of this process. The caller commits."""
+    free = [row_id for row_id, owner in seen if owner is None]
+    got: set[int] = set()
+    if free:   # RETURNING: exactly the rows this statement took (SQLite >= 3.35)
+        got.update(session.connection().execute(update(table).where(
+            col(table.id).in_(free), col(table.status) == status,
+            col(table.claimed_by).is_(None)).values(claimed_by=me(), claimed_at=now)
+            .returning(col(table.id))).scalars())
+    got.update(row_id for row_id, owner in seen
+               if owner is not None and claim(session, table, row_id, owner, now, status=status))
+    return [row_id for row_id, _ in seen if row_id in got]
+
+
+# --------------------------------------------------------------------------- the lease
+
+
+_LEASE_VALUE = select(ServerState.value).where(col(ServerState.key) == bindparam("lease"))
+_SWAP = update(ServerState).where(
+    col(ServerState.key) == bindparam("lease"), col(ServerState.value) == bindparam("old")
+).values(value=bindparam("new"))
+
+
+class Lease:
+    """A named lease in the server_state table: one holder at a time, across processes.
+
+    ``acquire`` is a compare-and-swap on the row's value, so two processes can
+    never both believe they hold it; a holder that crashed is replaced at once
+    on the same host, or when its lease time has run out.
+    """
+
+    def __init__(self, engine: Any, name: str, clock: Callable[[], datetime],
+                 seconds: float = 300.0) -> None:
+        self.engine = engine
+        self.key = f"lease:{name}"
+        self.clock = clock
+        self.seconds = seconds
+        self._value: str | None = None
+
+    def _new_value(self) -> str:
+        until = self.clock() + timedelta(seconds=self.seconds)
+        return json.dumps({"owner": me(), "until": until.isoformat()})
+
+    def holder(self) -> str | None:
+        with Session(self.engine) as session:
+            row = session.get(ServerState, self.key)
+            return json.loads(row.value).get("owner") if row is not None else None
+
+    def try_acquire(self) -> bool:
+        new = self._new_value()
+        try:
+            with self.engine.begin() as conn:   # Core: a tick takes two leases
+                value = conn.execute(_LEASE_VALUE, {"lease": self.key}).scalar_one_or_none()
+                if value is None:
+                    conn.execute(insert(ServerState).values(key=self.key, value=new))
+                else:
+                    current = json.loads(value)
+                    owner = current.get("owner")
+                    until = (datetime.fromisoformat(current["until"]) if current.get("until")
+                             else None)
+                    if owner and owner != me() and until is not None and \
+                            aware(until) > aware(self.clock()) and not claimer_dead(owner):
+                        return False
+                    if conn.execute(_SWAP, {"lease": self.key, "old": value,
+                                            "new": new}).rowcount != 1:
+                        return False
+        except IntegrityError:   # another process created it first
+            return False
+        self._value = new
+        return True
+
+    def acquire(self, wait: float = 0.0, poll: float = 0.05) -> bool:
+        """Take the lease, waiting up to ``wait`` seconds (real time) for its holder."""
+        deadline = time.monotonic() + wait
+        while True:
+            if self.try_acquire():
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(min(poll, max(0.0, deadline - time.monotonic())))
+            poll = min(poll * 2, 1.0)
+
+    def renew(self) -> bool:
+        """Push our lease's end further; False if we no longer hold it."""
+        return self._swap(self._new_value())
+
+    def release(self) -> None:
+        self._swap(json.dumps({"owner": None, "until": None}))
+        self._value = None
+
+    def _swap(self, new: str) -> bool:
+        if self._value is None:
+            return False
+        with self.engine.begin() as conn:
+            done = conn.execute(_SWAP, {"lease": self.key, "old": self._value, "new": new})
+        if done.rowcount != 1:
+            self._value = None
+            return False
+        self._value = new
+        return True
