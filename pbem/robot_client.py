@@ -26,7 +26,7 @@ from pbem.rules.cup import Cup
 from pbem.rules.dice import Die, face_from_json, face_symbol
 from pbem.rules.ladder import Bid, Ladder
 from pbem.rules.moves import BidMove, Move
-from pbem.rules.odds import SeatView
+from pbem.rules.odds import OtherSeat, SeatView, bids_since_reroll
 from pbem.rules.robot import choose_move
 from pbem.rules.ruleset import RuleSet
 
@@ -121,7 +121,12 @@ def seat_view(view: dict[str, Any], minigame: int, rules: RuleSet | None = None)
     rules = rules or RuleSet()
     ladder = Ladder(per_player * len(mg["exposed"]), star_bids=rules.star_bids,
                     board_cap=rules.board_cap)
-    return SeatView(int(me), own, exposed, unknown, 0, bid, ladder, rules)
+    placed = [(int(b["player"]), Bid(int(b["quantity"]), face_from_json(b["face"])),
+               bool(b.get("exposed"))) for b in mg["bids"]]
+    seen = tuple(OtherSeat(int(s), per_player - len(mg["exposed"][s]), 0,
+                           bids_since_reroll(placed, int(s))) for s in others)
+    return SeatView(int(me), own, exposed, unknown, 0, bid, ladder, rules, seen,
+                    int(me) % len(mg["exposed"]) + 1)
 
 
 def order_lines(move: Move) -> list[str]:
@@ -133,21 +138,23 @@ def order_lines(move: Move) -> list[str]:
     return ["CHALLENGE"]
 
 
-def choose_order(view: dict[str, Any], rng: random.Random) -> Move | None:
+def choose_order(view: dict[str, Any], rng: random.Random,
+                 level: str = "normal") -> Move | None:
     if view.get("game_over") or view.get("to_move") is None:
         return None
-    return choose_move(seat_view(view, view["to_move"]), rng)
+    return choose_move(seat_view(view, view["to_move"]), rng, level)
 
 
 POSTAL_VIEW = "pbem.bluff.view/1"
 
 
-def client_order_lines(view: dict[str, Any], rng: random.Random) -> list[str]:
+def client_order_lines(view: dict[str, Any], rng: random.Random,
+                       level: str = "normal") -> list[str]:
     """The order lines a robot player sends in answer to its report.json, for every
     game kind (the view's "format" says which); [] when it has no move to make."""
     fmt = view.get("format", POSTAL_VIEW)
     if fmt == POSTAL_VIEW:
-        move = choose_order(view, rng)
+        move = choose_order(view, rng, level)
         return order_lines(move) if move is not None else []
     decide = {"pbem.classic.view/1": classic.client_order_lines,
               "pbem.cup.view/1": cup.client_order_lines}.get(fmt)

@@ -114,7 +114,8 @@ class GameKind(Protocol):
         """Play one move for every due seat; the next state and what happened."""
         ...
 
-    def robot_move(self, state: Any, seat: int, rng: random.Random) -> Any: ...
+    def robot_move(self, state: Any, seat: int, rng: random.Random,
+                   level: str = "strong") -> Any: ...
 
     def standing_move(self, state: Any, seat: int, policy: str) -> Any | None:
         """A player's standing order (CHALLENGE | RAISE) as a move now, if it is legal."""

@@ -46,7 +46,7 @@ from pbem.rules.ladder import Bid
 from pbem.rules.moves import BidMove, Move
 from pbem.rules.odds import SeatView, bid_odds
 from pbem.rules.postal import make_ladder
-from pbem.rules.robot import choose_move
+from pbem.rules.robot import DEFAULT_LEVEL, choose_move
 from pbem.rules.ruleset import ExactRule, RuleSet
 
 MOVE_NAMES = ("BID", "CHALLENGE", "EXPOSE")
@@ -301,8 +301,9 @@ class ClassicKind(BidMoves):
         return Resolution(after, _event_lines(events), extras, record,
                           seat_notes={s: _event_lines(events, s) for s in state.seats})
 
-    def robot_move(self, state: ClassicState, seat: int, rng: random.Random) -> Move:
-        return choose_move(state.seat_view(seat), rng)
+    def robot_move(self, state: ClassicState, seat: int, rng: random.Random,
+                   level: str = DEFAULT_LEVEL) -> Move:
+        return choose_move(state.seat_view(seat), rng, level)
 
     def standing_move(self, state: ClassicState, seat: int, policy: str) -> Move | None:
         if seat not in state.due():

@@ -358,8 +358,9 @@ class CupKind:
         return Resolution(after, event_lines(events), extras, record,
                           seat_notes={s: event_lines(events, s) for s in state.seats})
 
-    def robot_move(self, state: CupState, seat: int, rng: random.Random) -> Move:
-        return cb.robot_move(state, seat, rng)
+    def robot_move(self, state: CupState, seat: int, rng: random.Random,
+                   level: str = "strong") -> Move:
+        return cb.robot_move(state, seat, rng, level)
 
     def standing_move(self, state: CupState, seat: int, policy: str) -> Move | None:
         claim = state.claim

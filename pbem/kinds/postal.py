@@ -28,7 +28,7 @@ from pbem.rules.postal import (
     apply_turn,
     new_game,
 )
-from pbem.rules.robot import choose_move
+from pbem.rules.robot import DEFAULT_LEVEL, choose_move
 from pbem.rules.ruleset import RuleSet
 from pbem.rules.view import holdings, odds_view
 
@@ -116,8 +116,9 @@ class PostalKind(BidMoves):
         return Resolution(after, _event_lines(events), extras,
                           seat_notes={s: _event_lines(events, s) for s in range(1, PLAYERS + 1)})
 
-    def robot_move(self, state: PostalState, seat: int, rng: random.Random) -> Move:
-        return choose_move(state.seat_view(seat, state.due()[seat]), rng)
+    def robot_move(self, state: PostalState, seat: int, rng: random.Random,
+                   level: str = DEFAULT_LEVEL) -> Move:
+        return choose_move(state.seat_view(seat, state.due()[seat]), rng, level)
 
     def standing_move(self, state: PostalState, seat: int, policy: str) -> Move | None:
         number = state.due().get(seat)
