@@ -21,6 +21,7 @@ from pbem.kinds.base import OrderProblem, Resolution, TakenOrder, Understood
 from pbem.kinds.words import Words, cap
 from pbem.orders import Command, Order, OrderError, SeatByName
 from pbem.rules import cupofbluff as cb
+from pbem.rules import robot_cup
 from pbem.rules.cupofbluff import (
     Announce,
     Answer,
@@ -360,7 +361,7 @@ class CupKind:
 
     def robot_move(self, state: CupState, seat: int, rng: random.Random,
                    level: str = "strong") -> Move:
-        return cb.robot_move(state, seat, rng, level)
+        return robot_cup.robot_move(state, seat, rng, level)
 
     def standing_move(self, state: CupState, seat: int, policy: str) -> Move | None:
         claim = state.claim
