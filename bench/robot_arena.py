@@ -13,7 +13,8 @@ virtual dice; classic: dice; cup: points), each with a 95% interval
 (1.96 standard errors), and the robot's time per move (median, worst).
 
     python3 bench/robot_arena.py --games 600 postal:strong:odds classic-english:strong:odds
-    python3 bench/robot_arena.py --table --games 600     # every line-up of docs/robot.md
+    python3 bench/robot_arena.py --table postal --games 600   # docs/robot.md, postal
+    python3 bench/robot_arena.py --table others --games 600   # docs/robot.md, classic, cup
 """
 
 from __future__ import annotations
@@ -141,15 +142,18 @@ HEADER = ("| setup | line-up | games | sole first % | fair share % | no edge % "
           "| --- | --- | --- | --- | --- | --- | --- | --- |")
 
 
-def full_table() -> list[tuple[str, str, str]]:
-    """Every line-up of docs/robot.md."""
-    out = [("postal", "odds", "random"), ("postal", "counting", "random")]
-    for level in LEVELS:
-        out += [("postal", level, "odds"), ("postal", level, "counting"),
-                ("postal", "odds", level)]
+def full_table(part: str) -> list[tuple[str, str, str]]:
+    """The line-ups of docs/robot.md: part postal, or part others (classic and cup)."""
+    if part == "postal":
+        out = [("postal", "odds", "random"), ("postal", "counting", "random")]
+        for level in LEVELS:
+            out += [("postal", level, "odds"), ("postal", level, "counting"),
+                    ("postal", "odds", level)]
+        return out
+    out = []
     for setup in ("classic-english", "classic-german", "classic-czech",
                   "classic-anniversary", "cup"):
-        out += [(setup, "odds", "random"), (setup, "strong", "odds")]
+        out += [(setup, "odds", "random"), (setup, "normal", "odds"), (setup, "strong", "odds")]
     return out
 
 
@@ -157,11 +161,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("lineups", nargs="*", help="setup:tested:field, e.g. postal:strong:odds")
     parser.add_argument("--games", type=int, default=600, help="games a line-up (600)")
-    parser.add_argument("--table", action="store_true", help="every line-up of docs/robot.md")
+    parser.add_argument("--table", choices=("postal", "others"),
+                        help="the line-ups of docs/robot.md: postal, or classic and cup")
     args = parser.parse_args(argv)
     lineups = [tuple(text.split(":")) for text in args.lineups]
     if args.table:
-        lineups += full_table()
+        lineups += full_table(args.table)
     for lineup in lineups:
         if len(lineup) != 3 or lineup[0] not in SETUPS or not set(lineup[1:]) <= set(PLAYERS):
             parser.error(f"not a line-up: {':'.join(lineup)} (setups {', '.join(SETUPS)}; "

@@ -33,7 +33,7 @@ from pbem.rules.ruleset import ExactRule
 BELIEF = 0.5          # log-weight of one bid on each matching die of the bidder
 SEARCH_WIDTH = 40     # raises above the standing bid worth weighing
 CALL_BELOW = 0.5      # the next player calls a bid they think holds less often than this
-CALL_SOFTNESS = 0.15  # ... blurred over this width of their odds
+CALL_SOFTNESS = 0.3   # ... blurred over this width of their odds
 MIX = 0.04            # moves within this value of the best are mixed
 EXPOSE_RATE = 0.3     # how often a worthwhile expose is made
 FACES: tuple[Face, ...] = (*NUMBER_FACES, STAR)
@@ -101,6 +101,7 @@ class Table:
         self.next: OtherSeat | None = nxt[0] if nxt else None
         self.rest = tuple(o for o in view.others if o is not self.next)
         self._cache: dict[Face, tuple[int, Dist, Dist]] = {}
+        self._tails: dict[Face, tuple[int, Dist]] = {}
 
     def counts(self, face: Face) -> tuple[int, Dist, Dist]:
         """(known matching, next seat's hidden dist, the other seats' hidden dist)."""
@@ -130,23 +131,33 @@ class Table:
                 total += pr * outcome_value(known + c, bid.quantity, False, rule, self.players)
         return total
 
+    def next_sees(self, face: Face) -> tuple[int, Dist]:
+        """What the next player sees of a face: the exposed matches, and
+        P(count >= c) over the dice hidden from them (plain odds)."""
+        if face not in self._tails:
+            view = self.view
+            bid = Bid(1, face)
+            exposed = count_matching(view.others_exposed + view.own.exposed, bid)
+            hidden = list(view.own.hidden)
+            plain = sum(1 for d in hidden if not d.super) + sum(o.hidden_plain for o in self.rest)
+            super_ = sum(1 for d in hidden if d.super) + sum(o.hidden_super for o in self.rest)
+            dist = count_distribution(plain, super_, match_probability(bid))
+            tail = [0.0] * (len(dist) + 1)
+            for c in range(len(dist) - 1, -1, -1):
+                tail[c] = tail[c + 1] + dist[c]
+            self._tails[face] = (exposed, tuple(tail))
+        return self._tails[face]
+
     def call_chance(self, bid: Bid, next_matching: int) -> float:
         """How likely the next player calls bid when holding next_matching of it:
         their odds from their own hidden dice, the exposed ones and plain odds."""
-        view = self.view
         if self.next is None:
             return 1.0
-        p = match_probability(bid)
-        exposed = count_matching(view.others_exposed + view.own.exposed, bid)
-        hidden_plain = sum(1 for d in view.own.hidden if not d.super) + sum(
-            o.hidden_plain for o in self.rest)
-        hidden_super = sum(1 for d in view.own.hidden if d.super) + sum(
-            o.hidden_super for o in self.rest)
+        exposed, tail = self.next_sees(bid.face)
         need = bid.quantity - exposed - next_matching
-        unknown = count_distribution(hidden_plain, hidden_super, p)
-        holds = sum(unknown[max(0, need):]) if need <= len(unknown) - 1 else 0.0
         if need <= 0:
             return 0.0
+        holds = tail[need] if need < len(tail) else 0.0
         return min(1.0, max(0.0, 0.5 + (CALL_BELOW - holds) / (2 * CALL_SOFTNESS)))
 
     def raise_value(self, bid: Bid) -> float:
