@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from pbem.games import GameError
 from pbem.kinds import KINDS
 from pbem.models import Game
 from pbem.options import GameOptions, options_of, parse_options, save_options
@@ -46,3 +47,13 @@ def test_the_stand_in_plays_at_the_games_level() -> None:
         moves[level] = move
     save_options(game, GameOptions())
     assert missing_move(game, kind, state, 2, None)[0] == moves["strong"]
+
+
+def test_the_referee_changes_the_level_at_the_desk(server: Server) -> None:
+    referee_mail(server, "NEWGAME g1")
+    assert options_of(game_row(server)).robot == "strong"
+    assert "robot easy" in admin(server, "LEVEL g1 easy")
+    assert options_of(game_row(server)).robot == "easy"
+    assert "robot easy" in admin(server, "STATUS g1")
+    with pytest.raises(GameError, match="easy, normal or strong"):
+        admin(server, "LEVEL g1 genius")
