@@ -82,9 +82,9 @@ def one_ply_move(view: SeatView, rng: random.Random, slack: float = 0.0) -> Move
         options.append((raise_cost(view, bid), rng.random(), BidMove(bid)))
     if not options:   # unreachable: a round with no bid always has an opening bid
         return CHALLENGE
+    # the cheapest move, ties (and with slack, near ties) broken by the stream
     floor = min(round(o[0], 9) for o in options) + slack
-    best = min((o for o in options if round(o[0], 9) <= floor), key=lambda o: o[1])[2] \
-        if slack else min(options, key=lambda o: (round(o[0], 9), o[1]))[2]
+    best = min((o for o in options if round(o[0], 9) <= floor), key=lambda o: o[1])[2]
     if isinstance(best, BidMove):
         return BidMove(best.bid, expose_for(view, best.bid))
     return best
