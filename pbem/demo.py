@@ -86,8 +86,9 @@ def referee_mail(settings: Settings, lines: list[str]) -> bytes:
 
 
 def run_demo(folder: Path | None = None, *, seed: int | None = None, quiet: bool = False,
-             rules: str = "postal", options: str | None = None) -> int:
-    """options: the NEWGAME words after RULES <kind> (e.g. "anniversary DICE 3")."""
+             rules: str = "postal", options: str | None = None, robot: str = "strong") -> int:
+    """options: the NEWGAME words after RULES <kind> (e.g. "anniversary DICE 3");
+    robot: the game's robot level (NEWGAME ROBOT), which the robot players use too."""
     count, words, most = DEMO_KINDS[rules]
     words = f" {options}" if options else words
     folder = folder or Path(tempfile.mkdtemp(prefix="pbem-demo-"))
@@ -106,7 +107,7 @@ def run_demo(folder: Path | None = None, *, seed: int | None = None, quiet: bool
         game = f"demo-{secrets.token_hex(2)}"
         addresses = {f"{login}@{DOMAIN}": name for login, name in DEMO_PLAYERS[:count]}
         setup = [f"NEWGAME {game}" + (f" SEED {seed}" if seed is not None else "")
-                 + f" RULES {rules}{words}"]
+                 + f" ROBOT {robot}" + f" RULES {rules}{words}"]
         setup += [f"ADD {game} {addr} {name}" for addr, name in addresses.items()]
         setup.append(f"START {game}")
         send(listener.port, [(settings.referee, referee_mail(settings, setup))], settings.address)
@@ -125,7 +126,7 @@ def run_demo(folder: Path | None = None, *, seed: int | None = None, quiet: bool
             for addr, report in sorted(latest.items()):
                 assert report.view is not None
                 over = over or report.view["game_over"]
-                lines = client_order_lines(report.view, rng)
+                lines = client_order_lines(report.view, rng, level=robot)
                 if lines:
                     orders.append((addr, reply_to(report.msg, addr, lines, original=report.text)))
             if orders:

@@ -18,6 +18,8 @@ NEWGAME words (any case, any order; RULES takes the rest of the line)::
                         referee is asked to replace (0: never)
     VACATION <days>     ABSENT days per player per game      default: 14
     MISSING <policy>    robot | challenge | raise            default: robot
+    ROBOT <level>       easy | normal | strong: how well the default: strong
+                        robot plays a missing seat
     OPEN                open for sign-up by JOIN             default: closed
     AUTOSTART           start when the seats fill (implies OPEN)
     WAIT                resolve only at the deadline, never early
@@ -38,16 +40,18 @@ from typing import Any
 from pbem.errors import Refusal
 
 POLICIES = ("robot", "challenge", "raise")   # MISSING <policy>: what plays a missed order
+ROBOT_LEVELS = ("easy", "normal", "strong")   # ROBOT <level>: pbem.rules.robot.LEVELS
+DEFAULT_ROBOT_LEVEL = "strong"
 DEFAULT_MISSED_LIMIT = 3
 DEFAULT_VACATION_DAYS = 14.0
 MAX_HOURS = 24 * 365
 
 USAGE = ("NEWGAME <game> [SEED <n>] [DEADLINE <hours>] [AT <hour>] [GRACE <hours>] "
          "[REMIND <hours>] [MISSED <n>] [VACATION <days>] [MISSING robot|challenge|raise] "
-         "[OPEN] [AUTOSTART] [WAIT] [RULES <kind> ...]")
+         "[ROBOT easy|normal|strong] [OPEN] [AUTOSTART] [WAIT] [RULES <kind> ...]")
 OPTION_HINT = ("options: SEED <n>, DEADLINE <hours>, AT <hour UTC>, GRACE <hours>, "
                "REMIND <hours>, MISSED <n>, VACATION <days>, MISSING robot|challenge|raise, "
-               "OPEN, AUTOSTART, WAIT, RULES <kind> ... (last)")
+               "ROBOT easy|normal|strong, OPEN, AUTOSTART, WAIT, RULES <kind> ... (last)")
 
 
 @dataclass
@@ -58,6 +62,7 @@ class GameOptions:
     missed_limit: int = DEFAULT_MISSED_LIMIT   # missed turns in a row; 0: never ask
     vacation_days: float = DEFAULT_VACATION_DAYS   # ABSENT cap per player per game
     policy: str = "robot"                 # the policy for a missed order (services.turns)
+    robot: str = DEFAULT_ROBOT_LEVEL      # the robot's level when it plays a seat
     open: bool = False                    # JOIN may sign up
     autostart: bool = False               # start when the seats fill by JOIN
     wait: bool = False                    # never resolve before the deadline
@@ -109,6 +114,7 @@ class GameOptions:
                      else "no missed-turn limit")
         parts.append(f"vacation cap {self.vacation_days:g} days")
         parts.append(f"missing orders: {self.policy}")
+        parts.append(f"robot {self.robot}")
         if self.open:
             parts.append("open for sign-up" + (", starts when full" if self.autostart else ""))
         if self.wait:
@@ -173,7 +179,7 @@ def parse_options(words: list[str], name: str) -> NewGame:
             new.rules, new.rules_words = rest[0].lower(), rest[1:]
             break
         if word not in ("SEED", "DEADLINE", "AT", "GRACE", "REMIND", "MISSED", "VACATION",
-                        "MISSING"):
+                        "MISSING", "ROBOT"):
             raise Refusal(f"unknown NEWGAME option {word}", OPTION_HINT)
         if not rest:
             raise Refusal(f"{word} needs a value", OPTION_HINT)
@@ -197,6 +203,11 @@ def parse_options(words: list[str], name: str) -> NewGame:
                 raise Refusal(f"MISSING {value}: not a policy",
                                  "MISSING takes robot, challenge or raise")
             opts.policy = value.lower()
+        elif word == "ROBOT":
+            if value.lower() not in ROBOT_LEVELS:
+                raise Refusal(f"ROBOT {value}: not a level",
+                                 "ROBOT takes easy, normal or strong")
+            opts.robot = value.lower()
     if opts.deadline_hour is not None and new.hours is None:
         raise Refusal("AT needs a turn length", "e.g. DEADLINE 48 AT 18")
     return new

@@ -102,7 +102,8 @@ def _part_body(raw: bytes, at: int, top: int) -> bytes:
     return body.replace(b"\r\n", b"\n")
 
 
-def client_order_lines(view: dict[str, Any], rng: random.Random) -> list[str]:
+def client_order_lines(view: dict[str, Any], rng: random.Random,
+                       level: str = "normal") -> list[str]:
     """The order lines a robot player sends in answer to its report.json, for every
     game kind (the view's "format" says which); [] when it has no move to make."""
     fmt = view.get("format", POSTAL.view_format)
@@ -110,7 +111,7 @@ def client_order_lines(view: dict[str, Any], rng: random.Random) -> list[str]:
         kind = kind_for_view(fmt)
     except KeyError:
         raise ValueError(f"a robot cannot play a report of format {fmt!r}") from None
-    return kind.client_order_lines(view, rng)
+    return kind.client_order_lines(view, rng, level)
 
 
 def reply_to(report: EmailMessage, from_addr: str, body_lines: list[str], *,

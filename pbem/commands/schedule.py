@@ -18,7 +18,7 @@ from pbem.deadlines import relative, utc
 from pbem.errors import Refusal
 from pbem.games import audit, find_game, players_of, remove_entrant
 from pbem.models import Game, Signup, Watcher
-from pbem.options import options_of, save_options
+from pbem.options import ROBOT_LEVELS, options_of, save_options
 from pbem.orders import Order, game_name
 from pbem.services.post import announce, notice, tagged
 from pbem.services.turns import resolve_if_complete
@@ -73,6 +73,12 @@ def parse_wait(args: list[str]) -> tuple[str, bool]:
     if len(args) != 2 or args[1].lower() not in ("on", "off"):
         raise Refusal("WAIT needs a game and on or off", "e.g. WAIT cup-1 on")
     return game_name([args[0]]), args[1].lower() == "on"
+
+
+def parse_level(args: list[str]) -> tuple[str, str]:
+    if len(args) != 2 or args[1].lower() not in ROBOT_LEVELS:
+        raise Refusal("LEVEL needs a game and easy, normal or strong", "e.g. LEVEL g1 normal")
+    return game_name([args[0]]), args[1].lower()
 
 
 def parse_remove(args: list[str]) -> tuple[str, str]:
@@ -233,6 +239,19 @@ def do_wait(ctx: CommandContext, order: Order) -> str:
     return out
 
 
+def do_level(ctx: CommandContext, order: Order) -> str:
+    """How well the robot plays a missing seat from the next turn on (NEWGAME ROBOT)."""
+    args: tuple[str, str] = order.args
+    name, level = args
+    game = _game(ctx.session, name, ("new", "running", "paused"), "change")
+    options = options_of(game)
+    options.robot = level
+    save_options(game, options)
+    ctx.session.add(game)
+    audit(ctx.session, game, ctx.now, "level", f"robot {level}", actor="referee")
+    return f"game {game.name}: robot {level}"
+
+
 def do_remove(ctx: CommandContext, order: Order) -> str:
     args: tuple[str, str] = order.args
     name, email = args
@@ -281,6 +300,9 @@ COMMANDS: tuple[MailCommand, ...] = (
     MailCommand("WAIT", "WAIT <game> on|off",
             "on: a turn resolves only at its deadline, never as soon as all orders are in",
             parse_wait, action=do_wait, who="referee", phase="change"),
+    MailCommand("LEVEL", "LEVEL <game> easy|normal|strong",
+            "how well the robot plays a seat whose order is missing", parse_level,
+            action=do_level, who="referee", phase="change"),
     MailCommand("REMOVE", "REMOVE <game> <email>", "take a player off a game before its start",
             parse_remove, action=do_remove, who="referee", phase="change"),
     MailCommand("CANCEL", "CANCEL <game>", "end a game for good; its players are told", game_name,

@@ -128,7 +128,9 @@ class GameKind(ABC, Generic[S, M]):
         """Play one move for every due seat; the next state and what happened."""
 
     @abstractmethod
-    def robot_move(self, state: S, seat: int, rng: random.Random) -> M: ...
+    def robot_move(self, state: S, seat: int, rng: random.Random,
+                   level: str = "strong") -> M:
+        """The robot's move for seat at a level (pbem.options.ROBOT_LEVELS)."""
 
     def standing_move(self, state: S, seat: int, policy: str) -> M | None:
         """A player's standing order (CHALLENGE | RAISE) as a move now, if it is legal."""
@@ -198,7 +200,8 @@ class GameKind(ABC, Generic[S, M]):
         """The odds of a move from what seat can see (a bid's), if it has any."""
         return None
 
-    def client_order_lines(self, view: JSONMap, rng: random.Random) -> list[str]:
+    def client_order_lines(self, view: JSONMap, rng: random.Random,
+                           level: str = "normal") -> list[str]:
         """A robot at the other end of the mail: the order lines the player of a
         report.json (this kind's view) sends, from the view alone; [] when they have no
         move to make (pbem.robot_client, the demo, the end-to-end tests)."""

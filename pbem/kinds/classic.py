@@ -57,7 +57,7 @@ from pbem.rules.errors import IllegalMove, RulesError
 from pbem.rules.ladder import Bid
 from pbem.rules.odds import SeatView, bid_odds
 from pbem.rules.postal import make_ladder
-from pbem.rules.robot import choose_move
+from pbem.rules.robot import DEFAULT_LEVEL, choose_move
 from pbem.rules.ruleset import ExactRule, RuleSet
 
 MOVE_NAMES = ("BID", "CHALLENGE", "EXPOSE")
@@ -300,8 +300,9 @@ class ClassicKind(BidMoves[ClassicState]):
         return Resolution(after, _event_lines(events), extras, record,
                           seat_notes={s: _event_lines(events, s) for s in state.seats})
 
-    def robot_move(self, state: ClassicState, seat: int, rng: random.Random) -> Move:
-        return choose_move(state.seat_view(seat), rng)
+    def robot_move(self, state: ClassicState, seat: int, rng: random.Random,
+                   level: str = DEFAULT_LEVEL) -> Move:
+        return choose_move(state.seat_view(seat), rng, level)
 
     def standing_move(self, state: ClassicState, seat: int, policy: str) -> Move | None:
         if seat not in state.due():
@@ -378,7 +379,8 @@ class ClassicKind(BidMoves[ClassicState]):
     def legal_moves(self, state: ClassicState, seat: int) -> list[Move]:
         return state.legal_moves() if seat in state.due() else []
 
-    def client_order_lines(self, view: JSONMap, rng: random.Random) -> list[str]:
+    def client_order_lines(self, view: JSONMap, rng: random.Random,
+                           level: str = "normal") -> list[str]:
         return client_order_lines(view, rng)
 
     def move_odds(self, state: ClassicState, seat: int, move: Move) -> Odds | None:

@@ -23,6 +23,7 @@ from pbem.kinds.tables import POINTS_TABLE, Viewer, cup_scores, cup_tables
 from pbem.kinds.words import Words, cap
 from pbem.orders import Command, Order, SeatByName
 from pbem.rules import cupofbluff as cb
+from pbem.rules import robot_cup
 from pbem.rules.cupofbluff import (
     Announce,
     Answer,
@@ -358,8 +359,9 @@ class CupKind(GameKind[CupState, Move]):
         return Resolution(after, event_lines(events), extras, record,
                           seat_notes={s: event_lines(events, s) for s in state.seats})
 
-    def robot_move(self, state: CupState, seat: int, rng: random.Random) -> Move:
-        return cb.robot_move(state, seat, rng)
+    def robot_move(self, state: CupState, seat: int, rng: random.Random,
+                   level: str = "strong") -> Move:
+        return robot_cup.robot_move(state, seat, rng, level)
 
     def standing_move(self, state: CupState, seat: int, policy: str) -> Move | None:
         claim = state.claim
@@ -449,7 +451,8 @@ class CupKind(GameKind[CupState, Move]):
     def legal_moves(self, state: CupState, seat: int) -> list[Move]:
         return state.legal_moves() if seat in state.due() else []
 
-    def client_order_lines(self, view: JSONMap, rng: random.Random) -> list[str]:
+    def client_order_lines(self, view: JSONMap, rng: random.Random,
+                           level: str = "normal") -> list[str]:
         return client_order_lines(view, rng)
 
     def report_extras(self, state: CupState, seat: int | None) -> JSON:

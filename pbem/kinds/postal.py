@@ -25,7 +25,7 @@ from pbem.rules.dice import DiceStream, Die, face_from_json, face_symbol
 from pbem.rules.dice_cup import Cup
 from pbem.rules.errors import RulesError
 from pbem.rules.ladder import Bid, Ladder
-from pbem.rules.odds import SeatView, bid_odds
+from pbem.rules.odds import OtherSeat, SeatView, bid_odds, bids_since_reroll
 from pbem.rules.postal import (
     PLAYERS,
     BidPlaced,
@@ -36,7 +36,7 @@ from pbem.rules.postal import (
     new_game,
 )
 from pbem.rules.postal_record import GameRecord, RecordedMove, result_json
-from pbem.rules.robot import choose_move
+from pbem.rules.robot import DEFAULT_LEVEL, choose_move
 from pbem.rules.ruleset import RuleSet
 from pbem.rules.view import holdings, odds_view
 
@@ -130,8 +130,9 @@ class PostalKind(BidMoves[PostalState]):
         return Resolution(after, _event_lines(events), extras,
                           seat_notes={s: _event_lines(events, s) for s in range(1, PLAYERS + 1)})
 
-    def robot_move(self, state: PostalState, seat: int, rng: random.Random) -> Move:
-        return choose_move(state.seat_view(seat, state.due()[seat]), rng)
+    def robot_move(self, state: PostalState, seat: int, rng: random.Random,
+                   level: str = DEFAULT_LEVEL) -> Move:
+        return choose_move(state.seat_view(seat, state.due()[seat]), rng, level)
 
     def standing_move(self, state: PostalState, seat: int, policy: str) -> Move | None:
         number = state.due().get(seat)
@@ -210,8 +211,9 @@ class PostalKind(BidMoves[PostalState]):
     def record(self, rows: GameRows, state: PostalState | None) -> JSON:
         return self.game_record(rows, state).to_json()
 
-    def client_order_lines(self, view: JSONMap, rng: random.Random) -> list[str]:
-        move = choose_order(view, rng)
+    def client_order_lines(self, view: JSONMap, rng: random.Random,
+                           level: str = "normal") -> list[str]:
+        move = choose_order(view, rng, level)
         return order_lines(move) if move is not None else []
 
 
@@ -236,14 +238,20 @@ def client_seat_view(view: JSONMap, minigame: int, rules: RuleSet | None = None)
     rules = rules or RuleSet()
     ladder = Ladder(per_player * len(mg["exposed"]), star_bids=rules.star_bids,
                     board_cap=rules.board_cap)
-    return SeatView(int(me), own, exposed, unknown, 0, bid, ladder, rules)
+    # what each other player's bids since their last re-roll say (the strong robot reads it)
+    placed = [(int(b["player"]), Bid(int(b["quantity"]), face_from_json(b["face"])),
+               bool(b.get("exposed"))) for b in mg["bids"]]
+    seen = tuple(OtherSeat(int(s), per_player - len(mg["exposed"][s]), 0,
+                           bids_since_reroll(placed, int(s))) for s in others)
+    return SeatView(int(me), own, exposed, unknown, 0, bid, ladder, rules, seen,
+                    int(me) % len(mg["exposed"]) + 1)
 
 
-def choose_order(view: JSONMap, rng: random.Random) -> Move | None:
+def choose_order(view: JSONMap, rng: random.Random, level: str = "normal") -> Move | None:
     """The robot's move for the player of a report.json; None when it has none to make."""
     if view.get("game_over") or view.get("to_move") is None:
         return None
-    return choose_move(client_seat_view(view, view["to_move"]), rng)
+    return choose_move(client_seat_view(view, view["to_move"]), rng, level)
 
 
 POSTAL = PostalKind()

@@ -39,7 +39,7 @@ from pbem.rules.dice import DiceStream, Die, Face
 from pbem.rules.dice_cup import Cup
 from pbem.rules.errors import IllegalMove
 from pbem.rules.ladder import Bid, Ladder
-from pbem.rules.odds import SeatView
+from pbem.rules.odds import SeatView, other_seats
 from pbem.rules.postal import make_ladder
 from pbem.rules.ruleset import RuleSet
 
@@ -262,7 +262,10 @@ class ClassicState:
             others_exposed=tuple(d for c in others for d in c.exposed),
             unknown_plain=sum(1 for d in hidden if not d.super),
             unknown_super=sum(1 for d in hidden if d.super),
-            current=self.current_bid, ladder=self.ladder, rules=self.rules)
+            current=self.current_bid, ladder=self.ladder, rules=self.rules,
+            others=other_seats([(s, self.cup(s)) for s in self.seats_in],
+                               [(b.seat, b.bid, bool(b.exposed)) for b in self.bids], seat),
+            next_seat=self.next_in(seat))
 
     def standings(self) -> tuple[Standing, ...]:
         """Best first: still in by dice left, then out by the round they went out in."""

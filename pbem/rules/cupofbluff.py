@@ -398,13 +398,15 @@ def _believed(state: CupState, total: int) -> float:
     return likely * TOTAL_ODDS[total] / (TOTAL_ODDS[total] + bluff)
 
 
-def robot_move(state: CupState, seat: int, rng: random.Random) -> Move:
-    """A legal move for the due seat (draws on rng only, so it is repeatable)."""
+def robot_move(state: CupState, seat: int, rng: random.Random, level: str = "normal") -> Move:
+    """A legal move for the due seat (draws on rng only, so it is repeatable). The
+    easy Guesser answers at a coin's toss; normal and strong play alike."""
     if seat not in state.due():
         raise IllegalMove(f"it is not player {seat}'s move: {state.waiting_for()}")
     if state.phase == ANSWER:
         assert state.claim is not None
-        return Answer(rng.random() < _believed(state, state.claim.total))
+        trust = 0.5 if level == "easy" else _believed(state, state.claim.total)
+        return Answer(rng.random() < trust)
     own = state.tokens(seat)
     if state.phase == GIVE:   # the cheapest token; a low number breaks ties
         return Give(min(own, key=lambda t: (points(t), t)))

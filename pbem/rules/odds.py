@@ -6,6 +6,7 @@ face or a star) and a star bid with p = 1/6. A super die counts twice.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -23,6 +24,35 @@ class Odds:
 
 
 @dataclass(frozen=True)
+class OtherSeat:
+    """What a seat knows of another seat in the round: its hidden dice count and
+    its bids since its last re-roll (a bid with an expose re-rolled the rest, so
+    it and the bids before it say nothing about the dice now hidden)."""
+
+    seat: int
+    hidden_plain: int
+    hidden_super: int
+    bids: tuple[Bid, ...] = ()
+
+
+def bids_since_reroll(placed: Sequence[tuple[int, Bid, bool]], seat: int) -> tuple[Bid, ...]:
+    """seat's bids after its last expose; placed is (seat, bid, exposed) in order."""
+    mine: list[Bid] = []
+    for bidder, bid, exposed in placed:
+        if bidder == seat:
+            mine = [] if exposed else mine + [bid]
+    return tuple(mine)
+
+
+def other_seats(cups: Sequence[tuple[int, Cup]], placed: Sequence[tuple[int, Bid, bool]],
+                seat: int) -> tuple[OtherSeat, ...]:
+    """Every other seat's OtherSeat, from (seat, cup) pairs and the round's bids."""
+    return tuple(OtherSeat(s, sum(1 for d in c.hidden if not d.super),
+                           sum(1 for d in c.hidden if d.super), bids_since_reroll(placed, s))
+                 for s, c in cups if s != seat)
+
+
+@dataclass(frozen=True)
 class SeatView:
     """One seat's knowledge of one running round: what the robot and the odds use."""
 
@@ -34,6 +64,8 @@ class SeatView:
     current: Bid | None
     ladder: Ladder
     rules: RuleSet
+    others: tuple[OtherSeat, ...] = ()   # the other seats in the round, for beliefs
+    next_seat: int | None = None         # the seat that answers this seat's bid
 
     @property
     def known(self) -> tuple[Die, ...]:

@@ -17,7 +17,7 @@ from pbem.rules.dice import DiceStream, Die, Face, hand_label, reroll_label
 from pbem.rules.dice_cup import Cup
 from pbem.rules.errors import IllegalMove
 from pbem.rules.ladder import Bid, Ladder
-from pbem.rules.odds import SeatView
+from pbem.rules.odds import SeatView, other_seats
 from pbem.rules.ruleset import POSTAL_RULES, RuleSet
 
 PLAYERS = 5
@@ -187,7 +187,10 @@ class PostalState:
             others_exposed=tuple(d for c in others for d in c.exposed),
             unknown_plain=sum(1 for d in hidden if not d.super),
             unknown_super=sum(1 for d in hidden if d.super),
-            current=game.current_bid, ladder=self.ladder(number), rules=self.rules)
+            current=game.current_bid, ladder=self.ladder(number), rules=self.rules,
+            others=other_seats(list(enumerate(game.cups, start=1)),
+                               [(b.seat, b.bid, bool(b.exposed)) for b in game.bids], seat),
+            next_seat=seat % PLAYERS + 1)
 
     def standings(self) -> tuple[Standing, ...]:
         return rank(dict(zip(SEATS, self.virtual_dice)))

@@ -17,6 +17,7 @@ from pbem.rules.challenge import matches
 from pbem.rules.dice import Face
 from pbem.rules.ladder import Bid
 from pbem.rules.odds import SeatView, actual_distribution
+from pbem.rules.robot_strong import choose_strong
 from pbem.rules.ruleset import ExactRule
 
 RAISE_DISCOUNT = 0.85   # a raise is not always challenged
@@ -58,7 +59,21 @@ def expose_for(view: SeatView, bid: Bid) -> tuple[Face, ...]:
     return ()
 
 
-def choose_move(view: SeatView, rng: random.Random) -> Move:
+LEVELS = ("easy", "normal", "strong")
+DEFAULT_LEVEL = "strong"
+EASY_SLACK = 0.5   # the easy robot picks among the moves this close to its best
+
+
+def choose_move(view: SeatView, rng: random.Random, level: str = "normal") -> Move:
+    """The robot's move at a level: easy (loose one-ply), normal (one-ply) or
+    strong (beliefs from the bids, see pbem.rules.robot_strong). The stand-in plays
+    at the game's level, DEFAULT_LEVEL unless set; a bare call plays normal."""
+    if level == "strong":
+        return choose_strong(view, rng)
+    return one_ply_move(view, rng, EASY_SLACK if level == "easy" else 0.0)
+
+
+def one_ply_move(view: SeatView, rng: random.Random, slack: float = 0.0) -> Move:
     candidates = view.ladder.raises(view.current)[:SEARCH_WIDTH]
     options: list[tuple[float, float, Move]] = []
     if view.current is not None:
@@ -67,7 +82,9 @@ def choose_move(view: SeatView, rng: random.Random) -> Move:
         options.append((raise_cost(view, bid), rng.random(), BidMove(bid)))
     if not options:   # unreachable: a round with no bid always has an opening bid
         return CHALLENGE
-    best = min(options, key=lambda o: (round(o[0], 9), o[1]))[2]
+    # the cheapest move, ties (and with slack, near ties) broken by the stream
+    floor = min(round(o[0], 9) for o in options) + slack
+    best = min((o for o in options if round(o[0], 9) <= floor), key=lambda o: o[1])[2]
     if isinstance(best, BidMove):
         return BidMove(best.bid, expose_for(view, best.bid))
     return best

@@ -43,7 +43,7 @@ from pbem.games import (
 )
 from pbem.kinds import AnyKind, kind_of
 from pbem.models import Game, Move, Player
-from pbem.options import POLICIES, options_of
+from pbem.options import DEFAULT_ROBOT_LEVEL, POLICIES, ROBOT_LEVELS, options_of
 from pbem.services.bounces import describe, failing, report_notes
 from pbem.services.post import Post, tagged, tell_referee
 from pbem.services.reports import enqueue_reports
@@ -75,18 +75,26 @@ def game_policy(game: Game) -> str:
     return policy.upper() if policy in POLICIES else "ROBOT"
 
 
+def robot_level(game: Game) -> str:
+    """The game's robot level (NEWGAME ROBOT), strong unless set."""
+    level = options_of(game).robot
+    return level if level in ROBOT_LEVELS else DEFAULT_ROBOT_LEVEL
+
+
 def missing_move(game: Game, kind: AnyKind, state: Any, seat: int,
                  player: Player | None) -> tuple[Any, str]:
     """The move for a seat without an order: its standing order, the game's policy, the robot."""
     if player is not None and (player.default_order or "").upper() == "ROBOT":
-        return kind.robot_move(state, seat, robot_rng(game, game.turn, seat)), "robot"
+        return kind.robot_move(state, seat, robot_rng(game, game.turn, seat),
+                               level=robot_level(game)), "robot"
     for policy, by in ((player.default_order if player else None, "standing"),
                        (game_policy(game), "policy")):
         if policy and policy.upper() in ("CHALLENGE", "RAISE"):
             move = kind.standing_move(state, seat, policy.upper())
             if move is not None:
                 return move, by
-    return kind.robot_move(state, seat, robot_rng(game, game.turn, seat)), "robot"
+    return kind.robot_move(state, seat, robot_rng(game, game.turn, seat),
+                               level=robot_level(game)), "robot"
 
 
 def turn_moves(session: Session, game: Game, state: Any) -> tuple[dict[int, Any], dict[int, str]]:

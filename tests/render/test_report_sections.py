@@ -92,8 +92,9 @@ def play(tmp: Path, kind: str, options: str, players: int, seed: int, *,
         game = create_game(session, "g1", seed=seed.to_bytes(32, "big"), now=now,
                            turn_hours=24, kind=kind,
                            rules_json=k.parse_options(options.split()))
-        # the game's policy plays the missing orders of players without a standing order
-        game.options_json = json.dumps({"policy": "challenge"})
+        # the game's policy plays the missing orders of players without a standing order;
+        # the normal robot exposes whenever it can, so the reports show exposed dice
+        game.options_json = json.dumps({"policy": "challenge", "robot": "normal"})
         for i in range(players):
             add_player(session, game, f"p{i + 1}@example.org", NAMES[i])
         start_game(session, game, now)

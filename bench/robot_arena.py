@@ -1,0 +1,184 @@
+"""An arena: one tested player against a field of others, through pbem.kinds only.
+
+Players: random, odds, counting (bench/baselines.py) and the robot at each
+level (easy, normal, strong). A line-up is "TESTED vs FIELD" for a setup
+(postal; classic-english, classic-german, classic-czech,
+classic-anniversary; cup). Game i deals its dice from
+``seed_from_number(SEED_BASE + i)`` and puts the tested player in seat
+i % n + 1 (so it rotates); the players draw on ``random.Random(SEED_BASE + i)``.
+
+Figures for the tested seat: sole-first rate, fair share of first place (a
+first shared by k counts 1/k; no edge is 1/n), the score left (postal:
+virtual dice; classic: dice; cup: points), each with a 95% interval
+(1.96 standard errors), and the robot's time per move (median, worst).
+
+    python3 bench/robot_arena.py --games 600 postal:strong:odds classic-english:strong:odds
+    python3 bench/robot_arena.py --table postal --games 600   # docs/robot.md, postal
+    python3 bench/robot_arena.py --table others --games 600   # docs/robot.md, classic, cup
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from baselines import counting_move, cup_odds_move, odds_move  # bench/baselines.py
+
+from pbem.kinds import KINDS, GameKind
+from pbem.rules.dice import DiceStream, seed_from_number
+from pbem.rules.robot import LEVELS, random_move
+
+SEED_BASE = 40_000
+SETUPS: dict[str, tuple[str, int, list[str]]] = {   # setup -> kind, players, option words
+    "postal": ("postal", 5, []),
+    "classic-english": ("classic", 5, ["english"]),
+    "classic-german": ("classic", 5, ["german"]),
+    "classic-czech": ("classic", 5, ["czech"]),
+    "classic-anniversary": ("classic", 5, ["anniversary"]),
+    "cup": ("cup", 5, []),
+}
+PLAYERS = ("random", "odds", "counting", *LEVELS)
+
+
+def legal_moves(kind: GameKind, state: Any, seat: int) -> list[Any]:
+    if kind.name == "postal":
+        moves: list[Any] = state.legal_moves(state.due()[seat])
+    else:
+        moves = state.legal_moves()
+    return moves
+
+
+def seat_view(kind: GameKind, state: Any, seat: int) -> Any:
+    if kind.name == "postal":
+        return state.seat_view(seat, state.due()[seat])
+    return state.seat_view(seat)
+
+
+@dataclass
+class Result:
+    sole: list[float] = field(default_factory=list)
+    fair: list[float] = field(default_factory=list)
+    score: list[float] = field(default_factory=list)
+    move_ms: list[float] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def move_of(player: str, kind: GameKind, state: Any, seat: int, rng: random.Random,
+            timing: list[float] | None) -> Any:
+    if player in LEVELS:
+        start = time.perf_counter()
+        move = kind.robot_move(state, seat, rng, level=player)
+        if timing is not None:
+            timing.append(1000 * (time.perf_counter() - start))
+        return move
+    if player == "random":
+        return random_move(legal_moves(kind, state, seat), rng)
+    if kind.name == "cup":
+        return cup_odds_move(state, seat, rng)   # counting is odds in Cup of Bluff
+    view = seat_view(kind, state, seat)
+    return counting_move(view, rng) if player == "counting" else odds_move(view, rng)
+
+
+def play(setup: str, number: int, tested: str, others: str, result: Result) -> None:
+    kind_name, players, words = SETUPS[setup]
+    kind = KINDS[kind_name]
+    stream = DiceStream(seed_from_number(SEED_BASE + number))
+    rng = random.Random(SEED_BASE + number)
+    state = kind.start(kind.parse_options(words), stream, players)
+    me = number % players + 1
+    while not kind.over(state):
+        moves = {seat: move_of(tested if seat == me else others, kind, state, seat, rng,
+                               result.move_ms if seat == me else None)
+                 for seat in sorted(kind.due(state))}
+        state = kind.apply(state, moves, stream).state
+    rows = kind.standings(state)
+    firsts = [r["seat"] for r in rows if r["rank"] == 1]
+    result.sole.append(1.0 if firsts == [me] else 0.0)
+    result.fair.append(1 / len(firsts) if me in firsts else 0.0)
+    result.score.append(float(next(r["score"] for r in rows if r["seat"] == me)))
+
+
+def interval(values: list[float]) -> tuple[float, float]:
+    mean = statistics.fmean(values)
+    sd = statistics.pstdev(values) if len(values) > 1 else 0.0
+    return mean, 1.96 * sd / math.sqrt(len(values))
+
+
+def run(setup: str, tested: str, others: str, games: int) -> Result:
+    result = Result()
+    start = time.perf_counter()
+    for number in range(games):
+        play(setup, number, tested, others, result)
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def row(setup: str, tested: str, others: str, games: int, result: Result) -> str:
+    players = SETUPS[setup][1]
+    sole, sole_ci = interval(result.sole)
+    fair, fair_ci = interval(result.fair)
+    score, score_ci = interval(result.score)
+    timing = ""
+    if result.move_ms:
+        timing = (f" | {statistics.median(result.move_ms):.2f} / "
+                  f"{max(result.move_ms):.1f}")
+    return (f"| {setup} | {tested} vs {players - 1} {others} | {games} "
+            f"| {100 * sole:.1f} ± {100 * sole_ci:.1f} | {100 * fair:.1f} ± {100 * fair_ci:.1f} "
+            f"| {100 / players:.0f} | {score:.2f} ± {score_ci:.2f}{timing or ' | -'} |")
+
+
+HEADER = ("| setup | line-up | games | sole first % | fair share % | no edge % "
+          "| score left | robot ms/move median / worst |\n"
+          "| --- | --- | --- | --- | --- | --- | --- | --- |")
+
+
+def full_table(part: str) -> list[tuple[str, str, str]]:
+    """The line-ups of docs/robot.md: part postal, or part others (classic and cup)."""
+    if part == "postal":
+        out = [("postal", "odds", "random"), ("postal", "counting", "random")]
+        for level in LEVELS:
+            out += [("postal", level, "odds"), ("postal", level, "counting"),
+                    ("postal", "odds", level)]
+        return out
+    out = []
+    for setup in ("classic-english", "classic-german", "classic-czech",
+                  "classic-anniversary", "cup"):
+        out += [(setup, "odds", "random"), (setup, "normal", "odds"), (setup, "strong", "odds")]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("lineups", nargs="*", help="setup:tested:field, e.g. postal:strong:odds")
+    parser.add_argument("--games", type=int, default=600, help="games a line-up (600)")
+    parser.add_argument("--table", choices=("postal", "others"),
+                        help="the line-ups of docs/robot.md: postal, or classic and cup")
+    args = parser.parse_args(argv)
+    lineups = [tuple(text.split(":")) for text in args.lineups]
+    if args.table:
+        lineups += full_table(args.table)
+    for lineup in lineups:
+        if len(lineup) != 3 or lineup[0] not in SETUPS or not set(lineup[1:]) <= set(PLAYERS):
+            parser.error(f"not a line-up: {':'.join(lineup)} (setups {', '.join(SETUPS)}; "
+                         f"players {', '.join(PLAYERS)})")
+    print(HEADER, flush=True)
+    total = time.perf_counter()
+    for setup, tested, others in lineups:
+        print(row(setup, tested, others, args.games, run(setup, tested, others, args.games)),
+              flush=True)
+    print(f"\n{time.perf_counter() - total:.0f} s in all", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

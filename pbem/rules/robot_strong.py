@@ -1,0 +1,207 @@
+"""The strong robot: reads the bids, prices a raise by the next player's call.
+
+Beliefs. A player who bids a face tends to hold it. The robot models a
+bidder as choosing among bids with a weight exp(BELIEF * matching dice in
+their hand); that likelihood factorises over the dice, so the posterior of
+each hidden die of a seat is its own: face f weighted exp(BELIEF * number
+of that seat's bids (since its last re-roll) that f matches). The count of
+a face over the table is then a sum of independent dice, exact by
+convolution, once per face for the whole move.
+
+Values. An outcome is scored against the field: the robot's dice lost,
+minus the mean of the others' (the exact rule of the game as played: under
+the postal rule an exact bid costs every other player a die, +1 for the
+bidder). A challenge is worth its expected outcome. A raise is worth the
+chance that the next player, seeing their own hand, calls it, times the
+outcome when they do (given their hand); not called, the risk passes on
+(worth 0). Near-equal moves are mixed by the random stream, so the robot is
+deterministic for a given stream, and it exposes only sometimes.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+from pbem.rules.bid_moves import CHALLENGE, BidMove, Move
+from pbem.rules.challenge import count_matching, matches
+from pbem.rules.dice import NUMBER_FACES, STAR, Face
+from pbem.rules.ladder import Bid
+from pbem.rules.odds import OtherSeat, SeatView, count_distribution, match_probability
+from pbem.rules.ruleset import ExactRule
+
+BELIEF = 0.5          # log-weight of one bid on each matching die of the bidder
+SEARCH_WIDTH = 40     # raises above the standing bid worth weighing
+CALL_BELOW = 0.5      # the next player calls a bid they think holds less often than this
+CALL_SOFTNESS = 0.3   # ... blurred over this width of their odds
+MIX = 0.04            # moves within this value of the best are mixed
+EXPOSE_RATE = 0.3     # how often a worthwhile expose is made
+FACES: tuple[Face, ...] = (*NUMBER_FACES, STAR)
+
+Dist = tuple[float, ...]
+
+
+def convolve(a: Dist, b: Dist) -> Dist:
+    out = [0.0] * (len(a) + len(b) - 1)
+    for i, pa in enumerate(a):
+        if pa:
+            for j, pb in enumerate(b):
+                out[i + j] += pa * pb
+    return tuple(out)
+
+
+def die_posterior(bids: tuple[Bid, ...]) -> dict[Face, float]:
+    """P(face) for one hidden die of a seat that made these bids since its re-roll."""
+    weights = {f: math.exp(BELIEF * sum(1 for b in bids if matches(f, b))) for f in FACES}
+    total = sum(weights.values())
+    return {f: w / total for f, w in weights.items()}
+
+
+def match_chance(posterior: dict[Face, float], face: Face) -> float:
+    """P(one die matches a bid of face): a star matches every number bid."""
+    return posterior[STAR] if face == STAR else posterior[face] + posterior[STAR]
+
+
+def seat_distribution(other: OtherSeat, face: Face) -> Dist:
+    """P(count == c) of a seat's hidden dice matching a bid of face, from its bids."""
+    p = match_chance(die_posterior(other.bids), face)
+    return count_distribution(other.hidden_plain, other.hidden_super, round(p, 6))
+
+
+def exact_values(rule: ExactRule, players: int) -> tuple[float, float]:
+    """(bidder's, challenger's) value of an exact count, against the field."""
+    field = max(1, players - 1)
+    if rule is ExactRule.ALL_BUT_BIDDER:
+        return 1.0, -1.0 + (players - 2) / field
+    if rule is ExactRule.CHALLENGER:
+        return 1.0 / field, -1.0
+    if rule is ExactRule.CHALLENGER_GIVES:   # the die goes to the bidder below the start
+        return 0.5 + 1.0 / field, -1.0 - 0.5 / field
+    return 0.0, 0.0   # NOBODY; EVERYONE costs all alike
+
+
+def outcome_value(actual: int, quantity: int, bidder: bool, rule: ExactRule,
+                  players: int) -> float:
+    """The robot's dice against the field's mean, as bidder or as challenger."""
+    field = max(1, players - 1)
+    if actual == quantity:
+        return exact_values(rule, players)[0 if bidder else 1]
+    short = actual < quantity
+    lost = abs(actual - quantity)
+    return (-lost if short else lost / field) if bidder else (lost / field if short else -lost)
+
+
+class Table:
+    """The counts of one move: for each face, the known part and the hidden beliefs."""
+
+    def __init__(self, view: SeatView) -> None:
+        self.view = view
+        self.players = len(view.others) + 1
+        nxt = [o for o in view.others if o.seat == view.next_seat]
+        self.next: OtherSeat | None = nxt[0] if nxt else None
+        self.rest = tuple(o for o in view.others if o is not self.next)
+        self._cache: dict[Face, tuple[int, Dist, Dist]] = {}
+        self._tails: dict[Face, tuple[int, Dist]] = {}
+
+    def counts(self, face: Face) -> tuple[int, Dist, Dist]:
+        """(known matching, next seat's hidden dist, the other seats' hidden dist)."""
+        if face not in self._cache:
+            bid = Bid(1, face)
+            known = count_matching(self.view.known, bid)
+            if not self.view.others:   # a view without beliefs: plain odds
+                rest = count_distribution(self.view.unknown_plain, self.view.unknown_super,
+                                          match_probability(bid))
+                self._cache[face] = (known, (1.0,), rest)
+            else:
+                rest_dist: Dist = (1.0,)
+                for other in self.rest:
+                    rest_dist = convolve(rest_dist, seat_distribution(other, face))
+                nxt = seat_distribution(self.next, face) if self.next else (1.0,)
+                self._cache[face] = (known, nxt, rest_dist)
+        return self._cache[face]
+
+    def challenge_value(self) -> float:
+        bid = self.view.current
+        assert bid is not None
+        known, nxt, rest = self.counts(bid.face)
+        rule = self.view.rules.exact_rule
+        total = 0.0
+        for c, pr in enumerate(convolve(nxt, rest)):
+            if pr > 1e-9:
+                total += pr * outcome_value(known + c, bid.quantity, False, rule, self.players)
+        return total
+
+    def next_sees(self, face: Face) -> tuple[int, Dist]:
+        """What the next player sees of a face: the exposed matches, and
+        P(count >= c) over the dice hidden from them (plain odds)."""
+        if face not in self._tails:
+            view = self.view
+            bid = Bid(1, face)
+            exposed = count_matching(view.others_exposed + view.own.exposed, bid)
+            hidden = list(view.own.hidden)
+            plain = sum(1 for d in hidden if not d.super) + sum(o.hidden_plain for o in self.rest)
+            super_ = sum(1 for d in hidden if d.super) + sum(o.hidden_super for o in self.rest)
+            dist = count_distribution(plain, super_, match_probability(bid))
+            tail = [0.0] * (len(dist) + 1)
+            for c in range(len(dist) - 1, -1, -1):
+                tail[c] = tail[c + 1] + dist[c]
+            self._tails[face] = (exposed, tuple(tail))
+        return self._tails[face]
+
+    def call_chance(self, bid: Bid, next_matching: int) -> float:
+        """How likely the next player calls bid when holding next_matching of it:
+        their odds from their own hidden dice, the exposed ones and plain odds."""
+        if self.next is None:
+            return 1.0
+        exposed, tail = self.next_sees(bid.face)
+        need = bid.quantity - exposed - next_matching
+        if need <= 0:
+            return 0.0
+        holds = tail[need] if need < len(tail) else 0.0
+        return min(1.0, max(0.0, 0.5 + (CALL_BELOW - holds) / (2 * CALL_SOFTNESS)))
+
+    def raise_value(self, bid: Bid) -> float:
+        known, nxt, rest = self.counts(bid.face)
+        rule = self.view.rules.exact_rule
+        total = 0.0
+        for x, px in enumerate(nxt):
+            if px < 1e-9:
+                continue
+            called = self.call_chance(bid, x)
+            if called <= 0.0:
+                continue
+            outcome = 0.0
+            for r, pr in enumerate(rest):
+                if pr > 1e-9:
+                    outcome += pr * outcome_value(known + x + r, bid.quantity, True, rule,
+                                                  self.players)
+            total += px * called * outcome
+        return total
+
+
+def expose_for(view: SeatView, bid: Bid, rng: random.Random) -> tuple[Face, ...]:
+    """Now and then show the matching hidden dice and re-roll at least two others."""
+    if not view.rules.expose:
+        return ()
+    hidden = [d.face for d in view.own.hidden]
+    matching = tuple(sorted(f for f in hidden if matches(f, bid)))
+    if matching and len(hidden) - len(matching) >= 2 and rng.random() < EXPOSE_RATE:
+        return matching
+    return ()
+
+
+def choose_strong(view: SeatView, rng: random.Random) -> Move:
+    table = Table(view)
+    options: list[tuple[float, Move]] = []
+    if view.current is not None:
+        options.append((table.challenge_value(), CHALLENGE))
+    for bid in view.ladder.raises(view.current)[:SEARCH_WIDTH]:
+        options.append((table.raise_value(bid), BidMove(bid)))
+    if not options:   # unreachable: a round with no bid always has an opening bid
+        return CHALLENGE
+    best = max(value for value, _ in options)
+    near = [move for value, move in options if value >= best - MIX]
+    pick = near[rng.randrange(len(near))]
+    if isinstance(pick, BidMove):
+        return BidMove(pick.bid, expose_for(view, pick.bid, rng))
+    return pick

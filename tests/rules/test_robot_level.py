@@ -1,0 +1,58 @@
+"""The robot level: a NEWGAME option, stored with the game, shown in STATUS, used by the stand-in."""
+
+from __future__ import annotations
+
+import pytest
+
+from pbem.errors import Refusal
+from pbem.kinds import KINDS
+from pbem.models import Game
+from pbem.options import GameOptions, options_of, parse_options, save_options
+from pbem.rules.dice import DiceStream, seed_from_number
+from pbem.server import Server
+from pbem.services.turns import missing_move, robot_level, robot_rng
+from testkit.desk import admin, game_row, referee_mail
+
+
+def test_the_level_parses_and_defaults_to_strong() -> None:
+    assert GameOptions().robot == "strong"
+    assert parse_options("ROBOT easy RULES postal".split(), "g1").options.robot == "easy"
+    assert parse_options("robot NORMAL".split(), "g1").options.robot == "normal"
+    with pytest.raises(Refusal, match="not a level"):
+        parse_options("ROBOT genius".split(), "g1")
+    assert GameOptions.from_json(GameOptions(robot="easy").to_json()).robot == "easy"
+
+
+def test_newgame_stores_the_level_and_status_shows_it(server: Server) -> None:
+    assert "g1 created" in referee_mail(server, "NEWGAME g1 ROBOT normal")
+    assert options_of(game_row(server)).robot == "normal"
+    assert "robot normal" in admin(server, "STATUS g1")
+
+
+def test_the_stand_in_plays_at_the_games_level() -> None:
+    kind = KINDS["postal"]
+    stream = DiceStream(seed_from_number(5))
+    state = kind.start({}, stream, 5)
+    game = Game(name="g1", seed_hex="ab" * 32, commitment="x", turn=1)
+    moves = {}
+    for level in ("easy", "normal", "strong"):
+        options = GameOptions(robot=level)
+        save_options(game, options)
+        assert robot_level(game) == level
+        seat = 2
+        move, by = missing_move(game, kind, state, seat, None)
+        assert by == "robot"
+        assert move == kind.robot_move(state, seat, robot_rng(game, 1, seat), level=level)
+        moves[level] = move
+    save_options(game, GameOptions())
+    assert missing_move(game, kind, state, 2, None)[0] == moves["strong"]
+
+
+def test_the_referee_changes_the_level_at_the_desk(server: Server) -> None:
+    referee_mail(server, "NEWGAME g1")
+    assert options_of(game_row(server)).robot == "strong"
+    assert "robot easy" in admin(server, "LEVEL g1 easy")
+    assert options_of(game_row(server)).robot == "easy"
+    assert "robot easy" in admin(server, "STATUS g1")
+    with pytest.raises(Refusal, match="easy, normal or strong"):
+        admin(server, "LEVEL g1 genius")

@@ -1,0 +1,78 @@
+"""The robot at every level and kind: never an illegal move, the same move for the same seed."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pbem.kinds import KINDS
+from pbem.kinds.postal import client_seat_view
+from pbem.rules.dice import DiceStream, seed_from_number
+from pbem.rules.robot import LEVELS, choose_move, random_move
+from pbem.rules.view import holdings
+
+SETUPS: dict[str, tuple[str, int, list[str]]] = {
+    "postal": ("postal", 5, []),
+    "english": ("classic", 4, ["english"]),
+    "german": ("classic", 3, ["german"]),
+    "czech": ("classic", 5, ["czech"]),
+    "anniversary": ("classic", 4, ["anniversary"]),
+    "cup": ("cup", 4, []),
+}
+
+
+def legal(kind_name: str, state: Any, seat: int) -> list[Any]:
+    moves: list[Any] = (state.legal_moves(state.due()[seat]) if kind_name == "postal"
+                        else state.legal_moves())
+    return moves
+
+
+@settings(max_examples=40, deadline=None)
+@given(setup=st.sampled_from(sorted(SETUPS)), level=st.sampled_from(LEVELS),
+       seed=st.integers(0, 10_000), steps=st.integers(0, 40))
+def test_robot_moves_are_legal_and_repeatable(setup: str, level: str, seed: int,
+                                              steps: int) -> None:
+    kind_name, players, words = SETUPS[setup]
+    kind = KINDS[kind_name]
+    stream = DiceStream(seed_from_number(seed))
+    rng = random.Random(seed)
+    state = kind.start(kind.parse_options(words), stream, players)
+    for step in range(steps + 1):
+        if kind.over(state):
+            break
+        moves = {}
+        for seat in sorted(kind.due(state)):
+            move = kind.robot_move(state, seat, random.Random(seed + step), level=level)
+            assert kind.robot_move(state, seat, random.Random(seed + step), level=level) == move
+            if kind_name != "cup":   # cup's rules check every move on apply
+                state.check_move(seat, move)
+            # half the seats play at random, so the robot meets varied positions
+            moves[seat] = move if rng.random() < 0.5 else random_move(
+                legal(kind_name, state, seat), rng)
+        state = kind.apply(state, moves, stream).state   # raises on an illegal move
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), turns=st.integers(0, 12))
+def test_the_postal_client_reads_what_the_strong_robot_reads(seed: int, turns: int) -> None:
+    """From the report alone a robot player knows each seat's bids since its re-roll,
+    so the strong robot at the other end of the mail plays as the stand-in would."""
+    kind = KINDS["postal"]
+    stream = DiceStream(seed_from_number(seed))
+    state = kind.start({}, stream, 5)
+    for turn in range(turns + 1):
+        if kind.over(state):
+            break
+        moves = {}
+        for seat, number in sorted(state.due().items()):
+            theirs = state.seat_view(seat, number)
+            mine = client_seat_view({"you": seat, **holdings(state, seat)}, number,
+                                    state.rules)
+            assert (mine.others, mine.next_seat) == (theirs.others, theirs.next_seat)
+            move = choose_move(theirs, random.Random(turn), "strong")
+            assert choose_move(mine, random.Random(turn), "strong") == move
+            moves[seat] = move
+        state = kind.apply(state, moves, stream).state
