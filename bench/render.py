@@ -1,10 +1,10 @@
 """How fast the turn reports render (pbem.render.Renderer.render: text + HTML part).
 
-Plays whole games of robots through the server's turn code, the way
-tests/render/test_report_sections.py does (every optional section filled: talk, notes,
-watchers, exposes, cups up, final report), records the context of every report
-the production code renders, then times rendering those contexts again, per
-report template:
+Plays whole games of robots through the server's turn code with
+testkit/reports.py, as tests/render/test_report_sections.py does (every optional
+section filled: talk, notes, watchers, exposes, cups up, final report), records
+the context of every report the production code renders, then times rendering
+those contexts again, per report template:
 
 * "now": this checkout's pbem/render.py and templates/;
 * "base": those of a git revision (--baseline, default HEAD), loaded side by
@@ -39,9 +39,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import pbem.games  # noqa: E402
-import tests.render.test_report_sections as sections  # noqa: E402
 from pbem.render import Renderer  # noqa: E402
 from pbem.security import hash_key  # noqa: E402
+from testkit.reports import play  # noqa: E402
 
 # (label, kind, options, players, seed): as in tests/render/test_report_sections.py
 GAMES = [
@@ -73,8 +73,7 @@ def record_game(tmp: Path, label: str, kind: str, options: str, players: int,
     # the same player keys every run (they are random), so that --check can compare
     keys = (f"{label}-{i:04d}" for i in range(10_000))
     pbem.games.new_key = lambda: (k := next(keys), hash_key(k))  # type: ignore[assignment]
-    sections.Renderer = Recording     # type: ignore[misc]   # play() makes its own
-    sections.play(tmp, kind, options, players, seed)
+    play(tmp, kind, options, players, seed, renderer=Recording())
     return seen
 
 

@@ -22,7 +22,7 @@ from pbem.rules.cupofbluff import roll_label
 from pbem.rules.dice import STAR, DiceStream
 from pbem.rules.ladder import Bid
 from pbem.rules.ruleset import RuleSet
-from tests.render.test_report_sections import Played, play
+from testkit.reports import Played, play
 from tests.rules.test_classic_rules import position
 
 ROOT = Path(__file__).parents[2]
