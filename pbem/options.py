@@ -218,5 +218,12 @@ def options_of(game: Any) -> GameOptions:
     return GameOptions.from_json(getattr(game, "options_json", None))
 
 
+def robot_level(game: Any) -> str:
+    """The level the robot plays a game's missing seats at (NEWGAME ROBOT, LEVEL):
+    strong unless set."""
+    level = options_of(game).robot
+    return level if level in ROBOT_LEVELS else DEFAULT_ROBOT_LEVEL
+
+
 def save_options(game: Any, options: GameOptions) -> None:
     game.options_json = options.to_json()

@@ -19,6 +19,7 @@ from pbem.games import seated, talk_lines, watchers_of
 from pbem.kinds import kind_of
 from pbem.links import key_generation, private_link
 from pbem.models import Game, Player
+from pbem.options import robot_level
 from pbem.outbox import Origin, Queued, enqueue
 from pbem.services.export import export_json
 from pbem.services.post import Post, tagged
@@ -72,6 +73,7 @@ def report_context(game: Game, players: dict[int, Player], state: Any, seat: int
         "deadline": view["deadline"],
         "your_due": kind.due(state).get(seat) if seat is not None and not over else None,
         "record_file": record_file(game) if over else None,
+        "robot_level": robot_level(game),
         **kind.report_extras(state, seat),
     }
 

@@ -43,7 +43,7 @@ from pbem.games import (
 )
 from pbem.kinds import AnyKind, kind_of
 from pbem.models import Game, Move, Player
-from pbem.options import DEFAULT_ROBOT_LEVEL, POLICIES, ROBOT_LEVELS, options_of
+from pbem.options import POLICIES, options_of, robot_level
 from pbem.services.bounces import describe, failing, report_notes
 from pbem.services.post import Post, tagged, tell_referee
 from pbem.services.reports import enqueue_reports
@@ -73,12 +73,6 @@ def game_policy(game: Game) -> str:
     """The game's missing-order policy (NEWGAME MISSING), ROBOT unless set."""
     policy = str(json.loads(game.options_json or "{}").get("policy", "robot")).lower()
     return policy.upper() if policy in POLICIES else "ROBOT"
-
-
-def robot_level(game: Game) -> str:
-    """The game's robot level (NEWGAME ROBOT), strong unless set."""
-    level = options_of(game).robot
-    return level if level in ROBOT_LEVELS else DEFAULT_ROBOT_LEVEL
 
 
 def missing_move(game: Game, kind: AnyKind, state: Any, seat: int,

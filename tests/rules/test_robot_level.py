@@ -1,4 +1,5 @@
-"""The robot level: a NEWGAME option, stored with the game, shown in STATUS, used by the stand-in."""
+"""The robot level: a NEWGAME option, stored with the game, shown in STATUS and in the
+reports, used by the stand-in."""
 
 from __future__ import annotations
 
@@ -7,11 +8,11 @@ import pytest
 from pbem.errors import Refusal
 from pbem.kinds import KINDS
 from pbem.models import Game
-from pbem.options import GameOptions, options_of, parse_options, save_options
+from pbem.options import GameOptions, options_of, parse_options, robot_level, save_options
 from pbem.rules.dice import DiceStream, seed_from_number
 from pbem.server import Server
-from pbem.services.turns import missing_move, robot_level, robot_rng
-from testkit.desk import admin, game_row, referee_mail
+from pbem.services.turns import missing_move, robot_rng
+from testkit.desk import PLAYERS, admin, game_row, outbox, referee_mail, started_game, text_of
 
 
 def test_the_level_parses_and_defaults_to_strong() -> None:
@@ -56,3 +57,21 @@ def test_the_referee_changes_the_level_at_the_desk(server: Server) -> None:
     assert "robot easy" in admin(server, "STATUS g1")
     with pytest.raises(Refusal, match="easy, normal or strong"):
         admin(server, "LEVEL g1 genius")
+
+
+@pytest.mark.parametrize("rules", ["", "RULES classic english", "RULES cup"])
+def test_every_report_says_the_level_the_robot_plays_at(server: Server, rules: str) -> None:
+    started_game(server, f"DEADLINE 48 ROBOT normal {rules}".strip())
+    report = outbox(server, PLAYERS[0])[-1]
+    text = report.get_body(("plain",))
+    assert text is not None   # a line of its own, the deadline on the next
+    lines = [line.strip() for line in text.get_content().splitlines()]
+    at = lines.index("Robot level for missing orders: normal.")
+    assert lines[at + 1].startswith("Deadline: ")
+    html = report.get_body(("html",))
+    assert html is not None and "Robot level for missing orders: normal." in html.get_content()
+
+
+def test_a_report_without_a_level_set_says_strong(server: Server) -> None:
+    started_game(server, "DEADLINE 48")
+    assert "Robot level for missing orders: strong." in text_of(outbox(server, PLAYERS[0])[-1])
