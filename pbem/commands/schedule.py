@@ -215,14 +215,21 @@ def do_resume(ctx: CommandContext, order: Order) -> str:
     return f"game {game.name} resumed" + (f"; deadline {utc(end)}" if end else "")
 
 
+def _change_option(ctx: CommandContext, name: str, **changes: object) -> Game:
+    """Set desk options of a game not over yet (WAIT, LEVEL); the game changed."""
+    game = _game(ctx.session, name, ("new", "running", "paused"), "change")
+    options = options_of(game)
+    for option, value in changes.items():
+        setattr(options, option, value)
+    save_options(game, options)
+    ctx.session.add(game)
+    return game
+
+
 def do_wait(ctx: CommandContext, order: Order) -> str:
     args: tuple[str, bool] = order.args
     name, on = args
-    game = _game(ctx.session, name, ("new", "running", "paused"), "change")
-    options = options_of(game)
-    options.wait = on
-    save_options(game, options)
-    ctx.session.add(game)
+    game = _change_option(ctx, name, wait=on)
     if game.status == "new":
         return f"game {game.name}: WAIT {'on' if on else 'off'}"
     when = "at the deadline" if on else "as soon as all orders are in"
@@ -243,11 +250,7 @@ def do_level(ctx: CommandContext, order: Order) -> str:
     """How well the robot plays a missing seat from the next turn on (NEWGAME ROBOT)."""
     args: tuple[str, str] = order.args
     name, level = args
-    game = _game(ctx.session, name, ("new", "running", "paused"), "change")
-    options = options_of(game)
-    options.robot = level
-    save_options(game, options)
-    ctx.session.add(game)
+    game = _change_option(ctx, name, robot=level)
     audit(ctx.session, game, ctx.now, "level", f"robot {level}", actor="referee")
     return f"game {game.name}: robot {level}"
 
