@@ -160,6 +160,37 @@ def parse_hour(value: str) -> int:
     return int(match.group(1))
 
 
+def _choice(word: str, value: str, allowed: tuple[str, ...], what: str) -> str:
+    """One of ``allowed`` (any case), or a refusal that lists them."""
+    if value.lower() not in allowed:
+        raise Refusal(f"{word} {value}: not a {what}",
+                      f"{word} takes {', '.join(allowed[:-1])} or {allowed[-1]}")
+    return value.lower()
+
+
+def _set_valued(new: NewGame, word: str, value: str) -> None:
+    """Set the NEWGAME option ``word`` that takes ``value``."""
+    opts = new.options
+    if word == "SEED":
+        new.seed = int(_number(word, value, integer=True, hi=2 ** 63))
+    elif word == "DEADLINE":
+        new.hours = _number(word, value, positive=True)
+    elif word == "AT":
+        opts.deadline_hour = parse_hour(value)
+    elif word == "GRACE":
+        opts.grace_hours = _number(word, value)
+    elif word == "REMIND":
+        opts.reminder_hours = _number(word, value)
+    elif word == "MISSED":
+        opts.missed_limit = int(_number(word, value, integer=True, hi=1000))
+    elif word == "VACATION":
+        opts.vacation_days = _number(word, value, hi=365)
+    elif word == "MISSING":
+        opts.policy = _choice(word, value, POLICIES, "policy")
+    elif word == "ROBOT":
+        opts.robot = _choice(word, value, ROBOT_LEVELS, "level")
+
+
 def parse_options(words: list[str], name: str) -> NewGame:
     """NEWGAME's words after the game name; raises Refusal quoting the bad word."""
     new = NewGame(name)
@@ -183,31 +214,7 @@ def parse_options(words: list[str], name: str) -> NewGame:
             raise Refusal(f"unknown NEWGAME option {word}", OPTION_HINT)
         if not rest:
             raise Refusal(f"{word} needs a value", OPTION_HINT)
-        value = rest.pop(0)
-        if word == "SEED":
-            new.seed = int(_number(word, value, integer=True, hi=2 ** 63))
-        elif word == "DEADLINE":
-            new.hours = _number(word, value, positive=True)
-        elif word == "AT":
-            opts.deadline_hour = parse_hour(value)
-        elif word == "GRACE":
-            opts.grace_hours = _number(word, value)
-        elif word == "REMIND":
-            opts.reminder_hours = _number(word, value)
-        elif word == "MISSED":
-            opts.missed_limit = int(_number(word, value, integer=True, hi=1000))
-        elif word == "VACATION":
-            opts.vacation_days = _number(word, value, hi=365)
-        elif word == "MISSING":
-            if value.lower() not in POLICIES:
-                raise Refusal(f"MISSING {value}: not a policy",
-                                 "MISSING takes robot, challenge or raise")
-            opts.policy = value.lower()
-        elif word == "ROBOT":
-            if value.lower() not in ROBOT_LEVELS:
-                raise Refusal(f"ROBOT {value}: not a level",
-                                 "ROBOT takes easy, normal or strong")
-            opts.robot = value.lower()
+        _set_valued(new, word, rest.pop(0))
     if opts.deadline_hour is not None and new.hours is None:
         raise Refusal("AT needs a turn length", "e.g. DEADLINE 48 AT 18")
     return new
