@@ -41,7 +41,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from email import policy
 from email.message import EmailMessage
@@ -54,6 +54,7 @@ from sqlmodel import Session, col, select  # noqa: E402
 from bench.tick_phases import Phases  # noqa: E402
 from pbem.config import ImapSettings, Settings, SmtpSettings  # noqa: E402
 from pbem.models import InboundMail, OutboundMail  # noqa: E402
+from pbem.referee import Marks, unmarked  # noqa: E402
 from pbem.robot_client import choose_order, order_lines, parse_mail, reply_to, report_view  # noqa: E402
 from pbem.server import Server, TickReport  # noqa: E402
 from testkit.mailstack import DEFAULT_DOMAIN, DEFAULT_USERS, MailStack  # noqa: E402
@@ -123,7 +124,8 @@ class Tick:
 
 
 def play(stack: MailStack, server: Server, names: list[str], seed: int,
-         after_tick: Callable[[TickReport, Tick], None], cpu: Cpu) -> float:
+         after_tick: Callable[[TickReport, Tick], None], cpu: Cpu,
+         marks: Marks = unmarked) -> float:
     """Whole games, played side by side (each tick handles the orders of all of them);
     returns the seconds spent inside tick, and adds the tick's CPU to ``cpu``.
     ``after_tick`` gets each tick's report and figures right after the tick."""
@@ -143,7 +145,7 @@ def play(stack: MailStack, server: Server, names: list[str], seed: int,
     while True:
         start, thread = time.perf_counter(), cpu.thread
         with cpu.measure():
-            ticked = server.tick()
+            ticked = server.tick(marks)
         took = time.perf_counter() - start
         ticking += took
         after_tick(ticked, Tick(took, cpu.thread - thread))
@@ -286,11 +288,11 @@ class Figures:
               f"{tick.machine / CORES / self.bare:.2f}x bare (on {CORES} cores)")
 
 
-def measure(args: argparse.Namespace,
-            each_tick: Callable[[Tick], None] | None = None) -> Figures:
+def measure(args: argparse.Namespace, each_tick: Callable[[Tick], None] | None = None,
+            marks: Marks = unmarked) -> Figures:
     """One run: a fresh mail stack and database, the games played, both figures.
     ``each_tick`` gets each tick's figures, its floor's included, before the next tick
-    (bench/mail_paired.py)."""
+    (bench/mail_paired.py); ``marks`` each tick's marks (bench/tick_phases.py)."""
     with MailStack(users=[*DEFAULT_USERS, *FLOOR_USERS],
                    relay_processes=args.relay_processes) as stack, tempfile.TemporaryDirectory() as tmp:
         settings = Settings(
@@ -320,7 +322,7 @@ def measure(args: argparse.Namespace,
         start = time.perf_counter()
         for games in rounds:
             figures.ticking += play(stack, server, [f"bench-{g}" for g in games],
-                                    1000 + games[0], redo_tick, figures.tick_cpu)
+                                    1000 + games[0], redo_tick, figures.tick_cpu, marks)
             figures.games += len(games)
         figures.wall = time.perf_counter() - start - floor.aside   # the play's own
         floor.close()
@@ -353,8 +355,7 @@ def main() -> None:
                              "feels it most)")
     args = parser.parse_args()
     phases = Phases(machine_busy)
-    with phases.watching() if args.phases else nullcontext():
-        runs = [measure(args)]
+    runs = [measure(args, marks=phases.mark if args.phases else unmarked)]
     runs += [measure(args) for _ in range(args.runs - 1)]
     runs[0].report()
     if args.phases:

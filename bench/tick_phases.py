@@ -1,8 +1,9 @@
 """Where a turn tick's time goes, part by part: used by ``bench/mail_throughput.py --phases``.
 
 A turn tick (one that handles at least three mails: its last one resolves the turn, one
-game at a time) is cut at the calls that bound its parts: the fetch, each handled mail,
-the clock's work, the wait for the last mails at the stream's close. For each part it
+game at a time) is cut at the marks Server.tick makes for whoever times it (its
+``marks`` argument): the fetch, each handled mail, the clock's work, the wait for the
+last mails at the stream's close. For each part it
 prints its wall time, how many cores the whole machine kept busy meanwhile (the relay
 and Dovecot deliver on the same cores), and the CPU of the tick's own thread. A part
 with the machine well under two cores busy is one where the other core waited.
@@ -12,26 +13,18 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
-from pbem.outbox import Stream
-from pbem.referee import Referee
-from pbem.server import Server
-
-# the calls that bound the parts, and the name of the stretch that begins at each mark
-CUTS = [(Server, "tick"), (Server, "fetch"), (Referee, "handle_claimed"),
-        (Referee, "resolve_due"), (Stream, "close")]
+# the tag of each mark Server.tick makes (pbem.referee.Marks), and the stretch it begins
 PARTS = {
     "tick>": "the schema check",
     "fetch>": "fetching (IMAP, storing)",
     "fetch<": "before the first mail (leases, claims)",
-    "handle_claimed>": "an order",
-    "handle_claimed<": "between two mails",
-    "resolve_due>": "the clock's work",
-    "resolve_due<": "asking what else is due",
+    "mail>": "an order",
+    "mail<": "between two mails",
+    "clock>": "the clock's work",
+    "clock<": "asking what else is due",
     "close>": "waiting for the last mails to leave",
     "close<": "the end (the fetched mail's move settled)",
 }
@@ -41,31 +34,15 @@ AFTER_LAST = "after it (failures told, the lease given back)"
 
 @dataclass
 class Phases:
-    """The marks of every tick watched, and what they add up to."""
+    """The marks of every tick watched (``mark``, passed to Server.tick), and what they
+    add up to."""
 
     busy: Callable[[], float]                       # core-seconds the machine was busy
     marks: list[tuple[str, float, float, float]] = field(default_factory=list)
 
-    @contextmanager
-    def watching(self) -> Iterator[None]:
-        """Mark the bounds of each part while the block runs."""
-        saved = [(cls, name, getattr(cls, name)) for cls, name in CUTS]
-        for cls, name, call in saved:
-            setattr(cls, name, self._marked(name, call))
-        try:
-            yield
-        finally:
-            for cls, name, call in saved:
-                setattr(cls, name, call)
-
-    def _marked(self, name: str, call: Callable[..., Any]) -> Callable[..., Any]:
-        def marked(*args: Any, **kwargs: Any) -> Any:   # noqa: ANN401 (any method)
-            self._mark(f"{name}>")
-            try:
-                return call(*args, **kwargs)
-            finally:
-                self._mark(f"{name}<")
-        return marked
+    def mark(self, tag: str) -> None:
+        """One of Server.tick's marks: when, the machine's busy time, the thread's CPU."""
+        self._mark(tag)
 
     def _mark(self, tag: str) -> None:
         self.marks.append((tag, time.perf_counter(), self.busy(), time.thread_time()))
@@ -77,7 +54,7 @@ class Phases:
             if mark[0] == "tick<":
                 ticks.append(current)
                 current = []
-        return [t for t in ticks if sum(m[0] == "handle_claimed>" for m in t) >= 3]
+        return [t for t in ticks if sum(m[0] == "mail>" for m in t) >= 3]
 
     def report(self) -> None:
         ticks = self.turn_ticks()
@@ -86,7 +63,7 @@ class Phases:
             return
         parts: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
         for tick in ticks:
-            last = max(i for i, m in enumerate(tick) if m[0] == "handle_claimed>")
+            last = max(i for i, m in enumerate(tick) if m[0] == "mail>")
             for i, (start, end) in enumerate(zip(tick, tick[1:])):
                 name = PARTS[start[0]]   # every mark but a tick's end begins a part
                 if i == last:

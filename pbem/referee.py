@@ -54,6 +54,14 @@ from pbem.work import HandOff, Work, savepoint
 
 log = logging.getLogger(__name__)
 
+# Marks a tick's parts for whoever times them (bench/tick_phases.py): called with a tag
+# as each part begins ("fetch>", "mail>", "clock>", "close>") and ends ("...<").
+Marks = Callable[[str], None]
+
+
+def unmarked(tag: str) -> None:
+    """The marks of a tick nobody times."""
+
 
 @dataclass
 class Referee:
@@ -83,14 +91,15 @@ class Referee:
                                 max_bytes=self.settings.max_mail_bytes, source=source)
 
     def process_pending(self, keep_alive: Callable[[], object] | None = None,
-                        hand_off: HandOff | None = None) -> int:
+                        hand_off: HandOff | None = None, marks: Marks = unmarked) -> int:
         """Handle every stored mail not handled yet, oldest first; return how many.
 
         Mail is claimed a page at a time (pbem.inbox.claim_page: one commit), then each
         mail is handled in its own transaction. ``keep_alive`` is called after a mail
         once a tenth of the lease (at most 5 s) has passed since the last call (the tick
         renews its lease with it). With a ``hand_off`` (pbem.outbox.Stream), the mail each
-        transaction queued is sent as soon as it commits.
+        transaction queued is sent as soon as it commits. ``marks`` is told as each mail's
+        handling begins ("mail>") and ends ("mail<").
         """
         handled = 0
         lease = timedelta(seconds=self.settings.claim_lease_seconds)
@@ -106,8 +115,10 @@ class Referee:
                 break
             for number, inbound_id in enumerate(page):
                 following = page[number + 1] if number + 1 < len(page) else None
+                marks("mail>")
                 if self.handle_claimed(inbound_id, following, hand_off):
                     handled += 1
+                marks("mail<")
                 if keep_alive is not None and time.monotonic() >= renew_at:
                     keep_alive()
                     renew_at = time.monotonic() + renew_every

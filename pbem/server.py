@@ -31,7 +31,7 @@ from pbem.mail.listener import MailListener
 from pbem.mail.senderauth import aligned_domain
 from pbem.mail.smtp_out import EmlDirSender, SmtpPool, SmtpSender
 from pbem.outbox import DrainReport, Sender, Stream, drain, others_due
-from pbem.referee import Referee
+from pbem.referee import Marks, Referee, unmarked
 from pbem.render import Renderer, TemplateProblem
 
 log = logging.getLogger(__name__)
@@ -263,14 +263,22 @@ class Server:
             self._backoff("SMTP").succeeded()
         return DrainReport()
 
-    def tick(self) -> TickReport:
-        """One full cycle: fetch, process, resolve due turns, send.
+    def tick(self, marks: Marks = unmarked) -> TickReport:
+        """One full cycle: fetch, process, resolve due turns, send; ``marks`` is told as
+        each part begins and ends (pbem.referee.Marks: bench/tick_phases.py times them).
 
         Processing and resolving run under the referee lease (in the database), so
         two processes never handle mail or resolve turns at the same time; a tick
         that cannot get it in time leaves the work to the holder. A database that is
         locked or unreachable ends the step it hit; the next tick catches up.
         """
+        marks("tick>")
+        try:
+            return self._tick(marks)
+        finally:
+            marks("tick<")
+
+    def _tick(self, marks: Marks) -> TickReport:
         with self._lock:
             report = TickReport()
             database = self._backoff("database")
@@ -280,23 +288,29 @@ class Server:
             try:
                 check_schema(self.engine)   # SchemaError: a newer pbem upgraded it meanwhile
                 # the fetched mail's move out of the folder runs on while it is handled
+                marks("fetch>")
                 report.fetched = self.fetch(move_later=True)
+                marks("fetch<")
                 report.seconds["fetching"] = time.perf_counter() - started
                 lease = Lease(self.engine, "referee", self.clock,
                               seconds=self.settings.claim_lease_seconds)
                 if lease.acquire(wait=self.settings.lock_wait_seconds):
                     stream = self.open_stream()
                     try:
-                        report.processed = self.referee.process_pending(keep_alive=lease.renew,
-                                                                        hand_off=stream)
+                        report.processed = self.referee.process_pending(
+                            keep_alive=lease.renew, hand_off=stream, marks=marks)
+                        marks("clock>")
                         report.resolved = self.referee.resolve_due()
+                        marks("clock<")
                     finally:
                         lease.release()
                         if stream is not None:
                             try:   # asked while the stream's last mails are on their way
                                 others = others_due(self.engine, self.clock())
                             finally:
+                                marks("close>")
                                 streamed = stream.close()
+                                marks("close<")
                 else:
                     log.info("another process (%s) is handling mail; left to it",
                              lease.holder())

@@ -232,3 +232,17 @@ def test_a_game_set_up_and_started_by_one_mail_sends_its_first_reports_not_the_w
     for user in users:
         (only,) = mailstack.wait_for(user, 1)
         assert "turn 1 report" in str(parse_mail(only)["Subject"])
+
+
+def test_a_tick_marks_its_parts_for_whoever_times_them(server: Server) -> None:
+    started_game(server)
+    for email in PLAYERS[:2]:
+        key, seat = key_and_seat(server, email)
+        assert server.referee.store_inbound(mail(email, f"GAME g1\nKEY {key}\nHELP\n"),
+                                            source="smtp")
+    marks: list[str] = []
+    report = server.tick(marks.append)
+    assert report.processed == 2
+    assert marks == ["tick>", "fetch>", "fetch<", "mail>", "mail<", "mail>", "mail<",
+                     "clock>", "clock<", "tick<"]
+    assert server.tick() is not None   # nobody timing: no marks asked for
