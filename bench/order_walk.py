@@ -5,7 +5,9 @@ network): the referee starts it by mail, four players answer their first report 
 an order, then the fifth player's order, the one that completes the turn, is stored
 and one tick (pbem.server.Server.tick: handling, the clock's work, sending) is traced
 with sys.setprofile. Prints how many pbem modules the tick entered and which, with
-the number of calls into each.
+the number of calls into each, and which of them the mail's own handling entered
+(between the tick's marks "mail>" and "mail<": its transaction, without the fetch,
+the clock's work and the sending).
 
     python bench/order_walk.py            # run from the repository root
 """
@@ -65,22 +67,33 @@ def replies(database: Path, rng: random.Random) -> list[bytes]:
     return mails
 
 
-def pbem_modules(run: Any) -> Counter[str]:  # noqa: ANN401
-    """The pbem modules ``run()`` calls into (Python frames only), with how many calls."""
-    entered: Counter[str] = Counter()
+class Walk:
+    """The pbem modules a traced call enters (Python frames only), with how many calls:
+    in all, and while the mail is handled (``mark`` is the tick's marks)."""
 
-    def profile(frame: FrameType, event: str, _arg: object) -> None:
+    def __init__(self) -> None:
+        self.entered: Counter[str] = Counter()
+        self.handling: Counter[str] = Counter()
+        self._in_mail = False
+
+    def mark(self, tag: str) -> None:
+        if tag in ("mail>", "mail<"):
+            self._in_mail = tag == "mail>"
+
+    def _profile(self, frame: FrameType, event: str, _arg: object) -> None:
         if event == "call":
             name = frame.f_globals.get("__name__", "")
             if name == "pbem" or name.startswith("pbem."):
-                entered[name] += 1
+                self.entered[name] += 1
+                if self._in_mail:
+                    self.handling[name] += 1
 
-    sys.setprofile(profile)
-    try:
-        run()
-    finally:
-        sys.setprofile(None)
-    return entered
+    def trace(self, run: Any) -> None:  # noqa: ANN401
+        sys.setprofile(self._profile)
+        try:
+            run()
+        finally:
+            sys.setprofile(None)
 
 
 def main() -> None:
@@ -101,7 +114,9 @@ def main() -> None:
             server.tick()
         assert server.referee.store_inbound(orders[-1], source="smtp")
         reports: list[Any] = []
-        entered = pbem_modules(lambda: reports.append(server.tick()))
+        walk = Walk()
+        walk.trace(lambda: reports.append(server.tick(walk.mark)))
+        entered = walk.entered
         tick = reports[0]
         assert tick.processed == 1, tick
         conn = sqlite3.connect(database)
@@ -116,6 +131,9 @@ def main() -> None:
     print(f"{len(entered)} pbem modules entered, {sum(entered.values())} calls")
     for name, calls in sorted(entered.items()):
         print(f"  {name:32} {calls:6}")
+    print(f"of them, {len(walk.handling)} entered while the mail itself was handled "
+          f"(its transaction: read, record, play the turn, compose the reports):")
+    print("  " + ", ".join(sorted(walk.handling)))
 
 
 if __name__ == "__main__":
