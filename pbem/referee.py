@@ -45,7 +45,7 @@ from pbem.kinds import kind_of
 from pbem.mail.read import MAX_LINE_CHARS, MAX_TEXT_LINES, InboundMessage, read_message
 from pbem.mail.text import BodyLine
 from pbem.models import Game, InboundMail, OutboundMail
-from pbem.orders import Command, Order, ParsedText, help_lines, parse_text
+from pbem.orders import MAIL_LINES, Command, Order, ParsedText, help_lines, parse_text
 from pbem.render import Renderer
 from pbem.services import bounces, clock, failures, turns
 from pbem.services.failures import game_failed, mail_failed, what_failed
@@ -334,6 +334,10 @@ def player_mail(session: Session, post: Post, mail: Incoming) -> str:
     return outcome
 
 
+# the GAME line's declaration: all named_game reads of a mail before its game is known
+GAME_LINE = tuple(c for c in MAIL_LINES if c.name == "GAME")
+
+
 def named_game(session: Session, msg: InboundMessage) -> Game | None:
     """The game a player mail speaks to, known before its orders are read: the game of
     our mail it replies to (sender_check.replied_report, as identify finds it), else the
@@ -342,13 +346,8 @@ def named_game(session: Session, msg: InboundMessage) -> Game | None:
     found = sender_check.replied_report(session, msg)
     if found is not None:
         return found[1]
-    game_line = parse_text(msg.lines, _game_line()).first("GAME")
+    game_line = parse_text(msg.lines, GAME_LINE).first("GAME")
     return find_game_or_none(session, str(game_line.args)) if game_line is not None else None
-
-
-def _game_line() -> list[Command]:
-    """The GAME line's command (of the one table)."""
-    return [c for c in player_commands() if c.name == "GAME"]
 
 
 def move_step(ctx: CommandContext, parsed: ParsedText, names: set[str]) -> str:
@@ -372,23 +371,20 @@ def player_commands_of(ctx: CommandContext, parsed: ParsedText, who: Turnkey | N
     phase = {p: [o for o in parsed.orders if o.command.phase == p]
              for p in ("change", "move", "look", "reply")}
     moves = phase["move"]
+    nothing_else = not phase["change"] and not phase["look"]
     if not moves or who is None:
-        if not phase["change"] and not phase["look"]:
+        if nothing_else:
             # a reply answers a mail that has nothing else to do: HELP, which anyone may
             # ask for, before the player's STATUS
             replies = sorted((o for o in phase["reply"] if permitted(ctx, o.command)),
                              key=lambda o: o.command.who != "anyone")
             if replies:
                 return run(ctx, replies[:1])[0]
-    if moves and who is None:
+    if who is None and (moves or nothing_else):
         raise refusal("I could not tell which game and player this mail is for",
                       "reply to your latest report, or write a fresh mail with the lines "
                       "GAME <game> and KEY <your key> (both are in your report)")
-    if not moves and not phase["change"] and not phase["look"]:
-        if who is None:
-            raise refusal("I could not tell which game and player this mail is for",
-                          "reply to your latest report, or write a fresh mail with the "
-                          "lines GAME <game> and KEY <your key> (both are in your report)")
+    if not moves and nothing_else:
         return take_moves(ctx, parsed, names).said   # says that no order was found
     with savepoint(ctx.session):   # a move and desk commands in one mail: all or none
         said = run(ctx, phase["change"])

@@ -113,18 +113,20 @@ class Work(Session):
         try:
             super().commit()
         finally:
-            self.memo.clear()
-            self.queued.clear()
-            self.replies.clear()
+            self._ended()
 
     def rollback(self) -> None:
         """Roll back; what the transaction memoised and queued is gone with it."""
         try:
             super().rollback()
         finally:
-            self.memo.clear()
-            self.queued.clear()
-            self.replies.clear()
+            self._ended()
+
+    def _ended(self) -> None:
+        """The transaction is over: what it memoised, queued and looked up goes with it."""
+        self.memo.clear()
+        self.queued.clear()
+        self.replies.clear()
 
     def hand_over(self) -> None:
         """Give the mail claimed at the commits so far to the ``hand_off`` to send."""
