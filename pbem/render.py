@@ -25,6 +25,7 @@ from typing import Any, TypeVar, cast
 import jinja2
 import markupsafe
 
+from pbem.charts import GLOBALS as CHARTS
 from pbem.errors import PbemError
 from pbem.paths import packaged_dir
 
@@ -433,6 +434,7 @@ def template_environment(override_dir: Path | None) -> jinja2.Environment:
         count_in=count_in,
     )
     env.globals["lookup"] = lookup
+    env.globals.update(CHARTS)     # the pictures: course_chart_html, odds_chart_text ... (pbem.charts)
     return env
 
 

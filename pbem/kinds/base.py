@@ -80,6 +80,9 @@ class GameKind(ABC, Generic[S, M]):
     # how the web pages draw its scores and tables (templates/web/): "postal", "classic",
     # "cup"; any other look shows the tables and the standings' score alone
     web_look: str = "generic"
+    # what the chart of a game's course draws (pbem.charts): a standing's key, its name
+    course_key: str = "score"
+    course_label: str = "score"
 
     @property
     def view_format(self) -> str:
@@ -172,6 +175,13 @@ class GameKind(ABC, Generic[S, M]):
     def report_extras(self, state: S, seat: int | None) -> JSON:
         """Anything more its report template needs (the postal report shows odds); may be {}."""
         return {}
+
+    def bid_charts(self, state: S, seat: int) -> list[JSON]:
+        """For each bid seat must answer now, what its report draws (pbem.charts): how
+        many matching dice (or what total) there may be, from what seat can see, as
+        {"title", "quantity", "rule": "at_least" | "exactly", "question", "bars": [[n, p]]};
+        [] when seat answers no bid."""
+        return []
 
     def waiting_for(self, state: S) -> str | None:
         """Whom the game waits for, in words, when its web page says so (Cup of Bluff)."""

@@ -22,6 +22,7 @@ from pbem.kinds.bidding import (
     HELP_NOTE,
     STANDING_ORDERS,
     BidMoves,
+    count_chart,
     order_lines,
     read_bid_order,
     standing_bid_move,
@@ -167,6 +168,8 @@ class ClassicKind(BidMoves[ClassicState]):
     commands = tuple(c for c in PLAYER_COMMANDS if c.name in MOVE_NAMES)
     report_template = "classic_report"
     web_look = "classic"
+    course_key = "dice"
+    course_label = "dice held"
     option_help = OPTION_HELP
     help_note = HELP_NOTE
     standing_orders: Mapping[str, str] = STANDING_ORDERS
@@ -375,6 +378,12 @@ class ClassicKind(BidMoves[ClassicState]):
 
     def web_scores(self, state: ClassicState) -> list[JSON]:
         return classic_scores(state)
+
+    def bid_charts(self, state: ClassicState, seat: int) -> list[JSON]:
+        bid = state.current_bid
+        if bid is None or seat not in state.due():
+            return []
+        return [count_chart(state.seat_view(seat), bid)]
 
     def legal_moves(self, state: ClassicState, seat: int) -> list[Move]:
         return state.legal_moves() if seat in state.due() else []

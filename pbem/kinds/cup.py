@@ -276,6 +276,7 @@ class CupKind(GameKind[CupState, Move]):
     commands = COMMANDS
     report_template = "cup_report"
     web_look = "cup"
+    course_label = "points"
     option_help = ("Cup of Bluff takes no options: 3 to 5 players, 3 dice, 16 tokens "
                    "(docs/rules.md section 5)")
     help_note = ("Three ordinary dice (1 to 6) and sixteen tokens, 3 to 18, each worth 1 to 5 "
@@ -454,6 +455,17 @@ class CupKind(GameKind[CupState, Move]):
     def client_order_lines(self, view: JSONMap, rng: random.Random,
                            level: str = "normal") -> list[str]:
         return client_order_lines(view, rng)
+
+    def bid_charts(self, state: CupState, seat: int) -> list[JSON]:
+        """The Guesser's chart: how likely each total of three dice is, the claim marked
+        (it holds only if the roll is exactly that total)."""
+        claim = state.claim
+        if state.phase != cb.ANSWER or claim is None or claim.guesser != seat:
+            return []
+        dist = cb.total_distribution()
+        return [{"title": f"the claim of {claim.total}", "quantity": claim.total,
+                 "rule": "exactly", "question": "What may the three dice total?",
+                 "bars": [[t, dist[t]] for t in sorted(dist)]}]
 
     def report_extras(self, state: CupState, seat: int | None) -> JSON:
         """The last round told to the report's reader ("you"); report.json keeps the

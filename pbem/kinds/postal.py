@@ -11,6 +11,7 @@ from pbem.kinds.bidding import (
     HELP_NOTE,
     STANDING_ORDERS,
     BidMoves,
+    count_chart,
     order_lines,
     read_bid_order,
     standing_bid_move,
@@ -62,6 +63,7 @@ class PostalKind(BidMoves[PostalState]):
     commands = tuple(c for c in PLAYER_COMMANDS if c.name in MOVE_NAMES)
     report_template = "postal_report"
     web_look = "postal"
+    course_label = "virtual dice"
     option_help = "postal takes no options: five players, five mini-games (docs/rules.md section 4)"
     help_note = HELP_NOTE
     standing_orders: Mapping[str, str] = STANDING_ORDERS
@@ -174,6 +176,16 @@ class PostalKind(BidMoves[PostalState]):
                 lines.append(f"turn {c.turn}, mini-game {game.number}: player {c.seat} "
                              f"challenged; the table held {c.result.actual} ({lost})")
         return sorted(lines, key=lambda line: int(line.split(",")[0].split()[1]))
+
+    def bid_charts(self, state: PostalState, seat: int) -> list[JSON]:
+        number = state.due().get(seat)
+        if number is None:
+            return []
+        bid = state.minigame(number).current_bid
+        if bid is None:
+            return []
+        return [{**count_chart(state.seat_view(seat, number), bid),
+                 "title": f"{bid} in mini-game {number}"}]
 
     def report_extras(self, state: PostalState, seat: int | None) -> JSON:
         return {"odds": odds_view(state, seat) if seat is not None else {}}

@@ -47,6 +47,7 @@ Just over 400 lines: one state machine, whose moves and checks read best togethe
 
 from __future__ import annotations
 
+import functools
 import itertools
 import random
 from collections.abc import Iterable, Sequence
@@ -425,3 +426,13 @@ def robot_move(state: CupState, seat: int, rng: random.Random, level: str = "nor
     # a bluff on a likely total is believed more often
     pick = rng.choices(state.centre, weights=[TOTAL_ODDS[t] for t in state.centre])[0]
     return Announce(pick, rng.choice(others))
+
+
+@functools.lru_cache(maxsize=8)
+def total_distribution(dice: int = DICE) -> dict[int, float]:
+    """P(the roll's total == t) for every total of ``dice`` six-sided dice (a cached
+    value: not to be changed)."""
+    counts: dict[int, int] = {}
+    for roll in itertools.product(range(1, 7), repeat=dice):
+        counts[sum(roll)] = counts.get(sum(roll), 0) + 1
+    return {t: n / 6 ** dice for t, n in sorted(counts.items())}

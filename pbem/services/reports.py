@@ -23,6 +23,7 @@ from pbem.options import robot_level
 from pbem.outbox import Origin, Queued, enqueue
 from pbem.services.export import export_json
 from pbem.services.post import Post, tagged
+from pbem.services.replay import course, replay_steps
 
 
 def web_links(web: WebSettings, game: Game, player: Player | None,
@@ -44,8 +45,10 @@ def web_links(web: WebSettings, game: Game, player: Player | None,
 def report_context(game: Game, players: dict[int, Player], state: Any, seat: int | None,
                    now: datetime, origin: Origin, notes: list[str],
                    talk: list[dict[str, str]] | None = None,
-                   web: WebSettings | None = None) -> dict[str, Any]:
-    """What a report template gets, for every kind (seat None: an observer's public view)."""
+                   web: WebSettings | None = None,
+                   course: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What a report template gets, for every kind (seat None: an observer's public view);
+    course: the game's course (pbem.services.replay.course), which the final report draws."""
     kind = kind_of(game)
     view = player_view(game, players, state, seat)
     over = kind.over(state)
@@ -74,6 +77,10 @@ def report_context(game: Game, players: dict[int, Player], state: Any, seat: int
         "your_due": kind.due(state).get(seat) if seat is not None and not over else None,
         "record_file": record_file(game) if over else None,
         "robot_level": robot_level(game),
+        # the pictures (pbem.charts): the odds of each bid the reader must answer now, and
+        # the course of the game in the final report
+        "bid_charts": kind.bid_charts(state, seat) if seat is not None and not over else [],
+        "course": course if over else None,
         **kind.report_extras(state, seat),
     }
 
@@ -103,15 +110,17 @@ def enqueue_reports(session: Session, post: Post, game: Game, state: Any, *, now
     origin, renderer = post.origin, post.renderer
     players = seated(session, game)
     talk = talk_lines(session, game)     # the table talk (SAY) since the last report
-    # the final report carries the game's record, for `pbem verify`
-    record = [record_attachment(session, game)] if kind_of(game).over(state) else []
+    over = kind_of(game).over(state)
+    # the final report carries the game's record, for `pbem verify`, and its course
+    record = [record_attachment(session, game)] if over else []
+    drawn = game_course(session, game, players) if over else None
     rows = []
     for seat, player in sorted(players.items()):
         if only_seat is not None and seat != only_seat:
             continue
         told = (seat_notes or {}).get(seat, notes or [])   # "you" for the reader's seat
         context = report_context(game, players, state, seat, now, origin, told, talk,
-                                 post.settings.web)
+                                 post.settings.web, drawn)
         text, html = renderer.render(kind_of(game).report_template, context)
         subject = tagged(game.name, "final report" if kind_of(game).over(state)
                          else f"turn {game.turn} report")
@@ -124,20 +133,22 @@ def enqueue_reports(session: Session, post: Post, game: Game, state: Any, *, now
                             shipped_html=renderer.shipped_only))
     if only_seat is None:
         rows += _watcher_reports(session, post, game, state, players, now=now,
-                                 notes=notes or [], talk=talk, record=record)
+                                 notes=notes or [], talk=talk, record=record,
+                                 course=drawn)
     return rows
 
 
 def _watcher_reports(session: Session, post: Post, game: Game, state: Any,
                      players: dict[int, Player], *, now: datetime, notes: list[str],
                      talk: list[dict[str, str]],
-                     record: list[tuple[str, str, bytes]]) -> list[Queued]:
+                     record: list[tuple[str, str, bytes]],
+                     course: dict[str, Any] | None) -> list[Queued]:
     """The public view (no hidden dice) for each WATCHer of the game (commands.signup)."""
     watchers = watchers_of(session, game)
     if not watchers:
         return []
     context = report_context(game, players, state, None, now, post.origin, notes, talk,
-                             post.settings.web)
+                             post.settings.web, course)
     context["how_to_order"] = False      # watchers have no orders to send
     text, html = post.renderer.render(kind_of(game).report_template, context)
     subject = tagged(game.name, "final report (public view)" if kind_of(game).over(state)
@@ -147,6 +158,12 @@ def _watcher_reports(session: Session, post: Post, game: Game, state: Any,
                     html=html, now=now, attachments=[attachment, *record], game_id=game.id,
                     turn=game.turn, shipped_html=post.renderer.shipped_only)
             for email in watchers]
+
+
+def game_course(session: Session, game: Game, players: dict[int, Player]) -> dict[str, Any]:
+    """The game's course from its replay (pbem.services.replay), under the players' names."""
+    return course(game, replay_steps(session, game),
+                  {seat: player.name for seat, player in players.items()})
 
 
 def player_view(game: Game, players: dict[int, Player], state: Any,

@@ -39,6 +39,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from pbem.charts import GLOBALS as CHARTS
 from pbem.config import Settings
 from pbem.games import seated
 from pbem.kinds import kind_named
@@ -47,6 +48,7 @@ from pbem.links import LinkError, expired, key_generation, mac_matches, read_tok
 from pbem.models import Game, Player
 from pbem.render import bid, dice, die, face_name, lookup, packaged_template_dir, pct, plain, utc
 from pbem.services.export import export_json
+from pbem.services.replay import Step, replay_steps
 from pbem.web.cache import Memo
 from pbem.web.database import open_read_only
 from pbem.web.pages import (
@@ -58,7 +60,6 @@ from pbem.web.pages import (
     verification,
 )
 from pbem.web.queries import SECTIONS, game_named, game_version
-from pbem.web.replay import Step, replay_steps
 
 log = logging.getLogger("pbem.web")
 
@@ -91,6 +92,7 @@ def template_environment(settings: Settings) -> jinja2.Environment:
     env.filters.update(die=die, dice=dice, plain=plain, face_name=face_name, bid=bid, pct=pct,
                        utc=utc, lookup=lookup)
     env.globals["lookup"] = lookup
+    env.globals.update(CHARTS)     # the pictures: course_chart_svg ... (pbem.charts)
     # how the pages draw a kind's scores and tables ("postal", "classic", "cup"), by its name
     env.globals["web_look"] = lambda name: kind_named(name).web_look
     return env

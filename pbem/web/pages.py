@@ -17,12 +17,13 @@ from sqlmodel import Session
 from pbem.config import Settings
 from pbem.deadlines import relative
 from pbem.errors import PbemError
-from pbem.games import load_state, players_of
+from pbem.games import players_of
 from pbem.kinds import PUBLIC, REVEAL, AnyKind, Viewer, kind_of
 from pbem.kinds.verify import check_record
 from pbem.models import Game, Player
 from pbem.options import options_of
 from pbem.services.export import export_json
+from pbem.services.replay import Step, course, replay_steps
 from pbem.web.queries import (
     SECTIONS,
     Section,
@@ -34,7 +35,6 @@ from pbem.web.queries import (
     player_counts,
     talk_of,
 )
-from pbem.web.replay import Step
 
 ORDER_CHOICES_SHOWN = 12
 
@@ -121,17 +121,19 @@ def verification(session: Session, game: Game) -> dict[str, Any]:
 
 
 def game_page(session: Session, game: Game, settings: Settings, now: datetime, *,
-              viewer: Viewer = PUBLIC, state: Any = None,
+              viewer: Viewer = PUBLIC, steps: list[Step] | None = None,
               verified: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The game as the public sees it (viewer PUBLIC), or as one seat does."""
+    """The game as the public sees it (viewer PUBLIC), or as one seat does; steps: its
+    replay (pbem.services.replay), if the caller has it already."""
     kind = kind_of(game)
     rules = json.loads(game.rules_json)
     everyone = players_of(session, game)
     holders = {p.seat: p for p in everyone if p.seat is not None and p.active}
     names = {s: p.name for s, p in holders.items()}
     running = game.status == "running"
-    if state is None and started(game):
-        state = load_state(session, game)
+    if steps is None:
+        steps = replay_steps(session, game) if started(game) else []
+    state = steps[-1].state if steps else None
     due = set(kind.due(state)) if state is not None and running else set()
     sent = orders_in(session, game) & due
     score_rows = {row["seat"]: row for row in kind.web_scores(state)} if state else {}
@@ -158,6 +160,7 @@ def game_page(session: Session, game: Game, settings: Settings, now: datetime, *
         "waiting_for": kind.waiting_for(state) if running and state is not None else None,
         "tables": kind.web_tables(state, viewer) if state is not None else [],
         "standings": standings_of(game, state, names) if state is not None else None,
+        "course": course(game, steps, names) if steps else None,
         "history": kind.history(state) if state is not None else [],
         "talk": talk_of(session, game),
         "commitment": game.commitment, "seed": game.seed_hex if over else None,
@@ -200,8 +203,9 @@ def private_page(session: Session, game: Game, player: Player, settings: Setting
     seat = player.seat
     assert seat is not None
     kind = kind_of(game)
-    state = load_state(session, game) if started(game) else None
-    page = game_page(session, game, settings, now, viewer=Viewer(seat=seat), state=state)
+    steps = replay_steps(session, game) if started(game) else []
+    state = steps[-1].state if steps else None
+    page = game_page(session, game, settings, now, viewer=Viewer(seat=seat), steps=steps)
     running = game.status == "running" and state is not None and not kind.over(state)
     due = kind.due(state).get(seat) if running else None
     page.update({
@@ -241,6 +245,7 @@ def replay_page(game: Game, steps: list[Step], step: int, names: dict[int, str],
         "tables": kind.web_tables(at.state, REVEAL),
         "scores": kind.web_scores(at.state),
         "standings": standings_of(game, at.state, names) if over else None,
+        "course": course(game, steps[:step + 1], names),
         "prev": base + str(step - 1) if step > 0 else None,
         "next": base + str(step + 1) if step < last else None,
         "first": base + "0", "end": base + str(last),

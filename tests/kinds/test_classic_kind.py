@@ -286,6 +286,9 @@ def context(state: ClassicState, you: int | None, notes: list[str]) -> dict[str,
             "standings": standings, "server_address": "bluff@example.org",
             "commitment": "ab" * 32, "seed": "cd" * 32 if CLASSIC.over(state) else None,
             "game_url": None, "private_link": None,
+            "bid_charts": (CLASSIC.bid_charts(state, you)
+                           if you is not None and not CLASSIC.over(state) else []),
+            "course": None,
             "record_file": "table-1-record.json" if CLASSIC.over(state) else None}
 
 

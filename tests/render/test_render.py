@@ -271,6 +271,11 @@ def report_context(view: dict[str, Any] | None = None, **overrides: Any) -> dict
         "deadline_relative": "in 2 days 3 hours",
         "standings": None,
         "how_to_order": True,
+        "bid_charts": [{"title": "3 fours in mini-game 4", "quantity": 3, "rule": "at_least",
+                        "question": "How many dice match it in all?",
+                        "bars": [[1, 0.05], [2, 0.2], [3, 0.3], [4, 0.25], [5, 0.15],
+                                 [6, 0.05]]}],
+        "course": None,
     }
     ctx.update(overrides)
     return ctx
@@ -294,6 +299,11 @@ def final_context(**overrides: Any) -> dict[str, Any]:
         how_to_order=False,
         notes=[],
         talk=[],
+        bid_charts=[],
+        course={"label": "virtual dice", "turns": list(range(9)),
+                "lines": [{"seat": s["number"], "name": s["name"],
+                           "values": [5, 5, 5, 4, 4, 4, 4, 4, s["virtual_dice"]]}
+                          for s in sorted(standings, key=lambda s: s["number"])]},
     )
     ctx.update(overrides)
     return ctx
@@ -677,6 +687,7 @@ def test_report_without_optional_parts(renderer: Renderer) -> None:
         notes=[],
         talk=[],
         odds={},
+        bid_charts=[],
         commitment=None,
         deadline_relative=None,
         how_to_order=False,
@@ -895,6 +906,7 @@ def test_installed_layout_uses_pbem_templates(tmp_path: Path) -> None:
     shutil.copy(repo / "pbem" / "render.py", pkg / "render.py")
     shutil.copy(repo / "pbem" / "paths.py", pkg / "paths.py")   # render finds templates by it
     shutil.copy(repo / "pbem" / "errors.py", pkg / "errors.py")     # TemplateProblem's root
+    shutil.copy(repo / "pbem" / "charts.py", pkg / "charts.py")     # the templates' pictures
     shutil.copytree(repo / "templates", pkg / "_templates")
     (pkg / "_templates" / "notice.txt.j2").write_text("installed: {{ subject }}\n", "utf-8")
     code = (

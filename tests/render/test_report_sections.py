@@ -179,3 +179,39 @@ def test_classic_reports_offer_star_bids_only_when_the_game_has_them(
             if m.seat is not None and "HOW TO ORDER" in m.text:
                 assert ("BID 4 stars" in m.text) == stars, name
                 assert ("BID 4 stars" in m.html) == stars, name
+
+
+def test_every_report_that_asks_to_answer_a_bid_draws_its_odds(
+        games: dict[str, Played]) -> None:
+    """Where a player must answer a standing bid (a raise or CHALLENGE; Cup of Bluff's
+    OK or BLUFF), the report draws how many matching dice (or what total) there may be,
+    in text as rows of # and in HTML as a table of bars, the bid's own count marked."""
+    asked = {"postal": "raise above", "classic": "The lowest raise is",
+             "cup": "The chance of a total of"}
+    for name, played in games.items():
+        answering = [m for m in played.mails if m.seat is not None
+                     and asked[played.kind] in " ".join(m.text.split())]
+        assert answering, name
+        for m in answering:
+            assert "The chance of each, from what you can see" in m.text, (name, m.text)
+            assert "(# it holds, . it fails):" in m.text, name
+            assert re.search(r"^ +\d+ [#.]+ +(<1%|\d+%|>99%)  <- ", m.text, re.M), name
+            assert "The chance of each, from what you can see" in m.html, name
+            assert "&#9664;" in m.html, name
+        # nobody is shown a chart of a bid they need not answer
+        for m in played.mails:
+            if m not in answering and "(# it holds, . it fails)" in m.text:
+                assert "CHALLENGE" in m.text or "BLUFF" in m.text, (name, m.text)
+
+
+def test_every_final_report_draws_the_course_of_the_game(games: dict[str, Played]) -> None:
+    label = {"postal": "Virtual dice", "classic": "Dice held", "cup": "Points"}
+    for name, played in games.items():
+        finals = [m for m in played.mails if "final report" in m.subject]
+        assert finals, name
+        for m in finals:
+            assert f"{label[played.kind]} after each turn:" in m.text, (name, m.text)
+            assert "The course of the game" in m.html, name
+            assert "<svg" not in m.html and "<img" not in m.html, name
+        others = [m for m in played.mails if "final report" not in m.subject]
+        assert not any("after each turn:" in m.text for m in others), name

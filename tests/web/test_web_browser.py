@@ -9,6 +9,8 @@ Set PBEM_SCREENSHOTS to a folder to keep the screenshots.
 
 from __future__ import annotations
 
+import email
+import email.policy
 import json
 import os
 import re
@@ -21,7 +23,7 @@ from playwright.sync_api import sync_playwright
 from sqlmodel import Session, select
 
 from pbem.games import find_game
-from pbem.models import Player
+from pbem.models import OutboundMail, Player
 from pbem.render import face_name
 from pbem.rules.classic import hand_label
 from pbem.rules.dice import DiceStream, face_json
@@ -251,3 +253,67 @@ def test_the_server_log_holds_no_token_and_no_key(site: Site, web: WebProcess, t
         for player in session.exec(select(Player)):
             assert player.key not in log
     assert "Traceback" not in log
+
+
+def _html_part(raw: bytes) -> str:
+    message = email.message_from_bytes(raw, policy=email.policy.default)
+    body = message.get_body(("html",))
+    assert body is not None
+    return str(body.get_content())
+
+
+def _subject(raw: bytes) -> str:
+    return str(email.message_from_bytes(raw, policy=email.policy.default)["subject"])
+
+
+def _fits(page: Any, selector: str) -> None:
+    """The element is drawn, not blank, and nothing of it (or the page) runs off screen."""
+    width = page.evaluate("window.innerWidth")
+    box = page.locator(selector).first.bounding_box()
+    assert box is not None and box["width"] > 100 and box["height"] > 40, (selector, box)
+    assert box["x"] >= 0 and box["x"] + box["width"] <= width + 0.5, (selector, box, width)
+    wide = page.evaluate("""() => [...document.querySelectorAll('body *')]
+        .filter(e => e.getBoundingClientRect().right > window.innerWidth + 1)
+        .map(e => e.tagName + ' ' + (e.textContent || '').slice(0, 40))""")
+    assert page.evaluate("document.documentElement.scrollWidth") <= width, (selector, wide)
+
+
+@pytest.mark.parametrize("width", [360, 1000])
+def test_the_course_and_the_odds_are_drawn_and_fit_the_screen(site: Site, browser: Any,
+                                                             web: WebProcess, tmp_path: Path,
+                                                             width: int) -> None:
+    """The course chart (SVG) on the game pages and the replay, and the charts of the
+    HTML reports (table cells, no image), in Chromium at a phone's and a desktop's
+    width: each drawn (not blank), none running off the screen."""
+    shots = Path(os.environ.get("PBEM_SCREENSHOTS") or tmp_path)
+    shots.mkdir(parents=True, exist_ok=True)
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    try:
+        for path, lines in (("/games/classic-1", 4), ("/games/cup-1", 4),
+                            ("/games/postal-1", 5),
+                            (f"/games/classic-1/replay/{site.turns['classic-1']}", 4)):
+            page.goto(web.base + path)
+            chart = page.locator("#course svg")
+            assert chart.count() == 1, path
+            assert chart.locator("path > title").count() == lines, path
+            _fits(page, "#course svg")
+            png = page.locator("#course").screenshot()
+            (shots / f"course-{path.strip('/').replace('/', '-')}-{width}.png").write_bytes(png)
+            assert distinct_colours(png) > 4, f"the course of {path} looks blank"
+        with Session(site.server.engine) as session:
+            rows = session.exec(select(OutboundMail).where(OutboundMail.kind == "report")).all()
+        final = next(r for r in rows if _subject(r.raw) == "[bluff classic-1] final report")
+        asked = [r for r in rows if b"The chance of each" in r.raw]
+        assert asked, "no report asked to answer a bid"
+        for name, row, selector in (("final", final, "table[role=presentation]"),
+                                    ("odds", asked[-1], "table[role=presentation]")):
+            page = context.new_page()                    # a mail of its own, as a client
+            page.set_content(_html_part(row.raw))
+            _fits(page, selector)
+            png = page.screenshot(full_page=True)
+            (shots / f"report-{name}-{width}.png").write_bytes(png)
+            assert distinct_colours(png) > 20, f"the {name} report looks blank"
+        assert page.locator("img, svg").count() == 0     # mail draws with cells alone
+    finally:
+        context.close()

@@ -1,6 +1,6 @@
 """The replay of a game: the state after every turn, rebuilt from the seed and the
 recorded moves exactly as the referee built it (pbem.games.load_state does the same,
-keeping only the last state).
+keeping only the last state); and the game's course drawn from it (pbem.charts).
 
 A finished game never changes (a ROLLBACK changes its turn), so the web app keeps
 the steps of a few recent games in memory, keyed by game and turn (pbem.web.cache).
@@ -9,6 +9,7 @@ the steps of a few recent games in memory, keyed by game and turn (pbem.web.cach
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
 from typing import Any
@@ -49,3 +50,17 @@ def replay_steps(session: Session, game: Game) -> list[Step]:
         state = resolution.state
         steps.append(Step(turn, played, list(resolution.notes), state))
     return steps
+
+
+def course(game: Game, steps: Sequence[Step], names: Mapping[int, str]) -> dict[str, Any]:
+    """Each seat's score after every step (the kind's course_key of its standings), as
+    pbem.charts draws it: {"label", "turns", "lines": [{"seat", "name", "values"}]}."""
+    kind = kind_of(game)
+    # every standing has a score; the course_key is the kind's own (classic: dice held)
+    scores = [{s["seat"]: int(s.get(kind.course_key, s["score"]))
+               for s in kind.standings(step.state)} for step in steps]
+    seats = sorted({seat for score in scores for seat in score})
+    return {"label": kind.course_label, "turns": [step.turn for step in steps],
+            "lines": [{"seat": seat, "name": names.get(seat, f"player {seat}"),
+                       "values": [score.get(seat, 0) for score in scores]}
+                      for seat in seats]}

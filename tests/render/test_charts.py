@@ -1,0 +1,184 @@
+"""The pictures (pbem.charts): the course of a game and the odds of a standing bid, as
+SVG (web), as an HTML table (mail) and as text; examples and properties."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pbem.charts import (
+    COURSE_HTML_COLUMNS,
+    COURSE_TEXT_BAR,
+    COURSE_TEXT_COLUMNS,
+    ODDS_TEXT_WIDTH,
+    course_html,
+    course_svg,
+    course_text,
+    odds_html,
+    odds_text,
+    sampled,
+    shown_bars,
+)
+from pbem.kinds.cup import CUP
+from pbem.rules.cupofbluff import total_distribution
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def a_course(lines: list[list[int]], names: list[str] | None = None) -> dict[str, object]:
+    names = names or [f"Player {n}" for n in range(1, len(lines) + 1)]
+    return {"label": "virtual dice", "turns": list(range(len(lines[0]))),
+            "lines": [{"seat": n + 1, "name": names[n], "values": v}
+                      for n, v in enumerate(lines)]}
+
+
+courses = st.integers(1, 6).flatmap(lambda players: st.integers(1, 80).flatmap(
+    lambda turns: st.lists(st.lists(st.integers(-12, 12), min_size=turns, max_size=turns),
+                           min_size=players, max_size=players)))
+
+
+@given(st.integers(0, 500), st.integers(1, 40))
+def test_sampled_keeps_the_ends_and_at_most_as_many_as_asked(count: int, most: int) -> None:
+    picked = sampled(count, most)
+    assert picked == sorted(set(picked))
+    assert len(picked) <= max(most, 1)
+    if count:
+        assert picked[-1] == count - 1
+        assert picked[0] == 0 or most == 1
+        assert all(0 <= i < count for i in picked)
+    else:
+        assert picked == []
+
+
+@given(courses)
+def test_the_course_svg_is_one_line_and_one_legend_entry_a_player(lines: list[list[int]]) -> None:
+    course = a_course(lines)
+    svg = str(course_svg(course))
+    root = ET.fromstring(svg)                       # well-formed, with no script
+    assert root.tag == f"{SVG}svg" and "script" not in svg
+    paths = [p for p in root.iter(f"{SVG}path") if p.get("fill") == "none"
+             and p.find(f"{SVG}title") is not None]
+    assert len(paths) == len(lines)
+    legend = [t.text or "" for t in root.iter(f"{SVG}text")]
+    for n, values in enumerate(lines):
+        assert f"{n + 1} Player {n + 1} ({values[-1]})" in legend
+    # every point of the plot lies inside the picture
+    width, height = map(float, root.get("viewBox", "").split()[2:])
+    for path in paths:
+        numbers = [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?", path.get("d", ""))]
+        assert all(0 <= x <= max(width, height) for x in numbers)
+
+
+def test_names_are_escaped_and_each_player_gets_a_shape_of_its_own() -> None:
+    course = a_course([[5, 4, 3], [5, 5, 4], [5, 3, 2]],
+                      ["<b>Bold</b>", "Ann & Bob", "Carl"])
+    svg = str(course_svg(course))
+    assert "<b>" not in svg and "&lt;b&gt;Bold&lt;/b&gt;" in svg and "Ann &amp; Bob" in svg
+    root = ET.fromstring(svg)
+    shapes = {el.tag for el in root.iter() if el.tag in (f"{SVG}circle", f"{SVG}rect",
+                                                         f"{SVG}polygon")}
+    assert {f"{SVG}circle", f"{SVG}polygon"} <= shapes       # not told apart by colour alone
+    dashes = {p.get("stroke-dasharray") for p in root.iter(f"{SVG}path")
+              if p.find(f"{SVG}title") is not None}
+    assert len(dashes) == 3
+
+
+@given(courses)
+def test_the_course_in_mail_is_a_table_of_bars_with_no_image(lines: list[list[int]]) -> None:
+    html = str(course_html(a_course(lines)))
+    assert "<img" not in html and "<svg" not in html and "url(" not in html
+    assert html.count("<tr>") == len(lines)
+    bars = html.count("<div ")
+    assert bars == len(lines) * min(len(lines[0]), COURSE_HTML_COLUMNS)
+    low = min(0, min(min(v) for v in lines))
+    top = max(low + 1, max(max(v) for v in lines))
+    drawn = max(v[i] for v in lines for i in sampled(len(v), COURSE_HTML_COLUMNS))
+    heights = [int(h) for h in re.findall(r"height:(\d+)px", html)]
+    assert max(heights) == max(1, round(28 * (drawn - low) / (top - low)))
+    assert min(heights) >= 1
+
+
+@given(courses)
+def test_the_course_in_text_is_a_row_a_player_within_72_columns(lines: list[list[int]]) -> None:
+    text = course_text(a_course(lines))
+    rows = text.splitlines()
+    assert len(rows) == 2 + len(lines)
+    assert all(len(r) <= 72 for r in rows)
+    shown = min(len(lines[0]), COURSE_TEXT_COLUMNS)
+    assert len(rows[1].split()) == 1 + shown               # "turn" and the turns shown
+    for row, values in zip(rows[2:], lines, strict=True):
+        assert row.endswith(" " + "#" * min(values[-1], COURSE_TEXT_BAR)) or values[-1] <= 0
+        assert [int(x) for x in row.split()[3:3 + shown]] == [
+            values[i] for i in sampled(len(values), COURSE_TEXT_COLUMNS)]
+
+
+def test_an_empty_course_draws_nothing() -> None:
+    empty = {"label": "points", "turns": [], "lines": []}
+    assert course_svg(empty) == "" and course_html(empty) == "" and course_text(empty) == ""
+
+
+# --- the odds of a bid ---------------------------------------------------------------------
+
+def a_chart(bars: dict[int, float], quantity: int, rule: str = "at_least") -> dict[str, object]:
+    return {"title": f"{quantity} threes", "quantity": quantity, "rule": rule,
+            "question": "How many dice match it in all?", "bars": [[c, p] for c, p in sorted(bars.items())]}
+
+
+distributions = st.lists(st.floats(0.0, 1.0), min_size=1, max_size=25).map(
+    lambda ps: {c: p / (sum(ps) or 1) for c, p in enumerate(ps)})
+
+
+@given(distributions, st.integers(0, 30), st.sampled_from(["at_least", "exactly"]))
+def test_the_odds_in_text_mark_the_bid_and_tell_holding_from_failing(
+        dist: dict[int, float], quantity: int, rule: str) -> None:
+    chart = a_chart(dist, quantity, rule)
+    rows = odds_text(chart).splitlines()[2:]
+    shown = shown_bars(chart)
+    assert len(rows) == len(shown)
+    assert quantity in [c for c, _ in shown]
+    marked = [r for r in rows if "<- " in r]
+    assert len(marked) == 1 and int(marked[0].split()[0]) == quantity
+    for row, (count, _p) in zip(rows, shown, strict=True):
+        bar = row.split()[1]
+        holds = count == quantity if rule == "exactly" else count >= quantity
+        assert set(bar) == {"#" if holds else "."}
+        assert 1 <= len(bar) <= ODDS_TEXT_WIDTH
+    # the likeliest count draws the longest bar
+    top = max(shown, key=lambda b: b[1])
+    assert len(rows[shown.index(top)].split()[1]) == ODDS_TEXT_WIDTH or top[1] == 0
+
+
+@given(distributions, st.integers(0, 30))
+def test_the_odds_in_mail_are_a_table_with_a_bar_a_count(dist: dict[int, float],
+                                                         quantity: int) -> None:
+    chart = a_chart(dist, quantity)
+    html = str(odds_html(chart))
+    assert "<img" not in html and "<svg" not in html
+    assert html.count("<tr>") == len(shown_bars(chart))
+    assert html.count("&#9664;") == 1                       # the bid, marked once
+    solid = html.count("background:#333")
+    assert solid == sum(1 for c, _ in shown_bars(chart) if c >= quantity)
+
+
+def test_unlikely_counts_are_left_out_but_never_the_bids_own() -> None:
+    dist = {0: 0.0001, 1: 0.2, 2: 0.5, 3: 0.2999, 9: 0.0}
+    assert [c for c, _ in shown_bars(a_chart(dist, 2))] == [1, 2, 3]
+    assert [c for c, _ in shown_bars(a_chart(dist, 9))] == [1, 2, 3, 4, 5, 6, 7, 8, 9]
+    text = odds_text(a_chart(dist, 2))
+    assert "  2 " in text and "50%" in text and "<- 2 threes" in text
+
+
+def test_the_cup_chart_is_the_total_of_three_dice_with_the_claim_alone_holding() -> None:
+    dist = total_distribution()
+    assert sorted(dist) == list(range(3, 19))
+    assert abs(sum(dist.values()) - 1) < 1e-12
+    assert dist[10] == dist[11] == 27 / 216 and dist[3] == dist[18] == 1 / 216
+    chart = {"title": "the claim of 12", "quantity": 12, "rule": "exactly",
+             "question": "What may the three dice total?",
+             "bars": [[t, p] for t, p in dist.items()]}
+    rows = odds_text(chart).splitlines()[2:]
+    assert [r.split()[0] for r in rows if "#" in r] == ["12"]
+    assert CUP.course_label == "points"
