@@ -131,9 +131,9 @@ def course_svg(course: Mapping[str, Any]) -> Markup:
     lines: Sequence[Mapping[str, Any]] = course["lines"]
     if not turns or not lines:
         return Markup("")
-    width, left, right, top, plot_h = 640, 40, 24, 14, 200
+    width, left, right, top, plot_h = 640, 40, 24, 26, 200
     legend_rows = -(-len(lines) // 3)
-    height = top + plot_h + 34 + legend_rows * 20
+    height = top + plot_h + 38 + legend_rows * 22
     plot_w = width - left - right
     vmin: int = min(0, min(int(min(line["values"])) for line in lines))
     vmax: int = max(vmin + 1, max(int(max(line["values"])) for line in lines))
@@ -150,7 +150,7 @@ def course_svg(course: Mapping[str, Any]) -> Markup:
              f'width="100%" role="img" '
              f'aria-labelledby="course-title" class="course-chart">',
              f'<title id="course-title">{label} after each turn</title>',
-             '<g font-family="sans-serif" font-size="11" fill="#333">']
+             '<g font-family="sans-serif" font-size="13" fill="#333">']
     for v in _ticks(vmin, vmax):
         parts.append(f'<line x1="{left}" x2="{width - right}" y1="{y(v):.1f}" y2="{y(v):.1f}" '
                      f'stroke="#ddd"/><text x="{left - 6}" y="{y(v) + 4:.1f}" '
@@ -160,7 +160,7 @@ def course_svg(course: Mapping[str, Any]) -> Markup:
                      f'text-anchor="middle">{turns[i]}</text>')
     parts.append(f'<text x="{left + plot_w / 2:.1f}" y="{top + plot_h + 30}" '
                  f'text-anchor="middle">turn</text>')
-    parts.append(f'<text x="4" y="{top - 4}" text-anchor="start">{label}</text>')
+    parts.append(f'<text x="4" y="{top - 12}" text-anchor="start">{label}</text>')
     marked = set(sampled(len(turns), 25))
     for n, line in enumerate(lines):
         shape, dash, colour = _style(n)
@@ -177,8 +177,8 @@ def course_svg(course: Mapping[str, Any]) -> Markup:
     for n, line in enumerate(lines):
         shape, _, colour = _style(n)
         lx = left + (n % 3) * (plot_w / 3)
-        ly = top + plot_h + 50 + (n // 3) * 20
-        name = escape(_short(f"{line['seat']} {line['name']}", 26))
+        ly = top + plot_h + 56 + (n // 3) * 22
+        name = escape(_short(f"{line['seat']} {line['name']}", 20))
         parts.append(_marker(shape, lx + 5, ly - 4, colour))
         parts.append(f'<text x="{lx + 14:.1f}" y="{ly:.1f}">{name} ({line["values"][-1]})'
                      f'</text>')
@@ -200,22 +200,22 @@ def course_html(course: Mapping[str, Any]) -> Markup:
     shown = sampled(len(turns), COURSE_HTML_COLUMNS)
     vmin = min(0, min(min(line["values"]) for line in lines))
     vmax = max(vmin + 1, max(max(line["values"]) for line in lines))
-    td = 'style="padding:0 6px 0 0;vertical-align:bottom;white-space:nowrap"'
+    td = 'style="padding:5px 6px 0 0;vertical-align:bottom;white-space:nowrap"'
     rows = []
     for line in lines:
         bars = "".join(
-            f'<td style="padding:0 1px;vertical-align:bottom">'
+            f'<td style="padding:5px 1px 0;vertical-align:bottom">'
             f'<div title="turn {turns[i]}: {line["values"][i]}" style="width:6px;'
             f'height:{max(1, round(28 * (line["values"][i] - vmin) / (vmax - vmin)))}px;'
             f'background:#444;'
             f'border:1px solid #444"></div></td>' for i in shown)
         rows.append(f'<tr><td {td}>{escape(line["seat"])}&nbsp;'
                     f'{escape(_short(str(line["name"]), 20))}</td>{bars}'
-                    f'<td style="padding:0 0 0 6px;vertical-align:bottom">'
+                    f'<td style="padding:5px 0 0 6px;vertical-align:bottom">'
                     f'<strong>{line["values"][-1]}</strong></td></tr>')
     first, last = turns[shown[0]], turns[shown[-1]]
-    caption = (f'{escape(course["label"]).capitalize()} after each turn, turn {first} to '
-               f'{last}{" (every few turns)" if len(shown) < len(turns) else ""}')
+    caption = (f'{escape(course["label"]).capitalize()} after each turn ({first} to {last}'
+               f'{", every few turns" if len(shown) < len(turns) else ""})')
     return Markup(f'<table role="presentation" style="border-collapse:collapse;margin:6px 0">'
                   f'<caption style="text-align:left;font-size:90%;padding-bottom:4px">'
                   f'{caption}</caption>{"".join(rows)}</table>')
