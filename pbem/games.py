@@ -302,8 +302,13 @@ def add_player(session: Session, game: Game, email: str, name: str) -> Player:
     if len(players) >= most:
         raise Refusal(f"game '{game.name}' has its {most} players already")
     key, key_hash = new_key()
+    # the time zone the address chose in another game (TIMEZONE) holds here too
+    zone = session.exec(select(Player.timezone).where(
+        Player.email == email, col(Player.timezone).is_not(None))
+        .order_by(col(Player.id).desc())).first()
     player = Player(game_id=id_of(game), entrant=len(players) + 1, email=email,
-                    name=name or email.partition("@")[0], key=key, key_hash=key_hash)
+                    name=name or email.partition("@")[0], key=key, key_hash=key_hash,
+                    timezone=zone)
     session.add(player)
     session.flush()
     return player

@@ -48,6 +48,7 @@ class Player(SQLModel, table=True):
     default_order: str | None = None   # standing order for a missed turn: CHALLENGE|RAISE|ROBOT
     missed_turns: int = 0              # turns missed in a row
     absent_days_used: float = 0.0      # vacation days already granted in this game
+    timezone: str | None = None        # IANA name the player reads times in (TIMEZONE)
 
 
 class Move(SQLModel, table=True):

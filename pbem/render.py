@@ -28,6 +28,7 @@ import markupsafe
 from pbem.charts import GLOBALS as CHARTS
 from pbem.errors import PbemError
 from pbem.paths import packaged_dir
+from pbem.zones import in_zone
 
 __all__ = [
     "Renderer",
@@ -432,6 +433,7 @@ def template_environment(override_dir: Path | None) -> jinja2.Environment:
         lookup=lookup,
         name_of=name_of,
         count_in=count_in,
+        when=in_zone,        # a time in the reader's zone, UTC beside (pbem.zones)
     )
     env.globals["lookup"] = lookup
     env.globals.update(CHARTS)     # the pictures: course_chart_html, odds_chart_text ... (pbem.charts)

@@ -103,7 +103,8 @@ def take_moves(ctx: CommandContext, parsed: ParsedText, move_names: set[str]) ->
                    json.loads(replaced.move_json))) if replaced else None),
                "pending": pending,
                "deadline": ((game.grace_until or game.deadline).isoformat()
-                            if game.deadline else None)}
+                            if game.deadline else None),
+               "timezone": who.player.timezone}
     ctx.line_no = orders[0].line_no
     ctx.answer("confirm", tagged(game.name, f"turn {game.turn}: order received"), context)
     return TakenMove(f"order accepted: {taken.summary} (game {game.name}, turn {who.turn}, "

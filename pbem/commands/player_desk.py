@@ -28,7 +28,7 @@ import json
 import re
 from datetime import date
 
-from sqlmodel import Session, col, delete
+from sqlmodel import Session, col, delete, select
 
 from pbem.commands.context import CommandContext, MailCommand, refuse
 from pbem.deadlines import absence_interval
@@ -44,12 +44,13 @@ from pbem.games import (
     watchers_of,
 )
 from pbem.kinds import kind_of
-from pbem.models import Absence, Game, TalkMessage
+from pbem.models import Absence, Game, Player, TalkMessage
 from pbem.options import options_of
 from pbem.orders import Order, game_name, no_args
 from pbem.services.clock import vacation_check
 from pbem.services.post import notice, tagged
 from pbem.services.reports import record_attachment
+from pbem.zones import ZONE_EXAMPLE, in_zone, zone_named
 
 MAX_TALK = 2000
 MAX_ABSENCE_DAYS = 366
@@ -245,7 +246,7 @@ def do_orders(ctx: CommandContext, order: Order) -> str:
             paragraphs.append(f"Turn {game.turn}: your order is {move}{whose}. A new order "
                               f"before the deadline replaces it.")
         if game.deadline is not None:
-            paragraphs.append(f"Deadline: {game.deadline:%Y-%m-%d %H:%M} UTC.")
+            paragraphs.append(f"Deadline: {in_zone(game.deadline, player.timezone)}.")
     standing = player.default_order or "NONE"
     paragraphs.append(f"Your standing order for a missed turn: {standing} "
                       f"({kind.standing_orders.get(standing, standing)}).")
@@ -255,6 +256,37 @@ def do_orders(ctx: CommandContext, order: Order) -> str:
     ctx.answer("notice", subject, {"subject": subject, "game": game.name,
                                    "paragraphs": paragraphs})
     return "orders sent"
+
+
+# --- TIMEZONE -----------------------------------------------------------------------------
+
+def parse_timezone(args: list[str]) -> str | None:
+    """TIMEZONE <IANA name> | TIMEZONE UTC (or NONE): the zone, None for UTC alone."""
+    if len(args) != 1:
+        raise Refusal("TIMEZONE takes one time zone name", ZONE_EXAMPLE)
+    return zone_named(args[0])
+
+
+def do_timezone(ctx: CommandContext, order: Order) -> str:
+    """The zone holds for every game of the address, and for the games it joins later."""
+    assert ctx.who is not None
+    player, game = ctx.who.player, ctx.who.game
+    zone: str | None = order.args
+    rows = list(ctx.session.exec(select(Player).where(Player.email == player.email)))
+    for row in rows:
+        row.timezone = zone
+        ctx.session.add(row)
+    now = in_zone(ctx.now, zone)
+    said = (f"Times in your mail are now written in {zone} with UTC beside them "
+            f"(it is {now} now)." if zone else
+            f"Times in your mail are now written in UTC alone (it is {now} now).")
+    subject = tagged(game.name, f"your time zone: {zone or 'UTC'}")
+    ctx.answer("notice", subject, {
+        "subject": subject, "game": game.name,
+        "paragraphs": [f"line {order.line_no}: {order.line}", said,
+                       "This holds for every game you play here. Change it at any time "
+                       "with TIMEZONE and a name, or go back with TIMEZONE UTC."]})
+    return f"time zone of {player.email}: {zone or 'UTC'} ({len(rows)} games)"
 
 
 def do_record(ctx: CommandContext, order: Order) -> str:
@@ -294,6 +326,10 @@ COMMANDS: tuple[MailCommand, ...] = (
     MailCommand("DEFAULT", "DEFAULT CHALLENGE|RAISE|ROBOT|NONE",
             "your standing order for a turn you miss", parse_default,
             action=do_default, who="player", phase="change"),
+    MailCommand("TIMEZONE", "TIMEZONE <zone> | TIMEZONE UTC",
+            "the time zone your deadlines are written in (an IANA name, e.g. Europe/Prague), "
+            "with UTC beside", parse_timezone, action=do_timezone, who="player",
+            phase="change"),
     MailCommand("HISTORY", "HISTORY", "every move so far, all mini-games (public information)",
             no_args, action=do_history, who="player", phase="look"),
     MailCommand("ORDERS", "ORDERS", "what you have in for this turn", no_args,

@@ -77,6 +77,7 @@ def report_context(game: Game, players: dict[int, Player], state: Any, seat: int
         "your_due": kind.due(state).get(seat) if seat is not None and not over else None,
         "record_file": record_file(game) if over else None,
         "robot_level": robot_level(game),
+        "timezone": player.timezone if player is not None else None,
         # the pictures (pbem.charts): the odds of each bid the reader must answer now, and
         # the course of the game in the final report
         "bid_charts": kind.bid_charts(state, seat) if seat is not None and not over else [],

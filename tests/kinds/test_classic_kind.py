@@ -288,7 +288,7 @@ def context(state: ClassicState, you: int | None, notes: list[str]) -> dict[str,
             "game_url": None, "private_link": None,
             "bid_charts": (CLASSIC.bid_charts(state, you)
                            if you is not None and not CLASSIC.over(state) else []),
-            "course": None,
+            "course": None, "timezone": None,
             "record_file": "table-1-record.json" if CLASSIC.over(state) else None}
 
 

@@ -252,7 +252,7 @@ def context(state: CupState, seat: int | None, **extra: Any) -> dict[str, Any]:
            "server_address": "bluff@pbem.example.org", "commitment": "ab" * 32,
            "seed": "cd" * 32 if standings else None, "game_url": None, "private_link": None,
            "bid_charts": CUP.bid_charts(state, seat) if seat and not standings else [],
-           "course": None,
+           "course": None, "timezone": None,
            **CUP.report_extras(state, seat),
            "record_file": "cup-7-record.json" if standings else None}
     ctx.update(extra)

@@ -276,6 +276,7 @@ def report_context(view: dict[str, Any] | None = None, **overrides: Any) -> dict
                         "bars": [[1, 0.05], [2, 0.2], [3, 0.3], [4, 0.25], [5, 0.15],
                                  [6, 0.05]]}],
         "course": None,
+        "timezone": None,
     }
     ctx.update(overrides)
     return ctx
@@ -335,6 +336,7 @@ def confirm_context(**overrides: Any) -> dict[str, Any]:
         "replaced": "BID 3 stars",
         "pending": [1, 4, 5],
         "deadline": "2026-12-01T18:00:00Z",
+        "timezone": None,
         "grace": False,
         "resolves_now": False,
     }
@@ -907,6 +909,7 @@ def test_installed_layout_uses_pbem_templates(tmp_path: Path) -> None:
     shutil.copy(repo / "pbem" / "paths.py", pkg / "paths.py")   # render finds templates by it
     shutil.copy(repo / "pbem" / "errors.py", pkg / "errors.py")     # TemplateProblem's root
     shutil.copy(repo / "pbem" / "charts.py", pkg / "charts.py")     # the templates' pictures
+    shutil.copy(repo / "pbem" / "zones.py", pkg / "zones.py")       # their times in a zone
     shutil.copytree(repo / "templates", pkg / "_templates")
     (pkg / "_templates" / "notice.txt.j2").write_text("installed: {{ subject }}\n", "utf-8")
     code = (
