@@ -317,3 +317,19 @@ def test_the_course_and_the_odds_are_drawn_and_fit_the_screen(site: Site, browse
         assert page.locator("img, svg").count() == 0     # mail draws with cells alone
     finally:
         context.close()
+
+
+def test_the_web_writes_a_deadline_in_the_viewers_zone(browser: Any, web: WebProcess) -> None:
+    """A viewer in Prague reads the running game's deadline in Prague time with the zone's
+    name, the server's UTC time kept beside; the index likewise."""
+    context = browser.new_context(timezone_id="Europe/Prague")
+    page = context.new_page()
+    try:
+        page.goto(web.base + "/games/postal-1")
+        shown = page.inner_text("#deadline")
+        assert re.search(r"\(Europe/Prague\), \d{4}-\d\d-\d\d \d\d:\d\d UTC$", shown), shown
+        assert re.search(r"GMT\+1|CET|GMT\+2|CEST", shown), shown
+        page.goto(web.base + "/")
+        assert "(Europe/Prague)" in page.inner_text("#running")
+    finally:
+        context.close()
