@@ -161,10 +161,11 @@ class Signup(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     game_id: int = Field(foreign_key="game.id", index=True)
-    email: str
-    name: str
+    email: str                         # the address the code went to
+    name: str                          # the player's name; ADDRESS: the old address
     code_hash: str
-    status: str = "pending"            # pending | confirmed | expired | withdrawn
+    # pending | pending-watch | pending-address | confirmed | expired | withdrawn
+    status: str = "pending"
     created_at: datetime
     confirmed_at: datetime | None = None
 

@@ -43,6 +43,12 @@ def new_key() -> tuple[str, str]:
     return key, hash_key(key)
 
 
+def code_hash(code: str) -> str:
+    """What is stored of a code mailed to an address (JOIN, WATCH, ADDRESS): its SHA-256,
+    the code read in any case."""
+    return hashlib.sha256(code.strip().lower().encode()).hexdigest()
+
+
 def hash_key(key: str) -> str:
     """The hex SHA-256 digest of a key, as kept in ``key_hash``."""
     return hashlib.sha256(key.strip().encode("utf-8", "surrogatepass")).hexdigest()

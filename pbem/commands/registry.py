@@ -13,7 +13,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pbem.commands import moves, player_desk, referee_cmds, rollback, schedule, seats, signup
+from pbem.commands import (
+    address,
+    moves,
+    player_desk,
+    referee_cmds,
+    rollback,
+    schedule,
+    seats,
+    signup,
+)
 from pbem.commands.context import CommandContext, MailCommand, refuse
 from pbem.errors import Refusal
 from pbem.kinds import KINDS, AnyKind, kind_of
@@ -52,7 +61,7 @@ DECLARED: tuple[Command, ...] = (
     *moves.COMMANDS,
     MailCommand("HELP", "HELP", "this summary of the orders", no_args,
                 action=do_player_help, who="anyone", phase="reply"),
-    *MAIL_LINES, *signup.COMMANDS, *player_desk.COMMANDS,
+    *MAIL_LINES, *signup.COMMANDS, *player_desk.COMMANDS, *address.COMMANDS,
     Command("KEY", "KEY <referee key>", "in referee mail: proves the mail is the referee's",
             one_word("key"), who="referee", phase="line"),
     *referee_cmds.COMMANDS, *schedule.COMMANDS, *seats.COMMANDS, *rollback.COMMANDS,

@@ -16,7 +16,6 @@ at most CODES_PER_DAY code mails a day, so forged JOINs cannot flood it.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
 import secrets
@@ -24,6 +23,7 @@ from datetime import timedelta
 
 from sqlmodel import col, select
 
+from pbem.commands.address import ADDRESSING, confirm_address
 from pbem.commands.context import CommandContext, MailCommand, refuse
 from pbem.commands.referee_cmds import start
 from pbem.errors import Refusal
@@ -32,15 +32,12 @@ from pbem.kinds import kind_of
 from pbem.models import Game, OutboundMail, Signup, Watcher
 from pbem.options import options_of
 from pbem.orders import Order, game_name, no_args
+from pbem.security import code_hash
 from pbem.services.post import replied_to, tagged, tell_referee
 
 SIGNUP_DAYS = 7
 CODES_PER_DAY = 3        # code mails to one address a day, at most
 JOINING, WATCHING = "pending", "pending-watch"   # Signup.status of a code not yet confirmed
-
-
-def code_hash(code: str) -> str:
-    return hashlib.sha256(code.strip().lower().encode()).hexdigest()
 
 
 def _find(ctx: CommandContext, name: str, order: Order) -> Game:
@@ -141,7 +138,7 @@ def do_confirm(ctx: CommandContext, order: Order) -> str:
     email = ctx.sender
     since = ctx.now - timedelta(days=SIGNUP_DAYS)
     pending = list(ctx.session.exec(select(Signup).where(
-        Signup.email == email, col(Signup.status).in_([JOINING, WATCHING]),
+        Signup.email == email, col(Signup.status).in_([JOINING, WATCHING, ADDRESSING]),
         col(Signup.created_at) >= since)))
     if order.args is None:
         signup = _replied_signup(ctx, pending)
@@ -154,6 +151,15 @@ def do_confirm(ctx: CommandContext, order: Order) -> str:
         if signup is None:
             raise refuse("that code does not match a sign-up from your address (or it expired)",
                          "send JOIN <game> again for a new code", order)
+    if signup.status == ADDRESSING:           # a player's new address (ADDRESS)
+        try:
+            said = confirm_address(ctx, signup, order)
+        except Refusal as refused:
+            refused.sender_proven = True
+            raise
+        signup.status, signup.confirmed_at = "confirmed", ctx.now
+        ctx.session.add(signup)
+        return said
     game = ctx.session.get(Game, signup.game_id)
     assert game is not None
     watching = signup.status == WATCHING

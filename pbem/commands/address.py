@@ -1,0 +1,130 @@
+"""ADDRESS: a player moves to a new mail address.
+
+``ADDRESS new@example.org`` (from a player, with GAME and KEY or in a reply) changes
+nothing yet: it mails a code to the new address, as JOIN does (a Signup row whose email
+is the new address and whose name is the old one, status ADDRESSING). When the code
+comes back from the new address (``CONFIRM <code>``, or ``CONFIRM`` in a reply to the
+code mail: pbem.commands.signup.do_confirm), every seat the old address holds moves to
+the new one; the private web links and the replies to earlier reports follow the seat,
+so they keep working from the new address. The referee and the old address are told.
+So nobody can move a seat to an address that is not theirs, nor take one.
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import timedelta
+
+from sqlmodel import col, select
+
+from pbem.commands.context import CommandContext, MailCommand, refuse
+from pbem.errors import Refusal
+from pbem.games import audit, id_of
+from pbem.mail.addresses import address_problem
+from pbem.models import Game, Player, Signup
+from pbem.orders import Order
+from pbem.security import code_hash
+from pbem.services.post import notice, tagged, tell_referee
+
+ADDRESSING = "pending-address"     # Signup.status of an address change not yet confirmed
+CODE_DAYS = 7                      # as a sign-up's code
+CODES_PER_DAY = 3                  # code mails to one new address a day, at most
+
+
+def parse_address(args: list[str]) -> str:
+    if len(args) != 1:
+        raise Refusal("ADDRESS takes your new mail address", "e.g. ADDRESS ann@example.org")
+    spec = args[0].strip("<>")
+    problem = address_problem(spec)
+    if problem is not None:
+        raise Refusal(f"'{spec[:80]}' is not a mail address I can write to: {problem}",
+                      "e.g. ADDRESS ann@example.org")
+    return spec.lower()
+
+
+def _games_of(ctx: CommandContext, email: str) -> list[tuple[Game, Player]]:
+    """The games the address holds a seat or a sign-up in (not over)."""
+    rows = ctx.session.exec(select(Game, Player).where(
+        Player.game_id == Game.id, Player.email == email, col(Player.active).is_(True),
+        col(Game.status).not_in(["over", "cancelled"])))
+    return list(rows.all())
+
+
+def _clash(ctx: CommandContext, old: str, new: str) -> list[str]:
+    """Games both addresses play in: a seat cannot move onto one the new address holds."""
+    theirs = {game.id for game, _ in _games_of(ctx, new)}
+    return sorted(game.name for game, _ in _games_of(ctx, old) if game.id in theirs)
+
+
+def do_address(ctx: CommandContext, order: Order) -> str:
+    assert ctx.who is not None
+    player, game = ctx.who.player, ctx.who.game
+    old, new = player.email, order.args
+    if new == old:
+        raise refuse(f"{new} is your address already", "", order, game.name)
+    clash = _clash(ctx, old, new)
+    if clash:
+        raise refuse(f"{new} plays in {', '.join(clash)} already, where you play too",
+                     "a seat cannot move onto another player's; ask the referee", order,
+                     game.name)
+    recent = ctx.session.exec(select(Signup.id).where(
+        Signup.email == new, col(Signup.created_at) > ctx.now - timedelta(days=1))).all()
+    if len(recent) >= CODES_PER_DAY:
+        raise refuse(f"{new} has had {len(recent)} code mails today, the most it gets",
+                     "try again tomorrow", order, game.name)
+    for earlier in ctx.session.exec(select(Signup).where(
+            Signup.name == old, Signup.status == ADDRESSING)):
+        earlier.status = "withdrawn"          # the newest request is the one that counts
+        ctx.session.add(earlier)
+    code = secrets.token_hex(5)
+    ctx.session.add(Signup(game_id=id_of(game), email=new, name=old, code_hash=code_hash(code),
+                           status=ADDRESSING, created_at=ctx.now))
+    notice(ctx.session, ctx.post, new, tagged(game.name, "please confirm your new address"), [
+        f"The player at {old} asked to move their games here, to {new}.",
+        f"To confirm, reply to this mail with the word CONFIRM, or send a mail with the line "
+        f"CONFIRM {code} from this address, within {CODE_DAYS} days.",
+        "If you did not ask for this, ignore this mail: nothing changes without your "
+        "confirmation."], ctx.now, game=game)
+    subject = tagged(game.name, f"a code went to {new}")
+    ctx.answer("notice", subject, {
+        "subject": subject, "game": game.name,
+        "paragraphs": [f"line {order.line_no}: {order.line}",
+                       f"A code went to {new}. Your games move there when it comes back "
+                       f"from that address (CONFIRM, within {CODE_DAYS} days); until then "
+                       f"this address plays as before."]})
+    return f"address change of {old} to {new}: code sent"
+
+
+def confirm_address(ctx: CommandContext, signup: Signup, order: Order) -> str:
+    """The code came back from the new address: every seat of the old one moves to it."""
+    old, new = signup.name, signup.email
+    asked_in = ctx.session.get(Game, signup.game_id)
+    assert asked_in is not None
+    clash = _clash(ctx, old, new)
+    if clash:
+        raise refuse(f"{new} has joined {', '.join(clash)} meanwhile, where {old} plays",
+                     "ask the referee", order)
+    moved = _games_of(ctx, old)
+    for game, player in moved:
+        player.email = new
+        ctx.session.add(player)
+        audit(ctx.session, game, ctx.now, "address", f"{old} -> {new}", actor=new)
+    ctx.session.flush()
+    names = ", ".join(game.name for game, _ in moved) or "no game"
+    ctx.notice(tagged(asked_in.name, "your new address"), [
+        f"Done: your games ({names}) are played from {new} now. Your keys, your private "
+        f"links and replies to your earlier reports keep working from here."], asked_in.name)
+    notice(ctx.session, ctx.post, old, tagged(asked_in.name, "your games moved"), [
+        f"Your games ({names}) moved to {new}, as asked and confirmed from there. Mail "
+        f"from this address no longer plays in them."], ctx.now)
+    tell_referee(ctx.session, ctx.post, f"{old} is now {new}",
+                 [f"The player at {old} moved to {new} (confirmed from the new address): "
+                  f"{names}."])
+    return f"{old} is now {new} in {len(moved)} games"
+
+
+COMMANDS: tuple[MailCommand, ...] = (
+    MailCommand("ADDRESS", "ADDRESS <new address>",
+                "move your games to a new mail address (a code goes there to confirm)",
+                parse_address, action=do_address, who="player", phase="change"),
+)
