@@ -1,0 +1,160 @@
+"""Where a reply quotes a mail we sent: the line at which our own words begin.
+
+A reply to a report (or any mail of ours) often carries a copy of it, under a quote header
+in the client's language, ``>``-quoted or not, re-wrapped, rendered from HTML. Whatever the
+header says, our text is known: the first words of it, found in order in the reply, mark
+the start of the quote. The quote header just above them (an attribution line, a
+From/Sent/To block, a separator) goes with it.
+
+Pure and total; the cost is bounded by the caps below whatever the mail holds.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+
+__all__ = ["quote_start", "words_of"]
+
+PROBE_WORDS = 12       # words of our mail looked for in the reply, in order
+MISSES_ALLOWED = 1     # of those, how many may be missing or changed (a charset lost ...)
+SLACK_WORDS = 4        # words of the reply that may come between them
+MAX_REPLY_LINES = 3000  # lines of a reply looked at
+MAX_LINE_CHARS = 1000  # characters of a reply line looked at
+MAX_REPLY_WORDS = 30000  # words of a reply looked at
+MAX_KNOWN_CHARS = 4000   # characters of our mail read for its first words
+HEADER_LINES = 8       # lines above the quote that may be its header
+
+_WORD = re.compile(r"[^\W_]+")
+_TIME = re.compile(r"\d{1,2}[:.]\d{2}")
+_YEAR = re.compile(r"(?<!\d)(19|20)\d\d(?!\d)")
+_ADDRESS = re.compile(r"\S@\S")
+_SEPARATOR = re.compile(r"^[-_=*~—–\s]{3,}$|^-{2,}.*-{2,}$")
+# the last line of a wrapped attribution: it begins inside the address or at the colon
+_CONTINUED = re.compile(r"^([<(:：]|[^\s@<>]+@)")
+_LABEL_VALUE = re.compile(r"^\*?[^\W\d_][^\W\d]{0,24}(\s[^\W\d]{1,12})?\s?\*?\s?[:：]\*?(\s|$)")
+
+
+def words_of(text: str) -> list[str]:
+    """The words of ``text`` as compared: letters and digits, lower case, accents off
+    (a charset lost on the way turns "é" into "e" or into nothing, never into "é")."""
+    folded = unicodedata.normalize("NFKD", text.casefold())
+    plain = "".join(ch for ch in folded if not unicodedata.combining(ch))
+    return _WORD.findall(plain)
+
+
+def _probe(known: str) -> list[str]:
+    return words_of(known[:MAX_KNOWN_CHARS])[:PROBE_WORDS]
+
+
+def _found_at(words: Sequence[str], at: int, probe: Sequence[str]) -> bool:
+    """Are the probe's words in ``words`` from ``at`` on, in order, a few missing at most?"""
+    missed = 0
+    pos = at
+    end = min(len(words), at + len(probe) + SLACK_WORDS)
+    for wanted in probe:
+        hit = next((k for k in range(pos, end) if words[k] == wanted), None)
+        if hit is None:
+            missed += 1
+            if missed > MISSES_ALLOWED:
+                return False
+            continue
+        pos = hit + 1
+    return True
+
+
+def _match_line(lines: Sequence[str], probes: Sequence[Sequence[str]]) -> int | None:
+    words: list[str] = []
+    line_of: list[int] = []
+    for i, line in enumerate(lines[:MAX_REPLY_LINES]):
+        found = words_of(line[:MAX_LINE_CHARS])
+        words.extend(found)
+        line_of.extend([i] * len(found))
+        if len(words) >= MAX_REPLY_WORDS:
+            break
+    best: int | None = None
+    for probe in probes:
+        if len(probe) < PROBE_WORDS // 2:   # too little of our mail to be sure it is ours
+            continue
+        # the quote begins with our first or second word (the first may be changed or lost)
+        starts = {probe[0], probe[1]}
+        for at, word in enumerate(words):
+            if best is not None and line_of[at] >= best:
+                break
+            if word in starts and _found_at(words, at, probe):
+                best = line_of[at]
+                break
+    return best
+
+
+def _plain(line: str) -> str:
+    return line.lstrip().lstrip(">").strip().lstrip(">").strip()
+
+
+def _is_header_line(line: str) -> bool:
+    """A line of a quote header: a separator, an attribution's last line ("... wrote:",
+    "... <a@b>:") or a From:/Sent:/To: line."""
+    text = _plain(line)
+    if _SEPARATOR.match(text):
+        return True
+    if text.endswith((":", "：")):
+        return (text == ":" or _ADDRESS.search(text) is not None or _TIME.search(text) is not None
+                or _YEAR.search(text) is not None or len(text.split()) >= 4)
+    return _LABEL_VALUE.match(text) is not None
+
+
+def _is_attribution_start(line: str) -> bool:
+    """The first line of an attribution wrapped over two or three: a date, a time or an
+    address, or it breaks inside one ("John Coe <", "John (")."""
+    text = _plain(line)
+    return (_TIME.search(text) is not None or _YEAR.search(text) is not None
+            or _ADDRESS.search(text) is not None or text.endswith(("<", "(")))
+
+
+def _header_start(lines: Sequence[str], quote: int) -> int:
+    """The first line of the quote header above line ``quote`` (``quote`` if none)."""
+    block: list[int] = []   # the header's lines, from the bottom up
+    i = quote - 1
+    while i >= 0 and quote - i <= HEADER_LINES:
+        text = _plain(lines[i])
+        if text:
+            if not _is_header_line(lines[i]):
+                break
+            block.append(i)
+            if _SEPARATOR.match(text):   # a separator line tops the header
+                break
+        i -= 1
+    labels = [k for k in block if not _SEPARATOR.match(_plain(lines[k]))
+              and not _plain(lines[k]).endswith((":", "："))]
+    # a From/Sent/To block has two lines or more, and an address or a date; "Note: ..."
+    # lines are the player's
+    if labels and not (len(labels) >= 2 and any(_is_attribution_start(lines[k])
+                                                 for k in labels)):
+        block = block[:block.index(labels[0])]
+    start = block[-1] if block else quote
+    # an attribution wrapped above its last line ("pe 20. lokakuuta 2017 klo 17.50 John" /
+    # "<j@x> kirjoitti:")
+    if start < quote and _CONTINUED.match(_plain(lines[start])):
+        for _ in range(2):
+            above = start - 1
+            if above < 0 or not _plain(lines[above]) or not _is_attribution_start(lines[above]):
+                break
+            start = above
+    return start
+
+
+def quote_start(lines: Sequence[str], known: Sequence[str]) -> int | None:
+    """The index of the line of ``lines`` (a reply's text) at which a quote of one of the
+    ``known`` texts (a mail we sent, as text and as its HTML rendered) begins, its quote
+    header included; None when none of them is quoted. Never raises."""
+    try:
+        probes = [p for p in (_probe(k) for k in known if isinstance(k, str)) if p]
+        if not probes:
+            return None
+        found = _match_line(lines, probes)
+        if found is None:
+            return None
+        return _header_start(lines, found)
+    except Exception:
+        return None
