@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
-__all__ = ["quote_start", "words_of"]
+from pbem.mail.newtext import NewText, new_text
+
+__all__ = ["quote_start", "reply_text", "words_of"]
 
 PROBE_WORDS = 12       # words of our mail looked for in the reply, in order
 MISSES_ALLOWED = 1     # of those, how many may be missing or changed (a charset lost ...)
-SLACK_WORDS = 4        # words of the reply that may come between them
+SKIP_WORDS = 2         # words of the reply that may come between two of them
 MAX_REPLY_LINES = 3000  # lines of a reply looked at
 MAX_LINE_CHARS = 1000  # characters of a reply line looked at
 MAX_REPLY_WORDS = 30000  # words of a reply looked at
@@ -30,6 +32,7 @@ _WORD = re.compile(r"[^\W_]+")
 _TIME = re.compile(r"\d{1,2}[:.]\d{2}")
 _YEAR = re.compile(r"(?<!\d)(19|20)\d\d(?!\d)")
 _ADDRESS = re.compile(r"\S@\S")
+_BARE_ADDRESS = re.compile(r"^[<\[]?(mailto:)?[^\s@<>]+@[^\s<>]+[>\]]?$")
 _SEPARATOR = re.compile(r"^[-_=*~—–\s]{3,}$|^-{2,}.*-{2,}$")
 # the last line of a wrapped attribution: it begins inside the address or at the colon
 _CONTINUED = re.compile(r"^([<(:：]|[^\s@<>]+@)")
@@ -49,12 +52,18 @@ def _probe(known: str) -> list[str]:
 
 
 def _found_at(words: Sequence[str], at: int, probe: Sequence[str]) -> bool:
-    """Are the probe's words in ``words`` from ``at`` on, in order, a few missing at most?"""
-    missed = 0
-    pos = at
-    end = min(len(words), at + len(probe) + SLACK_WORDS)
-    for wanted in probe:
-        hit = next((k for k in range(pos, end) if words[k] == wanted), None)
+    """Do the probe's words begin at ``words[at]`` (its first word, or its second with the
+    first lost) and follow in order, a few missing at most?"""
+    if words[at] == probe[0]:
+        missed, rest = 0, probe[1:]
+    elif words[at] == probe[1] and at + 1 < len(words) and words[at + 1] == probe[2]:
+        missed, rest = 1, probe[2:]
+    else:
+        return False
+    pos = at + 1
+    for wanted in rest:
+        hit = next((k for k in range(pos, min(len(words), pos + SKIP_WORDS + 1))
+                    if words[k] == wanted), None)
         if hit is None:
             missed += 1
             if missed > MISSES_ALLOWED:
@@ -96,7 +105,7 @@ def _is_header_line(line: str) -> bool:
     """A line of a quote header: a separator, an attribution's last line ("... wrote:",
     "... <a@b>:") or a From:/Sent:/To: line."""
     text = _plain(line)
-    if _SEPARATOR.match(text):
+    if _SEPARATOR.match(text) or _BARE_ADDRESS.match(text):   # an address: a From wrapped
         return True
     if text.endswith((":", "：")):
         return (text == ":" or _ADDRESS.search(text) is not None or _TIME.search(text) is not None
@@ -136,10 +145,8 @@ def _header_start(lines: Sequence[str], quote: int) -> int:
     # an attribution wrapped above its last line ("pe 20. lokakuuta 2017 klo 17.50 John" /
     # "<j@x> kirjoitti:")
     if start < quote and _CONTINUED.match(_plain(lines[start])):
-        for _ in range(2):
-            above = start - 1
-            if above < 0 or not _plain(lines[above]) or not _is_attribution_start(lines[above]):
-                break
+        above = start - 1
+        if above >= 0 and _plain(lines[above]) and _is_attribution_start(lines[above]):
             start = above
     return start
 
@@ -158,3 +165,15 @@ def quote_start(lines: Sequence[str], known: Sequence[str]) -> int | None:
         return _header_start(lines, found)
     except Exception:
         return None
+
+
+def reply_text(text: str, known: Iterable[str]) -> NewText | None:
+    """The new text of the reply ``text``, cut where it quotes the first of the ``known``
+    texts it quotes (a mail we sent: its text, then its HTML rendered; the next is only
+    looked at when the first is not found); None when it quotes none."""
+    lines = text.splitlines()
+    for one in known:
+        cut = quote_start(lines, [one])
+        if cut is not None:
+            return new_text(text, cut)
+    return None

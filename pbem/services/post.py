@@ -18,8 +18,8 @@ from sqlmodel import Session, col, select
 
 from pbem.config import Settings
 from pbem.games import active_players, audit
-from pbem.mail.newtext import QUOTE, new_text
-from pbem.mail.quotecut import quote_start
+from pbem.mail.newtext import QUOTE
+from pbem.mail.quotecut import reply_text
 from pbem.mail.read import InboundMessage
 from pbem.mail.sent import sent_texts
 from pbem.models import Game, InboundMail, OutboundMail, Player
@@ -188,16 +188,12 @@ def read_reply(session: Session, msg: InboundMessage) -> InboundMessage:
     ours = replied_to(session, msg)
     if ours is None:
         return msg
-    lines = msg.text.splitlines()
-    for known in sent_texts(ours.raw):   # the HTML part is rendered only if still needed
-        cut = quote_start(lines, [known])
-        if cut is None:
-            continue
-        found = new_text(msg.text, cut)
-        quoted = f"the quoted {_QUOTED_KIND.get(ours.kind, 'mail')} below your text"
-        return dataclasses.replace(msg, lines=found.lines, ignored=tuple(
-            quoted if part == QUOTE else part for part in found.ignored))
-    return msg
+    found = reply_text(msg.text, sent_texts(ours.raw))   # HTML rendered only if needed
+    if found is None:
+        return msg
+    quoted = f"the quoted {_QUOTED_KIND.get(ours.kind, 'mail')} below your text"
+    return dataclasses.replace(msg, lines=found.lines, ignored=tuple(
+        quoted if part == QUOTE else part for part in found.ignored))
 
 
 def replied_ids(msg: InboundMessage) -> list[str]:
