@@ -153,7 +153,7 @@ def _is_indent_blockquote(tag: object) -> bool:
 _BORDER_TOP = re.compile(r"border-top(-style)?:[^;]*\bsolid\b")
 # "From:" in the languages of Windows Mail and Outlook, and any "<word>:" opening the block
 _LABEL = re.compile(r"^\s*[^\W\d_][^\W\d]{1,20}\s*[:：]")
-HEADER_PEEK_STRINGS = 8  # strings of a bordered div looked at for its "From:" label
+HEADER_PEEK_NODES = 12  # nodes of a bordered div looked at for its "From:" label
 
 
 def _is_bordered_header(tag: object) -> bool:
@@ -162,15 +162,20 @@ def _is_bordered_header(tag: object) -> bool:
     style = re.sub(r"\s+", "", _attr(tag, "style").lower())
     if "solid" not in style or not _BORDER_TOP.search(style):
         return False
-    strings = getattr(tag, "strings", None)
-    if strings is None:
-        return False
     seen = ""
-    # the first few strings only: a hostile mail's many bordered divs cost no full walk each
-    for count, piece in enumerate(strings):
-        seen += str(piece)
-        if seen.strip() or count >= HEADER_PEEK_STRINGS:
+    # the first few nodes only, walked by hand (bs4's descendants first finds the last
+    # one): a hostile mail's many nested bordered divs cost no full walk each
+    todo = list(reversed(getattr(tag, "contents", [])[:HEADER_PEEK_NODES]))
+    for _ in range(HEADER_PEEK_NODES):
+        if not todo:
             break
+        node = todo.pop()
+        if isinstance(node, str):
+            seen += str(node)
+            if seen.strip():
+                break
+            continue
+        todo.extend(reversed(getattr(node, "contents", [])[:HEADER_PEEK_NODES]))
     return bool(_LABEL.match(seen.replace("\xa0", " ")))
 
 
