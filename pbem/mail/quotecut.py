@@ -169,11 +169,17 @@ def quote_start(lines: Sequence[str], known: Sequence[str]) -> int | None:
 
 def reply_text(text: str, known: Iterable[str]) -> NewText | None:
     """The new text of the reply ``text``, cut where it quotes the first of the ``known``
-    texts it quotes (a mail we sent: its text, then its HTML rendered; the next is only
-    looked at when the first is not found); None when it quotes none."""
+    texts it quotes (a mail we sent: its text, then its HTML rendered); None when it quotes
+    none. The next known text is only made (an HTML part rendered) when the reply holds one
+    of the first known text's first two words: the parts of a mail of ours begin alike."""
     lines = text.splitlines()
-    for one in known:
+    for number, one in enumerate(known):
         cut = quote_start(lines, [one])
         if cut is not None:
             return new_text(text, cut)
+        if number == 0:
+            first = _probe(one)[:2]
+            held = set(words_of(text[:MAX_REPLY_WORDS * 10]))
+            if not any(word in held for word in first):
+                return None
     return None

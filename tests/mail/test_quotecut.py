@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import textwrap
 import time
+from collections.abc import Iterator
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pbem.mail.newtext import new_text
-from pbem.mail.quotecut import MAX_REPLY_LINES, quote_start
+from pbem.mail.quotecut import MAX_REPLY_LINES, quote_start, reply_text
 
 OURS = """BLUFF BY MAIL -- game g1, turn 3
 ========================================================================
@@ -77,3 +78,17 @@ def test_a_hostile_reply_costs_little() -> None:
     started = time.perf_counter()
     assert quote_start(lines, [OURS]) is None
     assert time.perf_counter() - started < 2.0
+
+
+def test_a_reply_without_our_words_never_renders_our_html() -> None:
+    rendered: list[str] = []
+
+    def ours() -> Iterator[str]:
+        yield OURS
+        rendered.append("html")
+        yield OURS
+
+    assert reply_text("BID 4 ones\nCheers", ours()) is None
+    assert not rendered
+    assert reply_text("BID 4 ones\n> Bluff by mail, game", ours()) is None
+    assert rendered == ["html"]
