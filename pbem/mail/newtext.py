@@ -126,6 +126,11 @@ _LEGAL_FOOTER = re.compile(
     r"ta\s+wiadomość|это\s+(сообщение|письмо)|この(電子)?メール)",
     re.IGNORECASE,
 )
+# ... and it speaks of secrecy: "This message is my order for turn 3:" is no footer
+_LEGAL_WORD = re.compile(
+    r"confidential|privileged|intended\s+(solely|only)|vertraulich|důvěrn|confidentiel|"
+    r"confidencial|riservat|vertrouwelijk|fortrolig|konfidentiell|luottamuksellinen|poufn|"
+    r"конфиденциальн|機密", re.IGNORECASE)
 FOOTER_MIN_WORDS = 8  # a footer's first line is a sentence, not "This message is a bid"
 
 
@@ -192,6 +197,11 @@ def _quote_starts(lines: Sequence[str], i: int) -> bool:
     return _is_header_block(lines, i)
 
 
+def _is_legal_footer(line: str) -> bool:
+    return (len(line) <= 2000 and _LEGAL_FOOTER.match(line) is not None
+            and len(line.split()) >= FOOTER_MIN_WORDS and _LEGAL_WORD.search(line) is not None)
+
+
 def _scan(lines: Sequence[str], left_out: set[str]) -> Iterator[int]:
     """Yield the indexes of the lines that are new text (blank ones included); what is
     left out is noted in ``left_out``."""
@@ -199,8 +209,7 @@ def _scan(lines: Sequence[str], left_out: set[str]) -> Iterator[int]:
     n = len(lines)
     while i < n:
         line = lines[i]
-        if _SIG_SEP.match(line) or (_LEGAL_FOOTER.match(line)
-                                    and len(line.split()) >= FOOTER_MIN_WORDS):
+        if _SIG_SEP.match(line) or _is_legal_footer(line):
             if _next_nonblank(lines, i + 1) is not None or not _SIG_SEP.match(line):
                 left_out.add(SIGNATURE)
             return

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from pbem.commands.registry import player_commands
+from pbem.mail.newtext import SIGNATURE, new_text
 from pbem.mail.read import read_message
 from pbem.mail.text import new_text_lines
 from pbem.orders import parse_text
@@ -87,3 +88,24 @@ def test_digits_in_a_prose_line_offer_no_did_you_mean() -> None:
 def test_a_mistyped_order_still_refuses_the_mail(line: str) -> None:
     parsed = parse_text(new_text_lines(f"{line}\n"), player_commands())
     assert len(parsed.problems) == 1 and "did you mean" in parsed.problems[0].hint
+
+
+def test_a_legal_footer_ends_the_text_but_a_sentence_like_one_does_not() -> None:
+    footer = ("This email and any attachments are confidential and intended solely for "
+              "the addressee.\nBID 9 fives")
+    assert body_lines(f"BID 3 fives\n\n{footer}") == ["BID 3 fives"]
+    mine = "This message is my order for turn 3, read it please:\nBID 3 fives"
+    assert body_lines(mine)[-1] == "BID 3 fives"
+
+
+@pytest.mark.parametrize("signature", [
+    "Sent from my iPhone", "Gesendet von Outlook für Android", "Odesláno z iPhonu",
+    "Envoyé de mon iPhone", "Enviado desde mi iPhone", "Inviato da iPhone",
+    "Verzonden vanaf mijn iPad", "Skickat från min iPhone", "Sendt fra min iPhone",
+    "Wysłane z iPhone'a", "Отправлено с iPhone", "iPhoneから送信",
+    "Get Outlook for Android<https://aka.ms/ghei36>", "https://example.org/me",
+])
+def test_mobile_signatures_and_links_are_no_text(signature: str) -> None:
+    found = new_text(f"BID 3 fives\n{signature}\n")
+    assert [line.text for line in found.lines] == ["BID 3 fives"]
+    assert found.ignored == (SIGNATURE,)
