@@ -265,8 +265,12 @@ def mistyped(word: str, names: Sequence[str]) -> str | None:
     two swapped (BDI, CHALENGE, EXPSOE), or a near spelling of a long word (ANOUNCE);
     never a different short word (DID, HEY, SENT are words of their own, not BID, KEY,
     ABSENT). Only the word itself counts, never what else the line holds."""
-    if not word.isalpha() or len(word) < 2:
+    letters = "".join(ch for ch in word if ch.isalpha())
+    if len(letters) < 2:
         return None
+    if letters != word and letters in names:   # "BID\ufffd", "B.I.D": the word and junk
+        return letters
+    word = letters
     for name in names:
         if _one_slip(word, name):
             return name

@@ -241,10 +241,10 @@ def _scan(lines: Sequence[str], left_out: set[str]) -> Iterator[int]:
         i += 1
 
 
-def new_text(text: str, cut: int | None = None) -> NewText:
+def new_text(text: str, quote: tuple[int, int] | None = None) -> NewText:
     """The lines a human newly typed in a mail body, with their line numbers, and what was
-    left out.  ``cut``: the index of the line where a quote of a mail we know begins
-    (pbem.mail.quotecut); nothing from there on is read.
+    left out.  ``quote``: the first line of a quote of a mail we know and the first line
+    after it (pbem.mail.quotecut); none of those lines is read.
 
     Drops ``>``-quoted lines, everything from a signature separator (``-- `` / ``--``) or a
     legal footer on, attribution lines (``On <date>, <name> wrote:``, ``Am ... schrieb
@@ -258,10 +258,12 @@ def new_text(text: str, cut: int | None = None) -> NewText:
             return NewText([])
         lines = text.splitlines()
         left_out: set[str] = set()
-        if cut is not None and 0 <= cut < len(lines):
-            if any(line.strip() for line in lines[cut:]):
+        if quote is not None:
+            start, end = max(0, quote[0]), min(len(lines), quote[1])
+            if any(line.strip() for line in lines[start:end]):
                 left_out.add(QUOTE)
-            lines = lines[:cut]
+            # blanked, not removed: the lines after it keep their numbers
+            lines = [*lines[:start], *([""] * max(0, end - start)), *lines[end:]]
         result: list[BodyLine] = []
         for idx in _scan(lines, left_out):
             stripped = lines[idx].rstrip()

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 
 from pbem.mail.newtext import NewText, new_text
 
-__all__ = ["quote_start", "reply_text", "words_of"]
+__all__ = ["quote_span", "quote_start", "reply_text", "words_of"]
 
 PROBE_WORDS = 12       # words of our mail looked for in the reply, in order
 MISSES_ALLOWED = 1     # of those, how many may be missing or changed (a charset lost ...)
@@ -29,6 +29,7 @@ MAX_KNOWN_CHARS = 4000   # characters of our mail read for its first words
 HEADER_LINES = 8       # lines above the quote that may be its header
 
 _WORD = re.compile(r"[^\W_]+")
+_QUOTED = re.compile(r"^\s*>")
 _TIME = re.compile(r"\d{1,2}[:.]\d{2}")
 _YEAR = re.compile(r"(?<!\d)(19|20)\d\d(?!\d)")
 _ADDRESS = re.compile(r"\S@\S")
@@ -151,10 +152,12 @@ def _header_start(lines: Sequence[str], quote: int) -> int:
     return start
 
 
-def quote_start(lines: Sequence[str], known: Sequence[str]) -> int | None:
-    """The index of the line of ``lines`` (a reply's text) at which a quote of one of the
-    ``known`` texts (a mail we sent, as text and as its HTML rendered) begins, its quote
-    header included; None when none of them is quoted. Never raises."""
+def quote_span(lines: Sequence[str], known: Sequence[str]) -> tuple[int, int] | None:
+    """Where in ``lines`` (a reply's text) a quote of one of the ``known`` texts (a mail we
+    sent, as text and as its HTML rendered) stands: the index of its first line, its quote
+    header included, and of the first line after it; None when none of them is quoted.
+    A ``>``-quoted copy ends with its ``>`` lines (what follows is the player's again: a
+    bottom post); an unquoted one runs to the end. Never raises."""
     try:
         probes = [p for p in (_probe(k) for k in known if isinstance(k, str)) if p]
         if not probes:
@@ -162,9 +165,21 @@ def quote_start(lines: Sequence[str], known: Sequence[str]) -> int | None:
         found = _match_line(lines, probes)
         if found is None:
             return None
-        return _header_start(lines, found)
+        end = len(lines)
+        if _QUOTED.match(lines[found]):
+            end = found
+            while end < len(lines) and (_QUOTED.match(lines[end]) or not lines[end].strip()):
+                end += 1
+        return _header_start(lines, found), end
     except Exception:
         return None
+
+
+def quote_start(lines: Sequence[str], known: Sequence[str]) -> int | None:
+    """The index of the line of ``lines`` at which a quote of one of the ``known`` texts
+    begins, its quote header included; None when none of them is quoted (quote_span)."""
+    span = quote_span(lines, known)
+    return span[0] if span is not None else None
 
 
 def reply_text(text: str, known: Iterable[str]) -> NewText | None:
@@ -174,9 +189,9 @@ def reply_text(text: str, known: Iterable[str]) -> NewText | None:
     of the first known text's first two words: the parts of a mail of ours begin alike."""
     lines = text.splitlines()
     for number, one in enumerate(known):
-        cut = quote_start(lines, [one])
-        if cut is not None:
-            return new_text(text, cut)
+        span = quote_span(lines, [one])
+        if span is not None:
+            return new_text(text, span)
         if number == 0:
             first = _probe(one)[:2]
             held = set(words_of(text[:MAX_REPLY_WORDS * 10]))

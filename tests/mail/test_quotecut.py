@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pbem.mail.newtext import new_text
-from pbem.mail.quotecut import MAX_REPLY_LINES, quote_start, reply_text
+from pbem.mail.quotecut import MAX_REPLY_LINES, quote_span, quote_start, reply_text
 
 OURS = """BLUFF BY MAIL -- game g1, turn 3
 ========================================================================
@@ -44,10 +44,18 @@ def quoted(text: str, style: str) -> list[str]:
 def test_the_new_text_is_what_stands_above_our_quoted_mail(
         new: list[str], header: str, style: str, blank: bool) -> None:
     lines = [*new, *([""] if blank else []), *header.splitlines(), *quoted(OURS, style)]
-    cut = quote_start(lines, [OURS])
-    assert cut is not None and cut <= len(new) + 1
-    found = new_text("\n".join(lines), cut)
+    span = quote_span(lines, [OURS])
+    assert span is not None and span[0] <= len(new) + 1
+    found = new_text("\n".join(lines), span)
     assert [line.text for line in found.lines] == [x for x in new if x.strip()]
+
+
+@given(NEW, NEW, st.sampled_from(HEADERS))
+def test_below_a_quote_marked_with_gt_the_text_is_new_again(
+        above: list[str], below: list[str], header: str) -> None:
+    lines = [*above, "", *header.splitlines(), *quoted(OURS, "gt"), *below]
+    found = new_text("\n".join(lines), quote_span(lines, [OURS]))
+    assert [line.text for line in found.lines] == [x for x in [*above, *below] if x.strip()]
 
 
 @given(st.lists(st.text(max_size=60), max_size=40))
