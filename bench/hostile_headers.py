@@ -132,6 +132,19 @@ def boundary_lookalikes(n: int) -> bytes:
     return _mail(_plain(b"Content-Type: multipart/mixed; boundary=b"), b"x--b" * n)
 
 
+def attribution_lines(n: int) -> bytes:
+    """Lines that each look like the start of a quote header, wrapped (a time, an address,
+    a colon at the end), none of them one: every line is tried as an attribution."""
+    line = b"pe 20. lokakuuta 2017 klo 17.50 " + b"a@b.c x " * 30 + b"BID 1 two:\r\n"
+    return _mail(_plain(), line * n)
+
+
+def bordered_divs(n: int) -> bytes:
+    """HTML full of Windows Mail's bordered divs, none opening with a From label."""
+    return _mail(_plain(b"Content-Type: text/html"),
+                 b'<div style="border-top:solid #E1E1E1 1.0pt"><p><b></b>' * n + b"BID 1 two")
+
+
 SHAPES: dict[str, tuple[Callable[[int], bytes], list[int], list[int]]] = {
     # name: (maker, sizes, quick sizes)
     "dots_from": (dots_from, [1_000, 5_000, 20_000, 40_000], [1_000, 20_000]),
@@ -153,6 +166,8 @@ SHAPES: dict[str, tuple[Callable[[int], bytes], list[int], list[int]]] = {
     "html_attributes": (html_attributes, [1_000, 22_000, 1_500_000], [1_000, 22_000]),
     "html_blockquotes": (html_blockquotes, [1_000, 14_000, 800_000], [1_000, 14_000]),
     "boundary_lookalikes": (boundary_lookalikes, [1_000, 2_500_000], [1_000, 100_000]),
+    "attribution_lines": (attribution_lines, [1_000, 3_000], [1_000, 3_000]),
+    "bordered_divs": (bordered_divs, [1_000, 3_000], [1_000, 3_000]),
 }
 
 

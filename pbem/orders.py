@@ -240,13 +240,12 @@ def parse_text(lines: Sequence[TextLine], commands: Sequence[Command]) -> Parsed
         words = [t.upper().rstrip(END_PUNCTUATION) for t in tokens]
         match = next(((sp, c) for sp, c in spellings if words[:len(sp)] == sp), None)
         if match is None:
-            # a short line with digits that starts like an order is a typo, not prose
-            cutoff = 0.6 if any(ch.isdigit() for ch in text) else 0.8
-            guess = difflib.get_close_matches(words[0], names, n=1, cutoff=cutoff)
-            if guess and len(tokens) <= 6:
+            # a short line whose first word is an order word mistyped is a typo, not prose
+            guess = mistyped(words[0], names) if len(tokens) <= 6 else None
+            if guess:
                 result.problems.append(LineProblem(
                     line.number, line.text, f"'{tokens[0]}' is not an order",
-                    f"did you mean {guess[0]}? ({_usage(commands, guess[0])})"))
+                    f"did you mean {guess}? ({_usage(commands, guess)})"))
             else:
                 result.prose.append(line)
             continue
@@ -259,6 +258,41 @@ def parse_text(lines: Sequence[TextLine], commands: Sequence[Command]) -> Parsed
             continue
         result.orders.append(Order(line.number, line.text, command, args))
     return result
+
+
+def mistyped(word: str, names: Sequence[str]) -> str | None:
+    """The order word that ``word`` is a typo of, if any: a letter missing, one too many or
+    two swapped (BDI, CHALENGE, EXPSOE), or a near spelling of a long word (ANOUNCE);
+    never a different short word (DID, HEY, SENT are words of their own, not BID, KEY,
+    ABSENT). Only the word itself counts, never what else the line holds."""
+    letters = "".join(ch for ch in word if ch.isalpha())
+    if len(letters) < 2:
+        return None
+    if letters != word and letters in names:   # "BID\ufffd", "B.I.D": the word and junk
+        return letters
+    word = letters
+    for name in names:
+        if _one_slip(word, name):
+            return name
+    close = difflib.get_close_matches(word, [n for n in names if len(n) >= 6], n=1,
+                                      cutoff=0.85)
+    return close[0] if close else None
+
+
+def _one_slip(word: str, name: str) -> bool:
+    """``word`` is ``name`` with one letter left out, one added, or two neighbours swapped
+    (a letter changed counts too in a name of six letters or more)."""
+    if word == name or abs(len(word) - len(name)) > 1:
+        return False
+    if len(word) == len(name):
+        diff = [i for i, (a, b) in enumerate(zip(word, name, strict=True)) if a != b]
+        if len(diff) == 2 and diff[1] == diff[0] + 1:
+            return word[diff[0]] == name[diff[1]] and word[diff[1]] == name[diff[0]]
+        return len(diff) == 1 and len(name) >= 6
+    short, long_ = (word, name) if len(word) < len(name) else (name, word)
+    if len(long_) < 4:
+        return False
+    return any(long_[:i] + long_[i + 1:] == short for i in range(len(long_)))
 
 
 def _without_end_punctuation(args: list[str]) -> list[str]:

@@ -49,7 +49,7 @@ from pbem.orders import MAIL_LINES, Command, Order, ParsedText, help_lines, pars
 from pbem.render import Renderer
 from pbem.services import bounces, clock, failures, turns
 from pbem.services.failures import game_failed, mail_failed, what_failed
-from pbem.services.post import Incoming, Post, answer, tagged, undeliverable
+from pbem.services.post import Incoming, Post, answer, read_reply, tagged, undeliverable
 from pbem.work import HandOff, Work, savepoint
 
 log = logging.getLogger(__name__)
@@ -283,7 +283,8 @@ def handle(session: Session, post: Post, row: InboundMail) -> str:
         if not msg.readable:
             raise refusal(msg.problem or "no text could be read from your mail",
                           "send your orders as plain text")
-        mail = Incoming(row, within_limits(msg))
+        # a reply's new text ends where it quotes our mail (read_reply)
+        mail = Incoming(row, within_limits(read_reply(session, msg)))
         if msg.from_addr == settings.referee.lower():
             outcome = referee_mail(session, post, mail)
         else:

@@ -54,8 +54,10 @@ def take_moves(ctx: CommandContext, parsed: ParsedText, move_names: set[str]) ->
     if not orders:
         # quote what was read that came closest to an order (an HTML mail's lines too)
         near = closest_lines(parsed.prose, kind.commands, most=2)
+        left_out = ctx.mail.msg.ignored
         raise Refusal.of([
-            LineProblem(None, None, "I found no order in your mail",
+            LineProblem(None, None, "I found no order in your mail"
+                        + (f" (I ignored {' and '.join(left_out)})" if left_out else ""),
                         "write one order a line, e.g. "
                         + " or ".join(c.usage for c in kind.commands[:2])),
             *(LineProblem(line.number, line.text, "this line is not an order of "
@@ -99,6 +101,7 @@ def take_moves(ctx: CommandContext, parsed: ParsedText, move_names: set[str]) ->
                "resolves_now": resolves_now, "grace": game.grace_until is not None,
                "ignored": [{"line_no": p.number, "line": p.text}
                            for p in parsed.prose[:MAX_IGNORED_SHOWN]],
+               "left_out": list(ctx.mail.msg.ignored),
                "replaced": (kind.describe_move(kind.move_from_json(
                    json.loads(replaced.move_json))) if replaced else None),
                "pending": pending,

@@ -35,7 +35,8 @@ from email.utils import collapse_rfc2231_value, parsedate_to_datetime
 from pbem.mail.addresses import Sender, parse_sender
 from pbem.mail.headers import HeaderBlock, decode_words
 from pbem.mail.mime import MAX_PARTS, Part, parse_structure
-from pbem.mail.text import BodyLine, html_to_text, new_text_lines, unflow
+from pbem.mail.newtext import new_text
+from pbem.mail.text import BodyLine, html_to_text, unflow
 
 __all__ = ["BodyLine", "InboundMessage", "read_message"]
 
@@ -65,6 +66,9 @@ class InboundMessage:
     text: str = field(default="", repr=False)
     # Why from_addr is None (no From, several senders, an address that cannot be used ...).
     sender_problem: str | None = None
+    # What the reading left out of the new text, as a confirmation names it
+    # (pbem.mail.newtext: "the quoted text below your text", "the signature").
+    ignored: tuple[str, ...] = ()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -444,7 +448,7 @@ def _extract_body(top: Part) -> _Body:
                 notes.append(decoded.note)
             text = decoded.text
             if is_html:
-                text = html_to_text(text)
+                text = html_to_text(text, stop_at_header_div=True)
             elif (_param(chosen, "format") or "").strip().lower() == "flowed":
                 text = unflow(text, delsp=(_param(chosen, "delsp") or "").strip().lower() == "yes")
     elif broken is not None:
@@ -558,7 +562,7 @@ def _read(
             body = _extract_body(top)
         except Exception:
             body = _Body("", False, ["the mail's text could not be extracted"])
-    lines = new_text_lines(body.text) if body.readable else []
+    found = new_text(body.text) if body.readable else None
     problem = "; ".join(body.notes) if body.notes else None
     if problem:
         problem = problem[0].upper() + problem[1:] + "."
@@ -574,9 +578,10 @@ def _read(
         references=_msg_ids(head.value("References")),
         date=_date(head),
         automatic=automatic,
-        lines=lines,
+        lines=found.lines if found else [],
         readable=body.readable,
         problem=problem,
         text=body.text,
         sender_problem=sender.problem,
+        ignored=found.ignored if found else (),
     )

@@ -1,27 +1,20 @@
-"""Pure text helpers for inbound mail: HTML to text, and finding the new text of a reply.
+"""Pure text helpers for inbound mail: HTML to text, and format=flowed undone.
 
 Both public functions are total: whatever string they get, they return a value and never
-raise.  Nothing here touches MIME; :mod:`pbem.mail.read` does that and calls these.
+raise.  Nothing here touches MIME; :mod:`pbem.mail.read` does that and calls these.  The
+new text of a reply is found by :mod:`pbem.mail.newtext` (re-exported here).
 
 Line numbering convention: the lines of a text are ``text.splitlines()``, numbered from 1.
-
-Just over 400 lines: the HTML walker and the quote finder share the line model above.
 """
 
 from __future__ import annotations
 
 import html as html_mod
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
+
+from pbem.mail.newtext import BodyLine, new_text_lines
 
 __all__ = ["BodyLine", "html_to_text", "new_text_lines", "unflow"]
-
-
-@dataclass(frozen=True)
-class BodyLine:
-    number: int  # 1-based line number in the extracted text (error messages quote the line)
-    text: str  # the line, stripped of trailing whitespace
 
 
 # ---------------------------------------------------------------------------------------------
@@ -157,7 +150,36 @@ def _is_indent_blockquote(tag: object) -> bool:
     return "border:none" in style
 
 
-def _render(html: str) -> str:
+_BORDER_TOP = re.compile(r"border-top(-style)?:[^;]*\bsolid\b")
+# "From:" in the languages of Windows Mail and Outlook, and any "<word>:" opening the block
+_LABEL = re.compile(r"^\s*[^\W\d_][^\W\d]{1,20}\s*[:：]")
+HEADER_PEEK_NODES = 12  # nodes of a bordered div looked at for its "From:" label
+
+
+def _is_bordered_header(tag: object) -> bool:
+    """Windows Mail and some Outlooks put the original's From/Sent/To block in a <div>
+    with a solid top border (no blockquote, no <hr>): that div begins the quote."""
+    style = re.sub(r"\s+", "", _attr(tag, "style").lower())
+    if "solid" not in style or not _BORDER_TOP.search(style):
+        return False
+    seen = ""
+    # the first few nodes only, walked by hand (bs4's descendants first finds the last
+    # one): a hostile mail's many nested bordered divs cost no full walk each
+    todo = list(reversed(getattr(tag, "contents", [])[:HEADER_PEEK_NODES]))
+    for _ in range(HEADER_PEEK_NODES):
+        if not todo:
+            break
+        node = todo.pop()
+        if isinstance(node, str):
+            seen += str(node)
+            if seen.strip():
+                break
+            continue
+        todo.extend(reversed(getattr(node, "contents", [])[:HEADER_PEEK_NODES]))
+    return bool(_LABEL.match(seen.replace("\xa0", " ")))
+
+
+def _render(html: str, stop_at_header_div: bool) -> str:
     # bs4 is imported on the first HTML mail, not at start-up: it is heavy (about 0.1 s),
     # and plain-text mail and every command of the CLI never need it
     from bs4 import BeautifulSoup
@@ -204,6 +226,8 @@ def _render(html: str) -> str:
             continue
         if _attr(node, "id").strip().lower() in _STOP_IDS:
             break
+        if stop_at_header_div and name == "div" and _is_bordered_header(node):
+            break
         if name in _DROP_TAGS:
             continue
         if any(c.lower().startswith(_DROP_CLASS_PREFIXES) for c in _classes(node)):
@@ -243,20 +267,22 @@ def _crude_html_to_text(html: str) -> str:
         return ""
 
 
-def html_to_text(html: str) -> str:
+def html_to_text(html: str, *, stop_at_header_div: bool = False) -> str:
     """Render an HTML mail body as plain text.
 
     Block elements (``p``, ``div``, ``li``, ``tr``, ...) and ``<br>`` give line breaks,
     scripts and styles are dropped, entities are decoded.  Quoted material is marked or
     dropped so that :func:`new_text_lines` ignores it: ``<blockquote>`` content becomes
     ``> ``-quoted lines, Gmail's ``div.gmail_quote`` is dropped, and Outlook's
-    ``#divRplyFwdMsg`` / ``#appendonsend`` and everything after it are dropped.
-    Never raises.
+    ``#divRplyFwdMsg`` / ``#appendonsend`` and everything after it are dropped; with
+    ``stop_at_header_div`` (a mail read for its new text), so are a ``<div>`` with a solid
+    top border that opens with a "From:" label in any language (Windows Mail, some
+    Outlooks: the original's header block) and everything after it.  Never raises.
     """
     try:
         if not isinstance(html, str):
             html = str(html)
-        return _render(html)
+        return _render(html, stop_at_header_div)
     except Exception:  # includes RecursionError from a pathological document
         return _crude_html_to_text(html if isinstance(html, str) else "")
 
@@ -304,157 +330,3 @@ def unflow(text: str, delsp: bool = False) -> str:
 
 def _quote_prefix(depth: int) -> str:
     return ">" * depth + " " if depth else ""
-
-
-# ---------------------------------------------------------------------------------------------
-# New text of a reply
-# ---------------------------------------------------------------------------------------------
-
-_QUOTED = re.compile(r"^\s*>")
-_SIG_SEP = re.compile(r"^\s*--\s*$")
-
-# "On <date>, <name> wrote:" and friends: opener word ... closing phrase.
-_ATTRIBUTION = [
-    re.compile(r"^\s*On\s.{0,400}\bwrote\s*:\s*$", re.IGNORECASE),  # en (Gmail/Apple/Tb)
-    re.compile(r"^\s*Am\s.{0,400}\bschrieb\b.{0,300}:\s*$", re.IGNORECASE),  # de
-    re.compile(r"^\s*Le\s.{0,400}\ba\s+[ée]crit\s*:\s*$", re.IGNORECASE),  # fr
-    re.compile(r"^\s*El\s.{0,400}\bescribi[óo]\s*:\s*$", re.IGNORECASE),  # es
-    re.compile(r"^\s*Em\s.{0,400}\bescreveu\s*:\s*$", re.IGNORECASE),  # pt
-    re.compile(r"^\s*Il\s.{0,400}\bha\s+scritto\s*:\s*$", re.IGNORECASE),  # it
-    re.compile(r"^\s*Op\s.{0,400}\bschreef\b.{0,300}:\s*$", re.IGNORECASE),  # nl
-]
-_ATTRIBUTION_OPENER = re.compile(r"^\s*(On|Am|Le|El|Em|Il|Op)\s", re.IGNORECASE)
-# "Name wrote:" / "Name schrieb am ...:" without an opener: only an attribution when quoted
-# text follows it.
-_WEAK_ATTRIBUTION = re.compile(
-    r"^.{1,300}\b(wrote|schrieb|a\s+[ée]crit|escribi[óo]|escreveu|ha\s+scritto|schreef)\b.{0,300}:\s*$",
-    re.IGNORECASE,
-)
-# Lines from which everything is the forwarded / original message.
-_ORIGINAL_MARKER = re.compile(
-    r"^\s*-{2,}\s*(original message|ursprüngliche nachricht|message d'origine|"
-    r"message original|forwarded message|weitergeleitete nachricht|mensaje original|"
-    r"mensagem original|messaggio originale|oorspronkelijk bericht|doorgestuurd bericht)"
-    r"\s*-{2,}\s*$",
-    re.IGNORECASE,
-)
-_FORWARD_MARKER = re.compile(
-    r"^\s*(begin forwarded message|anfang der weitergeleiteten nachricht|"
-    r"début du message réexpédié|inizio messaggio inoltrato)\s*:\s*$",
-    re.IGNORECASE,
-)
-_UNDERSCORES = re.compile(r"^\s*_{10,}\s*$")
-# Outlook-style header block of the original message (a few common languages).
-_HDR_FROM = re.compile(r"^\s*\*?(From|Von|De|Van|Da|Från|Fra)\s*:\*?\s*\S", re.IGNORECASE)
-_HDR_SENT = re.compile(
-    r"^\s*\*?(Sent|Date|Gesendet|Datum|Envoyé|Enviado|Fecha|Verzonden|Inviato|Skickat|Sendt)"
-    r"\s*:\*?", re.IGNORECASE
-)
-_HDR_TO = re.compile(
-    r"^\s*\*?(To|Subject|An|Betreff|À|A|Para|Objet|Asunto|Aan|Onderwerp|Oggetto|Till|Ämne|Til|Emne)"
-    r"\s*:\*?", re.IGNORECASE
-)
-# Single-line mobile signatures, dropped on their own.
-_MOBILE_SIG = re.compile(
-    r"^\s*(sent from my\s.{1,60}|sent from (mail|outlook|yahoo mail) for\s.{1,40}|"
-    r"get outlook for\s.{1,40}|von meinem\s.{1,40}\sgesendet|envoyé de mon\s.{1,40})\s*$",
-    re.IGNORECASE,
-)
-
-
-def _next_nonblank(lines: list[str], start: int) -> int | None:
-    for j in range(start, len(lines)):
-        if lines[j].strip():
-            return j
-    return None
-
-
-def _attribution_end(lines: list[str], i: int) -> int | None:
-    """If a strong attribution (opener ... wrote:) starts at line i, possibly wrapped over
-    up to three lines, return the index of its last line."""
-    if not _ATTRIBUTION_OPENER.match(lines[i]):
-        return None
-    joined = ""
-    for j in range(i, min(i + 3, len(lines))):
-        if j > i and not lines[j].strip():
-            return None
-        joined = (joined + " " + lines[j].strip()) if joined else lines[j]
-        if len(joined) > 500:
-            return None
-        if any(p.match(joined) for p in _ATTRIBUTION):
-            return j
-    return None
-
-
-def _is_header_block(lines: list[str], i: int) -> bool:
-    """A bare ``From: ...`` line followed within 4 lines by ``Sent:``/``Date:`` and
-    ``To:``/``Subject:`` lines (Outlook, and localized variants)."""
-    if not _HDR_FROM.match(lines[i]):
-        return False
-    window = lines[i + 1 : i + 5]
-    return any(_HDR_SENT.match(x) for x in window) and any(_HDR_TO.match(x) for x in window)
-
-
-def _scan(lines: list[str]) -> Iterator[int]:
-    """Yield the indexes of the lines that are new text (blank ones included)."""
-    i = 0
-    n = len(lines)
-    while i < n:
-        line = lines[i]
-        if _SIG_SEP.match(line):
-            return
-        if _QUOTED.match(line):
-            i += 1
-            continue
-        if _ORIGINAL_MARKER.match(line) or _FORWARD_MARKER.match(line):
-            return
-        if _UNDERSCORES.match(line):
-            j = _next_nonblank(lines, i + 1)
-            header_next = j is not None and j - i <= 3 and bool(
-                _HDR_FROM.match(lines[j]) or _HDR_SENT.match(lines[j])
-            )
-            if header_next:
-                return
-        if _is_header_block(lines, i):
-            return
-        end = _attribution_end(lines, i)
-        if end is not None:
-            j = _next_nonblank(lines, end + 1)
-            if j is not None and _QUOTED.match(lines[j]):
-                i = end + 1  # drop the attribution; the quote goes by the '>' rule
-                continue
-            return  # the original follows unquoted: it is all old text
-        if _WEAK_ATTRIBUTION.match(line) and len(line) <= 300:
-            j = _next_nonblank(lines, i + 1)
-            if j is not None and j <= i + 2 and _QUOTED.match(lines[j]):
-                i += 1
-                continue
-        if _MOBILE_SIG.match(line):
-            i += 1
-            continue
-        yield i
-        i += 1
-
-
-def new_text_lines(text: str) -> list[BodyLine]:
-    """The lines a human newly typed in a mail body, with their line numbers.
-
-    Drops ``>``-quoted lines, everything from a signature separator (``-- `` / ``--``) on,
-    attribution lines (``On <date>, <name> wrote:``, ``Am ... schrieb ...:``,
-    ``Le ... a écrit :``, possibly wrapped), the quoted original after Outlook's
-    ``-----Original Message-----`` / underscore line / ``From:``-``Sent:``-``To:`` header
-    block, forwarded messages, single-line mobile signatures and blank lines.  Line numbers
-    are those of ``text.splitlines()`` (1-based).  Never raises.
-    """
-    try:
-        if not isinstance(text, str):
-            return []
-        lines = text.splitlines()
-        result: list[BodyLine] = []
-        for idx in _scan(lines):
-            stripped = lines[idx].rstrip()
-            if stripped:
-                result.append(BodyLine(idx + 1, stripped))
-        return result
-    except Exception:
-        return []

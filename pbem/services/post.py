@@ -8,6 +8,7 @@ made once by the runner and handed down explicitly.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -17,7 +18,10 @@ from sqlmodel import Session, col, select
 
 from pbem.config import Settings
 from pbem.games import active_players, audit
+from pbem.mail.newtext import QUOTE
+from pbem.mail.quotecut import reply_text
 from pbem.mail.read import InboundMessage
+from pbem.mail.sent import sent_texts
 from pbem.models import Game, InboundMail, OutboundMail, Player
 from pbem.outbox import Origin, Queued, enqueue
 from pbem.render import Renderer, html_part, text_part
@@ -168,6 +172,28 @@ def replied_to(session: Session, msg: InboundMessage, *where: Any) -> OutboundMa
         return None
     return session.exec(select(OutboundMail).where(col(OutboundMail.message_id).in_(refs), *where)
                         .order_by(col(OutboundMail.id).desc())).first()
+
+
+# what a confirmation calls the mail of ours that a reply quoted, by its kind
+_QUOTED_KIND = {"report": "report", "confirm": "confirmation", "error": "answer",
+                "help": "help", "notice": "notice"}
+
+
+def read_reply(session: Session, msg: InboundMessage) -> InboundMessage:
+    """``msg`` with its new text cut where it quotes the mail of ours it replies to
+    (pbem.mail.quotecut: our words, whatever quote header the client wrote above them);
+    ``msg`` itself when it quotes none (the quote header rules of pbem.mail.newtext)."""
+    if not msg.text or not replied_ids(msg):
+        return msg
+    ours = replied_to(session, msg)
+    if ours is None:
+        return msg
+    found = reply_text(msg.text, sent_texts(ours.raw))   # HTML rendered only if needed
+    if found is None:
+        return msg
+    quoted = f"the quoted {_QUOTED_KIND.get(ours.kind, 'mail')} below your text"
+    return dataclasses.replace(msg, lines=found.lines, ignored=tuple(
+        quoted if part == QUOTE else part for part in found.ignored))
 
 
 def replied_ids(msg: InboundMessage) -> list[str]:

@@ -333,6 +333,7 @@ def confirm_context(**overrides: Any) -> dict[str, Any]:
             {"line_no": 1, "line": "Hi all,"},
             {"line_no": 6, "line": "Bob (sent from my phone)"},
         ],
+        "left_out": ["the quoted report below your text", "the signature"],
         "replaced": "BID 3 stars",
         "pending": [1, 4, 5],
         "deadline": "2026-12-01T18:00:00Z",
