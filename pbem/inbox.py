@@ -31,7 +31,7 @@ from sqlmodel import Session, col, select
 
 from pbem.claims import claim_many, claim_stale, me
 from pbem.db import one_writer
-from pbem.mail.headers import MAIL_HEADER_BYTES, read_mail_header
+from pbem.mail.headers import MAIL_HEADER_BYTES, as_text, read_mail_header
 from pbem.models import InboundMail
 
 HEADER_CAP = MAIL_HEADER_BYTES   # of a mail too large to read, this much header is kept
@@ -119,8 +119,11 @@ def _new_row(raw: bytes, *, now: datetime, max_bytes: int, source: str,
     size = size if size is not None else len(raw)
     if len(raw) > max_bytes:
         raw, truncated = header_block(raw), True
-    # the same bounded reading of the header as the referee's (pbem.mail.headers)
-    message_id = " ".join((read_mail_header(raw).value("Message-ID") or "").split()) or None
+    # the same bounded reading of the header as the referee's (pbem.mail.headers), its
+    # raw bytes made text by the one rule (no surrogate reaches the database)
+    message_id = " ".join((read_mail_header(raw).text("Message-ID") or "").split()) or None
+    if envelope_from is not None:
+        envelope_from = as_text(envelope_from)
     return {"dedupe_key": dedupe_key(raw, message_id), "imap_key": imap_key,
             "source": source, "envelope_from": envelope_from, "raw": raw, "size": size,
             "truncated": truncated, "received_at": now, "status": "new", "attempts": 0}
