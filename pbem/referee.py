@@ -270,8 +270,7 @@ def handle(session: Session, post: Post, row: InboundMail) -> str:
     if msg.from_addr == settings.address.lower():
         return "ignored: from the server itself"
     mail = Incoming(row, msg)
-    proven = False
-    lockout = False
+    proven = lockout = about_signup = False
     try:
         if msg.from_addr != settings.referee.lower():
             sender_check.check_aligned(session, post, row, msg)
@@ -292,11 +291,11 @@ def handle(session: Session, post: Post, row: InboundMail) -> str:
         if refused.auth_failed:
             sender_check.auth_failed(session, post, msg.from_addr)
         answer_error(session, post, mail, refused)
-        lockout = refused.lockout
+        lockout, about_signup = refused.lockout, refused.about_signup
         outcome = "refused: " + "; ".join(p.message for p in refused.problems)
         proven = refused.sender_proven
     return sender_check.limit_answers(session, post, row, mail.msg, outcome, proven=proven,
-                                 lockout=lockout)
+                                      lockout=lockout, about_signup=about_signup)
 
 
 def within_limits(msg: InboundMessage) -> InboundMessage:
