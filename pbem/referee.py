@@ -236,6 +236,18 @@ class Referee:
                 f"{what_failed(exc)}; nothing was applied"
                 + ("; the game's players were told the turn is delayed" if game else ""))
 
+    def unstorable(self, where: str, why: str, tries: int, quarantine: str) -> None:
+        """A fetched mail (``where``: folder/UIDVALIDITY/UID) could not be stored ``tries``
+        times and was moved to the IMAP folder ``quarantine``: the referee hears of it as of
+        a failed mail (at most one notice an hour)."""
+        with Session(self.engine) as session:
+            failures.note_line(session, self.post, (
+                f"A mail in the mailbox ({where}) could not be stored {tries} times ({why}); "
+                f"it was moved to the IMAP folder {quarantine}, kept as it came. After a fix, "
+                "RETRY QUARANTINE (in a referee mail, or `pbem admin -c <your pbem.toml> "
+                "RETRY QUARANTINE` on the server) fetches it again."))
+            session.commit()
+
     def undeliverable(self, session: Session, row: OutboundMail, why: str) -> None:
         """The outbox gave up on a mail: tell the referee (unless that mail was to them)."""
         undeliverable(session, self.post, row, why)
