@@ -10,10 +10,7 @@ the next tick stores and handles it. Over the real mail stack (Dovecot, SMTP).
 
 from __future__ import annotations
 
-import itertools
 import logging
-from email import policy
-from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
 
@@ -27,20 +24,11 @@ from pbem.server import Server
 from testkit.desk import Clock
 from testkit.e2e import text_of
 from testkit.stack import stack_settings
+from tests.services.test_quarantine import mail
 
 pytestmark = pytest.mark.mailstack
 
 KEY = "mailbox-quarantine-key"
-_ids = itertools.count(1)
-
-
-def mail(stack: Any, user: str, body: str) -> bytes:
-    msg = EmailMessage()
-    msg["From"], msg["To"] = stack.address(user), stack.address("bluff")
-    msg["Subject"] = "a question"
-    msg["Message-ID"] = f"<mailbox-quarantine-{next(_ids)}@{user}.test>"
-    msg.set_content(body + "\n")
-    return msg.as_bytes(policy=policy.SMTP)
 
 
 def statuses(server: Server) -> list[str]:
