@@ -37,6 +37,8 @@ AUTH_ALERTED = "auth-alerted"
 STRANGER_ANSWERED = "stranger-answered"
 SIGNUP_ANSWERED = "signup-answered"
 LOCKOUT_TOLD = "lockout-told"
+#: what a mail's outcome says when its answer was held back
+STRANGER_LIMIT = "one answer a day to an unknown or locked-out address"
 #: answers a day about its code to an address with a pending sign-up (a mistyped CONFIRM)
 SIGNUP_ANSWERS_PER_DAY = 3
 

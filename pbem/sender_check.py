@@ -230,11 +230,13 @@ def limit_answers(session: Session, post: Post, row: InboundMail, msg: InboundMe
         return outcome
     if known and lockout and security.tell_of_lockout(session, address, now):
         return outcome + "; told of its lock-out (once a lock-out)"
+    why = security.STRANGER_LIMIT
     if about_signup and not known:
         if security.may_answer_about_signup(session, address, now):
             return outcome + "; answered about its pending sign-up"
+        why = f"{security.SIGNUP_ANSWERS_PER_DAY} answers a day about a pending sign-up"
     elif security.may_answer(session, address, now, limits):
         return outcome
     for answer in mine:
         session.delete(answer)
-    return outcome + "; not answered (one answer a day to an unknown or locked-out address)"
+    return outcome + f"; not answered ({why})"

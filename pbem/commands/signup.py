@@ -78,7 +78,8 @@ def _ask_to_confirm(ctx: CommandContext, game: Game, name: str, status: str, wha
         return f"{status} sign-up of {email} to {game.name}: not answered (code limit)"
     if not _may_get_code(ctx, email):
         # its code mail would not leave: no sign-up that waits for a code never sent
-        return f"{status} sign-up of {email} to {game.name}: not made (no answer left today)"
+        return (f"{status} sign-up of {email} to {game.name}: not made, as its code mail "
+                f"would be not answered ({security.STRANGER_LIMIT})")
     for old in ctx.session.exec(select(Signup).where(
             Signup.game_id == game.id, Signup.email == email,
             col(Signup.status).in_([JOINING, WATCHING]))):
