@@ -60,7 +60,8 @@ class ImapInbox:
 
     def __init__(self, host: str, port: int, username: str, password: str, *, ssl: bool = True,
                  folder: str = "INBOX", done_folder: str = "pbem-done",
-                 quarantine_folder: str = "pbem-quarantine", max_bytes: int = 10_000_000, timeout: float = 30.0,
+                 quarantine_folder: str = "pbem-quarantine",
+                 max_bytes: int = 10_000_000, timeout: float = 30.0,
                  ssl_context: ssl_mod.SSLContext | None = None,
                  keep_open: float = 0.0) -> None:
         self.host = host
