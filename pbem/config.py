@@ -33,6 +33,8 @@ class ImapSettings:
     password: str = ""
     folder: str = "INBOX"
     done_folder: str = "pbem-done"
+    # a mail that cannot be stored (twice) is moved here: it never blocks the folder
+    quarantine_folder: str = "pbem-quarantine"
     poll_seconds: float = 60.0
 
 

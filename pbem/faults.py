@@ -23,7 +23,8 @@ The points, in the order a mail meets them:
 Failure points. ``fail_point("inbound-read")`` raises InjectedFailure when the
 environment variable ``PBEM_FAIL_AT`` (or ``arm_failures``) names it: a bug on
 purpose, so the tests can see what a mail that fails costs the server (the mail
-kept as failed, the referee told, at most once an hour).
+kept as failed, the referee told, at most once an hour); ``fail_point("inbound-store")``
+the same for a fetched mail that cannot be stored (set aside on the IMAP server).
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def _parse(spec: str | None) -> dict[str, int]:
 
 
 FAIL_ENV = "PBEM_FAIL_AT"
-FAIL_POINTS = ("inbound-read",)
+FAIL_POINTS = ("inbound-read", "inbound-store")
 
 
 class InjectedFailure(PbemError, RuntimeError):

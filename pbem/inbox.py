@@ -22,6 +22,7 @@ outage is not held against a mail).
 from __future__ import annotations
 
 import hashlib
+import json
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -30,12 +31,17 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col, select
 
 from pbem.claims import claim_many, claim_stale, me
+from pbem.commands.referee_cmds import RELEASE_ASKED
 from pbem.db import one_writer
-from pbem.mail.headers import MAIL_HEADER_BYTES, read_mail_header
-from pbem.models import InboundMail
+from pbem.faults import fail_point
+from pbem.mail.headers import MAIL_HEADER_BYTES, as_text, read_mail_header
+from pbem.models import InboundMail, ServerState
 
 HEADER_CAP = MAIL_HEADER_BYTES   # of a mail too large to read, this much header is kept
 MAX_CUT_SHORT = 2           # handling attempts cut short (crash, kill) before a mail is set aside
+STORE_TRIES = 2             # failed tries to store a fetched mail before it is set aside
+_STORE_FAILURES = "store-failures"   # server_state: fetched mail (IMAP key) -> failed tries
+_MAX_REMEMBERED = 1000      # of those, the newest kept
 
 
 def dedupe_key(raw: bytes, message_id: str | None) -> str:
@@ -116,14 +122,53 @@ def _new_row(raw: bytes, *, now: datetime, max_bytes: int, source: str,
              truncated: bool = False, size: int | None = None) -> dict[str, Any]:
     """The row that keeps a mail (its columns); the size limit holds here, before anything
     parses it."""
+    fail_point("inbound-store")
     size = size if size is not None else len(raw)
     if len(raw) > max_bytes:
         raw, truncated = header_block(raw), True
-    # the same bounded reading of the header as the referee's (pbem.mail.headers)
-    message_id = " ".join((read_mail_header(raw).value("Message-ID") or "").split()) or None
+    # the same bounded reading of the header as the referee's (pbem.mail.headers), its
+    # raw bytes made text by the one rule (no surrogate reaches the database)
+    message_id = " ".join((read_mail_header(raw).text("Message-ID") or "").split()) or None
+    if envelope_from is not None:
+        envelope_from = as_text(envelope_from)
     return {"dedupe_key": dedupe_key(raw, message_id), "imap_key": imap_key,
             "source": source, "envelope_from": envelope_from, "raw": raw, "size": size,
             "truncated": truncated, "received_at": now, "status": "new", "attempts": 0}
+
+
+def count_store_failure(engine: Engine, imap_key: str) -> int:
+    """One more failed try to store the fetched mail ``imap_key``; how many there were.
+    Kept in the database, so the count outlives a tick and a restart; a mail that
+    reaches STORE_TRIES is set aside by the caller and forgotten here."""
+    with Session(engine) as session:
+        row = session.get(ServerState, _STORE_FAILURES) or ServerState(key=_STORE_FAILURES,
+                                                                       value="{}")
+        tries: dict[str, int] = json.loads(row.value)
+        count = tries.pop(imap_key, 0) + 1
+        if count < STORE_TRIES:
+            tries[imap_key] = count   # the newest last: the oldest are dropped first
+        row.value = json.dumps(dict(list(tries.items())[-_MAX_REMEMBERED:]))
+        session.add(row)
+        session.commit()
+    return count
+
+
+def release_asked(engine: Engine) -> bool:
+    """Has the referee asked for the mails set aside in the IMAP quarantine folder back
+    (RETRY QUARANTINE) since they were last moved back?"""
+    with Session(engine) as session:
+        row = session.get(ServerState, RELEASE_ASKED)
+        return row is not None and bool(row.value)
+
+
+def release_done(engine: Engine) -> None:
+    """The mails set aside were moved back: the referee's ask is done."""
+    with Session(engine) as session:
+        row = session.get(ServerState, RELEASE_ASKED)
+        if row is not None:
+            row.value = ""
+            session.add(row)
+            session.commit()
 
 
 PAGE = 50   # new mails claimed in one commit

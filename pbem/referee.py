@@ -236,6 +236,18 @@ class Referee:
                 f"{what_failed(exc)}; nothing was applied"
                 + ("; the game's players were told the turn is delayed" if game else ""))
 
+    def unstorable(self, where: str, why: str, tries: int, quarantine: str) -> None:
+        """A fetched mail (``where``: folder/UIDVALIDITY/UID) could not be stored ``tries``
+        times and was moved to the IMAP folder ``quarantine``: the referee hears of it as of
+        a failed mail (at most one notice an hour)."""
+        with Session(self.engine) as session:
+            failures.note_line(session, self.post, (
+                f"A mail in the mailbox ({where}) could not be stored {tries} times ({why}); "
+                f"it was moved to the IMAP folder {quarantine}, kept as it came. After a fix, "
+                "RETRY QUARANTINE (in a referee mail, or `pbem admin -c <your pbem.toml> "
+                "RETRY QUARANTINE` on the server) fetches it again."))
+            session.commit()
+
     def undeliverable(self, session: Session, row: OutboundMail, why: str) -> None:
         """The outbox gave up on a mail: tell the referee (unless that mail was to them)."""
         undeliverable(session, self.post, row, why)
@@ -270,8 +282,7 @@ def handle(session: Session, post: Post, row: InboundMail) -> str:
     if msg.from_addr == settings.address.lower():
         return "ignored: from the server itself"
     mail = Incoming(row, msg)
-    proven = False
-    lockout = False
+    proven = lockout = about_signup = False
     try:
         if msg.from_addr != settings.referee.lower():
             sender_check.check_aligned(session, post, row, msg)
@@ -293,11 +304,11 @@ def handle(session: Session, post: Post, row: InboundMail) -> str:
         if refused.auth_failed:
             sender_check.auth_failed(session, post, msg.from_addr)
         answer_error(session, post, mail, refused)
-        lockout = refused.lockout
+        lockout, about_signup = refused.lockout, refused.about_signup
         outcome = "refused: " + "; ".join(p.message for p in refused.problems)
         proven = refused.sender_proven
     return sender_check.limit_answers(session, post, row, mail.msg, outcome, proven=proven,
-                                 lockout=lockout)
+                                      lockout=lockout, about_signup=about_signup)
 
 
 def within_limits(msg: InboundMessage) -> InboundMessage:

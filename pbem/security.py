@@ -16,6 +16,8 @@
   limited to ``stranger_answers_per_day`` a day: forged mail cannot turn
   the server into a source of backscatter, and two servers (or a server and
   an auto-responder that strips the usual headers) stop answering each other.
+  An address with a pending sign-up hears about its code (a CONFIRM that did not
+  match) up to ``SIGNUP_ANSWERS_PER_DAY`` times a day besides.
 """
 
 from __future__ import annotations
@@ -33,7 +35,12 @@ from pbem.models import Player, SenderEvent, Signup, Watcher
 AUTH_FAILED = "auth-failed"
 AUTH_ALERTED = "auth-alerted"
 STRANGER_ANSWERED = "stranger-answered"
+SIGNUP_ANSWERED = "signup-answered"
 LOCKOUT_TOLD = "lockout-told"
+#: what a mail's outcome says when its answer was held back
+STRANGER_LIMIT = "one answer a day to an unknown or locked-out address"
+#: answers a day about its code to an address with a pending sign-up (a mistyped CONFIRM)
+SIGNUP_ANSWERS_PER_DAY = 3
 
 
 def new_key() -> tuple[str, str]:
@@ -163,8 +170,22 @@ def known_address(session: Session, address: str) -> bool:
 
 def may_answer(session: Session, address: str, now: datetime, limits: Limits) -> bool:
     """May a limited address (stranger, locked out) get an answer now? Counts it if so."""
-    since = now - timedelta(days=1)
-    if _count(session, address, STRANGER_ANSWERED, since) >= limits.stranger_answers_per_day:
+    return _within_day(session, address, now, STRANGER_ANSWERED, limits.stranger_answers_per_day)
+
+
+def answers_left(session: Session, address: str, now: datetime, limits: Limits) -> bool:
+    """Has an unknown address an answer left today? Asked, not counted."""
+    return _count(session, address, STRANGER_ANSWERED,
+                  now - timedelta(days=1)) < limits.stranger_answers_per_day
+
+
+def may_answer_about_signup(session: Session, address: str, now: datetime) -> bool:
+    """May an address with a pending sign-up hear about its code now? Counts it if so."""
+    return _within_day(session, address, now, SIGNUP_ANSWERED, SIGNUP_ANSWERS_PER_DAY)
+
+
+def _within_day(session: Session, address: str, now: datetime, kind: str, per_day: int) -> bool:
+    if _count(session, address, kind, now - timedelta(days=1)) >= per_day:
         return False
-    record(session, address, STRANGER_ANSWERED, now)
+    record(session, address, kind, now)
     return True

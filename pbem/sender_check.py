@@ -200,14 +200,18 @@ def auth_failed(session: Session, post: Post, address: str | None) -> None:
 
 
 def limit_answers(session: Session, post: Post, row: InboundMail, msg: InboundMessage,
-                  outcome: str, *, proven: bool = False, lockout: bool = False) -> str:
+                  outcome: str, *, proven: bool = False, lockout: bool = False,
+                  about_signup: bool = False) -> str:
     """At most stranger_answers_per_day answers a day, of every kind (an error, HELP, a
-    sign-up's code mail ...), to an address that is unknown here or locked out: no
-    backscatter from forged mail, no loop with a robot. A lock-out binds what failed (keys
-    from that address, mail without a reply token): a player's reply to their own report,
-    authenticated by its reply token, is answered as ever; so is a mail ``proven`` to come
-    from its address (it brought back the sign-up code we mailed there). A locked-out
-    address hears once a lock-out that it is (``lockout``: this answer says so)."""
+    sign-up's code mail, the notice of a lock-out ...), to an address that is unknown here
+    or locked out: no backscatter from forged mail, no loop with a robot. A lock-out binds
+    what failed (keys from that address, mail without a reply token): a player's reply to
+    their own report, authenticated by its reply token, is answered as ever; so is a mail
+    ``proven`` to come from its address (it brought back the sign-up code we mailed there).
+    A known address that is locked out hears once a lock-out that it is (``lockout``: this
+    answer says so); an unknown one only within its answers a day. An address with a
+    pending sign-up hears about its code (``about_signup``: a CONFIRM that matched none)
+    within a bound of its own (pbem.security.SIGNUP_ANSWERS_PER_DAY)."""
     address = msg.from_addr
     if address is None or proven:
         return outcome
@@ -215,17 +219,24 @@ def limit_answers(session: Session, post: Post, row: InboundMail, msg: InboundMe
     now = post.clock()
     if token_reply(session, msg):   # a player's reply to their own report, from them
         return outcome
-    if address == post.referee.lower() or security.known_address(session, address):
-        if not security.locked_out(session, address, now, limits):
-            return outcome
+    known = address == post.referee.lower() or security.known_address(session, address)
+    if known and not security.locked_out(session, address, now, limits):
+        return outcome
     session.flush()
     answers = session.exec(select(OutboundMail).where(
         OutboundMail.inbound_id == row.id, OutboundMail.status == "pending")).all()
     mine = [a for a in answers if json.loads(a.rcpts_json) == [address]]
-    if mine and lockout and security.tell_of_lockout(session, address, now):
+    if not mine:
+        return outcome
+    if known and lockout and security.tell_of_lockout(session, address, now):
         return outcome + "; told of its lock-out (once a lock-out)"
-    if not mine or security.may_answer(session, address, now, limits):
+    why = security.STRANGER_LIMIT
+    if about_signup and not known:
+        if security.may_answer_about_signup(session, address, now):
+            return outcome + "; answered about its pending sign-up"
+        why = f"{security.SIGNUP_ANSWERS_PER_DAY} answers a day about a pending sign-up"
+    elif security.may_answer(session, address, now, limits):
         return outcome
     for answer in mine:
         session.delete(answer)
-    return outcome + "; not answered (one answer a day to an unknown or locked-out address)"
+    return outcome + f"; not answered ({why})"

@@ -19,10 +19,11 @@ from datetime import UTC, datetime, timedelta
 from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy.exc import OperationalError
 
+from pbem import inbox
 from pbem.backoff import Backoff
 from pbem.claims import Lease
 from pbem.config import ConfigError, Settings
-from pbem.db import SchemaError, check_schema, open_database
+from pbem.db import SchemaError, check_schema, open_database, transient_error
 from pbem.faults import crash_point
 from pbem.mail.dkim import DkimError, DkimSigner, load_signer, with_signature
 from pbem.mail.errors import MailError
@@ -33,6 +34,7 @@ from pbem.mail.smtp_out import EmlDirSender, SmtpPool, SmtpSender
 from pbem.outbox import DrainReport, Sender, Stream, drain, others_due
 from pbem.referee import Marks, Referee, unmarked
 from pbem.render import Renderer, TemplateProblem
+from pbem.services.failures import what_failed
 
 log = logging.getLogger(__name__)
 IMAP_KEEP_OPEN_SECONDS = 120.0   # an idle IMAP connection is used again for this long
@@ -132,6 +134,7 @@ class Server:
             self._inbox = ImapInbox(imap.host, imap.port, imap.username, imap.password,
                                     ssl=imap.ssl, folder=imap.folder,
                                     done_folder=imap.done_folder,
+                                    quarantine_folder=imap.quarantine_folder,
                                     max_bytes=self.settings.max_mail_bytes,
                                     keep_open=IMAP_KEEP_OPEN_SECONDS)
         return self._inbox
@@ -169,6 +172,47 @@ class Server:
         self.referee.store_many([(m.raw, self._imap_key(m), m.truncated, m.size)
                                  for m in mails], source="imap")
 
+    def store_failed(self, mail: FetchedMail, exc: Exception) -> bool:
+        """A fetched mail could not be stored: True to set it aside (the IMAP quarantine
+        folder) after inbox.STORE_TRIES tries, counted in the database; logged once a try,
+        and once with its traceback when set aside, when the referee is told. An outage of
+        the database is not counted (the mail waits for it)."""
+        imap = self.settings.imap
+        assert imap is not None
+        where, why = self._imap_key(mail), what_failed(exc)
+        if isinstance(exc, OperationalError) and transient_error(exc):
+            log.warning("mail %s not stored, the database is unavailable (%s); it stays in "
+                        "%s", where, why, imap.folder)
+            return False
+        try:
+            tries = inbox.count_store_failure(self.engine, where)
+        except Exception as again:   # the database fails too: the mail waits for it
+            log.warning("mail %s not stored (%s), nor its try counted (%s); it stays in %s",
+                        where, why, what_failed(again), imap.folder)
+            return False
+        if tries < inbox.STORE_TRIES:
+            log.warning("mail %s could not be stored (%s); it stays in %s for another try",
+                        where, why, imap.folder)
+            return False
+        log.error("mail %s could not be stored %d times; set aside in %s, the referee is told",
+                  where, tries, imap.quarantine_folder, exc_info=exc)
+        try:
+            self.referee.unstorable(where, why, tries, imap.quarantine_folder)
+        except Exception as again:   # set aside all the same: it must not block the folder
+            log.warning("the referee could not be told of mail %s: %s", where,
+                        what_failed(again))
+        return True
+
+    def release_quarantine(self, imap_inbox: ImapInbox) -> None:
+        """The referee asked for the mails set aside back (RETRY QUARANTINE): move them
+        to the folder polled, where this fetch stores them again."""
+        if not inbox.release_asked(self.engine):
+            return
+        moved = imap_inbox.release()
+        inbox.release_done(self.engine)
+        log.info("%d mails set aside in %s moved back to %s", moved,
+                 imap_inbox.quarantine_folder, imap_inbox.folder)
+
     def store_received(self, raw: bytes, envelope_from: str, rcpts: list[str]) -> None:
         """The listener's store: returns (and the client gets its 250) only once stored."""
         self.referee.store_inbound(raw, source="smtp", envelope_from=envelope_from)
@@ -184,8 +228,8 @@ class Server:
         """Store what waits in the mailbox; an unreachable IMAP server is retried with back-off.
         With ``move_later`` the stored mail's move out of the folder runs on while the
         caller handles it (ImapInbox.poll), and ``settle_fetch`` ends it."""
-        inbox = self.inbox()
-        if inbox is None:
+        mailbox = self.inbox()
+        if mailbox is None:
             return 0
         backoff = self._backoff("IMAP")
         if not backoff.ready(self.clock()):
@@ -197,8 +241,14 @@ class Server:
             log.info("another process (%s) is fetching mail; left to it", lease.holder())
             return 0
         try:   # the lease is released once the poll is over, its last move included
-            fetched = inbox.poll(self.store_fetched, store_batch=self.store_fetched_batch,
-                                 move_later=move_later, done=lease.release)
+            try:
+                self.release_quarantine(mailbox)
+            except BaseException:
+                lease.release()
+                raise
+            fetched = mailbox.poll(self.store_fetched, store_batch=self.store_fetched_batch,
+                                   move_later=move_later, done=lease.release,
+                                   set_aside=self.store_failed)
         except MailError as exc:   # unreachable, dropped, or an IMAP error: nothing was lost
             backoff.failed(self.clock(), exc)
             return 0

@@ -26,7 +26,7 @@ from pbem.games import (
 )
 from pbem.kinds import kind_named, kind_of
 from pbem.mail.addresses import address_problem
-from pbem.models import Game, InboundMail, OutboundMail, Player
+from pbem.models import Game, InboundMail, OutboundMail, Player, ServerState
 from pbem.options import USAGE as NEWGAME_USAGE
 from pbem.options import NewGame, options_of, parse_options, save_options
 from pbem.orders import GAME_NAME, Order, game_name, no_args
@@ -185,15 +185,30 @@ def list_line(ctx: CommandContext, game: Game) -> str:
     return f"{game.name} ({kind.title}, {count} of {kind.max_players} players, {state}{deadline})"
 
 
-def parse_retry(args: list[str]) -> int:
+#: server_state: when the referee asked for the mails set aside in the IMAP quarantine
+#: folder back (RETRY QUARANTINE); the next fetch moves them to the mailbox (pbem.server)
+RELEASE_ASKED = "imap-release-asked"
+
+
+def parse_retry(args: list[str]) -> int | str:
+    if len(args) == 1 and args[0].upper() == "QUARANTINE":
+        return "quarantine"
     if len(args) != 1 or not args[0].lstrip("#").isdigit():
-        raise Refusal("RETRY takes the number of a stored mail",
+        raise Refusal("RETRY takes the number of a stored mail, or QUARANTINE",
                          "e.g. RETRY 12 (the referee's notice names it)")
     return int(args[0].lstrip("#"))
 
 
 def do_retry(ctx: CommandContext, order: Order) -> str:
-    """A mail that failed or was set aside (pbem.inbox) is handled again at the next tick."""
+    """A mail that failed or was set aside (pbem.inbox) is handled again at the next tick;
+    RETRY QUARANTINE: the mails the mailbox could not hand over are fetched again."""
+    if order.args == "quarantine":
+        asked = ctx.session.get(ServerState, RELEASE_ASKED) or ServerState(key=RELEASE_ASKED,
+                                                                          value="")
+        asked.value = ctx.now.isoformat()
+        ctx.session.add(asked)
+        return ("the mails set aside in the IMAP quarantine folder go back to the mailbox "
+                "at the next tick")
     number: int = order.args
     row = ctx.session.get(InboundMail, number)
     if row is None:
@@ -221,7 +236,9 @@ COMMANDS: tuple[MailCommand, ...] = (
     MailCommand("PROCESS", "PROCESS <game>", "resolve the turn now (the robot plays missing orders)",
             game_name, action=do_process, who="referee", phase="change"),
     MailCommand("LIST", "LIST", "every game and its state", no_args, action=do_list, who="referee", phase="look"),
-    MailCommand("RETRY", "RETRY <mail id>", "handle again a mail kept as failed or set aside "
-            "(after a fix; the referee's notice of its failure gives the number)",
+    MailCommand("RETRY", "RETRY <mail id> | QUARANTINE", "handle again a mail kept as failed "
+            "or set aside (after a fix; the referee's notice of its failure gives the "
+            "number); QUARANTINE: fetch again the mails set aside in the IMAP quarantine "
+            "folder",
             parse_retry, action=do_retry, who="referee", phase="change"),
 )

@@ -23,6 +23,7 @@ from datetime import timedelta
 
 from sqlmodel import col, select
 
+from pbem import security
 from pbem.commands.address import ADDRESSING, confirm_address
 from pbem.commands.context import CommandContext, MailCommand, refuse
 from pbem.commands.referee_cmds import start
@@ -72,6 +73,10 @@ def _ask_to_confirm(ctx: CommandContext, game: Game, name: str, status: str, wha
     if len(recent) >= CODES_PER_DAY:
         # forged JOINs must not flood an address with code mails: stay silent
         return f"{status} sign-up of {email} to {game.name}: not answered (code limit)"
+    if not _may_get_code(ctx, email):
+        # its code mail would not leave: no sign-up that waits for a code never sent
+        return (f"{status} sign-up of {email} to {game.name}: not made, as its code mail "
+                f"would be not answered ({security.STRANGER_LIMIT})")
     for old in ctx.session.exec(select(Signup).where(
             Signup.game_id == game.id, Signup.email == email,
             col(Signup.status).in_([JOINING, WATCHING]))):
@@ -88,6 +93,16 @@ def _ask_to_confirm(ctx: CommandContext, game: Game, name: str, status: str, wha
         "If it was not you, ignore this mail: nothing happens without your confirmation."],
                game.name)
     return f"{status} sign-up of {email} to {game.name}: code sent"
+
+
+def _may_get_code(ctx: CommandContext, email: str) -> bool:
+    """Will the code mail to ``email`` leave? An unknown address (or a locked-out one) has
+    its answers a day (pbem.sender_check.limit_answers); the code mail is one of them."""
+    limits = security.Limits.from_settings(ctx.post.settings)
+    known = email == ctx.post.referee.lower() or security.known_address(ctx.session, email)
+    if known and not security.locked_out(ctx.session, email, ctx.now, limits):
+        return True
+    return security.answers_left(ctx.session, email, ctx.now, limits)
 
 
 def do_join(ctx: CommandContext, order: Order) -> str:
@@ -142,15 +157,17 @@ def do_confirm(ctx: CommandContext, order: Order) -> str:
         col(Signup.created_at) >= since)))
     if order.args is None:
         signup = _replied_signup(ctx, pending)
-        if signup is None:
-            raise refuse("I could not tell what you confirm", "reply to the sign-up mail, or "
-                         "write CONFIRM with the code from it", order)
+        unmatched = refuse("I could not tell what you confirm", "reply to the sign-up mail, "
+                           "or write CONFIRM with the code from it", order)
     else:
         digest = code_hash(order.args)
         signup = next((s for s in pending if hmac.compare_digest(s.code_hash, digest)), None)
-        if signup is None:
-            raise refuse("that code does not match a sign-up from your address (or it expired)",
-                         "send JOIN <game> again for a new code", order)
+        unmatched = refuse("that code does not match a sign-up from your address (or it "
+                           "expired)", "check the code in the sign-up mail, or send JOIN "
+                           "<game> again for a new code", order)
+    if signup is None:
+        unmatched.about_signup = bool(pending)   # a newcomer's typo: told, within a bound
+        raise unmatched
     if signup.status == ADDRESSING:           # a player's new address (ADDRESS)
         try:
             said = confirm_address(ctx, signup, order)

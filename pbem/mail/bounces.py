@@ -28,7 +28,7 @@ from email import message_from_bytes, policy
 from email.message import Message
 from email.parser import HeaderParser
 
-from pbem.mail.headers import read_mail_header
+from pbem.mail.headers import as_text, read_mail_header
 
 __all__ = ["VERP_TAG", "Bounce", "bounce_scan", "new_bounce_token", "read_bounce",
            "verp_address", "verp_tokens"]
@@ -45,7 +45,8 @@ MAX_SCAN_DELIMITERS = 200     # lines that begin with "--" (boundaries, separato
 MAX_REASON_CHARS = 300
 _MAX_TEXT_LINES = 400        # lines of a text part looked at for a reason or quoted headers
 _TOKEN = re.compile(r"[a-z0-9]{8,40}")
-_MSG_ID = re.compile(r"<[^<>\s@]{1,250}@[^<>\s@]{1,250}>")
+# our own Message-IDs are printable ASCII: an id of other characters names no mail of ours
+_MSG_ID = re.compile(r"<[!-;=?-~]{1,250}@[!-;=?-~]{1,250}>")
 _QUOTED_MSG_ID = re.compile(r"^\s*message-id:\s*(<[^<>\s]+>)", re.IGNORECASE | re.MULTILINE)
 _SMTP_REPLY = re.compile(r"\b[45]\d\d[ -]|#?\b[45]\.\d{1,3}\.\d{1,3}\b")
 _ADDRESS = re.compile(r"[^@\s<>]+@[^@\s<>]+")
@@ -157,7 +158,7 @@ def bounce_scan(raw: bytes) -> bytes | None:
 
 
 def _address(value: bytes | str) -> str:
-    text = value.decode("ascii", "replace") if isinstance(value, bytes) else value
+    text = value.decode("ascii", "replace") if isinstance(value, bytes) else as_text(value)
     return text.strip().strip("<>").strip().lower()
 
 
@@ -186,7 +187,7 @@ def _text_of(part: Message) -> str:
 
 
 def _ids_in(value: object) -> list[str]:
-    return _MSG_ID.findall(str(value or ""))
+    return _MSG_ID.findall(as_text(str(value or "")))
 
 
 def _bounced_ids(msg: Message) -> tuple[str, ...]:
@@ -264,5 +265,5 @@ def _reason_line(msg: Message, addresses: list[str]) -> str:
 
 
 def _short(text: str) -> str:
-    text = "".join(c if c.isprintable() else " " for c in text).strip()
+    text = "".join(c if c.isprintable() else " " for c in as_text(text)).strip()
     return text if len(text) <= MAX_REASON_CHARS else text[:MAX_REASON_CHARS - 3] + "..."

@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from email.utils import format_datetime
 
 from pbem.mail.addresses import checked_address
+from pbem.mail.headers import as_text
 from pbem.mail.mimeout import (
     address_field,
     base64_body,
@@ -45,8 +46,9 @@ MAX_REFERENCES = 20
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 # A header field name (RFC 5322 ftext): printable ASCII but ":".
 _FIELD_NAME = re.compile(r"[!-9;-~]+")
-# One message id: "<left@right>" with no white space, brackets or controls.
-_MSG_ID = re.compile(r"<[^<>\s\x00-\x1f\x7f]+>")
+# One message id: "<left@right>" of printable ASCII, no white space or brackets (an id
+# with other characters cannot stand in a header of ours: it is left out).
+_MSG_ID = re.compile(r"<[!-;=?-~]+>")
 # What may stand in the left part of a generated message id (dot-atom text
 # without "?", so that no "=?" can open an encoded word).
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9!#$%&'*+/=^_`{|}~.-]")
@@ -77,11 +79,11 @@ _RESERVED = {
 def clean_header_value(value: object) -> str:
     """``value`` as a header-safe string.
 
-    Every control character (CR, LF, NUL, DEL, C1, U+2028/U+2029) becomes a
-    space, and "=?" (which would open an RFC 2047 encoded word that the
+    Raw bytes become text by the one rule (pbem.mail.headers.as_text), every control
+    character (CR, LF, NUL, DEL, C1, U+2028/U+2029) becomes a space, and "=?" (which would open an RFC 2047 encoded word that the
     email library decodes) becomes "= ?".
     """
-    return _CONTROL.sub(" ", str(value)).replace("=?", "= ?")
+    return _CONTROL.sub(" ", as_text(str(value))).replace("=?", "= ?")
 
 
 def make_message_id(domain: str, kind: str, token: str | None = None) -> str:

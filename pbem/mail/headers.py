@@ -17,6 +17,12 @@ folded lines of a field are matched in C), under these bounds:
 
 Fields nobody interprets (Received, DKIM-Signature, X-...) are kept as they came,
 within the block's caps.
+
+Bytes are data until proven text: a field's value keeps raw 8-bit bytes as they came
+(surrogate-escaped, so that a MIME boundary still matches its bytes), and every value
+that goes on to the database, a log line, an outgoing header or a page goes through
+the one rule of :func:`as_text` first (:meth:`HeaderBlock.text`), which leaves no
+surrogate in it.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from dataclasses import dataclass
 from email.header import decode_header, make_header
 
 __all__ = ["FIELD_CAPS", "MAIL_HEADER_BYTES", "MAIL_HEADER_FIELDS", "Cap", "Field",
-           "HeaderBlock", "decode_words", "read_header_block", "read_mail_header"]
+           "HeaderBlock", "as_text", "decode_words", "read_header_block", "read_mail_header"]
 
 MAIL_HEADER_BYTES = 262_144  # a mail's own header block (a part's is smaller: pbem.mail.mime)
 MAIL_HEADER_FIELDS = 1_000
@@ -92,8 +98,33 @@ class HeaderBlock:
         found = self.first(name)
         return found.value if found is not None and found.over is None else None
 
+    def text(self, name: str) -> str | None:
+        """The first ``name`` field's value as text (:func:`as_text`); None as ``value``."""
+        found = self.value(name)
+        return as_text(found) if found is not None else None
+
     def has(self, name: str) -> bool:
         return self.first(name) is not None
+
+
+def as_text(value: str) -> str:
+    """The one rule for raw header bytes: ``value`` with its surrogate-escaped raw bytes
+    read as UTF-8 when they are UTF-8, else as Windows-1252 (what a client that sends raw
+    8-bit bytes most likely meant), and any other surrogate replaced (U+FFFD). What it
+    returns encodes as UTF-8: it can go to the database, a log or a mail."""
+    try:
+        value.encode("utf-8")
+        return value
+    except UnicodeEncodeError:
+        pass
+    try:
+        raw = value.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:   # a surrogate that is no escaped byte (a decoder made it)
+        return value.encode("utf-8", "replace").decode("utf-8", "replace")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("cp1252", "replace")
 
 
 def field_problem(name: str, value: bytes) -> str | None:

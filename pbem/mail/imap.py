@@ -5,6 +5,10 @@ Delivery guarantee: at-least-once. A mail leaves the inbox only after ``store``
 returned for it; if the connection drops between ``store`` and the move, the next
 poll hands the same mail again with the same ``(uidvalidity, uid)``, so ``store``
 should treat that pair (or the Message-ID) as an idempotency key.
+
+A mail that ``store`` cannot take stays in the folder for the next poll, unless the
+poll's ``set_aside`` says otherwise (it counts the tries): then it is moved to the
+``quarantine_folder``, where it waits, kept as it came, until ``release`` moves it back.
 """
 from __future__ import annotations
 
@@ -56,6 +60,7 @@ class ImapInbox:
 
     def __init__(self, host: str, port: int, username: str, password: str, *, ssl: bool = True,
                  folder: str = "INBOX", done_folder: str = "pbem-done",
+                 quarantine_folder: str = "pbem-quarantine",
                  max_bytes: int = 10_000_000, timeout: float = 30.0,
                  ssl_context: ssl_mod.SSLContext | None = None,
                  keep_open: float = 0.0) -> None:
@@ -66,6 +71,7 @@ class ImapInbox:
         self.ssl = ssl
         self.folder = folder
         self.done_folder = done_folder
+        self.quarantine_folder = quarantine_folder
         self.max_bytes = max_bytes
         self.timeout = timeout
         self.ssl_context = ssl_context
@@ -111,7 +117,8 @@ class ImapInbox:
 
     def poll(self, store: Callable[[FetchedMail], None], *, batch: int = FETCH_BATCH,
              store_batch: Callable[[list[FetchedMail]], object] | None = None,
-             move_later: bool = False, done: Callable[[], object] | None = None) -> int:
+             move_later: bool = False, done: Callable[[], object] | None = None,
+             set_aside: Callable[[FetchedMail, Exception], bool] | None = None) -> int:
         """Store every waiting mail and move it to ``done_folder``; return how many
         were stored. A mail whose ``store`` raised stays in the folder untouched.
         With ``store_batch`` a fetched group is stored in one call (one transaction),
@@ -122,7 +129,8 @@ class ImapInbox:
         stored, and the move runs while the caller handles it. The next poll (and
         ``close``) waits for it; ``settle`` waits for it and raises what it met. ``done``
         is called once the poll is over, its last move included, from the thread that
-        ends it.
+        ends it. ``set_aside`` is asked of each mail ``store`` raised for (with what it
+        raised): True moves the mail to ``quarantine_folder``.
 
         Raises MailServiceUnavailable when the server cannot be reached, refuses the
         login or drops the connection, and MailError for other IMAP failures.
@@ -136,7 +144,8 @@ class ImapInbox:
             client, kept = self._take()
             try:
                 try:
-                    stored, last = self._poll_on(client, store, batch, store_batch, move_later)
+                    stored, last = self._poll_on(client, store, batch, store_batch, move_later,
+                                                 set_aside)
                 except MailServiceUnavailable as e:
                     if not kept:
                         raise
@@ -146,7 +155,7 @@ class ImapInbox:
                     _close(client)
                     client = self._connect()
                     stored, last = self._poll_on(client, store, batch, store_batch,
-                                                 move_later)
+                                                 move_later, set_aside)
             except BaseException:
                 _close(client)
                 raise
@@ -220,9 +229,10 @@ class ImapInbox:
 
     def _poll_on(self, client: IMAPClient, store: Callable[[FetchedMail], None],
                  batch: int, store_batch: Callable[[list[FetchedMail]], object] | None,
-                 move_later: bool) -> tuple[int, tuple[list[int], str] | None]:
+                 move_later: bool, set_aside: Callable[[FetchedMail, Exception], bool] | None,
+                 ) -> tuple[int, tuple[list[int], str] | None]:
         return self._on_connection(
-            lambda: self._poll(client, store, batch, store_batch, move_later))
+            lambda: self._poll(client, store, batch, store_batch, move_later, set_aside))
 
     def _on_connection(self, work: Callable[[], _T]) -> _T:
         """``work`` on the IMAP connection, its failures as MailError."""
@@ -236,7 +246,8 @@ class ImapInbox:
 
     def _poll(self, client: IMAPClient, store: Callable[[FetchedMail], None],
               batch: int, store_batch: Callable[[list[FetchedMail]], object] | None,
-              move_later: bool) -> tuple[int, tuple[list[int], str] | None]:
+              move_later: bool, set_aside: Callable[[FetchedMail, Exception], bool] | None,
+              ) -> tuple[int, tuple[list[int], str] | None]:
         """How many mails were stored, and the last group's move when it is left to the
         caller (``move_later``: its uids and the mode)."""
         uidvalidity = self._select(client)
@@ -274,8 +285,10 @@ class ImapInbox:
 
             mails = [FetchedMail(uidvalidity, uid, bodies[uid][0], sizes[uid], bodies[uid][1])
                      for uid in group if uid in bodies]
-            done = self._store(mails, store, store_batch)
+            done, aside = self._store(mails, store, store_batch, set_aside)
             stored += len(done)
+            if aside:
+                self._set_aside(client, aside, mode)
 
             if done:
                 if mode != "flag" and not done_ready:
@@ -302,31 +315,76 @@ class ImapInbox:
         return uidvalidity
 
     def _store(self, mails: list[FetchedMail], store: Callable[[FetchedMail], None],
-               store_batch: Callable[[list[FetchedMail]], object] | None) -> list[int]:
+               store_batch: Callable[[list[FetchedMail]], object] | None,
+               set_aside: Callable[[FetchedMail, Exception], bool] | None,
+               ) -> tuple[list[int], list[int]]:
         """Store a fetched group: all in one go (``store_batch``, one transaction) when it
-        can, else mail by mail, where a mail that fails stays in the folder; the uids
-        stored."""
+        can, else mail by mail, where a mail that fails stays in the folder unless
+        ``set_aside`` says to move it to the quarantine folder; the uids stored, and the
+        uids to set aside."""
         if store_batch is not None and len(mails) > 1:
             try:
                 store_batch(mails)
-            except Exception:
-                log.warning("%r: storing %d mails at once failed; one by one", self,
-                            len(mails), exc_info=True)
+            except Exception as exc:   # the mail that failed is found one by one
+                log.warning("%r: storing %d mails at once failed (%s: %s); one by one", self,
+                            len(mails), type(exc).__name__, _short(exc))
             else:
                 for _ in mails:
                     crash_point("imap-stored")
-                return [mail.uid for mail in mails]
+                return [mail.uid for mail in mails], []
         done: list[int] = []
+        aside: list[int] = []
         for mail in mails:
             try:
                 store(mail)
-            except Exception:
-                log.exception("%r: storing uid %s failed; it stays in %s for the "
-                              "next poll", self, mail.uid, self.folder)
+            except Exception as exc:
+                if set_aside is not None and set_aside(mail, exc):
+                    aside.append(mail.uid)
+                elif set_aside is None:
+                    log.exception("%r: storing uid %s failed; it stays in %s for the "
+                                  "next poll", self, mail.uid, self.folder)
                 continue
             crash_point("imap-stored")
             done.append(mail.uid)
-        return done
+        return done, aside
+
+    def _set_aside(self, client: IMAPClient, uids: list[int], mode: str) -> None:
+        """Move mails that cannot be stored to the quarantine folder (made when missing)."""
+        if not client.folder_exists(self.quarantine_folder):
+            try:
+                client.create_folder(self.quarantine_folder)
+            except imaplib.IMAP4.error:
+                if not client.folder_exists(self.quarantine_folder):
+                    raise
+        if mode == "move":
+            client.move(uids, self.quarantine_folder)
+        else:   # a copy set aside, the original out of the way as a done one is
+            client.copy(uids, self.quarantine_folder)
+            self._mark(client, uids, "flag" if mode == "flag" else "delete")
+
+    def release(self) -> int:
+        """Move every mail of the quarantine folder back to the folder polled (the next poll
+        stores it again); how many. On a connection of its own."""
+        with self._lock:
+            client = self._connect()
+            try:
+                return self._on_connection(lambda: self._release(client))
+            finally:
+                _close(client)
+
+    def _release(self, client: IMAPClient) -> int:
+        if not client.folder_exists(self.quarantine_folder):
+            return 0
+        client.select_folder(self.quarantine_folder)
+        uids = client.search(["NOT", "DELETED"])
+        if uids:
+            if b"MOVE" in self._capabilities(client):
+                client.move(uids, self.folder)
+            else:
+                client.copy(uids, self.folder)
+                client.add_flags(uids, [DELETED], silent=True)
+                client.expunge()
+        return len(uids)
 
     def _batches(self, uids: list[int], sizes: dict[int, int],
                  batch: int) -> Iterator[list[int]]:
@@ -387,8 +445,15 @@ class ImapInbox:
             client.copy(uids, self.done_folder)
             client.add_flags(uids, [DELETED], silent=True)
             client.uid_expunge(uids)
+        elif mode == "delete":   # copied elsewhere already (UIDPLUS)
+            client.add_flags(uids, [DELETED], silent=True)
+            client.uid_expunge(uids)
         else:
             client.add_flags(uids, [SEEN, DONE_KEYWORD.encode()], silent=True)
+
+
+def _short(error: Exception) -> str:
+    return " ".join(str(error).split())[:300]
 
 
 def _vanished(error: Exception) -> bool:

@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from email.utils import collapse_rfc2231_value, parsedate_to_datetime
 
 from pbem.mail.addresses import Sender, parse_sender
-from pbem.mail.headers import HeaderBlock, decode_words
+from pbem.mail.headers import HeaderBlock, as_text, decode_words
 from pbem.mail.mime import MAX_PARTS, Part, parse_structure
 from pbem.mail.newtext import new_text
 from pbem.mail.text import BodyLine, html_to_text, unflow
@@ -77,20 +77,8 @@ class InboundMessage:
 
 
 def _clean(s: str) -> str:
-    """Make a string safe to store: turn surrogate-escaped raw bytes back into text."""
-    try:
-        s.encode("utf-8")
-        return s
-    except UnicodeEncodeError:
-        pass
-    try:
-        raw = s.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:
-        return s.encode("utf-8", "replace").decode("utf-8", "replace")
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return raw.decode("cp1252", "replace")
+    """Make a string safe to store: the one rule for raw bytes (pbem.mail.headers.as_text)."""
+    return as_text(s)
 
 
 def _one_line(s: str) -> str:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import authres  # type: ignore[import-untyped]
 
-from pbem.mail.headers import read_mail_header
+from pbem.mail.headers import as_text, read_mail_header
 
 __all__ = ["Verdict", "aligned_domain", "check_sender", "trusted_results"]
 
@@ -69,7 +69,7 @@ def authserv_id(value: str) -> str:
 
 def _header_items(raw: bytes) -> list[tuple[str, str]]:
     """The mail's header fields in order, read within the caps of pbem.mail.headers."""
-    return [(f.name, " ".join(f.value.split())) for f in read_mail_header(raw).fields]
+    return [(f.name, " ".join(as_text(f.value).split())) for f in read_mail_header(raw).fields]
 
 
 def trusted_results(headers: Sequence[tuple[str, str]], server_id: str) -> list[list[Result]]:

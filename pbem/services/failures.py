@@ -29,7 +29,7 @@ from pbem.models import AuditEntry, Game, InboundMail, OutboundMail, ServerState
 from pbem.services.post import Post, announce, replied_to, tagged, tell_referee
 
 __all__ = ["NOTICE_EVERY", "flush", "game_failed", "held_by", "mail_failed", "note",
-           "turn_delayed", "what_failed"]
+           "note_line", "turn_delayed", "what_failed"]
 
 NOTICE_EVERY = timedelta(hours=1)
 MAX_LISTED = 20          # mails named in one notice (the count covers the rest)
@@ -67,10 +67,16 @@ def _save(session: Session, waiting: _Waiting) -> None:
 def note(session: Session, post: Post, inbound_id: int, what: str) -> None:
     """Note that stored mail #inbound_id could not be handled (``what`` says how); the
     referee is told now or with the next summary."""
+    note_line(session, post, f"Inbound mail #{inbound_id}: {what}.")
+
+
+def note_line(session: Session, post: Post, line: str) -> None:
+    """Note a mail that could not be handled, as ``line`` says (a fetched mail that could
+    not even be stored has no number); told as ``note`` tells."""
     waiting = _load(session)
     waiting.count += 1
     if len(waiting.listed) < MAX_LISTED:
-        waiting.listed.append(f"Inbound mail #{inbound_id}: {what}.")
+        waiting.listed.append(line)
     _save(session, waiting)
     flush(session, post)
 
