@@ -125,7 +125,7 @@ _MOVES_OF = (select(Move.turn, Move.seat, Move.move_json)
              .order_by(col(Move.turn), col(Move.seat)))
 _WATCHERS_OF = (select(Watcher.email).where(col(Watcher.game_id) == bindparam("game"))
                 .order_by(col(Watcher.id)))
-_TALK_OF = (select(TalkMessage.name, TalkMessage.seat, TalkMessage.text)
+_TALK_OF = (select(TalkMessage.name, TalkMessage.seat, TalkMessage.text, TalkMessage.to_seat)
             .where(col(TalkMessage.game_id) == bindparam("game"),
                    col(TalkMessage.turn) == bindparam("turn"))
             .order_by(col(TalkMessage.id)))
@@ -135,11 +135,26 @@ def watchers_of(session: Session, game: Game) -> list[str]:
     return list(core_read(session, _WATCHERS_OF, {"game": game.id}).scalars())
 
 
-def talk_lines(session: Session, game: Game) -> list[dict[str, str]]:
-    """The table talk of the turn before the one being reported, for the report's section."""
+def talk_lines(session: Session, game: Game) -> list[dict[str, Any]]:
+    """The table talk of the turn before the one being reported, for the report's section:
+    {"from", "text", "seat", "to"} ("to": the one seat of private press, else None); what
+    one reader may see of it is heard_by's."""
     rows = core_read(session, _TALK_OF, {"game": game.id, "turn": game.turn - 1})
     return [{"from": r.name + (f" (player {r.seat})" if r.seat is not None else ""),
-             "text": r.text} for r in rows]
+             "text": r.text, "seat": r.seat, "to": r.to_seat} for r in rows]
+
+
+def heard_by(talk: list[dict[str, Any]], seat: int | None) -> list[dict[str, Any]]:
+    """The talk a reader sees: all of the table's, and what was said privately to or by
+    their seat, marked so (seat None: a watcher, the table's alone)."""
+    heard = []
+    for line in talk:
+        if line["to"] is None:
+            heard.append(line)
+        elif seat is not None and seat in (line["to"], line["seat"]):
+            to = "you" if line["to"] == seat else f"player {line['to']}"
+            heard.append({**line, "from": f"{line['from']}, to {to} only"})
+    return heard
 
 
 def latest_report(session: Session, game: Game, seat: int) -> OutboundMail | None:

@@ -181,6 +181,8 @@ class TalkMessage(SQLModel, table=True):
     name: str
     text: str
     created_at: datetime
+    # private press (SAY TO): the one seat it was said to, besides the referee; None: all
+    to_seat: int | None = None
 
 
 class Watcher(SQLModel, table=True):

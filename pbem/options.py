@@ -20,6 +20,8 @@ NEWGAME words (any case, any order; RULES takes the rest of the line)::
     MISSING <policy>    robot | challenge | raise            default: robot
     ROBOT <level>       easy | normal | strong: how well the default: strong
                         robot plays a missing seat
+    PRESS <press>       public | private | none: SAY to all, default: public
+                        also SAY TO one player, or no talk
     OPEN                open for sign-up by JOIN             default: closed
     AUTOSTART           start when the seats fill (implies OPEN)
     WAIT                resolve only at the deadline, never early
@@ -42,16 +44,19 @@ from pbem.errors import Refusal
 POLICIES = ("robot", "challenge", "raise")   # MISSING <policy>: what plays a missed order
 ROBOT_LEVELS = ("easy", "normal", "strong")   # ROBOT <level>: pbem.rules.robot.LEVELS
 DEFAULT_ROBOT_LEVEL = "strong"
+PRESS = ("public", "private", "none")   # PRESS <press>: what table talk may be
 DEFAULT_MISSED_LIMIT = 3
 DEFAULT_VACATION_DAYS = 14.0
 MAX_HOURS = 24 * 365
 
 USAGE = ("NEWGAME <game> [SEED <n>] [DEADLINE <hours>] [AT <hour>] [GRACE <hours>] "
          "[REMIND <hours>] [MISSED <n>] [VACATION <days>] [MISSING robot|challenge|raise] "
-         "[ROBOT easy|normal|strong] [OPEN] [AUTOSTART] [WAIT] [RULES <kind> ...]")
+         "[ROBOT easy|normal|strong] [PRESS public|private|none] [OPEN] [AUTOSTART] [WAIT] "
+         "[RULES <kind> ...]")
 OPTION_HINT = ("options: SEED <n>, DEADLINE <hours>, AT <hour UTC>, GRACE <hours>, "
                "REMIND <hours>, MISSED <n>, VACATION <days>, MISSING robot|challenge|raise, "
-               "ROBOT easy|normal|strong, OPEN, AUTOSTART, WAIT, RULES <kind> ... (last)")
+               "ROBOT easy|normal|strong, PRESS public|private|none, OPEN, AUTOSTART, WAIT, "
+               "RULES <kind> ... (last)")
 
 
 @dataclass
@@ -63,6 +68,7 @@ class GameOptions:
     vacation_days: float = DEFAULT_VACATION_DAYS   # ABSENT cap per player per game
     policy: str = "robot"                 # the policy for a missed order (services.turns)
     robot: str = DEFAULT_ROBOT_LEVEL      # the robot's level when it plays a seat
+    press: str = "public"                 # SAY: public, private (SAY TO one too), none
     open: bool = False                    # JOIN may sign up
     autostart: bool = False               # start when the seats fill by JOIN
     wait: bool = False                    # never resolve before the deadline
@@ -115,6 +121,9 @@ class GameOptions:
         parts.append(f"vacation cap {self.vacation_days:g} days")
         parts.append(f"missing orders: {self.policy}")
         parts.append(f"robot {self.robot}")
+        if self.press != "public":
+            parts.append("private press (SAY TO one player)" if self.press == "private"
+                         else "no press (no SAY)")
         if self.open:
             parts.append("open for sign-up" + (", starts when full" if self.autostart else ""))
         if self.wait:
@@ -189,6 +198,8 @@ def _set_valued(new: NewGame, word: str, value: str) -> None:
         opts.policy = _choice(word, value, POLICIES, "policy")
     elif word == "ROBOT":
         opts.robot = _choice(word, value, ROBOT_LEVELS, "level")
+    elif word == "PRESS":
+        opts.press = _choice(word, value, PRESS, "kind of press")
 
 
 def parse_options(words: list[str], name: str) -> NewGame:
@@ -210,7 +221,7 @@ def parse_options(words: list[str], name: str) -> NewGame:
             new.rules, new.rules_words = rest[0].lower(), rest[1:]
             break
         if word not in ("SEED", "DEADLINE", "AT", "GRACE", "REMIND", "MISSED", "VACATION",
-                        "MISSING", "ROBOT"):
+                        "MISSING", "ROBOT", "PRESS"):
             raise Refusal(f"unknown NEWGAME option {word}", OPTION_HINT)
         if not rest:
             raise Refusal(f"{word} needs a value", OPTION_HINT)

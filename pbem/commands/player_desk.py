@@ -78,13 +78,21 @@ def do_say(ctx: CommandContext, order: Order) -> str:
     if game.status in ("over", "cancelled"):
         raise refuse(f"game {game.name} is {game.status}", "", order, game.name)
     text = "\n".join(say_text(o.line) for o in says or [order])
+    press = options_of(game).press
+    if press == "none":
+        raise refuse(f"game {game.name} has no table talk (its press is none)", "", order,
+                     game.name)
+    to, text = said_to(ctx, game, text, press, order)
     cut = len(text) > MAX_TALK
     if cut:
         text = text[:MAX_TALK]
     ctx.session.add(TalkMessage(game_id=id_of(game), turn=game.turn, seat=player.seat,
-                                name=player.name, text=text, created_at=ctx.now))
+                                name=player.name, text=text, created_at=ctx.now,
+                                to_seat=to.seat if to is not None else None))
     speaker = player.name + (f" (player {player.seat})" if player.seat is not None else "")
     note = [f"(The message was cut at {MAX_TALK:,} characters.)"] if cut else []
+    if to is not None:
+        return _say_privately(ctx, game, speaker, to, text, note)
     others = [p for p in active_players(ctx.session, game) if p.id != player.id]
     for other in others:
         notice(ctx.session, ctx.post, other.email,
@@ -100,6 +108,54 @@ def do_say(ctx: CommandContext, order: Order) -> str:
                        *note]})
     return f"{player.email} said {len(text)} characters in {game.name}" + (" (cut)" if cut
                                                                            else "")
+
+
+_TO = re.compile(r"^TO\s+(\S+)\s*", re.IGNORECASE)
+
+
+def said_to(ctx: CommandContext, game: Game, text: str, press: str,
+            order: Order) -> tuple[Player | None, str]:
+    """SAY TO <seat or name> <text>: the one player it is for (private press) and the text
+    without those words; (None, text) for the whole table."""
+    found = _TO.match(text)
+    if found is None:
+        return None, text
+    if press != "private":
+        raise refuse("SAY TO is for games with private press; in this game SAY reaches "
+                     "every player", "write SAY and your text", order, game.name)
+    word, rest = found[1], text[found.end():]
+    seated_now = [p for p in active_players(ctx.session, game) if p.seat is not None]
+    to = next((p for p in seated_now if word.isdigit() and p.seat == int(word)), None)
+    if to is None:
+        named = [p for p in seated_now if p.name.split()[:1] and
+                 p.name.split()[0].casefold() == word.casefold()]
+        to = named[0] if len(named) == 1 else None
+    if to is None or to.email == ctx.sender or not rest.strip():
+        raise refuse(f"SAY TO {word[:40]}: say it to another player by seat or first name, "
+                     "then the text", "e.g. SAY TO 3 Shall we both challenge player 2?",
+                     order, game.name)
+    return to, rest
+
+
+def _say_privately(ctx: CommandContext, game: Game, speaker: str, to: Player, text: str,
+                   note: list[str]) -> str:
+    """Private press: the message reaches that one player and the referee, and only their
+    reports show it."""
+    notice(ctx.session, ctx.post, to.email,
+           tagged(game.name, f"a private word from {speaker}"),
+           [f"{speaker} says to you only:", text, *note,
+            "Answer with SAY TO and their seat in a reply to this mail or to your report."],
+           ctx.now, game=game, seat=to.seat, turn=game.turn, kind="talk")
+    notice(ctx.session, ctx.post, ctx.post.referee,
+           tagged(game.name, f"private press: {speaker} to player {to.seat}"),
+           [f"{speaker} says to {to.name} (player {to.seat}) only:", text, *note], ctx.now,
+           game=game)
+    subject = tagged(game.name, "your private word was passed on")
+    ctx.answer("notice", subject, {
+        "subject": subject, "game": game.name,
+        "paragraphs": [f"Passed on to {to.name} (player {to.seat}) only, and to the "
+                       "referee; it shows in your and their next report:", text, *note]})
+    return f"{ctx.sender} said {len(text)} characters to seat {to.seat} in {game.name}"
 
 
 # --- ABSENT ------------------------------------------------------------------------------
@@ -317,8 +373,9 @@ def do_record(ctx: CommandContext, order: Order) -> str:
 
 
 COMMANDS: tuple[MailCommand, ...] = (
-    MailCommand("SAY", "SAY <text>",
-            "table talk: relayed at once to the other players, and in the next report",
+    MailCommand("SAY", "SAY <text> | SAY TO <seat> <text>",
+            "table talk: relayed at once to the other players, and in the next report "
+            "(SAY TO: to one player only, in a game with private press)",
             parse_say, action=do_say, who="player", phase="change"),
     MailCommand("ABSENT", "ABSENT <from-date> <to-date> | ABSENT NONE",
             "a vacation (UTC days, both included): your deadlines inside it move past it",

@@ -15,7 +15,7 @@ from sqlmodel import Session
 
 from pbem.config import WebSettings
 from pbem.deadlines import relative
-from pbem.games import seated, talk_lines, watchers_of
+from pbem.games import heard_by, seated, talk_lines, watchers_of
 from pbem.kinds import kind_of
 from pbem.links import key_generation, private_link
 from pbem.models import Game, Player
@@ -44,7 +44,7 @@ def web_links(web: WebSettings, game: Game, player: Player | None,
 
 def report_context(game: Game, players: dict[int, Player], state: Any, seat: int | None,
                    now: datetime, origin: Origin, notes: list[str],
-                   talk: list[dict[str, str]] | None = None,
+                   talk: list[dict[str, Any]] | None = None,
                    web: WebSettings | None = None,
                    course: dict[str, Any] | None = None) -> dict[str, Any]:
     """What a report template gets, for every kind (seat None: an observer's public view);
@@ -120,8 +120,8 @@ def enqueue_reports(session: Session, post: Post, game: Game, state: Any, *, now
         if only_seat is not None and seat != only_seat:
             continue
         told = (seat_notes or {}).get(seat, notes or [])   # "you" for the reader's seat
-        context = report_context(game, players, state, seat, now, origin, told, talk,
-                                 post.settings.web, drawn)
+        context = report_context(game, players, state, seat, now, origin, told,
+                                 heard_by(talk, seat), post.settings.web, drawn)
         text, html = renderer.render(kind_of(game).report_template, context)
         subject = tagged(game.name, "final report" if kind_of(game).over(state)
                          else f"turn {game.turn} report")
@@ -141,15 +141,15 @@ def enqueue_reports(session: Session, post: Post, game: Game, state: Any, *, now
 
 def _watcher_reports(session: Session, post: Post, game: Game, state: Any,
                      players: dict[int, Player], *, now: datetime, notes: list[str],
-                     talk: list[dict[str, str]],
+                     talk: list[dict[str, Any]],
                      record: list[tuple[str, str, bytes]],
                      course: dict[str, Any] | None) -> list[Queued]:
     """The public view (no hidden dice) for each WATCHer of the game (commands.signup)."""
     watchers = watchers_of(session, game)
     if not watchers:
         return []
-    context = report_context(game, players, state, None, now, post.origin, notes, talk,
-                             post.settings.web, course)
+    context = report_context(game, players, state, None, now, post.origin, notes,
+                             heard_by(talk, None), post.settings.web, course)
     context["how_to_order"] = False      # watchers have no orders to send
     text, html = post.renderer.render(kind_of(game).report_template, context)
     subject = tagged(game.name, "final report (public view)" if kind_of(game).over(state)

@@ -98,8 +98,10 @@ def player_counts(session: Session, game_ids: list[int]) -> dict[int, int]:
 
 
 def talk_of(session: Session, game: Game, limit: int = TALK_ON_PAGE) -> list[dict[str, Any]]:
-    """The game's table talk, oldest first (the latest ``limit`` messages)."""
-    rows = list(session.exec(select(TalkMessage).where(TalkMessage.game_id == game.id)
+    """The game's table talk, oldest first (the latest ``limit`` messages); what was said
+    privately (PRESS private, SAY TO) is never shown on the web."""
+    rows = list(session.exec(select(TalkMessage).where(TalkMessage.game_id == game.id,
+                                                       col(TalkMessage.to_seat).is_(None))
                              .order_by(col(TalkMessage.id).desc()).limit(limit)))
     return [{"turn": r.turn, "seat": r.seat, "name": r.name,
              "from": r.name + (f" (player {r.seat})" if r.seat is not None else " (referee)"),
