@@ -50,6 +50,7 @@ from pbem.render import Renderer
 from pbem.services import bounces, clock, failures, turns
 from pbem.services.failures import game_failed, mail_failed, what_failed
 from pbem.services.post import Incoming, Post, answer, tagged, undeliverable
+from pbem.wording import plural
 from pbem.work import HandOff, Work, savepoint
 
 log = logging.getLogger(__name__)
@@ -249,11 +250,11 @@ def set_aside(session: Session, post: Post, row: InboundMail) -> None:
     times = inbox.cut_short(row)
     log.error("mail %s set aside: its handling was cut short %d times", row.id, times)
     row.status = "quarantined"
-    row.outcome = (f"set aside: its handling was cut short {times} times (a crash or a kill); "
+    row.outcome = (f"set aside: its handling was cut short {plural('{n} time', '{n} times', times)} (a crash or a kill); "
                    "the referee was told")
     assert row.id is not None
-    failures.note(session, post, row.id, f"set aside unread: the server crashed or was killed "
-                  f"{times} times while handling it")
+    failures.note(session, post, row.id, "set aside unread: the server crashed or was killed "
+                  + plural("{n} time", "{n} times", times) + " while handling it")
 
 
 def handle(session: Session, post: Post, row: InboundMail) -> str:

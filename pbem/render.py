@@ -27,6 +27,8 @@ import markupsafe
 
 from pbem.errors import PbemError
 from pbem.paths import packaged_dir
+from pbem.usertext import shown
+from pbem.wording import listing, ngettext, plural
 
 __all__ = [
     "Renderer",
@@ -40,7 +42,7 @@ __all__ = [
     "packaged_template_dir",
     "pct",
     "plain",
-    "plural",
+    "shown_output",
     "html_part",
     "text_part",
     "rules_document",
@@ -134,10 +136,10 @@ def bid(b: Mapping[str, Any] | None) -> str:
     return f"{q} {face_name(b['face'], q)}"
 
 
-def plural(n: Any, one: str, many: str) -> str:
-    """A count with its noun: 1 -> "1 die", 2 -> "2 dice", -1 -> "-1 dice" (only exactly
-    one is singular)."""
-    return f"{n} {one if n == 1 else many}"
+def count_of(n: int, one: str, many: str) -> str:
+    """The ``n|plural("die", "dice")`` filter of templates written before the ``plural``
+    global (a referee's overrides may use it): the same rule, pbem.wording.plural."""
+    return plural(f"{{n}} {one}", f"{{n}} {many}", n)
 
 
 def pct(p: Any) -> str:
@@ -299,6 +301,13 @@ class _Template(jinja2.Template):
         return template
 
 
+def shown_output(value: Any) -> Any:
+    """Every ``{{ ... }}``'s value as a template puts it out: text without bidi controls
+    and control characters (pbem.usertext), whatever a player put into a name or talk.
+    Markup was made of such outputs already; a number has nothing to clean."""
+    return shown(value) if type(value) is str else value
+
+
 def _marked(fn: Any) -> Any:
     return getattr(fn, "jinja_pass_arg", None)
 
@@ -417,6 +426,7 @@ def template_environment(override_dir: Path | None) -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
         auto_reload=override_dir is not None,
+        finalize=shown_output,
     )
     env.filters.update(
         die=die,
@@ -425,14 +435,14 @@ def template_environment(override_dir: Path | None) -> jinja2.Environment:
         face_name=face_name,
         bid=bid,
         pct=pct,
-        plural=plural,
+        plural=count_of,
         utc=utc,
         wrap=wrap,
         lookup=lookup,
         name_of=name_of,
         count_in=count_in,
     )
-    env.globals["lookup"] = lookup
+    env.globals.update(lookup=lookup, plural=plural, ngettext=ngettext, listing=listing)
     return env
 
 

@@ -50,6 +50,7 @@ from pbem.orders import Order, game_name, no_args
 from pbem.services.clock import vacation_check
 from pbem.services.post import notice, tagged
 from pbem.services.reports import record_attachment
+from pbem.wording import plural
 
 MAX_TALK = 2000
 MAX_ABSENCE_DAYS = 366
@@ -95,9 +96,10 @@ def do_say(ctx: CommandContext, order: Order) -> str:
     subject = tagged(game.name, "your table talk was relayed")
     ctx.answer("notice", subject, {
         "subject": subject, "game": game.name,
-        "paragraphs": [f"Relayed to {len(others)} player(s), and in the next report:", text,
+        "paragraphs": [f"Relayed to {plural('{n} player', '{n} players', len(others))}, and in "
+                       "the next report:", text,
                        *note]})
-    return f"{player.email} said {len(text)} characters in {game.name}" + (" (cut)" if cut
+    return f"{player.email} said {plural('{n} character', '{n} characters', len(text))} in {game.name}" + (" (cut)" if cut
                                                                            else "")
 
 
@@ -220,7 +222,7 @@ def do_history(ctx: CommandContext, order: Order) -> str:
         "paragraphs": [f"Every move of game {game.name} so far, in the order played "
                        f"(public information only)." if lines else "No move has been "
                        "played yet."]})
-    return f"history sent ({len(lines)} lines)"
+    return f"history sent ({plural('{n} line', '{n} lines', len(lines))})"
 
 
 def do_orders(ctx: CommandContext, order: Order) -> str:

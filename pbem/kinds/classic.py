@@ -59,6 +59,7 @@ from pbem.rules.odds import SeatView, bid_odds
 from pbem.rules.postal import make_ladder
 from pbem.rules.robot import DEFAULT_LEVEL, choose_move
 from pbem.rules.ruleset import ExactRule, RuleSet
+from pbem.wording import plural
 
 MOVE_NAMES = ("BID", "CHALLENGE", "EXPOSE")
 SIX_KEY = "dice_if_six_players"
@@ -102,7 +103,7 @@ def _faces(values: Sequence[Face]) -> str:
 
 
 def _dice(n: int) -> str:
-    return f"{n} {'die' if n == 1 else 'dice'}"
+    return plural("{n} die", "{n} dice", n)
 
 
 def _bids_json(bids: Sequence[PlacedBid]) -> list[JSON]:
@@ -332,7 +333,9 @@ class ClassicKind(BidMoves[ClassicState]):
             # the rules as played, as the game's record has them (the Czech rule resolved)
             "rules": {**state.rules.to_json(), SIX_KEY: None},
             "rules_text": self.describe_rules(state.rules.to_json()),
-            "dice_in_play": state.dice_in_play, "opener": state.opener,
+            # the dice on the table, and what they count for the track (a super die twice)
+            "dice_in_play": state.dice_in_play, "dice_count": sum(h.count for h in state.hands),
+            "opener": state.opener,
             "to_move": state.to_move, "game_over": state.game_over, "winner": state.winner,
             "players": [{"seat": s, "dice": state.hand(s).count, "value": state.hand(s).value,
                          "super": state.hand(s).super, "in": state.is_in(s),
@@ -368,7 +371,7 @@ class ClassicKind(BidMoves[ClassicState]):
     def score_words(self, standing: Mapping[str, int]) -> str:
         held = standing.get("dice", standing["score"])   # pbem.record/1 kept the value only
         worth = f" (worth {standing['score']})" if held != standing["score"] else ""
-        return f"{held} {'die' if held == 1 else 'dice'} left{worth}"
+        return f"{plural('{n} die', '{n} dice', held)} left{worth}"
 
     def web_tables(self, state: ClassicState, viewer: Viewer) -> list[JSON]:
         return classic_tables(state, viewer)

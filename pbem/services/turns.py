@@ -47,6 +47,7 @@ from pbem.options import POLICIES, options_of, robot_level
 from pbem.services.bounces import describe, failing, report_notes
 from pbem.services.post import Post, tagged, tell_referee
 from pbem.services.reports import enqueue_reports
+from pbem.wording import plural
 
 # how a move is recorded (Move.by): orders really given, and moves made for a missing order
 GIVEN_BY = ("player", "referee")
@@ -242,9 +243,10 @@ def after_turn(session: Session, post: Post, game: Game, turn: int) -> list[Play
     for player in reached:
         bouncing = failing(session, player.email)
         tell_referee(session, post, tagged(game.name, f"player {player.seat} has missed "
-                                           f"{limit} turns"), [
+                                           + plural("{n} turn", "{n} turns", limit)), [
             f"Player {player.seat} of game {game.name}, {player.name} <{player.email}>, has "
-            f"sent no order for {limit} turns in a row (up to turn {turn}).",
+            f"sent no order for {plural('{n} turn', '{n} turns', limit)} in a row "
+            f"(up to turn {turn}).",
             *([f"Mail to {player.email} has been bouncing {describe(bouncing)}: they may "
                "not have had their reports."] if bouncing is not None else []),
             "The game goes on: their standing order or the robot plays for them meanwhile.",

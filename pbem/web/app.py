@@ -45,7 +45,18 @@ from pbem.kinds import kind_named
 from pbem.kinds.verify import Verdict, check_record
 from pbem.links import LinkError, expired, key_generation, mac_matches, read_token, redact
 from pbem.models import Game, Player
-from pbem.render import bid, dice, die, face_name, lookup, packaged_template_dir, pct, plain, utc
+from pbem.render import (
+    bid,
+    dice,
+    die,
+    face_name,
+    lookup,
+    packaged_template_dir,
+    pct,
+    plain,
+    shown_output,
+    utc,
+)
 from pbem.services.export import export_json
 from pbem.web.cache import Memo
 from pbem.web.database import open_read_only
@@ -59,6 +70,7 @@ from pbem.web.pages import (
 )
 from pbem.web.queries import SECTIONS, game_named, game_version
 from pbem.web.replay import Step, replay_steps
+from pbem.wording import listing, ngettext, plural
 
 log = logging.getLogger("pbem.web")
 
@@ -87,10 +99,11 @@ def template_environment(settings: Settings) -> jinja2.Environment:
         loader=jinja2.FileSystemLoader(folders),
         autoescape=jinja2.select_autoescape(enabled_extensions=("html.j2",),
                                             default_for_string=True, default=True),
-        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+        finalize=shown_output)
     env.filters.update(die=die, dice=dice, plain=plain, face_name=face_name, bid=bid, pct=pct,
                        utc=utc, lookup=lookup)
-    env.globals["lookup"] = lookup
+    env.globals.update(lookup=lookup, plural=plural, ngettext=ngettext, listing=listing)
     # how the pages draw a kind's scores and tables ("postal", "classic", "cup"), by its name
     env.globals["web_look"] = lambda name: kind_named(name).web_look
     return env

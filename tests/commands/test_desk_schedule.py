@@ -347,7 +347,7 @@ def test_cancel_by_mail_and_by_cli(server: Server, clock: Clock, tmp_path: Path)
     assert "cannot cancel" in referee_mail(server, "CANCEL g1")
     new_game(server, name="g2", players=["a@example.org"])
     done = cli(tmp_path, "CANCEL", "g2")
-    assert done.returncode == 0 and "1 players told" in done.stdout
+    assert done.returncode == 0 and "1 player told" in done.stdout
     assert "the game is cancelled" in subjects(server, "a@example.org")[-1]
     assert "cancel" in audit(server)
 
