@@ -98,6 +98,27 @@ def _number(name: str, value: str) -> int:
     return int(value)
 
 
+def _changes_from(name: str, rules: JSONMap) -> int:
+    """How many settings ``rules`` changed from an edition's. A game under way has the
+    Czech "5 with six players" resolved (null), its dice then either count; a view's rules
+    leave that key out."""
+    preset, preset_six = EDITIONS[name]
+    wanted = preset.to_json()
+    changed = {key for key, value in wanted.items() if rules.get(key) != value}
+    six = rules.get(SIX_KEY)
+    if six is None and preset_six is not None and rules.get("dice_per_player") == preset_six:
+        changed.discard("dice_per_player")
+    return len(changed) + (1 if isinstance(six, int) and six != preset_six else 0)
+
+
+def _edition_words(rules: JSONMap) -> str:
+    """", German edition", or the edition the rules changed least: "German edition with
+    changes" (a game started as `german DICE 1` still says where it comes from)."""
+    changes = {name: _changes_from(name, rules) for name in EDITIONS}
+    nearest = min(EDITIONS, key=lambda name: changes[name])   # ties: the first named
+    return f", {nearest.capitalize()} edition" + (" with changes" if changes[nearest] else "")
+
+
 def _faces(values: Sequence[Face]) -> str:
     return " ".join(face_symbol(f) for f in values)
 
@@ -226,9 +247,7 @@ class ClassicKind(BidMoves[ClassicState]):
         if r.super_die:
             dice += ", one of them the super die that counts twice"
         board = f", board ends at {r.board_cap}" if r.board_cap else ""
-        edition = next((f", {name.capitalize()} edition" for name, (preset, six)
-                        in EDITIONS.items() if {**preset.to_json(), SIX_KEY: six} == dict(rules)),
-                       "")
+        edition = _edition_words(rules)
         return (f"classic Bluff{edition}: {dice}; exact bid: {_EXACT_TEXT[r.exact_rule]}; star bids "
                 f"{'on' if r.star_bids else 'off'}; expose and re-roll "
                 f"{'on' if r.expose else 'off'}{board}")

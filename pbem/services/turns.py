@@ -138,9 +138,10 @@ def resolve_turn(session: Session, game: Game, now: datetime) -> TurnOutcome:
 
 
 def played_for_notes(game: Game, outcome: TurnOutcome, players: dict[int, Player], *,
-                     early: bool = False) -> list[str]:
+                     early: bool = False, had_deadline: bool = True) -> list[str]:
     """A line in the report for each move made for a missing order (early: the referee
-    played the turn before its deadline, so nobody was late)."""
+    played the turn before its deadline, so nobody was late; had_deadline: the turn had
+    one at all)."""
     kind = kind_of(game)
     notes = []
     for seat, move in sorted(outcome.played_for.items()):
@@ -148,8 +149,9 @@ def played_for_notes(game: Game, outcome: TurnOutcome, players: dict[int, Player
         who = ("their standing order" if outcome.played_by.get(seat) == "standing"
                else "the game's policy" if outcome.played_by.get(seat) == "policy"
                else "the robot")
-        missing = ("had no order in when the referee played the turn (before its deadline)"
-                   if early else "sent no order in time")
+        missing = ("sent no order in time" if not early else
+                   "had no order in when the referee played the turn"
+                   + (" (before its deadline)" if had_deadline else ""))
         notes.append(f"Player {seat} ({name}) {missing}; {who} played "
                      f"{kind.describe_move(move)} for them.")
     return notes
@@ -178,10 +180,12 @@ def play_turn(session: Session, post: Post, game: Game, *,
     clock says False)."""
     turn = game.turn
     early = before_deadline(game, post.clock()) if early is None else early
+    had_deadline = (game.grace_until or game.deadline) is not None   # resolving sets the next
     outcome = resolve_turn(session, game, post.clock())
     after_turn(session, post, game, turn)
     players = seated(session, game)
-    more = played_for_notes(game, outcome, players, early=early) + report_notes(session, game)
+    more = (played_for_notes(game, outcome, players, early=early, had_deadline=had_deadline)
+            + report_notes(session, game))
     return PlayedTurn(outcome.state, outcome.notes + more,
                       {s: n + more for s, n in outcome.seat_notes.items()})
 
