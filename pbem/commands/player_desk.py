@@ -232,7 +232,10 @@ def do_orders(ctx: CommandContext, order: Order) -> str:
     kind = kind_of(game)
     paragraphs = []
     if game.status != "running":
-        paragraphs.append(f"Game {game.name} is {game.status}: no orders are taken now.")
+        paragraphs.append(f"Game {game.name} is {game.status}: no orders are taken now"
+                          + (f"; send yours once the referee has resumed it (RESUME "
+                             f"{game.name}), you will be told." if game.status == "paused"
+                             else "."))
     else:
         due = kind.due(load_state(ctx.session, game)).get(player.seat or 0)
         pending = pending_orders(ctx.session, game).get(player.seat or 0)

@@ -278,7 +278,10 @@ def test_pause_stops_the_clock_and_resume_restarts_it(server: Server, clock: Clo
     game = game_row(server)
     assert game.status == "paused" and game.paused_left_seconds == 38 * 3600
     assert all(count(server, "the game is paused", p) == 1 for p in PLAYERS)
-    assert "not running" in order(server, PLAYERS[0], "BID 1 one")     # refused while paused
+    refused = order(server, PLAYERS[0], "BID 1 one")     # refused while paused, with the way on
+    assert "> line 3: BID 1 one game g1 is paused: no orders are taken now" in refused
+    assert "Fix: send your order again once the referee has resumed the game (RESUME g1)" \
+        in refused
     clock.advance(hours=100)
     assert tick(server) == 0 and game_row(server).turn == 1
     assert "paused with 38.0 hours left" in admin(server, "STATUS g1")
