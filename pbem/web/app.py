@@ -34,7 +34,7 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -389,7 +389,8 @@ def read_and_check(raw: bytes) -> Verdict:
 
 class Guard:
     """Outermost: logs every request without its secrets, adds the security headers, and
-    turns any crash into a plain 500 page (the traceback goes to the log only)."""
+    turns any crash into a plain 500 page (the traceback goes to the log only). A client
+    that leaves in the middle of its request is the request's one log line, no error."""
 
     def __init__(self, app: ASGIApp, fallback: Callable[[], bytes]) -> None:
         self.app = app
@@ -400,7 +401,7 @@ class Guard:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
-        state = {"status": 500, "sent": False}
+        state: dict[str, object] = {"status": 500, "sent": False}
 
         async def guarded_send(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -411,6 +412,8 @@ class Guard:
         path = redact(scope.get("path", ""))
         try:
             await self.app(scope, receive, guarded_send)
+        except ClientDisconnect:   # gone mid-upload: nobody to answer, nothing went wrong
+            state["status"] = "client disconnected"
         except Exception:
             log.exception("error answering %s %s", scope.get("method"), path)
             if not state["sent"]:
