@@ -125,7 +125,7 @@ def face_name(face: Any, quantity: int = 1) -> str:
     words = _FACE_WORDS.get(_face_key(face))
     if words is None:
         return str(face)
-    return words[0] if quantity == 1 else words[1]
+    return ngettext(words[0], words[1], quantity)
 
 
 def bid(b: Mapping[str, Any] | None) -> str:

@@ -121,7 +121,8 @@ def start(ctx: CommandContext, name: str) -> str:
     rows = enqueue_reports(ctx.session, ctx.post, game, state, now=ctx.now)
     seats = ", ".join(f"{p.seat}: {p.name}" for p in sorted(players_of(ctx.session, game),
                                                             key=lambda p: p.seat or 0))
-    return f"game {game.name} started; seats {seats}; {len(rows)} first reports queued"
+    return (f"game {game.name} started; seats {seats}; "
+            f"{plural('{n} first report', '{n} first reports', len(rows))} queued")
 
 
 def do_status(ctx: CommandContext, order: Order) -> str:
