@@ -4,9 +4,10 @@ reaches no mail raw: anyone can JOIN an open game with such a name (pbem.usertex
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from pbem.server import Server
-from testkit.desk import PLAYERS, admin, key_of, outbox, send
+from testkit.desk import PLAYERS, admin, cli, key_of, outbox, send
 from tests.commands.test_desk_signup import join
 
 TRICKY_NAME = "Eve\u202eredaer\x1b[2J\x9b"
@@ -38,3 +39,13 @@ def test_a_tricky_name_and_talk_reach_no_mail_raw(server: Server) -> None:
     assert any("Everedaer[2J" in text for _, text in sent)          # the name, cleaned
     assert any("look right[31m here" in text for _, text in sent)   # the talk, cleaned
     assert [(where, text) for where, text in sent if UNSAFE.search(text)] == []
+
+
+def test_pbem_admin_prints_a_tricky_name_cleaned(server: Server, tmp_path: Path) -> None:
+    """The referee's terminal: `pbem admin STATUS` names the players without their ESC."""
+    admin(server, "NEWGAME g1 SEED 3 RULES classic")
+    admin(server, "ADD g1 eve@example.org Eve\x1b[2J\u202e")
+    admin(server, "ADD g1 bob@example.org Bob")
+    done = cli(tmp_path, "START", "g1")
+    assert done.returncode == 0 and "Eve[2J" in done.stdout, done.stderr
+    assert not UNSAFE.search(done.stdout)
