@@ -34,6 +34,8 @@ def test_an_unknown_setting_of_no_section_is_named_alone(tmp_path: Path) -> None
 
 
 def test_the_troubleshooting_names_poll_seconds_with_its_section() -> None:
-    docs = Path(__file__).resolve().parents[2] / "docs" / "server.md"
-    text = " ".join(docs.read_text(encoding="utf-8").split())
-    assert "`poll_seconds` under `[imap]`" in text
+    root = Path(__file__).resolve().parents[2]
+    docs = " ".join((root / "docs" / "server.md").read_text(encoding="utf-8").split())
+    assert "`poll_seconds` under `[imap]`" in docs
+    readme = " ".join((root / "README.md").read_text(encoding="utf-8").split())
+    assert "`poll_seconds`, a setting of `[imap]`" in readme
