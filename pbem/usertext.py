@@ -24,8 +24,3 @@ def shown(text: str) -> str:
     if _UNSAFE.search(text) is None and _LINE_SEPARATORS.search(text) is None:
         return text
     return _UNSAFE.sub("", _LINE_SEPARATORS.sub("\n", text))
-
-
-def one_line(text: str) -> str:
-    """``shown``, on one line (a name in a subject or a table cell)."""
-    return " ".join(shown(text).split())
