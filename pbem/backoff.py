@@ -6,6 +6,7 @@ import logging
 from datetime import datetime, timedelta
 
 from pbem.claims import aware
+from pbem.wording import plural
 
 log = logging.getLogger(__name__)
 
@@ -26,8 +27,8 @@ class Backoff:
         self.failures += 1
         wait = min(self.cap, self.base * 2 ** (self.failures - 1))
         self.retry_at = now + timedelta(seconds=wait)
-        log.warning("%s unavailable (%d time%s in a row): %s; next try in %.0f s", self.name,
-                    self.failures, "" if self.failures == 1 else "s", why, wait)
+        log.warning("%s unavailable (%s in a row): %s; next try in %.0f s", self.name,
+                    plural("{n} time", "{n} times", self.failures), why, wait)
 
     def succeeded(self) -> None:
         if self.failures:

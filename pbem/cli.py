@@ -21,6 +21,7 @@ from pbem.games import find_game
 from pbem.kinds.verify import check_record
 from pbem.server import Server
 from pbem.services.export import export_json
+from pbem.usertext import shown
 from pbem.web import serve as serve_web
 from pbem.web.database import DatabaseNotReady
 
@@ -48,9 +49,9 @@ def cmd_admin(args: argparse.Namespace) -> int:
     server = Server(_settings(args))
     try:
         for line in server.referee.admin(args.words):
-            print(line)
+            print(shown(line))   # a player's name with an ESC must not drive the terminal
     except Refusal as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {shown(str(exc))}", file=sys.stderr)
         return 1
     return 0
 
@@ -75,7 +76,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(f"error: cannot read {args.record}: {exc}", file=sys.stderr)
         return 2
     for line in verdict.lines:
-        print(line)
+        print(shown(line))
     return 0 if verdict.ok else 1
 
 

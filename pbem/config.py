@@ -8,6 +8,7 @@ PBEM_WEB_SECRET.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pbem.errors import PbemError
+from pbem.wording import ngettext
 
 
 class ConfigError(PbemError):
@@ -180,10 +182,41 @@ def _section(data: dict[str, Any], name: str) -> dict[str, Any] | None:
 
 
 def _build(cls: type, values: dict[str, Any], name: str) -> Any:
+    _refuse_unknown(name, values)
     try:
         return cls(**values)
     except TypeError as exc:
         raise ConfigError(f"[{name}]: {exc}") from exc
+
+
+def _fields(cls: type) -> frozenset[str]:
+    return frozenset(f.name for f in dataclasses.fields(cls))
+
+
+# each section's settings, to say where a misplaced one belongs
+SECTION_FIELDS: dict[str, frozenset[str]] = {
+    "server": _fields(Settings) - {"imap", "smtp", "listen", "dkim", "security", "web", "db",
+                                   "extra"},
+    "imap": _fields(ImapSettings), "smtp": _fields(SmtpSettings),
+    "listen": _fields(ListenSettings), "dkim": _fields(DkimSettings),
+    "security": _fields(SecuritySettings), "web": _fields(WebSettings),
+    "database": _fields(DatabaseSettings),
+}
+
+
+def _refuse_unknown(section: str, values: dict[str, Any]) -> None:
+    """A setting the section does not know stops pbem, saying the section it belongs in
+    when another section knows it (``poll_seconds`` under [server]: it is [imap]'s)."""
+    unknown = sorted(set(values) - SECTION_FIELDS[section])
+    if not unknown:
+        return
+    said = []
+    for key in unknown:
+        homes = [f"[{other}]" for other, known in SECTION_FIELDS.items()
+                 if other != section and key in known]
+        said.append(f"{key} (it belongs in {' or '.join(homes)})" if homes else key)
+    raise ConfigError(f"[{section}]: unknown {ngettext('setting', 'settings', len(unknown))} "
+                      f"{', '.join(said)}")
 
 
 def load_settings(path: Path | None, env: dict[str, str] | None = None) -> Settings:
@@ -234,11 +267,7 @@ def load_settings(path: Path | None, env: dict[str, str] | None = None) -> Setti
     web = _section(data, "web") or {}
     if env.get("PBEM_WEB_SECRET"):
         web["secret"] = env["PBEM_WEB_SECRET"]
-    known = {f for f in Settings.__dataclass_fields__
-             if f not in ("imap", "smtp", "listen", "dkim", "security", "web", "db", "extra")}
-    unknown = sorted(set(server) - known)
-    if unknown:
-        raise ConfigError(f"[server]: unknown setting(s) {', '.join(unknown)}")
+    _refuse_unknown("server", server)
     if not isinstance(server.get("send_while_handling", True), bool):
         raise ConfigError("[server] send_while_handling must be true or false")
     return Settings(

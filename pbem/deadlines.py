@@ -19,6 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 
+from pbem.wording import plural
+
 # a deadline moved by a vacation lands this long after the player is back
 RETURN_MARGIN = timedelta(days=1)
 
@@ -126,9 +128,9 @@ def relative(deadline: datetime | None, now: datetime) -> str | None:
     days, rest = divmod(seconds, 86400)
     hours, rest = divmod(rest, 3600)
     minutes = rest // 60
-    parts = [f"{days} day{'s' * (days != 1)}"] if days else []
+    parts = [plural("{n} day", "{n} days", days)] if days else []
     if hours:
-        parts.append(f"{hours} hour{'s' * (hours != 1)}")
+        parts.append(plural("{n} hour", "{n} hours", hours))
     if not days and minutes:
-        parts.append(f"{minutes} minute{'s' * (minutes != 1)}")
+        parts.append(plural("{n} minute", "{n} minutes", minutes))
     return "in " + " ".join(parts or ["less than a minute"])

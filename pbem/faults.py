@@ -35,6 +35,7 @@ import signal
 import time
 
 from pbem.errors import PbemError
+from pbem.wording import ngettext
 
 log = logging.getLogger(__name__)
 
@@ -68,8 +69,9 @@ def _parse_failures(spec: str | None) -> frozenset[str]:
     names = frozenset(item.strip() for item in (spec or "").split(",") if item.strip())
     unknown = names - set(FAIL_POINTS)
     if unknown:
-        raise ValueError(f"{FAIL_ENV}: unknown failure point(s) {sorted(unknown)} "
-                         f"(known: {FAIL_POINTS})")
+        raise ValueError(f"{FAIL_ENV}: unknown failure "
+                         f"{ngettext('point', 'points', len(unknown))} {', '.join(sorted(unknown))} "
+                         f"(known: {', '.join(FAIL_POINTS)})")
     return names
 
 

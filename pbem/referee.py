@@ -50,6 +50,7 @@ from pbem.render import Renderer
 from pbem.services import bounces, clock, failures, turns
 from pbem.services.failures import game_failed, mail_failed, what_failed
 from pbem.services.post import Incoming, Post, answer, read_reply, tagged, undeliverable
+from pbem.wording import plural
 from pbem.work import HandOff, Work, savepoint
 
 log = logging.getLogger(__name__)
@@ -261,11 +262,12 @@ def set_aside(session: Session, post: Post, row: InboundMail) -> None:
     times = inbox.cut_short(row)
     log.error("mail %s set aside: its handling was cut short %d times", row.id, times)
     row.status = "quarantined"
-    row.outcome = (f"set aside: its handling was cut short {times} times (a crash or a kill); "
+    count = plural("{n} time", "{n} times", times)
+    row.outcome = (f"set aside: its handling was cut short {count} (a crash or a kill); "
                    "the referee was told")
     assert row.id is not None
     failures.note(session, post, row.id, f"set aside unread: the server crashed or was killed "
-                  f"{times} times while handling it")
+                  f"{count} while handling it. {failures.retry_line(row.id)}")
 
 
 def handle(session: Session, post: Post, row: InboundMail) -> str:
@@ -491,9 +493,11 @@ def answer_internal_error(session: Session, post: Post, row: InboundMail) -> Non
         msg = read_message(row.raw, own_addresses=[address], envelope_from=row.envelope_from)
         if msg.automatic or msg.from_addr is None or msg.from_addr == address.lower():
             return
+        game = failures.game_of_mail(session, msg)   # its subject is tagged with the game
         answer_error(session, post, Incoming(row, msg), refusal(
             "something went wrong on our side while reading your mail; nothing in it was "
-            "applied", "the referee has been told and will look into it"))
+            "applied", "the referee has been told and will look into it",
+            game=game.name if game is not None else None))
         sender_check.limit_answers(session, post, row, msg, "")
     except Exception:   # the answer is a courtesy: never let it lose the mail
         log.exception("could not answer mail %s after its internal error", row.id)

@@ -28,6 +28,8 @@ import markupsafe
 from pbem.charts import GLOBALS as CHARTS
 from pbem.errors import PbemError
 from pbem.paths import packaged_dir
+from pbem.usertext import shown
+from pbem.wording import listing, ngettext, plural
 from pbem.zones import in_zone
 
 __all__ = [
@@ -42,7 +44,7 @@ __all__ = [
     "packaged_template_dir",
     "pct",
     "plain",
-    "plural",
+    "shown_output",
     "html_part",
     "text_part",
     "rules_document",
@@ -125,7 +127,7 @@ def face_name(face: Any, quantity: int = 1) -> str:
     words = _FACE_WORDS.get(_face_key(face))
     if words is None:
         return str(face)
-    return words[0] if quantity == 1 else words[1]
+    return ngettext(words[0], words[1], quantity)
 
 
 def bid(b: Mapping[str, Any] | None) -> str:
@@ -136,10 +138,10 @@ def bid(b: Mapping[str, Any] | None) -> str:
     return f"{q} {face_name(b['face'], q)}"
 
 
-def plural(n: Any, one: str, many: str) -> str:
-    """A count with its noun: 1 -> "1 die", 2 -> "2 dice", -1 -> "-1 dice" (only exactly
-    one is singular)."""
-    return f"{n} {one if n == 1 else many}"
+def count_of(n: int, one: str, many: str) -> str:
+    """The ``n|plural("die", "dice")`` filter of templates written before the ``plural``
+    global (a referee's overrides may use it): the same rule, pbem.wording.plural."""
+    return plural(f"{{n}} {one}", f"{{n}} {many}", n)
 
 
 def pct(p: Any) -> str:
@@ -301,6 +303,13 @@ class _Template(jinja2.Template):
         return template
 
 
+def shown_output(value: Any) -> Any:
+    """Every ``{{ ... }}``'s value as a template puts it out: text without bidi controls
+    and control characters (pbem.usertext), whatever a player put into a name or talk.
+    Markup was made of such outputs already; a number has nothing to clean."""
+    return shown(value) if type(value) is str else value
+
+
 def _marked(fn: Any) -> Any:
     return getattr(fn, "jinja_pass_arg", None)
 
@@ -419,6 +428,7 @@ def template_environment(override_dir: Path | None) -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
         auto_reload=override_dir is not None,
+        finalize=shown_output,
     )
     env.filters.update(
         die=die,
@@ -427,7 +437,7 @@ def template_environment(override_dir: Path | None) -> jinja2.Environment:
         face_name=face_name,
         bid=bid,
         pct=pct,
-        plural=plural,
+        plural=count_of,
         utc=utc,
         wrap=wrap,
         lookup=lookup,
@@ -435,7 +445,7 @@ def template_environment(override_dir: Path | None) -> jinja2.Environment:
         count_in=count_in,
         when=in_zone,        # a time in the reader's zone, UTC beside (pbem.zones)
     )
-    env.globals["lookup"] = lookup
+    env.globals.update(lookup=lookup, plural=plural, ngettext=ngettext, listing=listing)
     env.globals.update(CHARTS)     # the pictures: course_chart_html, odds_chart_text ... (pbem.charts)
     return env
 

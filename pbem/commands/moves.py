@@ -10,6 +10,7 @@ runner then resolves the turn (pbem.referee, pbem.services.turns), a step of its
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +19,7 @@ from pbem.errors import LineProblem, Refusal
 from pbem.games import load_state, missing_seats, record_order, seated
 from pbem.kinds import kind_of
 from pbem.models import Game
-from pbem.orders import Order, ParsedText, closest_lines, no_args
+from pbem.orders import Command, Order, ParsedText, closest_lines, no_args
 from pbem.services.post import tagged
 from pbem.services.reports import enqueue_reports
 from pbem.services.turns import turn_complete
@@ -52,20 +53,10 @@ def take_moves(ctx: CommandContext, parsed: ParsedText, move_names: set[str]) ->
                       "the orders of this game: " + ", ".join(c.usage for c in kind.commands),
                       foreign[0].line_no, foreign[0].line, game=game.name)
     if not orders:
-        # quote what was read that came closest to an order (an HTML mail's lines too)
-        near = closest_lines(parsed.prose, kind.commands, most=2)
-        left_out = ctx.mail.msg.ignored
-        raise Refusal.of([
-            LineProblem(None, None, "I found no order in your mail"
-                        + (f" (I ignored {' and '.join(left_out)})" if left_out else ""),
-                        "write one order a line, e.g. "
-                        + " or ".join(c.usage for c in kind.commands[:2])),
-            *(LineProblem(line.number, line.text, "this line is not an order of "
-                          f"{kind.title}", "") for line in near)],
-            game=game.name)
+        raise no_order_found(parsed, kind.commands, kind.title, move_names, game.name,
+                             ctx.mail.msg.ignored)
     if game.status != "running":
-        raise refusal(f"game {game.name} is {'over' if game.status == 'over' else 'not running'}",
-                      "no orders are taken now", game=game.name)
+        raise refusal(*not_running(game), orders[0].line_no, orders[0].line, game=game.name)
     if who.turn < game.turn:
         raise refusal(f"your order is for turn {who.turn}, which has been resolved already "
                       f"(the game is at turn {game.turn})",
@@ -112,6 +103,35 @@ def take_moves(ctx: CommandContext, parsed: ParsedText, move_names: set[str]) ->
     ctx.answer("confirm", tagged(game.name, f"turn {game.turn}: order received"), context)
     return TakenMove(f"order accepted: {taken.summary} (game {game.name}, turn {who.turn}, "
                      f"seat {seat})", game, state, resolves_now)
+
+
+def not_running(game: Game) -> tuple[str, str]:
+    """Why a game takes no order now, and what to do: a paused game's after RESUME."""
+    if game.status == "paused":
+        return (f"game {game.name} is paused: no orders are taken now",
+                f"send your order again once the referee has resumed the game (RESUME "
+                f"{game.name}); you will be told")
+    return (f"game {game.name} is {'over' if game.status == 'over' else 'not running'}",
+            "no orders are taken now")
+
+
+def no_order_found(parsed: ParsedText, commands: Sequence[Command], title: str,
+                   move_names: set[str], game: str, ignored: Sequence[str] = ()) -> Refusal:
+    """One problem for a mail without an order: the line that came closest to one (an HTML
+    mail's lines too) quoted, why it is none (another kind's order word, say), the fix;
+    what the reading left out (a quoted report, a signature) said in brackets."""
+    fix = "write one order a line, e.g. " + " or ".join(c.usage for c in commands[:2])
+    found = "I found no order in your mail" + (f" (I ignored {' and '.join(ignored)})"
+                                                 if ignored else "")
+    near = closest_lines(parsed.prose, commands, most=1)
+    if not near:
+        return Refusal.of([LineProblem(None, None, found, fix)], game=game)
+    line = near[0]
+    word = (line.text.split() or [""])[0].upper()
+    why = (f"{word} is not an order of {title}" if word in move_names
+           else f"this line is not an order of {title}")
+    return Refusal.of([LineProblem(line.number, line.text, f"{found}; {why}", fix)],
+                      game=game)
 
 
 def do_status(ctx: CommandContext, order: Order) -> str:

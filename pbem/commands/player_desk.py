@@ -50,6 +50,7 @@ from pbem.orders import Order, game_name, no_args
 from pbem.services.clock import vacation_check
 from pbem.services.post import notice, tagged
 from pbem.services.reports import record_attachment
+from pbem.wording import plural
 from pbem.zones import ZONE_EXAMPLE, in_zone, zone_named
 
 MAX_TALK = 2000
@@ -104,10 +105,11 @@ def do_say(ctx: CommandContext, order: Order) -> str:
     subject = tagged(game.name, "your table talk was relayed")
     ctx.answer("notice", subject, {
         "subject": subject, "game": game.name,
-        "paragraphs": [f"Relayed to {len(others)} player(s), and in the next report:", text,
+        "paragraphs": [f"Relayed to {plural('{n} player', '{n} players', len(others))}, and in "
+                       "the next report:", text,
                        *note]})
-    return f"{player.email} said {len(text)} characters in {game.name}" + (" (cut)" if cut
-                                                                           else "")
+    said = plural("{n} character", "{n} characters", len(text))
+    return f"{player.email} said {said} in {game.name}" + (" (cut)" if cut else "")
 
 
 _TO = re.compile(r"^TO\s+(\S+)\s*", re.IGNORECASE)
@@ -155,7 +157,8 @@ def _say_privately(ctx: CommandContext, game: Game, speaker: str, to: Player, te
         "subject": subject, "game": game.name,
         "paragraphs": [f"Passed on to {to.name} (player {to.seat}) only, and to the "
                        "referee; it shows in your and their next report:", text, *note]})
-    return f"{ctx.sender} said {len(text)} characters to seat {to.seat} in {game.name}"
+    said = plural("{n} character", "{n} characters", len(text))
+    return f"{ctx.sender} said {said} to seat {to.seat} in {game.name}"
 
 
 # --- ABSENT ------------------------------------------------------------------------------
@@ -277,7 +280,7 @@ def do_history(ctx: CommandContext, order: Order) -> str:
         "paragraphs": [f"Every move of game {game.name} so far, in the order played "
                        f"(public information only)." if lines else "No move has been "
                        "played yet."]})
-    return f"history sent ({len(lines)} lines)"
+    return f"history sent ({plural('{n} line', '{n} lines', len(lines))})"
 
 
 def do_orders(ctx: CommandContext, order: Order) -> str:
@@ -287,7 +290,10 @@ def do_orders(ctx: CommandContext, order: Order) -> str:
     kind = kind_of(game)
     paragraphs = []
     if game.status != "running":
-        paragraphs.append(f"Game {game.name} is {game.status}: no orders are taken now.")
+        paragraphs.append(f"Game {game.name} is {game.status}: no orders are taken now"
+                          + (f"; send yours once the referee has resumed it (RESUME "
+                             f"{game.name}), you will be told." if game.status == "paused"
+                             else "."))
     else:
         due = kind.due(load_state(ctx.session, game)).get(player.seat or 0)
         pending = pending_orders(ctx.session, game).get(player.seat or 0)

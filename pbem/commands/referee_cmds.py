@@ -35,6 +35,7 @@ from pbem.services.bounces import describe, failing_players
 from pbem.services.post import notice, tagged
 from pbem.services.reports import enqueue_reports
 from pbem.services.turns import resolve
+from pbem.wording import plural
 
 
 def parse_newgame(args: list[str]) -> NewGame:
@@ -120,7 +121,8 @@ def start(ctx: CommandContext, name: str) -> str:
     rows = enqueue_reports(ctx.session, ctx.post, game, state, now=ctx.now)
     seats = ", ".join(f"{p.seat}: {p.name}" for p in sorted(players_of(ctx.session, game),
                                                             key=lambda p: p.seat or 0))
-    return f"game {game.name} started; seats {seats}; {len(rows)} first reports queued"
+    return (f"game {game.name} started; seats {seats}; "
+            f"{plural('{n} first report', '{n} first reports', len(rows))} queued")
 
 
 def do_status(ctx: CommandContext, order: Order) -> str:
@@ -129,7 +131,7 @@ def do_status(ctx: CommandContext, order: Order) -> str:
     kind = kind_of(game)
     players = [p for p in players_of(ctx.session, game) if p.active]
     line = (f"game {game.name} ({kind.describe_rules(json.loads(game.rules_json))}): "
-            f"{game.status}, {len(players)} players")
+            f"{game.status}, {plural('{n} player', '{n} players', len(players))}")
     rows: list[str] = []
     if game.status in ("running", "over", "paused"):
         state = load_state(ctx.session, game)

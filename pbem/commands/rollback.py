@@ -29,6 +29,7 @@ from pbem.models import AuditEntry, Game, Move, OutboundMail, PendingOrder
 from pbem.orders import Order, game_name
 from pbem.services.reports import enqueue_reports
 from pbem.services.turns import GIVEN_BY, MISSED_BY
+from pbem.wording import listing, ngettext, plural
 
 
 def do_rollback(ctx: CommandContext, order: Order) -> str:
@@ -55,9 +56,12 @@ def do_rollback(ctx: CommandContext, order: Order) -> str:
     session.flush()
     enqueue_reports(session, ctx.post, game, load_state(session, game), now=now,
                     notes=[_note(turn, restored)])
-    out = (f"game {game.name}: turn {turn} rolled back ({len(undone)} moves undone, orders of "
-           f"{sorted(restored) or 'nobody'} pending again, {len(later)} later orders void, "
-           f"{unsent} unsent reports withheld); turn {turn} reports sent again")
+    out = (f"game {game.name}: turn {turn} rolled back ("
+           f"{plural('{n} move', '{n} moves', len(undone))} undone, "
+           f"orders of {_orders_from(restored) if restored else 'nobody'} pending again, "
+           f"{plural('{n} later order', '{n} later orders', len(later))} void, "
+           f"{plural('{n} unsent report', '{n} unsent reports', unsent)} withheld); "
+           f"turn {turn} reports sent again")
     if final_seen:
         out += ("; warning: the final report had gone out with the seed, so the players can "
                 "now work out every die")
@@ -135,9 +139,13 @@ def _note(turn: int, restored: list[int]) -> str:
             f"already sent for turn {turn + 1}. The dice come from the same seed, so the same "
             f"orders give the same dice.")
     if restored:
-        note += " Orders in again from player" + ("s " if len(restored) > 1 else " ") + \
-            ", ".join(str(s) for s in sorted(restored)) + "."
+        note += f" Orders in again from {_orders_from(restored)}."
     return note
+
+
+def _orders_from(seats: list[int]) -> str:
+    """ "player 2", "players 1 and 3" """
+    return f"{ngettext('player', 'players', len(seats))} {listing(sorted(seats))}"
 
 
 COMMANDS: tuple[MailCommand, ...] = (

@@ -22,6 +22,7 @@ from pbem.options import ROBOT_LEVELS, options_of, save_options
 from pbem.orders import Order, game_name
 from pbem.services.post import announce, notice, tagged
 from pbem.services.turns import resolve_if_complete
+from pbem.wording import plural
 
 EMAIL_HINT = "e.g. REMOVE cup-1 ann@example.org"
 
@@ -113,10 +114,11 @@ def desk_status(session: Session, game: Game, now: datetime) -> str:
         pending = session.exec(select(Signup).where(Signup.game_id == game.id,
                                                     Signup.status == "pending")).all()
         if pending:
-            parts.append(f"{len(pending)} sign-up(s) waiting for confirmation")
+            parts.append(plural("{n} sign-up", "{n} sign-ups", len(pending))
+                         + " waiting for confirmation")
     watchers = session.exec(select(Watcher).where(Watcher.game_id == game.id)).all()
     if watchers:
-        parts.append(f"{len(watchers)} watcher(s)")
+        parts.append(plural("{n} watcher", "{n} watchers", len(watchers)))
     parts.append("options: " + options_of(game).describe(game.turn_hours))
     return "; " + "; ".join(parts)
 
@@ -285,7 +287,7 @@ def do_cancel(ctx: CommandContext, order: Order) -> str:
     ctx.session.add(game)
     ctx.session.exec(delete(Signup).where(col(Signup.game_id) == game.id,
                                           col(Signup.status) != "confirmed"))
-    return f"game {game.name} cancelled; {told} players told"
+    return f"game {game.name} cancelled; {plural('{n} player', '{n} players', told)} told"
 
 
 COMMANDS: tuple[MailCommand, ...] = (

@@ -275,6 +275,6 @@ COMMANDS: tuple[MailCommand, ...] = (
     MailCommand("REPLACE", "REPLACE <game> <seat> <email> [<name>]",
             "give a seat to a new player (new key, the history and the seat's report)",
             parse_replace, action=do_replace, who="referee", phase="change"),
-    MailCommand("RESEND", "RESEND <game> [<seat>]", "send the latest report(s) again",
+    MailCommand("RESEND", "RESEND <game> [<seat>]", "send the latest reports again",
             parse_resend, action=do_resend, who="referee", phase="change"),
 )

@@ -94,7 +94,9 @@ class GameKind(ABC, Generic[S, M]):
         """NEWGAME words after RULES <kind> -> the rules JSON; raises Refusal."""
 
     @abstractmethod
-    def describe_rules(self, rules: JSONMap) -> str: ...
+    def describe_rules(self, rules: JSONMap) -> str:
+        """The rules in words, the kind named first ("classic Bluff, German edition: ..."):
+        pages and answers show it alone, without the title again."""
 
     def played_rules(self, rules: JSONMap, players: int) -> JSON:
         """The rules JSON as a game of that many players plays it (what its record and its

@@ -60,6 +60,7 @@ from pbem.rules.odds import SeatView, bid_odds
 from pbem.rules.postal import make_ladder
 from pbem.rules.robot import DEFAULT_LEVEL, choose_move
 from pbem.rules.ruleset import ExactRule, RuleSet
+from pbem.wording import plural
 
 MOVE_NAMES = ("BID", "CHALLENGE", "EXPOSE")
 SIX_KEY = "dice_if_six_players"
@@ -98,12 +99,33 @@ def _number(name: str, value: str) -> int:
     return int(value)
 
 
+def _changes_from(name: str, rules: JSONMap) -> int:
+    """How many settings ``rules`` changed from an edition's. A game under way has the
+    Czech "5 with six players" resolved (null), its dice then either count; a view's rules
+    leave that key out."""
+    preset, preset_six = EDITIONS[name]
+    wanted = preset.to_json()
+    changed = {key for key, value in wanted.items() if rules.get(key) != value}
+    six = rules.get(SIX_KEY)
+    if six is None and preset_six is not None and rules.get("dice_per_player") == preset_six:
+        changed.discard("dice_per_player")
+    return len(changed) + (1 if isinstance(six, int) and six != preset_six else 0)
+
+
+def _edition_words(rules: JSONMap) -> str:
+    """", German edition", or the edition the rules changed least: "German edition with
+    changes" (a game started as `german DICE 1` still says where it comes from)."""
+    changes = {name: _changes_from(name, rules) for name in EDITIONS}
+    nearest = min(EDITIONS, key=lambda name: changes[name])   # ties: the first named
+    return f", {nearest.capitalize()} edition" + (" with changes" if changes[nearest] else "")
+
+
 def _faces(values: Sequence[Face]) -> str:
     return " ".join(face_symbol(f) for f in values)
 
 
 def _dice(n: int) -> str:
-    return f"{n} {'die' if n == 1 else 'dice'}"
+    return plural("{n} die", "{n} dice", n)
 
 
 def _bids_json(bids: Sequence[PlacedBid]) -> list[JSON]:
@@ -228,9 +250,7 @@ class ClassicKind(BidMoves[ClassicState]):
         if r.super_die:
             dice += ", one of them the super die that counts twice"
         board = f", board ends at {r.board_cap}" if r.board_cap else ""
-        edition = next((f", {name.capitalize()} edition" for name, (preset, six)
-                        in EDITIONS.items() if {**preset.to_json(), SIX_KEY: six} == dict(rules)),
-                       "")
+        edition = _edition_words(rules)
         return (f"classic Bluff{edition}: {dice}; exact bid: {_EXACT_TEXT[r.exact_rule]}; star bids "
                 f"{'on' if r.star_bids else 'off'}; expose and re-roll "
                 f"{'on' if r.expose else 'off'}{board}")
@@ -335,7 +355,9 @@ class ClassicKind(BidMoves[ClassicState]):
             # the rules as played, as the game's record has them (the Czech rule resolved)
             "rules": {**state.rules.to_json(), SIX_KEY: None},
             "rules_text": self.describe_rules(state.rules.to_json()),
-            "dice_in_play": state.dice_in_play, "opener": state.opener,
+            # the dice on the table, and what they count for the track (a super die twice)
+            "dice_in_play": state.dice_in_play, "dice_count": sum(h.count for h in state.hands),
+            "opener": state.opener,
             "to_move": state.to_move, "game_over": state.game_over, "winner": state.winner,
             "players": [{"seat": s, "dice": state.hand(s).count, "value": state.hand(s).value,
                          "super": state.hand(s).super, "in": state.is_in(s),
@@ -371,7 +393,7 @@ class ClassicKind(BidMoves[ClassicState]):
     def score_words(self, standing: Mapping[str, int]) -> str:
         held = standing.get("dice", standing["score"])   # pbem.record/1 kept the value only
         worth = f" (worth {standing['score']})" if held != standing["score"] else ""
-        return f"{held} {'die' if held == 1 else 'dice'} left{worth}"
+        return f"{plural('{n} die', '{n} dice', held)} left{worth}"
 
     def web_tables(self, state: ClassicState, viewer: Viewer) -> list[JSON]:
         return classic_tables(state, viewer)

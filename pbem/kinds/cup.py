@@ -43,6 +43,7 @@ from pbem.rules.cupofbluff import (
 )
 from pbem.rules.dice import DiceStream
 from pbem.rules.errors import IllegalMove, RulesError
+from pbem.wording import plural
 
 RULES_VERSION = 1
 SEAT_HINT = "write the player's number or name, e.g. TO 3, TO player 3 or TO Ann"
@@ -438,7 +439,8 @@ class CupKind(GameKind[CupState, Move]):
         return lines
 
     def score_words(self, standing: Mapping[str, int]) -> str:
-        return f"{standing['score']} points, {standing.get('tokens', 0)} tokens"
+        return (f"{plural('{n} point', '{n} points', standing['score'])}, "
+                f"{plural('{n} token', '{n} tokens', standing.get('tokens', 0))}")
 
     def waiting_for(self, state: CupState) -> str | None:
         return str(state.waiting_for())

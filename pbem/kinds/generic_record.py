@@ -82,6 +82,22 @@ def replay_dealt(kind: GameKind[S, M], rules: JSONMap, seed: bytes, players: int
     return added, state
 
 
+def rules_shape_problems(kind: GameKind[S, M], rules: JSONMap, players: int) -> list[str]:
+    """How a pbem.record/2's rules differ from the rules as played, which is all such a
+    record keeps: a setting the start resolves (classic's ``dice_if_six_players``, null
+    once played) still unresolved is a record written by hand, whatever its dice."""
+    played = kind.played_rules(rules, players)
+    return [f"the rules are not as played, as a {FORMAT} record keeps them: {key} is "
+            f"{_shown(rules.get(key))} where the game played {_shown(played.get(key))}"
+            for key in sorted(set(rules) | set(played)) if rules.get(key) != played.get(key)]
+
+
+def _shown(value: object) -> str:
+    """A JSON value as JSON writes it (null, true, 5)."""
+    return "null" if value is None else str(value).lower() if isinstance(value, bool) \
+        else repr(value) if isinstance(value, str) else str(value)
+
+
 def generic_record(kind: GameKind[S, M], rows: GameRows) -> JSON:
     """The pbem.record/2 JSON of a game; the seed and the result only once it is over."""
     players = len({e.entrant for e in rows.entrants})

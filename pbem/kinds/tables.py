@@ -120,7 +120,8 @@ def _postal_minigame(state: PostalState, game: MiniGame, viewer: Viewer,
     return _bluff_table(
         f"Mini-game {game.number}", game.number, state.ladder(game.number), bids,
         [b.bid for b in game.bids], status="ended" if game.ended else "running",
-        dice_in_play=game.dice_in_play, dice_per_player=len(game.cups[0].dice),
+        dice_in_play=game.dice_in_play, dice_count=sum(len(cup.dice) for cup in game.cups),
+        dice_per_player=len(game.cups[0].dice),
         to_move=state.mover(game.number),
         cups=[] if game.ended else [cup_json(s, game.cup(s), viewer, s == viewer.seat)
                                     for s in SEATS],
@@ -150,7 +151,8 @@ def _finished_round(state: ClassicState, end: RoundEnd) -> JSON:
         f"Round {end.round}", end.round,
         make_ladder(dice_in_play, state.rules.star_bids, state.rules.board_cap),
         _classic_bids(end.bids), [b.bid for b in end.bids], status="ended",
-        dice_in_play=dice_in_play, dice_per_player=None, opener=end.opener, to_move=None,
+        dice_in_play=dice_in_play, dice_count=sum(len(dice) for dice in end.table.values()),
+        dice_per_player=None, opener=end.opener, to_move=None,
         cups=[], odds=None,
         challenge={"turn": None, "seat": end.challenger, "bidder": r.bidder,
                    "bid": bid_json(r.bid), "actual": r.actual, "outcome": r.outcome,
@@ -172,6 +174,7 @@ def classic_tables(state: ClassicState, viewer: Viewer) -> list[JSON]:
     current = _bluff_table(
         f"Round {state.round}", state.round, state.ladder, _classic_bids(state.bids),
         [b.bid for b in state.bids], status="running", dice_in_play=state.dice_in_play,
+        dice_count=sum(hand.count for hand in state.hands),
         dice_per_player=None, opener=state.opener, to_move=state.to_move,
         cups=[cup_json(s, state.cup(s), viewer, s == seat) for s in state.seats_in],
         challenge=None, odds=odds)

@@ -32,7 +32,7 @@ from typing import TypeVar
 
 from pbem.kinds import KINDS
 from pbem.kinds.base import Resolution
-from pbem.kinds.generic_record import FORMAT, OLD_FORMATS
+from pbem.kinds.generic_record import FORMAT, OLD_FORMATS, rules_shape_problems
 from pbem.kinds.jsontypes import JSON, JSONMap
 from pbem.rules.dice import DiceStream, commitment
 from pbem.rules.errors import RulesError
@@ -109,6 +109,8 @@ def verify_generic(record: JSONMap) -> list[str]:
         problems.append("the seat draw does not follow from the seed")
     try:
         state = kind.start(record["rules"], stream, players)
+        if version == FORMAT:   # its rules as played: nothing left to resolve
+            problems += rules_shape_problems(kind, record["rules"], players)
     except (KeyError, TypeError, ValueError) as exc:
         return problems + [f"the rules cannot start a game: {exc}"]
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import logging
 import re
 
+from pbem.wording import plural
+
 log = logging.getLogger(__name__)
 
 _REMOTE = r"\s*['\"]?\s*(?:https?:|ftp:|//)"
@@ -68,5 +70,6 @@ def without_remote_content(html: str) -> str:
             tag.attrs["style"] = _CSS_URL.sub("none", style_attr)
             dropped += 1
     if dropped:
-        log.warning("removed %d remote image(s) or style(s) from a mail's HTML", dropped)
+        log.warning("removed %s from a mail's HTML",
+                    plural("{n} remote image or style", "{n} remote images or styles", dropped))
     return str(soup)

@@ -16,6 +16,7 @@ from pbem.mail.bounces import new_bounce_token
 from pbem.mail.compose import build_mail, make_message_id
 from pbem.mail.remote_content import without_remote_content
 from pbem.models import OutboundMail
+from pbem.usertext import shown
 from pbem.work import Queued, Work
 
 LOOP_HEADER = "X-Pbem-Loop"
@@ -48,13 +49,14 @@ def enqueue(session: Session, origin: Origin, *, kind: str, to: str, subject: st
     3834) is "auto-replied" for a mail that answers one (``in_reply_to``), else
     "auto-generated", unless ``auto_submitted`` says. The HTML loses any remote content
     (a referee's own templates may add some) unless ``shipped_html`` says it comes from
-    the shipped templates, which have none."""
+    the shipped templates, which have none. The subject loses bidi and control characters
+    (pbem.usertext): a player's name or subject in it cannot turn the rest around."""
     message_id = make_message_id(origin.domain, kind)
     auto_submitted = auto_submitted or ("auto-replied" if in_reply_to else "auto-generated")
     if html is not None and not shipped_html:
         html = without_remote_content(html)
     raw = build_mail(from_addr=origin.address, from_name=origin.name, to_addrs=[to],
-                     subject=subject, text=text, html=html, attachments=attachments,
+                     subject=shown(subject), text=text, html=html, attachments=attachments,
                      message_id=message_id, in_reply_to=in_reply_to, references=references,
                      auto_submitted=auto_submitted, loop_header=(LOOP_HEADER, origin.address),
                      date=now)

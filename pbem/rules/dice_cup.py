@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from pbem.rules.dice import Die, Face, face_symbol
 from pbem.rules.errors import IllegalMove
+from pbem.wording import plural
 
 
 @dataclass(frozen=True)
@@ -31,8 +32,8 @@ class Cup:
             raise IllegalMove("EXPOSE needs at least one die to show")
         if len(faces) >= len(self.hidden):
             raise IllegalMove(
-                f"you have {len(self.hidden)} hidden "
-                f"{'die' if len(self.hidden) == 1 else 'dice'} and at least one must stay "
+                f"you have {plural('{n} hidden die', '{n} hidden dice', len(self.hidden))} "
+                f"and at least one must stay "
                 f"hidden: expose at most {len(self.hidden) - 1}")
         have = Counter(d.face for d in self.hidden)
         want = Counter(faces)

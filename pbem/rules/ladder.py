@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from pbem.rules.dice import NUMBER_FACES, STAR, Face
 from pbem.rules.errors import IllegalMove, MalformedMove
+from pbem.wording import ngettext
 
 _FACE_WORDS = {1: ("one", "ones"), 2: ("two", "twos"), 3: ("three", "threes"),
                4: ("four", "fours"), 5: ("five", "fives"), STAR: ("star", "stars")}
@@ -19,7 +20,7 @@ _FACE_WORDS = {1: ("one", "ones"), 2: ("two", "twos"), 3: ("three", "threes"),
 
 def face_word(face: Face, quantity: int) -> str:
     singular, plural = _FACE_WORDS[face]
-    return singular if quantity == 1 else plural
+    return ngettext(singular, plural, quantity)
 
 
 def number_position(quantity: int) -> int:

@@ -34,6 +34,7 @@ from pbem.options import GameOptions, options_of
 from pbem.services.failures import game_failed, held_by, what_failed
 from pbem.services.post import Post, announce, notice, tagged, tell_referee
 from pbem.services.turns import resolve
+from pbem.wording import ngettext
 from pbem.work import Work
 
 log = logging.getLogger(__name__)
@@ -203,7 +204,7 @@ def vacation_check(session: Session, post: Post, game: Game,
         announce(
             session, post, game, f"turn {game.turn}: deadline moved to {utc(game.deadline)}",
             [f"The deadline of turn {game.turn} fell while {' and '.join(names)} "
-             f"{'is' if len(names) == 1 else 'are'} away (ABSENT), so it moved from {utc(old)} "
+             f"{ngettext('is', 'are', len(names))} away (ABSENT), so it moved from {utc(old)} "
              f"to {utc(game.deadline)}."], now, action="vacation")
     for email in shift.capped:
         key = f"turn {game.turn}: {email}"

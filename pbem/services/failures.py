@@ -93,9 +93,8 @@ def flush(session: Session, post: Post) -> bool:
                f"{waiting.count} mails could not be handled")
     more = waiting.count - len(waiting.listed)
     paragraphs = [*waiting.listed] + ([f"And {more} more."] if more > 0 else [])
-    paragraphs.append("Each is kept as it came. `pbem admin RETRY <number>` handles one "
-                      "again (after a fix). Of mail that keeps failing you hear at most once "
-                      "an hour.")
+    paragraphs.append("Each is kept as it came. Of mail that keeps failing you hear at most "
+                      "once an hour.")
     tell_referee(session, post, subject, paragraphs)
     _save(session, _Waiting(told_at=now))
     return True
@@ -123,6 +122,7 @@ def what_failed(error: BaseException) -> str:
 
 
 def retry_line(inbound_id: int) -> str:
+    """How to handle a failed mail again: said once, with the mail (not again at the end)."""
     return (f"After the fix, handle the mail again: RETRY {inbound_id} in a referee mail, or "
             f"`pbem admin -c <your pbem.toml> RETRY {inbound_id}` on the server")
 

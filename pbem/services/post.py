@@ -9,6 +9,7 @@ made once by the runner and handed down explicitly.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -160,8 +161,8 @@ def undeliverable(session: Session, post: Post, row: OutboundMail, why: str) -> 
     if post.referee in row.rcpts_json:
         return
     tell_referee(session, post, "A mail could not be delivered",
-                 [f"Mail {row.message_id} ({row.kind}) to {row.rcpts_json} could not "
-                  f"be delivered: {why}"])
+                 [f"Mail {row.message_id} ({row.kind}) to "
+                  f"{', '.join(json.loads(row.rcpts_json))} could not be delivered: {why}"])
 
 
 def replied_to(session: Session, msg: InboundMessage, *where: Any) -> OutboundMail | None:

@@ -47,6 +47,7 @@ from pbem.options import POLICIES, options_of, robot_level
 from pbem.services.bounces import describe, failing, report_notes
 from pbem.services.post import Post, tagged, tell_referee
 from pbem.services.reports import enqueue_reports
+from pbem.wording import plural
 
 # how a move is recorded (Move.by): orders really given, and moves made for a missing order
 GIVEN_BY = ("player", "referee")
@@ -137,9 +138,10 @@ def resolve_turn(session: Session, game: Game, now: datetime) -> TurnOutcome:
 
 
 def played_for_notes(game: Game, outcome: TurnOutcome, players: dict[int, Player], *,
-                     early: bool = False) -> list[str]:
+                     early: bool = False, had_deadline: bool = True) -> list[str]:
     """A line in the report for each move made for a missing order (early: the referee
-    played the turn before its deadline, so nobody was late)."""
+    played the turn before its deadline, so nobody was late; had_deadline: the turn had
+    one at all)."""
     kind = kind_of(game)
     notes = []
     for seat, move in sorted(outcome.played_for.items()):
@@ -147,8 +149,9 @@ def played_for_notes(game: Game, outcome: TurnOutcome, players: dict[int, Player
         who = ("their standing order" if outcome.played_by.get(seat) == "standing"
                else "the game's policy" if outcome.played_by.get(seat) == "policy"
                else "the robot")
-        missing = ("had no order in when the referee played the turn (before its deadline)"
-                   if early else "sent no order in time")
+        missing = ("sent no order in time" if not early else
+                   "had no order in when the referee played the turn"
+                   + (" (before its deadline)" if had_deadline else ""))
         notes.append(f"Player {seat} ({name}) {missing}; {who} played "
                      f"{kind.describe_move(move)} for them.")
     return notes
@@ -177,10 +180,12 @@ def play_turn(session: Session, post: Post, game: Game, *,
     clock says False)."""
     turn = game.turn
     early = before_deadline(game, post.clock()) if early is None else early
+    had_deadline = (game.grace_until or game.deadline) is not None   # resolving sets the next
     outcome = resolve_turn(session, game, post.clock())
     after_turn(session, post, game, turn)
     players = seated(session, game)
-    more = played_for_notes(game, outcome, players, early=early) + report_notes(session, game)
+    more = (played_for_notes(game, outcome, players, early=early, had_deadline=had_deadline)
+            + report_notes(session, game))
     return PlayedTurn(outcome.state, outcome.notes + more,
                       {s: n + more for s, n in outcome.seat_notes.items()})
 
@@ -242,9 +247,10 @@ def after_turn(session: Session, post: Post, game: Game, turn: int) -> list[Play
     for player in reached:
         bouncing = failing(session, player.email)
         tell_referee(session, post, tagged(game.name, f"player {player.seat} has missed "
-                                           f"{limit} turns"), [
+                                           + plural("{n} turn", "{n} turns", limit)), [
             f"Player {player.seat} of game {game.name}, {player.name} <{player.email}>, has "
-            f"sent no order for {limit} turns in a row (up to turn {turn}).",
+            f"sent no order for {plural('{n} turn', '{n} turns', limit)} in a row "
+            f"(up to turn {turn}).",
             *([f"Mail to {player.email} has been bouncing {describe(bouncing)}: they may "
                "not have had their reports."] if bouncing is not None else []),
             "The game goes on: their standing order or the robot plays for them meanwhile.",

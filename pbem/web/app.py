@@ -34,7 +34,7 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -46,7 +46,18 @@ from pbem.kinds import kind_named
 from pbem.kinds.verify import Verdict, check_record
 from pbem.links import LinkError, expired, key_generation, mac_matches, read_token, redact
 from pbem.models import Game, Player
-from pbem.render import bid, dice, die, face_name, lookup, packaged_template_dir, pct, plain, utc
+from pbem.render import (
+    bid,
+    dice,
+    die,
+    face_name,
+    lookup,
+    packaged_template_dir,
+    pct,
+    plain,
+    shown_output,
+    utc,
+)
 from pbem.services.export import export_json
 from pbem.services.replay import Step, replay_steps
 from pbem.web.cache import Memo
@@ -60,6 +71,7 @@ from pbem.web.pages import (
     verification,
 )
 from pbem.web.queries import SECTIONS, game_named, game_version
+from pbem.wording import listing, ngettext, plural
 
 log = logging.getLogger("pbem.web")
 
@@ -88,10 +100,11 @@ def template_environment(settings: Settings) -> jinja2.Environment:
         loader=jinja2.FileSystemLoader(folders),
         autoescape=jinja2.select_autoescape(enabled_extensions=("html.j2",),
                                             default_for_string=True, default=True),
-        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+        finalize=shown_output)
     env.filters.update(die=die, dice=dice, plain=plain, face_name=face_name, bid=bid, pct=pct,
                        utc=utc, lookup=lookup)
-    env.globals["lookup"] = lookup
+    env.globals.update(lookup=lookup, plural=plural, ngettext=ngettext, listing=listing)
     env.globals.update(CHARTS)     # the pictures: course_chart_svg ... (pbem.charts)
     # how the pages draw a kind's scores and tables ("postal", "classic", "cup"), by its name
     env.globals["web_look"] = lambda name: kind_named(name).web_look
@@ -378,7 +391,8 @@ def read_and_check(raw: bytes) -> Verdict:
 
 class Guard:
     """Outermost: logs every request without its secrets, adds the security headers, and
-    turns any crash into a plain 500 page (the traceback goes to the log only)."""
+    turns any crash into a plain 500 page (the traceback goes to the log only). A client
+    that leaves in the middle of its request is the request's one log line, no error."""
 
     def __init__(self, app: ASGIApp, fallback: Callable[[], bytes]) -> None:
         self.app = app
@@ -389,7 +403,7 @@ class Guard:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
-        state = {"status": 500, "sent": False}
+        state: dict[str, object] = {"status": 500, "sent": False}
 
         async def guarded_send(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -400,6 +414,8 @@ class Guard:
         path = redact(scope.get("path", ""))
         try:
             await self.app(scope, receive, guarded_send)
+        except ClientDisconnect:   # gone mid-upload: nobody to answer, nothing went wrong
+            state["status"] = "client disconnected"
         except Exception:
             log.exception("error answering %s %s", scope.get("method"), path)
             if not state["sent"]:

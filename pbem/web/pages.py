@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import quote
 
@@ -62,6 +62,19 @@ def join_line(game: Game) -> str | None:
     return None
 
 
+def deadline_fields(game: Game, now: datetime) -> dict[str, Any]:
+    """The deadline and how far off it is; a paused game's clock stands, so it has none,
+    only the time it will have left when it resumes (``paused_left``)."""
+    if game.status == "paused":
+        left = game.paused_left_seconds
+        return {"deadline": None, "deadline_relative": None,
+                "paused_left": None if left is None else
+                (relative(now + timedelta(seconds=left), now) or "").removeprefix("in ")}
+    return {"deadline": iso(game.deadline),
+            "deadline_relative": relative(aware(game.deadline), now) if game.deadline else None,
+            "paused_left": None}
+
+
 # --- the index ------------------------------------------------------------------------------
 
 def index_row(game: Game, players: int, now: datetime) -> dict[str, Any]:
@@ -69,8 +82,7 @@ def index_row(game: Game, players: int, now: datetime) -> dict[str, Any]:
     return {"game": game.name, "kind": kind.name, "kind_title": kind.title,
             "status": game.status, "players": players, "min_players": kind.min_players,
             "max_players": kind.max_players, "turn": game.turn,
-            "deadline": iso(game.deadline),
-            "deadline_relative": relative(aware(game.deadline), now) if game.deadline else None,
+            **deadline_fields(game, now),
             "ended_at": iso(game.ended_at), "join": join_line(game),
             "url": f"/games/{game.name}"}
 
@@ -150,8 +162,7 @@ def game_page(session: Session, game: Game, settings: Settings, now: datetime, *
         "format": "pbem.web.game/1", "game": game.name, "kind": kind.name,
         "kind_title": kind.title, "rules_text": kind.describe_rules(rules),
         "status": game.status, "turn": game.turn,
-        "deadline": iso(game.deadline),
-        "deadline_relative": relative(aware(game.deadline), now) if game.deadline else None,
+        **deadline_fields(game, now),
         "grace_until": iso(game.grace_until), "started_at": iso(game.started_at),
         "ended_at": iso(game.ended_at), "server_address": settings.address,
         "join": join_line(game),

@@ -278,7 +278,10 @@ def test_pause_stops_the_clock_and_resume_restarts_it(server: Server, clock: Clo
     game = game_row(server)
     assert game.status == "paused" and game.paused_left_seconds == 38 * 3600
     assert all(count(server, "the game is paused", p) == 1 for p in PLAYERS)
-    assert "not running" in order(server, PLAYERS[0], "BID 1 one")     # refused while paused
+    refused = order(server, PLAYERS[0], "BID 1 one")     # refused while paused, with the way on
+    assert "> line 3: BID 1 one game g1 is paused: no orders are taken now" in refused
+    assert "Fix: send your order again once the referee has resumed the game (RESUME g1)" \
+        in refused
     clock.advance(hours=100)
     assert tick(server) == 0 and game_row(server).turn == 1
     assert "paused with 38.0 hours left" in admin(server, "STATUS g1")
@@ -347,7 +350,7 @@ def test_cancel_by_mail_and_by_cli(server: Server, clock: Clock, tmp_path: Path)
     assert "cannot cancel" in referee_mail(server, "CANCEL g1")
     new_game(server, name="g2", players=["a@example.org"])
     done = cli(tmp_path, "CANCEL", "g2")
-    assert done.returncode == 0 and "1 players told" in done.stdout
+    assert done.returncode == 0 and "1 player told" in done.stdout
     assert "the game is cancelled" in subjects(server, "a@example.org")[-1]
     assert "cancel" in audit(server)
 

@@ -233,7 +233,7 @@ def test_rollback_by_mail_restores_the_turn_and_replays_the_same_dice(server: Se
         assert deadline is not None
         assert deadline.replace(tzinfo=None) == (clock.now + timedelta(hours=48)).replace(
             tzinfo=None)
-    assert "turn 1 rolled back" in text and "1 later orders void" in text
+    assert "turn 1 rolled back" in text and "1 later order void" in text
     assert state_of(server) == before and game_turn(server) == 1 and moves_of(server) == []
     assert pending(server) == {1: "player", 2: "player", 3: "player", 4: "player"}
     for email in PLAYERS:

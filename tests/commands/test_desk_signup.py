@@ -210,7 +210,7 @@ def test_say_is_relayed_at_once_and_shown_in_the_next_report(server: Server) -> 
     code = join(server, "eye@example.org", "WATCH g1")
     send(server, "eye@example.org", f"CONFIRM {code}")
     answer = order(server, PLAYERS[0], "SAY I hold   <b>three</b> stars.\nSAY Or do I?")
-    assert "Relayed to 4 player(s)" in answer
+    assert "Relayed to 4 players, and in the next report" in answer
     for p in PLAYERS[1:]:
         relay = outbox(server, p)[-1]
         assert "table talk from Name1" in str(relay["Subject"])

@@ -12,6 +12,7 @@ from testkit.desk import (
     PLAYERS,
     REFEREE,
     Clock,
+    admin,
     by_seat,
     deliver,
     game_turn,
@@ -174,3 +175,18 @@ def test_missed_turn_played_by_the_game_policy(server: Server, clock: Clock) -> 
     policy = by[seat_of(server, PLAYERS[1])]
     assert policy["by"] == "policy" and policy["move"] == {"challenge": True}
     assert "the game's policy played CHALLENGE" in last_text(server, PLAYERS[1])
+
+
+def test_a_turn_played_early_names_its_deadline_only_if_it_had_one(server: Server) -> None:
+    """"(before its deadline)" only in a game with deadlines: without one, no deadline is
+    promised in the report."""
+    started_game(server, name="g1")
+    admin(server, "PROCESS g1")
+    without = last_text(server, PLAYERS[0])
+    assert "had no order in when the referee played the turn;" in without
+    assert "deadline" not in without.split("had no order in")[1].split(";")[0]
+    assert "until the deadline" not in without and "until the turn is played" in without
+    started_game(server, "DEADLINE 48", name="g2")
+    admin(server, "PROCESS g2")
+    assert ("had no order in when the referee played the turn (before its deadline);"
+            in last_text(server, PLAYERS[0]))

@@ -9,7 +9,17 @@ from sqlmodel import Session
 from pbem.errors import Refusal
 from pbem.games import find_game, pending_orders
 from pbem.server import Server
-from testkit.desk import PLAYERS, game_turn, last_text, outbox_rows, raise_line, seat_of, subjects
+from testkit.desk import (
+    PLAYERS,
+    game_turn,
+    last_text,
+    order,
+    outbox_rows,
+    raise_line,
+    seat_of,
+    started_game,
+    subjects,
+)
 from testkit.deskrun import moves, player, referee
 
 ANN = PLAYERS[0]
@@ -47,7 +57,8 @@ def test_the_last_order_due_resolves_the_turn(started: Server) -> None:
     (("CHALLENGE", "CHALLENGE"), "one move a turn: your mail has more than one BID or "
      "CHALLENGE", 2),
     (("EXPOSE 3",), "EXPOSE goes with a BID in the same mail, never alone", 1),
-    (("hello there",), "I found no order in your mail", None),
+    (("hello there",), "I found no order in your mail; this line is not an order of "
+     "postal Bluff", 1),   # the line that came closest, quoted
 ])
 def test_move_refusals_name_the_game_and_quote_the_line(started: Server, lines: tuple[str, ...],
                                                         said: str, line_no: int | None) -> None:
@@ -68,3 +79,15 @@ def test_status_before_the_start_is_refused(server: Server) -> None:
     referee(server, "NEWGAME g1", f"ADD g1 {ANN}")
     with pytest.raises(Refusal, match="game g1 has not started"):
         player(server, ANN, "STATUS", game="g1")
+
+
+def test_another_kinds_order_gets_one_answer_quoting_it(server: Server) -> None:
+    """Cup of Bluff and `BID 4 fives`: one problem, the line quoted, why, and the fix (not
+    "I found no order" and "this line is not an order" apart)."""
+    started_game(server, "RULES cup", name="c1")
+    answer = order(server, PLAYERS[0], "BID 4 fives", name="c1")
+    said = "> line 3: BID 4 fives I found no order in your mail; BID is not an order of " \
+           "Cup of Bluff Fix: write one order a line, e.g. ANNOUNCE"
+    assert said in answer
+    assert answer.count("I found no order") == 1 and answer.count("Fix:") == 1
+    assert answer.count("BID 4 fives") == 1

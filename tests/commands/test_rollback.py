@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from pbem.errors import Refusal
 from pbem.server import Server
-from testkit.desk import PLAYERS, game_turn, moves_of, subjects
+from testkit.desk import PLAYERS, game_turn, moves_of, order, started_game, subjects
 from testkit.deskrun import referee
 
 
@@ -35,3 +37,13 @@ def test_rollback_refusals(server: Server, setup: tuple[str, ...], said: str) ->
     with pytest.raises(Refusal) as refused:
         referee(server, "ROLLBACK g1")
     assert str(refused.value) == said
+
+
+def test_rollback_says_its_counts_in_words(server: Server) -> None:
+    """No "1 moves", no Python list of seats: "orders of player 1 pending again"."""
+    started_game(server, "DEADLINE 48", name="g2")
+    order(server, PLAYERS[0], "BID 1 one", name="g2")
+    referee(server, "PROCESS g2")
+    out = referee(server, "ROLLBACK g2")[0]
+    assert re.search(r"orders of player \d pending again", out)
+    assert "[" not in out and "5 moves undone" in out and "0 later orders void" in out

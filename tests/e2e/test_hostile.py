@@ -546,4 +546,8 @@ def test_any_name_or_talk_makes_a_clean_mail(name: str, said: str) -> None:
                      loop_header=("X-Pbem-Loop", ME))
     assert_clean(raw)
     import markupsafe
-    assert str(markupsafe.escape(said)).strip()[:50] in html or not said.strip()
+
+    from pbem.usertext import shown
+    shown_said = shown(said)   # as typed, but for bidi controls and control characters
+    assert str(markupsafe.escape(shown_said)).strip()[:50] in html or not shown_said.strip()
+    assert shown_said == said or said not in text + html

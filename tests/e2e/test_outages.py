@@ -306,6 +306,7 @@ def test_a_5xx_for_one_recipient_does_not_block_the_rest_and_the_referee_is_told
     (told,) = mailstack.fetch_all("referee")
     text = " ".join(parse_mail(told).get_body(("plain",)).get_content().split())
     assert "could not be delivered" in text and "ghost@bluff.test" in text and "550" in text
+    assert '["ghost' not in text       # the address, not the JSON list it is kept in
     with Session(server.engine) as session:
         failed = session.exec(select(OutboundMail).where(OutboundMail.status == "failed")).one()
         assert json.loads(failed.rcpts_json) == ["ghost@bluff.test"] and failed.attempts == 1

@@ -324,7 +324,9 @@ def test_report_content() -> None:
     assert you is not None
     text, _ = Renderer(None).render("classic_report", context(running, you, ["a note"]))
     assert f"You must {CLASSIC.due(running)[you]}." in " ".join(text.split())
-    assert f"ROUND {running.round} -- {running.dice_in_play} dice in play" in text
+    on_table = sum(h.count for h in running.hands)   # a super die is one die, worth two
+    worth = f" (worth {running.dice_in_play})" if on_table != running.dice_in_play else ""
+    assert f"ROUND {running.round} -- {on_table} dice in play{worth} --" in text
     assert f"ROUND {running.round - 1} -- CUPS UP" in text and "Cups up:" in text
     assert "Orange" in text and "* a note" in text and "GAME tavern" in text
     final, notes = seen[-1]

@@ -143,3 +143,17 @@ def test_version_1_classic_kept_the_star_as_6() -> None:
                          "classic-anniversary.record1.json").read_text())
     assert 6 in [f for m in record["moves"] for f in m.get("dealt", [])]
     assert STAR == 6
+
+
+def test_a_record_whose_rules_are_not_as_played_is_refused(games: dict[str, Played]) -> None:
+    """In pbem.record/2 the rules are as played: classic's six-player rule is resolved
+    (null) once the game has started. A record that still carries it was written by hand,
+    even where its dice come out the same."""
+    record = copy.deepcopy(games["anniversary"].record)
+    assert record["rules"]["dice_if_six_players"] is None
+    record["rules"]["dice_if_six_players"] = 5
+    assert verify_generic(record) == [
+        "the rules are not as played, as a pbem.record/2 record keeps them: "
+        "dice_if_six_players is 5 where the game played null"]
+    record["rules"]["dice_if_six_players"] = None
+    assert verify_generic(record) == []

@@ -29,6 +29,7 @@ from pbem.render import (
     utc,
     wrap,
 )
+from pbem.usertext import shown
 
 COMMITMENT = "9f2c" * 16
 SEED = "51e5" * 16
@@ -729,8 +730,9 @@ def test_any_name_or_talk_is_escaped_in_html(name: str, said: str) -> None:
     view["players"][0]["name"] = name
     ctx = report_context(view, talk=[{"from": name, "text": said}])
     _, html = SHARED.render("postal_report", ctx)
-    assert str(markupsafe.escape(name)) in html
-    assert str(markupsafe.escape(said)) in html
+    # as typed, but for bidi controls and control characters (pbem.usertext)
+    assert str(markupsafe.escape(shown(name))) in html
+    assert str(markupsafe.escape(shown(said))) in html
     # the markup is exactly that of a harmless name: nothing typed made a tag
     plain_view = example_view()
     plain_view["players"][0]["name"] = "Ann"
@@ -909,8 +911,9 @@ def test_installed_layout_uses_pbem_templates(tmp_path: Path) -> None:
     shutil.copy(repo / "pbem" / "render.py", pkg / "render.py")
     shutil.copy(repo / "pbem" / "paths.py", pkg / "paths.py")   # render finds templates by it
     shutil.copy(repo / "pbem" / "errors.py", pkg / "errors.py")     # TemplateProblem's root
-    shutil.copy(repo / "pbem" / "charts.py", pkg / "charts.py")     # the templates' pictures
-    shutil.copy(repo / "pbem" / "zones.py", pkg / "zones.py")       # their times in a zone
+    # the templates' pictures, their times in a zone, plural and the outputs' cleaning
+    for name in ("charts.py", "zones.py", "wording.py", "usertext.py"):
+        shutil.copy(repo / "pbem" / name, pkg / name)
     shutil.copytree(repo / "templates", pkg / "_templates")
     (pkg / "_templates" / "notice.txt.j2").write_text("installed: {{ subject }}\n", "utf-8")
     code = (

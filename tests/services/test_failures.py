@@ -82,12 +82,15 @@ def test_a_failure_is_told_the_turn_waits_and_retry_mends_it(table: Table,
     assert f"Inbound mail #{mail_id}: an internal error (" in flat and "from p" in flat
     assert "UndefinedError" in flat and "classic_report" in flat and f"game {GAME}" in flat
     assert "> BID 1 threes" in notice and f"RETRY {mail_id}" in flat
+    # how to handle it again is said once, with the mail
+    assert flat.count("RETRY") == 2 and flat.count("handle the mail again") == 1
     for user in PLAYERS:      # everyone hears that the turn is delayed, once
         delayed = [a for a in table.answers[user] if "turn 1 is delayed" in str(a["Subject"])]
         assert len(delayed) == 1, user
     (sorry,) = [a for a in table.answers[opener] if a["In-Reply-To"] is not None]
     assert "turn 1" not in str(sorry["Subject"]) or "order received" not in str(sorry["Subject"])
     assert "went wrong on our side" in text_of(sorry)
+    assert str(sorry["Subject"]).startswith(f"[bluff {GAME}] ")   # tagged with its game
 
     # the deadline passes: the turn waits for the failed mail (the opener's order is in it)
     post: Post = table.server.referee.post

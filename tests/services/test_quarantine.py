@@ -84,7 +84,7 @@ def test_a_mail_that_kills_its_handler_twice_is_set_aside(mailstack: Any, tmp_pa
     assert str(notice["Subject"]).endswith("A mail could not be handled")
     said = " ".join(text_of(notice).split())
     assert f"#{first.id}: set aside unread" in said and "killed 2 times" in said
-    assert f"RETRY {first.id}" not in said and "RETRY <number>" in said
+    assert f"RETRY {first.id} in a referee mail" in said and "RETRY <number>" not in said
     assert mailstack.fetch_all("observer") == []      # the killer's sender: nothing
     assert len(mailstack.fetch_all("p1")) == 1
     assert zygote.tick(config) == 0                   # told once, nothing more to do

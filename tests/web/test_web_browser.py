@@ -27,8 +27,20 @@ from pbem.models import OutboundMail, Player
 from pbem.render import face_name
 from pbem.rules.classic import hand_label
 from pbem.rules.dice import DiceStream, face_json
+from testkit.desk import PLAYERS, Clock, admin, make_server, order, outbox
 from testkit.png import distinct_colours
-from testkit.web import CHROMIUM_ARGS, Site, WebProcess, build_site, chromium_path, days_ago, state
+from testkit.web import (
+    CHROMIUM_ARGS,
+    Site,
+    WebProcess,
+    build_site,
+    chromium_path,
+    days_ago,
+    free_port,
+    new_game,
+    state,
+    write_config,
+)
 
 
 @pytest.fixture(scope="module")
@@ -319,6 +331,30 @@ def test_the_course_and_the_odds_are_drawn_and_fit_the_screen(site: Site, browse
         context.close()
 
 
+# --- long words ----------------------------------------------------------------------------
+
+WORD = "Bluff" * 400           # 2,000 characters, no space
+WIDTHS = (360, 1000)
+
+
+def overflow(browser: Any, width: int, *, url: str | None = None,
+             html: str | None = None) -> tuple[int, int]:
+    """(scrollWidth, viewport width) of a page loaded at that viewport width."""
+    context = browser.new_context(viewport={"width": width, "height": 800})
+    try:
+        page = context.new_page()
+        if url is not None:
+            answer = page.goto(url)
+            assert answer is not None and answer.status == 200, url
+        else:
+            page.set_content(html or "")
+        page.wait_for_load_state("load")
+        assert WORD[:200] in page.inner_text("body")
+        return page.evaluate("document.documentElement.scrollWidth"), width
+    finally:
+        context.close()
+
+
 def test_the_web_writes_a_deadline_in_the_viewers_zone(browser: Any, web: WebProcess) -> None:
     """A viewer in Prague reads the running game's deadline in Prague time with the zone's
     name, the server's UTC time kept beside; the index likewise."""
@@ -333,3 +369,31 @@ def test_the_web_writes_a_deadline_in_the_viewers_zone(browser: Any, web: WebPro
         assert "(Europe/Prague)" in page.inner_text("#running")
     finally:
         context.close()
+
+
+def test_a_long_word_wraps_in_pages_and_html_mail(browser: Any, tmp_path: Path) -> None:
+    """A 2,000-character word in table talk wraps: the game page, a player's private page
+    and the HTML talk mail stay within the viewport at a phone's 360 px and a desktop's
+    1000 px (they were ~14,000 px wide)."""
+    server = make_server(tmp_path, Clock())
+    new_game(server, "talk-1", "RULES classic", 3)
+    admin(server, "START talk-1")
+    order(server, PLAYERS[0], f"SAY {WORD}", name="talk-1")
+    server.engine.dispose()
+    # no seat was replaced in this game: the Site's "replaced" is not looked at
+    site = Site(server, tmp_path, write_config(tmp_path, free_port()), None)  # type: ignore[arg-type]
+    web = WebProcess(site.config, site.folder / "web.log")
+    try:
+        private = site.link("talk-1", 1)
+        for width in WIDTHS:
+            for path in ("/games/talk-1", private):
+                scroll, viewport = overflow(browser, width, url=web.base + path)
+                assert scroll <= viewport, (path, width, scroll)
+    finally:
+        web.stop()
+    talk = [m for m in outbox(site.server, PLAYERS[1]) if "table talk" in str(m["Subject"])]
+    html = talk[-1].get_body(("html",))
+    assert html is not None
+    for width in WIDTHS:
+        scroll, viewport = overflow(browser, width, html=html.get_content())
+        assert scroll <= viewport, ("talk mail", width, scroll)

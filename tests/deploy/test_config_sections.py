@@ -1,0 +1,41 @@
+"""A setting in the wrong section of pbem.toml stops pbem with the section it belongs in."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pbem.config import ConfigError, load_settings
+
+
+def settings_error(tmp_path: Path, toml: str) -> str:
+    path = tmp_path / "pbem.toml"
+    path.write_text(toml, encoding="utf-8")
+    with pytest.raises(ConfigError) as refused:
+        load_settings(path, env={})
+    return str(refused.value)
+
+
+def test_poll_seconds_under_server_names_its_section(tmp_path: Path) -> None:
+    said = settings_error(tmp_path, '[server]\naddress = "b@example.org"\npoll_seconds = 5\n')
+    assert said == "[server]: unknown setting poll_seconds (it belongs in [imap])"
+
+
+def test_a_server_setting_under_imap_names_its_section(tmp_path: Path) -> None:
+    said = settings_error(tmp_path, '[imap]\nhost = "h"\nreferee = "r@example.org"\n'
+                                    'colour = "red"\n')
+    assert said == "[imap]: unknown settings colour, referee (it belongs in [server])"
+
+
+def test_an_unknown_setting_of_no_section_is_named_alone(tmp_path: Path) -> None:
+    said = settings_error(tmp_path, '[server]\ncolour = "red"\n')
+    assert said == "[server]: unknown setting colour"
+
+
+def test_the_troubleshooting_names_poll_seconds_with_its_section() -> None:
+    root = Path(__file__).resolve().parents[2]
+    docs = " ".join((root / "docs" / "server.md").read_text(encoding="utf-8").split())
+    assert "`poll_seconds` under `[imap]`" in docs
+    readme = " ".join((root / "README.md").read_text(encoding="utf-8").split())
+    assert "`poll_seconds`, a setting of `[imap]`" in readme
