@@ -323,9 +323,11 @@ def closest_lines(lines: Sequence[TextLine], commands: Sequence[Command],
                   most: int = 3) -> list[TextLine]:
     """The lines of a mail that looked most like an order, best first (at most ``most``),
     for an answer that found no order: the player sees what was read and what came near."""
-    scored = sorted(((closeness(line.text, commands), i) for i, line in enumerate(lines)
-                     if line.text.strip()), key=lambda item: (-item[0], item[1]))
-    return [lines[i] for _, i in scored[:most]]
+    # among lines equally near (prose: none near at all), the longest says the most
+    scored = sorted(((closeness(line.text, commands), -len(line.text.strip()), i)
+                     for i, line in enumerate(lines) if line.text.strip()),
+                    key=lambda item: (-item[0], item[1], item[2]))
+    return [lines[i] for _, _, i in scored[:most]]
 
 
 def _usage(commands: Sequence[Command], name: str) -> str:
