@@ -179,6 +179,18 @@ def _is_bordered_header(tag: object) -> bool:
     return bool(_LABEL.match(seen.replace("\xa0", " ")))
 
 
+def _mark_dropped_quote(w: _Writer, reading: bool) -> None:
+    """A quote the HTML drops whole leaves one quoted line "> ..." in a mail read for its
+    new text, so that the reading says it ignored a quote (pbem.mail.newtext)."""
+    if not reading:
+        return
+    w.soft_break()
+    w.depth += 1
+    w.text("...")
+    w.soft_break()
+    w.depth -= 1
+
+
 def _render(html: str, stop_at_header_div: bool) -> str:
     # bs4 is imported on the first HTML mail, not at start-up: it is heavy (about 0.1 s),
     # and plain-text mail and every command of the CLI never need it
@@ -225,12 +237,15 @@ def _render(html: str, stop_at_header_div: bool) -> str:
                 w.soft_break()
             continue
         if _attr(node, "id").strip().lower() in _STOP_IDS:
+            _mark_dropped_quote(w, stop_at_header_div)
             break
         if stop_at_header_div and name == "div" and _is_bordered_header(node):
+            _mark_dropped_quote(w, stop_at_header_div)
             break
         if name in _DROP_TAGS:
             continue
         if any(c.lower().startswith(_DROP_CLASS_PREFIXES) for c in _classes(node)):
+            _mark_dropped_quote(w, stop_at_header_div)
             continue
         if name == "br":
             w.hard_break()
