@@ -10,7 +10,9 @@ i % n + 1 (so it rotates); the players draw on ``random.Random(SEED_BASE + i)``.
 Figures for the tested seat: sole-first rate, fair share of first place (a
 first shared by k counts 1/k; no edge is 1/n), the score left (postal:
 virtual dice; classic: dice; cup: points), each with a 95% interval
-(1.96 standard errors), and the robot's time per move (median, worst).
+(1.96 standard errors), and the robot's time per move (median and worst
+wall time, and the worst CPU time of the move's own thread: on a shared machine
+the wall time's worst case is mostly time the scheduler gave to others).
 
     python3 bench/robot_arena.py --games 600 postal:strong:odds classic-english:strong:odds
     python3 bench/robot_arena.py --table postal --games 600   # docs/robot.md, postal
@@ -70,16 +72,18 @@ class Result:
     fair: list[float] = field(default_factory=list)
     score: list[float] = field(default_factory=list)
     move_ms: list[float] = field(default_factory=list)
+    move_cpu_ms: list[float] = field(default_factory=list)
     seconds: float = 0.0
 
 
 def move_of(player: str, kind: GameKind, state: Any, seat: int, rng: random.Random,
-            timing: list[float] | None) -> Any:
+            timing: Result | None) -> Any:
     if player in LEVELS:
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.thread_time()
         move = kind.robot_move(state, seat, rng, level=player)
-        if timing is not None:
-            timing.append(1000 * (time.perf_counter() - start))
+        if timing is not None:   # wall time, and the CPU time the move itself used
+            timing.move_ms.append(1000 * (time.perf_counter() - start))
+            timing.move_cpu_ms.append(1000 * (time.thread_time() - start_cpu))
         return move
     if player == "random":
         return random_move(legal_moves(kind, state, seat), rng)
@@ -98,7 +102,7 @@ def play(setup: str, number: int, tested: str, others: str, result: Result) -> N
     me = number % players + 1
     while not kind.over(state):
         moves = {seat: move_of(tested if seat == me else others, kind, state, seat, rng,
-                               result.move_ms if seat == me else None)
+                               result if seat == me else None)
                  for seat in sorted(kind.due(state))}
         state = kind.apply(state, moves, stream).state
     rows = kind.standings(state)
@@ -131,14 +135,14 @@ def row(setup: str, tested: str, others: str, games: int, result: Result) -> str
     timing = ""
     if result.move_ms:
         timing = (f" | {statistics.median(result.move_ms):.2f} / "
-                  f"{max(result.move_ms):.1f}")
+                  f"{max(result.move_ms):.1f} / {max(result.move_cpu_ms):.1f}")
     return (f"| {setup} | {tested} vs {players - 1} {others} | {games} "
             f"| {100 * sole:.1f} ± {100 * sole_ci:.1f} | {100 * fair:.1f} ± {100 * fair_ci:.1f} "
             f"| {100 / players:.0f} | {score:.2f} ± {score_ci:.2f}{timing or ' | -'} |")
 
 
 HEADER = ("| setup | line-up | games | sole first % | fair share % | no edge % "
-          "| score left | robot ms/move median / worst |\n"
+          "| score left | robot ms/move median / worst / worst CPU |\n"
           "| --- | --- | --- | --- | --- | --- | --- | --- |")
 
 

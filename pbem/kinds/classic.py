@@ -56,7 +56,7 @@ from pbem.rules.dice import DiceStream, Die, Face, face_from_json, face_json, fa
 from pbem.rules.dice_cup import Cup
 from pbem.rules.errors import IllegalMove, RulesError
 from pbem.rules.ladder import Bid
-from pbem.rules.odds import SeatView, bid_odds
+from pbem.rules.odds import OtherSeat, SeatView, bid_odds, bids_since_reroll
 from pbem.rules.postal import make_ladder
 from pbem.rules.robot import DEFAULT_LEVEL, choose_move
 from pbem.rules.ruleset import ExactRule, RuleSet
@@ -412,7 +412,7 @@ class ClassicKind(BidMoves[ClassicState]):
 
     def client_order_lines(self, view: JSONMap, rng: random.Random,
                            level: str = "normal") -> list[str]:
-        return client_order_lines(view, rng)
+        return client_order_lines(view, rng, level)
 
     def move_odds(self, state: ClassicState, seat: int, move: Move) -> Odds | None:
         if not isinstance(move, BidMove):
@@ -444,16 +444,29 @@ def client_seat_view(view: JSONMap) -> SeatView:
     rules = RuleSet.from_json(dict(view["rules"]))
     current = view["current_bid"]
     bid = None if current is None else Bid(current["quantity"], face_from_json(current["face"]))
+    # what each other player's bids since their last re-roll say (the strong robot reads
+    # them), and who answers this player's bid: as the referee's own view has them
+    placed = [(int(b["player"]), Bid(int(b["quantity"]), face_from_json(b["face"])),
+               bool(b["exposed"])) for b in view["bids"]]
+    seen = []
+    for p in others:
+        orange = 1 if p["super"] and p["exposed_super"] is None else 0
+        seen.append(OtherSeat(int(p["seat"]), int(p["hidden"]) - orange, orange,
+                              bids_since_reroll(placed, int(p["seat"]))))
+    seated = [int(p["seat"]) for p in view["players"] if p["in"]]
+    later = [s for s in seated if s > me] + [s for s in seated if s < me]
     return SeatView(me, own, exposed, unknown_plain, unknown_super, bid,
-                    make_ladder(view["dice_in_play"], rules.star_bids, rules.board_cap), rules)
+                    make_ladder(view["dice_in_play"], rules.star_bids, rules.board_cap), rules,
+                    tuple(seen), later[0] if later else None)
 
 
-def client_order_lines(view: JSONMap, rng: random.Random) -> list[str]:
-    """The order lines of a robot player reading its report.json (pbem.classic.view/1);
-    [] when it is not that player's move."""
+def client_order_lines(view: JSONMap, rng: random.Random,
+                       level: str = "normal") -> list[str]:
+    """The order lines of a robot player reading its report.json (pbem.classic.view/1),
+    playing at level; [] when it is not that player's move."""
     if view.get("game_over") or view.get("you") is None or view.get("to_move") != view["you"]:
         return []
-    return order_lines(choose_move(client_seat_view(view), rng))
+    return order_lines(choose_move(client_seat_view(view), rng, level))
 
 
 CLASSIC = ClassicKind()

@@ -1,11 +1,9 @@
 """The strong robot: reads the bids, prices a raise by the next player's call.
 
-Beliefs. A player who bids a face tends to hold it. The robot models a
-bidder as choosing among bids with a weight exp(BELIEF * matching dice in
-their hand); that likelihood factorises over the dice, so the posterior of
-each hidden die of a seat is its own: face f weighted exp(BELIEF * number
-of that seat's bids (since its last re-roll) that f matches). The count of
-a face over the table is then a sum of independent dice, exact by
+Beliefs. A player who bids a face tends to hold that face (a number bid
+says nothing about their stars). Each hidden die of a seat has its own
+posterior from the seat's bids since its last re-roll (die_posterior); the
+count of a face over the table is then a sum of independent dice, exact by
 convolution, once per face for the whole move.
 
 Values. An outcome is scored against the field: the robot's dice lost,
@@ -20,7 +18,6 @@ deterministic for a given stream, and it exposes only sometimes.
 
 from __future__ import annotations
 
-import math
 import random
 
 from pbem.rules.bid_moves import CHALLENGE, BidMove, Move
@@ -30,9 +27,10 @@ from pbem.rules.ladder import Bid
 from pbem.rules.odds import OtherSeat, SeatView, count_distribution, match_probability
 from pbem.rules.ruleset import ExactRule
 
-BELIEF = 0.5          # log-weight of one bid on each matching die of the bidder
+FACE_WEIGHT = 2.5     # weight one bid of a face adds to that face on each die of the bidder
+STAR_WEIGHT = 1.0     # ... and one star bid to the star (weighed against six faces)
 SEARCH_WIDTH = 40     # raises above the standing bid worth weighing
-CALL_BELOW = 0.5      # the next player calls a bid they think holds less often than this
+CALL_BELOW = 0.4      # the next player calls a bid they think holds less often than this
 CALL_SOFTNESS = 0.3   # ... blurred over this width of their odds
 MIX = 0.04            # moves within this value of the best are mixed
 EXPOSE_RATE = 0.3     # how often a worthwhile expose is made
@@ -51,10 +49,17 @@ def convolve(a: Dist, b: Dist) -> Dist:
 
 
 def die_posterior(bids: tuple[Bid, ...]) -> dict[Face, float]:
-    """P(face) for one hidden die of a seat that made these bids since its re-roll."""
-    weights = {f: math.exp(BELIEF * sum(1 for b in bids if matches(f, b))) for f in FACES}
+    """P(face) for one hidden die of a seat that made these bids since its re-roll.
+
+    A bid of a number face says the bidder holds that face, not stars (measured: a
+    die of a seat that bid fives once is a five about 1 time in 3, a star 1 in 6, as
+    before): the star keeps its own chance, tilted only by star bids, and the number
+    faces share the rest, each weighted 1 + FACE_WEIGHT x the seat's bids of it."""
+    stars = sum(1 for b in bids if b.face == STAR)
+    star = (1.0 + STAR_WEIGHT * stars) / (6.0 + STAR_WEIGHT * stars)
+    weights = {f: 1.0 + FACE_WEIGHT * sum(1 for b in bids if b.face == f) for f in NUMBER_FACES}
     total = sum(weights.values())
-    return {f: w / total for f, w in weights.items()}
+    return {**{f: (1.0 - star) * w / total for f, w in weights.items()}, STAR: star}
 
 
 def match_chance(posterior: dict[Face, float], face: Face) -> float:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -12,7 +10,8 @@ from pbem.rules.dice import STAR
 from pbem.rules.ladder import Bid
 from pbem.rules.odds import OtherSeat, bids_since_reroll
 from pbem.rules.robot_strong import (
-    BELIEF,
+    FACE_WEIGHT,
+    STAR_WEIGHT,
     die_posterior,
     match_chance,
     outcome_value,
@@ -31,17 +30,24 @@ def test_no_bids_no_tilt() -> None:
     assert match_chance(post, STAR) == pytest.approx(1 / 6)
 
 
-def test_a_bid_of_fours_makes_fours_and_stars_likelier() -> None:
+def test_a_bid_of_fours_makes_fours_likelier_and_leaves_the_stars() -> None:
     post = die_posterior((Bid(3, 4),))
-    w = math.exp(BELIEF)
-    assert post[4] == pytest.approx(w / (2 * w + 4))
-    assert post[STAR] == post[4] > post[2] == post[1]
-    assert match_chance(post, 4) > match_chance(post, 2)   # stars count for twos too
+    w = 1 + FACE_WEIGHT
+    assert post[4] == pytest.approx(5 / 6 * w / (w + 4))
+    assert post[STAR] == pytest.approx(1 / 6)   # a number bid says nothing of stars
+    assert post[4] > post[STAR] and post[2] == post[1] < 1 / 6
+    assert match_chance(post, 4) > 1 / 3 > match_chance(post, 2)
+
+
+def test_two_bids_of_a_face_say_more_than_one() -> None:
+    once, twice = die_posterior((Bid(3, 4),)), die_posterior((Bid(3, 4), Bid(5, 4)))
+    assert twice[4] > once[4]
 
 
 def test_star_bids_tilt_stars_only() -> None:
     post = die_posterior((Bid(2, STAR),))
-    assert post[STAR] > post[1] == post[5]
+    assert post[STAR] == pytest.approx((1 + STAR_WEIGHT) / (6 + STAR_WEIGHT))
+    assert post[STAR] > 1 / 6 and post[1] == post[5]
 
 
 @given(bids)
