@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from pbem.errors import LineProblem, Refusal
+from pbem.order_words import FOLDED_FACES, FOLDED_NUMBERS, STAR_FACE, folded, spellings_of
 from pbem.rules.dice import STAR, Face
 from pbem.rules.errors import MalformedMove
 from pbem.rules.ladder import Bid
@@ -141,6 +142,11 @@ def parse_face(token: str) -> Face:
             return int(stem)
         if stem in _FACE_WORDS:
             return _FACE_WORDS[stem]
+    other = FOLDED_FACES.get(folded(word))       # German, Czech (pbem.order_words)
+    if isinstance(other, int):
+        return other
+    if other == STAR_FACE:
+        return STAR
     raise Refusal(f"'{token}' is not a die face", FACE_HINT)
 
 
@@ -150,6 +156,8 @@ def parse_quantity(token: str) -> int:
         value = int(word)
     elif word in _NUMBER_WORDS:
         value = _NUMBER_WORDS[word]
+    elif folded(word) in FOLDED_NUMBERS:        # German, Czech (pbem.order_words)
+        value = FOLDED_NUMBERS[folded(word)]
     else:
         raise Refusal(f"'{token}' is not a quantity", "write the quantity as a number, e.g. BID 6 threes")
     if value < 1:
@@ -227,8 +235,11 @@ PLAYER_COMMANDS: tuple[Command, ...] = (
 
 
 def parse_text(lines: Sequence[TextLine], commands: Sequence[Command]) -> ParsedText:
-    """Read each line as a command, a bad command, or prose."""
-    spellings = sorted(((s.split(), c) for c in commands for s in c.spellings),
+    """Read each line as a command, a bad command, or prose. A command is known by its
+    English spellings and by the words of the other languages (pbem.order_words), in any
+    case and with or without accents."""
+    spellings = sorted(((folded(s).split(), c) for c in commands
+                        for s in (*c.spellings, *(w for _, w in spellings_of(c.name)))),
                        key=lambda item: -len(item[0]))
     names = [c.name for c in commands]
     result = ParsedText()
@@ -237,7 +248,7 @@ def parse_text(lines: Sequence[TextLine], commands: Sequence[Command]) -> Parsed
         tokens = text.split()
         if not tokens:
             continue
-        words = [t.upper().rstrip(END_PUNCTUATION) for t in tokens]
+        words = [folded(t).rstrip(END_PUNCTUATION) for t in tokens]
         match = next(((sp, c) for sp, c in spellings if words[:len(sp)] == sp), None)
         if match is None:
             # a short line whose first word is an order word mistyped is a typo, not prose
