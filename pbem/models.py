@@ -49,6 +49,7 @@ class Player(SQLModel, table=True):
     missed_turns: int = 0              # turns missed in a row
     absent_days_used: float = 0.0      # vacation days already granted in this game
     timezone: str | None = None        # IANA name the player reads times in (TIMEZONE)
+    language: str | None = None        # en | de | cs (LANGUAGE); None: the game's
 
 
 class Move(SQLModel, table=True):

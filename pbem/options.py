@@ -22,6 +22,8 @@ NEWGAME words (any case, any order; RULES takes the rest of the line)::
                         robot plays a missing seat
     PRESS <press>       public | private | none: SAY to all, default: public
                         also SAY TO one player, or no talk
+    LANGUAGE <lang>     en | de | cs: the game's language     default: en
+                        (a player's own LANGUAGE comes first)
     OPEN                open for sign-up by JOIN             default: closed
     AUTOSTART           start when the seats fill (implies OPEN)
     WAIT                resolve only at the deadline, never early
@@ -40,23 +42,25 @@ from datetime import timedelta
 from typing import Any
 
 from pbem.errors import Refusal
+from pbem.order_words import LANGUAGES
 
 POLICIES = ("robot", "challenge", "raise")   # MISSING <policy>: what plays a missed order
 ROBOT_LEVELS = ("easy", "normal", "strong")   # ROBOT <level>: pbem.rules.robot.LEVELS
 DEFAULT_ROBOT_LEVEL = "strong"
 PRESS = ("public", "private", "none")   # PRESS <press>: what table talk may be
+GAME_LANGUAGES = tuple(LANGUAGES)       # LANGUAGE <lang>: en, de, cs
 DEFAULT_MISSED_LIMIT = 3
 DEFAULT_VACATION_DAYS = 14.0
 MAX_HOURS = 24 * 365
 
 USAGE = ("NEWGAME <game> [SEED <n>] [DEADLINE <hours>] [AT <hour>] [GRACE <hours>] "
          "[REMIND <hours>] [MISSED <n>] [VACATION <days>] [MISSING robot|challenge|raise] "
-         "[ROBOT easy|normal|strong] [PRESS public|private|none] [OPEN] [AUTOSTART] [WAIT] "
-         "[RULES <kind> ...]")
+         "[ROBOT easy|normal|strong] [PRESS public|private|none] [LANGUAGE en|de|cs] [OPEN] "
+         "[AUTOSTART] [WAIT] [RULES <kind> ...]")
 OPTION_HINT = ("options: SEED <n>, DEADLINE <hours>, AT <hour UTC>, GRACE <hours>, "
                "REMIND <hours>, MISSED <n>, VACATION <days>, MISSING robot|challenge|raise, "
-               "ROBOT easy|normal|strong, PRESS public|private|none, OPEN, AUTOSTART, WAIT, "
-               "RULES <kind> ... (last)")
+               "ROBOT easy|normal|strong, PRESS public|private|none, LANGUAGE en|de|cs, OPEN, "
+               "AUTOSTART, WAIT, RULES <kind> ... (last)")
 
 
 @dataclass
@@ -69,6 +73,7 @@ class GameOptions:
     policy: str = "robot"                 # the policy for a missed order (services.turns)
     robot: str = DEFAULT_ROBOT_LEVEL      # the robot's level when it plays a seat
     press: str = "public"                 # SAY: public, private (SAY TO one too), none
+    language: str = "en"                  # the game's language; a player's own comes first
     open: bool = False                    # JOIN may sign up
     autostart: bool = False               # start when the seats fill by JOIN
     wait: bool = False                    # never resolve before the deadline
@@ -121,6 +126,8 @@ class GameOptions:
         parts.append(f"vacation cap {self.vacation_days:g} days")
         parts.append(f"missing orders: {self.policy}")
         parts.append(f"robot {self.robot}")
+        if self.language != "en":
+            parts.append(f"language {self.language}")
         if self.press != "public":
             parts.append("private press (SAY TO one player)" if self.press == "private"
                          else "no press (no SAY)")
@@ -200,6 +207,8 @@ def _set_valued(new: NewGame, word: str, value: str) -> None:
         opts.robot = _choice(word, value, ROBOT_LEVELS, "level")
     elif word == "PRESS":
         opts.press = _choice(word, value, PRESS, "kind of press")
+    elif word == "LANGUAGE":
+        opts.language = _choice(word, value, GAME_LANGUAGES, "language")
 
 
 def parse_options(words: list[str], name: str) -> NewGame:
@@ -221,7 +230,7 @@ def parse_options(words: list[str], name: str) -> NewGame:
             new.rules, new.rules_words = rest[0].lower(), rest[1:]
             break
         if word not in ("SEED", "DEADLINE", "AT", "GRACE", "REMIND", "MISSED", "VACATION",
-                        "MISSING", "ROBOT", "PRESS"):
+                        "MISSING", "ROBOT", "PRESS", "LANGUAGE"):
             raise Refusal(f"unknown NEWGAME option {word}", OPTION_HINT)
         if not rest:
             raise Refusal(f"{word} needs a value", OPTION_HINT)
@@ -234,6 +243,12 @@ def parse_options(words: list[str], name: str) -> NewGame:
 def options_of(game: Any) -> GameOptions:
     """The desk options of a Game row."""
     return GameOptions.from_json(getattr(game, "options_json", None))
+
+
+def language_of(game: Any, player: Any = None) -> str:
+    """The language a player of the game reads: their own (LANGUAGE), else the game's."""
+    own = getattr(player, "language", None)
+    return own if own in GAME_LANGUAGES else options_of(game).language
 
 
 def robot_level(game: Any) -> str:

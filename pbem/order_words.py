@@ -75,6 +75,20 @@ NUMBER_WORDS: Mapping[str, Mapping[str, int]] = {
 }
 
 
+# the languages a player may choose (LANGUAGE), by the names they may choose them by
+LANGUAGES: Mapping[str, str] = {"en": "English", "de": "Deutsch", "cs": "čeština"}
+LANGUAGE_NAMES: Mapping[str, str] = {
+    "EN": "en", "ENGLISH": "en", "ENGLISCH": "en", "ANGLICTINA": "en",
+    "DE": "de", "GERMAN": "de", "DEUTSCH": "de", "NEMCINA": "de",
+    "CS": "cs", "CZ": "cs", "CZECH": "cs", "TSCHECHISCH": "cs", "CESTINA": "cs",
+    "CESKY": "cs"}
+
+
+def language_named(word: str) -> str | None:
+    """The language code a player's word names (any case, accents optional), or None."""
+    return LANGUAGE_NAMES.get(folded(word))
+
+
 def spellings_of(name: str) -> tuple[tuple[str, str], ...]:
     """(language, spelling) of every other language's word for the order ``name``."""
     return tuple((lang, word) for lang, table in ORDER_WORDS.items()

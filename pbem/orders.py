@@ -345,6 +345,13 @@ def _usage(commands: Sequence[Command], name: str) -> str:
     return next(c.usage for c in commands if c.name == name)
 
 
-def help_lines(commands: Sequence[Command]) -> list[dict[str, str]]:
-    return [{"usage": c.usage + (f"  (also {', '.join(c.aliases)})" if c.aliases else ""),
-             "summary": c.summary} for c in commands]
+def help_lines(commands: Sequence[Command], language: str = "en") -> list[dict[str, str]]:
+    """HELP's lines: each command's usage and summary, its other English spellings, and
+    the words of the reader's language (pbem.order_words) where it has its own."""
+    lines = []
+    for c in commands:
+        own = [w for lang, w in spellings_of(c.name) if lang == language]
+        also = [*own, *c.aliases]
+        lines.append({"usage": c.usage + (f"  (also {', '.join(also)})" if also else ""),
+                      "summary": c.summary})
+    return lines

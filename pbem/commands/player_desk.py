@@ -46,6 +46,7 @@ from pbem.games import (
 from pbem.kinds import kind_of
 from pbem.models import Absence, Game, Player, TalkMessage
 from pbem.options import options_of
+from pbem.order_words import LANGUAGES, language_named
 from pbem.orders import Order, game_name, no_args
 from pbem.services.clock import vacation_check
 from pbem.services.post import notice, tagged
@@ -320,6 +321,35 @@ def do_orders(ctx: CommandContext, order: Order) -> str:
     return "orders sent"
 
 
+# --- LANGUAGE -----------------------------------------------------------------------------
+
+def parse_language(args: list[str]) -> str:
+    found = language_named(args[0]) if len(args) == 1 else None
+    if found is None:
+        raise Refusal("LANGUAGE takes en, de or cs (English, Deutsch, čeština)",
+                      "e.g. LANGUAGE de")
+    return found
+
+
+def do_language(ctx: CommandContext, order: Order) -> str:
+    """The language holds for every game of the address (as TIMEZONE does)."""
+    assert ctx.who is not None
+    player, game = ctx.who.player, ctx.who.game
+    language: str = order.args
+    rows = list(ctx.session.exec(select(Player).where(Player.email == player.email)))
+    for row in rows:
+        row.language = language
+        ctx.session.add(row)
+    subject = tagged(game.name, f"your language: {LANGUAGES[language]}")
+    ctx.answer("notice", subject, {
+        "subject": subject, "game": game.name,
+        "paragraphs": [f"line {order.line_no}: {order.line}",
+                       f"Your language is now {LANGUAGES[language]}: HELP lists the order "
+                       "words of that language, and they work in every game you play here; "
+                       "the English words always work too."]})
+    return f"language of {player.email}: {language} ({len(rows)} games)"
+
+
 # --- TIMEZONE -----------------------------------------------------------------------------
 
 def parse_timezone(args: list[str]) -> str | None:
@@ -389,6 +419,9 @@ COMMANDS: tuple[MailCommand, ...] = (
     MailCommand("DEFAULT", "DEFAULT CHALLENGE|RAISE|ROBOT|NONE",
             "your standing order for a turn you miss", parse_default,
             action=do_default, who="player", phase="change"),
+    MailCommand("LANGUAGE", "LANGUAGE en|de|cs",
+            "your language: HELP shows its order words (BIETE, NEVĚŘÍM ...)", parse_language,
+            action=do_language, who="player", phase="change"),
     MailCommand("TIMEZONE", "TIMEZONE <zone> | TIMEZONE UTC",
             "the time zone your deadlines are written in (an IANA name, e.g. Europe/Prague), "
             "with UTC beside", parse_timezone, action=do_timezone, who="player",

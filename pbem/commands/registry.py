@@ -26,6 +26,7 @@ from pbem.commands import (
 from pbem.commands.context import CommandContext, MailCommand, refuse
 from pbem.errors import Refusal
 from pbem.kinds import KINDS, AnyKind, kind_of
+from pbem.options import language_of
 from pbem.orders import MAIL_LINES, Command, Order, help_lines, no_args, one_word
 from pbem.render import rules_document
 
@@ -43,8 +44,9 @@ def do_player_help(ctx: CommandContext, order: Order) -> str:
     and the rules of every game attached (docs/rules.md)."""
     kind = kind_of(ctx.who.game) if ctx.who is not None else None
     commands = player_commands(kind)
+    language = language_of(ctx.who.game, ctx.who.player) if ctx.who is not None else "en"
     ctx.answer("help", HELP_SUBJECT, {
-        "commands": help_lines(commands), "referee_commands": [],
+        "commands": help_lines(commands, language), "referee_commands": [],
         "server_address": ctx.post.settings.address,
         "kind_note": kind.help_note if kind is not None else GENERAL_NOTE,
         "rules_file": RULES_FILE},

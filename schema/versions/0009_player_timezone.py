@@ -1,6 +1,7 @@
-"""a player's own time zone
+"""a player's own time zone and language
 
 TIMEZONE Europe/Prague: the IANA name each player reads deadlines in (null: UTC alone).
+LANGUAGE de: the language of the player's mail (null: the game's).
 
 Revision ID: 0009
 Revises: 0008
@@ -18,8 +19,10 @@ depends_on = None
 def upgrade() -> None:
     with op.batch_alter_table('player', schema=None) as batch_op:
         batch_op.add_column(sa.Column('timezone', sa.String(), nullable=True))
+        batch_op.add_column(sa.Column('language', sa.String(), nullable=True))
 
 
 def downgrade() -> None:
     with op.batch_alter_table('player', schema=None) as batch_op:
+        batch_op.drop_column('language')
         batch_op.drop_column('timezone')

@@ -1,0 +1,48 @@
+"""LANGUAGE and NEWGAME ... LANGUAGE: the language a player reads; HELP lists the order
+words of that language beside the English ones (pbem.order_words). Through the real
+handling path on SQLite."""
+
+from __future__ import annotations
+
+from sqlmodel import Session, select
+
+from pbem.models import Player
+from pbem.server import Server
+from testkit.desk import PLAYERS, admin, new_game, order
+
+ANN, BOB = PLAYERS[0], PLAYERS[1]
+
+
+def languages(server: Server, email: str) -> list[str | None]:
+    with Session(server.engine) as session:
+        return [p.language for p in session.exec(select(Player).where(Player.email == email))]
+
+
+def test_language_sets_the_words_help_lists(server: Server) -> None:
+    new_game(server, "", "g1")
+    new_game(server, "", "g2", players=[ANN])
+    admin(server, "START g1")
+    assert "Your language is now Deutsch" in order(server, ANN, "LANGUAGE deutsch")
+    assert languages(server, ANN) == ["de", "de"] and languages(server, BOB) == [None]
+    german = order(server, ANN, "HELP")
+    assert "(also BIETE, GEBOT, BIETEN)" in german
+    assert "(also HOCH DIE BECHER, ANZWEIFELN, ZWEIFLE, CUPS UP, LIAR)" in german
+    assert "NEVĚŘIT" not in german                    # no Czech words for a German reader
+    english = order(server, BOB, "HELP")
+    assert "GEBOT" not in english and "(also CUPS UP, LIAR)" in english
+    assert "Your language is now čeština" in order(server, ANN, "LANGUAGE cestina")
+    assert "(also NEVĚŘÍM, NEVĚŘIT, CUPS UP, LIAR)" in order(server, ANN, "HELP")
+
+
+def test_a_game_language_holds_for_players_without_their_own(server: Server) -> None:
+    new_game(server, "LANGUAGE cs", "g1")
+    admin(server, "START g1")
+    assert "(also SÁZKA, SÁZÍM, VSADIT)" in order(server, BOB, "HELP")
+
+
+def test_an_unknown_language_is_refused_quoting_the_line(server: Server) -> None:
+    new_game(server, "", "g1")
+    admin(server, "START g1")
+    answer = order(server, ANN, "LANGUAGE klingon")
+    assert "LANGUAGE takes en, de or cs" in answer and "LANGUAGE klingon" in answer
+    assert languages(server, ANN) == [None]
