@@ -26,6 +26,7 @@ MAX_REPLY_LINES = 3000  # lines of a reply looked at
 MAX_LINE_CHARS = 1000  # characters of a reply line looked at
 MAX_REPLY_WORDS = 30000  # words of a reply looked at
 MAX_KNOWN_CHARS = 4000   # characters of our mail read for its first words
+PROBE_CHARS = 600        # read first: they hold the first words of any mail of ours
 HEADER_LINES = 8       # lines above the quote that may be its header
 
 _WORD = re.compile(r"[^\W_]+")
@@ -49,7 +50,12 @@ def words_of(text: str) -> list[str]:
 
 
 def _probe(known: str) -> list[str]:
-    return words_of(known[:MAX_KNOWN_CHARS])[:PROBE_WORDS]
+    """The first PROBE_WORDS words of our mail (its first few hundred characters hold them
+    but in a mail of mostly punctuation)."""
+    words = words_of(known[:PROBE_CHARS])
+    if len(words) <= PROBE_WORDS:   # the last word read may be cut: one more is needed
+        words = words_of(known[:MAX_KNOWN_CHARS])
+    return words[:PROBE_WORDS]
 
 
 def _found_at(words: Sequence[str], at: int, probe: Sequence[str]) -> bool:
@@ -75,27 +81,33 @@ def _found_at(words: Sequence[str], at: int, probe: Sequence[str]) -> bool:
 
 
 def _match_line(lines: Sequence[str], probes: Sequence[Sequence[str]]) -> int | None:
+    """The line at which the earliest of the probes is found. The reply's words are read
+    as the scan goes, a probe's reach ahead of it: a quote begins near the top, and the
+    copy of a report below it is long (every reply quotes one: bench/scale.py)."""
+    usable = [p for p in probes if len(p) >= PROBE_WORDS // 2]   # else too little to tell
+    if not usable:
+        return None
+    reach = PROBE_WORDS * (SKIP_WORDS + 1) + 2
     words: list[str] = []
     line_of: list[int] = []
-    for i, line in enumerate(lines[:MAX_REPLY_LINES]):
-        found = words_of(line[:MAX_LINE_CHARS])
-        words.extend(found)
-        line_of.extend([i] * len(found))
-        if len(words) >= MAX_REPLY_WORDS:
-            break
-    best: int | None = None
-    for probe in probes:
-        if len(probe) < PROBE_WORDS // 2:   # too little of our mail to be sure it is ours
-            continue
+    rest = iter(enumerate(lines[:MAX_REPLY_LINES]))
+    at = 0
+    while True:
+        while len(words) < at + reach and len(words) < MAX_REPLY_WORDS:
+            nxt = next(rest, None)
+            if nxt is None:
+                break
+            i, line = nxt
+            found = words_of(line[:MAX_LINE_CHARS])
+            words.extend(found)
+            line_of.extend([i] * len(found))
+        if at >= len(words):
+            return None
         # the quote begins with our first or second word (the first may be changed or lost)
-        starts = {probe[0], probe[1]}
-        for at, word in enumerate(words):
-            if best is not None and line_of[at] >= best:
-                break
-            if word in starts and _found_at(words, at, probe):
-                best = line_of[at]
-                break
-    return best
+        word = words[at]
+        if any(word in (p[0], p[1]) and _found_at(words, at, p) for p in usable):
+            return line_of[at]
+        at += 1
 
 
 def _plain(line: str) -> str:
