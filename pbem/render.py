@@ -261,10 +261,18 @@ def html_part(html: str) -> markupsafe.Markup:
     return markupsafe.Markup(inner.strip() if found else html)
 
 
-def rules_document() -> bytes:
-    """docs/rules.md, the rules of every kind (attached to HELP answers): ``pbem/_docs``
-    in an installed wheel, else the repository's ``docs/`` folder."""
-    return (packaged_dir("docs") / "rules.md").read_bytes()
+def rules_file(language: str = "en") -> str:
+    """The name of the rules document in a language: rules.md (English, the reference),
+    rules.de.md, rules.cs.md; English where a language has none."""
+    name = f"rules.{language}.md"
+    return name if language != "en" and (packaged_dir("docs") / name).is_file() else "rules.md"
+
+
+def rules_document(language: str = "en") -> bytes:
+    """docs/rules.md, the rules of every kind (attached to HELP answers), or its version
+    in the reader's language: ``pbem/_docs`` in an installed wheel, else the repository's
+    ``docs/`` folder."""
+    return (packaged_dir("docs") / rules_file(language)).read_bytes()
 
 
 def packaged_template_dir() -> Path:

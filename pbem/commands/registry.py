@@ -28,7 +28,7 @@ from pbem.errors import Refusal
 from pbem.kinds import KINDS, AnyKind, kind_of
 from pbem.options import language_of
 from pbem.orders import MAIL_LINES, Command, Order, help_lines, no_args, one_word
-from pbem.render import rules_document
+from pbem.render import rules_document, rules_file
 
 HELP_SUBJECT = "Bluff by mail: the orders"
 
@@ -36,7 +36,6 @@ HELP_SUBJECT = "Bluff by mail: the orders"
 GENERAL_NOTE = ("This server runs three games: postal Bluff, classic Bluff and Cup of Bluff; "
                 "your reports say which one you play, and HELP in a reply to a report lists "
                 "just its orders.")
-RULES_FILE = "rules.md"
 
 
 def do_player_help(ctx: CommandContext, order: Order) -> str:
@@ -45,12 +44,13 @@ def do_player_help(ctx: CommandContext, order: Order) -> str:
     kind = kind_of(ctx.who.game) if ctx.who is not None else None
     commands = player_commands(kind)
     language = language_of(ctx.who.game, ctx.who.player) if ctx.who is not None else "en"
+    rules = rules_file(language)
     ctx.answer("help", HELP_SUBJECT, {
         "commands": help_lines(commands, language), "referee_commands": [],
         "server_address": ctx.post.settings.address,
         "kind_note": kind.help_note if kind is not None else GENERAL_NOTE,
-        "rules_file": RULES_FILE},
-        attachments=[(RULES_FILE, "text/markdown", rules_document())])
+        "rules_file": rules},
+        attachments=[(rules, "text/markdown", rules_document(language))])
     return "help sent"
 
 

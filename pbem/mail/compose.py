@@ -233,7 +233,10 @@ def _attachment(attachment: tuple[str, str, bytes]) -> _Part:
     if not _MIME_TOKEN.fullmatch(maintype) or not _MIME_TOKEN.fullmatch(subtype):
         raise ValueError(f"not a MIME type: {mime_type!r}")
     name = " ".join(clean_header_value(filename).split()) or "attachment"
-    head = (f"Content-Type: {maintype}/{subtype}\r\n"
+    # a text attachment of ours (the rules) is UTF-8: without the charset a client reads
+    # it as ASCII or Latin-1, and every star, dash and Czech letter comes out garbled
+    charset = '; charset="utf-8"' if maintype == "text" else ""
+    head = (f"Content-Type: {maintype}/{subtype}{charset}\r\n"
             "Content-Transfer-Encoding: base64\r\n"
             + field("Content-Disposition", ["attachment;", *filename_param(name)]))
     return head, base64_body(bytes(data))

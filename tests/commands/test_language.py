@@ -8,7 +8,7 @@ from sqlmodel import Session, select
 
 from pbem.models import Player
 from pbem.server import Server
-from testkit.desk import PLAYERS, admin, new_game, order
+from testkit.desk import PLAYERS, admin, new_game, order, outbox
 
 ANN, BOB = PLAYERS[0], PLAYERS[1]
 
@@ -32,6 +32,19 @@ def test_language_sets_the_words_help_lists(server: Server) -> None:
     assert "GEBOT" not in english and "(also CUPS UP, LIAR)" in english
     assert "Your language is now čeština" in order(server, ANN, "LANGUAGE cestina")
     assert "(also NEVĚŘÍM, NEVĚŘIT, CUPS UP, LIAR)" in order(server, ANN, "HELP")
+
+
+def test_help_attaches_the_rules_in_the_readers_language(server: Server) -> None:
+    new_game(server, "", "g1")
+    admin(server, "START g1")
+    order(server, ANN, "LANGUAGE cs")
+    order(server, ANN, "NÁPOVĚDA")
+    (rules,) = [part for part in outbox(server, ANN)[-1].iter_attachments()]
+    assert rules.get_filename() == "rules.cs.md"
+    assert "Nevěřím!" in rules.get_content()
+    order(server, BOB, "HELP")
+    (rules,) = [part for part in outbox(server, BOB)[-1].iter_attachments()]
+    assert rules.get_filename() == "rules.md"
 
 
 def test_a_game_language_holds_for_players_without_their_own(server: Server) -> None:
