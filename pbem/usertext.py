@@ -21,6 +21,10 @@ _LINE_SEPARATORS = re.compile("[\u2028\u2029]")
 
 def shown(text: str) -> str:
     """``text`` without bidi controls and control characters (but line breaks and tabs)."""
-    if _UNSAFE.search(text) is None and _LINE_SEPARATORS.search(text) is None:
+    # str.isprintable is False for every character either pattern takes (Cc, Cf, Zl, Zp)
+    # and runs in C: most of what a template puts out is one printable line (a fifth of
+    # rendering was these searches, bench/render.py)
+    if text.isprintable() or (_UNSAFE.search(text) is None
+                              and _LINE_SEPARATORS.search(text) is None):
         return text
     return _UNSAFE.sub("", _LINE_SEPARATORS.sub("\n", text))

@@ -110,3 +110,10 @@ def test_json_of_a_view_keeps_the_dice_on_the_table() -> None:
     text, html = Renderer().render("classic_report", context(running, None, []))
     said = f"{on_table} dice in play (worth {running.dice_in_play})"
     assert said in text and said in html
+
+
+@given(st.text(max_size=60))
+def test_shown_takes_out_exactly_what_its_patterns_name(text: str) -> None:
+    """The fast path (str.isprintable) never lets through what the patterns would take."""
+    from pbem.usertext import _LINE_SEPARATORS, _UNSAFE, shown
+    assert shown(text) == _UNSAFE.sub("", _LINE_SEPARATORS.sub("\n", text))
