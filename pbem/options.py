@@ -74,6 +74,7 @@ class GameOptions:
     robot: str = DEFAULT_ROBOT_LEVEL      # the robot's level when it plays a seat
     press: str = "public"                 # SAY: public, private (SAY TO one too), none
     language: str = "en"                  # the game's language; a player's own comes first
+    press_published: bool = False         # PUBLISH: the private press shown once it is over
     open: bool = False                    # JOIN may sign up
     autostart: bool = False               # start when the seats fill by JOIN
     wait: bool = False                    # never resolve before the deadline

@@ -257,6 +257,18 @@ def do_level(ctx: CommandContext, order: Order) -> str:
     return f"game {game.name}: robot {level}"
 
 
+def do_publish(ctx: CommandContext, order: Order) -> str:
+    """The referee's choice once a game is over: its private press (SAY TO) shown on the
+    game's web page with the rest of its talk."""
+    game = _game(ctx.session, order.args, ("over",), "publish the private press of")
+    options = options_of(game)
+    options.press_published = True
+    save_options(game, options)
+    ctx.session.add(game)
+    audit(ctx.session, game, ctx.now, "publish", "private press", actor="referee")
+    return f"game {game.name}: its private press is public now"
+
+
 def do_remove(ctx: CommandContext, order: Order) -> str:
     args: tuple[str, str] = order.args
     name, email = args
@@ -308,6 +320,9 @@ COMMANDS: tuple[MailCommand, ...] = (
     MailCommand("LEVEL", "LEVEL <game> easy|normal|strong",
             "how well the robot plays a seat whose order is missing", parse_level,
             action=do_level, who="referee", phase="change"),
+    MailCommand("PUBLISH", "PUBLISH <game>",
+            "once a game is over: show its private press (SAY TO) on its web page",
+            game_name, action=do_publish, who="referee", phase="change"),
     MailCommand("REMOVE", "REMOVE <game> <email>", "take a player off a game before its start",
             parse_remove, action=do_remove, who="referee", phase="change"),
     MailCommand("CANCEL", "CANCEL <game>", "end a game for good; its players are told", game_name,

@@ -15,6 +15,7 @@ from typing import Any
 from sqlmodel import Session, col, func, select
 
 from pbem.models import Game, PendingOrder, Player, TalkMessage
+from pbem.options import options_of
 
 GAME_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
 MAX_GAME_NAME = 64
@@ -99,12 +100,16 @@ def player_counts(session: Session, game_ids: list[int]) -> dict[int, int]:
 
 def talk_of(session: Session, game: Game, limit: int = TALK_ON_PAGE) -> list[dict[str, Any]]:
     """The game's table talk, oldest first (the latest ``limit`` messages); what was said
-    privately (PRESS private, SAY TO) is never shown on the web."""
-    rows = list(session.exec(select(TalkMessage).where(TalkMessage.game_id == game.id,
-                                                       col(TalkMessage.to_seat).is_(None))
-                             .order_by(col(TalkMessage.id).desc()).limit(limit)))
+    privately (PRESS private, SAY TO) only once the game is over and the referee has
+    published it (PUBLISH)."""
+    published = game.status == "over" and options_of(game).press_published
+    query = select(TalkMessage).where(TalkMessage.game_id == game.id)
+    if not published:
+        query = query.where(col(TalkMessage.to_seat).is_(None))
+    rows = list(session.exec(query.order_by(col(TalkMessage.id).desc()).limit(limit)))
     return [{"turn": r.turn, "seat": r.seat, "name": r.name,
-             "from": r.name + (f" (player {r.seat})" if r.seat is not None else " (referee)"),
+             "from": r.name + (f" (player {r.seat})" if r.seat is not None else " (referee)")
+             + (f", to player {r.to_seat} only" if r.to_seat is not None else ""),
              "text": r.text, "at": iso(r.created_at)} for r in reversed(rows)]
 
 

@@ -82,3 +82,22 @@ def test_press_is_a_newgame_option_shown_in_the_rules(server: Server) -> None:
         referee(server, "NEWGAME g2 PRESS loud")
     out = referee(server, "NEWGAME g3 PRESS private")
     assert "private press" in " ".join(out)
+
+
+def test_the_referee_may_publish_the_private_press_once_the_game_is_over(
+        server: Server) -> None:
+    game(server, "private")
+    player(server, ANN, "SAY TO 3 Let us both challenge.", game="g1")
+    with pytest.raises(Refusal, match="is running: cannot publish the private press"):
+        referee(server, "PUBLISH g1")
+    with Session(server.engine) as session:
+        g1 = find_game(session, "g1")
+        g1.status = "over"                 # as its last turn would leave it
+        session.add(g1)
+        session.commit()
+        assert talk_of(session, g1) == []          # over, not published: still private
+    assert referee(server, "PUBLISH g1") == ["game g1: its private press is public now"]
+    with Session(server.engine) as session:
+        (line,) = talk_of(session, find_game(session, "g1"))
+        assert line["from"].endswith(", to player 3 only")
+        assert line["text"] == "Let us both challenge."
