@@ -29,6 +29,8 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
+from pbem.wording import percent
+
 # a shape a player (by position in the course) is marked with, and a dash pattern
 _SHAPES = ("circle", "square", "triangle", "diamond", "cross", "plus", "star", "bar")
 _DASHES = ("", "6 3", "2 3", "8 3 2 3", "1 2", "10 2", "4 2 1 2", "3 5")
@@ -52,15 +54,6 @@ def sampled(count: int, most: int) -> list[int]:
         return [count - 1]
     step = (count - 1) / (most - 1)
     return sorted({round(i * step) for i in range(most)})
-
-
-def _percent(p: float) -> str:
-    """As the reports write odds: never "0%" or "100%" for what is neither."""
-    if 0.0 < p < 0.005:
-        return "<1%"
-    if 0.995 <= p < 1.0:
-        return ">99%"
-    return f"{round(p * 100):d}%"
 
 
 def _holds(chart: Mapping[str, Any], count: int) -> bool:
@@ -260,7 +253,7 @@ def odds_html(chart: Mapping[str, Any]) -> Markup:
         rows.append(f'<tr><td style="padding:0 6px 0 0;text-align:right;{weight}">{count}</td>'
                     f'<td style="padding:1px 0;width:60%"><div style="{look};height:10px;'
                     f'width:{max(1.0, 100 * p / top):.0f}%"></div></td>'
-                    f'<td style="padding:0 0 0 6px;white-space:nowrap;{weight}">{_percent(p)}'
+                    f'<td style="padding:0 0 0 6px;white-space:nowrap;{weight}">{percent(p)}'
                     f'{mark}</td></tr>')
     caption = (f'{escape(chart["question"])} The chance of each, from what you can see '
                f'(solid: it holds; outlined: it fails).')
@@ -282,7 +275,7 @@ def odds_text(chart: Mapping[str, Any], indent: str = "  ") -> str:
         char = "#" if _holds(chart, count) else "."
         bar = char * max(1, round(ODDS_TEXT_WIDTH * p / top))
         mark = f"  <- {chart['title']}" if count == quantity else ""
-        out.append(f"{indent}{count:>3} {bar:<{ODDS_TEXT_WIDTH}} {_percent(p):>4}{mark}")
+        out.append(f"{indent}{count:>3} {bar:<{ODDS_TEXT_WIDTH}} {percent(p):>4}{mark}")
     return "\n".join(out)
 
 

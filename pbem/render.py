@@ -29,7 +29,7 @@ from pbem.charts import GLOBALS as CHARTS
 from pbem.errors import PbemError
 from pbem.paths import packaged_dir
 from pbem.usertext import shown
-from pbem.wording import listing, ngettext, plural
+from pbem.wording import listing, ngettext, percent, plural
 from pbem.zones import in_zone
 
 __all__ = [
@@ -145,22 +145,13 @@ def count_of(n: int, one: str, many: str) -> str:
 
 
 def pct(p: Any) -> str:
-    """A probability -> a whole percentage: 0.4567 -> "46%".
-
-    A value that is neither 0 nor 1 never shows as "0%" or "100%": it is
-    written "<1%" or ">99%" so that a player is not told a bid is certain
-    when it is not.
-    """
+    """A probability -> a whole percentage (pbem.wording.percent); "?" for none."""
     if p is None:
         return "?"
     x = float(p)
     if math.isnan(x):
         return "?"
-    if 0.0 < x < 0.005:
-        return "<1%"
-    if 0.995 <= x < 1.0:
-        return ">99%"
-    return f"{round(x * 100):d}%"
+    return percent(x)
 
 
 @_memo(1024)

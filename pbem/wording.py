@@ -28,3 +28,14 @@ def listing(items: Iterable[object], none: str = "nobody") -> str:
     if not words:
         return none
     return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
+def percent(p: float) -> str:
+    """A probability as a whole percentage: 0.4567 -> "46%". A value that is neither 0
+    nor 1 never shows as "0%" or "100%": it is written "<1%" or ">99%", so that a player
+    is not told a bid is certain when it is not (the reports' odds and their charts)."""
+    if 0.0 < p < 0.005:
+        return "<1%"
+    if 0.995 <= p < 1.0:
+        return ">99%"
+    return f"{round(p * 100):d}%"
