@@ -323,6 +323,17 @@ def do_orders(ctx: CommandContext, order: Order) -> str:
 
 # --- LANGUAGE -----------------------------------------------------------------------------
 
+def _set_for_address(ctx: CommandContext, email: str, **values: object) -> int:
+    """Set a player's own way (LANGUAGE, TIMEZONE) on every seat of the address, in every
+    game; how many seats that is."""
+    rows = list(ctx.session.exec(select(Player).where(Player.email == email)))
+    for row in rows:
+        for name, value in values.items():
+            setattr(row, name, value)
+        ctx.session.add(row)
+    return len(rows)
+
+
 def parse_language(args: list[str]) -> str:
     found = language_named(args[0]) if len(args) == 1 else None
     if found is None:
@@ -336,10 +347,7 @@ def do_language(ctx: CommandContext, order: Order) -> str:
     assert ctx.who is not None
     player, game = ctx.who.player, ctx.who.game
     language: str = order.args
-    rows = list(ctx.session.exec(select(Player).where(Player.email == player.email)))
-    for row in rows:
-        row.language = language
-        ctx.session.add(row)
+    games = _set_for_address(ctx, player.email, language=language)
     subject = tagged(game.name, f"your language: {LANGUAGES[language]}")
     ctx.answer("notice", subject, {
         "subject": subject, "game": game.name,
@@ -347,7 +355,7 @@ def do_language(ctx: CommandContext, order: Order) -> str:
                        f"Your language is now {LANGUAGES[language]}: HELP lists the order "
                        "words of that language, and they work in every game you play here; "
                        "the English words always work too."]})
-    return f"language of {player.email}: {language} ({len(rows)} games)"
+    return f"language of {player.email}: {language} ({games} games)"
 
 
 # --- TIMEZONE -----------------------------------------------------------------------------
@@ -364,10 +372,7 @@ def do_timezone(ctx: CommandContext, order: Order) -> str:
     assert ctx.who is not None
     player, game = ctx.who.player, ctx.who.game
     zone: str | None = order.args
-    rows = list(ctx.session.exec(select(Player).where(Player.email == player.email)))
-    for row in rows:
-        row.timezone = zone
-        ctx.session.add(row)
+    games = _set_for_address(ctx, player.email, timezone=zone)
     now = in_zone(ctx.now, zone)
     said = (f"Times in your mail are now written in {zone} with UTC beside them "
             f"(it is {now} now)." if zone else
@@ -378,7 +383,7 @@ def do_timezone(ctx: CommandContext, order: Order) -> str:
         "paragraphs": [f"line {order.line_no}: {order.line}", said,
                        "This holds for every game you play here. Change it at any time "
                        "with TIMEZONE and a name, or go back with TIMEZONE UTC."]})
-    return f"time zone of {player.email}: {zone or 'UTC'} ({len(rows)} games)"
+    return f"time zone of {player.email}: {zone or 'UTC'} ({games} games)"
 
 
 def do_record(ctx: CommandContext, order: Order) -> str:
