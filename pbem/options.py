@@ -42,7 +42,7 @@ from datetime import timedelta
 from typing import Any
 
 from pbem.errors import Refusal
-from pbem.order_words import LANGUAGES
+from pbem.wording import LANGUAGES
 
 POLICIES = ("robot", "challenge", "raise")   # MISSING <policy>: what plays a missed order
 ROBOT_LEVELS = ("easy", "normal", "strong")   # ROBOT <level>: pbem.rules.robot.LEVELS

@@ -76,7 +76,6 @@ NUMBER_WORDS: Mapping[str, Mapping[str, int]] = {
 
 
 # the languages a player may choose (LANGUAGE), by the names they may choose them by
-LANGUAGES: Mapping[str, str] = {"en": "English", "de": "Deutsch", "cs": "čeština"}
 LANGUAGE_NAMES: Mapping[str, str] = {
     "EN": "en", "ENGLISH": "en", "ENGLISCH": "en", "ANGLICTINA": "en",
     "DE": "de", "GERMAN": "de", "DEUTSCH": "de", "NEMCINA": "de",

@@ -82,6 +82,8 @@ class Order:
     line: str
     command: Command
     args: Any
+    # the language of the order word written (pbem.order_words), None for an English one
+    language: str | None = None
 
     @property
     def name(self) -> str:
@@ -118,6 +120,12 @@ class ParsedText:
 
     def all(self, name: str) -> list[Order]:
         return [o for o in self.orders if o.name == name]
+
+    @property
+    def language(self) -> str | None:
+        """The language the mail's orders were written in (that of its first order word
+        of another language than English), None if only English words were used."""
+        return next((o.language for o in self.orders if o.language), None)
 
 
 # --- argument parsers -------------------------------------------------------
@@ -238,8 +246,9 @@ def parse_text(lines: Sequence[TextLine], commands: Sequence[Command]) -> Parsed
     """Read each line as a command, a bad command, or prose. A command is known by its
     English spellings and by the words of the other languages (pbem.order_words), in any
     case and with or without accents."""
-    spellings = sorted(((folded(s).split(), c) for c in commands
-                        for s in (*c.spellings, *(w for _, w in spellings_of(c.name)))),
+    spellings = sorted(((folded(s).split(), c, lang) for c in commands
+                        for lang, s in (*((None, s) for s in c.spellings),
+                                        *spellings_of(c.name))),
                        key=lambda item: -len(item[0]))
     names = [c.name for c in commands]
     result = ParsedText()
@@ -249,7 +258,8 @@ def parse_text(lines: Sequence[TextLine], commands: Sequence[Command]) -> Parsed
         if not tokens:
             continue
         words = [folded(t).rstrip(END_PUNCTUATION) for t in tokens]
-        match = next(((sp, c) for sp, c in spellings if words[:len(sp)] == sp), None)
+        match = next(((sp, c, lang) for sp, c, lang in spellings
+                      if words[:len(sp)] == sp), None)
         if match is None:
             # a short line whose first word is an order word mistyped is a typo, not prose
             guess = mistyped(words[0], names) if len(tokens) <= 6 else None
@@ -260,14 +270,14 @@ def parse_text(lines: Sequence[TextLine], commands: Sequence[Command]) -> Parsed
             else:
                 result.prose.append(line)
             continue
-        spelling, command = match
+        spelling, command, language = match
         try:
             args = command.parse(_without_end_punctuation(tokens[len(spelling):]))
         except Refusal as exc:
             result.problems.append(LineProblem(
                 line.number, line.text, exc.message, exc.hint or f"write it as {command.usage}"))
             continue
-        result.orders.append(Order(line.number, line.text, command, args))
+        result.orders.append(Order(line.number, line.text, command, args, language))
     return result
 
 

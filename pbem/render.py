@@ -27,9 +27,10 @@ import markupsafe
 
 from pbem.charts import GLOBALS as CHARTS
 from pbem.errors import PbemError
+from pbem.i18n import SOURCE_LANGUAGE, known_language, translator
 from pbem.paths import packaged_dir
 from pbem.usertext import shown
-from pbem.wording import listing, ngettext, percent, plural
+from pbem.wording import ENGLISH, Message, Translator, _, _n, listing, percent, say
 from pbem.zones import in_zone
 
 __all__ = [
@@ -83,13 +84,25 @@ DIE_PICTURES: dict[str, str] = {
     "5": "\u2684",
     "*": "\u2605",
 }
-_FACE_WORDS = {
-    "1": ("one", "ones"),
-    "2": ("two", "twos"),
-    "3": ("three", "threes"),
-    "4": ("four", "fours"),
-    "5": ("five", "fives"),
-    "*": ("star", "stars"),
+# the name of each face, and of a count of it ("4 threes": the whole phrase is one
+# message, as languages put the count and the word together in their own ways)
+_FACES = frozenset("12345*")
+_FACE_COUNTS = {
+    "1": lambda q: _n("{n} one", "{n} ones", q),
+    "2": lambda q: _n("{n} two", "{n} twos", q),
+    "3": lambda q: _n("{n} three", "{n} threes", q),
+    "4": lambda q: _n("{n} four", "{n} fours", q),
+    "5": lambda q: _n("{n} five", "{n} fives", q),
+    "*": lambda q: _n("{n} star", "{n} stars", q),
+}
+# a face's name alone, as the title of a die picture and in "threes or stars"
+_FACE_NAMES = {
+    "1": lambda q: _n("one", "ones", q),
+    "2": lambda q: _n("two", "twos", q),
+    "3": lambda q: _n("three", "threes", q),
+    "4": lambda q: _n("four", "fours", q),
+    "5": lambda q: _n("five", "fives", q),
+    "*": lambda q: _n("star", "stars", q),
 }
 
 
@@ -102,7 +115,7 @@ def _face_key(face: Any) -> str:
     s = str(face).strip()
     if s in ("*", "\u2605", "star", "stars"):
         return "*"
-    return s if s in _FACE_WORDS else "?"
+    return s if s in _FACES else "?"
 
 
 @_memo(64)
@@ -122,26 +135,33 @@ def plain(faces: Iterable[Any] | None, sep: str = " ") -> str:
 
 
 @_memo(256)
-def face_name(face: Any, quantity: int = 1) -> str:
+def face_name(face: Any, quantity: int = 1, tr: Translator = ENGLISH) -> str:
     """1 -> "one" (quantity 1) or "ones" (any other quantity); "*" -> "star"/"stars"."""
-    words = _FACE_WORDS.get(_face_key(face))
-    if words is None:
-        return str(face)
-    return ngettext(words[0], words[1], quantity)
+    name = _FACE_NAMES.get(_face_key(face))
+    return str(face) if name is None else name(quantity).said(tr)
 
 
-def bid(b: Mapping[str, Any] | None) -> str:
+@_memo(512)
+def bid(b: Mapping[str, Any] | None, tr: Translator = ENGLISH) -> str:
     """{"quantity": 4, "face": 3} -> "4 threes"; {"quantity": 1, "face": "*"} -> "1 star"."""
     if not b:
-        return "no bid"
+        return _("no bid").said(tr)
     q = b["quantity"]
-    return f"{q} {face_name(b['face'], q)}"
+    phrase = _FACE_COUNTS.get(_face_key(b["face"]))
+    return f"{q} {b['face']}" if phrase is None else phrase(q).said(tr)
 
 
-def count_of(n: int, one: str, many: str) -> str:
+def plural_in(tr: Translator) -> Callable[[str, str, int], str]:
+    """The ``plural("{n} die", "{n} dice", n)`` global of a language's templates."""
+    def plural(singular: str, many: str, n: int) -> str:
+        return tr.ngettext(singular, many, n).replace("{n}", str(n))
+    return plural
+
+
+def count_of(n: int, one: str, many: str, tr: Translator = ENGLISH) -> str:
     """The ``n|plural("die", "dice")`` filter of templates written before the ``plural``
-    global (a referee's overrides may use it): the same rule, pbem.wording.plural."""
-    return plural(f"{{n}} {one}", f"{{n}} {many}", n)
+    global (a referee's overrides may use it): the same rule."""
+    return plural_in(tr)(f"{{n}} {one}", f"{{n}} {many}", n)
 
 
 def pct(p: Any) -> str:
@@ -240,15 +260,15 @@ PART_START, PART_END = "<!--pbem-part-->", "<!--/pbem-part-->"
 
 def text_part(text: str) -> str:
     """A rendered text answer without its signature (the lines from "-- " on)."""
-    head, sep, _ = text.rpartition("\n-- \n")
+    head, sep, _signature = text.rpartition("\n-- \n")
     return (head if sep else text).strip("\n")
 
 
 def html_part(html: str) -> markupsafe.Markup:
     """The content of a rendered HTML answer (between the layout's part markers), as
     markup: it was rendered, and escaped, by our own templates."""
-    _, _, rest = html.partition(PART_START)
-    inner, found, _ = rest.partition(PART_END)
+    rest = html.partition(PART_START)[2]
+    inner, found, _after = rest.partition(PART_END)
     return markupsafe.Markup(inner.strip() if found else html)
 
 
@@ -307,6 +327,16 @@ def shown_output(value: Any) -> Any:
     and control characters (pbem.usertext), whatever a player put into a name or talk.
     Markup was made of such outputs already; a number has nothing to clean."""
     return shown(value) if type(value) is str else value
+
+
+def _said_in(tr: Translator) -> Callable[[Any], Any]:
+    """The finalize of a language's templates: a message said in that language, then
+    cleaned as every output is (shown_output)."""
+    def finalize(value: Any) -> Any:
+        if type(value) is Message:
+            return shown(value.said(tr))
+        return shown(value) if type(value) is str else value
+    return finalize
 
 
 def _marked(fn: Any) -> Any:
@@ -399,7 +429,8 @@ class _Renamed(jinja2.BaseLoader):
 
 
 @functools.lru_cache(maxsize=16)
-def template_environment(override_dir: Path | None) -> jinja2.Environment:
+def template_environment(override_dir: Path | None,
+                         language: str = SOURCE_LANGUAGE) -> jinja2.Environment:
     """One Environment per template folder, shared (Jinja2 with three fast paths of the
     same output: _Environment reads a dict's keys at once and copies plain globals,
     _Context calls a macro directly, _Template escapes through _escape; each overrides a
@@ -407,7 +438,12 @@ def template_environment(override_dir: Path | None) -> jinja2.Environment:
     per Environment, and compiling all of them takes about a second. A changed override
     file is still picked up (the loaders check modification times); the packaged
     templates alone are not checked (they change only with pbem itself), which saves a
-    stat() a template, include and import of every mail."""
+    stat() a template, include and import of every mail.
+
+    One Environment a language, too: its ``_()``, ``{% trans %}``, ``plural`` and
+    ``ngettext``, its filters that name things (``bid``, ``face_name``) and the messages
+    (pbem.wording.Message) a context carries are said in that language (pbem.i18n)."""
+    tr = translator(known_language(language))
     loaders: list[jinja2.BaseLoader] = []
     if override_dir is not None:
         override = jinja2.FileSystemLoader(str(override_dir))
@@ -427,16 +463,20 @@ def template_environment(override_dir: Path | None) -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
         auto_reload=override_dir is not None,
-        finalize=shown_output,
+        finalize=_said_in(tr),
+        extensions=["jinja2.ext.i18n"],
     )
+    # the i18n extension's method, which Environment does not declare
+    env.install_gettext_callables(  # type: ignore[attr-defined]
+        gettext=tr.gettext, ngettext=tr.ngettext, newstyle=True)
     env.filters.update(
         die=die,
         dice=dice,
         plain=plain,
-        face_name=face_name,
-        bid=bid,
+        face_name=lambda face, quantity=1: face_name(face, quantity, tr),
+        bid=lambda b: bid(b, tr),
         pct=pct,
-        plural=count_of,
+        plural=lambda n, one, many: count_of(n, one, many, tr),
         utc=utc,
         wrap=wrap,
         lookup=lookup,
@@ -444,7 +484,9 @@ def template_environment(override_dir: Path | None) -> jinja2.Environment:
         count_in=count_in,
         when=in_zone,        # a time in the reader's zone, UTC beside (pbem.zones)
     )
-    env.globals.update(lookup=lookup, plural=plural, ngettext=ngettext, listing=listing)
+    env.globals.update(lookup=lookup, plural=plural_in(tr), ngettext=tr.ngettext,
+                       listing=lambda items, none=None: listing(items, none, tr),
+                       language=known_language(language))
     env.globals.update(CHARTS)     # the pictures: course_chart_html, odds_chart_text ... (pbem.charts)
     return env
 
@@ -457,8 +499,19 @@ class Renderer:
     """Renders the (text, html) pair of one mail kind."""
 
     def __init__(self, override_dir: Path | None = None) -> None:
-        self.override_dir = override_dir
-        self.env = template_environment(Path(override_dir) if override_dir is not None else None)
+        self.override_dir = Path(override_dir) if override_dir is not None else None
+        self.env = template_environment(self.override_dir)     # English, the source
+
+    def environment(self, language: str = SOURCE_LANGUAGE) -> jinja2.Environment:
+        """The templates in ``language`` (one Environment each, shared)."""
+        if language == SOURCE_LANGUAGE:
+            return self.env
+        return template_environment(self.override_dir, known_language(language))
+
+    @staticmethod
+    def say(value: Any, language: str = SOURCE_LANGUAGE) -> Any:
+        """A message (or a list of them) in ``language``; a subject line, say."""
+        return say(value, translator(known_language(language)))
 
     @property
     def shipped_only(self) -> bool:
@@ -485,9 +538,12 @@ class Renderer:
                                       f"{exc.message}") from exc
         return len(names)
 
-    def render(self, name: str, context: Mapping[str, Any]) -> tuple[str, str]:
-        """Render ``NAME.txt.j2`` and ``NAME.html.j2`` with ``context``: (text, html)."""
+    def render(self, name: str, context: Mapping[str, Any],
+               language: str = SOURCE_LANGUAGE) -> tuple[str, str]:
+        """Render ``NAME.txt.j2`` and ``NAME.html.j2`` with ``context`` in ``language``:
+        (text, html)."""
+        env = self.environment(language)
         # no copy of the context here: Template.render makes its own
-        text = self.env.get_template(f"{name}.txt.j2").render(context)
-        html = self.env.get_template(f"{name}.html.j2").render(context)
+        text = env.get_template(f"{name}.txt.j2").render(context)
+        html = env.get_template(f"{name}.html.j2").render(context)
         return text, html

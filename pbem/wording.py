@@ -1,14 +1,139 @@
-"""How a count is said: the one plural rule of every mail, page, answer and log line.
+"""How pbem says things: messages said later in the reader's language, counts, lists.
 
-``ngettext(singular, plural, n)`` has gettext's argument order and meaning, so a later
-translation swaps ``gettext.ngettext`` in here and nowhere else. ``plural`` fills the
-count into the form it picked: ``plural("{n} die", "{n} dice", 3)`` -> "3 dice". Templates
-have both as globals (pbem.render and the web pages).
+A ``Message`` is text a player or the referee will read, kept as its English source
+(the gettext msgid) and its values until the reader's language is known: ``_("no
+game is called {name}", name=name)``, ``_n("{n} die", "{n} dice", n)`` (the names
+gettext's tools look for; a module that imports ``_`` never assigns ``_``). The mail or
+page that shows it says it in its reader's language (pbem.render, through the
+catalogues of pbem.i18n); ``str()`` says it in English (logs, the referee's shell).
+Values may be messages themselves, or lists of them.
+
+``ngettext(singular, plural, n)`` has gettext's argument order and meaning (English
+here); ``plural`` fills the count into the form it picked: ``plural("{n} die", "{n}
+dice", 3)`` -> "3 dice". Pure: the standard library only; a translation comes in as
+any object with gettext's ``gettext``/``ngettext``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import string
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+# the languages pbem speaks (English is the source: the code's and templates' own text),
+# each by its own name
+LANGUAGES: Mapping[str, str] = {"en": "English", "de": "Deutsch", "cs": "čeština"}
+
+
+class Translator(Protocol):
+    """What says a message in one language (gettext.NullTranslations is one)."""
+
+    def gettext(self, message: str, /) -> str: ...
+
+    def ngettext(self, singular: str, plural: str, n: int, /) -> str: ...
+
+
+class English:
+    """The source language: every message as written."""
+
+    language = "en"
+
+    def gettext(self, message: str, /) -> str:
+        return message
+
+    def ngettext(self, singular: str, plural: str, n: int, /) -> str:
+        return singular if n == 1 else plural
+
+
+ENGLISH = English()
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """Text to be said in the reader's language: its English source (``{name}`` fields,
+    and the plural form with a count ``n``) and the values of its fields."""
+
+    source: str
+    values: tuple[tuple[str, Any], ...] = ()
+    plural: str | None = None
+    n: int = 1
+
+    def said(self, tr: Translator = ENGLISH) -> str:
+        """The message in ``tr``'s language, its values filled in (said there too)."""
+        text = (tr.gettext(self.source) if self.plural is None
+                else tr.ngettext(self.source, self.plural, self.n))
+        if not self.values and self.plural is None:
+            return text
+        fields = {key: say(value, tr) for key, value in self.values}
+        fields.setdefault("n", self.n)
+        return _fill(text, fields)
+
+    def __str__(self) -> str:
+        return self.said(ENGLISH)
+
+    def __add__(self, other: object) -> Message:
+        """Messages follow one another (a sentence, then another)."""
+        if not isinstance(other, (Message, str)):
+            return NotImplemented
+        return Message("{a}{b}", (("a", self), ("b", other)))
+
+    def __radd__(self, other: object) -> Message:
+        if not isinstance(other, str):
+            return NotImplemented
+        return Message("{a}{b}", (("a", other), ("b", self)))
+
+
+_FORMATTER = string.Formatter()
+
+
+def _fill(text: str, fields: Mapping[str, Any]) -> str:
+    """``text.format(**fields)``; a field the text (a translation) lacks a value for is
+    left as written rather than losing the whole message."""
+    try:
+        return text.format_map(fields)
+    except (KeyError, IndexError, ValueError):
+        return "".join(lit + (str(fields.get(name, "{" + name + "}")) if name is not None
+                              else "")
+                       for lit, name, _, _ in _safe_parse(text))
+
+
+def _safe_parse(text: str) -> Iterable[tuple[str, str | None, str | None, str | None]]:
+    try:
+        return list(_FORMATTER.parse(text))
+    except ValueError:
+        return [(text, None, None, None)]
+
+
+def _(source: str, /, **values: Any) -> Message:
+    """A message (its English source with ``{name}`` fields) and its values."""
+    return Message(source, tuple(values.items()))
+
+
+def _n(singular: str, plural: str, n: int, /, **values: Any) -> Message:
+    """A message whose form follows the count ``n`` (``{n}`` in it is the count)."""
+    return Message(singular, tuple(values.items()), plural, n)
+
+
+Said = str | Message
+
+
+def say(value: Any, tr: Translator = ENGLISH) -> Any:
+    """A value as its reader reads it: a message said in ``tr``'s language, a list or
+    tuple of them each said, anything else as it is."""
+    if type(value) is Message:
+        return value.said(tr)
+    if type(value) in (list, tuple):
+        return type(value)(say(v, tr) for v in value)
+    return value
+
+
+def joined(parts: Iterable[object], sep: str = " ") -> Message:
+    """Several messages as one, ``sep`` between them (said each in the reader's language)."""
+    items = list(parts)
+    between = sep.replace("{", "{{").replace("}", "}}")
+    return Message(between.join(f"{{p{i}}}" for i in range(len(items))),
+                   tuple((f"p{i}", item) for i, item in enumerate(items)))
 
 
 def ngettext(singular: str, plural: str, n: int) -> str:
@@ -21,13 +146,21 @@ def plural(singular: str, plural: str, n: int) -> str:
     return ngettext(singular, plural, n).replace("{n}", str(n))
 
 
-def listing(items: Iterable[object], none: str = "nobody") -> str:
-    """Items as a reader writes them: "1", "1 and 3", "1, 2 and 4" (``none`` if empty),
-    never a Python list."""
-    words = [str(item) for item in items]
+def listing(items: Iterable[object], none: Said | None = None,
+            tr: Translator = ENGLISH) -> str:
+    """Items as a reader writes them: "1", "1 and 3", "1, 2 and 4" (``none``, else
+    "nobody", if empty), never a Python list; in ``tr``'s language."""
+    return str(listed(items, none).said(tr))
+
+
+def listed(items: Iterable[object], none: Said | None = None) -> Message:
+    """``listing`` as a message, said when its reader's language is known."""
+    words = list(items)
     if not words:
-        return none
-    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+        return Message("{none}", (("none", none),)) if none is not None else _("nobody")
+    if len(words) == 1:
+        return Message("{only}", (("only", words[0]),))
+    return _("{first} and {last}", first=joined(words[:-1], ", "), last=words[-1])
 
 
 def percent(p: float) -> str:

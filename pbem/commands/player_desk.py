@@ -46,12 +46,12 @@ from pbem.games import (
 from pbem.kinds import kind_of
 from pbem.models import Absence, Game, Player, TalkMessage
 from pbem.options import options_of
-from pbem.order_words import LANGUAGES, language_named
+from pbem.order_words import language_named
 from pbem.orders import Order, game_name, no_args
 from pbem.services.clock import vacation_check
 from pbem.services.post import notice, tagged
 from pbem.services.reports import record_attachment
-from pbem.wording import plural
+from pbem.wording import LANGUAGES, plural
 from pbem.zones import ZONE_EXAMPLE, in_zone, zone_named
 
 MAX_TALK = 2000

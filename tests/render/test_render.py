@@ -912,8 +912,10 @@ def test_installed_layout_uses_pbem_templates(tmp_path: Path) -> None:
     shutil.copy(repo / "pbem" / "paths.py", pkg / "paths.py")   # render finds templates by it
     shutil.copy(repo / "pbem" / "errors.py", pkg / "errors.py")     # TemplateProblem's root
     # the templates' pictures, their times in a zone, plural and the outputs' cleaning
-    for name in ("charts.py", "zones.py", "wording.py", "usertext.py"):
+    # ... and the languages they speak, with their catalogues (inside the package)
+    for name in ("charts.py", "zones.py", "wording.py", "usertext.py", "i18n.py"):
         shutil.copy(repo / "pbem" / name, pkg / name)
+    shutil.copytree(repo / "pbem" / "locale", pkg / "locale")
     shutil.copytree(repo / "templates", pkg / "_templates")
     (pkg / "_templates" / "notice.txt.j2").write_text("installed: {{ subject }}\n", "utf-8")
     code = (

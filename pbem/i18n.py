@@ -1,0 +1,78 @@
+"""The languages pbem speaks, and their gettext catalogues.
+
+English is the source language: every message is written in English in the code and the
+templates (``_()`` of pbem.wording, ``{% trans %}``), and that text is the msgid. German
+and Czech are translations, in the gettext catalogues ``pbem/locale/<lang>/LC_MESSAGES/
+*.po`` (made and kept up to date with Babel: testkit/catalogue.py). A catalogue is read
+once a process, when its language is first needed; a message it lacks is said in English.
+"""
+
+from __future__ import annotations
+
+import functools
+import gettext
+import io
+from pathlib import Path
+
+from babel.messages.mofile import write_mo
+from babel.messages.pofile import read_po
+
+from pbem.wording import ENGLISH, LANGUAGES, Translator
+
+__all__ = ["LANGUAGES", "SOURCE_LANGUAGE", "best_language", "known_language", "translator"]
+
+SOURCE_LANGUAGE = "en"
+LOCALE_DIR = Path(__file__).resolve().parent / "locale"
+
+
+def catalogue_files(language: str) -> list[Path]:
+    """The .po files of a language (sorted; the first one that has a message says it)."""
+    return sorted((LOCALE_DIR / language / "LC_MESSAGES").glob("*.po"))
+
+
+@functools.lru_cache(maxsize=8)
+def translator(language: str) -> Translator:
+    """What says messages in ``language`` (English for the source or an unknown one)."""
+    if language == SOURCE_LANGUAGE or language not in LANGUAGES:
+        return ENGLISH
+    found: gettext.NullTranslations | None = None
+    for path in catalogue_files(language):
+        with path.open("rb") as fp:
+            catalogue = read_po(fp, locale=language)
+        compiled = io.BytesIO()
+        write_mo(compiled, catalogue)      # fuzzy entries are left out, as msgfmt does
+        compiled.seek(0)
+        one = gettext.GNUTranslations(compiled)
+        if found is None:
+            found = one
+        else:
+            found.add_fallback(one)
+    return found if found is not None else ENGLISH
+
+
+def known_language(code: str | None, default: str = SOURCE_LANGUAGE) -> str:
+    """``code`` if pbem speaks it, else ``default``."""
+    return code if code is not None and code in LANGUAGES else default
+
+
+def best_language(accept: str | None, default: str = SOURCE_LANGUAGE) -> str:
+    """The language to answer an HTTP ``Accept-Language`` header in: the first of its
+    choices, by weight, that pbem speaks ("de-AT,de;q=0.9,en;q=0.5" -> "de")."""
+    choices: list[tuple[float, int, str]] = []
+    for i, part in enumerate((accept or "")[:1000].split(",")[:40]):
+        tag, _, params = part.strip().partition(";")
+        weight = 1.0
+        for param in params.split(";"):
+            key, _, value = param.strip().partition("=")
+            if key.strip() == "q":
+                try:
+                    weight = float(value)
+                except ValueError:
+                    weight = 0.0
+        code = tag.strip().lower().split("-")[0]
+        if code and weight > 0:
+            choices.append((-weight, i, code))
+    for _, _, code in sorted(choices):
+        if code in LANGUAGES:
+            return code
+    return default
