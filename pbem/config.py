@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pbem.errors import PbemError
-from pbem.wording import ngettext
+from pbem.wording import LANGUAGES, ngettext
 
 
 class ConfigError(PbemError):
@@ -158,6 +158,10 @@ class Settings:
     # transaction commits, while it handles the next mail (pbem.outbox.Stream); false: all
     # at the end (as the .eml outbox always does)
     send_while_handling: bool = True
+    # the language of mail to someone pbem does not know yet (a stranger, a first JOIN
+    # written in English words), and of the referee's notices and answers: en, de or cs
+    language: str = "en"
+    referee_language: str = "en"
     imap: ImapSettings | None = None
     smtp: SmtpSettings | None = None
     listen: ListenSettings | None = None
@@ -268,6 +272,10 @@ def load_settings(path: Path | None, env: dict[str, str] | None = None) -> Setti
     if env.get("PBEM_WEB_SECRET"):
         web["secret"] = env["PBEM_WEB_SECRET"]
     _refuse_unknown("server", server)
+    for key in ("language", "referee_language"):
+        if server.get(key, "en") not in LANGUAGES:
+            raise ConfigError(f"[server] {key} must be one of {', '.join(LANGUAGES)}, "
+                              f"not {server[key]!r}")
     if not isinstance(server.get("send_while_handling", True), bool):
         raise ConfigError("[server] send_while_handling must be true or false")
     return Settings(

@@ -8,7 +8,8 @@ sender as it is (python-chess style: one kind of error, named where raised).
 Whoever knows more on the way up fills it in (``quoting``) and raises the same
 refusal again; nothing wraps it in another.
 
-The lowest layer: imports only the standard library.
+Nearly the lowest layer: imports only the standard library and pbem.wording (a refusal's
+message may be said in its reader's language).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
+
+from pbem.wording import Said
 
 
 class PbemError(Exception):
@@ -28,8 +31,8 @@ class LineProblem:
 
     line_no: int | None
     line: str | None
-    message: str
-    hint: str = ""
+    message: Said          # text, or a message said in the reader's language (pbem.wording)
+    hint: Said = ""
 
 
 class Quotable(Protocol):
@@ -51,10 +54,10 @@ class Refusal(PbemError):
     and the message, with the fix in brackets (what the shell prints).
     """
 
-    def __init__(self, message: str, hint: str = "", order: Quotable | None = None, *,
+    def __init__(self, message: Said, hint: Said = "", order: Quotable | None = None, *,
                  line_no: int | None = None, line: str | None = None,
                  game: str | None = None) -> None:
-        super().__init__(message)
+        super().__init__(str(message))
         if order is not None:
             line_no, line = order.line_no, order.line
         self.problems = [LineProblem(line_no, line, message, hint)]
@@ -78,14 +81,14 @@ class Refusal(PbemError):
         return refused
 
     @property
-    def message(self) -> str:
+    def message(self) -> Said:
         return self.problems[0].message
 
     @property
-    def hint(self) -> str:
+    def hint(self) -> Said:
         return self.problems[0].hint
 
-    def quoting(self, order: Quotable | None = None, *, hint: str = "",
+    def quoting(self, order: Quotable | None = None, *, hint: Said = "",
                 game: str | None = None) -> Refusal:
         """This refusal, quoting the order's line (the caller knows best which line the
         sender wrote), with the fix and the game filled in where it has none."""
@@ -99,4 +102,4 @@ class Refusal(PbemError):
     def __str__(self) -> str:
         first = self.problems[0]
         quoted = f"{first.line}: " if first.line is not None else ""
-        return quoted + first.message + (f" ({first.hint})" if first.hint else "")
+        return f"{quoted}{first.message}" + (f" ({first.hint})" if first.hint else "")

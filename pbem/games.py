@@ -19,7 +19,7 @@ from datetime import datetime
 from itertools import groupby
 from typing import Any
 
-from sqlalchemy import bindparam, insert
+from sqlalchemy import bindparam, insert, or_
 from sqlmodel import Session, col, delete, select
 
 from pbem.db import core_read
@@ -37,7 +37,7 @@ from pbem.models import (
     TalkMessage,
     Watcher,
 )
-from pbem.options import options_of
+from pbem.options import language_of, options_of
 from pbem.rules.dice import DiceStream, commitment
 from pbem.rules.postal_record import draw_seats
 from pbem.rules.ruleset import RuleSet
@@ -317,16 +317,36 @@ def add_player(session: Session, game: Game, email: str, name: str) -> Player:
     if len(players) >= most:
         raise Refusal(f"game '{game.name}' has its {most} players already")
     key, key_hash = new_key()
-    # the time zone the address chose in another game (TIMEZONE) holds here too
-    zone = session.exec(select(Player.timezone).where(
-        Player.email == email, col(Player.timezone).is_not(None))
+    # the time zone and language the address chose in another game (TIMEZONE, LANGUAGE)
+    # hold here too
+    chosen = session.exec(select(Player.timezone, Player.language).where(
+        Player.email == email, or_(col(Player.timezone).is_not(None),
+                                   col(Player.language).is_not(None)))
         .order_by(col(Player.id).desc())).first()
+    zone, language = chosen if chosen is not None else (None, None)
     player = Player(game_id=id_of(game), entrant=len(players) + 1, email=email,
                     name=name or email.partition("@")[0], key=key, key_hash=key_hash,
-                    timezone=zone)
+                    timezone=zone, language=language)
     session.add(player)
     session.flush()
     return player
+
+
+def language_of_address(session: Session, email: str, game: Game | None = None) -> str | None:
+    """The language mail to a player's address is written in: their own (LANGUAGE), else
+    their game's (``game``'s if they play in it, else their latest); None for an address
+    that plays nowhere here."""
+    email = email.lower()
+    rows = session.exec(select(Player, Game).join(Game, col(Game.id) == Player.game_id)
+                        .where(Player.email == email)
+                        .order_by(col(Player.id).desc()).limit(50)).all()
+    if not rows:
+        return None
+    own = next((p.language for p, _g in rows if p.language), None)
+    if own:
+        return own
+    chosen = next(((p, g) for p, g in rows if game is not None and g.id == game.id), rows[0])
+    return language_of(chosen[1], chosen[0])
 
 
 def remove_entrant(session: Session, game: Game, player: Player) -> None:

@@ -12,7 +12,7 @@ Pure: no I/O; pbem.orders imports it.
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 STAR_FACE = "*"       # what pbem.orders makes the star face of (pbem.rules.dice.STAR)
 
@@ -88,6 +88,17 @@ def language_named(word: str) -> str | None:
     return LANGUAGE_NAMES.get(folded(word))
 
 
+def words_language(lines: Iterable[str]) -> str | None:
+    """The language whose order word opens the first line that opens with one (a mail
+    that fails to parse is still answered in the language it was written in)."""
+    for line in lines:
+        words = [w.rstrip("!.:") for w in folded(line).split()[:3]]
+        for language, spellings in _FOLDED_ORDER_WORDS:
+            if any(words[:len(sp)] == sp for sp in spellings):
+                return language
+    return None
+
+
 def spellings_of(name: str) -> tuple[tuple[str, str], ...]:
     """(language, spelling) of every other language's word for the order ``name``."""
     return tuple((lang, word) for lang, table in ORDER_WORDS.items()
@@ -99,5 +110,8 @@ def _folded_table(tables: Mapping[str, Mapping[str, object]]) -> dict[str, objec
 
 
 FOLDED_FACES = _folded_table(FACE_WORDS)
+_FOLDED_ORDER_WORDS = tuple((language, tuple(folded(w).split() for words in table.values()
+                                              for w in words))
+                            for language, table in ORDER_WORDS.items())
 FOLDED_NUMBERS: dict[str, int] = {folded(word): value for table in NUMBER_WORDS.values()
                                   for word, value in table.items()}

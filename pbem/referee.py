@@ -40,17 +40,19 @@ from pbem.config import Settings
 from pbem.db import one_writer, transient_error
 from pbem.errors import Refusal
 from pbem.faults import crash_point, fail_point
-from pbem.games import active_players, find_game, load_state
+from pbem.games import active_players, find_game, language_of_address, load_state
 from pbem.kinds import kind_of
 from pbem.mail.read import MAX_LINE_CHARS, MAX_TEXT_LINES, InboundMessage, read_message
 from pbem.mail.text import BodyLine
 from pbem.models import Game, InboundMail, OutboundMail
+from pbem.options import language_of
+from pbem.order_words import words_language
 from pbem.orders import MAIL_LINES, Command, Order, ParsedText, help_lines, parse_text
 from pbem.render import Renderer
 from pbem.services import bounces, clock, failures, turns
 from pbem.services.failures import game_failed, mail_failed, what_failed
 from pbem.services.post import Incoming, Post, answer, read_reply, tagged, undeliverable
-from pbem.wording import plural
+from pbem.wording import _, plural
 from pbem.work import HandOff, Work, savepoint
 
 log = logging.getLogger(__name__)
@@ -307,7 +309,7 @@ def handle(session: Session, post: Post, row: InboundMail) -> str:
             sender_check.auth_failed(session, post, msg.from_addr)
         answer_error(session, post, mail, refused)
         lockout, about_signup = refused.lockout, refused.about_signup
-        outcome = "refused: " + "; ".join(p.message for p in refused.problems)
+        outcome = "refused: " + "; ".join(str(p.message) for p in refused.problems)
         proven = refused.sender_proven
     return sender_check.limit_answers(session, post, row, mail.msg, outcome, proven=proven,
                                       lockout=lockout, about_signup=about_signup)
@@ -342,7 +344,8 @@ def player_mail(session: Session, post: Post, mail: Incoming) -> str:
     if parsed.problems:
         raise Refusal.of(parsed.problems, game=who.game.name if who else None)
     # one answer a mail: the commands' answers are held and sent together at the end
-    ctx = CommandContext(session, post, post.clock(), mail, who, parsed.orders, parts=[])
+    ctx = CommandContext(session, post, post.clock(), mail, who, parsed.orders, parts=[],
+                         language=reader_language(session, post, mail.msg, who, parsed))
     outcome = player_commands_of(ctx, parsed, who)
     ctx.send_answers()
     return outcome
@@ -426,22 +429,44 @@ def referee_mail(session: Session, post: Post, mail: Incoming) -> str:
     if parsed.problems:
         raise Refusal.of(parsed.problems)
     ctx = CommandContext(session, post, post.clock(), mail, None, parsed.orders,
-                         by_referee=True)
+                         by_referee=True, language=settings.referee_language)
     try:
         with savepoint(session):   # all the commands of a mail, or none of them
             out = run(ctx, parsed.orders)
     except Refusal as refused:
         first = refused.problems[0]
         refused.problems[0] = dataclasses.replace(
-            first, message=f"{first.message}; nothing in this mail was done",
-            hint=first.hint or "fix that line and send the commands again")
+            first, message=_("{message}; nothing in this mail was done",
+                             message=first.message),
+            hint=first.hint or _("fix that line and send the commands again"))
         raise
-    answer(session, post, mail, "notice", "Referee commands done",
-           {"subject": "Referee commands done", "paragraphs": out, "game": None})
+    done = _("Referee commands done")
+    answer(session, post, mail, "notice", done,
+           {"subject": done, "paragraphs": out, "game": None},
+           language=settings.referee_language)
     return "referee commands: " + "; ".join(out)[:500]
 
 
 # --- answers ------------------------------------------------------------------------------
+
+def reader_language(session: Session, post: Post, msg: InboundMessage,
+                    who: Turnkey | None = None, parsed: ParsedText | None = None) -> str:
+    """The language a mail is answered in: the referee's own; a known player's
+    (LANGUAGE, else their game's); else the language of the mail's order words (a JOIN
+    written in German is answered in German); else the server's."""
+    settings = post.settings
+    sender = (msg.from_addr or "").lower()
+    if sender == settings.referee.lower():
+        return settings.referee_language
+    if who is not None:
+        return language_of(who.game, who.player)
+    known = language_of_address(session, sender) if sender else None
+    if known:
+        return known
+    written = parsed.language if parsed is not None else words_language(
+        line.text for line in msg.lines)
+    return written or settings.language
+
 
 def answer_error(session: Session, post: Post, mail: Incoming, refused: Refusal) -> None:
     """A short error: each line at fault, what is wrong and the fix; then only the orders
@@ -451,9 +476,10 @@ def answer_error(session: Session, post: Post, mail: Incoming, refused: Refusal)
                "help_lines": help_lines(orders_now(session, game, mail.sender)),
                "closed": game.status if game is not None and game.status in (
                    "over", "cancelled") else None}
-    subject = tagged(game.name, "your mail: nothing was applied") if game is not None else \
-        "Your mail to the Bluff referee: nothing was applied"
+    subject = (tagged(game.name, _("your mail: nothing was applied")) if game is not None
+               else _("Your mail to the Bluff referee: nothing was applied"))
     answer(session, post, mail, "error", subject, context,
+           language=reader_language(session, post, mail.msg),
            game_id=game.id if game is not None else None)
 
 

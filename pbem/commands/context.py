@@ -21,14 +21,15 @@ from pbem.errors import Refusal
 from pbem.models import Game, Player
 from pbem.orders import Command, Order, SeatByName
 from pbem.services.post import AnswerPart, Incoming, Post, answer, answer_parts
+from pbem.wording import Said
 
 
-def refusal(message: str, hint: str = "", line_no: int | None = None,
+def refusal(message: Said, hint: Said = "", line_no: int | None = None,
             line: str | None = None, game: str | None = None) -> Refusal:
     return Refusal(message, hint, line_no=line_no, line=line, game=game)
 
 
-def refuse(message: str, hint: str, order: Order, game: str | None = None) -> Refusal:
+def refuse(message: Said, hint: Said, order: Order, game: str | None = None) -> Refusal:
     """A refusal that quotes the order's line."""
     return Refusal(message, hint, order, game=game)
 
@@ -75,13 +76,15 @@ class CommandContext:
     # (pbem.services.post.answer_parts); None: each answer goes at once
     parts: list[AnswerPart] | None = None
     line_no: int = 0                 # the line of the command running now
+    # the language the sender reads (pbem.referee.reader_language): every answer's
+    language: str = "en"
 
     @property
     def sender(self) -> str:
         assert self.mail is not None
         return self.mail.sender
 
-    def answer(self, template: str, subject: str, context: dict[str, Any],
+    def answer(self, template: str, subject: Said, context: dict[str, Any],
                attachments: Sequence[tuple[str, str, bytes]] = ()) -> None:
         """Answer the sender (threaded to their mail); held with the mail's other answers
         when the mail collects them."""
@@ -92,6 +95,7 @@ class CommandContext:
             return
         who = self.who
         answer(self.session, self.post, self.mail, template, subject, context,
+               language=self.language,
                game_id=who.game.id if who else None, seat=who.player.seat if who else None,
                turn=who.turn if who else None, attachments=attachments)
 
@@ -100,16 +104,16 @@ class CommandContext:
         assert self.mail is not None
         parts, self.parts = self.parts or [], None
         who = self.who
-        answer_parts(self.session, self.post, self.mail, parts,
+        answer_parts(self.session, self.post, self.mail, parts, language=self.language,
                      game=who.game.name if who else next(
                          (str(p.context["game"]) for p in parts if p.context.get("game")),
                          None),
                      game_id=who.game.id if who else None,
                      seat=who.player.seat if who else None, turn=who.turn if who else None)
 
-    def notice(self, subject: str, paragraphs: list[str], game: str | None) -> None:
+    def notice(self, subject: Said, paragraphs: Sequence[Said], game: str | None) -> None:
         """Answer the sender with a notice (subject, paragraphs)."""
-        self.answer("notice", subject, {"subject": subject, "paragraphs": paragraphs,
+        self.answer("notice", subject, {"subject": subject, "paragraphs": list(paragraphs),
                                         "game": game})
 
 

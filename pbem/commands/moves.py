@@ -23,6 +23,7 @@ from pbem.orders import Command, Order, ParsedText, closest_lines, no_args
 from pbem.services.post import tagged
 from pbem.services.reports import enqueue_reports
 from pbem.services.turns import turn_complete
+from pbem.wording import Said
 
 MAX_IGNORED_SHOWN = 20   # prose lines a confirmation lists as ignored
 
@@ -116,12 +117,12 @@ def not_running(game: Game) -> tuple[str, str]:
 
 
 def no_order_found(parsed: ParsedText, commands: Sequence[Command], title: str,
-                   move_names: set[str], game: str, ignored: Sequence[str] = ()) -> Refusal:
+                   move_names: set[str], game: str, ignored: Sequence[Said] = ()) -> Refusal:
     """One problem for a mail without an order: the line that came closest to one (an HTML
     mail's lines too) quoted, why it is none (another kind's order word, say), the fix;
     what the reading left out (a quoted report, a signature) said in brackets."""
     fix = "write one order a line, e.g. " + " or ".join(c.usage for c in commands[:2])
-    found = "I found no order in your mail" + (f" (I ignored {' and '.join(ignored)})"
+    found = "I found no order in your mail" + (f" (I ignored {' and '.join(map(str, ignored))})"
                                                  if ignored else "")
     near = closest_lines(parsed.prose, commands, most=1)
     if not near:

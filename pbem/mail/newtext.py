@@ -13,6 +13,8 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from pbem.wording import Said
+
 __all__ = ["QUOTE", "SIGNATURE", "BodyLine", "NewText", "new_text", "new_text_lines"]
 
 # what a reading may have left out, as a confirmation names it
@@ -31,7 +33,7 @@ class NewText:
     """The new lines of a reply, and what was left out (QUOTE, SIGNATURE; in that order)."""
 
     lines: list[BodyLine]
-    ignored: tuple[str, ...] = ()
+    ignored: tuple[Said, ...] = ()
 
 
 _QUOTED = re.compile(r"^\s*>")

@@ -37,6 +37,7 @@ from pbem.mail.headers import HeaderBlock, as_text, decode_words
 from pbem.mail.mime import MAX_PARTS, Part, parse_structure
 from pbem.mail.newtext import new_text
 from pbem.mail.text import BodyLine, html_to_text, unflow
+from pbem.wording import Said
 
 __all__ = ["BodyLine", "InboundMessage", "read_message"]
 
@@ -68,7 +69,7 @@ class InboundMessage:
     sender_problem: str | None = None
     # What the reading left out of the new text, as a confirmation names it
     # (pbem.mail.newtext: "the quoted text below your text", "the signature").
-    ignored: tuple[str, ...] = ()
+    ignored: tuple[Said, ...] = ()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -18,19 +18,22 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from pbem.config import Settings
-from pbem.games import active_players, audit
+from pbem.games import active_players, audit, language_of_address
 from pbem.mail.newtext import QUOTE
 from pbem.mail.quotecut import reply_text
 from pbem.mail.read import InboundMessage
 from pbem.mail.sent import sent_texts
 from pbem.models import Game, InboundMail, OutboundMail, Player
+from pbem.options import language_of
 from pbem.outbox import Origin, Queued, enqueue
 from pbem.render import Renderer, html_part, text_part
+from pbem.wording import Message, Said, _
 
 
-def tagged(game: str, text: str) -> str:
-    """The subject of a mail about a game: "[bluff <game>] <text>" (the one place it is made)."""
-    return f"[bluff {game}] {text}"
+def tagged(game: str, text: Said) -> Message:
+    """The subject of a mail about a game: "[bluff <game>] <text>" (the one place it is
+    made); the tag is the same in every language, the text is said in the reader's."""
+    return Message("[bluff {game}] {text}", (("game", game), ("text", text)))
 
 
 @dataclass
@@ -50,6 +53,18 @@ class Post:
         """The referee's address."""
         return self.settings.referee
 
+    def subject(self, subject: Said, language: str) -> str:
+        """A subject line in its reader's language."""
+        return str(self.renderer.say(subject, language))
+
+    def language_of(self, session: Session, address: str, game: Game | None = None) -> str:
+        """The language mail to ``address`` is written in: the referee's own, a player's
+        own (LANGUAGE) or their game's, else the server's."""
+        if address == self.referee:
+            return self.settings.referee_language
+        found = language_of_address(session, address, game)
+        return found or (language_of(game) if game is not None else self.settings.language)
+
 
 @dataclass(frozen=True)
 class Incoming:
@@ -64,14 +79,15 @@ class Incoming:
         return self.msg.from_addr
 
 
-def answer(session: Session, post: Post, mail: Incoming, template: str, subject: str,
-           context: dict[str, Any], *, game_id: int | None = None, seat: int | None = None,
-           turn: int | None = None,
+def answer(session: Session, post: Post, mail: Incoming, template: str, subject: Said,
+           context: dict[str, Any], *, language: str, game_id: int | None = None,
+           seat: int | None = None, turn: int | None = None,
            attachments: Sequence[tuple[str, str, bytes]] = ()) -> Queued:
-    """Answer the sender of a mail, threaded to it (In-Reply-To, References)."""
-    text, html = post.renderer.render(template, context)
-    return _reply(session, post, mail, template, subject, text, html, game_id=game_id,
-                  seat=seat, turn=turn, attachments=attachments)
+    """Answer the sender of a mail in ``language``, threaded to it (In-Reply-To,
+    References)."""
+    text, html = post.renderer.render(template, context, language)
+    return _reply(session, post, mail, template, post.subject(subject, language), text, html,
+                  game_id=game_id, seat=seat, turn=turn, attachments=attachments)
 
 
 def _reply(session: Session, post: Post, mail: Incoming, kind: str, subject: str, text: str,
@@ -93,14 +109,14 @@ class AnswerPart:
 
     line_no: int
     template: str
-    subject: str
+    subject: Said
     context: dict[str, Any]
     attachments: tuple[tuple[str, str, bytes], ...] = ()
 
 
 def answer_parts(session: Session, post: Post, mail: Incoming, parts: Sequence[AnswerPart],
-                 *, game: str | None, game_id: int | None = None, seat: int | None = None,
-                 turn: int | None = None) -> Queued | None:
+                 *, language: str, game: str | None, game_id: int | None = None,
+                 seat: int | None = None, turn: int | None = None) -> Queued | None:
     """One answer to a mail, however many of its lines asked for one: a single part goes as
     its own answer, several as one mail with each part in the order of the mail's lines."""
     ordered = sorted(parts, key=lambda p: p.line_no)
@@ -108,34 +124,40 @@ def answer_parts(session: Session, post: Post, mail: Incoming, parts: Sequence[A
         return None
     if len(ordered) == 1:
         p = ordered[0]
-        return answer(session, post, mail, p.template, p.subject, p.context, game_id=game_id,
-                      seat=seat, turn=turn, attachments=p.attachments)
-    rendered = [post.renderer.render(p.template, p.context) for p in ordered]
-    prefix = tagged(game, "") if game else ""
-    what = "; ".join(p.subject.removeprefix(prefix) for p in ordered)
-    subject = (tagged(game, f"your mail: {what}") if game else f"Your mail: {what}")
+        return answer(session, post, mail, p.template, p.subject, p.context,
+                      language=language, game_id=game_id, seat=seat, turn=turn,
+                      attachments=p.attachments)
+    rendered = [post.renderer.render(p.template, p.context, language) for p in ordered]
+    prefix = post.subject(tagged(game, ""), language) if game else ""
+    what = "; ".join(post.subject(p.subject, language).removeprefix(prefix) for p in ordered)
+    subject = post.subject(tagged(game, _("your mail: {what}", what=what)) if game
+                           else _("Your mail: {what}", what=what), language)
     context = {"subject": subject, "game": game,
                "parts": [{"text": text_part(t), "html": html_part(h)} for t, h in rendered]}
-    text, html = post.renderer.render("combined", context)
+    text, html = post.renderer.render("combined", context, language)
     return _reply(session, post, mail, "combined", subject, text, html, game_id=game_id,
                   seat=seat, turn=turn,
                   attachments=[a for p in ordered for a in p.attachments])
 
 
-def notice(session: Session, post: Post, to: str, subject: str, paragraphs: list[str],
-           now: datetime, *, game: Game | None = None, seat: int | None = None,
-           turn: int | None = None, kind: str = "notice") -> Queued:
-    """One notice mail (the "notice" template) to one address."""
-    context = {"subject": subject, "paragraphs": paragraphs,
+def notice(session: Session, post: Post, to: str, subject: Said, paragraphs: Sequence[Said],
+           now: datetime, *, language: str | None = None, game: Game | None = None,
+           seat: int | None = None, turn: int | None = None, kind: str = "notice") -> Queued:
+    """One notice mail (the "notice" template) to one address, in ``language`` (None: the
+    address's own, Post.language_of)."""
+    if language is None:
+        language = post.language_of(session, to, game)
+    said = post.subject(subject, language)
+    context = {"subject": said, "paragraphs": list(paragraphs),
                "game": game.name if game is not None else None}
-    text, html = post.renderer.render("notice", context)
-    return enqueue(session, post.origin, kind=kind, to=to, subject=subject, text=text,
+    text, html = post.renderer.render("notice", context, language)
+    return enqueue(session, post.origin, kind=kind, to=to, subject=said, text=text,
                    html=html, now=now, game_id=game.id if game is not None else None,
                    seat=seat, turn=turn, shipped_html=post.renderer.shipped_only)
 
 
-def announce(session: Session, post: Post, game: Game, subject: str, paragraphs: list[str],
-             now: datetime, *, action: str, actor: str = "server",
+def announce(session: Session, post: Post, game: Game, subject: Said,
+             paragraphs: Sequence[Said], now: datetime, *, action: str, actor: str = "server",
              players: list[Player] | None = None) -> int:
     """A notice to each of the game's active players (or to `players`), and an audit entry.
 
@@ -145,24 +167,28 @@ def announce(session: Session, post: Post, game: Game, subject: str, paragraphs:
     recipients = active_players(session, game) if players is None else players
     full = tagged(game.name, subject)
     for player in recipients:
-        notice(session, post, player.email, full, paragraphs, now, game=game,
+        notice(session, post, player.email, full, paragraphs, now,
+               language=language_of(game, player), game=game,
                seat=player.seat, turn=game.turn if player.seat is not None else None)
-    audit(session, game, now, action, " ".join(paragraphs), actor=actor)
+    audit(session, game, now, action, " ".join(str(p) for p in paragraphs), actor=actor)
     return len(recipients)
 
 
-def tell_referee(session: Session, post: Post, subject: str, paragraphs: list[str]) -> None:
-    """A notice to the referee's address."""
-    notice(session, post, post.referee, subject, paragraphs, post.clock())
+def tell_referee(session: Session, post: Post, subject: Said,
+                 paragraphs: Sequence[Said]) -> None:
+    """A notice to the referee's address, in the referee's language."""
+    notice(session, post, post.referee, subject, paragraphs, post.clock(),
+           language=post.settings.referee_language)
 
 
 def undeliverable(session: Session, post: Post, row: OutboundMail, why: str) -> None:
     """The outbox gave up on a mail: tell the referee (unless that mail was to them)."""
     if post.referee in row.rcpts_json:
         return
-    tell_referee(session, post, "A mail could not be delivered",
-                 [f"Mail {row.message_id} ({row.kind}) to "
-                  f"{', '.join(json.loads(row.rcpts_json))} could not be delivered: {why}"])
+    tell_referee(session, post, _("A mail could not be delivered"),
+                 [_("Mail {id} ({kind}) to {to} could not be delivered: {why}",
+                    id=row.message_id, kind=row.kind,
+                    to=", ".join(json.loads(row.rcpts_json)), why=why)])
 
 
 def replied_to(session: Session, msg: InboundMessage, *where: Any) -> OutboundMail | None:
@@ -175,9 +201,12 @@ def replied_to(session: Session, msg: InboundMessage, *where: Any) -> OutboundMa
                         .order_by(col(OutboundMail.id).desc())).first()
 
 
-# what a confirmation calls the mail of ours that a reply quoted, by its kind
-_QUOTED_KIND = {"report": "report", "confirm": "confirmation", "error": "answer",
-                "help": "help", "notice": "notice"}
+# what a confirmation says of the mail of ours that a reply quoted, by its kind
+_QUOTED_KIND = {"report": _("the quoted report below your text"),
+                "confirm": _("the quoted confirmation below your text"),
+                "error": _("the quoted answer below your text"),
+                "help": _("the quoted help below your text"),
+                "notice": _("the quoted notice below your text")}
 
 
 def read_reply(session: Session, msg: InboundMessage) -> InboundMessage:
@@ -192,7 +221,7 @@ def read_reply(session: Session, msg: InboundMessage) -> InboundMessage:
     found = reply_text(msg.text, sent_texts(ours.raw))   # HTML rendered only if needed
     if found is None:
         return msg
-    quoted = f"the quoted {_QUOTED_KIND.get(ours.kind, 'mail')} below your text"
+    quoted = _QUOTED_KIND.get(ours.kind, _("the quoted mail below your text"))
     return dataclasses.replace(msg, lines=found.lines, ignored=tuple(
         quoted if part == QUOTE else part for part in found.ignored))
 

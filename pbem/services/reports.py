@@ -19,11 +19,12 @@ from pbem.games import heard_by, seated, talk_lines, watchers_of
 from pbem.kinds import kind_of
 from pbem.links import key_generation, private_link
 from pbem.models import Game, Player
-from pbem.options import robot_level
+from pbem.options import language_of, robot_level
 from pbem.outbox import Origin, Queued, enqueue
 from pbem.services.export import export_json
 from pbem.services.post import Post, tagged
 from pbem.services.replay import course, replay_steps
+from pbem.wording import _
 
 
 def web_links(web: WebSettings, game: Game, player: Player | None,
@@ -122,9 +123,10 @@ def enqueue_reports(session: Session, post: Post, game: Game, state: Any, *, now
         told = (seat_notes or {}).get(seat, notes or [])   # "you" for the reader's seat
         context = report_context(game, players, state, seat, now, origin, told,
                                  heard_by(talk, seat), post.settings.web, drawn)
-        text, html = renderer.render(kind_of(game).report_template, context)
-        subject = tagged(game.name, "final report" if kind_of(game).over(state)
-                         else f"turn {game.turn} report")
+        language = language_of(game, player)
+        text, html = renderer.render(kind_of(game).report_template, context, language)
+        subject = post.subject(tagged(game.name, _("final report") if kind_of(game).over(state)
+                                      else _("turn {turn} report", turn=game.turn)), language)
         attachment = ("report.json", "application/json", view_json(context["view"]))
         rows.append(enqueue(session, origin, kind="report", to=player.email, subject=subject,
                             text=text, html=html, now=now, attachments=[attachment, *record],
@@ -151,14 +153,24 @@ def _watcher_reports(session: Session, post: Post, game: Game, state: Any,
     context = report_context(game, players, state, None, now, post.origin, notes,
                              heard_by(talk, None), post.settings.web, course)
     context["how_to_order"] = False      # watchers have no orders to send
-    text, html = post.renderer.render(kind_of(game).report_template, context)
-    subject = tagged(game.name, "final report (public view)" if kind_of(game).over(state)
-                     else f"turn {game.turn} public view")
     attachment = ("report.json", "application/json", view_json(context["view"]))
-    return [enqueue(session, post.origin, kind="watch", to=email, subject=subject, text=text,
-                    html=html, now=now, attachments=[attachment, *record], game_id=game.id,
-                    turn=game.turn, shipped_html=post.renderer.shipped_only)
-            for email in watchers]
+    rows: list[Queued] = []
+    # a watcher reads their own language if they play here, else the game's: one
+    # rendering a language
+    by_language: dict[str, list[str]] = {}
+    for email in watchers:
+        by_language.setdefault(post.language_of(session, email, game), []).append(email)
+    for language, emails in by_language.items():
+        text, html = post.renderer.render(kind_of(game).report_template, context, language)
+        subject = post.subject(tagged(game.name, _("final report (public view)")
+                                      if kind_of(game).over(state)
+                                      else _("turn {turn} public view", turn=game.turn)), language)
+        rows += [enqueue(session, post.origin, kind="watch", to=email, subject=subject,
+                         text=text, html=html, now=now, attachments=[attachment, *record],
+                         game_id=game.id, turn=game.turn,
+                         shipped_html=post.renderer.shipped_only)
+                 for email in emails]
+    return rows
 
 
 def game_course(session: Session, game: Game, players: dict[int, Player]) -> dict[str, Any]:

@@ -74,4 +74,4 @@ def test_a_command_that_needs_a_player_is_refused_with_its_line() -> None:
 
 
 def test_the_subject_tag() -> None:
-    assert tagged("cup-1", "turn 3 report") == "[bluff cup-1] turn 3 report"
+    assert str(tagged("cup-1", "turn 3 report")) == "[bluff cup-1] turn 3 report"
