@@ -543,6 +543,10 @@ class Renderer:
         """Render ``NAME.txt.j2`` and ``NAME.html.j2`` with ``context`` in ``language``:
         (text, html)."""
         env = self.environment(language)
+        if language != SOURCE_LANGUAGE:
+            # every message in the context said in the language at once, so that a filter
+            # (join, wrap ...) that makes text of one gets it said, not in English
+            context = say(context, translator(known_language(language)))
         # no copy of the context here: Template.render makes its own
         text = env.get_template(f"{name}.txt.j2").render(context)
         html = env.get_template(f"{name}.html.j2").render(context)

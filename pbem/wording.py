@@ -119,12 +119,26 @@ Said = str | Message
 
 
 def say(value: Any, tr: Translator = ENGLISH) -> Any:
-    """A value as its reader reads it: a message said in ``tr``'s language, a list or
-    tuple of them each said, anything else as it is."""
-    if type(value) is Message:
+    """A value as its reader reads it: a message said in ``tr``'s language, and so every
+    message inside a list, tuple or dict (a new container where one was said, the same
+    object where none was); anything else as it is."""
+    kind = type(value)
+    if kind is Message:
         return value.said(tr)
-    if type(value) in (list, tuple):
-        return type(value)(say(v, tr) for v in value)
+    if kind is dict:
+        changed: dict[Any, Any] | None = None
+        for key, item in value.items():
+            said = say(item, tr)
+            if said is not item:
+                if changed is None:
+                    changed = dict(value)
+                changed[key] = said
+        return value if changed is None else changed
+    if kind is list or kind is tuple:
+        items = [say(item, tr) for item in value]
+        if all(a is b for a, b in zip(items, value, strict=True)):
+            return value
+        return items if kind is list else tuple(items)
     return value
 
 

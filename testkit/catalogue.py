@@ -21,6 +21,7 @@ Messages are marked in Python with ``_("...")`` / ``_n("...", "...", n)``
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import sys
@@ -206,6 +207,34 @@ def todo(language: str) -> dict[str, str | list[str]]:
         if not all(strings):
             out[key] = key if isinstance(message.id, str) else list(message.id)
     return out
+
+
+_FIELD = re.compile(r"\{\w*\}|%\(\w+\)s|%s|%d")
+
+
+@functools.lru_cache(maxsize=8)
+def english_phrases(language: str) -> list[str]:
+    """The English phrases a mail in ``language`` must not show: each literal run of two
+    words or more of a message's source that its translation does not also hold (an
+    order word, a command's usage or a name may stay as it is)."""
+    phrases: set[str] = set()
+    for message in translations(language).values():
+        sources = message.id if isinstance(message.id, (tuple, list)) else (message.id,)
+        strings = message.string if isinstance(message.string, (tuple, list)) else (
+            message.string,)
+        said = " ".join(str(t) for t in strings if t)
+        for source in sources:
+            for run in _FIELD.split(source):
+                run = " ".join(run.split()).strip(" .,:;()!?-")
+                if len(run.split()) >= 2 and len(run) >= 8 and run not in said:
+                    phrases.add(run)
+    return sorted(phrases, key=len, reverse=True)
+
+
+def english_left(text: str, language: str) -> list[str]:
+    """The English phrases (english_phrases) found in ``text``, white space folded."""
+    folded = " ".join(text.split())
+    return [p for p in english_phrases(language) if p in folded]
 
 
 def main(argv: list[str]) -> int:
