@@ -39,3 +39,15 @@ def test_the_troubleshooting_names_poll_seconds_with_its_section() -> None:
     assert "`poll_seconds` under `[imap]`" in docs
     readme = " ".join((root / "README.md").read_text(encoding="utf-8").split())
     assert "`poll_seconds`, a setting of `[imap]`" in readme
+
+
+def test_a_language_pbem_does_not_speak_stops_it(tmp_path: Path) -> None:
+    said = settings_error(tmp_path, '[server]\nreferee_language = "fr"\n')
+    assert said == "[server] referee_language must be one of en, de, cs, not 'fr'"
+
+
+def test_the_languages_are_read(tmp_path: Path) -> None:
+    path = tmp_path / "pbem.toml"
+    path.write_text('[server]\nlanguage = "cs"\nreferee_language = "de"\n', "utf-8")
+    settings = load_settings(path, env={})
+    assert (settings.language, settings.referee_language) == ("cs", "de")
