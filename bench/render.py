@@ -11,6 +11,10 @@ those contexts again, per report template:
   side in the same process, so both figures come from the same run.
 
     python bench/render.py [--baseline REV] [--repeat 5] [--changed] [--save F | --check F]
+                           [--language de]
+
+--language L times "now" rendering every report in language L (German, Czech) against
+"base" in English: what a translation costs (the reports then differ, of course).
 
 --save F pickles every report as rendered during the games (template, text,
 html); --check F plays the same games again and fails on the first report
@@ -66,9 +70,10 @@ def record_game(tmp: Path, label: str, kind: str, options: str, players: int,
     seen: Recorded = []
 
     class Recording(Renderer):
-        def render(self, name: str, context: Mapping[str, Any]) -> tuple[str, str]:
+        def render(self, name: str, context: Mapping[str, Any],
+                   language: str = "en") -> tuple[str, str]:
             kept = copy.deepcopy(dict(context))     # before the renderer sees it
-            text, html = super().render(name, context)
+            text, html = super().render(name, context, language)
             seen.append((name, kept, text, html))
             return text, html
 
@@ -112,7 +117,8 @@ def forget(renderer: Renderer) -> None:
             obj.cache_clear()
 
 
-def timed(base: Renderer, now: Renderer, reports: Recorded, repeat: int) -> tuple[float, float]:
+def timed(base: Renderer, now: Renderer, reports: Recorded, repeat: int,
+          language: str = "en") -> tuple[float, float]:
     """Seconds for all the reports, base and now: each report alternately by one and
     the other (a busy moment of the machine hits both), the best of ``repeat`` passes
     per report (passes start cold: no remembered filter answers)."""
@@ -126,7 +132,7 @@ def timed(base: Renderer, now: Renderer, reports: Recorded, repeat: int) -> tupl
             start = clock()
             base.render(name, context)
             middle = clock()
-            now.render(name, context)
+            now.render(name, context, language)
             end = clock()
             best_base[i] = min(best_base[i], middle - start)
             best_now[i] = min(best_now[i], end - middle)
@@ -144,6 +150,8 @@ def main() -> int:
     parser.add_argument("--changed", action="store_true",
                         help="the reports are meant to differ from the baseline's (a change "
                              "of what they show): count the ones that differ, time both")
+    parser.add_argument("--language", default="en",
+                        help="render 'now' in this language (en, de, cs); base is English")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmpdir:
@@ -170,10 +178,11 @@ def main() -> int:
 
         # --changed: the reports differ, so only their cost is compared, and "now" reads
         # its templates as an override folder too: both pay the same loader's checks
+        args.changed = args.changed or args.language != "en"
         now = Renderer(ROOT / "templates") if args.changed else Renderer()
         base = baseline_renderer(args.baseline, tmp)
         for label, reports in games.items():
-            differ = sum(now.render(name, context) != base.render(name, context)
+            differ = sum(now.render(name, context, args.language) != base.render(name, context)
                          for name, context, _, _ in reports)
             if differ and not args.changed:
                 print(f"{label}: {differ} reports differ from {args.baseline}'s")
@@ -182,9 +191,9 @@ def main() -> int:
                 print(f"{label}: {differ} of {len(reports)} reports differ from "
                       f"{args.baseline}'s")
         print(f"{'reports':<22}{'base/s':>9}{'now/s':>9}{'ms base':>9}{'ms now':>8}  speed-up"
-              f"   (base: {args.baseline})")
+              f"   (base: {args.baseline}; now in {args.language})")
         for label, reports in games.items():
-            took_base, took_now = timed(base, now, reports, args.repeat)
+            took_base, took_now = timed(base, now, reports, args.repeat, args.language)
             n = len(reports)
             print(f"{label:<22}{n / took_base:>9.0f}{n / took_now:>9.0f}"
                   f"{1000 * took_base / n:>9.2f}{1000 * took_now / n:>8.2f}"
