@@ -1,0 +1,150 @@
+"""The web pages in their reader's language: which one a request asks for, the links
+that switch it, and one template Environment a language (templates/web/).
+
+A page is said in the language of its ``?lang=`` (which a cookie then remembers), else
+of the ``lang`` cookie, else the best of the browser's ``Accept-Language``. The pages'
+data (pbem.web.pages) is the same in every language: its messages (pbem.wording.Message)
+are said when a page is drawn, so the JSON twins stay English.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, cast
+from urllib.parse import urlencode
+
+import jinja2
+from starlette.requests import Request
+from starlette.responses import Response
+
+from pbem.charts import GLOBALS as CHARTS
+from pbem.config import Settings
+from pbem.i18n import LANGUAGES, best_language, translator
+from pbem.kinds import kind_named
+from pbem.render import (
+    bid,
+    dice,
+    die,
+    face_name,
+    lookup,
+    packaged_template_dir,
+    pct,
+    plain,
+    plural_in,
+    utc,
+)
+from pbem.usertext import shown
+from pbem.wording import Message, Translator, _, listing, say
+
+COOKIE = "lang"
+COOKIE_SECONDS = 365 * 86400
+# what the pages vary by, besides their address
+VARY = "Accept-Language, Cookie"
+
+# the titles of pbem's own kinds (pbem.kinds), by the kind's name
+KIND_TITLES = {"postal": _("postal Bluff"), "classic": _("classic Bluff"),
+               "cup": _("Cup of Bluff")}
+
+
+def chosen_language(request: Request) -> tuple[str, bool]:
+    """The language of the page asked for, and whether the request chose it (``?lang=``:
+    then the answer sets the cookie)."""
+    asked = request.query_params.get("lang", "")
+    if asked in LANGUAGES:
+        return asked, True
+    kept = request.cookies.get(COOKIE, "")
+    if kept in LANGUAGES:
+        return kept, False
+    return best_language(request.headers.get("accept-language")), False
+
+
+def remember_language(response: Response, language: str) -> None:
+    """The cookie that keeps a language chosen with ``?lang=`` for the pages after."""
+    response.set_cookie(COOKIE, language, max_age=COOKIE_SECONDS, path="/", httponly=True,
+                        samesite="lax")
+
+
+def switch_links(request: Request, current: str) -> list[dict[str, Any]]:
+    """A link to this page in each language (its other query parameters kept)."""
+    others = [(k, v) for k, v in request.query_params.multi_items() if k != "lang"]
+    return [{"code": code, "name": name, "current": code == current,
+             "url": f"{request.url.path}?{urlencode([*others, ('lang', code)])}"}
+            for code, name in LANGUAGES.items()]
+
+
+def _finalize(tr: Translator) -> Callable[[Any], Any]:
+    """Every ``{{ ... }}``: a message said in the page's language, text cleaned of bidi
+    and control characters (pbem.usertext) whatever a player put into a name or talk."""
+    def finalize(value: Any) -> Any:
+        return _cleaned(value.said(tr) if type(value) is Message else value)
+    return finalize
+
+
+def _cleaned(value: Any) -> Any:
+    """A text value as ``{{ ... }}`` puts it out (pbem.usertext.shown): a player's name
+    put into a sentence loses its bidi and control characters too."""
+    return shown(value) if type(value) is str else value
+
+
+def _saying(gettext: Callable[..., str], tr: Translator) -> Callable[..., str]:
+    """The i18n extension's newstyle ``gettext``/``ngettext``, with the values put into the
+    text (``{% trans left=g.paused_left %}``) said in the same language when they are
+    messages (the extension would put them in as their English ``str()``), and cleaned
+    as every output is (the extension puts them in without ``finalize``)."""
+    @jinja2.pass_context
+    def call(context: jinja2.runtime.Context, *args: Any, **values: Any) -> str:
+        return gettext(context, *args, **{k: _cleaned(say(v, tr)) for k, v in values.items()})
+    return call
+
+
+def kind_title(name: str, title: Any) -> Any:
+    """A kind's title, said in the reader's language where it is one of pbem's own."""
+    return KIND_TITLES.get(name, title)
+
+
+def table_title(look: str, table: dict[str, Any]) -> Any:
+    """A table's heading: "Mini-game 3" (postal), "Round 2" (classic), as the kind's
+    tables (pbem.kinds.tables) name them."""
+    if look == "postal" and table.get("number") is not None:
+        return _("Mini-game {number}", number=table["number"])
+    if look == "classic" and table.get("number") is not None:
+        return _("Round {number}", number=table["number"])
+    if table.get("type") == "cup":
+        return _("The table")
+    return table.get("title", "")
+
+
+def template_environment(settings: Settings, language: str) -> jinja2.Environment:
+    """The web templates (templates/web/) in ``language``: ``{% trans %}``, ``_()``,
+    ``plural`` and the filters that name things (``bid``, ``face_name``) speak it."""
+    tr = translator(language)
+    folders = [str(packaged_template_dir())]
+    if settings.templates_dir is not None:
+        folders.insert(0, str(settings.templates_dir))
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(folders),
+        autoescape=jinja2.select_autoescape(enabled_extensions=("html.j2",),
+                                            default_for_string=True, default=True),
+        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+        finalize=_finalize(tr), extensions=["jinja2.ext.i18n"])
+    # the i18n extension's method, which Environment does not declare
+    env.install_gettext_callables(  # type: ignore[attr-defined]
+        gettext=tr.gettext, ngettext=tr.ngettext, newstyle=True)
+    for name in ("gettext", "ngettext"):   # a message put into a {% trans %}: said too
+        env.globals[name] = _saying(cast(Callable[..., str], env.globals[name]), tr)
+    env.filters.update(die=die, dice=dice, plain=plain, pct=pct, utc=utc, lookup=lookup,
+                       face_name=lambda face, quantity=1: face_name(face, quantity, tr),
+                       bid=lambda b: bid(b, tr),
+                       said=lambda value: value.said(tr) if type(value) is Message else value)
+    env.globals.update(lookup=lookup, plural=plural_in(tr),
+                       listing=lambda items, none=None: listing(items, none, tr),
+                       language=language, kind_title=kind_title, table_title=table_title)
+    env.globals.update(CHARTS)     # the pictures: course_chart_svg ... (pbem.charts)
+    # how the pages draw a kind's scores and tables ("postal", "classic", "cup"), by its name
+    env.globals["web_look"] = lambda name: kind_named(name).web_look
+    return env
+
+
+def environments(settings: Settings) -> dict[str, jinja2.Environment]:
+    """One Environment a language pbem speaks (each compiles a template at its first use)."""
+    return {code: template_environment(settings, code) for code in LANGUAGES}
