@@ -10,10 +10,11 @@ are said when a page is drawn, so the JSON twins stay English.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 from urllib.parse import urlencode
 
 import jinja2
+from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -21,6 +22,7 @@ from pbem.charts import GLOBALS as CHARTS
 from pbem.config import Settings
 from pbem.i18n import LANGUAGES, best_language, translator
 from pbem.kinds import kind_named
+from pbem.render import _Environment as FastEnvironment  # the mails' fast paths, same output
 from pbem.render import (
     bid,
     dice,
@@ -76,7 +78,10 @@ def _finalize(tr: Translator) -> Callable[[Any], Any]:
     """Every ``{{ ... }}``: a message said in the page's language, text cleaned of bidi
     and control characters (pbem.usertext) whatever a player put into a name or talk."""
     def finalize(value: Any) -> Any:
-        return _cleaned(value.said(tr) if type(value) is Message else value)
+        kind = type(value)    # one look-up: a page puts out thousands of values
+        if kind is str:
+            return shown(value)
+        return shown(value.said(tr)) if kind is Message else value
     return finalize
 
 
@@ -86,15 +91,38 @@ def _cleaned(value: Any) -> Any:
     return shown(value) if type(value) is str else value
 
 
-def _saying(gettext: Callable[..., str], tr: Translator) -> Callable[..., str]:
-    """The i18n extension's newstyle ``gettext``/``ngettext``, with the values put into the
-    text (``{% trans left=g.paused_left %}``) said in the same language when they are
-    messages (the extension would put them in as their English ``str()``), and cleaned
-    as every output is (the extension puts them in without ``finalize``)."""
-    @jinja2.pass_context
-    def call(context: jinja2.runtime.Context, *args: Any, **values: Any) -> str:
-        return gettext(context, *args, **{k: _cleaned(say(v, tr)) for k, v in values.items()})
-    return call
+def _gettext_callables(tr: Translator) -> dict[str, Callable[..., str]]:
+    """The templates' ``_``/``gettext`` and ``ngettext``: the i18n extension's newstyle ones
+    (the translation is a %-format filled with the keyword values, marked up where the
+    template escapes), called at once rather than through two more context calls, and
+    with the values said in the same language when they are messages (the extension puts
+    them in as their English ``str()``) and cleaned as every ``{{ ... }}`` output is (the
+    extension puts them in without ``finalize``)."""
+    plain: dict[str, str] = {}    # a text without values, marked up: said once a process
+
+    def filled(eval_ctx: jinja2.nodes.EvalContext, text: str, values: dict[str, Any]) -> str:
+        if not eval_ctx.autoescape:
+            return text % {k: _cleaned(say(v, tr)) for k, v in values.items()}
+        if values:
+            return Markup(text) % {k: _cleaned(say(v, tr)) for k, v in values.items()}
+        said = plain.get(text)
+        if said is None:
+            said = plain[text] = Markup(text) % {}
+        return said
+
+    # the eval context, not the context: Jinja2 would copy a context with the
+    # variables of the loop or macro around every call
+    @jinja2.pass_eval_context
+    def gettext(eval_ctx: jinja2.nodes.EvalContext, string: str, /, **values: Any) -> str:
+        return filled(eval_ctx, tr.gettext(string), values)
+
+    @jinja2.pass_eval_context
+    def ngettext(eval_ctx: jinja2.nodes.EvalContext, singular: str, plural: str, n: int, /,
+                 **values: Any) -> str:
+        values.setdefault("num", n)
+        return filled(eval_ctx, tr.ngettext(singular, plural, n), values)
+
+    return {"gettext": gettext, "_": gettext, "ngettext": ngettext}
 
 
 def kind_title(name: str, title: Any) -> Any:
@@ -121,17 +149,17 @@ def template_environment(settings: Settings, language: str) -> jinja2.Environmen
     folders = [str(packaged_template_dir())]
     if settings.templates_dir is not None:
         folders.insert(0, str(settings.templates_dir))
-    env = jinja2.Environment(
+    env = FastEnvironment(
         loader=jinja2.FileSystemLoader(folders),
         autoescape=jinja2.select_autoescape(enabled_extensions=("html.j2",),
                                             default_for_string=True, default=True),
         undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
         finalize=_finalize(tr), extensions=["jinja2.ext.i18n"])
-    # the i18n extension's method, which Environment does not declare
+    # the i18n extension's method, which Environment does not declare; it makes
+    # {% trans %} pass its values as keywords (newstyle), to the callables set after it
     env.install_gettext_callables(  # type: ignore[attr-defined]
         gettext=tr.gettext, ngettext=tr.ngettext, newstyle=True)
-    for name in ("gettext", "ngettext"):   # a message put into a {% trans %}: said too
-        env.globals[name] = _saying(cast(Callable[..., str], env.globals[name]), tr)
+    env.globals.update(_gettext_callables(tr))
     env.filters.update(die=die, dice=dice, plain=plain, pct=pct, utc=utc, lookup=lookup,
                        face_name=lambda face, quantity=1: face_name(face, quantity, tr),
                        bid=lambda b: bid(b, tr),
