@@ -115,6 +115,12 @@ class WebJSON(JSONResponse):
                           separators=(",", ":"), default=in_english).encode("utf-8")
 
 
+def for_whom(cache: str, asked: bool) -> str:
+    """The Cache-Control of a page; one that sets the language cookie (``?lang=``) is for
+    this browser alone."""
+    return cache.replace("public", "private") if asked else cache
+
+
 def html_tag(etag: str, as_json: bool, language: str) -> str:
     """The ETag of a page: its JSON twin's, or its HTML's in one language."""
     return f'"{etag}-j"' if as_json else f'"{etag}-h-{language}"'
@@ -160,8 +166,7 @@ class WebApp:
         language, asked = chosen_language(request)
         if not as_json:
             headers["vary"] = VARY
-            if asked:   # an answer that sets a cookie is for this browser alone
-                headers["cache-control"] = cache.replace("public", "private")
+            headers["cache-control"] = for_whom(cache, asked)
         if etag is not None:
             headers["etag"] = html_tag(etag, as_json, language)
             if etag_matches(request, headers["etag"]):
@@ -324,7 +329,8 @@ class WebApp:
     def verify_form(self, request: Request) -> Response:
         response = self.html("verify.html.j2", request, page=None,
                              limit=self.settings.web.max_upload_bytes)
-        response.headers["cache-control"] = "public, max-age=3600"
+        response.headers["cache-control"] = for_whom("public, max-age=3600",
+                                                     chosen_language(request)[1])
         return response
 
     async def read_body(self, request: Request, limit: int) -> bytes:

@@ -142,6 +142,9 @@ def test_the_switch_sets_a_cookie_that_wins_over_the_browser(client: TestClient)
     assert client.get("/?lang=en", headers=german).text.count('<html lang="en">') == 1
     assert '<html lang="en">' in client.get("/games/cup-1", headers=german).text
     assert '<html lang="en">' in client.get("/?lang=xx", headers=german).text   # unknown
+    form = client.get("/verify?lang=de")
+    assert form.headers["cache-control"] == "private, max-age=3600" and "Prüfen" in form.text
+    assert client.get("/verify").headers["cache-control"] == "public, max-age=3600"
 
 
 def test_every_page_links_to_itself_in_each_language(client: TestClient) -> None:
