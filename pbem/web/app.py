@@ -121,7 +121,7 @@ def for_whom(cache: str, asked: bool) -> str:
     return cache.replace("public", "private") if asked else cache
 
 
-def html_tag(etag: str, as_json: bool, language: str) -> str:
+def page_tag(etag: str, as_json: bool, language: str) -> str:
     """The ETag of a page: its JSON twin's, or its HTML's in one language."""
     return f'"{etag}-j"' if as_json else f'"{etag}-h-{language}"'
 
@@ -168,7 +168,7 @@ class WebApp:
             headers["vary"] = VARY
             headers["cache-control"] = for_whom(cache, asked)
         if etag is not None:
-            headers["etag"] = html_tag(etag, as_json, language)
+            headers["etag"] = page_tag(etag, as_json, language)
             if etag_matches(request, headers["etag"]):
                 response = Response(status_code=304, headers=headers)
                 if asked and not as_json:
@@ -236,7 +236,7 @@ class WebApp:
             version = game_version(session, game, deadline_text)
             etag = f"{game.name}-{version}"
             cache = FINISHED_CACHE if over else self.running_cache()
-            if etag_matches(request, html_tag(etag, as_json, chosen_language(request)[0])):
+            if etag_matches(request, page_tag(etag, as_json, chosen_language(request)[0])):
                 return self.answer(request, {}, "", as_json=as_json, cache=cache, etag=etag)
             verified = self.verified(session, game) if over else None
             data = self.pages.get((game.id, version),
