@@ -22,12 +22,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
-import jinja2
 from sqlalchemy import Engine
 from sqlmodel import Session
 from starlette.applications import Starlette
@@ -37,31 +37,26 @@ from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Message as ASGIMessage
 
-from pbem.charts import GLOBALS as CHARTS
 from pbem.config import Settings
 from pbem.games import seated
-from pbem.kinds import kind_named
 from pbem.kinds.verify import Verdict, check_record
 from pbem.links import LinkError, expired, key_generation, mac_matches, read_token, redact
 from pbem.models import Game, Player
-from pbem.render import (
-    bid,
-    dice,
-    die,
-    face_name,
-    lookup,
-    packaged_template_dir,
-    pct,
-    plain,
-    shown_output,
-    utc,
-)
+from pbem.render import packaged_template_dir
 from pbem.services.export import export_json
 from pbem.services.replay import Step, replay_steps
 from pbem.web.cache import Memo
 from pbem.web.database import open_read_only
+from pbem.web.language import (
+    VARY,
+    chosen_language,
+    environments,
+    remember_language,
+    switch_links,
+)
 from pbem.web.pages import (
     PageError,
     game_page,
@@ -71,7 +66,7 @@ from pbem.web.pages import (
     verification,
 )
 from pbem.web.queries import SECTIONS, game_named, game_version
-from pbem.wording import listing, ngettext, plural
+from pbem.wording import Message, _, _n
 
 log = logging.getLogger("pbem.web")
 
@@ -91,26 +86,6 @@ MAX_PAGE = 1_000_000
 MULTIPART_SLACK = 64_000     # form boundaries and headers around an uploaded file
 
 
-def template_environment(settings: Settings) -> jinja2.Environment:
-    """The web templates (templates/web/), with the report templates' filters."""
-    folders = [str(packaged_template_dir())]
-    if settings.templates_dir is not None:
-        folders.insert(0, str(settings.templates_dir))
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(folders),
-        autoescape=jinja2.select_autoescape(enabled_extensions=("html.j2",),
-                                            default_for_string=True, default=True),
-        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-        finalize=shown_output)
-    env.filters.update(die=die, dice=dice, plain=plain, face_name=face_name, bid=bid, pct=pct,
-                       utc=utc, lookup=lookup)
-    env.globals.update(lookup=lookup, plural=plural, ngettext=ngettext, listing=listing)
-    env.globals.update(CHARTS)     # the pictures: course_chart_svg ... (pbem.charts)
-    # how the pages draw a kind's scores and tables ("postal", "classic", "cup"), by its name
-    env.globals["web_look"] = lambda name: kind_named(name).web_look
-    return env
-
-
 def etag_matches(request: Request, etag: str) -> bool:
     wanted = request.headers.get("if-none-match", "")
     tags = [t.strip().removeprefix("W/") for t in wanted.split(",")]
@@ -120,9 +95,35 @@ def etag_matches(request: Request, etag: str) -> bool:
 def page_number(request: Request) -> int:
     text = request.query_params.get("page", "1")
     if not text.isdigit() or not 1 <= int(text) <= MAX_PAGE:
-        raise PageError(400, "Not a page number",
-                        f"page must be a whole number from 1 up, not '{text[:20]}'")
+        raise PageError(400, _("Not a page number"),
+                        _("page must be a whole number from 1 up, not '{text}'", text=text[:20]))
     return int(text)
+
+
+def in_english(value: object) -> str:
+    """json.dumps's ``default``: a page's messages are English in its JSON twin."""
+    if isinstance(value, Message):
+        return str(value)
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+class WebJSON(JSONResponse):
+    """The JSON twins: a page's data, its messages said in English."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, ensure_ascii=False, allow_nan=False, indent=None,
+                          separators=(",", ":"), default=in_english).encode("utf-8")
+
+
+def for_whom(cache: str, asked: bool) -> str:
+    """The Cache-Control of a page; one that sets the language cookie (``?lang=``) is for
+    this browser alone."""
+    return cache.replace("public", "private") if asked else cache
+
+
+def page_tag(etag: str, as_json: bool, language: str) -> str:
+    """The ETag of a page: its JSON twin's, or its HTML's in one language."""
+    return f'"{etag}-j"' if as_json else f'"{etag}-h-{language}"'
 
 
 class WebApp:
@@ -134,7 +135,7 @@ class WebApp:
         self.settings = settings
         self.engine = engine
         self.clock = clock or (lambda: datetime.now(UTC))
-        self.env = template_environment(settings)
+        self.envs = environments(settings)
         self.steps: Memo[list[Step]] = Memo(16)
         self.verdicts: Memo[dict[str, Any]] = Memo(256)
         self.pages: Memo[dict[str, Any]] = Memo(256)
@@ -143,33 +144,51 @@ class WebApp:
 
     # --- answering ------------------------------------------------------------------------
 
-    def html(self, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+    def html(self, template: str, request: Request | None, status_code: int = 200,
+             **context: Any) -> HTMLResponse:
+        """A page in the language its request asks for (English without a request), with
+        the headers that say so: Vary, and the cookie when ``?lang=`` chose it."""
+        language, asked = chosen_language(request) if request is not None else ("en", False)
         context.setdefault("server_address", self.settings.address)
         context.setdefault("json_url", None)
-        return HTMLResponse(self.env.get_template(f"web/{template}").render(**context),
-                            status_code=status_code)
+        context["languages"] = switch_links(request, language) if request is not None else []
+        response = HTMLResponse(
+            self.envs[language].get_template(f"web/{template}").render(**context),
+            status_code=status_code, headers={"vary": VARY})
+        if asked:
+            remember_language(response, language)
+        return response
 
     def answer(self, request: Request, data: dict[str, Any], template: str, *,
                as_json: bool, cache: str, etag: str | None = None,
                json_url: str | None = None, **context: Any) -> Response:
         headers = {"cache-control": cache}
+        language, asked = chosen_language(request)
+        if not as_json:
+            headers["vary"] = VARY
+            headers["cache-control"] = for_whom(cache, asked)
         if etag is not None:
-            headers["etag"] = f'"{etag}-{"j" if as_json else "h"}"'
+            headers["etag"] = page_tag(etag, as_json, language)
             if etag_matches(request, headers["etag"]):
-                return Response(status_code=304, headers=headers)
+                response = Response(status_code=304, headers=headers)
+                if asked and not as_json:
+                    remember_language(response, language)
+                return response
         if as_json:
-            return JSONResponse(data, headers=headers)
-        response = self.html(template, page=data, json_url=json_url, **context)
+            return WebJSON(data, headers=headers)
+        response = self.html(template, request, page=data, json_url=json_url, **context)
         response.headers.update(headers)
         return response
 
-    def error(self, request: Request, status: int, title: str, message: str) -> Response:
+    def error(self, request: Request, status: int, title: Message | str,
+              message: Message | str) -> Response:
         headers = {"cache-control": NO_STORE}
         if request.url.path.startswith("/api/"):
-            return JSONResponse({"format": "pbem.web.error/1", "status": status, "title": title,
-                                 "message": message}, status_code=status, headers=headers)
-        response = self.html("error.html.j2", status_code=status, status=status, title=title,
-                             message=message)
+            return JSONResponse({"format": "pbem.web.error/1", "status": status,
+                                 "title": str(title), "message": str(message)},
+                                status_code=status, headers=headers)
+        response = self.html("error.html.j2", request, status_code=status, status=status,
+                             title=title, message=message)
         response.headers.update(headers)
         return response
 
@@ -180,8 +199,9 @@ class WebApp:
         game = game_named(session, name)
         if game is None:
             shown = name if len(name) <= 64 else name[:64] + "..."
-            raise PageError(404, "No such game", f"There is no game called '{shown}' here. "
-                            "The list of all games is on the first page.")
+            raise PageError(404, _("No such game"), _(
+                "There is no game called '{name}' here. The list of all games is on the "
+                "first page.", name=shown))
         return game
 
     def verified(self, session: Session, game: Game) -> dict[str, Any]:
@@ -194,12 +214,14 @@ class WebApp:
         if section is None and as_json:
             section = request.query_params.get("section") or None
         if section is not None and section not in SECTIONS:
-            raise PageError(404, "No such list", f"the lists are {', '.join(SECTIONS)}")
+            raise PageError(404, _("No such list"), _("the lists are {names}",
+                                                       names=", ".join(SECTIONS)))
         page = page_number(request) if section is not None else 1
         with Session(self.engine) as session:
             data = index_page(session, self.settings, self.clock(), section, page)
         data_for_tag = {k: v for k, v in data.items() if k != "generated_at"}
-        etag = hashlib.sha256(json.dumps(data_for_tag, sort_keys=True).encode()).hexdigest()[:20]
+        etag = hashlib.sha256(json.dumps(data_for_tag, sort_keys=True, default=in_english)
+                              .encode()).hexdigest()[:20]
         twin = "/api/games" + (f"?section={section}&page={page}" if section else "")
         return self.answer(request, data, "index.html.j2", as_json=as_json,
                            cache=self.running_cache(), etag=etag, json_url=twin)
@@ -214,7 +236,7 @@ class WebApp:
             version = game_version(session, game, deadline_text)
             etag = f"{game.name}-{version}"
             cache = FINISHED_CACHE if over else self.running_cache()
-            if etag_matches(request, f'"{etag}-{"j" if as_json else "h"}"'):
+            if etag_matches(request, page_tag(etag, as_json, chosen_language(request)[0])):
                 return self.answer(request, {}, "", as_json=as_json, cache=cache, etag=etag)
             verified = self.verified(session, game) if over else None
             data = self.pages.get((game.id, version),
@@ -226,12 +248,14 @@ class WebApp:
     def replay(self, request: Request, as_json: bool) -> Response:
         name, text = request.path_params["name"], request.path_params["step"]
         if not text.isdigit() or len(text) > 7:
-            raise PageError(404, "No such turn", f"a turn is a number, not '{text[:20]}'")
+            raise PageError(404, _("No such turn"), _("a turn is a number, not '{text}'",
+                                                       text=text[:20]))
         with Session(self.engine) as session:
             game = self.game(session, name)
             if game.status != "over":
-                raise PageError(404, "No replay yet", f"game {game.name} is not over: its "
-                                "replay shows every die, so it opens when the game ends.")
+                raise PageError(404, _("No replay yet"), _(
+                    "game {game} is not over: its replay shows every die, so it opens when "
+                    "the game ends.", game=game.name))
             steps = self.steps.get((game.id, game.turn), lambda: replay_steps(session, game))
             names = {seat: p.name for seat, p in seated(session, game).items()}
             data = replay_page(game, steps, int(text), names, self.verified(session, game))
@@ -243,8 +267,9 @@ class WebApp:
         with Session(self.engine) as session:
             game = self.game(session, request.path_params["name"])
             if game.status != "over":
-                raise PageError(404, "No record yet", f"game {game.name} is not over: its record "
-                                "holds every die, so it is published when the game ends.")
+                raise PageError(404, _("No record yet"), _(
+                    "game {game} is not over: its record holds every die, so it is published "
+                    "when the game ends.", game=game.name))
             data = export_json(session, game)
         etag = f'"{game.name}-t{game.turn}-record"'
         headers = {"cache-control": FINISHED_CACHE, "etag": etag,
@@ -257,31 +282,33 @@ class WebApp:
     def private(self, request: Request, as_json: bool) -> Response:
         web = self.settings.web
         if not web.secret:
-            raise PageError(404, "Private pages are off",
-                            "This server has no [web] secret, so it makes no private links.")
+            raise PageError(404, _("Private pages are off"),
+                            _("This server has no [web] secret, so it makes no private links."))
         now = self.clock()
         try:
             claim = read_token(request.path_params["token"])
         except LinkError as exc:
-            raise PageError(404, "Not a valid link", f"{exc}. Use the link in your latest "
-                            "report.") from None
+            raise PageError(404, _("Not a valid link"), _(
+                "{problem}. Use the link in your latest report.", problem=str(exc))) from None
         with Session(self.engine) as session:
             player = session.get(Player, claim.player_id)
             if (player is None or player.game_id != claim.game_id or player.seat != claim.seat
                     or not mac_matches(web.secret, claim,
                                        key_generation(player.key_hash, player.key))):
-                raise PageError(403, "Not a valid link",
-                                "This link was not made by this server for this seat, or it "
-                                "was changed on the way. Use the link in your latest report.")
+                raise PageError(403, _("Not a valid link"), _(
+                    "This link was not made by this server for this seat, or it was changed "
+                    "on the way. Use the link in your latest report."))
             if not player.active:
-                raise PageError(410, "This link no longer works",
-                                f"Seat {claim.seat} has a new player: the links of its earlier "
-                                "reports stopped working when the referee replaced the seat.")
+                raise PageError(410, _("This link no longer works"), _(
+                    "Seat {seat} has a new player: the links of its earlier reports stopped "
+                    "working when the referee replaced the seat.", seat=claim.seat))
             if expired(claim, now):
-                raise PageError(410, "This link has expired",
-                                f"Private links work for {web.link_days:g} days after their "
-                                "report. Use the link in your latest report, or mail STATUS "
-                                "to the server for a fresh report.")
+                raise PageError(410, _("This link has expired"), _n(
+                    "Private links work for {days} day after their report. Use the link in "
+                    "your latest report, or mail STATUS to the server for a fresh report.",
+                    "Private links work for {days} days after their report. Use the link in "
+                    "your latest report, or mail STATUS to the server for a fresh report.",
+                    math.ceil(web.link_days), days=format(web.link_days, "g")))
             game = session.get(Game, claim.game_id)
             assert game is not None   # the player row points at it
             data = private_page(session, game, player, self.settings, now, claim.expires_at)
@@ -293,21 +320,24 @@ class WebApp:
     def static_file(self, request: Request) -> Response:
         name = request.path_params.get("name", "favicon.svg")
         if name not in STATIC:
-            raise PageError(404, "Not found", "There is no such file here.")
+            raise PageError(404, _("Not found"), _("There is no such file here."))
         return Response(self.static[name], media_type=STATIC[name],
                         headers={"cache-control": "public, max-age=86400"})
 
     # --- verify an uploaded record --------------------------------------------------------
 
     def verify_form(self, request: Request) -> Response:
-        response = self.html("verify.html.j2", page=None, limit=self.settings.web.max_upload_bytes)
-        response.headers["cache-control"] = "public, max-age=3600"
+        response = self.html("verify.html.j2", request, page=None,
+                             limit=self.settings.web.max_upload_bytes)
+        response.headers["cache-control"] = for_whom("public, max-age=3600",
+                                                     chosen_language(request)[1])
         return response
 
     async def read_body(self, request: Request, limit: int) -> bytes:
         declared = request.headers.get("content-length")
-        too_big = PageError(413, "Too large", f"A record may have at most {limit:,} bytes; this "
-                            "upload is larger. Is it the right file?")
+        too_big = PageError(413, _("Too large"), _(
+            "A record may have at most {limit} bytes; this upload is larger. Is it the right "
+            "file?", limit=format(limit, ",")))
         if declared is not None and (not declared.isdigit() or int(declared) > limit):
             raise too_big
         chunks, size = [], 0
@@ -325,15 +355,16 @@ class WebApp:
         if kind in ("multipart/form-data", "application/x-www-form-urlencoded"):
             body = await self.read_body(request, limit + MULTIPART_SLACK)
 
-            async def replay_body() -> Message:
+            async def replay_body() -> ASGIMessage:
                 return {"type": "http.request", "body": body, "more_body": False}
 
             try:
                 form = await Request(request.scope, replay_body).form(
                     max_files=1, max_fields=4, max_part_size=limit)
             except Exception as exc:  # noqa: BLE001 - multipart parse errors: the sender's
-                raise PageError(400, "Not a form upload",
-                                f"The upload could not be read as a form: {exc}") from None
+                raise PageError(400, _("Not a form upload"), _(
+                    "The upload could not be read as a form: {problem}",
+                    problem=str(exc))) from None
             upload = form.get("record")
             data = b""
             if upload is not None and not isinstance(upload, str):
@@ -342,23 +373,25 @@ class WebApp:
                 text = form.get("text")
                 data = text.encode() if isinstance(text, str) else b""
             if len(data) > limit:
-                raise PageError(413, "Too large", f"A record may have at most {limit:,} bytes.")
+                raise PageError(413, _("Too large"), _("A record may have at most {limit} bytes.",
+                                                        limit=format(limit, ",")))
             return data
         if kind in ("application/json", "text/plain", ""):
             return await self.read_body(request, limit)
-        raise PageError(415, "Not a record", "Send the record as a file in the form, or as "
-                        "application/json.")
+        raise PageError(415, _("Not a record"), _(
+            "Send the record as a file in the form, or as application/json."))
 
     async def verify(self, request: Request, as_json: bool) -> Response:
         raw = await self.uploaded(request)
         if not raw.strip():
-            raise PageError(400, "Nothing to verify", "Choose the record file (or paste the "
-                            "record) and send the form again.")
+            raise PageError(400, _("Nothing to verify"), _(
+                "Choose the record file (or paste the record) and send the form again."))
         verdict = await run_in_threadpool(read_and_check, raw)
         data = {"format": "pbem.web.verify/1", "ok": verdict.ok, "lines": list(verdict.lines)}
         if as_json:
             return JSONResponse(data, headers={"cache-control": NO_STORE})
-        response = self.html("verify.html.j2", page=data, limit=self.settings.web.max_upload_bytes)
+        response = self.html("verify.html.j2", request, page=data,
+                             limit=self.settings.web.max_upload_bytes)
         response.headers["cache-control"] = NO_STORE
         return response
 
@@ -368,23 +401,28 @@ def read_and_check(raw: bytes) -> Verdict:
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise PageError(400, "Not a record", f"The file is not UTF-8 text (byte {exc.start} is "
-                        "not): a record is a JSON file.") from None
+        raise PageError(400, _("Not a record"), _(
+            "The file is not UTF-8 text (byte {byte} is not): a record is a JSON file.",
+            byte=exc.start)) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise PageError(400, "Not valid JSON", f"The file is not valid JSON: {exc.msg} at line "
-                        f"{exc.lineno}, column {exc.colno}.") from None
+        raise PageError(400, _("Not valid JSON"), _(
+            "The file is not valid JSON: {problem} at line {line}, column {column}.",
+            problem=exc.msg, line=exc.lineno, column=exc.colno)) from None
     except (RecursionError, ValueError) as exc:
-        raise PageError(400, "Not valid JSON", f"The file cannot be read as JSON: {exc}.") from None
+        raise PageError(400, _("Not valid JSON"), _("The file cannot be read as JSON: {problem}.",
+                                                     problem=str(exc))) from None
     try:
         return check_record(data)
     except KeyError as exc:
-        raise PageError(422, "Not a game record", f"This is JSON, but not a game record: it has "
-                        f"no {exc} field.") from None
+        raise PageError(422, _("Not a game record"), _(
+            "This is JSON, but not a game record: it has no {field} field.",
+            field=str(exc))) from None
     except Exception as exc:  # noqa: BLE001 - a hostile record may break the reader anywhere
-        raise PageError(422, "Not a game record", f"This is JSON, but not a game record pbem can "
-                        f"read: {exc}") from None
+        raise PageError(422, _("Not a game record"), _(
+            "This is JSON, but not a game record pbem can read: {problem}",
+            problem=str(exc))) from None
 
 
 # --- the ASGI app ---------------------------------------------------------------------------
@@ -394,7 +432,7 @@ class Guard:
     turns any crash into a plain 500 page (the traceback goes to the log only). A client
     that leaves in the middle of its request is the request's one log line, no error."""
 
-    def __init__(self, app: ASGIApp, fallback: Callable[[], bytes]) -> None:
+    def __init__(self, app: ASGIApp, fallback: Callable[[Scope], bytes]) -> None:
         self.app = app
         self.fallback = fallback
 
@@ -405,7 +443,7 @@ class Guard:
         started = time.perf_counter()
         state: dict[str, object] = {"status": 500, "sent": False}
 
-        async def guarded_send(message: Message) -> None:
+        async def guarded_send(message: ASGIMessage) -> None:
             if message["type"] == "http.response.start":
                 state["status"], state["sent"] = message["status"], True
                 message["headers"] = list(message.get("headers", [])) + SECURITY_HEADERS
@@ -423,7 +461,7 @@ class Guard:
                            (b"cache-control", b"no-store")]
                 await guarded_send({"type": "http.response.start", "status": 500,
                                     "headers": headers})
-                await send({"type": "http.response.body", "body": self.fallback()})
+                await send({"type": "http.response.body", "body": self.fallback(scope)})
         finally:
             log.info("%s %s %s %.1fms", scope.get("method"), path, state["status"],
                      (time.perf_counter() - started) * 1000)
@@ -473,18 +511,21 @@ def create_app(settings: Settings, *, engine: Engine | None = None,
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
         if exc.status_code == 404:
-            return web.error(request, 404, "Not found", "There is no page at this address. "
-                             "The list of all games is on the first page.")
+            return web.error(request, 404, _("Not found"), _(
+                "There is no page at this address. The list of all games is on the first "
+                "page."))
         if exc.status_code == 405:
-            return web.error(request, 405, "Not allowed", "These pages only show games: "
-                             "this address does not take that kind of request.")
-        return web.error(request, exc.status_code, "Bad request", str(exc.detail))
+            return web.error(request, 405, _("Not allowed"), _(
+                "These pages only show games: this address does not take that kind of "
+                "request."))
+        return web.error(request, exc.status_code, _("Bad request"), str(exc.detail))
 
-    def fallback() -> bytes:
+    def fallback(scope: Scope) -> bytes:
         try:
-            return bytes(web.html("error.html.j2", status=500, title="Something went wrong",
-                                  message="The server could not make this page; the error is "
-                                  "in its log. Please try again later.").body)
+            return bytes(web.html("error.html.j2", Request(scope), status=500,
+                                  title=_("Something went wrong"),
+                                  message=_("The server could not make this page; the error is "
+                                            "in its log. Please try again later.")).body)
         except Exception:   # the error page itself broke: plain words will do
             log.exception("the error page failed")
             return b"<!DOCTYPE html><title>Error 500</title><p>Something went wrong.</p>"

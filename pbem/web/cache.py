@@ -2,7 +2,9 @@
 keep between requests: replays of finished games, their verification, built pages.
 
 Keys always include what makes the value change (a game's turn, its page version), so
-nothing stale is ever served; the size only bounds the memory.
+nothing stale is ever served; the size only bounds the memory. The memos hold a page's
+data, never the drawn page: its messages are said in each reader's language when the
+page is drawn (pbem.web.language), so the same data serves every language.
 """
 
 from __future__ import annotations

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
 from sqlmodel import Session
 
 from pbem.config import Settings
-from pbem.deadlines import relative
 from pbem.errors import PbemError
 from pbem.games import players_of
 from pbem.kinds import PUBLIC, REVEAL, AnyKind, Viewer, kind_of
@@ -35,6 +34,7 @@ from pbem.web.queries import (
     player_counts,
     talk_of,
 )
+from pbem.wording import Message, _, _n, joined
 
 ORDER_CHOICES_SHOWN = 12
 
@@ -42,8 +42,8 @@ ORDER_CHOICES_SHOWN = 12
 class PageError(PbemError):
     """A request the pages cannot answer; status is the HTTP status to answer with."""
 
-    def __init__(self, status: int, title: str, message: str) -> None:
-        super().__init__(message)
+    def __init__(self, status: int, title: Message | str, message: Message | str) -> None:
+        super().__init__(str(message))
         self.status = status
         self.title = title
         self.message = message
@@ -56,23 +56,43 @@ def game_links(game: Game) -> dict[str, str | None]:
             "record": f"/games/{game.name}/record.json" if over else None}
 
 
-def join_line(game: Game) -> str | None:
+def join_line(game: Game) -> Message | None:
     if game.status == "new" and options_of(game).open:
-        return f"JOIN {game.name} <your name>"
+        # Translators: JOIN is the order word (it stays); translate only "your name"
+        return _("JOIN {game} <your name>", game=game.name)
     return None
 
 
+def time_left(seconds: int) -> Message:
+    """A stretch of time in words, as pbem.deadlines.relative says it: "2 days 3 hours",
+    "5 minutes", "less than a minute"."""
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes = rest // 60
+    parts = [_n("{n} day", "{n} days", days)] if days else []
+    if hours:
+        parts.append(_n("{n} hour", "{n} hours", hours))
+    if not days and minutes:
+        parts.append(_n("{n} minute", "{n} minutes", minutes))
+    return joined(parts) if parts else _("less than a minute")
+
+
 def deadline_fields(game: Game, now: datetime) -> dict[str, Any]:
-    """The deadline and how far off it is; a paused game's clock stands, so it has none,
-    only the time it will have left when it resumes (``paused_left``)."""
+    """The deadline and how far off it is ("in 2 days 3 hours", "passed"); a paused game's
+    clock stands, so it has none, only the time it will have left when it resumes
+    (``paused_left``). The words are messages, said in each page's language."""
     if game.status == "paused":
         left = game.paused_left_seconds
         return {"deadline": None, "deadline_relative": None,
                 "paused_left": None if left is None else
-                (relative(now + timedelta(seconds=left), now) or "").removeprefix("in ")}
-    return {"deadline": iso(game.deadline),
-            "deadline_relative": relative(aware(game.deadline), now) if game.deadline else None,
-            "paused_left": None}
+                time_left(int(left)) if left > 0 else _("passed")}
+    deadline = aware(game.deadline)
+    if deadline is None:
+        return {"deadline": None, "deadline_relative": None, "paused_left": None}
+    seconds = int((deadline - now).total_seconds())
+    return {"deadline": iso(deadline), "paused_left": None,
+            "deadline_relative": _("in {time}", time=time_left(seconds)) if seconds > 0
+            else _("passed")}
 
 
 # --- the index ------------------------------------------------------------------------------
@@ -92,8 +112,10 @@ def section_listing(session: Session, section: Section, page: int, size: int,
     total = count_games(session, section)
     pages = max(1, math.ceil(total / size))
     if page > pages:
-        raise PageError(404, "No such page", f"the list of {section.title.lower()} has "
-                        f"{pages} page{'s' * (pages != 1)}; there is no page {page}")
+        raise PageError(404, _("No such page"), _n(
+            "the list of {section} has {n} page; there is no page {page}",
+            "the list of {section} has {n} pages; there is no page {page}", pages,
+            section=section.name_in_text, page=page))
     games = games_page(session, section, page, size)
     counts = player_counts(session, [g.id for g in games if g.id is not None])
     url = f"/list/{section.name}?page="
@@ -173,7 +195,7 @@ def game_page(session: Session, game: Game, settings: Settings, now: datetime, *
         "standings": standings_of(game, state, names) if state is not None else None,
         "course": course(game, steps, names) if steps else None,
         "history": kind.history(state) if state is not None else [],
-        "talk": talk_of(session, game),
+        "talk": talk_of(session, game, said_later=True),
         "commitment": game.commitment, "seed": game.seed_hex if over else None,
         "links": game_links(game),
         "verification": verified if over else None,
@@ -240,8 +262,9 @@ def replay_page(game: Game, steps: list[Step], step: int, names: dict[int, str],
     kind = kind_of(game)
     last = len(steps) - 1
     if not 0 <= step <= last:
-        raise PageError(404, "No such turn", f"game {game.name} has turns 1 to {last} "
-                        f"(0 is the start); there is no turn {step}")
+        raise PageError(404, _("No such turn"), _(
+            "game {game} has turns 1 to {last} (0 is the start); there is no turn {step}",
+            game=game.name, last=last, step=step))
     at = steps[step]
     base = f"/games/{game.name}/replay/"
     over = kind.over(at.state)

@@ -16,6 +16,7 @@ from sqlmodel import Session, col, func, select
 
 from pbem.models import Game, PendingOrder, Player, TalkMessage
 from pbem.options import options_of
+from pbem.wording import Message, _
 
 GAME_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
 MAX_GAME_NAME = 64
@@ -25,15 +26,16 @@ TALK_ON_PAGE = 200
 @dataclass(frozen=True)
 class Section:
     name: str
-    title: str
+    title: Message
+    name_in_text: Message     # the title in a sentence ("the list of running games")
     statuses: tuple[str, ...]
     open_only: bool = False
 
 
 SECTIONS = {s.name: s for s in (
-    Section("running", "Running games", ("running", "paused")),
-    Section("open", "Open for sign-up", ("new",), open_only=True),
-    Section("finished", "Finished games", ("over",)),
+    Section("running", _("Running games"), _("running games"), ("running", "paused")),
+    Section("open", _("Open for sign-up"), _("open for sign-up"), ("new",), open_only=True),
+    Section("finished", _("Finished games"), _("finished games"), ("over",)),
 )}
 # GameOptions.to_json writes sorted keys with json.dumps' default separators
 OPEN_MARK = '%"open": true%'
@@ -98,18 +100,28 @@ def player_counts(session: Session, game_ids: list[int]) -> dict[int, int]:
     return {int(game_id): int(n) for game_id, n in rows}
 
 
-def talk_of(session: Session, game: Game, limit: int = TALK_ON_PAGE) -> list[dict[str, Any]]:
+def talk_from(name: str, seat: int | None, to_seat: int | None) -> Message:
+    """Who said a line of talk: "Ann (player 3)", "Ref (referee)", "..., to player 2 only"."""
+    said = (_("{name} (player {seat})", name=name, seat=seat) if seat is not None
+            else _("{name} (referee)", name=name))
+    return said if to_seat is None else _("{who}, to player {seat} only", who=said,
+                                          seat=to_seat)
+
+
+def talk_of(session: Session, game: Game, limit: int = TALK_ON_PAGE, *,
+            said_later: bool = False) -> list[dict[str, Any]]:
     """The game's table talk, oldest first (the latest ``limit`` messages); what was said
     privately (PRESS private, SAY TO) only once the game is over and the referee has
-    published it (PUBLISH)."""
+    published it (PUBLISH). Who said it is English, or with ``said_later`` a message
+    said in the page's language."""
     published = game.status == "over" and options_of(game).press_published
     query = select(TalkMessage).where(TalkMessage.game_id == game.id)
     if not published:
         query = query.where(col(TalkMessage.to_seat).is_(None))
     rows = list(session.exec(query.order_by(col(TalkMessage.id).desc()).limit(limit)))
+    said = (lambda m: m) if said_later else str
     return [{"turn": r.turn, "seat": r.seat, "name": r.name,
-             "from": r.name + (f" (player {r.seat})" if r.seat is not None else " (referee)")
-             + (f", to player {r.to_seat} only" if r.to_seat is not None else ""),
+             "from": said(talk_from(r.name, r.seat, r.to_seat)),
              "text": r.text, "at": iso(r.created_at)} for r in reversed(rows)]
 
 

@@ -397,3 +397,28 @@ def test_a_long_word_wraps_in_pages_and_html_mail(browser: Any, tmp_path: Path) 
     for width in WIDTHS:
         scroll, viewport = overflow(browser, width, html=html.get_content())
         assert scroll <= viewport, ("talk mail", width, scroll)
+
+
+def test_the_language_switch_changes_this_page_and_the_next(tab: Tab) -> None:
+    """EN / DE / CS at the top of every page: a click says the page in that language, and
+    the pages after it too (the cookie), until another click."""
+    tab.visit("/", "index-en")
+    assert tab.page.get_attribute("html", "lang") == "en"
+    assert "Running games" in tab.page.inner_text("#running")
+    tab.page.click('#languages a[hreflang="de"]')
+    tab.page.wait_for_url("**/?lang=de")
+    assert tab.page.get_attribute("html", "lang") == "de"
+    assert "Laufende Spiele" in tab.page.inner_text("#running")
+    assert tab.page.inner_text("#languages strong") == "DE"
+    tab.check_screen("index-de")
+    tab.page.click('a[href="/games/classic-1"]')
+    tab.page.wait_for_url("**/games/classic-1")
+    assert tab.page.get_attribute("html", "lang") == "de"     # the cookie kept it
+    assert "Das Spiel ist aus." in tab.page.inner_text("body")
+    tab.page.click('#languages a[hreflang="cs"]')
+    tab.page.wait_for_url("**/games/classic-1?lang=cs")
+    assert "Konečné pořadí" in tab.page.inner_text("body")
+    tab.check_screen("game-classic-cs")
+    tab.page.click("nav.top a[href='/verify']")
+    tab.page.wait_for_url("**/verify")
+    assert tab.page.inner_text("#verify-button") == "Ověřit"

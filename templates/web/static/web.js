@@ -11,7 +11,10 @@ document.addEventListener("keydown", function (event) {
 document.addEventListener("DOMContentLoaded", function () {
   var zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
   if (!zone || zone === "UTC" || zone === "Etc/UTC") { return; }
-  var local = new Intl.DateTimeFormat(undefined, {
+  // in the page's language: the browser's own variant of it (en-GB, de-AT) if it has one
+  var lang = document.documentElement.lang;
+  var own = (navigator.languages || []).filter(function (l) { return l.split("-")[0] === lang; });
+  var local = new Intl.DateTimeFormat(own.length ? own : (lang || undefined), {
     year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit",
     timeZoneName: "short"});
   document.querySelectorAll("time.utc[datetime]").forEach(function (el) {

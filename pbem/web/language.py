@@ -1,0 +1,178 @@
+"""The web pages in their reader's language: which one a request asks for, the links
+that switch it, and one template Environment a language (templates/web/).
+
+A page is said in the language of its ``?lang=`` (which a cookie then remembers), else
+of the ``lang`` cookie, else the best of the browser's ``Accept-Language``. The pages'
+data (pbem.web.pages) is the same in every language: its messages (pbem.wording.Message)
+are said when a page is drawn, so the JSON twins stay English.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlencode
+
+import jinja2
+from markupsafe import Markup
+from starlette.requests import Request
+from starlette.responses import Response
+
+from pbem.charts import GLOBALS as CHARTS
+from pbem.config import Settings
+from pbem.i18n import LANGUAGES, best_language, translator
+from pbem.kinds import kind_named
+from pbem.render import _Environment as FastEnvironment  # the mails' fast paths, same output
+from pbem.render import (
+    bid,
+    dice,
+    die,
+    face_name,
+    lookup,
+    packaged_template_dir,
+    pct,
+    plain,
+    plural_in,
+    utc,
+)
+from pbem.usertext import shown
+from pbem.wording import Message, Translator, _, listing, say
+
+COOKIE = "lang"
+COOKIE_SECONDS = 365 * 86400
+# what the pages vary by, besides their address
+VARY = "Accept-Language, Cookie"
+
+# the titles of pbem's own kinds (pbem.kinds), by the kind's name
+KIND_TITLES = {"postal": _("postal Bluff"), "classic": _("classic Bluff"),
+               "cup": _("Cup of Bluff")}
+
+
+def chosen_language(request: Request) -> tuple[str, bool]:
+    """The language of the page asked for, and whether the request chose it (``?lang=``:
+    then the answer sets the cookie)."""
+    asked = request.query_params.get("lang", "")
+    if asked in LANGUAGES:
+        return asked, True
+    kept = request.cookies.get(COOKIE, "")
+    if kept in LANGUAGES:
+        return kept, False
+    return best_language(request.headers.get("accept-language")), False
+
+
+def remember_language(response: Response, language: str) -> None:
+    """The cookie that keeps a language chosen with ``?lang=`` for the pages after."""
+    response.set_cookie(COOKIE, language, max_age=COOKIE_SECONDS, path="/", httponly=True,
+                        samesite="lax")
+
+
+def switch_links(request: Request, current: str) -> list[dict[str, Any]]:
+    """A link to this page in each language (its other query parameters kept)."""
+    others = [(k, v) for k, v in request.query_params.multi_items() if k != "lang"]
+    return [{"code": code, "name": name, "current": code == current,
+             "url": f"{request.url.path}?{urlencode([*others, ('lang', code)])}"}
+            for code, name in LANGUAGES.items()]
+
+
+def _finalize(tr: Translator) -> Callable[[Any], Any]:
+    """Every ``{{ ... }}``: a message said in the page's language, text cleaned of bidi
+    and control characters (pbem.usertext) whatever a player put into a name or talk."""
+    def finalize(value: Any) -> Any:
+        kind = type(value)    # one look-up: a page puts out thousands of values
+        if kind is str:
+            return shown(value)
+        return shown(value.said(tr)) if kind is Message else value
+    return finalize
+
+
+def _cleaned(value: Any) -> Any:
+    """A text value as ``{{ ... }}`` puts it out (pbem.usertext.shown): a player's name
+    put into a sentence loses its bidi and control characters too."""
+    return shown(value) if type(value) is str else value
+
+
+def _gettext_callables(tr: Translator) -> dict[str, Callable[..., str]]:
+    """The templates' ``_``/``gettext`` and ``ngettext``: the i18n extension's newstyle ones
+    (the translation is a %-format filled with the keyword values, marked up where the
+    template escapes), called at once rather than through two more context calls, and
+    with the values said in the same language when they are messages (the extension puts
+    them in as their English ``str()``) and cleaned as every ``{{ ... }}`` output is (the
+    extension puts them in without ``finalize``)."""
+    plain: dict[str, str] = {}    # a text without values, marked up: said once a process
+
+    def filled(eval_ctx: jinja2.nodes.EvalContext, text: str, values: dict[str, Any]) -> str:
+        if not eval_ctx.autoescape:
+            return text % {k: _cleaned(say(v, tr)) for k, v in values.items()}
+        if values:
+            return Markup(text) % {k: _cleaned(say(v, tr)) for k, v in values.items()}
+        said = plain.get(text)
+        if said is None:
+            said = plain[text] = Markup(text) % {}
+        return said
+
+    # the eval context, not the context: Jinja2 would copy a context with the
+    # variables of the loop or macro around every call
+    @jinja2.pass_eval_context
+    def gettext(eval_ctx: jinja2.nodes.EvalContext, string: str, /, **values: Any) -> str:
+        return filled(eval_ctx, tr.gettext(string), values)
+
+    @jinja2.pass_eval_context
+    def ngettext(eval_ctx: jinja2.nodes.EvalContext, singular: str, plural: str, n: int, /,
+                 **values: Any) -> str:
+        values.setdefault("num", n)
+        return filled(eval_ctx, tr.ngettext(singular, plural, n), values)
+
+    return {"gettext": gettext, "_": gettext, "ngettext": ngettext}
+
+
+def kind_title(name: str, title: Any) -> Any:
+    """A kind's title, said in the reader's language where it is one of pbem's own."""
+    return KIND_TITLES.get(name, title)
+
+
+def table_title(look: str, table: dict[str, Any]) -> Any:
+    """A table's heading: "Mini-game 3" (postal), "Round 2" (classic), as the kind's
+    tables (pbem.kinds.tables) name them."""
+    if look == "postal" and table.get("number") is not None:
+        return _("Mini-game {number}", number=table["number"])
+    if look == "classic" and table.get("number") is not None:
+        return _("Round {number}", number=table["number"])
+    if table.get("type") == "cup":
+        return _("The table")
+    return table.get("title", "")
+
+
+def template_environment(settings: Settings, language: str) -> jinja2.Environment:
+    """The web templates (templates/web/) in ``language``: ``{% trans %}``, ``_()``,
+    ``plural`` and the filters that name things (``bid``, ``face_name``) speak it."""
+    tr = translator(language)
+    folders = [str(packaged_template_dir())]
+    if settings.templates_dir is not None:
+        folders.insert(0, str(settings.templates_dir))
+    env = FastEnvironment(
+        loader=jinja2.FileSystemLoader(folders),
+        autoescape=jinja2.select_autoescape(enabled_extensions=("html.j2",),
+                                            default_for_string=True, default=True),
+        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+        finalize=_finalize(tr), extensions=["jinja2.ext.i18n"])
+    # the i18n extension's method, which Environment does not declare; it makes
+    # {% trans %} pass its values as keywords (newstyle), to the callables set after it
+    env.install_gettext_callables(  # type: ignore[attr-defined]
+        gettext=tr.gettext, ngettext=tr.ngettext, newstyle=True)
+    env.globals.update(_gettext_callables(tr))
+    env.filters.update(die=die, dice=dice, plain=plain, pct=pct, utc=utc, lookup=lookup,
+                       face_name=lambda face, quantity=1: face_name(face, quantity, tr),
+                       bid=lambda b: bid(b, tr),
+                       said=lambda value: value.said(tr) if type(value) is Message else value)
+    env.globals.update(lookup=lookup, plural=plural_in(tr),
+                       listing=lambda items, none=None: listing(items, none, tr),
+                       language=language, kind_title=kind_title, table_title=table_title)
+    env.globals.update(CHARTS)     # the pictures: course_chart_svg ... (pbem.charts)
+    # how the pages draw a kind's scores and tables ("postal", "classic", "cup"), by its name
+    env.globals["web_look"] = lambda name: kind_named(name).web_look
+    return env
+
+
+def environments(settings: Settings) -> dict[str, jinja2.Environment]:
+    """One Environment a language pbem speaks (each compiles a template at its first use)."""
+    return {code: template_environment(settings, code) for code in LANGUAGES}
