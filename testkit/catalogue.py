@@ -117,6 +117,7 @@ def update(into: str = "pbem", paths: tuple[str, ...] = ()) -> None:
         target = folder / f"{into}.po"
         catalogue = read(target, language) if target.exists() else Catalog(
             locale=language, project="pbem", fuzzy=False)
+        added = 0
         for message in template:
             if not message.id or _key(message) in known:
                 continue
@@ -128,7 +129,9 @@ def update(into: str = "pbem", paths: tuple[str, ...] = ()) -> None:
                                             locations=message.locations,
                                             flags=message.flags,
                                             auto_comments=message.auto_comments)
-        write(target, catalogue)
+            added += 1
+        if added or target.exists():
+            write(target, catalogue)
 
 
 def _placeholders(text: str) -> set[str]:
