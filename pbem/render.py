@@ -375,7 +375,7 @@ class _Context(jinja2.runtime.Context):
 _DICT_ATTRIBUTES = frozenset(dir(dict))
 
 
-class _Environment(jinja2.Environment):
+class FastEnvironment(jinja2.Environment):
     """The mails' Environment: Jinja2 with its slow paths cut short, the same output.
 
     A plain dict's keys are looked up at once.  ``view.players`` on a dict: Jinja2 first tries the attribute, which raises (and
@@ -432,7 +432,7 @@ class _Renamed(jinja2.BaseLoader):
 def template_environment(override_dir: Path | None,
                          language: str = SOURCE_LANGUAGE) -> jinja2.Environment:
     """One Environment per template folder, shared (Jinja2 with three fast paths of the
-    same output: _Environment reads a dict's keys at once and copies plain globals,
+    same output: FastEnvironment reads a dict's keys at once and copies plain globals,
     _Context calls a macro directly, _Template escapes through _escape; each overrides a
     Jinja2 internal, checked by tests/test_render_fast.py). Jinja2 compiles each template once
     per Environment, and compiling all of them takes about a second. A changed override
@@ -450,7 +450,7 @@ def template_environment(override_dir: Path | None,
         loaders += [override, _Renamed(override, RENAMED)]
     packaged = jinja2.FileSystemLoader(str(packaged_template_dir()))
     loaders += [packaged, _Renamed(packaged, {old: new for new, old in RENAMED.items()})]
-    env = _Environment(
+    env = FastEnvironment(
         loader=jinja2.ChoiceLoader(loaders),
         autoescape=jinja2.select_autoescape(
             enabled_extensions=("html.j2",),

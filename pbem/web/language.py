@@ -22,8 +22,8 @@ from pbem.charts import GLOBALS as CHARTS
 from pbem.config import Settings
 from pbem.i18n import LANGUAGES, best_language, translator
 from pbem.kinds import kind_named
-from pbem.render import _Environment as FastEnvironment  # the mails' fast paths, same output
 from pbem.render import (
+    FastEnvironment,  # the mails' fast paths, same output
     bid,
     dice,
     die,
