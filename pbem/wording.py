@@ -72,6 +72,28 @@ class Message:
     def __str__(self) -> str:
         return self.said(ENGLISH)
 
+    # Text that became a message still compares, and is searched, as its English text
+    # (code and tests written when it was a str); said elsewhere only when read.
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, str):
+            return str(self) == other
+        if type(other) is Message:
+            return (self.source, self.values, self.plural, self.n) == (
+                other.source, other.values, other.plural, other.n)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(str(self))
+
+    def __contains__(self, part: str) -> bool:
+        return part in str(self)
+
+    def startswith(self, prefix: str | tuple[str, ...]) -> bool:
+        return str(self).startswith(prefix)
+
+    def endswith(self, suffix: str | tuple[str, ...]) -> bool:
+        return str(self).endswith(suffix)
+
     def __add__(self, other: object) -> Message:
         """Messages follow one another (a sentence, then another)."""
         if not isinstance(other, (Message, str)):
