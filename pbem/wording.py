@@ -58,16 +58,22 @@ class Message:
     values: tuple[tuple[str, Any], ...] = ()
     plural: str | None = None
     n: int = 1
+    capital: bool = False    # said with its first letter upper case (a sentence's start)
 
     def said(self, tr: Translator = ENGLISH) -> str:
         """The message in ``tr``'s language, its values filled in (said there too)."""
         text = (tr.gettext(self.source) if self.plural is None
                 else tr.ngettext(self.source, self.plural, self.n))
-        if not self.values and self.plural is None:
-            return text
-        fields = {key: say(value, tr) for key, value in self.values}
-        fields.setdefault("n", self.n)
-        return _fill(text, fields)
+        if self.values or self.plural is not None:
+            fields = {key: say(value, tr) for key, value in self.values}
+            fields.setdefault("n", self.n)
+            text = _fill(text, fields)
+        return text[:1].upper() + text[1:] if self.capital else text
+
+    def capitalized(self) -> Message:
+        """This message as a sentence's start: its first letter upper case, said in any
+        language."""
+        return Message(self.source, self.values, self.plural, self.n, True)
 
     def __str__(self) -> str:
         return self.said(ENGLISH)
@@ -78,8 +84,8 @@ class Message:
         if isinstance(other, str):
             return str(self) == other
         if type(other) is Message:
-            return (self.source, self.values, self.plural, self.n) == (
-                other.source, other.values, other.plural, other.n)
+            return (self.source, self.values, self.plural, self.n, self.capital) == (
+                other.source, other.values, other.plural, other.n, other.capital)
         return NotImplemented
 
     def __hash__(self) -> int:
@@ -87,6 +93,9 @@ class Message:
 
     def __contains__(self, part: str) -> bool:
         return part in str(self)
+
+    def __len__(self) -> int:
+        return len(str(self))
 
     def startswith(self, prefix: str | tuple[str, ...]) -> bool:
         return str(self).startswith(prefix)
