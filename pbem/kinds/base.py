@@ -161,6 +161,10 @@ class GameKind(ABC, Generic[S, M]):
     def describe_move(self, move: M) -> str:
         return str(move)
 
+    def describe_move_said(self, move: M) -> Said:
+        """``describe_move`` in the reader's language (where the kind says it as a message)."""
+        return self.describe_move(move)
+
     @abstractmethod
     def over(self, state: S) -> bool: ...
 

@@ -86,6 +86,9 @@ class BidMoves(GameKind[S, Move]):
     def describe_move(self, move: Move) -> str:
         return str(move)
 
+    def describe_move_said(self, move: Move) -> Message:
+        return move.said()
+
     def order_lines(self, move: Move) -> list[str]:
         return order_lines(move)
 

@@ -345,8 +345,8 @@ class CupKind(GameKind[CupState, Move]):
             state.check_move(seat, move)
         except RulesError as exc:
             raise Refusal(exc.message, may, order) from None
-        text = self.describe_move(move)
-        return TakenOrder(move, [Understood(order, text)], text)
+        said = self.describe_move_said(move)
+        return TakenOrder(move, [Understood(order, said)], str(said))
 
     def check(self, state: CupState, seat: int, move: Move) -> None:
         state.check_move(seat, move)
@@ -390,16 +390,21 @@ class CupKind(GameKind[CupState, Move]):
         return cb.move_from_json(data)
 
     def describe_move(self, move: Move) -> str:
+        return str(self.describe_move_said(move))
+
+    def describe_move_said(self, move: Move) -> Message:
         if isinstance(move, Announce):
-            return f"ANNOUNCE {move.total} TO player {move.guesser}"
+            return _("ANNOUNCE {total} TO player {seat}", total=move.total, seat=move.guesser)
         if isinstance(move, Steal):
-            return f"STEAL token {move.token} FROM player {move.victim}"
+            return _("STEAL token {token} FROM player {seat}", token=move.token,
+                     seat=move.victim)
         if isinstance(move, Doublet):
-            return (f"DOUBLET: take token {move.take}, give back "
-                    + ", ".join(map(str, move.give)))
+            return _("DOUBLET: take token {take}, give back {give}", take=move.take,
+                     give=", ".join(map(str, move.give)))
         if isinstance(move, Answer):
-            return "OK (you believe the claim)" if move.ok else "BLUFF (you do not believe it)"
-        return f"GIVE token {move.token}"
+            return (_("OK (you believe the claim)") if move.ok
+                    else _("BLUFF (you do not believe it)"))
+        return _("GIVE token {token}", token=move.token)
 
     def over(self, state: CupState) -> bool:
         return state.game_over

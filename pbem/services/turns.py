@@ -156,14 +156,8 @@ def played_for_notes(game: Game, outcome: TurnOutcome, players: dict[int, Player
                    _("had no order in when the referee played the turn"))
         notes.append(_("Player {seat} ({name}) {missing}; {who} played {move} for them.",
                        seat=seat, name=name, missing=missing, who=who,
-                       move=_move_said(move, kind.describe_move(move))))
+                       move=kind.describe_move_said(move)))
     return notes
-
-
-def _move_said(move: Any, described: str) -> Said:
-    """A move as its reader reads it, where its kind says it as a message."""
-    said = getattr(move, "said", None)
-    return said() if callable(said) else described
 
 
 def before_deadline(game: Game, now: datetime) -> bool:
