@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 
-from pbem.wording import plural
+from pbem.wording import Message, _, _n, joined
 
 # a deadline moved by a vacation lands this long after the player is back
 RETURN_MARGIN = timedelta(days=1)
@@ -120,17 +120,31 @@ def utc(t: datetime | None) -> str:
 
 def relative(deadline: datetime | None, now: datetime) -> str | None:
     """How far off a time is, in words: "in 2 days 3 hours", "passed" (None: no time)."""
+    said = relative_said(deadline, now)
+    return None if said is None else str(said)
+
+
+def relative_said(deadline: datetime | None, now: datetime) -> Message | None:
+    """``relative`` in its reader's language."""
     if deadline is None:
         return None
     seconds = int((deadline - now).total_seconds())
     if seconds <= 0:
-        return "passed"
+        return _("passed")
+    if seconds < 60:
+        return _("in less than a minute")
+    return _("in {time}", time=time_left(seconds))
+
+
+def time_left(seconds: int) -> Message:
+    """A stretch of time in words, as ``relative`` says it: "2 days 3 hours" (the minutes
+    only under a day), "5 minutes", "less than a minute"."""
     days, rest = divmod(seconds, 86400)
     hours, rest = divmod(rest, 3600)
     minutes = rest // 60
-    parts = [plural("{n} day", "{n} days", days)] if days else []
+    parts = [_n("{n} day", "{n} days", days)] if days else []
     if hours:
-        parts.append(plural("{n} hour", "{n} hours", hours))
+        parts.append(_n("{n} hour", "{n} hours", hours))
     if not days and minutes:
-        parts.append(plural("{n} minute", "{n} minutes", minutes))
-    return "in " + " ".join(parts or ["less than a minute"])
+        parts.append(_n("{n} minute", "{n} minutes", minutes))
+    return joined(parts, " ") if parts else _("less than a minute")

@@ -42,6 +42,7 @@ from pbem.rules.dice import DiceStream, commitment
 from pbem.rules.postal_record import draw_seats
 from pbem.rules.ruleset import RuleSet
 from pbem.security import new_key
+from pbem.wording import _
 from pbem.work import Work
 
 
@@ -70,7 +71,7 @@ def _memo(session: Session) -> dict[Any, Any] | None:
 def find_game(session: Session, name: str) -> Game:
     game = session.exec(select(Game).where(Game.name == name)).first()
     if game is None:
-        raise Refusal(f"there is no game called '{name}'")
+        raise Refusal(_("there is no game called '{name}'", name=name))
     return game
 
 
@@ -197,9 +198,9 @@ def load_state(session: Session, game: Game) -> Any:
     known = _states.get(digest.digest())
     replay: list[list[Any]] = []
     rows = core_read(session, _MOVES_OF, {"game": game.id}).all()
-    for _, group in groupby(rows, key=lambda r: r[0]):
+    for _turn, group in groupby(rows, key=lambda r: r[0]):
         turn = list(group)
-        digest.update(b"".join(f"\0{seat}:{move}".encode() for _, seat, move in turn) + b"\1")
+        digest.update(b"".join(f"\0{seat}:{move}".encode() for _move_turn, seat, move in turn) + b"\1")
         found = _states.get(digest.digest())
         if found is not None:
             known, replay = found, []
@@ -209,7 +210,7 @@ def load_state(session: Session, game: Game) -> Any:
     if state is None:
         state = kind.start(json.loads(game.rules_json), stream, seat_count(session, game))
     for turn in replay:
-        moves = {seat: kind.move_from_json(json.loads(move)) for _, seat, move in turn}
+        moves = {seat: kind.move_from_json(json.loads(move)) for _number, seat, move in turn}
         state = kind.apply(state, moves, stream).state
     key = digest.digest()
     _states[key] = state
@@ -294,7 +295,7 @@ def create_game(session: Session, name: str, *, seed: bytes, now: datetime,
                 turn_hours: float | None = None, rules: RuleSet | None = None,
                 kind: str = "postal", rules_json: dict[str, Any] | None = None) -> Game:
     if session.exec(select(Game).where(Game.name == name)).first() is not None:
-        raise Refusal(f"a game called '{name}' exists already")
+        raise Refusal(_("a game called '{name}' exists already", name=name))
     kind_named(kind)
     if rules_json is None:
         rules_json = (rules or RuleSet()).to_json()
@@ -308,14 +309,16 @@ def create_game(session: Session, name: str, *, seed: bytes, now: datetime,
 
 def add_player(session: Session, game: Game, email: str, name: str) -> Player:
     if game.status != "new":
-        raise Refusal(f"game '{game.name}' has started: players can no longer be added")
+        raise Refusal(_("game '{game}' has started: players can no longer be added",
+                        game=game.name))
     players = players_of(session, game)
     email = email.lower()
     if any(p.email == email for p in players):
-        raise Refusal(f"{email} plays in '{game.name}' already")
+        raise Refusal(_("{email} plays in '{game}' already", email=email, game=game.name))
     most = kind_of(game).max_players
     if len(players) >= most:
-        raise Refusal(f"game '{game.name}' has its {most} players already")
+        raise Refusal(_("game '{game}' has its {most} players already", game=game.name,
+                        most=most))
     key, key_hash = new_key()
     # the time zone and language the address chose in another game (TIMEZONE, LANGUAGE)
     # hold here too
@@ -332,27 +335,30 @@ def add_player(session: Session, game: Game, email: str, name: str) -> Player:
     return player
 
 
-def language_of_address(session: Session, email: str, game: Game | None = None) -> str | None:
-    """The language mail to a player's address is written in: their own (LANGUAGE), else
-    their game's (``game``'s if they play in it, else their latest); None for an address
-    that plays nowhere here."""
+def reading_of_address(session: Session, email: str,
+                       game: Game | None = None) -> tuple[str | None, str | None]:
+    """How a player's address reads mail: (its language, its time zone). The language is
+    their own (LANGUAGE), else their game's (``game``'s if they play in it, else their
+    latest); (None, None) for an address that plays nowhere here."""
     email = email.lower()
     rows = session.exec(select(Player, Game).join(Game, col(Game.id) == Player.game_id)
                         .where(Player.email == email)
                         .order_by(col(Player.id).desc()).limit(50)).all()
     if not rows:
-        return None
+        return None, None
+    zone = next((p.timezone for p, _g in rows if p.timezone), None)
     own = next((p.language for p, _g in rows if p.language), None)
     if own:
-        return own
+        return own, zone
     chosen = next(((p, g) for p, g in rows if game is not None and g.id == game.id), rows[0])
-    return language_of(chosen[1], chosen[0])
+    return language_of(chosen[1], chosen[0]), zone
 
 
 def remove_entrant(session: Session, game: Game, player: Player) -> None:
     """Take a player off a game before the start; the others keep their sign-up order."""
     if game.status != "new":
-        raise Refusal(f"game '{game.name}' has started: use REPLACE to change a player")
+        raise Refusal(_("game '{game}' has started: use REPLACE to change a player",
+                        game=game.name))
     session.exec(delete(Signup).where(col(Signup.game_id) == game.id,
                                       col(Signup.email) == player.email,
                                       col(Signup.status) != "confirmed"))
@@ -376,14 +382,14 @@ def next_deadline(game: Game, now: datetime) -> datetime | None:
 
 def start_game(session: Session, game: Game, now: datetime) -> None:
     if game.status != "new":
-        raise Refusal(f"game '{game.name}' has started already")
+        raise Refusal(_("game '{game}' has started already", game=game.name))
     players = players_of(session, game)
     kind = kind_of(game)
     if not kind.min_players <= len(players) <= kind.max_players:
-        wanted = (f"{kind.min_players}" if kind.min_players == kind.max_players
-                  else f"{kind.min_players} to {kind.max_players}")
-        raise Refusal(f"a game of {kind.title} needs {wanted} players; '{game.name}' has "
-                        f"{len(players)}")
+        wanted = (str(kind.min_players) if kind.min_players == kind.max_players
+                  else _("{lo} to {hi}", lo=kind.min_players, hi=kind.max_players))
+        raise Refusal(_("a game of {kind} needs {wanted} players; '{game}' has {count}",
+                        kind=kind.title, wanted=wanted, game=game.name, count=len(players)))
     for player, seat in zip(players, draw_seats(stream_of(game), len(players)), strict=False):
         player.seat = seat
         session.add(player)

@@ -42,7 +42,7 @@ from datetime import timedelta
 from typing import Any
 
 from pbem.errors import Refusal
-from pbem.wording import LANGUAGES
+from pbem.wording import LANGUAGES, Message, _
 
 POLICIES = ("robot", "challenge", "raise")   # MISSING <policy>: what plays a missed order
 ROBOT_LEVELS = ("easy", "normal", "strong")   # ROBOT <level>: pbem.rules.robot.LEVELS
@@ -57,10 +57,10 @@ USAGE = ("NEWGAME <game> [SEED <n>] [DEADLINE <hours>] [AT <hour>] [GRACE <hours
          "[REMIND <hours>] [MISSED <n>] [VACATION <days>] [MISSING robot|challenge|raise] "
          "[ROBOT easy|normal|strong] [PRESS public|private|none] [LANGUAGE en|de|cs] [OPEN] "
          "[AUTOSTART] [WAIT] [RULES <kind> ...]")
-OPTION_HINT = ("options: SEED <n>, DEADLINE <hours>, AT <hour UTC>, GRACE <hours>, "
-               "REMIND <hours>, MISSED <n>, VACATION <days>, MISSING robot|challenge|raise, "
-               "ROBOT easy|normal|strong, PRESS public|private|none, LANGUAGE en|de|cs, OPEN, "
-               "AUTOSTART, WAIT, RULES <kind> ... (last)")
+OPTION_HINT = _("options: SEED <n>, DEADLINE <hours>, AT <hour UTC>, GRACE <hours>, "
+                "REMIND <hours>, MISSED <n>, VACATION <days>, MISSING robot|challenge|raise, "
+                "ROBOT easy|normal|strong, PRESS public|private|none, LANGUAGE en|de|cs, "
+                "OPEN, AUTOSTART, WAIT, RULES <kind> ... (last)")
 
 
 @dataclass
@@ -160,28 +160,31 @@ def _number(word: str, value: str, *, lo: float = 0, hi: float = MAX_HOURS,
     try:
         number = int(value) if integer else float(value)
     except ValueError:
-        raise Refusal(f"{word} {value}: not a valid number",
-                         f"write it as {word} <number>") from None
+        raise Refusal(_("{word} {value}: not a valid number", word=word, value=value),
+                      _("write it as {word} <number>", word=word)) from None
     if number != number or number < lo or number > hi or (positive and number <= 0):
-        raise Refusal(f"{word} {value}: out of range",
-                         f"{word} takes a number {'above' if positive else 'from'} {lo:g}"
-                         f" up to {hi:g}")
+        raise Refusal(_("{word} {value}: out of range", word=word, value=value),
+                      _("{word} takes a number above {lo} up to {hi}", word=word,
+                        lo=format(lo, "g"), hi=format(hi, "g")) if positive else
+                      _("{word} takes a number from {lo} up to {hi}", word=word,
+                        lo=format(lo, "g"), hi=format(hi, "g")))
     return number
 
 
 def parse_hour(value: str) -> int:
     match = _HOUR.match(value.strip().lower())
     if match is None or int(match.group(1)) > 23:
-        raise Refusal(f"AT {value}: not an hour of the day",
-                         "AT takes the hour in UTC, 0 to 23, e.g. AT 18 or AT 18:00")
+        raise Refusal(_("AT {value}: not an hour of the day", value=value),
+                      _("AT takes the hour in UTC, 0 to 23, e.g. AT 18 or AT 18:00"))
     return int(match.group(1))
 
 
-def _choice(word: str, value: str, allowed: tuple[str, ...], what: str) -> str:
+def _choice(word: str, value: str, allowed: tuple[str, ...], what: Message) -> str:
     """One of ``allowed`` (any case), or a refusal that lists them."""
     if value.lower() not in allowed:
-        raise Refusal(f"{word} {value}: not a {what}",
-                      f"{word} takes {', '.join(allowed[:-1])} or {allowed[-1]}")
+        raise Refusal(_("{word} {value}: not {what}", word=word, value=value, what=what),
+                      _("{word} takes {first} or {last}", word=word,
+                        first=", ".join(allowed[:-1]), last=allowed[-1]))
     return value.lower()
 
 
@@ -203,13 +206,13 @@ def _set_valued(new: NewGame, word: str, value: str) -> None:
     elif word == "VACATION":
         opts.vacation_days = _number(word, value, hi=365)
     elif word == "MISSING":
-        opts.policy = _choice(word, value, POLICIES, "policy")
+        opts.policy = _choice(word, value, POLICIES, _("a policy"))
     elif word == "ROBOT":
-        opts.robot = _choice(word, value, ROBOT_LEVELS, "level")
+        opts.robot = _choice(word, value, ROBOT_LEVELS, _("a level"))
     elif word == "PRESS":
-        opts.press = _choice(word, value, PRESS, "kind of press")
+        opts.press = _choice(word, value, PRESS, _("a kind of press"))
     elif word == "LANGUAGE":
-        opts.language = _choice(word, value, GAME_LANGUAGES, "language")
+        opts.language = _choice(word, value, GAME_LANGUAGES, _("a language"))
 
 
 def parse_options(words: list[str], name: str) -> NewGame:
@@ -227,17 +230,17 @@ def parse_options(words: list[str], name: str) -> NewGame:
             continue
         if word == "RULES":
             if not rest:
-                raise Refusal("RULES needs a game kind", "e.g. RULES postal")
+                raise Refusal(_("RULES needs a game kind"), _("e.g. RULES postal"))
             new.rules, new.rules_words = rest[0].lower(), rest[1:]
             break
         if word not in ("SEED", "DEADLINE", "AT", "GRACE", "REMIND", "MISSED", "VACATION",
                         "MISSING", "ROBOT", "PRESS", "LANGUAGE"):
-            raise Refusal(f"unknown NEWGAME option {word}", OPTION_HINT)
+            raise Refusal(_("unknown NEWGAME option {word}", word=word), OPTION_HINT)
         if not rest:
-            raise Refusal(f"{word} needs a value", OPTION_HINT)
+            raise Refusal(_("{word} needs a value", word=word), OPTION_HINT)
         _set_valued(new, word, rest.pop(0))
     if opts.deadline_hour is not None and new.hours is None:
-        raise Refusal("AT needs a turn length", "e.g. DEADLINE 48 AT 18")
+        raise Refusal(_("AT needs a turn length"), _("e.g. DEADLINE 48 AT 18"))
     return new
 
 

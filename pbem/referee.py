@@ -40,7 +40,7 @@ from pbem.config import Settings
 from pbem.db import one_writer, transient_error
 from pbem.errors import Refusal
 from pbem.faults import crash_point, fail_point
-from pbem.games import active_players, find_game, language_of_address, load_state
+from pbem.games import active_players, find_game, load_state, reading_of_address
 from pbem.kinds import kind_of
 from pbem.mail.read import MAX_LINE_CHARS, MAX_TEXT_LINES, InboundMessage, read_message
 from pbem.mail.text import BodyLine
@@ -52,7 +52,7 @@ from pbem.render import Renderer
 from pbem.services import bounces, clock, failures, turns
 from pbem.services.failures import game_failed, mail_failed, what_failed
 from pbem.services.post import Incoming, Post, answer, read_reply, tagged, undeliverable
-from pbem.wording import _, plural
+from pbem.wording import _, _n, plural
 from pbem.work import HandOff, Work, savepoint
 
 log = logging.getLogger(__name__)
@@ -200,14 +200,14 @@ class Referee:
             p = parsed.problems[0]
             raise Refusal(p.message, p.hint)
         if not parsed.orders:
-            raise Refusal(f"not a referee command: {' '.join(words)} (try HELP)")
+            raise Refusal(_("not a referee command: {words} (try HELP)", words=" ".join(words)))
         # the same lease as a tick's processing and resolving: a command from the shell
         # never interleaves with a running server's handling of the same game
         lease = Lease(self.engine, "referee", self.clock,
                       seconds=self.settings.claim_lease_seconds)
         if not lease.acquire(wait=self.settings.lock_wait_seconds):
-            raise Refusal(f"the server is busy ({lease.holder()} is handling mail); "
-                            "try again in a moment")
+            raise Refusal(_("the server is busy ({holder} is handling mail); try again in a "
+                            "moment", holder=lease.holder()))
         try:
             with Work(self.engine) as session:
                 one_writer(session)
@@ -233,7 +233,8 @@ class Referee:
                     None)
         if game is not None:
             game_failed(session, self.post, game,
-                        f"the referee command {' / '.join(o.line for o in orders)}", exc)
+                        _("the referee command {command}",
+                          command=" / ".join(o.line for o in orders)), exc)
             session.commit()
         return (f"{' / '.join(o.line for o in orders)} failed on our side: "
                 f"{what_failed(exc)}; nothing was applied"
@@ -244,11 +245,16 @@ class Referee:
         times and was moved to the IMAP folder ``quarantine``: the referee hears of it as of
         a failed mail (at most one notice an hour)."""
         with Session(self.engine) as session:
-            failures.note_line(session, self.post, (
-                f"A mail in the mailbox ({where}) could not be stored {tries} times ({why}); "
-                f"it was moved to the IMAP folder {quarantine}, kept as it came. After a fix, "
-                "RETRY QUARANTINE (in a referee mail, or `pbem admin -c <your pbem.toml> "
-                "RETRY QUARANTINE` on the server) fetches it again."))
+            failures.note_line(session, self.post, _n(
+                "A mail in the mailbox ({where}) could not be stored {n} time ({why}); it was "
+                "moved to the IMAP folder {quarantine}, kept as it came. After a fix, RETRY "
+                "QUARANTINE (in a referee mail, or `pbem admin -c <your pbem.toml> RETRY "
+                "QUARANTINE` on the server) fetches it again.",
+                "A mail in the mailbox ({where}) could not be stored {n} times ({why}); it was "
+                "moved to the IMAP folder {quarantine}, kept as it came. After a fix, RETRY "
+                "QUARANTINE (in a referee mail, or `pbem admin -c <your pbem.toml> RETRY "
+                "QUARANTINE` on the server) fetches it again.", tries, where=where, why=why,
+                quarantine=quarantine))
             session.commit()
 
     def undeliverable(self, session: Session, row: OutboundMail, why: str) -> None:
@@ -268,8 +274,10 @@ def set_aside(session: Session, post: Post, row: InboundMail) -> None:
     row.outcome = (f"set aside: its handling was cut short {count} (a crash or a kill); "
                    "the referee was told")
     assert row.id is not None
-    failures.note(session, post, row.id, f"set aside unread: the server crashed or was killed "
-                  f"{count} while handling it. {failures.retry_line(row.id)}")
+    failures.note(session, post, row.id, _n(
+        "set aside unread: the server crashed or was killed {n} time while handling it. "
+        "{retry}", "set aside unread: the server crashed or was killed {n} times while "
+        "handling it. {retry}", times, retry=failures.retry_line(row.id)))
 
 
 def handle(session: Session, post: Post, row: InboundMail) -> str:
@@ -292,12 +300,12 @@ def handle(session: Session, post: Post, row: InboundMail) -> str:
             sender_check.check_aligned(session, post, row, msg)
         bounces.heard_from(session, msg.from_addr)   # the address works again
         if row.truncated:
-            raise refusal(f"your mail is larger than {settings.max_mail_bytes:,} bytes, "
-                          f"so it was not read", "send your orders as plain text, without "
-                          "attachments")
+            raise refusal(_("your mail is larger than {size} bytes, so it was not read",
+                            size=format(settings.max_mail_bytes, ",")),
+                          _("send your orders as plain text, without attachments"))
         if not msg.readable:
-            raise refusal(msg.problem or "no text could be read from your mail",
-                          "send your orders as plain text")
+            raise refusal(msg.problem or _("no text could be read from your mail"),
+                          _("send your orders as plain text"))
         # a reply's new text ends where it quotes our mail (read_reply)
         mail = Incoming(row, within_limits(read_reply(session, msg)))
         if msg.from_addr == settings.referee.lower():
@@ -318,9 +326,10 @@ def handle(session: Session, post: Post, row: InboundMail) -> str:
 def within_limits(msg: InboundMessage) -> InboundMessage:
     """At most MAX_TEXT_LINES lines of new text are read, each cut to MAX_LINE_CHARS."""
     if len(msg.lines) > MAX_TEXT_LINES:
-        raise refusal(f"your mail has {len(msg.lines):,} lines of new text; at most "
-                      f"{MAX_TEXT_LINES} are read", "send your orders in a short mail "
-                      "(the quoted text of a reply does not count)")
+        raise refusal(_("your mail has {lines} lines of new text; at most {most} are read",
+                        lines=format(len(msg.lines), ","), most=MAX_TEXT_LINES),
+                      _("send your orders in a short mail (the quoted text of a reply does "
+                        "not count)"))
     if all(len(line.text) <= MAX_LINE_CHARS for line in msg.lines):
         return msg
     lines = [line if len(line.text) <= MAX_LINE_CHARS else
@@ -398,9 +407,9 @@ def player_commands_of(ctx: CommandContext, parsed: ParsedText, who: Turnkey | N
             if replies:
                 return run(ctx, replies[:1])[0]
     if who is None and (moves or nothing_else):
-        raise refusal("I could not tell which game and player this mail is for",
-                      "reply to your latest report, or write a fresh mail with the lines "
-                      "GAME <game> and KEY <your key> (both are in your report)")
+        raise refusal(_("I could not tell which game and player this mail is for"),
+                      _("reply to your latest report, or write a fresh mail with the lines "
+                        "GAME <game> and KEY <your key> (both are in your report)"))
     if not moves and nothing_else:
         return take_moves(ctx, parsed, names).said   # says that no order was found
     with savepoint(ctx.session):   # a move and desk commands in one mail: all or none
@@ -417,14 +426,14 @@ def referee_mail(session: Session, post: Post, mail: Incoming) -> str:
     parsed = parse_text(mail.msg.lines, referee_commands())
     key = parsed.first("KEY")
     if key is None:
-        raise refusal("referee commands need the line KEY <referee key>",
-                      "add the referee key from pbem.toml on a line of its own")
+        raise refusal(_("referee commands need the line KEY <referee key>"),
+                      _("add the referee key from pbem.toml on a line of its own"))
     sender_check.check_lockout(session, post, mail.msg, None)
     if not security.referee_key_matches(str(key.args), key=settings.referee_key,
                                         key_sha256=settings.referee_key_sha256):
         raise sender_check.auth_refusal(refusal(
-            "referee commands need the line KEY <referee key>, with the right key",
-            "add the referee key from pbem.toml on a line of its own", key.line_no,
+            _("referee commands need the line KEY <referee key>, with the right key"),
+            _("add the referee key from pbem.toml on a line of its own"), key.line_no,
             "KEY ****"))
     if parsed.problems:
         raise Refusal.of(parsed.problems)
@@ -460,7 +469,7 @@ def reader_language(session: Session, post: Post, msg: InboundMessage,
         return settings.referee_language
     if who is not None:
         return language_of(who.game, who.player)
-    known = language_of_address(session, sender) if sender else None
+    known = reading_of_address(session, sender)[0] if sender else None
     if known:
         return known
     written = parsed.language if parsed is not None else words_language(
@@ -521,8 +530,8 @@ def answer_internal_error(session: Session, post: Post, row: InboundMail) -> Non
             return
         game = failures.game_of_mail(session, msg)   # its subject is tagged with the game
         answer_error(session, post, Incoming(row, msg), refusal(
-            "something went wrong on our side while reading your mail; nothing in it was "
-            "applied", "the referee has been told and will look into it",
+            _("something went wrong on our side while reading your mail; nothing in it was "
+              "applied"), _("the referee has been told and will look into it"),
             game=game.name if game is not None else None))
         sender_check.limit_answers(session, post, row, msg, "")
     except Exception:   # the answer is a courtesy: never let it lose the mail

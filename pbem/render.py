@@ -31,7 +31,7 @@ from pbem.i18n import SOURCE_LANGUAGE, known_language, translator
 from pbem.paths import packaged_dir
 from pbem.usertext import shown
 from pbem.wording import ENGLISH, Message, Translator, _, _n, listing, percent, say
-from pbem.zones import in_zone
+from pbem.zones import Reader, in_zone
 
 __all__ = [
     "Renderer",
@@ -509,9 +509,11 @@ class Renderer:
         return template_environment(self.override_dir, known_language(language))
 
     @staticmethod
-    def say(value: Any, language: str = SOURCE_LANGUAGE) -> Any:
-        """A message (or a list of them) in ``language``; a subject line, say."""
-        return say(value, translator(known_language(language)))
+    def say(value: Any, language: str = SOURCE_LANGUAGE, zone: str | None = None) -> Any:
+        """A message (or a list of them) to a reader of ``language`` in ``zone``; a
+        subject line, say."""
+        tr = translator(known_language(language))
+        return say(value, Reader(tr, zone) if zone is not None else tr)
 
     @property
     def shipped_only(self) -> bool:
@@ -539,14 +541,15 @@ class Renderer:
         return len(names)
 
     def render(self, name: str, context: Mapping[str, Any],
-               language: str = SOURCE_LANGUAGE) -> tuple[str, str]:
-        """Render ``NAME.txt.j2`` and ``NAME.html.j2`` with ``context`` in ``language``:
-        (text, html)."""
+               language: str = SOURCE_LANGUAGE, zone: str | None = None) -> tuple[str, str]:
+        """Render ``NAME.txt.j2`` and ``NAME.html.j2`` with ``context`` for a reader of
+        ``language`` in time ``zone``: (text, html)."""
         env = self.environment(language)
-        if language != SOURCE_LANGUAGE:
-            # every message in the context said in the language at once, so that a filter
-            # (join, wrap ...) that makes text of one gets it said, not in English
-            context = say(context, translator(known_language(language)))
+        if language != SOURCE_LANGUAGE or zone is not None:
+            # every message (and time) in the context said to the reader at once, so that a
+            # filter (join, wrap ...) that makes text of one gets it said, not in English
+            tr = translator(known_language(language))
+            context = say(context, Reader(tr, zone) if zone is not None else tr)
         # no copy of the context here: Template.render makes its own
         text = env.get_template(f"{name}.txt.j2").render(context)
         html = env.get_template(f"{name}.html.j2").render(context)

@@ -31,6 +31,7 @@ from pbem.mail.senderauth import check_sender
 from pbem.models import Game, InboundMail, OutboundMail, Player
 from pbem.orders import ParsedText
 from pbem.services.post import Post, replied_ids, tell_referee
+from pbem.wording import _
 from pbem.work import Work
 
 
@@ -91,8 +92,8 @@ def identify(session: Session, post: Post, msg: InboundMessage,
         if player is None or player.email != msg.from_addr:
             replaced_in(session, post, game, msg)
             raise auth_refusal(refusal(
-                "this is a reply to another player's mail, from an address that is "
-                "not theirs", "reply from the address the report was sent to",
+                _("this is a reply to another player's mail, from an address that is "
+                  "not theirs"), _("reply from the address the report was sent to"),
                 game=game.name))
         turn_order = parsed.first("TURN")
         turn = turn_order.args if turn_order is not None else (sent.turn or game.turn)
@@ -102,12 +103,13 @@ def identify(session: Session, post: Post, msg: InboundMessage,
         return None
     if game_line is None or key_line is None:
         missing = "GAME <game>" if game_line is None else "KEY <key>"
-        raise refusal(f"a fresh mail needs both GAME and KEY lines; the {missing} line is "
-                      "missing", "copy both lines from your latest report")
+        raise refusal(_("a fresh mail needs both GAME and KEY lines; the {missing} line is "
+                        "missing", missing=missing),
+                      _("copy both lines from your latest report"))
     try:
         game = find_game(session, game_line.args)
     except Refusal as refused:
-        refused.quoting(game_line, hint="check the game name in your report")
+        refused.quoting(game_line, hint=_("check the game name in your report"))
         raise
     check_lockout(session, post, msg, game.name)
     player = security.find_key_owner(players_of(session, game), str(key_line.args))
@@ -119,8 +121,9 @@ def identify(session: Session, post: Post, msg: InboundMessage,
     if player is None or player.email != msg.from_addr:
         # the same answer either way: a key is no use from another address
         raise auth_refusal(refusal(
-            f"that key does not belong to {msg.from_addr} in game {game.name}",
-            "use the key from your own report, sent from your registered address",
+            _("that key does not belong to {address} in game {game}", address=msg.from_addr,
+              game=game.name),
+            _("use the key from your own report, sent from your registered address"),
             key_line.line_no, "KEY ****", game=game.name))
     turn_order = parsed.first("TURN")
     return Turnkey(game, player, turn_order.args if turn_order else game.turn)
@@ -142,10 +145,11 @@ def check_aligned(session: Session, post: Post, row: InboundMail, msg: InboundMe
         return
     domain = address.rpartition("@")[2]
     raise auth_refusal(refusal(
-        f"this mail could not be verified as sent by {domain} ({verdict.reason}), so nothing "
-        "in it was read", f"send it from your mail account at {domain} itself (not through "
-        "another service that writes your address as the sender); if you did, tell the "
-        "referee"))
+        _("this mail could not be verified as sent by {domain} ({reason}), so nothing in it "
+          "was read", domain=domain, reason=verdict.reason),
+        _("send it from your mail account at {domain} itself (not through another service "
+          "that writes your address as the sender); if you did, tell the referee",
+          domain=domain)))
 
 
 def replaced_in(session: Session, post: Post, game: Game, msg: InboundMessage) -> None:
@@ -156,11 +160,14 @@ def replaced_in(session: Session, post: Post, game: Game, msg: InboundMessage) -
         return
     seat = gone[-1].seat
     now = seated(session, game).get(seat or 0)
-    by = f" by {now.name}" if now is not None else ""
-    raise refusal(f"you were replaced in game {game.name}: seat {seat} is played{by} now, "
-                  "so your orders and replies to your old reports are no longer read",
-                  f"if you think this is a mistake, write to the referee <{post.referee}>",
-                  game=game.name)
+    said = (_("you were replaced in game {game}: seat {seat} is played by {name} now, so "
+              "your orders and replies to your old reports are no longer read",
+              game=game.name, seat=seat, name=now.name) if now is not None else
+            _("you were replaced in game {game}: seat {seat} is played now, so your orders "
+              "and replies to your old reports are no longer read", game=game.name,
+              seat=seat))
+    raise refusal(said, _("if you think this is a mistake, write to the referee <{referee}>",
+                          referee=post.referee), game=game.name)
 
 
 def check_lockout(session: Session, post: Post, msg: InboundMessage, game: str | None) -> None:
@@ -172,11 +179,13 @@ def check_lockout(session: Session, post: Post, msg: InboundMessage, game: str |
         until = security.locked_until(session, msg.from_addr, now, limits)
         minutes = limits.auth_window.total_seconds() / 60
         refused = refusal(
-            f"{msg.from_addr} is locked out until {until:%Y-%m-%d %H:%M} UTC: mail from it "
-            f"failed {limits.auth_failures} checks within {minutes:g} minutes (a wrong key, a "
-            f"key from another address, or a reply to another player's mail), so keys from "
-            f"it are not checked until then", "reply to your latest report instead (a reply "
-            "needs no key), or try again after that time", game=game)
+            _("{address} is locked out until {until}: mail from it failed {failures} checks "
+              "within {minutes} minutes (a wrong key, a key from another address, or a reply "
+              "to another player's mail), so keys from it are not checked until then",
+              address=msg.from_addr, until=until.strftime("%Y-%m-%d %H:%M UTC"),
+              failures=limits.auth_failures, minutes=format(minutes, "g")),
+            _("reply to your latest report instead (a reply needs no key), or try again "
+              "after that time"), game=game)
         refused.lockout = True
         raise refused
 
@@ -190,13 +199,14 @@ def auth_failed(session: Session, post: Post, address: str | None) -> None:
     if security.note_failure(session, address, now, limits):
         minutes = limits.auth_window.total_seconds() / 60
         until = security.locked_until(session, address, now, limits)
-        tell_referee(session, post, "Repeated failed attempts", [
-            f"Mail from {address} failed {limits.auth_failures} checks within {minutes:g} "
-            f"minutes: a wrong key, a key from another address, or a reply to another "
-            f"player's mail. Keys from this address are not checked until "
-            f"{until:%Y-%m-%d %H:%M} UTC; replies to reports still work.",
-            "If this is a player who lost their key, STATUS shows the game; if not, "
-            "someone may be trying to act in their name."])
+        tell_referee(session, post, _("Repeated failed attempts"), [
+            _("Mail from {address} failed {failures} checks within {minutes} minutes: a "
+              "wrong key, a key from another address, or a reply to another player's mail. "
+              "Keys from this address are not checked until {until}; replies to reports "
+              "still work.", address=address, failures=limits.auth_failures,
+              minutes=format(minutes, "g"), until=until.strftime("%Y-%m-%d %H:%M UTC")),
+            _("If this is a player who lost their key, STATUS shows the game; if not, "
+              "someone may be trying to act in their name.")])
 
 
 def limit_answers(session: Session, post: Post, row: InboundMail, msg: InboundMessage,

@@ -19,7 +19,7 @@ from __future__ import annotations
 import string
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 # the languages pbem speaks (English is the source: the code's and templates' own text),
 # each by its own name
@@ -32,6 +32,13 @@ class Translator(Protocol):
     def gettext(self, message: str, /) -> str: ...
 
     def ngettext(self, singular: str, plural: str, n: int, /) -> str: ...
+
+
+@runtime_checkable
+class SaysItself(Protocol):
+    """A value that knows how its reader reads it (a time in the reader's zone)."""
+
+    def said(self, tr: Translator) -> str: ...
 
 
 class English:
@@ -58,19 +65,50 @@ class Message:
     values: tuple[tuple[str, Any], ...] = ()
     plural: str | None = None
     n: int = 1
+    capital: bool = False    # said with its first letter upper case (a sentence's start)
 
     def said(self, tr: Translator = ENGLISH) -> str:
         """The message in ``tr``'s language, its values filled in (said there too)."""
         text = (tr.gettext(self.source) if self.plural is None
                 else tr.ngettext(self.source, self.plural, self.n))
-        if not self.values and self.plural is None:
-            return text
-        fields = {key: say(value, tr) for key, value in self.values}
-        fields.setdefault("n", self.n)
-        return _fill(text, fields)
+        if self.values or self.plural is not None:
+            fields = {key: say(value, tr) for key, value in self.values}
+            fields.setdefault("n", self.n)
+            text = _fill(text, fields)
+        return text[:1].upper() + text[1:] if self.capital else text
+
+    def capitalized(self) -> Message:
+        """This message as a sentence's start: its first letter upper case, said in any
+        language."""
+        return Message(self.source, self.values, self.plural, self.n, True)
 
     def __str__(self) -> str:
         return self.said(ENGLISH)
+
+    # Text that became a message still compares, and is searched, as its English text
+    # (code and tests written when it was a str); said elsewhere only when read.
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, str):
+            return str(self) == other
+        if type(other) is Message:
+            return (self.source, self.values, self.plural, self.n, self.capital) == (
+                other.source, other.values, other.plural, other.n, other.capital)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(str(self))
+
+    def __contains__(self, part: str) -> bool:
+        return part in str(self)
+
+    def __len__(self) -> int:
+        return len(str(self))
+
+    def startswith(self, prefix: str | tuple[str, ...]) -> bool:
+        return str(self).startswith(prefix)
+
+    def endswith(self, suffix: str | tuple[str, ...]) -> bool:
+        return str(self).endswith(suffix)
 
     def __add__(self, other: object) -> Message:
         """Messages follow one another (a sentence, then another)."""
@@ -121,10 +159,13 @@ Said = str | Message
 def say(value: Any, tr: Translator = ENGLISH) -> Any:
     """A value as its reader reads it: a message said in ``tr``'s language, and so every
     message inside a list, tuple or dict (a new container where one was said, the same
-    object where none was); anything else as it is."""
+    object where none was); a value that says itself to a reader (``said(tr)``: a time,
+    pbem.zones.When) said; anything else as it is."""
     kind = type(value)
     if kind is Message:
         return value.said(tr)
+    if kind is str or kind is int:
+        return value
     if kind is dict:
         changed: dict[Any, Any] | None = None
         for key, item in value.items():
@@ -139,6 +180,8 @@ def say(value: Any, tr: Translator = ENGLISH) -> Any:
         if all(a is b for a, b in zip(items, value, strict=True)):
             return value
         return items if kind is list else tuple(items)
+    if isinstance(value, SaysItself):
+        return value.said(tr)
     return value
 
 

@@ -13,13 +13,15 @@ Without a zone (or with UTC) it is the UTC time alone, as before: 2026-12-05 18:
 from __future__ import annotations
 
 import difflib
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from pbem.errors import Refusal
+from pbem.wording import Translator, _
 
-ZONE_EXAMPLE = "e.g. TIMEZONE Europe/Prague, TIMEZONE America/New_York or TIMEZONE UTC"
+ZONE_EXAMPLE = _("e.g. TIMEZONE Europe/Prague, TIMEZONE America/New_York or TIMEZONE UTC")
 UTC_NAMES = frozenset({"UTC", "GMT", "Z", "ZULU", "NONE", "ETC/UTC"})
 MOST_LETTERS = 64     # longer than any IANA name: a longer word is not one
 
@@ -39,13 +41,16 @@ def zone_named(text: str) -> str | None:
     name = known.get(word.casefold()) if len(word) <= MOST_LETTERS else None
     if name is None:
         near = difflib.get_close_matches(word.casefold(), known, n=2, cutoff=0.85)
-        hint = ("did you mean " + " or ".join(known[n] for n in near) + "?") if near else \
-            "write a name of the IANA time zone database, " + ZONE_EXAMPLE
-        raise Refusal(f"'{word[:MOST_LETTERS]}' is not a time zone I know", hint)
+        names = [known[n] for n in near]
+        hint = (_("did you mean {name}?", name=names[0]) if len(names) == 1
+                else _("did you mean {first} or {second}?", first=names[0], second=names[1])
+                if names else _("write a name of the IANA time zone database, {example}",
+                                example=ZONE_EXAMPLE))
+        raise Refusal(_("'{word}' is not a time zone I know", word=word[:MOST_LETTERS]), hint)
     try:
         ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):   # listed, but its file is unreadable
-        raise Refusal(f"the time zone {name} cannot be read on this server",
+        raise Refusal(_("the time zone {name} cannot be read on this server", name=name),
                       ZONE_EXAMPLE) from None
     return name
 
@@ -71,3 +76,32 @@ def in_zone(when: datetime | str | None, zone: str | None) -> str:
     same_day = local.date() == utc.date()
     beside = f"{utc:%H:%M} UTC" if same_day else f"{utc:%Y-%m-%d %H:%M} UTC"
     return f"{local:%Y-%m-%d %H:%M} {local.tzname()} ({zone}), {beside}"
+
+
+@dataclass(frozen=True)
+class When:
+    """A time in a message (a deadline in a reminder): said in the zone of whoever reads
+    it (a ``Reader``'s ``zone``: local time and zone, UTC beside), in UTC where the reader
+    has none, and in UTC by ``str()``."""
+
+    at: datetime
+
+    def said(self, tr: object) -> str:
+        return in_zone(self.at, getattr(tr, "zone", None))
+
+    def __str__(self) -> str:
+        return in_zone(self.at, None)
+
+
+@dataclass(frozen=True)
+class Reader:
+    """Who reads a mail: their language (a translator) and their time zone."""
+
+    tr: Translator
+    zone: str | None
+
+    def gettext(self, message: str, /) -> str:
+        return self.tr.gettext(message)
+
+    def ngettext(self, singular: str, plural: str, n: int, /) -> str:
+        return self.tr.ngettext(singular, plural, n)

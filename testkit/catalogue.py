@@ -154,6 +154,14 @@ def problems(language: str, template: Catalog | None = None) -> list[str]:
     template = template or extract()
     catalogue = translations(language)
     said: list[str] = []
+    seen: dict[str, str] = {}
+    for path in sorted((LOCALE / language / "LC_MESSAGES").glob("*.po")):
+        for message in read(path, language):
+            if message.id and _key(message) in seen:
+                said.append(f"{language}: {_key(message)!r} in {seen[_key(message)]} and "
+                            f"{path.name} (keep one)")
+            elif message.id:
+                seen[_key(message)] = path.name
     for message in template:
         if not message.id:
             continue

@@ -80,6 +80,11 @@ class CommandContext:
     language: str = "en"
 
     @property
+    def zone(self) -> str | None:
+        """The time zone of the player the mail speaks for (TIMEZONE), if any."""
+        return self.who.player.timezone if self.who is not None else None
+
+    @property
     def sender(self) -> str:
         assert self.mail is not None
         return self.mail.sender
@@ -95,7 +100,7 @@ class CommandContext:
             return
         who = self.who
         answer(self.session, self.post, self.mail, template, subject, context,
-               language=self.language,
+               language=self.language, zone=self.zone,
                game_id=who.game.id if who else None, seat=who.player.seat if who else None,
                turn=who.turn if who else None, attachments=attachments)
 
@@ -105,6 +110,7 @@ class CommandContext:
         parts, self.parts = self.parts or [], None
         who = self.who
         answer_parts(self.session, self.post, self.mail, parts, language=self.language,
+                     zone=self.zone,
                      game=who.game.name if who else next(
                          (str(p.context["game"]) for p in parts if p.context.get("game")),
                          None),

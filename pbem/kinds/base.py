@@ -30,6 +30,7 @@ from pbem.kinds.jsontypes import JSON, JSONMap, Odds
 from pbem.kinds.tables import Viewer
 from pbem.orders import Command, Order
 from pbem.rules.dice import DiceStream
+from pbem.wording import Said
 
 S = TypeVar("S")   # the kind's state
 M = TypeVar("M")   # the kind's move
@@ -40,7 +41,7 @@ class Understood:
     """One order line and what the referee made of it (for the confirmation)."""
 
     order: Order
-    understood: str
+    understood: Said                  # said in the player's language
     odds: Odds | None = None
 
 
@@ -70,9 +71,10 @@ class GameKind(ABC, Generic[S, M]):
     min_players: int
     max_players: int
     commands: tuple[Command, ...]     # the move orders of this kind (parser and HELP)
-    option_help: str                  # one line on its NEWGAME options
-    help_note: str                    # what HELP says about the game's dice and pieces
-    # DEFAULT <word> -> what a standing order does in this kind (the words it accepts)
+    option_help: Said                 # one line on its NEWGAME options
+    help_note: Said                   # what HELP says about the game's dice and pieces
+    # DEFAULT <word> -> what a standing order does in this kind (the words it accepts),
+    # in English; standing_orders_said: the same said in the reader's language
     standing_orders: Mapping[str, str]
     # the Jinja2 template pair of its turn report (NAME.txt.j2, NAME.html.j2); a kind
     # without its own shows the generic one (notes, standings, history)
@@ -110,6 +112,15 @@ class GameKind(ABC, Generic[S, M]):
     @abstractmethod
     def due(self, state: S) -> dict[int, str]:
         """seat -> what it must do this turn ("bid or challenge in mini-game 2")."""
+
+    @property
+    def standing_orders_said(self) -> Mapping[str, Said]:
+        """``standing_orders`` in the reader's language (where a kind has them as messages)."""
+        return self.standing_orders
+
+    def due_said(self, state: S) -> Mapping[int, Said]:
+        """``due``, said in the reader's language where the kind's texts are messages."""
+        return self.due(state)
 
     @abstractmethod
     def orders_now(self, state: S, seat: int) -> list[str]:
@@ -149,6 +160,10 @@ class GameKind(ABC, Generic[S, M]):
 
     def describe_move(self, move: M) -> str:
         return str(move)
+
+    def describe_move_said(self, move: M) -> Said:
+        """``describe_move`` in the reader's language (where the kind says it as a message)."""
+        return self.describe_move(move)
 
     @abstractmethod
     def over(self, state: S) -> bool: ...

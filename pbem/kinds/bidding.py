@@ -14,15 +14,17 @@ from pbem.rules.bid_moves import CHALLENGE, BidMove, Move, move_from_json, move_
 from pbem.rules.dice import face_symbol
 from pbem.rules.ladder import Bid, Ladder
 from pbem.rules.odds import SeatView, actual_distribution
+from pbem.wording import Message, _
 
-EXPOSE_EXAMPLE = "e.g. BID 6 threes and, on the next line, EXPOSE 3 3"
-HELP_NOTE = ("The dice show 1 to 5 and a star, which replaces the 6; for a number bid the "
-             "stars are wild.")
-STANDING_ORDERS = {
-    "CHALLENGE": "challenge the current bid (or, if there is none, let the robot open)",
-    "RAISE": "raise to the lowest legal bid (or challenge when no raise is left)",
-    "ROBOT": "let the robot choose your move",
-    "NONE": "no standing order: the game's policy decides (normally the robot)"}
+EXPOSE_EXAMPLE = _("e.g. BID 6 threes and, on the next line, EXPOSE 3 3")
+HELP_NOTE = _("The dice show 1 to 5 and a star, which replaces the 6; for a number bid the "
+              "stars are wild.")
+STANDING_ORDERS_SAID: dict[str, Message] = {
+    "CHALLENGE": _("challenge the current bid (or, if there is none, let the robot open)"),
+    "RAISE": _("raise to the lowest legal bid (or challenge when no raise is left)"),
+    "ROBOT": _("let the robot choose your move"),
+    "NONE": _("no standing order: the game's policy decides (normally the robot)")}
+STANDING_ORDERS = {word: str(what) for word, what in STANDING_ORDERS_SAID.items()}
 
 
 def read_bid_order(orders: Sequence[Order]) -> tuple[Order, list[Order], Move]:
@@ -31,18 +33,18 @@ def read_bid_order(orders: Sequence[Order]) -> tuple[Order, list[Order], Move]:
     exposes = [o for o in orders if o.name == "EXPOSE"]
     if not moves:
         if exposes:
-            raise Refusal("EXPOSE goes with a BID in the same mail, never alone",
-                               EXPOSE_EXAMPLE, exposes[0])
-        raise Refusal("I found no order in your mail",
-                           "write one order a line, e.g. BID 6 threes or CHALLENGE")
+            raise Refusal(_("EXPOSE goes with a BID in the same mail, never alone"),
+                          EXPOSE_EXAMPLE, exposes[0])
+        raise Refusal(_("I found no order in your mail"),
+                      _("write one order a line, e.g. BID 6 threes or CHALLENGE"))
     if len(moves) > 1:
-        raise Refusal("one move a turn: your mail has more than one BID or CHALLENGE",
-                           "send just the one you mean; a later mail replaces an earlier order",
-                           moves[1])
+        raise Refusal(_("one move a turn: your mail has more than one BID or CHALLENGE"),
+                      _("send just the one you mean; a later mail replaces an earlier order"),
+                      moves[1])
     order = moves[0]
     if exposes and order.name != "BID":
-        raise Refusal("EXPOSE goes with a BID in the same mail, never with a challenge",
-                           EXPOSE_EXAMPLE, exposes[0])
+        raise Refusal(_("EXPOSE goes with a BID in the same mail, never with a challenge"),
+                      EXPOSE_EXAMPLE, exposes[0])
     move: Move = (CHALLENGE if order.name == "CHALLENGE"
                   else BidMove(order.args, tuple(f for e in exposes for f in e.args)))
     return order, exposes, move
@@ -83,6 +85,9 @@ class BidMoves(GameKind[S, Move]):
 
     def describe_move(self, move: Move) -> str:
         return str(move)
+
+    def describe_move_said(self, move: Move) -> Message:
+        return move.said()
 
     def order_lines(self, move: Move) -> list[str]:
         return order_lines(move)

@@ -21,6 +21,7 @@ from pbem.kinds.base import Resolution, TakenOrder, Understood
 from pbem.kinds.bidding import (
     HELP_NOTE,
     STANDING_ORDERS,
+    STANDING_ORDERS_SAID,
     BidMoves,
     count_chart,
     order_lines,
@@ -60,7 +61,7 @@ from pbem.rules.odds import OtherSeat, SeatView, bid_odds, bids_since_reroll
 from pbem.rules.postal import make_ladder
 from pbem.rules.robot import DEFAULT_LEVEL, choose_move
 from pbem.rules.ruleset import ExactRule, RuleSet
-from pbem.wording import plural
+from pbem.wording import Message, _, plural
 
 MOVE_NAMES = ("BID", "CHALLENGE", "EXPOSE")
 SIX_KEY = "dice_if_six_players"
@@ -73,9 +74,9 @@ EDITIONS: dict[str, tuple[RuleSet, int | None]] = {
     "anniversary": (RuleSet(super_die=True, exact_rule=ExactRule.ALL_BUT_BIDDER,
                             expose=False), None),
 }
-OPTION_HELP = ("classic options: an edition (english, german, czech, anniversary) first, then "
-               "DICE <1-10>, SUPER on|off, EXACT " + "|".join(r.value for r in ExactRule)
-               + ", STARS on|off, EXPOSE on|off, BOARD <n>|off")
+OPTION_HELP = _("classic options: an edition (english, german, czech, anniversary) first, "
+                "then DICE <1-10>, SUPER on|off, EXACT {exact}, STARS on|off, EXPOSE on|off, "
+                "BOARD <n>|off", exact="|".join(r.value for r in ExactRule))
 _EXACT_TEXT = {
     ExactRule.ALL_BUT_BIDDER: "all but the bidder lose 1",
     ExactRule.NOBODY: "nobody loses a die, the bidder opens the next round",
@@ -90,12 +91,14 @@ def _switch(name: str, value: str) -> bool:
         return True
     if value in ("off", "no", "false"):
         return False
-    raise Refusal(f"{name.upper()} is on or off, not '{value}'", OPTION_HELP)
+    raise Refusal(_("{name} is on or off, not '{value}'", name=name.upper(), value=value),
+                  OPTION_HELP)
 
 
 def _number(name: str, value: str) -> int:
     if not value.isdigit():
-        raise Refusal(f"{name.upper()} takes a number, not '{value}'", OPTION_HELP)
+        raise Refusal(_("{name} takes a number, not '{value}'", name=name.upper(),
+                        value=value), OPTION_HELP)
     return int(value)
 
 
@@ -194,6 +197,7 @@ class ClassicKind(BidMoves[ClassicState]):
     course_label = "dice held"
     option_help = OPTION_HELP
     help_note = HELP_NOTE
+    standing_orders_said: Mapping[str, Message] = STANDING_ORDERS_SAID
     standing_orders: Mapping[str, str] = STANDING_ORDERS
 
     def parse_options(self, words: Sequence[str]) -> JSON:
@@ -204,12 +208,13 @@ class ClassicKind(BidMoves[ClassicState]):
         while tokens:
             name = tokens.pop(0)
             if name in EDITIONS:
-                raise Refusal(f"name the edition ({name}) first, before single options",
-                                 OPTION_HELP)
+                raise Refusal(_("name the edition ({name}) first, before single options",
+                                name=name), OPTION_HELP)
             if name not in ("dice", "super", "exact", "stars", "expose", "board"):
-                raise Refusal(f"unknown option '{name}' for a classic game", OPTION_HELP)
+                raise Refusal(_("unknown option '{name}' for a classic game", name=name),
+                              OPTION_HELP)
             if not tokens:
-                raise Refusal(f"{name.upper()} needs a value", OPTION_HELP)
+                raise Refusal(_("{name} needs a value", name=name.upper()), OPTION_HELP)
             value = tokens.pop(0)
             try:
                 if name == "dice":
@@ -226,7 +231,8 @@ class ClassicKind(BidMoves[ClassicState]):
                     cap = None if value in ("off", "none") else _number(name, value)
                     rules = rules.with_options(board_cap=cap)
             except ValueError as exc:
-                raise Refusal(f"{name.upper()} {value}: {exc}", OPTION_HELP) from None
+                raise Refusal(_("{name} {value}: {why}", name=name.upper(), value=value,
+                                why=str(exc)), OPTION_HELP) from None
         return {**rules.to_json(), SIX_KEY: six}
 
     def rules_of(self, rules: JSONMap, players: int) -> RuleSet:
@@ -261,6 +267,9 @@ class ClassicKind(BidMoves[ClassicState]):
     def due(self, state: ClassicState) -> dict[int, str]:
         return state.due()
 
+    def due_said(self, state: ClassicState) -> dict[int, Message]:
+        return state.due_said()
+
     def orders_now(self, state: ClassicState, seat: int) -> list[str]:
         if seat not in state.due():
             return []
@@ -281,17 +290,21 @@ class ClassicKind(BidMoves[ClassicState]):
             try:
                 state.check_move(seat, trial)
             except RulesError as exc:
-                raise Refusal(str(exc), "your report lists what you may do now",
-                                   bad) from None
+                raise Refusal(exc.message, _("your report lists what you may do now"),
+                              bad) from None
         where = f"in round {state.round}"
         if isinstance(move, BidMove):
             o = bid_odds(state.seat_view(seat), move.bid)
-            first = Understood(order, f"BID {move.bid} {where}", {"holds": o.holds,
-                                                                   "exact": o.exact})
+            first = Understood(order, _("BID {bid} in round {round}", bid=move.bid.said(),
+                                        round=state.round),
+                               {"holds": o.holds, "exact": o.exact})
         else:
-            first = Understood(order, f"CHALLENGE {state.current_bid} (bid by player "
-                                      f"{state.bidder}) {where}")
-        lines = [first] + [Understood(e, f"expose {_faces(e.args)}, re-roll the rest")
+            current = state.current_bid
+            first = Understood(order, _("CHALLENGE {bid} (bid by player {seat}) in round "
+                                        "{round}", bid=current.said() if current else "None",
+                                        seat=state.bidder, round=state.round))
+        lines = [first] + [Understood(e, _("expose {faces}, re-roll the rest",
+                                           faces=_faces(e.args)))
                            for e in exposes]
         return TakenOrder(move, lines, f"{move} {where}")
 
@@ -303,7 +316,7 @@ class ClassicKind(BidMoves[ClassicState]):
         due = state.due()
         extra = sorted(set(moves) - set(due))
         if extra:
-            raise IllegalMove(f"player {extra[0]} has no move now")
+            raise IllegalMove(_("player {seat} has no move now", seat=extra[0]))
         if set(due) - set(moves):
             raise ValueError(f"no move for seats {sorted(set(due) - set(moves))}")
         (seat,) = due

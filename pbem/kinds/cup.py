@@ -43,12 +43,12 @@ from pbem.rules.cupofbluff import (
 )
 from pbem.rules.dice import DiceStream
 from pbem.rules.errors import IllegalMove, RulesError
-from pbem.wording import plural
+from pbem.wording import Message, _, plural
 
 RULES_VERSION = 1
-SEAT_HINT = "write the player's number or name, e.g. TO 3, TO player 3 or TO Ann"
+SEAT_HINT = _("write the player's number or name, e.g. TO 3, TO player 3 or TO Ann")
 _NAME = re.compile(r"^[^\W\d_][\w.' -]{0,59}$")
-TOKEN_HINT = "tokens and totals are the numbers 3 to 18"
+TOKEN_HINT = _("tokens and totals are the numbers 3 to 18")
 _WORDS = dict(zip(("three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
                    "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen",
                    "eighteen"), range(3, 19), strict=True))
@@ -66,29 +66,33 @@ def parse_token(word: str) -> int:
     text = _clean(word)
     value = int(text) if text.isdigit() else _WORDS.get(text)
     if value is None or not 3 <= value <= 18:
-        raise Refusal(f"'{word}' is not a token or total", TOKEN_HINT)
+        raise Refusal(_("'{word}' is not a token or total", word=word), TOKEN_HINT)
     return value
 
 
 def parse_seat(words: Sequence[str]) -> int:
     match = _SEAT.match(" ".join(_clean(w) for w in words))
     if match is None or not 1 <= int(match.group(1)) <= 5:
-        raise Refusal(f"'{' '.join(words)}' is not a player number", SEAT_HINT)
+        raise Refusal(_("'{words}' is not a player number", words=" ".join(words)), SEAT_HINT)
     return int(match.group(1))
+
+
+def _write_it(usage: str) -> Message:
+    return _("write it as {usage}", usage=usage)
 
 
 def _split(args: list[str], word: str, usage: str) -> tuple[list[str], list[str]]:
     upper = [_clean(a).upper() for a in args]
     if word not in upper:
-        raise Refusal(f"'{word}' is missing", f"write it as {usage}")
+        raise Refusal(_("'{word}' is missing", word=word), _write_it(usage))
     at = upper.index(word)
     return args[:at], args[at + 1:]
 
 
 def _one_token(words: list[str], usage: str) -> int:
     if len(words) != 1:
-        raise Refusal(f"expected one token or total, not '{' '.join(words)}'",
-                         f"write it as {usage}")
+        raise Refusal(_("expected one token or total, not '{words}'", words=" ".join(words)),
+                      _write_it(usage))
     return parse_token(words[0])
 
 
@@ -121,10 +125,10 @@ def parse_doublet(args: list[str]) -> Doublet:
     usage = "DOUBLET TAKE <token> GIVE <token> <token> ..., e.g. DOUBLET TAKE 4 GIVE 8 13"
     before, after = _split(args, "GIVE", usage)
     if not before or _clean(before[0]) != "take":
-        raise Refusal("'TAKE' is missing", f"write it as {usage}")
+        raise Refusal(_("'{word}' is missing", word="TAKE"), _write_it(usage))
     parts = [p for a in after for p in a.split(",") if p and _clean(p) not in ("", "and")]
     if not parts:
-        raise Refusal("name the tokens you give back", f"write it as {usage}")
+        raise Refusal(_("name the tokens you give back"), _write_it(usage))
     return Doublet(_one_token(before[1:], usage), tuple(parse_token(p) for p in parts))
 
 
@@ -136,7 +140,8 @@ def _answer(ok: bool) -> Callable[[list[str]], Answer]:
     def parse(args: list[str]) -> Answer:
         # "Bluff you!" and "OK!" are the rulebook's words; anything more is a mistake
         if any(_clean(a) not in ("", "you") for a in args):
-            raise Refusal(f"this order takes nothing after it, not '{' '.join(args)}'")
+            raise Refusal(_("this order takes nothing after it, not '{words}'",
+                            words=" ".join(args)))
         return Answer(ok)
     return parse
 
@@ -278,20 +283,23 @@ class CupKind(GameKind[CupState, Move]):
     report_template = "cup_report"
     web_look = "cup"
     course_label = "points"
-    option_help = ("Cup of Bluff takes no options: 3 to 5 players, 3 dice, 16 tokens "
-                   "(docs/rules.md section 5)")
-    help_note = ("Three ordinary dice (1 to 6) and sixteen tokens, 3 to 18, each worth 1 to 5 "
-                 "points. The Bluffer claims a total to a Guesser (a player's number or "
-                 "name), who believes it (OK) or not (BLUFF).")
-    standing_orders: Mapping[str, str] = {
-        "CHALLENGE": "answer BLUFF when you are the Guesser (as the Bluffer, the robot plays)",
-        "ROBOT": "let the robot choose your move",
-        "NONE": "no standing order: the game's policy decides (normally the robot)"}
+    option_help = _("Cup of Bluff takes no options: 3 to 5 players, 3 dice, 16 tokens "
+                    "(docs/rules.md section 5)")
+    help_note = _("Three ordinary dice (1 to 6) and sixteen tokens, 3 to 18, each worth 1 to 5 "
+                  "points. The Bluffer claims a total to a Guesser (a player's number or "
+                  "name), who believes it (OK) or not (BLUFF).")
+    standing_orders_said: Mapping[str, Message] = {
+        "CHALLENGE": _("answer BLUFF when you are the Guesser (as the Bluffer, the robot "
+                       "plays)"),
+        "ROBOT": _("let the robot choose your move"),
+        "NONE": _("no standing order: the game's policy decides (normally the robot)")}
+    standing_orders: Mapping[str, str] = {word: str(what)
+                                          for word, what in standing_orders_said.items()}
 
     def parse_options(self, words: Sequence[str]) -> JSON:
         if words:
-            raise Refusal(f"Cup of Bluff has no options yet, so '{words[0]}' is not "
-                             "understood", "write just RULES cup")
+            raise Refusal(_("Cup of Bluff has no options yet, so '{word}' is not understood",
+                            word=words[0]), _("write just RULES cup"))
         return {"version": RULES_VERSION}
 
     def describe_rules(self, rules: JSONMap) -> str:
@@ -321,22 +329,24 @@ class CupKind(GameKind[CupState, Move]):
     def take_order(self, state: CupState, seat: int,
                    orders: Sequence[Order]) -> TakenOrder[Move]:
         moves = [o for o in orders if o.name in MOVE_NAMES]
-        now = state.due().get(seat, f"nothing: {state.waiting_for()}")
+        now = state.due_said().get(seat) or _("nothing: {waiting}",
+                                                waiting=state.waiting_for_said())
+        may = _("what you may do now: {now}", now=now)
         if not moves:
-            raise Refusal("I found no move in your mail", f"what you may do now: {now}")
+            raise Refusal(_("I found no move in your mail"), may)
         if len(moves) > 1:
-            raise Refusal(f"one move a mail: yours has {len(moves)} ("
-                               + ", ".join(o.name for o in moves) + ")",
-                               "send just the one you mean; a later mail replaces an earlier "
-                               "order", moves[1])
+            raise Refusal(_("one move a mail: yours has {count} ({names})", count=len(moves),
+                            names=", ".join(o.name for o in moves)),
+                          _("send just the one you mean; a later mail replaces an earlier "
+                            "order"), moves[1])
         order = moves[0]
         move: Move = order.args
         try:
             state.check_move(seat, move)
         except RulesError as exc:
-            raise Refusal(str(exc), f"what you may do now: {now}", order) from None
-        text = self.describe_move(move)
-        return TakenOrder(move, [Understood(order, text)], text)
+            raise Refusal(exc.message, may, order) from None
+        said = self.describe_move_said(move)
+        return TakenOrder(move, [Understood(order, said)], str(said))
 
     def check(self, state: CupState, seat: int, move: Move) -> None:
         state.check_move(seat, move)
@@ -345,7 +355,8 @@ class CupKind(GameKind[CupState, Move]):
               stream: DiceStream) -> Resolution[CupState]:
         due = state.due()
         if set(moves) - set(due):
-            raise IllegalMove(f"player {min(set(moves) - set(due))} has no move this turn")
+            raise IllegalMove(_("player {seat} has no move this turn",
+                                seat=min(set(moves) - set(due))))
         if set(due) - set(moves):
             raise ValueError(f"no move for seats {sorted(set(due) - set(moves))}")
         seat = next(iter(due))
@@ -379,16 +390,21 @@ class CupKind(GameKind[CupState, Move]):
         return cb.move_from_json(data)
 
     def describe_move(self, move: Move) -> str:
+        return str(self.describe_move_said(move))
+
+    def describe_move_said(self, move: Move) -> Message:
         if isinstance(move, Announce):
-            return f"ANNOUNCE {move.total} TO player {move.guesser}"
+            return _("ANNOUNCE {total} TO player {seat}", total=move.total, seat=move.guesser)
         if isinstance(move, Steal):
-            return f"STEAL token {move.token} FROM player {move.victim}"
+            return _("STEAL token {token} FROM player {seat}", token=move.token,
+                     seat=move.victim)
         if isinstance(move, Doublet):
-            return (f"DOUBLET: take token {move.take}, give back "
-                    + ", ".join(map(str, move.give)))
+            return _("DOUBLET: take token {take}, give back {give}", take=move.take,
+                     give=", ".join(map(str, move.give)))
         if isinstance(move, Answer):
-            return "OK (you believe the claim)" if move.ok else "BLUFF (you do not believe it)"
-        return f"GIVE token {move.token}"
+            return (_("OK (you believe the claim)") if move.ok
+                    else _("BLUFF (you do not believe it)"))
+        return _("GIVE token {token}", token=move.token)
 
     def over(self, state: CupState) -> bool:
         return state.game_over

@@ -10,6 +10,7 @@ from pbem.kinds.base import Resolution, TakenOrder, Understood
 from pbem.kinds.bidding import (
     HELP_NOTE,
     STANDING_ORDERS,
+    STANDING_ORDERS_SAID,
     BidMoves,
     count_chart,
     order_lines,
@@ -40,7 +41,7 @@ from pbem.rules.postal_record import GameRecord, RecordedMove, result_json
 from pbem.rules.robot import DEFAULT_LEVEL, choose_move
 from pbem.rules.ruleset import RuleSet
 from pbem.rules.view import holdings, odds_view
-from pbem.wording import plural
+from pbem.wording import Message, Said, _, plural
 
 # the postal record (pbem.bluff.record/1) as an object: `pbem demo` and tests read it
 PostalRecord = GameRecord
@@ -65,8 +66,10 @@ class PostalKind(BidMoves[PostalState]):
     report_template = "postal_report"
     web_look = "postal"
     course_label = "virtual dice"
-    option_help = "postal takes no options: five players, five mini-games (docs/rules.md section 4)"
+    option_help = _("postal takes no options: five players, five mini-games (docs/rules.md "
+                    "section 4)")
     help_note = HELP_NOTE
+    standing_orders_said: Mapping[str, Message] = STANDING_ORDERS_SAID
     standing_orders: Mapping[str, str] = STANDING_ORDERS
 
     @property
@@ -75,7 +78,8 @@ class PostalKind(BidMoves[PostalState]):
 
     def parse_options(self, words: Sequence[str]) -> JSON:
         if words:
-            raise Refusal(f"unknown option {words[0]} for a postal game", self.option_help)
+            raise Refusal(_("unknown option {word} for a postal game", word=words[0]),
+                          self.option_help)
         return RuleSet().to_json()
 
     def describe_rules(self, rules: JSONMap) -> str:
@@ -85,11 +89,15 @@ class PostalKind(BidMoves[PostalState]):
         return new_game(stream, RuleSet.from_json(dict(rules)))
 
     def due(self, state: PostalState) -> dict[int, str]:
-        out = {}
+        return {seat: str(what) for seat, what in self.due_said(state).items()}
+
+    def due_said(self, state: PostalState) -> dict[int, Said]:
+        out: dict[int, Said] = {}
         for seat, number in state.due().items():
             game = state.minigame(number)
-            out[seat] = (f"bid or challenge in mini-game {number}" if game.current_bid
-                         else f"open mini-game {number} with a bid")
+            out[seat] = (_("bid or challenge in mini-game {number}", number=number)
+                         if game.current_bid
+                         else _("open mini-game {number} with a bid", number=number))
         return out
 
     def orders_now(self, state: PostalState, seat: int) -> list[str]:
@@ -111,16 +119,19 @@ class PostalKind(BidMoves[PostalState]):
             minigame = state.check_move(seat, move)
         except RulesError as exc:
             bad = exposes[0] if exposes and "expose" in str(exc).lower() else order
-            raise Refusal(str(exc), "your report lists what you may do this turn",
-                               bad) from None
+            raise Refusal(exc.message, _("your report lists what you may do this turn"),
+                          bad) from None
         odds = None
         if isinstance(move, BidMove):
             o = bid_odds(state.seat_view(seat, minigame), move.bid)
             odds = {"holds": o.holds, "exact": o.exact}
-        lines = [Understood(order, f"{move} in mini-game {minigame}", odds)]
-        lines += [Understood(e, "expose " + " ".join(face_symbol(f) for f in e.args))
+        lines = [Understood(order, _("{move} in mini-game {number}", move=move.said(),
+                                     number=minigame), odds)]
+        lines += [Understood(e, _("expose {faces}",
+                                  faces=" ".join(face_symbol(f) for f in e.args)))
                   for e in exposes]
         return TakenOrder(move, lines, f"{move} in mini-game {minigame}")
+
 
     def check(self, state: PostalState, seat: int, move: Move) -> None:
         state.check_move(seat, move)

@@ -13,13 +13,13 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from pbem.wording import Said
+from pbem.wording import Said, _
 
 __all__ = ["QUOTE", "SIGNATURE", "BodyLine", "NewText", "new_text", "new_text_lines"]
 
 # what a reading may have left out, as a confirmation names it
-QUOTE = "the quoted text below your text"
-SIGNATURE = "the signature"
+QUOTE = _("the quoted text below your text")
+SIGNATURE = _("the signature")
 
 
 @dataclass(frozen=True)
@@ -204,7 +204,7 @@ def _is_legal_footer(line: str) -> bool:
             and len(line.split()) >= FOOTER_MIN_WORDS and _LEGAL_WORD.search(line) is not None)
 
 
-def _scan(lines: Sequence[str], left_out: set[str]) -> Iterator[int]:
+def _scan(lines: Sequence[str], left_out: set[Said]) -> Iterator[int]:
     """Yield the indexes of the lines that are new text (blank ones included); what is
     left out is noted in ``left_out``."""
     i = 0
@@ -259,7 +259,7 @@ def new_text(text: str, quote: tuple[int, int] | None = None) -> NewText:
         if not isinstance(text, str):
             return NewText([])
         lines = text.splitlines()
-        left_out: set[str] = set()
+        left_out: set[Said] = set()
         if quote is not None:
             start, end = max(0, quote[0]), min(len(lines), quote[1])
             if any(line.strip() for line in lines[start:end]):

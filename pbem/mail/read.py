@@ -37,7 +37,7 @@ from pbem.mail.headers import HeaderBlock, as_text, decode_words
 from pbem.mail.mime import MAX_PARTS, Part, parse_structure
 from pbem.mail.newtext import new_text
 from pbem.mail.text import BodyLine, html_to_text, unflow
-from pbem.wording import Said
+from pbem.wording import Message, Said, _, _n, joined
 
 __all__ = ["BodyLine", "InboundMessage", "read_message"]
 
@@ -62,7 +62,9 @@ class InboundMessage:
     automatic: str | None  # None for a human mail, else the reason
     lines: list[BodyLine]  # the NEW text of the mail only, non-blank, original line numbers
     readable: bool  # False when no text could be extracted at all
-    problem: str | None  # why not readable / what was dropped, in plain words for a reply
+    # why not readable / what was dropped, in plain words for a reply (said in its reader's
+    # language)
+    problem: Said | None
     # The full extracted body text; ``lines`` number its ``splitlines()`` from 1.
     text: str = field(default="", repr=False)
     # Why from_addr is None (no From, several senders, an address that cannot be used ...).
@@ -251,7 +253,7 @@ def _codec(name: str | None) -> str | None:
 @dataclass
 class _Decoded:
     text: str
-    note: str | None = None
+    note: Message | None = None
 
 
 def _decode_bytes(data: bytes, charset: str | None) -> _Decoded:
@@ -267,16 +269,14 @@ def _decode_bytes(data: bytes, charset: str | None) -> _Decoded:
         try:
             return _Decoded(
                 data.decode(declared, "replace"),
-                "some characters could not be decoded and were replaced",
+                _("some characters could not be decoded and were replaced"),
             )
         except Exception:
             pass
     note = None
     if charset and declared is None:
-        note = (
-            f"the mail declared an unknown character set ({_one_line(charset)[:40]}); "
-            "it was read as Latin-1"
-        )
+        note = _("the mail declared an unknown character set ({charset}); it was read as "
+                 "Latin-1", charset=_one_line(charset)[:40])
     return _Decoded(data.decode("latin-1", "replace"), note)
 
 
@@ -302,7 +302,7 @@ def _filename(part: Part) -> str | None:
     return _clean(str(name)) if name else None
 
 
-def _describe(part: Part) -> str:
+def _describe(part: Part) -> Said:
     ctype = part.content_type()
     name = _filename(part)
     return f"{_one_line(name)[:60]} ({ctype})" if name else ctype
@@ -322,11 +322,11 @@ _ENCRYPTED_TYPES = frozenset(
 )
 
 
-def _note_ignored(part: Part, ignored: list[str]) -> None:
+def _note_ignored(part: Part, ignored: list[Said]) -> None:
     """Remember a skipped part for the problem text, unless it is an inline resource of
     an HTML body (a ``Content-ID`` image such as a signature logo)."""
     if part.over_cap is not None:
-        ignored.append("a part whose header could not be read")
+        ignored.append(_("a part whose header could not be read"))
         return
     ctype = part.content_type()
     if part.head.has("Content-ID") and ctype.startswith("image/"):
@@ -340,24 +340,27 @@ def _note_ignored(part: Part, ignored: list[str]) -> None:
 class _Body:
     text: str
     readable: bool
-    notes: list[str]
+    notes: list[Said]
 
 
-def _too_long(data: bytes, html: bool) -> str | None:
+def _too_long(data: bytes, html: bool) -> Message | None:
     cap = MAX_HTML_BYTES if html else MAX_TEXT_BYTES
     if len(data) <= cap:
         return None
-    kind = "HTML text" if html else "text"
-    return f"the {kind} of the mail is {len(data):,} bytes long; at most {cap:,} are read"
+    if html:
+        return _("the HTML text of the mail is {size} bytes long; at most {cap} are read",
+                 size=format(len(data), ","), cap=format(cap, ","))
+    return _("the text of the mail is {size} bytes long; at most {cap} are read",
+             size=format(len(data), ","), cap=format(cap, ","))
 
 
 def _extract_body(top: Part) -> _Body:
-    notes: list[str] = []
+    notes: list[Said] = []
     plain: Part | None = None
     plain_empty: Part | None = None
     html: Part | None = None
     named_texts: list[Part] = []  # inline text/plain parts with a file name
-    ignored: list[str] = []
+    ignored: list[Said] = []
     broken: Part | None = None
     too_deep = False
     encrypted = False
@@ -368,7 +371,8 @@ def _extract_body(top: Part) -> _Body:
         part = stack.pop()
         seen += 1
         if seen > MAX_PARTS:
-            notes.append(f"the mail had more than {MAX_PARTS} parts; the rest were ignored")
+            notes.append(_("the mail had more than {most} parts; the rest were ignored",
+                           most=MAX_PARTS))
             break
         if part is not top and part.over_cap is not None:
             _note_ignored(part, ignored)
@@ -423,10 +427,10 @@ def _extract_body(top: Part) -> _Body:
             _note_ignored(candidate, ignored)
 
     if too_deep:
-        notes.append("parts nested too deeply were ignored")
+        notes.append(_("parts nested too deeply were ignored"))
 
     text = ""
-    unread: str | None = None
+    unread: Message | None = None
     if chosen is not None:
         data = _payload_bytes(chosen)
         is_html = chosen.content_type() == "text/html"
@@ -445,34 +449,38 @@ def _extract_body(top: Part) -> _Body:
         unread = _too_long(data, False)
         if unread is None:
             text = _decode_bytes(data, _param(broken, "charset")).text
-            notes.append("the mail's MIME structure was broken, so it was read as plain text")
+            notes.append(_("the mail's MIME structure was broken, so it was read as plain "
+                           "text"))
 
     text = _clean(text).lstrip("\ufeff")
     lines = text.splitlines()
     if len(lines) > MAX_BODY_LINES:
-        unread = f"the text of the mail has {len(lines):,} lines; at most {MAX_BODY_LINES:,} are read"
+        unread = _("the text of the mail has {lines} lines; at most {most} are read",
+                   lines=format(len(lines), ","), most=format(MAX_BODY_LINES, ","))
     text = "" if unread else "\n".join(lines)
     readable = bool(text.strip())
 
     if ignored:
-        shown = ", ".join(ignored[:MAX_PROBLEM_NAMES])
+        shown: Said = joined(ignored[:MAX_PROBLEM_NAMES], ", ")
         more = len(ignored) - MAX_PROBLEM_NAMES
         if more > 0:
-            shown += f" and {more} more"
-        word = "attachment was" if len(ignored) == 1 else "attachments were"
-        notes.append(f"{len(ignored)} {word} ignored: {shown}")
+            shown = _("{shown} and {more} more", shown=shown, more=more)
+        notes.append(_n("{n} attachment was ignored: {shown}",
+                        "{n} attachments were ignored: {shown}", len(ignored), shown=shown))
     if not readable:
+        reason: Said
         if unread is not None:
             reason = unread
         elif chosen is None and broken is None:
             if encrypted:
-                reason = "the mail is encrypted, and encrypted mail cannot be read here"
+                reason = _("the mail is encrypted, and encrypted mail cannot be read here")
             elif ignored:
-                reason = "the mail has no text part, only attachments, so there is nothing to read"
+                reason = _("the mail has no text part, only attachments, so there is nothing "
+                           "to read")
             else:
-                reason = "the mail has no text part, so there is nothing to read"
+                reason = _("the mail has no text part, so there is nothing to read")
         else:
-            reason = "the mail's text is empty"
+            reason = _("the mail's text is empty")
         notes.insert(0, reason)
     return _Body(text, readable, notes)
 
@@ -492,7 +500,7 @@ def _as_bytes(raw: object) -> bytes:
     return b""
 
 
-def _fallback(problem: str) -> InboundMessage:
+def _fallback(problem: Said) -> InboundMessage:
     return InboundMessage(
         message_id=None,
         from_addr=None,
@@ -522,7 +530,7 @@ def read_message(
     try:
         return _read(raw, own_addresses, loop_header, loop_value, envelope_from)
     except Exception:  # pragma: no cover - belt and braces
-        return _fallback("the mail could not be read")
+        return _fallback(_("the mail could not be read"))
 
 
 def _read(
@@ -545,16 +553,15 @@ def _read(
 
     unread = top.over_cap
     if unread is not None:
-        body = _Body("", False, [f"{unread}, so the mail was not read"])
+        body = _Body("", False, [_("{why}, so the mail was not read", why=unread)])
     else:
         try:
             body = _extract_body(top)
         except Exception:
-            body = _Body("", False, ["the mail's text could not be extracted"])
+            body = _Body("", False, [_("the mail's text could not be extracted")])
     found = new_text(body.text) if body.readable else None
-    problem = "; ".join(body.notes) if body.notes else None
-    if problem:
-        problem = problem[0].upper() + problem[1:] + "."
+    problem = _("{notes}.", notes=joined(body.notes, "; ")).capitalized() if body.notes \
+        else None
 
     in_reply = _msg_ids(head.value("In-Reply-To"))
     return InboundMessage(

@@ -8,6 +8,7 @@ from typing import Any
 from pbem.rules.dice import Face, face_from_json, face_json
 from pbem.rules.errors import MalformedMove
 from pbem.rules.ladder import Bid
+from pbem.wording import Message, _
 
 
 @dataclass(frozen=True)
@@ -23,11 +24,21 @@ class BidMove:
         shown = " ".join("*" if f == 6 else str(f) for f in self.expose)
         return f"BID {self.bid}, EXPOSE {shown}"
 
+    def said(self) -> Message:
+        """The move in its reader's language (``str()``: English)."""
+        if not self.expose:
+            return _("BID {bid}", bid=self.bid.said())
+        return _("BID {bid}, EXPOSE {shown}", bid=self.bid.said(),
+                 shown=" ".join("*" if f == 6 else str(f) for f in self.expose))
+
 
 @dataclass(frozen=True)
 class ChallengeMove:
     def __str__(self) -> str:
         return "CHALLENGE"
+
+    def said(self) -> Message:
+        return _("CHALLENGE")
 
 
 Move = BidMove | ChallengeMove
@@ -51,4 +62,4 @@ def move_from_json(data: dict[str, Any]) -> Move:
         return BidMove(Bid(int(bid["quantity"]), face_from_json(bid["face"])),
                        tuple(face_from_json(f) for f in data.get("expose", ())))
     except (KeyError, TypeError, ValueError) as exc:
-        raise MalformedMove(f"not a move: {data!r}") from exc
+        raise MalformedMove(_("not a move: {data}", data=repr(data))) from exc

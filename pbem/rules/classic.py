@@ -42,6 +42,7 @@ from pbem.rules.ladder import Bid, Ladder
 from pbem.rules.odds import SeatView, other_seats
 from pbem.rules.postal import make_ladder
 from pbem.rules.ruleset import RuleSet
+from pbem.wording import Message, _
 
 MIN_PLAYERS = 2
 MAX_PLAYERS = 6
@@ -212,16 +213,22 @@ class ClassicState:
         raise ValueError("nobody has dice")
 
     def due(self) -> dict[int, str]:
-        """Only the player to move: seat -> what they must do."""
+        """Only the player to move: seat -> what they must do (in English)."""
+        return {seat: str(what) for seat, what in self.due_said().items()}
+
+    def due_said(self) -> dict[int, Message]:
+        """``due``, each said in its reader's language."""
         if self.to_move is None:
             return {}
         bid = self.current_bid
         if bid is None:
-            what = f"open round {self.round} with a bid"
+            what = _("open round {round} with a bid", round=self.round)
         elif self.ladder.lowest_raise(bid) is None:
-            what = f"challenge {bid} (the top of the board) in round {self.round}"
+            what = _("challenge {bid} (the top of the board) in round {round}",
+                     bid=bid.said(), round=self.round)
         else:
-            what = f"raise {bid} or challenge in round {self.round}"
+            what = _("raise {bid} or challenge in round {round}", bid=bid.said(),
+                     round=self.round)
         return {self.to_move: what}
 
     def legal_moves(self) -> list[Move]:
@@ -234,23 +241,23 @@ class ClassicState:
     def check_move(self, seat: int, move: Move) -> None:
         """Raise IllegalMove, saying what would do, unless seat may make move now."""
         if self.to_move is None:
-            raise IllegalMove("the game is over")
+            raise IllegalMove(_("the game is over"))
         if not 1 <= seat <= self.players:
-            raise IllegalMove(f"there is no player {seat} in this game")
+            raise IllegalMove(_("there is no player {seat} in this game", seat=seat))
         if not self.is_in(seat):
-            raise IllegalMove(f"player {seat} is out of the game (no dice left)")
+            raise IllegalMove(_("player {seat} is out of the game (no dice left)", seat=seat))
         if seat != self.to_move:
-            raise IllegalMove(f"it is player {self.to_move}'s move in round {self.round}, "
-                              f"not player {seat}'s")
+            raise IllegalMove(_("it is player {mover}'s move in round {round}, not player "
+                                "{seat}'s", mover=self.to_move, round=self.round, seat=seat))
         if isinstance(move, ChallengeMove):
             if self.current_bid is None:
-                raise IllegalMove(f"round {self.round} has no bid yet: you open it, "
-                                  "so you must BID")
+                raise IllegalMove(_("round {round} has no bid yet: you open it, so you must "
+                                    "BID", round=self.round))
             return
         self.ladder.check(self.current_bid, move.bid)
         if move.expose:
             if not self.rules.expose:
-                raise IllegalMove("exposing dice is off in this game")
+                raise IllegalMove(_("exposing dice is off in this game"))
             self.cup(seat).check_expose(move.expose)
 
     def seat_view(self, seat: int) -> SeatView:
@@ -344,7 +351,7 @@ def _apply_challenge(state: ClassicState, seat: int,
     events: list[Event] = [RoundEnded(end)]
     finished = state.finished + (end,)
     if next_opener is None:
-        after = replace(paid, cups=tuple(Cup(()) for _ in state.seats), bids=(), to_move=None,
+        after = replace(paid, cups=tuple(Cup(()) for _seat in state.seats), bids=(), to_move=None,
                         finished=finished)
         winner = after.winner
         assert winner is not None

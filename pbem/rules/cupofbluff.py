@@ -75,6 +75,7 @@ from pbem.rules.cupofbluff_moves import (
 )
 from pbem.rules.dice import DiceStream
 from pbem.rules.errors import IllegalMove
+from pbem.wording import Message, _, joined
 
 __all__ = [
     "ACT", "ANSWER", "GIVE", "OVER", "TOKENS", "TOTAL_ODDS", "Announce", "Answer", "Claim",
@@ -119,9 +120,9 @@ def has_double(roll: Sequence[int]) -> bool:
     return len(set(roll)) < len(roll)
 
 
-def _listing(tokens: Iterable[int]) -> str:
+def _listing(tokens: Iterable[int]) -> Message:
     items = sorted(tokens)
-    return ", ".join(map(str, items)) if items else "nothing"
+    return joined(items, ", ") if items else _("nothing")
 
 
 # --- state ------------------------------------------------------------------
@@ -157,43 +158,59 @@ class CupState:
         return next((s for s in self.seats if token in self.tokens(s)), None)
 
     def due(self) -> dict[int, str]:
+        """The seat to move -> what they may do (in English)."""
+        return {seat: str(what) for seat, what in self.due_said().items()}
+
+    def due_said(self) -> dict[int, Message]:
+        """``due``, each said in its reader's language."""
         if self.phase == ACT:
             # only what this Bluffer can do: a steal needs tokens on both sides, a doublet
             # a double and tokens to swap (the due line goes to the Bluffer alone)
-            ways = ["ANNOUNCE a total"] + (["STEAL a token"] if can_steal(self) else [])
-            ways += ["make a DOUBLET"] if doublets(self) else []
-            said = ways[0] if len(ways) == 1 else ", ".join(ways[:-1]) + " or " + ways[-1]
-            return {self.bluffer: f"you are the Bluffer: {said}"}
+            ways = [_("ANNOUNCE a total")] + ([_("STEAL a token")] if can_steal(self) else [])
+            ways += [_("make a DOUBLET")] if doublets(self) else []
+            said = (ways[0] if len(ways) == 1
+                    else _("{first} or {last}", first=joined(ways[:-1], ", "), last=ways[-1]))
+            return {self.bluffer: _("you are the Bluffer: {ways}", ways=said)}
         if self.phase == GIVE:
             assert self.claim is not None
-            return {self.bluffer: f"your steal failed: GIVE player {self.claim.guesser} "
-                                  "one of your tokens"}
+            return {self.bluffer: _("your steal failed: GIVE player {seat} one of your tokens",
+                                    seat=self.claim.guesser)}
         if self.phase == ANSWER:
             assert self.claim is not None
-            what = (f"your token {self.claim.total}" if self.claim.action == "steal"
-                    else f"a total of {self.claim.total}")
-            return {self.claim.guesser: f"player {self.bluffer} claims {what}: "
-                                        "answer OK or BLUFF"}
+            what = (_("player {seat} claims your token {total}: answer OK or BLUFF",
+                      seat=self.bluffer, total=self.claim.total)
+                    if self.claim.action == "steal" else
+                    _("player {seat} claims a total of {total}: answer OK or BLUFF",
+                      seat=self.bluffer, total=self.claim.total))
+            return {self.claim.guesser: what}
         return {}
 
     def waiting_for(self) -> str:
-        """Whose move it is, said to everyone."""
+        """Whose move it is, said to everyone (in English)."""
+        return str(self.waiting_for_said())
+
+    def waiting_for_said(self) -> Message:
+        """``waiting_for`` in its reader's language."""
         claim = self.claim
         if self.phase == ACT:
-            return f"player {self.bluffer}, the Bluffer, is to announce, steal or make a doublet"
+            return _("player {seat}, the Bluffer, is to announce, steal or make a doublet",
+                     seat=self.bluffer)
         if self.phase == ANSWER and claim is not None:
-            return f"player {claim.guesser} is to answer the claim of {claim.total}"
+            return _("player {seat} is to answer the claim of {total}", seat=claim.guesser,
+                     total=claim.total)
         if self.phase == GIVE and claim is not None:
-            return f"player {self.bluffer} is to give player {claim.guesser} a token"
-        return "the game is over"
+            return _("player {seat} is to give player {guesser} a token", seat=self.bluffer,
+                     guesser=claim.guesser)
+        return _("the game is over")
 
     def check_move(self, seat: int, move: Move) -> None:
         """Raise IllegalMove unless seat may make move now."""
         if self.game_over:
-            raise IllegalMove("the game is over")
-        due = self.due()
+            raise IllegalMove(_("the game is over"))
+        due = self.due_said()
         if seat not in due:
-            raise IllegalMove(f"it is not your move: {self.waiting_for()}")
+            raise IllegalMove(_("it is not your move: {waiting}",
+                                waiting=self.waiting_for_said()))
         expected = {ACT: (Announce, Steal, Doublet), ANSWER: (Answer,), GIVE: (Give,)}[self.phase]
         if not isinstance(move, expected):
             raise IllegalMove(due[seat])
@@ -204,53 +221,58 @@ class CupState:
         elif isinstance(move, Doublet):
             self._check_doublet(move)
         elif isinstance(move, Give) and move.token not in self.tokens(seat):
-            raise IllegalMove(f"you do not own token {move.token}; you hold "
-                              f"{_listing(self.tokens(seat))}")
+            raise IllegalMove(_("you do not own token {token}; you hold {held}",
+                                token=move.token, held=_listing(self.tokens(seat))))
 
-    def _check_other(self, seat: int, role: str) -> None:
+    def _check_other(self, seat: int) -> None:
         if seat not in self.seats:
-            raise IllegalMove(f"there is no player {seat} (players 1 to {self.players})")
+            raise IllegalMove(_("there is no player {seat} (players 1 to {players})",
+                                seat=seat, players=self.players))
         if seat == self.bluffer:
-            raise IllegalMove(f"you are the Bluffer; the {role} must be another player")
+            raise IllegalMove(_("you are the Bluffer; the Guesser must be another player"))
 
     def _check_announce(self, move: Announce) -> None:
         if move.total not in TOKENS:
-            raise IllegalMove(f"{move.total} is no total of three dice: announce 3 to 18")
+            raise IllegalMove(_("{total} is no total of three dice: announce 3 to 18",
+                                total=move.total))
         if move.total not in self.centre:
-            raise IllegalMove(f"token {move.total} is not in the centre; the centre holds "
-                              f"{_listing(self.centre)}")
-        self._check_other(move.guesser, "Guesser")
+            raise IllegalMove(_("token {token} is not in the centre; the centre holds "
+                                "{centre}", token=move.total, centre=_listing(self.centre)))
+        self._check_other(move.guesser)
 
     def _check_steal(self, move: Steal) -> None:
         if not self.tokens(self.bluffer):
-            raise IllegalMove("you can steal only once you own a token; you have none yet")
-        self._check_other(move.victim, "Guesser")
+            raise IllegalMove(_("you can steal only once you own a token; you have none yet"))
+        self._check_other(move.victim)
         held = self.tokens(move.victim)
         if not held:
-            raise IllegalMove(f"player {move.victim} owns no token to steal")
+            raise IllegalMove(_("player {seat} owns no token to steal", seat=move.victim))
         if move.token not in held:
-            raise IllegalMove(f"player {move.victim} does not own token {move.token}; "
-                              f"they hold {_listing(held)}")
+            raise IllegalMove(_("player {seat} does not own token {token}; they hold {held}",
+                                seat=move.victim, token=move.token, held=_listing(held)))
 
     def _check_doublet(self, move: Doublet) -> None:
         own = self.tokens(self.bluffer)
         if not has_double(self.roll):
-            raise IllegalMove(f"your roll {' '.join(map(str, self.roll))} has no double: "
-                              "a doublet needs two dice alike")
+            raise IllegalMove(_("your roll {roll} has no double: a doublet needs two dice "
+                                "alike", roll=" ".join(map(str, self.roll))))
         if len(own) < 2:
-            raise IllegalMove(f"a doublet needs at least 2 tokens of yours; you hold {_listing(own)}")
+            raise IllegalMove(_("a doublet needs at least 2 tokens of yours; you hold {held}",
+                                held=_listing(own)))
         if move.take not in self.centre:
-            raise IllegalMove(f"token {move.take} is not in the centre; the centre holds "
-                              f"{_listing(self.centre)}")
+            raise IllegalMove(_("token {token} is not in the centre; the centre holds "
+                                "{centre}", token=move.take, centre=_listing(self.centre)))
         if len(move.give) < 2 or len(set(move.give)) != len(move.give):
-            raise IllegalMove("give back at least two different tokens of yours")
+            raise IllegalMove(_("give back at least two different tokens of yours"))
         missing = [t for t in move.give if t not in own]
         if missing:
-            raise IllegalMove(f"you do not own token {missing[0]}; you hold {_listing(own)}")
+            raise IllegalMove(_("you do not own token {token}; you hold {held}",
+                                token=missing[0], held=_listing(own)))
         given = sum(points(t) for t in move.give)
         if given != points(move.take):
-            raise IllegalMove(f"tokens {_listing(move.give)} are worth {given} points but token "
-                              f"{move.take} is worth {points(move.take)}: they must be equal")
+            raise IllegalMove(_("tokens {tokens} are worth {given} points but token {token} is "
+                                "worth {worth}: they must be equal", tokens=_listing(move.give),
+                                given=given, token=move.take, worth=points(move.take)))
 
     def legal_moves(self) -> list[Move]:
         """Every move of the due seat (doublets included: at most 5 tokens can be given)."""
@@ -382,7 +404,7 @@ def replay(stream: DiceStream, players: int,
            moves: Iterable[tuple[int, Move]]) -> CupState:
     state = new_game(stream, players)
     for seat, move in moves:
-        state, _ = apply_move(state, seat, move, stream)
+        state, _events = apply_move(state, seat, move, stream)
     return state
 
 
@@ -403,7 +425,8 @@ def robot_move(state: CupState, seat: int, rng: random.Random, level: str = "nor
     """A legal move for the due seat (draws on rng only, so it is repeatable). The
     easy Guesser answers at a coin's toss; normal and strong play alike."""
     if seat not in state.due():
-        raise IllegalMove(f"it is not player {seat}'s move: {state.waiting_for()}")
+        raise IllegalMove(_("it is not player {seat}'s move: {waiting}", seat=seat,
+                            waiting=state.waiting_for_said()))
     if state.phase == ANSWER:
         assert state.claim is not None
         trust = 0.5 if level == "easy" else _believed(state, state.claim.total)

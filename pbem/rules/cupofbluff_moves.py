@@ -11,12 +11,14 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from pbem.rules.errors import MalformedMove
+from pbem.wording import _
 
 
 def _int(data: Mapping[str, Any], key: str) -> int:
     value = data[key]
     if not isinstance(value, int) or isinstance(value, bool):
-        raise MalformedMove(f"{key} must be a whole number, not {value!r}")
+        raise MalformedMove(_("{key} must be a whole number, not {value}", key=key,
+                              value=repr(value)))
     return value
 
 
@@ -64,7 +66,8 @@ class Doublet:
     def from_json(cls, data: Mapping[str, Any]) -> Doublet:
         give = data["give"]
         if not isinstance(give, list):
-            raise MalformedMove(f"give must be a list of tokens, not {give!r}")
+            raise MalformedMove(_("give must be a list of tokens, not {give}",
+                                  give=repr(give)))
         return cls(_int(data, "take"), tuple(_int({"give": g}, "give") for g in give))
 
     def __str__(self) -> str:
@@ -82,7 +85,7 @@ class Answer:
     def from_json(cls, data: Mapping[str, Any]) -> Answer:
         ok = data["ok"]
         if not isinstance(ok, bool):
-            raise MalformedMove(f"ok must be true or false, not {ok!r}")
+            raise MalformedMove(_("ok must be true or false, not {ok}", ok=repr(ok)))
         return cls(ok)
 
     def __str__(self) -> str:
@@ -112,11 +115,11 @@ _MOVES: Final[dict[str, type[Move]]] = {
 def move_from_json(data: Mapping[str, Any]) -> Move:
     kind = _MOVES.get(str(data.get("move")))
     if kind is None:
-        raise MalformedMove(f"not a Cup of Bluff move: {data!r}")
+        raise MalformedMove(_("not a Cup of Bluff move: {data}", data=repr(data)))
     try:
         return kind.from_json(data)
     except KeyError as exc:
-        raise MalformedMove(f"not a Cup of Bluff move: {data!r}") from exc
+        raise MalformedMove(_("not a Cup of Bluff move: {data}", data=repr(data))) from exc
 
 
 # --- records and events ---------------------------------------------------

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from pbem.rules.dice import Die, Face, face_symbol
 from pbem.rules.errors import IllegalMove
-from pbem.wording import plural
+from pbem.wording import _, _n
 
 
 @dataclass(frozen=True)
@@ -29,20 +29,21 @@ class Cup:
 
     def check_expose(self, faces: Sequence[Face]) -> None:
         if not faces:
-            raise IllegalMove("EXPOSE needs at least one die to show")
+            raise IllegalMove(_("EXPOSE needs at least one die to show"))
         if len(faces) >= len(self.hidden):
-            raise IllegalMove(
-                f"you have {plural('{n} hidden die', '{n} hidden dice', len(self.hidden))} "
-                f"and at least one must stay "
-                f"hidden: expose at most {len(self.hidden) - 1}")
+            raise IllegalMove(_n(
+                "you have {n} hidden die and at least one must stay hidden: expose at "
+                "most {most}",
+                "you have {n} hidden dice and at least one must stay hidden: expose at "
+                "most {most}", len(self.hidden), most=len(self.hidden) - 1))
         have = Counter(d.face for d in self.hidden)
         want = Counter(faces)
         for face, count in sorted(want.items()):
             if have[face] < count:
                 yours = " ".join(face_symbol(d.face) for d in self.hidden)
-                raise IllegalMove(
-                    f"you cannot expose {count} x {face_symbol(face)}: "
-                    f"your hidden dice are {yours}")
+                raise IllegalMove(_("you cannot expose {count} x {face}: your hidden dice "
+                                    "are {yours}", count=count, face=face_symbol(face),
+                                    yours=yours))
 
     def expose(self, faces: Sequence[Face], rerolled: Sequence[Face]) -> Cup:
         """Show the named dice, re-roll the rest (rerolled holds their new faces)."""

@@ -1,10 +1,16 @@
 """Errors of the rules core: malformed (cannot be read) vs illegal (not allowed now)."""
 
 from pbem.errors import PbemError
+from pbem.wording import Said
 
 
 class RulesError(PbemError):
-    """Base of every rules error; the message is meant for the player."""
+    """Base of every rules error; the message is meant for the player (``message``: said
+    in the player's language, ``str()``: English)."""
+
+    def __init__(self, message: Said) -> None:
+        super().__init__(str(message))
+        self.message = message
 
 
 class MalformedMove(RulesError):

@@ -8,14 +8,30 @@ raise is any later space, or the same number space with a higher face.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pbem.rules.dice import NUMBER_FACES, STAR, Face
 from pbem.rules.errors import IllegalMove, MalformedMove
-from pbem.wording import ngettext
+from pbem.wording import Message, _, _n, ngettext
 
 _FACE_WORDS = {1: ("one", "ones"), 2: ("two", "twos"), 3: ("three", "threes"),
                4: ("four", "fours"), 5: ("five", "fives"), STAR: ("star", "stars")}
+# a bid in its reader's language ("4 threes" is one message: the count and the word go
+# together in each language's own way; the same messages as pbem.render's bids)
+_FACE_COUNTS: dict[Face, Callable[[int], Message]] = {
+    1: lambda q: _n("{n} one", "{n} ones", q),
+    2: lambda q: _n("{n} two", "{n} twos", q),
+    3: lambda q: _n("{n} three", "{n} threes", q),
+    4: lambda q: _n("{n} four", "{n} fours", q),
+    5: lambda q: _n("{n} five", "{n} fives", q),
+    STAR: lambda q: _n("{n} star", "{n} stars", q),
+}
+# a face's name in the plural ("a bid of threes")
+_FACE_NAMES: dict[Face, Message] = {
+    1: _n("one", "ones", 2), 2: _n("two", "twos", 2), 3: _n("three", "threes", 2),
+    4: _n("four", "fours", 2), 5: _n("five", "fives", 2), STAR: _n("star", "stars", 2),
+}
 
 
 def face_word(face: Face, quantity: int) -> str:
@@ -42,9 +58,11 @@ class Bid:
 
     def __post_init__(self) -> None:
         if self.quantity < 1:
-            raise MalformedMove(f"a bid needs a quantity of at least 1, not {self.quantity}")
+            raise MalformedMove(_("a bid needs a quantity of at least 1, not {quantity}",
+                                  quantity=self.quantity))
         if self.face not in NUMBER_FACES and self.face != STAR:
-            raise MalformedMove(f"a die shows 1 to 5 or a star, not {self.face}")
+            raise MalformedMove(_("a die shows 1 to 5 or a star, not {face}",
+                                  face=self.face))
 
     @property
     def is_star(self) -> bool:
@@ -61,6 +79,10 @@ class Bid:
 
     def __str__(self) -> str:
         return f"{self.quantity} {face_word(self.face, self.quantity)}"
+
+    def said(self) -> Message:
+        """The bid as its reader reads it ("4 threes", "4 Dreier")."""
+        return _FACE_COUNTS[self.face](self.quantity)
 
 
 def is_raise(old: Bid | None, new: Bid) -> bool:
@@ -122,23 +144,39 @@ class Ladder:
     def check(self, old: Bid | None, new: Bid) -> None:
         """Raise IllegalMove, with a message that says what would do, unless new is legal."""
         if new.is_star and not self.star_bids:
-            raise IllegalMove(f"{new}: star bids are off in this game; bid a number from 1 to 5")
+            raise IllegalMove(_("{bid}: star bids are off in this game; bid a number from 1 "
+                                "to 5", bid=new.said()))
         if not self.on_track(new):
-            raise IllegalMove(f"{new} is off the board: {self._board_end()}")
+            raise IllegalMove(_("{bid} is off the board: {end}", bid=new.said(),
+                                end=self._board_end()))
         if is_raise(old, new):
             return
         assert old is not None
         lowest = self.lowest_raise(old)
         if lowest is None:
-            raise IllegalMove(f"{old} is the top of the board: you must CHALLENGE")
+            raise IllegalMove(_("{bid} is the top of the board: you must CHALLENGE",
+                                bid=old.said()))
         same_face = next((b for b in self.raises(old) if b.face == new.face), None)
-        kind = "star bid" if new.is_star else f"bid of {face_word(new.face, 2)}"
-        hint = (f"the lowest {kind} above it is {same_face}" if same_face is not None
-                else f"no {kind} is left above it")
+        hint = _lowest_of_face(new.face, same_face)
         if same_face != lowest:
-            hint += f"; the lowest raise is {lowest}"
-        raise IllegalMove(f"{new} is not above {old}: {hint}")
+            assert lowest is not None
+            hint = _("{hint}; the lowest raise is {bid}", hint=hint, bid=lowest.said())
+        raise IllegalMove(_("{bid} is not above {old}: {hint}", bid=new.said(),
+                            old=old.said(), hint=hint))
 
-    def _board_end(self) -> str:
-        stars = f" and {self.top_star} stars" if self.star_bids else ""
-        return f"the board ends at {self.top_number} of a number{stars}"
+    def _board_end(self) -> Message:
+        if self.star_bids:
+            return _("the board ends at {top} of a number and {stars} stars",
+                     top=self.top_number, stars=self.top_star)
+        return _("the board ends at {top} of a number", top=self.top_number)
+
+
+def _lowest_of_face(face: Face, same_face: Bid | None) -> Message:
+    """The lowest raise of the same face as a refused bid, or that none is left."""
+    if face == STAR:
+        return (_("the lowest star bid above it is {bid}", bid=same_face.said())
+                if same_face is not None else _("no star bid is left above it"))
+    return (_("the lowest bid of {faces} above it is {bid}", faces=_FACE_NAMES[face],
+              bid=same_face.said())
+            if same_face is not None else _("no bid of {faces} is left above it",
+                                            faces=_FACE_NAMES[face]))

@@ -19,6 +19,7 @@ from pbem.rules.errors import IllegalMove
 from pbem.rules.ladder import Bid, Ladder
 from pbem.rules.odds import SeatView, other_seats
 from pbem.rules.ruleset import POSTAL_RULES, RuleSet
+from pbem.wording import _
 
 PLAYERS = 5
 MINIGAMES = 5
@@ -165,16 +166,17 @@ class PostalState:
         """Raise IllegalMove unless seat may make move now; return its mini-game."""
         number = self.due().get(seat)
         if number is None:
-            raise IllegalMove(f"player {seat} has no move this turn")
+            raise IllegalMove(_("player {seat} has no move this turn", seat=seat))
         game = self.minigame(number)
         if isinstance(move, ChallengeMove):
             if game.current_bid is None:
-                raise IllegalMove(f"mini-game {number} has no bid yet: you open it, so you must BID")
+                raise IllegalMove(_("mini-game {number} has no bid yet: you open it, so you "
+                                    "must BID", number=number))
             return number
         self.ladder(number).check(game.current_bid, move.bid)
         if move.expose:
             if not self.rules.expose:
-                raise IllegalMove("exposing dice is off in this game")
+                raise IllegalMove(_("exposing dice is off in this game"))
             game.cup(seat).check_expose(move.expose)
         return number
 
@@ -239,11 +241,11 @@ def apply_turn(state: PostalState, moves: Mapping[int, Move],
     a move from a seat that is not due, or an illegal move, raises.
     """
     if state.game_over:
-        raise IllegalMove("the game is over")
+        raise IllegalMove(_("the game is over"))
     due = state.due()
     extra = sorted(set(moves) - set(due))
     if extra:
-        raise IllegalMove(f"player {extra[0]} has no move this turn")
+        raise IllegalMove(_("player {seat} has no move this turn", seat=extra[0]))
     missing = sorted(set(due) - set(moves))
     if missing:
         raise ValueError(f"turn {state.turn}: no move for seats {missing}")

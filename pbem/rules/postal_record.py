@@ -20,6 +20,7 @@ from pbem.rules.dice import SEATS_LABEL, DiceStream, Face, face_from_json, face_
 from pbem.rules.errors import RulesError
 from pbem.rules.postal import BidPlaced, PostalState, apply_turn, new_game
 from pbem.rules.ruleset import RuleSet
+from pbem.wording import _
 
 RECORD_FORMAT = "pbem.bluff.record/1"
 
@@ -101,8 +102,9 @@ def replay(rules: RuleSet, stream: DiceStream, moves: Sequence[RecordedMove],
         if upto_turn is not None and turn >= upto_turn:
             break
         if turn != state.turn:
-            raise RulesError(f"the record jumps from turn {state.turn} to turn {turn}")
-        state, _ = apply_turn(state, {m.seat: m.move for m in group}, stream)
+            raise RulesError(_("the record jumps from turn {was} to turn {turn}",
+                                 was=state.turn, turn=turn))
+        state, _events = apply_turn(state, {m.seat: m.move for m in group}, stream)
     return state
 
 

@@ -28,6 +28,7 @@ from pbem.rules.cupofbluff import (
 from pbem.rules.cupofbluff import robot_move as plain_robot_move
 from pbem.rules.cupofbluff_moves import Announce, Answer, Doublet, Give, Move, Steal
 from pbem.rules.errors import IllegalMove
+from pbem.wording import _
 
 AVERAGE = 1 / 16       # a total's chance that a Guesser finds believable
 SHARPNESS = 60.0       # how sharp that threshold is
@@ -52,7 +53,8 @@ def _win_chance(total: int, rolled: int) -> float:
 
 def strong_move(state: CupState, seat: int, rng: random.Random) -> Move:
     if seat not in state.due():
-        raise IllegalMove(f"it is not player {seat}'s move: {state.waiting_for()}")
+        raise IllegalMove(_("it is not player {seat}'s move: {waiting}", seat=seat,
+                            waiting=state.waiting_for_said()))
     if state.phase == ANSWER:
         assert state.claim is not None
         return Answer(claim_true(state, state.claim.total) >= 0.5)

@@ -27,6 +27,7 @@ from pbem.games import audit
 from pbem.mail.bounces import Bounce, read_bounce
 from pbem.models import BounceState, Game, OutboundMail, Player
 from pbem.services.post import Post, tagged, tell_referee
+from pbem.wording import Said, _, _n
 
 
 @dataclass(frozen=True)
@@ -93,8 +94,15 @@ def failing_players(session: Session, game: Game) -> list[tuple[Player, BounceSt
 
 def describe(state: BounceState) -> str:
     """"since 2026-12-01 10:00 UTC: <reason>" for STATUS and the referee's mails."""
-    since = f"since {state.last_bounce_at:%Y-%m-%d %H:%M} UTC" if state.last_bounce_at else ""
-    return f"{since}: {state.last_reason}" if since else state.last_reason
+    return str(describe_said(state))
+
+
+def describe_said(state: BounceState) -> Said:
+    """``describe`` in its reader's language (the reason is the mail server's own)."""
+    if not state.last_bounce_at:
+        return state.last_reason
+    return _("since {when}: {reason}", when=state.last_bounce_at.strftime("%Y-%m-%d %H:%M UTC"),
+             reason=state.last_reason)
 
 
 def hear(session: Session, post: Post, raw: bytes) -> str | None:
@@ -151,27 +159,39 @@ def _tell(session: Session, post: Post, state: BounceState, found: BouncedMail,
     if game is not None:
         player = session.exec(select(Player).where(Player.game_id == game.id,
                                                    Player.email == found.address)).first()
-    who = found.address
+    who: Said = found.address
     if game is not None and found.mail.seat is not None:
-        name = f", {player.name}" if player is not None else ""
-        who = f"player {found.mail.seat} of game {game.name}{name} <{found.address}>"
-    paragraphs = [f"Mail to {who} could not be delivered ({found.mail.kind} mail of "
-                  f"{found.mail.created_at:%Y-%m-%d %H:%M} UTC): {found.reason}"]
+        who = (_("player {seat} of game {game}, {name} <{address}>", seat=found.mail.seat,
+                 game=game.name, name=player.name, address=found.address)
+               if player is not None else
+               _("player {seat} of game {game} <{address}>", seat=found.mail.seat,
+                 game=game.name, address=found.address))
+    paragraphs: list[Said] = [_("Mail to {who} could not be delivered ({kind} mail of {when}): "
+                                "{reason}", who=who, kind=found.mail.kind,
+                                when=found.mail.created_at.strftime("%Y-%m-%d %H:%M UTC"),
+                                reason=found.reason)]
     if found.permanent:
-        paragraphs.append("The address is marked as failing: STATUS shows it, the next "
-                          "report tells the players, and a missed turn says so. It is "
-                          "cleared as soon as mail from the address arrives.")
+        paragraphs.append(_("The address is marked as failing: STATUS shows it, the next "
+                            "report tells the players, and a missed turn says so. It is "
+                            "cleared as soon as mail from the address arrives."))
     else:
-        paragraphs.append(f"{state.soft_bounces} mails in a row to this address were "
-                          "delayed or refused for now (soft bounces); the mail servers "
-                          "keep trying.")
+        paragraphs.append(_n("{n} mail in a row to this address was delayed or refused for "
+                             "now (soft bounces); the mail servers keep trying.",
+                             "{n} mails in a row to this address were delayed or refused for "
+                             "now (soft bounces); the mail servers keep trying.",
+                             state.soft_bounces))
     if game is not None and found.mail.seat is not None:
-        paragraphs.append(f"If the player has a new address: REPLACE {game.name} "
-                          f"{found.mail.seat} <new email> [<name>]")
-    subject = f"mail to player {found.mail.seat} bounced" if found.mail.seat is not None \
-        else f"mail to {found.address} bounced"
-    tell_referee(session, post, tagged(game.name, subject) if game is not None else
-                 subject[0].upper() + subject[1:], paragraphs)
+        paragraphs.append(_("If the player has a new address: REPLACE {game} {seat} <new "
+                            "email> [<name>]", game=game.name, seat=found.mail.seat))
+    if game is not None:
+        subject = tagged(game.name, _("mail to player {seat} bounced", seat=found.mail.seat)
+                         if found.mail.seat is not None else
+                         _("mail to {address} bounced", address=found.address))
+    else:
+        subject = (_("Mail to player {seat} bounced", seat=found.mail.seat)
+                   if found.mail.seat is not None else
+                   _("Mail to {address} bounced", address=found.address))
+    tell_referee(session, post, subject, paragraphs)
     return True
 
 
@@ -194,16 +214,16 @@ def heard_from(session: Session, address: str) -> bool:
     return True
 
 
-def report_notes(session: Session, game: Game) -> list[str]:
+def report_notes(session: Session, game: Game) -> list[Said]:
     """The notes for the game's next report about mail that bounced since the last one
     (each said once)."""
     states = session.exec(select(BounceState).where(BounceState.game_id == game.id,
                                                     col(BounceState.report_pending).is_(True))
                           .order_by(col(BounceState.seat))).all()
-    notes = []
+    notes: list[Said] = []
     for state in states:
-        notes.append(f"Mail to player {state.seat} bounced: they may not have had the last "
-                     "report. The referee has been told.")
+        notes.append(_("Mail to player {seat} bounced: they may not have had the last "
+                       "report. The referee has been told.", seat=state.seat))
         state.report_pending = False
         session.add(state)
     return notes

@@ -22,10 +22,9 @@ from pbem.db import one_writer
 from pbem.deadlines import (
     Interval,
     outage_gap,
-    relative,
+    relative_said,
     reminder_due,
     shift_if_passed,
-    utc,
     vacation_shift,
 )
 from pbem.games import already_told, audit, missing_seats, seated
@@ -34,8 +33,9 @@ from pbem.options import GameOptions, options_of
 from pbem.services.failures import game_failed, held_by, what_failed
 from pbem.services.post import Post, announce, notice, tagged, tell_referee
 from pbem.services.turns import resolve
-from pbem.wording import ngettext
+from pbem.wording import Said, _, _n
 from pbem.work import Work
+from pbem.zones import When
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ def told(engine: Engine, post: Post, game_id: int | None, exc: Exception) -> Non
     with Session(engine) as session:
         game = session.get(Game, game_id)
         new = game is not None and game_failed(
-            session, post, game, "the clock work (reminder, grace or resolving the turn)",
+            session, post, game, _("the clock work (reminder, grace or resolving the turn)"),
             exc)
         session.commit()
     if new:
@@ -138,12 +138,13 @@ def game_tick(session: Session, post: Post, game: Game, now: datetime) -> bool:
             session.add(game)
             if now < game.grace_until:
                 announce(
-                    session, post, game, f"turn {game.turn}: grace until "
-                    f"{utc(game.grace_until)}",
-                    [f"The deadline of turn {game.turn} has passed. Orders are still taken "
-                     f"during a grace period until {utc(game.grace_until)} "
-                     f"({relative(game.grace_until, now)}); orders still missing then are "
-                     f"played for the players who sent none."], now, action="grace")
+                    session, post, game, _("turn {turn}: grace until {until}", turn=game.turn,
+                                           until=When(game.grace_until)),
+                    [_("The deadline of turn {turn} has passed. Orders are still taken during "
+                       "a grace period until {until} ({left}); orders still missing then are "
+                       "played for the players who sent none.", turn=game.turn,
+                       until=When(game.grace_until),
+                       left=relative_said(game.grace_until, now))], now, action="grace")
                 return False
     if game.grace_until is not None and now < game.grace_until:
         return False
@@ -157,6 +158,7 @@ def _remind(session: Session, post: Post, game: Game, now: datetime) -> None:
     lead = options_of(game).reminder_lead(game.turn_hours)
     if game.reminded_turn >= game.turn or not reminder_due(game.deadline, lead, now):
         return
+    assert game.deadline is not None     # reminder_due is False without one
     players = seated(session, game)
     for seat in missing_seats(session, game):
         player = players.get(seat)
@@ -164,10 +166,12 @@ def _remind(session: Session, post: Post, game: Game, now: datetime) -> None:
             continue
         notice(
             session, post, player.email,
-            tagged(game.name, f"turn {game.turn}: reminder, your order is not in yet"),
-            [f"Your order for turn {game.turn} of game {game.name} is not in yet. The deadline "
-             f"is {utc(game.deadline)} ({relative(game.deadline, now)}).",
-             "Reply to your latest report (or to this mail) with your order."],
+            tagged(game.name, _("turn {turn}: reminder, your order is not in yet",
+                                turn=game.turn)),
+            [_("Your order for turn {turn} of game {game} is not in yet. The deadline is "
+               "{deadline} ({left}).", turn=game.turn, game=game.name,
+               deadline=When(game.deadline), left=relative_said(game.deadline, now)),
+             _("Reply to your latest report (or to this mail) with your order.")],
             now, game=game, seat=seat, turn=game.turn, kind="reminder")
     game.reminded_turn = game.turn
     session.add(game)
@@ -202,21 +206,27 @@ def vacation_check(session: Session, post: Post, game: Game,
             session.add(emails[email])
             names.append(emails[email].name)
         announce(
-            session, post, game, f"turn {game.turn}: deadline moved to {utc(game.deadline)}",
-            [f"The deadline of turn {game.turn} fell while {' and '.join(names)} "
-             f"{ngettext('is', 'are', len(names))} away (ABSENT), so it moved from {utc(old)} "
-             f"to {utc(game.deadline)}."], now, action="vacation")
+            session, post, game, _("turn {turn}: deadline moved to {deadline}",
+                                   turn=game.turn, deadline=When(game.deadline)),
+            [_n("The deadline of turn {turn} fell while {names} is away (ABSENT), so it moved "
+                "from {old} to {deadline}.",
+                "The deadline of turn {turn} fell while {names} are away (ABSENT), so it "
+                "moved from {old} to {deadline}.", len(names), turn=game.turn,
+                names=_names(names), old=When(old), deadline=When(game.deadline))],
+            now, action="vacation")
     for email in shift.capped:
         key = f"turn {game.turn}: {email}"
         if already_told(session, game, "vacation-capped", key):
             continue
         audit(session, game, now, "vacation-capped", key)
-        tell_referee(session, post, f"Vacation cap reached in {game.name}", [
-            f"{emails[email].name} <{email}> is away over the deadline of turn {game.turn} of "
-            f"{game.name} ({utc(game.deadline)}), but has used the game's vacation cap of "
-            f"{opts.vacation_days:g} days, so the deadline was not moved (further).",
-            f"Beyond the cap you decide: EXTEND {game.name} <hours>, DEADLINE {game.name} "
-            f"<time>, PAUSE {game.name}, or let the turn resolve as it is."])
+        tell_referee(session, post, _("Vacation cap reached in {game}", game=game.name), [
+            _("{name} <{email}> is away over the deadline of turn {turn} of {game} "
+              "({deadline}), but has used the game's vacation cap of {days} days, so the "
+              "deadline was not moved (further).", name=emails[email].name, email=email,
+              turn=game.turn, game=game.name, deadline=When(game.deadline),
+              days=format(opts.vacation_days, "g")),
+            _("Beyond the cap you decide: EXTEND {game} <hours>, DEADLINE {game} <time>, "
+              "PAUSE {game}, or let the turn resolve as it is.", game=game.name)])
 
 
 def _outage(session: Session, post: Post, now: datetime) -> None:
@@ -240,20 +250,36 @@ def _outage(session: Session, post: Post, now: datetime) -> None:
                 continue
             session.add(game)
             moved.append(game.name)
-            what = "grace period" if game.grace_until is not None else "deadline"
-            announce(
-                session, post, game, f"turn {game.turn}: {what} moved to {utc(new)}",
-                [f"The server was down from {utc(last)} to {utc(now)}, past the {what} of "
-                 f"turn {game.turn}. So that nobody loses their turn to the outage, it moved "
-                 f"by the down time, to {utc(new)}. Orders sent meanwhile are being read now; "
-                 f"if yours is not confirmed, send it again."], now, action="outage")
+            grace = game.grace_until is not None
+            subject = (_("turn {turn}: grace period moved to {new}", turn=game.turn,
+                         new=When(new)) if grace else
+                       _("turn {turn}: deadline moved to {deadline}", turn=game.turn,
+                         deadline=When(new)))
+            what = (_("The server was down from {down} to {up}, past the grace period of turn "
+                      "{turn}. So that nobody loses their turn to the outage, it moved by the "
+                      "down time, to {new}. Orders sent meanwhile are being read now; if yours "
+                      "is not confirmed, send it again.", down=When(last), up=When(now),
+                      turn=game.turn, new=When(new)) if grace else
+                    _("The server was down from {down} to {up}, past the deadline of turn "
+                      "{turn}. So that nobody loses their turn to the outage, it moved by the "
+                      "down time, to {new}. Orders sent meanwhile are being read now; if yours "
+                      "is not confirmed, send it again.", down=When(last), up=When(now),
+                      turn=game.turn, new=When(new)))
+            announce(session, post, game, subject, [what], now, action="outage")
         log.warning("the server was down %s; deadlines moved in %s", gap, moved or "no game")
         if moved:
-            tell_referee(session, post, "Deadlines moved after an outage", [
-                f"The server was down from {utc(last)} to {utc(now)}. Deadlines that passed "
-                f"meanwhile moved by the down time in: {', '.join(moved)}."])
+            tell_referee(session, post, _("Deadlines moved after an outage"), [
+                _("The server was down from {down} to {up}. Deadlines that passed meanwhile "
+                  "moved by the down time in: {games}.", down=When(last), up=When(now),
+                  games=", ".join(moved))])
     if row is None:
         row = ServerState(key=LAST_TICK, value=now.isoformat())
     elif last is None or now > last:
         row.value = now.isoformat()
     session.add(row)
+
+
+def _names(names: list[str]) -> Said:
+    """"Ann", "Ann and Bo", "Ann and Bo and Cy" (as the notices always wrote them)."""
+    return names[0] if len(names) == 1 else _("{first} and {last}", first=_names(names[:-1]),
+                                                last=names[-1])

@@ -27,6 +27,7 @@ from pbem.games import already_told, audit, find_game
 from pbem.mail.read import InboundMessage
 from pbem.models import AuditEntry, Game, InboundMail, OutboundMail, ServerState
 from pbem.services.post import Post, announce, replied_to, tagged, tell_referee
+from pbem.wording import Message, Said, _, _n, joined
 
 __all__ = ["NOTICE_EVERY", "flush", "game_failed", "held_by", "mail_failed", "note",
            "note_line", "turn_delayed", "what_failed"]
@@ -64,19 +65,20 @@ def _save(session: Session, waiting: _Waiting) -> None:
         session.add(row)
 
 
-def note(session: Session, post: Post, inbound_id: int, what: str) -> None:
+def note(session: Session, post: Post, inbound_id: int, what: Said) -> None:
     """Note that stored mail #inbound_id could not be handled (``what`` says how); the
     referee is told now or with the next summary."""
-    note_line(session, post, f"Inbound mail #{inbound_id}: {what}.")
+    note_line(session, post, _("Inbound mail #{id}: {what}.", id=inbound_id, what=what))
 
 
-def note_line(session: Session, post: Post, line: str) -> None:
+def note_line(session: Session, post: Post, line: Said) -> None:
     """Note a mail that could not be handled, as ``line`` says (a fetched mail that could
-    not even be stored has no number); told as ``note`` tells."""
+    not even be stored has no number); told as ``note`` tells. The line is kept as the
+    referee reads it (in their language) until the notice goes out."""
     waiting = _load(session)
     waiting.count += 1
     if len(waiting.listed) < MAX_LISTED:
-        waiting.listed.append(line)
+        waiting.listed.append(_to_referee(post, line))
     _save(session, waiting)
     flush(session, post)
 
@@ -89,12 +91,13 @@ def flush(session: Session, post: Post) -> bool:
     if waiting.count == 0 or (waiting.told_at is not None and
                               now - waiting.told_at < NOTICE_EVERY):
         return False
-    subject = ("A mail could not be handled" if waiting.count == 1 else
-               f"{waiting.count} mails could not be handled")
+    subject = _n("A mail could not be handled", "{n} mails could not be handled",
+                 waiting.count)
     more = waiting.count - len(waiting.listed)
-    paragraphs = [*waiting.listed] + ([f"And {more} more."] if more > 0 else [])
-    paragraphs.append("Each is kept as it came. Of mail that keeps failing you hear at most "
-                      "once an hour.")
+    paragraphs: list[Said] = [*waiting.listed]
+    paragraphs += [_n("And {n} more.", "And {n} more.", more)] if more > 0 else []
+    paragraphs.append(_("Each is kept as it came. Of mail that keeps failing you hear at "
+                        "most once an hour."))
     tell_referee(session, post, subject, paragraphs)
     _save(session, _Waiting(told_at=now))
     return True
@@ -121,10 +124,15 @@ def what_failed(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"[:600] + where
 
 
-def retry_line(inbound_id: int) -> str:
+def retry_line(inbound_id: int) -> Message:
     """How to handle a failed mail again: said once, with the mail (not again at the end)."""
-    return (f"After the fix, handle the mail again: RETRY {inbound_id} in a referee mail, or "
-            f"`pbem admin -c <your pbem.toml> RETRY {inbound_id}` on the server")
+    return _("After the fix, handle the mail again: RETRY {id} in a referee mail, or "
+             "`pbem admin -c <your pbem.toml> RETRY {id}` on the server", id=inbound_id)
+
+
+def _to_referee(post: Post, text: Said) -> str:
+    """``text`` as the referee reads it (their language)."""
+    return str(post.renderer.say(text, post.settings.referee_language))
 
 
 def game_of_mail(session: Session, msg: InboundMessage | None) -> Game | None:
@@ -153,20 +161,23 @@ def mail_failed(session: Session, post: Post, row: InboundMail, msg: InboundMess
     sender = msg.from_addr if msg is not None and msg.from_addr else row.envelope_from
     subject = msg.subject if msg is not None else ""
     lines = [line.text for line in msg.lines[:MAIL_LINES_SHOWN]] if msg is not None else []
-    paragraphs = [
-        f"an internal error ({what_failed(error)}); it is kept as failed and nothing in it "
-        f"was applied, and its sender was told that something went wrong on our side.",
-        f"The mail: from {sender or 'an unknown sender'} (subject \"{subject}\", received "
-        f"{row.received_at:%Y-%m-%d %H:%M} UTC)." + (
-            f" It is about game {game.name} (turn {game.turn})." if game is not None else ""),
+    received = f"{row.received_at:%Y-%m-%d %H:%M} UTC"
+    the_mail = _("The mail: from {sender} (subject \"{subject}\", received {received}).",
+                 sender=sender or _("an unknown sender"), subject=subject, received=received)
+    paragraphs: list[Said] = [
+        _("an internal error ({error}); it is kept as failed and nothing in it was applied, "
+          "and its sender was told that something went wrong on our side.",
+          error=what_failed(error)),
+        the_mail if game is None else the_mail + _(" It is about game {game} (turn {turn}).",
+                                                   game=game.name, turn=game.turn),
     ]
     if lines:
-        paragraphs.append("Its text as read:\n" + "\n".join(f"> {t}" for t in lines)
-                          + ("\n> ..." if msg is not None and len(msg.lines) > len(lines)
-                             else ""))
+        quoted = "\n".join(f"> {t}" for t in lines) + (
+            "\n> ..." if msg is not None and len(msg.lines) > len(lines) else "")
+        paragraphs.append(_("Its text as read:\n{quoted}", quoted=quoted))
     paragraphs.append(retry_line(int(row.id or 0)))
     # the referee hears at once, or with the hour's summary when mail keeps failing
-    note(session, post, int(row.id or 0), "\n\n".join(paragraphs))
+    note(session, post, int(row.id or 0), joined(paragraphs, "\n\n"))
     if game is not None:
         # the turn waits for this mail: it may hold the order of a player who is due
         audit(session, game, post.clock(), HELD, f"turn {game.turn}: mail #{row.id}")
@@ -188,7 +199,7 @@ def held_by(session: Session, game: Game) -> list[int]:
             and row.status == "failed"]
 
 
-def game_failed(session: Session, post: Post, game: Game, what: str,
+def game_failed(session: Session, post: Post, game: Game, what: Said,
                 error: BaseException) -> bool:
     """The clock work or a referee command of a game failed (rolled back): tell the referee
     (once per distinct failure and turn) and the players (once per turn). Returns whether
@@ -198,13 +209,15 @@ def game_failed(session: Session, post: Post, game: Game, what: str,
     if already_told(session, game, "failure", detail[:2000]):
         return False
     audit(session, game, post.clock(), "failure", detail)
-    tell_referee(session, post, tagged(game.name, f"turn {game.turn} is stuck"), [
-        f"{what[:1].upper()}{what[1:]} of game {game.name} failed in turn {game.turn}: "
-        f"{failed}.",
-        "Nothing of it was applied. The server tries again at every tick and tells you "
-        "again only if the failure changes; the players were told that the turn is "
-        "delayed.",
-        f"After a fix the turn goes on by itself, or at once with PROCESS {game.name}."])
+    said = _to_referee(post, what)
+    tell_referee(session, post, tagged(game.name, _("turn {turn} is stuck", turn=game.turn)), [
+        _("{what} of game {game} failed in turn {turn}: {failed}.",
+          what=said[:1].upper() + said[1:], game=game.name, turn=game.turn, failed=failed),
+        _("Nothing of it was applied. The server tries again at every tick and tells you "
+          "again only if the failure changes; the players were told that the turn is "
+          "delayed."),
+        _("After a fix the turn goes on by itself, or at once with PROCESS {game}.",
+          game=game.name)])
     turn_delayed(session, post, game, post.clock())
     return True
 
@@ -213,11 +226,11 @@ def turn_delayed(session: Session, post: Post, game: Game, now: datetime) -> Non
     """Once a turn: the game's players hear that it waits for the referee."""
     if game.status != "running" or already_told(session, game, "delayed", f"turn {game.turn}"):
         return
-    announce(session, post, game, f"turn {game.turn} is delayed", [
-        f"The server hit a problem of its own in turn {game.turn} of game {game.name}. "
-        "The referee has been told, and the turn waits until it is fixed: no deadline "
-        "plays a move for you meanwhile.",
-        "Orders that were confirmed stand. If you sent an order and got no confirmation, "
-        "it will be read again once the problem is fixed; you may also send it again."],
+    announce(session, post, game, _("turn {turn} is delayed", turn=game.turn), [
+        _("The server hit a problem of its own in turn {turn} of game {game}. The referee "
+          "has been told, and the turn waits until it is fixed: no deadline plays a move "
+          "for you meanwhile.", turn=game.turn, game=game.name),
+        _("Orders that were confirmed stand. If you sent an order and got no confirmation, "
+          "it will be read again once the problem is fixed; you may also send it again.")],
         now, action="delayed")
     audit(session, game, now, "delayed", f"turn {game.turn}")

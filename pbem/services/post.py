@@ -18,7 +18,7 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from pbem.config import Settings
-from pbem.games import active_players, audit, language_of_address
+from pbem.games import active_players, audit, reading_of_address
 from pbem.mail.newtext import QUOTE
 from pbem.mail.quotecut import reply_text
 from pbem.mail.read import InboundMessage
@@ -53,17 +53,24 @@ class Post:
         """The referee's address."""
         return self.settings.referee
 
-    def subject(self, subject: Said, language: str) -> str:
-        """A subject line in its reader's language."""
-        return str(self.renderer.say(subject, language))
+    def subject(self, subject: Said, language: str, zone: str | None = None) -> str:
+        """A subject line in its reader's language (and zone)."""
+        return str(self.renderer.say(subject, language, zone))
 
     def language_of(self, session: Session, address: str, game: Game | None = None) -> str:
-        """The language mail to ``address`` is written in: the referee's own, a player's
-        own (LANGUAGE) or their game's, else the server's."""
+        """The language mail to ``address`` is written in (reader_of)."""
+        return self.reader_of(session, address, game)[0]
+
+    def reader_of(self, session: Session, address: str,
+                  game: Game | None = None) -> tuple[str, str | None]:
+        """How mail to ``address`` is written: (language, time zone). The referee's own
+        language; a player's own (LANGUAGE) or their game's, and their TIMEZONE; else the
+        game's language, or the server's."""
         if address == self.referee:
-            return self.settings.referee_language
-        found = language_of_address(session, address, game)
-        return found or (language_of(game) if game is not None else self.settings.language)
+            return self.settings.referee_language, None
+        found, zone = reading_of_address(session, address, game)
+        return (found or (language_of(game) if game is not None
+                          else self.settings.language)), zone
 
 
 @dataclass(frozen=True)
@@ -80,14 +87,14 @@ class Incoming:
 
 
 def answer(session: Session, post: Post, mail: Incoming, template: str, subject: Said,
-           context: dict[str, Any], *, language: str, game_id: int | None = None,
-           seat: int | None = None, turn: int | None = None,
+           context: dict[str, Any], *, language: str, zone: str | None = None,
+           game_id: int | None = None, seat: int | None = None, turn: int | None = None,
            attachments: Sequence[tuple[str, str, bytes]] = ()) -> Queued:
-    """Answer the sender of a mail in ``language``, threaded to it (In-Reply-To,
-    References)."""
-    text, html = post.renderer.render(template, context, language)
-    return _reply(session, post, mail, template, post.subject(subject, language), text, html,
-                  game_id=game_id, seat=seat, turn=turn, attachments=attachments)
+    """Answer the sender of a mail in ``language`` (their times in ``zone``), threaded to
+    it (In-Reply-To, References)."""
+    text, html = post.renderer.render(template, context, language, zone)
+    return _reply(session, post, mail, template, post.subject(subject, language, zone), text,
+                  html, game_id=game_id, seat=seat, turn=turn, attachments=attachments)
 
 
 def _reply(session: Session, post: Post, mail: Incoming, kind: str, subject: str, text: str,
@@ -115,8 +122,9 @@ class AnswerPart:
 
 
 def answer_parts(session: Session, post: Post, mail: Incoming, parts: Sequence[AnswerPart],
-                 *, language: str, game: str | None, game_id: int | None = None,
-                 seat: int | None = None, turn: int | None = None) -> Queued | None:
+                 *, language: str, zone: str | None = None, game: str | None,
+                 game_id: int | None = None, seat: int | None = None,
+                 turn: int | None = None) -> Queued | None:
     """One answer to a mail, however many of its lines asked for one: a single part goes as
     its own answer, several as one mail with each part in the order of the mail's lines."""
     ordered = sorted(parts, key=lambda p: p.line_no)
@@ -125,11 +133,12 @@ def answer_parts(session: Session, post: Post, mail: Incoming, parts: Sequence[A
     if len(ordered) == 1:
         p = ordered[0]
         return answer(session, post, mail, p.template, p.subject, p.context,
-                      language=language, game_id=game_id, seat=seat, turn=turn,
+                      language=language, zone=zone, game_id=game_id, seat=seat, turn=turn,
                       attachments=p.attachments)
-    rendered = [post.renderer.render(p.template, p.context, language) for p in ordered]
+    rendered = [post.renderer.render(p.template, p.context, language, zone) for p in ordered]
     prefix = post.subject(tagged(game, ""), language) if game else ""
-    what = "; ".join(post.subject(p.subject, language).removeprefix(prefix) for p in ordered)
+    what = "; ".join(post.subject(p.subject, language, zone).removeprefix(prefix)
+                     for p in ordered)
     subject = post.subject(tagged(game, _("your mail: {what}", what=what)) if game
                            else _("Your mail: {what}", what=what), language)
     context = {"subject": subject, "game": game,
@@ -141,16 +150,17 @@ def answer_parts(session: Session, post: Post, mail: Incoming, parts: Sequence[A
 
 
 def notice(session: Session, post: Post, to: str, subject: Said, paragraphs: Sequence[Said],
-           now: datetime, *, language: str | None = None, game: Game | None = None,
-           seat: int | None = None, turn: int | None = None, kind: str = "notice") -> Queued:
-    """One notice mail (the "notice" template) to one address, in ``language`` (None: the
-    address's own, Post.language_of)."""
+           now: datetime, *, language: str | None = None, zone: str | None = None,
+           game: Game | None = None, seat: int | None = None, turn: int | None = None,
+           kind: str = "notice") -> Queued:
+    """One notice mail (the "notice" template) to one address, in ``language`` and
+    ``zone`` (language None: the address's own, Post.reader_of)."""
     if language is None:
-        language = post.language_of(session, to, game)
-    said = post.subject(subject, language)
+        language, zone = post.reader_of(session, to, game)
+    said = post.subject(subject, language, zone)
     context = {"subject": said, "paragraphs": list(paragraphs),
                "game": game.name if game is not None else None}
-    text, html = post.renderer.render("notice", context, language)
+    text, html = post.renderer.render("notice", context, language, zone)
     return enqueue(session, post.origin, kind=kind, to=to, subject=said, text=text,
                    html=html, now=now, game_id=game.id if game is not None else None,
                    seat=seat, turn=turn, shipped_html=post.renderer.shipped_only)
@@ -168,7 +178,7 @@ def announce(session: Session, post: Post, game: Game, subject: Said,
     full = tagged(game.name, subject)
     for player in recipients:
         notice(session, post, player.email, full, paragraphs, now,
-               language=language_of(game, player), game=game,
+               language=language_of(game, player), zone=player.timezone, game=game,
                seat=player.seat, turn=game.turn if player.seat is not None else None)
     audit(session, game, now, action, " ".join(str(p) for p in paragraphs), actor=actor)
     return len(recipients)

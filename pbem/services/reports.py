@@ -124,7 +124,8 @@ def enqueue_reports(session: Session, post: Post, game: Game, state: Any, *, now
         context = report_context(game, players, state, seat, now, origin, told,
                                  heard_by(talk, seat), post.settings.web, drawn)
         language = language_of(game, player)
-        text, html = renderer.render(kind_of(game).report_template, context, language)
+        text, html = renderer.render(kind_of(game).report_template, context, language,
+                                     player.timezone)
         subject = post.subject(tagged(game.name, _("final report") if kind_of(game).over(state)
                                       else _("turn {turn} report", turn=game.turn)), language)
         attachment = ("report.json", "application/json", view_json(context["view"]))

@@ -23,7 +23,7 @@ import json
 import random
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import bindparam
 from sqlmodel import Session, col, select
@@ -44,10 +44,10 @@ from pbem.games import (
 from pbem.kinds import AnyKind, kind_of
 from pbem.models import Game, Move, Player
 from pbem.options import POLICIES, options_of, robot_level
-from pbem.services.bounces import describe, failing, report_notes
+from pbem.services.bounces import describe_said, failing, report_notes
 from pbem.services.post import Post, tagged, tell_referee
 from pbem.services.reports import enqueue_reports
-from pbem.wording import plural
+from pbem.wording import Said, _, _n
 
 # how a move is recorded (Move.by): orders really given, and moves made for a missing order
 GIVEN_BY = ("player", "referee")
@@ -111,7 +111,7 @@ def turn_moves(session: Session, game: Game, state: Any) -> tuple[dict[int, Any]
 def resolve_turn(session: Session, game: Game, now: datetime) -> TurnOutcome:
     """Apply the turn's orders (missing ones are played for the player) and advance."""
     if game.status != "running":
-        raise Refusal(f"game '{game.name}' is not running")
+        raise Refusal(_("game '{game}' is not running", game=game.name))
     kind = kind_of(game)
     state = load_state(session, game)
     moves, by = turn_moves(session, game, state)
@@ -138,22 +138,25 @@ def resolve_turn(session: Session, game: Game, now: datetime) -> TurnOutcome:
 
 
 def played_for_notes(game: Game, outcome: TurnOutcome, players: dict[int, Player], *,
-                     early: bool = False, had_deadline: bool = True) -> list[str]:
+                     early: bool = False, had_deadline: bool = True) -> list[Said]:
     """A line in the report for each move made for a missing order (early: the referee
     played the turn before its deadline, so nobody was late; had_deadline: the turn had
     one at all)."""
     kind = kind_of(game)
-    notes = []
+    notes: list[Said] = []
     for seat, move in sorted(outcome.played_for.items()):
-        name = players[seat].name if seat in players else f"player {seat}"
-        who = ("their standing order" if outcome.played_by.get(seat) == "standing"
-               else "the game's policy" if outcome.played_by.get(seat) == "policy"
-               else "the robot")
-        missing = ("sent no order in time" if not early else
-                   "had no order in when the referee played the turn"
-                   + (" (before its deadline)" if had_deadline else ""))
-        notes.append(f"Player {seat} ({name}) {missing}; {who} played "
-                     f"{kind.describe_move(move)} for them.")
+        name: Said = (players[seat].name if seat in players
+                      else _("player {seat}", seat=seat))
+        by = outcome.played_by.get(seat)
+        who = (_("their standing order") if by == "standing"
+               else _("the game's policy") if by == "policy" else _("the robot"))
+        missing = (_("sent no order in time") if not early else
+                   _("had no order in when the referee played the turn (before its "
+                     "deadline)") if had_deadline else
+                   _("had no order in when the referee played the turn"))
+        notes.append(_("Player {seat} ({name}) {missing}; {who} played {move} for them.",
+                       seat=seat, name=name, missing=missing, who=who,
+                       move=kind.describe_move_said(move)))
     return notes
 
 
@@ -169,8 +172,9 @@ class PlayedTurn:
     """A turn just played: the state after it and what its reports say."""
 
     state: Any
-    notes: list[str]                 # to every report
-    seat_notes: dict[int, list[str]]  # to one seat's report (the kind's, then the notes)
+    # each note text or a message, said in the report's reader's language
+    notes: list[Said]                 # to every report
+    seat_notes: dict[int, list[Said]]  # to one seat's report (the kind's, then the notes)
 
 
 def play_turn(session: Session, post: Post, game: Game, *,
@@ -186,15 +190,17 @@ def play_turn(session: Session, post: Post, game: Game, *,
     players = seated(session, game)
     more = (played_for_notes(game, outcome, players, early=early, had_deadline=had_deadline)
             + report_notes(session, game))
-    return PlayedTurn(outcome.state, outcome.notes + more,
-                      {s: n + more for s, n in outcome.seat_notes.items()})
+    return PlayedTurn(outcome.state, [*outcome.notes, *more],
+                      {s: [*n, *more] for s, n in outcome.seat_notes.items()})
 
 
 def report_turn(session: Session, post: Post, game: Game, played: PlayedTurn, *,
                 inbound_id: int | None = None) -> None:
     """Queue the reports of the turn just played (pbem.services.reports)."""
     enqueue_reports(session, post, game, played.state, now=post.clock(), inbound_id=inbound_id,
-                    notes=played.notes, seat_notes=played.seat_notes)
+                    # the report's context says each note in its reader's language
+                    notes=cast(list[str], played.notes),
+                    seat_notes=cast(dict[int, list[str]], played.seat_notes))
 
 
 def resolve(session: Session, post: Post, game: Game, *, inbound_id: int | None = None,
@@ -246,14 +252,18 @@ def after_turn(session: Session, post: Post, game: Game, turn: int) -> list[Play
         session.add(player)
     for player in reached:
         bouncing = failing(session, player.email)
-        tell_referee(session, post, tagged(game.name, f"player {player.seat} has missed "
-                                           + plural("{n} turn", "{n} turns", limit)), [
-            f"Player {player.seat} of game {game.name}, {player.name} <{player.email}>, has "
-            f"sent no order for {plural('{n} turn', '{n} turns', limit)} in a row "
-            f"(up to turn {turn}).",
-            *([f"Mail to {player.email} has been bouncing {describe(bouncing)}: they may "
-               "not have had their reports."] if bouncing is not None else []),
-            "The game goes on: their standing order or the robot plays for them meanwhile.",
-            f"To give the seat to someone else: REPLACE {game.name} {player.seat} "
-            f"<email> [<name>]"])
+        tell_referee(session, post, tagged(game.name, _n(
+            "player {seat} has missed {n} turn", "player {seat} has missed {n} turns", limit,
+            seat=player.seat)), [
+            _n("Player {seat} of game {game}, {name} <{email}>, has sent no order for {n} "
+               "turn in a row (up to turn {turn}).",
+               "Player {seat} of game {game}, {name} <{email}>, has sent no order for {n} "
+               "turns in a row (up to turn {turn}).", limit, seat=player.seat,
+               game=game.name, name=player.name, email=player.email, turn=turn),
+            *([_("Mail to {email} has been bouncing {how}: they may not have had their "
+                 "reports.", email=player.email, how=describe_said(bouncing))]
+              if bouncing is not None else []),
+            _("The game goes on: their standing order or the robot plays for them meanwhile."),
+            _("To give the seat to someone else: REPLACE {game} {seat} <email> [<name>]",
+              game=game.name, seat=player.seat)])
     return reached

@@ -15,6 +15,7 @@ from urllib.parse import quote
 from sqlmodel import Session
 
 from pbem.config import Settings
+from pbem.deadlines import relative_said, time_left
 from pbem.errors import PbemError
 from pbem.games import players_of
 from pbem.kinds import PUBLIC, REVEAL, AnyKind, Viewer, kind_of
@@ -34,7 +35,7 @@ from pbem.web.queries import (
     player_counts,
     talk_of,
 )
-from pbem.wording import Message, _, _n, joined
+from pbem.wording import Message, _, _n
 
 ORDER_CHOICES_SHOWN = 12
 
@@ -63,20 +64,6 @@ def join_line(game: Game) -> Message | None:
     return None
 
 
-def time_left(seconds: int) -> Message:
-    """A stretch of time in words, as pbem.deadlines.relative says it: "2 days 3 hours",
-    "5 minutes", "less than a minute"."""
-    days, rest = divmod(seconds, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes = rest // 60
-    parts = [_n("{n} day", "{n} days", days)] if days else []
-    if hours:
-        parts.append(_n("{n} hour", "{n} hours", hours))
-    if not days and minutes:
-        parts.append(_n("{n} minute", "{n} minutes", minutes))
-    return joined(parts) if parts else _("less than a minute")
-
-
 def deadline_fields(game: Game, now: datetime) -> dict[str, Any]:
     """The deadline and how far off it is ("in 2 days 3 hours", "passed"); a paused game's
     clock stands, so it has none, only the time it will have left when it resumes
@@ -89,10 +76,8 @@ def deadline_fields(game: Game, now: datetime) -> dict[str, Any]:
     deadline = aware(game.deadline)
     if deadline is None:
         return {"deadline": None, "deadline_relative": None, "paused_left": None}
-    seconds = int((deadline - now).total_seconds())
     return {"deadline": iso(deadline), "paused_left": None,
-            "deadline_relative": _("in {time}", time=time_left(seconds)) if seconds > 0
-            else _("passed")}
+            "deadline_relative": relative_said(deadline, now)}
 
 
 # --- the index ------------------------------------------------------------------------------
@@ -240,7 +225,7 @@ def private_page(session: Session, game: Game, player: Player, settings: Setting
     state = steps[-1].state if steps else None
     page = game_page(session, game, settings, now, viewer=Viewer(seat=seat), steps=steps)
     running = game.status == "running" and state is not None and not kind.over(state)
-    due = kind.due(state).get(seat) if running else None
+    due = kind.due_said(state).get(seat) if running else None
     page.update({
         "format": "pbem.web.private/1",
         "you": {"seat": seat, "name": player.name, "due": due,
@@ -274,7 +259,7 @@ def replay_page(game: Game, steps: list[Step], step: int, names: dict[int, str],
         "players": [{"seat": s, "name": n} for s, n in sorted(names.items())],
         "names": {str(s): n for s, n in sorted(names.items())},
         "moves": [{"seat": m.seat, "name": names.get(m.seat, ""), "by": m.by,
-                   "move": kind.describe_move(m.move)} for m in at.moves],
+                   "move": kind.describe_move_said(m.move)} for m in at.moves],
         "notes": at.notes,
         "tables": kind.web_tables(at.state, REVEAL),
         "scores": kind.web_scores(at.state),

@@ -18,11 +18,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pbem.config import load_settings
-from pbem.deadlines import relative
+from pbem.deadlines import relative, time_left
 from pbem.i18n import translator
 from pbem.models import Game
 from pbem.web import create_app
-from pbem.web.pages import deadline_fields, time_left
+from pbem.web.pages import deadline_fields
 from testkit.catalogue import translations
 from testkit.web import SECRET, Site, build_site
 
