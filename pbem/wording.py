@@ -72,6 +72,35 @@ class Message:
     def __str__(self) -> str:
         return self.said(ENGLISH)
 
+    def __eq__(self, other: object) -> bool:
+        """Equal to the same message, and to its English text (what it said as a str)."""
+        if isinstance(other, str):
+            return str(self) == other
+        if type(other) is not Message:
+            return NotImplemented
+        return ((self.source, self.values, self.plural, self.n)
+                == (other.source, other.values, other.plural, other.n))
+
+    def __hash__(self) -> int:
+        return hash((self.source, self.values, self.plural, self.n))
+
+    def __getattr__(self, name: str) -> Any:
+        """A str's methods (``startswith``, ``split`` ...) read its English text, as where
+        the text was a str before it became a message."""
+        if name.startswith("_") or not hasattr(str, name):
+            raise AttributeError(name)
+        return getattr(str(self), name)
+
+    def __len__(self) -> int:
+        return len(str(self))
+
+    def __bool__(self) -> bool:
+        return True       # a message always says something (no English text to make)
+
+    def __contains__(self, text: str) -> bool:
+        """``"x" in message``: whether its English text holds ``text`` (as a str would)."""
+        return text in str(self)
+
     def __add__(self, other: object) -> Message:
         """Messages follow one another (a sentence, then another)."""
         if not isinstance(other, (Message, str)):

@@ -18,8 +18,9 @@ from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from pbem.errors import Refusal
+from pbem.wording import _
 
-ZONE_EXAMPLE = "e.g. TIMEZONE Europe/Prague, TIMEZONE America/New_York or TIMEZONE UTC"
+ZONE_EXAMPLE = _("e.g. TIMEZONE Europe/Prague, TIMEZONE America/New_York or TIMEZONE UTC")
 UTC_NAMES = frozenset({"UTC", "GMT", "Z", "ZULU", "NONE", "ETC/UTC"})
 MOST_LETTERS = 64     # longer than any IANA name: a longer word is not one
 
@@ -39,13 +40,14 @@ def zone_named(text: str) -> str | None:
     name = known.get(word.casefold()) if len(word) <= MOST_LETTERS else None
     if name is None:
         near = difflib.get_close_matches(word.casefold(), known, n=2, cutoff=0.85)
-        hint = ("did you mean " + " or ".join(known[n] for n in near) + "?") if near else \
-            "write a name of the IANA time zone database, " + ZONE_EXAMPLE
-        raise Refusal(f"'{word[:MOST_LETTERS]}' is not a time zone I know", hint)
+        hint = (_("did you mean {names}?", names=" or ".join(known[n] for n in near)) if near
+                else _("write a name of the IANA time zone database, {example}",
+                       example=ZONE_EXAMPLE))
+        raise Refusal(_("'{word}' is not a time zone I know", word=word[:MOST_LETTERS]), hint)
     try:
         ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):   # listed, but its file is unreadable
-        raise Refusal(f"the time zone {name} cannot be read on this server",
+        raise Refusal(_("the time zone {name} cannot be read on this server", name=name),
                       ZONE_EXAMPLE) from None
     return name
 
