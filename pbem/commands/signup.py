@@ -125,8 +125,9 @@ def do_join(ctx: CommandContext, order: Order) -> str:
 
 
 def written_in(ctx: CommandContext, order: Order) -> str | None:
-    """The language a JOIN was written in: its own word's (ANMELDEN, PŘIHLÁSIT), else that
-    of the mail's other order words; None if all were English (the game's then holds)."""
+    """The language a JOIN (or WATCH) was written in: its own word's (ANMELDEN, PŘIHLÁSIT),
+    else that of the mail's other order words; None if all were English (the game's then
+    holds). The confirmation is answered in it, and the player made reads it."""
     return order.language or next((o.language for o in ctx.orders if o.language), None)
 
 
@@ -142,7 +143,8 @@ def do_watch(ctx: CommandContext, order: Order) -> str:
                                               Watcher.email == email)).first():
         raise refuse(_("you watch {game} already", game=game.name),
                      _("UNWATCH {game} to stop", game=game.name), order, game.name)
-    return _ask_to_confirm(ctx, game, "", WATCHING, _("watch game {game}", game=game.name))
+    return _ask_to_confirm(ctx, game, "", WATCHING, _("watch game {game}", game=game.name),
+                           written_in(ctx, order))
 
 
 

@@ -117,6 +117,17 @@ def test_a_join_among_german_order_words_is_german(server: Server) -> None:
     read_as(last(server, "otto@example.org"), "de", "Zum Bestätigen")
 
 
+def test_a_watch_in_czech_is_confirmed_in_czech(server: Server) -> None:
+    new_game(server, "", "g1")
+    admin(server, "START g1")
+    text = send(server, "fan@example.org", "SLEDOVAT g1")
+    read_as(last(server, "fan@example.org"), "cs", "sledovat hru g1")
+    code = CODE.search(text)
+    assert code is not None
+    send(server, "fan@example.org", f"CONFIRM {code.group(1)}")
+    read_as(last(server, "fan@example.org"), "cs", "Sledujete hru g1")
+
+
 def test_an_english_join_stores_no_language(server: Server) -> None:
     admin(server, "NEWGAME g1 SEED 3 OPEN LANGUAGE cs")
     code = CODE.search(send(server, "eve@example.org", "JOIN g1 Eve"))
