@@ -7,6 +7,7 @@ sentences (issue 33)."""
 from __future__ import annotations
 
 import html
+import json
 import re
 from email.message import EmailMessage
 
@@ -56,15 +57,20 @@ def english_left(text: str, language: str) -> list[str]:
     return left
 
 
-def read_as(message: EmailMessage, language: str, *words: str) -> str:
+def read_as(message: EmailMessage, language: str, *words: str,
+            others: tuple[str, ...] = ()) -> str:
     """The mail's text; asserts its language's words and no English sentence, in the text
-    and in the HTML part."""
+    and in the HTML part (but for ``others``: text the answer quotes from elsewhere, a
+    game kind's description of its rules, say)."""
     text = text_of(message)
     part = message.get_body(("html",))
     assert part is not None
     page = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", part.get_content())).split())
     for where in (text, page):
-        assert not english_left(where, language), (english_left(where, language), where)
+        ours = where
+        for other in others:
+            ours = ours.replace(" ".join(other.split()), "")
+        assert not english_left(ours, language), (english_left(ours, language), where)
         for word in (*OWN[language][:1], *words):
             assert word in where or word in text, (word, where)
     return text
@@ -77,6 +83,13 @@ def last(server: Server, to: str) -> EmailMessage:
 def language_of(server: Server, email: str) -> list[str | None]:
     with Session(server.engine) as session:
         return [p.language for p in session.exec(select(Player).where(Player.email == email))]
+
+
+def rules_of(server: Server, name: str = "g1") -> str:
+    """A game's rules as its kind describes them (the kinds' words, not the answers')."""
+    with Session(server.engine) as session:
+        game = find_game(session, name)
+        return str(kind_of(game).describe_rules(json.loads(game.rules_json)))
 
 
 def due_player(server: Server) -> str:
@@ -192,14 +205,14 @@ LISTED = {"de": ("Bluff per Mail: die Spiele", "Offen zur Anmeldung:", "(gerade 
 def test_list_answers_in_the_language(playing: tuple[Server, str]) -> None:
     server, language = playing
     order(server, ANN, "LIST")
-    read_as(last(server, ANN), language, *LISTED[language])
+    read_as(last(server, ANN), language, *LISTED[language], others=(rules_of(server),))
 
 
 def test_list_from_a_stranger_written_in_german_is_german(server: Server) -> None:
     admin(server, "NEWGAME g1 SEED 3 OPEN")
     send(server, "newcomer@example.org", "SPIELLISTE")
     read_as(last(server, "newcomer@example.org"), "de", "Offen zur Anmeldung:",
-            "JOIN g1 <dein Name>")
+            "JOIN g1 <dein Name>", others=(rules_of(server),))
 
 
 STATUS = {"de": "Spiel g1 hat noch nicht begonnen", "cs": "hra g1 ještě nezačala"}
