@@ -169,6 +169,8 @@ class Signup(SQLModel, table=True):
     status: str = "pending"
     created_at: datetime
     confirmed_at: datetime | None = None
+    # the language the JOIN was written in (de, cs; None: English words): the player's then
+    language: str | None = None
 
 
 class TalkMessage(SQLModel, table=True):

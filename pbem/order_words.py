@@ -25,19 +25,52 @@ def folded(word: str) -> str:
 
 # order name -> the spellings of each language (a spelling may be several words). Only
 # words that do not open an everyday sentence: a line that starts with one is read as
-# that order ("Stand der Dinge" must stay prose, so STATUS has no German word)
+# that order ("Stand der Dinge" must stay prose, so STATUS has no German word; SAY has
+# "AN ALLE", never "SAGE": "Sage mal ..." is a sentence)
 ORDER_WORDS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
     "de": {
         "BID": ("BIETE", "GEBOT", "BIETEN"),
         "CHALLENGE": ("HOCH DIE BECHER", "ANZWEIFELN", "ZWEIFLE"),
         "EXPOSE": ("ZEIGE", "ZEIGEN"),
         "HELP": ("HILFE",),
+        # the desk's commands
+        "JOIN": ("ANMELDEN", "MITSPIELEN"),
+        "CONFIRM": ("BESTÄTIGEN",),
+        "LEAVE": ("ABMELDEN",),
+        "WATCH": ("ZUSCHAUEN",),
+        "UNWATCH": ("ABBESTELLEN",),
+        "LIST": ("SPIELLISTE",),
+        "SAY": ("AN ALLE",),
+        "ORDERS": ("BEFEHLE",),
+        "HISTORY": ("VERLAUF",),
+        "ABSENT": ("ABWESEND",),
+        "DEFAULT": ("VORGABE",),
+        "LANGUAGE": ("SPRACHE",),
+        "TIMEZONE": ("ZEITZONE",),
+        "ADDRESS": ("NEUE ADRESSE",),
+        "RECORD": ("PROTOKOLL",),
     },
     "cs": {
         "BID": ("SÁZKA", "SÁZÍM", "VSADIT"),
         "CHALLENGE": ("NEVĚŘÍM", "NEVĚŘIT"),
         "EXPOSE": ("UKÁZAT", "UKAZUJI", "UKÁŽU"),
         "HELP": ("NÁPOVĚDA",),
+        # the desk's commands
+        "JOIN": ("PŘIHLÁSIT", "PŘIHLÁŠKA"),
+        "CONFIRM": ("POTVRDIT", "POTVRZUJI"),
+        "LEAVE": ("ODHLÁSIT",),
+        "WATCH": ("SLEDOVAT",),
+        "UNWATCH": ("NESLEDOVAT",),
+        "LIST": ("SEZNAM HER",),
+        "SAY": ("VZKAZ", "VŠEM"),
+        "ORDERS": ("PŘÍKAZY",),
+        "HISTORY": ("HISTORIE",),
+        "ABSENT": ("NEPŘÍTOMNOST",),
+        "DEFAULT": ("VÝCHOZÍ",),
+        "LANGUAGE": ("JAZYK",),
+        "TIMEZONE": ("ČASOVÉ PÁSMO",),
+        "ADDRESS": ("NOVÁ ADRESA",),
+        "RECORD": ("ZÁZNAM",),
     },
 }
 

@@ -28,8 +28,10 @@ from pbem.order_words import FOLDED_FACES, FOLDED_NUMBERS, STAR_FACE, folded, sp
 from pbem.rules.dice import STAR, Face
 from pbem.rules.errors import MalformedMove
 from pbem.rules.ladder import Bid
+from pbem.wording import Message, Said, _
 
 GAME_NAME = re.compile(r"^[a-z0-9-]{1,40}$")
+GAME_NAME_HINT = _("game names use a-z, 0-9 and -")
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")
 # what people put after an order word or at the end of an order: "Challenge!", "Cups up!",
 # "BID 3 fives.", "CHALLENGE:" (never inside a word: "a@b.org" keeps its dots)
@@ -65,7 +67,7 @@ class Command:
 
     name: str
     usage: str
-    summary: str
+    summary: Said               # said in the reader's language (HELP)
     parse: Callable[[list[str]], Any]
     aliases: tuple[str, ...] = ()
     who: Who = "player"
@@ -135,7 +137,7 @@ _NUMBER_WORDS = {w: i for i, w in enumerate(
     "fifteen sixteen seventeen eighteen nineteen twenty twentyone twentytwo twentythree "
     "twentyfour twentyfive twentysix twentyseven twentyeight twentynine thirty".split())}
 _FACE_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "star": STAR}
-FACE_HINT = "a face is 1 to 5 (or one..five, 1s..5s) or star / *"
+FACE_HINT = _("a face is 1 to 5 (or one..five, 1s..5s) or star / *")
 
 
 def parse_face(token: str) -> Face:
@@ -155,7 +157,7 @@ def parse_face(token: str) -> Face:
         return other
     if other == STAR_FACE:
         return STAR
-    raise Refusal(f"'{token}' is not a die face", FACE_HINT)
+    raise Refusal(_("'{token}' is not a die face", token=token), FACE_HINT)
 
 
 def parse_quantity(token: str) -> int:
@@ -167,24 +169,26 @@ def parse_quantity(token: str) -> int:
     elif folded(word) in FOLDED_NUMBERS:        # German, Czech (pbem.order_words)
         value = FOLDED_NUMBERS[folded(word)]
     else:
-        raise Refusal(f"'{token}' is not a quantity", "write the quantity as a number, e.g. BID 6 threes")
+        raise Refusal(_("'{token}' is not a quantity", token=token),
+                      _("write the quantity as a number, e.g. BID 6 threes"))
     if value < 1:
-        raise Refusal("a bid needs a quantity of at least 1", "e.g. BID 1 five")
+        raise Refusal(_("a bid needs a quantity of at least 1"), _("e.g. BID 1 five"))
     return value
 
 
 def parse_bid(args: list[str]) -> Bid:
     if len(args) != 2:
-        raise Refusal("a bid is a quantity and a face", "e.g. BID 6 threes, BID 6 3 or BID 4 stars")
+        raise Refusal(_("a bid is a quantity and a face"),
+                      _("e.g. BID 6 threes, BID 6 3 or BID 4 stars"))
     try:
         return Bid(parse_quantity(args[0]), parse_face(args[1]))
     except MalformedMove as exc:
-        raise Refusal(str(exc), "e.g. BID 6 threes") from exc
+        raise Refusal(str(exc), _("e.g. BID 6 threes")) from exc
 
 
 def parse_faces(args: list[str]) -> tuple[Face, ...]:
     if not args:
-        raise Refusal("EXPOSE needs the faces of the dice to show", "e.g. EXPOSE 3 3 *")
+        raise Refusal(_("EXPOSE needs the faces of the dice to show"), _("e.g. EXPOSE 3 3 *"))
     faces: list[Face] = []
     for token in args:
         for part in token.split(","):
@@ -195,24 +199,35 @@ def parse_faces(args: list[str]) -> tuple[Face, ...]:
 
 def no_args(args: list[str]) -> None:
     if args:
-        raise Refusal(f"this order takes nothing after it, not '{' '.join(args)}'")
+        raise Refusal(_("this order takes nothing after it, not '{words}'",
+                        words=" ".join(args)))
+
+
+# what one word may be, as the problems name it: (one of it expected, not a valid one)
+_ONE_WORD: dict[str, tuple[Message, Callable[[str], Message]]] = {
+    "key": (_("expected one key"), lambda v: _("'{value}' is not a valid key", value=v)),
+    "game name": (_("expected one game name"),
+                  lambda v: _("'{value}' is not a valid game name", value=v)),
+}
 
 
 def one_word(what: str, pattern: re.Pattern[str] | None = None) -> Callable[[list[str]], str]:
+    expected, invalid = _ONE_WORD[what]
+
     def parse(args: list[str]) -> str:
         if len(args) != 1:
-            raise Refusal(f"expected one {what}")
+            raise Refusal(expected)
         value = args[0].strip()
         if pattern is not None and not pattern.match(value.lower()):
-            raise Refusal(f"'{value}' is not a valid {what}",
-                             "game names use a-z, 0-9 and -" if what == "game name" else "")
+            raise Refusal(invalid(value),
+                          GAME_NAME_HINT if what == "game name" else "")
         return value.lower() if what == "game name" else value
     return parse
 
 
 def parse_turn(args: list[str]) -> int:
     if len(args) != 1 or not args[0].isdigit():
-        raise Refusal("TURN takes the turn number", "e.g. TURN 3")
+        raise Refusal(_("TURN takes the turn number"), _("e.g. TURN 3"))
     return int(args[0])
 
 
@@ -223,21 +238,21 @@ game_name = one_word("game name", GAME_NAME)
 
 # the lines of a fresh player mail that say who writes and for which turn
 MAIL_LINES: tuple[Command, ...] = (
-    Command("GAME", "GAME <game>", "in a fresh mail (not a reply): the game you play in",
+    Command("GAME", "GAME <game>", _("in a fresh mail (not a reply): the game you play in"),
             game_name, who="anyone", phase="line"),
-    Command("KEY", "KEY <key>", "in a fresh mail: your order key from your report",
+    Command("KEY", "KEY <key>", _("in a fresh mail: your order key from your report"),
             one_word("key"), who="anyone", phase="line"),
-    Command("TURN", "TURN <n>", "optional: the turn your order is for", parse_turn,
+    Command("TURN", "TURN <n>", _("optional: the turn your order is for"), parse_turn,
             who="anyone", phase="line"),
 )
 # the bid orders (postal and classic Bluff take them) and the lines of a player mail
 PLAYER_COMMANDS: tuple[Command, ...] = (
-    Command("BID", "BID <quantity> <face>", "raise to a new bid, e.g. BID 6 threes or BID 4 stars",
-            parse_bid),
-    Command("CHALLENGE", "CHALLENGE", "challenge the current bid (cups up)", no_args,
+    Command("BID", "BID <quantity> <face>",
+            _("raise to a new bid, e.g. BID 6 threes or BID 4 stars"), parse_bid),
+    Command("CHALLENGE", "CHALLENGE", _("challenge the current bid (cups up)"), no_args,
             aliases=("CUPS UP", "LIAR")),
     Command("EXPOSE", "EXPOSE <face> [<face> ...]",
-            "with a BID: show these dice from your cup and re-roll the rest", parse_faces),
+            _("with a BID: show these dice from your cup and re-roll the rest"), parse_faces),
     *MAIL_LINES,
 )
 
@@ -265,8 +280,9 @@ def parse_text(lines: Sequence[TextLine], commands: Sequence[Command]) -> Parsed
             guess = mistyped(words[0], names) if len(tokens) <= 6 else None
             if guess:
                 result.problems.append(LineProblem(
-                    line.number, line.text, f"'{tokens[0]}' is not an order",
-                    f"did you mean {guess}? ({_usage(commands, guess)})"))
+                    line.number, line.text, _("'{word}' is not an order", word=tokens[0]),
+                    _("did you mean {name}? ({usage})", name=guess,
+                      usage=_usage(commands, guess))))
             else:
                 result.prose.append(line)
             continue
@@ -275,7 +291,8 @@ def parse_text(lines: Sequence[TextLine], commands: Sequence[Command]) -> Parsed
             args = command.parse(_without_end_punctuation(tokens[len(spelling):]))
         except Refusal as exc:
             result.problems.append(LineProblem(
-                line.number, line.text, exc.message, exc.hint or f"write it as {command.usage}"))
+                line.number, line.text, exc.message,
+                exc.hint or _("write it as {usage}", usage=command.usage)))
             continue
         result.orders.append(Order(line.number, line.text, command, args, language))
     return result
@@ -348,20 +365,23 @@ def closest_lines(lines: Sequence[TextLine], commands: Sequence[Command],
     scored = sorted(((closeness(line.text, commands), -len(line.text.strip()), i)
                      for i, line in enumerate(lines) if line.text.strip()),
                     key=lambda item: (-item[0], item[1], item[2]))
-    return [lines[i] for _, _, i in scored[:most]]
+    return [lines[i] for _near, _length, i in scored[:most]]
 
 
 def _usage(commands: Sequence[Command], name: str) -> str:
     return next(c.usage for c in commands if c.name == name)
 
 
-def help_lines(commands: Sequence[Command], language: str = "en") -> list[dict[str, str]]:
+def help_lines(commands: Sequence[Command], language: str = "en") -> list[dict[str, Any]]:
     """HELP's lines: each command's usage and summary, its other English spellings, and
-    the words of the reader's language (pbem.order_words) where it has its own."""
+    the words of the reader's language (pbem.order_words) where it has its own: ``usage``
+    with them (English, for the shell), ``written`` with them said in the reader's
+    language, ``summary`` (said there too)."""
     lines = []
     for c in commands:
         own = [w for lang, w in spellings_of(c.name) if lang == language]
-        also = [*own, *c.aliases]
-        lines.append({"usage": c.usage + (f"  (also {', '.join(also)})" if also else ""),
-                      "summary": c.summary})
+        also = ", ".join([*own, *c.aliases])
+        written: Said = (_("{usage}  (also {words})", usage=c.usage, words=also) if also
+                         else c.usage)
+        lines.append({"usage": str(written), "written": written, "summary": c.summary})
     return lines

@@ -96,13 +96,23 @@ class Message:
         return NotImplemented
 
     def __hash__(self) -> int:
-        return hash(str(self))
+        return hash(str(self))     # equal to its English text: the same hash
 
     def __contains__(self, part: str) -> bool:
         return part in str(self)
 
+    def __getattr__(self, name: str) -> Any:
+        """A str's methods (``split``, ``lower`` ...) read its English text, as where the
+        text was a str before it became a message."""
+        if name.startswith("_") or not hasattr(str, name):
+            raise AttributeError(name)
+        return getattr(str(self), name)
+
     def __len__(self) -> int:
         return len(str(self))
+
+    def __bool__(self) -> bool:
+        return True       # a message always says something (no English text to make)
 
     def startswith(self, prefix: str | tuple[str, ...]) -> bool:
         return str(self).startswith(prefix)

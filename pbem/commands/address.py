@@ -17,7 +17,7 @@ from datetime import timedelta
 
 from sqlmodel import col, select
 
-from pbem.commands.context import CommandContext, MailCommand, refuse
+from pbem.commands.context import CommandContext, MailCommand, line_quoted, refuse
 from pbem.errors import Refusal
 from pbem.games import audit, id_of
 from pbem.mail.addresses import address_problem
@@ -25,20 +25,23 @@ from pbem.models import Game, Player, Signup
 from pbem.orders import Order
 from pbem.security import code_hash
 from pbem.services.post import notice, tagged, tell_referee
+from pbem.wording import Said, _
 
 ADDRESSING = "pending-address"     # Signup.status of an address change not yet confirmed
 CODE_DAYS = 7                      # as a sign-up's code
 CODES_PER_DAY = 3                  # code mails to one new address a day, at most
+ADDRESS_EXAMPLE = _("e.g. ADDRESS ann@example.org")
+
 
 
 def parse_address(args: list[str]) -> str:
     if len(args) != 1:
-        raise Refusal("ADDRESS takes your new mail address", "e.g. ADDRESS ann@example.org")
+        raise Refusal(_("ADDRESS takes your new mail address"), ADDRESS_EXAMPLE)
     spec = args[0].strip("<>")
     problem = address_problem(spec)
     if problem is not None:
-        raise Refusal(f"'{spec[:80]}' is not a mail address I can write to: {problem}",
-                      "e.g. ADDRESS ann@example.org")
+        raise Refusal(_("'{spec}' is not a mail address I can write to: {problem}",
+                        spec=spec[:80], problem=problem), ADDRESS_EXAMPLE)
     return spec.lower()
 
 
@@ -52,8 +55,8 @@ def _games_of(ctx: CommandContext, email: str) -> list[tuple[Game, Player]]:
 
 def _clash(ctx: CommandContext, old: str, new: str) -> list[str]:
     """Games both addresses play in: a seat cannot move onto one the new address holds."""
-    theirs = {game.id for game, _ in _games_of(ctx, new)}
-    return sorted(game.name for game, _ in _games_of(ctx, old) if game.id in theirs)
+    theirs = {game.id for game, _player in _games_of(ctx, new)}
+    return sorted(game.name for game, _player in _games_of(ctx, old) if game.id in theirs)
 
 
 def do_address(ctx: CommandContext, order: Order) -> str:
@@ -61,17 +64,20 @@ def do_address(ctx: CommandContext, order: Order) -> str:
     player, game = ctx.who.player, ctx.who.game
     old, new = player.email, order.args
     if new == old:
-        raise refuse(f"{new} is your address already", "", order, game.name)
+        raise refuse(_("{address} is your address already", address=new), "", order,
+                     game.name)
     clash = _clash(ctx, old, new)
     if clash:
-        raise refuse(f"{new} plays in {', '.join(clash)} already, where you play too",
-                     "a seat cannot move onto another player's; ask the referee", order,
+        raise refuse(_("{address} plays in {games} already, where you play too",
+                       address=new, games=", ".join(clash)),
+                     _("a seat cannot move onto another player's; ask the referee"), order,
                      game.name)
     recent = ctx.session.exec(select(Signup.id).where(
         Signup.email == new, col(Signup.created_at) > ctx.now - timedelta(days=1))).all()
     if len(recent) >= CODES_PER_DAY:
-        raise refuse(f"{new} has had {len(recent)} code mails today, the most it gets",
-                     "try again tomorrow", order, game.name)
+        raise refuse(_("{address} has had {count} code mails today, the most it gets",
+                       address=new, count=len(recent)),
+                     _("try again tomorrow"), order, game.name)
     for earlier in ctx.session.exec(select(Signup).where(
             Signup.name == old, Signup.status == ADDRESSING)):
         earlier.status = "withdrawn"          # the newest request is the one that counts
@@ -79,19 +85,20 @@ def do_address(ctx: CommandContext, order: Order) -> str:
     code = secrets.token_hex(5)
     ctx.session.add(Signup(game_id=id_of(game), email=new, name=old, code_hash=code_hash(code),
                            status=ADDRESSING, created_at=ctx.now))
-    notice(ctx.session, ctx.post, new, tagged(game.name, "please confirm your new address"), [
-        f"The player at {old} asked to move their games here, to {new}.",
-        f"To confirm, reply to this mail with the word CONFIRM, or send a mail with the line "
-        f"CONFIRM {code} from this address, within {CODE_DAYS} days.",
-        "If you did not ask for this, ignore this mail: nothing changes without your "
-        "confirmation."], ctx.now, game=game)
-    subject = tagged(game.name, f"a code went to {new}")
+    # the new address reads what the player reads (it is theirs)
+    notice(ctx.session, ctx.post, new, tagged(game.name, _("please confirm your new address")), [
+        _("The player at {old} asked to move their games here, to {new}.", old=old, new=new),
+        _("To confirm, reply to this mail with the word CONFIRM, or send a mail with the line "
+          "CONFIRM {code} from this address, within {days} days.", code=code, days=CODE_DAYS),
+        _("If you did not ask for this, ignore this mail: nothing changes without your "
+          "confirmation.")], ctx.now, language=ctx.language, game=game)
+    subject = tagged(game.name, _("a code went to {address}", address=new))
     ctx.answer("notice", subject, {
         "subject": subject, "game": game.name,
-        "paragraphs": [f"line {order.line_no}: {order.line}",
-                       f"A code went to {new}. Your games move there when it comes back "
-                       f"from that address (CONFIRM, within {CODE_DAYS} days); until then "
-                       f"this address plays as before."]})
+        "paragraphs": [line_quoted(order),
+                       _("A code went to {address}. Your games move there when it comes back "
+                         "from that address (CONFIRM, within {days} days); until then "
+                         "this address plays as before.", address=new, days=CODE_DAYS)]})
     return f"address change of {old} to {new}: code sent"
 
 
@@ -102,29 +109,31 @@ def confirm_address(ctx: CommandContext, signup: Signup, order: Order) -> str:
     assert asked_in is not None
     clash = _clash(ctx, old, new)
     if clash:
-        raise refuse(f"{new} has joined {', '.join(clash)} meanwhile, where {old} plays",
-                     "ask the referee", order)
+        raise refuse(_("{new} has joined {games} meanwhile, where {old} plays", new=new,
+                       games=", ".join(clash), old=old),
+                     _("ask the referee"), order)
     moved = _games_of(ctx, old)
     for game, player in moved:
         player.email = new
         ctx.session.add(player)
         audit(ctx.session, game, ctx.now, "address", f"{old} -> {new}", actor=new)
     ctx.session.flush()
-    names = ", ".join(game.name for game, _ in moved) or "no game"
-    ctx.notice(tagged(asked_in.name, "your new address"), [
-        f"Done: your games ({names}) are played from {new} now. Your keys, your private "
-        f"links and replies to your earlier reports keep working from here."], asked_in.name)
-    notice(ctx.session, ctx.post, old, tagged(asked_in.name, "your games moved"), [
-        f"Your games ({names}) moved to {new}, as asked and confirmed from there. Mail "
-        f"from this address no longer plays in them."], ctx.now)
-    tell_referee(ctx.session, ctx.post, f"{old} is now {new}",
-                 [f"The player at {old} moved to {new} (confirmed from the new address): "
-                  f"{names}."])
+    names: Said = ", ".join(game.name for game, _player in moved) or _("no game")
+    ctx.notice(tagged(asked_in.name, _("your new address")), [
+        _("Done: your games ({games}) are played from {new} now. Your keys, your private "
+          "links and replies to your earlier reports keep working from here.",
+          games=names, new=new)], asked_in.name)
+    notice(ctx.session, ctx.post, old, tagged(asked_in.name, _("your games moved")), [
+        _("Your games ({games}) moved to {new}, as asked and confirmed from there. Mail "
+          "from this address no longer plays in them.", games=names, new=new)], ctx.now)
+    tell_referee(ctx.session, ctx.post, _("{old} is now {new}", old=old, new=new),
+                 [_("The player at {old} moved to {new} (confirmed from the new address): "
+                    "{games}.", old=old, new=new, games=names)])
     return f"{old} is now {new} in {len(moved)} games"
 
 
 COMMANDS: tuple[MailCommand, ...] = (
     MailCommand("ADDRESS", "ADDRESS <new address>",
-                "move your games to a new mail address (a code goes there to confirm)",
+                _("move your games to a new mail address (a code goes there to confirm)"),
                 parse_address, action=do_address, who="player", phase="change"),
 )

@@ -21,7 +21,7 @@ from pbem.errors import Refusal
 from pbem.models import Game, Player
 from pbem.orders import Command, Order, SeatByName
 from pbem.services.post import AnswerPart, Incoming, Post, answer, answer_parts
-from pbem.wording import Said
+from pbem.wording import Message, Said, _
 
 
 def refusal(message: Said, hint: Said = "", line_no: int | None = None,
@@ -34,6 +34,23 @@ def refuse(message: Said, hint: Said, order: Order, game: str | None = None) -> 
     return Refusal(message, hint, order, game=game)
 
 
+def line_quoted(order: Order) -> Message:
+    """The order's line, quoted at the top of its answer: "line 3: LANGUAGE de"."""
+    return _("line {n}: {line}", n=order.line_no, line=order.line)
+
+
+def game_is(game: Game) -> Message:
+    """"game g1 is over" / "... is cancelled" (or another state), said in the reader's
+    language."""
+    states = {"over": _("game {game} is over", game=game.name),
+              "cancelled": _("game {game} is cancelled", game=game.name),
+              "new": _("game {game} has not started yet", game=game.name),
+              "paused": _("game {game} is paused", game=game.name),
+              "running": _("game {game} is running", game=game.name)}
+    return states.get(game.status) or _("game {game} is {state}", game=game.name,
+                                        state=game.status)
+
+
 def with_seats(orders: Sequence[Order], names: dict[int, str], game: str) -> list[Order]:
     """The orders with every player named (ANNOUNCE 5 TO Finn) turned into a seat; a name
     that fits no player (or several) is refused, with the players listed."""
@@ -43,8 +60,10 @@ def with_seats(orders: Sequence[Order], names: dict[int, str], game: str) -> lis
             seat = order.args.seat_for(names)
             if seat is None:
                 players = ", ".join(f"{s} {n}" for s, n in sorted(names.items()))
-                raise refuse(f"no player of game {game} is called {order.args.name}",
-                             f"write the player's number or name; the players: {players}",
+                raise refuse(_("no player of game {game} is called {name}", game=game,
+                               name=order.args.name),
+                             _("write the player's number or name; the players: {players}",
+                               players=players),
                              order, game)
             order = replace(order, args=order.args.build(seat))
         out.append(order)

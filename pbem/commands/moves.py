@@ -23,7 +23,7 @@ from pbem.orders import Command, Order, ParsedText, closest_lines, no_args
 from pbem.services.post import tagged
 from pbem.services.reports import enqueue_reports
 from pbem.services.turns import turn_complete
-from pbem.wording import Said
+from pbem.wording import Message, Said, _, joined, listed
 
 MAX_IGNORED_SHOWN = 20   # prose lines a confirmation lists as ignored
 
@@ -50,8 +50,10 @@ def take_moves(ctx: CommandContext, parsed: ParsedText, move_names: set[str]) ->
     orders = [o for o in parsed.orders if o.name in names]
     foreign = [o for o in parsed.orders if o.name in move_names and o.name not in names]
     if foreign:
-        raise refusal(f"{foreign[0].name} is not an order of {kind.title}",
-                      "the orders of this game: " + ", ".join(c.usage for c in kind.commands),
+        raise refusal(_("{order} is not an order of {game}", order=foreign[0].name,
+                        game=kind.title),
+                      _("the orders of this game: {usages}",
+                        usages=", ".join(c.usage for c in kind.commands)),
                       foreign[0].line_no, foreign[0].line, game=game.name)
     if not orders:
         raise no_order_found(parsed, kind.commands, kind.title, move_names, game.name,
@@ -59,19 +61,19 @@ def take_moves(ctx: CommandContext, parsed: ParsedText, move_names: set[str]) ->
     if game.status != "running":
         raise refusal(*not_running(game), orders[0].line_no, orders[0].line, game=game.name)
     if who.turn < game.turn:
-        raise refusal(f"your order is for turn {who.turn}, which has been resolved already "
-                      f"(the game is at turn {game.turn})",
-                      "reply to your latest report with your order for this turn",
+        raise refusal(_("your order is for turn {turn}, which has been resolved already "
+                        "(the game is at turn {now})", turn=who.turn, now=game.turn),
+                      _("reply to your latest report with your order for this turn"),
                       orders[0].line_no, orders[0].line, game=game.name)
     if who.turn > game.turn:
-        raise refusal(f"turn {who.turn} has not begun (the game is at turn {game.turn})",
-                      "", game=game.name)
+        raise refusal(_("turn {turn} has not begun (the game is at turn {now})",
+                        turn=who.turn, now=game.turn), "", game=game.name)
     state = load_state(ctx.session, game)
     seat = player.seat
     assert seat is not None
     if seat not in kind.due(state):
-        raise refusal(f"you have no move this turn (turn {game.turn})",
-                      "wait for your next report", orders[0].line_no, orders[0].line,
+        raise refusal(_("you have no move this turn (turn {turn})", turn=game.turn),
+                      _("wait for your next report"), orders[0].line_no, orders[0].line,
                       game=game.name)
     player_names = {s: p.name for s, p in seated(ctx.session, game).items()}
     orders = with_seats(orders, player_names, game.name)
@@ -101,19 +103,21 @@ def take_moves(ctx: CommandContext, parsed: ParsedText, move_names: set[str]) ->
                             if game.deadline else None),
                "timezone": who.player.timezone}
     ctx.line_no = orders[0].line_no
-    ctx.answer("confirm", tagged(game.name, f"turn {game.turn}: order received"), context)
+    ctx.answer("confirm", tagged(game.name, _("turn {turn}: order received", turn=game.turn)),
+               context)
     return TakenMove(f"order accepted: {taken.summary} (game {game.name}, turn {who.turn}, "
                      f"seat {seat})", game, state, resolves_now)
 
 
-def not_running(game: Game) -> tuple[str, str]:
+def not_running(game: Game) -> tuple[Message, Message]:
     """Why a game takes no order now, and what to do: a paused game's after RESUME."""
     if game.status == "paused":
-        return (f"game {game.name} is paused: no orders are taken now",
-                f"send your order again once the referee has resumed the game (RESUME "
-                f"{game.name}); you will be told")
-    return (f"game {game.name} is {'over' if game.status == 'over' else 'not running'}",
-            "no orders are taken now")
+        return (_("game {game} is paused: no orders are taken now", game=game.name),
+                _("send your order again once the referee has resumed the game (RESUME "
+                  "{game}); you will be told", game=game.name))
+    return (_("game {game} is over", game=game.name) if game.status == "over"
+            else _("game {game} is not running", game=game.name),
+            _("no orders are taken now"))
 
 
 def no_order_found(parsed: ParsedText, commands: Sequence[Command], title: str,
@@ -121,17 +125,22 @@ def no_order_found(parsed: ParsedText, commands: Sequence[Command], title: str,
     """One problem for a mail without an order: the line that came closest to one (an HTML
     mail's lines too) quoted, why it is none (another kind's order word, say), the fix;
     what the reading left out (a quoted report, a signature) said in brackets."""
-    fix = "write one order a line, e.g. " + " or ".join(c.usage for c in commands[:2])
-    found = "I found no order in your mail" + (f" (I ignored {' and '.join(map(str, ignored))})"
-                                                 if ignored else "")
+    usages = [c.usage for c in commands[:2]]
+    fix = (_("write one order a line, e.g. {first} or {second}", first=usages[0],
+             second=usages[1]) if len(usages) == 2
+           else _("write one order a line, e.g. {first}", first=joined(usages)))
+    found = (_("I found no order in your mail (I ignored {what})",
+               what=listed(ignored)) if ignored
+             else _("I found no order in your mail"))
     near = closest_lines(parsed.prose, commands, most=1)
     if not near:
         return Refusal.of([LineProblem(None, None, found, fix)], game=game)
     line = near[0]
     word = (line.text.split() or [""])[0].upper()
-    why = (f"{word} is not an order of {title}" if word in move_names
-           else f"this line is not an order of {title}")
-    return Refusal.of([LineProblem(line.number, line.text, f"{found}; {why}", fix)],
+    why = (_("{order} is not an order of {game}", order=word, game=title)
+           if word in move_names else _("this line is not an order of {game}", game=title))
+    return Refusal.of([LineProblem(line.number, line.text,
+                                   _("{found}; {why}", found=found, why=why), fix)],
                       game=game)
 
 
@@ -140,7 +149,7 @@ def do_status(ctx: CommandContext, order: Order) -> str:
     assert ctx.who is not None and ctx.mail is not None
     game = ctx.who.game
     if game.status not in ("running", "over"):
-        raise refusal(f"game {game.name} has not started", "", game=game.name)
+        raise refusal(_("game {game} has not started", game=game.name), "", game=game.name)
     enqueue_reports(ctx.session, ctx.post, game, load_state(ctx.session, game),
                     now=ctx.post.clock(), only_seat=ctx.who.player.seat,
                     in_reply_to=ctx.mail.msg.message_id, inbound_id=ctx.mail.row.id)
@@ -148,6 +157,6 @@ def do_status(ctx: CommandContext, order: Order) -> str:
 
 
 COMMANDS: tuple[MailCommand, ...] = (
-    MailCommand("STATUS", "STATUS", "send me my latest report again", no_args,
+    MailCommand("STATUS", "STATUS", _("send me my latest report again"), no_args,
                 action=do_status, who="player", phase="reply"),
 )

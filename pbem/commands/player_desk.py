@@ -30,7 +30,7 @@ from datetime import date
 
 from sqlmodel import Session, col, delete, select
 
-from pbem.commands.context import CommandContext, MailCommand, refuse
+from pbem.commands.context import CommandContext, MailCommand, game_is, line_quoted, refuse
 from pbem.deadlines import absence_interval
 from pbem.errors import Refusal
 from pbem.games import (
@@ -46,29 +46,45 @@ from pbem.games import (
 from pbem.kinds import kind_of
 from pbem.models import Absence, Game, Player, TalkMessage
 from pbem.options import options_of
-from pbem.order_words import language_named
+from pbem.order_words import folded, language_named, spellings_of
 from pbem.orders import Order, game_name, no_args
 from pbem.services.clock import vacation_check
 from pbem.services.post import notice, tagged
 from pbem.services.reports import record_attachment
-from pbem.wording import LANGUAGES, plural
+from pbem.wording import LANGUAGES, Message, Said, _, _n, plural
 from pbem.zones import ZONE_EXAMPLE, in_zone, zone_named
 
 MAX_TALK = 2000
 MAX_ABSENCE_DAYS = 366
 _SAY = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])?\s*say\b:?\s?", re.IGNORECASE)
+_LEAD = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])?\s*")
+# SAY's words of the other languages (pbem.order_words), folded, longest first
+_SAY_WORDS = sorted(((lang, folded(w).split()) for lang, w in spellings_of("SAY")),
+                    key=lambda item: -len(item[1]))
 
 
 # --- SAY ---------------------------------------------------------------------------------
 
 def parse_say(args: list[str]) -> None:
     if not args:
-        raise Refusal("SAY needs something to say", "e.g. SAY Nobody has three stars.")
+        raise Refusal(_("SAY needs something to say"), _("e.g. SAY Nobody has three stars."))
 
 
 def say_text(line: str) -> str:
-    """The text of a SAY line as written (spacing kept), without the SAY word."""
-    return _SAY.sub("", line, count=1).rstrip()
+    """The text of a SAY line as written (spacing kept), without the SAY word (or its
+    German or Czech words: AN ALLE, VZKAZ)."""
+    said = _SAY.sub("", line, count=1)
+    if said == line:
+        lead = _LEAD.match(line)
+        start = lead.end() if lead else 0
+        tokens = list(re.finditer(r"\S+", line[start:]))
+        words = [folded(t[0]).rstrip(":") for t in tokens]
+        for _language, spelling in _SAY_WORDS:
+            if words[:len(spelling)] == spelling:
+                end = start + tokens[len(spelling) - 1].end()
+                said = line[end:][1:] if line[end:end + 1].isspace() else line[end:]
+                break
+    return said.rstrip()
 
 
 def do_say(ctx: CommandContext, order: Order) -> str:
@@ -78,12 +94,12 @@ def do_say(ctx: CommandContext, order: Order) -> str:
     if says and says[0].line_no != order.line_no:
         return "relayed with the first SAY line"   # the first SAY relays them all
     if game.status in ("over", "cancelled"):
-        raise refuse(f"game {game.name} is {game.status}", "", order, game.name)
+        raise refuse(game_is(game), "", order, game.name)
     text = "\n".join(say_text(o.line) for o in says or [order])
     press = options_of(game).press
     if press == "none":
-        raise refuse(f"game {game.name} has no table talk (its press is none)", "", order,
-                     game.name)
+        raise refuse(_("game {game} has no table talk (its press is none)", game=game.name),
+                     "", order, game.name)
     to, text = said_to(ctx, game, text, press, order)
     cut = len(text) > MAX_TALK
     if cut:
@@ -91,24 +107,26 @@ def do_say(ctx: CommandContext, order: Order) -> str:
     ctx.session.add(TalkMessage(game_id=id_of(game), turn=game.turn, seat=player.seat,
                                 name=player.name, text=text, created_at=ctx.now,
                                 to_seat=to.seat if to is not None else None))
-    speaker = player.name + (f" (player {player.seat})" if player.seat is not None else "")
-    note = [f"(The message was cut at {MAX_TALK:,} characters.)"] if cut else []
+    speaker: Said = (_("{name} (player {seat})", name=player.name, seat=player.seat)
+                     if player.seat is not None else player.name)
+    note = ([_("(The message was cut at {count} characters.)", count=format(MAX_TALK, ","))]
+            if cut else [])
     if to is not None:
         return _say_privately(ctx, game, speaker, to, text, note)
     others = [p for p in active_players(ctx.session, game) if p.id != player.id]
     for other in others:
         notice(ctx.session, ctx.post, other.email,
-               tagged(game.name, f"table talk from {player.name}"),
-               [f"{speaker} says:", text, *note,
-                "Answer with SAY <text> in a reply to this mail or to your report."],
+               tagged(game.name, _("table talk from {name}", name=player.name)),
+               [_("{speaker} says:", speaker=speaker), text, *note,
+                _("Answer with SAY <text> in a reply to this mail or to your report.")],
                ctx.now, game=game, seat=other.seat,
                turn=game.turn if other.seat is not None else None, kind="talk")
-    subject = tagged(game.name, "your table talk was relayed")
+    subject = tagged(game.name, _("your table talk was relayed"))
     ctx.answer("notice", subject, {
         "subject": subject, "game": game.name,
-        "paragraphs": [f"Relayed to {plural('{n} player', '{n} players', len(others))}, and in "
-                       "the next report:", text,
-                       *note]})
+        "paragraphs": [_n("Relayed to {n} player, and in the next report:",
+                          "Relayed to {n} players, and in the next report:", len(others)),
+                       text, *note]})
     said = plural("{n} character", "{n} characters", len(text))
     return f"{player.email} said {said} in {game.name}" + (" (cut)" if cut else "")
 
@@ -124,8 +142,8 @@ def said_to(ctx: CommandContext, game: Game, text: str, press: str,
     if found is None:
         return None, text
     if press != "private":
-        raise refuse("SAY TO is for games with private press; in this game SAY reaches "
-                     "every player", "write SAY and your text", order, game.name)
+        raise refuse(_("SAY TO is for games with private press; in this game SAY reaches "
+                       "every player"), _("write SAY and your text"), order, game.name)
     word, rest = found[1], text[found.end():]
     seated_now = [p for p in active_players(ctx.session, game) if p.seat is not None]
     to = next((p for p in seated_now if word.isdigit() and p.seat == int(word)), None)
@@ -134,30 +152,32 @@ def said_to(ctx: CommandContext, game: Game, text: str, press: str,
                  p.name.split()[0].casefold() == word.casefold()]
         to = named[0] if len(named) == 1 else None
     if to is None or to.email == ctx.sender or not rest.strip():
-        raise refuse(f"SAY TO {word[:40]}: say it to another player by seat or first name, "
-                     "then the text", "e.g. SAY TO 3 Shall we both challenge player 2?",
-                     order, game.name)
+        raise refuse(_("SAY TO {word}: say it to another player by seat or first name, "
+                       "then the text", word=word[:40]),
+                     _("e.g. SAY TO 3 Shall we both challenge player 2?"), order, game.name)
     return to, rest
 
 
-def _say_privately(ctx: CommandContext, game: Game, speaker: str, to: Player, text: str,
-                   note: list[str]) -> str:
+def _say_privately(ctx: CommandContext, game: Game, speaker: Said, to: Player, text: str,
+                   note: list[Message]) -> str:
     """Private press: the message reaches that one player and the referee, and only their
     reports show it."""
     notice(ctx.session, ctx.post, to.email,
-           tagged(game.name, f"a private word from {speaker}"),
-           [f"{speaker} says to you only:", text, *note,
-            "Answer with SAY TO and their seat in a reply to this mail or to your report."],
+           tagged(game.name, _("a private word from {speaker}", speaker=speaker)),
+           [_("{speaker} says to you only:", speaker=speaker), text, *note,
+            _("Answer with SAY TO and their seat in a reply to this mail or to your report.")],
            ctx.now, game=game, seat=to.seat, turn=game.turn, kind="talk")
     notice(ctx.session, ctx.post, ctx.post.referee,
-           tagged(game.name, f"private press: {speaker} to player {to.seat}"),
-           [f"{speaker} says to {to.name} (player {to.seat}) only:", text, *note], ctx.now,
-           game=game)
-    subject = tagged(game.name, "your private word was passed on")
+           tagged(game.name, _("private press: {speaker} to player {seat}", speaker=speaker,
+                               seat=to.seat)),
+           [_("{speaker} says to {name} (player {seat}) only:", speaker=speaker, name=to.name,
+              seat=to.seat), text, *note], ctx.now, game=game)
+    subject = tagged(game.name, _("your private word was passed on"))
     ctx.answer("notice", subject, {
         "subject": subject, "game": game.name,
-        "paragraphs": [f"Passed on to {to.name} (player {to.seat}) only, and to the "
-                       "referee; it shows in your and their next report:", text, *note]})
+        "paragraphs": [_("Passed on to {name} (player {seat}) only, and to the "
+                         "referee; it shows in your and their next report:", name=to.name,
+                         seat=to.seat), text, *note]})
     said = plural("{n} character", "{n} characters", len(text))
     return f"{ctx.sender} said {said} to seat {to.seat} in {game.name}"
 
@@ -168,18 +188,18 @@ def parse_absent(args: list[str]) -> tuple[date, date] | None:
     if len(args) == 1 and args[0].upper() == "NONE":
         return None
     if len(args) != 2:
-        raise Refusal("ABSENT takes the first and the last day you are away, or NONE",
-                         "e.g. ABSENT 2026-12-24 2026-12-27 (UTC days), or ABSENT NONE")
+        raise Refusal(_("ABSENT takes the first and the last day you are away, or NONE"),
+                      _("e.g. ABSENT 2026-12-24 2026-12-27 (UTC days), or ABSENT NONE"))
+    example = _("e.g. ABSENT 2026-12-24 2026-12-27")
     try:
         first, last = date.fromisoformat(args[0]), date.fromisoformat(args[1])
     except ValueError:
-        raise Refusal("ABSENT takes dates as YYYY-MM-DD",
-                         "e.g. ABSENT 2026-12-24 2026-12-27") from None
+        raise Refusal(_("ABSENT takes dates as YYYY-MM-DD"), example) from None
     if last < first:
-        raise Refusal("the last day comes before the first", "e.g. ABSENT 2026-12-24 2026-12-27")
+        raise Refusal(_("the last day comes before the first"), example)
     if (last - first).days >= MAX_ABSENCE_DAYS:
-        raise Refusal(f"an absence is at most {MAX_ABSENCE_DAYS} days",
-                         "ask the referee to PAUSE the game for longer breaks")
+        raise Refusal(_("an absence is at most {days} days", days=MAX_ABSENCE_DAYS),
+                      _("ask the referee to PAUSE the game for longer breaks"))
     return first, last
 
 
@@ -189,41 +209,43 @@ def do_absent(ctx: CommandContext, order: Order) -> str:
     if order.args is None:
         ctx.session.exec(delete(Absence).where(col(Absence.email) == email,
                                                col(Absence.ends) > ctx.now))
-        said = ["Your absences are cleared: deadlines no longer move for you."]
+        said: list[Said] = [_("Your absences are cleared: deadlines no longer move for you.")]
         outcome = f"absences of {email} cleared"
     else:
         starts, ends = absence_interval(*order.args)
         if ends <= ctx.now:
-            raise refuse("that absence is over already", "give days to come", order,
+            raise refuse(_("that absence is over already"), _("give days to come"), order,
                          ctx.who.game.name)
         ctx.session.add(Absence(email=email, starts=starts, ends=ends, created_at=ctx.now))
         ctx.session.flush()
         first, last = order.args
-        said = [f"Noted: you are away from {first.isoformat()} to {last.isoformat()} (UTC days, "
-                f"both included). A deadline of your games that falls in it while your order "
-                f"is missing moves to the day after you are back (the players are told).",
+        said = [_("Noted: you are away from {first} to {last} (UTC days, both included). A "
+                  "deadline of your games that falls in it while your order is missing moves "
+                  "to the day after you are back (the players are told).",
+                  first=first.isoformat(), last=last.isoformat()),
                 *_caps(ctx.session, email)]
         outcome = f"{email} away {first.isoformat()} to {last.isoformat()}"
     _move_now(ctx, email)
-    subject = "Your absence is noted" if order.args else "Your absences are cleared"
+    subject = _("Your absence is noted") if order.args else _("Your absences are cleared")
     ctx.answer("notice", subject, {"subject": subject, "paragraphs": said,
                                    "game": ctx.who.game.name})
     return outcome
 
 
-def _caps(session: Session, email: str) -> list[str]:
+def _caps(session: Session, email: str) -> list[Message]:
     out = []
     for game, player in running_games_of(session, email):
         cap = options_of(game).vacation_days
         left = max(0.0, cap - player.absent_days_used)
-        out.append(f"Game {game.name}: deadlines move for you by at most {cap:g} days in all; "
-                   f"{left:.1f} days are left. Beyond that the referee decides.")
+        out.append(_("Game {game}: deadlines move for you by at most {cap} days in all; "
+                     "{left} days are left. Beyond that the referee decides.",
+                     game=game.name, cap=format(cap, "g"), left=format(left, ".1f")))
     return out
 
 
 def _move_now(ctx: CommandContext, email: str) -> None:
     """Shift the current deadlines at once (the tick would do it within a minute too)."""
-    for game, _ in running_games_of(ctx.session, email):
+    for game, _player in running_games_of(ctx.session, email):
         if game.deadline is not None and game.grace_until is None:
             vacation_check(ctx.session, ctx.post, game, ctx.now)
 
@@ -237,8 +259,8 @@ STANDING_WORDS = ("CHALLENGE", "RAISE", "ROBOT", "NONE")
 def parse_default(args: list[str]) -> str:
     word = args[0].upper() if len(args) == 1 else ""
     if word not in STANDING_WORDS:
-        raise Refusal("DEFAULT takes one of CHALLENGE, RAISE, ROBOT or NONE",
-                         "e.g. DEFAULT CHALLENGE")
+        raise Refusal(_("DEFAULT takes one of CHALLENGE, RAISE, ROBOT or NONE"),
+                      _("e.g. DEFAULT CHALLENGE"))
     return word
 
 
@@ -246,28 +268,31 @@ def do_default(ctx: CommandContext, order: Order) -> str:
     assert ctx.who is not None
     player, game = ctx.who.player, ctx.who.game
     if game.status in ("over", "cancelled"):
-        raise refuse(f"game {game.name} is {game.status}", "no orders are taken now", order,
-                     game.name)
+        raise refuse(game_is(game), _("no orders are taken now"), order, game.name)
     standing = kind_of(game).standing_orders
+    choices = "DEFAULT " + ", DEFAULT ".join(standing)
     if order.args not in standing:
-        raise refuse(f"DEFAULT {order.args} means nothing in {kind_of(game).title}",
-                     "write DEFAULT " + ", DEFAULT ".join(standing), order, game.name)
+        raise refuse(_("DEFAULT {word} means nothing in {game}", word=order.args,
+                       game=kind_of(game).title),
+                     _("write {choices}", choices=choices), order, game.name)
     player.default_order = None if order.args == "NONE" else order.args
     ctx.session.add(player)
-    subject = tagged(game.name, f"your standing order: {order.args}")
+    subject = tagged(game.name, _("your standing order: {word}", word=order.args))
     ctx.answer("notice", subject, {
         "subject": subject, "game": game.name,
-        "paragraphs": [f"line {order.line_no}: {order.line}",
-                       f"Your standing order is now {order.args}: when you send no order "
-                       f"in time, the referee will {standing[order.args]}.",
-                       "An order you send for a turn always comes first. Change this at "
-                       "any time with DEFAULT " + ", DEFAULT ".join(standing) + "."]})
+        "paragraphs": [line_quoted(order),
+                       _("Your standing order is now {word}: when you send no order "
+                         "in time, the referee will {what}.", word=order.args,
+                         what=standing[order.args]),
+                       _("An order you send for a turn always comes first. Change this at "
+                         "any time with {choices}.", choices=choices)]})
     return f"standing order of {player.email} in {game.name}: {order.args}"
 
 
 def _started(game: Game, order: Order) -> None:
     if game.started_at is None:
-        raise refuse(f"game {game.name} has not started yet", "", order, game.name)
+        raise refuse(_("game {game} has not started yet", game=game.name), "", order,
+                     game.name)
 
 
 def do_history(ctx: CommandContext, order: Order) -> str:
@@ -275,12 +300,12 @@ def do_history(ctx: CommandContext, order: Order) -> str:
     game = ctx.who.game
     _started(game, order)
     lines = kind_of(game).history(load_state(ctx.session, game))
-    subject = tagged(game.name, f"the moves so far (turn {game.turn})")
+    subject = tagged(game.name, _("the moves so far (turn {turn})", turn=game.turn))
     ctx.answer("listing", subject, {
         "subject": subject, "game": game.name, "lines": lines,
-        "paragraphs": [f"Every move of game {game.name} so far, in the order played "
-                       f"(public information only)." if lines else "No move has been "
-                       "played yet."]})
+        "paragraphs": [_("Every move of game {game} so far, in the order played "
+                         "(public information only).", game=game.name) if lines
+                       else _("No move has been played yet.")]})
     return f"history sent ({plural('{n} line', '{n} lines', len(lines))})"
 
 
@@ -289,33 +314,44 @@ def do_orders(ctx: CommandContext, order: Order) -> str:
     game, player = ctx.who.game, ctx.who.player
     _started(game, order)
     kind = kind_of(game)
-    paragraphs = []
-    if game.status != "running":
-        paragraphs.append(f"Game {game.name} is {game.status}: no orders are taken now"
-                          + (f"; send yours once the referee has resumed it (RESUME "
-                             f"{game.name}), you will be told." if game.status == "paused"
-                             else "."))
+    paragraphs: list[Message] = []
+    if game.status == "paused":
+        paragraphs.append(_("Game {game} is paused: no orders are taken now; send yours once "
+                            "the referee has resumed it (RESUME {game}), you will be told.",
+                            game=game.name))
+    elif game.status == "over":
+        paragraphs.append(_("Game {game} is over: no orders are taken now.", game=game.name))
+    elif game.status == "cancelled":
+        paragraphs.append(_("Game {game} is cancelled: no orders are taken now.",
+                            game=game.name))
+    elif game.status != "running":
+        paragraphs.append(_("Game {game} is {state}: no orders are taken now.",
+                            game=game.name, state=game.status))
     else:
         due = kind.due(load_state(ctx.session, game)).get(player.seat or 0)
         pending = pending_orders(ctx.session, game).get(player.seat or 0)
         if due is None:
-            paragraphs.append(f"Turn {game.turn}: you have nothing to do this turn.")
+            paragraphs.append(_("Turn {turn}: you have nothing to do this turn.", turn=game.turn))
         elif pending is None:
-            paragraphs.append(f"Turn {game.turn}: you have no order in yet. You must {due}.")
+            paragraphs.append(_("Turn {turn}: you have no order in yet. You must {due}.",
+                                turn=game.turn, due=due))
         else:
             move = kind.describe_move(kind.move_from_json(json.loads(pending.move_json)))
-            whose = (" (entered by the referee on your behalf)" if pending.by == "referee"
-                     else "")
-            paragraphs.append(f"Turn {game.turn}: your order is {move}{whose}. A new order "
-                              f"before the deadline replaces it.")
+            paragraphs.append(
+                _("Turn {turn}: your order is {move} (entered by the referee on your behalf). "
+                  "A new order before the deadline replaces it.", turn=game.turn, move=move)
+                if pending.by == "referee" else
+                _("Turn {turn}: your order is {move}. A new order before the deadline "
+                  "replaces it.", turn=game.turn, move=move))
         if game.deadline is not None:
-            paragraphs.append(f"Deadline: {in_zone(game.deadline, player.timezone)}.")
+            paragraphs.append(_("Deadline: {when}.",
+                                when=in_zone(game.deadline, player.timezone)))
     standing = player.default_order or "NONE"
-    paragraphs.append(f"Your standing order for a missed turn: {standing} "
-                      f"({kind.standing_orders.get(standing, standing)}).")
+    paragraphs.append(_("Your standing order for a missed turn: {word} ({what}).",
+                        word=standing, what=kind.standing_orders.get(standing, standing)))
     if player.missed_turns:
-        paragraphs.append(f"Turns missed in a row: {player.missed_turns}.")
-    subject = tagged(game.name, f"your orders for turn {game.turn}")
+        paragraphs.append(_("Turns missed in a row: {count}.", count=player.missed_turns))
+    subject = tagged(game.name, _("your orders for turn {turn}", turn=game.turn))
     ctx.answer("notice", subject, {"subject": subject, "game": game.name,
                                    "paragraphs": paragraphs})
     return "orders sent"
@@ -337,8 +373,8 @@ def _set_for_address(ctx: CommandContext, email: str, **values: object) -> int:
 def parse_language(args: list[str]) -> str:
     found = language_named(args[0]) if len(args) == 1 else None
     if found is None:
-        raise Refusal("LANGUAGE takes en, de or cs (English, Deutsch, čeština)",
-                      "e.g. LANGUAGE de")
+        raise Refusal(_("LANGUAGE takes en, de or cs (English, Deutsch, čeština)"),
+                      _("e.g. LANGUAGE de"))
     return found
 
 
@@ -348,13 +384,14 @@ def do_language(ctx: CommandContext, order: Order) -> str:
     player, game = ctx.who.player, ctx.who.game
     language: str = order.args
     games = _set_for_address(ctx, player.email, language=language)
-    subject = tagged(game.name, f"your language: {LANGUAGES[language]}")
+    ctx.language = language           # the answer is in the new language already
+    subject = tagged(game.name, _("your language: {language}", language=LANGUAGES[language]))
     ctx.answer("notice", subject, {
         "subject": subject, "game": game.name,
-        "paragraphs": [f"line {order.line_no}: {order.line}",
-                       f"Your language is now {LANGUAGES[language]}: HELP lists the order "
-                       "words of that language, and they work in every game you play here; "
-                       "the English words always work too."]})
+        "paragraphs": [line_quoted(order),
+                       _("Your language is now {language}: HELP lists the order "
+                         "words of that language, and they work in every game you play here; "
+                         "the English words always work too.", language=LANGUAGES[language])]})
     return f"language of {player.email}: {language} ({games} games)"
 
 
@@ -363,7 +400,7 @@ def do_language(ctx: CommandContext, order: Order) -> str:
 def parse_timezone(args: list[str]) -> str | None:
     """TIMEZONE <IANA name> | TIMEZONE UTC (or NONE): the zone, None for UTC alone."""
     if len(args) != 1:
-        raise Refusal("TIMEZONE takes one time zone name", ZONE_EXAMPLE)
+        raise Refusal(_("TIMEZONE takes one time zone name"), ZONE_EXAMPLE)
     return zone_named(args[0])
 
 
@@ -374,15 +411,15 @@ def do_timezone(ctx: CommandContext, order: Order) -> str:
     zone: str | None = order.args
     games = _set_for_address(ctx, player.email, timezone=zone)
     now = in_zone(ctx.now, zone)
-    said = (f"Times in your mail are now written in {zone} with UTC beside them "
-            f"(it is {now} now)." if zone else
-            f"Times in your mail are now written in UTC alone (it is {now} now).")
-    subject = tagged(game.name, f"your time zone: {zone or 'UTC'}")
+    said = (_("Times in your mail are now written in {zone} with UTC beside them "
+              "(it is {now} now).", zone=zone, now=now) if zone else
+            _("Times in your mail are now written in UTC alone (it is {now} now).", now=now))
+    subject = tagged(game.name, _("your time zone: {zone}", zone=zone or "UTC"))
     ctx.answer("notice", subject, {
         "subject": subject, "game": game.name,
-        "paragraphs": [f"line {order.line_no}: {order.line}", said,
-                       "This holds for every game you play here. Change it at any time "
-                       "with TIMEZONE and a name, or go back with TIMEZONE UTC."]})
+        "paragraphs": [line_quoted(order), said,
+                       _("This holds for every game you play here. Change it at any time "
+                         "with TIMEZONE and a name, or go back with TIMEZONE UTC.")]})
     return f"time zone of {player.email}: {zone or 'UTC'} ({games} games)"
 
 
@@ -391,51 +428,55 @@ def do_record(ctx: CommandContext, order: Order) -> str:
     try:
         game = find_game(ctx.session, name)
     except Refusal:
-        raise refuse(f"there is no game called {name}", "check the name in your reports",
-                     order) from None
+        raise refuse(_("there is no game called {name}", name=name),
+                     _("check the name in your reports"), order) from None
     sender = ctx.sender
     theirs = any(p.email == sender for p in players_of(ctx.session, game))
     if not theirs and sender not in watchers_of(ctx.session, game):
-        raise refuse(f"RECORD gives a game's record to its players and watchers, and "
-                     f"{sender} is neither in game {game.name}", "", order, game.name)
+        raise refuse(_("RECORD gives a game's record to its players and watchers, and "
+                       "{address} is neither in game {game}", address=sender, game=game.name),
+                     "", order, game.name)
     if game.status != "over":
-        raise refuse(f"game {game.name} is not over: its record, with the seed that proves "
-                     "the dice, is given out when it ends", "the final report carries it",
-                     order, game.name)
+        raise refuse(_("game {game} is not over: its record, with the seed that proves "
+                       "the dice, is given out when it ends", game=game.name),
+                     _("the final report carries it"), order, game.name)
     attachment = record_attachment(ctx.session, game)
-    subject = tagged(game.name, "the game's record")
+    subject = tagged(game.name, _("the game's record"))
     ctx.answer("notice", subject, {
         "subject": subject, "game": game.name,
-        "paragraphs": [f"The record of game {game.name} is attached ({attachment[0]}): the "
-                       f"rules, the seed and its commitment, the seat draw and every move.",
-                       f"To check it, install pbem and run: pbem verify {attachment[0]}"]},
+        "paragraphs": [_("The record of game {game} is attached ({file}): the rules, the "
+                         "seed and its commitment, the seat draw and every move.",
+                         game=game.name, file=attachment[0]),
+                       _("To check it, install pbem and run: pbem verify {file}",
+                         file=attachment[0])]},
         attachments=[attachment])
     return f"record of {game.name} sent to {sender}"
 
 
 COMMANDS: tuple[MailCommand, ...] = (
     MailCommand("SAY", "SAY <text> | SAY TO <seat> <text>",
-            "table talk: relayed at once to the other players, and in the next report "
-            "(SAY TO: to one player only, in a game with private press)",
+            _("table talk: relayed at once to the other players, and in the next report "
+              "(SAY TO: to one player only, in a game with private press)"),
             parse_say, action=do_say, who="player", phase="change"),
     MailCommand("ABSENT", "ABSENT <from-date> <to-date> | ABSENT NONE",
-            "a vacation (UTC days, both included): your deadlines inside it move past it",
+            _("a vacation (UTC days, both included): your deadlines inside it move past it"),
             parse_absent, action=do_absent, who="player", phase="change"),
     MailCommand("DEFAULT", "DEFAULT CHALLENGE|RAISE|ROBOT|NONE",
-            "your standing order for a turn you miss", parse_default,
+            _("your standing order for a turn you miss"), parse_default,
             action=do_default, who="player", phase="change"),
     MailCommand("LANGUAGE", "LANGUAGE en|de|cs",
-            "your language: HELP shows its order words (BIETE, NEVĚŘÍM ...)", parse_language,
+            _("your language: HELP shows its order words (BIETE, NEVĚŘÍM ...)"), parse_language,
             action=do_language, who="player", phase="change"),
     MailCommand("TIMEZONE", "TIMEZONE <zone> | TIMEZONE UTC",
-            "the time zone your deadlines are written in (an IANA name, e.g. Europe/Prague), "
-            "with UTC beside", parse_timezone, action=do_timezone, who="player",
+            _("the time zone your deadlines are written in (an IANA name, e.g. "
+              "Europe/Prague), with UTC beside"), parse_timezone, action=do_timezone, who="player",
             phase="change"),
-    MailCommand("HISTORY", "HISTORY", "every move so far, all mini-games (public information)",
+    MailCommand("HISTORY", "HISTORY",
+            _("every move so far, all mini-games (public information)"),
             no_args, action=do_history, who="player", phase="look"),
-    MailCommand("ORDERS", "ORDERS", "what you have in for this turn", no_args,
+    MailCommand("ORDERS", "ORDERS", _("what you have in for this turn"), no_args,
             action=do_orders, who="player", phase="look"),
     MailCommand("RECORD", "RECORD <game>",
-            "the record of a finished game you played or watched, for `pbem verify`",
+            _("the record of a finished game you played or watched, for `pbem verify`"),
             game_name, action=do_record, who="anyone", phase="change"),
 )

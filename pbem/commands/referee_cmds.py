@@ -29,38 +29,44 @@ from pbem.mail.addresses import address_problem
 from pbem.models import Game, InboundMail, OutboundMail, Player, ServerState
 from pbem.options import USAGE as NEWGAME_USAGE
 from pbem.options import NewGame, options_of, parse_options, save_options
-from pbem.orders import GAME_NAME, Order, game_name, no_args
+from pbem.orders import GAME_NAME, GAME_NAME_HINT, Order, game_name, no_args
 from pbem.rules.dice import new_seed, seed_from_number
 from pbem.services.bounces import describe, failing_players
 from pbem.services.post import notice, tagged
 from pbem.services.reports import enqueue_reports
 from pbem.services.turns import resolve
-from pbem.wording import plural
+from pbem.wording import Message, _, plural
+
+
+def not_an_address(written: str, problem: str) -> Message:
+    """An address a referee's command names that mail cannot go to (ADD, REPLACE)."""
+    return _("'{address}' is not a mail address this server can write to: {problem}",
+             address=written, problem=problem)
 
 
 def parse_newgame(args: list[str]) -> NewGame:
     if not args:
-        raise Refusal("NEWGAME needs a game name", "e.g. NEWGAME cup-1 DEADLINE 48")
+        raise Refusal(_("NEWGAME needs a game name"), _("e.g. NEWGAME cup-1 DEADLINE 48"))
     name = args[0].lower()
     if not GAME_NAME.match(name):
-        raise Refusal(f"'{args[0]}' is not a valid game name", "game names use a-z, 0-9 and -")
+        raise Refusal(_("'{value}' is not a valid game name", value=args[0]), GAME_NAME_HINT)
     new = parse_options(args[1:], name)   # the game's options (pbem.options)
     try:
         kind = kind_named(new.rules)
     except KeyError as exc:
-        raise Refusal(str(exc.args[0]), "e.g. RULES postal") from None
+        raise Refusal(str(exc.args[0]), _("e.g. RULES postal")) from None
     new.rules_json = kind.parse_options(new.rules_words)
     return new
 
 
 def parse_add(args: list[str]) -> tuple[str, str, str]:
     if len(args) < 2:
-        raise Refusal("ADD needs a game and an address", "e.g. ADD cup-1 ann@example.org Ann")
+        raise Refusal(_("ADD needs a game and an address"),
+                      _("e.g. ADD cup-1 ann@example.org Ann"))
     name, email = game_name([args[0]]), args[1].strip("<>").lower()
     problem = address_problem(email)   # the rule the reader and the composer apply
     if problem is not None:
-        raise Refusal(f"'{args[1]}' is not a mail address this server can write to: "
-                         f"{problem}")
+        raise Refusal(not_an_address(args[1], problem))
     return name, email, " ".join(args[2:])[:60]
 
 
@@ -92,15 +98,17 @@ def welcome(ctx: CommandContext, game: Game, player: Player) -> None:
     referees it, their key, and that the first report comes at the start."""
     kind = kind_of(game)
     count = len(players_of(ctx.session, game))
-    notice(ctx.session, ctx.post, player.email, tagged(game.name, "you are signed up"), [
-        f"Welcome, {player.name}: the referee <{ctx.post.referee}> signed you up for game "
-        f"{game.name} ({count} of {kind.max_players} seats taken so far).",
-        f"The game: {kind.describe_rules(json.loads(game.rules_json))}; "
-        f"{options_of(game).describe(game.turn_hours)}.",
-        "Your first report, with your dice and what to do, comes when the game starts. The "
-        "rules: send HELP to this address (the answer carries them).",
-        f"Your key: {player.key}. A fresh mail about this game needs the lines GAME "
-        f"{game.name} and KEY {player.key} (they are in every report too)."],
+    notice(ctx.session, ctx.post, player.email, tagged(game.name, _("you are signed up")), [
+        _("Welcome, {name}: the referee <{referee}> signed you up for game "
+          "{game} ({count} of {most} seats taken so far).", name=player.name,
+          referee=ctx.post.referee, game=game.name, count=count, most=kind.max_players),
+        _("The game: {rules}; {options}.", rules=kind.describe_rules(json.loads(game.rules_json)),
+          options=options_of(game).describe(game.turn_hours)),
+        _("Your first report, with your dice and what to do, comes when the game starts. The "
+          "rules: send HELP to this address (the answer carries them)."),
+        _("Your key: {key}. A fresh mail about this game needs the lines GAME "
+          "{game} and KEY {key} (they are in every report too).", key=player.key,
+          game=game.name)],
         ctx.now, game=game, kind=WELCOME)
 
 
@@ -196,8 +204,8 @@ def parse_retry(args: list[str]) -> int | str:
     if len(args) == 1 and args[0].upper() == "QUARANTINE":
         return "quarantine"
     if len(args) != 1 or not args[0].lstrip("#").isdigit():
-        raise Refusal("RETRY takes the number of a stored mail, or QUARANTINE",
-                         "e.g. RETRY 12 (the referee's notice names it)")
+        raise Refusal(_("RETRY takes the number of a stored mail, or QUARANTINE"),
+                      _("e.g. RETRY 12 (the referee's notice names it)"))
     return int(args[0].lstrip("#"))
 
 
@@ -214,9 +222,10 @@ def do_retry(ctx: CommandContext, order: Order) -> str:
     number: int = order.args
     row = ctx.session.get(InboundMail, number)
     if row is None:
-        raise Refusal(f"there is no stored mail #{number}")
+        raise Refusal(_("there is no stored mail #{number}", number=number))
     if row.status not in ("failed", "quarantined"):
-        raise Refusal(f"mail #{number} is {row.status}, not failed or set aside")
+        raise Refusal(_("mail #{number} is {status}, not failed or set aside", number=number,
+                        status=row.status))
     row.status, row.attempts, row.outcome = "new", 0, None
     row.claimed_by = row.claimed_at = row.processed_at = None
     ctx.session.add(row)
@@ -225,22 +234,27 @@ def do_retry(ctx: CommandContext, order: Order) -> str:
 
 COMMANDS: tuple[MailCommand, ...] = (
     MailCommand("NEWGAME", NEWGAME_USAGE,
-            "create a game: turn length, deadline hour (UTC), grace, reminder, missed-turn "
-            "limit, vacation cap, missing-order policy, sign-up, auto-start, wait, rule set "
-            "(SEED makes the dice reproducible)", parse_newgame,
+            _("create a game: turn length, deadline hour (UTC), grace, reminder, missed-turn "
+              "limit, vacation cap, missing-order policy, sign-up, auto-start, wait, rule set "
+              "(SEED makes the dice reproducible)"), parse_newgame,
             action=do_newgame, who="referee", phase="change"),
-    MailCommand("ADD", "ADD <game> <email> [<name>]", "sign a player up (before the start)", parse_add,
+    MailCommand("ADD", "ADD <game> <email> [<name>]", _("sign a player up (before the start)"),
+            parse_add,
             action=do_add, who="referee", phase="change"),
-    MailCommand("START", "START <game>", "draw the seats, roll, mail everyone their first report",
+    MailCommand("START", "START <game>",
+            _("draw the seats, roll, mail everyone their first report"),
             game_name, action=do_start, who="referee", phase="change"),
-    MailCommand("STATUS", "STATUS <game>", "where the game stands, whose orders are in", game_name,
+    MailCommand("STATUS", "STATUS <game>", _("where the game stands, whose orders are in"),
+            game_name,
             action=do_status, who="referee", phase="look"),
-    MailCommand("PROCESS", "PROCESS <game>", "resolve the turn now (the robot plays missing orders)",
+    MailCommand("PROCESS", "PROCESS <game>",
+            _("resolve the turn now (the robot plays missing orders)"),
             game_name, action=do_process, who="referee", phase="change"),
-    MailCommand("LIST", "LIST", "every game and its state", no_args, action=do_list, who="referee", phase="look"),
-    MailCommand("RETRY", "RETRY <mail id> | QUARANTINE", "handle again a mail kept as failed "
+    MailCommand("LIST", "LIST", _("every game and its state"), no_args, action=do_list,
+            who="referee", phase="look"),
+    MailCommand("RETRY", "RETRY <mail id> | QUARANTINE", _("handle again a mail kept as failed "
             "or set aside (after a fix; the referee's notice of its failure gives the "
             "number); QUARANTINE: fetch again the mails set aside in the IMAP quarantine "
-            "folder",
+            "folder"),
             parse_retry, action=do_retry, who="referee", phase="change"),
 )

@@ -26,16 +26,16 @@ from pbem.commands import (
 from pbem.commands.context import CommandContext, MailCommand, refuse
 from pbem.errors import Refusal
 from pbem.kinds import KINDS, AnyKind, kind_of
-from pbem.options import language_of
 from pbem.orders import MAIL_LINES, Command, Order, help_lines, no_args, one_word
 from pbem.render import rules_document, rules_file
+from pbem.wording import _
 
-HELP_SUBJECT = "Bluff by mail: the orders"
+HELP_SUBJECT = _("Bluff by mail: the orders")
 
 
-GENERAL_NOTE = ("This server runs three games: postal Bluff, classic Bluff and Cup of Bluff; "
-                "your reports say which one you play, and HELP in a reply to a report lists "
-                "just its orders.")
+GENERAL_NOTE = _("This server runs three games: postal Bluff, classic Bluff and Cup of Bluff; "
+                 "your reports say which one you play, and HELP in a reply to a report lists "
+                 "just its orders.")
 
 
 def do_player_help(ctx: CommandContext, order: Order) -> str:
@@ -43,7 +43,7 @@ def do_player_help(ctx: CommandContext, order: Order) -> str:
     and the rules of every game attached (docs/rules.md)."""
     kind = kind_of(ctx.who.game) if ctx.who is not None else None
     commands = player_commands(kind)
-    language = language_of(ctx.who.game, ctx.who.player) if ctx.who is not None else "en"
+    language = ctx.language      # the sender's (pbem.referee.reader_language)
     rules = rules_file(language)
     ctx.answer("help", HELP_SUBJECT, {
         "commands": help_lines(commands, language), "referee_commands": [],
@@ -61,13 +61,13 @@ def do_referee_help(ctx: CommandContext, order: Order) -> str:
 # every command but the kinds' moves, in the order HELP lists them
 DECLARED: tuple[Command, ...] = (
     *moves.COMMANDS,
-    MailCommand("HELP", "HELP", "this summary of the orders", no_args,
+    MailCommand("HELP", "HELP", _("this summary of the orders"), no_args,
                 action=do_player_help, who="anyone", phase="reply"),
     *MAIL_LINES, *signup.COMMANDS, *player_desk.COMMANDS, *address.COMMANDS,
-    Command("KEY", "KEY <referee key>", "in referee mail: proves the mail is the referee's",
+    Command("KEY", "KEY <referee key>", _("in referee mail: proves the mail is the referee's"),
             one_word("key"), who="referee", phase="line"),
     *referee_cmds.COMMANDS, *schedule.COMMANDS, *seats.COMMANDS, *rollback.COMMANDS,
-    MailCommand("HELP", "HELP", "this list", no_args, action=do_referee_help, who="referee",
+    MailCommand("HELP", "HELP", _("this list"), no_args, action=do_referee_help, who="referee",
                 phase="look"),
 )
 
@@ -117,9 +117,9 @@ def run(ctx: CommandContext, orders: Sequence[Order]) -> list[str]:
         if not isinstance(command, MailCommand):
             continue
         if not permitted(ctx, command):
-            raise refuse(f"{order.name} needs to know who you are",
-                         "reply to your latest report, or add the lines GAME <game> and "
-                         "KEY <your key>", order)
+            raise refuse(_("{order} needs to know who you are", order=order.name),
+                         _("reply to your latest report, or add the lines GAME <game> and "
+                           "KEY <your key>"), order)
         ctx.line_no = order.line_no
         try:
             out.append(command.run(ctx, order))

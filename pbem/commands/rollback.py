@@ -29,7 +29,7 @@ from pbem.models import AuditEntry, Game, Move, OutboundMail, PendingOrder
 from pbem.orders import Order, game_name
 from pbem.services.reports import enqueue_reports
 from pbem.services.turns import GIVEN_BY, MISSED_BY
-from pbem.wording import listing, ngettext, plural
+from pbem.wording import Message, _, _n, listed, listing, ngettext, plural
 
 
 def do_rollback(ctx: CommandContext, order: Order) -> str:
@@ -37,11 +37,12 @@ def do_rollback(ctx: CommandContext, order: Order) -> str:
     session, now = ctx.session, ctx.now
     game = find_game(session, name)
     if game.status not in ("running", "paused", "over"):
-        raise Refusal(f"game '{name}' is {game.status}: nothing to roll back")
+        raise Refusal(_("game '{game}' is {state}: nothing to roll back", game=name,
+                        state=game.status))
     moves = list(session.exec(select(Move).where(Move.game_id == game.id)
                               .order_by(col(Move.turn).desc(), col(Move.seat))))
     if not moves:
-        raise Refusal(f"game '{name}' has no resolved turn to roll back")
+        raise Refusal(_("game '{game}' has no resolved turn to roll back", game=name))
     turn = moves[0].turn
     undone = [m for m in moves if m.turn == turn]
     later = list(session.exec(select(PendingOrder).where(PendingOrder.game_id == game.id)))
@@ -55,7 +56,9 @@ def do_rollback(ctx: CommandContext, order: Order) -> str:
     session.add(game)
     session.flush()
     enqueue_reports(session, ctx.post, game, load_state(session, game), now=now,
-                    notes=[_note(turn, restored)])
+                    # a note is said in each reader's language (the report's notes take
+                    # messages: services.reports types them str still)
+                    notes=[_note(turn, restored)])  # type: ignore[list-item]
     out = (f"game {game.name}: turn {turn} rolled back ("
            f"{plural('{n} move', '{n} moves', len(undone))} undone, "
            f"orders of {_orders_from(restored) if restored else 'nobody'} pending again, "
@@ -132,14 +135,16 @@ def _rewind(game: Game, turn: int, now: datetime) -> None:
         game.deadline = next_deadline(game, now)
 
 
-def _note(turn: int, restored: list[int]) -> str:
-    note = (f"The referee rolled back turn {turn}: its moves are undone and the turn is "
-            f"played again. Orders the players had sent for turn {turn} stand (a new order "
-            f"replaces yours); moves made for missing orders are void, and so are orders "
-            f"already sent for turn {turn + 1}. The dice come from the same seed, so the same "
-            f"orders give the same dice.")
+def _note(turn: int, restored: list[int]) -> Message:
+    note = _("The referee rolled back turn {turn}: its moves are undone and the turn is "
+             "played again. Orders the players had sent for turn {turn} stand (a new order "
+             "replaces yours); moves made for missing orders are void, and so are orders "
+             "already sent for turn {next}. The dice come from the same seed, so the same "
+             "orders give the same dice.", turn=turn, next=turn + 1)
     if restored:
-        note += f" Orders in again from {_orders_from(restored)}."
+        note = _n("{note} Orders in again from player {players}.",
+                  "{note} Orders in again from players {players}.", len(restored),
+                  note=note, players=listed(sorted(restored)))
     return note
 
 
@@ -150,6 +155,6 @@ def _orders_from(seats: list[int]) -> str:
 
 COMMANDS: tuple[MailCommand, ...] = (
     MailCommand("ROLLBACK", "ROLLBACK <game>",
-            "undo the last resolved turn; its reports are sent again", game_name,
+            _("undo the last resolved turn; its reports are sent again"), game_name,
             action=do_rollback, who="referee", phase="change"),
 )

@@ -22,9 +22,9 @@ from pbem.options import ROBOT_LEVELS, options_of, save_options
 from pbem.orders import Order, game_name
 from pbem.services.post import announce, notice, tagged
 from pbem.services.turns import resolve_if_complete
-from pbem.wording import plural
+from pbem.wording import Message, _, plural
 
-EMAIL_HINT = "e.g. REMOVE cup-1 ann@example.org"
+EMAIL_HINT = _("e.g. REMOVE cup-1 ann@example.org")
 
 
 # --- argument parsers ---------------------------------------------------------------------
@@ -38,14 +38,16 @@ def parse_when(words: list[str]) -> tuple[str, float | datetime]:
         except ValueError:
             hours = -1.0
         if not 0 < hours <= 24 * 365:
-            raise Refusal(f"'{text}' is not a number of hours", "e.g. +24 or +1.5")
+            raise Refusal(_("'{text}' is not a number of hours", text=text),
+                          _("e.g. +24 or +1.5"))
         return "in", hours
     cleaned = text.upper().removesuffix("UTC").strip().removesuffix("Z")
     try:
         when = datetime.fromisoformat(cleaned)
     except ValueError:
-        raise Refusal(f"'{text}' is not a time",
-                         "an ISO time in UTC, e.g. 2026-12-05T18:00, or +hours from now") from None
+        raise Refusal(_("'{text}' is not a time", text=text),
+                      _("an ISO time in UTC, e.g. 2026-12-05T18:00, or +hours from now")
+                      ) from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return "at", when.astimezone(UTC)
@@ -53,47 +55,51 @@ def parse_when(words: list[str]) -> tuple[str, float | datetime]:
 
 def parse_deadline(args: list[str]) -> tuple[str, tuple[str, float | datetime]]:
     if len(args) < 2:
-        raise Refusal("DEADLINE needs a game and a time",
-                         "e.g. DEADLINE cup-1 2026-12-05T18:00 or DEADLINE cup-1 +24")
+        raise Refusal(_("DEADLINE needs a game and a time"),
+                      _("e.g. DEADLINE cup-1 2026-12-05T18:00 or DEADLINE cup-1 +24"))
     return game_name([args[0]]), parse_when(args[1:])
 
 
 def parse_extend(args: list[str]) -> tuple[str, float]:
     if len(args) != 2:
-        raise Refusal("EXTEND needs a game and a number of hours", "e.g. EXTEND cup-1 24")
+        raise Refusal(_("EXTEND needs a game and a number of hours"), _("e.g. EXTEND cup-1 24"))
     try:
         hours = float(args[1].lstrip("+"))
     except ValueError:
         hours = -1.0
     if not 0 < hours <= 24 * 365:
-        raise Refusal(f"'{args[1]}' is not a number of hours", "e.g. EXTEND cup-1 24")
+        raise Refusal(_("'{text}' is not a number of hours", text=args[1]),
+                      _("e.g. EXTEND cup-1 24"))
     return game_name([args[0]]), hours
 
 
 def parse_wait(args: list[str]) -> tuple[str, bool]:
     if len(args) != 2 or args[1].lower() not in ("on", "off"):
-        raise Refusal("WAIT needs a game and on or off", "e.g. WAIT cup-1 on")
+        raise Refusal(_("WAIT needs a game and on or off"), _("e.g. WAIT cup-1 on"))
     return game_name([args[0]]), args[1].lower() == "on"
 
 
 def parse_level(args: list[str]) -> tuple[str, str]:
     if len(args) != 2 or args[1].lower() not in ROBOT_LEVELS:
-        raise Refusal("LEVEL needs a game and easy, normal or strong", "e.g. LEVEL g1 normal")
+        raise Refusal(_("LEVEL needs a game and easy, normal or strong"),
+                      _("e.g. LEVEL g1 normal"))
     return game_name([args[0]]), args[1].lower()
 
 
 def parse_remove(args: list[str]) -> tuple[str, str]:
     if len(args) != 2 or "@" not in args[1]:
-        raise Refusal("REMOVE needs a game and the player's address", EMAIL_HINT)
+        raise Refusal(_("REMOVE needs a game and the player's address"), EMAIL_HINT)
     return game_name([args[0]]), args[1].strip("<>").lower()
 
 
 # --- helpers ------------------------------------------------------------------------------
 
-def _game(session: Session, name: str, statuses: tuple[str, ...], what: str) -> Game:
+def _game(session: Session, name: str, statuses: tuple[str, ...], what: Message) -> Game:
+    """The game, if its state allows ``what`` ("cannot {what} it")."""
     game = find_game(session, name)
     if game.status not in statuses:
-        raise Refusal(f"game '{name}' is {game.status}: cannot {what} it")
+        raise Refusal(_("game '{game}' is {state}: cannot {what} it", game=name,
+                        state=game.status, what=what))
     return game
 
 
@@ -128,68 +134,74 @@ def desk_status(session: Session, game: Game, now: datetime) -> str:
 def do_deadline(ctx: CommandContext, order: Order) -> str:
     args: tuple[str, tuple[str, float | datetime]] = order.args
     name, (how, value) = args
-    game = _game(ctx.session, name, ("running",), "set the deadline of")
+    game = _game(ctx.session, name, ("running",), _("set the deadline of"))
     target = ctx.now + timedelta(hours=value) if isinstance(value, float) else value
     assert isinstance(target, datetime)
     if target <= ctx.now:
-        raise Refusal(f"{utc(target)} has passed already")
+        raise Refusal(_("{when} has passed already", when=utc(target)))
     game.deadline, game.grace_until = target, None
     ctx.session.add(game)
-    announce(ctx.session, ctx.post, game, f"turn {game.turn}: new deadline "
-             f"{utc(target)}",
-             [f"The referee set the deadline of turn {game.turn} to {utc(target)} "
-              f"({relative(target, ctx.now)})."], ctx.now, action="deadline",
-             actor="referee")
+    announce(ctx.session, ctx.post, game,
+             _("turn {turn}: new deadline {when}", turn=game.turn, when=utc(target)),
+             [_("The referee set the deadline of turn {turn} to {when} ({relative}).",
+                turn=game.turn, when=utc(target), relative=relative(target, ctx.now))],
+             ctx.now, action="deadline", actor="referee")
     return f"game {game.name}: deadline of turn {game.turn} set to {utc(target)}"
 
 
 def do_extend(ctx: CommandContext, order: Order) -> str:
     args: tuple[str, float] = order.args
     name, hours = args
-    game = _game(ctx.session, name, ("running", "paused"), "extend")
+    game = _game(ctx.session, name, ("running", "paused"), _("extend"))
     more = timedelta(hours=hours)
     if game.status == "paused":
         if game.paused_left_seconds is None:
-            raise Refusal(f"game '{name}' has no deadline to extend; RESUME it, then use "
-                            f"DEADLINE")
+            raise Refusal(_("game '{game}' has no deadline to extend; RESUME it, then use "
+                            "DEADLINE", game=name))
         game.paused_left_seconds += more.total_seconds()
-        what = (f"The referee added {hours:g} hours to the time left on the deadline of turn "
-                f"{game.turn}; {_hours(game.paused_left_seconds)} will be left when the game "
-                f"resumes.")
+        what = _("The referee added {hours} hours to the time left on the deadline of turn "
+                 "{turn}; {left} will be left when the game resumes.", hours=format(hours, "g"),
+                 turn=game.turn, left=_hours(game.paused_left_seconds))
         said = f"{_hours(game.paused_left_seconds)} left when it resumes"
     elif game.grace_until is not None:
         game.grace_until += more
-        what = (f"The referee extended the grace period of turn {game.turn} by {hours:g} hours, "
-                f"to {utc(game.grace_until)} ({relative(game.grace_until, ctx.now)}).")
+        what = _("The referee extended the grace period of turn {turn} by {hours} hours, "
+                 "to {when} ({relative}).", turn=game.turn, hours=format(hours, "g"),
+                 when=utc(game.grace_until), relative=relative(game.grace_until, ctx.now))
         said = f"grace until {utc(game.grace_until)}"
     elif game.deadline is not None:
         game.deadline += more
-        what = (f"The referee extended the deadline of turn {game.turn} by {hours:g} hours, to "
-                f"{utc(game.deadline)} ({relative(game.deadline, ctx.now)}).")
+        what = _("The referee extended the deadline of turn {turn} by {hours} hours, to "
+                 "{when} ({relative}).", turn=game.turn, hours=format(hours, "g"),
+                 when=utc(game.deadline), relative=relative(game.deadline, ctx.now))
         said = f"deadline {utc(game.deadline)}"
     else:
-        raise Refusal(f"game '{name}' has no deadline to extend; set one with DEADLINE")
+        raise Refusal(_("game '{game}' has no deadline to extend; set one with DEADLINE",
+                        game=name))
     ctx.session.add(game)
-    announce(ctx.session, ctx.post, game, f"turn {game.turn}: extended by "
-             f"{hours:g} hours", [what], ctx.now, action="extend", actor="referee")
+    announce(ctx.session, ctx.post, game, _("turn {turn}: extended by {hours} hours",
+                                            turn=game.turn, hours=format(hours, "g")),
+             [what], ctx.now, action="extend", actor="referee")
     return f"game {game.name}: extended by {hours:g} hours ({said})"
 
 
 def do_pause(ctx: CommandContext, order: Order) -> str:
     name: str = order.args
-    game = _game(ctx.session, name, ("running",), "pause")
+    game = _game(ctx.session, name, ("running",), _("pause"))
     end = game.grace_until or game.deadline
     game.paused_left_seconds = (None if end is None
                                 else max(0.0, (end - ctx.now).total_seconds()))
     game.status = "paused"
     ctx.session.add(game)
-    left = ("" if game.paused_left_seconds is None else
-            f" {_hours(game.paused_left_seconds)} were left on the deadline; the clock restarts "
-            f"with that much when the game resumes.")
-    announce(ctx.session, ctx.post, game, "the game is paused",
-             [f"The referee paused game {game.name} in turn {game.turn}. While it is "
-              f"paused no deadline runs and no turn resolves; orders sent meanwhile "
-              f"are refused, so send yours after it resumes (you will be told).{left}"],
+    paused = _("The referee paused game {game} in turn {turn}. While it is "
+               "paused no deadline runs and no turn resolves; orders sent meanwhile "
+               "are refused, so send yours after it resumes (you will be told).",
+               game=game.name, turn=game.turn)
+    if game.paused_left_seconds is not None:
+        paused = _("{paused} {left} were left on the deadline; the clock restarts with that "
+                   "much when the game resumes.", paused=paused,
+                   left=_hours(game.paused_left_seconds))
+    announce(ctx.session, ctx.post, game, _("the game is paused"), [paused],
              ctx.now, action="pause", actor="referee")
     return f"game {game.name} paused" + (f" ({_hours(game.paused_left_seconds)} left)"
                                          if game.paused_left_seconds is not None else "")
@@ -197,7 +209,7 @@ def do_pause(ctx: CommandContext, order: Order) -> str:
 
 def do_resume(ctx: CommandContext, order: Order) -> str:
     name: str = order.args
-    game = _game(ctx.session, name, ("paused",), "resume")
+    game = _game(ctx.session, name, ("paused",), _("resume"))
     game.status = "running"
     left = game.paused_left_seconds
     if left is not None:
@@ -209,17 +221,23 @@ def do_resume(ctx: CommandContext, order: Order) -> str:
     game.paused_left_seconds = None
     ctx.session.add(game)
     end = game.grace_until or game.deadline
-    when = (f" The {'grace period' if game.grace_until else 'deadline'} of turn {game.turn} is "
-            f"now {utc(end)} ({relative(end, ctx.now)})." if end is not None else "")
-    announce(ctx.session, ctx.post, game, "the game resumes",
-             [f"The referee resumed game {game.name}: orders for turn {game.turn} are "
-              f"taken again.{when}"], ctx.now, action="resume", actor="referee")
+    resumed = _("The referee resumed game {game}: orders for turn {turn} are taken again.",
+                game=game.name, turn=game.turn)
+    if end is not None:
+        resumed = (_("{resumed} The grace period of turn {turn} is now {when} ({relative}).",
+                     resumed=resumed, turn=game.turn, when=utc(end),
+                     relative=relative(end, ctx.now)) if game.grace_until else
+                   _("{resumed} The deadline of turn {turn} is now {when} ({relative}).",
+                     resumed=resumed, turn=game.turn, when=utc(end),
+                     relative=relative(end, ctx.now)))
+    announce(ctx.session, ctx.post, game, _("the game resumes"), [resumed], ctx.now,
+             action="resume", actor="referee")
     return f"game {game.name} resumed" + (f"; deadline {utc(end)}" if end else "")
 
 
 def _change_option(ctx: CommandContext, name: str, **changes: object) -> Game:
     """Set desk options of a game not over yet (WAIT, LEVEL); the game changed."""
-    game = _game(ctx.session, name, ("new", "running", "paused"), "change")
+    game = _game(ctx.session, name, ("new", "running", "paused"), _("change"))
     options = options_of(game)
     for option, value in changes.items():
         setattr(options, option, value)
@@ -234,12 +252,13 @@ def do_wait(ctx: CommandContext, order: Order) -> str:
     game = _change_option(ctx, name, wait=on)
     if game.status == "new":
         return f"game {game.name}: WAIT {'on' if on else 'off'}"
-    when = "at the deadline" if on else "as soon as all orders are in"
-    announce(ctx.session, ctx.post, game, f"turns resolve {when}",
-             [f"The referee set WAIT {'on' if on else 'off'} for game {game.name}: "
-              + ("from now on a turn resolves only at its deadline, even when every "
-                 "order is in." if on else "from now on a turn resolves as soon as "
-                 "every order is in, or at its deadline.")],
+    announce(ctx.session, ctx.post, game,
+             _("turns resolve at the deadline") if on
+             else _("turns resolve as soon as all orders are in"),
+             [_("The referee set WAIT on for game {game}: from now on a turn resolves only "
+                "at its deadline, even when every order is in.", game=game.name) if on else
+              _("The referee set WAIT off for game {game}: from now on a turn resolves as "
+                "soon as every order is in, or at its deadline.", game=game.name)],
              ctx.now, action="wait", actor="referee")
     out = f"game {game.name}: WAIT {'on' if on else 'off'}"
     turn = game.turn
@@ -260,7 +279,7 @@ def do_level(ctx: CommandContext, order: Order) -> str:
 def do_publish(ctx: CommandContext, order: Order) -> str:
     """The referee's choice once a game is over: its private press (SAY TO) shown on the
     game's web page with the rest of its talk."""
-    game = _game(ctx.session, order.args, ("over",), "publish the private press of")
+    game = _game(ctx.session, order.args, ("over",), _("publish the private press of"))
     options = options_of(game)
     options.press_published = True
     save_options(game, options)
@@ -272,26 +291,28 @@ def do_publish(ctx: CommandContext, order: Order) -> str:
 def do_remove(ctx: CommandContext, order: Order) -> str:
     args: tuple[str, str] = order.args
     name, email = args
-    game = _game(ctx.session, name, ("new",), "remove players from (use REPLACE)")
+    game = _game(ctx.session, name, ("new",), _("remove players from (use REPLACE)"))
     player = next((p for p in players_of(ctx.session, game) if p.email == email), None)
     if player is None:
-        raise Refusal(f"{email} does not play in '{name}'")
+        raise Refusal(_("{address} does not play in '{game}'", address=email, game=name))
     who = player.name
     remove_entrant(ctx.session, game, player)
-    notice(ctx.session, ctx.post, email, tagged(game.name, "you were removed"),
-           [f"The referee took you off game {game.name} before its start."], ctx.now,
-           game=game)
+    notice(ctx.session, ctx.post, email, tagged(game.name, _("you were removed")),
+           [_("The referee took you off game {game} before its start.", game=game.name)],
+           ctx.now, game=game)
     audit(ctx.session, game, ctx.now, "remove", f"{who} <{email}>", actor="referee")
     return f"{who} <{email}> removed from {game.name}"
 
 
 def do_cancel(ctx: CommandContext, order: Order) -> str:
     name: str = order.args
-    game = _game(ctx.session, name, ("new", "running", "paused"), "cancel")
-    told = announce(ctx.session, ctx.post, game, "the game is cancelled",
-                    [f"The referee cancelled game {game.name}"
-                     + (f" in turn {game.turn}." if game.turn else " before its start.")
-                     + " No more orders are taken and no more reports will come."],
+    game = _game(ctx.session, name, ("new", "running", "paused"), _("cancel"))
+    told = announce(ctx.session, ctx.post, game, _("the game is cancelled"),
+                    [_("The referee cancelled game {game} in turn {turn}. No more orders are "
+                       "taken and no more reports will come.", game=game.name, turn=game.turn)
+                     if game.turn else
+                     _("The referee cancelled game {game} before its start. No more orders "
+                       "are taken and no more reports will come.", game=game.name)],
                     ctx.now, action="cancel", actor="referee")
     game.status = "cancelled"
     game.deadline = game.grace_until = game.paused_left_seconds = None
@@ -304,27 +325,30 @@ def do_cancel(ctx: CommandContext, order: Order) -> str:
 
 COMMANDS: tuple[MailCommand, ...] = (
     MailCommand("DEADLINE", "DEADLINE <game> <ISO time | +hours>",
-            "set this turn's deadline (UTC), e.g. 2026-12-05T18:00 or +24", parse_deadline,
+            _("set this turn's deadline (UTC), e.g. 2026-12-05T18:00 or +24"), parse_deadline,
             action=do_deadline, who="referee", phase="change"),
     MailCommand("EXTEND", "EXTEND <game> <hours>",
-            "move this turn's deadline (or grace end, or a paused game's time left) later",
+            _("move this turn's deadline (or grace end, or a paused game's time left) later"),
             parse_extend, action=do_extend, who="referee", phase="change"),
     MailCommand("PAUSE", "PAUSE <game>",
-            "stop the clock: no deadline runs, no turn resolves, orders are refused", game_name,
+            _("stop the clock: no deadline runs, no turn resolves, orders are refused"),
+            game_name,
             action=do_pause, who="referee", phase="change"),
-    MailCommand("RESUME", "RESUME <game>", "restart the clock with the time that was left",
+    MailCommand("RESUME", "RESUME <game>", _("restart the clock with the time that was left"),
             game_name, action=do_resume, who="referee", phase="change"),
     MailCommand("WAIT", "WAIT <game> on|off",
-            "on: a turn resolves only at its deadline, never as soon as all orders are in",
+            _("on: a turn resolves only at its deadline, never as soon as all orders are in"),
             parse_wait, action=do_wait, who="referee", phase="change"),
     MailCommand("LEVEL", "LEVEL <game> easy|normal|strong",
-            "how well the robot plays a seat whose order is missing", parse_level,
+            _("how well the robot plays a seat whose order is missing"), parse_level,
             action=do_level, who="referee", phase="change"),
     MailCommand("PUBLISH", "PUBLISH <game>",
-            "once a game is over: show its private press (SAY TO) on its web page",
+            _("once a game is over: show its private press (SAY TO) on its web page"),
             game_name, action=do_publish, who="referee", phase="change"),
-    MailCommand("REMOVE", "REMOVE <game> <email>", "take a player off a game before its start",
+    MailCommand("REMOVE", "REMOVE <game> <email>",
+            _("take a player off a game before its start"),
             parse_remove, action=do_remove, who="referee", phase="change"),
-    MailCommand("CANCEL", "CANCEL <game>", "end a game for good; its players are told", game_name,
+    MailCommand("CANCEL", "CANCEL <game>", _("end a game for good; its players are told"),
+            game_name,
             action=do_cancel, who="referee", phase="change"),
 )

@@ -17,6 +17,7 @@ from email.utils import format_datetime
 from sqlmodel import Session
 
 from pbem.commands.context import CommandContext, MailCommand, with_seats
+from pbem.commands.referee_cmds import not_an_address
 from pbem.errors import Refusal
 from pbem.games import (
     active_players,
@@ -42,54 +43,58 @@ from pbem.security import new_key
 from pbem.services.post import announce, notice, tagged
 from pbem.services.reports import enqueue_reports
 from pbem.services.turns import resolve_if_complete, turn_moves
+from pbem.wording import Said, _, joined
 
 # --- argument parsers ---------------------------------------------------------
 
 def _seat(word: str) -> int:
     if not word.isdigit() or int(word) < 1:
-        raise Refusal(f"'{word}' is not a seat number", "seats are numbered from 1")
+        raise Refusal(_("'{word}' is not a seat number", word=word),
+                      _("seats are numbered from 1"))
     return int(word)
 
 
 def parse_order(args: list[str]) -> tuple[str, int, str]:
     if len(args) < 3:
-        raise Refusal("ORDER needs a game, a seat and the order",
-                         "e.g. ORDER cup-1 3 BID 6 threes; EXPOSE 3 3")
+        raise Refusal(_("ORDER needs a game, a seat and the order"),
+                      _("e.g. ORDER cup-1 3 BID 6 threes; EXPOSE 3 3"))
     return game_name([args[0]]), _seat(args[1]), " ".join(args[2:])
 
 
 def parse_replace(args: list[str]) -> tuple[str, int, str, str]:
     if len(args) < 3:
-        raise Refusal("REPLACE needs a game, a seat and the new player's address",
-                         "e.g. REPLACE cup-1 3 fay@example.org Fay")
+        raise Refusal(_("REPLACE needs a game, a seat and the new player's address"),
+                      _("e.g. REPLACE cup-1 3 fay@example.org Fay"))
     email = args[2].strip("<>").lower()
     problem = address_problem(email)   # the rule the reader and the composer apply
     if problem is not None:
-        raise Refusal(f"'{args[2]}' is not a mail address this server can write to: "
-                         f"{problem}")
+        raise Refusal(not_an_address(args[2], problem))
     return game_name([args[0]]), _seat(args[1]), email, " ".join(args[3:])[:60]
 
 
 def parse_resend(args: list[str]) -> tuple[str, int | None]:
     if not 1 <= len(args) <= 2:
-        raise Refusal("RESEND takes a game and, if you like, a seat", "e.g. RESEND cup-1 3")
+        raise Refusal(_("RESEND takes a game and, if you like, a seat"),
+                      _("e.g. RESEND cup-1 3"))
     return game_name([args[0]]), _seat(args[1]) if len(args) == 2 else None
 
 
 # --- helpers ------------------------------------------------------------------
 
-def running_game(session: Session, name: str, what: str,
+def running_game(session: Session, name: str, what: Said,
                  statuses: tuple[str, ...] = ("running", "paused")) -> Game:
     game = find_game(session, name)
     if game.status not in statuses:
-        raise Refusal(f"game '{name}' is {game.status}: nothing to {what}")
+        raise Refusal(_("game '{game}' is {state}: nothing to {what}", game=name,
+                        state=game.status, what=what))
     return game
 
 
 def holder(session: Session, game: Game, seat: int) -> Player:
     player = seated(session, game).get(seat)
     if player is None:
-        raise Refusal(f"game '{game.name}' has no player in seat {seat}")
+        raise Refusal(_("game '{game}' has no player in seat {seat}", game=game.name,
+                        seat=seat))
     return player
 
 
@@ -102,7 +107,7 @@ _BY = {"player": "their order", "referee": "the referee's order on their behalf"
 
 def do_preview(ctx: CommandContext, order: Order) -> str:
     name: str = order.args
-    game = running_game(ctx.session, name, "preview", ("running", "paused"))
+    game = running_game(ctx.session, name, _("preview"), ("running", "paused"))
     kind = kind_of(game)
     state = load_state(ctx.session, game)
     moves, by = turn_moves(ctx.session, game, state)
@@ -127,21 +132,24 @@ def do_preview(ctx: CommandContext, order: Order) -> str:
 def do_order(ctx: CommandContext, order: Order) -> str:
     args: tuple[str, int, str] = order.args
     name, seat, words = args
-    game = running_game(ctx.session, name, "order", ("running", "paused"))
+    game = running_game(ctx.session, name, _("order"), ("running", "paused"))
     kind = kind_of(game)
     player = holder(ctx.session, game, seat)
     state = load_state(ctx.session, game)
     if seat not in kind.due(state):
-        raise Refusal(f"player {seat} has no move in turn {game.turn}")
+        raise Refusal(_("player {seat} has no move in turn {turn}", seat=seat, turn=game.turn))
     parts = [w.strip() for w in words.split(";") if w.strip()]
     parsed = parse_text([BodyLine(i, part) for i, part in enumerate(parts, start=1)],
                         kind.commands)
     if parsed.problems:
         p = parsed.problems[0]
-        raise Refusal(f"'{p.line}': {p.message}" + (f" ({p.hint})" if p.hint else ""))
+        raise Refusal(_("'{line}': {problem} ({hint})", line=p.line, problem=p.message,
+                        hint=p.hint) if p.hint else
+                      _("'{line}': {problem}", line=p.line, problem=p.message))
     if parsed.prose:
-        raise Refusal(f"'{parsed.prose[0].text}' is not an order of {kind.title} (orders: "
-                        + ", ".join(c.usage for c in kind.commands) + ")")
+        raise Refusal(_("'{line}' is not an order of {kind} (orders: {usages})",
+                        line=parsed.prose[0].text, kind=kind.title,
+                        usages=", ".join(c.usage for c in kind.commands)))
     # a refusal (a player's name, the kind's) goes up as it is; run() quotes the ORDER line
     names = {s: p.name for s, p in seated(ctx.session, game).items()}
     taken = kind.take_order(state, seat, with_seats(parsed.orders, names, game.name))
@@ -150,18 +158,20 @@ def do_order(ctx: CommandContext, order: Order) -> str:
     now = ctx.now
     audit(ctx.session, game, now, "order",
           f"turn {game.turn}, seat {seat}: {taken.summary}", actor="referee")
+    entered = _("The referee entered this order for you, player {seat}, in turn "
+                "{turn}: {order}.", seat=seat, turn=game.turn, order=taken.summary)
     notice(ctx.session, ctx.post, player.email,
-           tagged(game.name, f"turn {game.turn}: the referee entered your order"), [
-                       f"The referee entered this order for you, player {seat}, in turn "
-                       f"{game.turn}: {taken.summary}."
-                       + (" It replaces the order you had sent." if replaced else ""),
-                       "You may still send your own order before the deadline: it replaces "
-                       "this one."], now, game=game, seat=seat, turn=game.turn)
+           tagged(game.name, _("turn {turn}: the referee entered your order", turn=game.turn)), [
+                       (_("{entered} It replaces the order you had sent.", entered=entered)
+                        if replaced else entered),
+                       _("You may still send your own order before the deadline: it replaces "
+                         "this one.")], now, game=game, seat=seat, turn=game.turn)
     others = [p for p in active_players(ctx.session, game) if p.seat != seat]
-    announce(ctx.session, ctx.post, game, f"turn {game.turn}: an order entered by the "
-             f"referee", [f"The referee entered the order of player {seat} "
-                          f"({player.name}) for turn {game.turn} on their behalf. "
-                          f"What it is shows in the next report."],
+    announce(ctx.session, ctx.post, game,
+             _("turn {turn}: an order entered by the referee", turn=game.turn),
+             [_("The referee entered the order of player {seat} ({name}) for turn {turn} on "
+                "their behalf. What it is shows in the next report.", seat=seat,
+                name=player.name, turn=game.turn)],
              now, action="order-announced", actor="referee", players=others)
     out = f"game {game.name}, turn {game.turn}: order for player {seat}: {taken.summary}"
     turn = game.turn
@@ -175,11 +185,12 @@ def do_order(ctx: CommandContext, order: Order) -> str:
 def do_replace(ctx: CommandContext, order: Order) -> str:
     args: tuple[str, int, str, str] = order.args
     name, seat, email, new_name = args
-    game = running_game(ctx.session, name, "replace", ("running", "paused"))
+    game = running_game(ctx.session, name, _("replace"), ("running", "paused"))
     old = holder(ctx.session, game, seat)
     same = next((p for p in players_of(ctx.session, game) if p.email == email), None)
     if same is not None and same.active:
-        raise Refusal(f"{email} plays in '{game.name}' already (seat {same.seat})")
+        raise Refusal(_("{address} plays in '{game}' already (seat {seat})", address=email,
+                        game=game.name, seat=same.seat))
     old.active = False
     key, key_hash = new_key()
     new = same or Player(game_id=id_of(game), entrant=old.entrant, email=email, name="", key=key)
@@ -201,24 +212,28 @@ def do_replace(ctx: CommandContext, order: Order) -> str:
     state = load_state(ctx.session, game)
     history = kind.history(state)
     notice(ctx.session, ctx.post, new.email,
-           tagged(game.name, f"welcome: you take over player {seat}"), [
-                       f"The referee has given you seat {seat} in game {game.name} of "
-                       f"{kind.title}, which {old.name} held until now. You play from turn "
-                       f"{game.turn} on.",
-                       "Your report for this turn, with your dice and your order key, comes "
-                       "in a separate mail: answer it with your orders.",
-                       *(["The moves so far:", "\n".join(history)] if history else [])],
+           tagged(game.name, _("welcome: you take over player {seat}", seat=seat)), [
+                       _("The referee has given you seat {seat} in game {game} of "
+                         "{kind}, which {old} held until now. You play from turn "
+                         "{turn} on.", seat=seat, game=game.name, kind=kind.title,
+                         old=old.name, turn=game.turn),
+                       _("Your report for this turn, with your dice and your order key, comes "
+                         "in a separate mail: answer it with your orders."),
+                       *([_("The moves so far:"), joined(history, "\n")] if history else [])],
            now, game=game, seat=seat, turn=game.turn)
     enqueue_reports(ctx.session, ctx.post, game, state, now=now, only_seat=seat,
-                    notes=[f"You take over seat {seat} from {old.name}."])
-    notice(ctx.session, ctx.post, old.email, tagged(game.name, "you have been replaced"), [
-                       f"The referee has given your seat {seat} in game {game.name} to "
-                       f"{new.name}. Your order key no longer works. Thank you for playing!"],
+                    notes=[_("You take over seat {seat} from {old}.",  # type: ignore[list-item]
+                             seat=seat, old=old.name)])
+    notice(ctx.session, ctx.post, old.email, tagged(game.name, _("you have been replaced")), [
+                       _("The referee has given your seat {seat} in game {game} to "
+                         "{new}. Your order key no longer works. Thank you for playing!",
+                         seat=seat, game=game.name, new=new.name)],
            now, game=game)
     others = [p for p in active_players(ctx.session, game) if p.seat != seat]
-    announce(ctx.session, ctx.post, game, f"player {seat} replaced", [
-        f"From turn {game.turn} on, {new.name} plays as player {seat} in place of "
-        f"{old.name}."], now, action="replace-announced", actor="referee", players=others)
+    announce(ctx.session, ctx.post, game, _("player {seat} replaced", seat=seat), [
+        _("From turn {turn} on, {new} plays as player {seat} in place of {old}.",
+          turn=game.turn, new=new.name, seat=seat, old=old.name)],
+        now, action="replace-announced", actor="referee", players=others)
     return (f"game {game.name}: {new.name} <{email}> replaces {old.name} <{old.email}> as "
             f"player {seat}" + ("; their pending order was dropped" if dropped else ""))
 
@@ -246,14 +261,15 @@ def do_resend(ctx: CommandContext, order: Order) -> str:
     name, only = args
     game = find_game(ctx.session, name)
     if game.started_at is None:
-        raise Refusal(f"game '{name}' has not started: no report to resend")
+        raise Refusal(_("game '{game}' has not started: no report to resend", game=name))
     holders = seated(ctx.session, game)
     seats = [only] if only is not None else sorted(holders)
     done = []
     for seat in seats:
         player = holders.get(seat)
         if player is None:
-            raise Refusal(f"game '{name}' has no player in seat {seat}")
+            raise Refusal(_("game '{game}' has no player in seat {seat}", game=name,
+                            seat=seat))
         row = latest_report(ctx.session, game, seat)
         if row is not None and player.email in json.loads(row.rcpts_json):
             resend_copy(ctx, row)
@@ -267,14 +283,14 @@ def do_resend(ctx: CommandContext, order: Order) -> str:
 
 COMMANDS: tuple[MailCommand, ...] = (
     MailCommand("PREVIEW", "PREVIEW <game>",
-            "what the turn would do if resolved now (to you only; nothing is stored)",
+            _("what the turn would do if resolved now (to you only; nothing is stored)"),
             game_name, action=do_preview, who="referee", phase="look"),
     MailCommand("ORDER", "ORDER <game> <seat> <order>",
-            "enter an order on a player's behalf (lines joined by ;), e.g. ORDER cup-1 3 "
-            "BID 6 threes; EXPOSE 3 3", parse_order, action=do_order, who="referee", phase="change"),
+            _("enter an order on a player's behalf (lines joined by ;), e.g. ORDER cup-1 3 "
+              "BID 6 threes; EXPOSE 3 3"), parse_order, action=do_order, who="referee", phase="change"),
     MailCommand("REPLACE", "REPLACE <game> <seat> <email> [<name>]",
-            "give a seat to a new player (new key, the history and the seat's report)",
+            _("give a seat to a new player (new key, the history and the seat's report)"),
             parse_replace, action=do_replace, who="referee", phase="change"),
-    MailCommand("RESEND", "RESEND <game> [<seat>]", "send the latest reports again",
+    MailCommand("RESEND", "RESEND <game> [<seat>]", _("send the latest reports again"),
             parse_resend, action=do_resend, who="referee", phase="change"),
 )

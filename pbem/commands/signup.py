@@ -25,7 +25,7 @@ from sqlmodel import col, select
 
 from pbem import security
 from pbem.commands.address import ADDRESSING, confirm_address
-from pbem.commands.context import CommandContext, MailCommand, refuse
+from pbem.commands.context import CommandContext, MailCommand, game_is, refuse
 from pbem.commands.referee_cmds import start
 from pbem.errors import Refusal
 from pbem.games import add_player, audit, find_game, id_of, players_of, remove_entrant
@@ -35,18 +35,20 @@ from pbem.options import options_of
 from pbem.orders import Order, game_name, no_args
 from pbem.security import code_hash
 from pbem.services.post import replied_to, tagged, tell_referee
+from pbem.wording import Message, Said, _, _n
 
 SIGNUP_DAYS = 7
 CODES_PER_DAY = 3        # code mails to one address a day, at most
 JOINING, WATCHING = "pending", "pending-watch"   # Signup.status of a code not yet confirmed
+SEND_LIST = _("send LIST for the games open for sign-up")
 
 
 def _find(ctx: CommandContext, name: str, order: Order) -> Game:
     try:
         return find_game(ctx.session, name)
     except Refusal as refused:
-        refused.quoting(order, hint="send LIST for the games open for sign-up and those you "
-                        "may WATCH")
+        refused.quoting(order, hint=_("send LIST for the games open for sign-up and those "
+                                      "you may WATCH"))
         raise
 
 
@@ -54,19 +56,21 @@ def _find(ctx: CommandContext, name: str, order: Order) -> Game:
 
 def parse_join(args: list[str]) -> tuple[str, str]:
     if not args:
-        raise Refusal("JOIN needs the game's name", "e.g. JOIN cup-1 Ann")
+        raise Refusal(_("JOIN needs the game's name"), _("e.g. JOIN cup-1 Ann"))
     return game_name([args[0]]), " ".join(args[1:]).strip("<>\"' ")[:60]
 
 
 def parse_confirm(args: list[str]) -> str | None:
     if len(args) > 1:
-        raise Refusal("CONFIRM takes the code from the sign-up mail", "e.g. CONFIRM 1a2b3c4d5e")
+        raise Refusal(_("CONFIRM takes the code from the sign-up mail"),
+                      _("e.g. CONFIRM 1a2b3c4d5e"))
     return args[0].lower() if args else None
 
 
 # --- JOIN / WATCH: a code to the address ----------------------------------------------------
 
-def _ask_to_confirm(ctx: CommandContext, game: Game, name: str, status: str, what: str) -> str:
+def _ask_to_confirm(ctx: CommandContext, game: Game, name: str, status: str, what: Message,
+                    language: str | None = None) -> str:
     email = ctx.sender
     recent = ctx.session.exec(select(Signup.id).where(
         Signup.email == email, col(Signup.created_at) > ctx.now - timedelta(days=1))).all()
@@ -84,13 +88,13 @@ def _ask_to_confirm(ctx: CommandContext, game: Game, name: str, status: str, wha
         ctx.session.add(old)
     code = secrets.token_hex(5)
     ctx.session.add(Signup(game_id=id_of(game), email=email, name=name, code_hash=code_hash(code),
-                           status=status, created_at=ctx.now))
-    subject = tagged(game.name, f"please confirm: {what}")
+                           status=status, created_at=ctx.now, language=language))
+    subject = tagged(game.name, _("please confirm: {what}", what=what))
     ctx.notice(subject, [
-        f"Someone (we hope you) asked from {email} to {what}.",
-        f"To confirm, reply to this mail with the word CONFIRM, or send a mail with the line "
-        f"CONFIRM {code} from this address, within {SIGNUP_DAYS} days.",
-        "If it was not you, ignore this mail: nothing happens without your confirmation."],
+        _("Someone (we hope you) asked from {address} to {what}.", address=email, what=what),
+        _("To confirm, reply to this mail with the word CONFIRM, or send a mail with the line "
+          "CONFIRM {code} from this address, within {days} days.", code=code, days=SIGNUP_DAYS),
+        _("If it was not you, ignore this mail: nothing happens without your confirmation.")],
                game.name)
     return f"{status} sign-up of {email} to {game.name}: code sent"
 
@@ -110,30 +114,38 @@ def do_join(ctx: CommandContext, order: Order) -> str:
     game = _find(ctx, name, order)
     email = ctx.sender
     if game.status != "new" or not options_of(game).open:
-        raise refuse(f"game {game.name} is not open for sign-up",
-                     "send LIST for the games open for sign-up", order, game.name)
+        raise refuse(_("game {game} is not open for sign-up", game=game.name),
+                     SEND_LIST, order, game.name)
     if any(p.email == email for p in players_of(ctx.session, game)):
-        raise refuse(f"you play in {game.name} already", "", order, game.name)
+        raise refuse(_("you play in {game} already", game=game.name), "", order, game.name)
     if len(players_of(ctx.session, game)) >= kind_of(game).max_players:
-        raise refuse(f"game {game.name} is full", "send LIST for the games open for sign-up", order,
-                     game.name)
+        raise refuse(_("game {game} is full", game=game.name), SEND_LIST, order, game.name)
     return _ask_to_confirm(ctx, game, player_name or email.partition("@")[0], JOINING,
-                           f"join game {game.name}")
+                           _("join game {game}", game=game.name), written_in(ctx, order))
+
+
+def written_in(ctx: CommandContext, order: Order) -> str | None:
+    """The language a JOIN (or WATCH) was written in: its own word's (ANMELDEN, PŘIHLÁSIT),
+    else that of the mail's other order words; None if all were English (the game's then
+    holds). The confirmation is answered in it, and the player made reads it."""
+    return order.language or next((o.language for o in ctx.orders if o.language), None)
 
 
 def do_watch(ctx: CommandContext, order: Order) -> str:
     game = _find(ctx, order.args, order)
     email = ctx.sender
     if game.status in ("over", "cancelled"):
-        raise refuse(f"game {game.name} is {game.status}", "", order, game.name)
+        raise refuse(game_is(game), "", order, game.name)
     if any(p.email == email and p.active for p in players_of(ctx.session, game)):
-        raise refuse(f"you play in {game.name}: your reports show you the game", "", order,
-                     game.name)
+        raise refuse(_("you play in {game}: your reports show you the game", game=game.name),
+                     "", order, game.name)
     if ctx.session.exec(select(Watcher).where(Watcher.game_id == game.id,
                                               Watcher.email == email)).first():
-        raise refuse(f"you watch {game.name} already", f"UNWATCH {game.name} to stop", order,
-                     game.name)
-    return _ask_to_confirm(ctx, game, "", WATCHING, f"watch game {game.name}")
+        raise refuse(_("you watch {game} already", game=game.name),
+                     _("UNWATCH {game} to stop", game=game.name), order, game.name)
+    return _ask_to_confirm(ctx, game, "", WATCHING, _("watch game {game}", game=game.name),
+                           written_in(ctx, order))
+
 
 
 # --- CONFIRM -----------------------------------------------------------------------------
@@ -157,14 +169,15 @@ def do_confirm(ctx: CommandContext, order: Order) -> str:
         col(Signup.created_at) >= since)))
     if order.args is None:
         signup = _replied_signup(ctx, pending)
-        unmatched = refuse("I could not tell what you confirm", "reply to the sign-up mail, "
-                           "or write CONFIRM with the code from it", order)
+        unmatched = refuse(_("I could not tell what you confirm"),
+                           _("reply to the sign-up mail, or write CONFIRM with the code "
+                             "from it"), order)
     else:
         digest = code_hash(order.args)
         signup = next((s for s in pending if hmac.compare_digest(s.code_hash, digest)), None)
-        unmatched = refuse("that code does not match a sign-up from your address (or it "
-                           "expired)", "check the code in the sign-up mail, or send JOIN "
-                           "<game> again for a new code", order)
+        unmatched = refuse(_("that code does not match a sign-up from your address (or it "
+                             "expired)"), _("check the code in the sign-up mail, or send JOIN "
+                                            "<game> again for a new code"), order)
     if signup is None:
         unmatched.about_signup = bool(pending)   # a newcomer's typo: told, within a bound
         raise unmatched
@@ -179,6 +192,8 @@ def do_confirm(ctx: CommandContext, order: Order) -> str:
         return said
     game = ctx.session.get(Game, signup.game_id)
     assert game is not None
+    if signup.language:
+        ctx.language = signup.language    # the answer in the language the JOIN was written in
     watching = signup.status == WATCHING
     try:
         _check_still_possible(ctx, game, signup, watching, order)   # before anything changes
@@ -196,16 +211,16 @@ def _check_still_possible(ctx: CommandContext, game: Game, signup: Signup, watch
                           order: Order) -> None:
     if watching:
         if game.status in ("over", "cancelled"):
-            raise refuse(f"game {game.name} is {game.status}", "", order, game.name)
+            raise refuse(game_is(game), "", order, game.name)
         return
     if game.status != "new" or not options_of(game).open:
-        raise refuse(f"game {game.name} is no longer open for sign-up", "", order, game.name)
+        raise refuse(_("game {game} is no longer open for sign-up", game=game.name), "", order,
+                     game.name)
     players = players_of(ctx.session, game)
     if any(p.email == signup.email for p in players):
-        raise refuse(f"you play in {game.name} already", "", order, game.name)
+        raise refuse(_("you play in {game} already", game=game.name), "", order, game.name)
     if len(players) >= kind_of(game).max_players:
-        raise refuse(f"game {game.name} is full", "send LIST for the games open for sign-up", order,
-                     game.name)
+        raise refuse(_("game {game} is full", game=game.name), SEND_LIST, order, game.name)
 
 
 def _confirm_watch(ctx: CommandContext, game: Game, email: str) -> str:
@@ -213,28 +228,37 @@ def _confirm_watch(ctx: CommandContext, game: Game, email: str) -> str:
                                               Watcher.email == email)).first() is None:
         ctx.session.add(Watcher(game_id=id_of(game), email=email, created_at=ctx.now))
     audit(ctx.session, game, ctx.now, "watch", email, actor=email)
-    subject = tagged(game.name, "you watch the game")
-    ctx.notice(subject, [f"You watch game {game.name}: each turn you get its public view "
-                         f"(nobody's hidden dice).", f"Send UNWATCH {game.name} to stop."],
+    subject = tagged(game.name, _("you watch the game"))
+    ctx.notice(subject, [_("You watch game {game}: each turn you get its public view "
+                           "(nobody's hidden dice).", game=game.name),
+                         _("Send UNWATCH {game} to stop.", game=game.name)],
                game.name)
     return f"{email} watches {game.name}"
 
 
 def _confirm_join(ctx: CommandContext, game: Game, signup: Signup) -> str:
     player = add_player(ctx.session, game, signup.email, signup.name)
+    if signup.language and not player.language:
+        player.language = signup.language     # the JOIN's language: later mail is in it
+        ctx.session.add(player)
     count, most = len(players_of(ctx.session, game)), kind_of(game).max_players
-    subject = tagged(game.name, "you are in")
+    subject = tagged(game.name, _("you are in"))
     ctx.notice(subject, [
-        f"Welcome, {player.name}: you play in game {game.name} ({count} of {most} seats "
-        f"taken). Your first report comes when the game starts.",
-        f"Your key: {player.key}. Keep it: a fresh mail to the referee about this game needs "
-        f"the lines GAME {game.name} and KEY {player.key} (it is in every report too).",
-        f"To leave before the start, send those two lines and LEAVE {game.name}."], game.name)
+        _("Welcome, {name}: you play in game {game} ({count} of {most} seats "
+          "taken). Your first report comes when the game starts.", name=player.name,
+          game=game.name, count=count, most=most),
+        _("Your key: {key}. Keep it: a fresh mail to the referee about this game needs "
+          "the lines GAME {game} and KEY {key} (it is in every report too).",
+          key=player.key, game=game.name),
+        _("To leave before the start, send those two lines and LEAVE {game}.",
+          game=game.name)], game.name)
     audit(ctx.session, game, ctx.now, "join", f"{player.name} <{player.email}>",
           actor=player.email)
-    tell_referee(ctx.session, ctx.post, f"{game.name}: {player.name} joined",
-                 [f"{player.name} <{player.email}> confirmed their sign-up to "
-                  f"{game.name}: {count} of {most} seats taken."])
+    tell_referee(ctx.session, ctx.post, _("{game}: {name} joined", game=game.name,
+                                          name=player.name),
+                 [_("{name} <{address}> confirmed their sign-up to {game}: {count} of "
+                    "{most} seats taken.", name=player.name, address=player.email,
+                    game=game.name, count=count, most=most)])
     out = f"{player.email} joins {game.name} as entrant {player.entrant}"
     if count >= most and options_of(game).autostart:
         out += "; " + _autostart(ctx, game)
@@ -244,9 +268,9 @@ def _confirm_join(ctx: CommandContext, game: Game, signup: Signup) -> str:
 def _autostart(ctx: CommandContext, game: Game) -> str:
     said = start(ctx, game.name)    # START's own code, not a copy
     audit(ctx.session, game, ctx.now, "autostart", said)
-    tell_referee(ctx.session, ctx.post, f"{game.name} started by itself",
-                 [f"The last seat of {game.name} was taken, and the game has "
-                  f"AUTOSTART: {said}."])
+    tell_referee(ctx.session, ctx.post, _("{game} started by itself", game=game.name),
+                 [_("The last seat of {game} was taken, and the game has AUTOSTART: "
+                    "{started}.", game=game.name, started=said)])
     return said
 
 
@@ -256,18 +280,21 @@ def do_leave(ctx: CommandContext, order: Order) -> str:
     assert ctx.who is not None       # LEAVE needs GAME + KEY: who="player"
     game, player = ctx.who.game, ctx.who.player
     if game.name != order.args:
-        raise refuse(f"your GAME and KEY lines are for {game.name}, not {order.args}", "",
-                     order, game.name)
+        raise refuse(_("your GAME and KEY lines are for {game}, not {other}", game=game.name,
+                       other=order.args), "", order, game.name)
     if game.status != "new":
-        raise refuse(f"game {game.name} has started: you can no longer leave it",
-                     "ask the referee to replace you", order, game.name)
+        raise refuse(_("game {game} has started: you can no longer leave it", game=game.name),
+                     _("ask the referee to replace you"), order, game.name)
     remove_entrant(ctx.session, game, player)
     audit(ctx.session, game, ctx.now, "leave", f"{player.name} <{player.email}>",
           actor=player.email)
-    tell_referee(ctx.session, ctx.post, f"{game.name}: {player.name} left",
-                 [f"{player.name} <{player.email}> left {game.name} before its start."])
-    subject = tagged(game.name, "you left the game")
-    ctx.notice(subject, [f"You are no longer signed up for game {game.name}."], game.name)
+    tell_referee(ctx.session, ctx.post, _("{game}: {name} left", game=game.name,
+                                          name=player.name),
+                 [_("{name} <{address}> left {game} before its start.", name=player.name,
+                    address=player.email, game=game.name)])
+    subject = tagged(game.name, _("you left the game"))
+    ctx.notice(subject, [_("You are no longer signed up for game {game}.", game=game.name)],
+               game.name)
     return f"{player.email} left {game.name}"
 
 
@@ -277,11 +304,12 @@ def do_unwatch(ctx: CommandContext, order: Order) -> str:
     rows = ctx.session.exec(select(Watcher).where(Watcher.game_id == game.id,
                                                   Watcher.email == email)).all()
     if not rows:
-        raise refuse(f"you do not watch {game.name}", "", order, game.name)
+        raise refuse(_("you do not watch {game}", game=game.name), "", order, game.name)
     for row in rows:
         ctx.session.delete(row)
-    subject = tagged(game.name, "you no longer watch the game")
-    ctx.notice(subject, [f"You will get no more mail about game {game.name}."], game.name)
+    subject = tagged(game.name, _("you no longer watch the game"))
+    ctx.notice(subject, [_("You will get no more mail about game {game}.", game=game.name)],
+               game.name)
     return f"{email} stopped watching {game.name}"
 
 
@@ -289,41 +317,51 @@ def do_list_games(ctx: CommandContext, order: Order) -> str:
     """LIST from anyone: the games open for sign-up, and the running ones to WATCH."""
     games = list(ctx.session.exec(select(Game).where(col(Game.status).in_(("new", "running")))
                                   .order_by(col(Game.name))))
-    signup, watch = [], []
+    signup: list[Said] = []
+    watch: list[Said] = []
     for game in games:
         kind = kind_of(game)
         seats = len(players_of(ctx.session, game))
         most = kind.max_players
-        what = f"{game.name}: {kind.describe_rules(json.loads(game.rules_json))}"
+        rules = kind.describe_rules(json.loads(game.rules_json))
         if game.status == "new" and options_of(game).open and seats < most:
-            wanted = (f"{most}" if kind.min_players == most
-                      else f"{kind.min_players} to {most}")
-            signup.append(f"{what}; {seats} signed up, for {wanted} players. "
-                          f"JOIN {game.name} <your name>")
+            signup.append(
+                _n("{game}: {rules}; {seats} signed up, for {n} players. "
+                   "JOIN {game} <your name>", "{game}: {rules}; {seats} signed up, for {n} "
+                   "players. JOIN {game} <your name>", most, game=game.name, rules=rules,
+                   seats=seats) if kind.min_players == most else
+                _n("{game}: {rules}; {seats} signed up, for {least} to {n} players. "
+                   "JOIN {game} <your name>", "{game}: {rules}; {seats} signed up, for "
+                   "{least} to {n} players. JOIN {game} <your name>", most, game=game.name,
+                   rules=rules, seats=seats, least=kind.min_players))
         elif game.status == "running":
-            watch.append(f"{what}; {seats} players, turn {game.turn}. WATCH {game.name}")
-    paragraphs = ["Open for sign-up:", *(signup or ["(none now)"]),
-                  "Running, to watch (the public view each turn, nobody's hidden dice):",
-                  *(watch or ["(none now)"])]
-    subject = "Bluff by mail: the games"
+            watch.append(_n("{game}: {rules}; {n} players, turn {turn}. WATCH {game}",
+                            "{game}: {rules}; {n} players, turn {turn}. WATCH {game}", seats,
+                            game=game.name, rules=rules, turn=game.turn))
+    none_now = _("(none now)")
+    paragraphs = [_("Open for sign-up:"), *(signup or [none_now]),
+                  _("Running, to watch (the public view each turn, nobody's hidden dice):"),
+                  *(watch or [none_now])]
+    subject = _("Bluff by mail: the games")
     ctx.notice(subject, paragraphs, None)
     return f"game list sent ({len(signup)} open, {len(watch)} to watch)"
 
 
 COMMANDS: tuple[MailCommand, ...] = (
-    MailCommand("LIST", "LIST", "the games open for sign-up, and the running ones you may WATCH",
+    MailCommand("LIST", "LIST", _("the games open for sign-up, and the running ones you may "
+                                  "WATCH"),
             no_args, action=do_list_games, who="anyone", phase="change"),
     MailCommand("JOIN", "JOIN <game> [<name>]",
-            "sign up for a game open for sign-up (you confirm from your address)", parse_join,
+            _("sign up for a game open for sign-up (you confirm from your address)"), parse_join,
             action=do_join, who="anyone", phase="change"),
     MailCommand("CONFIRM", "CONFIRM [<code>]",
-            "confirm a JOIN or WATCH: the code from the sign-up mail (or reply to that mail)",
+            _("confirm a JOIN or WATCH: the code from the sign-up mail (or reply to that mail)"),
             parse_confirm, action=do_confirm, who="anyone", phase="change"),
     MailCommand("LEAVE", "LEAVE <game>",
-            "before the start: give up your seat (with GAME and KEY lines)", game_name,
+            _("before the start: give up your seat (with GAME and KEY lines)"), game_name,
             action=do_leave, who="player", phase="change"),
-    MailCommand("WATCH", "WATCH <game>", "get the public view of a game each turn", game_name,
+    MailCommand("WATCH", "WATCH <game>", _("get the public view of a game each turn"), game_name,
             action=do_watch, who="anyone", phase="change"),
-    MailCommand("UNWATCH", "UNWATCH <game>", "stop watching a game", game_name,
+    MailCommand("UNWATCH", "UNWATCH <game>", _("stop watching a game"), game_name,
             action=do_unwatch, who="anyone", phase="change"),
 )

@@ -22,16 +22,17 @@ def test_language_sets_the_words_help_lists(server: Server) -> None:
     new_game(server, "", "g1")
     new_game(server, "", "g2", players=[ANN])
     admin(server, "START g1")
-    assert "Your language is now Deutsch" in order(server, ANN, "LANGUAGE deutsch")
+    # the answer is in the new language already (issue 33)
+    assert "Deine Sprache ist jetzt Deutsch" in order(server, ANN, "LANGUAGE deutsch")
     assert languages(server, ANN) == ["de", "de"] and languages(server, BOB) == [None]
     german = order(server, ANN, "HELP")
-    assert "(also BIETE, GEBOT, BIETEN)" in german
-    assert "(also HOCH DIE BECHER, ANZWEIFELN, ZWEIFLE, CUPS UP, LIAR)" in german
+    assert "(auch BIETE, GEBOT, BIETEN)" in german
+    assert "(auch HOCH DIE BECHER, ANZWEIFELN, ZWEIFLE, CUPS UP, LIAR)" in german
     assert "NEVĚŘIT" not in german                    # no Czech words for a German reader
     english = order(server, BOB, "HELP")
     assert "GEBOT" not in english and "(also CUPS UP, LIAR)" in english
-    assert "Your language is now čeština" in order(server, ANN, "LANGUAGE cestina")
-    assert "(also NEVĚŘÍM, NEVĚŘIT, CUPS UP, LIAR)" in order(server, ANN, "HELP")
+    assert "Váš jazyk je nyní čeština" in order(server, ANN, "LANGUAGE cestina")
+    assert "(také NEVĚŘÍM, NEVĚŘIT, CUPS UP, LIAR)" in order(server, ANN, "HELP")
 
 
 def test_help_attaches_the_rules_in_the_readers_language(server: Server) -> None:
@@ -50,7 +51,7 @@ def test_help_attaches_the_rules_in_the_readers_language(server: Server) -> None
 def test_a_game_language_holds_for_players_without_their_own(server: Server) -> None:
     new_game(server, "LANGUAGE cs", "g1")
     admin(server, "START g1")
-    assert "(also SÁZKA, SÁZÍM, VSADIT)" in order(server, BOB, "HELP")
+    assert "(také SÁZKA, SÁZÍM, VSADIT)" in order(server, BOB, "HELP")
 
 
 def test_an_unknown_language_is_refused_quoting_the_line(server: Server) -> None:
