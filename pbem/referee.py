@@ -481,14 +481,14 @@ def answer_error(session: Session, post: Post, mail: Incoming, refused: Refusal)
     """A short error: each line at fault, what is wrong and the fix; then only the orders
     of that game's kind the sender may write now; HELP for everything else."""
     game = find_game_or_none(session, refused.game) if refused.game else None
+    language = reader_language(session, post, mail.msg)
     context = {"problems": [p.__dict__ for p in refused.problems], "game": refused.game,
-               "help_lines": help_lines(orders_now(session, game, mail.sender)),
+               "help_lines": help_lines(orders_now(session, game, mail.sender), language),
                "closed": game.status if game is not None and game.status in (
                    "over", "cancelled") else None}
     subject = (tagged(game.name, _("your mail: nothing was applied")) if game is not None
                else _("Your mail to the Bluff referee: nothing was applied"))
-    answer(session, post, mail, "error", subject, context,
-           language=reader_language(session, post, mail.msg),
+    answer(session, post, mail, "error", subject, context, language=language,
            game_id=game.id if game is not None else None)
 
 
