@@ -339,6 +339,30 @@ def _said_in(tr: Translator) -> Callable[[Any], Any]:
     return finalize
 
 
+def _gettext_in(tr: Translator) -> Callable[..., Any]:
+    """A language's ``_()`` / ``gettext`` of the templates, as jinja2.ext.i18n's newstyle
+    one (``_("Turn %(n)s", n=turn)``, escaped in HTML) with each value first made what an
+    output is made (_said_in): a message said in the language, text cleaned. A value put
+    into a sentence is output there, and nothing else cleans it. Bound straight to ``_``:
+    no look-up of ``gettext`` a call."""
+    def value(v: Any) -> Any:
+        kind = type(v)
+        if kind is str:
+            return shown(v)
+        if kind is Message:
+            return shown(v.said(tr))
+        return v
+
+    @jinja2.pass_eval_context
+    def gettext(eval_ctx: jinja2.nodes.EvalContext, source: str, /, **values: Any) -> str:
+        text = tr.gettext(source)
+        if eval_ctx.autoescape:
+            text = markupsafe.Markup(text)
+        # always a format (jinja2's newstyle rule): "%%" is a "%" with or without values
+        return text % {k: value(v) for k, v in values.items()}
+    return gettext
+
+
 def _marked(fn: Any) -> Any:
     return getattr(fn, "jinja_pass_arg", None)
 
@@ -469,6 +493,8 @@ def template_environment(override_dir: Path | None,
     # the i18n extension's method, which Environment does not declare
     env.install_gettext_callables(  # type: ignore[attr-defined]
         gettext=tr.gettext, ngettext=tr.ngettext, newstyle=True)
+    said = _gettext_in(tr)
+    env.globals.update(gettext=said, _=said)
     env.filters.update(
         die=die,
         dice=dice,
@@ -487,7 +513,8 @@ def template_environment(override_dir: Path | None,
     env.globals.update(lookup=lookup, plural=plural_in(tr), ngettext=tr.ngettext,
                        listing=lambda items, none=None: listing(items, none, tr),
                        language=known_language(language))
-    env.globals.update(CHARTS)     # the pictures: course_chart_html, odds_chart_text ... (pbem.charts)
+    # the pictures: course_chart_html, odds_chart_text ... (pbem.charts), in this language
+    env.globals.update({name: functools.partial(draw, tr=tr) for name, draw in CHARTS.items()})
     return env
 
 
