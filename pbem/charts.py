@@ -29,7 +29,7 @@ The functions are Jinja2 globals of the mail and web templates (pbem.render, pbe
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from markupsafe import Markup, escape
@@ -312,6 +312,7 @@ def odds_text(chart: Mapping[str, Any], indent: str = "  ",
 
 
 # the names the templates call them by
-GLOBALS = {"course_chart_svg": course_svg, "course_chart_html": course_html,
-           "course_chart_text": course_text, "odds_chart_html": odds_html,
-           "odds_chart_text": odds_text}
+GLOBALS: dict[str, Callable[..., str]] = {
+    "course_chart_svg": course_svg, "course_chart_html": course_html,
+    "course_chart_text": course_text, "odds_chart_html": odds_html,
+    "odds_chart_text": odds_text}
