@@ -24,6 +24,7 @@ from pbem.outbox import Origin, Queued, enqueue
 from pbem.services.export import export_json
 from pbem.services.post import Post, tagged
 from pbem.services.replay import course, replay_steps
+from pbem.wording import _
 
 
 def web_links(web: WebSettings, game: Game, player: Player | None,
@@ -123,8 +124,9 @@ def enqueue_reports(session: Session, post: Post, game: Game, state: Any, *, now
         context = report_context(game, players, state, seat, now, origin, told,
                                  heard_by(talk, seat), post.settings.web, drawn)
         text, html = renderer.render(kind_of(game).report_template, context)
-        subject = tagged(game.name, "final report" if kind_of(game).over(state)
-                         else f"turn {game.turn} report")
+        subject = tagged(game.name, _("final report")  # type: ignore[arg-type]
+                         if kind_of(game).over(state)
+                         else _("turn {turn} report", turn=game.turn))
         attachment = ("report.json", "application/json", view_json(context["view"]))
         rows.append(enqueue(session, origin, kind="report", to=player.email, subject=subject,
                             text=text, html=html, now=now, attachments=[attachment, *record],
@@ -152,8 +154,9 @@ def _watcher_reports(session: Session, post: Post, game: Game, state: Any,
                              heard_by(talk, None), post.settings.web, course)
     context["how_to_order"] = False      # watchers have no orders to send
     text, html = post.renderer.render(kind_of(game).report_template, context)
-    subject = tagged(game.name, "final report (public view)" if kind_of(game).over(state)
-                     else f"turn {game.turn} public view")
+    subject = tagged(game.name, _("final report (public view)")  # type: ignore[arg-type]
+                     if kind_of(game).over(state)
+                     else _("turn {turn} public view", turn=game.turn))
     attachment = ("report.json", "application/json", view_json(context["view"]))
     return [enqueue(session, post.origin, kind="watch", to=email, subject=subject, text=text,
                     html=html, now=now, attachments=[attachment, *record], game_id=game.id,
