@@ -157,11 +157,14 @@ def course_svg(course: Mapping[str, Any], tr: Translator = ENGLISH) -> Markup:
         return top + plot_h * (vmax - v) / (vmax - vmin) + nudge
 
     label = escape(_said(course["label"], tr))
+    # (said outside the f-strings: the catalogue's extractor does not look into them)
+    title = escape(_("{label} after each turn", label=_said(course["label"], tr)).said(tr))
+    turn = escape(_("turn").said(tr))
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
              f'width="100%" role="img" '
              f'aria-labelledby="course-title" class="course-chart">',
              f'<title id="course-title">'
-             f'{escape(_("{label} after each turn", label=_said(course["label"], tr)).said(tr))}'
+             f'{title}'
              f'</title>',
              '<g font-family="sans-serif" font-size="13" fill="#333">']
     for v in _ticks(vmin, vmax):
@@ -172,7 +175,7 @@ def course_svg(course: Mapping[str, Any], tr: Translator = ENGLISH) -> Markup:
         parts.append(f'<text x="{x(i):.1f}" y="{top + plot_h + 16}" '
                      f'text-anchor="middle">{turns[i]}</text>')
     parts.append(f'<text x="{left + plot_w / 2:.1f}" y="{top + plot_h + 30}" '
-                 f'text-anchor="middle">{escape(_("turn").said(tr))}</text>')
+                 f'text-anchor="middle">{turn}</text>')
     parts.append(f'<text x="4" y="{top - 12}" text-anchor="start">{label}</text>')
     marked = set(sampled(len(turns), 25))
     for n, line in enumerate(lines):
@@ -249,7 +252,8 @@ def course_text(course: Mapping[str, Any], tr: Translator = ENGLISH) -> str:
     if not turns or not lines:
         return ""
     shown = sampled(len(turns), COURSE_TEXT_COLUMNS)
-    head = f"{_('turn').said(tr):>18}" + "".join(f"{turns[i]:>4}" for i in shown)
+    turn = _("turn").said(tr)
+    head = f"{turn:>18}" + "".join(f"{turns[i]:>4}" for i in shown)
     out = [_("{label} after each turn:", label=_label(course, tr)).said(tr), head]
     for line in lines:
         who = _short(f"{line['seat']} {line['name']}", 16)

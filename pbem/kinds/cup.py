@@ -43,7 +43,7 @@ from pbem.rules.cupofbluff import (
 )
 from pbem.rules.dice import DiceStream
 from pbem.rules.errors import IllegalMove, RulesError
-from pbem.wording import plural
+from pbem.wording import _, plural
 
 RULES_VERSION = 1
 SEAT_HINT = "write the player's number or name, e.g. TO 3, TO player 3 or TO Ann"
@@ -465,8 +465,9 @@ class CupKind(GameKind[CupState, Move]):
         if state.phase != cb.ANSWER or claim is None or claim.guesser != seat:
             return []
         dist = cb.total_distribution()
-        return [{"title": f"the claim of {claim.total}", "quantity": claim.total,
-                 "rule": "exactly", "question": "What may the three dice total?",
+        return [{"title": _("the claim of {total}", total=claim.total),
+                 "quantity": claim.total, "rule": "exactly",
+                 "question": _("What may the three dice total?"),
                  "bars": [[t, dist[t]] for t in sorted(dist)]}]
 
     def report_extras(self, state: CupState, seat: int | None) -> JSON:

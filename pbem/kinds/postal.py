@@ -19,7 +19,7 @@ from pbem.kinds.bidding import (
 from pbem.kinds.generic_record import GameRows
 from pbem.kinds.jsontypes import JSON, JSONMap, Odds
 from pbem.kinds.tables import Viewer, postal_scores, postal_tables
-from pbem.kinds.words import Words
+from pbem.kinds.words import Words, bid_words
 from pbem.orders import PLAYER_COMMANDS, Order
 from pbem.rules.bid_moves import BidMove, Move, move_from_json
 from pbem.rules.dice import DiceStream, Die, face_from_json, face_symbol
@@ -40,7 +40,7 @@ from pbem.rules.postal_record import GameRecord, RecordedMove, result_json
 from pbem.rules.robot import DEFAULT_LEVEL, choose_move
 from pbem.rules.ruleset import RuleSet
 from pbem.rules.view import holdings, odds_view
-from pbem.wording import plural
+from pbem.wording import _, plural
 
 # the postal record (pbem.bluff.record/1) as an object: `pbem demo` and tests read it
 PostalRecord = GameRecord
@@ -186,7 +186,8 @@ class PostalKind(BidMoves[PostalState]):
         if bid is None:
             return []
         return [{**count_chart(state.seat_view(seat, number), bid),
-                 "title": f"{bid} in mini-game {number}"}]
+                 "title": _("{bid} in mini-game {number}", bid=bid_words(bid),
+                            number=number)}]
 
     def report_extras(self, state: PostalState, seat: int | None) -> JSON:
         return {"odds": odds_view(state, seat) if seat is not None else {}}
