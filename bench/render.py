@@ -10,14 +10,16 @@ those contexts again, per report template:
 * "base": those of a git revision (--baseline, default HEAD), loaded side by
   side in the same process, so both figures come from the same run.
 
-    python bench/render.py [--baseline REV] [--repeat 5] [--changed] [--save F | --check F]
+    python bench/render.py [--baseline REV] [--repeat 5] [--changed] [--language L]
+                           [--save F | --check F]
 
 --save F pickles every report as rendered during the games (template, text,
 html); --check F plays the same games again and fails on the first report
 whose text or HTML differs by a byte.  Also checked on every run: "now" and
 "base" render each recorded context to the same bytes, unless --changed says
 the reports are meant to differ (a change of what they show): then the ones
-that differ are counted and both are timed.
+that differ are counted and both are timed.  --language de times "now" rendering
+the same reports in German (base: English, as a base before translations speaks).
 """
 
 from __future__ import annotations
@@ -66,9 +68,10 @@ def record_game(tmp: Path, label: str, kind: str, options: str, players: int,
     seen: Recorded = []
 
     class Recording(Renderer):
-        def render(self, name: str, context: Mapping[str, Any]) -> tuple[str, str]:
+        def render(self, name: str, context: Mapping[str, Any],
+                   language: str = "en") -> tuple[str, str]:
             kept = copy.deepcopy(dict(context))     # before the renderer sees it
-            text, html = super().render(name, context)
+            text, html = super().render(name, context, language)
             seen.append((name, kept, text, html))
             return text, html
 
@@ -103,16 +106,28 @@ def baseline_renderer(rev: str, tmp: Path) -> Renderer:
     return renderer
 
 
-def forget(renderer: Renderer) -> None:
+class InLanguage:
+    """A renderer that renders every report in one language (--language)."""
+
+    def __init__(self, renderer: Renderer, language: str) -> None:
+        self.renderer = renderer
+        self.language = language
+
+    def render(self, name: str, context: Mapping[str, Any]) -> tuple[str, str]:
+        return self.renderer.render(name, context, self.language)
+
+
+def forget(renderer: Any) -> None:
     """Empty the renderer's remembered filter answers (if it has any): each pass starts
     cold, as the first of a game's turns would."""
+    renderer = getattr(renderer, "renderer", renderer)
     module = sys.modules[type(renderer).__module__]
     for name, obj in vars(module).items():
         if name != "template_environment" and callable(getattr(obj, "cache_clear", None)):
             obj.cache_clear()
 
 
-def timed(base: Renderer, now: Renderer, reports: Recorded, repeat: int) -> tuple[float, float]:
+def timed(base: Renderer, now: Renderer | InLanguage, reports: Recorded, repeat: int) -> tuple[float, float]:
     """Seconds for all the reports, base and now: each report alternately by one and
     the other (a busy moment of the machine hits both), the best of ``repeat`` passes
     per report (passes start cold: no remembered filter answers)."""
@@ -144,7 +159,11 @@ def main() -> int:
     parser.add_argument("--changed", action="store_true",
                         help="the reports are meant to differ from the baseline's (a change "
                              "of what they show): count the ones that differ, time both")
+    parser.add_argument("--language", default="en",
+                        help="render 'now' in this language (de, cs): the cost of a "
+                             "translated report against the base's English one")
     args = parser.parse_args()
+    args.changed = args.changed or args.language != "en"
 
     with tempfile.TemporaryDirectory() as tmpdir:
         tmp = Path(tmpdir)
@@ -170,7 +189,9 @@ def main() -> int:
 
         # --changed: the reports differ, so only their cost is compared, and "now" reads
         # its templates as an override folder too: both pay the same loader's checks
-        now = Renderer(ROOT / "templates") if args.changed else Renderer()
+        plain = Renderer(ROOT / "templates") if args.changed else Renderer()
+        now: Renderer | InLanguage = (plain if args.language == "en"
+                                      else InLanguage(plain, args.language))
         base = baseline_renderer(args.baseline, tmp)
         for label, reports in games.items():
             differ = sum(now.render(name, context) != base.render(name, context)

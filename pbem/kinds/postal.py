@@ -19,7 +19,7 @@ from pbem.kinds.bidding import (
 from pbem.kinds.generic_record import GameRows
 from pbem.kinds.jsontypes import JSON, JSONMap, Odds
 from pbem.kinds.tables import Viewer, postal_scores, postal_tables
-from pbem.kinds.words import Words, bid_words
+from pbem.kinds.words import Told, bid_words
 from pbem.orders import PLAYER_COMMANDS, Order
 from pbem.rules.bid_moves import BidMove, Move, move_from_json
 from pbem.rules.dice import DiceStream, Die, face_from_json, face_symbol
@@ -50,10 +50,13 @@ MOVE_NAMES = ("BID", "CHALLENGE", "EXPOSE")
 
 def _event_lines(events: Sequence[Event], you: int | None = None) -> list[str]:
     """The turn's challenges in words, told to all (you None) or to seat you."""
-    w = Words(you)
-    return [f"Mini-game {e.minigame} ended: {w.who(e.seat)} challenged {e.result.bid} "
-            f"and the table held {e.result.actual}." for e in events
-            if isinstance(e, ChallengeResolved)]
+    return [Told(_("Mini-game {number} ended: you challenged {bid} and the table held "
+                   "{actual}.", number=e.minigame, bid=bid_words(e.result.bid),
+                   actual=e.result.actual) if e.seat == you else
+                 _("Mini-game {number} ended: player {seat} challenged {bid} and the table "
+                   "held {actual}.", number=e.minigame, seat=e.seat,
+                   bid=bid_words(e.result.bid), actual=e.result.actual))
+            for e in events if isinstance(e, ChallengeResolved)]
 
 
 class PostalKind(BidMoves[PostalState]):
@@ -85,11 +88,12 @@ class PostalKind(BidMoves[PostalState]):
         return new_game(stream, RuleSet.from_json(dict(rules)))
 
     def due(self, state: PostalState) -> dict[int, str]:
-        out = {}
+        out: dict[int, str] = {}
         for seat, number in state.due().items():
             game = state.minigame(number)
-            out[seat] = (f"bid or challenge in mini-game {number}" if game.current_bid
-                         else f"open mini-game {number} with a bid")
+            out[seat] = Told(_("bid or challenge in mini-game {number}", number=number)
+                             if game.current_bid else
+                             _("open mini-game {number} with a bid", number=number))
         return out
 
     def orders_now(self, state: PostalState, seat: int) -> list[str]:

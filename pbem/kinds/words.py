@@ -1,7 +1,9 @@
 """Telling a move to one reader: "you" for the reader's own seat, "player 3" for the others.
 
 Every kind's report notes are made once for all (a watcher's report) and once for each
-seat, so a player reads "you announce" where the others read "player 3 announces".
+seat, so a player reads "you announce" where the others read "player 3 announces": each
+is a whole message of its own (pbem.wording), as languages conjugate "you" and "player 3"
+each in their own way.
 
 A note is a ``Told``: its English text (what the record, the web pages and the tests
 read) that keeps the message it says (pbem.wording), which the report templates say in
@@ -49,28 +51,3 @@ class Told(str):
         # (a copy or unpickling passes the text, then restores the message)
         told.message = message if isinstance(message, Message) else Message(str(message))
         return told
-
-
-class Words:
-    """A round told to one reader: "you" for the reader's own seat (None: told to all)."""
-
-    def __init__(self, you: int | None = None) -> None:
-        self.you = you
-
-    def mine(self, seat: int) -> bool:
-        """Whether seat is the reader's own (the note then says "you")."""
-        return seat == self.you
-
-    def who(self, seat: int) -> str:
-        return "you" if seat == self.you else f"player {seat}"
-
-    def whose(self, seat: int) -> str:
-        return "your" if seat == self.you else f"player {seat}'s"
-
-    def verb(self, seat: int, mine: str, theirs: str) -> str:
-        """The verb after who(seat): "you say" / "player 3 says"."""
-        return mine if seat == self.you else theirs
-
-
-def cap(text: str) -> str:
-    return text[:1].upper() + text[1:]
