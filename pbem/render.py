@@ -398,7 +398,10 @@ class _SaidWhenCompiled(jinja2.ext.Extension):
         out: list[jinja2.lexer.Token] = []
         i = 0
         while i < len(tokens):
-            said = self._said(tokens, i, tr, html)
+            try:
+                said = self._said(tokens, i, tr, html)
+            except IndexError:     # a template cut short: the parser says what is wrong
+                said = None
             if said is None:
                 out.append(tokens[i])
                 i += 1
