@@ -142,6 +142,13 @@ def face_name(face: Any, quantity: int = 1, tr: Translator = ENGLISH) -> str:
     return str(face) if name is None else name(quantity).said(tr)
 
 
+@_memo(4096)
+def said(message: Message, tr: Translator = ENGLISH) -> str:
+    """A message in ``tr``'s language, remembered: a turn's reports say the same notes, bids
+    and charts to every player (a message with a list among its values is said anew)."""
+    return message.said(tr)
+
+
 @_memo(512)
 def bid(b: Mapping[str, Any] | None, tr: Translator = ENGLISH) -> str:
     """{"quantity": 4, "face": 3} -> "4 threes"; {"quantity": 1, "face": "*"} -> "1 star"."""
@@ -149,7 +156,7 @@ def bid(b: Mapping[str, Any] | None, tr: Translator = ENGLISH) -> str:
         return _("no bid").said(tr)
     q = b["quantity"]
     phrase = _FACE_COUNTS.get(_face_key(b["face"]))
-    return f"{q} {b['face']}" if phrase is None else phrase(q).said(tr)
+    return f"{q} {b['face']}" if phrase is None else said(phrase(q), tr)
 
 
 def plural_in(tr: Translator) -> Callable[[str, str, int], str]:
@@ -335,6 +342,7 @@ def _said_in(tr: Translator) -> Callable[[Any], Any]:
     cleaned as every output is (shown_output). Text that carries its message (a kind's
     note, pbem.kinds.words.Told: a str with a ``message``) is said as that message."""
     markup = markupsafe.Markup
+    english = tr is ENGLISH      # a Told's text is its English already
 
     def finalize(value: Any) -> Any:
         kind = type(value)
@@ -343,21 +351,21 @@ def _said_in(tr: Translator) -> Callable[[Any], Any]:
         if kind is markup or kind is int:
             return value
         if kind is Message:
-            return shown(value.said(tr))
-        if not isinstance(value, str):
-            return value
+            return shown(said(value, tr))
+        if not isinstance(value, str) or english:
+            return value if not isinstance(value, str) else shown(str(value))
         message = getattr(value, "message", None)
-        return shown(message.said(tr) if type(message) is Message else value)
+        return shown(said(message, tr) if type(message) is Message else str(value))
     return finalize
 
 
 def _said_escaped_in(tr: Translator) -> Callable[[Any], Any]:
     """A value put into a sentence of an HTML template (_SaidWhenCompiled): said and
     cleaned as an output is (_said_in), then escaped (``_escape``)."""
-    said = _said_in(tr)
+    said_value = _said_in(tr)
 
     def escaped(value: Any) -> Any:
-        return _escape(said(value))
+        return _escape(said_value(value))
     return escaped
 
 
@@ -597,7 +605,7 @@ def template_environment(override_dir: Path | None,
         gettext=tr.gettext, ngettext=tr.ngettext, newstyle=True)
     said_at_render = _gettext_in(tr)
     env.globals.update(gettext=said_at_render, _=said_at_render)
-    said = _said_in(tr)
+    said_value = _said_in(tr)
     env.filters.update(
         die=die,
         dice=dice,
@@ -612,7 +620,7 @@ def template_environment(override_dir: Path | None,
         name_of=name_of,
         count_in=count_in,
         when=in_zone,        # a time in the reader's zone, UTC beside (pbem.zones)
-        said=said,           # a value put into a sentence (_SaidWhenCompiled)
+        said=said_value,     # a value put into a sentence (_SaidWhenCompiled)
         said_escaped=_said_escaped_in(tr),
     )
     env.globals.update(lookup=lookup, plural=plural_in(tr), ngettext=tr.ngettext,
