@@ -149,6 +149,15 @@ def said(message: Message, tr: Translator = ENGLISH) -> str:
     return message.said(tr)
 
 
+@_memo(4096)
+def told(text: str, tr: Translator = ENGLISH) -> str:
+    """Text that carries its message (a kind's note, pbem.kinds.words.Told) in ``tr``'s
+    language, remembered by its English text (which says what it means: the same for
+    every reader of a turn's notes, and the same rules line in every report)."""
+    message = getattr(text, "message", None)
+    return message.said(tr) if type(message) is Message else str(text)
+
+
 @_memo(512)
 def bid(b: Mapping[str, Any] | None, tr: Translator = ENGLISH) -> str:
     """{"quantity": 4, "face": 3} -> "4 threes"; {"quantity": 1, "face": "*"} -> "1 star"."""
@@ -159,10 +168,16 @@ def bid(b: Mapping[str, Any] | None, tr: Translator = ENGLISH) -> str:
     return f"{q} {b['face']}" if phrase is None else said(phrase(q), tr)
 
 
+@_memo(1024)
+def counted_in(singular: str, many: str, n: int, tr: Translator = ENGLISH) -> str:
+    """``plural``'s answer, remembered: "3 dice" (the same few counts in every report)."""
+    return tr.ngettext(singular, many, n).replace("{n}", str(n))
+
+
 def plural_in(tr: Translator) -> Callable[[str, str, int], str]:
     """The ``plural("{n} die", "{n} dice", n)`` global of a language's templates."""
     def plural(singular: str, many: str, n: int) -> str:
-        return tr.ngettext(singular, many, n).replace("{n}", str(n))
+        return counted_in(singular, many, n, tr)
     return plural
 
 
@@ -354,8 +369,7 @@ def _said_in(tr: Translator) -> Callable[[Any], Any]:
             return shown(said(value, tr))
         if not isinstance(value, str) or english:
             return value if not isinstance(value, str) else shown(str(value))
-        message = getattr(value, "message", None)
-        return shown(said(message, tr) if type(message) is Message else str(value))
+        return shown(told(value, tr))
     return finalize
 
 
