@@ -19,17 +19,22 @@ The data (pbem.services.replay.course, GameKind.bid_charts):
 
 A score may be below zero (postal virtual dice): the charts start at the lowest score.
 
+Their words are said in the reader's language (``tr``, which pbem.render gives each
+language's templates): the label, question and title may be messages (pbem.wording) or
+English text; a plain label is looked up in the catalogue as it is (the kinds' course
+labels are marked in pbem.kinds.words).
+
 The functions are Jinja2 globals of the mail and web templates (pbem.render, pbem.web.app).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from markupsafe import Markup, escape
 
-from pbem.wording import percent
+from pbem.wording import ENGLISH, Translator, _, percent, say
 
 # a shape a player (by position in the course) is marked with, and a dash pattern
 _SHAPES = ("circle", "square", "triangle", "diamond", "cross", "plus", "star", "bar")
@@ -56,6 +61,19 @@ def sampled(count: int, most: int) -> list[int]:
     return sorted({round(i * step) for i in range(most)})
 
 
+def _said(value: Any, tr: Translator) -> str:
+    """A chart's own words (a label, question or title) in the reader's language."""
+    if isinstance(value, str):
+        return tr.gettext(value) if value else value
+    return str(say(value, tr))
+
+
+def _label(course: Mapping[str, Any], tr: Translator) -> str:
+    """The course's label, its first letter upper case ("Virtual dice")."""
+    label = _said(course["label"], tr)
+    return label[:1].upper() + label[1:]
+
+
 def _holds(chart: Mapping[str, Any], count: int) -> bool:
     quantity = int(chart["quantity"])
     return count == quantity if chart.get("rule") == "exactly" else count >= quantity
@@ -67,7 +85,7 @@ def shown_bars(chart: Mapping[str, Any]) -> list[tuple[int, float]]:
     bars = [(int(c), float(p)) for c, p in chart["bars"]]
     if not bars:
         return []
-    likely = [c for c, p in bars if p >= ODDS_MIN_SHOWN] or [c for c, _ in bars]
+    likely = [c for c, p in bars if p >= ODDS_MIN_SHOWN] or [c for c, _p in bars]
     quantity = int(chart["quantity"])
     low, high = min(min(likely), quantity), max(max(likely), quantity)
     by_count = dict(bars)
@@ -117,7 +135,7 @@ def _ticks(low: int, top: int, most: int = 6) -> list[int]:
     return sorted({*range(0, top + 1, step), *range(0, low - 1, -step)})
 
 
-def course_svg(course: Mapping[str, Any]) -> Markup:
+def course_svg(course: Mapping[str, Any], tr: Translator = ENGLISH) -> Markup:
     """The course as a step chart in SVG: a line a player, each with its shape, dash and
     number at every drawn point, the names in a legend under the plot."""
     turns: Sequence[int] = course["turns"]
@@ -138,11 +156,16 @@ def course_svg(course: Mapping[str, Any]) -> Markup:
     def y(v: float, nudge: float = 0.0) -> float:
         return top + plot_h * (vmax - v) / (vmax - vmin) + nudge
 
-    label = escape(course["label"])
+    label = escape(_said(course["label"], tr))
+    # (said outside the f-strings: the catalogue's extractor does not look into them)
+    title = escape(_("{label} after each turn", label=_said(course["label"], tr)).said(tr))
+    turn = escape(_("turn").said(tr))
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
              f'width="100%" role="img" '
              f'aria-labelledby="course-title" class="course-chart">',
-             f'<title id="course-title">{label} after each turn</title>',
+             f'<title id="course-title">'
+             f'{title}'
+             f'</title>',
              '<g font-family="sans-serif" font-size="13" fill="#333">']
     for v in _ticks(vmin, vmax):
         parts.append(f'<line x1="{left}" x2="{width - right}" y1="{y(v):.1f}" y2="{y(v):.1f}" '
@@ -152,7 +175,7 @@ def course_svg(course: Mapping[str, Any]) -> Markup:
         parts.append(f'<text x="{x(i):.1f}" y="{top + plot_h + 16}" '
                      f'text-anchor="middle">{turns[i]}</text>')
     parts.append(f'<text x="{left + plot_w / 2:.1f}" y="{top + plot_h + 30}" '
-                 f'text-anchor="middle">turn</text>')
+                 f'text-anchor="middle">{turn}</text>')
     parts.append(f'<text x="4" y="{top - 12}" text-anchor="start">{label}</text>')
     marked = set(sampled(len(turns), 25))
     for n, line in enumerate(lines):
@@ -168,7 +191,7 @@ def course_svg(course: Mapping[str, Any]) -> Markup:
         parts += [_marker(shape, x(i), y(values[i], nudge), colour)
                   for i in sorted(marked) if i < len(values)]
     for n, line in enumerate(lines):
-        shape, _, colour = _style(n)
+        shape, _dash, colour = _style(n)
         lx = left + (n % 3) * (plot_w / 3)
         ly = top + plot_h + 56 + (n // 3) * 22
         name = escape(_short(f"{line['seat']} {line['name']}", 20))
@@ -183,7 +206,7 @@ def _short(text: str, most: int) -> str:
     return text if len(text) <= most else text[:most - 1] + "…"
 
 
-def course_html(course: Mapping[str, Any]) -> Markup:
+def course_html(course: Mapping[str, Any], tr: Translator = ENGLISH) -> Markup:
     """The course for an HTML mail: a row of bars a player (a cell's height its score),
     the last score written at the end; no image, no SVG, no colour needed."""
     turns: Sequence[int] = course["turns"]
@@ -195,10 +218,14 @@ def course_html(course: Mapping[str, Any]) -> Markup:
     vmax = max(vmin + 1, max(max(line["values"]) for line in lines))
     td = 'style="padding:5px 6px 0 0;vertical-align:bottom;white-space:nowrap"'
     rows = []
+    # "turn 3: 5", a bar's title: said once (a message without values is its text, the
+    # fields left in it), filled in for each bar
+    bar_title = str(escape(_("turn {turn}: {value}").said(tr)))
     for line in lines:
         bars = "".join(
             f'<td style="padding:5px 1px 0;vertical-align:bottom">'
-            f'<div title="turn {turns[i]}: {line["values"][i]}" style="width:6px;'
+            f'<div title="{bar_title.format(turn=turns[i], value=line["values"][i])}" '
+            f'style="width:6px;'
             f'height:{max(1, round(28 * (line["values"][i] - vmin) / (vmax - vmin)))}px;'
             f'background:#444;'
             f'border:1px solid #444"></div></td>' for i in shown)
@@ -207,14 +234,17 @@ def course_html(course: Mapping[str, Any]) -> Markup:
                     f'<td style="padding:5px 0 0 6px;vertical-align:bottom">'
                     f'<strong>{line["values"][-1]}</strong></td></tr>')
     first, last = turns[shown[0]], turns[shown[-1]]
-    caption = (f'{escape(course["label"]).capitalize()} after each turn ({first} to {last}'
-               f'{", every few turns" if len(shown) < len(turns) else ""})')
+    label = _label(course, tr)
+    caption = escape((_("{label} after each turn ({first} to {last}, every few turns)",
+                        label=label, first=first, last=last) if len(shown) < len(turns) else
+                      _("{label} after each turn ({first} to {last})", label=label,
+                        first=first, last=last)).said(tr))
     return Markup(f'<table role="presentation" style="border-collapse:collapse;margin:6px 0">'
                   f'<caption style="text-align:left;font-size:90%;padding-bottom:4px">'
                   f'{caption}</caption>{"".join(rows)}</table>')
 
 
-def course_text(course: Mapping[str, Any]) -> str:
+def course_text(course: Mapping[str, Any], tr: Translator = ENGLISH) -> str:
     """The course in text: the score of each player at ten turns, the last as #s (a
     line at most 72 characters)."""
     turns: Sequence[int] = course["turns"]
@@ -222,8 +252,9 @@ def course_text(course: Mapping[str, Any]) -> str:
     if not turns or not lines:
         return ""
     shown = sampled(len(turns), COURSE_TEXT_COLUMNS)
-    head = f"{'turn':>18}" + "".join(f"{turns[i]:>4}" for i in shown)
-    out = [f"{str(course['label']).capitalize()} after each turn:", head]
+    turn = _("turn").said(tr)
+    head = f"{turn:>18}" + "".join(f"{turns[i]:>4}" for i in shown)
+    out = [_("{label} after each turn:", label=_label(course, tr)).said(tr), head]
     for line in lines:
         who = _short(f"{line['seat']} {line['name']}", 16)
         last = int(line["values"][-1])
@@ -234,20 +265,21 @@ def course_text(course: Mapping[str, Any]) -> str:
 
 # --- the odds of a standing bid -----------------------------------------------------------
 
-def odds_html(chart: Mapping[str, Any]) -> Markup:
+def odds_html(chart: Mapping[str, Any], tr: Translator = ENGLISH) -> Markup:
     """The chance of each count as a bar (its width), the bid's count marked; a count at
     which the bid holds is a solid bar, one at which it fails an outlined one."""
     bars = shown_bars(chart)
     if not bars:
         return Markup("")
-    top = max(p for _, p in bars) or 1.0
+    top = max(p for _c, p in bars) or 1.0
     quantity = int(chart["quantity"])
+    title = escape(_said(chart["title"], tr))
     rows = []
     for count, p in bars:
         solid = _holds(chart, count)
         look = "background:#333;border:1px solid #333" if solid else \
             "background:#fff;border:1px solid #777"
-        mark = (f' <strong>&#9664; {escape(chart["title"])}</strong>'
+        mark = (f' <strong>&#9664; {title}</strong>'
                 if count == quantity else "")
         weight = "font-weight:bold;" if count == quantity else ""
         rows.append(f'<tr><td style="padding:0 6px 0 0;text-align:right;{weight}">{count}</td>'
@@ -255,31 +287,36 @@ def odds_html(chart: Mapping[str, Any]) -> Markup:
                     f'width:{max(1.0, 100 * p / top):.0f}%"></div></td>'
                     f'<td style="padding:0 0 0 6px;white-space:nowrap;{weight}">{percent(p)}'
                     f'{mark}</td></tr>')
-    caption = (f'{escape(chart["question"])} The chance of each, from what you can see '
-               f'(solid: it holds; outlined: it fails).')
+    caption = escape(_("{question} The chance of each, from what you can see (solid: it "
+                       "holds; outlined: it fails).",
+                       question=_said(chart["question"], tr)).said(tr))
     return Markup(f'<table role="presentation" style="border-collapse:collapse;width:100%;'
                   f'max-width:420px;margin:4px 0;font-size:90%"><caption style="text-align:'
                   f'left;padding-bottom:2px">{caption}</caption>{"".join(rows)}</table>')
 
 
-def odds_text(chart: Mapping[str, Any], indent: str = "  ") -> str:
+def odds_text(chart: Mapping[str, Any], indent: str = "  ",
+              tr: Translator = ENGLISH) -> str:
     """The chance of each count as a row of # (the bid holds) or . (it fails)."""
     bars = shown_bars(chart)
     if not bars:
         return ""
-    top = max(p for _, p in bars) or 1.0
+    top = max(p for _c, p in bars) or 1.0
     quantity = int(chart["quantity"])
-    out = [f"{indent}{chart['question']}",
-           f"{indent}The chance of each, from what you can see (# it holds, . it fails):"]
+    title = _said(chart["title"], tr)
+    out = [f"{indent}{_said(chart['question'], tr)}",
+           indent + _("The chance of each, from what you can see (# it holds, . it fails):"
+                      ).said(tr)]
     for count, p in bars:
         char = "#" if _holds(chart, count) else "."
         bar = char * max(1, round(ODDS_TEXT_WIDTH * p / top))
-        mark = f"  <- {chart['title']}" if count == quantity else ""
+        mark = f"  <- {title}" if count == quantity else ""
         out.append(f"{indent}{count:>3} {bar:<{ODDS_TEXT_WIDTH}} {percent(p):>4}{mark}")
     return "\n".join(out)
 
 
 # the names the templates call them by
-GLOBALS = {"course_chart_svg": course_svg, "course_chart_html": course_html,
-           "course_chart_text": course_text, "odds_chart_html": odds_html,
-           "odds_chart_text": odds_text}
+GLOBALS: dict[str, Callable[..., str]] = {
+    "course_chart_svg": course_svg, "course_chart_html": course_html,
+    "course_chart_text": course_text, "odds_chart_html": odds_html,
+    "odds_chart_text": odds_text}

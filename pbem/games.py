@@ -141,7 +141,8 @@ def talk_lines(session: Session, game: Game) -> list[dict[str, Any]]:
     {"from", "text", "seat", "to"} ("to": the one seat of private press, else None); what
     one reader may see of it is heard_by's."""
     rows = core_read(session, _TALK_OF, {"game": game.id, "turn": game.turn - 1})
-    return [{"from": r.name + (f" (player {r.seat})" if r.seat is not None else ""),
+    return [{"from": _("{name} (player {seat})", name=r.name, seat=r.seat)
+             if r.seat is not None else _("the referee"),
              "text": r.text, "seat": r.seat, "to": r.to_seat} for r in rows]
 
 

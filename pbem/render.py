@@ -23,6 +23,7 @@ from types import CodeType
 from typing import Any, TypeVar, cast
 
 import jinja2
+import jinja2.ext
 import markupsafe
 
 from pbem.charts import GLOBALS as CHARTS
@@ -141,6 +142,22 @@ def face_name(face: Any, quantity: int = 1, tr: Translator = ENGLISH) -> str:
     return str(face) if name is None else name(quantity).said(tr)
 
 
+@_memo(4096)
+def said(message: Message, tr: Translator = ENGLISH) -> str:
+    """A message in ``tr``'s language, remembered: a turn's reports say the same notes, bids
+    and charts to every player (a message with a list among its values is said anew)."""
+    return message.said(tr)
+
+
+@_memo(4096)
+def told(text: str, tr: Translator = ENGLISH) -> str:
+    """Text that carries its message (a kind's note, pbem.kinds.words.Told) in ``tr``'s
+    language, remembered by its English text (which says what it means: the same for
+    every reader of a turn's notes, and the same rules line in every report)."""
+    message = getattr(text, "message", None)
+    return message.said(tr) if type(message) is Message else str(text)
+
+
 @_memo(512)
 def bid(b: Mapping[str, Any] | None, tr: Translator = ENGLISH) -> str:
     """{"quantity": 4, "face": 3} -> "4 threes"; {"quantity": 1, "face": "*"} -> "1 star"."""
@@ -148,13 +165,19 @@ def bid(b: Mapping[str, Any] | None, tr: Translator = ENGLISH) -> str:
         return _("no bid").said(tr)
     q = b["quantity"]
     phrase = _FACE_COUNTS.get(_face_key(b["face"]))
-    return f"{q} {b['face']}" if phrase is None else phrase(q).said(tr)
+    return f"{q} {b['face']}" if phrase is None else said(phrase(q), tr)
+
+
+@_memo(1024)
+def counted_in(singular: str, many: str, n: int, tr: Translator = ENGLISH) -> str:
+    """``plural``'s answer, remembered: "3 dice" (the same few counts in every report)."""
+    return tr.ngettext(singular, many, n).replace("{n}", str(n))
 
 
 def plural_in(tr: Translator) -> Callable[[str, str, int], str]:
     """The ``plural("{n} die", "{n} dice", n)`` global of a language's templates."""
     def plural(singular: str, many: str, n: int) -> str:
-        return tr.ngettext(singular, many, n).replace("{n}", str(n))
+        return counted_in(singular, many, n, tr)
     return plural
 
 
@@ -331,12 +354,136 @@ def shown_output(value: Any) -> Any:
 
 def _said_in(tr: Translator) -> Callable[[Any], Any]:
     """The finalize of a language's templates: a message said in that language, then
-    cleaned as every output is (shown_output)."""
+    cleaned as every output is (shown_output). Text that carries its message (a kind's
+    note, pbem.kinds.words.Told: a str with a ``message``) is said as that message."""
+    markup = markupsafe.Markup
+    english = tr is ENGLISH      # a Told's text is its English already
+
     def finalize(value: Any) -> Any:
-        if type(value) is Message:
-            return shown(value.said(tr))
-        return shown(value) if type(value) is str else value
+        kind = type(value)
+        if kind is str:
+            return shown(value)
+        if kind is markup or kind is int:
+            return value
+        if kind is Message:
+            return shown(said(value, tr))
+        if not isinstance(value, str) or english:
+            return value if not isinstance(value, str) else shown(str(value))
+        return shown(told(value, tr))
     return finalize
+
+
+def _said_escaped_in(tr: Translator) -> Callable[[Any], Any]:
+    """A value put into a sentence of an HTML template (_SaidWhenCompiled): said and
+    cleaned as an output is (_said_in), then escaped (``_escape``)."""
+    said_value = _said_in(tr)
+
+    def escaped(value: Any) -> Any:
+        return _escape(said_value(value))
+    return escaped
+
+
+def _gettext_in(tr: Translator) -> Callable[..., Any]:
+    """A language's ``_()`` / ``gettext`` of the templates, as jinja2.ext.i18n's newstyle
+    one (``_("Turn %(n)s", n=turn)``, escaped in HTML) with each value first made what an
+    output is made (_said_in): a message said in the language, text cleaned. A value put
+    into a sentence is output there, and nothing else cleans it. Bound straight to ``_``:
+    no look-up of ``gettext`` a call."""
+    value = _said_in(tr)
+
+    @jinja2.pass_eval_context
+    def gettext(eval_ctx: jinja2.nodes.EvalContext, source: str, /, **values: Any) -> str:
+        text = tr.gettext(source)
+        if eval_ctx.autoescape:
+            text = markupsafe.Markup(text)
+        # always a format (jinja2's newstyle rule): "%%" is a "%" with or without values
+        return text % {k: value(v) for k, v in values.items()}
+    return gettext
+
+
+class _SaidWhenCompiled(jinja2.ext.Extension):
+    """Each ``_("...")`` of a template said when the template compiles, in its
+    Environment's language (one Environment a language, so a template compiles once for
+    each): the message is a constant then, not a call a render (a report has a hundred).
+
+    ``_("Notes")`` becomes the translated text (marked up, as jinja2.ext.i18n's newstyle
+    gettext returns it, in HTML); ``_("Turn %(n)s", n=turn)`` becomes ``"Zug %(n)s" %
+    {"n": turn|said}``: the same text, its values made what an output is made
+    (_said_in), in HTML escaped (``said_escaped``) and the whole marked up, as
+    markup's own ``%`` would make it at about half the cost. Any other use of ``_`` is
+    left to the ``_`` global (_gettext_in), which does the same at render time."""
+
+    def filter_stream(self, stream: jinja2.lexer.TokenStream) -> Iterable[jinja2.lexer.Token]:
+        tr: Translator = getattr(self.environment, "said_by", ENGLISH)
+        html = self._escaped(stream.name)
+        tokens = list(stream)
+        out: list[jinja2.lexer.Token] = []
+        i = 0
+        while i < len(tokens):
+            try:
+                said = self._said(tokens, i, tr, html)
+            except IndexError:     # a template cut short: the parser says what is wrong
+                said = None
+            if said is None:
+                out.append(tokens[i])
+                i += 1
+            else:
+                replaced, i = said
+                out += replaced
+        return out
+
+    def _escaped(self, name: str | None) -> bool:
+        autoescape = self.environment.autoescape
+        return bool(autoescape(name) if callable(autoescape) else autoescape)
+
+    @staticmethod
+    def _said(tokens: list[jinja2.lexer.Token], i: int, tr: Translator,
+              html: bool) -> tuple[list[jinja2.lexer.Token], int] | None:
+        """The tokens of a constant for the ``_("...", ...)`` at ``i`` and the index
+        after it; None if ``i`` starts no such call (anything else is left alone)."""
+        Token = jinja2.lexer.Token
+        if not (tokens[i].type == "name" and tokens[i].value == "_" and i + 2 < len(tokens)
+                and tokens[i + 1].type == "lparen" and tokens[i + 2].type == "string"):
+            return None
+        line = tokens[i].lineno
+        text = tr.gettext(tokens[i + 2].value)
+        j = i + 3
+        values: list[tuple[str, list[jinja2.lexer.Token]]] = []
+        while tokens[j].type == "comma":
+            if not (tokens[j + 1].type == "name" and tokens[j + 2].type == "assign"):
+                return None
+            name, j = tokens[j + 1].value, j + 3
+            start, depth = j, 0
+            while depth or tokens[j].type not in ("comma", "rparen"):
+                if tokens[j].type in ("lparen", "lbracket", "lbrace"):
+                    depth += 1
+                elif tokens[j].type in ("rparen", "rbracket", "rbrace"):
+                    depth -= 1
+                elif tokens[j].type in ("eof", "variable_end", "block_end"):
+                    return None
+                j += 1
+            values.append((name, tokens[start:j]))
+        if tokens[j].type != "rparen":
+            return None
+        if not values:
+            try:
+                text = text % {}     # newstyle gettext's rule: "%%" is "%"
+            except (TypeError, ValueError, KeyError):
+                return None
+        said = [Token(line, "lparen", "("), Token(line, "string", text)]
+        if values:
+            said += [Token(line, "mod", "%"), Token(line, "lbrace", "{")]
+            for name, expr in values:
+                said += [Token(line, "string", name), Token(line, "colon", ":"),
+                         Token(line, "lparen", "("), *expr, Token(line, "rparen", ")"),
+                         Token(line, "pipe", "|"),
+                         Token(line, "name", "said_escaped" if html else "said"),
+                         Token(line, "comma", ",")]
+            said.append(Token(line, "rbrace", "}"))
+        said.append(Token(line, "rparen", ")"))
+        if html:
+            said += [Token(line, "pipe", "|"), Token(line, "name", "safe")]
+        return said, j + 1
 
 
 def _marked(fn: Any) -> Any:
@@ -464,11 +611,15 @@ def template_environment(override_dir: Path | None,
         keep_trailing_newline=True,
         auto_reload=override_dir is not None,
         finalize=_said_in(tr),
-        extensions=["jinja2.ext.i18n"],
+        extensions=["jinja2.ext.i18n", _SaidWhenCompiled],
     )
+    env.extend(said_by=tr)         # the language _SaidWhenCompiled says messages in
     # the i18n extension's method, which Environment does not declare
     env.install_gettext_callables(  # type: ignore[attr-defined]
         gettext=tr.gettext, ngettext=tr.ngettext, newstyle=True)
+    said_at_render = _gettext_in(tr)
+    env.globals.update(gettext=said_at_render, _=said_at_render)
+    said_value = _said_in(tr)
     env.filters.update(
         die=die,
         dice=dice,
@@ -483,11 +634,14 @@ def template_environment(override_dir: Path | None,
         name_of=name_of,
         count_in=count_in,
         when=in_zone,        # a time in the reader's zone, UTC beside (pbem.zones)
+        said=said_value,     # a value put into a sentence (_SaidWhenCompiled)
+        said_escaped=_said_escaped_in(tr),
     )
     env.globals.update(lookup=lookup, plural=plural_in(tr), ngettext=tr.ngettext,
                        listing=lambda items, none=None: listing(items, none, tr),
                        language=known_language(language))
-    env.globals.update(CHARTS)     # the pictures: course_chart_html, odds_chart_text ... (pbem.charts)
+    # the pictures: course_chart_html, odds_chart_text ... (pbem.charts), in this language
+    env.globals.update({name: functools.partial(draw, tr=tr) for name, draw in CHARTS.items()})
     return env
 
 

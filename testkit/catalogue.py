@@ -10,6 +10,7 @@ keep the German and Czech catalogues in step with them.
                                           # translations {msgid: text or [forms]} into
                                           # whichever catalogue of the language has them
     python -m testkit.catalogue todo de   # the untranslated msgids, as such a JSON
+    python -m testkit.catalogue dedupe    # a message in two catalogues kept in the first
 
 A language's messages may be in several .po files (pbem.i18n reads them all); a
 message no code says any more is dropped from each.
@@ -209,6 +210,28 @@ def fill(language: str, found: dict[str, str | list[str]]) -> list[str]:
     return sorted(left)
 
 
+def dedupe(language: str) -> list[str]:
+    """Keep each message in the first catalogue of the language that has it (a message two
+    parts both said lands in both when they were translated apart); what was dropped."""
+    seen: dict[str, tuple[str, object]] = {}
+    dropped: list[str] = []
+    for path in sorted((LOCALE / language / "LC_MESSAGES").glob("*.po")):
+        catalogue = read(path, language)
+        for message in list(catalogue):
+            if not message.id:
+                continue
+            key = _key(message)
+            if key in seen:
+                if seen[key][1] != message.string:
+                    dropped.append(f"{language}: {key!r}: kept {seen[key][1]!r} of "
+                                   f"{seen[key][0]}, dropped {message.string!r} of {path.name}")
+                catalogue.delete(message.id, message.context)
+            else:
+                seen[key] = (path.name, message.string)
+        write(path, catalogue)
+    return dropped
+
+
 def todo(language: str) -> dict[str, str | list[str]]:
     """The messages of the language not translated yet, with their English source."""
     out: dict[str, str | list[str]] = {}
@@ -237,15 +260,24 @@ def english_phrases(language: str) -> list[str]:
         for source in sources:
             for run in _FIELD.split(source):
                 run = " ".join(run.split()).strip(" .,:;()!?-")
-                if len(run.split()) >= 2 and len(run) >= 8 and run not in said:
+                if len(run.split()) >= 2 and len(run) >= 8 and run not in said \
+                        and not _order_like(run):
                     phrases.add(run)
     return sorted(phrases, key=len, reverse=True)
 
 
+def _order_like(run: str) -> bool:
+    """An order as a player writes it ("EXPOSE 3 3", "GAME <game>"): order words, numbers
+    and placeholders, the same in every language's mail."""
+    return all(re.fullmatch(r"[A-Z]+|[0-9*]+|<[^>]*>|[|/]", word) for word in run.split())
+
+
 def english_left(text: str, language: str) -> list[str]:
-    """The English phrases (english_phrases) found in ``text``, white space folded."""
+    """The English phrases (english_phrases) found in ``text`` as whole words, white space
+    folded."""
     folded = " ".join(text.split())
-    return [p for p in english_phrases(language) if p in folded]
+    return [p for p in english_phrases(language) if p in folded
+            and re.search(rf"(?<!\w){re.escape(p)}(?!\w)", folded)]
 
 
 def main(argv: list[str]) -> int:
@@ -253,6 +285,9 @@ def main(argv: list[str]) -> int:
         unknown = fill(argv[1], json.loads(Path(argv[2]).read_text("utf-8")))
         print("not in any catalogue:", *unknown, sep="\n  " if unknown else " ")
         return 1 if unknown else 0
+    if argv[:1] == ["dedupe"]:
+        print("\n".join(d for language in TRANSLATED for d in dedupe(language)))
+        return 0
     if argv[:1] == ["todo"] and len(argv) == 2:
         print(json.dumps(todo(argv[1]), ensure_ascii=False, indent=1))
         return 0

@@ -9,6 +9,7 @@ from typing import TypeVar
 from pbem.errors import Refusal
 from pbem.kinds.base import GameKind
 from pbem.kinds.jsontypes import JSON, JSONMap
+from pbem.kinds.words import bid_words
 from pbem.orders import Order
 from pbem.rules.bid_moves import CHALLENGE, BidMove, Move, move_from_json, move_to_json
 from pbem.rules.dice import face_symbol
@@ -97,5 +98,6 @@ def count_chart(view: SeatView, bid: Bid) -> JSON:
     """The chart of a standing bid for the seat that must answer it (GameKind.bid_charts):
     how many dice may match it in all, from what the seat can see."""
     dist = actual_distribution(view, bid)
-    return {"title": str(bid), "quantity": bid.quantity, "rule": "at_least",
-            "question": "How many dice match it in all?", "bars": [[c, dist[c]] for c in sorted(dist)]}
+    return {"title": bid_words(bid), "quantity": bid.quantity, "rule": "at_least",
+            "question": _("How many dice match it in all?"),
+            "bars": [[c, dist[c]] for c in sorted(dist)]}

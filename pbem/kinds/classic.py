@@ -38,7 +38,7 @@ from pbem.kinds.tables import (
     lifted_cups,
     orange,
 )
-from pbem.kinds.words import Words, cap
+from pbem.kinds.words import Told, bid_words
 from pbem.orders import PLAYER_COMMANDS, Order
 from pbem.rules.bid_moves import BidMove, Move
 from pbem.rules.classic import (
@@ -61,7 +61,7 @@ from pbem.rules.odds import OtherSeat, SeatView, bid_odds, bids_since_reroll
 from pbem.rules.postal import make_ladder
 from pbem.rules.robot import DEFAULT_LEVEL, choose_move
 from pbem.rules.ruleset import ExactRule, RuleSet
-from pbem.wording import Message, _, plural
+from pbem.wording import Message, _, _n, joined, plural
 
 MOVE_NAMES = ("BID", "CHALLENGE", "EXPOSE")
 SIX_KEY = "dice_if_six_players"
@@ -78,11 +78,19 @@ OPTION_HELP = _("classic options: an edition (english, german, czech, anniversar
                 "then DICE <1-10>, SUPER on|off, EXACT {exact}, STARS on|off, EXPOSE on|off, "
                 "BOARD <n>|off", exact="|".join(r.value for r in ExactRule))
 _EXACT_TEXT = {
-    ExactRule.ALL_BUT_BIDDER: "all but the bidder lose 1",
-    ExactRule.NOBODY: "nobody loses a die, the bidder opens the next round",
-    ExactRule.CHALLENGER: "the challenger loses 1",
-    ExactRule.EVERYONE: "every player loses 1",
-    ExactRule.CHALLENGER_GIVES: "the challenger gives the bidder a die",
+    ExactRule.ALL_BUT_BIDDER: _("all but the bidder lose 1"),
+    ExactRule.NOBODY: _("nobody loses a die, the bidder opens the next round"),
+    ExactRule.CHALLENGER: _("the challenger loses 1"),
+    ExactRule.EVERYONE: _("every player loses 1"),
+    ExactRule.CHALLENGER_GIVES: _("the challenger gives the bidder a die"),
+}
+# how the rules text names each edition, as it is and with changes (whole phrases: an
+# edition's name is an adjective in German and Czech)
+_EDITION_NAMES = {
+    "english": (_(", English edition"), _(", English edition with changes")),
+    "german": (_(", German edition"), _(", German edition with changes")),
+    "czech": (_(", Czech edition"), _(", Czech edition with changes")),
+    "anniversary": (_(", Anniversary edition"), _(", Anniversary edition with changes")),
 }
 
 
@@ -115,20 +123,17 @@ def _changes_from(name: str, rules: JSONMap) -> int:
     return len(changed) + (1 if isinstance(six, int) and six != preset_six else 0)
 
 
-def _edition_words(rules: JSONMap) -> str:
+def _edition_words(rules: JSONMap) -> Message:
     """", German edition", or the edition the rules changed least: "German edition with
     changes" (a game started as `german DICE 1` still says where it comes from)."""
     changes = {name: _changes_from(name, rules) for name in EDITIONS}
     nearest = min(EDITIONS, key=lambda name: changes[name])   # ties: the first named
-    return f", {nearest.capitalize()} edition" + (" with changes" if changes[nearest] else "")
+    as_it_is, changed = _EDITION_NAMES[nearest]
+    return changed if changes[nearest] else as_it_is
 
 
 def _faces(values: Sequence[Face]) -> str:
     return " ".join(face_symbol(f) for f in values)
-
-
-def _dice(n: int) -> str:
-    return plural("{n} die", "{n} dice", n)
 
 
 def _bids_json(bids: Sequence[PlacedBid]) -> list[JSON]:
@@ -149,39 +154,85 @@ def _round_json(end: RoundEnd) -> JSON:
     }
 
 
+def _paid(seat: int, lost: int, you: int | None) -> Message:
+    """What one player paid at a cups up: "you lose 1 die", "player 2 gains 1 die"."""
+    if seat == you:
+        return (_n("you lose {n} die", "you lose {n} dice", lost) if lost > 0 else
+                _n("you gain {n} die", "you gain {n} dice", -lost))
+    return (_n("player {seat} loses {n} die", "player {seat} loses {n} dice", lost, seat=seat)
+            if lost > 0 else
+            _n("player {seat} gains {n} die", "player {seat} gains {n} dice", -lost,
+               seat=seat))
+
+
 def _round_lines(end: RoundEnd, you: int | None = None) -> list[str]:
-    w = Words(you)
     r, bid = end.result, end.result.bid
     if r.outcome == "short":
-        how = f"short by {bid.quantity - r.actual}"
+        how = _("short by {missing}", missing=bid.quantity - r.actual)
     else:
-        how = "exact" if r.outcome == "exact" else f"{r.actual - bid.quantity} over"
-    paid = "; ".join(f"{w.who(s)} {w.verb(s, 'lose', 'loses') if n > 0 else w.verb(s, 'gain', 'gains')} "
-                     f"{_dice(abs(n))}" for s, n in sorted(end.lost.items())) or "nobody loses a die"
-    said = (f"Round {end.round}: {w.who(end.challenger)} challenged {bid} (bid by "
-            f"{w.who(r.bidder)}); the table held {r.actual}, {how}: {paid}.")
-    lines = [said]
-    lines += [f"Round {end.round}: {w.who(s)} {w.verb(s, 'are', 'is')} out." for s in end.out]
+        how = _("exact") if r.outcome == "exact" else _("{extra} over",
+                                                        extra=r.actual - bid.quantity)
+    paid = (joined([_paid(s, n, you) for s, n in sorted(end.lost.items())], "; ")
+            if end.lost else _("nobody loses a die"))
+    values = {"round": end.round, "bid": bid_words(bid), "actual": r.actual, "how": how,
+              "paid": paid, "challenger": end.challenger, "bidder": r.bidder}
+    if end.challenger == you:
+        said = _("Round {round}: you challenged {bid} (bid by player {bidder}); the table "
+                 "held {actual}, {how}: {paid}.", **values)
+    elif r.bidder == you:
+        said = _("Round {round}: player {challenger} challenged {bid} (bid by you); the "
+                 "table held {actual}, {how}: {paid}.", **values)
+    else:
+        said = _("Round {round}: player {challenger} challenged {bid} (bid by player "
+                 "{bidder}); the table held {actual}, {how}: {paid}.", **values)
+    lines: list[str] = [Told(said)]
+    lines += [Told(_("Round {round}: you are out.", round=end.round) if s == you else
+                   _("Round {round}: player {seat} is out.", round=end.round, seat=s))
+              for s in end.out]
     return lines
+
+
+def _due_words(state: ClassicState) -> str:
+    """What the player to move must do (ClassicState.due, as a message)."""
+    bid, number = state.current_bid, state.round
+    if bid is None:
+        return Told(_("open round {round} with a bid", round=number))
+    if state.ladder.lowest_raise(bid) is None:
+        return Told(_("challenge {bid} (the top of the board) in round {round}",
+                      bid=bid_words(bid), round=number))
+    return Told(_("raise {bid} or challenge in round {round}", bid=bid_words(bid),
+                  round=number))
+
+
+def _bid_line(e: BidPlaced, you: int | None) -> Message:
+    values = {"round": e.round, "seat": e.seat, "bid": bid_words(e.bid),
+              "faces": _faces(e.exposed)}
+    if e.seat == you:
+        return (_("Round {round}: you bid {bid}, exposing {faces} and re-rolling the rest.",
+                  **values) if e.exposed else _("Round {round}: you bid {bid}.", **values))
+    return (_("Round {round}: player {seat} bid {bid}, exposing {faces} and re-rolling the "
+              "rest.", **values) if e.exposed else
+            _("Round {round}: player {seat} bid {bid}.", **values))
 
 
 def _event_lines(events: Sequence[Event], you: int | None = None) -> list[str]:
     """A move's events in words for the report, told to all (you None) or to seat you."""
-    w = Words(you)
     notes: list[str] = []
     for e in events:
         if isinstance(e, BidPlaced):
-            shown = (f", exposing {_faces(e.exposed)} and re-rolling the rest"
-                     if e.exposed else "")
-            notes.append(f"Round {e.round}: {w.who(e.seat)} bid {e.bid}{shown}.")
+            notes.append(Told(_bid_line(e, you)))
         elif isinstance(e, RoundEnded):
             notes += _round_lines(e.end, you)
         elif isinstance(e, RoundStarted):
-            notes.append(f"Round {e.round}: new dice are rolled; {w.who(e.opener)} "
-                         f"{w.verb(e.opener, 'open', 'opens')}.")
+            notes.append(Told(
+                _("Round {round}: new dice are rolled; you open.", round=e.round)
+                if e.opener == you else
+                _("Round {round}: new dice are rolled; player {seat} opens.", round=e.round,
+                  seat=e.opener)))
         elif isinstance(e, GameEnded):
-            notes.append(f"{cap(w.who(e.winner))} {w.verb(e.winner, 'win', 'wins')}: the last "
-                         "player with dice.")
+            notes.append(Told(
+                _("You win: the last player with dice.") if e.winner == you else
+                _("Player {seat} wins: the last player with dice.", seat=e.winner)))
     return notes
 
 
@@ -250,22 +301,24 @@ class ClassicKind(BidMoves[ClassicState]):
 
     def describe_rules(self, rules: JSONMap) -> str:
         r = RuleSet.from_json(dict(rules))
-        dice = f"{_dice(r.dice_per_player)} each"
+        dice: Message = _n("{n} die each", "{n} dice each", r.dice_per_player)
         if isinstance(rules.get(SIX_KEY), int):
-            dice += f" ({rules[SIX_KEY]} with six players)"
+            dice += _(" ({six} with six players)", six=rules[SIX_KEY])
         if r.super_die:
-            dice += ", one of them the super die that counts twice"
-        board = f", board ends at {r.board_cap}" if r.board_cap else ""
-        edition = _edition_words(rules)
-        return (f"classic Bluff{edition}: {dice}; exact bid: {_EXACT_TEXT[r.exact_rule]}; star bids "
-                f"{'on' if r.star_bids else 'off'}; expose and re-roll "
-                f"{'on' if r.expose else 'off'}{board}")
+            dice += _(", one of them the super die that counts twice")
+        on, off = _("on"), _("off")
+        board = _(", board ends at {cap}", cap=r.board_cap) if r.board_cap else ""
+        return Told(_("classic Bluff{edition}: {dice}; exact bid: {exact}; star bids {stars}; "
+                      "expose and re-roll {expose}{board}", edition=_edition_words(rules),
+                      dice=dice, exact=_EXACT_TEXT[r.exact_rule],
+                      stars=on if r.star_bids else off, expose=on if r.expose else off,
+                      board=board))
 
     def start(self, rules: JSONMap, stream: DiceStream, players: int) -> ClassicState:
         return new_game(stream, self.rules_of(rules, players), players)
 
     def due(self, state: ClassicState) -> dict[int, str]:
-        return state.due()
+        return {seat: _due_words(state) for seat in state.due()}
 
     def due_said(self, state: ClassicState) -> dict[int, Message]:
         return state.due_said()

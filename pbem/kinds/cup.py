@@ -20,7 +20,7 @@ from pbem.errors import Refusal
 from pbem.kinds.base import GameKind, Resolution, TakenOrder, Understood
 from pbem.kinds.jsontypes import JSON, JSONMap
 from pbem.kinds.tables import POINTS_TABLE, Viewer, cup_scores, cup_tables
-from pbem.kinds.words import Words, cap
+from pbem.kinds.words import Told
 from pbem.orders import Command, Order, SeatByName
 from pbem.rules import cupofbluff as cb
 from pbem.rules import robot_cup
@@ -175,54 +175,102 @@ def _roll(roll: Sequence[int]) -> str:
 
 def claim_line(number: int, bluffer: int, action: str, total: int, guesser: int,
                you: int | None = None) -> str:
-    w = Words(you)
+    values = {"number": number, "bluffer": bluffer, "total": total, "guesser": guesser}
     if action == "steal":
-        return (f"Round {number}: {w.who(bluffer)} {w.verb(bluffer, 'try', 'tries')} to steal "
-                f"token {total} from {w.who(guesser)}, claiming a total of {total}.")
-    return (f"Round {number}: {w.who(bluffer)} {w.verb(bluffer, 'announce', 'announces')} a "
-            f"total of {total} to {w.who(guesser)}.")
+        if bluffer == you:
+            return Told(_("Round {number}: you try to steal token {total} from player "
+                          "{guesser}, claiming a total of {total}.", **values))
+        if guesser == you:
+            return Told(_("Round {number}: player {bluffer} tries to steal token {total} "
+                          "from you, claiming a total of {total}.", **values))
+        return Told(_("Round {number}: player {bluffer} tries to steal token {total} from "
+                      "player {guesser}, claiming a total of {total}.", **values))
+    if bluffer == you:
+        return Told(_("Round {number}: you announce a total of {total} to player "
+                      "{guesser}.", **values))
+    if guesser == you:
+        return Told(_("Round {number}: player {bluffer} announces a total of {total} to "
+                      "you.", **values))
+    return Told(_("Round {number}: player {bluffer} announces a total of {total} to player "
+                  "{guesser}.", **values))
+
+
+def _reveal_end(r: TurnRecord, you: int | None) -> Message:
+    """Who was right at a reveal, and what they take: "player 2 was right and takes
+    token 9."."""
+    g, b = r.guesser, r.bluffer
+    values = {"guesser": g, "bluffer": b, "total": r.total}
+    if r.winner == g:
+        if r.action == "announce":
+            return (_("you were right and take token {total}.", **values) if g == you else
+                    _("player {guesser} was right and takes token {total}.", **values))
+        if g == you:
+            return _("you were right, keep token {total} and get a token from player "
+                     "{bluffer}.", **values)
+        if b == you:
+            return _("player {guesser} was right, keeps token {total} and gets a token from "
+                     "you.", **values)
+        return _("player {guesser} was right, keeps token {total} and gets a token from "
+                 "player {bluffer}.", **values)
+    # OK on a lie (the Bluffer fooled the Guesser) / BLUFF on the truth
+    steal = r.action != "announce"
+    if b == you:
+        if r.ok:
+            return (_("you fooled them and take player {guesser}'s token {total}.", **values)
+                    if steal else _("you fooled them and take token {total}.", **values))
+        return (_("you were right and take player {guesser}'s token {total}.", **values)
+                if steal else _("you were right and take token {total}.", **values))
+    if g == you:
+        if r.ok:
+            return (_("player {bluffer} fooled you and takes your token {total}.", **values)
+                    if steal else
+                    _("player {bluffer} fooled you and takes token {total}.", **values))
+        return (_("player {bluffer} was right and takes your token {total}.", **values)
+                if steal else _("player {bluffer} was right and takes token {total}.",
+                                **values))
+    if r.ok:
+        return (_("player {bluffer} fooled them and takes player {guesser}'s token {total}.",
+                  **values) if steal else
+                _("player {bluffer} fooled them and takes token {total}.", **values))
+    return (_("player {bluffer} was right and takes player {guesser}'s token {total}.",
+              **values) if steal else
+            _("player {bluffer} was right and takes token {total}.", **values))
 
 
 def reveal_line(r: TurnRecord, you: int | None = None) -> str:
-    w = Words(you)
-    g, b = r.guesser, r.bluffer
+    g = r.guesser
     assert g is not None
-    said = "OK" if r.ok else "BLUFF"
-    truth = "the truth" if r.truthful else "a bluff"
-    head = (f"{cap(w.who(g))} {w.verb(g, 'say', 'says')} {said}; the dice show "
-            f"{_roll(r.roll)}, {truth}: ")
-    right = f"{w.who(g)} {w.verb(g, 'were', 'was')} right"
-    if r.winner == g:
-        if r.action == "announce":
-            return head + f"{right} and {w.verb(g, 'take', 'takes')} token {r.total}."
-        return head + (f"{right}, {w.verb(g, 'keep', 'keeps')} token {r.total} and "
-                       f"{w.verb(g, 'get', 'gets')} a token from {w.who(b)}.")
-    # OK on a lie / BLUFF on the truth
-    verb = (f"fooled {'you' if g == you else 'them'}" if r.ok
-            else w.verb(b, "were right", "was right"))
-    took = (f"{w.verb(b, 'take', 'takes')} token" if r.action == "announce"
-            else f"{w.verb(b, 'take', 'takes')} {w.whose(g)} token")
-    return head + f"{w.who(b)} {verb} and {took} {r.total}."
+    values = {"guesser": g, "said": "OK" if r.ok else "BLUFF", "roll": _roll(r.roll),
+              "truth": _("the truth") if r.truthful else _("a bluff"),
+              "end": _reveal_end(r, you)}
+    if g == you:
+        return Told(_("You say {said}; the dice show {roll}, {truth}: {end}", **values))
+    return Told(_("Player {guesser} says {said}; the dice show {roll}, {truth}: {end}",
+                  **values))
 
 
 def given_line(bluffer: int, guesser: int, token: int, you: int | None = None) -> str:
-    w = Words(you)
-    return (f"{cap(w.who(bluffer))} {w.verb(bluffer, 'give', 'gives')} token {token} to "
-            f"{w.who(guesser)}.")
+    values = {"bluffer": bluffer, "guesser": guesser, "token": token}
+    if bluffer == you:
+        return Told(_("You give token {token} to player {guesser}.", **values))
+    if guesser == you:
+        return Told(_("Player {bluffer} gives token {token} to you.", **values))
+    return Told(_("Player {bluffer} gives token {token} to player {guesser}.", **values))
 
 
 def doublet_line(r: TurnRecord, you: int | None = None) -> str:
-    w = Words(you)
-    given = ", ".join(map(str, r.returned))
-    return (f"Round {r.number}: {w.who(r.bluffer)} {w.verb(r.bluffer, 'show', 'shows')} a "
-            f"doublet ({_roll(r.roll)}) and {w.verb(r.bluffer, 'swap', 'swaps')} tokens "
-            f"{given} for token {r.total}.")
+    values = {"number": r.number, "bluffer": r.bluffer, "roll": _roll(r.roll),
+              "given": ", ".join(map(str, r.returned)), "total": r.total}
+    if r.bluffer == you:
+        return Told(_("Round {number}: you show a doublet ({roll}) and swap tokens {given} "
+                      "for token {total}.", **values))
+    return Told(_("Round {number}: player {bluffer} shows a doublet ({roll}) and swaps "
+                  "tokens {given} for token {total}.", **values))
 
 
 def event_lines(events: Sequence[Event], you: int | None = None) -> list[str]:
     """A move's events in words for the report, told to everyone (you None) or to the
     player of seat you ("you announce", "player 2 announces ... to you")."""
-    w = Words(you)
     notes: list[str] = []
     for e in events:
         if isinstance(e, Claimed):
@@ -234,11 +282,53 @@ def event_lines(events: Sequence[Event], you: int | None = None) -> list[str]:
         elif isinstance(e, DoubletMade):
             notes.append(doublet_line(e.record, you))
         elif isinstance(e, Rolled):
-            notes.append(f"Round {e.number}: {w.who(e.bluffer)} "
-                         f"{w.verb(e.bluffer, 'are', 'is')} the Bluffer.")
+            notes.append(Told(
+                _("Round {number}: you are the Bluffer.", number=e.number)
+                if e.bluffer == you else
+                _("Round {number}: player {seat} is the Bluffer.", number=e.number,
+                  seat=e.bluffer)))
         elif isinstance(e, GameEnded):
-            notes.append("The last token has left the centre: the game is over.")
+            notes.append(Told(_("The last token has left the centre: the game is over.")))
     return notes
+
+
+def _due_words(state: CupState) -> str:
+    """What the seat due must do (CupState.due, as a message)."""
+    claim = state.claim
+    if state.phase == cb.ANSWER and claim is not None:
+        return Told(_("player {bluffer} claims your token {total}: answer OK or BLUFF",
+                      bluffer=state.bluffer, total=claim.total) if claim.action == "steal"
+                    else _("player {bluffer} claims a total of {total}: answer OK or BLUFF",
+                           bluffer=state.bluffer, total=claim.total))
+    if state.phase == cb.GIVE and claim is not None:
+        return Told(_("your steal failed: GIVE player {guesser} one of your tokens",
+                      guesser=claim.guesser))
+    # only what this Bluffer can do: a steal needs tokens on both sides, a doublet a
+    # double and tokens to swap
+    steal, doublet = cb.can_steal(state), bool(cb.doublets(state))
+    if steal and doublet:
+        return Told(_("you are the Bluffer: ANNOUNCE a total, STEAL a token or make a "
+                      "DOUBLET"))
+    if steal:
+        return Told(_("you are the Bluffer: ANNOUNCE a total or STEAL a token"))
+    if doublet:
+        return Told(_("you are the Bluffer: ANNOUNCE a total or make a DOUBLET"))
+    return Told(_("you are the Bluffer: ANNOUNCE a total"))
+
+
+def _waiting_words(state: CupState) -> str:
+    """Whose move it is, said to everyone (CupState.waiting_for, as a message)."""
+    claim = state.claim
+    if state.phase == cb.ACT:
+        return Told(_("player {bluffer}, the Bluffer, is to announce, steal or make a "
+                      "doublet", bluffer=state.bluffer))
+    if state.phase == cb.ANSWER and claim is not None:
+        return Told(_("player {guesser} is to answer the claim of {total}",
+                      guesser=claim.guesser, total=claim.total))
+    if state.phase == cb.GIVE and claim is not None:
+        return Told(_("player {bluffer} is to give player {guesser} a token",
+                      bluffer=state.bluffer, guesser=claim.guesser))
+    return Told(_("the game is over"))
 
 
 def record_lines(r: TurnRecord, you: int | None = None) -> list[str]:
@@ -303,7 +393,7 @@ class CupKind(GameKind[CupState, Move]):
         return {"version": RULES_VERSION}
 
     def describe_rules(self, rules: JSONMap) -> str:
-        return "Cup of Bluff: three dice, sixteen tokens 3 to 18, most points wins"
+        return Told(_("Cup of Bluff: three dice, sixteen tokens 3 to 18, most points wins"))
 
     def start(self, rules: JSONMap, stream: DiceStream, players: int) -> CupState:
         if rules.get("version", RULES_VERSION) != RULES_VERSION:
@@ -311,7 +401,7 @@ class CupKind(GameKind[CupState, Move]):
         return cb.new_game(stream, players)
 
     def due(self, state: CupState) -> dict[int, str]:
-        return state.due()
+        return {seat: _due_words(state) for seat in state.due()}
 
     def orders_now(self, state: CupState, seat: int) -> list[str]:
         if seat not in state.due():
@@ -424,7 +514,7 @@ class CupKind(GameKind[CupState, Move]):
             "round": state.number,
             "bluffer": None if state.game_over else state.bluffer,
             "to_move": next(iter(due), None),
-            "waiting_for": state.waiting_for(),
+            "waiting_for": _waiting_words(state),
             "centre": list(state.centre),
             "centre_points": sum(cb.points(t) for t in state.centre),
             "holdings": [{"seat": s, "tokens": list(state.tokens(s)), "points": state.score(s),
@@ -459,7 +549,7 @@ class CupKind(GameKind[CupState, Move]):
                 f"{plural('{n} token', '{n} tokens', standing.get('tokens', 0))}")
 
     def waiting_for(self, state: CupState) -> str | None:
-        return str(state.waiting_for())
+        return _waiting_words(state)
 
     def web_tables(self, state: CupState, viewer: Viewer) -> list[JSON]:
         return cup_tables(state, viewer, [record_json(r) for r in reversed(state.log)])
@@ -481,8 +571,9 @@ class CupKind(GameKind[CupState, Move]):
         if state.phase != cb.ANSWER or claim is None or claim.guesser != seat:
             return []
         dist = cb.total_distribution()
-        return [{"title": f"the claim of {claim.total}", "quantity": claim.total,
-                 "rule": "exactly", "question": "What may the three dice total?",
+        return [{"title": _("the claim of {total}", total=claim.total),
+                 "quantity": claim.total, "rule": "exactly",
+                 "question": _("What may the three dice total?"),
                  "bars": [[t, dist[t]] for t in sorted(dist)]}]
 
     def report_extras(self, state: CupState, seat: int | None) -> JSON:

@@ -20,7 +20,7 @@ from pbem.kinds.bidding import (
 from pbem.kinds.generic_record import GameRows
 from pbem.kinds.jsontypes import JSON, JSONMap, Odds
 from pbem.kinds.tables import Viewer, postal_scores, postal_tables
-from pbem.kinds.words import Words
+from pbem.kinds.words import Told, bid_words
 from pbem.orders import PLAYER_COMMANDS, Order
 from pbem.rules.bid_moves import BidMove, Move, move_from_json
 from pbem.rules.dice import DiceStream, Die, face_from_json, face_symbol
@@ -51,10 +51,13 @@ MOVE_NAMES = ("BID", "CHALLENGE", "EXPOSE")
 
 def _event_lines(events: Sequence[Event], you: int | None = None) -> list[str]:
     """The turn's challenges in words, told to all (you None) or to seat you."""
-    w = Words(you)
-    return [f"Mini-game {e.minigame} ended: {w.who(e.seat)} challenged {e.result.bid} "
-            f"and the table held {e.result.actual}." for e in events
-            if isinstance(e, ChallengeResolved)]
+    return [Told(_("Mini-game {number} ended: you challenged {bid} and the table held "
+                   "{actual}.", number=e.minigame, bid=bid_words(e.result.bid),
+                   actual=e.result.actual) if e.seat == you else
+                 _("Mini-game {number} ended: player {seat} challenged {bid} and the table "
+                   "held {actual}.", number=e.minigame, seat=e.seat,
+                   bid=bid_words(e.result.bid), actual=e.result.actual))
+            for e in events if isinstance(e, ChallengeResolved)]
 
 
 class PostalKind(BidMoves[PostalState]):
@@ -197,7 +200,8 @@ class PostalKind(BidMoves[PostalState]):
         if bid is None:
             return []
         return [{**count_chart(state.seat_view(seat, number), bid),
-                 "title": f"{bid} in mini-game {number}"}]
+                 "title": _("{bid} in mini-game {number}", bid=bid_words(bid),
+                            number=number)}]
 
     def report_extras(self, state: PostalState, seat: int | None) -> JSON:
         return {"odds": odds_view(state, seat) if seat is not None else {}}

@@ -414,7 +414,7 @@ def test_the_language_switch_changes_this_page_and_the_next(tab: Tab) -> None:
     tab.page.click('a[href="/games/classic-1"]')
     tab.page.wait_for_url("**/games/classic-1")
     assert tab.page.get_attribute("html", "lang") == "de"     # the cookie kept it
-    assert "Das Spiel ist aus." in tab.page.inner_text("body")
+    assert "Das Spiel ist vorbei." in tab.page.inner_text("body")
     tab.page.click('#languages a[hreflang="cs"]')
     tab.page.wait_for_url("**/games/classic-1?lang=cs")
     assert "Konečné pořadí" in tab.page.inner_text("body")
