@@ -163,8 +163,9 @@ class Table:
         self.collect()
         assert set(self.latest) == set(self.players)
         assert all(v["turn"] == 1 for v in self.views().values())
-        for msg in self.first_reports.values():
-            assert "commitment" in text_of(msg).lower()
+        for user, msg in self.first_reports.items():
+            # the commitment to the seed, in whichever language the report is
+            assert self.views()[user]["commitment"] in text_of(msg)
         seat_of = {u: v["you"] for u, v in self.views().items()}
         assert sorted(seat_of.values()) == list(range(1, len(self.players) + 1))
         return seat_of

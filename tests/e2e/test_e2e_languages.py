@@ -83,11 +83,12 @@ def test_a_whole_game_in_the_players_language(table: Table, kind: str, language:
     game = f"{kind}-{language}"
     rules = " RULES classic DICE 2" if kind == "classic" else ""
     seed = 4 if kind == "classic" else 20261129
-    table.referee_sends(*table.setup(game, f"NEWGAME {game} SEED {seed}{rules} "
-                                           f"LANGUAGE {language}"))
+    table.referee_sends(*table.setup(game, f"NEWGAME {game} SEED {seed} "
+                                           f"LANGUAGE {language}{rules}"))
     table.server.tick()
     started = table.referee.new_mail()
-    assert len(started) == 1, [text_of(m) for m in started]
+    assert len(started) == 1 and "nothing was applied" not in str(started[0]["Subject"]), \
+        [text_of(m) for m in started]
 
     rng = random.Random(7)
     table.first_reports_in()
