@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from sqlmodel import Session, col, delete, select
 
 from pbem.commands.context import CommandContext, MailCommand
-from pbem.deadlines import relative, utc
+from pbem.deadlines import relative_said, utc
 from pbem.errors import Refusal
 from pbem.games import audit, find_game, players_of, remove_entrant
 from pbem.models import Game, Signup, Watcher
@@ -23,6 +23,7 @@ from pbem.orders import Order, game_name
 from pbem.services.post import announce, notice, tagged
 from pbem.services.turns import resolve_if_complete
 from pbem.wording import Message, _, plural
+from pbem.zones import When
 
 EMAIL_HINT = _("e.g. REMOVE cup-1 ann@example.org")
 
@@ -138,13 +139,13 @@ def do_deadline(ctx: CommandContext, order: Order) -> str:
     target = ctx.now + timedelta(hours=value) if isinstance(value, float) else value
     assert isinstance(target, datetime)
     if target <= ctx.now:
-        raise Refusal(_("{when} has passed already", when=utc(target)))
+        raise Refusal(_("{when} has passed already", when=When(target)))
     game.deadline, game.grace_until = target, None
     ctx.session.add(game)
     announce(ctx.session, ctx.post, game,
-             _("turn {turn}: new deadline {when}", turn=game.turn, when=utc(target)),
+             _("turn {turn}: new deadline {when}", turn=game.turn, when=When(target)),
              [_("The referee set the deadline of turn {turn} to {when} ({relative}).",
-                turn=game.turn, when=utc(target), relative=relative(target, ctx.now))],
+                turn=game.turn, when=When(target), relative=relative_said(target, ctx.now))],
              ctx.now, action="deadline", actor="referee")
     return f"game {game.name}: deadline of turn {game.turn} set to {utc(target)}"
 
@@ -167,13 +168,13 @@ def do_extend(ctx: CommandContext, order: Order) -> str:
         game.grace_until += more
         what = _("The referee extended the grace period of turn {turn} by {hours} hours, "
                  "to {when} ({relative}).", turn=game.turn, hours=format(hours, "g"),
-                 when=utc(game.grace_until), relative=relative(game.grace_until, ctx.now))
+                 when=When(game.grace_until), relative=relative_said(game.grace_until, ctx.now))
         said = f"grace until {utc(game.grace_until)}"
     elif game.deadline is not None:
         game.deadline += more
         what = _("The referee extended the deadline of turn {turn} by {hours} hours, to "
                  "{when} ({relative}).", turn=game.turn, hours=format(hours, "g"),
-                 when=utc(game.deadline), relative=relative(game.deadline, ctx.now))
+                 when=When(game.deadline), relative=relative_said(game.deadline, ctx.now))
         said = f"deadline {utc(game.deadline)}"
     else:
         raise Refusal(_("game '{game}' has no deadline to extend; set one with DEADLINE",
@@ -225,11 +226,11 @@ def do_resume(ctx: CommandContext, order: Order) -> str:
                 game=game.name, turn=game.turn)
     if end is not None:
         resumed = (_("{resumed} The grace period of turn {turn} is now {when} ({relative}).",
-                     resumed=resumed, turn=game.turn, when=utc(end),
-                     relative=relative(end, ctx.now)) if game.grace_until else
+                     resumed=resumed, turn=game.turn, when=When(end),
+                     relative=relative_said(end, ctx.now)) if game.grace_until else
                    _("{resumed} The deadline of turn {turn} is now {when} ({relative}).",
-                     resumed=resumed, turn=game.turn, when=utc(end),
-                     relative=relative(end, ctx.now)))
+                     resumed=resumed, turn=game.turn, when=When(end),
+                     relative=relative_said(end, ctx.now)))
     announce(ctx.session, ctx.post, game, _("the game resumes"), [resumed], ctx.now,
              action="resume", actor="referee")
     return f"game {game.name} resumed" + (f"; deadline {utc(end)}" if end else "")

@@ -14,7 +14,7 @@ from typing import Any
 from sqlmodel import Session
 
 from pbem.config import WebSettings
-from pbem.deadlines import relative
+from pbem.deadlines import relative_said
 from pbem.games import heard_by, seated, talk_lines, watchers_of
 from pbem.kinds import kind_of
 from pbem.links import key_generation, private_link
@@ -69,7 +69,7 @@ def report_context(game: Game, players: dict[int, Player], state: Any, seat: int
         "private_link": private, "notes": notes,
         "talk": talk or [], "commitment": game.commitment if game.turn == 1 else None,
         "seed": game.seed_hex if over else None,
-        "deadline_relative": relative(game.deadline, now),
+        "deadline_relative": relative_said(game.deadline, now),
         "standings": standings, "how_to_order": not over,
         "game": game.name, "turn": game.turn, "you": seat,
         "players": [{"number": s, "name": p.name} for s, p in sorted(players.items())],
