@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from sqlalchemy import Engine, func
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from pbem.claims import Lease
 from pbem.models import InboundMail, OutboundMail
@@ -35,11 +35,13 @@ REFEREE_KEY = "workers-referee-key"
 
 
 def write_config(path: Path, stack: Any, database: str, *, poll_seconds: float = 1.0,
-                 lock_wait_seconds: float = 1.0, folder: str = "INBOX") -> Path:
-    """A pbem.toml for workers: the database, bluff's IMAP folder, the stack's SMTP."""
+                 lock_wait_seconds: float = 1.0, folder: str = "INBOX",
+                 user: str = "bluff") -> Path:
+    """A pbem.toml for workers: the database, user's (bluff's) IMAP folder, the stack's
+    SMTP."""
     return stack_config(path, stack, database, REFEREE_KEY,
                         server={"lock_wait_seconds": lock_wait_seconds},
-                        imap={"folder": folder, "poll_seconds": poll_seconds})
+                        imap={"folder": folder, "poll_seconds": poll_seconds}, user=user)
 
 
 class Workers:
@@ -121,6 +123,36 @@ def burst(stack: Any, users: list[str], n: int) -> list[str]:
     return ids
 
 
+def game_help_mail(stack: Any, user: str, game: str, n: int, to: str = "bluff") -> bytes:
+    """A HELP mail from user that names its game (a GAME line): handled in that game's lane
+    on PostgreSQL."""
+    msg = EmailMessage()
+    msg["From"] = stack.address(user)
+    msg["To"] = stack.address(to)
+    msg["Subject"] = f"help {n}"
+    msg["Message-ID"] = make_msgid(domain="burst.test")
+    msg.set_content(f"GAME {game}\nHELP\n")
+    return msg.as_bytes(policy=policy.SMTP)
+
+
+def games_burst(stack: Any, seats: dict[str, list[str]], n: int,
+                server_of: Callable[[str], str] = lambda game: "bluff") -> list[str]:
+    """n HELP mails from the players of the games ``seats`` (game -> users), the games in
+    turn, put straight into the INBOX of each game's server account (server_of); their
+    Message-IDs."""
+    games = sorted(seats)
+    raws: dict[str, list[bytes]] = {}
+    for i in range(n):
+        game = games[i % len(games)]
+        users = seats[game]
+        raw = game_help_mail(stack, users[(i // len(games)) % len(users)], game, i,
+                             to=server_of(game))
+        raws.setdefault(server_of(game), []).append(raw)
+    for account, mails in raws.items():
+        stack.deliver_many(account, mails)
+    return [str(parse_mail(raw)["Message-ID"]) for mails in raws.values() for raw in mails]
+
+
 def counts(engine: Engine) -> dict[str, int]:
     """Inbound mail by status and outbound mail by status, as one dict (in:new, out:sent ...)."""
     with Session(engine) as session:
@@ -135,6 +167,23 @@ def lease_holder_pid(engine: Engine, name: str = "referee") -> int | None:
     """The pid of the process holding a lease (host:pid:nonce), None when free."""
     owner = Lease(engine, name, lambda: datetime.now(UTC)).holder()
     return int(owner.split(":")[1]) if owner else None
+
+
+def handling_pids(engine: Engine) -> set[int]:
+    """The pids of the processes holding a claim on new inbound mail: the workers handling
+    mail now (on PostgreSQL several, each a game's lane; on SQLite the lease's holder)."""
+    with Session(engine) as session:
+        owners = session.exec(select(InboundMail.claimed_by).where(
+            InboundMail.status == "new", col(InboundMail.claimed_by).is_not(None))).all()
+    return {int(owner.split(":")[1]) for owner in owners if owner}
+
+
+def handled_by(engine: Engine) -> Counter[int]:
+    """How many inbound mails each process (pid) handled (claimed last, now done)."""
+    with Session(engine) as session:
+        owners = session.exec(select(InboundMail.claimed_by).where(
+            InboundMail.status == "done")).all()
+    return Counter(int(owner.split(":")[1]) for owner in owners if owner)
 
 
 def wait_until(done: Callable[[], bool], timeout: float, what: str,
