@@ -3,9 +3,9 @@ IMAP mailbox (the real Dovecot + SMTP stack of testkit/mailstack.py, a private
 cluster of testkit/pgstack.py).
 
 For each worker count: the workers start on an empty folder and tick; then a
-burst of HELP mails from the players of many games (each mail names its game:
-on PostgreSQL each game's mail is a lane a worker claims, pbem.inbox), delivered
-beforehand, is moved into that folder at once, and the clock runs until the
+burst of HELP mails from the players of many games (each a reply to the
+player's report: on PostgreSQL each game's mail is a lane a worker claims,
+pbem.inbox), delivered beforehand, is moved into that folder at once, and the clock runs until the
 last answer is sent. Then the yardstick: two independent servers, each with
 its own database, mailbox and half of the games, one worker each, at once.
 Prints mails a second, the share of the burst in which every worker handled
@@ -30,6 +30,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from email.message import EmailMessage
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -46,9 +47,10 @@ from testkit.mailstack import DEFAULT_USERS, MailStack  # noqa: E402
 from testkit.pgstack import PgCluster  # noqa: E402
 from testkit.workers import (  # noqa: E402
     Workers,
+    burst_replies,
     counts,
-    game_help_mail,
     games_burst,
+    reports_by_game,
     wait_until,
     write_config,
 )
@@ -97,8 +99,13 @@ def machine_busy() -> tuple[float, float]:
     return sum(values) - idle, sum(values)
 
 
-def start_games(stack: MailStack, config: Path, seats: dict[str, list[str]]) -> None:
-    """Started games, so the HELP mails come from known players (answered every time)."""
+def start_games(stack: MailStack, config: Path,
+                seats: dict[str, list[str]]) -> dict[str, dict[str, EmailMessage]]:
+    """Started games, so the HELP mails come from known players, replying to their reports
+    (answered every time); the reports (game -> user -> report), once all arrived."""
+    users = [u for us in seats.values() for u in us]
+    for user in users:
+        stack.clear(user)
     server = Server(load_settings(config))
     for game, users in seats.items():
         for line in [f"NEWGAME {game} RULES classic", *(f"ADD {game} {stack.address(u)} P-{u}"
@@ -106,6 +113,13 @@ def start_games(stack: MailStack, config: Path, seats: dict[str, list[str]]) -> 
             server.referee.admin(line.split())
     server.send()
     server.engine.dispose()
+    reports: dict[str, dict[str, EmailMessage]] = {}
+
+    def arrived() -> bool:
+        reports.update(reports_by_game(stack, users))
+        return all(sorted(reports.get(g, {})) == sorted(us) for g, us in seats.items())
+    wait_until(arrived, 120, "the first reports", poll=0.3)
+    return reports
 
 
 def make_folder(stack: MailStack, name: str, user: str = "bluff") -> None:
@@ -137,6 +151,7 @@ class Site:
     folder: Path
     games: dict[str, list[str]]
     engine: Engine
+    reports: dict[str, dict[str, EmailMessage]]
     sent_before: int = 0
     workers: Workers | None = None
     pids: list[int] = field(default_factory=list)
@@ -149,10 +164,10 @@ def make_site(stack: MailStack, cluster: PgCluster, account: str, seats: dict[st
     config = write_config(folder / "pbem.toml", stack, database, poll_seconds=poll,
                           lock_wait_seconds=lock_wait, folder="burst", user=account)
     engine = db.open_database(database)
-    start_games(stack, config, seats)
+    reports = start_games(stack, config, seats)
     with Session(engine) as session:
         before = session.exec(select(func.count()).select_from(OutboundMail)).one()
-    return Site(account, database, config, folder, seats, engine, before)
+    return Site(account, database, config, folder, seats, engine, reports, before)
 
 
 def commits(engine: Engine) -> int:
@@ -188,12 +203,13 @@ def run(stack: MailStack, cluster: PgCluster, counts_of: list[int], mails: int, 
     names = sorted(seats)
     accounts = ["bluff", "bluff2"][:len(counts_of)]
     share = {g: accounts[i * len(accounts) // len(names)] for i, g in enumerate(names)}
-    for user in ["referee", *accounts, *(u for us in seats.values() for u in us)]:
+    for user in ["referee", *accounts]:
         stack.clear(user)
     sites = [make_site(stack, cluster, account,
                        {g: seats[g] for g in names if share[g] == account}, poll, lock_wait,
                        f"{tag}-{account}") for account in accounts]
-    games_burst(stack, seats, mails, server_of=lambda g: share[g])
+    games_burst(stack, {g: r for site in sites for g, r in site.reports.items()}, mails,
+                server_of=lambda g: share[g])
     per_site = {a: sum(1 for i in range(mails) if share[names[i % len(names)]] == a)
                 for a in accounts}
     for site in sites:
@@ -267,12 +283,10 @@ def statements_per_mail(stack: MailStack, cluster: PgCluster, mails: int, games:
     for label, database in (("PostgreSQL", cluster.new_database()),
                             ("SQLite", f"sqlite:///{folder / 'bench.db'}")):
         config = write_config(folder / f"pbem-{label}.toml", stack, database, user="bluff")
-        start_games(stack, config, seats)
+        reports = start_games(stack, config, seats)
         server = Server(load_settings(config))
-        for i in range(mails):
-            game = sorted(seats)[i % games]
-            user = seats[game][(i // games) % SEATS]
-            server.referee.store_inbound(game_help_mail(stack, user, game, i), source="smtp")
+        for _, raw in burst_replies(stack, reports, mails):
+            server.referee.store_inbound(raw, source="smtp")
         counted = {"statements": 0, "commits": 0}
 
         def statement(*_: object, counted: dict[str, int] = counted) -> None:

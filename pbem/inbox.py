@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from email.utils import parseaddr
 from typing import Any
@@ -285,36 +287,44 @@ def finish(session: Session, row: InboundMail) -> None:
 # handle other games'.
 
 NO_GAME = 0          # the lane of mail that names no game (yet): sign-ups, LIST, strangers
+LANE_GIVING = -1     # the try-lock key of giving lanes (not a game's id: those are > 0)
 LANES_READ = 200     # lanes with new mail looked at in one read
 
 
-def unrouted(engine: Engine, upto: int,
-             size: int = PAGE) -> list[tuple[int, bytes, str | None, bool]]:
-    """New mails (up to id ``upto``) not given a lane yet, oldest first: (id, raw,
-    envelope_from, truncated) of each."""
+def give_lanes(engine: Engine, upto: int, lane_of: Callable[[Session, LaneRead], int],
+               size: int = PAGE) -> int | None:
+    """Give the oldest ``size`` new mails (up to id ``upto``) without a lane their lanes
+    (``lane_of``: read in this transaction), in one commit; returns how many, or None when
+    another process is giving lanes at this moment (the mail is read once, by one)."""
     with Session(engine) as session:
-        return [(i, raw, env, cut) for i, raw, env, cut in session.execute(
+        if not try_lane_claim(session, LANE_GIVING):
+            return None
+        rows = [LaneRead(*row) for row in session.execute(
             select(InboundMail.id, InboundMail.raw, InboundMail.envelope_from,
                    InboundMail.truncated)
             .where(InboundMail.status == "new", col(InboundMail.lane).is_(None),
                    col(InboundMail.id) <= upto)
             .order_by(col(InboundMail.id)).limit(size))]
+        if rows:
+            session.connection().execute(_SET_LANE, [
+                {"row": row.id, "lane": lane_of(session, row)} for row in rows])
+        session.commit()
+    return len(rows)
+
+
+@dataclass(frozen=True)
+class LaneRead:
+    """What a mail's lane is read from (pbem.referee.lane_of)."""
+
+    id: int
+    raw: bytes
+    envelope_from: str | None
+    truncated: bool
 
 
 _SET_LANE = update(InboundMail).where(col(InboundMail.id) == bindparam("row"),
                                       col(InboundMail.lane).is_(None)).values(
     lane=bindparam("lane"))
-
-
-def set_lanes(engine: Engine, lanes: dict[int, int]) -> None:
-    """Give mails their lanes (id -> lane), in one commit; a lane once given stays (a
-    worker that read the mail at the same time wrote it first)."""
-    if not lanes:
-        return
-    with Session(engine) as session:
-        session.connection().execute(_SET_LANE, [{"row": row_id, "lane": lane}
-                                                 for row_id, lane in lanes.items()])
-        session.commit()
 
 
 def waiting_lanes(engine: Engine, upto: int) -> list[int]:

@@ -179,16 +179,13 @@ class Referee:
         return handled
 
     def route(self, upto: int) -> None:
-        """Give each stored mail up to id ``upto`` without a lane its lane (lane_of)."""
+        """Give each stored mail up to id ``upto`` without a lane its lane (lane_of), a
+        page at a time; left to another worker that is at it (it reads each mail once)."""
+        def lane(session: Session, read: inbox.LaneRead) -> int:
+            return lane_of(session, self.post, read.raw, read.envelope_from, read.truncated)
         while True:
-            rows = inbox.unrouted(self.engine, upto)
-            if not rows:
-                return
-            with Session(self.engine) as session:
-                lanes = {row_id: lane_of(session, self.post, raw, envelope_from, truncated)
-                         for row_id, raw, envelope_from, truncated in rows}
-            inbox.set_lanes(self.engine, lanes)
-            if len(rows) < inbox.PAGE:
+            given = inbox.give_lanes(self.engine, upto, lane)
+            if given is None or given < inbox.PAGE:
                 return
 
     def handle_claimed(self, inbound_id: int, following: int | None,

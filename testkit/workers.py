@@ -27,7 +27,7 @@ from sqlmodel import Session, col, select
 
 from pbem.claims import Lease
 from pbem.models import InboundMail, OutboundMail
-from pbem.robot_client import parse_mail
+from pbem.robot_client import parse_mail, reply_to, report_view
 from testkit.stack import stack_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -123,30 +123,39 @@ def burst(stack: Any, users: list[str], n: int) -> list[str]:
     return ids
 
 
-def game_help_mail(stack: Any, user: str, game: str, n: int, to: str = "bluff") -> bytes:
-    """A HELP mail from user that names its game (a GAME line): handled in that game's lane
-    on PostgreSQL."""
-    msg = EmailMessage()
-    msg["From"] = stack.address(user)
-    msg["To"] = stack.address(to)
-    msg["Subject"] = f"help {n}"
-    msg["Message-ID"] = make_msgid(domain="burst.test")
-    msg.set_content(f"GAME {game}\nHELP\n")
-    return msg.as_bytes(policy=policy.SMTP)
+def reports_by_game(stack: Any, users: list[str]) -> dict[str, dict[str, EmailMessage]]:
+    """game -> user -> the latest report of that game in the user's INBOX (report.json)."""
+    found: dict[str, dict[str, EmailMessage]] = {}
+    for user in users:
+        for raw in stack.fetch_all(user):
+            msg = parse_mail(raw)
+            view = report_view(msg)
+            if view is not None and msg["In-Reply-To"] is None:
+                found.setdefault(str(view["game"]), {})[user] = msg   # the later wins
+    return found
 
 
-def games_burst(stack: Any, seats: dict[str, list[str]], n: int,
-                server_of: Callable[[str], str] = lambda game: "bluff") -> list[str]:
-    """n HELP mails from the players of the games ``seats`` (game -> users), the games in
-    turn, put straight into the INBOX of each game's server account (server_of); their
-    Message-IDs."""
-    games = sorted(seats)
-    raws: dict[str, list[bytes]] = {}
+def burst_replies(stack: Any, reports: dict[str, dict[str, EmailMessage]], n: int,
+                  lines: tuple[str, ...] = ("HELP",)) -> list[tuple[str, bytes]]:
+    """n replies (HELP) of the players of the games of ``reports`` (game -> user -> their
+    latest report) to their reports, the games in turn: (game, raw) each. On PostgreSQL
+    each is handled in its game's lane."""
+    games = sorted(reports)
+    replies = []
     for i in range(n):
         game = games[i % len(games)]
-        users = seats[game]
-        raw = game_help_mail(stack, users[(i // len(games)) % len(users)], game, i,
-                             to=server_of(game))
+        users = sorted(reports[game])
+        user = users[(i // len(games)) % len(users)]
+        replies.append((game, reply_to(reports[game][user], stack.address(user), list(lines))))
+    return replies
+
+
+def games_burst(stack: Any, reports: dict[str, dict[str, EmailMessage]], n: int,
+                server_of: Callable[[str], str] = lambda game: "bluff") -> list[str]:
+    """burst_replies put straight into the INBOX of each game's server account
+    (server_of); their Message-IDs."""
+    raws: dict[str, list[bytes]] = {}
+    for game, raw in burst_replies(stack, reports, n):
         raws.setdefault(server_of(game), []).append(raw)
     for account, mails in raws.items():
         stack.deliver_many(account, mails)

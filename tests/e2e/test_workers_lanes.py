@@ -7,6 +7,7 @@ order, every turn once.
   was answered once, every answer arrived once;
 - the same with a worker SIGKILLed mid-burst (a fourth takes its place): nothing lost,
   nothing doubled but a mail in flight on the killed worker's SMTP connections;
+- three workers each with its own SMTP listener, the mail spread over them: the same;
 - a postal game whose players all send their orders at the same moment, turn after
   turn, while three workers poll: each turn resolved once, each report sent once.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import json
 import random
+import smtplib
 from collections import Counter
 from email.message import EmailMessage
 from itertools import combinations
@@ -27,16 +29,19 @@ from sqlmodel import Session, col, select
 from pbem import db
 from pbem.config import SmtpSettings
 from pbem.models import Game, InboundMail, Move, OutboundMail
-from pbem.robot_client import client_order_lines, reply_to, report_view
+from pbem.robot_client import client_order_lines, parse_mail, reply_to, report_view
 from testkit.e2e import Client
+from testkit.net import LOOPBACK, free_ports, port_open
 from testkit.pgstack import PgCluster
 from testkit.workers import (
     Workers,
+    burst_replies,
     counts,
     games_burst,
     handled_by,
     handling_pids,
     received,
+    reports_by_game,
     wait_until,
     write_config,
 )
@@ -49,9 +54,11 @@ SEATS = {f"lane-{n}": list(pair) for n, pair in enumerate(combinations(USERS, 2)
 BURST = 270
 
 
-def started(mailstack: Any, pgcluster: PgCluster, tmp_path: Path) -> tuple[Path, Any]:
+def started(mailstack: Any, pgcluster: PgCluster,
+            tmp_path: Path) -> tuple[Path, Any, dict[str, dict[str, EmailMessage]]]:
     """A database with the nine games of SEATS started (classic, two players each), through
-    a referee mail handled by one worker; the config and the engine."""
+    a referee mail handled by one worker; the config, the engine and the players' reports
+    (game -> user -> report)."""
     database = pgcluster.new_database()
     for user in ["bluff", "referee", *USERS]:
         mailstack.clear(user)
@@ -67,7 +74,16 @@ def started(mailstack: Any, pgcluster: PgCluster, tmp_path: Path) -> tuple[Path,
                    set(counts(engine)) <= {"in:done", "out:sent"}, 90, "the games' start")
     with Session(engine) as session:
         assert {g.status for g in session.exec(select(Game))} == {"running"}
-    return config, engine
+    reports: dict[str, dict[str, EmailMessage]] = {}
+
+    def all_reports() -> bool:
+        reports.update(reports_by_game(mailstack, USERS))
+        return sorted(reports) == sorted(SEATS) and all(
+            sorted(reports[g]) == sorted(us) for g, us in SEATS.items())
+    wait_until(all_reports, 60, "the first reports", poll=0.3)
+    for user in USERS:
+        mailstack.clear(user)
+    return config, engine, reports
 
 
 def check_burst(mailstack: Any, engine: Any, ids: list[str], may_repeat: set[str]) -> None:
@@ -83,6 +99,7 @@ def check_burst(mailstack: Any, engine: Any, ids: list[str], may_repeat: set[str
             col(OutboundMail.inbound_id).is_not(None))).all()
         answers = Counter(m.inbound_id for m in outbound)
         assert set(answers) == {m.id for m in inbound} and set(answers.values()) == {1}
+        assert {m.outcome for m in inbound if m.dedupe_key in ids} == {"help sent"}
     arrived = {u: received(mailstack, u) for u in USERS}
     by_address = {mailstack.address(u): u for u in USERS}
     for row in outbound:
@@ -95,13 +112,11 @@ def check_burst(mailstack: Any, engine: Any, ids: list[str], may_repeat: set[str
 
 def test_a_burst_over_nine_games_is_shared_by_three_workers(
         mailstack: Any, pgcluster: PgCluster, tmp_path: Path) -> None:
-    config, engine = started(mailstack, pgcluster, tmp_path)
-    for user in USERS:
-        mailstack.clear(user)
+    config, engine, reports = started(mailstack, pgcluster, tmp_path)
     with Workers(config, tmp_path) as workers:
         pids = workers.start(3)
         wait_until(workers.all_ticking, 60, "the workers' first ticks")
-        ids = games_burst(mailstack, SEATS, BURST)
+        ids = games_burst(mailstack, reports, BURST)
         try:
             wait_until(lambda: counts(engine).get("in:done", 0) == 1 + BURST and
                        set(counts(engine)) <= {"in:done", "out:sent"}, 180, "the burst")
@@ -118,9 +133,7 @@ def test_a_burst_over_nine_games_is_shared_by_three_workers(
 
 def test_a_worker_killed_mid_burst_over_nine_games_loses_and_doubles_nothing(
         mailstack: Any, pgcluster: PgCluster, tmp_path: Path) -> None:
-    config, engine = started(mailstack, pgcluster, tmp_path)
-    for user in USERS:
-        mailstack.clear(user)
+    config, engine, reports = started(mailstack, pgcluster, tmp_path)
     killed: dict[str, Any] = {}
 
     def in_flight(pid: int) -> set[str]:
@@ -132,7 +145,7 @@ def test_a_worker_killed_mid_burst_over_nine_games_loses_and_doubles_nothing(
     with Workers(config, tmp_path) as workers:
         first = workers.start(3)
         wait_until(workers.all_ticking, 60, "the workers' first ticks")
-        ids = games_burst(mailstack, SEATS, BURST)
+        ids = games_burst(mailstack, reports, BURST)
 
         def kill_one_holding_a_lane() -> bool:
             if counts(engine).get("in:done", 0) < 1 + BURST // 5:
@@ -150,6 +163,9 @@ def test_a_worker_killed_mid_burst_over_nine_games_loses_and_doubles_nothing(
             wait_until(kill_one_holding_a_lane, 120, "a worker holding a lane", poll=0.01)
             wait_until(lambda: counts(engine).get("in:done", 0) == 1 + BURST and
                        set(counts(engine)) <= {"in:done", "out:sent"}, 180, "the burst")
+            # the one that took the killed one's place is up (a stop while it starts
+            # would kill it before it listens for SIGTERM)
+            wait_until(workers.all_ticking, 60, "the fourth worker's first tick")
         except AssertionError:
             print(workers.logs())
             raise
@@ -162,6 +178,45 @@ def test_a_worker_killed_mid_burst_over_nine_games_loses_and_doubles_nothing(
     assert shares[killed["pid"]] > 0 and sum(1 for p in shares if p != killed["pid"]) >= 2
     assert len(killed["in_flight"]) <= SmtpSettings(host="any").connections * 2
     check_burst(mailstack, engine, ids, may_repeat=killed["in_flight"])
+
+
+def test_three_workers_each_with_its_own_listener_behind_one_address(
+        mailstack: Any, pgcluster: PgCluster, tmp_path: Path) -> None:
+    """Inbound at scale without one mailbox's poller: each worker takes mail from the MX on
+    its own SMTP listener ([listen]); the mail goes to the listeners in turn, as an MX
+    with several hosts (or a load balancer) spreads it. Every mail stored once, handled
+    once, answered once, by more than one worker."""
+    config, engine, reports = started(mailstack, pgcluster, tmp_path)
+    ports = free_ports(3)
+    sets = []
+    for n, port in enumerate(ports, 1):
+        folder = tmp_path / f"worker-{n}"
+        folder.mkdir()
+        own = folder / "pbem.toml"
+        own.write_text(config.read_text() + f'[listen]\nhost = "{LOOPBACK}"\nport = {port}\n')
+        sets.append(Workers(own, folder))
+    try:
+        pids = [pid for workers in sets for pid in workers.start(1)]
+        wait_until(lambda: all(port_open(p) for p in ports), 60, "the listeners")
+        replies = [raw for _, raw in burst_replies(mailstack, reports, BURST // 3)]
+        for n, raw in enumerate(replies):
+            with smtplib.SMTP(LOOPBACK, ports[n % len(ports)], timeout=10) as client:
+                client.sendmail(str(parse_mail(raw)["From"]), [mailstack.address("bluff")], raw)
+        ids = [str(parse_mail(raw)["Message-ID"]) for raw in replies]
+        wait_until(lambda: counts(engine).get("in:done", 0) == 1 + len(ids) and
+                   set(counts(engine)) <= {"in:done", "out:sent"}, 180, "the burst")
+    except AssertionError:
+        print("\n".join(workers.logs() for workers in sets))
+        raise
+    finally:
+        statuses = {pid: status for workers in sets for pid, status in workers.stop().items()}
+    assert set(statuses.values()) == {0}
+    with Session(engine) as session:
+        assert {m.source for m in session.exec(select(InboundMail))
+                if m.dedupe_key in ids} == {"smtp"}
+    shares = handled_by(engine)
+    assert sum(1 for pid in pids if shares[pid] > 0) >= 2, shares
+    check_burst(mailstack, engine, ids, may_repeat=set())
 
 
 POSTAL = ["p1", "p2", "p3", "p4", "p5"]
