@@ -9,7 +9,8 @@ reply mail as a player's client writes it (In-Reply-To, References, the report
 quoted), put straight into the referee's Maildir; then ONE tick handles the whole
 turn (the turn tick). Making and delivering the mails is not timed.
 
-Prints per N: the start tick, the turn tick, orders handled, ms per order, mails
+Prints per N: the start tick, the turn tick, orders handled, ms per order (wall
+and the bench process's CPU: with --workers the workers' CPU is not in it), mails
 written (and per second) by the turn tick, peak RSS of the process; then how the
 per-order cost and the peak RSS grow from the smallest size to the largest.
 
@@ -37,6 +38,7 @@ import argparse
 import cProfile
 import json
 import multiprocessing
+import os
 import pstats
 import random
 import resource
@@ -134,28 +136,30 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024   # KiB on Linux
 
 
-def tick_on(settings: Settings, stop: Any, reports: Any) -> None:
-    """A worker (a forked process): ticks until ``stop`` is set, then puts what its ticks
-    did (fetched, processed, sent) on ``reports``."""
-    server = Server(settings)
+def tick_on(server: Server, stop: Any, reports: Any) -> None:
+    """A worker (a forked process, with the bench's server as warm as the one-worker run's:
+    its templates compiled, its connections its own): ticks until ``stop`` is set, then
+    puts what its ticks did (fetched, processed, sent) on ``reports``."""
     done = [0, 0, 0]
     while not stop.is_set():
         report = server.tick()
+        if report.did_something and os.environ.get("SCALE_TICKS"):
+            say(f"worker {os.getpid()}: {report}")
         done = [done[0] + report.fetched, done[1] + report.processed, done[2] + report.sent]
         if not report.did_something:
             time.sleep(0.05)
     server.close()
     server.engine.dispose()
-    reports.put(done)
+    reports.put([*done, time.process_time()])
 
 
-def turn_by_workers(settings: Settings, engine: Engine, workers: int, games: int,
+def turn_by_workers(server: Server, engine: Engine, workers: int, games: int,
                     stack: MailStack) -> TickReport:
     """The turn handled by ``workers`` processes ticking side by side (PostgreSQL), until
     every order is handled and every turn-2 report written; what they did, together."""
     context = multiprocessing.get_context("fork")
     stop, reports = context.Event(), context.Queue()
-    procs = [context.Process(target=tick_on, args=(settings, stop, reports))
+    procs = [context.Process(target=tick_on, args=(server, stop, reports))
              for _ in range(workers)]
     for proc in procs:
         proc.start()
@@ -170,7 +174,8 @@ def turn_by_workers(settings: Settings, engine: Engine, workers: int, games: int
         done = [reports.get(timeout=600) for _ in procs]
         for proc in procs:
             proc.join(60)
-    say(f"mails handled by each worker: {[d[1] for d in done]}")
+    say(f"mails handled / CPU s by each worker: "
+        f"{', '.join(f'{d[1]} / {d[3]:.1f}' for d in done)}")
     return TickReport(fetched=sum(d[0] for d in done), processed=sum(d[1] for d in done),
                       sent=sum(d[2] for d in done))
 
@@ -204,14 +209,15 @@ def run_size(games: int, profile: str | None, quote: bool, seed: int, postgresql
         if workers > 1:   # the server's connections are not the forked workers' to share
             server.close()
             database.dispose()
-        clock = time.perf_counter()
+        clock, cpu = time.perf_counter(), time.process_time()
         if profiler is not None:
             profiler.enable()
-        turn = server.tick() if workers == 1 else turn_by_workers(settings, database, workers,
+        turn = server.tick() if workers == 1 else turn_by_workers(server, database, workers,
                                                                    games, stack)
         if profiler is not None:
             profiler.disable()
         turn_tick = time.perf_counter() - clock
+        turn_cpu = time.process_time() - cpu   # the forked workers' not in it
         written = count(database, "SELECT count(*) FROM outbound_mail") - before
         second = count(database, "SELECT count(*) FROM outbound_mail "
                                  "WHERE kind = 'report' AND turn = 2")
@@ -228,7 +234,8 @@ def run_size(games: int, profile: str | None, quote: bool, seed: int, postgresql
         return {"games": games, "start_tick": start_tick, "turn_tick": turn_tick,
                 "orders": turn.processed, "ms_per_order": 1000 * turn_tick / max(1, turn.processed),
                 "mails": written, "mails_per_s": written / turn_tick,
-                "sent": turn.sent, "rss_mib": peak_rss_mib()}
+                "sent": turn.sent, "rss_mib": peak_rss_mib(),
+                "cpu_ms_per_order": 1000 * turn_cpu / max(1, turn.processed)}
 
 
 class _Nothing:
@@ -252,12 +259,13 @@ def profile_path(profile: str | None, games: int, several: bool) -> str | None:
 
 
 def table(results: list[dict]) -> None:
-    print("\n| games | start tick | turn tick | orders | ms/order | mails written | "
-          "mails/s | peak RSS |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("\n| games | start tick | turn tick | orders | ms/order | CPU ms/order | "
+          "mails written | mails/s | peak RSS |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in results:
+        cpu = f"{r['cpu_ms_per_order']:.1f}" if r.get("cpu_ms_per_order") else "-"
         print(f"| {r['games']:,} | {r['start_tick']:.1f} s | {r['turn_tick']:.1f} s | "
-              f"{r['orders']:,} | {r['ms_per_order']:.1f} | {r['mails']:,} | "
+              f"{r['orders']:,} | {r['ms_per_order']:.1f} | {cpu} | {r['mails']:,} | "
               f"{r['mails_per_s']:.0f} | {r['rss_mib']:.0f} MiB |")
     if len(results) > 1:
         small, large = results[0], results[-1]
