@@ -107,18 +107,21 @@ def start_games(stack: MailStack, config: Path,
     for user in users:
         stack.clear(user)
     server = Server(load_settings(config))
-    for game, users in seats.items():
+    for game, seated in seats.items():
         for line in [f"NEWGAME {game} RULES classic", *(f"ADD {game} {stack.address(u)} P-{u}"
-                                          for u in users), f"START {game}"]:
+                                                        for u in seated), f"START {game}"]:
             server.referee.admin(line.split())
-    server.send()
-    server.engine.dispose()
     reports: dict[str, dict[str, EmailMessage]] = {}
 
     def arrived() -> bool:
+        server.send()   # again: a mail the relay deferred under load is due again
         reports.update(reports_by_game(stack, users))
         return all(sorted(reports.get(g, {})) == sorted(us) for g, us in seats.items())
-    wait_until(arrived, 120, "the first reports", poll=0.3)
+    try:
+        wait_until(arrived, 300, "the first reports", poll=1.0)
+    finally:
+        server.close()
+        server.engine.dispose()
     return reports
 
 
