@@ -52,12 +52,13 @@ def clock_tick(engine: Engine, post: Post, now: datetime,
     transaction claims the game (pbem.db.game_writer, tried): a game another worker
     holds (its mail, its clock) is left to the next tick, its id added to ``left``.
     """
+    apart = lanes_apart(engine)
     with Session(engine) as session:
-        one_writer(session)   # each transaction alone, even when a lease expired meanwhile
+        if not apart or _outage_seen(session, post, now):
+            one_writer(session)   # each transaction alone, even when a lease expired meanwhile
         _outage(session, post, now)
         session.commit()
     resolved = 0
-    apart = lanes_apart(engine)
     for game_id in clock_candidates(engine, now):
         with Work(engine) as session:   # the game's players and orders read once
             try:
@@ -227,6 +228,19 @@ def vacation_check(session: Session, post: Post, game: Game,
             f"{opts.vacation_days:g} days, so the deadline was not moved (further).",
             f"Beyond the cap you decide: EXTEND {game.name} <hours>, DEADLINE {game.name} "
             f"<time>, PAUSE {game.name}, or let the turn resolve as it is."])
+
+
+def _outage_seen(session: Session, post: Post, now: datetime) -> bool:
+    """PostgreSQL, workers side by side: read the last tick's time locked (the workers'
+    clocks take their turns on it); True when the outage shift may move games' deadlines
+    (or nothing was kept yet), which it does with the writer's lock alone. Otherwise only
+    the time is written, and the games' transactions are not held back each tick."""
+    row = session.get(ServerState, LAST_TICK, with_for_update=True)
+    if row is None:
+        return True
+    minutes = post.settings.outage_minutes
+    return outage_gap(datetime.fromisoformat(row.value), now,
+                      timedelta(minutes=minutes) if minutes is not None else None) is not None
 
 
 def _outage(session: Session, post: Post, now: datetime) -> None:

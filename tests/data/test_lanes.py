@@ -6,6 +6,7 @@ sender's address locks under is the same in every process and fits PostgreSQL's 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -17,6 +18,7 @@ from pbem import inbox
 from pbem.claims import me
 from pbem.db import lock_key, open_database
 from pbem.models import InboundMail
+from testkit.desk import T0, Clock, game_row, make_server, started_game
 from testkit.pgstack import PgCluster
 
 NOW = datetime(2026, 12, 4, 12, tzinfo=UTC)
@@ -75,3 +77,24 @@ def test_a_sender_lock_key_is_stable_and_an_int4(address: str) -> None:
     key = lock_key(address)
     assert -(2 ** 31) <= key < 2 ** 31
     assert key == lock_key(address)
+
+
+@pytest.mark.postgresql
+def test_the_outage_shift_moves_deadlines_on_postgresql_too(pgcluster: PgCluster,
+                                                            tmp_path: Path) -> None:
+    """On PostgreSQL the clock reads the last tick's time locked and takes the writer's lock
+    alone only when the shift may move deadlines: a tick after a gap still moves them,
+    once; short gaps move nothing."""
+    clock = Clock()
+    server = make_server(tmp_path, clock, outage_minutes=15,
+                         database=pgcluster.new_database())
+    started_game(server, "DEADLINE 24")
+    assert server.referee.resolve_due() == 0      # the server runs: its last tick is noted
+    clock.advance(minutes=10)
+    assert server.referee.resolve_due() == 0      # a short gap: nothing moves
+    assert game_row(server).deadline == T0 + timedelta(hours=24)
+    clock.advance(hours=30)                       # down for 30 hours, past the deadline
+    assert server.referee.resolve_due() == 0
+    assert game_row(server).deadline == T0 + timedelta(hours=24 + 30)   # by the down time
+    assert server.referee.resolve_due() == 0      # the same moment again: moved once
+    assert game_row(server).turn == 1
