@@ -9,13 +9,21 @@ reply mail as a player's client writes it (In-Reply-To, References, the report
 quoted), put straight into the referee's Maildir; then ONE tick handles the whole
 turn (the turn tick). Making and delivering the mails is not timed.
 
-Prints per N: the start tick, the turn tick, orders handled, ms per order, mails
+Prints per N: the start tick, the turn tick, orders handled, ms per order (wall
+and the bench process's CPU: with --workers the workers' CPU is not in it), mails
 written (and per second) by the turn tick, peak RSS of the process; then how the
 per-order cost and the peak RSS grow from the smallest size to the largest.
 
     python bench/scale.py                          # 100 games
     python bench/scale.py --games 100 1000         # each size in its own process
     python bench/scale.py --games 1000 --profile turn.prof   # cProfile of the turn tick
+    python bench/scale.py --games 2000 --postgresql --workers 2   # two workers' ticks
+
+With --postgresql the database is one of a private PostgreSQL cluster
+(testkit/pgstack.py); with --workers N (PostgreSQL only) the turn is handled by N
+processes ticking side by side, each game's mail a lane one of them claims
+(pbem.inbox.claim_lane): the turn tick is then the time from the first tick's
+start until every order is handled and every report written, fetching included.
 
 With --profile and several sizes, each size writes FILE with "-N" before its suffix.
 The mails are streamed (the answers straight from the outbox table into the
@@ -29,10 +37,11 @@ from __future__ import annotations
 import argparse
 import cProfile
 import json
+import multiprocessing
+import os
 import pstats
 import random
 import resource
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -41,14 +50,18 @@ from collections.abc import Iterator
 from email import policy
 from email.message import EmailMessage
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from sqlalchemy import Engine, text  # noqa: E402
 
 from pbem.config import ImapSettings, Settings  # noqa: E402
 from pbem.mail.read import MAX_TEXT_LINES  # noqa: E402
 from pbem.robot_client import choose_order, order_lines, read_report, reply_to  # noqa: E402
-from pbem.server import Server  # noqa: E402
+from pbem.server import Server, TickReport  # noqa: E402
 from testkit.mailstack import MailStack  # noqa: E402
+from testkit.pgstack import PgCluster  # noqa: E402
 
 KEY = "bench-referee-key"
 SEATS = 5
@@ -78,12 +91,12 @@ def referee_mails(stack: MailStack, games: int) -> Iterator[bytes]:
         yield msg.as_bytes(policy=policy.SMTP)
 
 
-def answers(database: Path, rng: random.Random, quote: bool) -> Iterator[bytes]:
+def answers(engine: Engine, rng: random.Random, quote: bool) -> Iterator[bytes]:
     """Every player's reply to its turn-1 report, streamed from the outbox table."""
-    conn = sqlite3.connect(database)
-    try:
-        rows = conn.execute("SELECT raw, rcpts_json FROM outbound_mail "
-                            "WHERE kind = 'report' AND turn = 1 ORDER BY id")
+    with engine.connect() as conn:
+        rows = conn.execution_options(stream_results=True, yield_per=500).execute(text(
+            "SELECT raw, rcpts_json FROM outbound_mail "
+            "WHERE kind = 'report' AND turn = 1 ORDER BY id"))
         for raw, rcpts in rows:
             report = read_report(raw)   # not a full MIME parse: 50,000 of those take minutes
             assert report.view is not None
@@ -91,19 +104,14 @@ def answers(database: Path, rng: random.Random, quote: bool) -> Iterator[bytes]:
             assert move is not None, "every postal player moves in turn 1"
             yield reply_to(report.msg, json.loads(rcpts)[0], order_lines(move), quote=quote,
                            original=report.text)
-    finally:
-        conn.close()
 
 
 # --------------------------------------------------------------------------- one size
 
 
-def count(database: Path, sql: str) -> int:
-    conn = sqlite3.connect(database)
-    try:
-        return int(conn.execute(sql).fetchone()[0])
-    finally:
-        conn.close()
+def count(engine: Engine, sql: str) -> int:
+    with engine.connect() as conn:
+        return int(conn.execute(text(sql)).scalar_one())
 
 
 def inbox_size(stack: MailStack) -> int:
@@ -128,16 +136,63 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024   # KiB on Linux
 
 
-def run_size(games: int, profile: str | None, quote: bool, seed: int) -> dict:
+def tick_on(server: Server, stop: Any, reports: Any) -> None:
+    """A worker (a forked process, with the bench's server as warm as the one-worker run's:
+    its templates compiled, its connections its own): ticks until ``stop`` is set, then
+    puts what its ticks did (fetched, processed, sent) on ``reports``."""
+    done = [0, 0, 0]
+    while not stop.is_set():
+        report = server.tick()
+        if report.did_something and os.environ.get("SCALE_TICKS"):
+            say(f"worker {os.getpid()}: {report}")
+        done = [done[0] + report.fetched, done[1] + report.processed, done[2] + report.sent]
+        if not report.did_something:
+            time.sleep(0.05)
+    server.close()
+    server.engine.dispose()
+    reports.put([*done, time.process_time()])
+
+
+def turn_by_workers(server: Server, engine: Engine, workers: int, games: int,
+                    stack: MailStack) -> TickReport:
+    """The turn handled by ``workers`` processes ticking side by side (PostgreSQL), until
+    every order is handled and every turn-2 report written; what they did, together."""
+    context = multiprocessing.get_context("fork")
+    stop, reports = context.Event(), context.Queue()
+    procs = [context.Process(target=tick_on, args=(server, stop, reports))
+             for _ in range(workers)]
+    for proc in procs:
+        proc.start()
+    try:
+        while count(engine, "SELECT count(*) FROM outbound_mail WHERE kind = 'report' "
+                            "AND turn = 2") < SEATS * games or \
+                count(engine, "SELECT count(*) FROM inbound_mail WHERE status = 'new'") or \
+                inbox_size(stack):
+            time.sleep(0.1)
+    finally:
+        stop.set()
+        done = [reports.get(timeout=600) for _ in procs]
+        for proc in procs:
+            proc.join(60)
+    say(f"mails handled / CPU s by each worker: "
+        f"{', '.join(f'{d[1]} / {d[3]:.1f}' for d in done)}")
+    return TickReport(fetched=sum(d[0] for d in done), processed=sum(d[1] for d in done),
+                      sent=sum(d[2] for d in done))
+
+
+def run_size(games: int, profile: str | None, quote: bool, seed: int, postgresql: bool = False,
+             workers: int = 1) -> dict:
     with MailStack(users=("bluff", "referee")) as stack, \
-            tempfile.TemporaryDirectory(prefix="pbem-scale-") as tmp:
-        database = Path(tmp) / "scale.db"
+            tempfile.TemporaryDirectory(prefix="pbem-scale-") as tmp, \
+            (PgCluster() if postgresql else _Nothing()) as cluster:
+        url = cluster.new_database() if postgresql else f"sqlite:///{Path(tmp) / 'scale.db'}"
         settings = Settings(
-            database=f"sqlite:///{database}", address=stack.address("bluff"),
+            database=url, address=stack.address("bluff"),
             referee=stack.address("referee"), referee_key=KEY, outbox_dir=Path(tmp) / "outbox",
             imap=ImapSettings(stack.imap_host, stack.imap_port, ssl=False,
                               username=stack.address("bluff"), password=stack.password))
         server = Server(settings)
+        database = server.engine
         setup = deliver(stack, referee_mails(stack, games), "referee mails")
 
         clock = time.perf_counter()
@@ -151,13 +206,18 @@ def run_size(games: int, profile: str | None, quote: bool, seed: int) -> dict:
         orders = deliver(stack, answers(database, random.Random(seed), quote), "orders")
         before = count(database, "SELECT count(*) FROM outbound_mail")
         profiler = cProfile.Profile() if profile else None
-        clock = time.perf_counter()
+        if workers > 1:   # the server's connections are not the forked workers' to share
+            server.close()
+            database.dispose()
+        clock, cpu = time.perf_counter(), time.process_time()
         if profiler is not None:
             profiler.enable()
-        turn = server.tick()
+        turn = server.tick() if workers == 1 else turn_by_workers(server, database, workers,
+                                                                   games, stack)
         if profiler is not None:
             profiler.disable()
         turn_tick = time.perf_counter() - clock
+        turn_cpu = time.process_time() - cpu   # the forked workers' not in it
         written = count(database, "SELECT count(*) FROM outbound_mail") - before
         second = count(database, "SELECT count(*) FROM outbound_mail "
                                  "WHERE kind = 'report' AND turn = 2")
@@ -174,7 +234,18 @@ def run_size(games: int, profile: str | None, quote: bool, seed: int) -> dict:
         return {"games": games, "start_tick": start_tick, "turn_tick": turn_tick,
                 "orders": turn.processed, "ms_per_order": 1000 * turn_tick / max(1, turn.processed),
                 "mails": written, "mails_per_s": written / turn_tick,
-                "sent": turn.sent, "rss_mib": peak_rss_mib()}
+                "sent": turn.sent, "rss_mib": peak_rss_mib(),
+                "cpu_ms_per_order": 1000 * turn_cpu / max(1, turn.processed)}
+
+
+class _Nothing:
+    """No PostgreSQL cluster (SQLite)."""
+
+    def __enter__(self) -> Any:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
 
 
 # --------------------------------------------------------------------------- the driver
@@ -188,12 +259,13 @@ def profile_path(profile: str | None, games: int, several: bool) -> str | None:
 
 
 def table(results: list[dict]) -> None:
-    print("\n| games | start tick | turn tick | orders | ms/order | mails written | "
-          "mails/s | peak RSS |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("\n| games | start tick | turn tick | orders | ms/order | CPU ms/order | "
+          "mails written | mails/s | peak RSS |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in results:
+        cpu = f"{r['cpu_ms_per_order']:.1f}" if r.get("cpu_ms_per_order") else "-"
         print(f"| {r['games']:,} | {r['start_tick']:.1f} s | {r['turn_tick']:.1f} s | "
-              f"{r['orders']:,} | {r['ms_per_order']:.1f} | {r['mails']:,} | "
+              f"{r['orders']:,} | {r['ms_per_order']:.1f} | {cpu} | {r['mails']:,} | "
               f"{r['mails_per_s']:.0f} | {r['rss_mib']:.0f} MiB |")
     if len(results) > 1:
         small, large = results[0], results[-1]
@@ -210,10 +282,17 @@ def main() -> None:
     parser.add_argument("--no-quote", dest="quote", action="store_false",
                         help="players do not quote the report in their replies")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--postgresql", action="store_true",
+                        help="a private PostgreSQL cluster's database instead of SQLite")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="processes ticking side by side for the turn (PostgreSQL)")
     parser.add_argument("--result", help=argparse.SUPPRESS)   # the child's answer file
     args = parser.parse_args()
+    if args.workers > 1 and not args.postgresql:
+        parser.error("--workers needs --postgresql (SQLite has one writer)")
     if args.result:   # a child: one size
-        result = run_size(args.games[0], args.profile, args.quote, args.seed)
+        result = run_size(args.games[0], args.profile, args.quote, args.seed,
+                          args.postgresql, args.workers)
         Path(args.result).write_text(json.dumps(result))
         return
     sizes = sorted(set(args.games))
@@ -227,6 +306,8 @@ def main() -> None:
             prof = profile_path(args.profile, games, len(sizes) > 1)
             cmd += ["--profile", prof] if prof else []
             cmd += [] if args.quote else ["--no-quote"]
+            cmd += ["--postgresql"] if args.postgresql else []
+            cmd += ["--workers", str(args.workers)] if args.workers > 1 else []
             subprocess.run(cmd, check=True)
             results.append(json.loads(answer.read_text()))
     table(results)

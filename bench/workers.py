@@ -3,13 +3,19 @@ IMAP mailbox (the real Dovecot + SMTP stack of testkit/mailstack.py, a private
 cluster of testkit/pgstack.py).
 
 For each worker count: the workers start on an empty folder and tick; then a
-burst of HELP mails from known players (delivered beforehand) is moved into that
-folder at once, and the clock runs until the last answer is sent. Prints mails a
-second, the mails each worker handled, the CPU seconds each worker, PostgreSQL
-and Dovecot used, and how busy the machine's cores were meanwhile (anything else
-running on the machine counts there too).
+burst of HELP mails from the players of many games (each a reply to the
+player's report: on PostgreSQL each game's mail is a lane a worker claims,
+pbem.inbox), delivered beforehand, is moved into that folder at once, and the clock runs until the
+last answer is sent. Then the yardstick: two independent servers, each with
+its own database, mailbox and half of the games, one worker each, at once.
+Prints mails a second, the share of the burst in which every worker handled
+mail ("all busy", in BIN-second bins), commits a mail (pg_stat_database), the
+mails each worker handled, the CPU seconds each worker, PostgreSQL and Dovecot
+used, and how busy the machine's cores were meanwhile (anything else running on
+the machine counts there too). Last, the statements and commits one mail's
+handling costs, counted by SQLAlchemy events in this process.
 
-    python bench/workers.py [--mails 200] [--workers 1,2,3] [--poll 0.5] [--lock-wait 1]
+    python bench/workers.py [--mails 400] [--games 24] [--workers 1,2,3] [--poll 0.5]
 
 Needs Dovecot and PostgreSQL (see .ci/run); run from the repository root.
 """
@@ -22,24 +28,46 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from email.message import EmailMessage
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sqlalchemy import func  # noqa: E402
+from sqlalchemy import Engine, event, func, text  # noqa: E402
 from sqlmodel import Session, select  # noqa: E402
 
 from pbem import db  # noqa: E402
+from pbem.claims import aware  # noqa: E402
 from pbem.config import load_settings  # noqa: E402
 from pbem.models import InboundMail, OutboundMail  # noqa: E402
 from pbem.server import Server  # noqa: E402
-from testkit.mailstack import MailStack  # noqa: E402
+from testkit.mailstack import DEFAULT_USERS, MailStack  # noqa: E402
 from testkit.pgstack import PgCluster  # noqa: E402
-from testkit.workers import Workers, burst, counts, wait_until, write_config  # noqa: E402
+from testkit.workers import (  # noqa: E402
+    Workers,
+    burst_replies,
+    counts,
+    games_burst,
+    reports_by_game,
+    wait_until,
+    write_config,
+)
 
-PLAYERS = ["p1", "p2", "p3", "p4", "p5"]
+SEATS = 2        # players a game (each address plays in one game)
 TICKS = os.sysconf("SC_CLK_TCK")
+BIN = 0.25       # seconds: a worker handled mail in a bin of the burst = it was busy then
+
+
+def game_names(games: int) -> list[str]:
+    return [f"g{k:02d}" for k in range(1, games + 1)]
+
+
+def seats_of(games: int) -> dict[str, list[str]]:
+    """game -> the users seated in it: u1, u2 in g01, u3, u4 in g02 ..."""
+    return {g: [f"u{k * SEATS + s + 1}" for s in range(SEATS)]
+            for k, g in enumerate(game_names(games))}
 
 
 def cpu_seconds(pid: int, children: bool = False) -> float:
@@ -71,18 +99,34 @@ def machine_busy() -> tuple[float, float]:
     return sum(values) - idle, sum(values)
 
 
-def start_game(stack: MailStack, config: Path) -> None:
-    """A started game, so the HELP mails come from known players (answered every time)."""
+def start_games(stack: MailStack, config: Path,
+                seats: dict[str, list[str]]) -> dict[str, dict[str, EmailMessage]]:
+    """Started games, so the HELP mails come from known players, replying to their reports
+    (answered every time); the reports (game -> user -> report), once all arrived."""
+    users = [u for us in seats.values() for u in us]
+    for user in users:
+        stack.clear(user)
     server = Server(load_settings(config))
-    for line in ["NEWGAME g1", *(f"ADD g1 {stack.address(u)} P-{u}" for u in PLAYERS),
-                 "START g1"]:
-        server.referee.admin(line.split())
-    server.send()
-    server.engine.dispose()
+    for game, seated in seats.items():
+        for line in [f"NEWGAME {game} RULES classic", *(f"ADD {game} {stack.address(u)} P-{u}"
+                                                        for u in seated), f"START {game}"]:
+            server.referee.admin(line.split())
+    reports: dict[str, dict[str, EmailMessage]] = {}
+
+    def arrived() -> bool:
+        server.send()   # again: a mail the relay deferred under load is due again
+        reports.update(reports_by_game(stack, users))
+        return all(sorted(reports.get(g, {})) == sorted(us) for g, us in seats.items())
+    try:
+        wait_until(arrived, 300, "the first reports", poll=1.0)
+    finally:
+        server.close()
+        server.engine.dispose()
+    return reports
 
 
-def make_folder(stack: MailStack, name: str) -> None:
-    client = stack.imap("bluff")
+def make_folder(stack: MailStack, name: str, user: str = "bluff") -> None:
+    client = stack.imap(user)
     try:
         if not client.folder_exists(name):
             client.create_folder(name)
@@ -90,9 +134,9 @@ def make_folder(stack: MailStack, name: str) -> None:
         client.logout()
 
 
-def release(stack: MailStack, into: str) -> None:
-    """Move everything in bluff's INBOX into the workers' folder, at once."""
-    client = stack.imap("bluff")
+def release(stack: MailStack, into: str, user: str = "bluff") -> None:
+    """Move everything in user's INBOX into the workers' folder, at once."""
+    client = stack.imap(user)
     try:
         client.select_folder("INBOX")
         client.move(client.search(["ALL"]), into)
@@ -100,75 +144,202 @@ def release(stack: MailStack, into: str) -> None:
         client.logout()
 
 
-def run(stack: MailStack, cluster: PgCluster, workers_n: int, mails: int, poll: float,
-        lock_wait: float) -> dict:
-    folder = Path(tempfile.mkdtemp(prefix=f"pbem-bench-workers-{workers_n}-"))
-    for user in ["bluff", "referee", *PLAYERS]:
-        stack.clear(user)
+@dataclass
+class Site:
+    """One server: its database, its account, its config, its games, its workers."""
+
+    account: str
+    database: str
+    config: Path
+    folder: Path
+    games: dict[str, list[str]]
+    engine: Engine
+    reports: dict[str, dict[str, EmailMessage]]
+    sent_before: int = 0
+    workers: Workers | None = None
+    pids: list[int] = field(default_factory=list)
+
+
+def make_site(stack: MailStack, cluster: PgCluster, account: str, seats: dict[str, list[str]],
+              poll: float, lock_wait: float, tag: str) -> Site:
+    folder = Path(tempfile.mkdtemp(prefix=f"pbem-bench-workers-{tag}-"))
     database = cluster.new_database()
     config = write_config(folder / "pbem.toml", stack, database, poll_seconds=poll,
-                          lock_wait_seconds=lock_wait, folder="burst")
+                          lock_wait_seconds=lock_wait, folder="burst", user=account)
     engine = db.open_database(database)
-    start_game(stack, config)
+    reports = start_games(stack, config, seats)
     with Session(engine) as session:
         before = session.exec(select(func.count()).select_from(OutboundMail)).one()
-    burst(stack, PLAYERS, mails)
-    stack.wait_for("bluff", mails, timeout=120)
-    make_folder(stack, "burst")   # before the workers look at it
+    return Site(account, database, config, folder, seats, engine, reports, before)
+
+
+def commits(engine: Engine) -> int:
+    """Transactions committed in the engine's database so far (pg_stat_database)."""
+    with engine.connect() as conn:
+        conn.execute(text("SELECT pg_stat_clear_snapshot()"))
+        return int(conn.execute(text(
+            "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"))
+            .scalar_one())
+
+
+def busy_share(times_by_worker: dict[int, list[datetime]], workers: int) -> float:
+    """Of the burst's BIN-second bins from the first mail handled to the last, the share
+    in which every worker handled mail (with one worker: 1)."""
+    every = [t for ts in times_by_worker.values() for t in ts]
+    if workers < 2 or not every:
+        return 1.0
+    first = min(every)
+    bins = int((max(every) - first).total_seconds() / BIN) + 1
+    seen = [{int((t - first).total_seconds() / BIN) for t in ts}
+            for ts in times_by_worker.values()]
+    if len(seen) < workers:
+        return 0.0
+    return sum(all(b in s for s in seen) for b in range(bins)) / bins
+
+
+def run(stack: MailStack, cluster: PgCluster, counts_of: list[int], mails: int, games: int,
+        poll: float, lock_wait: float, tag: str) -> dict:
+    """A burst of ``mails`` over ``games`` games: with one site whose workers number
+    counts_of[0], or (the yardstick) one site a count, each with its own database,
+    account and share of the games, all at once."""
+    seats = seats_of(games)
+    names = sorted(seats)
+    accounts = ["bluff", "bluff2"][:len(counts_of)]
+    share = {g: accounts[i * len(accounts) // len(names)] for i, g in enumerate(names)}
+    for user in ["referee", *accounts]:
+        stack.clear(user)
+    sites = [make_site(stack, cluster, account,
+                       {g: seats[g] for g in names if share[g] == account}, poll, lock_wait,
+                       f"{tag}-{account}") for account in accounts]
+    games_burst(stack, {g: r for site in sites for g, r in site.reports.items()}, mails,
+                server_of=lambda g: share[g])
+    per_site = {a: sum(1 for i in range(mails) if share[names[i % len(names)]] == a)
+                for a in accounts}
+    for site in sites:
+        stack.wait_for(site.account, per_site[site.account], timeout=120)
+        make_folder(stack, "burst", site.account)
     postgres, dovecot = cluster.server_pid(), stack.master_pid()
-    with Workers(config, folder) as workers:
-        pids = workers.start(workers_n)
-        wait_until(workers.all_ticking, 60, "the workers' first ticks")
+    for site, n in zip(sites, counts_of, strict=True):
+        site.workers = Workers(site.config, site.folder)
+        site.pids = site.workers.start(n)
+    try:
+        for site in sites:
+            assert site.workers is not None
+            wait_until(site.workers.all_ticking, 60, "the workers' first ticks")
+        pids = [pid for site in sites for pid in site.pids]
         cpu0 = {"workers": {pid: cpu_seconds(pid) for pid in pids},
                 "postgres": tree_seconds(postgres), "dovecot": tree_seconds(dovecot),
                 "bench": sum(os.times()[:2])}
+        commits0 = {site.account: commits(site.engine) for site in sites}
         busy0, start = machine_busy(), datetime.now(UTC)
-        release(stack, "burst")
-        wait_until(lambda: counts(engine).get("in:done", 0) == mails and
-                   counts(engine).get("out:sent", 0) == before + mails, 600, "the burst",
-                   poll=0.05)
+        for site in sites:
+            release(stack, "burst", site.account)
+        for site in sites:
+            wait_until(lambda s=site: counts(s.engine).get("in:done", 0) ==
+                       per_site[s.account] and counts(s.engine).get("out:sent", 0) ==
+                       s.sent_before + per_site[s.account], 600, "the burst", poll=0.05)
         busy1 = machine_busy()
         workers_cpu = {pid: cpu_seconds(pid) - cpu0["workers"][pid] for pid in pids}
         time.sleep(0.5)   # let the worker's database sessions end before adding them up
         postgres_cpu = tree_seconds(postgres) - cpu0["postgres"]
         dovecot_cpu = tree_seconds(dovecot) - cpu0["dovecot"]
         bench_cpu = sum(os.times()[:2]) - cpu0["bench"]
-        statuses = workers.stop()
-    assert set(statuses.values()) == {0}, workers.logs()
-    with Session(engine) as session:
-        last = session.exec(select(func.max(OutboundMail.sent_at))).one()
-        handled_by = Counter(int(m.claimed_by.split(":")[1]) for m in
-                             session.exec(select(InboundMail)) if m.claimed_by)
-    engine.dispose()
+    finally:
+        statuses = {}
+        for site in sites:
+            if site.workers is not None:
+                statuses.update(site.workers.stop())
+    assert set(statuses.values()) == {0}, [s.workers.logs() for s in sites if s.workers]
+    time.sleep(0.5)   # the stopped workers' backends report their commits as they end
+    # (the idle ticks between the burst's end and the stop count too: a few)
+    committed = sum(commits(site.engine) - commits0[site.account] for site in sites)
+    last = start
+    handled_by: Counter[int] = Counter()
+    times: dict[int, list[datetime]] = {}
+    for site in sites:
+        with Session(site.engine) as session:
+            sent = session.exec(select(func.max(OutboundMail.sent_at))).one()
+            last = max(last, aware(sent)) if sent is not None else last
+            for m in session.exec(select(InboundMail)):
+                if m.claimed_by and m.processed_at is not None:
+                    pid = int(m.claimed_by.split(":")[1])
+                    handled_by[pid] += 1
+                    times.setdefault(pid, []).append(aware(m.processed_at))
+        site.engine.dispose()
     seconds = (last - start).total_seconds()
     cores = (busy1[0] - busy0[0]) / max(1, busy1[1] - busy0[1]) * (os.cpu_count() or 1)
-    return {"workers": workers_n, "seconds": seconds, "rate": mails / seconds,
+    pids = [pid for site in sites for pid in site.pids]
+    return {"seconds": seconds, "rate": mails / seconds,
             "handled": [handled_by.get(pid, 0) for pid in pids],
             "cpu": [round(workers_cpu[pid], 1) for pid in pids], "cores": cores,
+            "busy": busy_share(times, len(pids)), "commits": committed / mails,
             "postgres": postgres_cpu, "dovecot": dovecot_cpu, "bench": bench_cpu}
+
+
+def statements_per_mail(stack: MailStack, cluster: PgCluster, mails: int, games: int) -> str:
+    """Statements and commits a mail costs its handling, counted by SQLAlchemy events on
+    the bench's own engine (in this process; no worker is changed for it): the burst
+    stored straight into a fresh database, then one process_pending."""
+    seats = seats_of(games)
+    folder = Path(tempfile.mkdtemp(prefix="pbem-bench-workers-statements-"))
+    out = []
+    for label, database in (("PostgreSQL", cluster.new_database()),
+                            ("SQLite", f"sqlite:///{folder / 'bench.db'}")):
+        config = write_config(folder / f"pbem-{label}.toml", stack, database, user="bluff")
+        reports = start_games(stack, config, seats)
+        server = Server(load_settings(config))
+        for _, raw in burst_replies(stack, reports, mails):
+            server.referee.store_inbound(raw, source="smtp")
+        counted = {"statements": 0, "commits": 0}
+
+        def statement(*_: object, counted: dict[str, int] = counted) -> None:
+            counted["statements"] += 1
+
+        def commit(*_: object, counted: dict[str, int] = counted) -> None:
+            counted["commits"] += 1
+        event.listen(server.engine, "before_cursor_execute", statement)
+        event.listen(server.engine, "commit", commit)
+        handled = server.referee.process_pending()
+        event.remove(server.engine, "before_cursor_execute", statement)
+        event.remove(server.engine, "commit", commit)
+        server.engine.dispose()
+        out.append(f"{label}: {counted['statements'] / handled:.1f} statements and "
+                   f"{counted['commits'] / handled:.2f} commits a mail handled "
+                   f"({handled} HELP mails of {games} games, one process_pending)")
+    return "\n".join(out)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--mails", type=int, default=200)
+    parser.add_argument("--mails", type=int, default=400)
+    parser.add_argument("--games", type=int, default=24)
     parser.add_argument("--workers", default="1,2,3")
+    parser.add_argument("--no-yardstick", action="store_true",
+                        help="skip the two independent servers, half of the games each")
     parser.add_argument("--poll", type=float, default=0.5, help="each worker's poll_seconds")
     parser.add_argument("--lock-wait", type=float, default=1.0,
                         help="lock_wait_seconds: how long a tick waits for the referee lease")
     args = parser.parse_args()
-    print(f"{args.mails} HELP mails, workers polling every {args.poll} s, waiting "
-          f"{args.lock_wait} s for the referee lease, "
-          f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the start")
-    print(f"{'workers':>7} {'seconds':>8} {'mails/s':>8} {'cores busy':>10} "
-          f"{'CPU s: postgres':>15} {'dovecot':>7} {'relay':>6}  "
+    print(f"{args.mails} HELP mails over {args.games} games ({SEATS} players each), workers "
+          f"polling every {args.poll} s, {os.cpu_count()} cores, load average "
+          f"{os.getloadavg()[0]:.1f} at the start")
+    print(f"{'set-up':>22} {'seconds':>8} {'mails/s':>8} {'all busy':>8} {'cores':>5} "
+          f"{'commits/mail':>12} {'CPU s: postgres':>15} {'dovecot':>7} {'bench':>6}  "
           "workers (mails handled / CPU s each)")
-    with MailStack() as stack, PgCluster() as cluster:
-        for n in [int(w) for w in args.workers.split(",")]:
-            r = run(stack, cluster, n, args.mails, args.poll, args.lock_wait)
+    users = ("bluff2", *(u for us in seats_of(args.games).values() for u in us))
+    runs: list[tuple[str, list[int]]] = [(f"{n} worker{'s' if n > 1 else ''}, one db", [n])
+                                         for n in (int(w) for w in args.workers.split(","))]
+    if not args.no_yardstick:
+        runs.append(("2 servers, 2 dbs", [1, 1]))
+    with MailStack(users=(*DEFAULT_USERS, *users)) as stack, PgCluster() as cluster:
+        for label, counts_of in runs:
+            r = run(stack, cluster, counts_of, args.mails, args.games, args.poll,
+                    args.lock_wait, label.split()[0] + ("y" if len(counts_of) > 1 else ""))
             each = ", ".join(f"{h} / {c}" for h, c in zip(r["handled"], r["cpu"], strict=True))
-            print(f"{r['workers']:>7} {r['seconds']:>8.1f} {r['rate']:>8.1f} "
-                  f"{r['cores']:>10.2f} {r['postgres']:>15.1f} {r['dovecot']:>7.1f} "
-                  f"{r['bench']:>6.1f}  {each}", flush=True)
+            print(f"{label:>22} {r['seconds']:>8.1f} {r['rate']:>8.1f} {r['busy']:>8.0%} "
+                  f"{r['cores']:>5.2f} {r['commits']:>12.2f} {r['postgres']:>15.1f} "
+                  f"{r['dovecot']:>7.1f} {r['bench']:>6.1f}  {each}", flush=True)
+        print(statements_per_mail(stack, cluster, min(args.mails, 200), args.games))
 
 
 if __name__ == "__main__":

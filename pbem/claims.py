@@ -14,6 +14,7 @@ import secrets
 import socket
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -118,6 +119,36 @@ def claim_many(session: Session, table: Any, seen: list[tuple[int, str | None]],
     return [row_id for row_id, _ in seen if row_id in got]
 
 
+@dataclass
+class Waits:
+    """What a tick waited for, how long (wall seconds) and on whom, for its log line: a
+    lease another process held, a lane of mail another worker held (left to it), a lock
+    of the database (a game's, the one writer's)."""
+
+    seconds: dict[str, float] = field(default_factory=dict)
+    whom: dict[str, set[str]] = field(default_factory=dict)
+    times: dict[str, int] = field(default_factory=dict)
+
+    def add(self, what: str, seconds: float, whom: str | None = None) -> None:
+        self.seconds[what] = self.seconds.get(what, 0.0) + seconds
+        self.times[what] = self.times.get(what, 0) + 1
+        if whom:
+            self.whom.setdefault(what, set()).add(whom)
+
+    def worth_saying(self, at_least: float = 0.05) -> bool:
+        """Did the tick wait a noticeable while (a tick that left work to another process
+        says so only with what it did)?"""
+        return any(secs >= at_least for secs in self.seconds.values())
+
+    def __str__(self) -> str:
+        parts = []
+        for what, secs in self.seconds.items():
+            whom = sorted(self.whom.get(what, ()))
+            on = f" (on {', '.join(whom[:3])}{' ...' if len(whom) > 3 else ''})" if whom else ""
+            parts.append(f"{what}: {secs:.2f} s, {self.times[what]} times{on}")
+        return "; ".join(parts)
+
+
 # --------------------------------------------------------------------------- the lease
 
 
@@ -142,6 +173,21 @@ class Lease:
         self.clock = clock
         self.seconds = seconds
         self._value: str | None = None
+        self.refused_by: str | None = None   # the holder the last refused try saw
+
+    def other_holder(self) -> str | None:
+        """Who else holds the lease now (a live holder whose time has not run out), or
+        None: a look, the lease is not taken."""
+        with self.engine.connect() as conn:
+            value = conn.execute(_LEASE_VALUE, {"lease": self.key}).scalar_one_or_none()
+        if value is None:
+            return None
+        current = json.loads(value)
+        owner, until = current.get("owner"), current.get("until")
+        if not owner or owner == me() or until is None or claimer_dead(owner) or \
+                aware(datetime.fromisoformat(until)) <= aware(self.clock()):
+            return None
+        return str(owner)
 
     def _new_value(self) -> str:
         until = self.clock() + timedelta(seconds=self.seconds)
@@ -166,11 +212,14 @@ class Lease:
                              else None)
                     if owner and owner != me() and until is not None and \
                             aware(until) > aware(self.clock()) and not claimer_dead(owner):
+                        self.refused_by = owner   # named as seen: it may release at once
                         return False
                     if conn.execute(_SWAP, {"lease": self.key, "old": value,
                                             "new": new}).rowcount != 1:
+                        self.refused_by = "another process"   # it swapped in meanwhile
                         return False
         except IntegrityError:   # another process created it first
+            self.refused_by = "another process"
             return False
         self._value = new
         return True

@@ -20,6 +20,7 @@ import re
 import sqlite3
 import threading
 import time
+import zlib
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -40,6 +41,10 @@ from pbem.paths import packaged_dir
 # pg_advisory_lock keys: any bigint, the same in every pbem process on the database
 WRITER_LOCK_KEY = 52550      # one transaction that changes games at a time (one_writer)
 MIGRATION_LOCK_KEY = 52551
+# pg_advisory_xact_lock(space, key) pairs: a game's writer, a sender's, a lane's claim
+GAME_LOCK_SPACE = 52552
+SENDER_LOCK_SPACE = 52553
+LANE_CLAIM_SPACE = 52554
 
 
 class SchemaError(PbemError):
@@ -294,6 +299,56 @@ def one_writer(session: Session) -> None:
         conn.execute(_ADVISORY_LOCK, {"key": WRITER_LOCK_KEY})
     else:
         conn.execute(_TAKE_WRITE_LOCK)
+
+
+def lanes_apart(engine: Engine) -> bool:
+    """Do workers handle the mail of different games side by side (PostgreSQL: one game's
+    writer at a time, game_writer), or all of it one transaction at a time (SQLite has one
+    writer: one_writer, under the referee lease)?"""
+    return engine.dialect.name == "postgresql"
+
+
+_SHARED_WRITER_LOCK = text("SELECT pg_advisory_xact_lock_shared(:key)")
+_PAIR_LOCK = text("SELECT pg_advisory_xact_lock(CAST(:space AS integer), "
+                  "CAST(:key AS integer))")
+_TRY_PAIR_LOCK = text("SELECT pg_try_advisory_xact_lock(CAST(:space AS integer), "
+                      "CAST(:key AS integer))")
+
+
+def lock_key(text_: str) -> int:
+    """A text (an address) as the int4 key of an advisory lock: the same in every process."""
+    value = zlib.crc32(text_.encode(errors="replace"))
+    return value - (1 << 32) if value >= (1 << 31) else value
+
+
+def game_writer(session: Session, game_id: int, *, wait: bool = True) -> bool:
+    """Begin a transaction that changes one game beside other games' transactions
+    (PostgreSQL, lanes_apart): the writer's lock shared (one_writer, which changes what
+    no one game owns, waits for it), then the game's alone. Without ``wait`` the game's
+    lock is only tried: False if another transaction holds it (nothing taken then that
+    outlives the caller's rollback)."""
+    conn = session.connection()
+    conn.execute(_SHARED_WRITER_LOCK, {"key": WRITER_LOCK_KEY})
+    if wait:
+        conn.execute(_PAIR_LOCK, {"space": GAME_LOCK_SPACE, "key": game_id})
+        return True
+    return bool(conn.execute(_TRY_PAIR_LOCK, {"space": GAME_LOCK_SPACE,
+                                              "key": game_id}).scalar())
+
+
+def sender_writer(session: Session, address: str) -> None:
+    """In a game_writer transaction, the sender's lock too (taken after the game's: one
+    order everywhere, no deadlock): two mails of one address to two games do not write
+    its rate limits, bounces and seats at once."""
+    session.connection().execute(_PAIR_LOCK, {"space": SENDER_LOCK_SPACE,
+                                              "key": lock_key(address.lower())})
+
+
+def try_lane_claim(session: Session, lane: int) -> bool:
+    """One claim of a lane's mail at a time (pbem.inbox.claim_lane): False if another
+    process is claiming it right now."""
+    return bool(session.connection().execute(_TRY_PAIR_LOCK, {"space": LANE_CLAIM_SPACE,
+                                                              "key": lane}).scalar())
 
 
 # --------------------------------------------------------------------------- revisions

@@ -23,7 +23,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
+from email.utils import parseaddr
 from typing import Any
 
 from sqlalchemy import Engine, bindparam, func, insert, update
@@ -32,7 +35,7 @@ from sqlmodel import Session, col, select
 
 from pbem.claims import claim_many, claim_stale, me
 from pbem.commands.referee_cmds import RELEASE_ASKED
-from pbem.db import one_writer
+from pbem.db import game_writer, one_writer, try_lane_claim
 from pbem.faults import fail_point
 from pbem.mail.headers import MAIL_HEADER_BYTES, as_text, read_mail_header
 from pbem.models import InboundMail, ServerState
@@ -240,9 +243,15 @@ def give_back_attempt(engine: Engine, inbound_id: int) -> bool:
         return False
 
 
-def hold_claim(session: Session, inbound_id: int, now: datetime) -> bool:
-    """Begin the handling transaction with a write: still ours, still new?"""
-    one_writer(session)   # PostgreSQL: one referee transaction at a time, as on SQLite
+def hold_claim(session: Session, inbound_id: int, now: datetime,
+               lane: int | None = None) -> bool:
+    """Begin the handling transaction with a write: still ours, still new? A mail of a
+    game's ``lane`` (PostgreSQL) takes that game's writer lock, beside other games';
+    others (no lane, NO_GAME) the one writer's lock, alone."""
+    if lane:
+        game_writer(session, lane)
+    else:
+        one_writer(session)   # PostgreSQL: one referee transaction at a time, as on SQLite
     done = session.connection().execute(_HOLD_CLAIM, {"row": inbound_id, "me": me(),
                                                        "now": now})
     return bool(done.rowcount == 1)
@@ -268,3 +277,99 @@ def finish(session: Session, row: InboundMail) -> None:
     session.connection().execute(_FINISH, {"row": row.id, "status": row.status,
                                            "outcome": row.outcome,
                                            "processed_at": row.processed_at})
+
+
+# --------------------------------------------------------------------------- lanes
+# PostgreSQL (pbem.db.lanes_apart): each stored mail is given its lane once, before it is
+# claimed (the game it speaks to, NO_GAME for the rest), and a worker claims a lane's new
+# mail all together, oldest first, only when no other live worker holds any of it: one
+# game's mail is handled by one worker at a time, in arrival order, while other workers
+# handle other games'.
+
+NO_GAME = 0          # the lane of mail that names no game (yet): sign-ups, LIST, strangers
+LANE_GIVING = -1     # the try-lock key of giving lanes (not a game's id: those are > 0)
+LANES_READ = 200     # lanes with new mail looked at in one read
+
+
+def give_lanes(engine: Engine, upto: int, lane_of: Callable[[Session, LaneRead], int],
+               size: int = PAGE) -> int | None:
+    """Give the oldest ``size`` new mails (up to id ``upto``) without a lane their lanes
+    (``lane_of``: read in this transaction), in one commit; returns how many, or None when
+    another process is giving lanes at this moment (the mail is read once, by one)."""
+    with Session(engine) as session:
+        if not try_lane_claim(session, LANE_GIVING):
+            return None
+        rows = [LaneRead(*row) for row in session.execute(
+            select(InboundMail.id, InboundMail.raw, InboundMail.envelope_from,
+                   InboundMail.truncated)
+            .where(InboundMail.status == "new", col(InboundMail.lane).is_(None),
+                   col(InboundMail.id) <= upto)
+            .order_by(col(InboundMail.id)).limit(size))]
+        if rows:
+            session.connection().execute(_SET_LANE, [
+                {"row": row.id, "lane": lane_of(session, row)} for row in rows])
+        session.commit()
+    return len(rows)
+
+
+@dataclass(frozen=True)
+class LaneRead:
+    """What a mail's lane is read from (pbem.referee.lane_of)."""
+
+    id: int
+    raw: bytes
+    envelope_from: str | None
+    truncated: bool
+
+
+_SET_LANE = update(InboundMail).where(col(InboundMail.id) == bindparam("row"),
+                                      col(InboundMail.lane).is_(None)).values(
+    lane=bindparam("lane"))
+
+
+def waiting_lanes(engine: Engine, upto: int) -> list[int]:
+    """The lanes with new mail (up to id ``upto``), the one whose oldest mail came first
+    first; at most LANES_READ."""
+    with Session(engine) as session:
+        return list(session.execute(
+            select(InboundMail.lane)
+            .where(InboundMail.status == "new", col(InboundMail.lane).is_not(None),
+                   col(InboundMail.id) <= upto)
+            .group_by(col(InboundMail.lane)).order_by(func.min(InboundMail.id))
+            .limit(LANES_READ)).scalars())
+
+
+def claim_lane(engine: Engine, now: datetime, lease: timedelta, lane: int, *, upto: int,
+               size: int = PAGE) -> tuple[list[int], str | None]:
+    """Claim the oldest ``size`` new mails of ``lane`` (up to id ``upto``) in one commit,
+    and count the first one's attempt, as claim_page does; returns (the mails claimed,
+    oldest first, and when none: who holds the lane, or None when it has no new mail
+    left). A lane of which another live process holds a mail is left to it, whole; so
+    is one another process is claiming at this moment ("a claim under way")."""
+    with Session(engine) as session:
+        if not try_lane_claim(session, lane):
+            return [], "a claim under way"
+        found = list(session.execute(
+            select(InboundMail.id, InboundMail.claimed_by, InboundMail.claimed_at)
+            .where(InboundMail.status == "new", InboundMail.lane == lane,
+                   col(InboundMail.id) <= upto)
+            .order_by(col(InboundMail.id)).limit(size)))
+        held = next((owner for _, owner, at in found
+                     if owner != me() and not claim_stale(owner, at, now, lease)), None)
+        if held is not None or not found:
+            return [], held
+        wanted = [(row_id, owner) for row_id, owner, _ in found]
+        claimed = claim_many(session, InboundMail, wanted, now, status="new")
+        if claimed != [row_id for row_id, _ in wanted]:   # one taken meanwhile: not ours
+            session.rollback()
+            return [], "another process"
+        count_attempt(session, claimed[0])
+        session.commit()
+    return claimed, None
+
+
+def sender_of(row: InboundMail) -> str | None:
+    """The address a stored mail comes from, as its header (or envelope) says, lower case:
+    the key of its sender's lock (pbem.db.sender_writer), not a proven sender."""
+    found = parseaddr(read_mail_header(row.raw).text("From") or "")[1] or row.envelope_from
+    return found.lower() if found else None

@@ -100,6 +100,9 @@ class InboundMail(SQLModel, table=True):
     # handling attempts begun (pbem.inbox): one that ends leaves the mail new no more, so
     # a new mail with attempts was cut short (a crash, a kill) that many times
     attempts: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    # the game it speaks to, read before it is claimed (0: none; null: not read yet): on
+    # PostgreSQL a game's mail is one lane, handled by one worker at a time (pbem.inbox)
+    lane: int | None = None
 
 
 class OutboundMail(SQLModel, table=True):

@@ -26,7 +26,7 @@ from sqlalchemy.exc import OperationalError
 from sqlmodel import Session
 
 from pbem import inbox, security, sender_check
-from pbem.claims import Lease
+from pbem.claims import Lease, Waits
 from pbem.commands.context import CommandContext, Turnkey, refusal
 from pbem.commands.moves import take_moves
 from pbem.commands.registry import (
@@ -37,7 +37,7 @@ from pbem.commands.registry import (
     run,
 )
 from pbem.config import Settings
-from pbem.db import one_writer, transient_error
+from pbem.db import lanes_apart, one_writer, sender_writer, transient_error
 from pbem.errors import Refusal
 from pbem.faults import crash_point, fail_point
 from pbem.games import active_players, find_game, load_state, reading_of_address
@@ -64,6 +64,9 @@ Marks = Callable[[str], None]
 
 def unmarked(tag: str) -> None:
     """The marks of a tick nobody times."""
+
+
+LOCK_WAIT_NOTED = 0.01   # a mail's locks took this long (seconds): a wait, told to Waits
 
 
 @dataclass
@@ -94,7 +97,8 @@ class Referee:
                                 max_bytes=self.settings.max_mail_bytes, source=source)
 
     def process_pending(self, keep_alive: Callable[[], object] | None = None,
-                        hand_off: HandOff | None = None, marks: Marks = unmarked) -> int:
+                        hand_off: HandOff | None = None, marks: Marks = unmarked,
+                        waits: Waits | None = None) -> int:
         """Handle every stored mail not handled yet, oldest first; return how many.
 
         Mail is claimed a page at a time (pbem.inbox.claim_page: one commit), then each
@@ -102,8 +106,23 @@ class Referee:
         once a tenth of the lease (at most 5 s) has passed since the last call (the tick
         renews its lease with it). With a ``hand_off`` (pbem.outbox.Stream), the mail each
         transaction queued is sent as soon as it commits. ``marks`` is told as each mail's
-        handling begins ("mail>") and ends ("mail<").
+        handling begins ("mail>") and ends ("mail<"). On PostgreSQL the mail is handled a
+        game's lane at a time, beside other workers (process_lanes); ``waits`` hears what
+        that waited for or left to another worker.
         """
+        if lanes_apart(self.engine):
+            handled = self.process_lanes(hand_off, marks, waits or Waits())
+        else:
+            handled = self.process_pages(keep_alive, hand_off, marks)
+        with Session(self.engine) as session:   # failures held back an hour, told together
+            if failures.flush(session, self.post):
+                session.commit()
+        return handled
+
+    def process_pages(self, keep_alive: Callable[[], object] | None, hand_off: HandOff | None,
+                      marks: Marks) -> int:
+        """process_pending one writer at a time (SQLite; under the tick's referee lease):
+        the stored mail in pages, oldest first."""
         handled = 0
         lease = timedelta(seconds=self.settings.claim_lease_seconds)
         # the lease is renewed every few seconds, not after each mail (a commit each)
@@ -127,13 +146,53 @@ class Referee:
                     renew_at = time.monotonic() + renew_every
             if after >= upto:   # this page reached the newest: no read to learn so
                 break
-        with Session(self.engine) as session:   # failures held back an hour, told together
-            if failures.flush(session, self.post):
-                session.commit()
         return handled
 
+    def process_lanes(self, hand_off: HandOff | None, marks: Marks, waits: Waits) -> int:
+        """process_pending beside other workers (PostgreSQL): each stored mail is given
+        its lane (lane_of: its game), then the lanes are claimed one at a time, the one
+        whose oldest mail came first first (pbem.inbox.claim_lane); a lane another worker
+        holds is left to it (told to ``waits``). Each mail's transaction takes its game's
+        lock, beside other games' (pbem.db.game_writer); mail of no game the one
+        writer's. Until no lane with mail stored before the tick began is left to take."""
+        handled = 0
+        lease = timedelta(seconds=self.settings.claim_lease_seconds)
+        upto = inbox.newest_id(self.engine)   # mail stored meanwhile waits for the next tick
+        while upto:
+            self.route(upto)
+            took = False
+            for lane in inbox.waiting_lanes(self.engine, upto):
+                page, holder = inbox.claim_lane(self.engine, self.clock(), lease, lane,
+                                                upto=upto)
+                if not page:
+                    if holder is not None:
+                        waits.add("left lanes to other workers", 0.0, holder)
+                    continue
+                took = True
+                for number, inbound_id in enumerate(page):
+                    following = page[number + 1] if number + 1 < len(page) else None
+                    marks("mail>")
+                    if self.handle_claimed(inbound_id, following, hand_off, lane=lane,
+                                           waits=waits):
+                        handled += 1
+                    marks("mail<")
+            if not took:
+                break
+        return handled
+
+    def route(self, upto: int) -> None:
+        """Give each stored mail up to id ``upto`` without a lane its lane (lane_of), a
+        page at a time; left to another worker that is at it (it reads each mail once)."""
+        def lane(session: Session, read: inbox.LaneRead) -> int:
+            return lane_of(session, self.post, read.raw, read.envelope_from, read.truncated)
+        while True:
+            given = inbox.give_lanes(self.engine, upto, lane)
+            if given is None or given < inbox.PAGE:
+                return
+
     def handle_claimed(self, inbound_id: int, following: int | None,
-                       hand_off: HandOff | None = None) -> bool:
+                       hand_off: HandOff | None = None, *, lane: int | None = None,
+                       waits: Waits | None = None) -> bool:
         """Handle one claimed mail in one transaction; False if it was not ours to handle.
 
         The mail was claimed (a lease in its row, committed), so other processes
@@ -146,15 +205,17 @@ class Referee:
         ends the mail also counts the attempt of the ``following`` mail of the page,
         which begins next (pbem.inbox.count_attempt). The mail the transaction queued goes
         to the ``hand_off`` once it is committed (pbem.work.Work.commit, hand_over).
+        A mail of a game's ``lane`` (process_lanes) takes that game's lock and its
+        sender's instead of the one writer's; a wait for them is told to ``waits``.
         """
         with Work(self.engine, hand_off=hand_off) as session:
-            if not inbox.hold_claim(session, inbound_id, self.clock()):
+            row = self.hold(session, inbound_id, lane, waits)
+            if row is None:
                 session.rollback()
                 if following is not None:   # its attempt is counted on its own then
                     inbox.count_attempt(session, following)
                     session.commit()
                 return False
-            row = inbox.read_held(session, inbound_id)
             if inbox.cut_short(row) >= inbox.MAX_CUT_SHORT:
                 set_aside(session, self.post, row)
             else:
@@ -169,8 +230,8 @@ class Referee:
                     # a bug must not lose the mail nor stop the server: keep it, mark it failed
                     log.exception("mail %s could not be handled", inbound_id)
                     session.rollback()
-                    inbox.hold_claim(session, inbound_id, self.clock())
-                    row = inbox.read_held(session, inbound_id)
+                    row = self.hold(session, inbound_id, lane, waits) or \
+                        inbox.read_held(session, inbound_id)
                     row.status = "failed"
                     row.outcome = "internal error; the referee was told"
                     # the referee hears what failed, the mail and its game; the players
@@ -188,10 +249,32 @@ class Referee:
             session.hand_over()
         return True
 
-    def resolve_due(self) -> int:
+    def hold(self, session: Session, inbound_id: int, lane: int | None,
+             waits: Waits | None) -> InboundMail | None:
+        """Begin a claimed mail's transaction (pbem.inbox.hold_claim) and read the mail;
+        a mail of a game's lane takes its sender's lock too (pbem.db.sender_writer).
+        None when the mail is no longer ours to handle."""
+        started = time.perf_counter()
+        if not inbox.hold_claim(session, inbound_id, self.clock(), lane):
+            return None
+        row = inbox.read_held(session, inbound_id)
+        if lane and (sender := inbox.sender_of(row)) is not None:
+            sender_writer(session, sender)
+        waited = time.perf_counter() - started
+        if waits is not None and waited >= LOCK_WAIT_NOTED:
+            waits.add("database locks", waited, f"game {lane}" if lane else "the one writer")
+        return row
+
+    def resolve_due(self, waits: Waits | None = None) -> int:
         """The clock work of a tick (pbem.services.clock): outage shift, vacations,
-        reminders, grace, and the resolution of due turns; returns how many turns resolved."""
-        return clock.clock_tick(self.engine, self.post, self.clock())
+        reminders, grace, and the resolution of due turns; returns how many turns resolved.
+        The games whose clock work another worker's claim held back are told to ``waits``."""
+        left: list[int] = []
+        resolved = clock.clock_tick(self.engine, self.post, self.clock(), left)
+        if waits is not None:
+            for game_id in left:
+                waits.add("left games' clock work to other workers", 0.0, f"game {game_id}")
+        return resolved
 
     def admin(self, words: list[str]) -> list[str]:
         """Run one referee command line from the shell; returns what it says."""
@@ -321,6 +404,24 @@ def handle(session: Session, post: Post, row: InboundMail) -> str:
         proven = refused.sender_proven
     return sender_check.limit_answers(session, post, row, mail.msg, outcome, proven=proven,
                                       lockout=lockout, about_signup=about_signup)
+
+
+def lane_of(session: Session, post: Post, raw: bytes, envelope_from: str | None,
+            truncated: bool) -> int:
+    """The lane of a stored mail (pbem.inbox): the game a player's mail speaks to, known
+    before its orders are read (named_game, as its handling finds it), else NO_GAME
+    (automatic mail, the referee's, a stranger's, a sign-up, one that cannot be read:
+    its handling says why)."""
+    settings = post.settings
+    try:
+        msg = read_message(raw, own_addresses=[settings.address], envelope_from=envelope_from)
+        if truncated or msg.automatic or msg.from_addr is None or not msg.readable or \
+                msg.from_addr in (settings.address.lower(), settings.referee.lower()):
+            return inbox.NO_GAME
+        game = named_game(session, within_limits(read_reply(session, msg)))
+    except Exception:   # noqa: BLE001 - its handling reads it again and says what is wrong
+        return inbox.NO_GAME
+    return game.id if game is not None and game.id is not None else inbox.NO_GAME
 
 
 def within_limits(msg: InboundMessage) -> InboundMessage:

@@ -21,9 +21,9 @@ from sqlalchemy.exc import OperationalError
 
 from pbem import inbox
 from pbem.backoff import Backoff
-from pbem.claims import Lease
+from pbem.claims import Lease, Waits
 from pbem.config import ConfigError, Settings
-from pbem.db import SchemaError, check_schema, open_database, transient_error
+from pbem.db import SchemaError, check_schema, lanes_apart, open_database, transient_error
 from pbem.faults import crash_point
 from pbem.mail.dkim import DkimError, DkimSigner, load_signer, with_signature
 from pbem.mail.errors import MailError
@@ -75,6 +75,7 @@ class TickReport:
     # mail and the clock's work, with the mail sent meanwhile: send_while_handling), sending
     # (the rest of the outbox)
     seconds: dict[str, float] = field(default_factory=dict)
+    waits: Waits = field(default_factory=Waits)   # what it waited for, and on whom
 
     @property
     def did_something(self) -> bool:
@@ -89,7 +90,7 @@ class TickReport:
         return (f"fetched {self.fetched}, processed {self.processed}, turns resolved "
                 f"{self.resolved}, sent {self.sent}, deferred {self.deferred}, failed {self.failed}"
                 + (f"; unavailable: {', '.join(self.problems)}" if self.problems else "")
-                + took)
+                + took + (f"; waited: {self.waits}" if self.waits.seconds else ""))
 
 
 def dkim_signer(settings: Settings) -> DkimSigner | None:
@@ -224,7 +225,7 @@ class Server:
         backoffs: dict[str, Backoff] = self.__dict__.setdefault("_backoffs", {})
         return backoffs.setdefault(service, Backoff(service))
 
-    def fetch(self, *, move_later: bool = False) -> int:
+    def fetch(self, *, move_later: bool = False, waits: Waits | None = None) -> int:
         """Store what waits in the mailbox; an unreachable IMAP server is retried with back-off.
         With ``move_later`` the stored mail's move out of the folder runs on while the
         caller handles it (ImapInbox.poll), and ``settle_fetch`` ends it."""
@@ -238,7 +239,10 @@ class Server:
         # and move it twice (the mailbox's done folder would get two copies)
         lease = Lease(self.engine, "fetch", self.clock, seconds=self.settings.claim_lease_seconds)
         if not lease.try_acquire():
-            log.info("another process (%s) is fetching mail; left to it", lease.holder())
+            # named as the refused try saw it: read again, a holder that just ended is None
+            log.info("another process (%s) is fetching mail; left to it", lease.refused_by)
+            if waits is not None:
+                waits.add("left the fetch to another process", 0.0, lease.refused_by)
             return 0
         try:   # the lease is released once the poll is over, its last move included
             try:
@@ -339,21 +343,24 @@ class Server:
                 check_schema(self.engine)   # SchemaError: a newer pbem upgraded it meanwhile
                 # the fetched mail's move out of the folder runs on while it is handled
                 marks("fetch>")
-                report.fetched = self.fetch(move_later=True)
+                report.fetched = self.fetch(move_later=True, waits=report.waits)
                 marks("fetch<")
                 report.seconds["fetching"] = time.perf_counter() - started
                 lease = Lease(self.engine, "referee", self.clock,
                               seconds=self.settings.claim_lease_seconds)
-                if lease.acquire(wait=self.settings.lock_wait_seconds):
+                held = self.take_referee_lease(lease, report.waits)
+                if held is not None:
                     stream = self.open_stream()
                     try:
                         report.processed = self.referee.process_pending(
-                            keep_alive=lease.renew, hand_off=stream, marks=marks)
+                            keep_alive=lease.renew if held else None, hand_off=stream,
+                            marks=marks, waits=report.waits)
                         marks("clock>")
-                        report.resolved = self.referee.resolve_due()
+                        report.resolved = self.referee.resolve_due(report.waits)
                         marks("clock<")
                     finally:
-                        lease.release()
+                        if held:
+                            lease.release()
                         if stream is not None:
                             try:   # asked while the stream's last mails are on their way
                                 others = others_due(self.engine, self.clock())
@@ -361,9 +368,6 @@ class Server:
                                 marks("close>")
                                 streamed = stream.close()
                                 marks("close<")
-                else:
-                    log.info("another process (%s) is handling mail; left to it",
-                             lease.holder())
             except OperationalError as exc:
                 database.failed(self.clock(), exc.orig if exc.orig is not None else exc)
                 report.problems.append("database")
@@ -387,10 +391,33 @@ class Server:
                 report.problems.insert(0, "IMAP")
             return report
 
+    def take_referee_lease(self, lease: Lease, waits: Waits) -> bool | None:
+        """May this tick handle mail: True under the referee lease (SQLite: one writer,
+        waited for up to lock_wait_seconds), False without it (PostgreSQL: workers handle
+        different games side by side, each mail under its game's claim; the lease is a
+        referee command's from the shell, then left to it), None: left to its holder.
+        What it waited for, and on whom, is told to ``waits``."""
+        if lanes_apart(self.engine):
+            holder = lease.other_holder()
+            if holder is None:
+                return False
+            waits.add("left the mail to the referee lease", 0.0, holder)
+        else:
+            waiting = time.perf_counter()
+            got = lease.acquire(wait=self.settings.lock_wait_seconds)
+            waited = time.perf_counter() - waiting
+            if not got or waited >= 0.01:
+                waits.add("the referee lease", waited, lease.refused_by)
+            if got:
+                return True
+            holder = lease.refused_by
+        log.info("another process (%s) is handling mail; left to it", holder)
+        return None
+
     def safe_tick(self) -> None:
         try:
             report = self.tick()
-            if report.did_something:
+            if report.did_something or report.waits.worth_saying():
                 log.info("tick: %s", report)
             elif not self._ticked:
                 log.info("the first tick is done: %s", report)   # one line: serve is at work

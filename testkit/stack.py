@@ -22,21 +22,21 @@ def _toml_lines(values: dict[str, object]) -> str:
 def stack_config(path: Path, stack: Any, database: str, referee_key: str, *,
                  server: dict[str, object] | None = None,
                  imap: dict[str, object] | None = None,
-                 smtp: dict[str, object] | None = None) -> Path:
-    """A pbem.toml at path: the database, bluff's IMAP inbox and the stack's SMTP, the
-    stack's referee with referee_key; ``server``, ``imap`` and ``smtp``: more
-    settings of those sections (name: value)."""
+                 smtp: dict[str, object] | None = None, user: str = "bluff") -> Path:
+    """A pbem.toml at path: the database, user's (bluff's) address and IMAP inbox and the
+    stack's SMTP, the stack's referee with referee_key; ``server``, ``imap`` and
+    ``smtp``: more settings of those sections (name: value)."""
     path.write_text(f"""
 [server]
 database = "{database}"
-address = "{stack.address('bluff')}"
+address = "{stack.address(user)}"
 referee = "{stack.address('referee')}"
 referee_key = "{referee_key}"
 {_toml_lines(server or {})}[imap]
 host = "{stack.imap_host}"
 port = {stack.imap_port}
 ssl = false
-username = "{stack.address('bluff')}"
+username = "{stack.address(user)}"
 password = "{stack.password}"
 {_toml_lines(imap or {})}[smtp]
 host = "{stack.smtp_host}"

@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Any, Self
 
 from sqlalchemy import Engine, func
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from pbem.claims import Lease
 from pbem.models import InboundMail, OutboundMail
-from pbem.robot_client import parse_mail
+from pbem.robot_client import parse_mail, reply_to, report_view
 from testkit.stack import stack_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,11 +35,13 @@ REFEREE_KEY = "workers-referee-key"
 
 
 def write_config(path: Path, stack: Any, database: str, *, poll_seconds: float = 1.0,
-                 lock_wait_seconds: float = 1.0, folder: str = "INBOX") -> Path:
-    """A pbem.toml for workers: the database, bluff's IMAP folder, the stack's SMTP."""
+                 lock_wait_seconds: float = 1.0, folder: str = "INBOX",
+                 user: str = "bluff") -> Path:
+    """A pbem.toml for workers: the database, user's (bluff's) IMAP folder, the stack's
+    SMTP."""
     return stack_config(path, stack, database, REFEREE_KEY,
                         server={"lock_wait_seconds": lock_wait_seconds},
-                        imap={"folder": folder, "poll_seconds": poll_seconds})
+                        imap={"folder": folder, "poll_seconds": poll_seconds}, user=user)
 
 
 class Workers:
@@ -121,6 +123,45 @@ def burst(stack: Any, users: list[str], n: int) -> list[str]:
     return ids
 
 
+def reports_by_game(stack: Any, users: list[str]) -> dict[str, dict[str, EmailMessage]]:
+    """game -> user -> the latest report of that game in the user's INBOX (report.json)."""
+    found: dict[str, dict[str, EmailMessage]] = {}
+    for user in users:
+        for raw in stack.fetch_all(user):
+            msg = parse_mail(raw)
+            view = report_view(msg)
+            if view is not None and msg["In-Reply-To"] is None:
+                found.setdefault(str(view["game"]), {})[user] = msg   # the later wins
+    return found
+
+
+def burst_replies(stack: Any, reports: dict[str, dict[str, EmailMessage]], n: int,
+                  lines: tuple[str, ...] = ("HELP",)) -> list[tuple[str, bytes]]:
+    """n replies (HELP) of the players of the games of ``reports`` (game -> user -> their
+    latest report) to their reports, the games in turn: (game, raw) each. On PostgreSQL
+    each is handled in its game's lane."""
+    games = sorted(reports)
+    replies = []
+    for i in range(n):
+        game = games[i % len(games)]
+        users = sorted(reports[game])
+        user = users[(i // len(games)) % len(users)]
+        replies.append((game, reply_to(reports[game][user], stack.address(user), list(lines))))
+    return replies
+
+
+def games_burst(stack: Any, reports: dict[str, dict[str, EmailMessage]], n: int,
+                server_of: Callable[[str], str] = lambda game: "bluff") -> list[str]:
+    """burst_replies put straight into the INBOX of each game's server account
+    (server_of); their Message-IDs."""
+    raws: dict[str, list[bytes]] = {}
+    for game, raw in burst_replies(stack, reports, n):
+        raws.setdefault(server_of(game), []).append(raw)
+    for account, mails in raws.items():
+        stack.deliver_many(account, mails)
+    return [str(parse_mail(raw)["Message-ID"]) for mails in raws.values() for raw in mails]
+
+
 def counts(engine: Engine) -> dict[str, int]:
     """Inbound mail by status and outbound mail by status, as one dict (in:new, out:sent ...)."""
     with Session(engine) as session:
@@ -135,6 +176,23 @@ def lease_holder_pid(engine: Engine, name: str = "referee") -> int | None:
     """The pid of the process holding a lease (host:pid:nonce), None when free."""
     owner = Lease(engine, name, lambda: datetime.now(UTC)).holder()
     return int(owner.split(":")[1]) if owner else None
+
+
+def handling_pids(engine: Engine) -> set[int]:
+    """The pids of the processes holding a claim on new inbound mail: the workers handling
+    mail now (on PostgreSQL several, each a game's lane; on SQLite the lease's holder)."""
+    with Session(engine) as session:
+        owners = session.exec(select(InboundMail.claimed_by).where(
+            InboundMail.status == "new", col(InboundMail.claimed_by).is_not(None))).all()
+    return {int(owner.split(":")[1]) for owner in owners if owner}
+
+
+def handled_by(engine: Engine) -> Counter[int]:
+    """How many inbound mails each process (pid) handled (claimed last, now done)."""
+    with Session(engine) as session:
+        owners = session.exec(select(InboundMail.claimed_by).where(
+            InboundMail.status == "done")).all()
+    return Counter(int(owner.split(":")[1]) for owner in owners if owner)
 
 
 def wait_until(done: Callable[[], bool], timeout: float, what: str,

@@ -18,7 +18,7 @@ from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 from pbem.claims import aware
-from pbem.db import one_writer
+from pbem.db import game_writer, lanes_apart, one_writer
 from pbem.deadlines import (
     Interval,
     outage_gap,
@@ -42,22 +42,33 @@ log = logging.getLogger(__name__)
 LAST_TICK = "clock.last_tick"
 
 
-def clock_tick(engine: Engine, post: Post, now: datetime) -> int:
+def clock_tick(engine: Engine, post: Post, now: datetime,
+               left: list[int] | None = None) -> int:
     """All clock work of one tick; returns how many turns were resolved.
 
     Outage shift first (so nothing is resolved in a rush after a restart),
     then each running game on its own transaction: a failure in one game is
-    logged and does not stop the others.
+    logged and does not stop the others. On PostgreSQL (lanes_apart) each game's
+    transaction claims the game (pbem.db.game_writer, tried): a game another worker
+    holds (its mail, its clock) is left to the next tick, its id added to ``left``.
     """
+    apart = lanes_apart(engine)
     with Session(engine) as session:
-        one_writer(session)   # each transaction alone, even when a lease expired meanwhile
+        if not apart or _outage_seen(session, post, now):
+            one_writer(session)   # each transaction alone, even when a lease expired meanwhile
         _outage(session, post, now)
         session.commit()
     resolved = 0
     for game_id in clock_candidates(engine, now):
         with Work(engine) as session:   # the game's players and orders read once
             try:
-                one_writer(session)
+                if not apart:
+                    one_writer(session)
+                elif not game_writer(session, game_id, wait=False):
+                    session.rollback()
+                    if left is not None:
+                        left.append(game_id)
+                    continue
                 game = session.get(Game, game_id)
                 if game is not None and game.status == "running" and game_tick(
                         session, post, game, now):
@@ -227,6 +238,19 @@ def vacation_check(session: Session, post: Post, game: Game,
               days=format(opts.vacation_days, "g")),
             _("Beyond the cap you decide: EXTEND {game} <hours>, DEADLINE {game} <time>, "
               "PAUSE {game}, or let the turn resolve as it is.", game=game.name)])
+
+
+def _outage_seen(session: Session, post: Post, now: datetime) -> bool:
+    """PostgreSQL, workers side by side: read the last tick's time locked (the workers'
+    clocks take their turns on it); True when the outage shift may move games' deadlines
+    (or nothing was kept yet), which it does with the writer's lock alone. Otherwise only
+    the time is written, and the games' transactions are not held back each tick."""
+    row = session.get(ServerState, LAST_TICK, with_for_update=True)
+    if row is None:
+        return True
+    minutes = post.settings.outage_minutes
+    return outage_gap(datetime.fromisoformat(row.value), now,
+                      timedelta(minutes=minutes) if minutes is not None else None) is not None
 
 
 def _outage(session: Session, post: Post, now: datetime) -> None:

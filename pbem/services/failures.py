@@ -45,7 +45,9 @@ class _Waiting:
 
 
 def _load(session: Session) -> _Waiting:
-    row = session.get(ServerState, STATE_KEY)
+    # locked to the end of the transaction (PostgreSQL; SQLite has one writer): workers
+    # that handle different games at once note their failures one after the other
+    row = session.get(ServerState, STATE_KEY, with_for_update=True)
     if row is None:
         return _Waiting()
     data = json.loads(row.value)

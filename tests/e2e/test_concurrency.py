@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -220,6 +221,42 @@ def test_the_lease_has_one_holder_and_outlives_no_dead_one(database: str) -> Non
     assert Lease(engine, "referee", clock).holder() is None
 
 
+def test_a_fetch_left_to_another_names_the_holder_even_if_it_has_just_finished(
+        tmp_path: Path, database: str, caplog: pytest.LogCaptureFixture) -> None:
+    """The fetch lease's holder ends its poll right after our try read it: the line that
+    leaves the fetch to it names it as the try saw it (it named None, read again)."""
+    import logging
+
+    from pbem.config import ImapSettings, Settings
+    other = "elsewhere:1:abcd"
+    calls = {"n": 0, "armed": False}
+
+    def clock() -> datetime:
+        if calls["armed"]:
+            calls["n"] += 1
+            if calls["n"] == 3:   # fetch: backoff, the new value, then the holder's end
+                with server.engine.begin() as conn:   # the holder ends its poll now
+                    conn.execute(update(ServerState).where(ServerState.key == "lease:fetch")
+                                 .values(value='{"owner": null, "until": null}'))
+        return datetime.now(UTC)
+    settings = Settings(database=database, address="bluff@x.org", referee="referee@x.org",
+                        referee_key="k", outbox_dir=tmp_path / "out",
+                        imap=ImapSettings("127.0.0.1", 9, ssl=False, username="bluff",
+                                          password="x"))
+    server = Server(settings, clock)
+    until = datetime.now(UTC) + timedelta(minutes=5)
+    with Session(server.engine) as session:
+        session.add(ServerState(key="lease:fetch",
+                                value=f'{{"owner": "{other}", "until": "{until.isoformat()}"}}'))
+        session.commit()
+    calls["armed"] = True
+    with caplog.at_level(logging.INFO, logger="pbem.server"):
+        assert server.fetch() == 0
+    assert calls["n"] >= 3
+    assert Lease(server.engine, "fetch", clock).holder() is None   # it did end meanwhile
+    assert f"another process ({other}) is fetching mail; left to it" in caplog.text
+
+
 def test_a_tick_that_cannot_get_the_lease_leaves_the_mail_to_the_holder(
         tmp_path: Path, database: str) -> None:
     from pbem.config import Settings
@@ -244,6 +281,33 @@ def test_a_tick_that_cannot_get_the_lease_leaves_the_mail_to_the_holder(
         session.delete(session.get(ServerState, "lease:referee"))
         session.commit()
     assert server.tick().processed == 1
+
+
+def test_a_tick_that_waited_for_the_referee_lease_says_how_long_and_on_whom(
+        tmp_path: Path, database: str, caplog: pytest.LogCaptureFixture) -> None:
+    """SQLite: the tick waits lock_wait_seconds for the lease, then its line says so, and
+    whose it was; PostgreSQL (workers side by side, the lease only a shell command's):
+    it leaves the mail to the holder at once, and says whose it was."""
+    import logging
+
+    from pbem.config import Settings
+    settings = Settings(database=database, address="bluff@x.org", referee="referee@x.org",
+                        referee_key="k", outbox_dir=tmp_path / "out", lock_wait_seconds=0.3)
+    server = Server(settings)
+    other = "elsewhere:1:abcd"
+    until = datetime.now(UTC) + timedelta(minutes=5)
+    with Session(server.engine) as session:
+        session.add(ServerState(key="lease:referee",
+                                value=f'{{"owner": "{other}", "until": "{until.isoformat()}"}}'))
+        session.commit()
+    with caplog.at_level(logging.INFO, logger="pbem.server"):
+        server.safe_tick()
+    assert f"another process ({other}) is handling mail; left to it" in caplog.text
+    if database.startswith("sqlite"):
+        waited = re.search(r"waited: the referee lease: ([0-9.]+) s, 1 times \(on (\S+)\)",
+                           caplog.text)
+        assert waited is not None, caplog.text
+        assert float(waited.group(1)) >= 0.3 and waited.group(2) == other
 
 
 def test_a_referee_command_from_the_shell_waits_for_the_referee_lease(

@@ -1,0 +1,100 @@
+"""pbem.inbox's lanes (PostgreSQL): each stored mail is given its lane once; a lane's new
+mail is claimed together, oldest first, and only when no other live process holds any
+of it, so one game's mail is one worker's at a time, in arrival order. And the key a
+sender's address locks under is the same in every process and fits PostgreSQL's int4."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from sqlalchemy import update
+from sqlmodel import Session, col, select
+
+from pbem import inbox
+from pbem.claims import me
+from pbem.db import lock_key, open_database
+from pbem.models import InboundMail
+from testkit.desk import T0, Clock, game_row, make_server, started_game
+from testkit.pgstack import PgCluster
+
+NOW = datetime(2026, 12, 4, 12, tzinfo=UTC)
+LEASE = timedelta(minutes=5)
+OTHER = "elsewhere:1:abcd"
+
+
+def stored(engine, lanes: list[int]) -> list[int]:
+    """Mails stored in this order, given the lanes ``lanes`` (one each); their ids."""
+    for n, _ in enumerate(lanes):
+        assert inbox.store_inbound(engine, f"Message-ID: <lane-{n}@x.test>\r\n\r\nHELP\r\n"
+                                   .encode(), now=NOW, max_bytes=10_000, source="smtp")
+    with Session(engine) as session:
+        ids = list(session.exec(select(InboundMail.id).order_by(col(InboundMail.id))))
+    by_id = dict(zip(ids, lanes, strict=True))
+    assert inbox.give_lanes(engine, max(ids), lambda _s, read: by_id[read.id]) == len(ids)
+    return [i for i in ids if i is not None]
+
+
+def held_by(engine, row_id: int, owner: str, at: datetime) -> None:
+    with Session(engine) as session:
+        session.execute(update(InboundMail).where(col(InboundMail.id) == row_id)
+                        .values(claimed_by=owner, claimed_at=at))
+        session.commit()
+
+
+@pytest.mark.postgresql
+def test_a_lane_is_claimed_whole_oldest_first_and_only_when_no_other_holds_it(
+        pgcluster: PgCluster) -> None:
+    engine = open_database(pgcluster.new_database())
+    ids = stored(engine, [5, 6, 5, 0, 6, 5])
+    upto = max(ids)
+    assert inbox.waiting_lanes(engine, upto) == [5, 6, 0]   # by each lane's oldest mail
+    # a lane is given once: a second reading changes nothing
+    assert inbox.give_lanes(engine, upto, lambda _s, _r: 99) == 0
+    held_by(engine, ids[2], OTHER, NOW)                      # another worker holds lane 5
+    assert inbox.claim_lane(engine, NOW, LEASE, 5, upto=upto) == ([], OTHER)
+    assert inbox.claim_lane(engine, NOW, LEASE, 6, upto=upto) == ([ids[1], ids[4]], None)
+    # its claim ran out: the lane is ours, the stale one in its place, oldest first
+    later = NOW + LEASE + timedelta(seconds=1)
+    assert inbox.claim_lane(engine, later, LEASE, 5, upto=upto) == (
+        [ids[0], ids[2], ids[5]], None)
+    with Session(engine) as session:
+        owners = dict(session.execute(select(InboundMail.id, InboundMail.claimed_by)).all())
+        attempts = dict(session.execute(select(InboundMail.id, InboundMail.attempts)).all())
+    assert {owners[i] for i in (ids[0], ids[2], ids[5], ids[1], ids[4])} == {me()}
+    assert owners[ids[3]] is None
+    assert attempts[ids[0]] == 1 and attempts[ids[2]] == 0   # the first one's is counted
+    # a lane we hold ourselves is ours to claim again (the next tick after an outage)
+    assert inbox.claim_lane(engine, later, LEASE, 6, upto=upto)[0] == [ids[1], ids[4]]
+    assert inbox.claim_lane(engine, later, LEASE, 7, upto=upto) == ([], None)   # no mail
+
+
+@given(st.text(max_size=300))
+def test_a_sender_lock_key_is_stable_and_an_int4(address: str) -> None:
+    key = lock_key(address)
+    assert -(2 ** 31) <= key < 2 ** 31
+    assert key == lock_key(address)
+
+
+@pytest.mark.postgresql
+def test_the_outage_shift_moves_deadlines_on_postgresql_too(pgcluster: PgCluster,
+                                                            tmp_path: Path) -> None:
+    """On PostgreSQL the clock reads the last tick's time locked and takes the writer's lock
+    alone only when the shift may move deadlines: a tick after a gap still moves them,
+    once; short gaps move nothing."""
+    clock = Clock()
+    server = make_server(tmp_path, clock, outage_minutes=15,
+                         database=pgcluster.new_database())
+    started_game(server, "DEADLINE 24")
+    assert server.referee.resolve_due() == 0      # the server runs: its last tick is noted
+    clock.advance(minutes=10)
+    assert server.referee.resolve_due() == 0      # a short gap: nothing moves
+    assert game_row(server).deadline == T0 + timedelta(hours=24)
+    clock.advance(hours=30)                       # down for 30 hours, past the deadline
+    assert server.referee.resolve_due() == 0
+    assert game_row(server).deadline == T0 + timedelta(hours=24 + 30)   # by the down time
+    assert server.referee.resolve_due() == 0      # the same moment again: moved once
+    assert game_row(server).turn == 1

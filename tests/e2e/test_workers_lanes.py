@@ -1,0 +1,278 @@
+"""Three `pbem serve` workers on one PostgreSQL database share the work: each game's mail
+is a lane one worker claims at a time (pbem.inbox.claim_lane), so a burst over several
+games is handled by all of them at once, and still every mail once, in its game's
+order, every turn once.
+
+- a burst of HELP mails naming nine games: every worker handled some of it, every mail
+  was answered once, every answer arrived once;
+- the same with a worker SIGKILLed mid-burst (a fourth takes its place): nothing lost,
+  nothing doubled but a mail in flight on the killed worker's SMTP connections;
+- three workers each with its own SMTP listener, the mail spread over them: the same;
+- a postal game whose players all send their orders at the same moment, turn after
+  turn, while three workers poll: each turn resolved once, each report sent once.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import smtplib
+from collections import Counter
+from email.message import EmailMessage
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlmodel import Session, col, select
+
+from pbem import db
+from pbem.config import SmtpSettings
+from pbem.models import Game, InboundMail, Move, OutboundMail
+from pbem.robot_client import client_order_lines, parse_mail, reply_to, report_view
+from testkit.e2e import Client
+from testkit.net import LOOPBACK, free_ports, port_open
+from testkit.pgstack import PgCluster
+from testkit.workers import (
+    Workers,
+    burst_replies,
+    counts,
+    games_burst,
+    handled_by,
+    handling_pids,
+    received,
+    reports_by_game,
+    wait_until,
+    write_config,
+)
+from tests.e2e.test_workers import referee_mail
+
+pytestmark = [pytest.mark.mailstack, pytest.mark.postgresql]
+
+USERS = ["p1", "p2", "p3", "p4", "p5", "p6"]
+SEATS = {f"lane-{n}": list(pair) for n, pair in enumerate(combinations(USERS, 2)) if n < 9}
+BURST = 270
+
+
+def started(mailstack: Any, pgcluster: PgCluster,
+            tmp_path: Path) -> tuple[Path, Any, dict[str, dict[str, EmailMessage]]]:
+    """A database with the nine games of SEATS started (classic, two players each), through
+    a referee mail handled by one worker; the config, the engine and the players' reports
+    (game -> user -> report)."""
+    database = pgcluster.new_database()
+    for user in ["bluff", "referee", *USERS]:
+        mailstack.clear(user)
+    config = write_config(tmp_path / "pbem.toml", mailstack, database, poll_seconds=0.5)
+    engine = db.open_database(database)
+    lines = [line for game, users in SEATS.items() for line in (
+        f"NEWGAME {game} RULES classic", *(f"ADD {game} {mailstack.address(u)} P-{u}"
+                                           for u in users), f"START {game}")]
+    with Workers(config, tmp_path) as one:
+        one.start(1)
+        referee_mail(mailstack, lines)
+        wait_until(lambda: counts(engine).get("in:done", 0) == 1 and
+                   set(counts(engine)) <= {"in:done", "out:sent"}, 90, "the games' start")
+    with Session(engine) as session:
+        assert {g.status for g in session.exec(select(Game))} == {"running"}
+    reports: dict[str, dict[str, EmailMessage]] = {}
+
+    def all_reports() -> bool:
+        reports.update(reports_by_game(mailstack, USERS))
+        return sorted(reports) == sorted(SEATS) and all(
+            sorted(reports[g]) == sorted(us) for g, us in SEATS.items())
+    wait_until(all_reports, 60, "the first reports", poll=0.3)
+    for user in USERS:
+        mailstack.clear(user)
+    return config, engine, reports
+
+
+def check_burst(mailstack: Any, engine: Any, ids: list[str], may_repeat: set[str]) -> None:
+    """Every mail of the burst handled once and answered once; every answer arrived, and
+    once (but those in ``may_repeat``)."""
+    with Session(engine) as session:
+        inbound = session.exec(select(InboundMail)).all()
+        assert {m.status for m in inbound} == {"done"}
+        assert Counter(ids) == Counter(m.dedupe_key for m in inbound if m.dedupe_key in ids)
+        assert {m.lane for m in inbound if m.dedupe_key in ids} == {
+            g.id for g in session.exec(select(Game))}   # each mail in its game's lane
+        outbound = session.exec(select(OutboundMail).where(
+            col(OutboundMail.inbound_id).is_not(None))).all()
+        answers = Counter(m.inbound_id for m in outbound)
+        assert set(answers) == {m.id for m in inbound} and set(answers.values()) == {1}
+        assert {m.outcome for m in inbound if m.dedupe_key in ids} == {"help sent"}
+    arrived = {u: received(mailstack, u) for u in USERS}
+    by_address = {mailstack.address(u): u for u in USERS}
+    for row in outbound:
+        (rcpt,) = json.loads(row.rcpts_json)
+        if rcpt in by_address:
+            assert arrived[by_address[rcpt]][row.message_id] >= 1, row.kind
+    twice = {mid for c in arrived.values() for mid, n in c.items() if n > 1}
+    assert twice <= may_repeat
+
+
+def test_a_burst_over_nine_games_is_shared_by_three_workers(
+        mailstack: Any, pgcluster: PgCluster, tmp_path: Path) -> None:
+    config, engine, reports = started(mailstack, pgcluster, tmp_path)
+    with Workers(config, tmp_path) as workers:
+        pids = workers.start(3)
+        wait_until(workers.all_ticking, 60, "the workers' first ticks")
+        ids = games_burst(mailstack, reports, BURST)
+        try:
+            wait_until(lambda: counts(engine).get("in:done", 0) == 1 + BURST and
+                       set(counts(engine)) <= {"in:done", "out:sent"}, 180, "the burst")
+        except AssertionError:
+            print(workers.logs())
+            raise
+        statuses = workers.stop()
+    assert set(statuses.values()) == {0}, workers.logs()
+    shares = handled_by(engine)
+    print("mails handled by each worker:", {pid: shares[pid] for pid in pids})
+    assert all(shares[pid] > 0 for pid in pids), shares   # all three handled mail
+    check_burst(mailstack, engine, ids, may_repeat=set())
+
+
+def test_a_worker_killed_mid_burst_over_nine_games_loses_and_doubles_nothing(
+        mailstack: Any, pgcluster: PgCluster, tmp_path: Path) -> None:
+    config, engine, reports = started(mailstack, pgcluster, tmp_path)
+    killed: dict[str, Any] = {}
+
+    def in_flight(pid: int) -> set[str]:
+        with Session(engine) as session:
+            return {m.message_id for m in session.exec(
+                select(OutboundMail).where(col(OutboundMail.claimed_by).contains(f":{pid}:"),
+                                           OutboundMail.status == "pending"))}
+
+    with Workers(config, tmp_path) as workers:
+        first = workers.start(3)
+        wait_until(workers.all_ticking, 60, "the workers' first ticks")
+        ids = games_burst(mailstack, reports, BURST)
+
+        def kill_one_holding_a_lane() -> bool:
+            if counts(engine).get("in:done", 0) < 1 + BURST // 5:
+                return False
+            pid = next(iter(sorted(handling_pids(engine) & set(first))), None)
+            if pid is None:
+                return False
+            killed["in_flight"] = in_flight(pid)
+            workers.kill(pid)
+            killed["in_flight"] |= in_flight(pid)
+            killed["pid"], killed["done_then"] = pid, counts(engine).get("in:done", 0)
+            workers.start(1)
+            return True
+        try:
+            wait_until(kill_one_holding_a_lane, 120, "a worker holding a lane", poll=0.01)
+            wait_until(lambda: counts(engine).get("in:done", 0) == 1 + BURST and
+                       set(counts(engine)) <= {"in:done", "out:sent"}, 180, "the burst")
+            # the one that took the killed one's place is up (a stop while it starts
+            # would kill it before it listens for SIGTERM)
+            wait_until(workers.all_ticking, 60, "the fourth worker's first tick")
+        except AssertionError:
+            print(workers.logs())
+            raise
+        statuses = workers.stop()
+    print(f"killed worker {killed['pid']} with {killed['done_then']} mails handled")
+    assert statuses.pop(killed["pid"]) == -9
+    assert set(statuses.values()) == {0}, workers.logs()
+    assert killed["done_then"] < 1 + BURST                      # killed mid-burst
+    shares = handled_by(engine)
+    assert shares[killed["pid"]] > 0 and sum(1 for p in shares if p != killed["pid"]) >= 2
+    assert len(killed["in_flight"]) <= SmtpSettings(host="any").connections * 2
+    check_burst(mailstack, engine, ids, may_repeat=killed["in_flight"])
+
+
+def test_three_workers_each_with_its_own_listener_behind_one_address(
+        mailstack: Any, pgcluster: PgCluster, tmp_path: Path) -> None:
+    """Inbound at scale without one mailbox's poller: each worker takes mail from the MX on
+    its own SMTP listener ([listen]); the mail goes to the listeners in turn, as an MX
+    with several hosts (or a load balancer) spreads it. Every mail stored once, handled
+    once, answered once, by more than one worker."""
+    config, engine, reports = started(mailstack, pgcluster, tmp_path)
+    ports = free_ports(3)
+    sets = []
+    for n, port in enumerate(ports, 1):
+        folder = tmp_path / f"worker-{n}"
+        folder.mkdir()
+        own = folder / "pbem.toml"
+        own.write_text(config.read_text() + f'[listen]\nhost = "{LOOPBACK}"\nport = {port}\n')
+        sets.append(Workers(own, folder))
+    try:
+        pids = [pid for workers in sets for pid in workers.start(1)]
+        wait_until(lambda: all(port_open(p) for p in ports), 60, "the listeners")
+        replies = [raw for _, raw in burst_replies(mailstack, reports, BURST // 3)]
+        for n, raw in enumerate(replies):
+            with smtplib.SMTP(LOOPBACK, ports[n % len(ports)], timeout=10) as client:
+                client.sendmail(str(parse_mail(raw)["From"]), [mailstack.address("bluff")], raw)
+        ids = [str(parse_mail(raw)["Message-ID"]) for raw in replies]
+        wait_until(lambda: counts(engine).get("in:done", 0) == 1 + len(ids) and
+                   set(counts(engine)) <= {"in:done", "out:sent"}, 180, "the burst")
+    except AssertionError:
+        print("\n".join(workers.logs() for workers in sets))
+        raise
+    finally:
+        statuses = {pid: status for workers in sets for pid, status in workers.stop().items()}
+    assert set(statuses.values()) == {0}
+    with Session(engine) as session:
+        assert {m.source for m in session.exec(select(InboundMail))
+                if m.dedupe_key in ids} == {"smtp"}
+    shares = handled_by(engine)
+    assert sum(1 for pid in pids if shares[pid] > 0) >= 2, shares
+    check_burst(mailstack, engine, ids, may_repeat=set())
+
+
+POSTAL = ["p1", "p2", "p3", "p4", "p5"]
+
+
+def test_the_last_orders_of_a_turn_arriving_together_at_three_workers_resolve_it_once(
+        mailstack: Any, pgcluster: PgCluster, tmp_path: Path) -> None:
+    """Postal Bluff: all five players' orders of a turn are delivered at the same moment
+    (so the turn's last orders reach the workers together), turn after turn."""
+    database = pgcluster.new_database()
+    for user in ["bluff", "referee", *POSTAL]:
+        mailstack.clear(user)
+    config = write_config(tmp_path / "pbem.toml", mailstack, database, poll_seconds=0.3)
+    engine = db.open_database(database)
+    clients = {u: Client(mailstack, u) for u in POSTAL}
+    latest: dict[str, tuple[EmailMessage, dict[str, Any]]] = {}
+
+    def reports_at(turn: int) -> bool:
+        for user, client in clients.items():
+            for msg in client.new_mail():
+                view = report_view(msg)
+                if view is not None and msg["In-Reply-To"] is None:
+                    latest[user] = (msg, view)
+        return len(latest) == len(POSTAL) and all(v["turn"] >= turn for _, v in latest.values())
+
+    rng = random.Random(5)
+    turns = 3
+    with Workers(config, tmp_path) as workers:
+        workers.start(3)
+        referee_mail(mailstack, ["NEWGAME post-1 SEED 3",
+                                 *(f"ADD post-1 {mailstack.address(u)} P-{u}" for u in POSTAL),
+                                 "START post-1"])
+        try:
+            wait_until(lambda: reports_at(1), 90, "the first reports", poll=0.3)
+            for turn in range(1, turns + 1):
+                raws = [reply_to(msg, mailstack.address(u), client_order_lines(view, rng))
+                        for u, (msg, view) in sorted(latest.items())]
+                mailstack.deliver_many("bluff", raws)   # all at once: one lane, one worker
+                wait_until(lambda t=turn + 1: reports_at(t), 120, f"the reports of turn {turn}",
+                           poll=0.3)
+            wait_until(lambda: set(counts(engine)) <= {"in:done", "out:sent"}, 60,
+                       "all mail handled and sent")
+        except AssertionError:
+            print(workers.logs())
+            raise
+        finally:
+            for client in clients.values():
+                client.close()
+        statuses = workers.stop()
+    assert set(statuses.values()) == {0}, workers.logs()
+    with Session(engine) as session:
+        game = session.exec(select(Game)).one()
+        assert game.turn == turns + 1
+        moves = session.exec(select(Move)).all()
+        assert Counter((m.turn, m.seat) for m in moves) == {
+            (t, s): 1 for t in range(1, turns + 1) for s in {m.seat for m in moves}}
+        reports = Counter((m.seat, m.turn) for m in session.exec(select(OutboundMail))
+                          if m.kind == "report")
+        assert set(reports.values()) == {1} and len(reports) == len(POSTAL) * (turns + 1)
