@@ -352,7 +352,7 @@ def shown_output(value: Any) -> Any:
     return shown(value) if type(value) is str else value
 
 
-def _said_in(tr: Translator) -> Callable[[Any], Any]:
+def said_in(tr: Translator) -> Callable[[Any], Any]:
     """The finalize of a language's templates: a message said in that language, then
     cleaned as every output is (shown_output). Text that carries its message (a kind's
     note, pbem.kinds.words.Told: a str with a ``message``) is said as that message."""
@@ -375,8 +375,8 @@ def _said_in(tr: Translator) -> Callable[[Any], Any]:
 
 def _said_escaped_in(tr: Translator) -> Callable[[Any], Any]:
     """A value put into a sentence of an HTML template (_SaidWhenCompiled): said and
-    cleaned as an output is (_said_in), then escaped (``_escape``)."""
-    said_value = _said_in(tr)
+    cleaned as an output is (said_in), then escaped (``_escape``)."""
+    said_value = said_in(tr)
 
     def escaped(value: Any) -> Any:
         return _escape(said_value(value))
@@ -386,10 +386,10 @@ def _said_escaped_in(tr: Translator) -> Callable[[Any], Any]:
 def _gettext_in(tr: Translator) -> Callable[..., Any]:
     """A language's ``_()`` / ``gettext`` of the templates, as jinja2.ext.i18n's newstyle
     one (``_("Turn %(n)s", n=turn)``, escaped in HTML) with each value first made what an
-    output is made (_said_in): a message said in the language, text cleaned. A value put
+    output is made (said_in): a message said in the language, text cleaned. A value put
     into a sentence is output there, and nothing else cleans it. Bound straight to ``_``:
     no look-up of ``gettext`` a call."""
-    value = _said_in(tr)
+    value = said_in(tr)
 
     @jinja2.pass_eval_context
     def gettext(eval_ctx: jinja2.nodes.EvalContext, source: str, /, **values: Any) -> str:
@@ -409,7 +409,7 @@ class _SaidWhenCompiled(jinja2.ext.Extension):
     ``_("Notes")`` becomes the translated text (marked up, as jinja2.ext.i18n's newstyle
     gettext returns it, in HTML); ``_("Turn %(n)s", n=turn)`` becomes ``"Zug %(n)s" %
     {"n": turn|said}``: the same text, its values made what an output is made
-    (_said_in), in HTML escaped (``said_escaped``) and the whole marked up, as
+    (said_in), in HTML escaped (``said_escaped``) and the whole marked up, as
     markup's own ``%`` would make it at about half the cost. Any other use of ``_`` is
     left to the ``_`` global (_gettext_in), which does the same at render time."""
 
@@ -610,7 +610,7 @@ def template_environment(override_dir: Path | None,
         lstrip_blocks=True,
         keep_trailing_newline=True,
         auto_reload=override_dir is not None,
-        finalize=_said_in(tr),
+        finalize=said_in(tr),
         extensions=["jinja2.ext.i18n", _SaidWhenCompiled],
     )
     env.extend(said_by=tr)         # the language _SaidWhenCompiled says messages in
@@ -619,7 +619,7 @@ def template_environment(override_dir: Path | None,
         gettext=tr.gettext, ngettext=tr.ngettext, newstyle=True)
     said_at_render = _gettext_in(tr)
     env.globals.update(gettext=said_at_render, _=said_at_render)
-    said_value = _said_in(tr)
+    said_value = said_in(tr)
     env.filters.update(
         die=die,
         dice=dice,

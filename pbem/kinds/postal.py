@@ -86,7 +86,7 @@ class PostalKind(BidMoves[PostalState]):
         return RuleSet().to_json()
 
     def describe_rules(self, rules: JSONMap) -> str:
-        return "postal Bluff: five mini-games, virtual dice"
+        return Told(_("postal Bluff: five mini-games, virtual dice"))
 
     def start(self, rules: JSONMap, stream: DiceStream, players: int) -> PostalState:
         return new_game(stream, RuleSet.from_json(dict(rules)))

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pbem.kinds.jsontypes import JSON
+from pbem.kinds.words import Told
 from pbem.rules import cupofbluff as cb
 from pbem.rules.challenge import count_matching
 from pbem.rules.classic import ClassicState, RoundEnd
@@ -201,7 +202,8 @@ def cup_tables(state: CupState, viewer: Viewer, rounds: list[JSON]) -> list[JSON
         "type": "cup", "title": "The table", "status": "running" if running else "ended",
         "phase": state.phase, "round": state.number,
         "bluffer": state.bluffer if running else None,
-        "to_move": next(iter(state.due()), None), "waiting_for": state.waiting_for(),
+        "to_move": next(iter(state.due()), None),
+        "waiting_for": Told(state.waiting_for_said()),   # English in JSON, said on a page
         "centre": list(state.centre),
         "centre_points": sum(cb.points(t) for t in state.centre),
         "board": [{"token": t, "points": cb.points(t), "owner": state.owner(t)}

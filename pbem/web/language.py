@@ -9,6 +9,7 @@ are said when a page is drawn, so the JSON twins stay English.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
@@ -33,6 +34,7 @@ from pbem.render import (
     pct,
     plain,
     plural_in,
+    said_in,
     utc,
 )
 from pbem.usertext import shown
@@ -72,17 +74,6 @@ def switch_links(request: Request, current: str) -> list[dict[str, Any]]:
     return [{"code": code, "name": name, "current": code == current,
              "url": f"{request.url.path}?{urlencode([*others, ('lang', code)])}"}
             for code, name in LANGUAGES.items()]
-
-
-def _finalize(tr: Translator) -> Callable[[Any], Any]:
-    """Every ``{{ ... }}``: a message said in the page's language, text cleaned of bidi
-    and control characters (pbem.usertext) whatever a player put into a name or talk."""
-    def finalize(value: Any) -> Any:
-        kind = type(value)    # one look-up: a page puts out thousands of values
-        if kind is str:
-            return shown(value)
-        return shown(value.said(tr)) if kind is Message else value
-    return finalize
 
 
 def _cleaned(value: Any) -> Any:
@@ -154,7 +145,7 @@ def template_environment(settings: Settings, language: str) -> jinja2.Environmen
         autoescape=jinja2.select_autoescape(enabled_extensions=("html.j2",),
                                             default_for_string=True, default=True),
         undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-        finalize=_finalize(tr), extensions=["jinja2.ext.i18n"])
+        finalize=said_in(tr), extensions=["jinja2.ext.i18n"])
     # the i18n extension's method, which Environment does not declare; it makes
     # {% trans %} pass its values as keywords (newstyle), to the callables set after it
     env.install_gettext_callables(  # type: ignore[attr-defined]
@@ -167,7 +158,8 @@ def template_environment(settings: Settings, language: str) -> jinja2.Environmen
     env.globals.update(lookup=lookup, plural=plural_in(tr),
                        listing=lambda items, none=None: listing(items, none, tr),
                        language=language, kind_title=kind_title, table_title=table_title)
-    env.globals.update(CHARTS)     # the pictures: course_chart_svg ... (pbem.charts)
+    # the pictures: course_chart_svg ... (pbem.charts), in the page's language
+    env.globals.update({name: functools.partial(draw, tr=tr) for name, draw in CHARTS.items()})
     # how the pages draw a kind's scores and tables ("postal", "classic", "cup"), by its name
     env.globals["web_look"] = lambda name: kind_named(name).web_look
     return env

@@ -57,13 +57,10 @@ def visible(page: str) -> str:
 
 
 def own_words(page: str) -> str:
-    """What the page itself says: its visible text without what the game's kind wrote
-    (class kind-text: the rules, moves, history lines of pbem.kinds, which are English
-    until the kinds say messages) and without the course chart."""
-    page = re.sub(r'<(\w+) class="[^"]*\bkind-text\b[^"]*"[^>]*>.*?</\1>', " ", page,
-                  flags=re.DOTALL)
-    page = re.sub(r'<figure class="chart".*?</figure>', " ", page, flags=re.DOTALL)
-    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page)).split())
+    """What the page itself says: its visible text without the verdict of ``pbem verify``
+    (the tool's own English lines, as it prints them)."""
+    page = re.sub(r'<ul class="verdict[^"]*"[^>]*>.*?</ul>', " ", page, flags=re.DOTALL)
+    return visible(page)
 
 
 @pytest.mark.parametrize("language", ["de", "cs"])
