@@ -61,7 +61,7 @@ from pbem.rules.odds import OtherSeat, SeatView, bid_odds, bids_since_reroll
 from pbem.rules.postal import make_ladder
 from pbem.rules.robot import DEFAULT_LEVEL, choose_move
 from pbem.rules.ruleset import ExactRule, RuleSet
-from pbem.wording import Message, _, _n, joined, plural
+from pbem.wording import Message, _, _n, joined
 
 MOVE_NAMES = ("BID", "CHALLENGE", "EXPOSE")
 SIX_KEY = "dice_if_six_players"
@@ -458,8 +458,10 @@ class ClassicKind(BidMoves[ClassicState]):
 
     def score_words(self, standing: Mapping[str, int]) -> str:
         held = standing.get("dice", standing["score"])   # pbem.record/1 kept the value only
-        worth = f" (worth {standing['score']})" if held != standing["score"] else ""
-        return f"{plural('{n} die', '{n} dice', held)} left{worth}"
+        if held != standing["score"]:
+            return Told(_n("{n} die left (worth {worth})", "{n} dice left (worth {worth})",
+                           held, worth=standing["score"]))
+        return Told(_n("{n} die left", "{n} dice left", held))
 
     def web_tables(self, state: ClassicState, viewer: Viewer) -> list[JSON]:
         return classic_tables(state, viewer)

@@ -43,7 +43,7 @@ from pbem.rules.cupofbluff import (
 )
 from pbem.rules.dice import DiceStream
 from pbem.rules.errors import IllegalMove, RulesError
-from pbem.wording import Message, _, plural
+from pbem.wording import Message, _, _n
 
 RULES_VERSION = 1
 SEAT_HINT = _("write the player's number or name, e.g. TO 3, TO player 3 or TO Ann")
@@ -545,8 +545,9 @@ class CupKind(GameKind[CupState, Move]):
         return lines
 
     def score_words(self, standing: Mapping[str, int]) -> str:
-        return (f"{plural('{n} point', '{n} points', standing['score'])}, "
-                f"{plural('{n} token', '{n} tokens', standing.get('tokens', 0))}")
+        return Told(_("{points}, {tokens}",
+                      points=_n("{n} point", "{n} points", standing["score"]),
+                      tokens=_n("{n} token", "{n} tokens", standing.get("tokens", 0))))
 
     def waiting_for(self, state: CupState) -> str | None:
         return _waiting_words(state)

@@ -41,7 +41,7 @@ from pbem.rules.postal_record import GameRecord, RecordedMove, result_json
 from pbem.rules.robot import DEFAULT_LEVEL, choose_move
 from pbem.rules.ruleset import RuleSet
 from pbem.rules.view import holdings, odds_view
-from pbem.wording import Message, Said, _, plural
+from pbem.wording import Message, Said, _, _n
 
 # the postal record (pbem.bluff.record/1) as an object: `pbem demo` and tests read it
 PostalRecord = GameRecord
@@ -168,7 +168,7 @@ class PostalKind(BidMoves[PostalState]):
     def score_words(self, standing: Mapping[str, int]) -> str:
         # the record's standings (pbem.bluff.record/1) name the score virtual_dice
         n = standing["virtual_dice"] if "virtual_dice" in standing else standing["score"]
-        return plural("{n} virtual die", "{n} virtual dice", n)
+        return Told(_n("{n} virtual die", "{n} virtual dice", n))
 
     def report_standing(self, standing: Mapping[str, int]) -> dict[str, int]:
         return {"virtual_dice": standing["score"]}

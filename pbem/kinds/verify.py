@@ -34,9 +34,11 @@ from pbem.kinds import KINDS
 from pbem.kinds.base import Resolution
 from pbem.kinds.generic_record import FORMAT, OLD_FORMATS, rules_shape_problems
 from pbem.kinds.jsontypes import JSON, JSONMap
+from pbem.kinds.words import Told
 from pbem.rules.dice import DiceStream, commitment
 from pbem.rules.errors import RulesError
 from pbem.rules.postal_record import GameRecord, draw_seats, verify
+from pbem.wording import Message, _, joined
 
 FORMATS = (FORMAT, *OLD_FORMATS)
 BY = ("player", "standing", "policy", "robot", "referee")
@@ -69,10 +71,10 @@ def recount(record: JSONMap) -> JSON:
     """The result of replaying a record (no checks): {"standings": [...]}."""
     kind = KINDS[str(record["kind"])]
     stream = DiceStream(bytes.fromhex(str(record["seed"])))
-    seats, _ = _entrant_seats(record["players"])
+    seats, _problems = _entrant_seats(record["players"])
     state = kind.start(record["rules"], stream, len(seats))
     ordered = sorted(record["moves"], key=lambda m: (m["turn"], m["seat"]))
-    for _, group in groupby(ordered, key=lambda m: m["turn"]):
+    for _turn, group in groupby(ordered, key=lambda m: m["turn"]):
         moves = {int(m["seat"]): kind.move_from_json(m["move"]) for m in group}
         state = kind.apply(state, moves, stream).state
     return {"standings": _normal(kind.standings(state))}
@@ -186,13 +188,19 @@ def _standings(version: object, standings: list[dict[str, int]]) -> list[dict[st
     return [{k: v for k, v in s.items() if k in V1_STANDING_KEYS} for s in standings]
 
 
-def summary(record: JSONMap) -> str:
-    """One line on a verified record's result, for `pbem verify`."""
+# the kinds' titles as a reader of another language reads them (the web's words too)
+_TITLES = {"postal": _("postal Bluff"), "classic": _("classic Bluff"), "cup": _("Cup of Bluff")}
+
+
+def summary(record: JSONMap) -> Message:
+    """One line on a verified record's result, for `pbem verify` and the web pages."""
     kind = KINDS[str(record["kind"])]
-    places = ", ".join(f"{s['rank']}. seat {s['seat']} ({kind.score_words(s)})"
-                       for s in (record.get("result") or {}).get("standings", []))
-    return (f"game {record['game']} ({kind.title}): the seed matches the commitment, the seat "
-            f"draw, every roll and every move check out, and the result is: {places}")
+    places = joined([_("{rank}. seat {seat} ({score})", rank=s["rank"], seat=s["seat"],
+                       score=getattr(kind.score_words(s), "message", kind.score_words(s)))
+                     for s in (record.get("result") or {}).get("standings", [])], ", ")
+    return _("game {game} ({title}): the seed matches the commitment, the seat draw, every "
+             "roll and every move check out, and the result is: {places}",
+             game=record["game"], title=_TITLES.get(kind.name, kind.title), places=places)
 
 
 @dataclass(frozen=True)
@@ -213,15 +221,16 @@ def check_record(data: object) -> Verdict:
         problems = verify_generic(data)
         if problems:
             return Verdict(False, tuple(f"FAIL: {problem}" for problem in problems))
-        return Verdict(True, (f"OK: {summary(data)}",))
+        return Verdict(True, (Told(_("OK: {summary}", summary=summary(data))),))
     record = GameRecord.from_json(data)
     problems = verify(record)
     if problems:
         return Verdict(False, tuple(f"FAIL: {problem}" for problem in problems))
     standings = record.result["standings"] if record.result else ""
-    said = (f"OK: game {record.game}: the seed matches the commitment, every roll, re-roll and "
-            f"move checks out, and the result is {standings}")
-    return Verdict(True, (said,))
+    said = _("OK: game {game}: the seed matches the commitment, every roll, re-roll and move "
+             "checks out, and the result is {standings}", game=record.game,
+             standings=str(standings))
+    return Verdict(True, (Told(said),))
 
 
 def score_words(kind: str, standing: Mapping[str, int]) -> str:
