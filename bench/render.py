@@ -123,7 +123,10 @@ def forget(renderer: Any) -> None:
     renderer = getattr(renderer, "renderer", renderer)
     module = sys.modules[type(renderer).__module__]
     for name, obj in vars(module).items():
-        if name != "template_environment" and callable(getattr(obj, "cache_clear", None)):
+        # the module's own filter memos; not the Environments, nor what it imports (the
+        # catalogues of pbem.i18n.translator are read once a process, not once a turn)
+        if name != "template_environment" and callable(getattr(obj, "cache_clear", None)) \
+                and getattr(obj, "__module__", module.__name__) == module.__name__:
             obj.cache_clear()
 
 

@@ -35,19 +35,22 @@ def translator(language: str) -> Translator:
     """What says messages in ``language`` (English for the source or an unknown one)."""
     if language == SOURCE_LANGUAGE or language not in LANGUAGES:
         return ENGLISH
-    found: gettext.NullTranslations | None = None
+    merged = None
     for path in catalogue_files(language):
         with path.open("rb") as fp:
             catalogue = read_po(fp, locale=language)
-        compiled = io.BytesIO()
-        write_mo(compiled, catalogue)      # fuzzy entries are left out, as msgfmt does
-        compiled.seek(0)
-        one = gettext.GNUTranslations(compiled)
-        if found is None:
-            found = one
-        else:
-            found.add_fallback(one)
-    return found if found is not None else ENGLISH
+        if merged is None:
+            merged = catalogue
+            continue
+        for message in catalogue:        # one catalogue, one look-up a message
+            if message.id and message.id not in merged:
+                merged[message.id] = message
+    if merged is None:
+        return ENGLISH
+    compiled = io.BytesIO()
+    write_mo(compiled, merged)           # fuzzy entries are left out, as msgfmt does
+    compiled.seek(0)
+    return gettext.GNUTranslations(compiled)
 
 
 def known_language(code: str | None, default: str = SOURCE_LANGUAGE) -> str:

@@ -352,6 +352,28 @@ def shown_output(value: Any) -> Any:
     return shown(value) if type(value) is str else value
 
 
+def said_context(context: Mapping[str, Any], tr: Translator) -> dict[str, Any]:
+    """A context with its messages said (pbem.wording.say) where they are: its values,
+    the items of its lists and the values of the dicts in those lists (paragraphs,
+    problems, talk lines, help lines, notes). A dict value (a report's view, a course:
+    data, thousands of items) is not walked: a message in it would be said by finalize
+    when put out."""
+    out = dict(context)
+    for key, value in context.items():
+        kind = type(value)
+        if kind is list or kind is tuple:
+            out[key] = [_said_item(item, tr) for item in value]
+        elif kind is not dict:
+            out[key] = say(value, tr)
+    return out
+
+
+def _said_item(item: Any, tr: Translator) -> Any:
+    if type(item) is dict:
+        return {k: say(v, tr) if type(v) is not dict else v for k, v in item.items()}
+    return say(item, tr)
+
+
 def said_in(tr: Translator) -> Callable[[Any], Any]:
     """The finalize of a language's templates: a message said in that language, then
     cleaned as every output is (shown_output). Text that carries its message (a kind's
@@ -700,10 +722,10 @@ class Renderer:
         ``language`` in time ``zone``: (text, html)."""
         env = self.environment(language)
         if language != SOURCE_LANGUAGE or zone is not None:
-            # every message (and time) in the context said to the reader at once, so that a
+            # the messages (and times) in the context said to the reader at once, so that a
             # filter (join, wrap ...) that makes text of one gets it said, not in English
             tr = translator(known_language(language))
-            context = say(context, Reader(tr, zone) if zone is not None else tr)
+            context = said_context(context, Reader(tr, zone) if zone is not None else tr)
         # no copy of the context here: Template.render makes its own
         text = env.get_template(f"{name}.txt.j2").render(context)
         html = env.get_template(f"{name}.html.j2").render(context)

@@ -96,7 +96,10 @@ class Message:
         return NotImplemented
 
     def __hash__(self) -> int:
-        return hash(str(self))     # equal to its English text: the same hash
+        # what it is made of, not its English text (which would be formatted at every
+        # look-up of a cache of said messages); so a Message and the str it equals are
+        # not one key of a dict: code compares them, it does not mix them as keys
+        return hash((self.source, self.values, self.plural, self.n, self.capital))
 
     def __contains__(self, part: str) -> bool:
         return part in str(self)
@@ -166,6 +169,9 @@ def _n(singular: str, plural: str, n: int, /, **values: Any) -> Message:
 Said = str | Message
 
 
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
 def say(value: Any, tr: Translator = ENGLISH) -> Any:
     """A value as its reader reads it: a message said in ``tr``'s language, and so every
     message inside a list, tuple or dict (a new container where one was said, the same
@@ -174,7 +180,7 @@ def say(value: Any, tr: Translator = ENGLISH) -> Any:
     kind = type(value)
     if kind is Message:
         return value.said(tr)
-    if kind is str or kind is int:
+    if kind in _PLAIN:
         return value
     if kind is dict:
         changed: dict[Any, Any] | None = None
@@ -190,9 +196,9 @@ def say(value: Any, tr: Translator = ENGLISH) -> Any:
         if all(a is b for a, b in zip(items, value, strict=True)):
             return value
         return items if kind is list else tuple(items)
-    if isinstance(value, SaysItself):
-        return value.said(tr)
-    return value
+    # a value that says itself (SaysItself); a look at its class, not a runtime Protocol
+    # check, which costs microseconds a value
+    return value.said(tr) if callable(getattr(kind, "said", None)) else value
 
 
 def joined(parts: Iterable[object], sep: str = " ") -> Message:

@@ -12,32 +12,17 @@ their reader's language.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from pbem.rules.ladder import Bid
-from pbem.wording import Message, _, _n
+from pbem.wording import Message, _
 
 # the kinds' course labels (GameKind.course_label: plain text, as pbem.charts draws it),
 # marked here so that the catalogue has them; pbem.charts says them in the reader's
 # language
 COURSE_LABELS = (_("score"), _("dice held"), _("points"), _("virtual dice"))
 
-# a bid's words ("4 threes": the count and the face one message, as languages put them
-# together in their own ways; the same messages as the reports' bid filter)
-_BID_WORDS: dict[object, Callable[[int], Message]] = {
-    1: lambda q: _n("{n} one", "{n} ones", q),
-    2: lambda q: _n("{n} two", "{n} twos", q),
-    3: lambda q: _n("{n} three", "{n} threes", q),
-    4: lambda q: _n("{n} four", "{n} fours", q),
-    5: lambda q: _n("{n} five", "{n} fives", q),
-}
-
-
 def bid_words(bid: Bid) -> Message:
-    """A bid as a message: "4 threes", "1 star"."""
-    said = _BID_WORDS.get(bid.face)
-    return said(bid.quantity) if said is not None else _n("{n} star", "{n} stars",
-                                                           bid.quantity)
+    """A bid as a message: "4 threes", "1 star" (the rules' own words: Bid.said)."""
+    return bid.said()
 
 
 class Told(str):
