@@ -158,14 +158,18 @@ def told(text: str, tr: Translator = ENGLISH) -> str:
     return message.said(tr) if type(message) is Message else str(text)
 
 
-@_memo(512)
 def bid(b: Mapping[str, Any] | None, tr: Translator = ENGLISH) -> str:
     """{"quantity": 4, "face": 3} -> "4 threes"; {"quantity": 1, "face": "*"} -> "1 star"."""
     if not b:
         return _("no bid").said(tr)
-    q = b["quantity"]
-    phrase = _FACE_COUNTS.get(_face_key(b["face"]))
-    return f"{q} {b['face']}" if phrase is None else said(phrase(q), tr)
+    return _bid_said(b["quantity"], b["face"], tr)
+
+
+@_memo(1024)
+def _bid_said(quantity: Any, face: Any, tr: Translator) -> str:
+    """``bid`` remembered by its quantity and face (a bid is a dict: no key of a cache)."""
+    phrase = _FACE_COUNTS.get(_face_key(face))
+    return f"{quantity} {face}" if phrase is None else said(phrase(quantity), tr)
 
 
 @_memo(1024)
