@@ -34,7 +34,7 @@ from pbem.kinds import KINDS
 from pbem.kinds.base import Resolution
 from pbem.kinds.generic_record import FORMAT, OLD_FORMATS, rules_shape_problems
 from pbem.kinds.jsontypes import JSON, JSONMap
-from pbem.kinds.words import Told
+from pbem.kinds.words import KIND_TITLES, Told
 from pbem.rules.dice import DiceStream, commitment
 from pbem.rules.errors import RulesError
 from pbem.rules.postal_record import GameRecord, draw_seats, verify
@@ -188,10 +188,6 @@ def _standings(version: object, standings: list[dict[str, int]]) -> list[dict[st
     return [{k: v for k, v in s.items() if k in V1_STANDING_KEYS} for s in standings]
 
 
-# the kinds' titles as a reader of another language reads them (the web's words too)
-_TITLES = {"postal": _("postal Bluff"), "classic": _("classic Bluff"), "cup": _("Cup of Bluff")}
-
-
 def summary(record: JSONMap) -> Message:
     """One line on a verified record's result, for `pbem verify` and the web pages."""
     kind = KINDS[str(record["kind"])]
@@ -200,7 +196,7 @@ def summary(record: JSONMap) -> Message:
                      for s in (record.get("result") or {}).get("standings", [])], ", ")
     return _("game {game} ({title}): the seed matches the commitment, the seat draw, every "
              "roll and every move check out, and the result is: {places}",
-             game=record["game"], title=_TITLES.get(kind.name, kind.title), places=places)
+             game=record["game"], title=KIND_TITLES.get(kind.name, kind.title), places=places)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,12 @@ from pbem.wording import Message, _
 # language
 COURSE_LABELS = (_("score"), _("dice held"), _("points"), _("virtual dice"))
 
+# the titles of pbem's own kinds (GameKind.title is their English), by the kind's name:
+# the web pages and pbem verify's verdict say them in the reader's language
+KIND_TITLES: dict[str, Message] = {"postal": _("postal Bluff"), "classic": _("classic Bluff"),
+                                   "cup": _("Cup of Bluff")}
+
+
 def bid_words(bid: Bid) -> Message:
     """A bid as a message: "4 threes", "1 star" (the rules' own words: Bid.said)."""
     return bid.said()

@@ -23,6 +23,7 @@ from pbem.charts import GLOBALS as CHARTS
 from pbem.config import Settings
 from pbem.i18n import LANGUAGES, best_language, translator
 from pbem.kinds import kind_named
+from pbem.kinds.words import KIND_TITLES
 from pbem.render import (
     FastEnvironment,  # the mails' fast paths, same output
     bid,
@@ -37,18 +38,12 @@ from pbem.render import (
     said_in,
     utc,
 )
-from pbem.usertext import shown
-from pbem.wording import Message, Translator, _, listing, say
+from pbem.wording import Translator, _, listing
 
 COOKIE = "lang"
 COOKIE_SECONDS = 365 * 86400
 # what the pages vary by, besides their address
 VARY = "Accept-Language, Cookie"
-
-# the titles of pbem's own kinds (pbem.kinds), by the kind's name
-KIND_TITLES = {"postal": _("postal Bluff"), "classic": _("classic Bluff"),
-               "cup": _("Cup of Bluff")}
-
 
 def chosen_language(request: Request) -> tuple[str, bool]:
     """The language of the page asked for, and whether the request chose it (``?lang=``:
@@ -76,26 +71,21 @@ def switch_links(request: Request, current: str) -> list[dict[str, Any]]:
             for code, name in LANGUAGES.items()]
 
 
-def _cleaned(value: Any) -> Any:
-    """A text value as ``{{ ... }}`` puts it out (pbem.usertext.shown): a player's name
-    put into a sentence loses its bidi and control characters too."""
-    return shown(value) if type(value) is str else value
-
-
 def _gettext_callables(tr: Translator) -> dict[str, Callable[..., str]]:
     """The templates' ``_``/``gettext`` and ``ngettext``: the i18n extension's newstyle ones
     (the translation is a %-format filled with the keyword values, marked up where the
     template escapes), called at once rather than through two more context calls, and
     with the values said in the same language when they are messages (the extension puts
     them in as their English ``str()``) and cleaned as every ``{{ ... }}`` output is (the
-    extension puts them in without ``finalize``)."""
+    extension puts them in without ``finalize``): pbem.render.said_in, as in the mails."""
     plain: dict[str, str] = {}    # a text without values, marked up: said once a process
+    output = said_in(tr)
 
     def filled(eval_ctx: jinja2.nodes.EvalContext, text: str, values: dict[str, Any]) -> str:
         if not eval_ctx.autoescape:
-            return text % {k: _cleaned(say(v, tr)) for k, v in values.items()}
+            return text % {k: output(v) for k, v in values.items()}
         if values:
-            return Markup(text) % {k: _cleaned(say(v, tr)) for k, v in values.items()}
+            return Markup(text) % {k: output(v) for k, v in values.items()}
         said = plain.get(text)
         if said is None:
             said = plain[text] = Markup(text) % {}
@@ -154,7 +144,7 @@ def template_environment(settings: Settings, language: str) -> jinja2.Environmen
     env.filters.update(die=die, dice=dice, plain=plain, pct=pct, utc=utc, lookup=lookup,
                        face_name=lambda face, quantity=1: face_name(face, quantity, tr),
                        bid=lambda b: bid(b, tr),
-                       said=lambda value: value.said(tr) if type(value) is Message else value)
+                       said=said_in(tr))
     env.globals.update(lookup=lookup, plural=plural_in(tr),
                        listing=lambda items, none=None: listing(items, none, tr),
                        language=language, kind_title=kind_title, table_title=table_title)

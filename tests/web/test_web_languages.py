@@ -171,3 +171,16 @@ def test_time_left_in_english_is_what_the_deadlines_say(seconds: int) -> None:
         now + timedelta(seconds=seconds), now)
     if seconds > 0:
         assert f"in {time_left(seconds)}" == relative(now + timedelta(seconds=seconds), now)
+
+
+def test_a_kinds_line_is_said_in_the_pages_language() -> None:
+    """The pages' ``said`` filter is the mails' own: a kind's line (a Told: English text
+    that keeps its message, Cup of Bluff's "waiting for" line) is said in German too."""
+    from pbem.config import Settings
+    from pbem.kinds.words import Told
+    from pbem.web.language import template_environment
+    from pbem.wording import _
+
+    line = Told(_("the game is over"))
+    said = template_environment(Settings(), "de").filters["said"](line)
+    assert said == translator("de").gettext("the game is over") != "the game is over"
