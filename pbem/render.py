@@ -46,7 +46,6 @@ __all__ = [
     "packaged_template_dir",
     "pct",
     "plain",
-    "shown_output",
     "html_part",
     "text_part",
     "rules_document",
@@ -188,7 +187,7 @@ def plural_in(tr: Translator) -> Callable[[str, str, int], str]:
 def count_of(n: int, one: str, many: str, tr: Translator = ENGLISH) -> str:
     """The ``n|plural("die", "dice")`` filter of templates written before the ``plural``
     global (a referee's overrides may use it): the same rule."""
-    return plural_in(tr)(f"{{n}} {one}", f"{{n}} {many}", n)
+    return counted_in(f"{{n}} {one}", f"{{n}} {many}", n, tr)
 
 
 def pct(p: Any) -> str:
@@ -349,11 +348,11 @@ class _Template(jinja2.Template):
         return template
 
 
-def shown_output(value: Any) -> Any:
-    """Every ``{{ ... }}``'s value as a template puts it out: text without bidi controls
-    and control characters (pbem.usertext), whatever a player put into a name or talk.
-    Markup was made of such outputs already; a number has nothing to clean."""
-    return shown(value) if type(value) is str else value
+def reader(language: str, zone: str | None) -> Translator:
+    """Who a mail is said to: the language's translator, with the time zone when there is
+    one (pbem.zones.Reader: a time in a message is said in it)."""
+    tr = translator(known_language(language))
+    return Reader(tr, zone) if zone is not None else tr
 
 
 def said_context(context: Mapping[str, Any], tr: Translator) -> dict[str, Any]:
@@ -380,8 +379,11 @@ def _said_item(item: Any, tr: Translator) -> Any:
 
 def said_in(tr: Translator) -> Callable[[Any], Any]:
     """The finalize of a language's templates: a message said in that language, then
-    cleaned as every output is (shown_output). Text that carries its message (a kind's
-    note, pbem.kinds.words.Told: a str with a ``message``) is said as that message."""
+    cleaned as every output is: text without bidi controls and control characters
+    (pbem.usertext), whatever a player put into a name or talk. Text that carries its
+    message (a kind's note, pbem.kinds.words.Told: a str with a ``message``) is said as
+    that message. Markup was made of such outputs already; a number has nothing to
+    clean."""
     markup = markupsafe.Markup
     english = tr is ENGLISH      # a Told's text is its English already
 
@@ -393,9 +395,9 @@ def said_in(tr: Translator) -> Callable[[Any], Any]:
             return value
         if kind is Message:
             return shown(said(value, tr))
-        if not isinstance(value, str) or english:
-            return value if not isinstance(value, str) else shown(str(value))
-        return shown(told(value, tr))
+        if not isinstance(value, str):
+            return value
+        return shown(str(value) if english else told(value, tr))
     return finalize
 
 
@@ -692,8 +694,7 @@ class Renderer:
     def say(value: Any, language: str = SOURCE_LANGUAGE, zone: str | None = None) -> Any:
         """A message (or a list of them) to a reader of ``language`` in ``zone``; a
         subject line, say."""
-        tr = translator(known_language(language))
-        return say(value, Reader(tr, zone) if zone is not None else tr)
+        return say(value, reader(language, zone))
 
     @property
     def shipped_only(self) -> bool:
@@ -728,8 +729,7 @@ class Renderer:
         if language != SOURCE_LANGUAGE or zone is not None:
             # the messages (and times) in the context said to the reader at once, so that a
             # filter (join, wrap ...) that makes text of one gets it said, not in English
-            tr = translator(known_language(language))
-            context = said_context(context, Reader(tr, zone) if zone is not None else tr)
+            context = said_context(context, reader(language, zone))
         # no copy of the context here: Template.render makes its own
         text = env.get_template(f"{name}.txt.j2").render(context)
         html = env.get_template(f"{name}.html.j2").render(context)

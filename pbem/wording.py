@@ -19,7 +19,7 @@ from __future__ import annotations
 import string
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol
 
 # the languages pbem speaks (English is the source: the code's and templates' own text),
 # each by its own name
@@ -34,17 +34,15 @@ class Translator(Protocol):
     def ngettext(self, singular: str, plural: str, n: int, /) -> str: ...
 
 
-@runtime_checkable
 class SaysItself(Protocol):
-    """A value that knows how its reader reads it (a time in the reader's zone)."""
+    """A value that knows how its reader reads it (a time in the reader's zone); say()
+    knows one by its class's ``said``."""
 
     def said(self, tr: Translator) -> str: ...
 
 
 class English:
     """The source language: every message as written."""
-
-    language = "en"
 
     def gettext(self, message: str, /) -> str:
         return message
@@ -116,12 +114,6 @@ class Message:
 
     def __bool__(self) -> bool:
         return True       # a message always says something (no English text to make)
-
-    def startswith(self, prefix: str | tuple[str, ...]) -> bool:
-        return str(self).startswith(prefix)
-
-    def endswith(self, suffix: str | tuple[str, ...]) -> bool:
-        return str(self).endswith(suffix)
 
     def __add__(self, other: object) -> Message:
         """Messages follow one another (a sentence, then another)."""
