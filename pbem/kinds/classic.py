@@ -192,18 +192,6 @@ def _round_lines(end: RoundEnd, you: int | None = None) -> list[str]:
     return lines
 
 
-def _due_words(state: ClassicState) -> str:
-    """What the player to move must do (ClassicState.due, as a message)."""
-    bid, number = state.current_bid, state.round
-    if bid is None:
-        return Told(_("open round {round} with a bid", round=number))
-    if state.ladder.lowest_raise(bid) is None:
-        return Told(_("challenge {bid} (the top of the board) in round {round}",
-                      bid=bid_words(bid), round=number))
-    return Told(_("raise {bid} or challenge in round {round}", bid=bid_words(bid),
-                  round=number))
-
-
 def _bid_line(e: BidPlaced, you: int | None) -> Message:
     values = {"round": e.round, "seat": e.seat, "bid": bid_words(e.bid),
               "faces": _faces(e.exposed)}
@@ -318,7 +306,7 @@ class ClassicKind(BidMoves[ClassicState]):
         return new_game(stream, self.rules_of(rules, players), players)
 
     def due(self, state: ClassicState) -> dict[int, str]:
-        return {seat: _due_words(state) for seat in state.due()}
+        return {seat: Told(what) for seat, what in state.due_said().items()}
 
     def due_said(self, state: ClassicState) -> dict[int, Message]:
         return state.due_said()

@@ -292,43 +292,14 @@ def event_lines(events: Sequence[Event], you: int | None = None) -> list[str]:
     return notes
 
 
-def _due_words(state: CupState) -> str:
-    """What the seat due must do (CupState.due, as a message)."""
-    claim = state.claim
-    if state.phase == cb.ANSWER and claim is not None:
-        return Told(_("player {bluffer} claims your token {total}: answer OK or BLUFF",
-                      bluffer=state.bluffer, total=claim.total) if claim.action == "steal"
-                    else _("player {bluffer} claims a total of {total}: answer OK or BLUFF",
-                           bluffer=state.bluffer, total=claim.total))
-    if state.phase == cb.GIVE and claim is not None:
-        return Told(_("your steal failed: GIVE player {guesser} one of your tokens",
-                      guesser=claim.guesser))
-    # only what this Bluffer can do: a steal needs tokens on both sides, a doublet a
-    # double and tokens to swap
-    steal, doublet = cb.can_steal(state), bool(cb.doublets(state))
-    if steal and doublet:
-        return Told(_("you are the Bluffer: ANNOUNCE a total, STEAL a token or make a "
-                      "DOUBLET"))
-    if steal:
-        return Told(_("you are the Bluffer: ANNOUNCE a total or STEAL a token"))
-    if doublet:
-        return Told(_("you are the Bluffer: ANNOUNCE a total or make a DOUBLET"))
-    return Told(_("you are the Bluffer: ANNOUNCE a total"))
+def _due_words(state: CupState) -> dict[int, str]:
+    """What the seat due must do (CupState.due_said), as Told lines."""
+    return {seat: Told(what) for seat, what in state.due_said().items()}
 
 
 def _waiting_words(state: CupState) -> str:
-    """Whose move it is, said to everyone (CupState.waiting_for, as a message)."""
-    claim = state.claim
-    if state.phase == cb.ACT:
-        return Told(_("player {bluffer}, the Bluffer, is to announce, steal or make a "
-                      "doublet", bluffer=state.bluffer))
-    if state.phase == cb.ANSWER and claim is not None:
-        return Told(_("player {guesser} is to answer the claim of {total}",
-                      guesser=claim.guesser, total=claim.total))
-    if state.phase == cb.GIVE and claim is not None:
-        return Told(_("player {bluffer} is to give player {guesser} a token",
-                      bluffer=state.bluffer, guesser=claim.guesser))
-    return Told(_("the game is over"))
+    """Whose move it is, said to everyone (CupState.waiting_for_said), as a Told line."""
+    return Told(state.waiting_for_said())
 
 
 def record_lines(r: TurnRecord, you: int | None = None) -> list[str]:
@@ -401,7 +372,7 @@ class CupKind(GameKind[CupState, Move]):
         return cb.new_game(stream, players)
 
     def due(self, state: CupState) -> dict[int, str]:
-        return {seat: _due_words(state) for seat in state.due()}
+        return _due_words(state)
 
     def orders_now(self, state: CupState, seat: int) -> list[str]:
         if seat not in state.due():

@@ -165,23 +165,30 @@ class CupState:
         """``due``, each said in its reader's language."""
         if self.phase == ACT:
             # only what this Bluffer can do: a steal needs tokens on both sides, a doublet
-            # a double and tokens to swap (the due line goes to the Bluffer alone)
-            ways = [_("ANNOUNCE a total")] + ([_("STEAL a token")] if can_steal(self) else [])
-            ways += [_("make a DOUBLET")] if doublets(self) else []
-            said = (ways[0] if len(ways) == 1
-                    else _("{first} or {last}", first=joined(ways[:-1], ", "), last=ways[-1]))
-            return {self.bluffer: _("you are the Bluffer: {ways}", ways=said)}
+            # a double and tokens to swap (the due line goes to the Bluffer alone); whole
+            # sentences, as languages join the choices in their own ways
+            steal, doublet = can_steal(self), bool(doublets(self))
+            if steal and doublet:
+                what = _("you are the Bluffer: ANNOUNCE a total, STEAL a token or make a "
+                         "DOUBLET")
+            elif steal:
+                what = _("you are the Bluffer: ANNOUNCE a total or STEAL a token")
+            elif doublet:
+                what = _("you are the Bluffer: ANNOUNCE a total or make a DOUBLET")
+            else:
+                what = _("you are the Bluffer: ANNOUNCE a total")
+            return {self.bluffer: what}
         if self.phase == GIVE:
             assert self.claim is not None
-            return {self.bluffer: _("your steal failed: GIVE player {seat} one of your tokens",
-                                    seat=self.claim.guesser)}
+            return {self.bluffer: _("your steal failed: GIVE player {guesser} one of your "
+                                    "tokens", guesser=self.claim.guesser)}
         if self.phase == ANSWER:
             assert self.claim is not None
-            what = (_("player {seat} claims your token {total}: answer OK or BLUFF",
-                      seat=self.bluffer, total=self.claim.total)
+            what = (_("player {bluffer} claims your token {total}: answer OK or BLUFF",
+                      bluffer=self.bluffer, total=self.claim.total)
                     if self.claim.action == "steal" else
-                    _("player {seat} claims a total of {total}: answer OK or BLUFF",
-                      seat=self.bluffer, total=self.claim.total))
+                    _("player {bluffer} claims a total of {total}: answer OK or BLUFF",
+                      bluffer=self.bluffer, total=self.claim.total))
             return {self.claim.guesser: what}
         return {}
 
@@ -193,14 +200,14 @@ class CupState:
         """``waiting_for`` in its reader's language."""
         claim = self.claim
         if self.phase == ACT:
-            return _("player {seat}, the Bluffer, is to announce, steal or make a doublet",
-                     seat=self.bluffer)
+            return _("player {bluffer}, the Bluffer, is to announce, steal or make a doublet",
+                     bluffer=self.bluffer)
         if self.phase == ANSWER and claim is not None:
-            return _("player {seat} is to answer the claim of {total}", seat=claim.guesser,
-                     total=claim.total)
+            return _("player {guesser} is to answer the claim of {total}",
+                     guesser=claim.guesser, total=claim.total)
         if self.phase == GIVE and claim is not None:
-            return _("player {seat} is to give player {guesser} a token", seat=self.bluffer,
-                     guesser=claim.guesser)
+            return _("player {bluffer} is to give player {guesser} a token",
+                     bluffer=self.bluffer, guesser=claim.guesser)
         return _("the game is over")
 
     def check_move(self, seat: int, move: Move) -> None:
