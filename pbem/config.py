@@ -38,6 +38,13 @@ class ImapSettings:
     # a mail that cannot be stored (twice) is moved here: it never blocks the folder
     quarantine_folder: str = "pbem-quarantine"
     poll_seconds: float = 60.0
+    # workers that may poll the folder at once (PostgreSQL), each a share of its mail by
+    # UID (pbem.mail.imap.Share); 1: one poller at a time
+    fetchers: int = 1
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.fetchers <= 64:
+            raise ConfigError("[imap] fetchers must be between 1 and 64")
 
 
 @dataclass(frozen=True)
@@ -174,6 +181,11 @@ class Settings:
     @property
     def domain(self) -> str:
         return self.address.rpartition("@")[2] or "localhost"
+
+    @property
+    def tick_seconds(self) -> float:
+        """How often `pbem serve` ticks: [imap] poll_seconds, 10 s without a mailbox."""
+        return self.imap.poll_seconds if self.imap is not None else 10.0
 
 
 def _section(data: dict[str, Any], name: str) -> dict[str, Any] | None:

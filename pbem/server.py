@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 import signal
 import threading
 import time
@@ -27,7 +28,7 @@ from pbem.db import SchemaError, check_schema, lanes_apart, open_database, trans
 from pbem.faults import crash_point
 from pbem.mail.dkim import DkimError, DkimSigner, load_signer, with_signature
 from pbem.mail.errors import MailError
-from pbem.mail.imap import FetchedMail, ImapInbox
+from pbem.mail.imap import WHOLE, FetchedMail, ImapInbox, Share
 from pbem.mail.listener import MailListener
 from pbem.mail.senderauth import aligned_domain
 from pbem.mail.smtp_out import EmlDirSender, SmtpPool, SmtpSender
@@ -123,6 +124,7 @@ class Server:
         self.stopped_by: SchemaError | None = None
         self._inbox: ImapInbox | None = None                # inbox(): made once
         self._smtp: SmtpPool | None = None                  # open_sender(): made once
+        self._fetch_turn = 0                                # shares: ticks so far
 
     # --- the edges ----------------------------------------------------------
 
@@ -226,38 +228,57 @@ class Server:
         return backoffs.setdefault(service, Backoff(service))
 
     def fetch(self, *, move_later: bool = False, waits: Waits | None = None) -> int:
-        """Store what waits in the mailbox; an unreachable IMAP server is retried with back-off.
-        With ``move_later`` the stored mail's move out of the folder runs on while the
-        caller handles it (ImapInbox.poll), and ``settle_fetch`` ends it."""
+        """Store what waits in the mailbox (the whole folder, or a share of it: shares);
+        an unreachable IMAP server is retried with back-off. With ``move_later`` the
+        stored mail's move out of the folder runs on while the caller handles it
+        (ImapInbox.poll), and ``settle_fetch`` ends it."""
         mailbox = self.inbox()
         if mailbox is None:
             return 0
         backoff = self._backoff("IMAP")
         if not backoff.ready(self.clock()):
             return 0
-        # one poller at a time: two would fetch the same mail (harmless, it is stored once)
-        # and move it twice (the mailbox's done folder would get two copies)
-        lease = Lease(self.engine, "fetch", self.clock, seconds=self.settings.claim_lease_seconds)
-        if not lease.try_acquire():
+        lease = None
+        for share in self.shares():
+            # one poller a share at a time: two would fetch the same mail (harmless, it is
+            # stored once) and move it twice (the done folder would get two copies)
+            lease = Lease(self.engine, "fetch" if share == WHOLE else f"fetch {share}",
+                          self.clock, seconds=self.settings.claim_lease_seconds)
+            if lease.try_acquire():
+                break
             # named as the refused try saw it: read again, a holder that just ended is None
-            log.info("another process (%s) is fetching mail; left to it", lease.refused_by)
+            log.info("another process (%s) is fetching %s; left to it", lease.refused_by,
+                     "mail" if share == WHOLE else f"{share} of the mail")
             if waits is not None:
                 waits.add("left the fetch to another process", 0.0, lease.refused_by)
+        else:
             return 0
         try:   # the lease is released once the poll is over, its last move included
             try:
-                self.release_quarantine(mailbox)
+                if share.number == 0:   # one share's poller, so it is done once
+                    self.release_quarantine(mailbox)
             except BaseException:
                 lease.release()
                 raise
             fetched = mailbox.poll(self.store_fetched, store_batch=self.store_fetched_batch,
                                    move_later=move_later, done=lease.release,
-                                   set_aside=self.store_failed)
+                                   set_aside=self.store_failed, share=share)
         except MailError as exc:   # unreachable, dropped, or an IMAP error: nothing was lost
             backoff.failed(self.clock(), exc)
             return 0
         backoff.succeeded()
         return fetched
+
+    def shares(self) -> list[Share]:
+        """The shares of the folder a tick may poll, in the order it tries them (it polls
+        the first one no other worker holds): the whole folder, or with ``[imap]
+        fetchers`` = N (several workers polling side by side) the N shares, beginning at
+        the next one each tick, a worker's first by its pid: workers ticking together
+        begin on different shares, and one worker alone polls each share within N ticks."""
+        of = self.settings.imap.fetchers if self.settings.imap else 1
+        self._fetch_turn += 1
+        first = os.getpid() + self._fetch_turn
+        return [WHOLE] if of == 1 else [Share((first + k) % of, of) for k in range(of)]
 
     def settle_fetch(self) -> None:
         """Wait for the move a ``fetch(move_later=True)`` left running; a failed one backs
@@ -479,8 +500,7 @@ class Server:
             listener.start()
             log.info("listening for mail on %s:%s", self.settings.listen.host if
                      self.settings.listen else "", listener.port)
-        interval = self.settings.imap.poll_seconds if self.settings.imap else 10.0
-        scheduler = poll_scheduler(interval, self.safe_tick, self.safe_send, self.clock())
+        scheduler = poll_scheduler(self.settings.tick_seconds, self.safe_tick, self.safe_send, self.clock())
         scheduler.start()
         try:
             stop.wait()

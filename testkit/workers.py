@@ -36,12 +36,13 @@ REFEREE_KEY = "workers-referee-key"
 
 def write_config(path: Path, stack: Any, database: str, *, poll_seconds: float = 1.0,
                  lock_wait_seconds: float = 1.0, folder: str = "INBOX",
-                 user: str = "bluff") -> Path:
-    """A pbem.toml for workers: the database, user's (bluff's) IMAP folder, the stack's
-    SMTP."""
+                 user: str = "bluff", fetchers: int = 1) -> Path:
+    """A pbem.toml for workers: the database, user's (bluff's) IMAP folder (polled by up
+    to ``fetchers`` workers at once), the stack's SMTP."""
     return stack_config(path, stack, database, REFEREE_KEY,
                         server={"lock_wait_seconds": lock_wait_seconds},
-                        imap={"folder": folder, "poll_seconds": poll_seconds}, user=user)
+                        imap={"folder": folder, "poll_seconds": poll_seconds,
+                              "fetchers": fetchers}, user=user)
 
 
 class Workers:

@@ -50,6 +50,31 @@ class FetchedMail:
     truncated: bool     # True when size > max_bytes: only headers were fetched
 
 
+@dataclass(frozen=True)
+class Share:
+    """Which of a folder's mails one poll takes: those whose UID leaves ``number`` when
+    divided by ``of``. Several workers poll one folder side by side, each a share of its
+    own (pbem.server.Server.fetch leases each share to one of them at a time): a UID is
+    the folder's own and never reused while its UIDVALIDITY stands, so the shares never
+    meet and together hold every mail."""
+
+    number: int = 0
+    of: int = 1
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.number < self.of:
+            raise ValueError(f"no share {self.number} of {self.of}")
+
+    def holds(self, uid: int) -> bool:
+        return uid % self.of == self.number
+
+    def __str__(self) -> str:
+        return "the folder" if self.of == 1 else f"share {self.number + 1} of {self.of}"
+
+
+WHOLE = Share()
+
+
 def _chunks(seq: Sequence[int], n: int) -> Iterator[list[int]]:
     for i in range(0, len(seq), n):
         yield list(seq[i:i + n])
@@ -118,9 +143,10 @@ class ImapInbox:
     def poll(self, store: Callable[[FetchedMail], None], *, batch: int = FETCH_BATCH,
              store_batch: Callable[[list[FetchedMail]], object] | None = None,
              move_later: bool = False, done: Callable[[], object] | None = None,
-             set_aside: Callable[[FetchedMail, Exception], bool] | None = None) -> int:
-        """Store every waiting mail and move it to ``done_folder``; return how many
-        were stored. A mail whose ``store`` raised stays in the folder untouched.
+             set_aside: Callable[[FetchedMail, Exception], bool] | None = None,
+             share: Share = WHOLE) -> int:
+        """Store every waiting mail of the ``share`` (all of them: WHOLE) and move it to
+        ``done_folder``; return how many were stored. A mail whose ``store`` raised stays in the folder untouched.
         With ``store_batch`` a fetched group is stored in one call (one transaction),
         mail by mail with ``store`` only when that fails.
 
@@ -145,7 +171,7 @@ class ImapInbox:
             try:
                 try:
                     stored, last = self._poll_on(client, store, batch, store_batch, move_later,
-                                                 set_aside)
+                                                 set_aside, share)
                 except MailServiceUnavailable as e:
                     if not kept:
                         raise
@@ -155,7 +181,7 @@ class ImapInbox:
                     _close(client)
                     client = self._connect()
                     stored, last = self._poll_on(client, store, batch, store_batch,
-                                                 move_later, set_aside)
+                                                 move_later, set_aside, share)
             except BaseException:
                 _close(client)
                 raise
@@ -230,9 +256,9 @@ class ImapInbox:
     def _poll_on(self, client: IMAPClient, store: Callable[[FetchedMail], None],
                  batch: int, store_batch: Callable[[list[FetchedMail]], object] | None,
                  move_later: bool, set_aside: Callable[[FetchedMail, Exception], bool] | None,
-                 ) -> tuple[int, tuple[list[int], str] | None]:
+                 share: Share) -> tuple[int, tuple[list[int], str] | None]:
         return self._on_connection(
-            lambda: self._poll(client, store, batch, store_batch, move_later, set_aside))
+            lambda: self._poll(client, store, batch, store_batch, move_later, set_aside, share))
 
     def _on_connection(self, work: Callable[[], _T]) -> _T:
         """``work`` on the IMAP connection, its failures as MailError."""
@@ -247,14 +273,15 @@ class ImapInbox:
     def _poll(self, client: IMAPClient, store: Callable[[FetchedMail], None],
               batch: int, store_batch: Callable[[list[FetchedMail]], object] | None,
               move_later: bool, set_aside: Callable[[FetchedMail, Exception], bool] | None,
-              ) -> tuple[int, tuple[list[int], str] | None]:
-        """How many mails were stored, and the last group's move when it is left to the
-        caller (``move_later``: its uids and the mode)."""
+              share: Share) -> tuple[int, tuple[list[int], str] | None]:
+        """How many mails of the ``share`` were stored, and the last group's move when it
+        is left to the caller (``move_later``: its uids and the mode)."""
         uidvalidity = self._select(client)
         caps = self._capabilities(client)
         mode = "move" if b"MOVE" in caps else "expunge" if b"UIDPLUS" in caps else "flag"
 
-        uids = sorted(client.search(["NOT", "DELETED", "NOT", "KEYWORD", DONE_KEYWORD]))
+        uids = sorted(u for u in client.search(["NOT", "DELETED", "NOT", "KEYWORD", DONE_KEYWORD])
+                      if share.holds(u))
         if not uids:
             return 0, None
         sizes: dict[int, int] = {}
@@ -295,11 +322,11 @@ class ImapInbox:
                     self._ensure_done_folder(client)
                     done_ready = True
                 if move_later and number == len(groups):
-                    log.info("%r: stored %d of %d mails", self, stored, len(uids))
+                    log.info("%r: stored %d of %d mails (%s)", self, stored, len(uids), share)
                     return stored, (done, mode)
                 self._mark_done(client, done, mode)
                 crash_point("imap-moved")
-        log.info("%r: stored %d of %d mails", self, stored, len(uids))
+        log.info("%r: stored %d of %d mails (%s)", self, stored, len(uids), share)
         return stored, None
 
     def _select(self, client: IMAPClient) -> int:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import smtplib
 from collections import Counter
 from email.message import EmailMessage
@@ -54,15 +55,17 @@ SEATS = {f"lane-{n}": list(pair) for n, pair in enumerate(combinations(USERS, 2)
 BURST = 270
 
 
-def started(mailstack: Any, pgcluster: PgCluster,
-            tmp_path: Path) -> tuple[Path, Any, dict[str, dict[str, EmailMessage]]]:
+def started(mailstack: Any, pgcluster: PgCluster, tmp_path: Path, fetchers: int = 1,
+            ) -> tuple[Path, Any, dict[str, dict[str, EmailMessage]]]:
     """A database with the nine games of SEATS started (classic, two players each), through
-    a referee mail handled by one worker; the config, the engine and the players' reports
-    (game -> user -> report)."""
+    a referee mail handled by one worker; the config (its folder polled by up to
+    ``fetchers`` workers at once), the engine and the players' reports (game -> user ->
+    report)."""
     database = pgcluster.new_database()
     for user in ["bluff", "referee", *USERS]:
         mailstack.clear(user)
-    config = write_config(tmp_path / "pbem.toml", mailstack, database, poll_seconds=0.5)
+    config = write_config(tmp_path / "pbem.toml", mailstack, database, poll_seconds=0.5,
+                          fetchers=fetchers)
     engine = db.open_database(database)
     lines = [line for game, users in SEATS.items() for line in (
         f"NEWGAME {game} RULES classic", *(f"ADD {game} {mailstack.address(u)} P-{u}"
@@ -216,6 +219,35 @@ def test_three_workers_each_with_its_own_listener_behind_one_address(
                 if m.dedupe_key in ids} == {"smtp"}
     shares = handled_by(engine)
     assert sum(1 for pid in pids if shares[pid] > 0) >= 2, shares
+    check_burst(mailstack, engine, ids, may_repeat=set())
+
+
+def test_three_workers_poll_one_folder_each_a_share_of_its_mail_at_a_time(
+        mailstack: Any, pgcluster: PgCluster, tmp_path: Path) -> None:
+    """Inbound at scale with one mailbox: ``[imap] fetchers = 3``, so up to three workers
+    poll the folder at once, each a share of its mail by UID (pbem.mail.imap.Share) under
+    that share's lease. Every mail fetched once in all (the workers' fetched counts add
+    up to the burst), moved out of the folder once, handled once, answered once."""
+    config, engine, reports = started(mailstack, pgcluster, tmp_path, fetchers=3)
+    with Workers(config, tmp_path) as workers:
+        workers.start(3)
+        wait_until(workers.all_ticking, 60, "the workers' first ticks")
+        ids = games_burst(mailstack, reports, BURST)
+        try:
+            wait_until(lambda: counts(engine).get("in:done", 0) == 1 + BURST and
+                       set(counts(engine)) <= {"in:done", "out:sent"}, 180, "the burst")
+        except AssertionError:
+            print(workers.logs())
+            raise
+        statuses = workers.stop()
+    assert set(statuses.values()) == {0}, workers.logs()
+    fetched = {log.name: sum(int(n) for n in re.findall(r"tick: fetched (\d+)",
+                                                      log.read_text(errors="replace")))
+               for log in sorted(tmp_path.glob("worker-*.log"))}
+    print("mails fetched by each worker:", fetched)
+    assert sum(fetched.values()) == BURST, fetched   # no share polled twice
+    assert len(mailstack.fetch_all("bluff", "pbem-done")) == 1 + BURST   # the START too
+    assert mailstack.fetch_all("bluff") == []
     check_burst(mailstack, engine, ids, may_repeat=set())
 
 
