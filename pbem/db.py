@@ -344,11 +344,16 @@ def sender_writer(session: Session, address: str) -> None:
                                               "key": lock_key(address.lower())})
 
 
-def try_lane_claim(session: Session, lane: int) -> bool:
-    """One claim of a lane's mail at a time (pbem.inbox.claim_lane): False if another
-    process is claiming it right now."""
-    return bool(session.connection().execute(_TRY_PAIR_LOCK, {"space": LANE_CLAIM_SPACE,
-                                                              "key": lane}).scalar())
+def lane_claim(session: Session, lane: int, *, wait: bool = False) -> bool:
+    """One claim of a lane's mail at a time (pbem.inbox.claim_lane), one giving of lanes
+    (pbem.inbox.give_lanes): without ``wait`` only tried, False if another process is at
+    it right now; with it, waited for (True)."""
+    conn = session.connection()
+    if wait:
+        conn.execute(_PAIR_LOCK, {"space": LANE_CLAIM_SPACE, "key": lane})
+        return True
+    return bool(conn.execute(_TRY_PAIR_LOCK, {"space": LANE_CLAIM_SPACE,
+                                              "key": lane}).scalar())
 
 
 # --------------------------------------------------------------------------- revisions

@@ -35,7 +35,7 @@ from sqlmodel import Session, col, select
 
 from pbem.claims import claim_many, claim_stale, me
 from pbem.commands.referee_cmds import RELEASE_ASKED
-from pbem.db import game_writer, one_writer, try_lane_claim
+from pbem.db import game_writer, lane_claim, one_writer
 from pbem.faults import fail_point
 from pbem.mail.headers import MAIL_HEADER_BYTES, as_text, read_mail_header
 from pbem.models import InboundMail, ServerState
@@ -292,12 +292,13 @@ LANES_READ = 200     # lanes with new mail looked at in one read
 
 
 def give_lanes(engine: Engine, upto: int, lane_of: Callable[[Session, LaneRead], int],
-               size: int = PAGE) -> int | None:
+               size: int = PAGE, *, wait: bool = False) -> int | None:
     """Give the oldest ``size`` new mails (up to id ``upto``) without a lane their lanes
-    (``lane_of``: read in this transaction), in one commit; returns how many, or None when
-    another process is giving lanes at this moment (the mail is read once, by one)."""
+    (``lane_of``: read in this transaction), in one commit; returns how many. One process
+    gives lanes at a time, so a lane's mail gets it in arrival order and each mail is read
+    once: None when another is at it, or with ``wait`` after it."""
     with Session(engine) as session:
-        if not try_lane_claim(session, LANE_GIVING):
+        if not lane_claim(session, LANE_GIVING, wait=wait):
             return None
         rows = [LaneRead(*row) for row in session.execute(
             select(InboundMail.id, InboundMail.raw, InboundMail.envelope_from,
@@ -347,7 +348,7 @@ def claim_lane(engine: Engine, now: datetime, lease: timedelta, lane: int, *, up
     left). A lane of which another live process holds a mail is left to it, whole; so
     is one another process is claiming at this moment ("a claim under way")."""
     with Session(engine) as session:
-        if not try_lane_claim(session, lane):
+        if not lane_claim(session, lane):
             return [], "a claim under way"
         found = list(session.execute(
             select(InboundMail.id, InboundMail.claimed_by, InboundMail.claimed_at)

@@ -150,16 +150,29 @@ class Referee:
 
     def process_lanes(self, hand_off: HandOff | None, marks: Marks, waits: Waits) -> int:
         """process_pending beside other workers (PostgreSQL): each stored mail is given
-        its lane (lane_of: its game), then the lanes are claimed one at a time, the one
+        its lane (route: its game), then the lanes are claimed one at a time, the one
         whose oldest mail came first first (pbem.inbox.claim_lane); a lane another worker
         holds is left to it (told to ``waits``). Each mail's transaction takes its game's
         lock, beside other games' (pbem.db.game_writer); mail of no game the one
-        writer's. Until no lane with mail stored before the tick began is left to take."""
+        writer's.
+
+        A pass gives one page of mail its lanes, then takes the lanes free; the workers
+        give lanes in turn, a page each, so none waits for one to read a whole burst.
+        Each pass looks for the newest mail again while the tick is younger than a tick's
+        interval (mail another worker is fetching, or a listener took in, is taken as it
+        is stored); mail stored later waits for the next tick, so the clock and the
+        outbox get their turn. Until a pass had no mail to give a lane and no lane to
+        take."""
         handled = 0
         lease = timedelta(seconds=self.settings.claim_lease_seconds)
-        upto = inbox.newest_id(self.engine)   # mail stored meanwhile waits for the next tick
-        while upto:
-            self.route(upto)
+        fresh_until = time.monotonic() + self.settings.tick_seconds
+        upto = 0
+        while True:
+            if not upto or time.monotonic() < fresh_until:
+                upto = inbox.newest_id(self.engine)
+            if not upto:
+                break
+            routed = self.route(upto)
             took = False
             for lane in inbox.waiting_lanes(self.engine, upto):
                 page, holder = inbox.claim_lane(self.engine, self.clock(), lease, lane,
@@ -176,19 +189,16 @@ class Referee:
                                            waits=waits):
                         handled += 1
                     marks("mail<")
-            if not took:
+            if not took and not routed:
                 break
         return handled
 
-    def route(self, upto: int) -> None:
-        """Give each stored mail up to id ``upto`` without a lane its lane (lane_of), a
-        page at a time; left to another worker that is at it (it reads each mail once)."""
+    def route(self, upto: int) -> int:
+        """Give the next page of stored mail up to id ``upto`` without a lane its lane
+        (lane_of), after the worker giving lanes now, if one is; how many were given."""
         def lane(session: Session, read: inbox.LaneRead) -> int:
             return lane_of(session, self.post, read.raw, read.envelope_from, read.truncated)
-        while True:
-            given = inbox.give_lanes(self.engine, upto, lane)
-            if given is None or given < inbox.PAGE:
-                return
+        return inbox.give_lanes(self.engine, upto, lane, wait=True) or 0
 
     def handle_claimed(self, inbound_id: int, following: int | None,
                        hand_off: HandOff | None = None, *, lane: int | None = None,
