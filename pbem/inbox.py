@@ -39,6 +39,7 @@ from pbem.db import game_writer, lane_claim, one_writer
 from pbem.faults import fail_point
 from pbem.mail.headers import MAIL_HEADER_BYTES, as_text, read_mail_header
 from pbem.models import InboundMail, ServerState
+from pbem.wakeups import tell_stored
 
 HEADER_CAP = MAIL_HEADER_BYTES   # of a mail too large to read, this much header is kept
 MAX_CUT_SHORT = 2           # handling attempts cut short (crash, kill) before a mail is set aside
@@ -82,6 +83,7 @@ def store_inbound(engine: Engine, raw: bytes, *, now: datetime, max_bytes: int, 
             return False
         try:
             session.connection().execute(_INSERT, [row])
+            tell_stored(session)
             session.commit()
         except IntegrityError:   # a concurrent store of the same mail won the race
             session.rollback()
@@ -112,6 +114,7 @@ def store_many(engine: Engine, mails: list[tuple[bytes, str, bool, int]], *, now
             fresh.append(row)
         if fresh:
             session.connection().execute(_INSERT, fresh)
+            tell_stored(session)
         session.commit()
     return len(fresh)
 

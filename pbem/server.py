@@ -36,10 +36,12 @@ from pbem.outbox import DrainReport, Sender, Stream, drain, others_due
 from pbem.referee import Marks, Referee, unmarked
 from pbem.render import Renderer, TemplateProblem
 from pbem.services.failures import what_failed
+from pbem.wakeups import MailWatch
 
 log = logging.getLogger(__name__)
 IMAP_KEEP_OPEN_SECONDS = 120.0   # an idle IMAP connection is used again for this long
 SMTP_KEEP_OPEN_SECONDS = 60.0    # ... an idle SMTP one (servers drop them after a few minutes)
+WOKEN_TICKS_APART = 0.1          # seconds at least between two ticks woken by stored mail
 
 UNAVAILABLE = "the mail server could not be reached or refused us"
 
@@ -125,6 +127,7 @@ class Server:
         self._inbox: ImapInbox | None = None                # inbox(): made once
         self._smtp: SmtpPool | None = None                  # open_sender(): made once
         self._fetch_turn = 0                                # shares: ticks so far
+        self._woken = threading.Event()                     # mail stored: tick at once
 
     # --- the edges ----------------------------------------------------------
 
@@ -220,6 +223,7 @@ class Server:
         """The listener's store: returns (and the client gets its 250) only once stored."""
         self.referee.store_inbound(raw, source="smtp", envelope_from=envelope_from)
         crash_point("listener-stored")
+        self._woken.set()
 
     # --- the jobs -------------------------------------------------------------
 
@@ -461,6 +465,18 @@ class Server:
         except Exception:   # a job must never kill the scheduler
             log.exception("sending failed; will try again")
 
+    def tick_when_woken(self, stop: threading.Event) -> None:
+        """serve's ticks out of turn: one as soon as mail is stored (by this worker's
+        listener, or by any worker on PostgreSQL: pbem.wakeups.MailWatch), not waiting
+        for the next poll; at most one each WOKEN_TICKS_APART seconds, so a stream of
+        mail makes a worker tick back to back, not once a mail. Each tick, woken or
+        timed, runs alone (Server._lock)."""
+        while not stop.is_set():
+            if self._woken.wait(0.5):
+                self._woken.clear()
+                self.safe_tick()
+                stop.wait(WOKEN_TICKS_APART)
+
     def compile_templates(self) -> None:
         """Every mail template compiled before the first mail (serve does it at start; a
         one-shot ``pbem tick`` compiles only the ones its mail needs). A template that
@@ -500,12 +516,20 @@ class Server:
             listener.start()
             log.info("listening for mail on %s:%s", self.settings.listen.host if
                      self.settings.listen else "", listener.port)
-        scheduler = poll_scheduler(self.settings.tick_seconds, self.safe_tick, self.safe_send, self.clock())
+        scheduler = poll_scheduler(self.settings.tick_seconds, self.safe_tick, self.safe_send,
+                                   self.clock())
+        woken = threading.Thread(target=self.tick_when_woken, args=(stop,),
+                                 name="pbem-woken-ticks", daemon=True)
+        watch = MailWatch(self.engine, self._woken.set, stop)
         scheduler.start()
+        woken.start()
+        watch.start()
         try:
             stop.wait()
         finally:
             scheduler.shutdown(wait=True)   # lets a running tick finish
+            woken.join()
+            watch.join()
             if listener is not None:
                 listener.stop()
             self.safe_tick()                # process what the listener took in last
