@@ -1,14 +1,13 @@
 """The imperative shell: wires the edges (IMAP, SMTP listener, SMTP out, clock) to the referee.
 
-The shell: it may import every layer below (pbem.referee, pbem.outbox, the
-mail edges ...); nothing below imports it. ``utc_now`` is the clock source.
+The shell: it may import every layer below (pbem.fetching, pbem.referee, pbem.outbox,
+the mail edges ...); nothing below imports it. ``utc_now`` is the clock source.
 """
 
 from __future__ import annotations
 
 import gc
 import logging
-import os
 import signal
 import threading
 import time
@@ -20,26 +19,22 @@ from datetime import UTC, datetime, timedelta
 from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy.exc import OperationalError
 
-from pbem import inbox
 from pbem.backoff import Backoff
 from pbem.claims import Lease, Waits
 from pbem.config import ConfigError, Settings
-from pbem.db import SchemaError, check_schema, lanes_apart, open_database, transient_error
+from pbem.db import SchemaError, check_schema, lanes_apart, open_database
 from pbem.faults import crash_point
+from pbem.fetching import Fetcher
 from pbem.mail.dkim import DkimError, DkimSigner, load_signer, with_signature
-from pbem.mail.errors import MailError
-from pbem.mail.imap import WHOLE, FetchedMail, ImapInbox, Share
 from pbem.mail.listener import MailListener
 from pbem.mail.senderauth import aligned_domain
 from pbem.mail.smtp_out import EmlDirSender, SmtpPool, SmtpSender
 from pbem.outbox import DrainReport, Sender, Stream, drain, others_due
 from pbem.referee import Marks, Referee, unmarked
 from pbem.render import Renderer, TemplateProblem
-from pbem.services.failures import what_failed
 from pbem.wakeups import MailWatch
 
 log = logging.getLogger(__name__)
-IMAP_KEEP_OPEN_SECONDS = 120.0   # an idle IMAP connection is used again for this long
 SMTP_KEEP_OPEN_SECONDS = 60.0    # ... an idle SMTP one (servers drop them after a few minutes)
 WOKEN_TICKS_APART = 0.1          # seconds at least between two ticks woken by stored mail
 
@@ -120,35 +115,20 @@ class Server:
         self.engine = open_database(settings.database, synchronous=settings.db.synchronous)
         self.referee = Referee(settings, self.engine, Renderer(settings.templates_dir), clock)
         self.clock = clock
+        self.fetcher = Fetcher(settings, self.engine, self.referee, clock,
+                               self._backoff("IMAP"))
         self._lock = threading.Lock()   # one cycle at a time within this process
         self._stop: threading.Event | None = None          # serve's, once it runs
         self._ticked = False                               # safe_tick says the first once
         self.stopped_by: SchemaError | None = None
-        self._inbox: ImapInbox | None = None                # inbox(): made once
         self._smtp: SmtpPool | None = None                  # open_sender(): made once
-        self._fetch_turn = 0                                # shares: ticks so far
         self._woken = threading.Event()                     # mail stored: tick at once
 
     # --- the edges ----------------------------------------------------------
 
-    def inbox(self) -> ImapInbox | None:
-        """The mailbox; its connection is kept open between polls for a while."""
-        imap = self.settings.imap
-        if imap is None:
-            return None
-        if self._inbox is None:
-            self._inbox = ImapInbox(imap.host, imap.port, imap.username, imap.password,
-                                    ssl=imap.ssl, folder=imap.folder,
-                                    done_folder=imap.done_folder,
-                                    quarantine_folder=imap.quarantine_folder,
-                                    max_bytes=self.settings.max_mail_bytes,
-                                    keep_open=IMAP_KEEP_OPEN_SECONDS)
-        return self._inbox
-
     def close(self) -> None:
         """Log out of what is kept open (the IMAP and SMTP connections)."""
-        if self._inbox is not None:
-            self._inbox.close()
+        self.fetcher.close()
         if self._smtp is not None:
             self._smtp.close()
 
@@ -164,61 +144,6 @@ class Server:
                 username=smtp.username, password=smtp.password), SMTP_KEEP_OPEN_SECONDS)
         return with_signature(self._smtp.borrow(), self.signer)
 
-    def _imap_key(self, mail: FetchedMail) -> str:
-        """folder/UIDVALIDITY/UID: the same mail fetched twice is stored once."""
-        folder = self.settings.imap.folder if self.settings.imap else "INBOX"
-        return f"{folder}/{mail.uidvalidity}/{mail.uid}"
-
-    def store_fetched(self, mail: FetchedMail) -> None:
-        self.referee.store_inbound(mail.raw, source="imap", truncated=mail.truncated,
-                                   size=mail.size, imap_key=self._imap_key(mail))
-
-    def store_fetched_batch(self, mails: list[FetchedMail]) -> None:
-        """A fetched group in one transaction (all or nothing; see ImapInbox.poll)."""
-        self.referee.store_many([(m.raw, self._imap_key(m), m.truncated, m.size)
-                                 for m in mails], source="imap")
-
-    def store_failed(self, mail: FetchedMail, exc: Exception) -> bool:
-        """A fetched mail could not be stored: True to set it aside (the IMAP quarantine
-        folder) after inbox.STORE_TRIES tries, counted in the database; logged once a try,
-        and once with its traceback when set aside, when the referee is told. An outage of
-        the database is not counted (the mail waits for it)."""
-        imap = self.settings.imap
-        assert imap is not None
-        where, why = self._imap_key(mail), what_failed(exc)
-        if isinstance(exc, OperationalError) and transient_error(exc):
-            log.warning("mail %s not stored, the database is unavailable (%s); it stays in "
-                        "%s", where, why, imap.folder)
-            return False
-        try:
-            tries = inbox.count_store_failure(self.engine, where)
-        except Exception as again:   # the database fails too: the mail waits for it
-            log.warning("mail %s not stored (%s), nor its try counted (%s); it stays in %s",
-                        where, why, what_failed(again), imap.folder)
-            return False
-        if tries < inbox.STORE_TRIES:
-            log.warning("mail %s could not be stored (%s); it stays in %s for another try",
-                        where, why, imap.folder)
-            return False
-        log.error("mail %s could not be stored %d times; set aside in %s, the referee is told",
-                  where, tries, imap.quarantine_folder, exc_info=exc)
-        try:
-            self.referee.unstorable(where, why, tries, imap.quarantine_folder)
-        except Exception as again:   # set aside all the same: it must not block the folder
-            log.warning("the referee could not be told of mail %s: %s", where,
-                        what_failed(again))
-        return True
-
-    def release_quarantine(self, imap_inbox: ImapInbox) -> None:
-        """The referee asked for the mails set aside back (RETRY QUARANTINE): move them
-        to the folder polled, where this fetch stores them again."""
-        if not inbox.release_asked(self.engine):
-            return
-        moved = imap_inbox.release()
-        inbox.release_done(self.engine)
-        log.info("%d mails set aside in %s moved back to %s", moved,
-                 imap_inbox.quarantine_folder, imap_inbox.folder)
-
     def store_received(self, raw: bytes, envelope_from: str, rcpts: list[str]) -> None:
         """The listener's store: returns (and the client gets its 250) only once stored."""
         self.referee.store_inbound(raw, source="smtp", envelope_from=envelope_from)
@@ -232,68 +157,8 @@ class Server:
         return backoffs.setdefault(service, Backoff(service))
 
     def fetch(self, *, move_later: bool = False, waits: Waits | None = None) -> int:
-        """Store what waits in the mailbox (the whole folder, or a share of it: shares);
-        an unreachable IMAP server is retried with back-off. With ``move_later`` the
-        stored mail's move out of the folder runs on while the caller handles it
-        (ImapInbox.poll), and ``settle_fetch`` ends it."""
-        mailbox = self.inbox()
-        if mailbox is None:
-            return 0
-        backoff = self._backoff("IMAP")
-        if not backoff.ready(self.clock()):
-            return 0
-        lease = None
-        for share in self.shares():
-            # one poller a share at a time: two would fetch the same mail (harmless, it is
-            # stored once) and move it twice (the done folder would get two copies)
-            lease = Lease(self.engine, "fetch" if share == WHOLE else f"fetch {share}",
-                          self.clock, seconds=self.settings.claim_lease_seconds)
-            if lease.try_acquire():
-                break
-            # named as the refused try saw it: read again, a holder that just ended is None
-            log.info("another process (%s) is fetching %s; left to it", lease.refused_by,
-                     "mail" if share == WHOLE else f"{share} of the mail")
-            if waits is not None:
-                waits.add("left the fetch to another process", 0.0, lease.refused_by)
-        else:
-            return 0
-        try:   # the lease is released once the poll is over, its last move included
-            try:
-                if share.number == 0:   # one share's poller, so it is done once
-                    self.release_quarantine(mailbox)
-            except BaseException:
-                lease.release()
-                raise
-            fetched = mailbox.poll(self.store_fetched, store_batch=self.store_fetched_batch,
-                                   move_later=move_later, done=lease.release,
-                                   set_aside=self.store_failed, share=share)
-        except MailError as exc:   # unreachable, dropped, or an IMAP error: nothing was lost
-            backoff.failed(self.clock(), exc)
-            return 0
-        backoff.succeeded()
-        return fetched
-
-    def shares(self) -> list[Share]:
-        """The shares of the folder a tick may poll, in the order it tries them (it polls
-        the first one no other worker holds): the whole folder, or with ``[imap]
-        fetchers`` = N (several workers polling side by side) the N shares, beginning at
-        the next one each tick, a worker's first by its pid: workers ticking together
-        begin on different shares, and one worker alone polls each share within N ticks."""
-        of = self.settings.imap.fetchers if self.settings.imap else 1
-        self._fetch_turn += 1
-        first = os.getpid() + self._fetch_turn
-        return [WHOLE] if of == 1 else [Share((first + k) % of, of) for k in range(of)]
-
-    def settle_fetch(self) -> None:
-        """Wait for the move a ``fetch(move_later=True)`` left running; a failed one backs
-        the IMAP server off like a failed fetch (its mail is stored: the next poll moves
-        it)."""
-        if self._inbox is None:
-            return
-        try:
-            self._inbox.settle()
-        except MailError as exc:
-            self._backoff("IMAP").failed(self.clock(), exc)
+        """Store what waits in the mailbox (pbem.fetching.Fetcher.fetch)."""
+        return self.fetcher.fetch(move_later=move_later, waits=waits)
 
     def send(self) -> DrainReport:
         """Drain the outbox; an unreachable SMTP server is retried with back-off."""
@@ -411,7 +276,7 @@ class Server:
             if sent.unavailable:
                 report.problems.append("SMTP")
             report.seconds["sending"] = time.perf_counter() - sending
-            self.settle_fetch()
+            self.fetcher.settle()
             if self._backoff("IMAP").failures:
                 report.problems.insert(0, "IMAP")
             return report

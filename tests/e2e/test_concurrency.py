@@ -250,7 +250,7 @@ def test_a_fetch_left_to_another_names_the_holder_even_if_it_has_just_finished(
                                 value=f'{{"owner": "{other}", "until": "{until.isoformat()}"}}'))
         session.commit()
     calls["armed"] = True
-    with caplog.at_level(logging.INFO, logger="pbem.server"):
+    with caplog.at_level(logging.INFO, logger="pbem.fetching"):
         assert server.fetch() == 0
     assert calls["n"] >= 3
     assert Lease(server.engine, "fetch", clock).holder() is None   # it did end meanwhile

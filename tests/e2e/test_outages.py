@@ -400,7 +400,7 @@ def test_database_locked_while_fetching_keeps_the_mail_in_the_mailbox(mailstack,
         mailstack.deliver("bluff", help_mail(mailstack, user), mail_from=mailstack.address(user))
     mailstack.wait_for("bluff", 2)
     locker = Locker(database)
-    real_store, real_store_batch = server.store_fetched, server.store_fetched_batch
+    real_store, real_store_batch = server.fetcher.store_fetched, server.fetcher.store_fetched_batch
 
     def store_under_lock(mail) -> None:
         if not locker.held:
@@ -411,8 +411,8 @@ def test_database_locked_while_fetching_keeps_the_mail_in_the_mailbox(mailstack,
         if not locker.held:
             locker.__enter__()
         real_store_batch(mails)
-    server.store_fetched = store_under_lock   # type: ignore[method-assign]
-    server.store_fetched_batch = store_batch_under_lock   # type: ignore[method-assign]
+    server.fetcher.store_fetched = store_under_lock   # type: ignore[method-assign]
+    server.fetcher.store_fetched_batch = store_batch_under_lock   # type: ignore[method-assign]
     try:
         report = server.tick()
         assert report.fetched == 0 and "database" in report.problems
@@ -421,8 +421,8 @@ def test_database_locked_while_fetching_keeps_the_mail_in_the_mailbox(mailstack,
             server.referee.store_inbound(b"From: x@y\r\n\r\nhi", source="smtp")
     finally:
         locker.__exit__()
-    server.store_fetched = real_store   # type: ignore[method-assign]
-    server.store_fetched_batch = real_store_batch   # type: ignore[method-assign]
+    server.fetcher.store_fetched = real_store   # type: ignore[method-assign]
+    server.fetcher.store_fetched_batch = real_store_batch   # type: ignore[method-assign]
     report = server.tick()
     assert report.fetched == 2 and report.processed == 2 and report.sent == 2
     assert mailstack.fetch_all("bluff") == []

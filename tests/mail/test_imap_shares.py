@@ -112,7 +112,7 @@ def test_a_fetch_leaves_a_share_another_worker_holds_and_takes_the_others(
             return sorted(int(str(key).rsplit("/", 1)[1]) for key in session.exec(
                 select(InboundMail.imap_key)))
     try:
-        with caplog.at_level(logging.INFO, logger="pbem.server"):
+        with caplog.at_level(logging.INFO, logger="pbem.fetching"):
             fetched = [server.fetch(), server.fetch()]   # one tick a share
         assert sorted(fetched) == [0, 6]
         assert f"another process ({other}) is fetching share 1 of 2 of the mail" in caplog.text

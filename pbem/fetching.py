@@ -1,0 +1,181 @@
+"""The mailbox side of a worker: poll the [imap] folder (all of it, or a share of it
+beside other workers), store what was fetched, set aside what cannot be stored, and
+move the quarantined mail back when the referee asks.
+
+Part of the shell (pbem.server wires it): it stores through the referee and leases
+each share in the database (pbem.claims.Lease).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from datetime import datetime
+
+from sqlalchemy import Engine
+from sqlalchemy.exc import OperationalError
+
+from pbem import inbox
+from pbem.backoff import Backoff
+from pbem.claims import Lease, Waits
+from pbem.config import Settings
+from pbem.db import transient_error
+from pbem.mail.errors import MailError
+from pbem.mail.imap import WHOLE, FetchedMail, ImapInbox, Share
+from pbem.referee import Referee
+from pbem.services.failures import what_failed
+
+log = logging.getLogger(__name__)
+IMAP_KEEP_OPEN_SECONDS = 120.0   # an idle IMAP connection is used again for this long
+
+
+class Fetcher:
+    """A worker's fetching: ``fetch`` each tick, ``settle`` once the tick's handling is
+    over, ``close`` at the end. An unreachable IMAP server backs ``backoff`` off (the
+    tick reports it)."""
+
+    def __init__(self, settings: Settings, engine: Engine, referee: Referee,
+                 clock: Callable[[], datetime], backoff: Backoff) -> None:
+        self.settings, self.engine, self.referee = settings, engine, referee
+        self.clock, self.backoff = clock, backoff
+        self._inbox: ImapInbox | None = None                # inbox(): made once
+        self._fetch_turn = 0                                # shares: ticks so far
+
+    def inbox(self) -> ImapInbox | None:
+        """The mailbox; its connection is kept open between polls for a while."""
+        imap = self.settings.imap
+        if imap is None:
+            return None
+        if self._inbox is None:
+            self._inbox = ImapInbox(imap.host, imap.port, imap.username, imap.password,
+                                    ssl=imap.ssl, folder=imap.folder,
+                                    done_folder=imap.done_folder,
+                                    quarantine_folder=imap.quarantine_folder,
+                                    max_bytes=self.settings.max_mail_bytes,
+                                    keep_open=IMAP_KEEP_OPEN_SECONDS)
+        return self._inbox
+
+    def close(self) -> None:
+        """Log out of the kept IMAP connection (once a move left to a thread is over)."""
+        if self._inbox is not None:
+            self._inbox.close()
+
+    def _imap_key(self, mail: FetchedMail) -> str:
+        """folder/UIDVALIDITY/UID: the same mail fetched twice is stored once."""
+        folder = self.settings.imap.folder if self.settings.imap else "INBOX"
+        return f"{folder}/{mail.uidvalidity}/{mail.uid}"
+
+    def store_fetched(self, mail: FetchedMail) -> None:
+        self.referee.store_inbound(mail.raw, source="imap", truncated=mail.truncated,
+                                   size=mail.size, imap_key=self._imap_key(mail))
+
+    def store_fetched_batch(self, mails: list[FetchedMail]) -> None:
+        """A fetched group in one transaction (all or nothing; see ImapInbox.poll)."""
+        self.referee.store_many([(m.raw, self._imap_key(m), m.truncated, m.size)
+                                 for m in mails], source="imap")
+
+    def store_failed(self, mail: FetchedMail, exc: Exception) -> bool:
+        """A fetched mail could not be stored: True to set it aside (the IMAP quarantine
+        folder) after inbox.STORE_TRIES tries, counted in the database; logged once a try,
+        and once with its traceback when set aside, when the referee is told. An outage of
+        the database is not counted (the mail waits for it)."""
+        imap = self.settings.imap
+        assert imap is not None
+        where, why = self._imap_key(mail), what_failed(exc)
+        if isinstance(exc, OperationalError) and transient_error(exc):
+            log.warning("mail %s not stored, the database is unavailable (%s); it stays in "
+                        "%s", where, why, imap.folder)
+            return False
+        try:
+            tries = inbox.count_store_failure(self.engine, where)
+        except Exception as again:   # the database fails too: the mail waits for it
+            log.warning("mail %s not stored (%s), nor its try counted (%s); it stays in %s",
+                        where, why, what_failed(again), imap.folder)
+            return False
+        if tries < inbox.STORE_TRIES:
+            log.warning("mail %s could not be stored (%s); it stays in %s for another try",
+                        where, why, imap.folder)
+            return False
+        log.error("mail %s could not be stored %d times; set aside in %s, the referee is told",
+                  where, tries, imap.quarantine_folder, exc_info=exc)
+        try:
+            self.referee.unstorable(where, why, tries, imap.quarantine_folder)
+        except Exception as again:   # set aside all the same: it must not block the folder
+            log.warning("the referee could not be told of mail %s: %s", where,
+                        what_failed(again))
+        return True
+
+    def release_quarantine(self, imap_inbox: ImapInbox) -> None:
+        """The referee asked for the mails set aside back (RETRY QUARANTINE): move them
+        to the folder polled, where this fetch stores them again."""
+        if not inbox.release_asked(self.engine):
+            return
+        moved = imap_inbox.release()
+        inbox.release_done(self.engine)
+        log.info("%d mails set aside in %s moved back to %s", moved,
+                 imap_inbox.quarantine_folder, imap_inbox.folder)
+
+    def fetch(self, *, move_later: bool = False, waits: Waits | None = None) -> int:
+        """Store what waits in the mailbox (the whole folder, or a share of it: shares);
+        an unreachable IMAP server is retried with back-off. With ``move_later`` the
+        stored mail's move out of the folder runs on while the caller handles it
+        (ImapInbox.poll), and ``settle`` ends it."""
+        mailbox = self.inbox()
+        if mailbox is None:
+            return 0
+        backoff = self.backoff
+        if not backoff.ready(self.clock()):
+            return 0
+        lease = None
+        for share in self.shares():
+            # one poller a share at a time: two would fetch the same mail (harmless, it is
+            # stored once) and move it twice (the done folder would get two copies)
+            lease = Lease(self.engine, "fetch" if share == WHOLE else f"fetch {share}",
+                          self.clock, seconds=self.settings.claim_lease_seconds)
+            if lease.try_acquire():
+                break
+            # named as the refused try saw it: read again, a holder that just ended is None
+            log.info("another process (%s) is fetching %s; left to it", lease.refused_by,
+                     "mail" if share == WHOLE else f"{share} of the mail")
+            if waits is not None:
+                waits.add("left the fetch to another process", 0.0, lease.refused_by)
+        else:
+            return 0
+        try:   # the lease is released once the poll is over, its last move included
+            try:
+                if share.number == 0:   # one share's poller, so it is done once
+                    self.release_quarantine(mailbox)
+            except BaseException:
+                lease.release()
+                raise
+            fetched = mailbox.poll(self.store_fetched, store_batch=self.store_fetched_batch,
+                                   move_later=move_later, done=lease.release,
+                                   set_aside=self.store_failed, share=share)
+        except MailError as exc:   # unreachable, dropped, or an IMAP error: nothing was lost
+            backoff.failed(self.clock(), exc)
+            return 0
+        backoff.succeeded()
+        return fetched
+
+    def shares(self) -> list[Share]:
+        """The shares of the folder a tick may poll, in the order it tries them (it polls
+        the first one no other worker holds): the whole folder, or with ``[imap]
+        fetchers`` = N (several workers polling side by side) the N shares, beginning at
+        the next one each tick, a worker's first by its pid: workers ticking together
+        begin on different shares, and one worker alone polls each share within N ticks."""
+        of = self.settings.imap.fetchers if self.settings.imap else 1
+        self._fetch_turn += 1
+        first = os.getpid() + self._fetch_turn
+        return [WHOLE] if of == 1 else [Share((first + k) % of, of) for k in range(of)]
+
+    def settle(self) -> None:
+        """Wait for the move a ``fetch(move_later=True)`` left running; a failed one backs
+        the IMAP server off like a failed fetch (its mail is stored: the next poll moves
+        it)."""
+        if self._inbox is None:
+            return
+        try:
+            self._inbox.settle()
+        except MailError as exc:
+            self.backoff.failed(self.clock(), exc)
