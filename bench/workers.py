@@ -16,6 +16,7 @@ the machine counts there too). Last, the statements and commits one mail's
 handling costs, counted by SQLAlchemy events in this process.
 
     python bench/workers.py [--mails 400] [--games 24] [--workers 1,2,3] [--poll 0.5]
+                            [--fetchers 0]
 
 Needs Dovecot and PostgreSQL (see .ci/run); run from the repository root.
 """
@@ -161,11 +162,12 @@ class Site:
 
 
 def make_site(stack: MailStack, cluster: PgCluster, account: str, seats: dict[str, list[str]],
-              poll: float, lock_wait: float, tag: str) -> Site:
+              poll: float, lock_wait: float, tag: str, fetchers: int = 1) -> Site:
     folder = Path(tempfile.mkdtemp(prefix=f"pbem-bench-workers-{tag}-"))
     database = cluster.new_database()
     config = write_config(folder / "pbem.toml", stack, database, poll_seconds=poll,
-                          lock_wait_seconds=lock_wait, folder="burst", user=account)
+                          lock_wait_seconds=lock_wait, folder="burst", user=account,
+                          fetchers=fetchers)
     engine = db.open_database(database)
     reports = start_games(stack, config, seats)
     with Session(engine) as session:
@@ -198,10 +200,11 @@ def busy_share(times_by_worker: dict[int, list[datetime]], workers: int) -> floa
 
 
 def run(stack: MailStack, cluster: PgCluster, counts_of: list[int], mails: int, games: int,
-        poll: float, lock_wait: float, tag: str) -> dict:
+        poll: float, lock_wait: float, tag: str, fetchers: int = 0) -> dict:
     """A burst of ``mails`` over ``games`` games: with one site whose workers number
     counts_of[0], or (the yardstick) one site a count, each with its own database,
-    account and share of the games, all at once."""
+    account and share of the games, all at once. Each site's folder is polled by up to
+    ``fetchers`` workers at once (0: as many as it has workers)."""
     seats = seats_of(games)
     names = sorted(seats)
     accounts = ["bluff", "bluff2"][:len(counts_of)]
@@ -210,7 +213,8 @@ def run(stack: MailStack, cluster: PgCluster, counts_of: list[int], mails: int, 
         stack.clear(user)
     sites = [make_site(stack, cluster, account,
                        {g: seats[g] for g in names if share[g] == account}, poll, lock_wait,
-                       f"{tag}-{account}") for account in accounts]
+                       f"{tag}-{account}", fetchers or n)
+             for account, n in zip(accounts, counts_of, strict=True)]
     games_burst(stack, {g: r for site in sites for g, r in site.reports.items()}, mails,
                 server_of=lambda g: share[g])
     per_site = {a: sum(1 for i in range(mails) if share[names[i % len(names)]] == a)
@@ -317,11 +321,15 @@ def main() -> None:
     parser.add_argument("--no-yardstick", action="store_true",
                         help="skip the two independent servers, half of the games each")
     parser.add_argument("--poll", type=float, default=0.5, help="each worker's poll_seconds")
+    parser.add_argument("--fetchers", type=int, default=0,
+                        help="[imap] fetchers: workers polling the folder at once "
+                             "(0: as many as the site's workers)")
     parser.add_argument("--lock-wait", type=float, default=1.0,
                         help="lock_wait_seconds: how long a tick waits for the referee lease")
     args = parser.parse_args()
     print(f"{args.mails} HELP mails over {args.games} games ({SEATS} players each), workers "
-          f"polling every {args.poll} s, {os.cpu_count()} cores, load average "
+          f"polling every {args.poll} s, {args.fetchers or 'as many as the workers'} "
+          f"at once, {os.cpu_count()} cores, load average "
           f"{os.getloadavg()[0]:.1f} at the start")
     print(f"{'set-up':>22} {'seconds':>8} {'mails/s':>8} {'all busy':>8} {'cores':>5} "
           f"{'commits/mail':>12} {'CPU s: postgres':>15} {'dovecot':>7} {'bench':>6}  "
@@ -334,7 +342,8 @@ def main() -> None:
     with MailStack(users=(*DEFAULT_USERS, *users)) as stack, PgCluster() as cluster:
         for label, counts_of in runs:
             r = run(stack, cluster, counts_of, args.mails, args.games, args.poll,
-                    args.lock_wait, label.split()[0] + ("y" if len(counts_of) > 1 else ""))
+                    args.lock_wait, label.split()[0] + ("y" if len(counts_of) > 1 else ""),
+                    args.fetchers)
             each = ", ".join(f"{h} / {c}" for h, c in zip(r["handled"], r["cpu"], strict=True))
             print(f"{label:>22} {r['seconds']:>8.1f} {r['rate']:>8.1f} {r['busy']:>8.0%} "
                   f"{r['cores']:>5.2f} {r['commits']:>12.2f} {r['postgres']:>15.1f} "
