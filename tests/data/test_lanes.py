@@ -18,7 +18,7 @@ from pbem import inbox
 from pbem.claims import me
 from pbem.db import lock_key, open_database
 from pbem.models import InboundMail
-from testkit.desk import T0, Clock, game_row, make_server, started_game
+from testkit.desk import T0, Clock, game_row, mail, make_server, started_game
 from testkit.pgstack import PgCluster
 
 NOW = datetime(2026, 12, 4, 12, tzinfo=UTC)
@@ -98,3 +98,31 @@ def test_the_outage_shift_moves_deadlines_on_postgresql_too(pgcluster: PgCluster
     assert game_row(server).deadline == T0 + timedelta(hours=24 + 30)   # by the down time
     assert server.referee.resolve_due() == 0      # the same moment again: moved once
     assert game_row(server).turn == 1
+
+
+@pytest.mark.postgresql
+def test_a_tick_takes_mail_stored_while_it_runs_and_gives_lanes_a_page_a_pass(
+        pgcluster: PgCluster, tmp_path: Path) -> None:
+    """A worker whose tick began before another worker stored the rest of a burst takes
+    that too (for a tick's interval), instead of leaving it to its next tick; and the
+    lanes are given a page each pass, so another worker can take turns at it."""
+    server = make_server(tmp_path, Clock(), database=pgcluster.new_database())
+    referee = server.referee
+
+    def store(n: int) -> None:
+        assert inbox.store_inbound(server.engine, mail(f"s{n}@strangers.test", "HELP"),
+                                   now=NOW, max_bytes=100_000, source="smtp")
+    for n in range(inbox.PAGE + 5):
+        store(n)
+    upto = inbox.newest_id(server.engine)
+    assert referee.route(upto) == inbox.PAGE            # one page a pass
+    assert referee.route(upto) == 5
+    assert referee.route(upto) == 0
+    later = iter(range(1000, 1003))
+
+    def meanwhile(tag: str) -> None:   # another worker stores mail as this one handles
+        if tag == "mail<" and (n := next(later, None)) is not None:
+            store(n)
+    assert referee.process_pending(marks=meanwhile) == inbox.PAGE + 5 + 3
+    with Session(server.engine) as session:
+        assert set(session.exec(select(InboundMail.status))) == {"done"}
