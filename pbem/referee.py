@@ -156,8 +156,8 @@ class Referee:
         lock, beside other games' (pbem.db.game_writer); mail of no game the one
         writer's.
 
-        A pass gives one page of mail its lanes, then takes the lanes free; the workers
-        give lanes in turn, a page each, so none waits for one to read a whole burst.
+        A pass gives mail its lanes (route: the workers take turns, a page each, so none
+        waits for another to read a whole burst), then takes the lanes free.
         Each pass looks for the newest mail again while the tick is younger than a tick's
         interval (mail another worker is fetching, or a listener took in, is taken as it
         is stored); mail stored later waits for the next tick, so the clock and the
@@ -194,11 +194,18 @@ class Referee:
         return handled
 
     def route(self, upto: int) -> int:
-        """Give the next page of stored mail up to id ``upto`` without a lane its lane
-        (lane_of), after the worker giving lanes now, if one is; how many were given."""
+        """Give stored mail up to id ``upto`` without a lane its lane (lane_of), a page a
+        commit: the first page after the worker giving lanes now, if one is, the next
+        ones while no other worker is at it (one that is takes its turn, and this one
+        goes to handle the lanes given so far); how many were given."""
         def lane(session: Session, read: inbox.LaneRead) -> int:
             return lane_of(session, self.post, read.raw, read.envelope_from, read.truncated)
-        return inbox.give_lanes(self.engine, upto, lane, wait=True) or 0
+        given = inbox.give_lanes(self.engine, upto, lane, wait=True) or 0
+        total = given
+        while given == inbox.PAGE:
+            given = inbox.give_lanes(self.engine, upto, lane) or 0
+            total += given
+        return total
 
     def handle_claimed(self, inbound_id: int, following: int | None,
                        hand_off: HandOff | None = None, *, lane: int | None = None,

@@ -5,6 +5,7 @@ sender's address locks under is the same in every process and fits PostgreSQL's 
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from sqlmodel import Session, col, select
 
 from pbem import inbox
 from pbem.claims import me
-from pbem.db import lock_key, open_database
+from pbem.db import lane_claim, lock_key, open_database
 from pbem.models import InboundMail
 from testkit.desk import T0, Clock, game_row, mail, make_server, started_game
 from testkit.pgstack import PgCluster
@@ -101,11 +102,12 @@ def test_the_outage_shift_moves_deadlines_on_postgresql_too(pgcluster: PgCluster
 
 
 @pytest.mark.postgresql
-def test_a_tick_takes_mail_stored_while_it_runs_and_gives_lanes_a_page_a_pass(
+def test_a_tick_takes_mail_stored_while_it_runs_and_waits_its_turn_to_give_lanes(
         pgcluster: PgCluster, tmp_path: Path) -> None:
     """A worker whose tick began before another worker stored the rest of a burst takes
-    that too (for a tick's interval), instead of leaving it to its next tick; and the
-    lanes are given a page each pass, so another worker can take turns at it."""
+    that too (for a tick's interval), instead of leaving it to its next tick; and one
+    that comes to give lanes while another worker is at it waits for it (it used to
+    give up, find no lane yet, and end its tick)."""
     server = make_server(tmp_path, Clock(), database=pgcluster.new_database())
     referee = server.referee
 
@@ -115,8 +117,15 @@ def test_a_tick_takes_mail_stored_while_it_runs_and_gives_lanes_a_page_a_pass(
     for n in range(inbox.PAGE + 5):
         store(n)
     upto = inbox.newest_id(server.engine)
-    assert referee.route(upto) == inbox.PAGE            # one page a pass
-    assert referee.route(upto) == 5
+    given: list[int] = []
+    routing = threading.Thread(target=lambda: given.append(referee.route(upto)))
+    with Session(server.engine) as other:   # another worker is giving lanes: wait for it
+        assert lane_claim(other, inbox.LANE_GIVING)
+        routing.start()
+        routing.join(0.5)
+        assert routing.is_alive() and given == []
+    routing.join(10)
+    assert given == [inbox.PAGE + 5]     # then all of it, a page a commit
     assert referee.route(upto) == 0
     later = iter(range(1000, 1003))
 
