@@ -9,14 +9,18 @@ pbem.inbox), delivered beforehand, is moved into that folder at once, and the cl
 last answer is sent. Then the yardstick: two independent servers, each with
 its own database, mailbox and half of the games, one worker each, at once.
 Prints mails a second, the share of the burst in which every worker handled
-mail ("all busy", in BIN-second bins), commits a mail (pg_stat_database), the
+mail ("all busy", in BIN-second bins) and in which every worker used at least a
+fifth of a core ("working": handling, giving lanes, fetching or sending), commits
+a mail (pg_stat_database), the
 mails each worker handled, the CPU seconds each worker, PostgreSQL and Dovecot
 used, and how busy the machine's cores were meanwhile (anything else running on
 the machine counts there too). Last, the statements and commits one mail's
-handling costs, counted by SQLAlchemy events in this process.
+handling costs, counted by SQLAlchemy events in this process. With --rounds N the
+set-ups run in turn N times, so the machine's drift touches each alike, and the
+medians and their ratios close the table.
 
     python bench/workers.py [--mails 400] [--games 24] [--workers 1,2,3] [--poll 0.5]
-                            [--fetchers 0]
+                            [--fetchers 0] [--rounds 1]
 
 Needs Dovecot and PostgreSQL (see .ci/run); run from the repository root.
 """
@@ -25,8 +29,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -59,6 +65,7 @@ from testkit.workers import (  # noqa: E402
 SEATS = 2        # players a game (each address plays in one game)
 TICKS = os.sysconf("SC_CLK_TCK")
 BIN = 0.25       # seconds: a worker handled mail in a bin of the burst = it was busy then
+WORKING = 0.2    # of a core: a worker that used this much CPU in a bin was at work then
 
 
 def game_names(games: int) -> list[str]:
@@ -184,6 +191,39 @@ def commits(engine: Engine) -> int:
             .scalar_one())
 
 
+class CpuSampler:
+    """Each worker's CPU seconds, read every BIN seconds in a thread of its own while the
+    burst runs: a worker that used at least WORKING of a core in a bin was at work then
+    (handling, giving lanes, fetching, sending), whether or not a mail ended in it."""
+
+    def __init__(self, pids: list[int]) -> None:
+        self.pids = pids
+        self.samples: list[list[float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.samples.append([cpu_seconds(pid) for pid in self.pids])
+            self._stop.wait(BIN)
+
+    def __enter__(self) -> CpuSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def all_working(self) -> float:
+        """The share of bins in which every worker was at work."""
+        bins = list(zip(self.samples, self.samples[1:], strict=False))
+        if len(self.pids) < 2 or not bins:
+            return 1.0
+        return sum(all(b - a >= WORKING * BIN for a, b in zip(before, after, strict=True))
+                   for before, after in bins) / len(bins)
+
+
 def busy_share(times_by_worker: dict[int, list[datetime]], workers: int) -> float:
     """Of the burst's BIN-second bins from the first mail handled to the last, the share
     in which every worker handled mail (with one worker: 1)."""
@@ -236,12 +276,13 @@ def run(stack: MailStack, cluster: PgCluster, counts_of: list[int], mails: int, 
                 "bench": sum(os.times()[:2])}
         commits0 = {site.account: commits(site.engine) for site in sites}
         busy0, start = machine_busy(), datetime.now(UTC)
-        for site in sites:
-            release(stack, "burst", site.account)
-        for site in sites:
-            wait_until(lambda s=site: counts(s.engine).get("in:done", 0) ==
-                       per_site[s.account] and counts(s.engine).get("out:sent", 0) ==
-                       s.sent_before + per_site[s.account], 600, "the burst", poll=0.05)
+        with CpuSampler(pids) as sampler:
+            for site in sites:
+                release(stack, "burst", site.account)
+            for site in sites:
+                wait_until(lambda s=site: counts(s.engine).get("in:done", 0) ==
+                           per_site[s.account] and counts(s.engine).get("out:sent", 0) ==
+                           s.sent_before + per_site[s.account], 600, "the burst", poll=0.05)
         busy1 = machine_busy()
         workers_cpu = {pid: cpu_seconds(pid) - cpu0["workers"][pid] for pid in pids}
         time.sleep(0.5)   # let the worker's database sessions end before adding them up
@@ -276,7 +317,8 @@ def run(stack: MailStack, cluster: PgCluster, counts_of: list[int], mails: int, 
     return {"seconds": seconds, "rate": mails / seconds,
             "handled": [handled_by.get(pid, 0) for pid in pids],
             "cpu": [round(workers_cpu[pid], 1) for pid in pids], "cores": cores,
-            "busy": busy_share(times, len(pids)), "commits": committed / mails,
+            "busy": busy_share(times, len(pids)), "working": sampler.all_working(),
+            "commits": committed / mails,
             "postgres": postgres_cpu, "dovecot": dovecot_cpu, "bench": bench_cpu}
 
 
@@ -324,6 +366,8 @@ def main() -> None:
     parser.add_argument("--fetchers", type=int, default=0,
                         help="[imap] fetchers: workers polling the folder at once "
                              "(0: as many as the site's workers)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run the set-ups in turn this many times (medians at the end)")
     parser.add_argument("--lock-wait", type=float, default=1.0,
                         help="lock_wait_seconds: how long a tick waits for the referee lease")
     args = parser.parse_args()
@@ -331,24 +375,43 @@ def main() -> None:
           f"polling every {args.poll} s, {args.fetchers or 'as many as the workers'} "
           f"at once, {os.cpu_count()} cores, load average "
           f"{os.getloadavg()[0]:.1f} at the start")
-    print(f"{'set-up':>22} {'seconds':>8} {'mails/s':>8} {'all busy':>8} {'cores':>5} "
-          f"{'commits/mail':>12} {'CPU s: postgres':>15} {'dovecot':>7} {'bench':>6}  "
-          "workers (mails handled / CPU s each)")
+    print(f"{'round':>5} {'set-up':>22} {'seconds':>8} {'mails/s':>8} {'all busy':>8} "
+          f"{'working':>7} {'cores':>5} {'commits/mail':>12} {'CPU s: postgres':>15} "
+          f"{'dovecot':>7} {'bench':>6}  workers (mails handled / CPU s each)")
     users = ("bluff2", *(u for us in seats_of(args.games).values() for u in us))
     runs: list[tuple[str, list[int]]] = [(f"{n} worker{'s' if n > 1 else ''}, one db", [n])
                                          for n in (int(w) for w in args.workers.split(","))]
     if not args.no_yardstick:
         runs.append(("2 servers, 2 dbs", [1, 1]))
+    rates: dict[str, list[float]] = {label: [] for label, _ in runs}
     with MailStack(users=(*DEFAULT_USERS, *users)) as stack, PgCluster() as cluster:
-        for label, counts_of in runs:
-            r = run(stack, cluster, counts_of, args.mails, args.games, args.poll,
-                    args.lock_wait, label.split()[0] + ("y" if len(counts_of) > 1 else ""),
-                    args.fetchers)
-            each = ", ".join(f"{h} / {c}" for h, c in zip(r["handled"], r["cpu"], strict=True))
-            print(f"{label:>22} {r['seconds']:>8.1f} {r['rate']:>8.1f} {r['busy']:>8.0%} "
-                  f"{r['cores']:>5.2f} {r['commits']:>12.2f} {r['postgres']:>15.1f} "
-                  f"{r['dovecot']:>7.1f} {r['bench']:>6.1f}  {each}", flush=True)
+        for round_ in range(1, args.rounds + 1):   # the set-ups in turn, round after round
+            for label, counts_of in runs:
+                r = run(stack, cluster, counts_of, args.mails, args.games, args.poll,
+                        args.lock_wait, label.split()[0] + ("y" if len(counts_of) > 1 else ""),
+                        args.fetchers)
+                rates[label].append(r["rate"])
+                each = ", ".join(f"{h} / {c}"
+                                 for h, c in zip(r["handled"], r["cpu"], strict=True))
+                print(f"{round_:>5} {label:>22} {r['seconds']:>8.1f} {r['rate']:>8.1f} "
+                      f"{r['busy']:>8.0%} {r['working']:>7.0%} {r['cores']:>5.2f} "
+                      f"{r['commits']:>12.2f} {r['postgres']:>15.1f} {r['dovecot']:>7.1f} "
+                      f"{r['bench']:>6.1f}  {each}", flush=True)
+        print(ratios(rates))
         print(statements_per_mail(stack, cluster, min(args.mails, 200), args.games))
+
+
+def ratios(rates: dict[str, list[float]]) -> str:
+    """Each set-up's median mails a second over the rounds, and the ratios the goals
+    name, of those medians."""
+    median = {label: statistics.median(values) for label, values in rates.items() if values}
+    out = ["median mails/s: " + ", ".join(f"{label} {rate:.1f}" for label, rate in
+                                           median.items())]
+    pairs = [("2 workers, one db", "2 servers, 2 dbs"), ("3 workers, one db", "2 workers, one db"),
+             ("2 workers, one db", "1 worker, one db")]
+    out += [f"{a} / {b}: {median[a] / median[b]:.0%}" for a, b in pairs
+            if a in median and b in median]
+    return "\n".join(out)
 
 
 if __name__ == "__main__":
