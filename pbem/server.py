@@ -29,7 +29,7 @@ from pbem.mail.dkim import DkimError, DkimSigner, load_signer, with_signature
 from pbem.mail.listener import MailListener
 from pbem.mail.senderauth import aligned_domain
 from pbem.mail.smtp_out import EmlDirSender, SmtpPool, SmtpSender
-from pbem.outbox import DrainReport, Sender, Stream, drain, others_due
+from pbem.outbox import DrainReport, Sender, Stream, drain, others_due, release
 from pbem.referee import Marks, Referee, unmarked
 from pbem.render import Renderer, TemplateProblem
 from pbem.wakeups import MailWatch
@@ -123,6 +123,10 @@ class Server:
         self.stopped_by: SchemaError | None = None
         self._smtp: SmtpPool | None = None                  # open_sender(): made once
         self._woken = threading.Event()                     # mail stored: tick at once
+        # outgoing mail claimed, left unsent, and not given back (the database was gone):
+        # kept by keep_unreleased, given back by the next send (give_back)
+        self._unreleased: list[int] = []
+        self._unreleased_lock = threading.Lock()
 
     # --- the edges ----------------------------------------------------------
 
@@ -162,6 +166,7 @@ class Server:
 
     def send(self) -> DrainReport:
         """Drain the outbox; an unreachable SMTP server is retried with back-off."""
+        self.give_back()
         backoff = self._backoff("SMTP")
         if not backoff.ready(self.clock()):
             return DrainReport(unavailable=True)
@@ -169,12 +174,31 @@ class Server:
                        on_failure=self.referee.undeliverable,
                        lease=timedelta(seconds=self.settings.claim_lease_seconds),
                        verp=self.settings.smtp is not None and self.settings.smtp.verp,
-                       connections=self.settings.smtp.connections if self.settings.smtp else 1)
+                       connections=self.settings.smtp.connections if self.settings.smtp else 1,
+                       unreleased=self.keep_unreleased)
         if report.unavailable:
             backoff.failed(self.clock(), UNAVAILABLE)
         else:
             backoff.succeeded()
         return report
+
+    def keep_unreleased(self, claims: list[int]) -> None:
+        """Keep the claims a drain or stream could not give back, for give_back."""
+        with self._unreleased_lock:
+            self._unreleased += claims
+
+    def give_back(self) -> None:
+        """Give back the claims of outgoing mail that a drain or stream of this process
+        left unsent and could not give back, the database gone (keep_unreleased): no
+        thread holds them any more, so the next drain of any worker sends them, instead
+        of waiting for their lease (claim_lease_seconds) to run out. Kept for the next
+        send while the database is still gone."""
+        with self._unreleased_lock:
+            claims, self._unreleased = self._unreleased, []
+        left = release(self.engine, claims)
+        if left:
+            with self._unreleased_lock:
+                self._unreleased += left
 
     def open_stream(self) -> Stream | None:
         """A Stream for the tick's handling (its mail sent over SMTP as each transaction
@@ -187,7 +211,8 @@ class Server:
             return None
         return Stream(self.engine, self.open_sender, self.clock,
                       on_failure=self.referee.undeliverable,
-                      verp=smtp.verp, connections=smtp.connections)
+                      verp=smtp.verp, connections=smtp.connections,
+                      unreleased=self.keep_unreleased)
 
     def send_after(self, streamed: DrainReport | None, others: bool) -> DrainReport:
         """The tick's sending after its handling: a drain (send), unless a stream sent

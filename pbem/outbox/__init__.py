@@ -33,9 +33,10 @@ from pbem.outbox.table import (
     backoff,
     envelope_sender,
     others_due,
+    release,
 )
 from pbem.work import Queued
 
 __all__ = ["CLAIM_LEASE", "GIVE_UP_AFTER", "LOOP_HEADER", "MAX_ATTEMPTS", "PAGE",
            "DrainReport", "Origin", "Queued", "Sender", "Stream", "backoff", "drain",
-           "enqueue", "envelope_sender", "others_due"]
+           "enqueue", "envelope_sender", "others_due", "release"]

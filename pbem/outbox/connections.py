@@ -108,9 +108,11 @@ class Connections:
     def __init__(self, engine: Engine, open_sender: Callable[[], AbstractContextManager[Sender]],
                  now: Callable[[], datetime],
                  on_failure: Callable[[Session, OutboundMail, str], None] | None,
-                 connections: int) -> None:
+                 connections: int,
+                 unreleased: Callable[[list[int]], object] | None = None) -> None:
         self.engine, self.open_sender, self.now = engine, open_sender, now
         self.on_failure = on_failure
+        self.unreleased = unreleased   # told the claims release could not give back
         self.senders: list[Sender | None] = [None] * connections
         self.report = DrainReport()
         self._stack = ExitStack()
@@ -160,11 +162,16 @@ class Connections:
                 for thread in threads:
                     thread.join()
         finally:
-            left = [row.id for row in rows if row.id not in done]
-            if left:
-                table.release(self.engine, left)
+            self.release([row.id for row in rows if row.id not in done])
         if errors:
             raise errors[0]
+
+    def release(self, row_ids: list[int]) -> None:
+        """Give back our claims on mail left unsent; those the database did not take back
+        (it is gone) are told to ``unreleased``."""
+        left = table.release(self.engine, row_ids)
+        if left and self.unreleased is not None:
+            self.unreleased(left)
 
     def work(self, schedule: ByAddress, slot: int, handed_off: Callable[[int], None],
              errors: list[BaseException]) -> None:

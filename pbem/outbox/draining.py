@@ -23,7 +23,8 @@ def drain(engine: Engine, open_sender: Callable[[], AbstractContextManager[Sende
           on_failure: Callable[[Session, OutboundMail, str], None] | None = None,
           limit: int | None = None, lease: timedelta = CLAIM_LEASE,
           rounds: int = 3, verp: bool = False, connections: int = 1,
-          page: int = PAGE) -> DrainReport:
+          page: int = PAGE,
+          unreleased: Callable[[list[int]], object] | None = None) -> DrainReport:
     """Send every pending mail that is due; return what happened.
 
     Due mail is claimed ``page`` rows in one transaction and sent over up to
@@ -31,7 +32,8 @@ def drain(engine: Engine, open_sender: Callable[[], AbstractContextManager[Sende
     each mail is marked sent right after its hand-off, before its sender takes
     the next one (marks that meet are committed together), so a crash repeats at
     most the mail each sender has in flight. Claimed mail left unsent (the server
-    became unavailable, an error) is released at once.
+    became unavailable, an error) is released at once; what the database did not take
+    back (it is gone) is told to ``unreleased``.
 
     Mail queued while draining (the referee's notice of an undeliverable mail)
     goes out in the same drain, in up to ``rounds`` passes; a pass that failed no
@@ -41,7 +43,7 @@ def drain(engine: Engine, open_sender: Callable[[], AbstractContextManager[Sende
     """
     if connections < 1 or page < 1:
         raise ValueError("connections and page must be >= 1")
-    with Connections(engine, open_sender, now, on_failure, connections) as run:
+    with Connections(engine, open_sender, now, on_failure, connections, unreleased) as run:
         for _ in range(rounds):
             found_any, after, left = False, 0, limit
             failed_before = run.report.failed

@@ -14,7 +14,6 @@ from sqlmodel import Session, col
 
 from pbem.claims import me
 from pbem.models import OutboundMail
-from pbem.outbox import table
 from pbem.outbox.connections import ByAddress, Connections, Sender
 from pbem.outbox.draining import PAGE
 from pbem.outbox.table import Claimed, DrainReport
@@ -50,7 +49,8 @@ class Stream:
     def __init__(self, engine: Engine, open_sender: Callable[[], AbstractContextManager[Sender]],
                  now: Callable[[], datetime], *,
                  on_failure: Callable[[Session, OutboundMail, str], None] | None = None,
-                 verp: bool = False, connections: int = 1, backlog: int = 4 * PAGE) -> None:
+                 verp: bool = False, connections: int = 1, backlog: int = 4 * PAGE,
+                 unreleased: Callable[[list[int]], object] | None = None) -> None:
         if connections < 1 or backlog < 1:
             raise ValueError("connections and backlog must be >= 1")
         self.engine, self.verp = engine, verp
@@ -59,7 +59,7 @@ class Stream:
         # (about 60 KB a report: some 12 MB)
         self.backlog = backlog
         self._behind = False
-        self._run = Connections(engine, open_sender, now, on_failure, connections)
+        self._run = Connections(engine, open_sender, now, on_failure, connections, unreleased)
         self._schedule = ByAddress([], more=True)
         self._threads: list[threading.Thread] = []
         self._addresses: set[tuple[str, ...]] = set()
@@ -116,7 +116,7 @@ class Stream:
                 thread.join()
         finally:
             if self._unsent:
-                table.release(self.engine, sorted(self._unsent))
+                self._run.release(sorted(self._unsent))
                 self._run.report.released += len(self._unsent)
             self._run.close()
         for exc in self._errors:

@@ -142,16 +142,23 @@ def mark_sent(engine: Engine, row_ids: list[int], when: datetime) -> set[int]:
         return marked
 
 
-def release(engine: Engine, row_ids: list[int]) -> None:
-    """Give up our claim on mail we did not send (still pending): free for the next drain."""
+def release(engine: Engine, row_ids: list[int]) -> list[int]:
+    """Give up our claim on mail we did not send (still pending): free for the next drain.
+    The ids it could not give back (the database unavailable): no thread of this process
+    holds them any more, so it gives them back once it can (pbem.server.Server.give_back)
+    rather than leave them to run out with their lease."""
+    if not row_ids:
+        return []
     try:
         with Session(engine) as session:
             session.execute(update(OutboundMail).where(
                 col(OutboundMail.id).in_(row_ids), col(OutboundMail.claimed_by) == me(),
                 col(OutboundMail.status) == "pending").values(claimed_by=None, claimed_at=None))
             session.commit()
-    except OperationalError as exc:   # the claims run out with their lease
+    except OperationalError as exc:   # given back once the database is back
         log.warning("could not release the claims of %d unsent mails: %s", len(row_ids), exc)
+        return list(row_ids)
+    return []
 
 
 def record(session: Session, row: OutboundMail, result: SendResult, when: datetime,
