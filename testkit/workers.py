@@ -188,6 +188,35 @@ def handling_pids(engine: Engine) -> set[int]:
     return {int(owner.split(":")[1]) for owner in owners if owner}
 
 
+def in_flight(engine: Engine, pid: int) -> set[str]:
+    """Message-IDs of the outbound mail the worker ``pid`` has claimed and not sent."""
+    with Session(engine) as session:
+        return {m.message_id for m in session.exec(
+            select(OutboundMail).where(col(OutboundMail.claimed_by).contains(f":{pid}:"),
+                                       OutboundMail.status == "pending"))}
+
+
+def kill_one_handling(workers: Workers, engine: Engine, among: set[int],
+                      done_at_least: int) -> dict[str, Any] | None:
+    """Once ``done_at_least`` inbound mails are done: SIGKILL a worker of ``among`` that
+    holds inbound mail now and start another in its place, as systemd's Restart= would.
+    What happened (pid; in_flight: the Message-IDs of what it may have been sending,
+    looked at before the kill and right after it, as it may claim more in between and
+    another worker may take its claims over soon after; done_then: the mails done then),
+    or None when it is not time yet or no worker of ``among`` holds mail."""
+    if counts(engine).get("in:done", 0) < done_at_least:
+        return None
+    pid = next(iter(sorted(handling_pids(engine) & among)), None)
+    if pid is None:
+        return None
+    sending = in_flight(engine, pid)
+    workers.kill(pid)
+    sending |= in_flight(engine, pid)
+    killed = {"pid": pid, "in_flight": sending, "done_then": counts(engine).get("in:done", 0)}
+    workers.start(1)
+    return killed
+
+
 def handled_by(engine: Engine) -> Counter[int]:
     """How many inbound mails each process (pid) handled (claimed last, now done)."""
     with Session(engine) as session:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlmodel import Session, col, select
+from sqlmodel import Session, select
 
 from pbem import db
 from pbem.config import SmtpSettings
@@ -34,7 +34,7 @@ from testkit.workers import (
     Workers,
     burst,
     counts,
-    handling_pids,
+    kill_one_handling,
     received,
     wait_until,
     write_config,
@@ -109,32 +109,14 @@ def test_three_workers_over_a_whole_game_and_a_burst_with_one_killed(
                                  f"START {GAME}"])
         wait_until(lambda: players.all_at(1), 90, "the first reports", poll=0.5)
 
-        def in_flight(pid: int) -> set[str]:
-            """Message-IDs of the outbound mail the worker has claimed and not sent."""
-            with Session(engine) as session:
-                return {m.message_id for m in session.exec(
-                    select(OutboundMail).where(col(OutboundMail.claimed_by).contains(f":{pid}:"),
-                                               OutboundMail.status == "pending"))}
-
         def kill_the_referee_halfway() -> bool:
-            """SIGKILL the worker handling mail once a fifth of the burst is done and start
+            """SIGKILL a worker handling mail once a fifth of the burst is done and start
             another; True once done."""
-            if counts(engine).get("in:done", 0) < 1 + BURST // 5:
-                return False
-            pid = next(iter(sorted(handling_pids(engine) & set(first))), None)
-            if pid is None:
-                return False
-            # what it may have had in flight: looked at before the kill and right after it
-            # (it may claim more in between; another worker may take its claims over soon
-            # after), both kept
-            killed["in_flight"] = in_flight(pid)
-            workers.kill(pid)
-            killed["in_flight"] |= in_flight(pid)
-            killed["pid"] = pid
-            killed["done_then"] = counts(engine).get("in:done", 0)
-            workers.start(1)
-            print(f"killed worker {pid} with {killed['done_then']} mails handled")
-            return True
+            done = kill_one_handling(workers, engine, set(first), 1 + BURST // 5)
+            if done is not None:
+                killed.update(done)
+                print(f"killed worker {done['pid']} with {done['done_then']} mails handled")
+            return done is not None
 
         # The look runs in its own thread from before the burst is delivered, every 20 ms:
         # the workers handle the burst while it arrives, and a look between two of the

@@ -40,7 +40,7 @@ from testkit.workers import (
     counts,
     games_burst,
     handled_by,
-    handling_pids,
+    kill_one_handling,
     received,
     reports_by_game,
     wait_until,
@@ -159,29 +159,15 @@ def test_a_worker_killed_mid_burst_over_nine_games_loses_and_doubles_nothing(
     config, engine, reports = started(mailstack, pgcluster, tmp_path)
     killed: dict[str, Any] = {}
 
-    def in_flight(pid: int) -> set[str]:
-        with Session(engine) as session:
-            return {m.message_id for m in session.exec(
-                select(OutboundMail).where(col(OutboundMail.claimed_by).contains(f":{pid}:"),
-                                           OutboundMail.status == "pending"))}
-
     with Workers(config, tmp_path) as workers:
         first = workers.start(3)
         wait_until(workers.all_ticking, 60, "the workers' first ticks")
         ids = games_burst(mailstack, reports, BURST)
 
         def kill_one_holding_a_lane() -> bool:
-            if counts(engine).get("in:done", 0) < 1 + BURST // 5:
-                return False
-            pid = next(iter(sorted(handling_pids(engine) & set(first))), None)
-            if pid is None:
-                return False
-            killed["in_flight"] = in_flight(pid)
-            workers.kill(pid)
-            killed["in_flight"] |= in_flight(pid)
-            killed["pid"], killed["done_then"] = pid, counts(engine).get("in:done", 0)
-            workers.start(1)
-            return True
+            done = kill_one_handling(workers, engine, set(first), 1 + BURST // 5)
+            killed.update(done or {})
+            return done is not None
         try:
             wait_until(kill_one_holding_a_lane, 120, "a worker holding a lane", poll=0.01)
             wait_until(lambda: counts(engine).get("in:done", 0) == 1 + BURST and
