@@ -435,6 +435,12 @@ def lane_of(session: Session, post: Post, raw: bytes, envelope_from: str | None,
         if truncated or msg.automatic or msg.from_addr is None or not msg.readable or \
                 msg.from_addr in (settings.address.lower(), settings.referee.lower()):
             return inbox.NO_GAME
+        # a reply to our mail to a seat speaks to that mail's game, as named_game finds it:
+        # its headers alone say so, so neither the mail of ours it quotes is read (the
+        # cut of the quote) nor the game loaded; the mail's handling does both
+        sent = sender_check.replied_seat(session, msg)
+        if sent is not None and sent.game_id is not None and sent.seat is not None:
+            return int(sent.game_id)
         game = named_game(session, within_limits(read_reply(session, msg)))
     except Exception:   # noqa: BLE001 - its handling reads it again and says what is wrong
         return inbox.NO_GAME

@@ -18,8 +18,22 @@ from sqlmodel import Session, col, select
 from pbem import inbox
 from pbem.claims import me
 from pbem.db import lane_claim, lock_key, open_database
+from pbem.mail.read import MAX_TEXT_LINES, read_message
 from pbem.models import InboundMail
-from testkit.desk import T0, Clock, game_row, mail, make_server, started_game
+from pbem.referee import lane_of, named_game
+from pbem.services.post import read_reply
+from testkit.desk import (
+    PLAYERS,
+    REFEREE,
+    SERVER,
+    T0,
+    Clock,
+    game_row,
+    mail,
+    make_server,
+    outbox_rows,
+    started_game,
+)
 from testkit.pgstack import PgCluster
 
 NOW = datetime(2026, 12, 4, 12, tzinfo=UTC)
@@ -135,3 +149,35 @@ def test_a_tick_takes_mail_stored_while_it_runs_and_waits_its_turn_to_give_lanes
     assert referee.process_pending(marks=meanwhile) == inbox.PAGE + 5 + 3
     with Session(server.engine) as session:
         assert set(session.exec(select(InboundMail.status))) == {"done"}
+
+
+def test_a_mails_lane_is_the_game_its_handling_finds(tmp_path: Path) -> None:
+    """lane_of, on any database: a reply to our mail to a seat is that game's (read from
+    its headers alone, even when its new text is too long to be read: its handling
+    refuses it in that lane); a mail naming its game by a GAME line is that game's; the
+    rest is NO_GAME. Each as named_game, which its handling asks, finds it."""
+    server = make_server(tmp_path, Clock())
+    started_game(server)
+    started_game(server, name="g2")
+    report = next(r for r in outbox_rows(server, PLAYERS[0]) if r.kind == "report")
+    game = game_row(server)
+    g2 = game_row(server, "g2")
+    cases = {
+        "a reply": (mail(PLAYERS[0], "B 2 3\n", in_reply_to=report.message_id), game.id),
+        "a long reply": (mail(PLAYERS[0], "B 2 3\n" * (MAX_TEXT_LINES + 5),
+                              in_reply_to=report.message_id), game.id),
+        "a GAME line": (mail(PLAYERS[1], "GAME g2\nKEY x\nB 2 3\n"), g2.id),
+        "a stranger": (mail("who@else.org", "HELP\n"), inbox.NO_GAME),
+        "the referee": (mail(REFEREE, "GAME g1\nSTATUS g1\n"), inbox.NO_GAME),
+        "an auto-reply": (b"Auto-Submitted: auto-replied\r\n" + mail(
+            PLAYERS[0], "away\n", in_reply_to=report.message_id), inbox.NO_GAME),
+    }
+    post = server.referee.post
+    with Session(server.engine) as session:
+        for what, (raw, lane) in cases.items():
+            assert lane_of(session, post, raw, None, False) == lane, what
+            if what not in ("a long reply", "the referee", "an auto-reply"):
+                msg = read_reply(session, read_message(raw, own_addresses=[SERVER]))
+                found = named_game(session, msg)
+                assert (found.id if found else inbox.NO_GAME) == lane, what
+        assert lane_of(session, post, cases["a reply"][0], None, True) == inbox.NO_GAME
