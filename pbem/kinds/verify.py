@@ -188,15 +188,21 @@ def _standings(version: object, standings: list[dict[str, int]]) -> list[dict[st
     return [{k: v for k, v in s.items() if k in V1_STANDING_KEYS} for s in standings]
 
 
+def places(kind: str, standings: list[Mapping[str, int]]) -> Message:
+    """A record's standings in words: "1. seat 2 (5 virtual dice), 2. seat 4 (...)"."""
+    of = KINDS[kind]
+    return joined([_("{rank}. seat {seat} ({score})", rank=s["rank"], seat=s["seat"],
+                     score=getattr(of.score_words(s), "message", of.score_words(s)))
+                   for s in standings], ", ")
+
+
 def summary(record: JSONMap) -> Message:
     """One line on a verified record's result, for `pbem verify` and the web pages."""
     kind = KINDS[str(record["kind"])]
-    places = joined([_("{rank}. seat {seat} ({score})", rank=s["rank"], seat=s["seat"],
-                       score=getattr(kind.score_words(s), "message", kind.score_words(s)))
-                     for s in (record.get("result") or {}).get("standings", [])], ", ")
     return _("game {game} ({title}): the seed matches the commitment, the seat draw, every "
              "roll and every move check out, and the result is: {places}",
-             game=record["game"], title=KIND_TITLES.get(kind.name, kind.title), places=places)
+             game=record["game"], title=KIND_TITLES.get(kind.name, kind.title),
+             places=places(kind.name, (record.get("result") or {}).get("standings", [])))
 
 
 @dataclass(frozen=True)
@@ -222,10 +228,10 @@ def check_record(data: object) -> Verdict:
     problems = verify(record)
     if problems:
         return Verdict(False, tuple(f"FAIL: {problem}" for problem in problems))
-    standings = record.result["standings"] if record.result else ""
+    standings = record.result["standings"] if record.result else []
     said = _("OK: game {game}: the seed matches the commitment, every roll, re-roll and move "
              "checks out, and the result is {standings}", game=record.game,
-             standings=str(standings))
+             standings=places("postal", standings))
     return Verdict(True, (Told(said),))
 
 

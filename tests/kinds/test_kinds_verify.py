@@ -18,10 +18,11 @@ from sqlmodel import Session
 
 from pbem.db import open_database
 from pbem.games import add_player, create_game, start_game
+from pbem.i18n import translator
 from pbem.kinds import kind_named
 from pbem.kinds.classic import CLASSIC, client_seat_view
 from pbem.kinds.cup import CUP, client_state
-from pbem.kinds.verify import recount, verify_generic
+from pbem.kinds.verify import check_record, recount, verify_generic
 from pbem.mail.text import BodyLine
 from pbem.orders import PLAYER_COMMANDS, parse_text
 from pbem.robot_client import client_order_lines
@@ -30,6 +31,7 @@ from pbem.rules.postal_record import GameRecord, verify
 from pbem.rules.robot import choose_move
 from pbem.services.export import export_json
 from pbem.services.turns import resolve_turn
+from pbem.wording import say
 
 SCHEMA = json.loads((Path(__file__).parents[2] / "schema" /
                      "game-record-generic.schema.json").read_text())
@@ -300,3 +302,18 @@ def test_dealt_dice_are_in_the_record_and_checked_against_the_seed(
         else [99]
     problems = verify_generic(bad)
     assert any("do not follow from the seed" in p for p in problems), problems
+
+
+def test_a_postal_record_s_ok_line_says_its_standings_in_words(
+        records: dict[str, Any]) -> None:
+    """The postal OK line names each place as the other kinds' lines do ("1. seat 2 (5
+    virtual dice)"), in the reader's language: it printed a Python list before."""
+    verdict = check_record(records["postal"])
+    assert verdict.ok
+    (line,) = verdict.lines
+    standings = records["postal"]["result"]["standings"]
+    first = min(standings, key=lambda s: s["rank"])
+    assert f"1. seat {first['seat']} ({first['virtual_dice']} virtual di" in str(line)
+    assert "{" not in str(line) and "'rank'" not in str(line)
+    german = say(line.message, translator("de"))   # a Told: its Message said in German
+    assert f"1. Spieler {first['seat']} (" in german and "seat" not in german, german
