@@ -318,7 +318,7 @@ def give_lanes(engine: Engine, upto: int, lane_of: Callable[[Session, LaneRead],
 
 @dataclass(frozen=True)
 class LaneRead:
-    """What a mail's lane is read from (pbem.referee.lane_of)."""
+    """What a mail's lane is read from (pbem.triage.lane_of)."""
 
     id: int
     raw: bytes

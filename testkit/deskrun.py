@@ -15,9 +15,9 @@ from pbem.mail.read import read_message
 from pbem.mail.text import BodyLine
 from pbem.models import InboundMail
 from pbem.orders import ParsedText, parse_text
-from pbem.referee import move_step
 from pbem.server import Server
 from pbem.services.post import Incoming
+from pbem.triage import move_step
 from testkit.desk import SERVER, mail
 
 
@@ -70,7 +70,7 @@ def player(server: Server, sender: str, *texts: str, game: str | None = None) ->
 
 
 def moves(server: Server, sender: str, *texts: str, game: str = "g1") -> str:
-    """A player's move lines: the move phase (pbem.referee.move_step: the order taken, the
+    """A player's move lines: the move phase (pbem.triage.move_step: the order taken, the
     turn it completes resolved) with the registry's move names."""
     with Session(server.engine) as session:
         who = _turnkey(session, sender, game)

@@ -95,7 +95,7 @@ class CommandContext:
     # (pbem.services.post.answer_parts); None: each answer goes at once
     parts: list[AnswerPart] | None = None
     line_no: int = 0                 # the line of the command running now
-    # the language the sender reads (pbem.referee.reader_language): every answer's
+    # the language the sender reads (pbem.triage.reader_language): every answer's
     language: str = "en"
 
     @property

@@ -43,7 +43,7 @@ def do_player_help(ctx: CommandContext, order: Order) -> str:
     and the rules of every game attached (docs/rules.md)."""
     kind = kind_of(ctx.who.game) if ctx.who is not None else None
     commands = player_commands(kind)
-    language = ctx.language      # the sender's (pbem.referee.reader_language)
+    language = ctx.language      # the sender's (pbem.triage.reader_language)
     rules = rules_file(language)
     ctx.answer("help", HELP_SUBJECT, {
         "commands": help_lines(commands, language), "referee_commands": [],

@@ -20,8 +20,8 @@ from pbem.claims import me
 from pbem.db import lane_claim, lock_key, open_database
 from pbem.mail.read import MAX_TEXT_LINES, read_message
 from pbem.models import InboundMail
-from pbem.referee import lane_of, named_game
 from pbem.services.post import read_reply
+from pbem.triage import lane_of, named_game
 from testkit.desk import (
     PLAYERS,
     REFEREE,

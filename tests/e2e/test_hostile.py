@@ -29,7 +29,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from sqlmodel import Session, select
 
-import pbem.referee
+import pbem.triage
 from pbem.games import find_game, pending_orders
 from pbem.mail.read import read_message
 from pbem.models import InboundMail, OutboundMail
@@ -268,12 +268,12 @@ def big_mail(sender: str, body: str, attachment_bytes: int) -> bytes:
 def size_spy(monkeypatch) -> list[int]:
     """The size of every mail the referee parses (the limit must hold before that)."""
     seen: list[int] = []
-    real = pbem.referee.read_message
+    real = pbem.triage.read_message
 
     def spy(raw, **kw):
         seen.append(len(raw))
         return real(raw, **kw)
-    monkeypatch.setattr(pbem.referee, "read_message", spy)
+    monkeypatch.setattr(pbem.triage, "read_message", spy)
     return seen
 
 

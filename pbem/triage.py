@@ -1,0 +1,342 @@
+"""Triage: what one stored mail is and what it asks, inside its transaction.
+
+Is it automatic, too big, unreadable? From the referee or a player, and which
+game does it speak to (``lane_of``, before it is claimed; ``named_game``)? Its
+commands are dispatched through the one table (pbem.commands.registry), its
+answer composed (pbem.services.post). ``handle`` is the entry: pbem.referee
+calls it for each claimed mail, in the transaction that marks the mail done.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+from sqlmodel import Session
+
+from pbem import inbox, security, sender_check
+from pbem.commands.context import CommandContext, Turnkey, refusal
+from pbem.commands.moves import take_moves
+from pbem.commands.registry import (
+    move_names,
+    permitted,
+    player_commands,
+    referee_commands,
+    run,
+)
+from pbem.config import Settings
+from pbem.errors import Refusal
+from pbem.faults import fail_point
+from pbem.games import active_players, find_game, load_state, reading_of_address
+from pbem.kinds import kind_of
+from pbem.mail.read import MAX_LINE_CHARS, MAX_TEXT_LINES, InboundMessage, read_message
+from pbem.mail.text import BodyLine
+from pbem.models import Game, InboundMail
+from pbem.options import language_of
+from pbem.order_words import words_language
+from pbem.orders import MAIL_LINES, Command, ParsedText, help_lines, parse_text
+from pbem.services import bounces, failures, turns
+from pbem.services.post import Incoming, Post, answer, read_reply, tagged
+from pbem.wording import _, _n, plural
+from pbem.work import savepoint
+
+log = logging.getLogger(__name__)
+
+
+def set_aside(session: Session, post: Post, row: InboundMail) -> None:
+    """Quarantine a mail whose handling was cut short (a crash, a kill) MAX_CUT_SHORT times:
+    it is kept unread, the referee is told (pbem.services.failures), the rest goes on."""
+    times = inbox.cut_short(row)
+    log.error("mail %s set aside: its handling was cut short %d times", row.id, times)
+    row.status = "quarantined"
+    count = plural("{n} time", "{n} times", times)
+    row.outcome = (f"set aside: its handling was cut short {count} (a crash or a kill); "
+                   "the referee was told")
+    assert row.id is not None
+    failures.note(session, post, row.id, _n(
+        "set aside unread: the server crashed or was killed {n} time while handling it. "
+        "{retry}", "set aside unread: the server crashed or was killed {n} times while "
+        "handling it. {retry}", times, retry=failures.retry_line(row.id)))
+
+
+def handle(session: Session, post: Post, row: InboundMail) -> str:
+    """Read one stored mail and act on it; returns its outcome (one line)."""
+    settings = post.settings
+    msg = read_message(row.raw, own_addresses=[settings.address],
+                       envelope_from=row.envelope_from)
+    fail_point("inbound-read")
+    if msg.automatic:   # never answered; a bounce of our mail is heard (services.bounces)
+        heard = bounces.hear(session, post, row.raw)
+        return heard or f"ignored: automatic mail ({msg.automatic})"
+    if msg.from_addr is None:
+        return f"ignored: {msg.sender_problem or 'no sender address'}"
+    if msg.from_addr == settings.address.lower():
+        return "ignored: from the server itself"
+    mail = Incoming(row, msg)
+    proven = lockout = about_signup = False
+    try:
+        if msg.from_addr != settings.referee.lower():
+            sender_check.check_aligned(session, post, row, msg)
+        bounces.heard_from(session, msg.from_addr)   # the address works again
+        if row.truncated:
+            raise refusal(_("your mail is larger than {size} bytes, so it was not read",
+                            size=format(settings.max_mail_bytes, ",")),
+                          _("send your orders as plain text, without attachments"))
+        if not msg.readable:
+            raise refusal(msg.problem or _("no text could be read from your mail"),
+                          _("send your orders as plain text"))
+        # a reply's new text ends where it quotes our mail (read_reply)
+        mail = Incoming(row, within_limits(read_reply(session, msg)))
+        if msg.from_addr == settings.referee.lower():
+            outcome = referee_mail(session, post, mail)
+        else:
+            outcome = player_mail(session, post, mail)
+    except Refusal as refused:
+        if refused.auth_failed:
+            sender_check.auth_failed(session, post, msg.from_addr)
+        answer_error(session, post, mail, refused)
+        lockout, about_signup = refused.lockout, refused.about_signup
+        outcome = "refused: " + "; ".join(str(p.message) for p in refused.problems)
+        proven = refused.sender_proven
+    return sender_check.limit_answers(session, post, row, mail.msg, outcome, proven=proven,
+                                      lockout=lockout, about_signup=about_signup)
+
+
+def lane_of(session: Session, post: Post, raw: bytes, envelope_from: str | None,
+            truncated: bool) -> int:
+    """The lane of a stored mail (pbem.inbox): the game a player's mail speaks to, known
+    before its orders are read (named_game, as its handling finds it), else NO_GAME
+    (automatic mail, the referee's, a stranger's, a sign-up, one that cannot be read:
+    its handling says why)."""
+    settings = post.settings
+    try:
+        msg = read_message(raw, own_addresses=[settings.address], envelope_from=envelope_from)
+        if truncated or msg.automatic or msg.from_addr is None or not msg.readable or \
+                msg.from_addr in (settings.address.lower(), settings.referee.lower()):
+            return inbox.NO_GAME
+        # a reply to our mail to a seat speaks to that mail's game, as named_game finds it:
+        # its headers alone say so, so neither the mail of ours it quotes is read (the
+        # cut of the quote) nor the game loaded; the mail's handling does both
+        sent = sender_check.replied_seat(session, msg)
+        if sent is not None and sent.game_id is not None and sent.seat is not None:
+            return int(sent.game_id)
+        game = named_game(session, within_limits(read_reply(session, msg)))
+    except Exception:   # noqa: BLE001 - its handling reads it again and says what is wrong
+        return inbox.NO_GAME
+    return game.id if game is not None and game.id is not None else inbox.NO_GAME
+
+
+def within_limits(msg: InboundMessage) -> InboundMessage:
+    """At most MAX_TEXT_LINES lines of new text are read, each cut to MAX_LINE_CHARS."""
+    if len(msg.lines) > MAX_TEXT_LINES:
+        raise refusal(_("your mail has {lines} lines of new text; at most {most} are read",
+                        lines=format(len(msg.lines), ","), most=MAX_TEXT_LINES),
+                      _("send your orders in a short mail (the quoted text of a reply does "
+                        "not count)"))
+    if all(len(line.text) <= MAX_LINE_CHARS for line in msg.lines):
+        return msg
+    lines = [line if len(line.text) <= MAX_LINE_CHARS else
+             BodyLine(line.number, line.text[:MAX_LINE_CHARS] + " [...]")
+             for line in msg.lines]
+    return dataclasses.replace(msg, lines=lines)
+
+
+# --- dispatch -----------------------------------------------------------------------------
+
+def player_mail(session: Session, post: Post, mail: Incoming) -> str:
+    """A player's mail: desk commands, or a move order, or the answer HELP / STATUS give.
+
+    The mail is parsed once: with the orders of its game's kind when the game is known
+    before (named_game), so "OK thanks" in a postal game is prose, not Cup of Bluff's OK;
+    else with every kind's (the sender is then no known player: identify says so)."""
+    game = named_game(session, mail.msg)
+    parsed = parse_text(mail.msg.lines,
+                        player_commands(kind_of(game) if game is not None else None))
+    who = sender_check.identify(session, post, mail.msg, parsed)
+    if parsed.problems:
+        raise Refusal.of(parsed.problems, game=who.game.name if who else None)
+    # one answer a mail: the commands' answers are held and sent together at the end
+    ctx = CommandContext(session, post, post.clock(), mail, who, parsed.orders, parts=[],
+                         language=reader_language(session, post, mail.msg, who, parsed))
+    outcome = player_commands_of(ctx, parsed, who)
+    ctx.send_answers()
+    return outcome
+
+
+# the GAME line's declaration: all named_game reads of a mail before its game is known
+GAME_LINE = tuple(c for c in MAIL_LINES if c.name == "GAME")
+
+
+def named_game(session: Session, msg: InboundMessage) -> Game | None:
+    """The game a player mail speaks to, known before its orders are read: the game of
+    our mail it replies to (sender_check.replied_report, as identify finds it), else the
+    game its GAME line names; None when neither names a game here. Only the GAME line is
+    looked at here (a line, not the mail's parse)."""
+    found = sender_check.replied_report(session, msg)
+    if found is not None:
+        return found[1]
+    game_line = parse_text(msg.lines, GAME_LINE).first("GAME")
+    return find_game_or_none(session, str(game_line.args)) if game_line is not None else None
+
+
+def move_step(ctx: CommandContext, parsed: ParsedText, names: set[str]) -> str:
+    """A mail's move, three steps: the order recorded and confirmed (take_moves); if it
+    completes the turn, the turn played (turns.play_turn), then its reports composed and
+    queued (turns.report_turn). Returns what the order's line says."""
+    taken = take_moves(ctx, parsed, names)
+    if taken.completes:
+        assert ctx.mail is not None
+        played = turns.play_turn(ctx.session, ctx.post, taken.game)
+        turns.report_turn(ctx.session, ctx.post, taken.game, played,
+                          inbound_id=ctx.mail.row.id)
+    return taken.said
+
+
+def player_commands_of(ctx: CommandContext, parsed: ParsedText, who: Turnkey | None) -> str:
+    """Run a player mail's commands (all of them, or none: one transaction), phase by phase:
+    what it changes, its move, what it asks to see (so ORDERS shows the same mail's DEFAULT
+    and move); the answers still come in the order of the lines."""
+    names = move_names()
+    phase = {p: [o for o in parsed.orders if o.command.phase == p]
+             for p in ("change", "move", "look", "reply")}
+    moves = phase["move"]
+    nothing_else = not phase["change"] and not phase["look"]
+    if not moves or who is None:
+        if nothing_else:
+            # a reply answers a mail that has nothing else to do: HELP, which anyone may
+            # ask for, before the player's STATUS
+            replies = sorted((o for o in phase["reply"] if permitted(ctx, o.command)),
+                             key=lambda o: o.command.who != "anyone")
+            if replies:
+                return run(ctx, replies[:1])[0]
+    if who is None and (moves or nothing_else):
+        raise refusal(_("I could not tell which game and player this mail is for"),
+                      _("reply to your latest report, or write a fresh mail with the lines "
+                        "GAME <game> and KEY <your key> (both are in your report)"))
+    if not moves and nothing_else:
+        return take_moves(ctx, parsed, names).said   # says that no order was found
+    with savepoint(ctx.session):   # a move and desk commands in one mail: all or none
+        said = run(ctx, phase["change"])
+        if moves:
+            said.insert(0, move_step(ctx, parsed, names))
+        said += run(ctx, phase["look"])
+    return "; ".join(said)
+
+
+def referee_mail(session: Session, post: Post, mail: Incoming) -> str:
+    """The referee's mail: KEY <referee key>, then referee commands, all or none."""
+    settings = post.settings
+    parsed = parse_text(mail.msg.lines, referee_commands())
+    key = parsed.first("KEY")
+    if key is None:
+        raise refusal(_("referee commands need the line KEY <referee key>"),
+                      _("add the referee key from pbem.toml on a line of its own"))
+    sender_check.check_lockout(session, post, mail.msg, None)
+    if not security.referee_key_matches(str(key.args), key=settings.referee_key,
+                                        key_sha256=settings.referee_key_sha256):
+        raise sender_check.auth_refusal(refusal(
+            _("referee commands need the line KEY <referee key>, with the right key"),
+            _("add the referee key from pbem.toml on a line of its own"), key.line_no,
+            "KEY ****"))
+    if parsed.problems:
+        raise Refusal.of(parsed.problems)
+    ctx = CommandContext(session, post, post.clock(), mail, None, parsed.orders,
+                         by_referee=True, language=settings.referee_language)
+    try:
+        with savepoint(session):   # all the commands of a mail, or none of them
+            out = run(ctx, parsed.orders)
+    except Refusal as refused:
+        first = refused.problems[0]
+        refused.problems[0] = dataclasses.replace(
+            first, message=_("{message}; nothing in this mail was done",
+                             message=first.message),
+            hint=first.hint or _("fix that line and send the commands again"))
+        raise
+    done = _("Referee commands done")
+    answer(session, post, mail, "notice", done,
+           {"subject": done, "paragraphs": out, "game": None},
+           language=settings.referee_language)
+    return "referee commands: " + "; ".join(out)[:500]
+
+
+# --- answers ------------------------------------------------------------------------------
+
+def reader_language(session: Session, post: Post, msg: InboundMessage,
+                    who: Turnkey | None = None, parsed: ParsedText | None = None) -> str:
+    """The language a mail is answered in: the referee's own; a known player's
+    (LANGUAGE, else their game's); else the language of the mail's order words (a JOIN
+    written in German is answered in German); else the server's."""
+    settings = post.settings
+    sender = (msg.from_addr or "").lower()
+    if sender == settings.referee.lower():
+        return settings.referee_language
+    if who is not None:
+        return language_of(who.game, who.player)
+    known = reading_of_address(session, sender)[0] if sender else None
+    if known:
+        return known
+    written = parsed.language if parsed is not None else words_language(
+        line.text for line in msg.lines)
+    return written or settings.language
+
+
+def answer_error(session: Session, post: Post, mail: Incoming, refused: Refusal) -> None:
+    """A short error: each line at fault, what is wrong and the fix; then only the orders
+    of that game's kind the sender may write now; HELP for everything else."""
+    game = find_game_or_none(session, refused.game) if refused.game else None
+    language = reader_language(session, post, mail.msg)
+    context = {"problems": [p.__dict__ for p in refused.problems], "game": refused.game,
+               "help_lines": help_lines(orders_now(session, game, mail.sender), language),
+               "closed": game.status if game is not None and game.status in (
+                   "over", "cancelled") else None}
+    subject = (tagged(game.name, _("your mail: nothing was applied")) if game is not None
+               else _("Your mail to the Bluff referee: nothing was applied"))
+    answer(session, post, mail, "error", subject, context, language=language,
+           game_id=game.id if game is not None else None)
+
+
+def orders_now(session: Session, game: Game | None, sender: str) -> list[Command]:
+    """The move orders of the game's kind the sender (a player due now) may write."""
+    if game is None or game.status != "running":
+        return []
+    seat = next((p.seat for p in active_players(session, game) if p.email == sender), None)
+    if seat is None:
+        return []
+    kind = kind_of(game)
+    names = kind.orders_now(load_state(session, game), seat)
+    return [c for c in kind.commands if c.name in names]
+
+
+def find_game_or_none(session: Session, name: str) -> Game | None:
+    try:
+        return find_game(session, name)
+    except Refusal:
+        return None
+
+
+def readable(row: InboundMail, settings: Settings) -> InboundMessage | None:
+    """The stored mail as read, for the notice of its failure (None if even that fails)."""
+    try:
+        return read_message(row.raw, own_addresses=[settings.address],
+                            envelope_from=row.envelope_from)
+    except Exception:   # the notice must go out whatever is wrong with the mail
+        log.exception("mail %s cannot be read for its failure notice", row.id)
+        return None
+
+
+def answer_internal_error(session: Session, post: Post, row: InboundMail) -> None:
+    """Tell the sender of a mail that failed on our side (once, never to automatic mail)."""
+    address = post.settings.address
+    try:
+        msg = read_message(row.raw, own_addresses=[address], envelope_from=row.envelope_from)
+        if msg.automatic or msg.from_addr is None or msg.from_addr == address.lower():
+            return
+        game = failures.game_of_mail(session, msg)   # its subject is tagged with the game
+        answer_error(session, post, Incoming(row, msg), refusal(
+            _("something went wrong on our side while reading your mail; nothing in it was "
+              "applied"), _("the referee has been told and will look into it"),
+            game=game.name if game is not None else None))
+        sender_check.limit_answers(session, post, row, msg, "")
+    except Exception:   # the answer is a courtesy: never let it lose the mail
+        log.exception("could not answer mail %s after its internal error", row.id)
+
