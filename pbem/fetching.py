@@ -122,26 +122,12 @@ class Fetcher:
         stored mail's move out of the folder runs on while the caller handles it
         (ImapInbox.poll), and ``settle`` ends it."""
         mailbox = self.inbox()
-        if mailbox is None:
+        if mailbox is None or not self.backoff.ready(self.clock()):
             return 0
-        backoff = self.backoff
-        if not backoff.ready(self.clock()):
+        taken = self.take_share(waits)
+        if taken is None:
             return 0
-        lease = None
-        for share in self.shares():
-            # one poller a share at a time: two would fetch the same mail (harmless, it is
-            # stored once) and move it twice (the done folder would get two copies)
-            lease = Lease(self.engine, "fetch" if share == WHOLE else f"fetch {share}",
-                          self.clock, seconds=self.settings.claim_lease_seconds)
-            if lease.try_acquire():
-                break
-            # named as the refused try saw it: read again, a holder that just ended is None
-            log.info("another process (%s) is fetching %s; left to it", lease.refused_by,
-                     "mail" if share == WHOLE else f"{share} of the mail")
-            if waits is not None:
-                waits.add("left the fetch to another process", 0.0, lease.refused_by)
-        else:
-            return 0
+        share, lease = taken
         try:   # the lease is released once the poll is over, its last move included
             try:
                 if share.number == 0:   # one share's poller, so it is done once
@@ -153,10 +139,27 @@ class Fetcher:
                                    move_later=move_later, done=lease.release,
                                    set_aside=self.store_failed, share=share)
         except MailError as exc:   # unreachable, dropped, or an IMAP error: nothing was lost
-            backoff.failed(self.clock(), exc)
+            self.backoff.failed(self.clock(), exc)
             return 0
-        backoff.succeeded()
+        self.backoff.succeeded()
         return fetched
+
+    def take_share(self, waits: Waits | None) -> tuple[Share, Lease] | None:
+        """The first of this tick's shares no other worker polls, with its lease taken;
+        None when others poll them all (told to ``waits``). One poller a share at a time:
+        two would fetch the same mail (harmless, it is stored once) and move it twice
+        (the done folder would get two copies)."""
+        for share in self.shares():
+            lease = Lease(self.engine, "fetch" if share == WHOLE else f"fetch {share}",
+                          self.clock, seconds=self.settings.claim_lease_seconds)
+            if lease.try_acquire():
+                return share, lease
+            # named as the refused try saw it: read again, a holder that just ended is None
+            log.info("another process (%s) is fetching %s; left to it", lease.refused_by,
+                     "mail" if share == WHOLE else f"{share} of the mail")
+            if waits is not None:
+                waits.add("left the fetch to another process", 0.0, lease.refused_by)
+        return None
 
     def shares(self) -> list[Share]:
         """The shares of the folder a tick may poll, in the order it tries them (it polls

@@ -154,8 +154,8 @@ class Referee:
         lock, beside other games' (pbem.db.game_writer); mail of no game the one
         writer's.
 
-        A pass gives mail its lanes (route: the workers take turns, a page each, so none
-        waits for another to read a whole burst), then takes the lanes free.
+        A pass gives mail its lanes (route: after the worker giving lanes now, if one is,
+        and on while no other is at it), then takes the lanes free.
         Each pass looks for the newest mail again while the tick is younger than a tick's
         interval (mail another worker is fetching, or a listener took in, is taken as it
         is stored); mail stored later waits for the next tick, so the clock and the

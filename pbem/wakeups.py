@@ -18,6 +18,8 @@ from typing import Any
 from sqlalchemy import Engine, text
 from sqlmodel import Session
 
+from pbem.db import lanes_apart
+
 log = logging.getLogger(__name__)
 
 CHANNEL = "pbem_mail_stored"
@@ -28,8 +30,9 @@ RECONNECT_SECONDS = 5.0   # after the watch's connection was lost
 def tell_stored(session: Session) -> None:
     """In a transaction that stores mail: the workers are woken once it commits
     (PostgreSQL; nothing on SQLite)."""
-    if session.get_bind().dialect.name == "postgresql":
-        session.connection().execute(_NOTIFY)
+    connection = session.connection()
+    if lanes_apart(connection.engine):   # the workers that share the work
+        connection.execute(_NOTIFY)
 
 
 class MailWatch:
@@ -44,7 +47,7 @@ class MailWatch:
 
     @property
     def wanted(self) -> bool:
-        return self.engine.dialect.name == "postgresql"
+        return lanes_apart(self.engine)   # several workers: PostgreSQL
 
     def start(self) -> None:
         if self.wanted:

@@ -54,7 +54,7 @@ class FetchedMail:
 class Share:
     """Which of a folder's mails one poll takes: those whose UID leaves ``number`` when
     divided by ``of``. Several workers poll one folder side by side, each a share of its
-    own (pbem.server.Server.fetch leases each share to one of them at a time): a UID is
+    own (pbem.fetching.Fetcher leases each share to one of them at a time): a UID is
     the folder's own and never reused while its UIDVALIDITY stands, so the shares never
     meet and together hold every mail."""
 
@@ -146,7 +146,8 @@ class ImapInbox:
              set_aside: Callable[[FetchedMail, Exception], bool] | None = None,
              share: Share = WHOLE) -> int:
         """Store every waiting mail of the ``share`` (all of them: WHOLE) and move it to
-        ``done_folder``; return how many were stored. A mail whose ``store`` raised stays in the folder untouched.
+        ``done_folder``; return how many were stored. A mail whose ``store`` raised stays
+        in the folder untouched.
         With ``store_batch`` a fetched group is stored in one call (one transaction),
         mail by mail with ``store`` only when that fails.
 
