@@ -65,18 +65,20 @@ class KilledGame:
     """A started postal game over the stack whose ticks the caller kills."""
 
     def __init__(self, stack: Any, workdir: Path, zygote: Zygote, *, seed: int,
-                 database: str | None = None) -> None:
+                 database: str | None = None, options: str = "") -> None:
         self.stack, self.zygote, self.rng = stack, zygote, random.Random(seed)
         for user in ["bluff", "referee", *PLAYERS]:
             stack.clear(user)
         database = database or f"sqlite:///{workdir / 'pbem.db'}"
         self.config = stack_config(workdir / "pbem.toml", stack, database, KEY)
         self.server = Server(load_settings(self.config))
-        setup = [f"NEWGAME g1 SEED {seed}"]
+        setup = [f"NEWGAME g1 SEED {seed} {options}".strip()]
         setup += [f"ADD g1 {stack.address(u)} Player-{u}" for u in PLAYERS] + ["START g1"]
         for line in setup:
             self.server.referee.admin(line.split())
         self.tick_seconds = 0.5        # how long a full tick took, at most (the kill's range)
+        self.reports: dict[str, Any] = {}   # each player's newest report
+        self.answer_due: set[str] = set()   # players who send again (resend)
         self.catch_up()
         self.orders = 0
 
@@ -88,28 +90,39 @@ class KilledGame:
         with Session(self.server.engine) as session:
             return find_game(session, "g1").status == "running"
 
-    def send_orders(self) -> int:
-        """Each player replies to their newest report with an order; how many did."""
+    def send_orders(self, poison: dict[str, str] | None = None) -> int:
+        """Each player with a new report replies to it with an order (a player whose
+        mail was set aside replies to the report before again); how many did. ``poison``:
+        a line to add to a player's mail."""
         sent = 0
         for user in PLAYERS:
             reports = [m for m in (parse_mail(r) for r in self.stack.fetch_all(user))
                        if m["In-Reply-To"] is None and report_view(m) is not None]
             self.stack.clear(user)
-            if not reports:
+            if reports:
+                self.reports[user] = reports[-1]
+            elif user not in self.answer_due:
                 continue
-            report = reports[-1]
+            report = self.reports[user]
             view = report_view(report)
             assert view is not None
             lines = client_order_lines(view, self.rng)
             if not lines:
                 continue
-            raw = reply_to(report, self.stack.address(user), ["Here goes:", *lines, "Cheers"])
+            extra = [(poison or {})[user]] if user in (poison or {}) else []
+            raw = reply_to(report, self.stack.address(user),
+                           ["Here goes:", *lines, *extra, "Cheers"])
             self.stack.deliver("bluff", raw, mail_from=self.stack.address(user))
+            self.answer_due.discard(user)
             sent += 1
         if sent:
             self.stack.wait_for("bluff", sent)
         self.orders += sent
         return sent
+
+    def resend(self, user: str) -> None:
+        """``user`` sends an order again at the next send_orders (to the report before)."""
+        self.answer_due.add(user)
 
     def kill_a_tick(self) -> bool:
         """One tick, SIGKILLed at a random moment of it; whether the kill landed."""
