@@ -25,7 +25,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pbem import faults
+from pbem import claims, faults
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,8 @@ def _size() -> int:
         return 0
 
 
-def _bounded(work: Callable[[], None], memory: int, cpu_seconds: int, parent: int) -> None:
+def _bounded(work: Callable[[], None], memory: int, cpu_seconds: int, parent: int,
+             claimer: str) -> None:
     if sys.platform.startswith("linux"):   # die with the parent, never alone
         try:
             ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -76,6 +77,7 @@ def _bounded(work: Callable[[], None], memory: int, cpu_seconds: int, parent: in
     if os.getppid() != parent:   # the parent died before the line above: nothing to do
         os._exit(3)
     faults.work_for(parent)
+    claims.act_for(claimer)
     size = _size()
     if size:
         _limit(resource.RLIMIT_AS, size + memory)
@@ -97,9 +99,12 @@ def _limit(which: int, value: int) -> None:
 def run_bounded(work: Callable[[], None], *, seconds: float = SECONDS,
                 memory: int = MEMORY, cpu_seconds: int = CPU_SECONDS) -> Ending:
     """Run ``work`` in a forked child bounded in memory, CPU and wall time; how it ended.
-    The child exits 0 when ``work`` returns, 1 when it raises (logged)."""
+    The child claims as this process (pbem.claims.act_for: it holds what we hold, and
+    a crash point in it kills us, pbem.faults.work_for). It exits 0 when ``work``
+    returns, 1 when it raises (logged)."""
     child = multiprocessing.get_context("fork").Process(
-        target=_bounded, args=(work, memory, cpu_seconds, os.getpid()), daemon=True)
+        target=_bounded, args=(work, memory, cpu_seconds, os.getpid(), claims.me()),
+        daemon=True)
     child.start()
     child.join(seconds)
     if child.exitcode is None:

@@ -25,7 +25,7 @@ from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, col, select
 
 from pbem import inbox, isolation
-from pbem.claims import Lease, Waits, act_for, me
+from pbem.claims import Lease, Waits
 from pbem.commands.context import CommandContext
 from pbem.commands.registry import (
     referee_commands,
@@ -284,10 +284,9 @@ class Referee:
         ISOLATED_TRIES such deaths it is set aside and its sender asked to send it again
         as plain text; the game goes on by its deadline. False if it was not handled
         (the child stopped on an error of its own: the next tick tries again)."""
-        owner = me()
         deaths: list[isolation.Ending] = []
         while len(deaths) < ISOLATED_TRIES:
-            ending = isolation.run_bounded(lambda: self.handle_for(owner, inbound_id, lane))
+            ending = isolation.run_bounded(lambda: self.handle_alone(inbound_id, lane))
             if not ending.died:
                 break
             log.warning("mail %s killed its bounded handler (%s)", inbound_id, ending)
@@ -314,10 +313,9 @@ class Referee:
         self.end(session, row, following)
         return True
 
-    def handle_for(self, owner: str, inbound_id: int, lane: int | None) -> None:
-        """In a bounded child: handle the mail as ``owner`` (the parent), on a connection
-        of its own."""
-        act_for(owner)
+    def handle_alone(self, inbound_id: int, lane: int | None) -> None:
+        """In a bounded child (claiming as its parent): handle the mail on a connection of
+        its own."""
         engine = open_database(self.settings.database, migrate=False,
                                synchronous=self.settings.db.synchronous)
         try:
