@@ -22,6 +22,7 @@ import os
 import resource
 import signal
 import sys
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -105,7 +106,11 @@ def run_bounded(work: Callable[[], None], *, seconds: float = SECONDS,
     child = multiprocessing.get_context("fork").Process(
         target=_bounded, args=(work, memory, cpu_seconds, os.getpid(), claims.me()),
         daemon=True)
-    child.start()
+    with warnings.catch_warnings():
+        # Python 3.12 warns of a fork beside threads (the outbox's senders): the child
+        # touches none of their state, only a database connection of its own
+        warnings.simplefilter("ignore", DeprecationWarning)
+        child.start()
     child.join(seconds)
     if child.exitcode is None:
         child.kill()
