@@ -8,17 +8,20 @@ path (mail in, outbox out) on a real SQLite file."""
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 
 from sqlmodel import Session, col, select
 
 from pbem.games import find_game
-from pbem.models import OutboundMail
+from pbem.models import OutboundMail, Watcher
 from pbem.server import Server
 from testkit.desk import (
     PLAYERS,
     REFEREE,
+    T0,
     admin,
     by_seat,
+    game_row,
     key_of,
     new_game,
     order,
@@ -145,3 +148,24 @@ def test_a_wrong_join_code_still_says_join(server: Server) -> None:
     send(server, "joe@example.net", "JOIN g1 Joe")
     answer = send(server, "joe@example.net", "CONFIRM 0123456789")
     assert "send JOIN <game> again" in answer and "ADDRESS" not in answer
+
+
+# --- what else an address holds moves with it -----------------------------------------------
+
+def test_absences_and_watching_move_with_the_address(server: Server) -> None:
+    new_game(server, "DEADLINE 48")
+    new_game(server, "", "g2", players=[BOB])
+    admin(server, "START g1")
+    with Session(server.engine) as session:
+        g2 = find_game(session, "g2")
+        assert g2.id is not None
+        session.add(Watcher(game_id=g2.id, email=ANN, created_at=T0))
+        session.commit()
+    assert "Noted" in order(server, ANN, "ABSENT 2026-12-10 2026-12-12")
+    moved(server, ANN, NEW)
+    # a deadline inside the absence moves past it, as it would have before the move
+    referee_mail(server, "DEADLINE g1 2026-12-11T12:00")
+    server.tick()
+    assert game_row(server).deadline == datetime(2026, 12, 14, tzinfo=UTC)   # the day after
+    with Session(server.engine) as session:
+        assert session.exec(select(Watcher.email)).all() == [NEW]
