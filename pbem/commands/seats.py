@@ -261,8 +261,9 @@ def report_names(raw: bytes) -> dict[int, str] | None:
     none to read."""
     for part in message_from_bytes(raw, policy=policy.default).walk():
         if part.get_filename() == "report.json":
+            payload = part.get_payload(decode=True)
             try:
-                view = json.loads(part.get_payload(decode=True) or b"")
+                view = json.loads(payload if isinstance(payload, bytes) else b"")
                 return {int(p["number"]): str(p["name"]) for p in view["players"]}
             except (ValueError, KeyError, TypeError):
                 return None
