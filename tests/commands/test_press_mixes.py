@@ -245,3 +245,21 @@ def test_a_public_line_then_a_private_one_in_one_mail(tmp_path: Path) -> None:
         holders[speaker_seat], holders[4]}
     assert "Good luck!" in web_texts(server, "g1")
     assert "gang up" not in web_texts(server, "g1")
+
+
+def test_a_private_word_leaves_the_pages_tag_as_it_was(tmp_path: Path) -> None:
+    """The page's ETag changes with its table talk; a private word must not change it, or
+    whoever polls the page learns that, and when, one was said."""
+    server = press_server(tmp_path)
+    press_game(server, "g1")
+    holders = seats(server, "g1")
+    app = create_app(server.settings, engine=server.engine, clock=server.referee.clock)
+    with TestClient(app) as client:
+        def tag() -> str:
+            return str(client.get("/games/g1").headers["etag"])
+
+        before = tag()
+        order(server, holders[1], "SAY TO 2 psst", name="g1")
+        assert tag() == before
+        order(server, holders[1], "SAY Hello all", name="g1")
+        assert tag() != before
