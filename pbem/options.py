@@ -112,8 +112,9 @@ class GameOptions:
     def vacation_cap(self) -> timedelta:
         return timedelta(days=self.vacation_days)
 
-    def describe(self, turn_hours: float | None) -> str:
-        """One line for STATUS and NEWGAME's answer."""
+    def describe(self, turn_hours: float | None, *, signing_up: bool = True) -> str:
+        """One line for STATUS and NEWGAME's answer (signing_up: the game has not started,
+        so OPEN and AUTOSTART still mean something)."""
         parts = [f"turns of {turn_hours:g} hours" if turn_hours else "no deadline"]
         if self.deadline_hour is not None:
             parts.append(f"deadlines at {self.deadline_hour:02d}:00 UTC")
@@ -132,7 +133,7 @@ class GameOptions:
         if self.press != "public":
             parts.append("private press (SAY TO one player)" if self.press == "private"
                          else "no press (no SAY)")
-        if self.open:
+        if self.open and signing_up:
             parts.append("open for sign-up" + (", starts when full" if self.autostart else ""))
         if self.wait:
             parts.append("WAIT (no early resolution)")

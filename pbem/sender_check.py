@@ -28,7 +28,7 @@ from pbem.errors import Refusal
 from pbem.games import find_game, players_of, seated
 from pbem.mail.read import InboundMessage
 from pbem.mail.senderauth import check_sender
-from pbem.models import Game, InboundMail, OutboundMail, Player
+from pbem.models import AuditEntry, Game, InboundMail, OutboundMail, Player
 from pbem.orders import ParsedText
 from pbem.services.post import Post, replied_ids, tell_referee
 from pbem.wording import _
@@ -91,6 +91,7 @@ def identify(session: Session, post: Post, msg: InboundMessage,
         sent, game, player = found
         if player is None or player.email != msg.from_addr:
             replaced_in(session, post, game, msg)
+            moved_from(session, post, game, msg)
             raise auth_refusal(refusal(
                 _("this is a reply to another player's mail, from an address that is "
                   "not theirs"), _("reply from the address the report was sent to"),
@@ -119,6 +120,7 @@ def identify(session: Session, post: Post, msg: InboundMessage,
     if player is None and former and security.find_key_owner(former, str(key_line.args)):
         replaced_in(session, post, game, msg)
     if player is None or player.email != msg.from_addr:
+        moved_from(session, post, game, msg)
         # the same answer either way: a key is no use from another address
         raise auth_refusal(refusal(
             _("that key does not belong to {address} in game {game}", address=msg.from_addr,
@@ -168,6 +170,23 @@ def replaced_in(session: Session, post: Post, game: Game, msg: InboundMessage) -
               seat=seat))
     raise refusal(said, _("if you think this is a mistake, write to the referee <{referee}>",
                           referee=post.referee), game=game.name)
+
+
+def moved_from(session: Session, post: Post, game: Game, msg: InboundMessage) -> None:
+    """Mail from an address whose player moved their games away from it (ADDRESS): say so
+    (no failed attempt). The new address is not named: the old one may have passed to
+    someone else since, and the player was told it when they moved."""
+    address = msg.from_addr
+    moves = session.exec(select(AuditEntry.detail).where(
+        AuditEntry.game_id == game.id, AuditEntry.action == "address")).all()
+    if not any(detail.partition(" -> ")[0] == address for detail in moves):
+        return
+    raise refusal(_("{address} no longer plays in game {game}: its player moved their games "
+                    "to another address (ADDRESS), and only mail from there is read now",
+                    address=address, game=game.name),
+                  _("write from your new address: your key and replies to your reports work "
+                    "from there; if you did not move your games, write to the referee "
+                    "<{referee}>", referee=post.referee), game=game.name)
 
 
 def check_lockout(session: Session, post: Post, msg: InboundMessage, game: str | None) -> None:

@@ -21,7 +21,7 @@ from pbem.commands.context import CommandContext, MailCommand, line_quoted, refu
 from pbem.errors import Refusal
 from pbem.games import audit, id_of
 from pbem.mail.addresses import address_problem
-from pbem.models import Game, Player, Signup
+from pbem.models import Absence, Game, Player, Signup, Watcher
 from pbem.orders import Order
 from pbem.security import code_hash
 from pbem.services.post import notice, tagged, tell_referee
@@ -117,6 +117,7 @@ def confirm_address(ctx: CommandContext, signup: Signup, order: Order) -> str:
         player.email = new
         ctx.session.add(player)
         audit(ctx.session, game, ctx.now, "address", f"{old} -> {new}", actor=new)
+    _move_the_rest(ctx, old, new)
     ctx.session.flush()
     names: Said = ", ".join(game.name for game, _player in moved) or _("no game")
     ctx.notice(tagged(asked_in.name, _("your new address")), [
@@ -130,6 +131,22 @@ def confirm_address(ctx: CommandContext, signup: Signup, order: Order) -> str:
                  [_("The player at {old} moved to {new} (confirmed from the new address): "
                     "{games}.", old=old, new=new, games=names)])
     return f"{old} is now {new} in {len(moved)} games"
+
+
+def _move_the_rest(ctx: CommandContext, old: str, new: str) -> None:
+    """What else the old address holds moves too: its absences to come (ABSENT is kept by
+    address, and would no longer move the player's deadlines) and the games it watches."""
+    for absence in ctx.session.exec(select(Absence).where(Absence.email == old,
+                                                          col(Absence.ends) > ctx.now)):
+        absence.email = new
+        ctx.session.add(absence)
+    watched = set(ctx.session.exec(select(Watcher.game_id).where(Watcher.email == new)))
+    for watcher in ctx.session.exec(select(Watcher).where(Watcher.email == old)):
+        if watcher.game_id in watched:
+            ctx.session.delete(watcher)
+        else:
+            watcher.email = new
+            ctx.session.add(watcher)
 
 
 COMMANDS: tuple[MailCommand, ...] = (

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from datetime import date
 
 from sqlmodel import Session, col, delete, select
@@ -70,21 +71,74 @@ def parse_say(args: list[str]) -> None:
         raise Refusal(_("SAY needs something to say"), _("e.g. SAY Nobody has three stars."))
 
 
+def say_parts(line: str) -> tuple[str, str]:
+    """The SAY word of a line, folded ("SAY", "AN ALLE", "VZKAZ" ...), and its text as
+    written (spacing kept), without that word."""
+    said = _SAY.sub("", line, count=1)
+    if said != line:
+        return "SAY", said.rstrip()
+    lead = _LEAD.match(line)
+    start = lead.end() if lead else 0
+    tokens = list(re.finditer(r"\S+", line[start:]))
+    words = [folded(t[0]).rstrip(":") for t in tokens]
+    for _language, spelling in _SAY_WORDS:
+        if words[:len(spelling)] == spelling:
+            end = start + tokens[len(spelling) - 1].end()
+            said = line[end:][1:] if line[end:end + 1].isspace() else line[end:]
+            return " ".join(spelling), said.rstrip()
+    return "SAY", line.rstrip()
+
+
 def say_text(line: str) -> str:
     """The text of a SAY line as written (spacing kept), without the SAY word (or its
     German or Czech words: AN ALLE, VZKAZ)."""
-    said = _SAY.sub("", line, count=1)
-    if said == line:
-        lead = _LEAD.match(line)
-        start = lead.end() if lead else 0
-        tokens = list(re.finditer(r"\S+", line[start:]))
-        words = [folded(t[0]).rstrip(":") for t in tokens]
-        for _language, spelling in _SAY_WORDS:
-            if words[:len(spelling)] == spelling:
-                end = start + tokens[len(spelling) - 1].end()
-                said = line[end:][1:] if line[end:end + 1].isspace() else line[end:]
-                break
-    return said.rstrip()
+    return say_parts(line)[1]
+
+
+# the SAY words that say "to everyone" themselves: a line opening with one is for the table
+_TO_ALL_WORDS = {"AN ALLE", "VSEM"}
+# SAY TO ALL <text> (TO EVERYONE, TO ALLE, TO VŠEM): the table's, after a SAY TO
+_ALL = {"ALL", "EVERYONE", "EVERYBODY", "ALLE", "VSEM", "VSICHNI"}
+_TO = re.compile(r"^TO\s+(\S+)\s*", re.IGNORECASE)
+
+
+@dataclass
+class Talk:
+    """One message of a mail's SAY lines: who it is for (None: the whole table) and its
+    lines."""
+
+    to: Player | None
+    lines: list[str]
+    first: Order
+
+
+def talk_of_mail(ctx: CommandContext, game: Game, says: list[Order],
+                 press: str) -> list[Talk]:
+    """The messages of a mail's SAY lines, each to where its lines say. A SAY TO line goes
+    to that one player; SAY TO ALL (and AN ALLE, VŠEM, which say "to everyone") to the
+    table; any other SAY line goes with the line above it, so a private message may run
+    over several SAY lines (and the lines before any SAY TO are the table's). The lines to
+    one destination make one message, in the order written."""
+    talks: dict[int | None, Talk] = {}
+    to: Player | None = None
+    for order in says:
+        word, text = say_parts(order.line)
+        found = _TO.match(text)
+        if word in _TO_ALL_WORDS:
+            to = None
+        elif found is not None and folded(found[1]).rstrip(":,") in _ALL:
+            to, text = None, text[found.end():]
+            if not text.strip():
+                raise refuse(_("SAY needs something to say"),
+                             _("e.g. SAY Nobody has three stars."), order, game.name)
+        elif found is not None:
+            to, text = said_to(ctx, game, found, text, press, order)
+        key = to.seat if to is not None else None
+        if key in talks:
+            talks[key].lines.append(text)
+        else:
+            talks[key] = Talk(to, [text], order)
+    return list(talks.values())
 
 
 def do_say(ctx: CommandContext, order: Order) -> str:
@@ -95,24 +149,37 @@ def do_say(ctx: CommandContext, order: Order) -> str:
         return "relayed with the first SAY line"   # the first SAY relays them all
     if game.status in ("over", "cancelled"):
         raise refuse(game_is(game), "", order, game.name)
-    text = "\n".join(say_text(o.line) for o in says or [order])
     press = options_of(game).press
     if press == "none":
         raise refuse(_("game {game} has no table talk (its press is none)", game=game.name),
                      "", order, game.name)
-    to, text = said_to(ctx, game, text, press, order)
-    cut = len(text) > MAX_TALK
-    if cut:
-        text = text[:MAX_TALK]
-    ctx.session.add(TalkMessage(game_id=id_of(game), turn=game.turn, seat=player.seat,
-                                name=player.name, text=text, created_at=ctx.now,
-                                to_seat=to.seat if to is not None else None))
     speaker: Said = (_("{name} (player {seat})", name=player.name, seat=player.seat)
                      if player.seat is not None else player.name)
-    note = ([_("(The message was cut at {count} characters.)", count=format(MAX_TALK, ","))]
-            if cut else [])
-    if to is not None:
-        return _say_privately(ctx, game, speaker, to, text, note)
+    done = []
+    for talk in talk_of_mail(ctx, game, says or [order], press):
+        text = "\n".join(talk.lines)
+        cut = len(text) > MAX_TALK
+        if cut:
+            text = text[:MAX_TALK]
+        to = talk.to
+        ctx.session.add(TalkMessage(game_id=id_of(game), turn=game.turn, seat=player.seat,
+                                    name=player.name, text=text, created_at=ctx.now,
+                                    to_seat=to.seat if to is not None else None))
+        note = ([_("(The message was cut at {count} characters.)",
+                   count=format(MAX_TALK, ","))] if cut else [])
+        said = plural("{n} character", "{n} characters", len(text)) + (" (cut)" if cut else "")
+        if to is not None:
+            _say_privately(ctx, game, speaker, to, text, note)
+            done.append(f"{ctx.sender} said {said} to seat {to.seat} in {game.name}")
+        else:
+            _say_to_table(ctx, game, player, speaker, text, note)
+            done.append(f"{player.email} said {said} in {game.name}")
+    return "; ".join(done)
+
+
+def _say_to_table(ctx: CommandContext, game: Game, player: Player, speaker: Said, text: str,
+                  note: list[Message]) -> None:
+    """Public talk: every other player hears it at once, and the next report shows it."""
     others = [p for p in active_players(ctx.session, game) if p.id != player.id]
     for other in others:
         notice(ctx.session, ctx.post, other.email,
@@ -127,20 +194,12 @@ def do_say(ctx: CommandContext, order: Order) -> str:
         "paragraphs": [_n("Relayed to {n} player, and in the next report:",
                           "Relayed to {n} players, and in the next report:", len(others)),
                        text, *note]})
-    said = plural("{n} character", "{n} characters", len(text))
-    return f"{player.email} said {said} in {game.name}" + (" (cut)" if cut else "")
 
 
-_TO = re.compile(r"^TO\s+(\S+)\s*", re.IGNORECASE)
-
-
-def said_to(ctx: CommandContext, game: Game, text: str, press: str,
-            order: Order) -> tuple[Player | None, str]:
+def said_to(ctx: CommandContext, game: Game, found: re.Match[str], text: str, press: str,
+            order: Order) -> tuple[Player, str]:
     """SAY TO <seat or name> <text>: the one player it is for (private press) and the text
-    without those words; (None, text) for the whole table."""
-    found = _TO.match(text)
-    if found is None:
-        return None, text
+    without those words."""
     if press != "private":
         raise refuse(_("SAY TO is for games with private press; in this game SAY reaches "
                        "every player"), _("write SAY and your text"), order, game.name)
@@ -149,7 +208,7 @@ def said_to(ctx: CommandContext, game: Game, text: str, press: str,
     to = next((p for p in seated_now if word.isdigit() and p.seat == int(word)), None)
     if to is None:
         named = [p for p in seated_now if p.name.split()[:1] and
-                 p.name.split()[0].casefold() == word.casefold()]
+                 p.name.split()[0].casefold() == word.rstrip(":,").casefold()]
         to = named[0] if len(named) == 1 else None
     if to is None or to.email == ctx.sender or not rest.strip():
         raise refuse(_("SAY TO {word}: say it to another player by seat or first name, "
@@ -159,7 +218,7 @@ def said_to(ctx: CommandContext, game: Game, text: str, press: str,
 
 
 def _say_privately(ctx: CommandContext, game: Game, speaker: Said, to: Player, text: str,
-                   note: list[Message]) -> str:
+                   note: list[Message]) -> None:
     """Private press: the message reaches that one player and the referee, and only their
     reports show it."""
     notice(ctx.session, ctx.post, to.email,
@@ -178,8 +237,6 @@ def _say_privately(ctx: CommandContext, game: Game, speaker: Said, to: Player, t
         "paragraphs": [_("Passed on to {name} (player {seat}) only, and to the "
                          "referee; it shows in your and their next report:", name=to.name,
                          seat=to.seat), text, *note]})
-    said = plural("{n} character", "{n} characters", len(text))
-    return f"{ctx.sender} said {said} to seat {to.seat} in {game.name}"
 
 
 # --- ABSENT ------------------------------------------------------------------------------

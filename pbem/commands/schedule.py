@@ -126,7 +126,8 @@ def desk_status(session: Session, game: Game, now: datetime) -> str:
     watchers = session.exec(select(Watcher).where(Watcher.game_id == game.id)).all()
     if watchers:
         parts.append(plural("{n} watcher", "{n} watchers", len(watchers)))
-    parts.append("options: " + options_of(game).describe(game.turn_hours))
+    parts.append("options: " + options_of(game).describe(game.turn_hours,
+                                                         signing_up=game.status == "new"))
     return "; " + "; ".join(parts)
 
 

@@ -256,6 +256,27 @@ def resend_copy(ctx: CommandContext, row: OutboundMail) -> OutboundMail:
     return copy
 
 
+def report_names(raw: bytes) -> dict[int, str] | None:
+    """The seat holders' names a stored report shows (its report.json); None if it has
+    none to read."""
+    for part in message_from_bytes(raw, policy=policy.default).walk():
+        if part.get_filename() == "report.json":
+            payload = part.get_payload(decode=True)
+            try:
+                view = json.loads(payload if isinstance(payload, bytes) else b"")
+                return {int(p["number"]): str(p["name"]) for p in view["players"]}
+            except (ValueError, KeyError, TypeError):
+                return None
+    return None
+
+
+def still_true(row: OutboundMail, player: Player, holders: dict[int, Player]) -> bool:
+    """Is a stored report still right to send again: to the seat holder's address now,
+    naming the players who hold the seats now (not one replaced since)?"""
+    return (player.email in json.loads(row.rcpts_json)
+            and report_names(row.raw) == {s: p.name for s, p in holders.items()})
+
+
 def do_resend(ctx: CommandContext, order: Order) -> str:
     args: tuple[str, int | None] = order.args
     name, only = args
@@ -264,21 +285,28 @@ def do_resend(ctx: CommandContext, order: Order) -> str:
         raise Refusal(_("game '{game}' has not started: no report to resend", game=name))
     holders = seated(ctx.session, game)
     seats = [only] if only is not None else sorted(holders)
-    done = []
+    done, remade = [], []
     for seat in seats:
         player = holders.get(seat)
         if player is None:
             raise Refusal(_("game '{game}' has no player in seat {seat}", game=name,
                             seat=seat))
         row = latest_report(ctx.session, game, seat)
-        if row is not None and player.email in json.loads(row.rcpts_json):
+        if row is not None and still_true(row, player, holders):
             resend_copy(ctx, row)
-        else:   # the seat changed hands since: the holder's own report, made anew
+        else:   # a seat changed hands or moved since: the report made anew, as it is now
             enqueue_reports(ctx.session, ctx.post, game, load_state(ctx.session, game),
-                            now=ctx.now, only_seat=seat)
+                            now=ctx.now, only_seat=seat, notes=[REMADE])  # type: ignore[list-item]
+            remade.append(str(seat))
         done.append(str(seat))
-    return f"game {game.name}: latest report sent again to player{'s' * (len(done) > 1)} " \
-           + ", ".join(done)
+    return (f"game {game.name}: latest report sent again to player{'s' * (len(done) > 1)} "
+            + ", ".join(done) + (f" (made anew for {', '.join(remade)}: the seats changed "
+                                 "hands or addresses since)" if remade else ""))
+
+
+REMADE = _("The referee sent this report again. It is made anew, as the players have "
+           "changed since this turn's report first went out (that one also says what "
+           "happened in the turn played).")
 
 
 COMMANDS: tuple[MailCommand, ...] = (

@@ -28,7 +28,15 @@ from pbem.commands.address import ADDRESSING, confirm_address
 from pbem.commands.context import CommandContext, MailCommand, game_is, refuse
 from pbem.commands.referee_cmds import start
 from pbem.errors import Refusal
-from pbem.games import add_player, audit, find_game, id_of, players_of, remove_entrant
+from pbem.games import (
+    active_players,
+    add_player,
+    audit,
+    find_game,
+    id_of,
+    players_of,
+    remove_entrant,
+)
 from pbem.kinds import kind_of
 from pbem.models import Game, OutboundMail, Signup, Watcher
 from pbem.options import options_of
@@ -175,9 +183,7 @@ def do_confirm(ctx: CommandContext, order: Order) -> str:
     else:
         digest = code_hash(order.args)
         signup = next((s for s in pending if hmac.compare_digest(s.code_hash, digest)), None)
-        unmatched = refuse(_("that code does not match a sign-up from your address (or it "
-                             "expired)"), _("check the code in the sign-up mail, or send JOIN "
-                                            "<game> again for a new code"), order)
+        unmatched = _no_such_code(ctx, email, pending, order)
     if signup is None:
         unmatched.about_signup = bool(pending)   # a newcomer's typo: told, within a bound
         raise unmatched
@@ -205,6 +211,28 @@ def do_confirm(ctx: CommandContext, order: Order) -> str:
     if watching:
         return _confirm_watch(ctx, game, email)
     return _confirm_join(ctx, game, signup)
+
+
+def _no_such_code(ctx: CommandContext, email: str, pending: list[Signup],
+                  order: Order) -> Refusal:
+    """A CONFIRM whose code matches nothing, told how to get a new code for what the
+    address was asked: to JOIN or WATCH, or to take a player's games (ADDRESS), whose new
+    code comes from an ADDRESS sent again from the old address."""
+    moving = ctx.session.exec(select(Signup.id).where(
+        Signup.email == email, Signup.status == ADDRESSING)).first() is not None
+    joining = any(s.status != ADDRESSING for s in pending)
+    if moving and not joining:
+        return refuse(_("that code does not match the move of a player's games to this "
+                        "address (or it expired)"),
+                      _("check the code in the mail sent to this address; for a new code, "
+                        "send ADDRESS {address} again from the old address", address=email),
+                      order)
+    return refuse(_("that code does not match a sign-up from your address (or it expired)"),
+                  _("check the code in the mail sent to this address; for a new code, send "
+                    "JOIN <game> again, or ADDRESS {address} from the old address to move "
+                    "games here", address=email) if moving else
+                  _("check the code in the sign-up mail, or send JOIN <game> again for a new "
+                    "code"), order)
 
 
 def _check_still_possible(ctx: CommandContext, game: Game, signup: Signup, watching: bool,
@@ -321,7 +349,7 @@ def do_list_games(ctx: CommandContext, order: Order) -> str:
     watch: list[Said] = []
     for game in games:
         kind = kind_of(game)
-        seats = len(players_of(ctx.session, game))
+        seats = len(active_players(ctx.session, game))   # a replaced player is none
         most = kind.max_players
         rules = kind.describe_rules(json.loads(game.rules_json))
         if game.status == "new" and options_of(game).open and seats < most:

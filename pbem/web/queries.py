@@ -134,8 +134,12 @@ def orders_in(session: Session, game: Game) -> set[int]:
 def game_version(session: Session, game: Game, *extra: Any) -> str:
     """Changes whenever anything a game page shows changes: the turn, the status, the
     deadline, the orders in, the table talk, the players. Cheap: no replay of the game."""
-    talk = session.exec(select(func.max(TalkMessage.id)).where(
-        TalkMessage.game_id == game.id)).one()
+    # private press counts only once published: else the tag would tell who polls the
+    # page that (and when) a private word was said
+    said = select(func.max(TalkMessage.id)).where(TalkMessage.game_id == game.id)
+    if not (game.status == "over" and options_of(game).press_published):
+        said = said.where(col(TalkMessage.to_seat).is_(None))
+    talk = session.exec(said).one()
     players = list(session.exec(select(Player.id, Player.name, Player.seat, Player.active)
                                 .where(Player.game_id == game.id).order_by(col(Player.id))))
     facts = [game.id, game.name, game.status, game.turn, iso(game.deadline),
