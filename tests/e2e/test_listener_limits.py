@@ -99,12 +99,12 @@ def test_idle_connections_beyond_the_cap_leave_a_player_served(serve, tmp_path) 
     assert (tmp_path / "pbem.log").stat().st_size < 100_000    # no log storm
 
 
-def test_junk_from_strangers_stops_at_its_quota(serve, tmp_path: Path) -> None:
+def test_junk_from_strangers_stops_at_its_quota(serve) -> None:
     port, running = serve("junk_bytes_per_day = 3_000_000")
     with running:
         answers = []
         with smtplib.SMTP("127.0.0.1", port, timeout=20) as c:
-            for i in range(6):                       # 6 x 0.9 MB from a stranger
+            for _ in range(6):                       # 6 x 0.9 MB from a stranger
                 try:
                     c.sendmail("junk@evil.test", [OURS], mail("junk@evil.test", 900_000))
                     answers.append(250)
