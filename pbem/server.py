@@ -27,9 +27,9 @@ from pbem.config import ConfigError, Settings
 from pbem.db import SchemaError, check_schema, lanes_apart, open_database
 from pbem.faults import crash_point
 from pbem.fetching import Fetcher
+from pbem.junk import JUNK_SOURCE, JunkOverQuota, admit_junk
 from pbem.mail.dkim import DkimError, DkimSigner, load_signer, with_signature
 from pbem.mail.headers import read_mail_header
-from pbem.mail.junk import JUNK_SOURCE, JunkOverQuota, admit_junk
 from pbem.mail.listener import ListenPolicy, MailListener, MailRefused
 from pbem.mail.senderauth import aligned_domain
 from pbem.mail.smtp_out import EmlDirSender, SmtpPool, SmtpSender
@@ -156,7 +156,7 @@ class Server:
     def store_received(self, raw: bytes, envelope_from: str, rcpts: list[str]) -> None:
         """The listener's store: returns (and the client gets its 250) only once stored.
         Mail from an address pbem does not know counts against the junk quota of
-        [listen] (pbem.mail.junk); over it, MailRefused gives the client a 452."""
+        [listen] (pbem.junk); over it, MailRefused gives the client a 452."""
         source = "smtp"
         listen = self.settings.listen
         if listen is not None and not self._known_sender(raw):

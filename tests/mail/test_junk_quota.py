@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import update
 from sqlmodel import Session, col, select
 
-from pbem.mail.junk import JUNK_SOURCE, JunkOverQuota, admit_junk, junk_bytes
+from pbem.junk import JUNK_SOURCE, JunkOverQuota, admit_junk, junk_bytes
 from pbem.models import InboundMail
 from testkit.desk import T0
 

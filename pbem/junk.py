@@ -1,4 +1,4 @@
-"""A disk quota for mail from unknown senders that reaches the listener.
+"""A disk quota for mail from unknown senders that reaches the listener (pbem.mail.listener).
 
 Strangers may write to pbem (a first JOIN comes from one), but anyone can also send
 it megabytes of junk a second, and every mail is kept (pbem.inbox). So the listener's
