@@ -12,6 +12,7 @@ that is not enough is the mail refused.
 from __future__ import annotations
 
 import re
+import threading
 from datetime import datetime, timedelta
 
 from sqlalchemy import Engine, func, update
@@ -19,7 +20,8 @@ from sqlmodel import Session, col, select
 
 from pbem.models import InboundMail
 
-__all__ = ["JUNK_SOURCE", "JunkOverQuota", "admit_junk", "junk_bytes", "prune_junk"]
+__all__ = ["JUNK_SOURCE", "JunkOverQuota", "JunkTally", "admit_junk", "junk_bytes",
+           "prune_junk"]
 
 JUNK_SOURCE = "smtp-unknown"
 _HANDLED = ("done", "failed", "quarantined")
@@ -82,3 +84,30 @@ def admit_junk(engine: Engine, size: int, now: datetime, *, per_day: int,
         if junk_bytes(engine) + size > total:
             raise JunkOverQuota("452 4.3.1 No room for mail from unknown senders now, "
                                 "try again later")
+
+
+class JunkTally:
+    """admit_junk without a sum over the table for every mail: the sums are read from
+    the database at most every ``refresh`` and counted up in between (mail stored by
+    another process meanwhile is missed until then, so a quota may be overrun by that
+    much). One for each listener; its stores run in several threads."""
+
+    def __init__(self, engine: Engine, *, per_day: int, total: int,
+                 refresh: timedelta = timedelta(seconds=30)) -> None:
+        self.engine, self.per_day, self.total, self.refresh = engine, per_day, total, refresh
+        self._lock = threading.Lock()
+        self._read_at: datetime | None = None
+        self._day = self._all = 0
+
+    def admit(self, size: int, now: datetime) -> None:
+        """Raises JunkOverQuota unless a mail of size bytes fits; counts it if it does."""
+        with self._lock:
+            if self._read_at is None or not now - self.refresh < self._read_at <= now:
+                self._day = junk_bytes(self.engine, now - timedelta(days=1))
+                self._all = junk_bytes(self.engine)
+                self._read_at = now
+            if self._day + size > self.per_day or self._all + size > self.total:
+                admit_junk(self.engine, size, now, per_day=self.per_day, total=self.total)
+                self._read_at = None          # pruned (or not): read the sums anew
+            self._day += size
+            self._all += size

@@ -27,7 +27,7 @@ from pbem.config import ConfigError, Settings
 from pbem.db import SchemaError, check_schema, lanes_apart, open_database
 from pbem.faults import crash_point
 from pbem.fetching import Fetcher
-from pbem.junk import JUNK_SOURCE, JunkOverQuota, admit_junk
+from pbem.junk import JUNK_SOURCE, JunkOverQuota, JunkTally
 from pbem.mail.dkim import DkimError, DkimSigner, load_signer, with_signature
 from pbem.mail.headers import read_mail_header
 from pbem.mail.listener import ListenPolicy, MailListener, MailRefused
@@ -128,6 +128,9 @@ class Server:
         self.stopped_by: SchemaError | None = None
         self._smtp: SmtpPool | None = None                  # open_sender(): made once
         self._woken = threading.Event()                     # mail stored: tick at once
+        listen = settings.listen    # the listener's quota for mail from unknown senders
+        self._junk = None if listen is None else JunkTally(
+            self.engine, per_day=listen.junk_bytes_per_day, total=listen.junk_bytes_total)
         # outgoing mail claimed, left unsent, and not given back (the database was gone):
         # kept by keep_unreleased, given back by the next send (give_back)
         self._unreleased: list[int] = []
@@ -158,12 +161,10 @@ class Server:
         Mail from an address pbem does not know counts against the junk quota of
         [listen] (pbem.junk); over it, MailRefused gives the client a 452."""
         source = "smtp"
-        listen = self.settings.listen
-        if listen is not None and not self._known_sender(raw):
+        if self._junk is not None and not self._known_sender(raw):
             source = JUNK_SOURCE
             try:
-                admit_junk(self.engine, len(raw), self.clock(),
-                           per_day=listen.junk_bytes_per_day, total=listen.junk_bytes_total)
+                self._junk.admit(len(raw), self.clock())
             except JunkOverQuota as over:
                 raise MailRefused(str(over)) from over
         self.referee.store_inbound(raw, source=source, envelope_from=envelope_from)

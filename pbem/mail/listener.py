@@ -111,14 +111,16 @@ class _StoreHandler:
         rcpts = list(envelope.rcpt_tos)
         peer = session.peer if isinstance(session.peer, tuple) else ("", 0)
         ip = str(peer[0]) if peer else ""
+        helo = str(session.host_name or "")
+
+        def checked_and_stored() -> None:   # one hop to a worker thread: DNS and disk block
+            mail = raw if ip in self.trusted else stamp(
+                raw, authserv_id=self.policy.authserv_id, ip=ip, helo=helo,
+                mail_from=mail_from, resolver=self.resolver)
+            self.store(mail, mail_from, rcpts)
+
         try:
-            if ip not in self.trusted:
-                raw = await loop.run_in_executor(
-                    self.executor, lambda: stamp(
-                        raw, authserv_id=self.policy.authserv_id, ip=ip,
-                        helo=str(session.host_name or ""), mail_from=mail_from,
-                        resolver=self.resolver))
-            await loop.run_in_executor(self.executor, self.store, raw, mail_from, rcpts)
+            await loop.run_in_executor(self.executor, checked_and_stored)
         except MailRefused as refused:
             log.info("refused a mail from %r: %s", mail_from, refused.reply)
             return refused.reply
