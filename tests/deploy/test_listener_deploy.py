@@ -6,7 +6,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from pbem.config import ListenSettings, load_settings
+import pytest
+
+from pbem.config import ConfigError, ListenSettings, load_settings
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 
@@ -28,3 +30,23 @@ def test_the_listen_example_loads(tmp_path: Path) -> None:
     assert listen is not None
     assert listen.max_connections == ListenSettings().max_connections
     assert listen.junk_bytes_per_day == ListenSettings().junk_bytes_per_day
+
+
+@pytest.mark.parametrize(("lines", "complaint"), [
+    ('tls_cert = "c.pem"', "tls_cert and tls_key go together"),
+    ("require_tls = true", "require_tls needs tls_cert"),
+    ("max_connections = 5\nmax_connections_per_ip = 6", "max_connections_per_ip"),
+])
+def test_a_listen_setting_that_cannot_work_stops_pbem(tmp_path: Path, lines: str,
+                                                       complaint: str) -> None:
+    config = tmp_path / "pbem.toml"
+    config.write_text(f"[listen]\n{lines}\n")
+    with pytest.raises(ConfigError, match=complaint):
+        load_settings(config, env={})
+
+
+def test_the_certificate_paths_are_relative_to_the_config(tmp_path: Path) -> None:
+    config = tmp_path / "pbem.toml"
+    config.write_text('[listen]\ntls_cert = "tls/c.pem"\ntls_key = "tls/k.pem"\n')
+    listen = load_settings(config, env={}).listen
+    assert listen is not None and listen.tls_cert == str(tmp_path / "tls" / "c.pem")
