@@ -47,7 +47,8 @@ def served(tmp_path: Path, dkim_key: tuple[bytes, str]) -> Iterator[tuple[Server
                ("s1._domainkey.example.org", "TXT"): [dkim_key[1]]}
     with DnsFixture(records) as dns:
         server = make_server(tmp_path, Clock(), security=SecuritySettings(True, MX),
-                             listen=ListenSettings(port=0, dns_servers=[dns.server]))
+                             listen=ListenSettings(port=0, dns_servers=[dns.server],
+                                                   trusted_relays=["127.0.0.3"]))
         started_game(server)
         listener = server.listener()
         assert listener is not None
@@ -90,3 +91,12 @@ def test_our_own_dkim_and_spf_checks_pass_a_genuine_mail(served, dkim_key) -> No
     assert [v.aligned for v in verdicts] == [True, True], verdicts
     assert b"dkim=pass" in raws[0] and b"spf=pass" in raws[1]
     assert REFUSED not in last_text(server, P1)
+
+
+def test_a_trusted_relays_header_is_kept_and_nobody_elses(served) -> None:
+    server, port = served
+    deliver(port, FORGED + order_mail(server), source="127.0.0.3")   # our own MTA
+    deliver(port, FORGED + order_mail(server), source="127.0.0.4")   # a stranger
+    with Session(server.engine) as session:
+        raws = session.exec(select(InboundMail.raw).order_by(col(InboundMail.id))).all()
+    assert [check_sender(raw, P1, MX).aligned for raw in raws] == [True, False]
