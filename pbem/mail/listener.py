@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import resource
 import socket
 import ssl
 from collections.abc import Callable, Sequence
@@ -38,6 +39,10 @@ StoreFn = Callable[[bytes, str, list[str]], None]
 
 MAX_RECIPIENTS = 50          # RCPTs a mail (RFC 5321 asks for at least 100 of a relay)
 MAX_REFUSED_RECIPIENTS = 10  # refused RCPTs a connection before it is closed
+# open files the process needs besides the connections: its database, logs and pipes
+# (some ten), and one burst of asyncio's accept loop, which takes up to the listen
+# backlog (100) connections before it closes any refused one
+SPARE_FILES = 256
 # loggers whose storms are collapsed while a listener runs: aiosmtpd's, asyncio's, ours
 _STORMY = ("mail.log", "asyncio", __name__)
 
@@ -136,6 +141,28 @@ def _close(server: Any) -> None:
         server.transport.close()
 
 
+def _connections_allowed(wanted: int) -> int:
+    """The connection cap that the open-files limit allows: the soft limit is raised
+    toward the hard one when needed; if that is not enough the cap is lowered (a
+    connection refused with 421 beats accept() failing for everyone, players too)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    need = wanted + SPARE_FILES
+    if soft != resource.RLIM_INFINITY and soft < need:
+        raised = need if hard == resource.RLIM_INFINITY else min(hard, need)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+            soft = raised
+        except (ValueError, OSError):
+            pass
+    if soft != resource.RLIM_INFINITY and soft < need:
+        allowed = max(1, soft - SPARE_FILES)
+        log.warning("[listen] max_connections %d is more than the open-files limit (%d) "
+                    "allows: at most %d connections at once (raise LimitNOFILE)",
+                    wanted, soft, allowed)
+        return allowed
+    return wanted
+
+
 def _free_port(host: str) -> int:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as s:
@@ -172,7 +199,8 @@ class MailListener:
         self.port = port
         self.max_bytes = max_bytes
         self.policy = policy
-        self.gate = Gate(policy.max_connections, policy.max_connections_per_ip)
+        self.gate = Gate(_connections_allowed(policy.max_connections),
+                         policy.max_connections_per_ip)
         self._controller: Controller | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._storms = StormFilter()

@@ -112,3 +112,18 @@ def test_junk_from_strangers_stops_at_its_quota(serve) -> None:
                     answers.append(refused.smtp_code)
             c.sendmail(REFEREE, [OURS], mail(REFEREE, 900_000))   # known: not junk
     assert answers == [250, 250, 250, 452, 452, 452]
+
+
+def test_a_cap_above_the_open_files_limit_is_lowered_not_run_into(serve, tmp_path) -> None:
+    port, running = serve("max_connections = 2000\nmax_connections_per_ip = 2000",
+                          open_files=400)
+    with running:
+        flood = [socket.create_connection(("127.0.0.1", port), timeout=10)
+                 for _ in range(1000)]
+        answers = [s.recv(100)[:3] for s in flood]
+        for s in flood:
+            s.close()
+    log = (tmp_path / "pbem.log").read_text()
+    assert "at most 144 connections at once" in log
+    assert "Too many open files" not in log
+    assert answers.count(b"220") == 144 and answers.count(b"421") == 1000 - 144
