@@ -44,7 +44,7 @@ MAX_REFUSED_RECIPIENTS = 10  # refused RCPTs a connection before it is closed
 # backlog (100) connections before it closes any refused one
 SPARE_FILES = 256
 # loggers whose storms are collapsed while a listener runs: aiosmtpd's, asyncio's, ours
-_STORMY = ("mail.log", "asyncio", __name__)
+_STORMY = ("mail.log", "asyncio", __name__, "pbem.mail.smtpguard")
 
 
 class MailRefused(Exception):

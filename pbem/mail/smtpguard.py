@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import tempfile
 from collections import Counter
 from typing import Any
@@ -21,6 +22,8 @@ from typing import Any
 from aiosmtpd.smtp import SMTP
 
 __all__ = ["SPOOL_MEMORY", "Gate", "GuardedSMTP"]
+
+log = logging.getLogger(__name__)
 
 SPOOL_MEMORY = 256 * 1024
 TOO_MANY = b"421 4.7.0 Too many connections, try again later\r\n"
@@ -32,16 +35,20 @@ class Gate:
     def __init__(self, total: int, per_ip: int) -> None:
         self.total, self.per_ip = total, per_ip
         self.by_ip: Counter[str] = Counter()
-        self.refused = 0
+        self.open = 0
 
     def enter(self, ip: str) -> bool:
-        if sum(self.by_ip.values()) >= self.total or self.by_ip[ip] >= self.per_ip:
-            self.refused += 1
+        if self.open >= self.total or self.by_ip[ip] >= self.per_ip:
+            log.warning("refused a connection from %s: %d open, %d from there (the caps: "
+                        "%d, %d a client)", ip, self.open, self.by_ip[ip], self.total,
+                        self.per_ip)
             return False
         self.by_ip[ip] += 1
+        self.open += 1
         return True
 
     def leave(self, ip: str) -> None:
+        self.open -= 1
         self.by_ip[ip] -= 1
         if self.by_ip[ip] <= 0:
             del self.by_ip[ip]
