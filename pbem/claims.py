@@ -2,7 +2,15 @@
 who it is, ``host:pid:nonce``, and when. Another process may take the thing
 over when that claim is older than the lease, or at once when the claimer is
 visibly dead: same host, and its pid is gone (or is our own pid with another
-nonce: an earlier incarnation of this process, as after a container restart).
+nonce: an earlier incarnation of this process, as after a restart that gave the
+new process the dead one's pid, PID 1 in a container).
+
+The nonce begins with the process's pid namespace (a container has its own), so a
+pid is only ever judged in the namespace it belongs to: two containers that share
+a host name (host networking) both run as PID 1, and neither sees the other's
+claims as its own dead ones; those run out with their lease. A bounded child that
+handles a mail for its parent (pbem.isolation) claims as its parent (``act_for``),
+and dies with it.
 """
 
 from __future__ import annotations
@@ -28,15 +36,37 @@ log = logging.getLogger(__name__)
 
 _HOST = socket.gethostname()
 _me: tuple[int, str] | None = None
+_for: tuple[int, str] | None = None   # (our pid, the parent's claimer name): act_for
+
+
+def _pid_namespace() -> str:
+    """This process's pid namespace, as a short tag ("" where it cannot be read)."""
+    try:
+        return format(os.stat("/proc/self/ns/pid").st_ino, "x")
+    except OSError:
+        return ""
+
+
+_NAMESPACE = _pid_namespace()
 
 
 def me() -> str:
-    """This process as a claimer: host:pid:nonce (a new nonce after a fork)."""
+    """This process as a claimer: host:pid:nonce (a new nonce after a fork); the nonce
+    is the pid namespace's tag, a dot and random hex."""
     global _me
     pid = os.getpid()
+    if _for is not None and _for[0] == pid:
+        return _for[1]
     if _me is None or _me[0] != pid:
-        _me = (pid, secrets.token_hex(4))
+        _me = (pid, f"{_NAMESPACE}.{secrets.token_hex(4)}")
     return f"{_HOST}:{pid}:{_me[1]}"
+
+
+def act_for(parent: str) -> None:
+    """This (forked) process claims as ``parent``, the claimer it works for: it holds
+    what its parent holds, and must not outlive it (pbem.isolation)."""
+    global _for
+    _for = (os.getpid(), parent)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -54,16 +84,26 @@ def _pid_alive(pid: int) -> bool:
 
 
 def claimer_dead(owner: str | None) -> bool:
-    """True only when we can see that the claimer is gone; False when unsure."""
+    """True only when we can see that the claimer is gone; False when unsure.
+
+    Seen only on this host and in this pid namespace (a claim's nonce says which;
+    an older claim without one is taken as of ours). Our own pid with another nonce
+    is an earlier process that had our pid: dead, since a pid is one process's at a
+    time; unless it is the claimer we act for (a bounded child's parent) or ours."""
     if not owner:
         return True
     host, _, rest = owner.partition(":")
     pid_text, _, nonce = rest.partition(":")
     if host != _HOST or not pid_text.isdigit():
         return False
+    namespace, dot, _ = nonce.partition(".")
+    if dot and namespace != _NAMESPACE:   # another container's pids: not ours to see
+        return False
+    if owner == me() or (_for is not None and owner == _for[1]):
+        return False
     pid = int(pid_text)
     if pid == os.getpid():
-        return owner != me()
+        return True
     return not _pid_alive(pid)
 
 

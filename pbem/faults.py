@@ -20,6 +20,11 @@ The points, in the order a mail meets them:
     outbox-handed-off    SMTP took the mail, the row is not yet marked sent
     outbox-marked        the row is marked sent
 
+Poison. ``poison_point(raw)`` kills the own process as a crash point does when the mail
+being handled contains the text that the environment variable ``PBEM_POISON`` (or
+``arm_poison``) names, each time, in whichever process handles it: a mail that kills
+its handler, for the tests of the guard against one (pbem.referee).
+
 Failure points. ``fail_point("inbound-read")`` raises InjectedFailure when the
 environment variable ``PBEM_FAIL_AT`` (or ``arm_failures``) names it: a bug on
 purpose, so the tests can see what a mail that fails costs the server (the mail
@@ -87,8 +92,19 @@ def arm(spec: str | None) -> None:
     _passed.clear()
 
 
+_server_pid: int | None = None   # the server this process works for (a bounded child's)
+
+
+def work_for(server_pid: int) -> None:
+    """This process is a bounded child of the server ``server_pid`` (pbem.isolation): a
+    crash point kills the server, as a kill from outside would, and this child with it."""
+    global _server_pid
+    _server_pid = server_pid
+
+
 def crash_point(name: str) -> None:
-    """SIGKILL this process here if PBEM_CRASH_AT names this point (at its n-th pass)."""
+    """SIGKILL this process (the server) here if PBEM_CRASH_AT names this point (at its
+    n-th pass)."""
     if not _armed:
         return
     nth = _armed.get(name)
@@ -96,6 +112,25 @@ def crash_point(name: str) -> None:
         return
     _passed[name] = _passed.get(name, 0) + 1
     if _passed[name] >= nth:
+        if _server_pid is not None:
+            os.kill(_server_pid, signal.SIGKILL)
+        os.kill(os.getpid(), signal.SIGKILL)
+        time.sleep(10)   # pragma: no cover - the signal is on its way
+
+
+POISON_ENV = "PBEM_POISON"
+_poison: bytes | None = os.environ.get(POISON_ENV, "").encode() or None
+
+
+def arm_poison(text: str | None) -> None:
+    """A mail that contains ``text`` kills its handler (None: no mail does)."""
+    global _poison
+    _poison = text.encode() if text else None
+
+
+def poison_point(raw: bytes) -> None:
+    """SIGKILL this process if the mail ``raw`` contains the poison (PBEM_POISON)."""
+    if _poison is not None and _poison in raw:
         os.kill(os.getpid(), signal.SIGKILL)
         time.sleep(10)   # pragma: no cover - the signal is on its way
 

@@ -13,9 +13,10 @@ the commit that ends the mail before it (``count_attempt``), so a mail of the pa
 that was never begun (its process died before) has no attempt held against it. An attempt that ends (the mail
 done or failed) leaves the mail new no more, so the attempts of a new mail that
 were begun before this one were cut short: the process crashed or was killed
-while handling it. After MAX_CUT_SHORT of those the mail is set aside
-(quarantined) instead of being handled again, so no mail can stop the server.
-An attempt that ends because the database is unavailable is given back (an
+while handling it. Such a mail is handled again in a bounded child process
+(pbem.referee.suspect): a kill from outside is not the mail's fault, only a child
+that dies while the server goes on is; after two of those the mail is set aside
+(quarantined), so no mail can stop the server. An attempt that ends because the database is unavailable is given back (an
 outage is not held against a mail).
 """
 
@@ -42,7 +43,6 @@ from pbem.models import InboundMail, ServerState
 from pbem.wakeups import tell_stored
 
 HEADER_CAP = MAIL_HEADER_BYTES   # of a mail too large to read, this much header is kept
-MAX_CUT_SHORT = 2           # handling attempts cut short (crash, kill) before a mail is set aside
 STORE_TRIES = 2             # failed tries to store a fetched mail before it is set aside
 _STORE_FAILURES = "store-failures"   # server_state: fetched mail (IMAP key) -> failed tries
 _MAX_REMEMBERED = 1000      # of those, the newest kept

@@ -22,9 +22,9 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError
-from sqlmodel import Session
+from sqlmodel import Session, col, select
 
-from pbem import inbox
+from pbem import inbox, isolation
 from pbem.claims import Lease, Waits
 from pbem.commands.context import CommandContext
 from pbem.commands.registry import (
@@ -32,9 +32,9 @@ from pbem.commands.registry import (
     run,
 )
 from pbem.config import Settings
-from pbem.db import lanes_apart, one_writer, sender_writer, transient_error
+from pbem.db import lanes_apart, one_writer, open_database, sender_writer, transient_error
 from pbem.errors import Refusal
-from pbem.faults import crash_point
+from pbem.faults import crash_point, poison_point
 from pbem.mail.text import BodyLine
 from pbem.models import InboundMail, OutboundMail
 from pbem.orders import Order, parse_text
@@ -64,6 +64,7 @@ def unmarked(tag: str) -> None:
     """The marks of a tick nobody times."""
 
 
+ISOLATED_TRIES = 2       # bounded children a mail may kill before it is set aside
 LOCK_WAIT_NOTED = 0.01   # a mail's locks took this long (seconds): a wait, told to Waits
 
 
@@ -207,7 +208,7 @@ class Referee:
 
     def handle_claimed(self, inbound_id: int, following: int | None,
                        hand_off: HandOff | None = None, *, lane: int | None = None,
-                       waits: Waits | None = None) -> bool:
+                       waits: Waits | None = None, isolated: bool = False) -> bool:
         """Handle one claimed mail in one transaction; False if it was not ours to handle.
 
         The mail was claimed (a lease in its row, committed), so other processes
@@ -222,6 +223,10 @@ class Referee:
         to the ``hand_off`` once it is committed (pbem.work.Work.commit, hand_over).
         A mail of a game's ``lane`` (process_lanes) takes that game's lock and its
         sender's instead of the one writer's; a wait for them is told to ``waits``.
+
+        A mail whose handling was cut short before (a crash or a kill: pbem.inbox) is
+        handled in a bounded child process (``suspect``), unless this is that child
+        (``isolated``).
         """
         with Work(self.engine, hand_off=hand_off) as session:
             row = self.hold(session, inbound_id, lane, waits)
@@ -231,38 +236,93 @@ class Referee:
                     inbox.count_attempt(session, following)
                     session.commit()
                 return False
-            if inbox.cut_short(row) >= inbox.MAX_CUT_SHORT:
-                set_aside(session, self.post, row)
-            else:
-                try:
-                    row.outcome = handle(session, self.post, row)
-                    row.status = "done"
-                except Exception as exc:
-                    if isinstance(exc, OperationalError) and transient_error(exc):
-                        session.rollback()
-                        inbox.give_back_attempt(self.engine, inbound_id)   # an outage: not held
-                        raise   # the mail stays new for the next tick
-                    # a bug must not lose the mail nor stop the server: keep it, mark it failed
-                    log.exception("mail %s could not be handled", inbound_id)
+            if inbox.cut_short(row) and not isolated:
+                session.rollback()   # its locks are the child's to take
+                return self.suspect(session, inbound_id, following, lane, waits)
+            poison_point(row.raw)
+            try:
+                row.outcome = handle(session, self.post, row)
+                row.status = "done"
+            except Exception as exc:
+                if isinstance(exc, OperationalError) and transient_error(exc):
                     session.rollback()
-                    row = self.hold(session, inbound_id, lane, waits) or \
-                        inbox.read_held(session, inbound_id)
-                    row.status = "failed"
-                    row.outcome = "internal error; the referee was told"
-                    # the referee hears what failed, the mail and its game; the players
-                    # of the game that their turn is delayed
-                    mail_failed(session, self.post, row, readable(row, self.settings), exc)
-                    answer_internal_error(session, self.post, row)
-            row.processed_at = self.clock()
-            inbox.finish(session, row)
+                    inbox.give_back_attempt(self.engine, inbound_id)   # an outage: not held
+                    raise   # the mail stays new for the next tick
+                # a bug must not lose the mail nor stop the server: keep it, mark it failed
+                log.exception("mail %s could not be handled", inbound_id)
+                session.rollback()
+                row = self.hold(session, inbound_id, lane, waits) or \
+                    inbox.read_held(session, inbound_id)
+                row.status = "failed"
+                row.outcome = "internal error; the referee was told"
+                # the referee hears what failed, the mail and its game; the players
+                # of the game that their turn is delayed
+                mail_failed(session, self.post, row, readable(row, self.settings), exc)
+                answer_internal_error(session, self.post, row)
+            self.end(session, row, following)
+        return True
+
+    def end(self, session: Work, row: InboundMail, following: int | None) -> None:
+        """Write how the mail's handling ended, count the ``following`` mail's attempt,
+        commit, and hand the mail it queued over."""
+        row.processed_at = self.clock()
+        inbox.finish(session, row)
+        if following is not None:
+            inbox.count_attempt(session, following)
+        session.flush()
+        crash_point("inbound-handled")
+        session.commit()
+        crash_point("inbound-committed")
+        session.hand_over()
+
+    def suspect(self, session: Work, inbound_id: int, following: int | None,
+                lane: int | None, waits: Waits | None) -> bool:
+        """A mail whose handling was cut short: was it the mail, or a kill from outside?
+        It is handled in a bounded child process (pbem.isolation), claiming as this one;
+        a kill of the whole server takes the child with it and tells nothing, so only a
+        child that died while this process went on counts against the mail. After
+        ISOLATED_TRIES such deaths it is set aside and its sender asked to send it again
+        as plain text; the game goes on by its deadline. False if it was not handled
+        (the child stopped on an error of its own: the next tick tries again)."""
+        deaths: list[isolation.Ending] = []
+        while len(deaths) < ISOLATED_TRIES:
+            ending = isolation.run_bounded(lambda: self.handle_alone(inbound_id, lane))
+            if not ending.died:
+                break
+            log.warning("mail %s killed its bounded handler (%s)", inbound_id, ending)
+            deaths.append(ending)
+        with self.engine.connect() as conn:
+            still_new = conn.execute(select(InboundMail.status).where(
+                col(InboundMail.id) == inbound_id)).scalar_one() == "new"
+        row = self.hold(session, inbound_id, lane, waits) if still_new else None
+        if row is None:   # handled in the child (or no longer ours)
+            session.rollback()
             if following is not None:
                 inbox.count_attempt(session, following)
-            session.flush()
-            crash_point("inbound-handled")
-            session.commit()
-            crash_point("inbound-committed")
-            session.hand_over()
+                session.commit()
+            return not still_new
+        if len(deaths) < ISOLATED_TRIES:   # the child failed of itself, not of the mail
+            session.rollback()
+            log.error("mail %s: its bounded handler stopped (%s); tried again next tick",
+                      inbound_id, ending)
+            if following is not None:
+                inbox.count_attempt(session, following)
+                session.commit()
+            return False
+        set_aside(session, self.post, row, len(deaths))
+        self.end(session, row, following)
         return True
+
+    def handle_alone(self, inbound_id: int, lane: int | None) -> None:
+        """In a bounded child (claiming as its parent): handle the mail on a connection of
+        its own."""
+        engine = open_database(self.settings.database, migrate=False,
+                               synchronous=self.settings.db.synchronous)
+        try:
+            Referee(self.settings, engine, self.renderer, self.clock).handle_claimed(
+                inbound_id, None, lane=lane, isolated=True)
+        finally:
+            engine.dispose()
 
     def hold(self, session: Session, inbound_id: int, lane: int | None,
              waits: Waits | None) -> InboundMail | None:

@@ -43,20 +43,46 @@ from pbem.work import savepoint
 log = logging.getLogger(__name__)
 
 
-def set_aside(session: Session, post: Post, row: InboundMail) -> None:
-    """Quarantine a mail whose handling was cut short (a crash, a kill) MAX_CUT_SHORT times:
-    it is kept unread, the referee is told (pbem.services.failures), the rest goes on."""
-    times = inbox.cut_short(row)
-    log.error("mail %s set aside: its handling was cut short %d times", row.id, times)
+def set_aside(session: Session, post: Post, row: InboundMail, deaths: int) -> None:
+    """Quarantine a mail that killed the bounded processes that handled it ``deaths``
+    times (pbem.referee.suspect): it is kept unread, the referee is told
+    (pbem.services.failures), its sender asked to send it again as plain text, the rest
+    goes on (its game by its deadline)."""
+    log.error("mail %s set aside: it killed %d bounded handlers", row.id, deaths)
     row.status = "quarantined"
-    count = plural("{n} time", "{n} times", times)
-    row.outcome = (f"set aside: its handling was cut short {count} (a crash or a kill); "
-                   "the referee was told")
+    count = plural("{n} time", "{n} times", deaths)
+    row.outcome = (f"set aside: it killed its handler {count}, each on its own (memory and "
+                   "time bounded); the referee and its sender were told")
     assert row.id is not None
     failures.note(session, post, row.id, _n(
-        "set aside unread: the server crashed or was killed {n} time while handling it. "
-        "{retry}", "set aside unread: the server crashed or was killed {n} times while "
-        "handling it. {retry}", times, retry=failures.retry_line(row.id)))
+        "set aside unread: it killed the process that handled it on its own (bounded in "
+        "memory and time) {n} time, while the server went on. Its sender was asked to send "
+        "it again as plain text. {retry}",
+        "set aside unread: it killed the process that handled it on its own (bounded in "
+        "memory and time) {n} times, while the server went on. Its sender was asked to "
+        "send it again as plain text. {retry}", deaths, retry=failures.retry_line(row.id)))
+    answer_set_aside(session, post, row)
+
+
+def answer_set_aside(session: Session, post: Post, row: InboundMail) -> None:
+    """Tell the sender of a mail set aside that it could not be read (once, in their
+    language, never to automatic mail); the header alone is read."""
+    address = post.settings.address
+    try:
+        with savepoint(session):
+            msg = read_message(inbox.header_block(row.raw), own_addresses=[address],
+                               envelope_from=row.envelope_from)
+            if msg.automatic or msg.from_addr is None or msg.from_addr == address.lower():
+                return
+            game = failures.game_of_mail(session, msg)
+            answer_error(session, post, Incoming(row, msg), refusal(
+                _("your mail could not be read: reading it stopped the server each time, "
+                  "so it was set aside and nothing in it was applied"),
+                _("please send your orders again as plain text"),
+                game=game.name if game is not None else None))
+            sender_check.limit_answers(session, post, row, msg, "")
+    except Exception:   # the answer is a courtesy: never let it lose the mail
+        log.exception("could not answer mail %s, set aside", row.id)
 
 
 def handle(session: Session, post: Post, row: InboundMail) -> str:

@@ -56,6 +56,24 @@ def _child(config: str, crash: str | None, job: str = "tick", seconds: float = 0
     sys.stderr.write(f"child {os.getpid()} {job}: {report}\n")
 
 
+def _kill_after(pids: list[int], seconds: float) -> None:
+    """SIGKILL the children still running ``seconds`` after they began (as an OOM killer,
+    a restart or a deploy would, at no point of pbem's choosing)."""
+    import signal
+    import time
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if all(os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+               for pid in pids):
+            return
+        time.sleep(0.002)
+    for pid in pids:   # the whole group, as systemd kills a service's cgroup
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 def serve() -> None:
     import logging
 
@@ -71,9 +89,11 @@ def serve() -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         pids = []
+        kill_after = job.get("kill_after")
         for _ in range(int(job.get("count", 1))):   # several at once: they run concurrently
             pid = os.fork()
             if pid == 0:
+                os.setpgid(0, 0)   # its own group: a kill takes what it started with it
                 code = 0
                 try:
                     _child(job["config"], job.get("crash"), job.get("job", "tick"),
@@ -86,6 +106,8 @@ def serve() -> None:
                     os._exit(code)
             pids.append(pid)
         codes = []
+        if kill_after is not None:   # a kill at a moment of the test's choosing (SIGKILL)
+            _kill_after(pids, float(kill_after))
         for pid in pids:
             _, status = os.waitpid(pid, 0)
             codes.append(-os.WTERMSIG(status) if os.WIFSIGNALED(status)
@@ -120,12 +142,15 @@ class Zygote:
         return self.run(config, crash=crash)[0]
 
     def run(self, config: Path, *, crash: str | None = None, job: str = "tick",
-            count: int = 1, seconds: float = 0) -> list[int]:
+            count: int = 1, seconds: float = 0,
+            kill_after: float | None = None) -> list[int]:
         """Run ``count`` children at once (``job``: tick, process, send, clock, or listen
-        for ``seconds`` then tick); their wait statuses."""
+        for ``seconds`` then tick), SIGKILLed ``kill_after`` seconds after they began if
+        still running; their wait statuses."""
         assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout
         self.proc.stdin.write(json.dumps({"config": str(config), "crash": crash, "job": job,
-                                          "count": count, "seconds": seconds}) + "\n")
+                                          "count": count, "seconds": seconds,
+                                          "kill_after": kill_after}) + "\n")
         self.proc.stdin.flush()
         answer = self.proc.stdout.readline()
         assert answer, "the zygote died"

@@ -1,8 +1,9 @@
 """When something fails on our side: the referee hears of it, without being flooded; the
 players of the game hear that their turn is delayed; nothing stalls silently.
 
-A mail that failed with an internal error, or that was set aside because its handling
-was cut short twice (pbem.inbox), is noted here with what failed, the mail and its game.
+A mail that failed with an internal error, or that was set aside because it killed the
+bounded processes that handled it on their own twice (pbem.referee.suspect), is noted
+here with what failed, the mail and its game.
 The first one after a quiet hour is told at once; the ones that follow within the hour
 wait and are told together, in one notice with their count, when the hour is over
 (``flush``, at every tick). So a stream of failing mail, forged or not, costs the

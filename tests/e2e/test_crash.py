@@ -206,8 +206,8 @@ STREAM_CHAIN = [
     "inbound-committed:2",     # orders 1 and 2 done, answer 2 queued (claimed) and not fed
     "outbox-handed-off:2",     # orders 3 to 5 handled while their answers leave: killed
                                # with the second handed off and not marked, maybe in the
-                               # middle of an order (a second kill there would set it
-                               # aside: README "Guarantees" 3)
+                               # middle of an order (handled again in a bounded child:
+                               # a kill is not the mail's fault, README "Guarantees" 3)
     "outbox-marked:2",         # what is left handled; the dead claims taken over, sent
     "outbox-handed-off:1",
 ]

@@ -1,8 +1,11 @@
 """Issue 16: no mail can stop the server, and failing mail does not flood the referee.
 
-- a mail whose handling is killed twice (a real server process SIGKILLed at a crash
-  point while handling it, testkit/crash.py) is set aside unread on the next tick:
-  the referee is told once, the other mails are handled, later ticks go on;
+- a kill is not the mail's fault: a mail whose handling is killed twice (a real
+  server process SIGKILLed at a crash point while handling it, testkit/crash.py) is
+  handled at the next tick;
+- a mail that kills whoever handles it (pbem.faults.poison_point) kills the server
+  once, then the two bounded children that handle it on their own: it is set aside,
+  its sender answered in their language, the referee told once, the game goes on;
 - mails that fail with an internal error (a failure point, pbem.faults) cost the
   referee at most one notice an hour: the first at once, the rest summed up with
   their count when the hour is over.
@@ -24,12 +27,15 @@ from sqlmodel import Session, col, select
 
 from pbem import faults
 from pbem.config import load_settings
+from pbem.games import find_game
 from pbem.models import InboundMail
 from pbem.robot_client import parse_mail
 from pbem.server import Server
+from pbem.services import failures
 from testkit.crash import Zygote
 from testkit.desk import Clock
 from testkit.e2e import text_of
+from testkit.kills import KilledGame
 from testkit.stack import stack_config, stack_settings
 
 pytestmark = pytest.mark.mailstack
@@ -62,39 +68,70 @@ def write_config(tmp_path: Path, stack: Any) -> Path:
     return stack_config(tmp_path / "pbem.toml", stack, f"sqlite:///{tmp_path / 'pbem.db'}", KEY)
 
 
-def test_a_mail_that_kills_its_handler_twice_is_set_aside(mailstack: Any, tmp_path: Path,
-                                                          zygote: Zygote) -> None:
+def test_kills_of_the_server_while_it_handles_a_mail_do_not_set_it_aside(
+        mailstack: Any, tmp_path: Path, zygote: Zygote) -> None:
+    """A kill is not the mail's fault: killed twice while handling the same mail (the
+    second time in its bounded child, which the kill takes with the server), the server
+    handles it at the next tick, as any other."""
     for user in ["bluff", "referee", "p1", "observer"]:
         mailstack.clear(user)
     config = write_config(tmp_path, mailstack)
     server = Server(load_settings(config))           # the database, made once
-    killer, other = mail(mailstack, "observer", "HELP"), mail(mailstack, "p1", "HELP")
-    mailstack.append("bluff", killer, other)              # the killer is handled first
+    first_mail, other = mail(mailstack, "observer", "HELP"), mail(mailstack, "p1", "HELP")
+    mailstack.append("bluff", first_mail, other)     # the first is handled first
     for attempt in (1, 2):
         assert zygote.tick(config, crash="inbound-handled") == -9   # SIGKILLed in handling
         first, second = rows(server.engine)
-        assert first.raw == killer and first.status == "new" and first.attempts == attempt
+        assert first.raw == first_mail and first.status == "new" and first.attempts == attempt
         assert second.status == "new"
-    assert zygote.tick(config) == 0                   # the next tick goes on
-    first, second = rows(server.engine)
-    assert first.status == "quarantined", first.outcome
-    assert first.outcome is not None and first.outcome.startswith("set aside")
-    assert second.status == "done" and second.outcome == "help sent"
+    assert zygote.tick(config) == 0                   # the next tick handles both
+    assert [(r.status, r.outcome) for r in rows(server.engine)] == [("done", "help sent")] * 2
+    assert len(mailstack.fetch_all("observer")) == len(mailstack.fetch_all("p1")) == 1
+    assert mailstack.fetch_all("referee") == []       # nothing to tell
+
+
+POISON = "this line kills whoever reads it"
+
+
+@pytest.fixture()
+def poisoned(monkeypatch: pytest.MonkeyPatch) -> Iterator[Zygote]:
+    """A zygote whose ticks die of any mail with POISON in it (pbem.faults.poison_point),
+    in whichever process handles it."""
+    monkeypatch.setenv(faults.POISON_ENV, POISON)
+    with Zygote() as z:
+        yield z
+
+
+def test_a_mail_that_kills_whoever_handles_it_is_set_aside_and_its_sender_told(
+        mailstack: Any, tmp_path: Path, poisoned: Zygote) -> None:
+    """A poison mail kills the server once; then it kills the two bounded children that
+    handle it on their own while the server goes on: it is set aside, its sender asked
+    (in their language) to send the orders again as plain text, the referee told once,
+    the game not held: the player's new mail plays the turn."""
+    game = KilledGame(mailstack, tmp_path, poisoned, seed=5, options="LANGUAGE de")
+    assert game.turn() == 1
+    game.send_orders(poison={"p1": POISON})
+    assert poisoned.tick(game.config) == -9           # it kills the server once
+    assert poisoned.tick(game.config) == 0            # then its bounded handlers, twice
+    (poison,) = game.set_aside()
+    assert poison.outcome is not None and poison.outcome.startswith(
+        "set aside: it killed its handler 2 times")
+    assert game.left() == {"stored mail new": 0, "mail unsent": 0, "mail in the folder": 0}
+    with Session(game.server.engine) as session:
+        assert failures.held_by(session, find_game(session, "g1")) == []   # not held
     (notice,) = [parse_mail(r) for r in mailstack.fetch_all("referee")]
-    assert str(notice["Subject"]).endswith("A mail could not be handled")
     said = " ".join(text_of(notice).split())
-    assert f"#{first.id}: set aside unread" in said and "killed 2 times" in said
-    assert f"RETRY {first.id} in a referee mail" in said and "RETRY <number>" not in said
-    assert mailstack.fetch_all("observer") == []      # the killer's sender: nothing
-    assert len(mailstack.fetch_all("p1")) == 1
-    assert zygote.tick(config) == 0                   # told once, nothing more to do
-    assert len(mailstack.fetch_all("referee")) == 1
-    assert [r.status for r in rows(server.engine)] == ["quarantined", "done"]
-    # the referee may have it handled again (after a fix): RETRY
-    assert server.referee.admin(["RETRY", str(first.id)]) == [
-        f"mail #{first.id} will be handled again at the next tick"]
-    assert zygote.tick(config) == 0
-    assert [r.status for r in rows(server.engine)] == ["done", "done"]
+    assert f"#{poison.id}: set aside unread" in said and "2 times" in said, said
+    (answer,) = [parse_mail(r) for r in mailstack.fetch_all("p1")]
+    said = " ".join(text_of(answer).split()).lower()
+    assert "deine mail konnte nicht gelesen werden" in said, said
+    assert "bitte schicke deine befehle noch einmal als reinen text" in said, said
+    assert game.turn() == 1                           # the turn waits for p1's order
+    game.resend("p1")
+    assert game.send_orders() == 1                    # p1 sends it again
+    assert game.catch_up() == 1 and game.turn() == 2
+    assert len(game.set_aside()) == 1
+    assert len(mailstack.fetch_all("referee")) == 1   # told once
 
 
 def stack_server(stack: Any, tmp_path: Path, clock: Clock) -> Server:

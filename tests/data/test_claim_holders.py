@@ -1,0 +1,207 @@
+"""Every kind of claim is taken over at once when its holder is seen dead, and never when
+it may be alive (pbem.claims): stored mail's claims, a game's lane (PostgreSQL), the
+outbox's claims, the referee's lease and a share's fetch lease.
+
+Seen dead: a pid of this host and pid namespace that is gone, or our own pid with
+another nonce (an earlier process that had our pid, as PID 1 after a container's
+restart), or an older claim without a namespace. Maybe alive: a live process, a claim
+of another host, and our own pid in another pid namespace (a container that shares
+our host name runs as PID 1 too). A bounded child (pbem.isolation) claims as its parent.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from email.message import EmailMessage
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, update
+from sqlmodel import Session, col
+
+from pbem import claims, inbox, isolation
+from pbem.claims import Lease, claimer_dead, me
+from pbem.db import open_database
+from pbem.models import InboundMail, OutboundMail, ServerState
+from pbem.outbox import table
+from testkit.pgstack import PgCluster
+
+NOW = datetime(2026, 12, 4, 12, tzinfo=UTC)
+LEASE = timedelta(minutes=5)
+
+
+def _gone_pid() -> int:
+    done = subprocess.Popen([sys.executable, "-c", "pass"])
+    done.wait()
+    return done.pid
+
+
+def holders() -> dict[str, tuple[str, bool]]:
+    """Claimers by what they are: (the claim's name, taken over at once?)."""
+    host, ns, pid = claims._HOST, claims._NAMESPACE, os.getpid()
+    return {
+        "a process of this host that is gone": (f"{host}:{_gone_pid()}:{ns}.abcd", True),
+        "an earlier process with our pid": (f"{host}:{pid}:{ns}.0000", True),
+        "an older claim without a namespace": (f"{host}:{_gone_pid()}:abcd", True),
+        "our pid, in another pid namespace": (f"{host}:{pid}:f00f.abcd", False),
+        "a live process of this host": (f"{host}:{os.getppid()}:{ns}.abcd", False),
+        "a process of another host": (f"elsewhere:{_gone_pid()}:{ns}.abcd", False),
+        "this process": (me(), False),
+    }
+
+
+HOLDERS = list(holders())
+
+
+def test_what_is_seen_dead() -> None:
+    for what, (owner, dead) in holders().items():
+        assert claimer_dead(owner) is dead, what
+
+
+def _mail(number: int) -> bytes:
+    msg = EmailMessage()
+    msg["From"], msg["To"], msg["Subject"] = "ann@example.org", "bluff@example.org", "hi"
+    msg["Message-ID"] = f"<holder-{number}@example.org>"
+    msg.set_content("HELP\n")
+    return msg.as_bytes()
+
+
+def _stored(engine: Engine, owner: str, number: int, lane: int | None = None) -> int:
+    assert inbox.store_inbound(engine, _mail(number), now=NOW, max_bytes=10**6, source="cli")
+    with Session(engine) as session:
+        session.execute(update(InboundMail).where(col(InboundMail.status) == "new")
+                        .values(claimed_by=owner, claimed_at=NOW, lane=lane))
+        session.commit()
+    return inbox.newest_id(engine)
+
+
+def _done(engine: Engine) -> None:
+    with Session(engine) as session:
+        session.execute(update(InboundMail).values(status="done"))
+        session.commit()
+
+
+def test_stored_mail(database: str) -> None:
+    engine = open_database(database)
+    for number, (what, (owner, dead)) in enumerate(holders().items()):
+        row_id = _stored(engine, owner, number)
+        got, _ = inbox.claim_page(engine, NOW + timedelta(seconds=1), LEASE)
+        assert (got == [row_id]) is (dead or owner == me()), what
+        later, _ = inbox.claim_page(engine, NOW + LEASE + timedelta(seconds=1), LEASE)
+        assert later == [row_id], what           # whoever it was: the lease runs out
+        _done(engine)
+
+
+@pytest.mark.postgresql
+def test_a_games_lane(pgcluster: PgCluster) -> None:
+    engine = open_database(pgcluster.new_database())
+    for number, (what, (owner, dead)) in enumerate(holders().items()):
+        row_id = _stored(engine, owner, number, lane=7)
+        got, holder = inbox.claim_lane(engine, NOW + timedelta(seconds=1), LEASE, 7,
+                                       upto=row_id)
+        assert (got == [row_id]) is (dead or owner == me()), what
+        assert holder == (None if got else owner), what
+        _done(engine)
+
+
+def test_the_outbox(database: str) -> None:
+    engine = open_database(database)
+    for number, (what, (owner, dead)) in enumerate(holders().items()):
+        with Session(engine) as session:
+            session.execute(update(OutboundMail).values(status="sent"))
+            session.add(OutboundMail(message_id=f"<m{number}@x>", kind="notice",
+                                     mail_from="b@x", rcpts_json='["a@x"]', raw=b"x",
+                                     next_attempt_at=NOW, created_at=NOW, claimed_by=owner,
+                                     claimed_at=NOW))
+            session.commit()
+        free, seen, _ = table.due(engine, NOW + timedelta(seconds=1), LEASE, 0, 10)
+        assert seen == 1, what
+        assert bool(free) is dead, what
+
+
+def test_the_leases(database: str) -> None:
+    engine = open_database(database)
+    for lease in ["referee", "fetch", "fetch 2/3"]:
+        for what, (owner, dead) in holders().items():
+            with Session(engine) as session:
+                until = (NOW + LEASE).isoformat()
+                row = session.get(ServerState, f"lease:{lease}") or ServerState(
+                    key=f"lease:{lease}", value="")
+                row.value = f'{{"owner": "{owner}", "until": "{until}"}}'
+                session.add(row)
+                session.commit()
+            taken = Lease(engine, lease, lambda: NOW).try_acquire()
+            assert taken is (dead or owner == me()), (lease, what)
+
+
+# --- a bounded child ------------------------------------------------------------------
+
+
+def _child_checks(parent: str) -> Callable[[], None]:   # run in the child
+    def work() -> None:
+        assert me() == parent                       # it claims as its parent
+        assert not claimer_dead(parent)
+        assert claimer_dead(f"{claims._HOST}:{os.getpid()}:{claims._NAMESPACE}.0000")
+    return work
+
+
+def test_a_bounded_child_claims_as_its_parent() -> None:
+    assert isolation.run_bounded(_child_checks(me())).code == 0
+    assert isolation.run_bounded(lambda: _fails()).code == 1     # the check can fail
+
+
+def _fails() -> None:
+    raise AssertionError("on purpose")
+
+
+def test_how_a_bounded_child_ends() -> None:
+    def killed() -> None:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    def spins() -> None:
+        while True:
+            pass
+
+    def sleeps() -> None:
+        time.sleep(30)
+
+    assert isolation.run_bounded(killed).died
+    out_of_cpu = isolation.run_bounded(spins, cpu_seconds=1, seconds=20)
+    assert out_of_cpu.died and out_of_cpu.signal == signal.SIGXCPU and not out_of_cpu.timed_out
+    started = time.monotonic()
+    slow = isolation.run_bounded(sleeps, seconds=0.5)
+    assert slow.died and slow.timed_out and time.monotonic() - started < 5
+    assert str(slow) == "ran out of time"
+
+
+def test_a_bounded_child_dies_with_its_parent(tmp_path: Path) -> None:
+    """A parent killed while its child works: the child does not go on alone."""
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "import sys, time\n"
+        "from pbem import isolation\n"
+        "def work():\n"
+        f"    open({str(tmp_path / 'child')!r}, 'w').write(str(__import__('os').getpid()))\n"
+        "    time.sleep(60)\n"
+        "isolation.run_bounded(work)\n")
+    parent = subprocess.Popen([sys.executable, str(script)],
+                              env={**os.environ, "PYTHONPATH": str(Path.cwd())})
+    child_file = tmp_path / "child"
+    for _ in range(200):
+        if child_file.exists() and child_file.read_text():
+            break
+        time.sleep(0.05)
+    child = int(child_file.read_text())
+    parent.kill()
+    parent.wait()
+    for _ in range(100):
+        if claimer_dead(f"{claims._HOST}:{child}:{claims._NAMESPACE}.abcd"):
+            break
+        time.sleep(0.05)
+    assert claimer_dead(f"{claims._HOST}:{child}:{claims._NAMESPACE}.abcd")
