@@ -90,8 +90,44 @@ class SecuritySettings:
 
 @dataclass(frozen=True)
 class ListenSettings:
+    """[listen]: the embedded SMTP listener (pbem.mail.listener), fit to be the domain's MX."""
+
     host: str = "127.0.0.1"
     port: int = 2525
+    # the name in the greeting and EHLO answer (default: the domain of [server] address)
+    hostname: str = ""
+    # STARTTLS with this certificate chain and key (PEM files); require_tls: MAIL FROM is
+    # refused (530 5.7.0) until the client has started TLS
+    tls_cert: str = ""
+    tls_key: str = ""
+    require_tls: bool = False
+    # connections at once, in all and from one IP address; more are refused with 421
+    max_connections: int = 100
+    max_connections_per_ip: int = 10
+    # an idle client is dropped after this long (RFC 5321 asks for at least five minutes)
+    timeout_seconds: float = 300.0
+    # mail from unknown senders kept a day and in all (bytes); over the day's quota such
+    # mail is refused (452), over the total the oldest handled junk is dropped first
+    junk_bytes_per_day: int = 100_000_000
+    junk_bytes_total: int = 1_000_000_000
+    # peers (IP addresses) that are mail servers of our own which forward to pbem: their
+    # Authentication-Results (with [security] authserv_id) are kept and pbem checks
+    # nothing itself; from anyone else every Authentication-Results is stripped and pbem
+    # checks SPF, DKIM and DMARC itself
+    trusted_relays: list[str] = field(default_factory=list)
+    # DNS servers for those checks ("192.0.2.53" or "127.0.0.1:5353"); empty: the system's
+    dns_servers: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if bool(self.tls_cert) != bool(self.tls_key):
+            raise ConfigError("[listen]: tls_cert and tls_key go together")
+        if self.require_tls and not self.tls_cert:
+            raise ConfigError("[listen]: require_tls needs tls_cert and tls_key")
+        if not 1 <= self.max_connections_per_ip <= self.max_connections:
+            raise ConfigError("[listen]: max_connections_per_ip must be between 1 and "
+                              "max_connections")
+        if self.junk_bytes_per_day < 0 or self.junk_bytes_total < 0:
+            raise ConfigError("[listen]: the junk quotas cannot be negative")
 
 
 @dataclass(frozen=True)
@@ -274,6 +310,10 @@ def load_settings(path: Path | None, env: dict[str, str] | None = None) -> Setti
                 if env.get(prefix + key.upper()):
                     section[key] = env[prefix + key.upper()]
     listen = _section(data, "listen")
+    if listen is not None:
+        for key in ("tls_cert", "tls_key"):
+            if listen.get(key):
+                listen[key] = str(base / Path(listen[key]).expanduser())
     dkim = _dkim_section(data, env, base)
     security = _section(data, "security")
     if security is not None and security.get("require_aligned") and \

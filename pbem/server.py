@@ -15,9 +15,11 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from email.utils import parseaddr
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy.exc import OperationalError
+from sqlmodel import Session
 
 from pbem.backoff import Backoff
 from pbem.claims import Lease, Waits
@@ -25,13 +27,16 @@ from pbem.config import ConfigError, Settings
 from pbem.db import SchemaError, check_schema, lanes_apart, open_database
 from pbem.faults import crash_point
 from pbem.fetching import Fetcher
+from pbem.junk import JUNK_SOURCE, JunkOverQuota, JunkTally
 from pbem.mail.dkim import DkimError, DkimSigner, load_signer, with_signature
-from pbem.mail.listener import MailListener
+from pbem.mail.headers import read_mail_header
+from pbem.mail.listener import ListenPolicy, MailListener, MailRefused
 from pbem.mail.senderauth import aligned_domain
 from pbem.mail.smtp_out import EmlDirSender, SmtpPool, SmtpSender
 from pbem.outbox import DrainReport, Sender, Stream, drain, others_due, release
 from pbem.referee import Marks, Referee, unmarked
 from pbem.render import Renderer, TemplateProblem
+from pbem.security import known_address
 from pbem.wakeups import MailWatch
 
 log = logging.getLogger(__name__)
@@ -123,6 +128,9 @@ class Server:
         self.stopped_by: SchemaError | None = None
         self._smtp: SmtpPool | None = None                  # open_sender(): made once
         self._woken = threading.Event()                     # mail stored: tick at once
+        listen = settings.listen    # the listener's quota for mail from unknown senders
+        self._junk = None if listen is None else JunkTally(
+            self.engine, per_day=listen.junk_bytes_per_day, total=listen.junk_bytes_total)
         # outgoing mail claimed, left unsent, and not given back (the database was gone):
         # kept by keep_unreleased, given back by the next send (give_back)
         self._unreleased: list[int] = []
@@ -149,8 +157,17 @@ class Server:
         return with_signature(self._smtp.borrow(), self.signer)
 
     def store_received(self, raw: bytes, envelope_from: str, rcpts: list[str]) -> None:
-        """The listener's store: returns (and the client gets its 250) only once stored."""
-        self.referee.store_inbound(raw, source="smtp", envelope_from=envelope_from)
+        """The listener's store: returns (and the client gets its 250) only once stored.
+        Mail from an address pbem does not know counts against the junk quota of
+        [listen] (pbem.junk); over it, MailRefused gives the client a 452."""
+        source = "smtp"
+        if self._junk is not None and not self._known_sender(raw):
+            source = JUNK_SOURCE
+            try:
+                self._junk.admit(len(raw), self.clock())
+            except JunkOverQuota as over:
+                raise MailRefused(str(over)) from over
+        self.referee.store_inbound(raw, source=source, envelope_from=envelope_from)
         crash_point("listener-stored")
         self._woken.set()
 
@@ -390,8 +407,27 @@ class Server:
         listen = self.settings.listen
         if listen is None:
             return None
+        addresses = [self.settings.address]
+        policy = ListenPolicy(
+            addresses=addresses, hostname=listen.hostname or self.settings.domain,
+            max_connections=listen.max_connections,
+            max_connections_per_ip=listen.max_connections_per_ip,
+            timeout_seconds=listen.timeout_seconds, tls_cert=listen.tls_cert,
+            tls_key=listen.tls_key, require_tls=listen.require_tls,
+            authserv_id=self.settings.security.authserv_id,
+            dns_servers=tuple(listen.dns_servers), trusted_relays=tuple(listen.trusted_relays))
         return MailListener(self.store_received, host=listen.host, port=listen.port,
-                            max_bytes=self.settings.max_mail_bytes)
+                            max_bytes=self.settings.max_mail_bytes, policy=policy)
+
+    def _known_sender(self, raw: bytes) -> bool:
+        """Is the mail's From the referee, a player, a watcher or a confirmed sign-up?"""
+        sender = parseaddr(read_mail_header(raw).text("From") or "")[1].strip().lower()
+        if not sender:
+            return False
+        if sender == self.settings.referee.lower():
+            return True
+        with Session(self.engine) as session:
+            return known_address(session, sender)
 
     def serve(self, stop: threading.Event | None = None) -> None:
         """Run until SIGTERM/SIGINT (or stop is set); a clean stop finishes the mail in hand.

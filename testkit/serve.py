@@ -11,6 +11,7 @@ Plain module (no pytest import), like testkit/mailstack.py.
 
 from __future__ import annotations
 
+import resource
 import smtplib
 import subprocess
 import sys
@@ -23,9 +24,11 @@ from testkit.net import LOOPBACK
 
 
 def listen_config(path: Path, port: int, *, database: str = "sqlite:///pbem.db",
-                  referee_key: str = "k", outbox_dir: str | None = None) -> Path:
+                  referee_key: str = "k", outbox_dir: str | None = None,
+                  listen: str = "") -> Path:
     """A pbem.toml at path for a server of bluff@example.org that listens on port
-    (no IMAP, no SMTP out: with outbox_dir, its mail goes there as files)."""
+    (no IMAP, no SMTP out: with outbox_dir, its mail goes there as files); listen: more
+    lines of its [listen] section."""
     outbox = f'outbox_dir = "{outbox_dir}"\n' if outbox_dir is not None else ""
     path.write_text(f"""
 [server]
@@ -36,6 +39,7 @@ referee_key = "{referee_key}"
 {outbox}[listen]
 host = "{LOOPBACK}"
 port = {port}
+{listen}
 """)
     return path
 
@@ -68,3 +72,34 @@ def serving(config: Path, port: int, *,
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+@contextmanager
+def spawned(config: Path, port: int, log: Path, *,
+            open_files: int | None = None) -> Iterator[subprocess.Popen[bytes]]:
+    """`pbem serve -c config` with its output in the file log (a log storm cannot block it
+    on a full pipe), once its listener on port takes connections; open_files: its limit
+    of open files (RLIMIT_NOFILE, as a systemd unit's LimitNOFILE sets it). Killed at
+    the end."""
+    def limit() -> None:
+        if open_files is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
+
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "pbem.cli", "serve", "-c", str(config)],
+                                stdout=out, stderr=subprocess.STDOUT, preexec_fn=limit)
+    try:
+        connect_smtp(port, seconds=30, proc=None).quit()
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def rss_mb(pid: int) -> float:
+    """The resident memory of process pid, in MB (VmRSS of /proc/PID/status)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise LookupError(f"no VmRSS for process {pid}")

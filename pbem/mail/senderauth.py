@@ -1,7 +1,9 @@
 """Is a mail really from the domain in its From? What our own mail server says about it.
 
 The receiving mail server checks SPF, DKIM and DMARC and writes what it found
-into an ``Authentication-Results`` header (RFC 8601) on top of the mail. Only
+into an ``Authentication-Results`` header (RFC 8601) on top of the mail; for mail
+that reaches pbem's own listener directly, pbem is that server
+(pbem.mail.arrival_auth strips the headers the mail came with and writes its own). Only
 that header counts: anyone can write an Authentication-Results header into a
 mail they send, with any authserv-id, ours included. So only the *topmost*
 block of Authentication-Results headers carrying the configured authserv-id

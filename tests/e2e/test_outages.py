@@ -31,7 +31,7 @@ from sqlmodel import Session, select
 
 from pbem.config import ImapSettings, Settings, SmtpSettings
 from pbem.mail.imap import ImapInbox
-from pbem.mail.listener import MailListener
+from pbem.mail.listener import ListenPolicy, MailListener
 from pbem.models import Game, InboundMail, Move, OutboundMail
 from pbem.robot_client import parse_mail
 from pbem.server import Server
@@ -467,7 +467,8 @@ def test_database_locked_makes_the_listener_answer_451_and_the_resend_is_stored_
         tmp_path, database) -> None:
     server = outbox_server(tmp_path, database)
     raw = ann_asks_for_help("listener-1")
-    with MailListener(server.store_received, port=0) as listener:
+    with MailListener(server.store_received, port=0,
+                      policy=ListenPolicy(addresses=["bluff@x.org"])) as listener:
         with Locker(database):
             with smtplib.SMTP("127.0.0.1", listener.port, timeout=10) as client:
                 with pytest.raises(smtplib.SMTPDataError) as refused:

@@ -20,13 +20,14 @@ from aiosmtpd.smtp import AuthResult, LoginPassword
 
 from pbem.mail.errors import MailServiceUnavailable
 from pbem.mail.imap import FetchedMail, ImapInbox
-from pbem.mail.listener import MailListener
+from pbem.mail.listener import ListenPolicy, MailListener
 from pbem.mail.smtp_out import EmlDirSender, SendResult, SmtpSender
 from testkit.mailstack import free_ports, start_controller
 
 pytestmark = pytest.mark.mailstack
 
 SERVER = "bluff@bluff.test"
+POLICY = ListenPolicy(addresses=[SERVER])
 
 
 def make_msg(subject: str = "hello", body: str = "hi there\n", to: str = SERVER,
@@ -525,7 +526,7 @@ def test_eml_dir_sender_writes_parseable_files(tmp_path):
 
 def test_listener_stores_and_answers_250():
     stored: list[tuple[bytes, str, list[str]]] = []
-    with MailListener(lambda *a: stored.append(a), port=0) as lst:
+    with MailListener(lambda *a: stored.append(a), port=0, policy=POLICY) as lst:
         assert lst.port != 0
         with smtplib.SMTP("127.0.0.1", lst.port, timeout=5) as c:
             c.ehlo()
@@ -547,14 +548,15 @@ def test_listener_answers_451_when_store_raises():
     def broken(raw, frm, rcpts):
         raise OSError("database is locked")
 
-    with MailListener(broken, port=0) as lst:
+    with MailListener(broken, port=0, policy=POLICY) as lst:
         r = SmtpSender("127.0.0.1", lst.port, timeout=5).send(SERVER, [SERVER], make_msg())
     assert r.temporary[SERVER].startswith("451 4.3.0")
 
 
 def test_listener_rejects_oversize_with_552():
     stored = []
-    with MailListener(lambda *a: stored.append(a), port=0, max_bytes=1000) as lst:
+    with MailListener(lambda *a: stored.append(a), port=0, max_bytes=1000,
+                      policy=POLICY) as lst:
         big = make_msg("big", body="z" * 5000)
         # smtplib announces SIZE=, so the refusal comes at MAIL FROM ...
         r = SmtpSender("127.0.0.1", lst.port, timeout=5).send(SERVER, [SERVER], big)
