@@ -3,7 +3,8 @@
 A listener that says 250 to any RCPT TO is listed as an open relay by every scanner,
 even though pbem forwards nothing. So only the configured addresses, and the VERP
 return paths pbem sends its mail with (``local+b.<token>@domain``, pbem.mail.bounces),
-are taken; every other address of our domains is unknown (550 5.1.1), and an address
+are taken, and ``postmaster`` of our domains, which RFC 5321 (4.5.1) says every
+mail server must accept (its mail is read like any stranger's); every other address of our domains is unknown (550 5.1.1), and an address
 elsewhere, or one of the old relay tricks (``%`` hack, ``!`` bang path, ``@a:b@c``
 source route, a quoted local part carrying an ``@``), is a relay attempt (550 5.7.1).
 """
@@ -41,6 +42,8 @@ class Recipients:
         if wanted in self.addresses or self._verp(wanted):
             return None
         local, at, domain = wanted.rpartition("@")
+        if wanted == "postmaster" or (local == "postmaster" and domain in self.domains):
+            return None
         if (not at or not local or any(c in local for c in '%!@:"\\')
                 or wanted.startswith("@") or domain not in self.domains):
             return RELAY_DENIED

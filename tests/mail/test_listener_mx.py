@@ -45,6 +45,11 @@ def test_only_our_address_is_taken_and_relay_tricks_are_refused() -> None:
         assert (code, text[:5]) in ((550, b"5.7.1"), (553, b"5.1.3")), (code, text)
 
 
+def test_postmaster_of_our_domain_is_taken_as_rfc_5321_asks() -> None:
+    answers = rcpt_codes(["postmaster@example.org", "Postmaster", "postmaster@evil.test"])
+    assert [code for code, _ in answers] == [250, 250, 550]
+
+
 def test_a_stranger_trying_many_recipients_is_cut_off() -> None:
     answers = rcpt_codes([f"victim{i}@evil.test" for i in range(11)])
     assert answers[-1][0] == 421
