@@ -13,6 +13,7 @@ import pytest
 from sqlmodel import Session, select
 
 from pbem.models import BounceState, OutboundMail
+from pbem.outbox import MAX_ATTEMPTS
 from testkit.bounce import PLAYERS, Desk
 from testkit.desk import seat_of
 
@@ -110,3 +111,25 @@ def test_a_refusal_for_now_is_retried_and_no_bounce(desk: Desk) -> None:
     [report] = mails_to(desk, p3)
     assert report.status == "sent"
     assert state(desk, p3) is None
+
+
+def test_refused_for_now_until_we_give_up_is_a_bounce(desk: Desk) -> None:
+    """A server that says 4xx for days: when the outbox gives up on the mail (as an MTA's
+    final DSN would say), the address is bouncing."""
+    p3 = desk.stack.address("p3")
+    with desk.stack.refusing(p3, "452 4.2.2 <p3@bluff.test>: mailbox full"):
+        start(desk, [desk.stack.address(u) for u in PLAYERS])
+        for _ in range(MAX_ATTEMPTS):
+            [report] = mails_to(desk, p3)
+            if report.status != "pending":
+                break
+            assert state(desk, p3) is None   # each try that is put off: no bounce
+            desk.clock.advance(hours=5)
+            tick(desk)
+    [report] = mails_to(desk, p3)
+    assert report.attempts == MAX_ATTEMPTS
+    assert report.status == "failed" and report.last_error.endswith("mailbox full")
+    found = state(desk, p3)
+    assert found is not None and found.failing and "gave up after" not in found.last_reason
+    assert found.last_reason.startswith("452 4.2.2")
+    assert len(referee_mails(desk, f"mail to player {seat_of(desk.server, p3)} bounced")) == 1
