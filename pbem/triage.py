@@ -161,12 +161,17 @@ def player_mail(session: Session, post: Post, mail: Incoming) -> str:
                          language=reader_language(session, post, mail.msg, who, parsed))
     reports: list[tuple[Game, PlayedTurn]] = []
     outcome = player_commands_of(ctx, parsed, who, reports)
-    # the answer before the reports its confirmation says follow (the mails to one address
-    # leave in the order they were queued: pbem.outbox)
-    ctx.send_answers()
-    for game_played, played in reports:
-        turns.report_turn(session, post, game_played, played, inbound_id=mail.row.id)
+    answer_then_reports(ctx, reports)
     return outcome
+
+
+def answer_then_reports(ctx: CommandContext, reports: list[tuple[Game, PlayedTurn]]) -> None:
+    """Queue the mail's one answer, then the reports of the turns its move played (its
+    confirmation says they follow; the mails to one address leave in queue order)."""
+    assert ctx.mail is not None
+    ctx.send_answers()
+    for game, played in reports:
+        turns.report_turn(ctx.session, ctx.post, game, played, inbound_id=ctx.mail.row.id)
 
 
 # the GAME line's declaration: all named_game reads of a mail before its game is known
