@@ -38,10 +38,12 @@ from pbem.faults import crash_point, poison_point
 from pbem.mail.text import BodyLine
 from pbem.models import InboundMail, OutboundMail
 from pbem.orders import Order, parse_text
+from pbem.outbox import Undelivered
 from pbem.render import Renderer
 from pbem.services import clock, failures
+from pbem.services.bounces import undeliverable
 from pbem.services.failures import game_failed, mail_failed, what_failed
-from pbem.services.post import Post, undeliverable
+from pbem.services.post import Post
 from pbem.triage import (
     answer_internal_error,
     find_game_or_none,
@@ -415,9 +417,10 @@ class Referee:
                 quarantine=quarantine))
             session.commit()
 
-    def undeliverable(self, session: Session, row: OutboundMail, why: str) -> None:
-        """The outbox gave up on a mail: tell the referee (unless that mail was to them)."""
-        undeliverable(session, self.post, row, why)
+    def undeliverable(self, session: Session, row: OutboundMail, failure: Undelivered) -> None:
+        """The outbox gave up on a mail: a refused recipient is a bounce, anything else is
+        told to the referee (pbem.services.bounces.undeliverable)."""
+        undeliverable(session, self.post, row, failure)
 
 
 # --- triage -------------------------------------------------------------------------------

@@ -37,6 +37,7 @@ from pbem.order_words import words_language
 from pbem.orders import MAIL_LINES, Command, ParsedText, help_lines, parse_text
 from pbem.services import bounces, failures, turns
 from pbem.services.post import Incoming, Post, answer, read_reply, tagged
+from pbem.services.turns import PlayedTurn
 from pbem.wording import _, _n, plural
 from pbem.work import savepoint
 
@@ -184,9 +185,19 @@ def player_mail(session: Session, post: Post, mail: Incoming) -> str:
     # one answer a mail: the commands' answers are held and sent together at the end
     ctx = CommandContext(session, post, post.clock(), mail, who, parsed.orders, parts=[],
                          language=reader_language(session, post, mail.msg, who, parsed))
-    outcome = player_commands_of(ctx, parsed, who)
-    ctx.send_answers()
+    reports: list[tuple[Game, PlayedTurn]] = []
+    outcome = player_commands_of(ctx, parsed, who, reports)
+    answer_then_reports(ctx, reports)
     return outcome
+
+
+def answer_then_reports(ctx: CommandContext, reports: list[tuple[Game, PlayedTurn]]) -> None:
+    """Queue the mail's one answer, then the reports of the turns its move played (its
+    confirmation says they follow; the mails to one address leave in queue order)."""
+    assert ctx.mail is not None
+    ctx.send_answers()
+    for game, played in reports:
+        turns.report_turn(ctx.session, ctx.post, game, played, inbound_id=ctx.mail.row.id)
 
 
 # the GAME line's declaration: all named_game reads of a mail before its game is known
@@ -205,20 +216,19 @@ def named_game(session: Session, msg: InboundMessage) -> Game | None:
     return find_game_or_none(session, str(game_line.args)) if game_line is not None else None
 
 
-def move_step(ctx: CommandContext, parsed: ParsedText, names: set[str]) -> str:
-    """A mail's move, three steps: the order recorded and confirmed (take_moves); if it
-    completes the turn, the turn played (turns.play_turn), then its reports composed and
-    queued (turns.report_turn). Returns what the order's line says."""
+def move_step(ctx: CommandContext, parsed: ParsedText, names: set[str],
+              reports: list[tuple[Game, PlayedTurn]]) -> str:
+    """A mail's move: the order recorded and confirmed (take_moves); if it completes the
+    turn, the turn played (turns.play_turn), into ``reports``: its reports are queued after
+    the mail's answer (turns.report_turn). Returns what the order's line says."""
     taken = take_moves(ctx, parsed, names)
     if taken.completes:
-        assert ctx.mail is not None
-        played = turns.play_turn(ctx.session, ctx.post, taken.game)
-        turns.report_turn(ctx.session, ctx.post, taken.game, played,
-                          inbound_id=ctx.mail.row.id)
+        reports.append((taken.game, turns.play_turn(ctx.session, ctx.post, taken.game)))
     return taken.said
 
 
-def player_commands_of(ctx: CommandContext, parsed: ParsedText, who: Turnkey | None) -> str:
+def player_commands_of(ctx: CommandContext, parsed: ParsedText, who: Turnkey | None,
+                       reports: list[tuple[Game, PlayedTurn]]) -> str:
     """Run a player mail's commands (all of them, or none: one transaction), phase by phase:
     what it changes, its move, what it asks to see (so ORDERS shows the same mail's DEFAULT
     and move); the answers still come in the order of the lines."""
@@ -244,7 +254,7 @@ def player_commands_of(ctx: CommandContext, parsed: ParsedText, who: Turnkey | N
     with savepoint(ctx.session):   # a move and desk commands in one mail: all or none
         said = run(ctx, phase["change"])
         if moves:
-            said.insert(0, move_step(ctx, parsed, names))
+            said.insert(0, move_step(ctx, parsed, names, reports))
         said += run(ctx, phase["look"])
     return "; ".join(said)
 

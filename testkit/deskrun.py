@@ -17,7 +17,7 @@ from pbem.models import InboundMail
 from pbem.orders import ParsedText, parse_text
 from pbem.server import Server
 from pbem.services.post import Incoming
-from pbem.triage import move_step
+from pbem.triage import answer_then_reports, move_step
 from testkit.desk import SERVER, mail
 
 
@@ -80,7 +80,8 @@ def moves(server: Server, sender: str, *texts: str, game: str = "g1") -> str:
         incoming = _incoming(session, server, sender, "\n".join(texts))
         ctx = CommandContext(session, server.referee.post, server.referee.clock(), incoming,
                              who, parsed.orders, parts=[])
-        out = move_step(ctx, parsed, move_names())
-        ctx.send_answers()
+        reports: list = []
+        out = move_step(ctx, parsed, move_names(), reports)
+        answer_then_reports(ctx, reports)
         session.commit()
     return out

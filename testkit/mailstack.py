@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import grp
 import os
 import pwd
@@ -41,7 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from aiosmtpd.controller import Controller
@@ -105,6 +106,9 @@ class _LmtpRelay:
         self.stack = stack
 
     async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
+        refusal = getattr(self.stack, "refusals", {}).get(address.lower())
+        if refusal is not None and refusal[0] == "RCPT":
+            return refusal[1]
         local, at, domain = address.lower().rpartition("@")
         if f"{local.split('+', 1)[0]}{at}{domain}" not in self.stack.addresses:  # user+detail
             return f"550 5.1.1 <{address}>: user unknown"
@@ -129,6 +133,11 @@ class _LmtpRelay:
         return failed
 
     async def handle_DATA(self, server, session, envelope):
+        refusals = getattr(self.stack, "refusals", {})
+        for rcpt in envelope.rcpt_tos:
+            refusal = refusals.get(rcpt.lower())
+            if refusal is not None and refusal[0] == "DATA":
+                return refusal[1]
         loop = asyncio.get_running_loop()
         failed = await loop.run_in_executor(
             None, self._deliver, envelope.mail_from or "", list(envelope.rcpt_tos),
@@ -189,6 +198,8 @@ class MailStack:
         self._proc: subprocess.Popen | None = None
         self._smtp: Controller | None = None
         self._own_dir = False
+        # address -> (stage, reply): the front end refuses it so (refusing)
+        self.refusals: dict[str, tuple[str, str]] = {}
 
     # ---- lifecycle ----------------------------------------------------------------
 
@@ -288,6 +299,20 @@ class MailStack:
     # IMAP outage simulation (Dovecot serves IMAP and LMTP; both go down together).
     stop_imap = stop_dovecot
     start_imap = start_dovecot
+
+    @contextlib.contextmanager
+    def refusing(self, address: str, reply: str, at: str = "RCPT") -> Iterator[None]:
+        """Within the block the SMTP front end answers mail to ``address`` with ``reply``
+        at RCPT, or (``at="DATA"``) after its DATA, as a player's mail server that refuses
+        the address for good ("550 5.1.1 ...") or for now ("450 4.2.1 ..."). The front
+        end in this process only (relay_processes=0). Unknown users are refused at RCPT
+        anyway (550 5.1.1)."""
+        key = address.lower()
+        self.refusals[key] = (at.upper(), reply)
+        try:
+            yield
+        finally:
+            self.refusals.pop(key, None)
 
     def restart(self) -> None:
         self.stop_dovecot()

@@ -121,7 +121,7 @@ class CommandContext:
         answer(self.session, self.post, self.mail, template, subject, context,
                language=self.language, zone=self.zone,
                game_id=who.game.id if who else None, seat=who.player.seat if who else None,
-               turn=who.turn if who else None, attachments=attachments)
+               turn=who.game.turn if who else None, attachments=attachments)
 
     def send_answers(self) -> None:
         """The one answer of the mail, its parts in the order of the mail's lines."""
@@ -134,7 +134,7 @@ class CommandContext:
                          (str(p.context["game"]) for p in parts if p.context.get("game")),
                          None),
                      game_id=who.game.id if who else None,
-                     seat=who.player.seat if who else None, turn=who.turn if who else None)
+                     seat=who.player.seat if who else None, turn=who.game.turn if who else None)
 
     def notice(self, subject: Said, paragraphs: Sequence[Said], game: str | None) -> None:
         """Answer the sender with a notice (subject, paragraphs)."""

@@ -32,6 +32,7 @@ from pbem.options import NewGame, options_of, parse_options, save_options
 from pbem.orders import GAME_NAME, GAME_NAME_HINT, Order, game_name, no_args
 from pbem.rules.dice import new_seed, seed_from_number
 from pbem.services.bounces import describe, failing_players
+from pbem.services.failures import retried
 from pbem.services.post import notice, tagged
 from pbem.services.reports import enqueue_reports
 from pbem.services.turns import resolve
@@ -229,6 +230,7 @@ def do_retry(ctx: CommandContext, order: Order) -> str:
     row.status, row.attempts, row.outcome = "new", 0, None
     row.claimed_by = row.claimed_at = row.processed_at = None
     ctx.session.add(row)
+    retried(ctx.session, ctx.post, number)   # the players told of a delay hear it is over
     return f"mail #{number} will be handled again at the next tick"
 
 

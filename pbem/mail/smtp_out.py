@@ -28,6 +28,11 @@ class SendResult:
     accepted: list[str] = field(default_factory=list)
     temporary: dict[str, str] = field(default_factory=dict)  # rcpt -> text: retry later
     permanent: dict[str, str] = field(default_factory=dict)  # rcpt -> text: do not retry
+    # the recipients the server refused at RCPT, or at DATA (for all of the mail's
+    # recipients): its word on the address, rcpt -> text, also in temporary or permanent.
+    # A permanent one is a bounce told at once (pbem.services.bounces hears it as a DSN);
+    # a refusal of our sender (MAIL FROM) or of our own doing is none.
+    refused: dict[str, str] = field(default_factory=dict)
     # the server could not be reached, dropped us, or is shutting down (421), or refused our
     # login: trouble with the service, not with this mail. Retry later without holding it
     # against the mail, and stop sending the rest of the batch for now.
@@ -176,12 +181,12 @@ class SmtpSender:
                     self._by_code(result, rcpts, e.smtp_code, e.smtp_error)
                     break
                 except smtplib.SMTPDataError as e:
-                    self._by_code(result, rcpts, e.smtp_code, e.smtp_error)
+                    self._by_code(result, rcpts, e.smtp_code, e.smtp_error, refusal=True)
                     break
                 except smtplib.SMTPRecipientsRefused as e:  # every recipient refused
                     for rcpt in rcpts:
                         code, msg = e.recipients.get(rcpt, (451, b"refused"))
-                        self._by_code(result, [rcpt], code, msg)
+                        self._by_code(result, [rcpt], code, msg, refusal=True)
                     break
                 except (OSError, smtplib.SMTPException) as e:
                     # refused connection, timeout, TLS/AUTH failure or missing extension,
@@ -220,7 +225,7 @@ class SmtpSender:
         for rcpt in rcpts:
             if rcpt in refused:
                 code, msg = refused[rcpt]
-                self._by_code(result, [rcpt], code, msg)
+                self._by_code(result, [rcpt], code, msg, refusal=True)
             else:
                 result.accepted.append(rcpt)
 
@@ -239,12 +244,17 @@ class SmtpSender:
             target[rcpt] = text
 
     @staticmethod
-    def _by_code(result: SendResult, rcpts: list[str], code: int, msg: bytes | str) -> None:
+    def _by_code(result: SendResult, rcpts: list[str], code: int, msg: bytes | str, *,
+                 refusal: bool = False) -> None:
+        """Sort ``rcpts`` by the server's reply; ``refusal``: a reply to RCPT or DATA (the
+        server's word on the recipients, SendResult.refused)."""
         # 5xx is permanent, except 530 "authentication required" (RFC 4954): that is
         # our configuration, not the mail, so keep the mail for a retry.
         target = result.permanent if 500 <= code < 600 and code != 530 else result.temporary
         for rcpt in rcpts:
             target[rcpt] = _text(code, msg)
+            if refusal and code not in (421, 530):
+                result.refused[rcpt] = target[rcpt]
 
 
 class SmtpPool:

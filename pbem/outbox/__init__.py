@@ -12,8 +12,8 @@ over whichever connection is free, only once the one before it is handed off.
 
 A server that cannot be reached (or says 421) stops the drain without
 counting against any mail; a 4xx for a recipient defers that mail with
-back-off; a 5xx fails it at once and the referee is told (on_failure), and
-the other mails go on.
+back-off; a 5xx fails it at once and on_failure is told (Undelivered: a recipient
+refused at RCPT or DATA is a bounce, heard as a DSN is), and the other mails go on.
 
 The package, a module a job: queue (compose a mail and queue it in the caller's
 transaction), table (due mail, claims, marks, releases), connections (the
@@ -30,6 +30,8 @@ from pbem.outbox.table import (
     GIVE_UP_AFTER,
     MAX_ATTEMPTS,
     DrainReport,
+    OnFailure,
+    Undelivered,
     backoff,
     envelope_sender,
     others_due,
@@ -38,5 +40,5 @@ from pbem.outbox.table import (
 from pbem.work import Queued
 
 __all__ = ["CLAIM_LEASE", "GIVE_UP_AFTER", "LOOP_HEADER", "MAX_ATTEMPTS", "PAGE",
-           "DrainReport", "Origin", "Queued", "Sender", "Stream", "backoff", "drain",
-           "enqueue", "envelope_sender", "others_due", "release"]
+           "DrainReport", "OnFailure", "Origin", "Queued", "Sender", "Stream", "backoff", "drain",
+           "Undelivered", "enqueue", "envelope_sender", "others_due", "release"]

@@ -20,7 +20,7 @@ from pbem.faults import crash_point
 from pbem.mail.smtp_out import SendResult
 from pbem.models import OutboundMail
 from pbem.outbox import table
-from pbem.outbox.table import Claimed, DrainReport
+from pbem.outbox.table import Claimed, DrainReport, OnFailure
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +107,7 @@ class Connections:
 
     def __init__(self, engine: Engine, open_sender: Callable[[], AbstractContextManager[Sender]],
                  now: Callable[[], datetime],
-                 on_failure: Callable[[Session, OutboundMail, str], None] | None,
+                 on_failure: OnFailure | None,
                  connections: int,
                  unreleased: Callable[[list[int]], object] | None = None) -> None:
         self.engine, self.open_sender, self.now = engine, open_sender, now

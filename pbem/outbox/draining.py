@@ -8,19 +8,17 @@ from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 
 from sqlalchemy import Engine
-from sqlmodel import Session
 
-from pbem.models import OutboundMail
 from pbem.outbox import table
 from pbem.outbox.connections import Connections, Sender
-from pbem.outbox.table import CLAIM_LEASE, DUE_CHUNK, DrainReport
+from pbem.outbox.table import CLAIM_LEASE, DUE_CHUNK, DrainReport, OnFailure
 
 PAGE = 50                             # outbox rows claimed in one transaction
 
 
 def drain(engine: Engine, open_sender: Callable[[], AbstractContextManager[Sender]],
           now: Callable[[], datetime], *,
-          on_failure: Callable[[Session, OutboundMail, str], None] | None = None,
+          on_failure: OnFailure | None = None,
           limit: int | None = None, lease: timedelta = CLAIM_LEASE,
           rounds: int = 3, verp: bool = False, connections: int = 1,
           page: int = PAGE,

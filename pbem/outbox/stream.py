@@ -10,13 +10,13 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 
 from sqlalchemy import Engine, bindparam, update
-from sqlmodel import Session, col
+from sqlmodel import col
 
 from pbem.claims import me
 from pbem.models import OutboundMail
 from pbem.outbox.connections import ByAddress, Connections, Sender
 from pbem.outbox.draining import PAGE
-from pbem.outbox.table import Claimed, DrainReport
+from pbem.outbox.table import Claimed, DrainReport, OnFailure
 from pbem.work import Work
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,7 @@ class Stream:
 
     def __init__(self, engine: Engine, open_sender: Callable[[], AbstractContextManager[Sender]],
                  now: Callable[[], datetime], *,
-                 on_failure: Callable[[Session, OutboundMail, str], None] | None = None,
+                 on_failure: OnFailure | None = None,
                  verp: bool = False, connections: int = 1, backlog: int = 4 * PAGE,
                  unreleased: Callable[[list[int]], object] | None = None) -> None:
         if connections < 1 or backlog < 1:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -41,6 +41,23 @@ class DrainReport:
     failed: int = 0
     unavailable: bool = False   # the mail server could not be reached: try again later
     released: int = 0           # claimed and left unsent (an error): for the next drain
+
+
+@dataclass(frozen=True)
+class Undelivered:
+    """Why the outbox gave up on a mail (told to ``on_failure``): what the server said, and
+    which recipients its server refused (at RCPT or DATA, for good or until we gave up):
+    those are bounces, heard as a DSN of the mail is (pbem.services.bounces)."""
+
+    why: str
+    refused: dict[str, str] = field(default_factory=dict)   # rcpt -> the server's reply
+
+    def __str__(self) -> str:
+        return self.why
+
+
+#: told of each mail the outbox gives up on, in the transaction that marks it failed
+OnFailure = Callable[[Session, OutboundMail, Undelivered], Any]
 
 
 @dataclass(frozen=True)
@@ -162,7 +179,7 @@ def release(engine: Engine, row_ids: list[int]) -> list[int]:
 
 
 def record(session: Session, row: OutboundMail, result: SendResult, when: datetime,
-            report: DrainReport, on_failure: Callable[[Session, OutboundMail, str], Any] | None) -> None:
+            report: DrainReport, on_failure: OnFailure | None) -> None:
     if result.unavailable and not result.accepted and not result.permanent:
         # the service is down, not this mail: no try is counted, the server backs off
         row.last_error = "; ".join(f"{r}: {e}" for r, e in result.temporary.items())
@@ -178,7 +195,8 @@ def record(session: Session, row: OutboundMail, result: SendResult, when: dateti
         report.failed += 1
         log.warning("mail %s refused for good: %s", row.message_id, row.last_error)
         if on_failure is not None:
-            on_failure(session, row, row.last_error)
+            on_failure(session, row, Undelivered(row.last_error, {
+                rcpt: text for rcpt, text in result.refused.items() if rcpt in result.permanent}))
     elif result.temporary:
         row.last_error = "; ".join(f"{r}: {e}" for r, e in result.temporary.items())
         if row.attempts >= MAX_ATTEMPTS and when - aware(row.created_at) >= GIVE_UP_AFTER:
@@ -186,8 +204,11 @@ def record(session: Session, row: OutboundMail, result: SendResult, when: dateti
             report.failed += 1
             log.warning("mail %s given up after %d tries: %s", row.message_id, row.attempts,
                         row.last_error)
-            if on_failure is not None:
-                on_failure(session, row, f"gave up after {row.attempts} tries: {row.last_error}")
+            if on_failure is not None:   # refused for now until now: refused for good
+                on_failure(session, row, Undelivered(
+                    f"gave up after {row.attempts} tries: {row.last_error}",
+                    {rcpt: text for rcpt, text in result.refused.items()
+                     if rcpt in result.temporary}))
         else:
             row.next_attempt_at = when + backoff(row.attempts)
             report.deferred += 1

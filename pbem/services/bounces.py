@@ -2,12 +2,15 @@
 
 - ``hear``: a mail that reads as a bounce (pbem.mail.bounces) and names a mail
   we sent (bounced_mail: its VERP token, or its Message-ID and
-  recipient) updates the address's BounceState. A hard bounce marks the
+  recipient) updates the address's BounceState (``bounced``). A hard bounce marks the
   address failing and tells the referee at once; soft bounces (delays) are
   counted, and the referee is told when ``soft_bounce_limit`` of them came
   in a row. The referee gets at most one such mail per address and UTC day.
   A bounce that names no mail of ours (forged, or for another sender) marks
   nobody. Bounces are never answered.
+- ``undeliverable``: a recipient that its mail server refused as we sent the mail
+  (550 at RCPT, a 5xx at DATA: the outbox gave up on it) is a hard bounce, through
+  the same ``bounced``; a 4xx there is a retry (pbem.outbox), no bounce.
 - ``heard_from``: mail from an address clears its state: it works again.
 - ``report_notes``: the next report of the game says "mail to player 3 bounced".
 - ``failing`` / ``failing_players``: for STATUS and the referee's replace prompt.
@@ -16,6 +19,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -26,8 +30,12 @@ from pbem.db import core_read
 from pbem.games import audit
 from pbem.mail.bounces import Bounce, read_bounce
 from pbem.models import BounceState, Game, OutboundMail, Player
+from pbem.outbox import Undelivered
 from pbem.services.post import Post, tagged, tell_referee
+from pbem.services.post import undeliverable as tell_undeliverable
 from pbem.wording import Said, _, _n
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -38,7 +46,7 @@ class BouncedMail:
     address: str           # the recipient whose delivery failed
     permanent: bool
     reason: str
-    via: str               # "verp" | "message-id"
+    via: str               # "verp" | "message-id" | "smtp" (refused as we sent it)
 
 
 def bounced_mail(session: Session, bounce: Bounce) -> BouncedMail | None:
@@ -114,6 +122,27 @@ def hear(session: Session, post: Post, raw: bytes) -> str | None:
     if found is None:
         return (f"ignored: a bounce for {', '.join(sorted(bounce.addresses))}, "
                 "naming no mail we sent")
+    return bounced(session, post, found)
+
+
+def undeliverable(session: Session, post: Post, row: OutboundMail,
+                  failure: Undelivered) -> None:
+    """The outbox gave up on a mail. A recipient its server refused (at RCPT or DATA) is a
+    bounce, heard as a DSN of the mail is (``bounced``: the address marked, the referee
+    told with the game, the seat and the REPLACE line); any other failure (our own server
+    refused our sender, ...) is told to the referee as it is."""
+    rcpts = [r.lower() for r in json.loads(row.rcpts_json)]
+    refused = {r.lower(): why for r, why in failure.refused.items() if r.lower() in rcpts}
+    for address, why in refused.items():
+        outcome = bounced(session, post, BouncedMail(row, address, True, why, "smtp"))
+        log.warning("%s", outcome)
+    if not refused:
+        tell_undeliverable(session, post, row, failure.why)
+
+
+def bounced(session: Session, post: Post, found: BouncedMail) -> str:
+    """A bounce of one of our mails, a DSN or our server's refusal: the address's
+    BounceState is updated, the referee told when it is due; returns the outcome."""
     now = post.clock()
     state = state_of(session, found.address) or BounceState(address=found.address.lower())
     state.last_bounce_at = now
@@ -136,8 +165,9 @@ def hear(session: Session, post: Post, raw: bytes) -> str | None:
     what = "hard" if found.permanent else f"soft, {state.soft_bounces} in a row"
     where = (f", game {game.name} seat {found.mail.seat}" if game is not None and
              found.mail.seat is not None else "")
+    how = "refused by its mail server" if found.via == "smtp" else f"matched by {found.via}"
     outcome = (f"bounce ({what}) of {found.mail.kind} mail {found.mail.message_id} to "
-               f"{found.address}{where}, matched by {found.via}"
+               f"{found.address}{where}, {how}"
                + ("; the referee was told" if told else ""))
     if game is not None:
         audit(session, game, now, "bounce", outcome)

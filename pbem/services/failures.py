@@ -11,7 +11,8 @@ referee at most one notice an hour, and each mail is in exactly one notice.
 
 A failed mail about a game holds its turn (it may carry a due order) until ``RETRY``
 handles it again; a game whose clock work fails is tried again every tick and told once
-per distinct failure and turn; the game's players get one delay notice per turn.
+per distinct failure and turn; the game's players get one delay notice per turn, and
+when the referee RETRYs the mail that held it, a notice that the turn goes on.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ from pbem.models import AuditEntry, Game, InboundMail, OutboundMail, ServerState
 from pbem.services.post import Post, announce, replied_to, tagged, tell_referee
 from pbem.wording import Message, Said, _, _n, joined
 
-__all__ = ["NOTICE_EVERY", "flush", "game_failed", "held_by", "mail_failed", "note",
-           "note_line", "turn_delayed", "what_failed"]
+__all__ = ["NOTICE_EVERY", "delay_over", "flush", "game_failed", "held_by", "mail_failed",
+           "note", "note_line", "retried", "turn_delayed", "what_failed"]
 
 NOTICE_EVERY = timedelta(hours=1)
 MAX_LISTED = 20          # mails named in one notice (the count covers the rest)
@@ -225,9 +226,21 @@ def game_failed(session: Session, post: Post, game: Game, what: Said,
     return True
 
 
+DELAYED, GOES_ON = "delayed", "delay-over"
+
+
+def _delay_told(session: Session, game: Game) -> bool:
+    """Were the game's players told that its turn is delayed, and not since that it goes on?"""
+    last = session.exec(select(AuditEntry.action).where(
+        AuditEntry.game_id == game.id, col(AuditEntry.action).in_([DELAYED, GOES_ON]),
+        AuditEntry.detail == f"turn {game.turn}").order_by(col(AuditEntry.id).desc())).first()
+    return last == DELAYED
+
+
 def turn_delayed(session: Session, post: Post, game: Game, now: datetime) -> None:
-    """Once a turn: the game's players hear that it waits for the referee."""
-    if game.status != "running" or already_told(session, game, "delayed", f"turn {game.turn}"):
+    """Once a delay: the game's players hear that the turn waits for the referee (again,
+    if it is delayed again after they heard that it goes on)."""
+    if game.status != "running" or _delay_told(session, game):
         return
     announce(session, post, game, _("turn {turn} is delayed", turn=game.turn), [
         _("The server hit a problem of its own in turn {turn} of game {game}. The referee "
@@ -235,5 +248,31 @@ def turn_delayed(session: Session, post: Post, game: Game, now: datetime) -> Non
           "for you meanwhile.", turn=game.turn, game=game.name),
         _("Orders that were confirmed stand. If you sent an order and got no confirmation, "
           "it will be read again once the problem is fixed; you may also send it again.")],
-        now, action="delayed")
-    audit(session, game, now, "delayed", f"turn {game.turn}")
+        now, action=DELAYED)
+    audit(session, game, now, DELAYED, f"turn {game.turn}")
+
+
+def retried(session: Session, post: Post, inbound_id: int) -> None:
+    """The referee handles failed mail #inbound_id again (RETRY): the players of each game
+    whose turn it held, told that the turn is delayed, hear that it goes on, once no other
+    failed mail holds it."""
+    game_ids = set(session.exec(select(AuditEntry.game_id).where(
+        AuditEntry.action == HELD, col(AuditEntry.detail).endswith(f": mail #{inbound_id}"))))
+    for game_id in sorted(i for i in game_ids if i is not None):
+        game = session.get(Game, game_id)
+        if game is not None:
+            delay_over(session, post, game, post.clock())
+
+
+def delay_over(session: Session, post: Post, game: Game, now: datetime) -> None:
+    """The game's players, told that its turn is delayed, hear that it goes on (once a
+    delay), if no failed mail holds it any more."""
+    if game.status != "running" or not _delay_told(session, game) or held_by(session, game):
+        return
+    announce(session, post, game, _("turn {turn} goes on", turn=game.turn), [
+        _("The problem in turn {turn} of game {game} has been fixed, and the turn goes on: "
+          "its deadline counts again (one that passed meanwhile resolves the turn now).",
+          turn=game.turn, game=game.name),
+        _("Orders that were confirmed stand. The mail that waited for the fix is read again "
+          "now, and its sender gets the answer.")], now, action=GOES_ON)
+    audit(session, game, now, GOES_ON, f"turn {game.turn}")

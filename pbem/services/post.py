@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import bindparam, update
 from sqlmodel import Session, col, select
 
 from pbem.config import Settings
@@ -199,6 +200,23 @@ def undeliverable(session: Session, post: Post, row: OutboundMail, why: str) -> 
                  [_("Mail {id} ({kind}) to {to} could not be delivered: {why}",
                     id=row.message_id, kind=row.kind,
                     to=", ".join(json.loads(row.rcpts_json)), why=why)])
+
+
+# our mails of a game's turn that have not left yet, but for its reports
+_READ_IN_TURN = update(OutboundMail).where(
+    col(OutboundMail.game_id) == bindparam("game"), col(OutboundMail.turn) == bindparam("was"),
+    col(OutboundMail.status) == "pending", col(OutboundMail.kind) != "report",
+).values(turn=bindparam("now"))
+
+
+def read_in_turn(session: Session, game: Game, was: int) -> None:
+    """Turn ``was`` of ``game`` is over and the game is at the next: our mails of turn
+    ``was`` that have not left yet (the table talk of the mail that ended it, a reminder
+    held up) are read in the turn now, and carry it, as every mail queued from now on
+    does: a reply to one with an order counts for this turn (pbem.sender_check). A report
+    keeps its turn: it shows that turn's state, and an order in reply to it is stale."""
+    session.connection().execute(_READ_IN_TURN, {"game": game.id, "was": was,
+                                                 "now": game.turn})
 
 
 def replied_to(session: Session, msg: InboundMessage, *where: Any) -> OutboundMail | None:

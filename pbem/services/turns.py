@@ -45,7 +45,7 @@ from pbem.kinds import AnyKind, kind_of
 from pbem.models import Game, Move, Player
 from pbem.options import POLICIES, options_of, robot_level
 from pbem.services.bounces import describe_said, failing, report_notes
-from pbem.services.post import Post, tagged, tell_referee
+from pbem.services.post import Post, read_in_turn, tagged, tell_referee
 from pbem.services.reports import enqueue_reports
 from pbem.wording import Said, _, _n
 
@@ -186,6 +186,7 @@ def play_turn(session: Session, post: Post, game: Game, *,
     early = before_deadline(game, post.clock()) if early is None else early
     had_deadline = (game.grace_until or game.deadline) is not None   # resolving sets the next
     outcome = resolve_turn(session, game, post.clock())
+    read_in_turn(session, game, turn)   # the talk and notices of the turn are read in this one
     after_turn(session, post, game, turn)
     players = seated(session, game)
     more = (played_for_notes(game, outcome, players, early=early, had_deadline=had_deadline)
