@@ -249,12 +249,6 @@ def options_of(game: Any) -> GameOptions:
     return GameOptions.from_json(getattr(game, "options_json", None))
 
 
-def language_of(game: Any, player: Any = None) -> str:
-    """The language a player of the game reads: their own (LANGUAGE), else the game's."""
-    own = getattr(player, "language", None)
-    return own if own in GAME_LANGUAGES else options_of(game).language
-
-
 def robot_level(game: Any) -> str:
     """The level the robot plays a game's missing seats at (NEWGAME ROBOT, LEVEL):
     strong unless set."""
