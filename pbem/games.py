@@ -154,8 +154,9 @@ def heard_by(talk: list[dict[str, Any]], seat: int | None) -> list[dict[str, Any
         if line["to"] is None:
             heard.append(line)
         elif seat is not None and seat in (line["to"], line["seat"]):
-            to = "you" if line["to"] == seat else f"player {line['to']}"
-            heard.append({**line, "from": f"{line['from']}, to {to} only"})
+            heard.append({**line, "from": _("{who}, to you only", who=line["from"])
+                          if line["to"] == seat else
+                          _("{who}, to player {seat} only", who=line["from"], seat=line["to"])})
     return heard
 
 

@@ -42,11 +42,24 @@ from datetime import timedelta
 from typing import Any
 
 from pbem.errors import Refusal
-from pbem.wording import LANGUAGES, Message, _
+from pbem.wording import LANGUAGES, Message, _, _n, joined
 
 POLICIES = ("robot", "challenge", "raise")   # MISSING <policy>: what plays a missed order
 ROBOT_LEVELS = ("easy", "normal", "strong")   # ROBOT <level>: pbem.rules.robot.LEVELS
 DEFAULT_ROBOT_LEVEL = "strong"
+# the levels and policies as a reader reads them (the words to write stay English)
+LEVEL_NAMES: dict[str, Message] = {"easy": _("easy"), "normal": _("normal"),
+                                   "strong": _("strong")}
+POLICY_NAMES: dict[str, Message] = {"robot": _("robot"), "challenge": _("challenge"),
+                                    "raise": _("raise")}
+
+
+def _count(amount: float | None) -> int:
+    """The count a plural form is chosen by for an amount that may have a fraction (1.5
+    hours): the "few" form, as German and Czech say a fraction."""
+    if amount is None:
+        return 0
+    return int(amount) if amount == int(amount) else 2
 PRESS = ("public", "private", "none")   # PRESS <press>: what table talk may be
 GAME_LANGUAGES = tuple(LANGUAGES)       # LANGUAGE <lang>: en, de, cs
 DEFAULT_MISSED_LIMIT = 3
@@ -113,30 +126,42 @@ class GameOptions:
         return timedelta(days=self.vacation_days)
 
     def describe(self, turn_hours: float | None) -> str:
-        """One line for STATUS and NEWGAME's answer."""
-        parts = [f"turns of {turn_hours:g} hours" if turn_hours else "no deadline"]
+        """One line for STATUS and NEWGAME's answer, in English (describe_said: the same
+        in the reader's language)."""
+        return str(self.describe_said(turn_hours))
+
+    def describe_said(self, turn_hours: float | None) -> Message:
+        """The options as a line of a mail, said in its reader's language: "turns of 48
+        hours, deadlines at 18:00 UTC, reminder 12 h before, ..."."""
+        parts: list[Message] = [
+            _n("turns of {hours} hour", "turns of {hours} hours", _count(turn_hours),
+               hours=format(turn_hours, "g")) if turn_hours else _("no deadline")]
         if self.deadline_hour is not None:
-            parts.append(f"deadlines at {self.deadline_hour:02d}:00 UTC")
+            parts.append(_("deadlines at {hour}:00 UTC", hour=format(self.deadline_hour, "02d")))
         if self.grace_hours:
-            parts.append(f"grace {self.grace_hours:g} h")
+            parts.append(_("grace {hours} h", hours=format(self.grace_hours, "g")))
         lead = self.reminder_lead(turn_hours)
         if lead is not None:
-            parts.append(f"reminder {lead.total_seconds() / 3600:g} h before")
-        parts.append(f"missed-turn limit {self.missed_limit}" if self.missed_limit
-                     else "no missed-turn limit")
-        parts.append(f"vacation cap {self.vacation_days:g} days")
-        parts.append(f"missing orders: {self.policy}")
-        parts.append(f"robot {self.robot}")
+            parts.append(_("reminder {hours} h before",
+                           hours=format(lead.total_seconds() / 3600, "g")))
+        parts.append(_("missed-turn limit {n}", n=self.missed_limit) if self.missed_limit
+                     else _("no missed-turn limit"))
+        parts.append(_n("vacation cap {days} day", "vacation cap {days} days",
+                        _count(self.vacation_days), days=format(self.vacation_days, "g")))
+        parts.append(_("missing orders: {policy}", policy=POLICY_NAMES.get(
+            self.policy, self.policy)))
+        parts.append(_("robot {level}", level=LEVEL_NAMES.get(self.robot, self.robot)))
         if self.language != "en":
-            parts.append(f"language {self.language}")
+            parts.append(_("language {language}", language=self.language))
         if self.press != "public":
-            parts.append("private press (SAY TO one player)" if self.press == "private"
-                         else "no press (no SAY)")
+            parts.append(_("private press (SAY TO one player)") if self.press == "private"
+                         else _("no press (no SAY)"))
         if self.open:
-            parts.append("open for sign-up" + (", starts when full" if self.autostart else ""))
+            parts.append(_("open for sign-up, starts when full") if self.autostart
+                         else _("open for sign-up by mail"))
         if self.wait:
-            parts.append("WAIT (no early resolution)")
-        return ", ".join(parts)
+            parts.append(_("WAIT (no early resolution)"))
+        return joined(parts, ", ")
 
 
 @dataclass

@@ -237,9 +237,13 @@ def _caps(session: Session, email: str) -> list[Message]:
     for game, player in running_games_of(session, email):
         cap = options_of(game).vacation_days
         left = max(0.0, cap - player.absent_days_used)
-        out.append(_("Game {game}: deadlines move for you by at most {cap} days in all; "
-                     "{left} days are left. Beyond that the referee decides.",
-                     game=game.name, cap=format(cap, "g"), left=format(left, ".1f")))
+        # whole days but for a half day an absence may have used (left=13.5)
+        out.append(_n("Game {game}: deadlines move for you by at most {cap} days in all; "
+                      "{left} day is left. Beyond that the referee decides.",
+                      "Game {game}: deadlines move for you by at most {cap} days in all; "
+                      "{left} days are left. Beyond that the referee decides.",
+                      1 if left == 1 else (2 if left != int(left) else int(left)),
+                      game=game.name, cap=format(cap, "g"), left=format(left, "g")))
     return out
 
 

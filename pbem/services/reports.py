@@ -19,7 +19,7 @@ from pbem.games import heard_by, seated, talk_lines, watchers_of
 from pbem.kinds import kind_of
 from pbem.links import key_generation, private_link
 from pbem.models import Game, Player
-from pbem.options import robot_level
+from pbem.options import LEVEL_NAMES, robot_level
 from pbem.outbox import Origin, Queued, enqueue
 from pbem.services.export import export_json
 from pbem.services.post import Post, tagged
@@ -77,7 +77,7 @@ def report_context(game: Game, players: dict[int, Player], state: Any, seat: int
         "deadline": view["deadline"],
         "your_due": kind.due(state).get(seat) if seat is not None and not over else None,
         "record_file": record_file(game) if over else None,
-        "robot_level": robot_level(game),
+        "robot_level": LEVEL_NAMES[robot_level(game)],
         "timezone": player.timezone if player is not None else None,
         # the pictures (pbem.charts): the odds of each bid the reader must answer now, and
         # the course of the game in the final report
