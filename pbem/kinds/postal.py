@@ -91,7 +91,7 @@ class PostalKind(BidMoves[PostalState]):
         return new_game(stream, RuleSet.from_json(dict(rules)))
 
     def due(self, state: PostalState) -> dict[int, str]:
-        return {seat: str(what) for seat, what in self.due_said(state).items()}
+        return {seat: Told(what) for seat, what in self.due_said(state).items()}
 
     def due_said(self, state: PostalState) -> dict[int, Said]:
         out: dict[int, Said] = {}

@@ -23,6 +23,7 @@ from email.utils import parseaddr
 from babel.messages.pofile import read_po
 
 from pbem.i18n import LOCALE_DIR
+from pbem.kinds import KINDS
 from pbem.order_words import ORDER_WORDS
 
 STOP_WORDS = frozenset("""
@@ -62,7 +63,10 @@ _KEYWORDS = frozenset(
     word for message in read_po((LOCALE_DIR / "pbem.pot").open("rb")) if message.id
     for source in ([message.id] if isinstance(message.id, str) else message.id)
     for word in re.findall(r"\b[A-Z]{2,}\b", source)) | frozenset(
-    w for table in ORDER_WORDS.values() for w in table for w in w.split())
+    w for table in ORDER_WORDS.values() for w in table for w in w.split()) | frozenset(
+    word for kind in KINDS.values() for command in kind.commands
+    for text in (command.usage, *command.aliases)
+    for word in re.findall(r"\b[A-Z]{2,}\b", text))
 
 _SKIPPED = re.compile(
     r"<[^<>\s]+@[^<>\s]+>"                 # Message-IDs
