@@ -144,7 +144,8 @@ class GameOptions:
         if lead is not None:
             parts.append(_("reminder {hours} h before",
                            hours=format(lead.total_seconds() / 3600, "g")))
-        parts.append(_("missed-turn limit {n}", n=self.missed_limit) if self.missed_limit
+        parts.append(_n("missed-turn limit {n}", "missed-turn limit {n}", self.missed_limit)
+                     if self.missed_limit
                      else _("no missed-turn limit"))
         parts.append(_n("vacation cap {days} day", "vacation cap {days} days",
                         _count(self.vacation_days), days=format(self.vacation_days, "g")))

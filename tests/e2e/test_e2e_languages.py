@@ -5,8 +5,10 @@ A postal game and a classic game, each with the game's language set by the refer
 orders in that language's words (BIETE 3 Fünfer, HOCH DIE BECHER; SÁZKA 3 pětky,
 NEVĚŘÍM), some with the accents left out. Every mail a player gets, reports, answers
 and notices, is in the game's language: no English phrase of the catalogue is in it
-(testkit.catalogue.english_left) and its own words are; every mail is answered once and
-the game ends as an English one does.
+(testkit.catalogue.english_left), no common English word either (a stop-list:
+tests/i18n/english_words.py) and its own words are; every mail is answered once and
+the game ends as an English one does. A postal game with every side order, private
+press, a missed turn and a replacement is read the same way, mail by mail.
 """
 
 from __future__ import annotations
@@ -116,6 +118,11 @@ def test_a_whole_game_in_the_players_language(table: Table, kind: str, language:
     english = {f"{user}: {msg['Subject']}": found for user, msg in seen
                if (found := english_in(msg, language))}
     assert not english, english
+    # nor any common English word, which no catalogue lists
+    names = [f"Player-{u}" for u in PLAYERS] + [game]
+    words = {f"{user}: {msg['Subject']}": found for user, msg in seen
+             if (found := english_in_mail(msg, names))}
+    assert not words, words
     for user, msg in seen:
         text = text_of(msg)
         assert any(word in text for word in OWN_WORDS[language]), (user, text[:400])
