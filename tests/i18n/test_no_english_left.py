@@ -281,7 +281,7 @@ def test_a_mail_of_english_words_about_no_game_is_answered_in_english(
     """LIST in English from a player of a German game: the words' language."""
     new_game(server, f"LANGUAGE {language}", "g1")
     admin(server, "START g1")
-    send(server, ANN, "LIST")
+    assert "Bluff by mail: the games" in send(server, ANN, "LIST")
     assert parseaddr(str(last(server, ANN)["From"]))[0] == FROM["en"]
 
 
