@@ -42,24 +42,11 @@ from datetime import timedelta
 from typing import Any
 
 from pbem.errors import Refusal
-from pbem.wording import LANGUAGES, Message, _, _n, joined
+from pbem.wording import LANGUAGES, Message, _, _n, count_of, joined
 
 POLICIES = ("robot", "challenge", "raise")   # MISSING <policy>: what plays a missed order
 ROBOT_LEVELS = ("easy", "normal", "strong")   # ROBOT <level>: pbem.rules.robot.LEVELS
 DEFAULT_ROBOT_LEVEL = "strong"
-# the levels and policies as a reader reads them (the words to write stay English)
-LEVEL_NAMES: dict[str, Message] = {"easy": _("easy"), "normal": _("normal"),
-                                   "strong": _("strong")}
-POLICY_NAMES: dict[str, Message] = {"robot": _("robot"), "challenge": _("challenge"),
-                                    "raise": _("raise")}
-
-
-def _count(amount: float | None) -> int:
-    """The count a plural form is chosen by for an amount that may have a fraction (1.5
-    hours): the "few" form, as German and Czech say a fraction."""
-    if amount is None:
-        return 0
-    return int(amount) if amount == int(amount) else 2
 PRESS = ("public", "private", "none")   # PRESS <press>: what table talk may be
 GAME_LANGUAGES = tuple(LANGUAGES)       # LANGUAGE <lang>: en, de, cs
 DEFAULT_MISSED_LIMIT = 3
@@ -74,6 +61,12 @@ OPTION_HINT = _("options: SEED <n>, DEADLINE <hours>, AT <hour UTC>, GRACE <hour
                 "REMIND <hours>, MISSED <n>, VACATION <days>, MISSING robot|challenge|raise, "
                 "ROBOT easy|normal|strong, PRESS public|private|none, LANGUAGE en|de|cs, "
                 "OPEN, AUTOSTART, WAIT, RULES <kind> ... (last)")
+
+# the levels and policies as a reader reads them (the words to write stay English)
+LEVEL_NAMES: dict[str, Message] = {"easy": _("easy"), "normal": _("normal"),
+                                   "strong": _("strong")}
+POLICY_NAMES: dict[str, Message] = {"robot": _("robot"), "challenge": _("challenge"),
+                                    "raise": _("raise")}
 
 
 @dataclass
@@ -134,7 +127,7 @@ class GameOptions:
         """The options as a line of a mail, said in its reader's language: "turns of 48
         hours, deadlines at 18:00 UTC, reminder 12 h before, ..."."""
         parts: list[Message] = [
-            _n("turns of {hours} hour", "turns of {hours} hours", _count(turn_hours),
+            _n("turns of {hours} hour", "turns of {hours} hours", count_of(turn_hours),
                hours=format(turn_hours, "g")) if turn_hours else _("no deadline")]
         if self.deadline_hour is not None:
             parts.append(_("deadlines at {hour}:00 UTC", hour=format(self.deadline_hour, "02d")))
@@ -148,7 +141,7 @@ class GameOptions:
                      if self.missed_limit
                      else _("no missed-turn limit"))
         parts.append(_n("vacation cap {days} day", "vacation cap {days} days",
-                        _count(self.vacation_days), days=format(self.vacation_days, "g")))
+                        count_of(self.vacation_days), days=format(self.vacation_days, "g")))
         parts.append(_("missing orders: {policy}", policy=POLICY_NAMES.get(
             self.policy, self.policy)))
         parts.append(_("robot {level}", level=LEVEL_NAMES.get(self.robot, self.robot)))

@@ -207,6 +207,13 @@ def ngettext(singular: str, plural: str, n: int) -> str:
     return singular if n == 1 else plural
 
 
+def count_of(amount: float) -> int:
+    """The count a plural form is chosen by for an amount that may have a fraction: the
+    amount when whole, else 2 (1.5 hours, 13.5 days: the "few" form, as German and Czech
+    say a fraction, and English's plural)."""
+    return int(amount) if amount == int(amount) else 2
+
+
 def plural(singular: str, plural: str, n: int) -> str:
     """The form for ``n``, with ``{n}`` in it replaced by ``n``."""
     return ngettext(singular, plural, n).replace("{n}", str(n))
