@@ -10,14 +10,15 @@ from email.message import EmailMessage
 from email.utils import parseaddr
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlmodel import Session, select
 
-from pbem.i18n import LANGUAGES, answer_language
+from pbem.i18n import LANGUAGES, answer_language, translator
 from pbem.models import Player
 from pbem.robot_client import parse_mail
 from pbem.server import Server
+from pbem.wording import USAGE_FIELDS, count_of, usage_said
 from testkit.desk import (
     PLAYERS,
     Clock,
@@ -318,3 +319,34 @@ def test_the_rule_by_example() -> None:
     assert answer_language(game=None, plays_in="cs") == "cs"
     assert answer_language(game=None, default="de") == "de"
     assert answer_language(game=None, written="xx", default="xx") == "en"
+
+
+# --- the fields of a usage, the count of an amount ------------------------------------------
+
+USAGE_TEXT = st.lists(st.one_of(st.sampled_from(sorted(USAGE_FIELDS)),
+                                st.sampled_from(["BID", "TO", "|", "[", "]", "<odd one>", "..."])),
+                      max_size=8).map(" ".join)
+
+
+@settings(deadline=None)         # the first example reads the German catalogue
+@given(USAGE_TEXT)
+def test_a_usage_is_said_field_by_field(usage: str) -> None:
+    assert usage_said(usage) == usage                         # English: as written
+    german = usage_said(usage, translator("de"))
+    assert not any(field in german for field in USAGE_FIELDS)  # every field said
+    assert german.count("<odd one>") == usage.count("<odd one>")   # an unknown one stays
+    words = {"BID", "TO", "|", "[", "]", "..."}                # the command words stay
+    assert [w for w in german.split() if w in words] == [w for w in usage.split()
+                                                         if w in words]
+
+
+def test_a_usage_by_example() -> None:
+    assert usage_said("BID <quantity> <face>", translator("de")) == "BID <Anzahl> <Augenzahl>"
+    assert usage_said("ABSENT <from-date> <to-date>", translator("cs")) == (
+        "ABSENT <od-data> <do-data>")
+
+
+@given(st.floats(min_value=0, max_value=1000, allow_nan=False))
+def test_the_count_of_an_amount(amount: float) -> None:
+    n = count_of(amount)
+    assert n == amount if amount == int(amount) else n == 2
