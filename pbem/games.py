@@ -37,7 +37,7 @@ from pbem.models import (
     TalkMessage,
     Watcher,
 )
-from pbem.options import language_of, options_of
+from pbem.options import options_of
 from pbem.rules.dice import DiceStream, commitment
 from pbem.rules.postal_record import draw_seats
 from pbem.rules.ruleset import RuleSet
@@ -335,25 +335,6 @@ def add_player(session: Session, game: Game, email: str, name: str) -> Player:
     session.add(player)
     session.flush()
     return player
-
-
-def reading_of_address(session: Session, email: str,
-                       game: Game | None = None) -> tuple[str | None, str | None]:
-    """How a player's address reads mail: (its language, its time zone). The language is
-    their own (LANGUAGE), else their game's (``game``'s if they play in it, else their
-    latest); (None, None) for an address that plays nowhere here."""
-    email = email.lower()
-    rows = session.exec(select(Player, Game).join(Game, col(Game.id) == Player.game_id)
-                        .where(Player.email == email)
-                        .order_by(col(Player.id).desc()).limit(50)).all()
-    if not rows:
-        return None, None
-    zone = next((p.timezone for p, _g in rows if p.timezone), None)
-    own = next((p.language for p, _g in rows if p.language), None)
-    if own:
-        return own, zone
-    chosen = next(((p, g) for p, g in rows if game is not None and g.id == game.id), rows[0])
-    return language_of(chosen[1], chosen[0]), zone
 
 
 def remove_entrant(session: Session, game: Game, player: Player) -> None:

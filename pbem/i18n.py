@@ -19,7 +19,8 @@ from babel.messages.pofile import read_po
 
 from pbem.wording import ENGLISH, LANGUAGES, Translator
 
-__all__ = ["LANGUAGES", "SOURCE_LANGUAGE", "best_language", "known_language", "translator"]
+__all__ = ["LANGUAGES", "SOURCE_LANGUAGE", "answer_language", "best_language", "known_language",
+           "translator"]
 
 SOURCE_LANGUAGE = "en"
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
@@ -56,6 +57,23 @@ def translator(language: str) -> Translator:
 def known_language(code: str | None, default: str = SOURCE_LANGUAGE) -> str:
     """``code`` if pbem speaks it, else ``default``."""
     return code if code is not None and code in LANGUAGES else default
+
+
+def answer_language(*, game: str | None, own: str | None = None, chosen: str | None = None,
+                    written: str | None = None, plays_in: str | None = None,
+                    default: str = SOURCE_LANGUAGE) -> str:
+    """The language a mail to someone is in (the one rule; docs/commands.md, "Languages").
+
+    About a game (``game``: its language): the language that person reads that game in,
+    their own there (``own``: LANGUAGE, or the language their JOIN was written in), else
+    the one the address chose anywhere (``chosen``: a player REPLACEd into the game
+    without one reads the game's), else the game's. About no game: the language of the
+    mail's words (``written``: a mail of English order words is answered in English),
+    else the address's chosen one, else that of the games it plays (``plays_in``), else
+    ``default`` (the server's). A code pbem does not speak counts as none."""
+    order = (own, chosen, game) if game is not None else (written, chosen, plays_in)
+    return next((c for c in order if c is not None and c in LANGUAGES),
+                known_language(default))
 
 
 def best_language(accept: str | None, default: str = SOURCE_LANGUAGE) -> str:

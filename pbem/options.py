@@ -42,7 +42,7 @@ from datetime import timedelta
 from typing import Any
 
 from pbem.errors import Refusal
-from pbem.wording import LANGUAGES, Message, _
+from pbem.wording import LANGUAGES, Message, _, _n, count_of, joined
 
 POLICIES = ("robot", "challenge", "raise")   # MISSING <policy>: what plays a missed order
 ROBOT_LEVELS = ("easy", "normal", "strong")   # ROBOT <level>: pbem.rules.robot.LEVELS
@@ -61,6 +61,12 @@ OPTION_HINT = _("options: SEED <n>, DEADLINE <hours>, AT <hour UTC>, GRACE <hour
                 "REMIND <hours>, MISSED <n>, VACATION <days>, MISSING robot|challenge|raise, "
                 "ROBOT easy|normal|strong, PRESS public|private|none, LANGUAGE en|de|cs, "
                 "OPEN, AUTOSTART, WAIT, RULES <kind> ... (last)")
+
+# the levels and policies as a reader reads them (the words to write stay English)
+LEVEL_NAMES: dict[str, Message] = {"easy": _("easy"), "normal": _("normal"),
+                                   "strong": _("strong")}
+POLICY_NAMES: dict[str, Message] = {"robot": _("robot"), "challenge": _("challenge"),
+                                    "raise": _("raise")}
 
 
 @dataclass
@@ -113,31 +119,45 @@ class GameOptions:
         return timedelta(days=self.vacation_days)
 
     def describe(self, turn_hours: float | None, *, signing_up: bool = True) -> str:
-        """One line for STATUS and NEWGAME's answer (signing_up: the game has not started,
-        so OPEN and AUTOSTART still mean something)."""
-        parts = [f"turns of {turn_hours:g} hours" if turn_hours else "no deadline"]
+        """One line for STATUS and NEWGAME's answer, in English (describe_said: the same
+        in the reader's language; signing_up: the game has not started, so OPEN and
+        AUTOSTART still mean something)."""
+        return str(self.describe_said(turn_hours, signing_up=signing_up))
+
+    def describe_said(self, turn_hours: float | None, *,
+                      signing_up: bool = True) -> Message:
+        """The options as a line of a mail, said in its reader's language: "turns of 48
+        hours, deadlines at 18:00 UTC, reminder 12 h before, ..."."""
+        parts: list[Message] = [
+            _n("turns of {hours} hour", "turns of {hours} hours", count_of(turn_hours),
+               hours=format(turn_hours, "g")) if turn_hours else _("no deadline")]
         if self.deadline_hour is not None:
-            parts.append(f"deadlines at {self.deadline_hour:02d}:00 UTC")
+            parts.append(_("deadlines at {hour}:00 UTC", hour=format(self.deadline_hour, "02d")))
         if self.grace_hours:
-            parts.append(f"grace {self.grace_hours:g} h")
+            parts.append(_("grace {hours} h", hours=format(self.grace_hours, "g")))
         lead = self.reminder_lead(turn_hours)
         if lead is not None:
-            parts.append(f"reminder {lead.total_seconds() / 3600:g} h before")
-        parts.append(f"missed-turn limit {self.missed_limit}" if self.missed_limit
-                     else "no missed-turn limit")
-        parts.append(f"vacation cap {self.vacation_days:g} days")
-        parts.append(f"missing orders: {self.policy}")
-        parts.append(f"robot {self.robot}")
+            parts.append(_("reminder {hours} h before",
+                           hours=format(lead.total_seconds() / 3600, "g")))
+        parts.append(_n("missed-turn limit {n}", "missed-turn limit {n}", self.missed_limit)
+                     if self.missed_limit
+                     else _("no missed-turn limit"))
+        parts.append(_n("vacation cap {days} day", "vacation cap {days} days",
+                        count_of(self.vacation_days), days=format(self.vacation_days, "g")))
+        parts.append(_("missing orders: {policy}", policy=POLICY_NAMES.get(
+            self.policy, self.policy)))
+        parts.append(_("robot {level}", level=LEVEL_NAMES.get(self.robot, self.robot)))
         if self.language != "en":
-            parts.append(f"language {self.language}")
+            parts.append(_("language {language}", language=self.language))
         if self.press != "public":
-            parts.append("private press (SAY TO one player)" if self.press == "private"
-                         else "no press (no SAY)")
+            parts.append(_("private press (SAY TO one player)") if self.press == "private"
+                         else _("no press (no SAY)"))
         if self.open and signing_up:
-            parts.append("open for sign-up" + (", starts when full" if self.autostart else ""))
+            parts.append(_("open for sign-up, starts when full") if self.autostart
+                         else _("open for sign-up by mail"))
         if self.wait:
-            parts.append("WAIT (no early resolution)")
-        return ", ".join(parts)
+            parts.append(_("WAIT (no early resolution)"))
+        return joined(parts, ", ")
 
 
 @dataclass
@@ -248,12 +268,6 @@ def parse_options(words: list[str], name: str) -> NewGame:
 def options_of(game: Any) -> GameOptions:
     """The desk options of a Game row."""
     return GameOptions.from_json(getattr(game, "options_json", None))
-
-
-def language_of(game: Any, player: Any = None) -> str:
-    """The language a player of the game reads: their own (LANGUAGE), else the game's."""
-    own = getattr(player, "language", None)
-    return own if own in GAME_LANGUAGES else options_of(game).language
 
 
 def robot_level(game: Any) -> str:

@@ -31,7 +31,17 @@ from pbem.errors import PbemError
 from pbem.i18n import SOURCE_LANGUAGE, known_language, translator
 from pbem.paths import packaged_dir
 from pbem.usertext import shown
-from pbem.wording import ENGLISH, Message, Translator, _, _n, listing, percent, say
+from pbem.wording import (
+    ENGLISH,
+    Message,
+    Translator,
+    _,
+    _n,
+    listing,
+    percent,
+    say,
+    usage_said,
+)
 from pbem.zones import Reader, in_zone
 
 __all__ = [
@@ -663,6 +673,7 @@ def template_environment(override_dir: Path | None,
         count_in=count_in,
         when=in_zone,        # a time in the reader's zone, UTC beside (pbem.zones)
         said=said_value,     # a value put into a sentence (_SaidWhenCompiled)
+        usage=lambda value: usage_said(str(said_value(value)), tr),  # HELP's commands
         said_escaped=_said_escaped_in(tr),
     )
     env.globals.update(lookup=lookup, plural=plural_in(tr), ngettext=tr.ngettext,

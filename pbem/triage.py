@@ -27,12 +27,11 @@ from pbem.commands.registry import (
 from pbem.config import Settings
 from pbem.errors import Refusal
 from pbem.faults import fail_point
-from pbem.games import active_players, find_game, load_state, reading_of_address
+from pbem.games import active_players, find_game, load_state
 from pbem.kinds import kind_of
 from pbem.mail.read import MAX_LINE_CHARS, MAX_TEXT_LINES, InboundMessage, read_message
 from pbem.mail.text import BodyLine
 from pbem.models import Game, InboundMail
-from pbem.options import language_of
 from pbem.order_words import words_language
 from pbem.orders import MAIL_LINES, Command, ParsedText, help_lines, parse_text
 from pbem.services import bounces, failures, turns
@@ -298,29 +297,27 @@ def referee_mail(session: Session, post: Post, mail: Incoming) -> str:
 # --- answers ------------------------------------------------------------------------------
 
 def reader_language(session: Session, post: Post, msg: InboundMessage,
-                    who: Turnkey | None = None, parsed: ParsedText | None = None) -> str:
-    """The language a mail is answered in: the referee's own; a known player's
-    (LANGUAGE, else their game's); else the language of the mail's order words (a JOIN
-    written in German is answered in German); else the server's."""
-    settings = post.settings
+                    who: Turnkey | None = None, parsed: ParsedText | None = None,
+                    game: Game | None = None) -> str:
+    """The language a mail is answered in (the one rule, Post.reader_of): about the game
+    of a known player (``who``) or ``game``, the language they read it in; about no game,
+    the language of the mail's order words (all English: English), else the address's."""
     sender = (msg.from_addr or "").lower()
-    if sender == settings.referee.lower():
-        return settings.referee_language
     if who is not None:
-        return language_of(who.game, who.player)
-    known = reading_of_address(session, sender)[0] if sender else None
-    if known:
-        return known
-    written = parsed.language if parsed is not None else words_language(
-        line.text for line in msg.lines)
-    return written or settings.language
+        return post.language_of(session, sender, who.game, player=who.player)
+    if parsed is not None:
+        written = parsed.language or ("en" if parsed.orders else None)
+    else:
+        written = words_language(line.text for line in msg.lines)
+    return post.language_of(session, sender, game, written=written)
 
 
 def answer_error(session: Session, post: Post, mail: Incoming, refused: Refusal) -> None:
     """A short error: each line at fault, what is wrong and the fix; then only the orders
     of that game's kind the sender may write now; HELP for everything else."""
-    game = find_game_or_none(session, refused.game) if refused.game else None
-    language = reader_language(session, post, mail.msg)
+    game = (find_game_or_none(session, refused.game) if refused.game
+            else named_game(session, mail.msg))
+    language = reader_language(session, post, mail.msg, game=game)
     context = {"problems": [p.__dict__ for p in refused.problems], "game": refused.game,
                "help_lines": help_lines(orders_now(session, game, mail.sender), language),
                "closed": game.status if game is not None and game.status in (

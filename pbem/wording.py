@@ -16,6 +16,7 @@ any object with gettext's ``gettext``/``ngettext``.
 
 from __future__ import annotations
 
+import re
 import string
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -206,6 +207,13 @@ def ngettext(singular: str, plural: str, n: int) -> str:
     return singular if n == 1 else plural
 
 
+def count_of(amount: float) -> int:
+    """The count a plural form is chosen by for an amount that may have a fraction: the
+    amount when whole, else 2 (1.5 hours, 13.5 days: the "few" form, as German and Czech
+    say a fraction, and English's plural)."""
+    return int(amount) if amount == int(amount) else 2
+
+
 def plural(singular: str, plural: str, n: int) -> str:
     """The form for ``n``, with ``{n}`` in it replaced by ``n``."""
     return ngettext(singular, plural, n).replace("{n}", str(n))
@@ -237,3 +245,27 @@ def percent(p: float) -> str:
     if 0.995 <= p < 1.0:
         return ">99%"
     return f"{round(p * 100):d}%"
+
+
+# the fields of a command's usage ("BID <quantity> <face>"), said in the reader's language
+# where HELP and errors list the commands (the command words themselves stay as written)
+USAGE_FIELDS: Mapping[str, Message] = {
+    "<game>": _("<game>"), "<key>": _("<key>"), "<your key>": _("<your key>"),
+    "<quantity>": _("<quantity>"), "<face>": _("<face>"), "<seat>": _("<seat>"),
+    "<text>": _("<text>"), "<name>": _("<name>"), "<your name>": _("<your name>"),
+    "<from-date>": _("<from-date>"), "<to-date>": _("<to-date>"), "<token>": _("<token>"),
+    "<total>": _("<total>"), "<player>": _("<player>"),
+    "<player number or name>": _("<player number or name>"),
+    "<new address>": _("<new address>"), "<email>": _("<email>"), "<zone>": _("<zone>"),
+    "<IANA name>": _("<IANA name>"), "<code>": _("<code>"), "<n>": _("<n>"),
+    "<hours>": _("<hours>"), "<hour>": _("<hour>"), "<days>": _("<days>"),
+    "<order>": _("<order>"), "<kind>": _("<kind>"), "<mail id>": _("<mail id>"),
+    "<first>": _("<first>"), "<last>": _("<last>"), "<referee key>": _("<referee key>")}
+_USAGE_FIELD = re.compile(r"<[^<>\n]{1,40}>")
+
+
+def usage_said(text: str, tr: Translator = ENGLISH) -> str:
+    """A command's usage with its fields in ``tr``'s language: "BID <quantity> <face>" ->
+    "BID <Anzahl> <Augenzahl>"; a field it does not know stays as written."""
+    return _USAGE_FIELD.sub(lambda m: USAGE_FIELDS[m.group()].said(tr)
+                            if m.group() in USAGE_FIELDS else m.group(), text)

@@ -52,7 +52,7 @@ from pbem.orders import Order, game_name, no_args
 from pbem.services.clock import vacation_check
 from pbem.services.post import notice, tagged
 from pbem.services.reports import record_attachment
-from pbem.wording import LANGUAGES, Message, Said, _, _n, plural
+from pbem.wording import LANGUAGES, Message, Said, _, _n, count_of, plural
 from pbem.zones import ZONE_EXAMPLE, in_zone, zone_named
 
 MAX_TALK = 2000
@@ -294,9 +294,12 @@ def _caps(session: Session, email: str) -> list[Message]:
     for game, player in running_games_of(session, email):
         cap = options_of(game).vacation_days
         left = max(0.0, cap - player.absent_days_used)
-        out.append(_("Game {game}: deadlines move for you by at most {cap} days in all; "
-                     "{left} days are left. Beyond that the referee decides.",
-                     game=game.name, cap=format(cap, "g"), left=format(left, ".1f")))
+        out.append(_n("Game {game}: deadlines move for you by at most {cap} days in all; "
+                      "{left} day is left. Beyond that the referee decides.",
+                      "Game {game}: deadlines move for you by at most {cap} days in all; "
+                      "{left} days are left. Beyond that the referee decides.",
+                      count_of(left),
+                      game=game.name, cap=format(cap, "g"), left=format(left, "g")))
     return out
 
 

@@ -104,7 +104,7 @@ def welcome(ctx: CommandContext, game: Game, player: Player) -> None:
           "{game} ({count} of {most} seats taken so far).", name=player.name,
           referee=ctx.post.referee, game=game.name, count=count, most=kind.max_players),
         _("The game: {rules}; {options}.", rules=kind.describe_rules(json.loads(game.rules_json)),
-          options=options_of(game).describe(game.turn_hours)),
+          options=options_of(game).describe_said(game.turn_hours)),
         _("Your first report, with your dice and what to do, comes when the game starts. The "
           "rules: send HELP to this address (the answer carries them)."),
         _("Your key: {key}. A fresh mail about this game needs the lines GAME "

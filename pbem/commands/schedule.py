@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from sqlmodel import Session, col, delete, select
 
 from pbem.commands.context import CommandContext, MailCommand
-from pbem.deadlines import relative_said, utc
+from pbem.deadlines import relative_said, time_left, utc
 from pbem.errors import Refusal
 from pbem.games import audit, find_game, players_of, remove_entrant
 from pbem.models import Game, Signup, Watcher
@@ -163,7 +163,7 @@ def do_extend(ctx: CommandContext, order: Order) -> str:
         game.paused_left_seconds += more.total_seconds()
         what = _("The referee added {hours} hours to the time left on the deadline of turn "
                  "{turn}; {left} will be left when the game resumes.", hours=format(hours, "g"),
-                 turn=game.turn, left=_hours(game.paused_left_seconds))
+                 turn=game.turn, left=time_left(int(game.paused_left_seconds)))
         said = f"{_hours(game.paused_left_seconds)} left when it resumes"
     elif game.grace_until is not None:
         game.grace_until += more
@@ -202,7 +202,7 @@ def do_pause(ctx: CommandContext, order: Order) -> str:
     if game.paused_left_seconds is not None:
         paused = _("{paused} {left} were left on the deadline; the clock restarts with that "
                    "much when the game resumes.", paused=paused,
-                   left=_hours(game.paused_left_seconds))
+                   left=time_left(int(game.paused_left_seconds)))
     announce(ctx.session, ctx.post, game, _("the game is paused"), [paused],
              ctx.now, action="pause", actor="referee")
     return f"game {game.name} paused" + (f" ({_hours(game.paused_left_seconds)} left)"

@@ -74,8 +74,8 @@ class GameKind(ABC, Generic[S, M]):
     option_help: Said                 # one line on its NEWGAME options
     help_note: Said                   # what HELP says about the game's dice and pieces
     # DEFAULT <word> -> what a standing order does in this kind (the words it accepts),
-    # in English; standing_orders_said: the same said in the reader's language
-    standing_orders: Mapping[str, str]
+    # said in the reader's language (str() of one is its English)
+    standing_orders: Mapping[str, Said]
     # the Jinja2 template pair of its turn report (NAME.txt.j2, NAME.html.j2); a kind
     # without its own shows the generic one (notes, standings, history)
     report_template: str = "generic_report"

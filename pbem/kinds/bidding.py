@@ -25,7 +25,6 @@ STANDING_ORDERS_SAID: dict[str, Message] = {
     "RAISE": _("raise to the lowest legal bid (or challenge when no raise is left)"),
     "ROBOT": _("let the robot choose your move"),
     "NONE": _("no standing order: the game's policy decides (normally the robot)")}
-STANDING_ORDERS = {word: str(what) for word, what in STANDING_ORDERS_SAID.items()}
 
 
 def read_bid_order(orders: Sequence[Order]) -> tuple[Order, list[Order], Move]:

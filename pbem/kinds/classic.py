@@ -20,7 +20,6 @@ from pbem.errors import Refusal
 from pbem.kinds.base import Resolution, TakenOrder, Understood
 from pbem.kinds.bidding import (
     HELP_NOTE,
-    STANDING_ORDERS,
     STANDING_ORDERS_SAID,
     BidMoves,
     count_chart,
@@ -38,7 +37,7 @@ from pbem.kinds.tables import (
     lifted_cups,
     orange,
 )
-from pbem.kinds.words import Told, bid_words
+from pbem.kinds.words import KIND_TITLES, Told, bid_words
 from pbem.orders import PLAYER_COMMANDS, Order
 from pbem.rules.bid_moves import BidMove, Move
 from pbem.rules.classic import (
@@ -61,7 +60,7 @@ from pbem.rules.odds import OtherSeat, SeatView, bid_odds, bids_since_reroll
 from pbem.rules.postal import make_ladder
 from pbem.rules.robot import DEFAULT_LEVEL, choose_move
 from pbem.rules.ruleset import ExactRule, RuleSet
-from pbem.wording import Message, _, _n, joined
+from pbem.wording import Message, Said, _, _n, joined
 
 MOVE_NAMES = ("BID", "CHALLENGE", "EXPOSE")
 SIX_KEY = "dice_if_six_players"
@@ -226,7 +225,7 @@ def _event_lines(events: Sequence[Event], you: int | None = None) -> list[str]:
 
 class ClassicKind(BidMoves[ClassicState]):
     name = "classic"
-    title = "classic Bluff"
+    title = Told(KIND_TITLES["classic"])
     min_players = 2
     max_players = 6
     commands = tuple(c for c in PLAYER_COMMANDS if c.name in MOVE_NAMES)
@@ -237,7 +236,7 @@ class ClassicKind(BidMoves[ClassicState]):
     option_help = OPTION_HELP
     help_note = HELP_NOTE
     standing_orders_said: Mapping[str, Message] = STANDING_ORDERS_SAID
-    standing_orders: Mapping[str, str] = STANDING_ORDERS
+    standing_orders: Mapping[str, Said] = STANDING_ORDERS_SAID
 
     def parse_options(self, words: Sequence[str]) -> JSON:
         rules, six = RuleSet(), None
@@ -434,8 +433,11 @@ class ClassicKind(BidMoves[ClassicState]):
 
     def history(self, state: ClassicState) -> list[str]:
         def bid_lines(round_no: int, bids: Sequence[PlacedBid]) -> list[str]:
-            return [f"Round {round_no}: player {b.seat} bid {b.bid}"
-                    + (f", exposing {_faces(b.exposed)}" if b.exposed else "") for b in bids]
+            return [Told(_("Round {round}: player {seat} bid {bid}, exposing {faces}",
+                           round=round_no, seat=b.seat, bid=bid_words(b.bid),
+                           faces=_faces(b.exposed)) if b.exposed else
+                         _("Round {round}: player {seat} bid {bid}", round=round_no,
+                           seat=b.seat, bid=bid_words(b.bid))) for b in bids]
 
         lines: list[str] = []
         for end in state.finished:

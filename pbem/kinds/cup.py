@@ -20,7 +20,7 @@ from pbem.errors import Refusal
 from pbem.kinds.base import GameKind, Resolution, TakenOrder, Understood
 from pbem.kinds.jsontypes import JSON, JSONMap
 from pbem.kinds.tables import POINTS_TABLE, Viewer, cup_scores, cup_tables
-from pbem.kinds.words import Told
+from pbem.kinds.words import KIND_TITLES, Told
 from pbem.orders import Command, Order, SeatByName
 from pbem.rules import cupofbluff as cb
 from pbem.rules import robot_cup
@@ -43,7 +43,7 @@ from pbem.rules.cupofbluff import (
 )
 from pbem.rules.dice import DiceStream
 from pbem.rules.errors import IllegalMove, RulesError
-from pbem.wording import Message, _, _n
+from pbem.wording import Message, Said, _, _n
 
 RULES_VERSION = 1
 SEAT_HINT = _("write the player's number or name, e.g. TO 3, TO player 3 or TO Ann")
@@ -148,20 +148,20 @@ def _answer(ok: bool) -> Callable[[list[str]], Answer]:
 
 COMMANDS: tuple[Command, ...] = (
     Command("ANNOUNCE", "ANNOUNCE <total> TO <player number or name>",
-            "as the Bluffer: claim your dice show this total (3-18, its token in the centre)",
+            _("as the Bluffer: claim your dice show this total (3-18, its token in the centre)"),
             parse_announce),
     Command("STEAL", "STEAL <token> FROM <player number or name>",
-            "as the Bluffer: claim your dice show the total of that player's token",
+            _("as the Bluffer: claim your dice show the total of that player's token"),
             parse_steal),
     Command("DOUBLET", "DOUBLET TAKE <token> GIVE <token> [<token> ...]",
-            "as the Bluffer with a double: swap your tokens for a centre token of equal points",
+            _("as the Bluffer with a double: swap your tokens for a centre token of equal points"),
             parse_doublet),
-    Command("OK", "OK", "as the Guesser: you believe the Bluffer's claim", _answer(True),
+    Command("OK", "OK", _("as the Guesser: you believe the Bluffer's claim"), _answer(True),
             aliases=("OK!", "OKAY")),
-    Command("BLUFF", "BLUFF", "as the Guesser: you do not believe it", _answer(False),
+    Command("BLUFF", "BLUFF", _("as the Guesser: you do not believe it"), _answer(False),
             aliases=("BLUFF!", "BLUFF YOU", "BLUFF YOU!")),
     Command("GIVE", "GIVE <token>",
-            "as the Bluffer after a failed steal: the token you give the Guesser", parse_give),
+            _("as the Bluffer after a failed steal: the token you give the Guesser"), parse_give),
 )
 MOVE_NAMES = tuple(c.name for c in COMMANDS)
 
@@ -337,7 +337,7 @@ def record_json(r: TurnRecord, you: int | None = None) -> JSON:
 
 class CupKind(GameKind[CupState, Move]):
     name = "cup"
-    title = "Cup of Bluff"
+    title = Told(KIND_TITLES["cup"])
     min_players = cb.MIN_PLAYERS
     max_players = cb.MAX_PLAYERS
     commands = COMMANDS
@@ -354,8 +354,7 @@ class CupKind(GameKind[CupState, Move]):
                        "plays)"),
         "ROBOT": _("let the robot choose your move"),
         "NONE": _("no standing order: the game's policy decides (normally the robot)")}
-    standing_orders: Mapping[str, str] = {word: str(what)
-                                          for word, what in standing_orders_said.items()}
+    standing_orders: Mapping[str, Said] = standing_orders_said
 
     def parse_options(self, words: Sequence[str]) -> JSON:
         if words:

@@ -9,7 +9,6 @@ from pbem.errors import Refusal
 from pbem.kinds.base import Resolution, TakenOrder, Understood
 from pbem.kinds.bidding import (
     HELP_NOTE,
-    STANDING_ORDERS,
     STANDING_ORDERS_SAID,
     BidMoves,
     count_chart,
@@ -20,7 +19,7 @@ from pbem.kinds.bidding import (
 from pbem.kinds.generic_record import GameRows
 from pbem.kinds.jsontypes import JSON, JSONMap, Odds
 from pbem.kinds.tables import Viewer, postal_scores, postal_tables
-from pbem.kinds.words import Told, bid_words
+from pbem.kinds.words import KIND_TITLES, Told, bid_words
 from pbem.orders import PLAYER_COMMANDS, Order
 from pbem.rules.bid_moves import BidMove, Move, move_from_json
 from pbem.rules.dice import DiceStream, Die, face_from_json, face_symbol
@@ -41,7 +40,7 @@ from pbem.rules.postal_record import GameRecord, RecordedMove, result_json
 from pbem.rules.robot import DEFAULT_LEVEL, choose_move
 from pbem.rules.ruleset import RuleSet
 from pbem.rules.view import holdings, odds_view
-from pbem.wording import Message, Said, _, _n
+from pbem.wording import Message, Said, _, _n, joined
 
 # the postal record (pbem.bluff.record/1) as an object: `pbem demo` and tests read it
 PostalRecord = GameRecord
@@ -62,7 +61,7 @@ def _event_lines(events: Sequence[Event], you: int | None = None) -> list[str]:
 
 class PostalKind(BidMoves[PostalState]):
     name = "postal"
-    title = "postal Bluff"
+    title = Told(KIND_TITLES["postal"])
     min_players = PLAYERS
     max_players = PLAYERS
     commands = tuple(c for c in PLAYER_COMMANDS if c.name in MOVE_NAMES)
@@ -73,7 +72,7 @@ class PostalKind(BidMoves[PostalState]):
                     "section 4)")
     help_note = HELP_NOTE
     standing_orders_said: Mapping[str, Message] = STANDING_ORDERS_SAID
-    standing_orders: Mapping[str, str] = STANDING_ORDERS
+    standing_orders: Mapping[str, Said] = STANDING_ORDERS_SAID
 
     @property
     def view_format(self) -> str:
@@ -92,7 +91,7 @@ class PostalKind(BidMoves[PostalState]):
         return new_game(stream, RuleSet.from_json(dict(rules)))
 
     def due(self, state: PostalState) -> dict[int, str]:
-        return {seat: str(what) for seat, what in self.due_said(state).items()}
+        return {seat: Told(what) for seat, what in self.due_said(state).items()}
 
     def due_said(self, state: PostalState) -> dict[int, Said]:
         out: dict[int, Said] = {}
@@ -177,20 +176,28 @@ class PostalKind(BidMoves[PostalState]):
         return holdings(state, seat)
 
     def history(self, state: PostalState) -> list[str]:
-        lines = []
+        lines: list[tuple[int, Told]] = []
         for game in state.minigames:
             for placed in game.bids:
-                shown = (f", exposing {' '.join(face_symbol(f) for f in placed.exposed)}"
-                         if placed.exposed else "")
-                lines.append(f"turn {placed.turn}, mini-game {game.number}: player "
-                             f"{placed.seat} bid {placed.bid}{shown}")
+                values = {"turn": placed.turn, "number": game.number, "seat": placed.seat,
+                          "bid": bid_words(placed.bid)}
+                lines.append((placed.turn, Told(
+                    _("turn {turn}, mini-game {number}: player {seat} bid {bid}, exposing "
+                      "{faces}", faces=" ".join(face_symbol(f) for f in placed.exposed),
+                      **values) if placed.exposed else
+                    _("turn {turn}, mini-game {number}: player {seat} bid {bid}", **values))))
             if game.challenge is not None:
                 c = game.challenge
-                lost = ", ".join(f"player {s} {'loses' if n > 0 else 'gains'} {abs(n)}"
-                                 for s, n in sorted(c.result.losses.items()))
-                lines.append(f"turn {c.turn}, mini-game {game.number}: player {c.seat} "
-                             f"challenged; the table held {c.result.actual} ({lost})")
-        return sorted(lines, key=lambda line: int(line.split(",")[0].split()[1]))
+                paid = joined([_n("player {seat} loses {n}", "player {seat} loses {n}", n,
+                                  seat=s) if n > 0 else
+                               _n("player {seat} gains {n}", "player {seat} gains {n}", -n,
+                                  seat=s)
+                               for s, n in sorted(c.result.losses.items())], ", ")
+                lines.append((c.turn, Told(_(
+                    "turn {turn}, mini-game {number}: player {seat} challenged; the table "
+                    "held {actual} ({paid})", turn=c.turn, number=game.number, seat=c.seat,
+                    actual=c.result.actual, paid=paid))))
+        return [line for _turn, line in sorted(lines, key=lambda item: item[0])]
 
     def bid_charts(self, state: PostalState, seat: int) -> list[JSON]:
         number = state.due().get(seat)

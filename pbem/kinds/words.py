@@ -13,7 +13,7 @@ their reader's language.
 from __future__ import annotations
 
 from pbem.rules.ladder import Bid
-from pbem.wording import Message, _
+from pbem.wording import Message, Translator, _
 
 # the kinds' course labels (GameKind.course_label: plain text, as pbem.charts draws it),
 # marked here so that the catalogue has them; pbem.charts says them in the reader's
@@ -42,3 +42,8 @@ class Told(str):
         # (a copy or unpickling passes the text, then restores the message)
         told.message = message if isinstance(message, Message) else Message(str(message))
         return told
+
+    def said(self, tr: Translator) -> str:
+        """Its message in ``tr``'s language (a Told among a message's values is said, as
+        pbem.wording.say says anything with a ``said``)."""
+        return self.message.said(tr)

@@ -19,16 +19,20 @@ from sqlalchemy import bindparam, update
 from sqlmodel import Session, col, select
 
 from pbem.config import Settings
-from pbem.games import active_players, audit, reading_of_address
+from pbem.games import active_players, audit
+from pbem.i18n import answer_language
 from pbem.mail.newtext import QUOTE
 from pbem.mail.quotecut import reply_text
 from pbem.mail.read import InboundMessage
 from pbem.mail.sent import sent_texts
 from pbem.models import Game, InboundMail, OutboundMail, Player
-from pbem.options import language_of
+from pbem.options import options_of
 from pbem.outbox import Origin, Queued, enqueue
 from pbem.render import Renderer, html_part, text_part
 from pbem.wording import Message, Said, _
+
+# the From name of every mail, in its reader's language (the body signs the same way)
+SENDER_NAME = _("Bluff referee")
 
 
 def tagged(game: str, text: Said) -> Message:
@@ -58,20 +62,41 @@ class Post:
         """A subject line in its reader's language (and zone)."""
         return str(self.renderer.say(subject, language, zone))
 
-    def language_of(self, session: Session, address: str, game: Game | None = None) -> str:
+    def language_of(self, session: Session, address: str, game: Game | None = None, *,
+                    player: Player | None = None, written: str | None = None) -> str:
         """The language mail to ``address`` is written in (reader_of)."""
-        return self.reader_of(session, address, game)[0]
+        return self.reader_of(session, address, game, player=player, written=written)[0]
 
-    def reader_of(self, session: Session, address: str,
-                  game: Game | None = None) -> tuple[str, str | None]:
-        """How mail to ``address`` is written: (language, time zone). The referee's own
-        language; a player's own (LANGUAGE) or their game's, and their TIMEZONE; else the
-        game's language, or the server's."""
-        if address == self.referee:
+    def reader_of(self, session: Session, address: str, game: Game | None = None, *,
+                  player: Player | None = None,
+                  written: str | None = None) -> tuple[str, str | None]:
+        """How mail to ``address`` is written: (language, time zone). Every mail's
+        language is decided here, by pbem.i18n.answer_language: the referee's own; about
+        ``game``, the language the address reads that game in (``player``: its seat
+        there, if the caller has it); about no game, the language of the mail's words
+        (``written``), else the address's own. The zone is the address's TIMEZONE."""
+        if address.lower() == self.referee.lower():
             return self.settings.referee_language, None
-        found, zone = reading_of_address(session, address, game)
-        return (found or (language_of(game) if game is not None
-                          else self.settings.language)), zone
+        rows = session.exec(select(Player, Game).join(Game, col(Game.id) == Player.game_id)
+                            .where(Player.email == address.lower())
+                            .order_by(col(Player.id).desc()).limit(50)).all()
+        if player is None and game is not None:
+            player = next((p for p, g in rows if g.id == game.id), None)
+        zone = (player.timezone if player is not None and player.timezone
+                else next((p.timezone for p, _g in rows if p.timezone), None))
+        language = answer_language(
+            game=options_of(game).language if game is not None else None,
+            own=player.language if player is not None else None,
+            chosen=next((p.language for p, _g in rows if p.language), None),
+            written=written,
+            plays_in=options_of(rows[0][1]).language if rows else None,
+            default=self.settings.language)
+        return language, zone
+
+    def origin_in(self, language: str) -> Origin:
+        """The server as the sender of a mail in ``language``: its From name said there."""
+        return Origin(self.origin.address,
+                      str(self.renderer.say(SENDER_NAME, language)))
 
 
 @dataclass(frozen=True)
@@ -95,14 +120,15 @@ def answer(session: Session, post: Post, mail: Incoming, template: str, subject:
     it (In-Reply-To, References)."""
     text, html = post.renderer.render(template, context, language, zone)
     return _reply(session, post, mail, template, post.subject(subject, language, zone), text,
-                  html, game_id=game_id, seat=seat, turn=turn, attachments=attachments)
+                  html, language=language, game_id=game_id, seat=seat, turn=turn,
+                  attachments=attachments)
 
 
 def _reply(session: Session, post: Post, mail: Incoming, kind: str, subject: str, text: str,
-           html: str, *, game_id: int | None, seat: int | None, turn: int | None,
+           html: str, *, language: str, game_id: int | None, seat: int | None, turn: int | None,
            attachments: Sequence[tuple[str, str, bytes]] = ()) -> Queued:
     msg = mail.msg
-    return enqueue(session, post.origin, kind=kind, to=mail.sender, subject=subject,
+    return enqueue(session, post.origin_in(language), kind=kind, to=mail.sender, subject=subject,
                    text=text, html=html, now=post.clock(), in_reply_to=msg.message_id,
                    references=([*msg.references, msg.message_id] if msg.message_id
                                else msg.references),
@@ -145,7 +171,8 @@ def answer_parts(session: Session, post: Post, mail: Incoming, parts: Sequence[A
     context = {"subject": subject, "game": game,
                "parts": [{"text": text_part(t), "html": html_part(h)} for t, h in rendered]}
     text, html = post.renderer.render("combined", context, language)
-    return _reply(session, post, mail, "combined", subject, text, html, game_id=game_id,
+    return _reply(session, post, mail, "combined", subject, text, html, language=language,
+                  game_id=game_id,
                   seat=seat, turn=turn,
                   attachments=[a for p in ordered for a in p.attachments])
 
@@ -162,7 +189,7 @@ def notice(session: Session, post: Post, to: str, subject: Said, paragraphs: Seq
     context = {"subject": said, "paragraphs": list(paragraphs),
                "game": game.name if game is not None else None}
     text, html = post.renderer.render("notice", context, language, zone)
-    return enqueue(session, post.origin, kind=kind, to=to, subject=said, text=text,
+    return enqueue(session, post.origin_in(language), kind=kind, to=to, subject=said, text=text,
                    html=html, now=now, game_id=game.id if game is not None else None,
                    seat=seat, turn=turn, shipped_html=post.renderer.shipped_only)
 
@@ -178,8 +205,9 @@ def announce(session: Session, post: Post, game: Game, subject: Said,
     recipients = active_players(session, game) if players is None else players
     full = tagged(game.name, subject)
     for player in recipients:
+        language, zone = post.reader_of(session, player.email, game, player=player)
         notice(session, post, player.email, full, paragraphs, now,
-               language=language_of(game, player), zone=player.timezone, game=game,
+               language=language, zone=zone, game=game,
                seat=player.seat, turn=game.turn if player.seat is not None else None)
     audit(session, game, now, action, " ".join(str(p) for p in paragraphs), actor=actor)
     return len(recipients)

@@ -19,7 +19,7 @@ from pbem.games import heard_by, seated, talk_lines, watchers_of
 from pbem.kinds import kind_of
 from pbem.links import key_generation, private_link
 from pbem.models import Game, Player
-from pbem.options import language_of, robot_level
+from pbem.options import LEVEL_NAMES, robot_level
 from pbem.outbox import Origin, Queued, enqueue
 from pbem.services.export import export_json
 from pbem.services.post import Post, tagged
@@ -77,7 +77,7 @@ def report_context(game: Game, players: dict[int, Player], state: Any, seat: int
         "deadline": view["deadline"],
         "your_due": kind.due(state).get(seat) if seat is not None and not over else None,
         "record_file": record_file(game) if over else None,
-        "robot_level": robot_level(game),
+        "robot_level": LEVEL_NAMES[robot_level(game)],
         "timezone": player.timezone if player is not None else None,
         # the pictures (pbem.charts): the odds of each bid the reader must answer now, and
         # the course of the game in the final report
@@ -123,13 +123,13 @@ def enqueue_reports(session: Session, post: Post, game: Game, state: Any, *, now
         told = (seat_notes or {}).get(seat, notes or [])   # "you" for the reader's seat
         context = report_context(game, players, state, seat, now, origin, told,
                                  heard_by(talk, seat), post.settings.web, drawn)
-        language = language_of(game, player)
+        language = post.language_of(session, player.email, game, player=player)
         text, html = renderer.render(kind_of(game).report_template, context, language,
                                      player.timezone)
         subject = post.subject(tagged(game.name, _("final report") if kind_of(game).over(state)
                                       else _("turn {turn} report", turn=game.turn)), language)
         attachment = ("report.json", "application/json", view_json(context["view"]))
-        rows.append(enqueue(session, origin, kind="report", to=player.email, subject=subject,
+        rows.append(enqueue(session, post.origin_in(language), kind="report", to=player.email, subject=subject,
                             text=text, html=html, now=now, attachments=[attachment, *record],
                             in_reply_to=in_reply_to,
                             references=[in_reply_to] if in_reply_to else (),
@@ -166,7 +166,7 @@ def _watcher_reports(session: Session, post: Post, game: Game, state: Any,
         subject = post.subject(tagged(game.name, _("final report (public view)")
                                       if kind_of(game).over(state)
                                       else _("turn {turn} public view", turn=game.turn)), language)
-        rows += [enqueue(session, post.origin, kind="watch", to=email, subject=subject,
+        rows += [enqueue(session, post.origin_in(language), kind="watch", to=email, subject=subject,
                          text=text, html=html, now=now, attachments=[attachment, *record],
                          game_id=game.id, turn=game.turn,
                          shipped_html=post.renderer.shipped_only)

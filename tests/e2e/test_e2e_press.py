@@ -21,7 +21,7 @@ pytestmark = pytest.mark.mailstack
 
 PLAYERS = ["p1", "p2", "p3", "p4", "p5"]
 # how a report marks a word said to its reader only, in each language
-TO_YOU_ONLY = {"en": "to you only", "de": "nur an dich", "cs": "jen pro tebe"}
+TO_YOU_ONLY = {"en": "to you only", "de": "nur an dich", "cs": "jen pro vás"}
 NAMES = {"p1": "Ann", "p2": "Ben", "p3": "Dan", "p4": "Tereza", "p5": "Greta"}
 
 

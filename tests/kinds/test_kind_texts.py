@@ -55,7 +55,7 @@ def test_a_name_that_fits_no_one_or_two_is_refused_with_the_players() -> None:
 def test_cup_texts_are_cup_texts() -> None:
     assert "star" not in CUP.help_note and "tokens" in CUP.help_note
     assert "RAISE" not in CUP.standing_orders and "BLUFF" in CUP.standing_orders["CHALLENGE"]
-    assert "bid" not in " ".join(CUP.standing_orders.values())
+    assert "bid" not in " ".join(map(str, CUP.standing_orders.values()))
     for name in ("postal", "classic"):
         assert "star" in KINDS[name].help_note
         assert "bid" in KINDS[name].standing_orders["CHALLENGE"]
