@@ -343,15 +343,26 @@ def bare_bids(words: Sequence[str]) -> list[Reading]:
     return found
 
 
-def _pairs_in(words: Sequence[str]) -> list[Reading]:
-    """Each quantity followed by a face word in the clause ("... drei Fünfer ...")."""
-    found = []
-    for i in range(len(words) - 1):
-        quantity = _quantity(words[i:i + 1])
+_OR = frozenset({"OR", "ODER", "NEBO", "BZW", "AND", "UND", "A"})
+
+
+def _pairs_in(words: Sequence[str]) -> tuple[list[Reading], set[str]]:
+    """The bids in a clause, each a quantity and a face word ("... drei Fünfer ..."),
+    and the clause's other words."""
+    found: list[Reading] = []
+    rest: set[str] = set()
+    i = 0
+    while i < len(words):
+        quantity = _quantity(words[i:i + 1]) if i + 1 < len(words) else None
         noun = _face_noun(words[i + 1]) if quantity is not None else None
         if quantity is not None and noun is not None:
-            found.append(_bid(quantity[0], noun[0], noun[1], quantity[1]))
-    return found
+            bid = _bid(quantity[0], noun[0], noun[1], quantity[1])
+            found += [bid] if bid not in found else []
+            i += 2
+        else:
+            rest.add(words[i])
+            i += 1
+    return found, rest
 
 
 @dataclass(frozen=True)
@@ -408,9 +419,9 @@ def _clause(words: list[str], vocab: Vocabulary) -> tuple[str, list[Reading]]:
             # after a verb of bidding, the quantity comes first ("Ich biete 3 5")
             return "order", [Reading(b.name, b.args, b.language or lang)
                              for b in (bids[:1] if cut else bids)]
-    pairs = _pairs_in(core)
+    pairs, rest = _pairs_in(core)
     talks = set(core)
-    if pairs and (talks & _BID_VERBS or len(pairs) > 1 and 4 * len(pairs) >= len(core)):
+    if pairs and (talks & _BID_VERBS or len(pairs) > 1 and rest <= _OR):
         # a bid spoken of ("I don't bid three fives"), or bids and little else ("drei
         # Fünfer oder vier Vierer")
         return "unsure", pairs

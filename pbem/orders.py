@@ -342,7 +342,9 @@ def parse_text(lines: Sequence[TextLine], commands: Sequence[Command]) -> Parsed
         if match and refused is None:
             continue
         found = read_line(text, grammar.vocab)
-        if isinstance(found, Read):
+        if refused is not None and isinstance(found, Read) and found.reading.by_word:
+            result.problems.append(refused)     # the order word's own problem says more
+        elif isinstance(found, Read):
             _read_spoken(line, found.reading, grammar, result)
         elif refused is not None and not (isinstance(found, Doubt)
                                           and found.why in ("two", "number", "question")):
