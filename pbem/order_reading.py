@@ -220,7 +220,7 @@ def _table(*tables: tuple[str | None, dict[str, object]]) -> dict[str, tuple[obj
 _FACE_NOUNS = _table(("de", {w: f for w, f in FACE_WORDS["de"].items()}),
                      ("cs", {w: f for w, f in FACE_WORDS["cs"].items()}),
                      (None, dict(ENGLISH_FACE_WORDS)))
-_NUMBERS = _table(*((lang if lang != "en" else None, dict(table))
+_NUMBERS = _table(*((lang if lang != "en" else None, dict[str, object](table))
                     for lang, table in NUMBER_WORDS.items()))
 # the face words that are also plain numbers: a face only where the line's shape says so
 _PLAIN_NUMBERS = frozenset(_NUMBERS)
@@ -419,9 +419,9 @@ def _clause(words: list[str], vocab: Vocabulary) -> tuple[str, list[Reading]]:
             # after a verb of bidding, the quantity comes first ("Ich biete 3 5")
             return "order", [Reading(b.name, b.args, b.language or lang)
                              for b in (bids[:1] if cut else bids)]
-    pairs, rest = _pairs_in(core)
+    pairs, others = _pairs_in(core)
     talks = set(core)
-    if pairs and (talks & _BID_VERBS or len(pairs) > 1 and rest <= _OR):
+    if pairs and (talks & _BID_VERBS or len(pairs) > 1 and others <= _OR):
         # a bid spoken of ("I don't bid three fives"), or bids and little else ("drei
         # Fünfer oder vier Vierer")
         return "unsure", pairs

@@ -228,7 +228,7 @@ def order_said(name: str, args: tuple[str, ...], language: str | None) -> str:
     """An order as its order word writes it in ``language`` (None: English): "BIETE 3
     Fünfer", "SÁZKA 5 pětek", "HOCH DIE BECHER", "BID 4 stars"; a bid's arguments are a
     quantity and a face ("3", "5"; "*" the star)."""
-    lang = language if language in ORDER_WORDS else "en"
+    lang = language if language is not None and language in ORDER_WORDS else "en"
     word = ORDER_WORDS[lang].get(name, (name,))[0] if lang != "en" else name
     if name == "BID" and len(args) == 2 and args[0].isdigit() and args[1] in FACES_SAID["en"]:
         count = int(args[0])
