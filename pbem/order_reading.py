@@ -243,7 +243,7 @@ def words_of(text: str) -> tuple[list[list[str]], bool]:
     return [c for c in clauses if c], asks
 
 
-def _strip_courtesy(words: list[str]) -> list[str]:
+def strip_courtesy(words: list[str]) -> list[str]:
     """The clause without the greetings and courtesy words at its two ends."""
     start, end = 0, len(words)
     changed = True
@@ -343,6 +343,23 @@ def bare_bids(words: Sequence[str]) -> list[Reading]:
     return found
 
 
+# words that make a bid after them a maybe ("vielleicht drei Fünfer", "maybe three fives")
+_HEDGES = frozenset(w for word in ("MAYBE", "PERHAPS", "PROBABLY", "VIELLEICHT",
+                                   "WAHRSCHEINLICH", "EVENTUELL", "MOŽNÁ", "ASI", "NEJSPÍŠ")
+                    for w in spelled(word))
+
+
+def _hedged(core: Sequence[str]) -> bool:
+    """One or two words, then a bid, where a word is a maybe or a verb of bidding
+    mistyped ("Ich beite drei Dreier": did you mean "biete"?)."""
+    for size in (2, 3):
+        if len(core) in (size + 1, size + 2) and bare_bids(core[-size:]):
+            before = core[:-size]
+            return any(w in _HEDGES or any(one_slip(w, v) for v in _BID_VERBS if len(v) >= 4)
+                       for w in before)
+    return False
+
+
 _OR = frozenset({"OR", "ODER", "NEBO", "BZW", "AND", "UND", "A"})
 
 
@@ -363,6 +380,22 @@ def _pairs_in(words: Sequence[str]) -> tuple[list[Reading], set[str]]:
             rest.add(words[i])
             i += 1
     return found, rest
+
+
+def one_slip(word: str, name: str) -> bool:
+    """``word`` is ``name`` with one letter left out, one added, or two neighbours swapped
+    (a letter changed counts too in a name of six letters or more)."""
+    if word == name or abs(len(word) - len(name)) > 1:
+        return False
+    if len(word) == len(name):
+        diff = [i for i, (a, b) in enumerate(zip(word, name, strict=True)) if a != b]
+        if len(diff) == 2 and diff[1] == diff[0] + 1:
+            return word[diff[0]] == name[diff[1]] and word[diff[1]] == name[diff[0]]
+        return len(diff) == 1 and len(name) >= 6
+    short, long_ = (word, name) if len(word) < len(name) else (name, word)
+    if len(long_) < 4:
+        return False
+    return any(long_[:i] + long_[i + 1:] == short for i in range(len(long_)))
 
 
 @dataclass(frozen=True)
@@ -387,7 +420,7 @@ def _clause(words: list[str], vocab: Vocabulary) -> tuple[str, list[Reading]]:
     """What one clause is: "empty" (greetings), "order" (its readings: one, or two for a
     number that may be either), "unsure" (it speaks of an order the grammar does not
     read; the readings it may mean), or "prose"."""
-    core = _strip_courtesy(words)
+    core = strip_courtesy(words)
     if not core:
         return "empty", []
     if len(core) > MAX_CLAUSE_WORDS:
@@ -419,6 +452,8 @@ def _clause(words: list[str], vocab: Vocabulary) -> tuple[str, list[Reading]]:
             # after a verb of bidding, the quantity comes first ("Ich biete 3 5")
             return "order", [Reading(b.name, b.args, b.language or lang)
                              for b in (bids[:1] if cut else bids)]
+    if _hedged(core):
+        return "unsure", bare_bids(core[-2:])[:1] or bare_bids(core[-3:])[:1]
     pairs, others = _pairs_in(core)
     talks = set(core)
     if pairs and (talks & _BID_VERBS or len(pairs) > 1 and others <= _OR):

@@ -21,6 +21,7 @@ import difflib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Literal, Protocol
 
 from pbem.errors import LineProblem, Refusal
@@ -31,8 +32,11 @@ from pbem.order_reading import (
     Reading,
     Vocabulary,
     bare_bids,
+    one_slip,
     read_line,
+    strip_courtesy,
     vocabulary,
+    words_of,
 )
 from pbem.order_words import (
     FOLDED_FACES,
@@ -508,27 +512,11 @@ def mistyped(word: str, names: Sequence[str]) -> str | None:
         return letters
     word = letters
     for name in names:
-        if _one_slip(word, name):
+        if one_slip(word, name):
             return name
     close = difflib.get_close_matches(word, [n for n in names if len(n) >= 6], n=1,
                                       cutoff=0.85)
     return close[0] if close else None
-
-
-def _one_slip(word: str, name: str) -> bool:
-    """``word`` is ``name`` with one letter left out, one added, or two neighbours swapped
-    (a letter changed counts too in a name of six letters or more)."""
-    if word == name or abs(len(word) - len(name)) > 1:
-        return False
-    if len(word) == len(name):
-        diff = [i for i, (a, b) in enumerate(zip(word, name, strict=True)) if a != b]
-        if len(diff) == 2 and diff[1] == diff[0] + 1:
-            return word[diff[0]] == name[diff[1]] and word[diff[1]] == name[diff[0]]
-        return len(diff) == 1 and len(name) >= 6
-    short, long_ = (word, name) if len(word) < len(name) else (name, word)
-    if len(long_) < 4:
-        return False
-    return any(long_[:i] + long_[i + 1:] == short for i in range(len(long_)))
 
 
 def _without_end_punctuation(args: list[str]) -> list[str]:
@@ -542,17 +530,29 @@ def _without_end_punctuation(args: list[str]) -> list[str]:
 
 def closeness(line: str, commands: Sequence[Command]) -> float:
     """How much a line looks like an order, 0..1: the best likeness of one of its first
-    words to a command word (1.0 when it names one), a little less when the command word
-    comes later in the line ("I challenge you")."""
-    words = [w.upper().strip(END_PUNCTUATION + ",;?()'\"") for w in
+    words to an order word of any language (1.0 when it names one), a little less when the
+    order word comes later in the line ("I challenge you"); a greeting ("Hallo zusammen,")
+    or a thank-you is no order at all (0)."""
+    clauses, _asks = words_of(line)
+    if all(not strip_courtesy(c) for c in clauses):
+        return 0.0
+    words = [folded(w).strip(END_PUNCTUATION + ",;?()'\"") for w in
              _BULLET.sub("", line).split()[:12]]
-    names = {word for c in commands for s in c.spellings for word in s.split()[:1]}
+    names = _first_words(tuple(commands))
     best = 0.0
     for at, word in enumerate(w for w in words if w):
         for name in names:
             ratio = difflib.SequenceMatcher(None, word, name).ratio()
             best = max(best, ratio * (1.0 if at == 0 else 0.9))
     return best
+
+
+@lru_cache(maxsize=32)
+def _first_words(commands: tuple[Command, ...]) -> frozenset[str]:
+    """The first word of every order word of the commands, in every language, folded."""
+    return frozenset(form.split()[0] for c in commands
+                     for s in (*c.spellings, *(w for _lang, w in spellings_of(c.name)))
+                     for form in spelled(s))
 
 
 def closest_lines(lines: Sequence[TextLine], commands: Sequence[Command],
