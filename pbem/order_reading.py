@@ -41,8 +41,8 @@ from pbem.order_words import (
 
 MAX_READ_CHARS = 300   # a longer line is no spoken order: only an order word opens it
 MAX_CLAUSE_WORDS = 12  # a longer clause is prose
-_TOKEN = re.compile(r"\d+(?:[:.,/]\d+)+|[^\W_]+(?:['\u2019\-][^\W_]+)*|[*\u2605]|[.!?;,:\u2026]|\S")
-_BREAKS = frozenset(".!?;,:\u2026")
+_TOKEN = re.compile(r"\d+(?:[:.,/]\d+)+|[^\W_]+(?:['\u2019\-][^\W_]+)*|[*\u2605]|[.!?;,:\u2026\-\u2013\u2014]|\S")
+_BREAKS = frozenset(".!?;,:\u2026-\u2013\u2014")
 _DIGIT_FACE = re.compile(r"^([1-6])(?:S|'S|ER|ERN|EN|KY|KA|EK|KU)$")
 
 
@@ -101,7 +101,7 @@ COURTESY = _phrases(
     "mfg", "also", "gut", "na gut", "na dann", "dann", "jetzt", "nun", "zusammen", "leute",
     "ihr lieben", "hallo zusammen", "hallo leute", "hallo ihr lieben", "hi zusammen",
     "viel glück", "viel spaß", "tschüss", "ciao", "ja", "bitte schön", "bitteschön",
-    "prosím", "díky", "dík", "děkuji", "děkuju", "moc díky", "ahoj", "čau", "nazdar",
+    "prosím", "díky", "dík", "děkuji", "děkuju", "moc díky", "díky moc", "ahoj", "čau", "nazdar",
     "zdravím", "zdravíčko", "dobrý den", "dobrý večer", "tak", "takže", "dobře", "no",
     "hodně štěstí", "s pozdravem", "všem", "ahoj všichni", "zdravím všechny", "jo", "ano",
     "tedy", "teda", "nyní", "teď", "tak tedy",
@@ -139,7 +139,7 @@ BID_OPENERS: dict[str, frozenset[tuple[str, ...]]] = {
                                  "VSADÍM SE NA", "SÁZÍM SE O", "VSÁZÍM", "VSÁZÍM NA",
                                  "ZVYŠUJI NA", "ZVYŠUJU NA", "ZVÝŠÍM NA", "ZVEDÁM NA",
                                  "ZVYŠUJI SÁZKU NA", "ZVÝŠÍM SÁZKU NA", "NABÍZÍM",
-                                 "HLÁSÍM", "ŘÍKÁM", "TIPUJI", "TIPUJU", "TIPUJI NA",
+                                 "HLÁSÍM", "ŘÍKÁM", "NAVRHUJI", "NAVRHUJU", "TIPUJI", "TIPUJU", "TIPUJI NA",
                                  "TIPUJU NA", "JDU NA", "DÁVÁM", "PŘIHAZUJI NA",
                                  "NABÍZÍM SÁZKU", "SÁZÍM NA TO ŽE JE", "ŘEKNU")),
         "MOJE SÁZKA", "MOJE SÁZKA JE", "MÁ SÁZKA", "MÁ SÁZKA JE", "SÁZKA", "SÁZKA JE",
@@ -160,7 +160,7 @@ CHALLENGES: dict[str, frozenset[tuple[str, ...]]] = {
         "DON'T BELIEVE IT", "DONT BELIEVE IT", "NOT BELIEVING IT", "I DOUBT IT",
         "I DOUBT THAT", "CUPS UP", "LIFT THE CUPS", "LIFT YOUR CUPS", "UP WITH THE CUPS",
         "SHOW YOUR DICE", "SHOW ME YOUR DICE", "SHOW THE DICE", "LET'S SEE THE DICE",
-        "I CHALLENGE THE LAST BID",
+        "I CHALLENGE THE LAST BID", "I CHALLENGE THE CURRENT BID", "TAKE IT", "I TAKE IT",
     ),
     "de": _phrases(
         "HOCH DIE BECHER", "BECHER HOCH", "DIE BECHER HOCH", "BECHER RAUF", "BECHER AUF",
@@ -173,7 +173,8 @@ CHALLENGES: dict[str, frozenset[tuple[str, ...]]] = {
         "ZWEIFLE AN", "ZWEIFLE DAS AN", "ICH BEZWEIFLE DAS", "DAS BEZWEIFLE ICH",
         "BEZWEIFLE ICH", "ICH BEZWEIFLE ES", "ANGEZWEIFELT", "ICH ZWEIFLE AN DEM GEBOT",
         "LÜGNER", "ICH DECKE AUF", "AUFDECKEN",
-        "ZEIGT HER", "ZEIGT EURE WÜRFEL", "WÜRFEL ZEIGEN", "ICH WILL DIE WÜRFEL SEHEN", "DAS NEHME ICH DIR NICHT AB", "ICH FORDERE HERAUS",
+        "ZEIGT HER", "ZEIGT EURE WÜRFEL", "WÜRFEL ZEIGEN", "ICH WILL DIE WÜRFEL SEHEN", "DAS NEHME ICH DIR NICHT AB", "ICH FORDERE HERAUS", "ICH ZWEIFLE DEN WERT AN", "ICH ZWEIFLE DEN TIPP AN",
+        "ZWEIFLE DEN WERT AN", "ICH ZWEIFLE DEINEN TIPP AN",
     ),
     "cs": _phrases(
         "NEVĚŘÍM", "TOMU NEVĚŘÍM", "NEVĚŘÍM TOMU", "NEVĚŘÍM TI", "TO NEVĚŘÍM", "JÁ NEVĚŘÍM",
@@ -188,9 +189,9 @@ CHALLENGES: dict[str, frozenset[tuple[str, ...]]] = {
 # words between a quantity and its face ("3 mal die 5", "3 Würfel mit der Augenzahl 5",
 # "3 kostky s číslem 5", "3 dice showing 5")
 _JOINERS = _phrases(
-    "MAL", "MAL DIE", "MAL DER", "X", "\u00d7", "KRÁT", "WÜRFEL MIT DER AUGENZAHL",
+    "MAL", "MAL DIE", "MAL DER", "X", "\u00d7", "KRÁT", "WÜRFEL MIT DER AUGENZAHL", "WÜRFEL MIT EINER", "WÜRFEL MIT EINEM",
     "WÜRFEL MIT AUGENZAHL", "WÜRFEL MIT DER", "WÜRFEL MIT", "WÜRFEL MIT DEM WERT",
-    "KOSTKY S ČÍSLEM", "KOSTEK S ČÍSLEM", "KOSTKY S", "KOSTEK S", "KOSTKY SE", "KOSTEK SE",
+    "KOSTKY S ČÍSLEM", "KOSTEK S ČÍSLEM", "KOSTKY UKAZUJÍ ČÍSLO", "KOSTEK UKAZUJE ČÍSLO", "KOSTKY S", "KOSTEK S", "KOSTKY SE", "KOSTEK SE",
     "KOSTKY NA KTERÝCH JE", "KOSTEK NA KTERÝCH JE", "DICE SHOWING", "DICE SHOWING A",
     "DICE WITH", "DICE WITH A", "DICE OF", "DIE SHOWING", "DIE SHOWING A",
 )
@@ -234,6 +235,8 @@ def words_of(text: str) -> tuple[list[list[str]], bool]:
     clauses: list[list[str]] = [[]]
     asks = False
     for token in _TOKEN.findall(text[:MAX_READ_CHARS]):
+        if token == ":":    # "Mein Gebot: drei Fünfer" is one clause
+            continue
         if token in _BREAKS or token == "?":
             asks = asks or token == "?"
             if clauses[-1]:
@@ -425,21 +428,23 @@ def _clause(words: list[str], vocab: Vocabulary) -> tuple[str, list[Reading]]:
         return "empty", []
     if len(core) > MAX_CLAUSE_WORDS:
         return "prose", []
-    for spelling, name, language in vocab.openers:
-        if tuple(core[:len(spelling)]) == spelling:
-            rest = core[len(spelling):]
-            bids = bare_bids(rest) if name == "BID" else []
-            if bids:   # after the order word, the quantity comes first ("BIETE 3 5")
-                return "order", [Reading(name, bids[0].args, language)]
-            return "order", [Reading(name, tuple(rest), language, by_word=True)]
     key = tuple(core)
     if vocab.challenge:
         for language, phrases in CHALLENGES.items():
             if key in phrases:
                 return "order", [Reading(vocab.challenge, (), None if language == "en"
                                          else language)]
+    by_word: list[Reading] = []
+    for spelling, name, language in vocab.openers:
+        if tuple(core[:len(spelling)]) == spelling:
+            rest = core[len(spelling):]
+            bids = bare_bids(rest) if name == "BID" else []
+            if bids:   # after the order word, the quantity comes first ("BIETE 3 5")
+                return "order", [Reading(name, bids[0].args, language)]
+            by_word = [Reading(name, tuple(rest), language, by_word=True)]
+            break
     if not vocab.bids:
-        return "prose", []
+        return ("order", by_word) if by_word else ("prose", [])
     for cut in range(0, min(len(core) - 1, 9)):
         opener = key[:cut]
         language = next((lang for lang, table in BID_OPENERS.items() if opener in table),
@@ -452,6 +457,8 @@ def _clause(words: list[str], vocab: Vocabulary) -> tuple[str, list[Reading]]:
             # after a verb of bidding, the quantity comes first ("Ich biete 3 5")
             return "order", [Reading(b.name, b.args, b.language or lang)
                              for b in (bids[:1] if cut else bids)]
+    if by_word:
+        return "order", by_word
     if _hedged(core):
         return "unsure", bare_bids(core[-2:])[:1] or bare_bids(core[-3:])[:1]
     pairs, others = _pairs_in(core)

@@ -101,15 +101,15 @@ FACE_WORDS: Mapping[str, Mapping[str, object]] = {
     },
     "cs": {
         **{w: 1 for w in ("JEDNIČKA", "JEDNIČKY", "JEDNIČEK", "JEDNIČKAMI", "JEDNIČKU",
-                          "JEDNA")},
-        **{w: 2 for w in ("DVOJKA", "DVOJKY", "DVOJEK", "DVOJKAMI", "DVOJKU", "DVĚ")},
-        **{w: 3 for w in ("TROJKA", "TROJKY", "TROJEK", "TROJKAMI", "TROJKU", "TŘI")},
-        **{w: 4 for w in ("ČTYŘKA", "ČTYŘKY", "ČTYŘEK", "ČTYŘKAMI", "ČTYŘKU", "ČTYŘI")},
-        **{w: 5 for w in ("PĚTKA", "PĚTKY", "PĚTEK", "PĚTKAMI", "PĚTKU", "PĚT")},
+                          "JEDNIČKOU", "JEDNA")},
+        **{w: 2 for w in ("DVOJKA", "DVOJKY", "DVOJEK", "DVOJKAMI", "DVOJKU", "DVOJKOU", "DVĚ")},
+        **{w: 3 for w in ("TROJKA", "TROJKY", "TROJEK", "TROJKAMI", "TROJKU", "TROJKOU", "TŘI")},
+        **{w: 4 for w in ("ČTYŘKA", "ČTYŘKY", "ČTYŘEK", "ČTYŘKAMI", "ČTYŘKU", "ČTYŘKOU", "ČTYŘI")},
+        **{w: 5 for w in ("PĚTKA", "PĚTKY", "PĚTEK", "PĚTKAMI", "PĚTKU", "PĚTKOU", "PĚT")},
         **{w: STAR_FACE for w in ("HVĚZDIČKA", "HVĚZDIČKY", "HVĚZDIČEK", "HVĚZDIČKAMI",
-                                  "HVĚZDIČKU", "HVĚZDA", "HVĚZDY", "HVĚZD", "HVĚZDAMI",
+                                  "HVĚZDIČKU", "HVĚZDIČKOU", "HVĚZDA", "HVĚZDY", "HVĚZD", "HVĚZDAMI",
                                   "HVĚZDU", "ŠESTKA", "ŠESTKY", "ŠESTEK", "ŠESTKAMI",
-                                  "ŠESTKU", "ŠEST")},
+                                  "ŠESTKU", "ŠESTKOU", "ŠEST")},
     },
 }
 # the English face words the grammar reads as nouns (pbem.orders reads its own spellings)

@@ -346,16 +346,13 @@ def parse_text(lines: Sequence[TextLine], commands: Sequence[Command]) -> Parsed
         if match and refused is None:
             continue
         found = read_line(text, grammar.vocab)
-        if refused is not None and isinstance(found, Read) and found.reading.by_word:
-            result.problems.append(refused)     # the order word's own problem says more
-        elif isinstance(found, Read):
-            _read_spoken(line, found.reading, grammar, result)
-        elif refused is not None and not (isinstance(found, Doubt)
-                                          and found.why in ("two", "number", "question")):
-            result.problems.append(refused)    # an order word, then what no reading takes
-        elif isinstance(found, Doubt) and not (found.why == "unsure"
+        if isinstance(found, Read):
+            _read_spoken(line, found.reading, grammar, result, refused)
+        elif isinstance(found, Doubt) and not (found.why == "unsure" and refused is None
                                                and _typo(tokens, words, grammar)):
             result.problems.append(doubt_problem(line, found))
+        elif refused is not None:      # an order word, then what no reading takes
+            result.problems.append(refused)
         else:
             _typo_or_prose(line, tokens, words, grammar, commands, result)
     return result
@@ -423,15 +420,18 @@ def _without_courtesy(args: list[str]) -> list[str]:
     return kept
 
 
-def _read_spoken(line: TextLine, reading: Reading, grammar: _Grammar,
-                 result: ParsedText) -> None:
-    """An order read from a sentence or a bare bid; a bad one (0 Fünfer) is a problem, an
-    order word after a greeting with a bad rest is prose, as any line without an order."""
+def _read_spoken(line: TextLine, reading: Reading, grammar: _Grammar, result: ParsedText,
+                 refused: LineProblem | None = None) -> None:
+    """An order read from a sentence or a bare bid. A bad one (0 Fünfer) is a problem:
+    the order word's own (``refused``) if the line opened with one; an order word after a
+    greeting with a bad rest is prose, as any line without an order."""
     command = grammar.by_name[reading.name]
     try:
         parsed = command.parse(list(reading.args))
     except Refusal as exc:
-        if reading.by_word:
+        if refused is not None:
+            result.problems.append(refused)
+        elif reading.by_word:
             result.prose.append(line)
         else:
             result.problems.append(LineProblem(
@@ -443,7 +443,7 @@ def _read_spoken(line: TextLine, reading: Reading, grammar: _Grammar,
                                read_as=_read_as(command, parsed, reading.language, written)))
 
 
-_DOUBTS: dict[str, Message] = {
+DOUBTS: dict[str, Message] = {
     "two": _("this line reads as more than one order"),
     "number": _("in this line either number may be the quantity"),
     "question": _("this line asks: I act on no question"),
@@ -462,7 +462,7 @@ def doubt_problem(line: TextLine, doubt: Doubt, said: str | None = None) -> Line
               choices=choices) if len(readings) == 1
             else _("nothing was done; write the one you mean alone on a line: {choices}",
                    choices=choices))
-    return LineProblem(line.number, line.text, _DOUBTS[doubt.why], hint)
+    return LineProblem(line.number, line.text, DOUBTS[doubt.why], hint)
 
 
 # words of their own that are one slip from an order word of another language

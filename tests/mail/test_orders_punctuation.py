@@ -62,6 +62,10 @@ def test_punctuation_is_no_licence_for_words_after_an_order() -> None:
     parsed = read("Challenge! Your turn, Finn.")
     assert parsed.orders == []
     (problem,) = parsed.problems
+    assert "more than an order" in str(problem.message) and "CHALLENGE" in str(problem.hint)
+    parsed = read("Challenge you bluffer")
+    assert parsed.orders == []
+    (problem,) = parsed.problems
     assert "nothing after it" in str(problem.message)
 
 
