@@ -430,18 +430,18 @@ def _clause(words: list[str], vocab: Vocabulary) -> tuple[str, list[Reading]]:
         return "prose", []
     key = tuple(core)
     if vocab.challenge:
-        for language, phrases in CHALLENGES.items():
+        for said_in, phrases in CHALLENGES.items():
             if key in phrases:
-                return "order", [Reading(vocab.challenge, (), None if language == "en"
-                                         else language)]
+                return "order", [Reading(vocab.challenge, (), None if said_in == "en"
+                                         else said_in)]
     by_word: list[Reading] = []
-    for spelling, name, language in vocab.openers:
+    for spelling, name, word_language in vocab.openers:
         if tuple(core[:len(spelling)]) == spelling:
             rest = core[len(spelling):]
             bids = bare_bids(rest) if name == "BID" else []
             if bids:   # after the order word, the quantity comes first ("BIETE 3 5")
-                return "order", [Reading(name, bids[0].args, language)]
-            by_word = [Reading(name, tuple(rest), language, by_word=True)]
+                return "order", [Reading(name, bids[0].args, word_language)]
+            by_word = [Reading(name, tuple(rest), word_language, by_word=True)]
             break
     if not vocab.bids:
         return ("order", by_word) if by_word else ("prose", [])
