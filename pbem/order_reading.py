@@ -105,8 +105,7 @@ COURTESY = _phrases(
     "zdravím", "zdravíčko", "dobrý den", "dobrý večer", "tak", "takže", "dobře", "no",
     "hodně štěstí", "s pozdravem", "všem", "ahoj všichni", "zdravím všechny", "jo", "ano",
     "tedy", "teda", "nyní", "teď", "tak tedy",
-    # the joining words, so that "Challenge! Or four fives." reads as two orders
-    "or", "and", "oder", "und", "nebo",
+    "and", "und",
 )
 _MOST_COURTESY_WORDS = max(len(p) for p in COURTESY)
 
@@ -229,6 +228,10 @@ _PLAIN_NUMBERS = frozenset(_NUMBERS)
 
 # --- reading ---------------------------------------------------------------------------
 
+# "or" between two orders: a clause ends ("drei Fünfer oder vier Vierer")
+_OR_WORDS = frozenset({"OR", "ODER", "NEBO", "BZW"})
+
+
 def words_of(text: str) -> tuple[list[list[str]], bool]:
     """The clauses of a line (its words folded, cut at punctuation) and whether it asks
     (a "?" anywhere)."""
@@ -237,12 +240,13 @@ def words_of(text: str) -> tuple[list[list[str]], bool]:
     for token in _TOKEN.findall(text[:MAX_READ_CHARS]):
         if token == ":":    # "Mein Gebot: drei Fünfer" is one clause
             continue
-        if token in _BREAKS or token == "?":
+        word = folded(token)
+        if token in _BREAKS or token == "?" or word in _OR_WORDS:
             asks = asks or token == "?"
             if clauses[-1]:
                 clauses.append([])
         else:
-            clauses[-1].append(folded(token))
+            clauses[-1].append(word)
     return [c for c in clauses if c], asks
 
 
