@@ -41,6 +41,7 @@ from pbem.order_words import (
 
 MAX_READ_CHARS = 300   # a longer line is no spoken order: only an order word opens it
 MAX_CLAUSE_WORDS = 12  # a longer clause is prose
+MAX_CLAUSES = 8        # a line of more clauses is prose (an order and its greetings: fewer)
 _TOKEN = re.compile(r"\d+(?:[:.,/]\d+)+|[^\W_]+(?:['\u2019\-][^\W_]+)*|[*\u2605]|[.!?;,:\u2026\-\u2013\u2014]|\S")
 _BREAKS = frozenset(".!?;,:\u2026-\u2013\u2014")
 _DIGIT_FACE = re.compile(r"^([1-6])(?:S|'S|ER|ERN|EN|KY|KA|EK|KU)$")
@@ -145,6 +146,9 @@ BID_OPENERS: dict[str, frozenset[tuple[str, ...]]] = {
         "NOVÁ SÁZKA", "NOVÁ SÁZKA JE", "MOJE NOVÁ SÁZKA JE", "SÁZKA NA",
     ),
 }
+
+_OPENER_LANGUAGE = {words: language for language, table in BID_OPENERS.items()
+                    for words in table}
 
 # a challenge as people say it (a whole clause)
 CHALLENGES: dict[str, frozenset[tuple[str, ...]]] = {
@@ -413,14 +417,18 @@ class Vocabulary:
 
     bids: bool
     challenge: str | None
-    openers: tuple[tuple[tuple[str, ...], str, str | None], ...]   # (words, name, language)
+    # (words, name, language) by the first word, longest first
+    openers_by_word: dict[str, list[tuple[tuple[str, ...], str, str | None]]]
 
 
 @lru_cache(maxsize=64)
 def vocabulary(names: tuple[str, ...],
                openers: tuple[tuple[tuple[str, ...], str, str | None], ...]) -> Vocabulary:
     challenge = next((n for n in ("CHALLENGE", "BLUFF") if n in names), None)
-    return Vocabulary("BID" in names, challenge, openers)
+    by_word: dict[str, list[tuple[tuple[str, ...], str, str | None]]] = {}
+    for opener in sorted(openers, key=lambda o: -len(o[0])):
+        by_word.setdefault(opener[0][0], []).append(opener)
+    return Vocabulary("BID" in names, challenge, by_word)
 
 
 def _clause(words: list[str], vocab: Vocabulary) -> tuple[str, list[Reading]]:
@@ -439,7 +447,7 @@ def _clause(words: list[str], vocab: Vocabulary) -> tuple[str, list[Reading]]:
                 return "order", [Reading(vocab.challenge, (), None if said_in == "en"
                                          else said_in)]
     by_word: list[Reading] = []
-    for spelling, name, word_language in vocab.openers:
+    for spelling, name, word_language in vocab.openers_by_word.get(core[0], ()):
         if tuple(core[:len(spelling)]) == spelling:
             rest = core[len(spelling):]
             bids = bare_bids(rest) if name == "BID" else []
@@ -449,10 +457,10 @@ def _clause(words: list[str], vocab: Vocabulary) -> tuple[str, list[Reading]]:
             break
     if not vocab.bids:
         return ("order", by_word) if by_word else ("prose", [])
-    for cut in range(0, min(len(core) - 1, 9)):
-        opener = key[:cut]
-        language = next((lang for lang, table in BID_OPENERS.items() if opener in table),
-                        "" if cut == 0 else None)
+    # a bid ends with its face: no other clause is one (most prose ends here)
+    cuts = range(0, min(len(core) - 1, 9)) if _face_any(core[-1]) else range(0)
+    for cut in cuts:
+        language = _OPENER_LANGUAGE.get(key[:cut], "" if cut == 0 else None)
         if language is None:
             continue
         bids = bare_bids(core[cut:])
@@ -481,6 +489,8 @@ def read_line(text: str, vocab: Vocabulary) -> Read | Doubt | None:
     if len(text) > MAX_READ_CHARS:
         return None
     clauses, asks = words_of(text)
+    if len(clauses) > MAX_CLAUSES:
+        return None
     readings: list[Reading] = []
     prose = unsure = False
     numbers = False

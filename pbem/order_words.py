@@ -12,13 +12,18 @@ Pure: no I/O; pbem.orders imports it.
 from __future__ import annotations
 
 import unicodedata
+from functools import lru_cache
 from collections.abc import Iterable, Mapping
 
 STAR_FACE = "*"       # what pbem.orders makes the star face of (pbem.rules.dice.STAR)
 
 
+@lru_cache(maxsize=8192)
 def folded(word: str) -> str:
-    """A word as the grammar compares it: upper case, accents off (ß becomes SS)."""
+    """A word as the grammar compares it: upper case, accents off (ß becomes SS). (Kept
+    for the words met most: a mail's words repeat, and so do its mails'.)"""
+    if word.isascii():
+        return word.upper()
     decomposed = unicodedata.normalize("NFKD", word.upper().replace("\u2019", "'"))
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 

@@ -291,6 +291,7 @@ class _Grammar:
     by_name: dict[str, Command]
     typo_words: dict[str, str]          # a folded order word -> the spelling to suggest
     vocab: Vocabulary
+    typo_names: tuple[str, ...] = ()    # the keys of typo_words
 
 
 _GRAMMARS: dict[int, tuple[Sequence[Command], _Grammar]] = {}
@@ -318,7 +319,7 @@ def _grammar(commands: Sequence[Command]) -> _Grammar:
     openers = tuple((tuple(words), c.name, lang) for words, c, lang in spellings
                     if c.phase in ("move", "reply"))
     grammar = _Grammar(spellings, by_name, typo_words,
-                       vocabulary(tuple(by_name), openers))
+                       vocabulary(tuple(by_name), openers), tuple(typo_words))
     if isinstance(commands, tuple):
         if len(_GRAMMARS) > 64:
             _GRAMMARS.clear()
@@ -475,7 +476,7 @@ def _typo(tokens: list[str], words: list[str], grammar: _Grammar) -> str | None:
     ("BITEE 5 Fünfer"), never a word of its own ("Zweifel habe ich keine")."""
     if len(tokens) > 6 or words[0] in _NOT_TYPOS:
         return None
-    guess = mistyped(words[0], list(grammar.typo_words))
+    guess = _mistyped(words[0], grammar.typo_names)
     if guess is None or guess in grammar.by_name:
         return guess
     rest = words[1:]
@@ -498,6 +499,12 @@ def _typo_or_prose(line: TextLine, tokens: list[str], words: list[str], grammar:
               usage=_usage(commands, name))))
     else:
         result.prose.append(line)
+
+
+@lru_cache(maxsize=4096)
+def _mistyped(word: str, names: tuple[str, ...]) -> str | None:
+    """mistyped, kept: the first words of a mail's lines repeat ("I", "Hi", "Thanks")."""
+    return mistyped(word, names)
 
 
 def mistyped(word: str, names: Sequence[str]) -> str | None:
