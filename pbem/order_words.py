@@ -12,8 +12,8 @@ Pure: no I/O; pbem.orders imports it.
 from __future__ import annotations
 
 import unicodedata
-from functools import lru_cache
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 
 STAR_FACE = "*"       # what pbem.orders makes the star face of (pbem.rules.dice.STAR)
 
