@@ -374,7 +374,10 @@ def _read_order_line(line: TextLine, text: str, tokens: list[str],
     args = tokens[len(spelling):]
     try:
         parsed = command.parse(_without_end_punctuation(args))
-        result.orders.append(Order(line.number, line.text, command, parsed, language))
+        written = text.rstrip(END_PUNCTUATION)
+        read_as = _read_as(command, parsed, language, written)
+        result.orders.append(Order(line.number, line.text, command, parsed, language,
+                                   read_as=None if read_as == written else read_as))
         return None
     except Refusal as exc:
         refused = exc
