@@ -189,6 +189,9 @@ CHALLENGES: dict[str, frozenset[tuple[str, ...]]] = {
     ),
 }
 
+_ACCEPTS = _phrases("TAKE IT", "I TAKE IT", "PŘIJÍMÁM", "PŘIJÍMÁM SÁZKU", "SÁZKU PŘIJÍMÁM",
+                    "PŘIJÍMÁM TU SÁZKU", "BERU SÁZKU")
+
 # words between a quantity and its face ("3 mal die 5", "3 Würfel mit der Augenzahl 5",
 # "3 kostky s číslem 5", "3 dice showing 5")
 _JOINERS = _phrases(
@@ -443,7 +446,9 @@ def _clause(words: list[str], vocab: Vocabulary) -> tuple[str, list[Reading]]:
     key = tuple(core)
     if vocab.challenge:
         for said_in, phrases in CHALLENGES.items():
-            if key in phrases:
+            # to accept the bet is to challenge it in Bluff, but in Cup of Bluff (BLUFF)
+            # it may as well be OK: never read there
+            if key in phrases and not (vocab.challenge == "BLUFF" and key in _ACCEPTS):
                 return "order", [Reading(vocab.challenge, (), None if said_in == "en"
                                          else said_in)]
     by_word: list[Reading] = []
