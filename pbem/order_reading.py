@@ -41,7 +41,8 @@ from pbem.order_words import (
 
 MAX_READ_CHARS = 300   # a longer line is no spoken order: only an order word opens it
 MAX_CLAUSE_WORDS = 12  # a longer clause is prose
-MAX_CLAUSES = 8        # a line of more clauses is prose (an order and its greetings: fewer)
+MAX_CLAUSES = 6        # a line of more clauses is prose (an order and its greetings: fewer)
+MAX_READINGS = 3       # the readings a doubt offers back, at most
 _TOKEN = re.compile(r"\d+(?:[:.,/]\d+)+|[^\W_]+(?:['\u2019\-][^\W_]+)*|[*\u2605]|[.!?;,:\u2026\-\u2013\u2014]|\S")
 _BREAKS = frozenset(".!?;,:\u2026-\u2013\u2014")
 _DIGIT_FACE = re.compile(r"^([1-6])(?:S|'S|ER|ERN|EN|KY|KA|EK|KU)$")
@@ -189,6 +190,8 @@ CHALLENGES: dict[str, frozenset[tuple[str, ...]]] = {
     ),
 }
 
+_CHALLENGE_LANGUAGE = {words: language for language, table in CHALLENGES.items()
+                       for words in table}
 _ACCEPTS = _phrases("TAKE IT", "I TAKE IT", "PŘIJÍMÁM", "PŘIJÍMÁM SÁZKU", "SÁZKU PŘIJÍMÁM",
                     "PŘIJÍMÁM TU SÁZKU", "BERU SÁZKU")
 
@@ -444,13 +447,12 @@ def _clause(words: list[str], vocab: Vocabulary) -> tuple[str, list[Reading]]:
     if len(core) > MAX_CLAUSE_WORDS:
         return "prose", []
     key = tuple(core)
-    if vocab.challenge:
-        for said_in, phrases in CHALLENGES.items():
-            # to accept the bet is to challenge it in Bluff, but in Cup of Bluff (BLUFF)
-            # it may as well be OK: never read there
-            if key in phrases and not (vocab.challenge == "BLUFF" and key in _ACCEPTS):
-                return "order", [Reading(vocab.challenge, (), None if said_in == "en"
-                                         else said_in)]
+    said_in = _CHALLENGE_LANGUAGE.get(key) if vocab.challenge else None
+    # to accept the bet is to challenge it in Bluff, but in Cup of Bluff (BLUFF) it may as
+    # well be OK: never read there
+    if said_in is not None and vocab.challenge and not (vocab.challenge == "BLUFF"
+                                                        and key in _ACCEPTS):
+        return "order", [Reading(vocab.challenge, (), None if said_in == "en" else said_in)]
     by_word: list[Reading] = []
     for spelling, name, word_language in vocab.openers_by_word.get(core[0], ()):
         if tuple(core[:len(spelling)]) == spelling:
@@ -491,14 +493,15 @@ def _clause(words: list[str], vocab: Vocabulary) -> tuple[str, list[Reading]]:
 
 def read_line(text: str, vocab: Vocabulary) -> Read | Doubt | None:
     """The order a line says, a doubt (never acted on), or None for prose."""
-    if len(text) > MAX_READ_CHARS:
-        return None
+    if len(text) > MAX_READ_CHARS or sum(map(text.count, ".!?;,@")) > 2 * MAX_CLAUSES:
+        return None      # (counted before the line is cut into words: C-fast)
     clauses, asks = words_of(text)
     if len(clauses) > MAX_CLAUSES:
         return None
     readings: list[Reading] = []
     prose = unsure = False
     numbers = False
+    seen: set[tuple[str, tuple[str, ...]]] = set()
     for words in clauses:
         kind, found = _clause(words, vocab)
         if kind == "prose":
@@ -506,8 +509,12 @@ def read_line(text: str, vocab: Vocabulary) -> Read | Doubt | None:
         elif kind == "unsure":
             unsure = True
         numbers = numbers or (kind == "order" and len(found) > 1)
-        readings.extend(r for r in found
-                        if all((r.name, r.args) != (k.name, k.args) for k in readings))
+        for r in found:
+            if (r.name, r.args) not in seen:
+                seen.add((r.name, r.args))
+                readings.append(r)
+        if len(readings) >= MAX_READINGS:   # a doubt already: enough to offer back
+            break
     if not readings:
         return None
     offered = tuple(readings)
