@@ -470,14 +470,14 @@ def doubt_problem(line: TextLine, doubt: Doubt, said: str | None = None) -> Line
 
 
 # words of their own that are one slip from an order word of another language
-_NOT_TYPOS = frozenset({"ZWEIFEL", "ZEIGT", "HILFT", "JAZYKY", "SLEDUJI", "SEZNAM"})
+NOT_TYPOS = frozenset({"ZWEIFEL", "ZEIGT", "HILFT", "JAZYKY", "SLEDUJI", "SEZNAM"})
 
 
 def _typo(tokens: list[str], words: list[str], grammar: _Grammar) -> str | None:
     """The order word the line's first word is a typo of: an English one in a short line
     (as ever), one of another language only with nothing after it but a bid's words
     ("BITEE 5 Fünfer"), never a word of its own ("Zweifel habe ich keine")."""
-    if len(tokens) > 6 or words[0] in _NOT_TYPOS:
+    if len(tokens) > 6 or words[0] in NOT_TYPOS:
         return None
     guess = _mistyped(words[0], grammar.typo_names)
     if guess is None or guess in grammar.by_name:
