@@ -107,7 +107,7 @@ COURTESY = _phrases(
     "zdravím", "zdravíčko", "dobrý den", "dobrý večer", "tak", "takže", "dobře", "no",
     "hodně štěstí", "s pozdravem", "všem", "ahoj všichni", "zdravím všechny", "jo", "ano",
     "tedy", "teda", "nyní", "teď", "tak tedy",
-    "and", "und",
+    "and", "und", "or", "oder", "nebo",
 )
 _MOST_COURTESY_WORDS = max(len(p) for p in COURTESY)
 
@@ -251,7 +251,7 @@ def words_of(text: str) -> tuple[list[list[str]], bool]:
         if token == ":":    # "Mein Gebot: drei Fünfer" is one clause
             continue
         word = folded(token)
-        if token in _BREAKS or token == "?" or word in _OR_WORDS:
+        if token in _BREAKS or token == "?":
             asks = asks or token == "?"
             if clauses[-1]:
                 clauses.append([])
@@ -284,8 +284,9 @@ def _quantity(words: Sequence[str]) -> tuple[int, str | None] | None:
         word = words[0].replace("-", "")
         if word.isdigit():   # "12:00", "3.5" are one word: no quantity
             return (int(word), None) if len(word) <= 3 and word[0] != "0" else None
-        found = _NUMBERS.get(word)
-        return (int(found[0]), found[1]) if found and isinstance(found[0], int) else None
+        found = _NUMBERS.get(word)     # (zero, null, nula: no quantity)
+        return ((found[0], found[1]) if found and isinstance(found[0], int) and found[0] > 0
+                else None)
     if len(words) == 2 and words[0] in TENS_WORDS:
         unit = _NUMBERS.get(words[1])
         if unit and isinstance(unit[0], int) and 1 <= unit[0] <= 9:
@@ -439,13 +440,25 @@ def vocabulary(names: tuple[str, ...],
 
 def _clause(words: list[str], vocab: Vocabulary) -> tuple[str, list[Reading]]:
     """What one clause is: "empty" (greetings), "order" (its readings: one, or two for a
-    number that may be either), "unsure" (it speaks of an order the grammar does not
-    read; the readings it may mean), or "prose"."""
+    number that may be either), "either" (orders joined by "or"), "unsure" (it speaks of
+    an order the grammar does not read; the readings it may mean), or "prose"."""
     core = strip_courtesy(words)
     if not core:
         return "empty", []
     if len(core) > MAX_CLAUSE_WORDS:
         return "prose", []
+    if _OR_WORDS & set(core[1:-1]):
+        # "drei Fünfer oder vier Vierer", "Liar or four fives": orders on both sides are
+        # two readings; else the whole clause is read as one
+        parts: list[list[str]] = [[]]
+        for word in core:
+            if word in _OR_WORDS:
+                parts.append([])
+            else:
+                parts[-1].append(word)
+        found = [_clause(part, vocab) for part in parts]
+        if all(kind == "order" for kind, _r in found):
+            return "either", [r for _kind, readings in found for r in readings]
     key = tuple(core)
     said_in = _CHALLENGE_LANGUAGE.get(key) if vocab.challenge else None
     # to accept the bet is to challenge it in Bluff, but in Cup of Bluff (BLUFF) it may as
@@ -508,7 +521,7 @@ def read_line(text: str, vocab: Vocabulary) -> Read | Doubt | None:
             prose = True
         elif kind == "unsure":
             unsure = True
-        numbers = numbers or (kind == "order" and len(found) > 1)
+        numbers = numbers or (kind == "order" and len(found) > 1)   # "3 5"
         for r in found:
             if (r.name, r.args) not in seen:
                 seen.add((r.name, r.args))
