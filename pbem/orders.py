@@ -294,12 +294,15 @@ class _Grammar:
     typo_names: tuple[str, ...] = ()    # the keys of typo_words
 
 
-_GRAMMARS: dict[int, tuple[Sequence[Command], _Grammar]] = {}
+# by the commands' identities (the tables are made once; a mail's tuple of them is new),
+# with the commands kept so that no identity is reused while cached
+_GRAMMARS: dict[tuple[int, ...], tuple[tuple[Command, ...], _Grammar]] = {}
 
 
 def _grammar(commands: Sequence[Command]) -> _Grammar:
-    cached = _GRAMMARS.get(id(commands))
-    if cached is not None and cached[0] is commands:
+    key = tuple(map(id, commands))
+    cached = _GRAMMARS.get(key)
+    if cached is not None:
         return cached[1]
     spellings = tuple(sorted(((form.split(), c, lang) for c in commands
                               for lang, s in (*((None, s) for s in c.spellings),
@@ -320,10 +323,9 @@ def _grammar(commands: Sequence[Command]) -> _Grammar:
                     if c.phase in ("move", "reply"))
     grammar = _Grammar(spellings, by_name, typo_words,
                        vocabulary(tuple(by_name), openers), tuple(typo_words))
-    if isinstance(commands, tuple):
-        if len(_GRAMMARS) > 64:
-            _GRAMMARS.clear()
-        _GRAMMARS[id(commands)] = (commands, grammar)
+    if len(_GRAMMARS) > 64:
+        _GRAMMARS.clear()
+    _GRAMMARS[key] = (tuple(commands), grammar)
     return grammar
 
 
