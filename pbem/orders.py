@@ -288,6 +288,8 @@ class _Grammar:
     first), the words a typo may be of, and the vocabulary of spoken orders."""
 
     spellings: tuple[tuple[list[str], Command, str | None], ...]
+    # the spellings by their first word, longest first
+    by_first: dict[str, list[tuple[list[str], Command, str | None]]]
     by_name: dict[str, Command]
     typo_words: dict[str, str]          # a folded order word -> the spelling to suggest
     vocab: Vocabulary
@@ -321,7 +323,10 @@ def _grammar(commands: Sequence[Command]) -> _Grammar:
     # "Hallo, BIETE 3 Fünfer", "Thanks, HELP" (never GAME, KEY, SAY ...)
     openers = tuple((tuple(words), c.name, lang) for words, c, lang in spellings
                     if c.phase in ("move", "reply"))
-    grammar = _Grammar(spellings, by_name, typo_words,
+    by_first: dict[str, list[tuple[list[str], Command, str | None]]] = {}
+    for spelling in spellings:
+        by_first.setdefault(spelling[0][0], []).append(spelling)
+    grammar = _Grammar(spellings, by_first, by_name, typo_words,
                        vocabulary(tuple(by_name), openers), tuple(typo_words))
     if len(_GRAMMARS) > 64:
         _GRAMMARS.clear()
@@ -343,7 +348,7 @@ def parse_text(lines: Sequence[TextLine], commands: Sequence[Command]) -> Parsed
         if not tokens:
             continue
         words = [folded(t).rstrip(END_PUNCTUATION) for t in tokens]
-        match = next(((sp, c, lang) for sp, c, lang in grammar.spellings
+        match = next(((sp, c, lang) for sp, c, lang in grammar.by_first.get(words[0], ())
                       if words[:len(sp)] == sp), None)
         refused = _read_order_line(line, text, tokens, match, result) if match else None
         if match and refused is None:
