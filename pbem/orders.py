@@ -324,8 +324,8 @@ def _grammar(commands: Sequence[Command]) -> _Grammar:
     openers = tuple((tuple(words), c.name, lang) for words, c, lang in spellings
                     if c.phase in ("move", "reply"))
     by_first: dict[str, list[tuple[list[str], Command, str | None]]] = {}
-    for spelling in spellings:
-        by_first.setdefault(spelling[0][0], []).append(spelling)
+    for entry in spellings:
+        by_first.setdefault(entry[0][0], []).append(entry)
     grammar = _Grammar(spellings, by_first, by_name, typo_words,
                        vocabulary(tuple(by_name), openers), tuple(typo_words))
     if len(_GRAMMARS) > 64:
