@@ -3,7 +3,8 @@
 For every shape of hostile header (and a few hostile bodies) it reads mails of
 growing size, each in a fresh process, and prints the CPU time and the peak of
 resident memory that reading it added (Linux: the peak is reset once the mail is
-built); then the worst mail per shape.
+built), and the CPU time of reading the orders of its new text (pbem.orders.parse_text,
+a postal game's orders); then the worst mail per shape.
 
     python bench/hostile_headers.py              # up to the issue's sizes and 10 MB bodies
     python bench/hostile_headers.py --quick      # small sizes only
@@ -139,6 +140,20 @@ def attribution_lines(n: int) -> bytes:
     return _mail(_plain(), line * n)
 
 
+def spoken_lines(n: int) -> bytes:
+    """Lines full of bids as people write them, none of them one (the reading of orders
+    tries each clause of each line)."""
+    line = ("maybe I bid 3 fives, ich biete nicht 4 F\u00fcnfer, s\u00e1z\u00edm 5 p\u011btek"
+            "? 6 stars or 7 twos, danke, 8 Sterne bitte").encode() + b"\r\n"
+    return _mail(_plain(b"Content-Type: text/plain; charset=utf-8"), line * n)
+
+
+def long_order_lines(n: int) -> bytes:
+    """Lines of 5,000 characters (as long as a line is read) of words that order lines
+    are made of."""
+    return _mail(_plain(), ((b"drei Fuenfer " * 385)[:5000] + b"\r\n") * n)
+
+
 def bordered_divs(n: int) -> bytes:
     """HTML full of Windows Mail's bordered divs, none opening with a From label."""
     return _mail(_plain(b"Content-Type: text/html"),
@@ -168,6 +183,8 @@ SHAPES: dict[str, tuple[Callable[[int], bytes], list[int], list[int]]] = {
     "boundary_lookalikes": (boundary_lookalikes, [1_000, 2_500_000], [1_000, 100_000]),
     "attribution_lines": (attribution_lines, [1_000, 3_000], [1_000, 3_000]),
     "bordered_divs": (bordered_divs, [1_000, 3_000], [1_000, 3_000]),
+    "spoken_lines": (spoken_lines, [1_000, 100_000], [1_000, 10_000]),
+    "long_order_lines": (long_order_lines, [300, 1_000], [300, 1_000]),
 }
 
 
@@ -203,11 +220,19 @@ def measure_one(shape: str, size: int, limit_mb: int,
     cpu = time.process_time()
     msg = read_message(raw)
     cpu = time.process_time() - cpu
+    # then the orders of its new text are read, as a postal game's player mail is
+    from pbem.commands.registry import player_commands
+    from pbem.kinds import KINDS
+    from pbem.orders import parse_text
+    commands = player_commands(KINDS["postal"])
+    orders_cpu = time.process_time()
+    parse_text(msg.lines, commands)
+    orders_cpu = time.process_time() - orders_cpu
     after = _status_kb("VmHWM") if exact else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     outcome = ("sender " + str(msg.from_addr) if msg.readable
-               else msg.problem or "unreadable")[:70]
-    return {"bytes": len(raw), "cpu": cpu, "mb": max(0, after - before) / 1024,
-            "outcome": outcome}
+               else str(msg.problem or "unreadable"))[:70]
+    return {"bytes": len(raw), "cpu": cpu, "orders": orders_cpu,
+            "mb": max(0, after - before) / 1024, "outcome": outcome}
 
 
 def run_child(shape: str, size: int, limit_mb: int, timeout: float,
@@ -238,7 +263,8 @@ def main() -> None:
                                      args.root)))
         return
     worst: dict[str, tuple[float, float, str]] = {}
-    print(f"{'shape':<20} {'size':>10} {'bytes':>11} {'cpu s':>8} {'+MB':>8}  outcome")
+    print(f"{'shape':<20} {'size':>10} {'bytes':>11} {'cpu s':>8} {'orders s':>8} {'+MB':>8}"
+          "  outcome")
     for shape in args.shape or list(SHAPES):
         _, sizes, quick = SHAPES[shape]
         for size in quick if args.quick else sizes:
@@ -248,11 +274,13 @@ def main() -> None:
                 worst[shape] = (float("inf"), float("inf"), f"size {size:,}: {got['error']}")
                 continue
             cpu, mb = float(str(got["cpu"])), float(str(got["mb"]))
+            orders = float(str(got["orders"]))
             print(f"{shape:<20} {size:>10,} {int(str(got['bytes'])):>11,} {cpu:>8.3f} "
-                  f"{mb:>8.1f}  {got['outcome']}")
+                  f"{orders:>8.3f} {mb:>8.1f}  {got['outcome']}")
+            cpu += orders
             if shape not in worst or (cpu, mb) > worst[shape][:2]:
                 worst[shape] = (cpu, mb, f"size {size:,}, {int(str(got['bytes'])):,} bytes")
-    print("\nworst mail per shape:")
+    print("\nworst mail per shape (CPU: reading the mail and its orders):")
     for shape, (cpu, mb, what) in worst.items():
         print(f"  {shape:<20} {cpu:>8.3f} s CPU {mb:>8.1f} MB  ({what})")
     finite = [w for w in worst.values() if w[0] != float("inf")]

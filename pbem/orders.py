@@ -21,14 +21,36 @@ import difflib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Literal, Protocol
 
 from pbem.errors import LineProblem, Refusal
-from pbem.order_words import FOLDED_FACES, FOLDED_NUMBERS, STAR_FACE, folded, spellings_of
+from pbem.order_reading import (
+    COURTESY,
+    Doubt,
+    Read,
+    Reading,
+    Vocabulary,
+    bare_bids,
+    one_slip,
+    read_line,
+    strip_courtesy,
+    vocabulary,
+    words_of,
+)
+from pbem.order_words import (
+    FOLDED_FACES,
+    FOLDED_NUMBERS,
+    STAR_FACE,
+    folded,
+    order_said,
+    spelled,
+    spellings_of,
+)
 from pbem.rules.dice import STAR, Face
 from pbem.rules.errors import MalformedMove
 from pbem.rules.ladder import Bid
-from pbem.wording import Message, Said, _
+from pbem.wording import Message, Said, _, joined
 
 GAME_NAME = re.compile(r"^[a-z0-9-]{1,40}$")
 GAME_NAME_HINT = _("game names use a-z, 0-9 and -")
@@ -86,6 +108,9 @@ class Order:
     args: Any
     # the language of the order word written (pbem.order_words), None for an English one
     language: str | None = None
+    # the order the line was read as, when it was not written as one ("Ich biete drei
+    # Fünfer." -> "BIETE 3 Fünfer"): the confirmation shows what was read
+    read_as: str | None = None
 
     @property
     def name(self) -> str:
@@ -257,15 +282,65 @@ PLAYER_COMMANDS: tuple[Command, ...] = (
 )
 
 
+@dataclass(frozen=True)
+class _Grammar:
+    """What parse_text derives from a set of commands, once: the order words (longest
+    first), the words a typo may be of, and the vocabulary of spoken orders."""
+
+    spellings: tuple[tuple[list[str], Command, str | None], ...]
+    # the spellings by their first word, longest first
+    by_first: dict[str, list[tuple[list[str], Command, str | None]]]
+    by_name: dict[str, Command]
+    typo_words: dict[str, str]          # a folded order word -> the spelling to suggest
+    vocab: Vocabulary
+    typo_names: tuple[str, ...] = ()    # the keys of typo_words
+
+
+# by the commands' identities (the tables are made once; a mail's tuple of them is new),
+# with the commands kept so that no identity is reused while cached
+_GRAMMARS: dict[tuple[int, ...], tuple[tuple[Command, ...], _Grammar]] = {}
+
+
+def _grammar(commands: Sequence[Command]) -> _Grammar:
+    key = tuple(map(id, commands))
+    cached = _GRAMMARS.get(key)
+    if cached is not None:
+        return cached[1]
+    spellings = tuple(sorted(((form.split(), c, lang) for c in commands
+                              for lang, s in (*((None, s) for s in c.spellings),
+                                              *spellings_of(c.name))
+                              for form in spelled(s)),
+                             key=lambda item: -len(item[0])))
+    by_name = {c.name: c for c in commands}
+    typo_words = {c.name: c.name for c in commands}
+    # the single order words of the other languages too (BITEE: did you mean BIETE?);
+    # short ones only as they are, so that no everyday word is taken for a typo
+    for c in commands:
+        for _lang, spelling in spellings_of(c.name):
+            if " " not in spelling and len(spelling) >= 5:
+                typo_words.setdefault(folded(spelling), spelling)
+    # after a greeting, an order word opens an order only for a move or a reply (HELP):
+    # "Hallo, BIETE 3 Fünfer", "Thanks, HELP" (never GAME, KEY, SAY ...)
+    openers = tuple((tuple(words), c.name, lang) for words, c, lang in spellings
+                    if c.phase in ("move", "reply"))
+    by_first: dict[str, list[tuple[list[str], Command, str | None]]] = {}
+    for entry in spellings:
+        by_first.setdefault(entry[0][0], []).append(entry)
+    grammar = _Grammar(spellings, by_first, by_name, typo_words,
+                       vocabulary(tuple(by_name), openers), tuple(typo_words))
+    if len(_GRAMMARS) > 64:
+        _GRAMMARS.clear()
+    _GRAMMARS[key] = (tuple(commands), grammar)
+    return grammar
+
+
 def parse_text(lines: Sequence[TextLine], commands: Sequence[Command]) -> ParsedText:
     """Read each line as a command, a bad command, or prose. A command is known by its
     English spellings and by the words of the other languages (pbem.order_words), in any
-    case and with or without accents."""
-    spellings = sorted(((folded(s).split(), c, lang) for c in commands
-                        for lang, s in (*((None, s) for s in c.spellings),
-                                        *spellings_of(c.name))),
-                       key=lambda item: -len(item[0]))
-    names = [c.name for c in commands]
+    case and with or without accents; a line that does not open with one may still say an
+    order (pbem.order_reading: "Ich biete drei Fünfer.", "3 pětky", "Liar!"), and a line
+    that may say an order but is not sure to is a problem that offers its readings."""
+    grammar = _grammar(commands)
     result = ParsedText()
     for line in lines:
         text = _BULLET.sub("", line.text).strip()
@@ -273,29 +348,173 @@ def parse_text(lines: Sequence[TextLine], commands: Sequence[Command]) -> Parsed
         if not tokens:
             continue
         words = [folded(t).rstrip(END_PUNCTUATION) for t in tokens]
-        match = next(((sp, c, lang) for sp, c, lang in spellings
+        match = next(((sp, c, lang) for sp, c, lang in grammar.by_first.get(words[0], ())
                       if words[:len(sp)] == sp), None)
-        if match is None:
-            # a short line whose first word is an order word mistyped is a typo, not prose
-            guess = mistyped(words[0], names) if len(tokens) <= 6 else None
-            if guess:
-                result.problems.append(LineProblem(
-                    line.number, line.text, _("'{word}' is not an order", word=tokens[0]),
-                    _("did you mean {name}? ({usage})", name=guess,
-                      usage=_usage(commands, guess))))
-            else:
-                result.prose.append(line)
+        refused = _read_order_line(line, text, tokens, match, result) if match else None
+        if match and refused is None:
             continue
-        spelling, command, language = match
+        found = read_line(text, grammar.vocab)
+        if isinstance(found, Read):
+            _read_spoken(line, found.reading, grammar, result, refused)
+        elif isinstance(found, Doubt) and not (found.why == "unsure" and refused is None
+                                               and _typo(tokens, words, grammar)):
+            result.problems.append(doubt_problem(line, found))
+        elif refused is not None:      # an order word, then what no reading takes
+            result.problems.append(refused)
+        else:
+            _typo_or_prose(line, tokens, words, grammar, commands, result)
+    return result
+
+
+def _read_order_line(line: TextLine, text: str, tokens: list[str],
+                     match: tuple[list[str], Command, str | None],
+                     result: ParsedText) -> LineProblem | None:
+    """A line that opens with an order word: the order (None returned), or the problem
+    that quotes the line. A courtesy word after it is no argument ("Hilfe bitte", "BID 3
+    fives, thanks"); a move that asks ("BID 3 fives?") is not acted on."""
+    spelling, command, language = match
+    if command.phase == "move" and text.endswith("?"):
+        said = " ".join(t.rstrip(END_PUNCTUATION + "?") for t in tokens)
+        result.problems.append(doubt_problem(
+            line, Doubt("question", (Reading(command.name, (), language),)), said))
+        return None
+    args = tokens[len(spelling):]
+    try:
+        parsed = command.parse(_without_end_punctuation(args))
+        written = text.rstrip(END_PUNCTUATION)
+        read_as = _read_as(command, parsed, language, written)
+        result.orders.append(Order(line.number, line.text, command, parsed, language,
+                                   read_as=None if read_as == written else read_as))
+        return None
+    except Refusal as exc:
+        refused = exc
+    trimmed = _without_courtesy(args)
+    if trimmed != args:
         try:
-            args = command.parse(_without_end_punctuation(tokens[len(spelling):]))
-        except Refusal as exc:
+            parsed = command.parse(trimmed)
+        except Refusal:
+            pass
+        else:
+            written = " ".join((*tokens[:len(spelling)], *trimmed)).rstrip(END_PUNCTUATION)
+            result.orders.append(Order(line.number, line.text, command, parsed, language,
+                                       read_as=_read_as(command, parsed, language, written)))
+            return None
+    return LineProblem(line.number, line.text, refused.message,
+                       refused.hint or _("write it as {usage}", usage=command.usage))
+
+
+def _read_as(command: Command, parsed: Any, language: str | None, written: str) -> str:
+    """What the confirmation says a line was read as: a bid in its order words ("BIETE 3
+    Fünfer"), any other order as written without its courtesy words."""
+    if isinstance(parsed, Bid):
+        return order_said(command.name, (str(parsed.quantity), STAR_FACE if parsed.face == STAR
+                                         else str(parsed.face)), language)
+    return written
+
+
+def _without_courtesy(args: list[str]) -> list[str]:
+    """The arguments without the courtesy words at their end ("bitte", "thanks", "díky")
+    and the punctuation before them ("Fünfer, danke" -> "Fünfer")."""
+    end = len(args)
+    while end > 0:
+        for size in (3, 2, 1):
+            tail = tuple(folded(a).strip(",.!?;:") for a in args[max(0, end - size):end])
+            if len(tail) == size and tail in COURTESY:
+                end -= size
+                break
+        else:
+            break
+    kept = args[:end]
+    if kept and kept != args:
+        last = kept[-1].rstrip(",;" + END_PUNCTUATION)
+        kept = kept[:-1] + [last] if last else kept[:-1]
+    return kept
+
+
+def _read_spoken(line: TextLine, reading: Reading, grammar: _Grammar, result: ParsedText,
+                 refused: LineProblem | None = None) -> None:
+    """An order read from a sentence or a bare bid. A bad one (0 Fünfer) is a problem:
+    the order word's own (``refused``) if the line opened with one; an order word after a
+    greeting with a bad rest is prose, as any line without an order."""
+    command = grammar.by_name[reading.name]
+    try:
+        parsed = command.parse(list(reading.args))
+    except Refusal as exc:
+        if refused is not None:
+            result.problems.append(refused)
+        elif reading.by_word:
+            result.prose.append(line)
+        else:
             result.problems.append(LineProblem(
                 line.number, line.text, exc.message,
                 exc.hint or _("write it as {usage}", usage=command.usage)))
-            continue
-        result.orders.append(Order(line.number, line.text, command, args, language))
-    return result
+        return
+    written = order_said(reading.name, reading.args, reading.language)
+    result.orders.append(Order(line.number, line.text, command, parsed, reading.language,
+                               read_as=_read_as(command, parsed, reading.language, written)))
+
+
+DOUBTS: dict[str, Message] = {
+    "two": _("this line reads as more than one order"),
+    "number": _("in this line either number may be the quantity"),
+    "question": _("this line asks: I act on no question"),
+    "unsure": _("this line speaks of an order, but I cannot be sure which"),
+    "more": _("this line says more than an order"),
+}
+
+
+def doubt_problem(line: TextLine, doubt: Doubt, said: str | None = None) -> LineProblem:
+    """The problem of a line not acted on: the line, why, and the orders it may mean, to
+    write back (alone on a line)."""
+    readings = [said or order_said(r.name, r.args, r.language) for r in doubt.readings]
+    choices: Said = (_("{first} or {second}", first=joined(readings[:-1], ", "),
+                       second=readings[-1]) if len(readings) > 1 else readings[0])
+    hint = (_("nothing was done; if you mean {choices}, write it alone on a line",
+              choices=choices) if len(readings) == 1
+            else _("nothing was done; write the one you mean alone on a line: {choices}",
+                   choices=choices))
+    return LineProblem(line.number, line.text, DOUBTS[doubt.why], hint)
+
+
+# words of their own that are one slip from an order word of another language
+NOT_TYPOS = frozenset({"ZWEIFEL", "ZEIGT", "HILFT", "JAZYKY", "SLEDUJI", "SEZNAM"})
+
+
+def _typo(tokens: list[str], words: list[str], grammar: _Grammar) -> str | None:
+    """The order word the line's first word is a typo of: an English one in a short line
+    (as ever), one of another language only with nothing after it but a bid's words
+    ("BITEE 5 Fünfer"), never a word of its own ("Zweifel habe ich keine")."""
+    if len(tokens) > 6 or words[0] in NOT_TYPOS:
+        return None
+    guess = _mistyped(words[0], grammar.typo_names)
+    if guess is None or guess in grammar.by_name:
+        return guess
+    rest = words[1:]
+    return guess if not rest or bare_bids(rest) else None
+
+
+def _typo_or_prose(line: TextLine, tokens: list[str], words: list[str], grammar: _Grammar,
+                   commands: Sequence[Command], result: ParsedText) -> None:
+    """A short line whose first word is an order word mistyped is a typo (in any of the
+    languages: BDI, BITEE), else the line is prose."""
+    guess = _typo(tokens, words, grammar)
+    if guess:
+        word = grammar.typo_words[guess]
+        name = next((c.name for c in commands if c.name == guess), None) or next(
+            name for name in grammar.by_name
+            if any(folded(w) == guess for _lang, w in spellings_of(name)))
+        result.problems.append(LineProblem(
+            line.number, line.text, _("'{word}' is not an order", word=tokens[0]),
+            _("did you mean {name}? ({usage})", name=word,
+              usage=_usage(commands, name))))
+    else:
+        result.prose.append(line)
+
+
+@lru_cache(maxsize=4096)
+def _mistyped(word: str, names: tuple[str, ...]) -> str | None:
+    """mistyped, kept: the first words of a mail's lines repeat ("I", "Hi", "Thanks")."""
+    return mistyped(word, names)
 
 
 def mistyped(word: str, names: Sequence[str]) -> str | None:
@@ -310,27 +529,11 @@ def mistyped(word: str, names: Sequence[str]) -> str | None:
         return letters
     word = letters
     for name in names:
-        if _one_slip(word, name):
+        if one_slip(word, name):
             return name
     close = difflib.get_close_matches(word, [n for n in names if len(n) >= 6], n=1,
                                       cutoff=0.85)
     return close[0] if close else None
-
-
-def _one_slip(word: str, name: str) -> bool:
-    """``word`` is ``name`` with one letter left out, one added, or two neighbours swapped
-    (a letter changed counts too in a name of six letters or more)."""
-    if word == name or abs(len(word) - len(name)) > 1:
-        return False
-    if len(word) == len(name):
-        diff = [i for i, (a, b) in enumerate(zip(word, name, strict=True)) if a != b]
-        if len(diff) == 2 and diff[1] == diff[0] + 1:
-            return word[diff[0]] == name[diff[1]] and word[diff[1]] == name[diff[0]]
-        return len(diff) == 1 and len(name) >= 6
-    short, long_ = (word, name) if len(word) < len(name) else (name, word)
-    if len(long_) < 4:
-        return False
-    return any(long_[:i] + long_[i + 1:] == short for i in range(len(long_)))
 
 
 def _without_end_punctuation(args: list[str]) -> list[str]:
@@ -344,17 +547,29 @@ def _without_end_punctuation(args: list[str]) -> list[str]:
 
 def closeness(line: str, commands: Sequence[Command]) -> float:
     """How much a line looks like an order, 0..1: the best likeness of one of its first
-    words to a command word (1.0 when it names one), a little less when the command word
-    comes later in the line ("I challenge you")."""
-    words = [w.upper().strip(END_PUNCTUATION + ",;?()'\"") for w in
+    words to an order word of any language (1.0 when it names one), a little less when the
+    order word comes later in the line ("I challenge you"); a greeting ("Hallo zusammen,")
+    or a thank-you is no order at all (0)."""
+    clauses, _asks = words_of(line)
+    if all(not strip_courtesy(c) for c in clauses):
+        return 0.0
+    words = [folded(w).strip(END_PUNCTUATION + ",;?()'\"") for w in
              _BULLET.sub("", line).split()[:12]]
-    names = {word for c in commands for s in c.spellings for word in s.split()[:1]}
+    names = _first_words(tuple(commands))
     best = 0.0
     for at, word in enumerate(w for w in words if w):
         for name in names:
             ratio = difflib.SequenceMatcher(None, word, name).ratio()
             best = max(best, ratio * (1.0 if at == 0 else 0.9))
     return best
+
+
+@lru_cache(maxsize=32)
+def _first_words(commands: tuple[Command, ...]) -> frozenset[str]:
+    """The first word of every order word of the commands, in every language, folded."""
+    return frozenset(form.split()[0] for c in commands
+                     for s in (*c.spellings, *(w for _lang, w in spellings_of(c.name)))
+                     for form in spelled(s))
 
 
 def closest_lines(lines: Sequence[TextLine], commands: Sequence[Command],

@@ -84,7 +84,7 @@ def take_moves(ctx: CommandContext, parsed: ParsedText, move_names: set[str]) ->
         raise
     replaced = record_order(ctx.session, game, seat, taken.move, now=ctx.post.clock(),
                             inbound_id=ctx.mail.row.id)
-    accepted = [{"line_no": u.order.line_no, "line": u.order.line,
+    accepted = [{"line_no": u.order.line_no, "line": u.order.line, "read_as": u.order.read_as,
                  "understood": u.understood, "odds": u.odds} for u in taken.lines]
     pending = missing_seats(ctx.session, game, state)
     # what the confirmation may promise: a turn this order completes is resolved now, by the

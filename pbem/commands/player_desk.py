@@ -47,7 +47,7 @@ from pbem.games import (
 from pbem.kinds import kind_of
 from pbem.models import Absence, Game, Player, TalkMessage
 from pbem.options import options_of
-from pbem.order_words import folded, language_named, spellings_of
+from pbem.order_words import folded, language_named, spellings_of, standing_order
 from pbem.orders import Order, game_name, no_args
 from pbem.services.clock import vacation_check
 from pbem.services.post import notice, tagged
@@ -317,7 +317,8 @@ STANDING_WORDS = ("CHALLENGE", "RAISE", "ROBOT", "NONE")
 
 
 def parse_default(args: list[str]) -> str:
-    word = args[0].upper() if len(args) == 1 else ""
+    # the standing orders' words of each language too (VORGABE anzweifeln, VÝCHOZÍ zvýšit)
+    word = standing_order(args) or ""
     if word not in STANDING_WORDS:
         raise Refusal(_("DEFAULT takes one of CHALLENGE, RAISE, ROBOT or NONE"),
                       _("e.g. DEFAULT CHALLENGE"))

@@ -54,10 +54,19 @@ def test_cup_orders_may_end_with_punctuation(line: str, name: str) -> None:
 
 
 def test_punctuation_is_no_licence_for_words_after_an_order() -> None:
-    parsed = read("Challenge! You are bluffing.")
+    parsed = read("Challenge! Or four fives.")
     assert parsed.orders == []
     (problem,) = parsed.problems
-    assert problem.line == "Challenge! You are bluffing." and "nothing after it" in problem.message
+    assert problem.line == "Challenge! Or four fives." and "more than one order" in str(
+        problem.message)
+    parsed = read("Challenge! Your turn, Finn.")
+    assert parsed.orders == []
+    (problem,) = parsed.problems
+    assert "more than an order" in str(problem.message) and "CHALLENGE" in str(problem.hint)
+    parsed = read("Challenge you bluffer")
+    assert parsed.orders == []
+    (problem,) = parsed.problems
+    assert "nothing after it" in str(problem.message)
 
 
 def test_addresses_and_dates_keep_their_inner_dots() -> None:
