@@ -20,6 +20,10 @@ The points, in the order a mail meets them:
     outbox-handed-off    SMTP took the mail, the row is not yet marked sent
     outbox-marked        the row is marked sent
 
+and, in the schema work of a first start or an upgrade (schema/env.py):
+
+    schema-statement     mid-migration: a statement of it has run (":n": the n-th)
+
 Failure points. ``fail_point("inbound-read")`` raises InjectedFailure when the
 environment variable ``PBEM_FAIL_AT`` (or ``arm_failures``) names it: a bug on
 purpose, so the tests can see what a mail that fails costs the server (the mail
@@ -42,7 +46,7 @@ log = logging.getLogger(__name__)
 CRASH_ENV = "PBEM_CRASH_AT"
 POINTS = ("imap-fetched", "imap-stored", "imap-moved", "listener-stored", "inbound-handled",
           "inbound-committed", "outbox-enqueued", "outbox-claimed", "outbox-handed-off",
-          "outbox-marked")
+          "outbox-marked", "schema-statement")
 
 
 def _parse(spec: str | None) -> dict[str, int]:
