@@ -104,6 +104,11 @@ def crash_point(name: str) -> None:
         time.sleep(10)   # pragma: no cover - the signal is on its way
 
 
+def passes(name: str) -> int:
+    """How often the armed crash point ``name`` has been passed since ``arm``."""
+    return _passed.get(name, 0)
+
+
 def arm_failures(spec: str | None) -> None:
     """Arm failure points from a spec like PBEM_FAIL_AT's (None disarms)."""
     global _failing
