@@ -5,6 +5,10 @@ fresh (or older) database make the schema once and all carry on: a session
 advisory lock on PostgreSQL; on SQLite an exclusive lock (flock) on a lock file
 next to the database file, which works before the database file exists too.
 A database whose schema is newer than this pbem knows is refused (SchemaError).
+All the migrations of a run are one transaction (schema/env.py), on SQLite too:
+there the engine begins every transaction itself (BEGIN IMMEDIATE, or BEGIN on
+``reading(engine)``), so DDL is transactional and a run killed anywhere leaves the
+schema and the rows as they were.
 
 SQLite and PostgreSQL behave the same here: text is stored without NUL characters
 on both (PostgreSQL's text cannot hold one, SQLite's can: a NUL in mail-borne
@@ -177,10 +181,11 @@ def _sqlite_transactions(engine: Engine) -> None:
     it reads is current until it commits. One begun on ``reading(engine)`` begins with a
     plain BEGIN and takes neither; so does one that a thread begins while it holds the
     turn on another connection (its writes would wait for itself: it can only read, as
-    before). The turn is given back once COMMIT or ROLLBACK has run (on the "commit" and
-    "rollback" events, which run it on the driver's connection first; SQLAlchemy's own
-    call after them then finds no transaction open), and whenever the pool resets,
-    invalidates or closes the connection."""
+    before). The turn is given back once the transaction has ended: the "commit" and
+    "rollback" events run COMMIT or ROLLBACK themselves, then give it back (SQLAlchemy's
+    own commit() or rollback() of the driver's connection, after them, finds no
+    transaction open); the pool's reset, invalidate and close give it back too, for a
+    transaction that ends without those events."""
     turn = _WriterTurn()
 
     def begin(conn) -> None:  # type: ignore[no-untyped-def]
