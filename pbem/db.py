@@ -5,6 +5,10 @@ fresh (or older) database make the schema once and all carry on: a session
 advisory lock on PostgreSQL; on SQLite an exclusive lock (flock) on a lock file
 next to the database file, which works before the database file exists too.
 A database whose schema is newer than this pbem knows is refused (SchemaError).
+All the migrations of a run are one transaction (schema/env.py), on SQLite too:
+there the engine begins every transaction itself (BEGIN IMMEDIATE, or BEGIN on
+``reading(engine)``), so DDL is transactional and a run killed anywhere leaves the
+schema and the rows as they were.
 
 SQLite and PostgreSQL behave the same here: text is stored without NUL characters
 on both (PostgreSQL's text cannot hold one, SQLite's can: a NUL in mail-borne
@@ -16,7 +20,6 @@ from __future__ import annotations
 
 import fcntl
 import functools
-import re
 import sqlite3
 import threading
 import time
@@ -25,7 +28,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
 from alembic import command
 from alembic.config import Config
@@ -73,6 +76,7 @@ def _sqlite_pragmas(synchronous: str) -> Callable[..., None]:
         raise ValueError(f"synchronous must be one of {SYNCHRONOUS}, not {synchronous!r}")
 
     def on_connect(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
+        dbapi_connection.isolation_level = None   # its own BEGINs off: _sqlite_transactions
         cursor = dbapi_connection.cursor()
         cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         # WAL lets the sender read while the referee writes
@@ -101,7 +105,7 @@ def _switch_to_wal(cursor: sqlite3.Cursor) -> None:
             time.sleep(0.02)
 
 
-class _HandOffLock:
+class _WriterTurn:
     """The writer's turn on one SQLite file among this process's threads, handed at
     release to the thread that has waited longest.
 
@@ -110,96 +114,118 @@ class _HandOffLock:
     the referee's transaction could sleep through the next few of them. Here it waits
     its turn instead and gets it the moment that transaction ends, before the referee's
     next one (a threading.Lock would go back to the thread that released it: it runs
-    on while the woken one waits for the interpreter)."""
+    on while the woken one waits for the interpreter). The turn is held by one DB-API
+    connection: ``give_back`` by any other is no-op, so every end of a transaction may
+    call it."""
 
     def __init__(self) -> None:
         self._mutex = threading.Lock()
         self._owner: int | None = None          # the thread whose turn it is
-        self._waiters: deque[tuple[int, threading.Event]] = deque()
+        self._holder: object = None             # and its connection that holds it
+        self._waiters: deque[tuple[int, object, threading.Event]] = deque()
 
-    def acquire(self, timeout: float) -> bool:
-        """Wait for the turn (at most ``timeout`` s); False if it did not come, or if this
-        thread has it already on another connection (SQLite then decides, as without)."""
+    def take(self, holder: object, timeout: float) -> str:
+        """Wait for the turn (at most ``timeout`` s) for the connection ``holder``:
+        "taken"; "own" when this thread holds it already on another connection;
+        "timeout" when it did not come."""
         thread = threading.get_ident()
         with self._mutex:
             if self._owner is None:
-                self._owner = thread
-                return True
+                self._owner, self._holder = thread, holder
+                return "taken"
             if self._owner == thread:
-                return False
+                return "own"
             turn = threading.Event()
-            self._waiters.append((thread, turn))
+            self._waiters.append((thread, holder, turn))
         if turn.wait(timeout):
-            return True
+            return "taken"
         with self._mutex:
             if turn.is_set():     # handed over just as the wait ran out
-                return True
-            self._waiters.remove((thread, turn))
-            return False
+                return "taken"
+            self._waiters.remove((thread, holder, turn))
+            return "timeout"
 
-    def release(self) -> None:
+    def give_back(self, holder: object) -> None:
+        """End ``holder``'s turn, if it has it: to the longest waiter, or free."""
+        if self._holder is not holder:   # the common case, read without the mutex
+            return
         with self._mutex:
+            if self._holder is not holder:
+                return
             if self._waiters:
-                self._owner, turn = self._waiters.popleft()
+                self._owner, self._holder, turn = self._waiters.popleft()
                 turn.set()
             else:
-                self._owner = None
+                self._owner = self._holder = None
 
 
-# the statements that begin a write transaction in sqlite3 (its implicit BEGIN)
-_WRITES = re.compile(r"\s*(INSERT|UPDATE|DELETE|REPLACE)\b", re.IGNORECASE)
+READS_ONLY = "pbem_reads_only"   # the execution option of a transaction that only reads
 
 
-def _turn_taking_connection(turn: _HandOffLock) -> type[sqlite3.Connection]:
-    """A sqlite3 connection class whose write transactions take ``turn`` first (at
-    their first write) and give it back when they end (commit, rollback, close)."""
-
-    class Cursor(sqlite3.Cursor):
-        def execute(self, sql: str, parameters: Any = (), /) -> Self:
-            _take_turn(self.connection, sql)
-            return super().execute(sql, parameters)
-
-        def executemany(self, sql: str, seq_of_parameters: Any, /) -> Self:
-            _take_turn(self.connection, sql)
-            return super().executemany(sql, seq_of_parameters)
-
-    class Connection(sqlite3.Connection):
-        holds_turn = False
-        writer_turn = turn
-
-        def cursor(self, factory: Any = Cursor) -> Any:   # noqa: ANN401 (sqlite3's own)
-            return super().cursor(factory)
-
-        def commit(self) -> None:
-            try:
-                super().commit()
-            finally:
-                _end_turn(self)
-
-        def rollback(self) -> None:
-            try:
-                super().rollback()
-            finally:
-                _end_turn(self)
-
-        def close(self) -> None:
-            try:
-                super().close()
-            finally:
-                _end_turn(self)
-
-    return Connection
+def reading(engine: Engine) -> Engine:
+    """The engine (the same pool) for transactions that only read: on SQLite they begin
+    with a plain BEGIN, take no writer's turn and do not make writers wait. A write in
+    one may fail at once with "database is locked" when another connection wrote since
+    it began (WAL): use it only where nothing is written."""
+    return engine.execution_options(**{READS_ONLY: True})
 
 
-def _take_turn(connection: Any, sql: str) -> None:   # noqa: ANN401
-    if not connection.holds_turn and not connection.in_transaction and _WRITES.match(sql):
-        connection.holds_turn = connection.writer_turn.acquire(BUSY_TIMEOUT_MS / 1000)
+def _sqlite_transactions(engine: Engine) -> None:
+    """How a transaction begins and ends on a SQLite engine: SQLAlchemy's documented recipe
+    for pysqlite (the driver's own transaction handling off, isolation_level None, set by
+    the connect hook; a BEGIN of ours on the "begin" event), which also makes DDL
+    transactional: a migration commits whole or not at all.
 
+    A transaction begins with BEGIN IMMEDIATE: it takes SQLite's write lock (waiting out
+    busy_timeout) at its start, after this process's writer turn (_WriterTurn), so what
+    it reads is current until it commits. One begun on ``reading(engine)`` begins with a
+    plain BEGIN and takes neither; so does one that a thread begins while it holds the
+    turn on another connection (its writes would wait for itself: it can only read, as
+    before). The turn is given back once the transaction has ended: the "commit" and
+    "rollback" events run COMMIT or ROLLBACK themselves, then give it back (SQLAlchemy's
+    own commit() or rollback() of the driver's connection, after them, finds no
+    transaction open); the pool's reset, invalidate and close give it back too, for a
+    transaction that ends without those events."""
+    turn = _WriterTurn()
 
-def _end_turn(connection: Any) -> None:   # noqa: ANN401
-    if connection.holds_turn:
-        connection.holds_turn = False
-        connection.writer_turn.release()
+    def begin(conn) -> None:  # type: ignore[no-untyped-def]
+        holder = conn.connection.dbapi_connection
+        if conn.get_execution_options().get(READS_ONLY) or \
+                turn.take(holder, BUSY_TIMEOUT_MS / 1000) == "own":
+            conn.exec_driver_sql("BEGIN")
+            return
+        try:   # "timeout": SQLite's busy_timeout decides, as it would without the turn
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        except BaseException:
+            turn.give_back(holder)
+            raise
+
+    def commit(conn) -> None:  # type: ignore[no-untyped-def]
+        holder = conn.connection.dbapi_connection
+        try:
+            if holder.in_transaction:
+                conn.exec_driver_sql("COMMIT")
+        finally:
+            turn.give_back(holder)
+
+    def rollback(conn) -> None:  # type: ignore[no-untyped-def]
+        if conn.invalidated:   # its connection is gone, and with it the transaction
+            return
+        holder = conn.connection.dbapi_connection
+        try:
+            if holder is not None and holder.in_transaction:
+                conn.exec_driver_sql("ROLLBACK")
+        finally:
+            turn.give_back(holder)
+
+    def pool_end(dbapi_connection, *_args) -> None:  # type: ignore[no-untyped-def]
+        turn.give_back(dbapi_connection)
+
+    event.listen(engine, "begin", begin)
+    event.listen(engine, "commit", commit)
+    event.listen(engine, "rollback", rollback)
+    for name in ("reset", "invalidate", "close"):
+        event.listen(engine.pool, name, pool_end)
 
 
 def _without_nul(parameters: object) -> object:
@@ -228,22 +254,16 @@ def make_engine(url: str, *, synchronous: str = "normal") -> Engine:
     """An engine for url, nothing created or checked yet (synchronous: SQLite's, see
     _sqlite_pragmas; PostgreSQL keeps its server's settings).
 
-    On SQLite the rule no caller sees: the engine's connections are a sqlite3.Connection
-    subclass (_turn_taking_connection), and a transaction takes this process's writer turn
-    (_HandOffLock) at its first statement that _WRITES matches (INSERT, UPDATE, DELETE,
-    REPLACE: those that begin sqlite3's implicit write transaction) and gives it back when
-    sqlite3 ends it (commit, rollback, close). A write that begins otherwise (a statement
-    the expression does not match) waits on SQLite's own busy timeout, as without. It is
-    the one place that sees every start and end of a write transaction, the pool's resets
-    and closes included; engine events would need a listener for each."""
+    On SQLite every transaction begins with BEGIN IMMEDIATE after this process's writer
+    turn, unless it runs on ``reading(engine)`` (see _sqlite_transactions); DDL is
+    transactional there as on PostgreSQL."""
     path = sqlite_path(url)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
     if url.startswith("sqlite"):
-        # the threads of this process take turns to write the file (_HandOffLock)
-        turn = _HandOffLock()
-        engine = create_engine(url, connect_args={"factory": _turn_taking_connection(turn)})
+        engine = create_engine(url)
         event.listen(engine, "connect", _sqlite_pragmas(synchronous))
+        _sqlite_transactions(engine)
     else:   # a long-running server outlives database restarts: test a pooled connection first
         engine = create_engine(url, pool_pre_ping=True)
     event.listen(engine, "before_cursor_execute", _scrub_nul, retval=True)
@@ -281,24 +301,20 @@ def core_read(session: Session, statement: Any, params: dict[str, Any] | None = 
 
 
 _ADVISORY_LOCK = text("SELECT pg_advisory_xact_lock(:key)")
-_TAKE_WRITE_LOCK = text("UPDATE server_state SET value = value WHERE 1 = 0")
 
 
 def one_writer(session: Session) -> None:
     """Begin a transaction that changes games alone: take the writer's lock first, so
     that what it reads next is current and no other such transaction interleaves.
 
-    Needed on both databases: PostgreSQL (read committed) lets two transactions read
-    the same game and both write; SQLite lets one writer in at a time, but Python's
-    sqlite3 begins a transaction only at its first write, so what was read before
-    that may be stale by then. PostgreSQL: an advisory lock, held until the
-    transaction ends; SQLite: a write that changes nothing takes the write lock.
+    PostgreSQL (read committed) lets two transactions read the same game and both
+    write: an advisory lock, held until the transaction ends. On SQLite the transaction
+    began with BEGIN IMMEDIATE (make_engine): it holds the write lock already, and here
+    it is only begun if it was not yet.
     """
     conn = session.connection()   # Core: the ORM adds nothing to a plain statement
     if conn.dialect.name == "postgresql":
         conn.execute(_ADVISORY_LOCK, {"key": WRITER_LOCK_KEY})
-    else:
-        conn.execute(_TAKE_WRITE_LOCK)
 
 
 def lanes_apart(engine: Engine) -> bool:
@@ -383,7 +399,7 @@ def head_revision() -> str:
 
 def current_revision(engine: Engine) -> str | None:
     """The database's revision; None for a database without pbem's tables."""
-    with engine.connect() as conn:
+    with reading(engine).connect() as conn:
         return MigrationContext.configure(conn).get_current_revision()
 
 
@@ -403,7 +419,7 @@ def check_schema(engine: Engine) -> None:
     """Refuse a database that a newer pbem upgraded since this process opened it. (Every
     tick asks: one plain SELECT, not Alembic's migration context.)"""
     try:
-        with engine.connect() as conn:
+        with reading(engine).connect() as conn:
             revision = conn.execute(_VERSION).scalar_one_or_none()
     except (OperationalError, ProgrammingError) as exc:
         if "alembic_version" not in str(exc):   # locked, unreachable: the tick's to handle

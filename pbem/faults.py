@@ -20,6 +20,10 @@ The points, in the order a mail meets them:
     outbox-handed-off    SMTP took the mail, the row is not yet marked sent
     outbox-marked        the row is marked sent
 
+and, in the schema work of a first start or an upgrade (schema/env.py):
+
+    schema-statement     mid-migration: a statement of it has run (":n": the n-th)
+
 Poison. ``poison_point(raw)`` kills the own process as a crash point does when the mail
 being handled contains the text that the environment variable ``PBEM_POISON`` (or
 ``arm_poison``) names, each time, in whichever process handles it: a mail that kills
@@ -47,7 +51,7 @@ log = logging.getLogger(__name__)
 CRASH_ENV = "PBEM_CRASH_AT"
 POINTS = ("imap-fetched", "imap-stored", "imap-moved", "listener-stored", "inbound-handled",
           "inbound-committed", "outbox-enqueued", "outbox-claimed", "outbox-handed-off",
-          "outbox-marked")
+          "outbox-marked", "schema-statement")
 
 
 def _parse(spec: str | None) -> dict[str, int]:
@@ -133,6 +137,11 @@ def poison_point(raw: bytes) -> None:
     if _poison is not None and _poison in raw:
         os.kill(os.getpid(), signal.SIGKILL)
         time.sleep(10)   # pragma: no cover - the signal is on its way
+
+
+def passes(name: str) -> int:
+    """How often the armed crash point ``name`` has been passed since ``arm``."""
+    return _passed.get(name, 0)
 
 
 def arm_failures(spec: str | None) -> None:

@@ -36,7 +36,7 @@ from sqlmodel import Session, col, select
 
 from pbem.claims import claim_many, claim_stale, me
 from pbem.commands.referee_cmds import RELEASE_ASKED
-from pbem.db import game_writer, lane_claim, one_writer
+from pbem.db import game_writer, lane_claim, one_writer, reading
 from pbem.faults import fail_point
 from pbem.mail.headers import MAIL_HEADER_BYTES, as_text, read_mail_header
 from pbem.models import InboundMail, ServerState
@@ -162,7 +162,7 @@ def count_store_failure(engine: Engine, imap_key: str) -> int:
 def release_asked(engine: Engine) -> bool:
     """Has the referee asked for the mails set aside in the IMAP quarantine folder back
     (RETRY QUARANTINE) since they were last moved back?"""
-    with Session(engine) as session:
+    with Session(reading(engine)) as session:
         row = session.get(ServerState, RELEASE_ASKED)
         return row is not None and bool(row.value)
 
@@ -182,7 +182,7 @@ PAGE = 50   # new mails claimed in one commit
 
 def newest_id(engine: Engine) -> int:
     """The id of the newest stored mail (0: none)."""
-    with Session(engine) as session:
+    with Session(reading(engine)) as session:
         return session.exec(select(func.max(InboundMail.id))).one() or 0
 
 
@@ -334,7 +334,7 @@ _SET_LANE = update(InboundMail).where(col(InboundMail.id) == bindparam("row"),
 def waiting_lanes(engine: Engine, upto: int) -> list[int]:
     """The lanes with new mail (up to id ``upto``), the one whose oldest mail came first
     first; at most LANES_READ."""
-    with Session(engine) as session:
+    with Session(reading(engine)) as session:
         return list(session.execute(
             select(InboundMail.lane)
             .where(InboundMail.status == "new", col(InboundMail.lane).is_not(None),

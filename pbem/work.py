@@ -2,7 +2,8 @@
 
 A ``Work`` is the SQLAlchemy session of a transaction that handles a mail or a game's
 clock work, with what that transaction keeps on the side named here (nothing rides in
-``session.info``, no event listener is registered anywhere):
+``session.info``, and a Work registers no event listener; the engine's own, pbem.db's,
+begin and end its transactions):
 
 - ``memo``: the players and the pending orders of a game, read once a transaction
   (pbem.games.players_of, pending_orders). What writes them keeps it right:

@@ -3,7 +3,9 @@
 ``python -m testkit.crash`` is a zygote: it imports pbem once (that takes a
 second or more), then, for every line it reads on stdin, forks a child that
 arms the crash points named on the line, runs one ``Server.tick()`` with the
-given config file (IMAP in, SMTP out, SQLite: the real thing), and exits.
+given config file (IMAP in, SMTP out, SQLite: the real thing), and exits (or
+another job: see ``Zygote.run``; a line may ask for the child to be killed
+after a while, wherever it is then).
 The zygote answers each line with the child's wait status: ``0`` for a
 clean exit, ``-9`` when the child was SIGKILLed at its crash point.
 
@@ -23,8 +25,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 import traceback
 from pathlib import Path
 
@@ -36,6 +40,11 @@ def _child(config: str, crash: str | None, job: str = "tick", seconds: float = 0
     from pbem.config import load_settings
     from pbem.server import Server
     faults.arm(crash)
+    if job == "upgrade":     # `pbem db upgrade`: the schema alone
+        from pbem import db
+        engine = db.open_database(load_settings(Path(config)).database, migrate=False)
+        sys.stderr.write(f"child {os.getpid()} upgrade: {db.upgrade(engine)}\n")
+        return
     server = Server(load_settings(Path(config)))
     if job == "process":     # the referee alone, without the tick's lease
         report: object = server.referee.process_pending()
@@ -59,8 +68,6 @@ def _child(config: str, crash: str | None, job: str = "tick", seconds: float = 0
 def _kill_after(pids: list[int], seconds: float) -> None:
     """SIGKILL the children still running ``seconds`` after they began (as an OOM killer,
     a restart or a deploy would, at no point of pbem's choosing)."""
-    import signal
-    import time
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if all(os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
@@ -144,9 +151,9 @@ class Zygote:
     def run(self, config: Path, *, crash: str | None = None, job: str = "tick",
             count: int = 1, seconds: float = 0,
             kill_after: float | None = None) -> list[int]:
-        """Run ``count`` children at once (``job``: tick, process, send, clock, or listen
-        for ``seconds`` then tick), SIGKILLed ``kill_after`` seconds after they began if
-        still running; their wait statuses."""
+        """Run ``count`` children at once (``job``: tick, process, send, clock, upgrade
+        (`pbem db upgrade`), or listen for ``seconds`` then tick), SIGKILLed ``kill_after``
+        seconds after they began if still running; their wait statuses."""
         assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout
         self.proc.stdin.write(json.dumps({"config": str(config), "crash": crash, "job": job,
                                           "count": count, "seconds": seconds,

@@ -38,6 +38,8 @@ def referee(server: Server, *texts: str) -> list[str]:
 
 
 def _incoming(session: Session, server: Server, sender: str, body: str) -> Incoming:
+    """Store the mail (its own transaction: before ``session`` begins one, since a SQLite
+    transaction holds the write lock from its first statement) and read it back."""
     assert server.referee.store_inbound(mail(sender, body), source="smtp")
     row = session.exec(select(InboundMail).order_by(col(InboundMail.id).desc())).first()
     assert row is not None
@@ -56,11 +58,11 @@ def player(server: Server, sender: str, *texts: str, game: str | None = None) ->
     """A player's (or, without ``game``, a stranger's) command lines: parsed with
     player_commands() of the game's kind, run() in one transaction, one answer sent."""
     with Session(server.engine) as session:
+        incoming = _incoming(session, server, sender, "\n".join(texts))
         who = _turnkey(session, sender, game)
         parsed = parse_text(lines_of(*texts),
                             player_commands(kind_of(who.game) if who is not None else None))
         assert not parsed.problems, parsed.problems
-        incoming = _incoming(session, server, sender, "\n".join(texts))
         ctx = CommandContext(session, server.referee.post, server.referee.clock(), incoming,
                              who, parsed.orders, parts=[])
         out = run(ctx, parsed.orders)
@@ -73,11 +75,11 @@ def moves(server: Server, sender: str, *texts: str, game: str = "g1") -> str:
     """A player's move lines: the move phase (pbem.triage.move_step: the order taken, the
     turn it completes resolved) with the registry's move names."""
     with Session(server.engine) as session:
+        incoming = _incoming(session, server, sender, "\n".join(texts))
         who = _turnkey(session, sender, game)
         assert who is not None
         parsed: ParsedText = parse_text(lines_of(*texts), player_commands(kind_of(who.game)))
         assert not parsed.problems, parsed.problems
-        incoming = _incoming(session, server, sender, "\n".join(texts))
         ctx = CommandContext(session, server.referee.post, server.referee.clock(), incoming,
                              who, parsed.orders, parts=[])
         reports: list = []

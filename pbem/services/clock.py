@@ -18,7 +18,7 @@ from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 from pbem.claims import aware
-from pbem.db import game_writer, lanes_apart, one_writer
+from pbem.db import game_writer, lanes_apart, one_writer, reading
 from pbem.deadlines import (
     Interval,
     outage_gap,
@@ -91,7 +91,7 @@ def clock_candidates(engine: Engine, now: datetime) -> Iterator[int]:
     seen at the next tick."""
     after = 0
     while True:
-        with Session(engine) as session:
+        with Session(reading(engine)) as session:
             rows = list(session.execute(
                 sa_select(col(Game.id), col(Game.deadline), col(Game.grace_until),
                           col(Game.reminded_turn), col(Game.turn), col(Game.turn_hours),

@@ -224,20 +224,29 @@ def test_the_lease_has_one_holder_and_outlives_no_dead_one(database: str) -> Non
 def test_a_fetch_left_to_another_names_the_holder_even_if_it_has_just_finished(
         tmp_path: Path, database: str, caplog: pytest.LogCaptureFixture) -> None:
     """The fetch lease's holder ends its poll right after our try read it: the line that
-    leaves the fetch to it names it as the try saw it (it named None, read again)."""
+    leaves the fetch to it names it as the try saw it (it named None, read again). (The
+    holder is another thread: on SQLite the try's read and its end are one transaction
+    that holds the write lock, so the holder's write comes just after it.)"""
     import logging
+    import threading
 
     from pbem.config import ImapSettings, Settings
     other = "elsewhere:1:abcd"
     calls = {"n": 0, "armed": False}
+    holder: list[threading.Thread] = []
+
+    def end_the_holders_poll() -> None:
+        with server.engine.begin() as conn:
+            conn.execute(update(ServerState).where(ServerState.key == "lease:fetch")
+                         .values(value='{"owner": null, "until": null}'))
 
     def clock() -> datetime:
         if calls["armed"]:
             calls["n"] += 1
             if calls["n"] == 3:   # fetch: backoff, the new value, then the holder's end
-                with server.engine.begin() as conn:   # the holder ends its poll now
-                    conn.execute(update(ServerState).where(ServerState.key == "lease:fetch")
-                                 .values(value='{"owner": null, "until": null}'))
+                holder.append(threading.Thread(target=end_the_holders_poll))
+                holder[0].start()    # the holder ends its poll now
+                holder[0].join(0.5)  # (PostgreSQL: done; SQLite: after our try)
         return datetime.now(UTC)
     settings = Settings(database=database, address="bluff@x.org", referee="referee@x.org",
                         referee_key="k", outbox_dir=tmp_path / "out",
@@ -253,6 +262,7 @@ def test_a_fetch_left_to_another_names_the_holder_even_if_it_has_just_finished(
     with caplog.at_level(logging.INFO, logger="pbem.fetching"):
         assert server.fetch() == 0
     assert calls["n"] >= 3
+    holder[0].join(30)
     assert Lease(server.engine, "fetch", clock).holder() is None   # it did end meanwhile
     assert f"another process ({other}) is fetching mail; left to it" in caplog.text
 

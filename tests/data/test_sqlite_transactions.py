@@ -1,0 +1,112 @@
+"""SQLite transactions begin where SQLAlchemy begins them (pbem.db.make_engine).
+
+Every transaction begins with BEGIN IMMEDIATE after the process's writer turn, so what
+it reads is current until it commits and DDL is rolled back with it; one on
+``db.reading(engine)`` begins with a plain BEGIN and neither waits for a writer nor
+makes one wait. (Before, Python's sqlite3 began a transaction at its first INSERT,
+UPDATE or DELETE: the reads before it, and DDL, ran outside it.)
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, text
+from sqlalchemy.exc import OperationalError
+
+from pbem import db
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Engine:
+    engine = db.make_engine(f"sqlite:///{tmp_path / 'pbem.db'}")
+    with engine.begin() as conn:
+        conn.execute(text("CREATE TABLE counter (n INTEGER NOT NULL)"))
+        conn.execute(text("INSERT INTO counter VALUES (0)"))
+    return engine
+
+
+def test_a_read_then_write_in_one_transaction_sees_no_other_write_between(
+        engine: Engine) -> None:
+    """Two threads add one a hundred times each, reading the count and writing it plus
+    one: no addition is lost."""
+    def add(times: int) -> None:
+        for _ in range(times):
+            with engine.begin() as conn:
+                n = conn.execute(text("SELECT n FROM counter")).scalar_one()
+                time.sleep(0.0005)
+                conn.execute(text("UPDATE counter SET n = :n"), {"n": n + 1})
+
+    threads = [threading.Thread(target=add, args=(100,)) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT n FROM counter")).scalar_one() == 200
+
+
+def test_ddl_is_rolled_back_with_its_transaction(engine: Engine) -> None:
+    with pytest.raises(RuntimeError), engine.begin() as conn:
+        conn.execute(text("CREATE TABLE made (x INTEGER)"))
+        conn.execute(text("ALTER TABLE counter RENAME TO renamed"))
+        raise RuntimeError("stopped half-way")
+    with engine.connect() as conn:
+        tables = set(conn.execute(text("SELECT name FROM sqlite_master WHERE type = 'table'"))
+                     .scalars())
+    assert tables == {"counter"}
+
+
+def test_a_savepoint_rolls_back_alone(engine: Engine) -> None:
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE counter SET n = 1"))
+        with pytest.raises(RuntimeError), conn.begin_nested():
+            conn.execute(text("UPDATE counter SET n = 2"))
+            raise RuntimeError("undo the inner one")
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT n FROM counter")).scalar_one() == 1
+
+
+def test_a_reading_transaction_neither_waits_for_a_writer_nor_blocks_one(
+        engine: Engine) -> None:
+    writing = threading.Event()
+    done = threading.Event()
+
+    def writer() -> None:
+        with engine.begin() as conn:
+            conn.execute(text("UPDATE counter SET n = 5"))
+            writing.set()
+            done.wait(10)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        assert writing.wait(10)
+        started = time.monotonic()
+        with db.reading(engine).connect() as conn:   # sees the last commit, at once
+            assert conn.execute(text("SELECT n FROM counter")).scalar_one() == 0
+        assert time.monotonic() - started < 1
+    finally:
+        done.set()
+        thread.join()
+    with db.reading(engine).connect() as reader:
+        assert reader.execute(text("SELECT n FROM counter")).scalar_one() == 5
+        with engine.begin() as conn:       # a writer goes on while it is open
+            conn.execute(text("UPDATE counter SET n = 6"))
+        assert reader.execute(text("SELECT n FROM counter")).scalar_one() == 5   # its snapshot
+
+
+def test_a_transaction_that_is_not_reading_waits_for_the_writer(engine: Engine) -> None:
+    """The other side: a plain transaction takes the write lock at its start. From another
+    process (no shared turn), it waits out busy_timeout and says "locked"."""
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE counter SET n = 7"))
+        other = db.make_engine(str(engine.url))   # its own writer turn: as another process
+        with other.connect() as second:
+            second.connection.dbapi_connection.execute("PRAGMA busy_timeout=100")
+            with pytest.raises(OperationalError, match="locked"):
+                second.execute(text("SELECT n FROM counter"))
+        other.dispose()
