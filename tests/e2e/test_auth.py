@@ -26,6 +26,7 @@ from pbem.games import find_game, pending_orders, players_of
 from pbem.models import InboundMail, OutboundMail, Player, SenderEvent
 from pbem.robot_client import client_order_lines
 from pbem.server import Server
+from testkit import desk
 from testkit.desk import make_server as desk_server
 from testkit.e2e import REFEREE_KEY as STACK_REFEREE_KEY
 from testkit.e2e import Table
@@ -308,3 +309,23 @@ def test_a_hundred_forged_wrong_keys_silence_neither_referee_nor_player(
         with Session(table.server.engine) as session:
             outcomes = [m.outcome or "" for m in session.exec(select(InboundMail))]
         assert sum("not answered (dropped" in o for o in outcomes) >= 2 * (100 - limit)
+
+
+@pytest.mark.parametrize("language,told,last", [
+    ("de", "Post mit falschem Schlüssel in deinem Namen", "keine weiteren Antworten"),
+    ("cs", "Pošta se špatným klíčem vaším jménem", "žádné další odpovědi")])
+def test_the_owner_is_told_in_their_language(tmp_path: Path, clock: Clock, language: str,
+                                            told: str, last: str) -> None:
+    server = make_server(tmp_path, clock)
+    desk.started_game(server, f"LANGUAGE {language}")
+    for i in range(6):
+        send(server, P2, f"GAME g1\nKEY wrong-{i}\nBID 1 two\n")
+    (notice,) = [m for m in outbox(server, P2) if told in str(m["Subject"])]
+    assert "6" in notice.get_body(("plain",)).get_content()
+    for i in range(server.settings.answers_per_hour):
+        send(server, P1, f"HELP {i}\n")
+    answered = outbox(server, P1)[-1]
+    note = " ".join(answered.get_body(("plain",)).get_content().split())
+    assert last in note and f"{server.settings.answers_per_hour}" in note
+    assert last in " ".join(answered.get_body(("html",)).get_content().split())
+    assert "STATUS" in note                  # the answer itself is kept, the note added
