@@ -307,11 +307,13 @@ def said_limit(session: Session, post: Post, answers: list[OutboundMail], most: 
         files = [(part.get_filename() or "attachment", part.get_content_type(),
                   bytes(part.get_payload(decode=True) or b""))
                  for part in parsed.iter_attachments()]
-        references = str(parsed.get("References", "")).split()
+        parent, auto = parsed.get("In-Reply-To"), parsed.get("Auto-Submitted")
         enqueue(session, post.origin, kind=row.kind, to=address,
                 subject=str(parsed["Subject"]), text=f"{text}\n\n{sentence}\n", html=page,
-                now=post.clock(), attachments=files, in_reply_to=parsed.get("In-Reply-To"),
-                references=references, game_id=row.game_id, seat=row.seat, turn=row.turn,
-                inbound_id=row.inbound_id, auto_submitted=parsed.get("Auto-Submitted"),
-                shipped_html=True)
+                now=post.clock(), attachments=files,
+                in_reply_to=str(parent) if parent else None,
+                references=str(parsed.get("References", "")).split(),
+                game_id=row.game_id, seat=row.seat, turn=row.turn, inbound_id=row.inbound_id,
+                auto_submitted=str(auto) if auto else None,
+                shipped_html=True)   # its HTML was cleaned when it was first queued
         session.delete(row)
