@@ -184,11 +184,16 @@ class Settings:
     outage_minutes: float | None = None
     # the referee key as its hex SHA-256 (instead of referee_key: nothing to steal from the file)
     referee_key_sha256: str = ""
-    # failed key checks per address and window before the address is locked out for a while
+    # failing mails (a wrong key ...) per address and window that are answered; past it
+    # they are dropped unanswered, the owner told once a day. Never a lock-out: the right
+    # key is always accepted (pbem.security)
     auth_failure_limit: int = 5
     auth_failure_window_minutes: float = 60.0
-    # answers a day to an unknown (or locked-out) address: no backscatter, no mail loops
+    # answers a day to an unknown address: no backscatter, no mail loops
     stranger_answers_per_day: int = 1
+    # answers an hour to a known address's mail that is no game mail (HELP, LIST, errors):
+    # no mail bomb through the server in a player's name; game answers are not counted
+    answers_per_hour: int = 10
     # soft bounces (delays) of mail to one address in a row before the referee is told
     # (0: never); a hard bounce tells the referee at once (pbem.services.bounces)
     soft_bounce_limit: int = 3

@@ -66,7 +66,6 @@ class Refusal(PbemError):
         # the mail proved that its sender reads mail at its address (the code we mailed
         # there): its answer is not held back as a stranger's (pbem.sender_check.limit_answers)
         self.sender_proven = False
-        self.lockout = False           # the sender is locked out (told once a lock-out)
         # a CONFIRM that matched no pending sign-up of an address that has one: answered
         # within the sign-up's own bound (pbem.security.SIGNUP_ANSWERS_PER_DAY)
         self.about_signup = False

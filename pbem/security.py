@@ -7,17 +7,24 @@
   ``key_hash`` is what their KEY lines are checked against. (Players' keys
   are printed in every report, so the server does keep those.)
 - Failed attempts (a wrong key, a key from another address, a reply to
-  another player's mail) are counted per address in ``sender_event``. After
-  ``auth_failure_limit`` of them within ``auth_failure_window_minutes`` no
-  key from that address is looked at until the window has passed, and the
-  referee is told once.
+  another player's mail) are counted per address in ``sender_event``. They
+  never lock the address out: keys are long random secrets, so guessing is
+  not the threat, silencing is, and a mail with the right key (or a genuine
+  reply to one's report) is always acted on. Past ``auth_failure_limit``
+  failures within ``auth_failure_window_minutes`` a failing mail is dropped
+  unanswered (its outcome says so), and the owner of the address is told
+  once a day that mail with a wrong key came in their name.
 - Answers to an address the server does not know (no player, watcher or
-  sign-up, not the referee), and to an address that is locked out, are
-  limited to ``stranger_answers_per_day`` a day: forged mail cannot turn
-  the server into a source of backscatter, and two servers (or a server and
-  an auto-responder that strips the usual headers) stop answering each other.
-  An address with a pending sign-up hears about its code (a CONFIRM that did not
-  match) up to ``SIGNUP_ANSWERS_PER_DAY`` times a day besides.
+  sign-up, not the referee) are limited to ``stranger_answers_per_day`` a
+  day: forged mail cannot turn the server into a source of backscatter, and
+  two servers (or a server and an auto-responder that strips the usual
+  headers) stop answering each other. A known address gets at most
+  ``answers_per_hour`` answers an hour to mail that is no game mail (HELP,
+  LIST, errors, refusals of mail without the right key or reply token); the
+  answers to a player's game mail (orders, replies to reports) are never
+  held back. An address with a pending sign-up hears about its code (a
+  CONFIRM that did not match) up to ``SIGNUP_ANSWERS_PER_DAY`` times a day
+  besides. One mechanism counts them all: events of a kind within a window.
 """
 
 from __future__ import annotations
@@ -33,14 +40,17 @@ from sqlmodel import Session, col, func, select
 from pbem.models import Player, SenderEvent, Signup, Watcher
 
 AUTH_FAILED = "auth-failed"
-AUTH_ALERTED = "auth-alerted"
+AUTH_DROPPED = "auth-dropped"          # a failing mail past the limit, dropped unanswered
+OWNER_TOLD = "owner-told"              # the owner heard of mail with wrong keys in their name
 STRANGER_ANSWERED = "stranger-answered"
 SIGNUP_ANSWERED = "signup-answered"
-LOCKOUT_TOLD = "lockout-told"
+ANSWERED = "answered"                  # an answer to a known address's non-game mail
 #: what a mail's outcome says when its answer was held back
-STRANGER_LIMIT = "one answer a day to an unknown or locked-out address"
+STRANGER_LIMIT = "one answer a day to an unknown address"
 #: answers a day about its code to an address with a pending sign-up (a mistyped CONFIRM)
 SIGNUP_ANSWERS_PER_DAY = 3
+DAY = timedelta(days=1)
+HOUR = timedelta(hours=1)
 
 
 def new_key() -> tuple[str, str]:
@@ -94,19 +104,22 @@ def referee_key_matches(given: str | None, *, key: str, key_sha256: str) -> bool
 
 @dataclass(frozen=True)
 class Limits:
-    auth_failures: int = 5                  # failed attempts per address and window
+    auth_failures: int = 5                  # failing mails per address and window answered
     auth_window: timedelta = timedelta(hours=1)
     stranger_answers_per_day: int = 1
+    answers_per_hour: int = 10              # answers to a known address's non-game mail
 
     @classmethod
     def from_settings(cls, settings: object) -> Limits:
         return cls(auth_failures=int(getattr(settings, "auth_failure_limit", 5)),
                    auth_window=timedelta(minutes=float(
                        getattr(settings, "auth_failure_window_minutes", 60))),
-                   stranger_answers_per_day=int(getattr(settings, "stranger_answers_per_day", 1)))
+                   stranger_answers_per_day=int(getattr(settings, "stranger_answers_per_day", 1)),
+                   answers_per_hour=int(getattr(settings, "answers_per_hour", 10)))
 
 
-def _count(session: Session, address: str, kind: str, since: datetime) -> int:
+def count(session: Session, address: str, kind: str, since: datetime) -> int:
+    """Events of ``kind`` of the address after ``since``."""
     return int(session.exec(select(func.count()).select_from(SenderEvent).where(
         SenderEvent.address == address, SenderEvent.kind == kind,
         col(SenderEvent.at) > since)).one())
@@ -117,45 +130,37 @@ def record(session: Session, address: str, kind: str, now: datetime) -> None:
     session.flush()
 
 
+def within(session: Session, address: str, now: datetime, kind: str, most: int,
+           window: timedelta) -> int:
+    """Take one of ``most`` events of ``kind`` an address may have within ``window``: how
+    many are left after this one (0: this was the last), or -1 if none was left (nothing
+    counted). The one mechanism behind every limit here."""
+    used = count(session, address, kind, now - window)
+    if used >= most:
+        return -1
+    record(session, address, kind, now)
+    return most - used - 1
+
+
 def failures(session: Session, address: str, now: datetime, limits: Limits) -> int:
     """Failed attempts from the address within the window."""
-    return _count(session, address, AUTH_FAILED, now - limits.auth_window)
-
-
-def locked_out(session: Session, address: str, now: datetime, limits: Limits) -> bool:
-    return failures(session, address, now, limits) >= limits.auth_failures
-
-
-def locked_until(session: Session, address: str, now: datetime, limits: Limits) -> datetime:
-    """When the oldest counted failure leaves the window (the lock-out ends then, or later)."""
-    rows = session.exec(select(SenderEvent.at).where(
-        SenderEvent.address == address, SenderEvent.kind == AUTH_FAILED,
-        col(SenderEvent.at) > now - limits.auth_window).order_by(col(SenderEvent.at).desc())
-        .limit(limits.auth_failures)).all()
-    oldest = min(rows) if rows else now
-    return oldest + limits.auth_window
+    return count(session, address, AUTH_FAILED, now - limits.auth_window)
 
 
 def note_failure(session: Session, address: str, now: datetime, limits: Limits) -> bool:
-    """Count a failed attempt; True when the referee should now be told (once a window)."""
+    """Count a failing mail; True when it is past the limit, to be dropped unanswered
+    (counted as such)."""
     record(session, address, AUTH_FAILED, now)
-    if failures(session, address, now, limits) < limits.auth_failures:
+    if failures(session, address, now, limits) <= limits.auth_failures:
         return False
-    if _count(session, address, AUTH_ALERTED, now - limits.auth_window) > 0:
-        return False
-    record(session, address, AUTH_ALERTED, now)
+    record(session, address, AUTH_DROPPED, now)
     return True
 
 
-def tell_of_lockout(session: Session, address: str, now: datetime) -> bool:
-    """May the address be told it is locked out? Once a lock-out (the lock-out begins
-    when the referee is alerted); counts it if so."""
-    began = session.exec(select(func.max(SenderEvent.at)).where(
-        SenderEvent.address == address, SenderEvent.kind == AUTH_ALERTED)).one()
-    if began is None or _count(session, address, LOCKOUT_TOLD, began - timedelta(seconds=1)):
-        return False
-    record(session, address, LOCKOUT_TOLD, now)
-    return True
+def tell_owner(session: Session, address: str, now: datetime) -> bool:
+    """May the owner of an address be told of failing mail in their name now? Once a
+    day; counts it if so."""
+    return within(session, address, now, OWNER_TOLD, 1, DAY) >= 0
 
 
 def known_address(session: Session, address: str) -> bool:
@@ -169,23 +174,23 @@ def known_address(session: Session, address: str) -> bool:
 
 
 def may_answer(session: Session, address: str, now: datetime, limits: Limits) -> bool:
-    """May a limited address (stranger, locked out) get an answer now? Counts it if so."""
-    return _within_day(session, address, now, STRANGER_ANSWERED, limits.stranger_answers_per_day)
+    """May an unknown address get an answer now? Counts it if so."""
+    return within(session, address, now, STRANGER_ANSWERED, limits.stranger_answers_per_day,
+                  DAY) >= 0
 
 
 def answers_left(session: Session, address: str, now: datetime, limits: Limits) -> bool:
     """Has an unknown address an answer left today? Asked, not counted."""
-    return _count(session, address, STRANGER_ANSWERED,
-                  now - timedelta(days=1)) < limits.stranger_answers_per_day
+    return count(session, address, STRANGER_ANSWERED,
+                 now - DAY) < limits.stranger_answers_per_day
 
 
 def may_answer_about_signup(session: Session, address: str, now: datetime) -> bool:
     """May an address with a pending sign-up hear about its code now? Counts it if so."""
-    return _within_day(session, address, now, SIGNUP_ANSWERED, SIGNUP_ANSWERS_PER_DAY)
+    return within(session, address, now, SIGNUP_ANSWERED, SIGNUP_ANSWERS_PER_DAY, DAY) >= 0
 
 
-def _within_day(session: Session, address: str, now: datetime, kind: str, per_day: int) -> bool:
-    if _count(session, address, kind, now - timedelta(days=1)) >= per_day:
-        return False
-    record(session, address, kind, now)
-    return True
+def answer_budget(session: Session, address: str, now: datetime, limits: Limits) -> int:
+    """Take one of a known address's answers an hour to mail that is no game mail: how
+    many are left after it (0: this is the last, which says so), -1: none was left."""
+    return within(session, address, now, ANSWERED, limits.answers_per_hour, HOUR)

@@ -2,12 +2,14 @@
 
 - ``identify``: the player a mail speaks for, from the report it replies to
   (no key needed) or from its GAME and KEY lines;
-- failed attempts (a wrong key, a key from another address, a reply to
-  another player's mail) are counted, and an address with too many is
-  locked out for a while (pbem.security holds the counts and limits);
+- ``auth_failed``: failed attempts (a wrong key, a key from another address, a
+  reply to another player's mail) are counted; past a limit such a mail is
+  dropped unanswered and the owner of the address told once a day. Nobody is
+  ever locked out: the right key, and a genuine reply, always work
+  (pbem.security holds the counts and limits);
 - ``limit_answers``: at most a few answers a day, of any kind, to an address
-  that is unknown here or locked out (a locked-out player's replies to their
-  own reports, authenticated by the reply token, are answered as ever);
+  that is unknown here; at most ``answers_per_hour`` to a known one for mail
+  that is no game mail; none to failing mail past its limit;
 - ``check_aligned``: with ``[security] require_aligned``, a player's mail that
   our mail server did not find aligned (DMARC, SPF, DKIM) is refused, and
   counted as a failed attempt.
@@ -16,6 +18,9 @@
 from __future__ import annotations
 
 import json
+from email import message_from_bytes, policy
+from email.message import EmailMessage
+from html import escape
 from typing import Any
 
 from sqlalchemy import bindparam
@@ -26,12 +31,14 @@ from pbem.commands.context import Turnkey, refusal
 from pbem.db import core_read
 from pbem.errors import Refusal
 from pbem.games import find_game, players_of, seated
+from pbem.i18n import translator
 from pbem.mail.read import InboundMessage
 from pbem.mail.senderauth import check_sender
 from pbem.models import AuditEntry, Game, InboundMail, OutboundMail, Player
 from pbem.orders import ParsedText
-from pbem.services.post import Post, replied_ids, tell_referee
-from pbem.wording import _
+from pbem.outbox import enqueue
+from pbem.services.post import Post, notice, replied_ids
+from pbem.wording import _, _n
 from pbem.work import Work
 
 
@@ -112,7 +119,6 @@ def identify(session: Session, post: Post, msg: InboundMessage,
     except Refusal as refused:
         refused.quoting(game_line, hint=_("check the game name in your report"))
         raise
-    check_lockout(session, post, msg, game.name)
     player = security.find_key_owner(players_of(session, game), str(key_line.args))
     # a replaced player's own old key, from their own address: they were replaced
     former = [p.model_copy(update={"active": True}) for p in players_of(session, game)
@@ -189,67 +195,57 @@ def moved_from(session: Session, post: Post, game: Game, msg: InboundMessage) ->
                     "<{referee}>", referee=post.referee), game=game.name)
 
 
-def check_lockout(session: Session, post: Post, msg: InboundMessage, game: str | None) -> None:
-    """Refuse to look at a key from an address with too many failed attempts."""
-    assert msg.from_addr is not None
-    limits = security.Limits.from_settings(post.settings)
-    now = post.clock()
-    if security.locked_out(session, msg.from_addr, now, limits):
-        until = security.locked_until(session, msg.from_addr, now, limits)
-        minutes = limits.auth_window.total_seconds() / 60
-        refused = refusal(
-            _("{address} is locked out until {until}: mail from it failed {failures} checks "
-              "within {minutes} minutes (a wrong key, a key from another address, or a reply "
-              "to another player's mail), so keys from it are not checked until then",
-              address=msg.from_addr, until=until.strftime("%Y-%m-%d %H:%M UTC"),
-              failures=limits.auth_failures, minutes=format(minutes, "g")),
-            _("reply to your latest report instead (a reply needs no key), or try again "
-              "after that time"), game=game)
-        refused.lockout = True
-        raise refused
-
-
-def auth_failed(session: Session, post: Post, address: str | None) -> None:
-    """Count a failed attempt; tell the referee when the address gets locked out."""
+def auth_failed(session: Session, post: Post, address: str | None) -> bool:
+    """Count a failed attempt; True when the mail is past the limit, to be dropped
+    unanswered. The owner of a known address hears of it once a day, in their language
+    (an unknown one is a stranger: its answers a day bound it)."""
     if address is None:
-        return
+        return False
     limits = security.Limits.from_settings(post.settings)
     now = post.clock()
-    if security.note_failure(session, address, now, limits):
+    if not security.note_failure(session, address, now, limits):
+        return False
+    known = address == post.referee.lower() or security.known_address(session, address)
+    if known and security.tell_owner(session, address, now):
         minutes = limits.auth_window.total_seconds() / 60
-        until = security.locked_until(session, address, now, limits)
-        tell_referee(session, post, _("Repeated failed attempts"), [
-            _("Mail from {address} failed {failures} checks within {minutes} minutes: a "
-              "wrong key, a key from another address, or a reply to another player's mail. "
-              "Keys from this address are not checked until {until}; replies to reports "
-              "still work.", address=address, failures=limits.auth_failures,
-              minutes=format(minutes, "g"), until=until.strftime("%Y-%m-%d %H:%M UTC")),
-            _("If this is a player who lost their key, STATUS shows the game; if not, "
-              "someone may be trying to act in their name.")])
+        count = security.failures(session, address, now, limits)
+        notice(session, post, address, _("Mail with a wrong key in your name"), [
+            _n("{n} mail with a wrong key (or a reply to another player's mail) came in "
+               "your name within {minutes} minutes; nothing in it was applied.",
+               "{n} mails with a wrong key (or a reply to another player's mail) came in "
+               "your name within {minutes} minutes; nothing in them was applied.", count,
+               minutes=format(minutes, "g")),
+            _("Your own mail with your key, and your replies to your reports, are read as "
+              "ever. Such mail past the first {most} within {minutes} minutes is not "
+              "answered; you hear of it at most once a day. If you did not send it, "
+              "someone may be trying to act in your name: tell the referee <{referee}>.",
+              most=limits.auth_failures, minutes=format(minutes, "g"),
+              referee=post.referee)], now)
+    return True
 
 
 def limit_answers(session: Session, post: Post, row: InboundMail, msg: InboundMessage,
-                  outcome: str, *, proven: bool = False, lockout: bool = False,
-                  about_signup: bool = False) -> str:
-    """At most stranger_answers_per_day answers a day, of every kind (an error, HELP, a
-    sign-up's code mail, the notice of a lock-out ...), to an address that is unknown here
-    or locked out: no backscatter from forged mail, no loop with a robot. A lock-out binds
-    what failed (keys from that address, mail without a reply token): a player's reply to
-    their own report, authenticated by its reply token, is answered as ever; so is a mail
-    ``proven`` to come from its address (it brought back the sign-up code we mailed there).
-    A known address that is locked out hears once a lock-out that it is (``lockout``: this
-    answer says so); an unknown one only within its answers a day. An address with a
-    pending sign-up hears about its code (``about_signup``: a CONFIRM that matched none)
-    within a bound of its own (pbem.security.SIGNUP_ANSWERS_PER_DAY)."""
+                  outcome: str, *, proven: bool = False, game_mail: bool = False,
+                  dropped: bool = False, about_signup: bool = False) -> str:
+    """Hold back the answers to a mail that its sender may not have now:
+
+    - a failing mail (a wrong key ...) past its limit (``dropped``, pbem.security
+      note_failure) gets none;
+    - an unknown address gets at most stranger_answers_per_day a day, of every kind (an
+      error, HELP, a sign-up's code mail ...): no backscatter from forged mail, no loop
+      with a robot; one with a pending sign-up hears about its code (``about_signup``: a
+      CONFIRM that matched none) within a bound of its own
+      (pbem.security.SIGNUP_ANSWERS_PER_DAY); a mail ``proven`` to come from its address
+      (it brought back the sign-up code we mailed there) is answered;
+    - a known address gets at most answers_per_hour an hour to mail that is no game mail
+      (HELP, LIST, errors, refusals of mail without the right key); the last one allowed
+      says so. ``game_mail`` (the right key, the referee's or a player's) and a player's
+      reply to their own report (its reply token stands for the key) are never held back.
+    """
     address = msg.from_addr
     if address is None or proven:
         return outcome
-    limits = security.Limits.from_settings(post.settings)
-    now = post.clock()
-    if token_reply(session, msg):   # a player's reply to their own report, from them
-        return outcome
-    known = address == post.referee.lower() or security.known_address(session, address)
-    if known and not security.locked_out(session, address, now, limits):
+    if game_mail or token_reply(session, msg):
         return outcome
     session.flush()
     answers = session.exec(select(OutboundMail).where(
@@ -257,15 +253,67 @@ def limit_answers(session: Session, post: Post, row: InboundMail, msg: InboundMe
     mine = [a for a in answers if json.loads(a.rcpts_json) == [address]]
     if not mine:
         return outcome
-    if known and lockout and security.tell_of_lockout(session, address, now):
-        return outcome + "; told of its lock-out (once a lock-out)"
-    why = security.STRANGER_LIMIT
-    if about_signup and not known:
+    limits = security.Limits.from_settings(post.settings)
+    now = post.clock()
+    known = address == post.referee.lower() or security.known_address(session, address)
+    if dropped:
+        why = (f"dropped: more than {limits.auth_failures} failing mails from this address "
+               f"within {format(limits.auth_window.total_seconds() / 60, 'g')} minutes")
+    elif known:
+        left = security.answer_budget(session, address, now, limits)
+        if left > 0:
+            return outcome
+        if left == 0:
+            said_limit(session, post, mine, limits.answers_per_hour)
+            return outcome + f"; answered, the last of {limits.answers_per_hour} an hour"
+        why = f"{limits.answers_per_hour} answers an hour to mail that is no game mail"
+    elif about_signup:
         if security.may_answer_about_signup(session, address, now):
             return outcome + "; answered about its pending sign-up"
         why = f"{security.SIGNUP_ANSWERS_PER_DAY} answers a day about a pending sign-up"
     elif security.may_answer(session, address, now, limits):
         return outcome
+    else:
+        why = security.STRANGER_LIMIT
     for answer in mine:
         session.delete(answer)
     return outcome + f"; not answered ({why})"
+
+
+def said_limit(session: Session, post: Post, answers: list[OutboundMail], most: int) -> None:
+    """The last answer an address may have this hour says so: each answer is queued again
+    with a closing paragraph, in its reader's language, in place of the one composed."""
+    for row in answers:
+        address = json.loads(row.rcpts_json)[0]
+        sentence = _n(
+            "This is the last answer you get this hour to mail that is no game mail (HELP, "
+            "LIST, a mail without your key ...): at most {n} an hour are sent, so you will "
+            "get no more answers to such mail for an hour. Your orders and replies to your "
+            "reports are answered as ever.",
+            "This is the last answer you get this hour to mail that is no game mail (HELP, "
+            "LIST, a mail without your key ...): at most {n} an hour are sent, so you will "
+            "get no more answers to such mail for an hour. Your orders and replies to your "
+            "reports are answered as ever.", most).said(
+                translator(post.language_of(session, address)))
+        parsed = message_from_bytes(row.raw, policy=policy.default)
+        assert isinstance(parsed, EmailMessage)
+        plain, rich = parsed.get_body(("plain",)), parsed.get_body(("html",))
+        text = (str(plain.get_content()) if plain is not None else "").rstrip("\n")
+        page = str(rich.get_content()) if rich is not None else None
+        if page is not None:
+            closing = f"<p>{escape(sentence)}</p>"
+            at = page.rfind("</body>")
+            page = page[:at] + closing + page[at:] if at >= 0 else page + closing
+        files = [(part.get_filename() or "attachment", part.get_content_type(),
+                  bytes(part.get_payload(decode=True) or b""))
+                 for part in parsed.iter_attachments()]
+        parent, auto = parsed.get("In-Reply-To"), parsed.get("Auto-Submitted")
+        enqueue(session, post.origin, kind=row.kind, to=address,
+                subject=str(parsed["Subject"]), text=f"{text}\n\n{sentence}\n", html=page,
+                now=post.clock(), attachments=files,
+                in_reply_to=str(parent) if parent else None,
+                references=str(parsed.get("References", "")).split(),
+                game_id=row.game_id, seat=row.seat, turn=row.turn, inbound_id=row.inbound_id,
+                auto_submitted=str(auto) if auto else None,
+                shipped_html=True)   # its HTML was cleaned when it was first queued
+        session.delete(row)

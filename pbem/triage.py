@@ -99,7 +99,8 @@ def handle(session: Session, post: Post, row: InboundMail) -> str:
     if msg.from_addr == settings.address.lower():
         return "ignored: from the server itself"
     mail = Incoming(row, msg)
-    proven = lockout = about_signup = False
+    seen = Seen()
+    proven = dropped = about_signup = False
     try:
         if msg.from_addr != settings.referee.lower():
             sender_check.check_aligned(session, post, row, msg)
@@ -114,18 +115,28 @@ def handle(session: Session, post: Post, row: InboundMail) -> str:
         # a reply's new text ends where it quotes our mail (read_reply)
         mail = Incoming(row, within_limits(read_reply(session, msg)))
         if msg.from_addr == settings.referee.lower():
-            outcome = referee_mail(session, post, mail)
+            outcome = referee_mail(session, post, mail, seen)
         else:
-            outcome = player_mail(session, post, mail)
+            outcome = player_mail(session, post, mail, seen)
     except Refusal as refused:
         if refused.auth_failed:
-            sender_check.auth_failed(session, post, msg.from_addr)
+            dropped = sender_check.auth_failed(session, post, msg.from_addr)
         answer_error(session, post, mail, refused)
-        lockout, about_signup = refused.lockout, refused.about_signup
+        about_signup = refused.about_signup
         outcome = "refused: " + "; ".join(str(p.message) for p in refused.problems)
         proven = refused.sender_proven
     return sender_check.limit_answers(session, post, row, mail.msg, outcome, proven=proven,
-                                      lockout=lockout, about_signup=about_signup)
+                                      game_mail=seen.game_mail, dropped=dropped,
+                                      about_signup=about_signup)
+
+
+@dataclasses.dataclass
+class Seen:
+    """What the handling of a mail found out about its sender: ``game_mail`` once it
+    proved to be the referee's or a player's (the right key, a reply to their own report),
+    so its answers are game answers (sender_check.limit_answers holds back none)."""
+
+    game_mail: bool = False
 
 
 def lane_of(session: Session, post: Post, raw: bytes, envelope_from: str | None,
@@ -169,7 +180,7 @@ def within_limits(msg: InboundMessage) -> InboundMessage:
 
 # --- dispatch -----------------------------------------------------------------------------
 
-def player_mail(session: Session, post: Post, mail: Incoming) -> str:
+def player_mail(session: Session, post: Post, mail: Incoming, seen: Seen) -> str:
     """A player's mail: desk commands, or a move order, or the answer HELP / STATUS give.
 
     The mail is parsed once: with the orders of its game's kind when the game is known
@@ -179,6 +190,7 @@ def player_mail(session: Session, post: Post, mail: Incoming) -> str:
     parsed = parse_text(mail.msg.lines,
                         player_commands(kind_of(game) if game is not None else None))
     who = sender_check.identify(session, post, mail.msg, parsed)
+    seen.game_mail = who is not None
     if parsed.problems:
         raise Refusal.of(parsed.problems, game=who.game.name if who else None)
     # one answer a mail: the commands' answers are held and sent together at the end
@@ -258,7 +270,7 @@ def player_commands_of(ctx: CommandContext, parsed: ParsedText, who: Turnkey | N
     return "; ".join(said)
 
 
-def referee_mail(session: Session, post: Post, mail: Incoming) -> str:
+def referee_mail(session: Session, post: Post, mail: Incoming, seen: Seen) -> str:
     """The referee's mail: KEY <referee key>, then referee commands, all or none."""
     settings = post.settings
     parsed = parse_text(mail.msg.lines, referee_commands())
@@ -266,13 +278,13 @@ def referee_mail(session: Session, post: Post, mail: Incoming) -> str:
     if key is None:
         raise refusal(_("referee commands need the line KEY <referee key>"),
                       _("add the referee key from pbem.toml on a line of its own"))
-    sender_check.check_lockout(session, post, mail.msg, None)
     if not security.referee_key_matches(str(key.args), key=settings.referee_key,
                                         key_sha256=settings.referee_key_sha256):
         raise sender_check.auth_refusal(refusal(
             _("referee commands need the line KEY <referee key>, with the right key"),
             _("add the referee key from pbem.toml on a line of its own"), key.line_no,
             "KEY ****"))
+    seen.game_mail = True
     if parsed.problems:
         raise Refusal.of(parsed.problems)
     ctx = CommandContext(session, post, post.clock(), mail, None, parsed.orders,

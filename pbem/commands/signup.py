@@ -108,11 +108,10 @@ def _ask_to_confirm(ctx: CommandContext, game: Game, name: str, status: str, wha
 
 
 def _may_get_code(ctx: CommandContext, email: str) -> bool:
-    """Will the code mail to ``email`` leave? An unknown address (or a locked-out one) has
-    its answers a day (pbem.sender_check.limit_answers); the code mail is one of them."""
+    """Will the code mail to ``email`` leave? An unknown address has its answers a day
+    (pbem.sender_check.limit_answers); the code mail is one of them."""
     limits = security.Limits.from_settings(ctx.post.settings)
-    known = email == ctx.post.referee.lower() or security.known_address(ctx.session, email)
-    if known and not security.locked_out(ctx.session, email, ctx.now, limits):
+    if email == ctx.post.referee.lower() or security.known_address(ctx.session, email):
         return True
     return security.answers_left(ctx.session, email, ctx.now, limits)
 

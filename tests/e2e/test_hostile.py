@@ -433,7 +433,7 @@ def test_hostile_mail_never_crashes_never_lets_anyone_in_and_is_answered_once(
     @example(raw=plain(P1, "BID 3 sevens", In_Reply_To=token))            # refused
     @example(raw=plain("mailer-daemon@example.org", "BID 2 threes"))      # ignored
     def check(raw: bytes) -> None:
-        clock.now += timedelta(hours=2)      # no lock-out builds up between examples
+        clock.now += timedelta(hours=2)      # no sender limit builds up between examples
         before = orders(server)
         if not server.referee.store_inbound(raw, source="smtp"):
             return                               # the same bytes again: stored once

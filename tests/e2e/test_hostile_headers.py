@@ -12,7 +12,8 @@ real `pbem tick` process) on a fresh postal game (`NEWGAME cup-1`, five players)
 4. the header shapes that made the standard library's parser slow or huge (20,000
    dots, 8,000 parameters, 6,000 RFC 2231 parameters, 10,000 and 12,000 encoded
    words) cost a tick little time and memory, and get their clear outcome;
-5. once forged mail has locked a player's address out, the player's own replies to
+5. forged mail with wrong keys in a player's name locks nobody out: past the first
+   few it goes unanswered, the player is told once, and the player's own replies to
    their reports (authenticated by the reply token) still get their answers;
 6. a stranger gets at most one answer a day, of any kind (a WATCH's code mail too).
 
@@ -306,16 +307,19 @@ def fresh_mail(stack: Any, user: str, body: str, n: int) -> bytes:
 
 
 @pytest.mark.mailstack
-def test_a_lock_out_by_forged_mail_does_not_silence_the_players_replies(scene: Scene) -> None:
+def test_forged_wrong_keys_do_not_silence_the_players_replies(scene: Scene) -> None:
     forged = [fresh_mail(scene.stack, "p4", f"GAME cup-1\r\nKEY forged{i:011d}\r\nBID 3 fives",
-                         i) for i in range(5)]
+                         i) for i in range(8)]
     scene.stack.append("bluff", *forged)
     scene.tick()
     assert all((scene.row(raw).outcome or "").startswith("refused: that key does not belong")
                for raw in forged)
+    assert all("not answered (dropped" in (scene.row(raw).outcome or "") for raw in forged[5:])
     mail = scene.new_mail()
-    (alert,) = mail["referee"]                         # p4's address is locked out now
-    assert "Repeated failed attempts" in str(alert["Subject"])
+    assert mail["referee"] == []
+    # p4 hears of the first five, and once that mail with wrong keys came in its name
+    told = [str(m["Subject"]) for m in mail["p4"]]
+    assert len(told) == 6 and sum("wrong key in your name" in s for s in told) == 1, told
     # p4 itself replies to its report, twice, with a mistake: each is answered
     scene.table.reply("p4", ["BID 3 twelves"])
     scene.table.reply("p4", ["Thanks, still thinking."])

@@ -2,11 +2,14 @@
 MAILER-DAEMON, DSNs), Auto-Submitted other than "no", Precedence bulk/list/junk,
 list mail, the server's own loop header and its own address are never answered
 and never acted on; answers to unknown senders are limited to one a day per
-address; two servers pointed at each other stop."""
+address; a known address gets at most answers_per_hour answers an hour to mail that
+is no game mail (a mail bomb in a player's name), game answers never held back; two
+servers pointed at each other stop."""
 
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
@@ -21,9 +24,10 @@ from sqlmodel import Session, select
 from pbem.games import find_game, pending_orders
 from pbem.mail.smtp_out import SendResult
 from pbem.models import InboundMail, OutboundMail
-from pbem.robot_client import parse_mail
+from pbem.robot_client import client_order_lines, parse_mail
 from pbem.server import Server
 from testkit.desk import make_server as desk_server
+from testkit.e2e import Table, text_of
 from testkit.stack import stack_settings
 from tests.runner.test_referee import (
     PLAYERS,
@@ -304,3 +308,43 @@ def test_a_forged_join_does_not_make_an_address_known(server: Server) -> None:
     for i in range(3):
         deliver(server, mail(victim, "BDI 5 4\n", subject=f"junk {i}"))
     assert len(outbox(server, victim)) - codes <= 1
+
+
+# --------------------------------------------------------------------------- mail bombs
+
+
+@pytest.mark.mailstack
+def test_fifty_forged_helps_give_a_player_at_most_the_answers_an_hour(mailstack,
+                                                                      tmp_path: Path) -> None:
+    """50 HELP mails forged in a player's name through Dovecot and SMTP, the player's own
+    order in their midst: the player gets at most answers_per_hour answers to them, the
+    last of which says so, and the order is confirmed all the same."""
+    with Table(mailstack, tmp_path, ["p1", "p2"]) as table:
+        table.referee_sends(*table.setup("g1", "NEWGAME g1 SEED 3 RULES classic DICE 2"))
+        table.server.tick()
+        table.first_reports_in()
+        mover = next(u for u, (_, v) in table.latest.items() if v["to_move"] == v["you"])
+        address, view = table.clients[mover].address, table.latest[mover][1]
+        helps = [mail(address, "HELP\n", subject=f"help {i}") for i in range(50)]
+        for raw in helps[:25]:
+            table.send(mover, raw)
+        table.reply(mover, client_order_lines(view, random.Random(1)))
+        for raw in helps[25:]:
+            table.send(mover, raw)
+        mailstack.wait_for("bluff", 51, timeout=60)
+        table.server.tick()
+        table.collect()
+        most = table.server.settings.answers_per_hour
+        got = table.answers[mover]
+        confirmed = [m for m in got if "order received" in str(m["Subject"])]
+        assert len(confirmed) == 1 and str(confirmed[0]["In-Reply-To"]) == \
+            table.sent_ids[mover][25]
+        helped = [m for m in got if m not in confirmed]
+        assert len(helped) == most, [str(m["Subject"]) for m in got]
+        assert all(str(m["In-Reply-To"]) in table.sent_ids[mover] for m in helped)
+        last = " ".join(text_of(helped[-1]).split())
+        assert f"at most {most} an hour" in last and "no more answers" in last
+        assert not any("no more answers" in text_of(m) for m in helped[:-1])
+        with Session(table.server.engine) as session:
+            outcomes = [m.outcome or "" for m in session.exec(select(InboundMail))]
+        assert sum(f"not answered ({most} answers an hour" in o for o in outcomes) == 50 - most

@@ -1,6 +1,6 @@
 """Issue 32, item 4: promise 5 as written. An unknown address gets at most
 ``stranger_answers_per_day`` answers a day, of every kind: errors, HELP, LIST, a JOIN's
-code mail, the notice of a lock-out, the answer to a mail that failed on our side; mails
+code mail, refusals of wrong keys, the answer to a mail that failed on our side; mails
 handled one a tick or many in one tick alike. An address with a pending sign-up hears
 about its code (a mistyped CONFIRM) within a small bound of its own (3 a day).
 """
@@ -21,7 +21,7 @@ from testkit.storm import storm_mail
 STRANGER = "someone@elsewhere.example"
 
 # every kind of mail a stranger can send: errors, HELP, LIST, JOIN, WATCH, garbage, wrong
-# keys (five lock the address out, and the sixth would tell it so)
+# keys (past five they are dropped, an unknown owner never told)
 KINDS = ["HELP", "LIST", "JOIN open-1 Stranger", "WATCH g1", "what is this\nBDI 5 4",
          "\x00\x01garbage \u202e", "CONFIRM", *(f"GAME g1\nKEY wrong-{i}\nBID 1 two"
                                                 for i in range(7)), "STATUS", "LEAVE open-1"]
