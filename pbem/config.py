@@ -41,6 +41,9 @@ class ImapSettings:
     # workers that may poll the folder at once (PostgreSQL), each a share of its mail by
     # UID (pbem.mail.imap.Share); 1: one poller at a time
     fetchers: int = 1
+    # `pbem serve` keeps a connection IDLE on the folder (RFC 2177) and fetches the moment
+    # mail arrives; poll_seconds is then only the fallback (pbem.mail.idle)
+    idle: bool = True
 
     def __post_init__(self) -> None:
         if not 1 <= self.fetchers <= 64:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Callable
 from datetime import datetime
 
@@ -22,6 +23,7 @@ from pbem.claims import Lease, Waits
 from pbem.config import Settings
 from pbem.db import transient_error
 from pbem.mail.errors import MailError
+from pbem.mail.idle import IdleWatch
 from pbem.mail.imap import WHOLE, FetchedMail, ImapInbox, Share
 from pbem.referee import Referee
 from pbem.services.failures import what_failed
@@ -55,6 +57,18 @@ class Fetcher:
                                     max_bytes=self.settings.max_mail_bytes,
                                     keep_open=IMAP_KEEP_OPEN_SECONDS)
         return self._inbox
+
+    def idle_watch(self, woken: Callable[[], object],
+                   stop: threading.Event) -> IdleWatch | None:
+        """A watch IDLE on the [imap] folder that calls ``woken`` when mail arrives (not
+        started), or None: no [imap], or ``idle = false``. Each worker idles on the whole
+        folder and, woken, polls it as its ticks do (its shares included): IDLE says when,
+        the shares say what."""
+        mailbox = self.inbox()
+        imap = self.settings.imap
+        if mailbox is None or imap is None or not imap.idle:
+            return None
+        return IdleWatch(mailbox.connect, imap.folder, woken, stop)
 
     def close(self) -> None:
         """Log out of the kept IMAP connection (once a move left to a thread is over)."""

@@ -357,7 +357,8 @@ class Server:
 
     def tick_when_woken(self, stop: threading.Event) -> None:
         """serve's ticks out of turn: one as soon as mail is stored (by this worker's
-        listener, or by any worker on PostgreSQL: pbem.wakeups.MailWatch), not waiting
+        listener, or by any worker on PostgreSQL: pbem.wakeups.MailWatch) or arrives in
+        the [imap] folder (pbem.mail.idle.IdleWatch), not waiting
         for the next poll; at most one each WOKEN_TICKS_APART seconds, so a stream of
         mail makes a worker tick back to back, not once a mail. Each tick, woken or
         timed, runs alone (Server._lock)."""
@@ -411,15 +412,20 @@ class Server:
         woken = threading.Thread(target=self.tick_when_woken, args=(stop,),
                                  name="pbem-woken-ticks", daemon=True)
         watch = MailWatch(self.engine, self._woken.set, stop)
+        idle = self.fetcher.idle_watch(self._woken.set, stop)   # mail in the [imap] folder
         scheduler.start()
         woken.start()
         watch.start()
+        if idle is not None:
+            idle.start()
         try:
             stop.wait()
         finally:
             scheduler.shutdown(wait=True)   # lets a running tick finish
             woken.join()
             watch.join()
+            if idle is not None:
+                idle.join()
             if listener is not None:
                 listener.stop()
             self.safe_tick()                # process what the listener took in last

@@ -171,10 +171,12 @@ class MailStack:
 
     def __init__(self, users: Iterable[str] = DEFAULT_USERS, domain: str = DEFAULT_DOMAIN,
                  password: str = PASSWORD, base_dir: str | os.PathLike | None = None,
-                 relay_processes: int = 0) -> None:
+                 relay_processes: int = 0, extra_config: str = "") -> None:
         """``relay_processes`` > 0 runs the SMTP front end in that many processes of its
         own, as a real MTA is: a benchmark's client then does not share its interpreter
-        (the GIL), and its connections are served in parallel."""
+        (the GIL), and its connections are served in parallel. ``extra_config``: more
+        dovecot.conf lines (``imap_capability = ...`` for a server without IDLE)."""
+        self.extra_config = extra_config
         self.domain = domain
         self.relay_processes = relay_processes
         self._relays: list[subprocess.Popen] = []
@@ -422,7 +424,8 @@ service lmtp {{
     port = {self.lmtp_port}
   }}
 }}
-{rootless}"""
+{rootless}{self.extra_config}
+"""
         (d / "dovecot.conf").write_text(conf)
 
     def _launch(self) -> None:

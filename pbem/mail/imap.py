@@ -135,6 +135,11 @@ class ImapInbox:
                 f"IMAP login as {self.username!r} on {where} failed: {e}") from e
         return client
 
+    def connect(self) -> IMAPClient:
+        """A logged-in connection of the caller's own (an IDLE watch's: pbem.mail.idle);
+        the caller logs out. Raises MailServiceUnavailable."""
+        return self._connect()
+
     def _capabilities(self, client: IMAPClient) -> set[bytes]:
         return {c.upper() for c in client.capabilities()}
 
