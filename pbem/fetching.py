@@ -16,20 +16,43 @@ from datetime import datetime
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError
+from sqlmodel import Session
 
 from pbem import inbox
 from pbem.backoff import Backoff
 from pbem.claims import Lease, Waits
-from pbem.config import Settings
+from pbem.config import ImapSettings, Settings, SmtpSettings
 from pbem.db import transient_error
 from pbem.mail.errors import MailError
 from pbem.mail.idle import IdleWatch
 from pbem.mail.imap import WHOLE, FetchedMail, ImapInbox, Share
+from pbem.mail.oauth import OAuthGrant, OAuthLogin, TokenSource
 from pbem.referee import Referee
 from pbem.services.failures import what_failed
+from pbem.services.post import tell_referee
+from pbem.wording import _
 
 log = logging.getLogger(__name__)
 IMAP_KEEP_OPEN_SECONDS = 120.0   # an idle IMAP connection is used again for this long
+
+
+def oauth_login(conf: ImapSettings | SmtpSettings, service: str,
+                refused: Callable[[str, str], object]) -> OAuthLogin | None:
+    """The OAuth2 login of an [imap] or [smtp] section with ``auth = "oauth2"`` (None:
+    a password); ``refused`` is told (service, why) when its token cannot be had."""
+    if conf.auth != "oauth2":
+        return None
+    grant = OAuthGrant(conf.oauth_client_id, provider=conf.oauth_provider,
+                       tenant=conf.oauth_tenant, token_uri=conf.oauth_token_uri,
+                       scopes=conf.oauth_scopes, refresh_token=conf.oauth_refresh_token,
+                       client_secret=conf.oauth_client_secret,
+                       token_file=conf.oauth_token_file)
+    source = TokenSource(grant, lambda why: refused(service, why))
+    return OAuthLogin(source, conf.username or "", conf.oauth_mechanism)
+
+
+def _imap_login(login: OAuthLogin | None) -> Callable[[object], object] | None:
+    return login.imap if login is not None else None
 
 
 class Fetcher:
@@ -55,7 +78,9 @@ class Fetcher:
                                     done_folder=imap.done_folder,
                                     quarantine_folder=imap.quarantine_folder,
                                     max_bytes=self.settings.max_mail_bytes,
-                                    keep_open=IMAP_KEEP_OPEN_SECONDS)
+                                    keep_open=IMAP_KEEP_OPEN_SECONDS,
+                                    login=_imap_login(oauth_login(imap, "IMAP",
+                                                                 self.token_refused)))
         return self._inbox
 
     def idle_watch(self, woken: Callable[[], object],
@@ -69,6 +94,22 @@ class Fetcher:
         if mailbox is None or imap is None or not imap.idle:
             return None
         return IdleWatch(mailbox.connect, imap.folder, woken, stop)
+
+    def token_refused(self, service: str, why: str) -> None:
+        """The OAuth2 refresh for ``service`` (IMAP, SMTP) failed: the referee is told, once
+        until it works again (TokenSource); the mail waits in the mailbox and the outbox."""
+        try:
+            with Session(self.engine) as session:
+                tell_referee(session, self.referee.post, _("The mail server login failed"), [
+                    _("pbem could not log in to {service}: {why}", service=service, why=why),
+                    _("The mail waits in the mailbox and the outbox and is handled once the "
+                      "login works again. Make a new refresh token with `pbem oauth` (see "
+                      "docs/providers.md), put it where oauth_token_file says, and restart "
+                      "pbem serve.")])
+                session.commit()
+        except Exception as exc:   # the log says it all the same (TokenSource)
+            log.warning("the referee could not be told of the refused %s login: %s",
+                        service, what_failed(exc))
 
     def close(self) -> None:
         """Log out of the kept IMAP connection (once a move left to a thread is over)."""

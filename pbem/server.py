@@ -24,7 +24,7 @@ from pbem.claims import Lease, Waits
 from pbem.config import ConfigError, Settings
 from pbem.db import SchemaError, check_schema, lanes_apart, open_database
 from pbem.faults import crash_point
-from pbem.fetching import Fetcher
+from pbem.fetching import Fetcher, oauth_login
 from pbem.mail.dkim import DkimError, DkimSigner, load_signer, with_signature
 from pbem.mail.listener import MailListener
 from pbem.mail.senderauth import aligned_domain
@@ -143,9 +143,12 @@ class Server:
             return with_signature(EmlDirSender(self.settings.outbox_dir, durable=durable),
                                   self.signer)
         if self._smtp is None:
+            login = oauth_login(smtp, "SMTP", self.fetcher.token_refused)   # one token source
             self._smtp = SmtpPool(lambda: SmtpSender(
                 smtp.host, smtp.port, ssl=smtp.ssl, starttls=smtp.starttls,
-                username=smtp.username, password=smtp.password), SMTP_KEEP_OPEN_SECONDS)
+                username=smtp.username, password=smtp.password,
+                login=login.smtp if login is not None else None),
+                SMTP_KEEP_OPEN_SECONDS)
         return with_signature(self._smtp.borrow(), self.signer)
 
     def store_received(self, raw: bytes, envelope_from: str, rcpts: list[str]) -> None:

@@ -88,7 +88,8 @@ class ImapInbox:
                  quarantine_folder: str = "pbem-quarantine",
                  max_bytes: int = 10_000_000, timeout: float = 30.0,
                  ssl_context: ssl_mod.SSLContext | None = None,
-                 keep_open: float = 0.0) -> None:
+                 keep_open: float = 0.0,
+                 login: Callable[[IMAPClient], object] | None = None) -> None:
         self.host = host
         self.port = port
         self.username = username
@@ -103,6 +104,8 @@ class ImapInbox:
         # a connection idle for at most this many seconds is used again by the next poll
         # (no connect and login each time); 0: a fresh connection per poll
         self.keep_open = keep_open
+        # logs a connection in instead of the password (OAuth2: pbem.mail.oauth.OAuthLogin)
+        self.login = login
         self._kept: IMAPClient | None = None
         self._kept_since = 0.0
         # what a kept connection already did, so its next poll need not again: the folder
@@ -128,7 +131,13 @@ class ImapInbox:
         except (OSError, imaplib.IMAP4.error) as e:
             raise MailServiceUnavailable(f"cannot connect to IMAP server {where}: {e}") from e
         try:
-            client.login(self.username, self.password)
+            if self.login is not None:
+                self.login(client)
+            else:
+                client.login(self.username, self.password)
+        except MailServiceUnavailable:   # no OAuth2 token
+            _close(client)
+            raise
         except (LoginError, imaplib.IMAP4.error, OSError) as e:
             _close(client)
             raise MailServiceUnavailable(
