@@ -270,3 +270,57 @@ class OAuthLogin:
             self._with_token(login)
         except OAuthRefused as exc:
             raise smtplib.SMTPAuthenticationError(530, str(exc).encode()) from exc
+
+
+# ---- the first refresh token (`pbem oauth`) ------------------------------------------
+
+MICROSOFT_SCOPES = ("https://outlook.office.com/IMAP.AccessAsUser.All",
+                    "https://outlook.office.com/SMTP.Send")   # offline_access: msal adds it
+GOOGLE_SCOPES = ("https://mail.google.com/",)
+
+
+def microsoft_consent(client_id: str, tenant: str, say: Callable[[str], object]) -> str:
+    """The device-code flow (msal): ``say`` tells the referee where to sign in and which
+    code to give; the refresh token once they did. Raises OAuthRefused."""
+    try:
+        import msal
+    except ImportError as exc:
+        raise OAuthRefused("pbem oauth microsoft needs msal: pip install 'pbem[oauth]'") \
+            from exc
+    app: Any = msal.PublicClientApplication(
+        client_id, authority=MICROSOFT_AUTHORITY.format(tenant=tenant or "common"))
+    flow = app.initiate_device_flow(scopes=list(MICROSOFT_SCOPES))
+    if "user_code" not in flow:
+        raise OAuthRefused(f"Microsoft refused to start the sign-in: {flow.get('error')}: "
+                           f"{flow.get('error_description', '')}")
+    say(str(flow["message"]))
+    result = app.acquire_token_by_device_flow(flow)
+    if "refresh_token" not in result:
+        raise OAuthRefused(f"no refresh token from Microsoft: {result.get('error')}: "
+                           f"{result.get('error_description', '')}")
+    return str(result["refresh_token"])
+
+
+def google_consent(client_id: str, client_secret: str, port: int,
+                   say: Callable[[str], object]) -> str:
+    """The installed-app flow (google-auth-oauthlib): ``say`` gives the address to open;
+    Google sends the browser back to http://localhost:``port`` (from another machine:
+    ssh -L port:localhost:port first). The refresh token. Raises OAuthRefused."""
+    try:
+        from google_auth_oauthlib.flow import InstalledAppFlow
+    except ImportError as exc:
+        raise OAuthRefused("pbem oauth google needs google-auth-oauthlib: pip install "
+                           "'pbem[oauth]'") from exc
+    flow = InstalledAppFlow.from_client_config(
+        {"installed": {"client_id": client_id, "client_secret": client_secret,
+                       "auth_uri": "https://accounts.google.com/o/oauth2/auth",
+                       "token_uri": GOOGLE_TOKEN_URI, "redirect_uris": ["http://localhost"]}},
+        scopes=list(GOOGLE_SCOPES))
+    credentials = flow.run_local_server(
+        port=port, open_browser=False, access_type="offline", prompt="consent",
+        authorization_prompt_message="Open this address in a browser and allow pbem to "
+        "use the mailbox:\n{url}")
+    if not credentials.refresh_token:
+        raise OAuthRefused("no refresh token from Google (was the consent given?)")
+    say("Google gave pbem a refresh token.")
+    return str(credentials.refresh_token)
