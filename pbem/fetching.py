@@ -16,18 +16,21 @@ from datetime import datetime
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError
-from sqlmodel import Session
+from sqlmodel import Session, col, select
 
 from pbem import inbox
 from pbem.backoff import Backoff
 from pbem.claims import Lease, Waits
 from pbem.config import ImapSettings, Settings, SmtpSettings
 from pbem.db import transient_error
+from pbem.mail.addresses import parse_sender
 from pbem.mail.errors import MailError
 from pbem.mail.idle import IdleWatch
 from pbem.mail.imap import WHOLE, FetchedMail, ImapInbox, Share
 from pbem.mail.oauth import OAuthGrant, OAuthLogin, TokenSource
+from pbem.models import Signup
 from pbem.referee import Referee
+from pbem.security import known_address
 from pbem.services.failures import what_failed
 from pbem.services.post import tell_referee
 from pbem.wording import _
@@ -65,6 +68,7 @@ class Fetcher:
         self.settings, self.engine, self.referee = settings, engine, referee
         self.clock, self.backoff = clock, backoff
         self._inbox: ImapInbox | None = None                # inbox(): made once
+        self._spam: ImapInbox | None = None                 # spam_box(): made once
         self._fetch_turn = 0                                # shares: ticks so far
 
     def inbox(self) -> ImapInbox | None:
@@ -82,6 +86,70 @@ class Fetcher:
                                     login=_imap_login(oauth_login(imap, "IMAP",
                                                                  self.token_refused)))
         return self._inbox
+
+    def spam_box(self) -> ImapInbox | None:
+        """The [imap] spam_folder, read for mail from known senders only (known_sender),
+        or None (no spam_folder)."""
+        imap = self.settings.imap
+        if imap is None or not imap.spam_folder:
+            return None
+        if self._spam is None:
+            inbox = self.inbox()
+            assert inbox is not None
+            self._spam = ImapInbox(imap.host, imap.port, imap.username, imap.password,
+                                   ssl=imap.ssl, folder=imap.spam_folder,
+                                   done_folder=imap.done_folder,
+                                   quarantine_folder=imap.quarantine_folder,
+                                   max_bytes=self.settings.max_mail_bytes,
+                                   login=inbox.login, only_from=self.known_sender)
+        return self._spam
+
+    def known_sender(self, header: bytes) -> bool:
+        """Is the From of this header block (From: only) the referee, a player or watcher
+        of any game, or an address with a sign-up confirmed or waiting for its code? Mail
+        the provider filed as spam is read only from them: anything else there is spam
+        (or a stranger's, whom a spam folder may well keep)."""
+        value = header.decode("utf-8", "replace").partition(":")[2] if header else ""
+        address = parse_sender(value).address
+        if address is None:
+            return False
+        if address == self.settings.referee.lower():
+            return True
+        with Session(self.engine) as session:
+            return known_address(session, address) or session.exec(
+                select(Signup.id).where(Signup.email == address,
+                                        col(Signup.status).startswith("pending"))
+            ).first() is not None
+
+    def rescue_spam(self) -> int:
+        """Store the mail of known senders in the spam folder and move it to the done
+        folder, as if it had come to the inbox (the folder's name is in its key: a UID is
+        a folder's own). A spam folder that cannot be read is logged, not backed off:
+        the inbox goes on."""
+        spam = self.spam_box()
+        if spam is None:
+            return 0
+
+        def key(mail: FetchedMail) -> str:
+            return f"{spam.folder}/{mail.uidvalidity}/{mail.uid}"
+
+        def store(mail: FetchedMail) -> None:
+            self.referee.store_inbound(mail.raw, source="imap", truncated=mail.truncated,
+                                       size=mail.size, imap_key=key(mail))
+
+        def store_batch(mails: list[FetchedMail]) -> None:
+            self.referee.store_many([(m.raw, key(m), m.truncated, m.size) for m in mails],
+                                    source="imap")
+        try:
+            rescued = spam.poll(store, store_batch=store_batch)
+        except MailError as exc:
+            log.warning("the spam folder %s could not be read: %s", spam.folder,
+                        what_failed(exc))
+            return 0
+        if rescued:
+            log.info("%d mails of players and known senders taken out of the spam folder %s",
+                     rescued, spam.folder)
+        return rescued
 
     def idle_watch(self, woken: Callable[[], object],
                    stop: threading.Event) -> IdleWatch | None:
@@ -115,6 +183,8 @@ class Fetcher:
         """Log out of the kept IMAP connection (once a move left to a thread is over)."""
         if self._inbox is not None:
             self._inbox.close()
+        if self._spam is not None:
+            self._spam.close()
 
     def _imap_key(self, mail: FetchedMail) -> str:
         """folder/UIDVALIDITY/UID: the same mail fetched twice is stored once."""
@@ -183,10 +253,12 @@ class Fetcher:
         if taken is None:
             return 0
         share, lease = taken
+        rescued = 0
         try:   # the lease is released once the poll is over, its last move included
             try:
                 if share.number == 0:   # one share's poller, so it is done once
                     self.release_quarantine(mailbox)
+                    rescued = self.rescue_spam()
             except BaseException:
                 lease.release()
                 raise
@@ -197,7 +269,7 @@ class Fetcher:
             self.backoff.failed(self.clock(), exc)
             return 0
         self.backoff.succeeded()
-        return fetched
+        return fetched + rescued
 
     def take_share(self, waits: Waits | None) -> tuple[Share, Lease] | None:
         """The first of this tick's shares no other worker polls, with its lease taken;
