@@ -172,8 +172,9 @@ class Fetcher:
                     _("pbem could not log in to {service}: {why}", service=service, why=why),
                     _("The mail waits in the mailbox and the outbox and is handled once the "
                       "login works again. Make a new refresh token with `pbem oauth` (see "
-                      "docs/providers.md), put it where oauth_token_file says, and restart "
-                      "pbem serve.")])
+                      "docs/providers.md) and put it where oauth_token_file says: pbem takes "
+                      "it at its next try (a token in the environment needs pbem serve "
+                      "restarted).")])
                 session.commit()
         except Exception as exc:   # the log says it all the same (TokenSource)
             log.warning("the referee could not be told of the refused %s login: %s",
