@@ -114,3 +114,41 @@ def test_a_server_without_idle_is_polled(own_stack: MailStack, tmp_path: Path) -
         rest = proc.communicate(timeout=30)[0]
     assert "does not offer IDLE" in "".join(proc.seen) + rest   # type: ignore[attr-defined]
     assert took < 10.0
+
+
+@pytest.mark.postgresql
+def test_two_workers_with_shares_answer_every_mail_once_at_once(
+        mailstack: MailStack, pgcluster: object, tmp_path: Path) -> None:
+    """Each worker idles on the whole folder; woken, each polls a share (fetchers = 2):
+    every mail answered once, long before the ten-minute poll."""
+    for user in ("bluff", "p1", "referee"):
+        mailstack.clear(user)
+    database = pgcluster.new_database()   # type: ignore[attr-defined]
+    config = stack_config(tmp_path / "pbem.toml", mailstack, database, "k",
+                          imap={"poll_seconds": LONG_POLL, "fetchers": 2},
+                          server={"stranger_answers_per_day": 1000})
+    workers = [subprocess.Popen([sys.executable, "-m", "pbem.cli", "serve", "-c", str(config)],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+               for _ in range(2)]
+    try:
+        for proc in workers:
+            until_logged(proc, "the first tick is done")
+        started = time.monotonic()
+        mails = [help_mail(mailstack, "p1") for _ in range(10)]
+        for raw in mails:
+            mailstack.deliver("bluff", raw, mail_from=mailstack.address("p1"))
+        answers = mailstack.wait_for("p1", 10, timeout=15.0)
+        took = time.monotonic() - started
+        time.sleep(1.0)   # a second answer to any of them would come by now
+        answers = mailstack.fetch_all("p1")
+    finally:
+        for proc in workers:
+            proc.terminate()
+            proc.wait(30)
+    assert len(answers) == 10
+    asked = {line.split(b": ", 1)[1] for raw in mails for line in raw.splitlines()
+             if line.startswith(b"Message-ID: ")}
+    replied = {line.split(b": ", 1)[1] for raw in answers for line in raw.splitlines()
+               if line.startswith(b"In-Reply-To: ")}
+    assert replied == asked
+    assert took < 10.0, took
