@@ -187,8 +187,24 @@ def _with_provider(section: str, values: dict[str, Any], base: Path,
                               f"not {name!r} (or leave it out and give host, port ...)")
         values = {**PROVIDERS[name][section], **values, "provider": name}
     if values.get("oauth_token_file"):
-        values["oauth_token_file"] = str(base / Path(values["oauth_token_file"]).expanduser())
+        token_file = base / Path(values["oauth_token_file"]).expanduser()
+        values["oauth_token_file"] = str(token_file)
+        if values.get("auth") == "oauth2":
+            _check_token_file(section, token_file)
     return values
+
+
+def _check_token_file(section: str, path: Path) -> None:
+    """The token file holds the key to the mailbox: it must be there, and be its owner's
+    alone (pbem.mail.oauth refuses it again at each refresh)."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        raise ConfigError(f"[{section}] oauth_token_file {path}: {exc.strerror or exc}; "
+                          "`pbem oauth` writes it") from exc
+    if mode & 0o077:
+        raise ConfigError(f"[{section}] oauth_token_file {path} may be read by others: "
+                          f"chmod 600 {path}")
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from pbem.config import PROVIDERS, ConfigError, load_settings
+from pbem.config import PROVIDERS, ConfigError, _with_provider, load_settings
 
 
 def config(tmp_path: Path, imap: str, smtp: str = "") -> Path:
+    for name in ("token.json", "t.json"):   # the token files named below: the owner's alone
+        (tmp_path / name).write_text('{"refresh_token": "rt"}')
+        (tmp_path / name).chmod(0o600)
     path = tmp_path / "pbem.toml"
     path.write_text(f"[server]\naddress = \"bluff@example.org\"\n[imap]\n{imap}\n"
                     + (f"[smtp]\n{smtp}\n" if smtp else ""))
@@ -65,3 +70,27 @@ def test_a_refresh_token_in_the_file_is_refused_and_one_from_the_environment_tak
 def test_a_wrong_setting_says_what_to_do(tmp_path: Path, imap: str, says: str) -> None:
     with pytest.raises(ConfigError, match=says):
         load_settings(config(tmp_path, imap), env={})
+
+
+def test_a_token_file_missing_or_readable_by_others_stops_pbem_at_once(tmp_path: Path) -> None:
+    path = config(tmp_path, OUTLOOK)
+    (tmp_path / "token.json").chmod(0o644)
+    with pytest.raises(ConfigError, match="chmod 600"):
+        load_settings(path, env={})
+    (tmp_path / "token.json").unlink()
+    with pytest.raises(ConfigError, match="pbem oauth"):
+        load_settings(path, env={})
+
+
+@given(st.dictionaries(st.sampled_from(["host", "port", "ssl", "spam_folder", "folder"]),
+                       st.integers(1, 65535), max_size=5),
+       st.sampled_from(sorted(PROVIDERS)))
+def test_a_setting_given_wins_over_the_preset(given_values: dict[str, int], name: str) -> None:
+    values = {k: (str(v) if k in ("host", "spam_folder", "folder") else
+                  bool(v % 2) if k == "ssl" else v) for k, v in given_values.items()}
+    merged = _with_provider("imap", {"provider": name, **values}, Path("/nowhere"), {})
+    for key, value in values.items():
+        assert merged[key] == value
+    for key, value in PROVIDERS[name]["imap"].items():
+        if key not in values:
+            assert merged[key] == value
