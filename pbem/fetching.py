@@ -101,6 +101,7 @@ class Fetcher:
                                    done_folder=imap.done_folder,
                                    quarantine_folder=imap.quarantine_folder,
                                    max_bytes=self.settings.max_mail_bytes,
+                                   keep_open=IMAP_KEEP_OPEN_SECONDS,
                                    login=inbox.login, only_from=self.known_sender)
         return self._spam
 
