@@ -1,4 +1,4 @@
-"""The `pbem` command line: serve, tick, admin, export, db, verify, web, demo.
+"""The `pbem` command line: serve, tick, admin, export, db, verify, web, demo, dkim, oauth.
 
 The top of the shell: it may import every module of pbem; nothing imports it.
 """
@@ -53,6 +53,33 @@ def cmd_admin(args: argparse.Namespace) -> int:
     except Refusal as exc:
         print(f"error: {shown(str(exc))}", file=sys.stderr)
         return 1
+    return 0
+
+
+def cmd_oauth(args: argparse.Namespace) -> int:
+    """The referee's first OAuth2 refresh token, written to a token file for pbem alone,
+    and the pbem.toml lines that use it (docs/providers.md)."""
+    from pbem.mail.oauth import OAuthRefused, google_consent, microsoft_consent, write_token_file
+    try:
+        if args.provider == "microsoft":
+            refresh = microsoft_consent(args.client_id, args.tenant, print)
+            lines = ['provider = "outlook"', f'oauth_client_id = "{args.client_id}"',
+                     f'oauth_tenant = "{args.tenant}"']
+            data = {"refresh_token": refresh}
+        else:
+            refresh = google_consent(args.client_id, args.client_secret, args.port, print)
+            lines = ['provider = "gmail"', f'oauth_client_id = "{args.client_id}"']
+            data = {"refresh_token": refresh, "client_secret": args.client_secret}
+    except OAuthRefused as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    token_file = Path(args.token_file).resolve()
+    write_token_file(str(token_file), data)
+    print(f"\nThe refresh token is in {token_file} (readable by you alone: keep it so, and "
+          "give it to the user pbem serve runs as).\nPut this in pbem.toml, under [imap] "
+          "(and [smtp] takes it from there):\n")
+    print("\n".join([*lines, f'username = "{args.username}"', 'auth = "oauth2"',
+                     f'oauth_token_file = "{token_file}"']))
     return 0
 
 
@@ -154,6 +181,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dir", help="where to put the database and the mails (default: a new temp dir)")
     p.add_argument("--seed", type=int, default=None, help="reproducible dice")
     p.set_defaults(func=cmd_demo)
+    p = sub.add_parser("oauth", help="the first OAuth2 refresh token (Microsoft, Google)")
+    p.add_argument("provider", choices=("microsoft", "google"))
+    p.add_argument("--client-id", required=True, help="the app registered at the provider")
+    p.add_argument("--client-secret", default="", help="Google: the Desktop app's secret")
+    p.add_argument("--tenant", default="common", help="Microsoft: the directory (tenant) id")
+    p.add_argument("--username", required=True, help="the referee mailbox's address")
+    p.add_argument("--token-file", default="pbem-oauth.json", help="where the token goes")
+    p.add_argument("--port", type=int, default=8765,
+                   help="Google: the local port the browser is sent back to")
+    p.set_defaults(func=cmd_oauth)
     p = sub.add_parser("dkim", help="DKIM keys for signing outgoing mail")
     keygen = p.add_subparsers(dest="dkim_command", required=True).add_parser(
         "keygen", help="write a new key and print the DNS record to publish")

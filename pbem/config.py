@@ -41,10 +41,31 @@ class ImapSettings:
     # workers that may poll the folder at once (PostgreSQL), each a share of its mail by
     # UID (pbem.mail.imap.Share); 1: one poller at a time
     fetchers: int = 1
+    # `pbem serve` keeps a connection IDLE on the folder (RFC 2177) and fetches the moment
+    # mail arrives; poll_seconds is then only the fallback (pbem.mail.idle)
+    idle: bool = True
+    # a provider's preset (PROVIDERS) filled in the settings not given
+    provider: str = ""
+    # where the provider files mail it takes for spam: mail from players and known
+    # addresses found there is handled as if it came to the folder ("": not looked at)
+    spam_folder: str = ""
+    # "password", or "oauth2" (XOAUTH2 / OAUTHBEARER: Microsoft takes nothing else); the
+    # oauth_ settings say how pbem gets its access tokens (pbem.mail.oauth, `pbem oauth`)
+    auth: str = "password"
+    oauth_provider: str = ""            # microsoft (msal), google, or "": oauth_token_uri
+    oauth_client_id: str = ""
+    oauth_tenant: str = "common"        # Microsoft's directory (tenant) id
+    oauth_token_uri: str = ""
+    oauth_scopes: tuple[str, ...] = ()
+    oauth_mechanism: str = "xoauth2"    # or "oauthbearer" (RFC 7628)
+    oauth_token_file: str = ""          # JSON with refresh_token (and client_secret), mode 600
+    oauth_refresh_token: str = ""       # from the environment only, never pbem.toml
+    oauth_client_secret: str = ""       # from the environment only
 
     def __post_init__(self) -> None:
         if not 1 <= self.fetchers <= 64:
             raise ConfigError("[imap] fetchers must be between 1 and 64")
+        _check_auth(self, "imap")
 
 
 @dataclass(frozen=True)
@@ -61,10 +82,129 @@ class SmtpSettings:
     # SMTP connections used at once to drain the outbox (a crash repeats at most one mail
     # per connection, docs/guarantees.md)
     connections: int = 4
+    provider: str = ""   # a provider's preset (PROVIDERS); [imap]'s when not given
+    # "password", or "oauth2" (XOAUTH2 / OAUTHBEARER: Microsoft takes nothing else); the
+    # oauth_ settings say how pbem gets its access tokens (pbem.mail.oauth, `pbem oauth`)
+    auth: str = "password"
+    oauth_provider: str = ""            # microsoft (msal), google, or "": oauth_token_uri
+    oauth_client_id: str = ""
+    oauth_tenant: str = "common"        # Microsoft's directory (tenant) id
+    oauth_token_uri: str = ""
+    oauth_scopes: tuple[str, ...] = ()
+    oauth_mechanism: str = "xoauth2"    # or "oauthbearer" (RFC 7628)
+    oauth_token_file: str = ""          # JSON with refresh_token (and client_secret), mode 600
+    oauth_refresh_token: str = ""       # from the environment only, never pbem.toml
+    oauth_client_secret: str = ""       # from the environment only
 
     def __post_init__(self) -> None:
         if not 1 <= self.connections <= 32:
             raise ConfigError("[smtp] connections must be between 1 and 32")
+        _check_auth(self, "smtp")
+
+
+AUTH_MODES = ("password", "oauth2")
+OAUTH_MECHANISMS = ("xoauth2", "oauthbearer")
+OAUTH_PROVIDERS = ("", "microsoft", "google")
+
+
+def _check_auth(settings: ImapSettings | SmtpSettings, section: str) -> None:
+    object.__setattr__(settings, "oauth_scopes", tuple(settings.oauth_scopes))
+    if settings.auth not in AUTH_MODES:
+        raise ConfigError(f"[{section}] auth must be one of {', '.join(AUTH_MODES)}, "
+                          f"not {settings.auth!r}")
+    if settings.oauth_mechanism not in OAUTH_MECHANISMS:
+        raise ConfigError(f"[{section}] oauth_mechanism must be one of "
+                          f"{', '.join(OAUTH_MECHANISMS)}, not {settings.oauth_mechanism!r}")
+    if settings.oauth_provider not in OAUTH_PROVIDERS:
+        raise ConfigError(f"[{section}] oauth_provider must be microsoft, google or empty "
+                          f"(oauth_token_uri), not {settings.oauth_provider!r}")
+    if settings.auth == "oauth2":
+        if not settings.oauth_client_id:
+            raise ConfigError(f"[{section}] auth = \"oauth2\" needs oauth_client_id (the app "
+                              "you registered at the provider: docs/providers.md)")
+        if not settings.oauth_provider and not settings.oauth_token_uri:
+            raise ConfigError(f"[{section}] auth = \"oauth2\" needs oauth_provider or "
+                              "oauth_token_uri")
+        if not settings.oauth_refresh_token and not settings.oauth_token_file:
+            raise ConfigError(f"[{section}] auth = \"oauth2\" needs oauth_token_file (or "
+                              f"PBEM_{section.upper()}_OAUTH_REFRESH_TOKEN in the environment); "
+                              "`pbem oauth` makes it")
+
+
+_MS_IMAP = "https://outlook.office.com/IMAP.AccessAsUser.All"
+_MS_SMTP = "https://outlook.office.com/SMTP.Send"
+_GOOGLE_MAIL = "https://mail.google.com/"
+# what `provider = "..."` fills in ([imap], [smtp]); any setting given wins over it
+PROVIDERS: dict[str, dict[str, dict[str, Any]]] = {
+    "gmail": {
+        "imap": {"host": "imap.gmail.com", "port": 993, "ssl": True, "auth": "oauth2",
+                 "oauth_provider": "google", "oauth_scopes": [_GOOGLE_MAIL],
+                 "spam_folder": "[Gmail]/Spam"},
+        "smtp": {"host": "smtp.gmail.com", "port": 587, "ssl": False, "starttls": True,
+                 "auth": "oauth2", "oauth_provider": "google", "oauth_scopes": [_GOOGLE_MAIL]},
+    },
+    "outlook": {   # Outlook.com and Microsoft 365 alike
+        "imap": {"host": "outlook.office365.com", "port": 993, "ssl": True, "auth": "oauth2",
+                 "oauth_provider": "microsoft", "oauth_scopes": [_MS_IMAP],
+                 "spam_folder": "Junk Email"},
+        "smtp": {"host": "smtp.office365.com", "port": 587, "ssl": False, "starttls": True,
+                 "auth": "oauth2", "oauth_provider": "microsoft", "oauth_scopes": [_MS_SMTP]},
+    },
+    "fastmail": {
+        "imap": {"host": "imap.fastmail.com", "port": 993, "ssl": True, "spam_folder": "Spam"},
+        "smtp": {"host": "smtp.fastmail.com", "port": 465, "ssl": True, "starttls": False},
+    },
+    "yahoo": {
+        "imap": {"host": "imap.mail.yahoo.com", "port": 993, "ssl": True,
+                 "spam_folder": "Bulk"},
+        "smtp": {"host": "smtp.mail.yahoo.com", "port": 465, "ssl": True, "starttls": False},
+    },
+    "icloud": {
+        "imap": {"host": "imap.mail.me.com", "port": 993, "ssl": True, "spam_folder": "Junk"},
+        "smtp": {"host": "smtp.mail.me.com", "port": 587, "ssl": False, "starttls": True},
+    },
+}
+_OAUTH_SHARED = ("oauth_provider", "oauth_client_id", "oauth_tenant", "oauth_token_uri",
+                 "oauth_mechanism", "oauth_token_file", "oauth_refresh_token",
+                 "oauth_client_secret")
+
+
+def _with_provider(section: str, values: dict[str, Any], base: Path,
+                   env: dict[str, str]) -> dict[str, Any]:
+    """An [imap] or [smtp] table with its provider's preset under it, the OAuth2 secrets
+    from the environment (never from pbem.toml) and the token file next to pbem.toml."""
+    for secret in ("oauth_refresh_token", "oauth_client_secret"):
+        if secret in values:
+            raise ConfigError(f"[{section}]: put {secret} in the environment "
+                              f"(PBEM_{section.upper()}_{secret.upper()}) or in "
+                              "oauth_token_file, not in pbem.toml")
+        if env.get(f"PBEM_{section.upper()}_{secret.upper()}"):
+            values[secret] = env[f"PBEM_{section.upper()}_{secret.upper()}"]
+    name = str(values.get("provider", "")).lower()
+    if name:
+        if name not in PROVIDERS:
+            raise ConfigError(f"[{section}] provider must be one of {', '.join(PROVIDERS)}, "
+                              f"not {name!r} (or leave it out and give host, port ...)")
+        values = {**PROVIDERS[name][section], **values, "provider": name}
+    if values.get("oauth_token_file"):
+        token_file = base / Path(values["oauth_token_file"]).expanduser()
+        values["oauth_token_file"] = str(token_file)
+        if values.get("auth") == "oauth2":
+            _check_token_file(section, token_file)
+    return values
+
+
+def _check_token_file(section: str, path: Path) -> None:
+    """The token file holds the key to the mailbox: it must be there, and be its owner's
+    alone (pbem.mail.oauth refuses it again at each refresh)."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        raise ConfigError(f"[{section}] oauth_token_file {path}: {exc.strerror or exc}; "
+                          "`pbem oauth` writes it") from exc
+    if mode & 0o077:
+        raise ConfigError(f"[{section}] oauth_token_file {path} may be read by others: "
+                          f"chmod 600 {path}")
 
 
 @dataclass(frozen=True)
@@ -314,6 +454,17 @@ def load_settings(path: Path | None, env: dict[str, str] | None = None) -> Setti
             for key in ("username", "password"):
                 if env.get(prefix + key.upper()):
                     section[key] = env[prefix + key.upper()]
+    if imap is not None:
+        imap = _with_provider("imap", imap, base, env)
+    if smtp is not None:
+        if imap is not None and "provider" not in smtp and imap.get("provider"):
+            smtp["provider"] = imap["provider"]
+        smtp = _with_provider("smtp", smtp, base, env)
+        if imap is not None and smtp.get("auth") == "oauth2" == imap.get("auth"):
+            # one account, one app: [smtp] takes [imap]'s login unless it says otherwise
+            for key in ("username", *_OAUTH_SHARED):
+                if key in imap and key not in smtp:
+                    smtp[key] = imap[key]
     listen = _section(data, "listen")
     if listen is not None:
         for key in ("tls_cert", "tls_key"):

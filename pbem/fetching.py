@@ -10,24 +10,52 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Callable
 from datetime import datetime
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError
+from sqlmodel import Session, col, select
 
 from pbem import inbox
 from pbem.backoff import Backoff
 from pbem.claims import Lease, Waits
-from pbem.config import Settings
+from pbem.config import ImapSettings, Settings, SmtpSettings
 from pbem.db import transient_error
+from pbem.mail.addresses import parse_sender
 from pbem.mail.errors import MailError
+from pbem.mail.idle import IdleWatch
 from pbem.mail.imap import WHOLE, FetchedMail, ImapInbox, Share
+from pbem.mail.oauth import OAuthGrant, OAuthLogin, TokenSource
+from pbem.models import Signup
 from pbem.referee import Referee
+from pbem.security import known_address
 from pbem.services.failures import what_failed
+from pbem.services.post import tell_referee
+from pbem.wording import _
 
 log = logging.getLogger(__name__)
 IMAP_KEEP_OPEN_SECONDS = 120.0   # an idle IMAP connection is used again for this long
+
+
+def oauth_login(conf: ImapSettings | SmtpSettings, service: str,
+                refused: Callable[[str, str], object]) -> OAuthLogin | None:
+    """The OAuth2 login of an [imap] or [smtp] section with ``auth = "oauth2"`` (None:
+    a password); ``refused`` is told (service, why) when its token cannot be had."""
+    if conf.auth != "oauth2":
+        return None
+    grant = OAuthGrant(conf.oauth_client_id, provider=conf.oauth_provider,
+                       tenant=conf.oauth_tenant, token_uri=conf.oauth_token_uri,
+                       scopes=conf.oauth_scopes, refresh_token=conf.oauth_refresh_token,
+                       client_secret=conf.oauth_client_secret,
+                       token_file=conf.oauth_token_file)
+    source = TokenSource(grant, lambda why: refused(service, why))
+    return OAuthLogin(source, conf.username or "", conf.oauth_mechanism)
+
+
+def _imap_login(login: OAuthLogin | None) -> Callable[[object], object] | None:
+    return login.imap if login is not None else None
 
 
 class Fetcher:
@@ -40,6 +68,7 @@ class Fetcher:
         self.settings, self.engine, self.referee = settings, engine, referee
         self.clock, self.backoff = clock, backoff
         self._inbox: ImapInbox | None = None                # inbox(): made once
+        self._spam: ImapInbox | None = None                 # spam_box(): made once
         self._fetch_turn = 0                                # shares: ticks so far
 
     def inbox(self) -> ImapInbox | None:
@@ -53,13 +82,111 @@ class Fetcher:
                                     done_folder=imap.done_folder,
                                     quarantine_folder=imap.quarantine_folder,
                                     max_bytes=self.settings.max_mail_bytes,
-                                    keep_open=IMAP_KEEP_OPEN_SECONDS)
+                                    keep_open=IMAP_KEEP_OPEN_SECONDS,
+                                    login=_imap_login(oauth_login(imap, "IMAP",
+                                                                 self.token_refused)))
         return self._inbox
+
+    def spam_box(self) -> ImapInbox | None:
+        """The [imap] spam_folder, read for mail from known senders only (known_sender),
+        or None (no spam_folder)."""
+        imap = self.settings.imap
+        if imap is None or not imap.spam_folder:
+            return None
+        if self._spam is None:
+            inbox = self.inbox()
+            assert inbox is not None
+            self._spam = ImapInbox(imap.host, imap.port, imap.username, imap.password,
+                                   ssl=imap.ssl, folder=imap.spam_folder,
+                                   done_folder=imap.done_folder,
+                                   quarantine_folder=imap.quarantine_folder,
+                                   max_bytes=self.settings.max_mail_bytes,
+                                   keep_open=IMAP_KEEP_OPEN_SECONDS,
+                                   login=inbox.login, only_from=self.known_sender)
+        return self._spam
+
+    def known_sender(self, header: bytes) -> bool:
+        """Is the From of this header block (From: only) the referee, a player or watcher
+        of any game, or an address with a sign-up confirmed or waiting for its code? Mail
+        the provider filed as spam is read only from them: anything else there is spam
+        (or a stranger's, whom a spam folder may well keep)."""
+        value = header.decode("utf-8", "replace").partition(":")[2] if header else ""
+        address = parse_sender(value).address
+        if address is None:
+            return False
+        if address == self.settings.referee.lower():
+            return True
+        with Session(self.engine) as session:
+            return known_address(session, address) or session.exec(
+                select(Signup.id).where(Signup.email == address,
+                                        col(Signup.status).startswith("pending"))
+            ).first() is not None
+
+    def rescue_spam(self) -> int:
+        """Store the mail of known senders in the spam folder and move it to the done
+        folder, as if it had come to the inbox (the folder's name is in its key: a UID is
+        a folder's own). A spam folder that cannot be read is logged, not backed off:
+        the inbox goes on."""
+        spam = self.spam_box()
+        if spam is None:
+            return 0
+
+        def key(mail: FetchedMail) -> str:
+            return f"{spam.folder}/{mail.uidvalidity}/{mail.uid}"
+
+        def store(mail: FetchedMail) -> None:
+            self.referee.store_inbound(mail.raw, source="imap", truncated=mail.truncated,
+                                       size=mail.size, imap_key=key(mail))
+
+        def store_batch(mails: list[FetchedMail]) -> None:
+            self.referee.store_many([(m.raw, key(m), m.truncated, m.size) for m in mails],
+                                    source="imap")
+        try:
+            rescued = spam.poll(store, store_batch=store_batch)
+        except MailError as exc:
+            log.warning("the spam folder %s could not be read: %s", spam.folder,
+                        what_failed(exc))
+            return 0
+        if rescued:
+            log.info("%d mails of players and known senders taken out of the spam folder %s",
+                     rescued, spam.folder)
+        return rescued
+
+    def idle_watch(self, woken: Callable[[], object],
+                   stop: threading.Event) -> IdleWatch | None:
+        """A watch IDLE on the [imap] folder that calls ``woken`` when mail arrives (not
+        started), or None: no [imap], or ``idle = false``. Each worker idles on the whole
+        folder and, woken, polls it as its ticks do (its shares included): IDLE says when,
+        the shares say what."""
+        mailbox = self.inbox()
+        imap = self.settings.imap
+        if mailbox is None or imap is None or not imap.idle:
+            return None
+        return IdleWatch(mailbox.connect, imap.folder, woken, stop)
+
+    def token_refused(self, service: str, why: str) -> None:
+        """The OAuth2 refresh for ``service`` (IMAP, SMTP) failed: the referee is told, once
+        until it works again (TokenSource); the mail waits in the mailbox and the outbox."""
+        try:
+            with Session(self.engine) as session:
+                tell_referee(session, self.referee.post, _("The mail server login failed"), [
+                    _("pbem could not log in to {service}: {why}", service=service, why=why),
+                    _("The mail waits in the mailbox and the outbox and is handled once the "
+                      "login works again. Make a new refresh token with `pbem oauth` (see "
+                      "docs/providers.md) and put it where oauth_token_file says: pbem takes "
+                      "it at its next try (a token in the environment needs pbem serve "
+                      "restarted).")])
+                session.commit()
+        except Exception as exc:   # the log says it all the same (TokenSource)
+            log.warning("the referee could not be told of the refused %s login: %s",
+                        service, what_failed(exc))
 
     def close(self) -> None:
         """Log out of the kept IMAP connection (once a move left to a thread is over)."""
         if self._inbox is not None:
             self._inbox.close()
+        if self._spam is not None:
+            self._spam.close()
 
     def _imap_key(self, mail: FetchedMail) -> str:
         """folder/UIDVALIDITY/UID: the same mail fetched twice is stored once."""
@@ -128,10 +255,12 @@ class Fetcher:
         if taken is None:
             return 0
         share, lease = taken
+        rescued = 0
         try:   # the lease is released once the poll is over, its last move included
             try:
                 if share.number == 0:   # one share's poller, so it is done once
                     self.release_quarantine(mailbox)
+                    rescued = self.rescue_spam()
             except BaseException:
                 lease.release()
                 raise
@@ -142,7 +271,7 @@ class Fetcher:
             self.backoff.failed(self.clock(), exc)
             return 0
         self.backoff.succeeded()
-        return fetched
+        return fetched + rescued
 
     def take_share(self, waits: Waits | None) -> tuple[Share, Lease] | None:
         """The first of this tick's shares no other worker polls, with its lease taken;

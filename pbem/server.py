@@ -26,7 +26,7 @@ from pbem.claims import Lease, Waits
 from pbem.config import ConfigError, Settings
 from pbem.db import SchemaError, check_schema, lanes_apart, open_database
 from pbem.faults import crash_point
-from pbem.fetching import Fetcher
+from pbem.fetching import Fetcher, oauth_login
 from pbem.junk import JUNK_SOURCE, JunkOverQuota, JunkTally
 from pbem.mail.dkim import DkimError, DkimSigner, load_signer, with_signature
 from pbem.mail.headers import read_mail_header
@@ -151,9 +151,12 @@ class Server:
             return with_signature(EmlDirSender(self.settings.outbox_dir, durable=durable),
                                   self.signer)
         if self._smtp is None:
+            login = oauth_login(smtp, "SMTP", self.fetcher.token_refused)   # one token source
             self._smtp = SmtpPool(lambda: SmtpSender(
                 smtp.host, smtp.port, ssl=smtp.ssl, starttls=smtp.starttls,
-                username=smtp.username, password=smtp.password), SMTP_KEEP_OPEN_SECONDS)
+                username=smtp.username, password=smtp.password,
+                login=login.smtp if login is not None else None),
+                SMTP_KEEP_OPEN_SECONDS)
         return with_signature(self._smtp.borrow(), self.signer)
 
     def store_received(self, raw: bytes, envelope_from: str, rcpts: list[str]) -> None:
@@ -374,7 +377,8 @@ class Server:
 
     def tick_when_woken(self, stop: threading.Event) -> None:
         """serve's ticks out of turn: one as soon as mail is stored (by this worker's
-        listener, or by any worker on PostgreSQL: pbem.wakeups.MailWatch), not waiting
+        listener, or by any worker on PostgreSQL: pbem.wakeups.MailWatch) or arrives in
+        the [imap] folder (pbem.mail.idle.IdleWatch), not waiting
         for the next poll; at most one each WOKEN_TICKS_APART seconds, so a stream of
         mail makes a worker tick back to back, not once a mail. Each tick, woken or
         timed, runs alone (Server._lock)."""
@@ -447,15 +451,20 @@ class Server:
         woken = threading.Thread(target=self.tick_when_woken, args=(stop,),
                                  name="pbem-woken-ticks", daemon=True)
         watch = MailWatch(self.engine, self._woken.set, stop)
+        idle = self.fetcher.idle_watch(self._woken.set, stop)   # mail in the [imap] folder
         scheduler.start()
         woken.start()
         watch.start()
+        if idle is not None:
+            idle.start()
         try:
             stop.wait()
         finally:
             scheduler.shutdown(wait=True)   # lets a running tick finish
             woken.join()
             watch.join()
+            if idle is not None:
+                idle.join()
             if listener is not None:
                 listener.stop()
             self.safe_tick()                # process what the listener took in last

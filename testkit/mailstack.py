@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import base64
 import contextlib
 import grp
 import os
@@ -42,10 +43,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import AuthResult
 from imapclient import IMAPClient
 
 from testkit.net import LOOPBACK, free_ports, log_since, log_size, port_open, wait_closed
@@ -150,6 +153,47 @@ class _LmtpRelay:
         return f"{code} {text}"
 
 
+class _BearerRelay(_LmtpRelay):
+    """The relay that also takes AUTH XOAUTH2 and OAUTHBEARER (RFC 7628), asking
+    ``bearer(token)`` for the token's user (None: refused). Mail without AUTH is relayed
+    as before (the players' test mail); who logged in is kept in ``stack.logins``."""
+
+    def __init__(self, stack: MailStack, bearer: Callable[[str], str | None]) -> None:
+        super().__init__(stack)
+        self.bearer = bearer
+
+    def _check(self, args: list[str], oauthbearer: bool) -> AuthResult:
+        try:
+            said = base64.b64decode(args[1]).decode() if len(args) > 1 else ""
+        except (ValueError, UnicodeDecodeError):
+            return AuthResult(success=False)
+        fields = dict(part.split("=", 1) for part in said.split("\x01") if "=" in part)
+        user = fields.get("user", "")
+        if oauthbearer:   # n,a=user,
+            user = next((p[2:] for p in said.split("\x01")[0].split(",")
+                         if p.startswith("a=")), "")
+        token = fields.get("auth", "").removeprefix("Bearer ")
+        owner = self.bearer(token)
+        if owner is None or owner.lower() != user.lower():
+            self.stack.logins.append(("refused", user))
+            return AuthResult(success=False)
+        self.stack.logins.append(("ok", user))
+        return AuthResult(success=True, auth_data=user)
+
+    async def _answer(self, server: Any, result: AuthResult) -> AuthResult:
+        if result.success:
+            return result
+        # said here: aiosmtpd leaves a refused custom mechanism unanswered
+        await server.push("535 5.7.8 Authentication credentials invalid")
+        return AuthResult(success=False, handled=True)
+
+    async def auth_XOAUTH2(self, server: Any, args: list[str]) -> AuthResult:  # noqa: N802
+        return await self._answer(server, self._check(args, oauthbearer=False))
+
+    async def auth_OAUTHBEARER(self, server: Any, args: list[str]) -> AuthResult:  # noqa: N802
+        return await self._answer(server, self._check(args, oauthbearer=True))
+
+
 def start_controller(handler, host: str = LOOPBACK, port: int = 0, attempts: int = 5,
                      **kwargs) -> Controller:
     """Start an aiosmtpd Controller; port 0 picks a free port (retried on a clash)."""
@@ -180,10 +224,17 @@ class MailStack:
 
     def __init__(self, users: Iterable[str] = DEFAULT_USERS, domain: str = DEFAULT_DOMAIN,
                  password: str = PASSWORD, base_dir: str | os.PathLike | None = None,
-                 relay_processes: int = 0) -> None:
+                 relay_processes: int = 0, extra_config: str = "",
+                 bearer: Callable[[str], str | None] | None = None) -> None:
         """``relay_processes`` > 0 runs the SMTP front end in that many processes of its
         own, as a real MTA is: a benchmark's client then does not share its interpreter
-        (the GIL), and its connections are served in parallel."""
+        (the GIL), and its connections are served in parallel. ``extra_config``: more
+        dovecot.conf lines (``imap_capability = ...`` for a server without IDLE)."""
+        self.extra_config = extra_config
+        # the SMTP front end takes AUTH XOAUTH2 / OAUTHBEARER, bearer(token) naming the
+        # token's user (testkit/oauthserver.py); logins: ("ok" | "refused", user) each
+        self.bearer = bearer
+        self.logins: list[tuple[str, str]] = []
         self.domain = domain
         self.relay_processes = relay_processes
         self._relays: list[subprocess.Popen] = []
@@ -220,6 +271,10 @@ class MailStack:
             self.start_dovecot()
             if self.relay_processes:
                 self._start_relay_processes()
+            elif self._smtp is None and self.bearer is not None:
+                self._smtp = start_controller(_BearerRelay(self, self.bearer), self.smtp_host,
+                                              auth_require_tls=False)
+                self.smtp_port = self._smtp.port
             elif self._smtp is None:
                 self._smtp = start_controller(_LmtpRelay(self), self.smtp_host)
                 self.smtp_port = self._smtp.port
@@ -447,7 +502,8 @@ service lmtp {{
     port = {self.lmtp_port}
   }}
 }}
-{rootless}"""
+{rootless}{self.extra_config}
+"""
         (d / "dovecot.conf").write_text(conf)
 
     def _launch(self) -> None:

@@ -88,7 +88,9 @@ class ImapInbox:
                  quarantine_folder: str = "pbem-quarantine",
                  max_bytes: int = 10_000_000, timeout: float = 30.0,
                  ssl_context: ssl_mod.SSLContext | None = None,
-                 keep_open: float = 0.0) -> None:
+                 keep_open: float = 0.0,
+                 login: Callable[[IMAPClient], object] | None = None,
+                 only_from: Callable[[bytes], bool] | None = None) -> None:
         self.host = host
         self.port = port
         self.username = username
@@ -103,6 +105,12 @@ class ImapInbox:
         # a connection idle for at most this many seconds is used again by the next poll
         # (no connect and login each time); 0: a fresh connection per poll
         self.keep_open = keep_open
+        # logs a connection in instead of the password (OAuth2: pbem.mail.oauth.OAuthLogin)
+        self.login = login
+        # a folder read only in part (the spam folder): a mail is taken when only_from says
+        # yes to its From header field; the rest is never touched (pbem.fetching)
+        self.only_from = only_from
+        self._passed_over: tuple[int, set[int]] = (0, set())   # (uidvalidity, uids)
         self._kept: IMAPClient | None = None
         self._kept_since = 0.0
         # what a kept connection already did, so its next poll need not again: the folder
@@ -128,12 +136,23 @@ class ImapInbox:
         except (OSError, imaplib.IMAP4.error) as e:
             raise MailServiceUnavailable(f"cannot connect to IMAP server {where}: {e}") from e
         try:
-            client.login(self.username, self.password)
+            if self.login is not None:
+                self.login(client)
+            else:
+                client.login(self.username, self.password)
+        except MailServiceUnavailable:   # no OAuth2 token
+            _close(client)
+            raise
         except (LoginError, imaplib.IMAP4.error, OSError) as e:
             _close(client)
             raise MailServiceUnavailable(
                 f"IMAP login as {self.username!r} on {where} failed: {e}") from e
         return client
+
+    def connect(self) -> IMAPClient:
+        """A logged-in connection of the caller's own (an IDLE watch's: pbem.mail.idle);
+        the caller logs out. Raises MailServiceUnavailable."""
+        return self._connect()
 
     def _capabilities(self, client: IMAPClient) -> set[bytes]:
         return {c.upper() for c in client.capabilities()}
@@ -283,6 +302,8 @@ class ImapInbox:
 
         uids = sorted(u for u in client.search(["NOT", "DELETED", "NOT", "KEYWORD", DONE_KEYWORD])
                       if share.holds(u))
+        if self.only_from is not None:
+            uids = self._wanted(client, uidvalidity, uids)
         if not uids:
             return 0, None
         sizes: dict[int, int] = {}
@@ -329,6 +350,24 @@ class ImapInbox:
                 crash_point("imap-moved")
         log.info("%r: stored %d of %d mails (%s)", self, stored, len(uids), share)
         return stored, None
+
+    def _wanted(self, client: IMAPClient, uidvalidity: int, uids: list[int]) -> list[int]:
+        """The uids whose From ``only_from`` wants; the others are remembered and not asked
+        of again (read with PEEK: not even their \\Seen flag changes)."""
+        assert self.only_from is not None
+        if self._passed_over[0] != uidvalidity:
+            self._passed_over = (uidvalidity, set())
+        passed = self._passed_over[1]
+        wanted: list[int] = []
+        for chunk in _chunks([u for u in uids if u not in passed], _SIZE_CHUNK):
+            part = "BODY.PEEK[HEADER.FIELDS (FROM)]"
+            for uid, data in client.fetch(chunk, [part]).items():
+                header = data.get(b"BODY[HEADER.FIELDS (FROM)]", b"")
+                if self.only_from(bytes(header)):
+                    wanted.append(uid)
+                else:
+                    passed.add(uid)
+        return sorted(wanted)
 
     def _select(self, client: IMAPClient) -> int:
         """Select the folder; its UIDVALIDITY. A kept connection that has it selected

@@ -89,7 +89,8 @@ class SmtpSender:
 
     def __init__(self, host: str, port: int, *, ssl: bool = False, starttls: bool = False,
                  username: str | None = None, password: str | None = None,
-                 timeout: float = 30.0, ssl_context: ssl_mod.SSLContext | None = None) -> None:
+                 timeout: float = 30.0, ssl_context: ssl_mod.SSLContext | None = None,
+                 login: Callable[[smtplib.SMTP], object] | None = None) -> None:
         if ssl and starttls:
             raise ValueError("use either ssl (implicit TLS) or starttls, not both")
         self.host = host
@@ -100,6 +101,8 @@ class SmtpSender:
         self.password = password
         self.timeout = timeout
         self.ssl_context = ssl_context
+        # logs a connection in instead of the password (OAuth2: pbem.mail.oauth.OAuthLogin)
+        self.login = login
         self._conn: smtplib.SMTP | None = None
         self._in_context = False
 
@@ -142,7 +145,9 @@ class SmtpSender:
             if self.starttls:
                 conn.starttls(context=self._context())
                 conn.ehlo()
-            if self.username is not None:
+            if self.login is not None:
+                self.login(conn)
+            elif self.username is not None:
                 conn.login(self.username, self.password or "")
         except BaseException:
             try:

@@ -1,0 +1,63 @@
+"""pbem.mail.idle.IdleWatch on the real Dovecot: woken by arriving mail, IDLE renewed
+(RFC 2177; every 29 minutes in serve, every half second here), mail that came while
+nobody was idle not missed."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from pbem.mail.idle import IdleWatch
+from pbem.mail.imap import ImapInbox
+from testkit.mailstack import MailStack
+
+
+def watch(stack: MailStack, woken: list[float], stop: threading.Event,
+          renew: float = 60.0) -> IdleWatch:
+    inbox = ImapInbox(stack.imap_host, stack.imap_port, stack.address("bluff"),
+                      stack.password, ssl=False)
+    return IdleWatch(inbox.connect, "INBOX", lambda: woken.append(time.monotonic()), stop,
+                     renew_seconds=renew)
+
+
+def wait_until(done: object, seconds: float) -> None:
+    ends = time.monotonic() + seconds
+    while not done():   # type: ignore[operator]
+        assert time.monotonic() < ends, f"not within {seconds} s"
+        time.sleep(0.02)
+
+
+def test_arriving_mail_wakes_the_watch_and_idle_is_renewed(mailstack: MailStack) -> None:
+    mailstack.clear("bluff")
+    woken: list[float] = []
+    stop = threading.Event()
+    idle = watch(mailstack, woken, stop, renew=0.5)
+    idle.start()
+    try:
+        wait_until(lambda: woken, 5.0)   # at the start: mail may have come meanwhile
+        assert idle.supported
+        wait_until(lambda: idle.idles >= 4, 5.0)   # renewed, each time on the same login
+        before = len(woken)
+        sent = time.monotonic()
+        mailstack.deliver("bluff", b"Subject: one\r\n\r\nhi\r\n")
+        wait_until(lambda: len(woken) > before, 3.0)
+        assert woken[-1] - sent < 1.0
+    finally:
+        stop.set()
+        idle.join()
+    assert not idle._thread.is_alive()   # type: ignore[union-attr]
+
+
+def test_nothing_arriving_wakes_nobody(mailstack: MailStack) -> None:
+    mailstack.clear("bluff")
+    woken: list[float] = []
+    stop = threading.Event()
+    idle = watch(mailstack, woken, stop)
+    idle.start()
+    try:
+        wait_until(lambda: woken, 5.0)
+        time.sleep(2.0)
+        assert len(woken) == 1
+    finally:
+        stop.set()
+        idle.join()
