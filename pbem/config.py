@@ -555,7 +555,8 @@ def _pair_problems(section: str, values: Mapping[str, Any]) -> list[Problem]:
     if section == "listen":
         for one, other in (("tls_cert", "tls_key"), ("tls_key", "tls_cert")):
             if values.get(one) and not values.get(other):
-                problems.append(Problem(section, other, f"missing: {one} needs it",
+                problems.append(Problem(section, other, "missing: tls_cert and tls_key go "
+                                        "together",
                                         f"add {other} = \"...\" (a PEM file) under [listen]"))
     if section == "security" and values.get("require_aligned") and \
             not str(values.get("authserv_id", "")).strip():
@@ -565,8 +566,8 @@ def _pair_problems(section: str, values: Mapping[str, Any]) -> list[Problem]:
     if section == "dkim" and not values.get("private_key") and \
             not values.get("private_key_file"):
         problems.append(Problem(section, "private_key_file", "missing: [dkim] needs a key",
-                                "add private_key_file = \"dkim.pem\" (`pbem dkim keygen` "
-                                "makes one), or set PBEM_DKIM_PRIVATE_KEY_FILE"))
+                                "set private_key_file = \"dkim.pem\" (`pbem dkim keygen` "
+                                "makes one), or PBEM_DKIM_PRIVATE_KEY_FILE in the environment"))
     return problems
 
 
@@ -584,7 +585,8 @@ def _server_problems(values: Mapping[str, Any]) -> list[Problem]:
     for key in ("address", "referee"):
         if key in values and "@" not in values[key]:
             problems.append(Problem("server", key, f"{json.dumps(values[key])} is no mail "
-                                    "address", f'write e.g. {key} = "{key}@example.org"'))
+                                    "address", f'write a whole address, e.g. {key} = '
+                                    f'"{"bluff" if key == "address" else "referee"}@example.org"'))
     return problems
 
 
@@ -629,7 +631,8 @@ def read_config(path: Path | None, env: Mapping[str, str] | None = None) -> Load
     base = Path(path).resolve().parent if path is not None else Path.cwd()
     sections: dict[str, dict[str, Any]] = {}
     for name, value in data.items():
-        if name in SECTION_CLASSES:
+        if name in SECTION_CLASSES and (isinstance(value, dict)
+                                        or name not in SECTION_FIELDS["server"]):
             if isinstance(value, dict):
                 sections[name] = dict(value)
             else:
@@ -654,10 +657,9 @@ def read_config(path: Path | None, env: Mapping[str, str] | None = None) -> Load
             continue
         values = sections.setdefault(name, {})
         if name == "dkim" and "private_key" in values:
-            problems.append(Problem("dkim", "private_key", "a key does not go in pbem.toml",
-                                    "put it in a file (private_key_file) or in the "
-                                    "environment (PBEM_DKIM_PRIVATE_KEY)"))
-            del values["private_key"]
+            problems.append(Problem("dkim", "private_key", "a private key in the config file",
+                                    "put the key in a file (private_key_file) or in the "
+                                    "environment (PBEM_DKIM_PRIVATE_KEY), not in pbem.toml"))
         for key in _environment_keys(name):
             variable = environment_name(name, key)
             if env.get(variable):
@@ -676,8 +678,11 @@ def read_config(path: Path | None, env: Mapping[str, str] | None = None) -> Load
         try:
             built[name] = SECTION_CLASSES[name](**values) if name != "server" else values
         except ConfigError as exc:
+            # the class's own check ("fetchers must be between 1 and 64"): its key first
             what = str(exc).removeprefix(f"[{name}]").lstrip(": ")
-            problems.append(Problem(name, "", what))
+            key, _, rest = what.partition(" ")
+            problems.append(Problem(name, key, rest) if key in SECTION_FIELDS[name] and rest
+                            else Problem(name, "", what))
     if problems:
         return Loaded(source, None, problems, overridden)
     settings = Settings(**built.pop("server"),
