@@ -14,8 +14,7 @@ from pathlib import Path
 
 from sqlmodel import Session
 
-from pbem import db
-from pbem import __version__
+from pbem import __version__, db
 from pbem.config import ConfigError, command_settings, effective_config, find_config, read_config
 from pbem.demo import run_demo
 from pbem.errors import Refusal

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from pbem.errors import PbemError
-from pbem.wording import LANGUAGES, ngettext
+from pbem.wording import LANGUAGES
 
 
 @dataclass(frozen=True)

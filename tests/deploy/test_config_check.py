@@ -169,8 +169,8 @@ def test_pbem_config_is_read_and_a_missing_one_is_named(tmp_path: Path) -> None:
 
 def test_a_secret_is_read_from_its_file_variable(tmp_path: Path) -> None:
     path = tmp_path / "pbem.toml"
-    path.write_text(f'[imap]\nhost = "h"\nusername = "u"\n[smtp]\nhost = "h"\n'
-                    f'username = "u"\npassword = "in-file"\n', encoding="utf-8")
+    path.write_text('[imap]\nhost = "h"\nusername = "u"\n[smtp]\nhost = "h"\n'
+                    'username = "u"\npassword = "in-file"\n', encoding="utf-8")
     (tmp_path / "imap-password").write_text("from file\n", encoding="utf-8")
     settings = load_settings(path, {"PBEM_IMAP_PASSWORD_FILE": str(tmp_path / "imap-password")})
     assert settings.imap is not None and settings.imap.password == "from file"
