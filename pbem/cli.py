@@ -119,9 +119,9 @@ def cmd_db(args: argparse.Namespace) -> int:
     path = db.sqlite_path(url)
     if path is not None and args.action == "current" and not path.is_file():
         # looking must not make an empty database (and its folder) at a mistyped path
-        print(f"no database at {path} (nothing created; `pbem db upgrade` makes one)",
-              file=sys.stderr)
-        return 1
+        print(f"empty: no database at {path} (nothing created; `pbem db upgrade` makes it, "
+              f"revision {db.head_revision()})")
+        return 0
     engine = db.open_database(url, migrate=False)
     current, head = db.current_revision(engine), db.head_revision()
     if args.action == "upgrade":
