@@ -19,6 +19,7 @@ NO_BREAK = "[\u00a0\u202f]"     # CLDR's (narrow) no-break space before the sign
 
 def test_german_and_czech_put_a_no_break_space_before_the_sign() -> None:
     assert percent(0.4567) == "46%"
+    assert percent(0.005) == "<1%" and percent(0.995) == ">99%"   # round() halves to even
     for language in ("de", "cs"):
         tr = translator(language)
         assert re.fullmatch(f"46{NO_BREAK}%", percent(0.4567, tr)), language
