@@ -285,7 +285,7 @@ def odds_html(chart: Mapping[str, Any], tr: Translator = ENGLISH) -> Markup:
         rows.append(f'<tr><td style="padding:0 6px 0 0;text-align:right;{weight}">{count}</td>'
                     f'<td style="padding:1px 0;width:60%"><div style="{look};height:10px;'
                     f'width:{max(1.0, 100 * p / top):.0f}%"></div></td>'
-                    f'<td style="padding:0 0 0 6px;white-space:nowrap;{weight}">{percent(p)}'
+                    f'<td style="padding:0 0 0 6px;white-space:nowrap;{weight}">{percent(p, tr)}'
                     f'{mark}</td></tr>')
     caption = escape(_("{question} The chance of each, from what you can see (solid: it "
                        "holds; outlined: it fails).",
@@ -311,7 +311,7 @@ def odds_text(chart: Mapping[str, Any], indent: str = "  ",
         char = "#" if _holds(chart, count) else "."
         bar = char * max(1, round(ODDS_TEXT_WIDTH * p / top))
         mark = f"  <- {title}" if count == quantity else ""
-        out.append(f"{indent}{count:>3} {bar:<{ODDS_TEXT_WIDTH}} {percent(p):>4}{mark}")
+        out.append(f"{indent}{count:>3} {bar:<{ODDS_TEXT_WIDTH}} {percent(p, tr):>4}{mark}")
     return "\n".join(out)
 
 

@@ -8,13 +8,14 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 
 from sqlmodel import Session
 
-from pbem import db
-from pbem.config import ConfigError, load_settings
+from pbem import __version__, db
+from pbem.config import ConfigError, command_settings, effective_config, find_config, read_config
 from pbem.demo import run_demo
 from pbem.errors import Refusal
 from pbem.games import find_game
@@ -27,7 +28,20 @@ from pbem.web.database import DatabaseNotReady
 
 
 def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    return load_settings(Path(args.config) if args.config else None)
+    return command_settings(args.config)
+
+
+def cmd_config_check(args: argparse.Namespace) -> int:
+    """`pbem config check`: every mistake of the config, or the settings pbem runs with
+    (defaults filled in, the environment's overrides applied, secrets masked)."""
+    path = find_config(args.config, os.environ)
+    if path is None:
+        command_settings(None)   # says where it looked, unless a pbem.db is here
+    loaded = read_config(path)
+    if loaded.settings is None:
+        raise loaded.error()
+    print(effective_config(loaded), end="")
+    return 0
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -128,7 +142,14 @@ def cmd_dkim_keygen(args: argparse.Namespace) -> int:
 
 def cmd_db(args: argparse.Namespace) -> int:
     """`pbem db current` and `pbem db upgrade`: the schema, for operators who migrate by hand."""
-    engine = db.open_database(_settings(args).database, migrate=False)
+    url = _settings(args).database
+    path = db.sqlite_path(url)
+    if path is not None and args.action == "current" and not path.is_file():
+        # looking must not make an empty database (and its folder) at a mistyped path
+        print(f"empty: no database at {path} (nothing created; `pbem db upgrade` makes it, "
+              f"revision {db.head_revision()})")
+        return 0
+    engine = db.open_database(url, migrate=False)
     current, head = db.current_revision(engine), db.head_revision()
     if args.action == "upgrade":
         before, after = db.upgrade(engine, args.to or "head")
@@ -148,11 +169,14 @@ def cmd_db(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pbem", description="Play-by-email referee for Bluff")
+    parser.add_argument("--version", action="version", version=f"pbem {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log more")
+    parser.add_argument("-c", "--config", help=CONFIG_HELP)
     sub = parser.add_subparsers(dest="command", required=True)
 
     def with_config(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
-        p.add_argument("-c", "--config", help="pbem.toml (default: embedded defaults)")
+        # SUPPRESS: without it the subcommand's default would undo `pbem -c FILE tick`
+        p.add_argument("-c", "--config", default=argparse.SUPPRESS, help=CONFIG_HELP)
         return p
 
     with_config(sub.add_parser("serve", help="run until SIGTERM")).set_defaults(func=cmd_serve)
@@ -199,7 +223,18 @@ def build_parser() -> argparse.ArgumentParser:
     keygen.add_argument("--out", help="the key file (default: dkim-SELECTOR.DOMAIN.pem)")
     keygen.add_argument("--bits", type=int, default=2048, choices=(1024, 2048, 3072, 4096))
     keygen.set_defaults(func=cmd_dkim_keygen)
+    p = sub.add_parser("config", help="the config file: check")
+    p.add_argument("action", choices=("check",),
+                   help="check: list every mistake, or print the effective config")
+    with_config(p).set_defaults(func=cmd_config_check)
+    for each in sub.choices.values():   # `pbem tick -v` as well as `pbem -v tick`
+        each.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                          help="log more")
     return parser
+
+
+CONFIG_HELP = ("pbem.toml (default: $PBEM_CONFIG, else /etc/pbem/pbem.toml, else the "
+               "embedded defaults where a pbem.db is in the current folder)")
 
 
 def quiet_libraries() -> None:

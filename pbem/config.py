@@ -1,26 +1,59 @@
-"""pbem.toml: the server's settings. Secrets may come from the environment.
+"""pbem.toml: the server's settings, checked as a whole before pbem starts.
 
-Environment variables override the file: PBEM_DATABASE, PBEM_REFEREE_KEY,
-PBEM_REFEREE_KEY_SHA256, PBEM_IMAP_PASSWORD, PBEM_SMTP_PASSWORD (and PBEM_IMAP_USERNAME,
-PBEM_SMTP_USERNAME), PBEM_DKIM_PRIVATE_KEY (the PEM text) or PBEM_DKIM_PRIVATE_KEY_FILE,
-PBEM_WEB_SECRET.
+Where: -c FILE, else $PBEM_CONFIG, else /etc/pbem/pbem.toml (find_config). Every mistake
+(an unknown section or key, a wrong type, a missing or lone setting) is collected as a
+Problem naming its file, section, key and fix, and all of them are raised at once.
+
+Environment variables override the file: PBEM_DATABASE, PBEM_IMAP_USERNAME,
+PBEM_SMTP_USERNAME and every secret-looking setting as PBEM_<SECTION>_<KEY> (PBEM_<KEY> for
+[server]): PBEM_REFEREE_KEY, PBEM_REFEREE_KEY_SHA256, PBEM_IMAP_PASSWORD, PBEM_SMTP_PASSWORD,
+PBEM_DKIM_PRIVATE_KEY (the PEM text) or PBEM_DKIM_PRIVATE_KEY_FILE, PBEM_WEB_SECRET. Each
+may instead be read from a file, PBEM_X_FILE, or from systemd's credentials
+($CREDENTIALS_DIRECTORY/PBEM_X, LoadCredential=).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import importlib.util
+import json
 import os
 import tomllib
+import types
+import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pbem.errors import PbemError
-from pbem.wording import LANGUAGES, ngettext
+from pbem.wording import LANGUAGES
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One mistake of a config: where (section, key), what is wrong and the fix."""
+
+    section: str = ""
+    key: str = ""
+    what: str = ""
+    fix: str = ""
+    origin: str = ""     # the environment variable the value came from
+
+    def said(self, source: str) -> str:
+        where = f"[{self.section}]" if self.section else ""
+        where = f"{where} {self.key}".strip()
+        if self.origin:
+            where = f"{where} (from {self.origin})".strip()
+        head = ": ".join(part for part in (source, where) if part)
+        return f"{head}: {self.what}" + (f"; {self.fix}" if self.fix else "")
 
 
 class ConfigError(PbemError):
-    pass
+    def __init__(self, message: str, problems: tuple[Problem, ...] = ()) -> None:
+        super().__init__(message)
+        self.problems = problems
 
 
 OUTAGE_MINUTES = 15.0
@@ -169,29 +202,47 @@ _OAUTH_SHARED = ("oauth_provider", "oauth_client_id", "oauth_tenant", "oauth_tok
                  "oauth_client_secret")
 
 
-def _with_provider(section: str, values: dict[str, Any], base: Path,
-                   env: dict[str, str]) -> dict[str, Any]:
-    """An [imap] or [smtp] table with its provider's preset under it, the OAuth2 secrets
-    from the environment (never from pbem.toml) and the token file next to pbem.toml."""
-    for secret in ("oauth_refresh_token", "oauth_client_secret"):
-        if secret in values:
-            raise ConfigError(f"[{section}]: put {secret} in the environment "
-                              f"(PBEM_{section.upper()}_{secret.upper()}) or in "
-                              "oauth_token_file, not in pbem.toml")
-        if env.get(f"PBEM_{section.upper()}_{secret.upper()}"):
-            values[secret] = env[f"PBEM_{section.upper()}_{secret.upper()}"]
-    name = str(values.get("provider", "")).lower()
-    if name:
-        if name not in PROVIDERS:
-            raise ConfigError(f"[{section}] provider must be one of {', '.join(PROVIDERS)}, "
-                              f"not {name!r} (or leave it out and give host, port ...)")
-        values = {**PROVIDERS[name][section], **values, "provider": name}
-    if values.get("oauth_token_file"):
-        token_file = base / Path(values["oauth_token_file"]).expanduser()
-        values["oauth_token_file"] = str(token_file)
-        if values.get("auth") == "oauth2":
-            _check_token_file(section, token_file)
-    return values
+def _with_providers(sections: dict[str, dict[str, Any]]) -> list[Problem]:
+    """Put each [imap] / [smtp] provider's preset under the settings given (any setting
+    given wins); [smtp] takes [imap]'s provider, and its login and OAuth2 app when both
+    use OAuth2 (one account, one app)."""
+    problems: list[Problem] = []
+    imap, smtp = sections.get("imap"), sections.get("smtp")
+    if smtp is not None and imap is not None and "provider" not in smtp \
+            and imap.get("provider"):
+        smtp["provider"] = imap["provider"]
+    for name, values in (("imap", imap), ("smtp", smtp)):
+        if values is None:
+            continue
+        provider = str(values.get("provider", "")).lower()
+        if not provider:
+            continue
+        if provider not in PROVIDERS:
+            problems.append(Problem(name, "provider", f"{json.dumps(provider)} is no provider "
+                                    "pbem knows", f"write one of {', '.join(PROVIDERS)}, or "
+                                    "leave it out and give host, port ..."))
+            continue
+        sections[name] = {**PROVIDERS[provider][name], **values, "provider": provider}
+    imap, smtp = sections.get("imap"), sections.get("smtp")
+    if imap is not None and smtp is not None and \
+            smtp.get("auth") == "oauth2" == imap.get("auth"):
+        for key in ("username", *_OAUTH_SHARED):
+            if key in imap and key not in smtp:
+                smtp[key] = imap[key]
+    return problems
+
+
+def _token_file_problems(sections: dict[str, dict[str, Any]]) -> list[Problem]:
+    problems = []
+    for name in ("imap", "smtp"):
+        values = sections.get(name) or {}
+        if values.get("auth") == "oauth2" and values.get("oauth_token_file"):
+            try:
+                _check_token_file(name, Path(values["oauth_token_file"]))
+            except ConfigError as exc:
+                what = str(exc).removeprefix(f"[{name}] oauth_token_file ")
+                problems.append(Problem(name, "oauth_token_file", what))
+    return problems
 
 
 def _check_token_file(section: str, path: Path) -> None:
@@ -369,152 +420,533 @@ class Settings:
         return self.imap.poll_seconds if self.imap is not None else 10.0
 
 
-def _section(data: dict[str, Any], name: str) -> dict[str, Any] | None:
-    value = data.get(name)
-    if value is None:
-        return None
-    if not isinstance(value, dict):
-        raise ConfigError(f"[{name}] must be a table")
-    return dict(value)
+# ---------------------------------------------------------------- where the config is
+
+SYSTEM_CONFIG = Path("/etc/pbem/pbem.toml")
+CONFIG_VARIABLE = "PBEM_CONFIG"
+EMBEDDED = "the embedded defaults"
 
 
-def _build(cls: type, values: dict[str, Any], name: str) -> Any:
-    _refuse_unknown(name, values)
-    try:
-        return cls(**values)
-    except TypeError as exc:
-        raise ConfigError(f"[{name}]: {exc}") from exc
+def find_config(given: str | Path | None, env: Mapping[str, str], *,
+                system: Path = SYSTEM_CONFIG) -> Path | None:
+    """The config file: -c, else $PBEM_CONFIG, else the system's (when it is there)."""
+    if given:
+        return Path(given).expanduser()
+    if env.get(CONFIG_VARIABLE):
+        return Path(env[CONFIG_VARIABLE]).expanduser()
+    return system if system.is_file() else None
 
 
-def _fields(cls: type) -> frozenset[str]:
-    return frozenset(f.name for f in dataclasses.fields(cls))
+def command_settings(given: str | Path | None, env: Mapping[str, str] | None = None, *,
+                     system: Path = SYSTEM_CONFIG, cwd: Path | None = None) -> Settings:
+    """The settings of a command that works on the games (tick, serve, admin, db, ...).
+
+    Without a config file the embedded defaults serve only where they were used before:
+    a pbem.db already in the current folder (or a database from PBEM_DATABASE). Otherwise
+    pbem would make an empty database wherever it happens to run and answer "no games"."""
+    env = dict(os.environ) if env is None else dict(env)
+    path = find_config(given, env, system=system)
+    if path is None:
+        here = Path.cwd() if cwd is None else cwd
+        if not (here / "pbem.db").is_file() and not _has_database_variable(env):
+            raise ConfigError(
+                f"no config file: pbem looked at -c (not given), ${CONFIG_VARIABLE} (not set) "
+                f"and {system} (not there), and there is no pbem.db in {here}. Write a "
+                f"pbem.toml (see docs/configuration.md; `pbem config check -c pbem.toml` "
+                f"checks it) and run with -c pbem.toml, or set {CONFIG_VARIABLE}, or put it "
+                f"at {system}")
+    elif not given and env.get(CONFIG_VARIABLE) and not path.exists():
+        raise ConfigError(f"{CONFIG_VARIABLE} names {path}: there is no such file; fix "
+                          f"{CONFIG_VARIABLE} or unset it")
+    return load_settings(path, env)
+
+
+def _has_database_variable(env: Mapping[str, str]) -> bool:
+    names = ("PBEM_DATABASE", "PBEM_DATABASE_FILE")
+    folder = env.get("CREDENTIALS_DIRECTORY")
+    return any(env.get(name) for name in names) or bool(
+        folder and any((Path(folder) / name).is_file() for name in ("PBEM_DATABASE",
+                                                                     "pbem_database")))
+
+
+# ---------------------------------------------------------------- secrets from files
+
+# a PBEM_..._FILE that is itself a setting (a path pbem reads), not a secret's file
+_PATH_VARIABLES = frozenset({"PBEM_DKIM_PRIVATE_KEY_FILE"})
+
+
+def _secret_text(path: Path) -> str:
+    return path.read_text(encoding="utf-8").rstrip("\r\n")
+
+
+def with_secret_files(env: Mapping[str, str]) -> tuple[dict[str, str], list[Problem]]:
+    """env with PBEM_X filled from PBEM_X_FILE or from systemd's credential PBEM_X
+    ($CREDENTIALS_DIRECTORY, LoadCredential=; its name in any case, - for _): a secret
+    kept out of the environment, where `ps e` and crash reports show it. The variable
+    itself wins over its file, the file over the credential."""
+    out, problems = dict(env), []
+    for name, value in env.items():
+        if not (name.startswith("PBEM_") and name.endswith("_FILE")) or not value \
+                or name in _PATH_VARIABLES:
+            continue
+        target = name.removesuffix("_FILE")
+        if env.get(target):
+            continue
+        try:
+            out[target] = _secret_text(Path(value).expanduser())
+        except (OSError, UnicodeDecodeError) as exc:
+            problems.append(Problem(what=f"cannot read {value} "
+                                         f"({getattr(exc, 'strerror', None) or exc})",
+                                    fix=f"point {name} at a readable file holding {target}",
+                                    origin=name))
+    folder = env.get("CREDENTIALS_DIRECTORY")
+    if folder:
+        try:
+            entries = sorted(Path(folder).iterdir())
+        except OSError:
+            entries = []
+        for entry in entries:
+            target = entry.name.upper().replace("-", "_")
+            if target.startswith("PBEM_") and not out.get(target) and entry.is_file():
+                try:
+                    out[target] = _secret_text(entry)
+                except (OSError, UnicodeDecodeError) as exc:
+                    problems.append(Problem(what=f"cannot read the credential {entry} ({exc})",
+                                            fix="check LoadCredential= in the service",
+                                            origin=target))
+    return out, problems
+
+
+# ---------------------------------------------------------------- the sections
+
+# the sections of pbem.toml and their settings' classes; [server] is Settings' plain fields
+SECTION_CLASSES: dict[str, type] = {
+    "server": Settings, "imap": ImapSettings, "smtp": SmtpSettings, "listen": ListenSettings,
+    "dkim": DkimSettings, "security": SecuritySettings, "web": WebSettings,
+    "database": DatabaseSettings,
+}
+# Settings' fields holding another section
+_NESTED = {"imap": "imap", "smtp": "smtp", "listen": "listen", "dkim": "dkim",
+           "security": "security", "web": "web", "database": "db"}
+# sections that exist only when written in the file (the others have defaults)
+_OPTIONAL = frozenset({"imap", "smtp", "listen", "dkim"})
+
+
+def _fields(cls: type) -> dict[str, dataclasses.Field[Any]]:
+    own = {f.name: f for f in dataclasses.fields(cls)}
+    if cls is Settings:
+        for name in [*_NESTED.values(), "extra"]:
+            own.pop(name)
+    return own
 
 
 # each section's settings, to say where a misplaced one belongs
 SECTION_FIELDS: dict[str, frozenset[str]] = {
-    "server": _fields(Settings) - {"imap", "smtp", "listen", "dkim", "security", "web", "db",
-                                   "extra"},
-    "imap": _fields(ImapSettings), "smtp": _fields(SmtpSettings),
-    "listen": _fields(ListenSettings), "dkim": _fields(DkimSettings),
-    "security": _fields(SecuritySettings), "web": _fields(WebSettings),
-    "database": _fields(DatabaseSettings),
-}
+    name: frozenset(_fields(cls)) for name, cls in SECTION_CLASSES.items()}
+
+_SECRET_WORDS = ("password", "secret", "token", "key")
 
 
-def _refuse_unknown(section: str, values: dict[str, Any]) -> None:
-    """A setting the section does not know stops pbem, saying the section it belongs in
-    when another section knows it (``poll_seconds`` under [server]: it is [imap]'s)."""
-    unknown = sorted(set(values) - SECTION_FIELDS[section])
-    if not unknown:
-        return
-    said = []
-    for key in unknown:
-        homes = [f"[{other}]" for other, known in SECTION_FIELDS.items()
-                 if other != section and key in known]
-        said.append(f"{key} (it belongs in {' or '.join(homes)})" if homes else key)
-    raise ConfigError(f"[{section}]: unknown {ngettext('setting', 'settings', len(unknown))} "
-                      f"{', '.join(said)}")
+def is_secret(key: str) -> bool:
+    """A setting that is a secret: from the environment too, and masked when shown."""
+    return any(word in key for word in _SECRET_WORDS) and not key.endswith("_file") \
+        and not key.startswith("tls_")
 
 
-def load_settings(path: Path | None, env: dict[str, str] | None = None) -> Settings:
-    env = dict(os.environ) if env is None else env
+def environment_name(section: str, key: str) -> str:
+    return f"PBEM_{key.upper()}" if section == "server" else f"PBEM_{section}_{key}".upper()
+
+
+def _environment_keys(section: str) -> list[str]:
+    """The settings of section the environment may set: every secret-looking one (a key
+    file's path too), the database's URL and the mailboxes' login names."""
+    keys = [k for k in SECTION_FIELDS[section] if any(w in k for w in _SECRET_WORDS)]
+    if section == "server":
+        keys.append("database")
+    if section in ("imap", "smtp"):
+        keys.append("username")
+    return sorted(set(keys))
+
+
+# ---------------------------------------------------------------- checking values
+
+def _hint(cls: type, key: str) -> Any:
+    hint = typing.get_type_hints(cls)[key]
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        hint = next(a for a in typing.get_args(hint) if a is not type(None))
+    return hint
+
+
+def _example(key: str, f: dataclasses.Field[Any]) -> str:
+    default = f.default
+    if default is dataclasses.MISSING and f.default_factory is not dataclasses.MISSING:
+        default = f.default_factory()
+    if isinstance(default, bool):
+        return f"{key} = {'true' if default else 'false'}"
+    if isinstance(default, int | float):
+        return f"{key} = {default}"
+    if isinstance(default, list):
+        return f'{key} = ["..."]'
+    return f'{key} = "{default}"' if default not in (dataclasses.MISSING, None, "") \
+        else f'{key} = "..."'
+
+
+def _type_problem(section: str, key: str, value: Any, cls: type) -> Problem | None:
+    f = _fields(cls)[key]
+    hint = _hint(cls, key)
+    example = _example(key, f)
+    shown_value = json.dumps(value) if isinstance(value, str) else repr(value)
+    if hint is bool:
+        if isinstance(value, bool):
+            return None
+        return Problem(section, key, f"must be true or false, not {shown_value}",
+                       f"write {key} = true or {key} = false (no quotes)")
+    if hint is int or hint is float:
+        if isinstance(value, int | float) and not isinstance(value, bool) and \
+                (hint is float or isinstance(value, int)):
+            return None
+        kind = "a whole number" if hint is int else "a number"
+        fix = f"write {example}"
+        if isinstance(value, str):
+            fix += " (a bare number: no quotes" + (", no unit)" if key.endswith(
+                ("_seconds", "_minutes", "_days", "_bytes")) else ")")
+        return Problem(section, key, f"must be {kind}, not {shown_value}", fix)
+    if hint is str or hint is Path:
+        if isinstance(value, str):
+            return None
+        return Problem(section, key, f"must be text, not {shown_value}",
+                       f"write it in quotes: {example}")
+    if typing.get_origin(hint) is list:
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return None
+        return Problem(section, key, f"must be a list of text, not {shown_value}",
+                       f"write {example}")
+    return None
+
+
+def _number_problems(section: str, values: Mapping[str, Any], cls: type) -> list[Problem]:
+    problems = []
+    for key, value in values.items():
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            continue
+        if key == "port" and not 1 <= value <= 65535:
+            problems.append(Problem(section, key, f"{value} is no port",
+                                    "write a port between 1 and 65535"))
+        elif value < 0:
+            problems.append(Problem(section, key, f"cannot be negative ({value})",
+                                    f"write {_example(key, _fields(cls)[key])}"))
+        elif key == "poll_seconds" and value == 0:
+            problems.append(Problem(section, key, "must be more than 0",
+                                    f"write {_example(key, _fields(cls)[key])}"))
+    return problems
+
+
+def _database_problem(url: str) -> tuple[str, str] | None:
+    """(what, fix) when url is no database URL pbem can open."""
+    if url.startswith("sqlite:///"):
+        return None
+    scheme = url.partition("://")[0]
+    if scheme == "postgresql+psycopg":
+        return None
+    if scheme in ("postgres", "postgresql", "postgresql+psycopg2"):
+        if scheme == "postgresql" and importlib.util.find_spec("psycopg2") is not None:
+            return None
+        rest = _masked_url(url).partition("://")[2]   # the error is shown: no password
+        return (f"pbem opens PostgreSQL with psycopg (3), and {scheme}:// is not its name",
+                f'write database = "postgresql+psycopg://{rest or "USER@HOST/DBNAME"}"')
+    if url.startswith("sqlite:"):
+        return ("a SQLite URL has three slashes",
+                'write database = "sqlite:///pbem.db" (a path relative to this file), or '
+                '"sqlite:////var/lib/pbem/pbem.db" (four slashes: an absolute path)')
+    return (f"{json.dumps(url)} is no database URL pbem knows",
+            'write database = "sqlite:///pbem.db" or '
+            '"postgresql+psycopg://USER@HOST/DBNAME"')
+
+
+def _section_problems(section: str, values: dict[str, Any]) -> list[Problem]:
+    """The mistakes of one section's values that each setting shows alone: unknown keys,
+    types, missing required settings and settings that need another."""
+    cls = SECTION_CLASSES[section]
+    known = _fields(cls)
+    problems: list[Problem] = []
+    for key in sorted(set(values) - set(known)):
+        homes = [f"[{other}]" for other, keys in SECTION_FIELDS.items()
+                 if other != section and key in keys]
+        close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.7)
+        fix = (f"it belongs in {' or '.join(homes)}: move it there" if homes else
+               f"did you mean {close[0]}?" if close else
+               f"remove it (the settings of [{section}] are in docs/configuration.md)")
+        problems.append(Problem(section, key, "unknown setting", fix))
+    typed = {}
+    for key, value in values.items():
+        if key in known:
+            problem = _type_problem(section, key, value, cls)
+            if problem is None:
+                typed[key] = value
+            else:
+                problems.append(problem)
+    for key, f in known.items():
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING \
+                and key not in values:
+            problems.append(Problem(section, key, f"missing: [{section}] needs it",
+                                    f"add {_example(key, f)} under [{section}]"))
+    problems += _number_problems(section, typed, cls)
+    problems += _pair_problems(section, typed)
+    if section == "server":
+        problems += _server_problems(typed)
+    return problems
+
+
+def _pair_problems(section: str, values: Mapping[str, Any]) -> list[Problem]:
+    problems = []
+    if section in ("imap", "smtp"):
+        # a token (OAuth2) may stand for the password
+        other_secret = any(values.get(k) for k in values if is_secret(k) and k != "password")
+        if values.get("username") and not values.get("password") and not other_secret:
+            problems.append(Problem(section, "password", "missing: username needs it",
+                                    f'add password = "..." under [{section}], or better '
+                                    f"{environment_name(section, 'password')}(_FILE) in the "
+                                    f"environment"))
+        if values.get("password") and not values.get("username"):
+            problems.append(Problem(section, "username", "missing: password needs it",
+                                    f'add username = "..." under [{section}]'))
+        if section == "imap" and not values.get("username"):
+            if not values.get("password"):
+                problems.append(Problem(section, "username",
+                                        "missing: pbem logs in to the mailbox with it",
+                                        'add username = "bluff@example.org" under [imap]'))
+    if section == "listen":
+        for one, other in (("tls_cert", "tls_key"), ("tls_key", "tls_cert")):
+            if values.get(one) and not values.get(other):
+                problems.append(Problem(section, other, "missing: tls_cert and tls_key go "
+                                        "together",
+                                        f"add {other} = \"...\" (a PEM file) under [listen]"))
+    if section == "security" and values.get("require_aligned") and \
+            not str(values.get("authserv_id", "")).strip():
+        problems.append(Problem(section, "authserv_id", "missing: require_aligned needs it",
+                                "write the authserv-id of your mail server (the first word "
+                                "of its Authentication-Results header)"))
+    if section == "dkim" and not values.get("private_key") and \
+            not values.get("private_key_file"):
+        problems.append(Problem(section, "private_key_file", "missing: [dkim] needs a key",
+                                "set private_key_file = \"dkim.pem\" (`pbem dkim keygen` "
+                                "makes one), or PBEM_DKIM_PRIVATE_KEY_FILE in the environment"))
+    return problems
+
+
+def _server_problems(values: Mapping[str, Any]) -> list[Problem]:
+    problems = []
+    if "database" in values:
+        said = _database_problem(values["database"])
+        if said is not None:
+            problems.append(Problem("server", "database", *said))
+    for key in ("language", "referee_language"):
+        if key in values and values[key] not in LANGUAGES:
+            problems.append(Problem("server", key, f"{json.dumps(values[key])} is no "
+                                    f"language pbem speaks",
+                                    f"write one of {', '.join(LANGUAGES)}"))
+    for key in ("address", "referee"):
+        if key in values and "@" not in values[key]:
+            problems.append(Problem("server", key, f"{json.dumps(values[key])} is no mail "
+                                    "address", f'write a whole address, e.g. {key} = '
+                                    f'"{"bluff" if key == "address" else "referee"}@example.org"'))
+    return problems
+
+
+# ---------------------------------------------------------------- reading the file
+
+@dataclass
+class Loaded:
+    """A config read and checked: its settings (None when it has problems), every
+    mistake, where it came from and the environment variables that overrode it."""
+
+    source: str
+    settings: Settings | None
+    problems: list[Problem]
+    overridden: list[str]
+
+    def error(self) -> ConfigError:
+        lines = [p.said(self.source) for p in self.problems]
+        if len(lines) == 1:
+            return ConfigError(lines[0], tuple(self.problems))
+        return ConfigError(f"{len(lines)} mistakes in {self.source}:\n" +
+                           "\n".join(f"  {line}" for line in lines), tuple(self.problems))
+
+
+def read_config(path: Path | None, env: Mapping[str, str] | None = None) -> Loaded:
+    """Read and check path (None: the embedded defaults) with env's overrides."""
+    env, problems = with_secret_files(dict(os.environ) if env is None else env)
+    source = str(path) if path is not None else EMBEDDED
     data: dict[str, Any] = {}
     if path is not None:
         try:
             data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-        except FileNotFoundError as exc:
-            raise ConfigError(f"no config file at {path}") from exc
+        except FileNotFoundError:
+            return Loaded(source, None, [Problem(what="there is no such file",
+                                                 fix="check the path given to -c or in "
+                                                     f"{CONFIG_VARIABLE}")], [])
+        except (OSError, UnicodeDecodeError) as exc:
+            return Loaded(source, None, [Problem(what=f"cannot read it ({exc})")], [])
         except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{path}: {exc}") from exc
+            return Loaded(source, None, [Problem(
+                what=f"is not valid TOML: {exc}",
+                fix='fix that line (key = value, text in "quotes", sections as [name])')], [])
     base = Path(path).resolve().parent if path is not None else Path.cwd()
-    server = _section(data, "server") or {}
-    for key, var in (("database", "PBEM_DATABASE"), ("referee_key", "PBEM_REFEREE_KEY"),
-                     ("referee_key_sha256", "PBEM_REFEREE_KEY_SHA256")):
-        if env.get(var):
-            server[key] = env[var]
+    sections: dict[str, dict[str, Any]] = {}
+    for name, value in data.items():
+        if name in SECTION_CLASSES and (isinstance(value, dict)
+                                        or name not in SECTION_FIELDS["server"]):
+            if isinstance(value, dict):
+                sections[name] = dict(value)
+            else:
+                problems.append(Problem(name, "", "must be a section, not a setting",
+                                        f"write [{name}] on a line of its own, its settings "
+                                        "below it"))
+            continue
+        if isinstance(value, dict):
+            close = difflib.get_close_matches(name, list(SECTION_CLASSES), n=1, cutoff=0.6)
+            problems.append(Problem(name, "", "unknown section",
+                                    f"did you mean [{close[0]}]?" if close else
+                                    f"the sections are {', '.join(SECTION_CLASSES)}"))
+        else:
+            homes = [f"[{s}]" for s, keys in SECTION_FIELDS.items() if name in keys]
+            problems.append(Problem("", name, "a setting outside any section",
+                                    f"put it under {' or '.join(homes)}" if homes else
+                                    "remove it, or put it under the section it belongs to"))
+    overridden: list[str] = []
+    origins: dict[tuple[str, str], str] = {}
+    for name in SECTION_CLASSES:
+        if name not in sections and name in _OPTIONAL:
+            continue
+        values = sections.setdefault(name, {})
+        for secret in ("oauth_refresh_token", "oauth_client_secret"):
+            if name in ("imap", "smtp") and secret in values:
+                problems.append(Problem(name, secret, "a secret in the config file",
+                                        f"put it in the environment "
+                                        f"({environment_name(name, secret)}) or in "
+                                        "oauth_token_file, not in pbem.toml"))
+        if name == "dkim" and "private_key" in values:
+            problems.append(Problem("dkim", "private_key", "a private key in the config file",
+                                    "put the key in a file (private_key_file) or in the "
+                                    "environment (PBEM_DKIM_PRIVATE_KEY), not in pbem.toml"))
+        for key in _environment_keys(name):
+            variable = environment_name(name, key)
+            if env.get(variable):
+                values[key] = env[variable]
+                origins[(name, key)] = variable
+                overridden.append(variable)
+    problems += _with_providers(sections)
+    for name, values in sections.items():
+        for problem in _section_problems(name, values):
+            origin = origins.get((problem.section, problem.key), "")
+            problems.append(dataclasses.replace(problem, origin=origin))
+    if problems:
+        return Loaded(source, None, problems, overridden)
+    _resolve_paths(sections, base)
+    problems += _token_file_problems(sections)
+    if problems:
+        return Loaded(source, None, problems, overridden)
+    built: dict[str, Any] = {}
+    for name, values in sections.items():
+        try:
+            built[name] = SECTION_CLASSES[name](**values) if name != "server" else values
+        except ConfigError as exc:
+            # the class's own check ("fetchers must be between 1 and 64"): its key first
+            what = str(exc).removeprefix(f"[{name}]").lstrip(": ")
+            key, _, rest = what.partition(" ")
+            problems.append(Problem(name, key, rest) if key in SECTION_FIELDS[name] and rest
+                            else Problem(name, "", what))
+    if problems:
+        return Loaded(source, None, problems, overridden)
+    settings = Settings(**built.pop("server"),
+                        **{_NESTED[name]: value for name, value in built.items()})
+    return Loaded(source, settings, [], overridden)
+
+
+def _resolve_paths(sections: dict[str, dict[str, Any]], base: Path) -> None:
+    """Relative paths are relative to the config file, not to wherever pbem runs; the
+    .eml outbox goes with the data (next to a SQLite database, else next to the config)."""
+    server = sections["server"]
     for key in ("outbox_dir", "templates_dir"):
         if key in server:
             server[key] = base / Path(server[key]).expanduser()
     database = server.get("database", "sqlite:///pbem.db")
     if database.startswith("sqlite:///") and not database.startswith("sqlite:////") \
             and ":memory:" not in database:
-        # a relative SQLite path is relative to the config file, not to wherever we run
-        server["database"] = "sqlite:///" + str(base / database.removeprefix("sqlite:///"))
-    # the .eml outbox goes with the data: next to a SQLite database, else next to the config
-    url = str(server.get("database", database))
-    sqlite = url if url.startswith("sqlite:///") else ""
+        database = "sqlite:///" + str(base / database.removeprefix("sqlite:///"))
+        server["database"] = database
+    sqlite = database if database.startswith("sqlite:///") else ""
     data_dir = (Path(sqlite.removeprefix("sqlite:///")).parent
                 if sqlite and ":memory:" not in sqlite else base)
     server.setdefault("outbox_dir", data_dir / "pbem-outbox")
     server.setdefault("outage_minutes", OUTAGE_MINUTES)
-    imap = _section(data, "imap")
-    smtp = _section(data, "smtp")
-    for section, prefix in ((imap, "PBEM_IMAP_"), (smtp, "PBEM_SMTP_")):
-        if section is not None:
-            for key in ("username", "password"):
-                if env.get(prefix + key.upper()):
-                    section[key] = env[prefix + key.upper()]
-    if imap is not None:
-        imap = _with_provider("imap", imap, base, env)
-    if smtp is not None:
-        if imap is not None and "provider" not in smtp and imap.get("provider"):
-            smtp["provider"] = imap["provider"]
-        smtp = _with_provider("smtp", smtp, base, env)
-        if imap is not None and smtp.get("auth") == "oauth2" == imap.get("auth"):
-            # one account, one app: [smtp] takes [imap]'s login unless it says otherwise
-            for key in ("username", *_OAUTH_SHARED):
-                if key in imap and key not in smtp:
-                    smtp[key] = imap[key]
-    listen = _section(data, "listen")
-    if listen is not None:
-        for key in ("tls_cert", "tls_key"):
-            if listen.get(key):
-                listen[key] = str(base / Path(listen[key]).expanduser())
-    dkim = _dkim_section(data, env, base)
-    security = _section(data, "security")
-    if security is not None and security.get("require_aligned") and \
-            not str(security.get("authserv_id", "")).strip():
-        raise ConfigError("[security]: require_aligned needs the authserv_id of your mail "
-                          "server (the first word of its Authentication-Results header)")
-    web = _section(data, "web") or {}
-    if env.get("PBEM_WEB_SECRET"):
-        web["secret"] = env["PBEM_WEB_SECRET"]
-    _refuse_unknown("server", server)
-    for key in ("language", "referee_language"):
-        if server.get(key, "en") not in LANGUAGES:
-            raise ConfigError(f"[server] {key} must be one of {', '.join(LANGUAGES)}, "
-                              f"not {server[key]!r}")
-    if not isinstance(server.get("send_while_handling", True), bool):
-        raise ConfigError("[server] send_while_handling must be true or false")
-    return Settings(
-        **server,
-        imap=_build(ImapSettings, imap, "imap") if imap is not None else None,
-        smtp=_build(SmtpSettings, smtp, "smtp") if smtp is not None else None,
-        listen=_build(ListenSettings, listen, "listen") if listen is not None else None,
-        dkim=dkim,
-        security=_build(SecuritySettings, security, "security") if security is not None
-        else SecuritySettings(),
-        web=_build(WebSettings, web, "web"),
-        db=_build(DatabaseSettings, _section(data, "database") or {}, "database"),
-    )
+    for name, keys in (("listen", ("tls_cert", "tls_key")), ("dkim", ("private_key_file",))):
+        for key in keys:
+            if sections.get(name, {}).get(key):
+                sections[name][key] = str(base / Path(sections[name][key]).expanduser())
+    for name in ("imap", "smtp"):
+        if sections.get(name, {}).get("oauth_token_file"):
+            sections[name]["oauth_token_file"] = str(
+                base / Path(sections[name]["oauth_token_file"]).expanduser())
 
 
-def _dkim_section(data: dict[str, Any], env: dict[str, str], base: Path) -> DkimSettings | None:
-    """[dkim], the key from the environment winning over private_key_file."""
-    dkim = _section(data, "dkim")
-    if dkim is None:
-        return None
-    if "private_key" in dkim:
-        raise ConfigError("[dkim]: put the key in a file (private_key_file) or in the "
-                          "environment (PBEM_DKIM_PRIVATE_KEY), not in pbem.toml")
-    if env.get("PBEM_DKIM_PRIVATE_KEY_FILE"):
-        dkim["private_key_file"] = env["PBEM_DKIM_PRIVATE_KEY_FILE"]
-    if env.get("PBEM_DKIM_PRIVATE_KEY"):
-        dkim["private_key"] = env["PBEM_DKIM_PRIVATE_KEY"]
-    if dkim.get("private_key_file"):
-        dkim["private_key_file"] = str(base / Path(dkim["private_key_file"]).expanduser())
-    if not dkim.get("private_key") and not dkim.get("private_key_file"):
-        raise ConfigError("[dkim]: set private_key_file (or PBEM_DKIM_PRIVATE_KEY_FILE / "
-                          "PBEM_DKIM_PRIVATE_KEY in the environment)")
-    settings: DkimSettings = _build(DkimSettings, dkim, "dkim")
-    return settings
+def load_settings(path: Path | None, env: Mapping[str, str] | None = None) -> Settings:
+    """The settings of path (None: the embedded defaults); every mistake at once as a
+    ConfigError."""
+    loaded = read_config(path, env)
+    if loaded.settings is None:
+        raise loaded.error()
+    return loaded.settings
+
+
+# ---------------------------------------------------------------- showing it
+
+def _masked_url(url: str) -> str:
+    scheme, sep, rest = url.partition("://")
+    login, at, host = rest.rpartition("@")
+    if sep and at and ":" in login:
+        return f"{scheme}://{login.partition(':')[0]}:****@{host}"
+    return url
+
+
+def _toml_value(key: str, value: Any) -> str:
+    if value is None:
+        return "(not set)"
+    if is_secret(key):
+        return '"****"' if value else '""'
+    if key == "database":
+        value = _masked_url(str(value))
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(json.dumps(v) for v in value) + "]"
+    return json.dumps(str(value))
+
+
+def effective_config(loaded: Loaded) -> str:
+    """The settings pbem runs with, as TOML: defaults filled in, the environment's
+    overrides applied, secrets masked."""
+    settings = loaded.settings
+    assert settings is not None
+    lines = [f"# pbem's effective config, from {loaded.source}"]
+    if loaded.overridden:
+        lines.append(f"# from the environment: {', '.join(sorted(loaded.overridden))}")
+    for name, cls in SECTION_CLASSES.items():
+        part = settings if name == "server" else getattr(settings, _NESTED[name])
+        lines.append("")
+        if part is None:
+            lines.append(f"# [{name}] is not set" + {
+                "imap": ": no mailbox is read",
+                "smtp": f": answers are written as .eml files to {settings.outbox_dir}",
+                "listen": ": no SMTP listener", "dkim": ": mail is not signed"}.get(name, ""))
+            continue
+        lines.append(f"[{name}]")
+        for key in _fields(cls):
+            value = getattr(part, key)
+            if value is None:
+                lines.append(f"# {key} is not set")
+            else:
+                lines.append(f"{key} = {_toml_value(key, value)}")
+    return "\n".join(lines) + "\n"

@@ -200,14 +200,15 @@ def count_of(n: int, one: str, many: str, tr: Translator = ENGLISH) -> str:
     return counted_in(f"{{n}} {one}", f"{{n}} {many}", n, tr)
 
 
-def pct(p: Any) -> str:
-    """A probability -> a whole percentage (pbem.wording.percent); "?" for none."""
+def pct(p: Any, tr: Translator = ENGLISH) -> str:
+    """A probability -> a whole percentage in tr's language (pbem.wording.percent); "?"
+    for none."""
     if p is None:
         return "?"
     x = float(p)
     if math.isnan(x):
         return "?"
-    return percent(x)
+    return percent(x, tr)
 
 
 @_memo(1024)
@@ -664,7 +665,7 @@ def template_environment(override_dir: Path | None,
         plain=plain,
         face_name=lambda face, quantity=1: face_name(face, quantity, tr),
         bid=lambda b: bid(b, tr),
-        pct=pct,
+        pct=lambda p: pct(p, tr),
         plural=lambda n, one, many: count_of(n, one, many, tr),
         utc=utc,
         wrap=wrap,

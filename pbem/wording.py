@@ -10,8 +10,8 @@ Values may be messages themselves, or lists of them.
 
 ``ngettext(singular, plural, n)`` has gettext's argument order and meaning (English
 here); ``plural`` fills the count into the form it picked: ``plural("{n} die", "{n}
-dice", 3)`` -> "3 dice". Pure: the standard library only; a translation comes in as
-any object with gettext's ``gettext``/``ngettext``.
+dice", 3)`` -> "3 dice". Pure: the standard library and Babel's CLDR number formats
+only; a translation comes in as any object with gettext's ``gettext``/``ngettext``.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ import string
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from babel.numbers import format_percent
 
 # the languages pbem speaks (English is the source: the code's and templates' own text),
 # each by its own name
@@ -236,15 +238,28 @@ def listed(items: Iterable[object], none: Said | None = None) -> Message:
     return _("{first} and {last}", first=joined(words[:-1], ", "), last=words[-1])
 
 
-def percent(p: float) -> str:
-    """A probability as a whole percentage: 0.4567 -> "46%". A value that is neither 0
-    nor 1 never shows as "0%" or "100%": it is written "<1%" or ">99%", so that a player
-    is not told a bid is certain when it is not (the reports' odds and their charts)."""
-    if 0.0 < p < 0.005:
-        return "<1%"
-    if 0.995 <= p < 1.0:
-        return ">99%"
-    return f"{round(p * 100):d}%"
+def percent(p: float, tr: Translator = ENGLISH) -> str:
+    """A probability as a whole percentage, written as tr's language writes one (CLDR,
+    through Babel): 0.4567 -> "46%" in English, "46 %" (a no-break space) in German and
+    Czech. A value that is neither 0 nor 1 never shows as "0%" or "100%": it is written
+    "<1%" or ">99%", so that a player is not told a bid is certain when it is not (the
+    reports' odds and their charts)."""
+    locale = language_of(tr)
+    whole = round(p * 100)
+    if whole == 0 and p > 0.0:      # 0.005 too, which round() takes to 0 (half to even)
+        return "<" + format_percent(0.01, locale=locale)
+    if whole == 100 and p < 1.0:
+        return ">" + format_percent(0.99, locale=locale)
+    return format_percent(whole / 100, locale=locale)
+
+
+def language_of(tr: Translator) -> str:
+    """The language code tr says things in: a catalogue's Language header ("de"), "en"
+    for the source. A reader (pbem.zones.Reader) is a translator and a time zone."""
+    inner = getattr(tr, "tr", tr)
+    info = getattr(inner, "info", None)
+    language = info().get("language") if callable(info) else None
+    return language if isinstance(language, str) and language in LANGUAGES else "en"
 
 
 # the fields of a command's usage ("BID <quantity> <face>"), said in the reader's language
