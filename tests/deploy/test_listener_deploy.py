@@ -34,7 +34,7 @@ def test_the_listen_example_loads(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("lines", "complaint"), [
     ('tls_cert = "c.pem"', "tls_cert and tls_key go together"),
-    ("require_tls = true", "require_tls needs tls_cert"),
+    ("require_tls = true", "require_tls: needs tls_cert"),
     ("max_connections = 5\nmax_connections_per_ip = 6", "max_connections_per_ip"),
 ])
 def test_a_listen_setting_that_cannot_work_stops_pbem(tmp_path: Path, lines: str,
