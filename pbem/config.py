@@ -308,6 +308,10 @@ class ListenSettings:
     trusted_relays: list[str] = field(default_factory=list)
     # DNS servers for those checks ("192.0.2.53" or "127.0.0.1:5353"); empty: the system's
     dns_servers: list[str] = field(default_factory=list)
+    # mails one client IP / one envelope sender may hand over a minute (0: no limit);
+    # past it the client is told 451 4.7.1 (try later); trusted_relays are not counted by IP
+    mails_per_minute_per_ip: int = 120
+    mails_per_minute_per_sender: int = 60
 
     def __post_init__(self) -> None:
         if bool(self.tls_cert) != bool(self.tls_key):

@@ -419,7 +419,9 @@ class Server:
             timeout_seconds=listen.timeout_seconds, tls_cert=listen.tls_cert,
             tls_key=listen.tls_key, require_tls=listen.require_tls,
             authserv_id=self.settings.security.authserv_id,
-            dns_servers=tuple(listen.dns_servers), trusted_relays=tuple(listen.trusted_relays))
+            dns_servers=tuple(listen.dns_servers), trusted_relays=tuple(listen.trusted_relays),
+            mails_per_minute_per_ip=listen.mails_per_minute_per_ip,
+            mails_per_minute_per_sender=listen.mails_per_minute_per_sender)
         return MailListener(self.store_received, host=listen.host, port=listen.port,
                             max_bytes=self.settings.max_mail_bytes, policy=policy)
 

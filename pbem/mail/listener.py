@@ -32,6 +32,7 @@ from pbem.mail.dnsquery import Resolver
 from pbem.mail.logstorm import StormFilter
 from pbem.mail.recipients import Recipients
 from pbem.mail.smtpguard import Gate, GuardedSMTP
+from pbem.mail.throttle import IntakeThrottle
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +73,9 @@ class ListenPolicy:
     dns_servers: Sequence[str] = ()
     # peers whose Authentication-Results are kept (our own mail servers that forward)
     trusted_relays: Sequence[str] = field(default_factory=tuple)
+    # mails a client IP / an envelope sender may hand over a minute (0: no limit)
+    mails_per_minute_per_ip: int = 0
+    mails_per_minute_per_sender: int = 0
 
     @property
     def banner_host(self) -> str:
@@ -90,6 +94,22 @@ class _StoreHandler:
         self.recipients = Recipients.of(policy.addresses)
         self.trusted = frozenset(policy.trusted_relays)
         self.resolver = Resolver(policy.dns_servers) if policy.authserv_id else None
+        self.throttle = IntakeThrottle(policy.mails_per_minute_per_ip,
+                                       policy.mails_per_minute_per_sender)
+
+    async def handle_MAIL(self, server: Any, session: Any, envelope: Any, address: str,
+                          mail_options: list[str]) -> str:
+        """A client past its mails a minute is told to come back later (451): a real MTA
+        retries, so a person's mail is slowed, never lost; a flood is."""
+        peer = session.peer if isinstance(session.peer, tuple) else ("", 0)
+        ip = "" if str(peer[0]) in self.trusted else str(peer[0])
+        refusal = self.throttle.admit(ip or None, address or None)
+        if refusal is not None:
+            log.info("slowed MAIL FROM %r from %r: %s", address, session.peer, refusal[:9])
+            return refusal
+        envelope.mail_from = address
+        envelope.mail_options.extend(mail_options)
+        return "250 OK"
 
     async def handle_RCPT(self, server: Any, session: Any, envelope: Any, address: str,
                           rcpt_options: list[str]) -> str:

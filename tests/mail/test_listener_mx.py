@@ -139,3 +139,28 @@ def test_a_log_storm_becomes_a_line_a_second_with_a_count() -> None:
     now[0] = 1.5
     assert passed.count(True) == 1 and storm.filter(record)
     assert "999 more" in record.getMessage()
+
+
+def test_a_client_past_its_mails_a_minute_is_told_to_come_back_later() -> None:
+    """One client handed 4,000 mails at 361 a second; now, past the limit of its IP or its
+    envelope sender, MAIL FROM gets 451 4.7.1 (a real MTA retries: slowed, not lost)."""
+    policy = ListenPolicy(addresses=[OURS], mails_per_minute_per_ip=5,
+                          mails_per_minute_per_sender=3)
+    stored: list[object] = []
+    with MailListener(lambda *a: stored.append(a), port=0, policy=policy) as lst, \
+            smtplib.SMTP("127.0.0.1", lst.port, timeout=5) as c:
+        c.ehlo("client.test")
+        said = []
+        for n in range(6):
+            sender = "flood@elsewhere.test" if n < 4 else f"other{n}@elsewhere.test"
+            code, text = c.docmd(f"MAIL FROM:<{sender}>")
+            said.append((code, text[:5]))
+            if code == 250:
+                assert c.docmd(f"RCPT TO:<{OURS}>")[0] == 250
+                c.data(b"From: " + sender.encode() + b"\r\nSubject: x\r\n\r\nHELP\r\n")
+            else:
+                c.rset()
+    # the sender's 4th is refused (it still counts for the IP), so the IP's 6th is
+    assert said == [(250, b"OK"), (250, b"OK"), (250, b"OK"), (451, b"4.7.1"),
+                    (250, b"OK"), (451, b"4.7.1")], said
+    assert len(stored) == 4
