@@ -41,6 +41,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as ASGIMessage
 
 from pbem.config import Settings
+from pbem.db import reading
 from pbem.games import seated
 from pbem.kinds.verify import Verdict, check_record
 from pbem.links import LinkError, expired, key_generation, mac_matches, read_token, redact
@@ -469,8 +470,10 @@ class Guard:
 
 def create_app(settings: Settings, *, engine: Engine | None = None,
                clock: Callable[[], datetime] | None = None) -> Starlette:
-    web = WebApp(settings, engine if engine is not None else open_read_only(settings.database),
-                 clock)
+    # the pages only read: on SQLite their transactions must not take the writer's turn
+    # (pbem.db.reading), or a page would wait for, and make wait, the referee's work
+    web = WebApp(settings, reading(engine if engine is not None
+                                   else open_read_only(settings.database)), clock)
 
     def page(method: Callable[..., Response], **kw: Any) -> Callable[[Request], Response]:
         def endpoint(request: Request) -> Response:   # sync: Starlette runs it in a thread
