@@ -633,7 +633,9 @@ def _number_problems(section: str, values: Mapping[str, Any], cls: type) -> list
     for key, value in values.items():
         if not isinstance(value, int | float) or isinstance(value, bool):
             continue
-        if key == "port" and not 1 <= value <= 65535:
+        # a port we listen on may be 0: the system picks a free one (tests, one-off runs)
+        lowest = 0 if section in ("web", "listen") else 1
+        if key == "port" and not lowest <= value <= 65535:
             problems.append(Problem(section, key, f"{value} is no port",
                                     "write a port between 1 and 65535"))
         elif value < 0:
@@ -703,9 +705,14 @@ def _section_problems(section: str, values: dict[str, Any]) -> list[Problem]:
 
 def _pair_problems(section: str, values: Mapping[str, Any]) -> list[Problem]:
     problems = []
+    if section in ("imap", "smtp") and values.get("auth", "password") not in AUTH_MODES:
+        return [Problem(section, "auth", f"auth must be one of {', '.join(AUTH_MODES)}, "
+                        f"not {json.dumps(values['auth'])}",
+                        'write auth = "password" or auth = "oauth2" (docs/providers.md)')]
     if section in ("imap", "smtp"):
         # a token (OAuth2) may stand for the password
-        other_secret = any(values.get(k) for k in values if is_secret(k) and k != "password")
+        other_secret = values.get("auth") == "oauth2" or any(
+            values.get(k) for k in values if is_secret(k) and k != "password")
         if values.get("username") and not values.get("password") and not other_secret:
             problems.append(Problem(section, "password", "missing: username needs it",
                                     f'add password = "..." under [{section}], or better '

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pbem.config import PROVIDERS, ConfigError, _with_provider, load_settings
+from pbem.config import PROVIDERS, ConfigError, _with_providers, load_settings
 
 
 def config(tmp_path: Path, imap: str, smtp: str = "") -> Path:
@@ -41,8 +41,9 @@ def test_a_preset_fills_what_is_not_given_and_smtp_takes_imaps_login(tmp_path: P
 
 @pytest.mark.parametrize("name", sorted(PROVIDERS))
 def test_every_preset_makes_settings(tmp_path: Path, name: str) -> None:
-    extra = 'oauth_client_id = "app"\noauth_token_file = "t.json"' \
-        if PROVIDERS[name]["imap"].get("auth") == "oauth2" else ""
+    extra = 'username = "bluff@example.org"\n' + (
+        'oauth_client_id = "app"\noauth_token_file = "t.json"'
+        if PROVIDERS[name]["imap"].get("auth") == "oauth2" else 'password = "app password"')
     settings = load_settings(config(tmp_path, f'provider = "{name}"\n{extra}', "verp = false"),
                              env={})
     assert settings.imap is not None and settings.imap.host
@@ -60,7 +61,7 @@ def test_a_refresh_token_in_the_file_is_refused_and_one_from_the_environment_tak
 
 
 @pytest.mark.parametrize(("imap", "says"), [
-    ('provider = "hotmail"', "provider must be one of"),
+    ('provider = "hotmail"', "no provider pbem knows"),
     ('host = "h"\nauth = "oauth2"', "oauth_client_id"),
     ('host = "h"\nauth = "oauth2"\noauth_client_id = "a"', "oauth_provider or oauth_token_uri"),
     ('host = "h"\nauth = "oauth2"\noauth_client_id = "a"\noauth_provider = "google"',
@@ -69,7 +70,7 @@ def test_a_refresh_token_in_the_file_is_refused_and_one_from_the_environment_tak
 ])
 def test_a_wrong_setting_says_what_to_do(tmp_path: Path, imap: str, says: str) -> None:
     with pytest.raises(ConfigError, match=says):
-        load_settings(config(tmp_path, imap), env={})
+        load_settings(config(tmp_path, 'username = "u"\n' + imap), env={})
 
 
 def test_a_token_file_missing_or_readable_by_others_stops_pbem_at_once(tmp_path: Path) -> None:
@@ -88,7 +89,9 @@ def test_a_token_file_missing_or_readable_by_others_stops_pbem_at_once(tmp_path:
 def test_a_setting_given_wins_over_the_preset(given_values: dict[str, int], name: str) -> None:
     values = {k: (str(v) if k in ("host", "spam_folder", "folder") else
                   bool(v % 2) if k == "ssl" else v) for k, v in given_values.items()}
-    merged = _with_provider("imap", {"provider": name, **values}, Path("/nowhere"), {})
+    sections = {"imap": {"provider": name, **values}}
+    assert _with_providers(sections) == []
+    merged = sections["imap"]
     for key, value in values.items():
         assert merged[key] == value
     for key, value in PROVIDERS[name]["imap"].items():
