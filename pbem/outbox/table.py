@@ -29,11 +29,13 @@ CLAIM_LEASE = timedelta(minutes=5)
 DUE_CHUNK = 2000                      # due rows read at once: memory stays flat
 
 
-# the kinds of mail that can wait when the send budget is short: reminders, table talk
-# relayed, a watcher's copy. Answers, confirmations, reports and notices go first.
-LATER_KINDS = ("reminder", "talk", "watch")
-URGENCY = case((col(OutboundMail.kind).in_(LATER_KINDS), 1), else_=0)
 BUDGET_NOTICE = "budget"              # the kind of the referee's notice of a short budget
+# the kinds of mail that can wait when the send budget is short: reminders, table talk
+# relayed, a watcher's copy. Answers, confirmations, reports and notices go before them,
+# and the referee's notice of the short budget before all.
+LATER_KINDS = ("reminder", "talk", "watch")
+URGENCY = case((col(OutboundMail.kind) == BUDGET_NOTICE, 0),
+               (col(OutboundMail.kind).in_(LATER_KINDS), 2), else_=1)
 SHORT_MINUTES = 30                    # due mail that takes longer than this is told
 
 
