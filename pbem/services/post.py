@@ -29,7 +29,7 @@ from pbem.models import Game, InboundMail, OutboundMail, Player
 from pbem.options import options_of
 from pbem.outbox import BUDGET_NOTICE, Origin, Queued, Shortfall, enqueue
 from pbem.render import Renderer, html_part, text_part
-from pbem.wording import Message, Said, _
+from pbem.wording import Message, Said, _, _n
 
 # the From name of every mail, in its reader's language (the body signs the same way)
 SENDER_NAME = _("Bluff referee")
@@ -233,17 +233,20 @@ def undeliverable(session: Session, post: Post, row: OutboundMail, why: str) -> 
 def budget_short(session: Session, post: Post, short: Shortfall) -> None:
     """The send budget will take too long for the mail due: tell the referee (a notice
     of kind BUDGET_NOTICE, which the outbox asks for so as to tell it once a day)."""
-    paragraphs: list[Said] = [_("{due} mails are waiting to be sent, more than the send "
-                                "budget ([smtp] per_minute = {per_minute}, per_day = "
-                                "{per_day}) lets go soon.", due=short.due,
-                                per_minute=short.budget.per_minute,
-                                per_day=short.budget.per_day)]
+    paragraphs: list[Said] = [_n(
+        "{n} mail is waiting to be sent, more than the send budget ([smtp] per_minute = "
+        "{per_minute}, per_day = {per_day}) lets go soon.",
+        "{n} mails are waiting to be sent, more than the send budget ([smtp] per_minute = "
+        "{per_minute}, per_day = {per_day}) lets go soon.", short.due,
+        per_minute=short.budget.per_minute, per_day=short.budget.per_day)]
     if short.left_today is not None and short.due > short.left_today:
-        paragraphs.append(_("Today's budget has {left} mails left: the rest waits until "
-                            "tomorrow.", left=short.left_today))
+        paragraphs.append(_n("Today's budget has {n} mail left: the rest waits until tomorrow.",
+                             "Today's budget has {n} mails left: the rest waits until "
+                             "tomorrow.", short.left_today))
     if short.minutes:
-        paragraphs.append(_("At {per_minute} mails a minute they take {minutes} minutes.",
-                            per_minute=short.budget.per_minute, minutes=short.minutes))
+        paragraphs.append(_n("At {per_minute} mails a minute they take {n} minute.",
+                             "At {per_minute} mails a minute they take {n} minutes.",
+                             short.minutes, per_minute=short.budget.per_minute))
     paragraphs.append(_("The most urgent mail (answers, reports) goes first. If this "
                         "happens often, raise the budget if your provider allows it, or "
                         "use a mail service meant for more mail."))

@@ -145,10 +145,10 @@ def test_a_rate_limit_answer_pauses_sending_and_keeps_the_mail(
     with mailstack.throttling(reply, at=at, mails=1):
         before = mailstack.throttled
         report = server.send()
-        assert report.rate_limited and report.unavailable and report.sent == 0
         assert mailstack.throttled - before == 1        # the rest was not tried
         # kept: no try counted against it, no bounce, nothing failed
         assert {(r.status, r.attempts) for r in rows(server.engine)} == {("pending", 0)}
+        assert report.rate_limited and report.unavailable and report.sent == 0
         assert delivered(mailstack) == []
         clock.advance(10)     # sending pauses (the SMTP back-off): nothing tried
         assert server.send().unavailable and mailstack.throttled - before == 1
