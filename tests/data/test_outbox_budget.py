@@ -208,3 +208,28 @@ def test_the_budget_is_a_setting_and_the_presets_fill_it(tmp_path: Path) -> None
     given = smtp('[smtp]\nprovider = "fastmail"\nusername = "u"\npassword = "p"\n'
                  'per_day = 100\n')
     assert (given.per_minute, given.per_day) == (20, 100)
+
+
+@pytest.mark.mailstack
+def test_a_stream_sends_within_the_budget_and_leaves_the_rest_to_the_drain(
+        mailstack, tmp_path: Path) -> None:
+    from pbem import outbox
+    from pbem.db import open_database
+    from tests.data.test_outbox_drain import stream_queue
+    engine = open_database(f"sqlite:///{tmp_path}/pbem.db")
+    for user in USERS:
+        mailstack.clear(user)
+    clock, budget = Clock(), Budget(per_minute=3)
+    queue(engine, mailstack, ["confirm"])
+    assert drain(engine, sender(mailstack), clock, budget=budget).sent == 1
+    stream = outbox.Stream(engine, sender(mailstack), clock, connections=2, budget=budget)
+    origin = Origin(mailstack.address("bluff"))
+    fed = [stream_queue(engine, stream, origin, [mailstack.address(user)]) for user in USERS]
+    assert [len(f) for f in fed] == [1, 1, 0, 0, 0]     # two left in the minute's budget
+    for rows_fed in fed:
+        stream.feed(rows_fed)
+    assert stream.close().sent == 2
+    assert drain(engine, sender(mailstack), clock, budget=budget).sent == 0
+    clock.advance(61)
+    assert drain(engine, sender(mailstack), clock, budget=budget).sent == 3
+    assert len(delivered(mailstack)) == 6
