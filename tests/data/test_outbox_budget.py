@@ -84,9 +84,9 @@ def server_of(mailstack, tmp_path: Path):   # noqa: ANN001, ANN201
 
 @pytest.mark.mailstack
 def test_a_burst_leaves_within_the_budget_per_minute_the_most_urgent_first(
-        mailstack, tmp_path: Path) -> None:
+        mailstack, database: str) -> None:
     from pbem.db import open_database
-    engine = open_database(f"sqlite:///{tmp_path}/pbem.db")
+    engine = open_database(database)
     for user in USERS:
         mailstack.clear(user)
     # reminders and table talk queued first, then a turn's confirmations and reports
@@ -117,9 +117,9 @@ def test_a_burst_leaves_within_the_budget_per_minute_the_most_urgent_first(
 
 
 @pytest.mark.mailstack
-def test_a_day_budget_counts_what_was_sent_in_the_last_day(mailstack, tmp_path: Path) -> None:
+def test_a_day_budget_counts_what_was_sent_in_the_last_day(mailstack, database: str) -> None:
     from pbem.db import open_database
-    engine = open_database(f"sqlite:///{tmp_path}/pbem.db")
+    engine = open_database(database)
     for user in USERS:
         mailstack.clear(user)
     queue(engine, mailstack, ["confirm"] * 7)
