@@ -136,6 +136,7 @@ def test_a_day_budget_counts_what_was_sent_in_the_last_day(mailstack, database: 
     ("451 4.7.0 Try again later, closing connection", "RCPT"),
     ("421 4.7.0 Temporary System Problem. Try again later", "DATA"),
     ("450 Too many messages sent, slow down", "RCPT"),
+    ("550 5.4.5 Daily user sending limit exceeded", "DATA"),
 ])
 def test_a_rate_limit_answer_pauses_sending_and_keeps_the_mail(
         mailstack, server_of, reply: str, at: str) -> None:
@@ -162,11 +163,15 @@ def test_a_rate_limit_answer_pauses_sending_and_keeps_the_mail(
 def test_rate_limit_answers_are_told_from_other_refusals() -> None:
     for text in ("451 4.7.0 Try again later", "421 4.7.0 Temporary System Problem",
                  "450 4.7.1 Rate limit exceeded", "451 Too many connections",
-                 "452 4.3.1 sending limit exceeded", "421-4.7.28 unusual rate"):
+                 "452 4.3.1 sending limit exceeded", "421-4.7.28 unusual rate",
+                 "550 5.4.5 Daily user sending limit exceeded",
+                 "554 5.7.0 Sending quota exceeded"):
         assert rate_limit_answer(text), text
     for text in ("450 4.2.1 Mailbox busy", "451 4.3.0 LMTP unavailable",
                  "452 4.5.3 Too many recipients", "550 5.7.1 rate limit",
-                 "421 4.4.2 Connection timed out"):
+                 "421 4.4.2 Connection timed out", "451 4.7.1 Greylisted, try again later",
+                 "450 4.7.1 <p1@x.test>: Recipient address rejected: Greylisted",
+                 "552 5.2.2 Mailbox quota exceeded", "550 5.1.1 user unknown"):
         assert not rate_limit_answer(text), text
 
 
