@@ -115,6 +115,11 @@ class SmtpSettings:
     # SMTP connections used at once to drain the outbox (a crash repeats at most one mail
     # per connection, docs/guarantees.md)
     connections: int = 4
+    # the send budget: mails handed to the server a minute / a day at most (0: no limit);
+    # a provider's preset fills them (docs/providers.md). Counted from the outbox table,
+    # so all workers of a site share it.
+    per_minute: int = 0
+    per_day: int = 0
     provider: str = ""   # a provider's preset (PROVIDERS); [imap]'s when not given
     # "password", or "oauth2" (XOAUTH2 / OAUTHBEARER: Microsoft takes nothing else); the
     # oauth_ settings say how pbem gets its access tokens (pbem.mail.oauth, `pbem oauth`)
@@ -132,6 +137,8 @@ class SmtpSettings:
     def __post_init__(self) -> None:
         if not 1 <= self.connections <= 32:
             raise ConfigError("[smtp] connections must be between 1 and 32")
+        if self.per_minute < 0 or self.per_day < 0:
+            raise ConfigError("[smtp] per_minute and per_day must be 0 (no limit) or more")
         _check_auth(self, "smtp")
 
 
@@ -174,27 +181,32 @@ PROVIDERS: dict[str, dict[str, dict[str, Any]]] = {
                  "oauth_provider": "google", "oauth_scopes": [_GOOGLE_MAIL],
                  "spam_folder": "[Gmail]/Spam"},
         "smtp": {"host": "smtp.gmail.com", "port": 587, "ssl": False, "starttls": True,
-                 "auth": "oauth2", "oauth_provider": "google", "oauth_scopes": [_GOOGLE_MAIL]},
+                 "auth": "oauth2", "oauth_provider": "google", "oauth_scopes": [_GOOGLE_MAIL],
+                 "per_minute": 20, "per_day": 500},
     },
     "outlook": {   # Outlook.com and Microsoft 365 alike
         "imap": {"host": "outlook.office365.com", "port": 993, "ssl": True, "auth": "oauth2",
                  "oauth_provider": "microsoft", "oauth_scopes": [_MS_IMAP],
                  "spam_folder": "Junk Email"},
         "smtp": {"host": "smtp.office365.com", "port": 587, "ssl": False, "starttls": True,
-                 "auth": "oauth2", "oauth_provider": "microsoft", "oauth_scopes": [_MS_SMTP]},
+                 "auth": "oauth2", "oauth_provider": "microsoft", "oauth_scopes": [_MS_SMTP],
+                 "per_minute": 30, "per_day": 10000},
     },
     "fastmail": {
         "imap": {"host": "imap.fastmail.com", "port": 993, "ssl": True, "spam_folder": "Spam"},
-        "smtp": {"host": "smtp.fastmail.com", "port": 465, "ssl": True, "starttls": False},
+        "smtp": {"host": "smtp.fastmail.com", "port": 465, "ssl": True, "starttls": False,
+                 "per_minute": 20, "per_day": 2000},
     },
     "yahoo": {
         "imap": {"host": "imap.mail.yahoo.com", "port": 993, "ssl": True,
                  "spam_folder": "Bulk"},
-        "smtp": {"host": "smtp.mail.yahoo.com", "port": 465, "ssl": True, "starttls": False},
+        "smtp": {"host": "smtp.mail.yahoo.com", "port": 465, "ssl": True, "starttls": False,
+                 "per_minute": 10, "per_day": 500},
     },
     "icloud": {
         "imap": {"host": "imap.mail.me.com", "port": 993, "ssl": True, "spam_folder": "Junk"},
-        "smtp": {"host": "smtp.mail.me.com", "port": 587, "ssl": False, "starttls": True},
+        "smtp": {"host": "smtp.mail.me.com", "port": 587, "ssl": False, "starttls": True,
+                 "per_minute": 10, "per_day": 1000},
     },
 }
 _OAUTH_SHARED = ("oauth_provider", "oauth_client_id", "oauth_tenant", "oauth_token_uri",

@@ -38,12 +38,12 @@ from pbem.faults import crash_point, poison_point
 from pbem.mail.text import BodyLine
 from pbem.models import InboundMail, OutboundMail
 from pbem.orders import Order, parse_text
-from pbem.outbox import Undelivered
+from pbem.outbox import Shortfall, Undelivered
 from pbem.render import Renderer
 from pbem.services import clock, failures
 from pbem.services.bounces import undeliverable
 from pbem.services.failures import game_failed, mail_failed, what_failed
-from pbem.services.post import Post
+from pbem.services.post import Post, budget_short
 from pbem.triage import (
     answer_internal_error,
     find_game_or_none,
@@ -421,6 +421,10 @@ class Referee:
         """The outbox gave up on a mail: a refused recipient is a bounce, anything else is
         told to the referee (pbem.services.bounces.undeliverable)."""
         undeliverable(session, self.post, row, failure)
+
+    def budget_short(self, session: Session, short: Shortfall) -> None:
+        """The send budget is short for the mail due: the referee is told (once a day)."""
+        budget_short(session, self.post, short)
 
 
 # --- triage -------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from pbem.mail.headers import read_mail_header
 from pbem.mail.listener import ListenPolicy, MailListener, MailRefused
 from pbem.mail.senderauth import aligned_domain
 from pbem.mail.smtp_out import EmlDirSender, SmtpPool, SmtpSender
-from pbem.outbox import DrainReport, Sender, Stream, drain, others_due, release
+from pbem.outbox import Budget, DrainReport, Sender, Stream, drain, others_due, release
 from pbem.referee import Marks, Referee, unmarked
 from pbem.render import Renderer, TemplateProblem
 from pbem.security import known_address
@@ -44,6 +44,7 @@ SMTP_KEEP_OPEN_SECONDS = 60.0    # ... an idle SMTP one (servers drop them after
 WOKEN_TICKS_APART = 0.1          # seconds at least between two ticks woken by stored mail
 
 UNAVAILABLE = "the mail server could not be reached or refused us"
+RATE_LIMITED = "the mail server says we send too much: sending pauses"
 
 
 def utc_now() -> datetime:
@@ -195,12 +196,18 @@ class Server:
                        lease=timedelta(seconds=self.settings.claim_lease_seconds),
                        verp=self.settings.smtp is not None and self.settings.smtp.verp,
                        connections=self.settings.smtp.connections if self.settings.smtp else 1,
+                       budget=self.budget(), on_short=self.referee.budget_short,
                        unreleased=self.keep_unreleased)
         if report.unavailable:
-            backoff.failed(self.clock(), UNAVAILABLE)
+            backoff.failed(self.clock(), RATE_LIMITED if report.rate_limited else UNAVAILABLE)
         else:
             backoff.succeeded()
         return report
+
+    def budget(self) -> Budget:
+        """The send budget of [smtp] (none for the .eml outbox)."""
+        smtp = self.settings.smtp
+        return Budget(smtp.per_minute, smtp.per_day) if smtp is not None else Budget()
 
     def keep_unreleased(self, claims: list[int]) -> None:
         """Keep the claims a drain or stream could not give back, for give_back."""
@@ -231,7 +238,7 @@ class Server:
             return None
         return Stream(self.engine, self.open_sender, self.clock,
                       on_failure=self.referee.undeliverable,
-                      verp=smtp.verp, connections=smtp.connections,
+                      verp=smtp.verp, connections=smtp.connections, budget=self.budget(),
                       unreleased=self.keep_unreleased)
 
     def send_after(self, streamed: DrainReport | None, others: bool) -> DrainReport:
@@ -242,7 +249,8 @@ class Server:
         if streamed is None:
             return self.send()
         if streamed.unavailable:
-            self._backoff("SMTP").failed(self.clock(), UNAVAILABLE)
+            self._backoff("SMTP").failed(self.clock(), RATE_LIMITED if streamed.rate_limited
+                                         else UNAVAILABLE)
             return DrainReport(unavailable=True)
         if others or streamed.failed or streamed.released:
             # a failed mail's notice to the referee, or mail an error left unsent, came

@@ -109,6 +109,9 @@ class _LmtpRelay:
         self.stack = stack
 
     async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
+        throttled = self.stack.throttled_answer("RCPT")
+        if throttled is not None:
+            return throttled
         refusal = getattr(self.stack, "refusals", {}).get(address.lower())
         if refusal is not None and refusal[0] == "RCPT":
             return refusal[1]
@@ -136,6 +139,9 @@ class _LmtpRelay:
         return failed
 
     async def handle_DATA(self, server, session, envelope):
+        throttled = self.stack.throttled_answer("DATA")
+        if throttled is not None:
+            return throttled
         refusals = getattr(self.stack, "refusals", {})
         for rcpt in envelope.rcpt_tos:
             refusal = refusals.get(rcpt.lower())
@@ -251,6 +257,9 @@ class MailStack:
         self._own_dir = False
         # address -> (stage, reply): the front end refuses it so (refusing)
         self.refusals: dict[str, tuple[str, str]] = {}
+        # (stage, reply, mails left or None, until or None): the front end throttles all mail
+        self._throttle: tuple[str, str, int | None, float | None] | None = None
+        self.throttled = 0      # the mails the front end answered so (throttling)
 
     # ---- lifecycle ----------------------------------------------------------------
 
@@ -368,6 +377,34 @@ class MailStack:
             yield
         finally:
             self.refusals.pop(key, None)
+
+    @contextlib.contextmanager
+    def throttling(self, reply: str = "451 4.7.0 Try again later, rate limit exceeded",
+                   at: str = "RCPT", mails: int | None = None,
+                   seconds: float | None = None) -> Iterator[None]:
+        """Within the block the SMTP front end answers every mail with ``reply`` at RCPT
+        (or after its DATA), as a provider's rate limit does ("451 4.7.0", "421 4.7.0"):
+        for the next ``mails`` mails, or for ``seconds``, or (neither) until the block
+        ends. ``throttled`` counts the mails so answered. This process's front end only."""
+        until = time.monotonic() + seconds if seconds is not None else None
+        self._throttle = (at.upper(), reply, mails, until)
+        try:
+            yield
+        finally:
+            self._throttle = None
+
+    def throttled_answer(self, stage: str) -> str | None:
+        """The throttling reply for a mail at ``stage``, or None (counted when given)."""
+        throttle = getattr(self, "_throttle", None)
+        if throttle is None or throttle[0] != stage:
+            return None
+        at, reply, left, until = throttle
+        if (left is not None and left <= 0) or (until is not None and time.monotonic() > until):
+            return None
+        if left is not None:
+            self._throttle = (at, reply, left - 1, until)
+        self.throttled += 1
+        return reply
 
     def restart(self) -> None:
         self.stop_dovecot()

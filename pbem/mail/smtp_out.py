@@ -37,6 +37,10 @@ class SendResult:
     # login: trouble with the service, not with this mail. Retry later without holding it
     # against the mail, and stop sending the rest of the batch for now.
     unavailable: bool = False
+    # the server said we send too much (a 4.7.x answer, "rate limit", "too many ..."): a
+    # signal to slow down, not trouble with this mail. Also unavailable: the mail is kept
+    # without a try counted, and sending pauses (the server's SMTP back-off).
+    rate_limited: bool = False
 
     @property
     def ok(self) -> bool:
@@ -47,6 +51,28 @@ def _text(code: int, msg: bytes | str) -> str:
     if isinstance(msg, bytes):
         msg = msg.decode("utf-8", errors="replace")
     return f"{code} {msg}".strip()
+
+
+# a provider's "you send too much": 421/450/451 with an enhanced code 4.7.x (Gmail's
+# 421 4.7.0 / 451 4.7.0, Microsoft's 4.7.500-699 ...), or any 4xx that says so in words,
+# but greylisting (also 4.7.x: this mail is deferred, not our sending); and a daily
+# quota spent (Gmail's 550 5.4.5 "Daily user sending limit exceeded"), which says no for
+# today, not for the mail
+_RATE_CODE = re.compile(r"^(421|450|451)[ -]4\.7\.\d+")
+_RATE_WORDS = re.compile(r"rate.?limit|too many (?!recipients)|sending (limit|quota)|throttl",
+                         re.IGNORECASE)
+_GREYLISTED = re.compile(r"gr[ae]y.?list", re.IGNORECASE)
+_QUOTA_SPENT = re.compile(r"^5\d\d[ -]5\.4\.5\b|sending (limit|quota)", re.IGNORECASE)
+
+
+def rate_limit_answer(text: str) -> bool:
+    """Is ``text`` (a server's answer, code first) a rate-limit answer: a 4xx that says we
+    send too much, or a 5xx that says the day's sending quota is spent?"""
+    if _GREYLISTED.search(text):
+        return False
+    if text[:1] == "5":
+        return bool(_QUOTA_SPENT.search(text))
+    return bool(_RATE_CODE.match(text)) or (text[:1] == "4" and bool(_RATE_WORDS.search(text)))
 
 
 def _crlf(raw: bytes) -> bytes:
@@ -210,6 +236,12 @@ class SmtpSender:
         if result.temporary and all(t.startswith(("421", "530")) for t in
                                     result.temporary.values()):
             result.unavailable = True   # shutting down / authentication needed: the service
+        spent = [rcpt for rcpt, text in result.permanent.items() if rate_limit_answer(text)]
+        for rcpt in spent:   # the day's sending quota spent: the mail is kept for later
+            result.temporary[rcpt] = result.permanent.pop(rcpt)
+            result.refused.pop(rcpt, None)
+        if any(rate_limit_answer(t) for t in result.temporary.values()):
+            result.rate_limited = result.unavailable = True   # slow down: not this mail
         if result.temporary or result.permanent:
             log.warning("%r: temporary=%s permanent=%s", self, result.temporary,
                         result.permanent)

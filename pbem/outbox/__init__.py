@@ -10,6 +10,11 @@ Claims of a process that died are taken over at once (pbem.claims.claim_stale).
 The mails of a page to one address leave in queue order: the next one goes out,
 over whichever connection is free, only once the one before it is handed off.
 
+A send budget ([smtp] per_minute, per_day) caps what a drain or a stream sends,
+counted from the outbox table (sent_at) so all workers share it, the most urgent
+mail first; a provider's rate-limit answer (4.7.x, "rate limit") stops the drain as
+an outage does, no try counted against the mail.
+
 A server that cannot be reached (or says 421) stops the drain without
 counting against any mail; a 4xx for a recipient defers that mail with
 back-off; a 5xx fails it at once and on_failure is told (Undelivered: a recipient
@@ -26,11 +31,15 @@ from pbem.outbox.draining import PAGE, drain
 from pbem.outbox.queue import LOOP_HEADER, Origin, enqueue
 from pbem.outbox.stream import Stream
 from pbem.outbox.table import (
+    BUDGET_NOTICE,
     CLAIM_LEASE,
     GIVE_UP_AFTER,
     MAX_ATTEMPTS,
+    Budget,
     DrainReport,
     OnFailure,
+    OnShort,
+    Shortfall,
     Undelivered,
     backoff,
     envelope_sender,
@@ -39,6 +48,7 @@ from pbem.outbox.table import (
 )
 from pbem.work import Queued
 
-__all__ = ["CLAIM_LEASE", "GIVE_UP_AFTER", "LOOP_HEADER", "MAX_ATTEMPTS", "PAGE",
+__all__ = ["BUDGET_NOTICE", "CLAIM_LEASE", "GIVE_UP_AFTER", "LOOP_HEADER", "MAX_ATTEMPTS", "PAGE",
+           "Budget", "OnShort", "Shortfall",
            "DrainReport", "OnFailure", "Origin", "Queued", "Sender", "Stream", "backoff", "drain",
            "Undelivered", "enqueue", "envelope_sender", "others_due", "release"]

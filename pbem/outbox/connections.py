@@ -207,6 +207,8 @@ class Connections:
             self.report.failed += counted.failed
             if result.unavailable:
                 self.report.unavailable = True   # the others stop after their mail in hand
+            if result.rate_limited:
+                self.report.rate_limited = True
 
     def _marked_sent(self, row_id: int) -> bool:
         """Mark a mail sent; False when our claim on it was taken over. The marks of the

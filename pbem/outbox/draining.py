@@ -8,10 +8,20 @@ from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 
 from sqlalchemy import Engine
+from sqlmodel import Session
 
 from pbem.outbox import table
 from pbem.outbox.connections import Connections, Sender
-from pbem.outbox.table import CLAIM_LEASE, DUE_CHUNK, DrainReport, OnFailure
+from pbem.outbox.table import (
+    CLAIM_LEASE,
+    DUE_CHUNK,
+    NO_BUDGET,
+    START,
+    Budget,
+    DrainReport,
+    OnFailure,
+    OnShort,
+)
 
 PAGE = 50                             # outbox rows claimed in one transaction
 
@@ -21,7 +31,7 @@ def drain(engine: Engine, open_sender: Callable[[], AbstractContextManager[Sende
           on_failure: OnFailure | None = None,
           limit: int | None = None, lease: timedelta = CLAIM_LEASE,
           rounds: int = 3, verp: bool = False, connections: int = 1,
-          page: int = PAGE,
+          page: int = PAGE, budget: Budget = NO_BUDGET, on_short: OnShort | None = None,
           unreleased: Callable[[list[int]], object] | None = None) -> DrainReport:
     """Send every pending mail that is due; return what happened.
 
@@ -38,12 +48,20 @@ def drain(engine: Engine, open_sender: Callable[[], AbstractContextManager[Sende
     mail queued nothing, so none follows it (mail queued meanwhile by another
     process waits for the next drain). With ``verp`` each
     mail's envelope sender is its own VERP address (``envelope_sender``).
+
+    The most urgent mail goes first, then the oldest (table.due), and no more than the
+    send ``budget`` has left (table.budget_left: counted from the outbox table, shared
+    by all workers); what it holds back is counted in ``report.held``, and when the
+    budget will take too long for the due mail ``on_short`` is told (once a day).
     """
     if connections < 1 or page < 1:
         raise ValueError("connections and page must be >= 1")
     with Connections(engine, open_sender, now, on_failure, connections, unreleased) as run:
         for _ in range(rounds):
-            found_any, after, left = False, 0, limit
+            found_any, after, left = False, START, limit
+            allowed = table.budget_left(engine, budget, now(), lease)
+            if allowed is not None:
+                left = allowed if left is None else min(left, allowed)
             failed_before = run.report.failed
             while left is None or left > 0:   # the due mail read a chunk at a time
                 chunk = DUE_CHUNK if left is None else min(DUE_CHUNK, left)
@@ -61,4 +79,17 @@ def drain(engine: Engine, open_sender: Callable[[], AbstractContextManager[Sende
             # another pass only for what this one queued: the notices of failed mail
             if not found_any or run.report.failed == failed_before:
                 break
+    if budget.limited:
+        _held(engine, budget, now(), run.report, on_short)
     return run.report
+
+
+def _held(engine: Engine, budget: Budget, when: datetime, report: DrainReport,
+          on_short: OnShort | None) -> None:
+    """Count the due mail the budget held back; tell ``on_short`` when it is short."""
+    short = table.shortfall(engine, budget, when)
+    report.held = table.due_count(engine, when)
+    if short is not None and on_short is not None:
+        with Session(engine) as session:
+            on_short(session, short)
+            session.commit()

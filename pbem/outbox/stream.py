@@ -16,7 +16,7 @@ from pbem.claims import me
 from pbem.models import OutboundMail
 from pbem.outbox.connections import ByAddress, Connections, Sender
 from pbem.outbox.draining import PAGE
-from pbem.outbox.table import Claimed, DrainReport, OnFailure
+from pbem.outbox.table import NO_BUDGET, Budget, Claimed, DrainReport, OnFailure, budget_left
 from pbem.work import Work
 
 log = logging.getLogger(__name__)
@@ -50,6 +50,7 @@ class Stream:
                  now: Callable[[], datetime], *,
                  on_failure: OnFailure | None = None,
                  verp: bool = False, connections: int = 1, backlog: int = 4 * PAGE,
+                 budget: Budget = NO_BUDGET,
                  unreleased: Callable[[list[int]], object] | None = None) -> None:
         if connections < 1 or backlog < 1:
             raise ValueError("connections and backlog must be >= 1")
@@ -59,6 +60,9 @@ class Stream:
         # (about 60 KB a report: some 12 MB)
         self.backlog = backlog
         self._behind = False
+        # what the send budget lets this stream send (None: no limit); past it, the mail
+        # is the drain's, which sends it as the budget allows
+        self._allowed = budget_left(engine, budget, now())
         self._run = Connections(engine, open_sender, now, on_failure, connections, unreleased)
         self._schedule = ByAddress([], more=True)
         self._threads: list[threading.Thread] = []
@@ -77,6 +81,11 @@ class Stream:
         work.queued.clear()
         if not rows:
             return []
+        if self._allowed is not None:
+            if len(rows) > self._allowed:
+                self._behind = True
+            else:
+                self._allowed -= len(rows)
         if self._behind or self._schedule.waiting >= self.backlog:
             # the connections are behind: this and all later mail is the tick's drain's
             # at its end (so what is queued later to an address never leaves first)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, bindparam, update
+from sqlalchemy import Engine, bindparam, case, func, update
 from sqlalchemy import select as select_columns  # sqlmodel's select takes at most 4
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, col, select
@@ -29,6 +29,16 @@ CLAIM_LEASE = timedelta(minutes=5)
 DUE_CHUNK = 2000                      # due rows read at once: memory stays flat
 
 
+BUDGET_NOTICE = "budget"              # the kind of the referee's notice of a short budget
+# the kinds of mail that can wait when the send budget is short: reminders, table talk
+# relayed, a watcher's copy. Answers, confirmations, reports and notices go before them,
+# and the referee's notice of the short budget before all.
+LATER_KINDS = ("reminder", "talk", "watch")
+URGENCY = case((col(OutboundMail.kind) == BUDGET_NOTICE, 0),
+               (col(OutboundMail.kind).in_(LATER_KINDS), 2), else_=1)
+SHORT_MINUTES = 30                    # due mail that takes longer than this is told
+
+
 def backoff(attempts: int) -> timedelta:
     """1, 2, 4 ... minutes, at most an hour between tries."""
     return timedelta(minutes=min(60, 2 ** max(0, attempts - 1)))
@@ -41,6 +51,8 @@ class DrainReport:
     failed: int = 0
     unavailable: bool = False   # the mail server could not be reached: try again later
     released: int = 0           # claimed and left unsent (an error): for the next drain
+    rate_limited: bool = False  # the server said we send too much (also unavailable)
+    held: int = 0               # due mail left for later by the send budget
 
 
 @dataclass(frozen=True)
@@ -58,6 +70,84 @@ class Undelivered:
 
 #: told of each mail the outbox gives up on, in the transaction that marks it failed
 OnFailure = Callable[[Session, OutboundMail, Undelivered], Any]
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The send budget ([smtp] per_minute, per_day; 0: no limit)."""
+
+    per_minute: int = 0
+    per_day: int = 0
+
+    @property
+    def limited(self) -> bool:
+        return self.per_minute > 0 or self.per_day > 0
+
+
+NO_BUDGET = Budget()
+
+
+@dataclass(frozen=True)
+class Shortfall:
+    """Due mail the send budget will take longer to send than it should (told once a day)."""
+
+    due: int                  # pending mail due now
+    left_today: int | None    # what the day's budget has left (None: no daily limit)
+    minutes: int              # at the per-minute rate, how long the due mail takes
+    budget: Budget
+
+
+#: told of a short send budget, in a transaction of its own (the referee's notice)
+OnShort = Callable[[Session, Shortfall], Any]
+
+
+def _sent_since(session: Session, since: datetime) -> int:
+    return int(session.execute(select_columns(func.count()).select_from(OutboundMail).where(
+        col(OutboundMail.status) == "sent", col(OutboundMail.sent_at) > since)).scalar_one())
+
+
+def budget_left(engine: Engine, budget: Budget, when: datetime,
+                lease: timedelta = CLAIM_LEASE) -> int | None:
+    """How many mails the budget lets go now (None: no limit): each limit less the mail
+    sent in the last minute / day and the mail any worker holds a live claim on (in
+    flight), read from the outbox table, so all workers share one budget."""
+    if not budget.limited:
+        return None
+    with Session(engine) as session:
+        in_flight = int(session.execute(select_columns(func.count()).select_from(OutboundMail)
+                        .where(col(OutboundMail.status) == "pending",
+                               col(OutboundMail.claimed_by).is_not(None),
+                               col(OutboundMail.claimed_at) > when - lease)).scalar_one())
+        left = [limit - _sent_since(session, when - span) - in_flight
+                for limit, span in ((budget.per_minute, timedelta(minutes=1)),
+                                    (budget.per_day, timedelta(days=1))) if limit > 0]
+    return max(0, min(left))
+
+
+def due_count(engine: Engine, when: datetime) -> int:
+    """How many pending mails are due by ``when``."""
+    with Session(engine) as session:
+        return int(session.execute(select_columns(func.count()).select_from(OutboundMail)
+                   .where(*pending_due(when))).scalar_one())
+
+
+def shortfall(engine: Engine, budget: Budget, when: datetime) -> Shortfall | None:
+    """The due mail, when the budget will take too long for it: more than the day's budget
+    has left, or more than SHORT_MINUTES at the per-minute rate. None when it will not, or
+    when the referee was told so in the last day (a notice of kind BUDGET_NOTICE)."""
+    if not budget.limited:
+        return None
+    due_now = due_count(engine, when)
+    with Session(engine) as session:
+        left_today = (max(0, budget.per_day - _sent_since(session, when - timedelta(days=1)))
+                      if budget.per_day else None)
+        minutes = -(-due_now // budget.per_minute) if budget.per_minute else 0
+        if not (left_today is not None and due_now > left_today or minutes > SHORT_MINUTES):
+            return None
+        told = session.execute(select_columns(col(OutboundMail.id)).where(
+            col(OutboundMail.kind) == BUDGET_NOTICE,
+            col(OutboundMail.created_at) > when - timedelta(days=1)).limit(1)).first()
+    return None if told is not None else Shortfall(due_now, left_today, minutes, budget)
 
 
 @dataclass(frozen=True)
@@ -105,18 +195,28 @@ def others_due(engine: Engine, when: datetime) -> bool:
             .limit(1)).first() is not None
 
 
-def due(engine: Engine, when: datetime, lease: timedelta, after: int,
-         limit: int) -> tuple[list[tuple[int, str | None]], int, int]:
-    """Up to ``limit`` pending mails due by ``when`` with ids after ``after``: (those free
-    to claim, with their claimer seen; how many were looked at; the last id looked at)."""
+#: where a read of due mail left off: (urgency, id) of the last row read
+Cursor = tuple[int, int]
+START: Cursor = (-1, 0)
+
+
+def due(engine: Engine, when: datetime, lease: timedelta, after: Cursor,
+        limit: int) -> tuple[list[tuple[int, str | None]], int, Cursor]:
+    """Up to ``limit`` pending mails due by ``when`` after ``after``, the most urgent
+    first (URGENCY: answers and reports before reminders and table talk), then the
+    oldest: (those free to claim, with their claimer seen; how many were looked at; where
+    the read left off)."""
+    rank, last = after
     with Session(engine) as session:
-        rows = session.exec(
-            select(OutboundMail.id, OutboundMail.claimed_by, OutboundMail.claimed_at)
-            .where(*pending_due(when), col(OutboundMail.id) > after)
-            .order_by(col(OutboundMail.id)).limit(limit)).all()
-    free = [(row_id, owner) for row_id, owner, at in rows
+        rows = session.execute(
+            select_columns(URGENCY.label("urgency"), col(OutboundMail.id),
+                           col(OutboundMail.claimed_by), col(OutboundMail.claimed_at))
+            .where(*pending_due(when),
+                   (URGENCY > rank) | ((URGENCY == rank) & (col(OutboundMail.id) > last)))
+            .order_by(URGENCY, col(OutboundMail.id)).limit(limit)).all()
+    free = [(row_id, owner) for _, row_id, owner, at in rows
             if row_id is not None and claim_stale(owner, at, when, lease)]
-    return free, len(rows), (rows[-1][0] or 0) if rows else after
+    return free, len(rows), (int(rows[-1][0]), int(rows[-1][1])) if rows else after
 
 
 def claim_page(engine: Engine, due: list[tuple[int, str | None]], when: datetime,
@@ -129,7 +229,7 @@ def claim_page(engine: Engine, due: list[tuple[int, str | None]], when: datetime
             OutboundMail.id, OutboundMail.message_id, OutboundMail.mail_from,
             OutboundMail.bounce_token, OutboundMail.rcpts_json, OutboundMail.raw)))
             .where(col(OutboundMail.id).in_(got))
-            .order_by(col(OutboundMail.id))).all() if got else []
+            .order_by(URGENCY, col(OutboundMail.id))).all() if got else []
         claimed = [Claimed.of(row, verp) for row in rows]
         session.commit()
     return claimed

@@ -27,9 +27,9 @@ from pbem.mail.read import InboundMessage
 from pbem.mail.sent import sent_texts
 from pbem.models import Game, InboundMail, OutboundMail, Player
 from pbem.options import options_of
-from pbem.outbox import Origin, Queued, enqueue
+from pbem.outbox import BUDGET_NOTICE, Origin, Queued, Shortfall, enqueue
 from pbem.render import Renderer, html_part, text_part
-from pbem.wording import Message, Said, _
+from pbem.wording import Message, Said, _, _n
 
 # the From name of every mail, in its reader's language (the body signs the same way)
 SENDER_NAME = _("Bluff referee")
@@ -228,6 +228,31 @@ def undeliverable(session: Session, post: Post, row: OutboundMail, why: str) -> 
                  [_("Mail {id} ({kind}) to {to} could not be delivered: {why}",
                     id=row.message_id, kind=row.kind,
                     to=", ".join(json.loads(row.rcpts_json)), why=why)])
+
+
+def budget_short(session: Session, post: Post, short: Shortfall) -> None:
+    """The send budget will take too long for the mail due: tell the referee (a notice
+    of kind BUDGET_NOTICE, which the outbox asks for so as to tell it once a day)."""
+    paragraphs: list[Said] = [_n(
+        "{n} mail is waiting to be sent, more than the send budget ([smtp] per_minute = "
+        "{per_minute}, per_day = {per_day}) lets go soon.",
+        "{n} mails are waiting to be sent, more than the send budget ([smtp] per_minute = "
+        "{per_minute}, per_day = {per_day}) lets go soon.", short.due,
+        per_minute=short.budget.per_minute, per_day=short.budget.per_day)]
+    if short.left_today is not None and short.due > short.left_today:
+        paragraphs.append(_n("Today's budget has {n} mail left: the rest waits until tomorrow.",
+                             "Today's budget has {n} mails left: the rest waits until "
+                             "tomorrow.", short.left_today))
+    if short.minutes:
+        paragraphs.append(_n("At {per_minute} mails a minute they take {n} minute.",
+                             "At {per_minute} mails a minute they take {n} minutes.",
+                             short.minutes, per_minute=short.budget.per_minute))
+    paragraphs.append(_("The most urgent mail (answers, reports) goes first. If this "
+                        "happens often, raise the budget if your provider allows it, or "
+                        "use a mail service meant for more mail."))
+    notice(session, post, post.referee, _("Outgoing mail is held back by the send budget"),
+           paragraphs, post.clock(), language=post.settings.referee_language,
+           kind=BUDGET_NOTICE)
 
 
 # our mails of a game's turn that have not left yet, but for its reports
