@@ -120,7 +120,7 @@ def test_the_outbox(database: str) -> None:
                                      next_attempt_at=NOW, created_at=NOW, claimed_by=owner,
                                      claimed_at=NOW))
             session.commit()
-        free, seen, _ = table.due(engine, NOW + timedelta(seconds=1), LEASE, 0, 10)
+        free, seen, _ = table.due(engine, NOW + timedelta(seconds=1), LEASE, table.START, 10)
         assert seen == 1, what
         assert bool(free) is dead, what
 
