@@ -27,6 +27,7 @@ from imapclient import IMAPClient
 from pbem.backoff import Backoff
 
 from .errors import MailError
+from .imap import close_quietly
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +91,7 @@ class IdleWatch:
                 self._idle_once(client)
             return True
         finally:
-            _close(client)
+            close_quietly(client)
 
     def _idle_once(self, client: IMAPClient) -> None:
         """One IDLE command, ended after renew_seconds (or at ``stop``)."""

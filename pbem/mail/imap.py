@@ -141,10 +141,10 @@ class ImapInbox:
             else:
                 client.login(self.username, self.password)
         except MailServiceUnavailable:   # no OAuth2 token
-            _close(client)
+            close_quietly(client)
             raise
         except (LoginError, imaplib.IMAP4.error, OSError) as e:
-            _close(client)
+            close_quietly(client)
             raise MailServiceUnavailable(
                 f"IMAP login as {self.username!r} on {where} failed: {e}") from e
         return client
@@ -198,12 +198,12 @@ class ImapInbox:
                     # the server closed the kept connection meanwhile: once more on a new
                     # one (a mail stored but not moved is handed again, and stored once)
                     log.info("%r: kept connection lost (%s); reconnecting", self, e)
-                    _close(client)
+                    close_quietly(client)
                     client = self._connect()
                     stored, last = self._poll_on(client, store, batch, store_batch,
                                                  move_later, set_aside, share)
             except BaseException:
-                _close(client)
+                close_quietly(client)
                 raise
             if last is not None:
                 self._mover = threading.Thread(target=self._move_last,
@@ -241,7 +241,7 @@ class ImapInbox:
             except Exception as exc:   # stored already: the next poll moves it
                 log.warning("%r: moving %d stored mails failed: %s", self, len(uids), exc)
                 self._mover_error = exc
-                _close(client)
+                close_quietly(client)
         finally:
             self._lock.release()
             if done is not None:
@@ -255,14 +255,14 @@ class ImapInbox:
         if self.keep_open > 0:
             self._kept, self._kept_since = client, time.monotonic()
         else:
-            _close(client)
+            close_quietly(client)
 
     def close(self) -> None:
         """Log out of a kept connection (once a move left to a thread is over)."""
         with self._lock:
             client, self._kept = self._kept, None
             if client is not None:
-                _close(client)
+                close_quietly(client)
 
     def _take(self) -> tuple[IMAPClient, bool]:
         """The kept connection if it is fresh enough (True), else a new one (False)."""
@@ -270,7 +270,7 @@ class ImapInbox:
         if client is not None:
             if time.monotonic() - self._kept_since <= self.keep_open:
                 return client, True
-            _close(client)
+            close_quietly(client)
         return self._connect(), False
 
     def _poll_on(self, client: IMAPClient, store: Callable[[FetchedMail], None],
@@ -437,7 +437,7 @@ class ImapInbox:
             try:
                 return self._on_connection(lambda: self._release(client))
             finally:
-                _close(client)
+                close_quietly(client)
 
     def _release(self, client: IMAPClient) -> int:
         if not client.folder_exists(self.quarantine_folder):
@@ -534,7 +534,8 @@ def _no_such_folder(error: Exception) -> bool:
     return "TRYCREATE" in str(error).upper()
 
 
-def _close(client: IMAPClient) -> None:
+def close_quietly(client: IMAPClient) -> None:
+    """Log out, or at least drop the connection; a dead one raises nothing."""
     try:
         client.logout()
     except Exception:
