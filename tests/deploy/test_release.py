@@ -31,6 +31,7 @@ def test_the_version_is_written_once() -> None:
 
 def test_the_changelog_has_this_rounds_changes() -> None:
     text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
-    for change in ("Private press", "Orders read in sentences", "German and Czech mail",
-                   "listener hardened", "Kills", "Atomic migrations", "bounces", "## Earlier"):
+    for change in ("Private press", "Orders as people write them", "German and Czech mail",
+                   "listener hardened", "Kills", "Atomic migrations", "bounces", "No lock-out by forgery",
+                   "Real mailboxes", "## Earlier"):
         assert change in text, change
