@@ -3,8 +3,8 @@ SMTP connections on loopback; prints the mails the listener took a second and it
 resident memory (before, at its peak during the flood, after).
 
     python3 bench/listener_flood.py                              # this checkout
-    python3 bench/listener_flood.py --root /tmp/listener-old     # the pbem of another one
-    python3 bench/listener_flood.py --root /tmp/listener-old --root .   # before/after
+    python3 bench/listener_flood.py --root ../pbem-old     # the pbem of another one
+    python3 bench/listener_flood.py --root ../pbem-old --root .   # before/after
 
 Options: `--mails` (2000), `--clients` (8 connections at once, each from its own
 loopback address), `--size` (bytes of body a mail; 2000), `--root DIR` (repeatable:
