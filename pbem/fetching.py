@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable
 from datetime import datetime
 
+from imapclient import IMAPClient
 from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, col, select
@@ -77,14 +78,8 @@ class Fetcher:
         if imap is None:
             return None
         if self._inbox is None:
-            self._inbox = ImapInbox(imap.host, imap.port, imap.username, imap.password,
-                                    ssl=imap.ssl, folder=imap.folder,
-                                    done_folder=imap.done_folder,
-                                    quarantine_folder=imap.quarantine_folder,
-                                    max_bytes=self.settings.max_mail_bytes,
-                                    keep_open=IMAP_KEEP_OPEN_SECONDS,
-                                    login=_imap_login(oauth_login(imap, "IMAP",
-                                                                 self.token_refused)))
+            self._inbox = self._box(imap.folder, _imap_login(oauth_login(
+                imap, "IMAP", self.token_refused)))
         return self._inbox
 
     def spam_box(self) -> ImapInbox | None:
@@ -96,14 +91,19 @@ class Fetcher:
         if self._spam is None:
             inbox = self.inbox()
             assert inbox is not None
-            self._spam = ImapInbox(imap.host, imap.port, imap.username, imap.password,
-                                   ssl=imap.ssl, folder=imap.spam_folder,
-                                   done_folder=imap.done_folder,
-                                   quarantine_folder=imap.quarantine_folder,
-                                   max_bytes=self.settings.max_mail_bytes,
-                                   keep_open=IMAP_KEEP_OPEN_SECONDS,
-                                   login=inbox.login, only_from=self.known_sender)
+            self._spam = self._box(imap.spam_folder, inbox.login, only_from=self.known_sender)
         return self._spam
+
+    def _box(self, folder: str, login: Callable[[IMAPClient], object] | None,
+             only_from: Callable[[bytes], bool] | None = None) -> ImapInbox:
+        """A folder of the [imap] mailbox, opened as every folder of it is."""
+        imap = self.settings.imap
+        assert imap is not None
+        return ImapInbox(imap.host, imap.port, imap.username, imap.password, ssl=imap.ssl,
+                         folder=folder, done_folder=imap.done_folder,
+                         quarantine_folder=imap.quarantine_folder,
+                         max_bytes=self.settings.max_mail_bytes,
+                         keep_open=IMAP_KEEP_OPEN_SECONDS, login=login, only_from=only_from)
 
     def known_sender(self, header: bytes) -> bool:
         """Is the From of this header block (From: only) the referee, a player or watcher
