@@ -148,7 +148,7 @@ def check_aligned(session: Session, post: Post, row: InboundMail, msg: InboundMe
     if session.exec(select(Player.id).where(Player.email == address,
                                             col(Player.active).is_(True))).first() is None:
         return
-    verdict = check_sender(row.raw, address, security_settings.authserv_id)
+    verdict = check_sender(msg.headers.block, address, security_settings.authserv_id)
     if verdict.aligned:
         return
     domain = address.rpartition("@")[2]

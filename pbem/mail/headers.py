@@ -23,16 +23,26 @@ Bytes are data until proven text: a field's value keeps raw 8-bit bytes as they 
 that goes on to the database, a log line, an outgoing header or a page goes through
 the one rule of :func:`as_text` first (:meth:`HeaderBlock.text`), which leaves no
 surrogate in it.
+
+A mail's own header block is then read once, by :func:`read_mail_headers`, into one
+typed value (:class:`MailHeaders`: its sender, subject, ids, date and the marks of
+automatic mail), which the reader (:mod:`pbem.mail.read`) and the rest read: what a
+header means is decided here, in one place.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from email.header import decode_header, make_header
+from email.utils import parsedate_to_datetime
+
+from pbem.mail.addresses import Sender, parse_sender
 
 __all__ = ["FIELD_CAPS", "MAIL_HEADER_BYTES", "MAIL_HEADER_FIELDS", "Cap", "Field",
-           "HeaderBlock", "as_text", "decode_words", "read_header_block", "read_mail_header"]
+           "HeaderBlock", "MailHeaders", "as_text", "decode_words", "one_line",
+           "read_header_block", "read_mail_header", "read_mail_headers"]
 
 MAIL_HEADER_BYTES = 262_144  # a mail's own header block (a part's is smaller: pbem.mail.mime)
 MAIL_HEADER_FIELDS = 1_000
@@ -216,3 +226,135 @@ def decode_words(value: str) -> str:
         return str(make_header(decode_header(value)))
     except Exception:  # noqa: BLE001 - total: a value that does not decode stays as it came
         return value
+
+
+def one_line(value: str) -> str:
+    """``value`` as text (:func:`as_text`) on one line, its runs of blanks one space."""
+    return " ".join(as_text(value).split())
+
+
+# ---------------------------------------------------------------------------------------------
+# a mail's own headers, read once
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MailHeaders:
+    """What a mail's own header block says, read once (:func:`read_mail_headers`).
+
+    Every text is text by the one rule (:func:`as_text`); a field over its cap counts
+    as absent (Auto-Submitted: as automatic), as the module says.
+    """
+
+    block: HeaderBlock
+    message_id: str | None  # with angle brackets, stripped of whitespace
+    sender: Sender  # the one sender From names (pbem.mail.addresses), or why none
+    from_name: str  # the sender's display name, decoded (RFC 2047), on one line
+    reply_to: str | None  # lowercased bare address from Reply-To:, None if absent/unusable
+    subject: str  # decoded (RFC 2047), on one line
+    in_reply_to: str | None  # the first message id in In-Reply-To:, with angle brackets
+    references: tuple[str, ...]  # message ids, in order
+    date: datetime | None  # always timezone-aware (UTC assumed when the header says -0000)
+    loop_marks: tuple[str, ...]  # the values of the loop header asked for, on one line
+    # why the headers alone (Return-Path, Auto-Submitted, Precedence, List-*) call the
+    # mail automatic, else None
+    automatic: str | None
+
+
+def read_mail_headers(block: HeaderBlock, loop_header: str = "") -> MailHeaders:
+    """The mail's own header ``block`` read into :class:`MailHeaders`; ``loop_header`` is
+    the header that marks the server's own mail (its values are kept as ``loop_marks``)."""
+    in_reply = _msg_ids(block.value("In-Reply-To"))
+    message_id = _message_id(block.value("Message-ID"))
+    subject = one_line(_decoded(block.value("Subject") or ""))
+    references = tuple(_msg_ids(block.value("References")))
+    date = _date(block.value("Date"))
+    loop_marks = tuple(one_line(f.value) for f in block.all(loop_header)) if loop_header else ()
+    automatic = _marked_automatic(block)
+    reply_to = block.value("Reply-To")
+    # the addresses last, each by the rule of pbem.mail.addresses
+    sender = _sender(block.all("From"))
+    return MailHeaders(
+        block=block, message_id=message_id, sender=sender,
+        from_name=one_line(_decoded(sender.display_name)),
+        reply_to=parse_sender(reply_to).address if reply_to is not None else None,
+        subject=subject, in_reply_to=in_reply[0] if in_reply else None,
+        references=references, date=date, loop_marks=loop_marks, automatic=automatic)
+
+
+def _sender(froms: list[Field]) -> Sender:
+    """The one sender the From fields name, by the rule of pbem.mail.addresses."""
+    if not froms:
+        return parse_sender(None)
+    if froms[0].over is not None:
+        return Sender(None, "", "", froms[0].over)
+    found = parse_sender(froms[0].value)
+    if len(froms) > 1:
+        # several From headers: there is no telling whom to answer, so nobody is answered
+        return Sender(None, found.display_name, found.local_part,
+                      "the mail has several From headers")
+    return found
+
+
+def _decoded(value: str) -> str:
+    """A header value (within its cap) as text, RFC 2047 words decoded."""
+    return as_text(decode_words(as_text(value)))
+
+
+_MSGID = re.compile(r"<[^<>]+>")
+
+
+def _msg_ids(value: str | None) -> list[str]:
+    if not value:
+        return []
+    squeezed = "".join(as_text(value).split())
+    ids = _MSGID.findall(squeezed)
+    if ids:
+        return ids
+    # brackets forgotten by a broken client: keep bare tokens that look like ids
+    return [f"<{tok.strip('<>')}>" for tok in as_text(value).split() if "@" in tok.strip("<>")]
+
+
+def _message_id(value: str | None) -> str | None:
+    if value is None:
+        return None
+    squeezed = "".join(as_text(value).split())
+    found = _MSGID.search(squeezed)
+    if found:
+        return found.group(0)
+    return squeezed or None
+
+
+def _date(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        result = parsedate_to_datetime(one_line(value))
+    except Exception:  # noqa: BLE001 - total: a date that does not parse is no date
+        return None
+    if result.tzinfo is None:
+        result = result.replace(tzinfo=UTC)
+    return result
+
+
+def _marked_automatic(block: HeaderBlock) -> str | None:
+    """Why the header fields alone call the mail automatic (RFC 3834 and common usage)."""
+    return_path = block.value("Return-Path")
+    if return_path is not None and "".join(as_text(return_path).split()) in ("<>", ""):
+        return "null sender"
+    auto = block.first("Auto-Submitted")
+    if auto is not None:
+        # a value too long to read is no "no"
+        token = one_line(auto.value).split(";", 1)[0].strip().lower()
+        if auto.over is not None or token != "no":
+            return "auto-submitted"
+    if block.has("X-Autoreply") or block.has("X-Autorespond"):
+        return "autoreply"
+    precedence = block.value("Precedence")
+    if precedence is not None:
+        token = one_line(precedence).strip().lower()
+        if token in ("bulk", "list", "junk"):
+            return f"precedence: {token}"
+    if block.has("List-Id") or block.has("List-Unsubscribe"):
+        return "list"
+    return None

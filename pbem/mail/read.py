@@ -26,14 +26,12 @@ here, and splitting them apart would scatter one reader.
 from __future__ import annotations
 
 import codecs
-import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from email.utils import collapse_rfc2231_value, parsedate_to_datetime
+from datetime import datetime
+from email.utils import collapse_rfc2231_value
 
-from pbem.mail.addresses import Sender, parse_sender
-from pbem.mail.headers import HeaderBlock, as_text, decode_words
+from pbem.mail.headers import HeaderBlock, MailHeaders, as_text, one_line, read_mail_headers
 from pbem.mail.mime import MAX_PARTS, Part, parse_structure
 from pbem.mail.newtext import new_text
 from pbem.mail.text import BodyLine, html_to_text, unflow
@@ -65,6 +63,9 @@ class InboundMessage:
     # why not readable / what was dropped, in plain words for a reply (said in its reader's
     # language)
     problem: Said | None
+    # the mail's own header block as read once (pbem.mail.headers), for whoever reads a
+    # field the referee does not (pbem.mail.senderauth: Authentication-Results)
+    headers: MailHeaders = field(repr=False)
     # The full extracted body text; ``lines`` number its ``splitlines()`` from 1.
     text: str = field(default="", repr=False)
     # Why from_addr is None (no From, several senders, an address that cannot be used ...).
@@ -79,78 +80,9 @@ class InboundMessage:
 # ---------------------------------------------------------------------------------------------
 
 
-def _clean(s: str) -> str:
-    """Make a string safe to store: the one rule for raw bytes (pbem.mail.headers.as_text)."""
-    return as_text(s)
-
-
-def _one_line(s: str) -> str:
-    return " ".join(_clean(s).split())
-
-
-def _decoded(value: str | None) -> str | None:
-    """A header value (within its cap) as text, RFC 2047 words decoded."""
-    if value is None:
-        return None
-    return _clean(decode_words(_clean(value)))
-
-
 def _local_part(addr: str) -> str:
     addr = addr.strip().strip("<>").strip()
     return addr.rsplit("@", 1)[0].strip().strip('"').lower()
-
-
-_MSGID = re.compile(r"<[^<>]+>")
-
-
-def _msg_ids(value: str | None) -> list[str]:
-    if not value:
-        return []
-    squeezed = "".join(_clean(value).split())
-    ids = _MSGID.findall(squeezed)
-    if ids:
-        return ids
-    # brackets forgotten by a broken client: keep bare tokens that look like ids
-    return [f"<{tok.strip('<>')}>" for tok in _clean(value).split() if "@" in tok.strip("<>")]
-
-
-def _message_id(head: HeaderBlock) -> str | None:
-    raw = head.value("Message-ID")
-    if raw is None:
-        return None
-    squeezed = "".join(_clean(raw).split())
-    m = _MSGID.search(squeezed)
-    if m:
-        return m.group(0)
-    return squeezed or None
-
-
-def _date(head: HeaderBlock) -> datetime | None:
-    raw = head.value("Date")
-    if not raw:
-        return None
-    try:
-        result = parsedate_to_datetime(" ".join(_clean(raw).split()))
-    except Exception:
-        return None
-    if result.tzinfo is None:
-        result = result.replace(tzinfo=UTC)
-    return result
-
-
-def _sender(head: HeaderBlock) -> Sender:
-    """The one sender the From header names, by the rule of pbem.mail.addresses."""
-    froms = head.all("From")
-    if not froms:
-        return parse_sender(None)
-    if froms[0].over is not None:
-        return Sender(None, "", "", froms[0].over)
-    found = parse_sender(froms[0].value)
-    if len(froms) > 1:
-        # several From headers: there is no telling whom to answer, so nobody is answered
-        return Sender(None, found.display_name, found.local_part,
-                      "the mail has several From headers")
-    return found
 
 
 # ---------------------------------------------------------------------------------------------
@@ -165,31 +97,27 @@ def _param(part: Part, name: str, header: str = "content-type") -> str | None:
     try:
         if isinstance(value, tuple):
             value = collapse_rfc2231_value(value)
-        return _clean(str(value))
+        return as_text(str(value))
     except Exception:
         return None
 
 
 def _automatic(
     top: Part,
-    from_addr: str | None,
-    raw_from_local: str,
+    mail: MailHeaders,
     own_addresses: Collection[str],
-    loop_header: str,
     loop_value: str | None,
     envelope_from: str | None,
 ) -> str | None:
-    head = top.head
     # our own loop marker: one of our mails came back
-    if loop_header:
-        values = [" ".join(_clean(f.value).split()) for f in head.all(loop_header)]
-        if values and (loop_value is None or loop_value.strip() in values):
-            return "loop"
+    if mail.loop_marks and (loop_value is None or loop_value.strip() in mail.loop_marks):
+        return "loop"
     own: set[str] = set()
     try:
         own = {a.strip().lower() for a in own_addresses if isinstance(a, str)}
     except Exception:
         pass
+    from_addr = mail.sender.address
     if from_addr is not None and from_addr in own:
         return "own address"
     if envelope_from and envelope_from.strip().strip("<>").strip().lower() in own:
@@ -205,32 +133,14 @@ def _automatic(
     if ctype == "message/delivery-status":
         return "bounce"
     daemons = ("mailer-daemon", "postmaster")
-    if raw_from_local in daemons:
+    if mail.sender.local_part in daemons:
         return "mailer-daemon"
     if envelope_from is not None:
         if envelope_from.strip().strip("<>").strip() == "":
             return "null sender"
         if _local_part(envelope_from) in daemons:
             return "mailer-daemon"
-    return_path = head.value("Return-Path")
-    if return_path is not None and "".join(_clean(return_path).split()) in ("<>", ""):
-        return "null sender"
-    auto = head.first("Auto-Submitted")
-    if auto is not None:
-        # a value too long to read is no "no"
-        token = _one_line(auto.value).split(";", 1)[0].strip().lower()
-        if auto.over is not None or token != "no":
-            return "auto-submitted"
-    if head.has("X-Autoreply") or head.has("X-Autorespond"):
-        return "autoreply"
-    precedence = head.value("Precedence")
-    if precedence is not None:
-        token = _one_line(precedence).strip().lower()
-        if token in ("bulk", "list", "junk"):
-            return f"precedence: {token}"
-    if head.has("List-Id") or head.has("List-Unsubscribe"):
-        return "list"
-    return None
+    return mail.automatic
 
 
 # ---------------------------------------------------------------------------------------------
@@ -276,7 +186,7 @@ def _decode_bytes(data: bytes, charset: str | None) -> _Decoded:
     note = None
     if charset and declared is None:
         note = _("the mail declared an unknown character set ({charset}); it was read as "
-                 "Latin-1", charset=_one_line(charset)[:40])
+                 "Latin-1", charset=one_line(charset)[:40])
     return _Decoded(data.decode("latin-1", "replace"), note)
 
 
@@ -299,13 +209,13 @@ def _filename(part: Part) -> str | None:
         name = part.content().get_filename()
     except Exception:
         return None
-    return _clean(str(name)) if name else None
+    return as_text(str(name)) if name else None
 
 
 def _describe(part: Part) -> Said:
     ctype = part.content_type()
     name = _filename(part)
-    return f"{_one_line(name)[:60]} ({ctype})" if name else ctype
+    return f"{one_line(name)[:60]} ({ctype})" if name else ctype
 
 
 # Parts not worth mentioning when skipped: signatures and encryption control parts.
@@ -452,7 +362,7 @@ def _extract_body(top: Part) -> _Body:
             notes.append(_("the mail's MIME structure was broken, so it was read as plain "
                            "text"))
 
-    text = _clean(text).lstrip("\ufeff")
+    text = as_text(text).lstrip("\ufeff")
     lines = text.splitlines()
     if len(lines) > MAX_BODY_LINES:
         unread = _("the text of the mail has {lines} lines; at most {most} are read",
@@ -514,6 +424,7 @@ def _fallback(problem: Said) -> InboundMessage:
         lines=[],
         readable=False,
         problem=problem,
+        headers=read_mail_headers(HeaderBlock((), 0, None)),
         sender_problem="the mail could not be read",
     )
 
@@ -540,16 +451,9 @@ def _read(
     loop_value: str | None,
     envelope_from: str | None,
 ) -> InboundMessage:
-    top = parse_structure(_as_bytes(raw))
-    head = top.head
-
-    sender = _sender(head)
-    reply_to = parse_sender(head.value("Reply-To")).address if head.has("Reply-To") else None
-
-    automatic = _automatic(
-        top, sender.address, sender.local_part, own_addresses, loop_header, loop_value,
-        envelope_from,
-    )
+    data = _as_bytes(raw)
+    top = parse_structure(data)
+    mail = read_mail_headers(top.head, loop_header)
 
     unread = top.over_cap
     if unread is not None:
@@ -559,25 +463,26 @@ def _read(
             body = _extract_body(top)
         except Exception:
             body = _Body("", False, [_("the mail's text could not be extracted")])
+    automatic = _automatic(top, mail, own_addresses, loop_value, envelope_from)
     found = new_text(body.text) if body.readable else None
     problem = _("{notes}.", notes=joined(body.notes, "; ")).capitalized() if body.notes \
         else None
 
-    in_reply = _msg_ids(head.value("In-Reply-To"))
     return InboundMessage(
-        message_id=_message_id(head),
-        from_addr=sender.address,
-        from_name=_one_line(_decoded(sender.display_name) or ""),
-        reply_to=reply_to,
-        subject=_one_line(_decoded(head.value("Subject")) or ""),
-        in_reply_to=in_reply[0] if in_reply else None,
-        references=_msg_ids(head.value("References")),
-        date=_date(head),
+        message_id=mail.message_id,
+        from_addr=mail.sender.address,
+        from_name=mail.from_name,
+        reply_to=mail.reply_to,
+        subject=mail.subject,
+        in_reply_to=mail.in_reply_to,
+        references=list(mail.references),
+        date=mail.date,
         automatic=automatic,
         lines=found.lines if found else [],
         readable=body.readable,
         problem=problem,
+        headers=mail,
         text=body.text,
-        sender_problem=sender.problem,
+        sender_problem=mail.sender.problem,
         ignored=found.ignored if found else (),
     )

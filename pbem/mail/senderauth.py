@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import authres  # type: ignore[import-untyped]
 
-from pbem.mail.headers import as_text, read_mail_header
+from pbem.mail.headers import HeaderBlock, as_text
 
 __all__ = ["Verdict", "aligned_domain", "check_sender", "trusted_results"]
 
@@ -69,9 +69,9 @@ def authserv_id(value: str) -> str:
     return first[0].strip('"').lower() if first else ""
 
 
-def _header_items(raw: bytes) -> list[tuple[str, str]]:
-    """The mail's header fields in order, read within the caps of pbem.mail.headers."""
-    return [(f.name, " ".join(as_text(f.value).split())) for f in read_mail_header(raw).fields]
+def _header_items(head: HeaderBlock) -> list[tuple[str, str]]:
+    """The mail's header fields in order, as text on one line each."""
+    return [(f.name, " ".join(as_text(f.value).split())) for f in head.fields]
 
 
 def trusted_results(headers: Sequence[tuple[str, str]], server_id: str) -> list[list[Result]]:
@@ -125,10 +125,12 @@ def _domain_of(value: str) -> str:
     return value.rpartition("@")[2].strip().strip("<>").strip()
 
 
-def check_sender(raw: bytes, from_addr: str, server_id: str) -> Verdict:
-    """Whether our mail server found the mail aligned with the domain of ``from_addr``."""
+def check_sender(head: HeaderBlock, from_addr: str, server_id: str) -> Verdict:
+    """Whether our mail server found the mail whose own header block is ``head`` (as
+    pbem.mail.read read it, within the caps of pbem.mail.headers) aligned with the
+    domain of ``from_addr``."""
     from_domain = _domain_of(from_addr)
-    block = trusted_results(_header_items(raw), server_id)
+    block = trusted_results(_header_items(head), server_id)
     if not block:
         return Verdict(None, f"the mail carries no Authentication-Results from {server_id}")
     dmarc = [r for r in _first(block, "dmarc")

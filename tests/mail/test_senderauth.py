@@ -10,7 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pbem.config import ConfigError, SecuritySettings, load_settings
-from pbem.mail.senderauth import aligned_domain, authserv_id, check_sender, trusted_results
+from pbem.mail.headers import read_mail_header
+from pbem.mail.senderauth import Verdict, aligned_domain, authserv_id, check_sender, trusted_results
 
 MX = "mx.bluff.test"
 FROM = "ann@player.example"
@@ -21,6 +22,11 @@ def mail(*headers: str, from_addr: str = FROM) -> bytes:
     lines = [*headers, f"From: Ann <{from_addr}>", "To: bluff@bluff.test", "Subject: orders",
              "", "BID 3 4", ""]
     return "\r\n".join(lines).encode()
+
+
+def checked(raw: bytes, from_addr: str, server_id: str) -> Verdict:
+    """check_sender on the mail's header block, read as the reader reads it."""
+    return check_sender(read_mail_header(raw), from_addr, server_id)
 
 
 RECEIVED = "Received: from out.player.example by mx.bluff.test with ESMTPS id 1"
@@ -47,43 +53,43 @@ def ar(results: str, server: str = MX) -> str:
      "SPF fail"),
 ])
 def test_results_decide_alignment(results: str, aligned: bool, words: str) -> None:
-    verdict = check_sender(mail(ar(results), RECEIVED), FROM, MX)
+    verdict = checked(mail(ar(results), RECEIVED), FROM, MX)
     assert verdict.aligned is aligned and words in verdict.reason
 
 
 def test_without_our_header_there_is_no_verdict() -> None:
     for raw in (mail(RECEIVED), mail(ar("dmarc=pass header.from=player.example",
                                         server="mx.other.example"), RECEIVED)):
-        verdict = check_sender(raw, FROM, MX)
+        verdict = checked(raw, FROM, MX)
         assert verdict.aligned is None and MX in verdict.reason
 
 
 def test_a_header_the_sender_wrote_below_our_received_is_ignored() -> None:
     forged = ar("dmarc=pass header.from=player.example")
     raw = mail(ar("spf=fail smtp.mailfrom=ann@player.example"), RECEIVED, forged)
-    assert check_sender(raw, FROM, MX).aligned is False
+    assert checked(raw, FROM, MX).aligned is False
     # and when our server wrote nothing at all about SPF/DKIM/DMARC:
-    assert check_sender(mail(ar("none"), RECEIVED, forged), FROM, MX).aligned is False
+    assert checked(mail(ar("none"), RECEIVED, forged), FROM, MX).aligned is False
 
 
 def test_our_servers_results_split_over_several_headers_all_count() -> None:
     raw = mail("Received: by dovecot (LMTP)", ar("dmarc=none header.from=player.example"),
                "ARC-Seal: i=1; a=rsa-sha256; cv=none", ar("dkim=pass header.d=player.example"),
                RECEIVED)
-    verdict = check_sender(raw, FROM, MX)
+    verdict = checked(raw, FROM, MX)
     assert verdict.aligned is True and "DKIM pass" in verdict.reason
 
 
 def test_the_topmost_result_of_a_method_wins() -> None:
     raw = mail(ar("dmarc=fail header.from=player.example"),
                ar("dmarc=pass header.from=player.example"), RECEIVED)
-    assert check_sender(raw, FROM, MX).aligned is False
+    assert checked(raw, FROM, MX).aligned is False
 
 
 def test_a_mangled_header_of_ours_counts_as_no_result_not_as_a_reason_to_look_below() -> None:
     raw = mail(f"Authentication-Results: {MX}; ;;; ===", RECEIVED,
                ar("dmarc=pass header.from=player.example"))
-    assert check_sender(raw, FROM, MX).aligned is False
+    assert checked(raw, FROM, MX).aligned is False
 
 
 def test_authserv_id_reading() -> None:
@@ -111,14 +117,14 @@ def test_whatever_the_sender_writes_below_our_received_changes_nothing(
         below: list[tuple[str, str]]) -> None:
     top = [ar("spf=fail smtp.mailfrom=ann@player.example"), RECEIVED]
     injected = [f"{n}: {v}" for n, v in below] + [ar("dmarc=pass header.from=player.example")]
-    assert check_sender(mail(*top, *injected), FROM, MX) == check_sender(mail(*top), FROM, MX)
+    assert checked(mail(*top, *injected), FROM, MX) == checked(mail(*top), FROM, MX)
 
 
 @given(st.lists(st.tuples(HEADER_NAMES, VALUES), max_size=8), VALUES)
 def test_any_headers_give_a_verdict_without_an_exception(headers: list[tuple[str, str]],
                                                          server: str) -> None:
     raw = mail(*(f"{n}: {v}" for n, v in headers))
-    verdict = check_sender(raw, FROM, server or MX)
+    verdict = checked(raw, FROM, server or MX)
     assert verdict.aligned in (True, False, None) and verdict.reason
     assert isinstance(trusted_results([(n, v) for n, v in headers], server), list)
 
