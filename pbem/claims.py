@@ -1,16 +1,18 @@
 """Claims and leases. A process that takes a mail (or the referee's lease) writes
-who it is, ``host:pid:nonce``, and when. Another process may take the thing
-over when that claim is older than the lease, or at once when the claimer is
-visibly dead: same host, and its pid is gone (or is our own pid with another
-nonce: an earlier incarnation of this process, as after a restart that gave the
-new process the dead one's pid, PID 1 in a container).
+who it is, ``host:pid:machine.nonce``, and when. Another process may take the
+thing over when that claim is older than the lease, or at once when the claimer
+is visibly dead: on the same machine, and its pid is gone (or is our own pid with
+another nonce: an earlier incarnation of this process, as after a restart that
+gave the new process the dead one's pid, PID 1 in a container).
 
-The nonce begins with the process's pid namespace (a container has its own), so a
-pid is only ever judged in the namespace it belongs to: two containers that share
-a host name (host networking) both run as PID 1, and neither sees the other's
-claims as its own dead ones; those run out with their lease. A bounded child that
-handles a mail for its parent (pbem.isolation) claims as its parent (``act_for``),
-and dies with it.
+"The same machine" is where a pid names one process: this boot of this kernel
+(its random boot id, new at every boot and on every clone of a VM) and this pid
+namespace (a container has its own). A host name says nothing here: two containers
+that share one (host networking) both run as PID 1, and cloned VMs share their
+name, their pids and the inode of their first pid namespace; each sees the other's
+claims as another machine's, which run out with their lease, never as its own dead
+ones. A bounded child that handles a mail for its parent (pbem.isolation) claims as
+its parent (``act_for``), and dies with it.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import bindparam, insert, update
@@ -34,31 +37,46 @@ from pbem.models import ServerState
 
 log = logging.getLogger(__name__)
 
+@dataclass(frozen=True)
+class Machine:
+    """Where a pid names one process: a boot of a kernel and a pid namespace."""
+
+    boot: str        # /proc/sys/kernel/random/boot_id, "" where it cannot be read
+    namespace: str   # the pid namespace's inode, in hex, "" where it cannot be read
+
+    @property
+    def tag(self) -> str:
+        """As a claim names it; "" when unknown (then no claimer is ever judged dead)."""
+        return f"{self.boot}-{self.namespace}" if self.boot and self.namespace else ""
+
+
+def this_machine() -> Machine:
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip().replace("-", "")
+    except OSError:
+        boot = ""
+    try:
+        namespace = format(os.stat("/proc/self/ns/pid").st_ino, "x")
+    except OSError:
+        namespace = ""
+    return Machine(boot, namespace)
+
+
 _HOST = socket.gethostname()
+_MACHINE = this_machine()
 _me: tuple[int, str] | None = None
 _for: tuple[int, str] | None = None   # (our pid, the parent's claimer name): act_for
 
 
-def _pid_namespace() -> str:
-    """This process's pid namespace, as a short tag ("" where it cannot be read)."""
-    try:
-        return format(os.stat("/proc/self/ns/pid").st_ino, "x")
-    except OSError:
-        return ""
-
-
-_NAMESPACE = _pid_namespace()
-
-
 def me() -> str:
-    """This process as a claimer: host:pid:nonce (a new nonce after a fork); the nonce
-    is the pid namespace's tag, a dot and random hex."""
+    """This process as a claimer: host:pid:machine.nonce (a new nonce after a fork):
+    the machine's tag (Machine.tag), a dot and random hex."""
     global _me
     pid = os.getpid()
     if _for is not None and _for[0] == pid:
         return _for[1]
     if _me is None or _me[0] != pid:
-        _me = (pid, f"{_NAMESPACE}.{secrets.token_hex(4)}")
+        _me = (pid, f"{_MACHINE.tag}.{secrets.token_hex(4)}")
     return f"{_HOST}:{pid}:{_me[1]}"
 
 
@@ -86,18 +104,18 @@ def _pid_alive(pid: int) -> bool:
 def claimer_dead(owner: str | None) -> bool:
     """True only when we can see that the claimer is gone; False when unsure.
 
-    Seen only on this host and in this pid namespace (a claim's nonce says which;
-    an older claim without one is taken as of ours). Our own pid with another nonce
-    is an earlier process that had our pid: dead, since a pid is one process's at a
-    time; unless it is the claimer we act for (a bounded child's parent) or ours."""
+    Seen only on this machine (a claim's tag says which: Machine; an older claim
+    without one is taken as of ours). Our own pid with another nonce is an earlier
+    process that had our pid: dead, since a pid is one process's at a time; unless it
+    is the claimer we act for (a bounded child's parent) or ours."""
     if not owner:
         return True
     host, _, rest = owner.partition(":")
     pid_text, _, nonce = rest.partition(":")
-    if host != _HOST or not pid_text.isdigit():
+    if host != _HOST or not pid_text.isdigit() or not _MACHINE.tag:
         return False
-    namespace, dot, _ = nonce.partition(".")
-    if dot and namespace != _NAMESPACE:   # another container's pids: not ours to see
+    machine, dot, _ = nonce.rpartition(".")
+    if dot and machine != _MACHINE.tag:   # another machine's pids: not ours to see
         return False
     if owner == me() or (_for is not None and owner == _for[1]):
         return False

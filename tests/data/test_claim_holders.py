@@ -2,11 +2,13 @@
 it may be alive (pbem.claims): stored mail's claims, a game's lane (PostgreSQL), the
 outbox's claims, the referee's lease and a share's fetch lease.
 
-Seen dead: a pid of this host and pid namespace that is gone, or our own pid with
-another nonce (an earlier process that had our pid, as PID 1 after a container's
-restart), or an older claim without a namespace. Maybe alive: a live process, a claim
-of another host, and our own pid in another pid namespace (a container that shares
-our host name runs as PID 1 too). A bounded child (pbem.isolation) claims as its parent.
+Seen dead: a pid of this machine (boot and pid namespace) that is gone, or our own pid
+with another nonce (an earlier process that had our pid, as PID 1 after a container's
+restart), or an older claim without a machine. Maybe alive: a live process, a claim of
+another host, and our own pid on another machine of our host name: in another pid
+namespace (a container that shares our host name runs as PID 1 too) or another boot (a
+cloned VM has our name, our pids and our first pid namespace's inode). A bounded child
+(pbem.isolation) claims as its parent.
 """
 
 from __future__ import annotations
@@ -44,14 +46,18 @@ def _gone_pid() -> int:
 
 def holders() -> dict[str, tuple[str, bool]]:
     """Claimers by what they are: (the claim's name, taken over at once?)."""
-    host, ns, pid = claims._HOST, claims._NAMESPACE, os.getpid()
+    host, pid = claims._HOST, os.getpid()
+    boot, ns = claims._MACHINE.boot, claims._MACHINE.namespace
+    here = claims._MACHINE.tag
     return {
-        "a process of this host that is gone": (f"{host}:{_gone_pid()}:{ns}.abcd", True),
-        "an earlier process with our pid": (f"{host}:{pid}:{ns}.0000", True),
-        "an older claim without a namespace": (f"{host}:{_gone_pid()}:abcd", True),
-        "our pid, in another pid namespace": (f"{host}:{pid}:f00f.abcd", False),
-        "a live process of this host": (f"{host}:{os.getppid()}:{ns}.abcd", False),
-        "a process of another host": (f"elsewhere:{_gone_pid()}:{ns}.abcd", False),
+        "a process of this host that is gone": (f"{host}:{_gone_pid()}:{here}.abcd", True),
+        "an earlier process with our pid": (f"{host}:{pid}:{here}.0000", True),
+        "an older claim without a machine": (f"{host}:{_gone_pid()}:abcd", True),
+        "our pid, in another pid namespace": (f"{host}:{pid}:{boot}-f00f.abcd", False),
+        "our pid, on another boot": (f"{host}:{pid}:{'0' * 32}-{ns}.abcd", False),
+        "our pid, named by its pid namespace alone": (f"{host}:{pid}:{ns}.abcd", False),
+        "a live process of this host": (f"{host}:{os.getppid()}:{here}.abcd", False),
+        "a process of another host": (f"elsewhere:{_gone_pid()}:{here}.abcd", False),
         "this process": (me(), False),
     }
 
@@ -140,6 +146,43 @@ def test_the_leases(database: str) -> None:
             assert taken is (dead or owner == me()), (lease, what)
 
 
+# --- two workers that share a host name and a pid ----------------------------------------
+
+# pairs of machines one host name may stand for: their pids say nothing of each other
+TWINS = {
+    # a clone has its own boot id, and the inode of the first pid namespace is the same
+    # on every Linux kernel
+    "cloned VMs": (claims.Machine("a" * 32, "effffffc"), claims.Machine("b" * 32, "effffffc")),
+    "containers on one kernel": (claims.Machine("c" * 32, "f00a"),
+                                 claims.Machine("c" * 32, "f00b")),
+}
+
+
+def _as_worker(monkeypatch: pytest.MonkeyPatch, machine: claims.Machine) -> str:
+    """This process as a worker on ``machine`` (the identity injected): the same host
+    name and pid as any other, a nonce of its own."""
+    monkeypatch.setattr(claims, "_MACHINE", machine)
+    monkeypatch.setattr(claims, "_me", None)
+    return me()
+
+
+@pytest.mark.parametrize("twins", list(TWINS))
+def test_no_claim_is_taken_from_a_live_worker_of_the_same_name_and_pid(
+        database: str, monkeypatch: pytest.MonkeyPatch, twins: str) -> None:
+    first, second = TWINS[twins]
+    engine = open_database(database)
+    row_id = _stored(engine, _as_worker(monkeypatch, first), 0)
+    assert Lease(engine, "referee", lambda: NOW).try_acquire()
+
+    _as_worker(monkeypatch, second)           # the other worker: its pid is ours too
+    assert inbox.claim_page(engine, NOW + timedelta(seconds=1), LEASE)[0] == []
+    assert not Lease(engine, "referee", lambda: NOW).try_acquire()
+
+    _as_worker(monkeypatch, first)            # the first, restarted with the same pid:
+    assert inbox.claim_page(engine, NOW + timedelta(seconds=2), LEASE)[0] == [row_id]
+    assert Lease(engine, "referee", lambda: NOW).try_acquire()   # an earlier incarnation's
+
+
 # --- a bounded child ------------------------------------------------------------------
 
 
@@ -147,7 +190,7 @@ def _child_checks(parent: str) -> Callable[[], None]:   # run in the child
     def work() -> None:
         assert me() == parent                       # it claims as its parent
         assert not claimer_dead(parent)
-        assert claimer_dead(f"{claims._HOST}:{os.getpid()}:{claims._NAMESPACE}.0000")
+        assert claimer_dead(f"{claims._HOST}:{os.getpid()}:{claims._MACHINE.tag}.0000")
     return work
 
 
@@ -201,7 +244,7 @@ def test_a_bounded_child_dies_with_its_parent(tmp_path: Path) -> None:
     parent.kill()
     parent.wait()
     for _ in range(100):
-        if claimer_dead(f"{claims._HOST}:{child}:{claims._NAMESPACE}.abcd"):
+        if claimer_dead(f"{claims._HOST}:{child}:{claims._MACHINE.tag}.abcd"):
             break
         time.sleep(0.05)
-    assert claimer_dead(f"{claims._HOST}:{child}:{claims._NAMESPACE}.abcd")
+    assert claimer_dead(f"{claims._HOST}:{child}:{claims._MACHINE.tag}.abcd")
