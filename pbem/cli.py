@@ -1,4 +1,5 @@
-"""The `pbem` command line: serve, tick, admin, export, db, verify, web, demo, dkim, oauth.
+"""The `pbem` command line: serve, tick, admin, export, db, verify, web, demo, dkim, oauth,
+config, completion.
 
 The top of the shell: it may import every module of pbem; nothing imports it.
 """
@@ -15,6 +16,7 @@ from pathlib import Path
 from sqlmodel import Session
 
 from pbem import __version__, db
+from pbem.completion import SHELLS, script
 from pbem.config import ConfigError, command_settings, effective_config, find_config, read_config
 from pbem.demo import run_demo
 from pbem.errors import Refusal
@@ -41,6 +43,12 @@ def cmd_config_check(args: argparse.Namespace) -> int:
     if loaded.settings is None:
         raise loaded.error()
     print(effective_config(loaded), end="")
+    return 0
+
+
+def cmd_completion(args: argparse.Namespace) -> int:
+    """`pbem completion SHELL`: the shell's completion script for this command line."""
+    print(script(args.shell, build_parser()), end="")
     return 0
 
 
@@ -227,6 +235,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", choices=("check",),
                    help="check: list every mistake, or print the effective config")
     with_config(p).set_defaults(func=cmd_config_check)
+    p = sub.add_parser("completion", help="print the shell completion script: bash, zsh, fish")
+    p.add_argument("shell", choices=SHELLS)
+    p.set_defaults(func=cmd_completion)
     for each in sub.choices.values():   # `pbem tick -v` as well as `pbem -v tick`
         each.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
                           help="log more")

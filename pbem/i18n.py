@@ -5,6 +5,11 @@ templates (``_()`` of pbem.wording, ``{% trans %}``), and that text is the msgid
 and Czech are translations, in the gettext catalogues ``pbem/locale/<lang>/LC_MESSAGES/
 *.po`` (made and kept up to date with Babel: testkit/catalogue.py). A catalogue is read
 once a process, when its language is first needed; a message it lacks is said in English.
+
+A wheel carries each language's catalogues compiled into one ``pbem.mo`` (made at build
+time by hatch_build.py, from :func:`compiled_catalogue`), and no .po file: an installed
+pbem reads the .mo as it is. A source checkout has the .po files alone (or a .mo older
+than one of them): they are compiled when first needed, so an edit is read at once.
 """
 
 from __future__ import annotations
@@ -14,13 +19,10 @@ import gettext
 import io
 from pathlib import Path
 
-from babel.messages.mofile import write_mo
-from babel.messages.pofile import read_po
-
 from pbem.wording import ENGLISH, LANGUAGES, Translator
 
-__all__ = ["LANGUAGES", "SOURCE_LANGUAGE", "answer_language", "best_language", "known_language",
-           "translator"]
+__all__ = ["LANGUAGES", "SOURCE_LANGUAGE", "answer_language", "best_language",
+           "compiled_catalogue", "known_language", "translator"]
 
 SOURCE_LANGUAGE = "en"
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
@@ -31,11 +33,18 @@ def catalogue_files(language: str) -> list[Path]:
     return sorted((LOCALE_DIR / language / "LC_MESSAGES").glob("*.po"))
 
 
-@functools.lru_cache(maxsize=8)
-def translator(language: str) -> Translator:
-    """What says messages in ``language`` (English for the source or an unknown one)."""
-    if language == SOURCE_LANGUAGE or language not in LANGUAGES:
-        return ENGLISH
+def compiled_file(language: str) -> Path:
+    """Where a language's catalogues stand compiled into one (in a wheel: hatch_build.py)."""
+    return LOCALE_DIR / language / "LC_MESSAGES" / "pbem.mo"
+
+
+def compiled_catalogue(language: str) -> bytes | None:
+    """The .po files of ``language`` merged and compiled into one .mo (fuzzy entries left
+    out, as msgfmt does); None when it has none."""
+    # imported here: an installed pbem reads its .mo and compiles nothing
+    from babel.messages.mofile import write_mo
+    from babel.messages.pofile import read_po
+
     merged = None
     for path in catalogue_files(language):
         with path.open("rb") as fp:
@@ -47,11 +56,25 @@ def translator(language: str) -> Translator:
             if message.id and message.id not in merged:
                 merged[message.id] = message
     if merged is None:
-        return ENGLISH
+        return None
     compiled = io.BytesIO()
-    write_mo(compiled, merged)           # fuzzy entries are left out, as msgfmt does
-    compiled.seek(0)
-    return gettext.GNUTranslations(compiled)
+    write_mo(compiled, merged)
+    return compiled.getvalue()
+
+
+@functools.lru_cache(maxsize=8)
+def translator(language: str) -> Translator:
+    """What says messages in ``language`` (English for the source or an unknown one)."""
+    if language == SOURCE_LANGUAGE or language not in LANGUAGES:
+        return ENGLISH
+    built, sources = compiled_file(language), catalogue_files(language)
+    if built.exists() and all(built.stat().st_mtime >= po.stat().st_mtime for po in sources):
+        with built.open("rb") as fp:
+            return gettext.GNUTranslations(fp)
+    compiled = compiled_catalogue(language)
+    if compiled is None:
+        return ENGLISH
+    return gettext.GNUTranslations(io.BytesIO(compiled))
 
 
 def known_language(code: str | None, default: str = SOURCE_LANGUAGE) -> str:
