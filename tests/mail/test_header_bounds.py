@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pbem.mail.addresses import address_problem
-from pbem.mail.headers import FIELD_CAPS
+from pbem.mail.headers import FIELD_CAPS, read_mail_header, read_mail_headers
 from pbem.mail.read import InboundMessage, read_message
 
 CPU_SECONDS = 1.0
@@ -129,6 +129,25 @@ def mails(draw: st.DrawFn) -> bytes:
 @given(raw=mails())
 def test_any_header_fields_cost_a_small_fixed_amount(raw: bytes) -> None:
     assert_bounded(raw)
+
+
+@settings(max_examples=100, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                 HealthCheck.large_base_example])
+@given(head=header_blocks(8), raw_bytes=st.binary(max_size=40))
+def test_a_mails_headers_read_once_are_text_whatever_the_bytes(head: bytes,
+                                                                raw_bytes: bytes) -> None:
+    """read_mail_headers is total, and all it holds is text that can be stored (no
+    surrogate), whatever raw 8-bit bytes a field carries."""
+    block = read_mail_header(b"Subject: " + raw_bytes + b"\r\nFrom: " + raw_bytes +
+                             b" <p1@bluff.test>\r\n" + head + b"\r\n\r\nHELP\r\n")
+    read = read_mail_headers(block, "X-Pbem-Loop")
+    texts = [read.subject, read.from_name, read.message_id or "", read.in_reply_to or "",
+             read.reply_to or "", *read.references, *read.loop_marks]
+    for text in texts:
+        text.encode("utf-8")
+    assert "\n" not in read.subject and "\n" not in read.from_name
+    assert read.date is None or read.date.tzinfo is not None
 
 
 # --------------------------------------------------------------------------- the issue's shapes
