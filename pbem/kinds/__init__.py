@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from pbem.kinds.base import GameKind, Resolution, TakenOrder, Understood
+from pbem.errors import Refusal
+from pbem.kinds.base import Demo, GameKind, Resolution, TakenOrder, Understood
 from pbem.kinds.classic import CLASSIC
 from pbem.kinds.cup import CUP
 from pbem.kinds.jsontypes import JSON, JSONMap
 from pbem.kinds.postal import POSTAL
 from pbem.kinds.tables import PUBLIC, REVEAL, Viewer
+from pbem.wording import _
 
 # a kind of any state and move: what the server holds when it looks a game's kind up
 AnyKind = GameKind[Any, Any]
@@ -46,26 +48,35 @@ def register(kind: AnyKind) -> AnyKind:
 for _kind in (POSTAL, CLASSIC, CUP):
     register(_kind)
 
+# what NEWGAME without RULES, `pbem demo` without --rules and a report.json without a
+# "format" (written before views had one) play
+DEFAULT_KIND = POSTAL.name
+
 
 def kind_named(name: str) -> AnyKind:
-    try:
-        return KINDS[name]
-    except KeyError:
-        raise KeyError(f"unknown game kind '{name}' (kinds: {', '.join(KINDS)})") from None
+    """The kind called ``name`` (RULES <name>); a refusal that lists the kinds if none is."""
+    kind = KINDS.get(name)
+    if kind is None:
+        raise Refusal(f"unknown game kind '{name}' (kinds: {', '.join(KINDS)})",
+                      _("e.g. RULES postal"))
+    return kind
 
 
 def kind_of(game: HasKind) -> AnyKind:
     return kind_named(game.kind)
 
 
-def kind_for_view(view_format: str) -> AnyKind:
-    """The kind whose report.json has this format ("pbem.classic.view/1"); KeyError if none."""
+def kind_for_view(view_format: str | None) -> AnyKind:
+    """The kind whose report.json has this format ("pbem.classic.view/1"; None: a view
+    without one, the default kind's); KeyError if none."""
+    if view_format is None:
+        return kind_named(DEFAULT_KIND)
     for kind in KINDS.values():
         if kind.view_format == view_format:
             return kind
     raise KeyError(f"no game kind writes views of format {view_format!r}")
 
 
-__all__ = ["JSON", "KINDS", "PUBLIC", "REVEAL", "AnyKind", "GameKind", "HasKind", "JSONMap",
+__all__ = ["DEFAULT_KIND", "JSON", "KINDS", "Demo", "PUBLIC", "REVEAL", "AnyKind", "GameKind", "HasKind", "JSONMap",
            "Resolution", "TakenOrder", "Understood", "Viewer", "kind_for_view",
            "kind_named", "kind_of", "register"]

@@ -65,6 +65,16 @@ class Resolution(Generic[S]):
     seat_notes: dict[int, list[str]] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Demo:
+    """What `pbem demo --rules <kind>` plays: how many robots, the NEWGAME words after
+    RULES <kind>, and the most turns it waits for the game to end."""
+
+    players: int
+    options: str = ""
+    most_turns: int = 2000
+
+
 class GameKind(ABC, Generic[S, M]):
     name: str                         # the RULES word: postal | classic | cup
     title: str                        # "postal Bluff"
@@ -85,6 +95,8 @@ class GameKind(ABC, Generic[S, M]):
     # what the chart of a game's course draws (pbem.charts): a standing's key, its name
     course_key: str = "score"
     course_label: str = "score"
+    # what `pbem demo` plays of it (None: its fewest players, no options)
+    demo: Demo | None = None
 
     @property
     def view_format(self) -> str:

@@ -17,7 +17,7 @@ import random
 from collections.abc import Mapping, Sequence
 
 from pbem.errors import Refusal
-from pbem.kinds.base import Resolution, TakenOrder, Understood
+from pbem.kinds.base import Demo, Resolution, TakenOrder, Understood
 from pbem.kinds.bidding import (
     HELP_NOTE,
     STANDING_ORDERS_SAID,
@@ -231,6 +231,7 @@ class ClassicKind(BidMoves[ClassicState]):
     commands = tuple(c for c in PLAYER_COMMANDS if c.name in MOVE_NAMES)
     report_template = "classic_report"
     web_look = "classic"
+    demo = Demo(4, "english")
     course_key = "dice"
     course_label = "dice held"
     option_help = OPTION_HELP
@@ -330,8 +331,8 @@ class ClassicKind(BidMoves[ClassicState]):
             try:
                 state.check_move(seat, trial)
             except RulesError as exc:
-                raise Refusal(exc.message, _("your report lists what you may do now"),
-                              bad) from None
+                exc.quoting(bad, hint=_("your report lists what you may do now"))
+                raise
         where = f"in round {state.round}"
         if isinstance(move, BidMove):
             o = bid_odds(state.seat_view(seat), move.bid)

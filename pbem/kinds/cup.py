@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 
 from pbem.errors import Refusal
-from pbem.kinds.base import GameKind, Resolution, TakenOrder, Understood
+from pbem.kinds.base import Demo, GameKind, Resolution, TakenOrder, Understood
 from pbem.kinds.jsontypes import JSON, JSONMap
 from pbem.kinds.tables import POINTS_TABLE, Viewer, cup_scores, cup_tables
 from pbem.kinds.words import KIND_TITLES, Told
@@ -343,6 +343,7 @@ class CupKind(GameKind[CupState, Move]):
     commands = COMMANDS
     report_template = "cup_report"
     web_look = "cup"
+    demo = Demo(4)
     course_label = "points"
     option_help = _("Cup of Bluff takes no options: 3 to 5 players, 3 dice, 16 tokens "
                     "(docs/rules.md section 5)")
@@ -404,7 +405,8 @@ class CupKind(GameKind[CupState, Move]):
         try:
             state.check_move(seat, move)
         except RulesError as exc:
-            raise Refusal(exc.message, may, order) from None
+            exc.quoting(order, hint=may)
+            raise
         said = self.describe_move_said(move)
         return TakenOrder(move, [Understood(order, said)], str(said))
 

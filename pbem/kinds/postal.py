@@ -6,7 +6,7 @@ import random
 from collections.abc import Mapping, Sequence
 
 from pbem.errors import Refusal
-from pbem.kinds.base import Resolution, TakenOrder, Understood
+from pbem.kinds.base import Demo, Resolution, TakenOrder, Understood
 from pbem.kinds.bidding import (
     HELP_NOTE,
     STANDING_ORDERS_SAID,
@@ -67,6 +67,7 @@ class PostalKind(BidMoves[PostalState]):
     commands = tuple(c for c in PLAYER_COMMANDS if c.name in MOVE_NAMES)
     report_template = "postal_report"
     web_look = "postal"
+    demo = Demo(5, most_turns=200)
     course_label = "virtual dice"
     option_help = _("postal takes no options: five players, five mini-games (docs/rules.md "
                     "section 4)")
@@ -121,8 +122,8 @@ class PostalKind(BidMoves[PostalState]):
             minigame = state.check_move(seat, move)
         except RulesError as exc:
             bad = exposes[0] if exposes and "expose" in str(exc).lower() else order
-            raise Refusal(exc.message, _("your report lists what you may do this turn"),
-                          bad) from None
+            exc.quoting(bad, hint=_("your report lists what you may do this turn"))
+            raise
         odds = None
         if isinstance(move, BidMove):
             o = bid_odds(state.seat_view(seat, minigame), move.bid)

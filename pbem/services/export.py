@@ -1,8 +1,7 @@
 """A game's record as JSON, for `pbem export` and the demo.
 
-The kind writes it (``GameKind.record``): postal games give the record `pbem verify`
-checks (pbem.bluff.record/1); other kinds the generic pbem.record/2 (pbem.kinds.generic_record,
-checked by pbem.kinds.verify).
+The kind writes it (``GameKind.record``): the generic pbem.record/2 (pbem.kinds.generic_record,
+checked by pbem.kinds.verify), or a format of the kind's own that `pbem verify` knows.
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ from sqlmodel import Session
 from pbem.games import entrants_of, load_state, moves_of
 from pbem.kinds import kind_of
 from pbem.kinds.generic_record import Entrant, GameRows, MoveRow
-from pbem.kinds.postal import POSTAL, PostalRecord
 from pbem.models import Game
 
 
@@ -33,11 +31,6 @@ def game_rows(session: Session, game: Game) -> GameRows:
 def state_now(session: Session, game: Game) -> Any:
     """The game's state, once it has started (None before)."""
     return load_state(session, game) if game.status in ("running", "over") else None
-
-
-def export_record(session: Session, game: Game) -> PostalRecord:
-    """The postal game's record as an object (pbem.bluff.record/1): the demo reads it."""
-    return POSTAL.game_record(game_rows(session, game), state_now(session, game))
 
 
 def export_json(session: Session, game: Game) -> dict[str, Any]:
