@@ -10,6 +10,7 @@ The pure core: kinds import the rules (pbem.rules) and the order language
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Protocol
 
 from pbem.errors import Refusal
@@ -19,7 +20,7 @@ from pbem.kinds.cup import CUP
 from pbem.kinds.jsontypes import JSON, JSONMap
 from pbem.kinds.postal import POSTAL
 from pbem.kinds.tables import PUBLIC, REVEAL, Viewer
-from pbem.wording import _
+from pbem.wording import Message, _, listed
 
 # a kind of any state and move: what the server holds when it looks a game's kind up
 AnyKind = GameKind[Any, Any]
@@ -66,6 +67,19 @@ def kind_of(game: HasKind) -> AnyKind:
     return kind_named(game.kind)
 
 
+def kinds_note() -> Message:
+    """What HELP tells a sender who plays no game: the games this server runs."""
+    return _("This server runs these games: {games}; your reports say which one you play, "
+             "and HELP in a reply to a report lists just its orders.",
+             games=listed(kind.title for kind in KINDS.values()))
+
+
+def kind_template_dirs() -> list[Path]:
+    """The folders of the kinds' own templates (GameKind.template_dir), for the template
+    loaders of the mails and the web pages."""
+    return [kind.template_dir for kind in KINDS.values() if kind.template_dir is not None]
+
+
 def kind_for_view(view_format: str | None) -> AnyKind:
     """The kind whose report.json has this format ("pbem.classic.view/1"; None: a view
     without one, the default kind's); KeyError if none."""
@@ -78,5 +92,5 @@ def kind_for_view(view_format: str | None) -> AnyKind:
 
 
 __all__ = ["DEFAULT_KIND", "JSON", "KINDS", "Demo", "PUBLIC", "REVEAL", "AnyKind", "GameKind", "HasKind", "JSONMap",
-           "Resolution", "TakenOrder", "Understood", "Viewer", "kind_for_view",
+           "Resolution", "TakenOrder", "Understood", "Viewer", "kind_for_view", "kind_template_dirs", "kinds_note",
            "kind_named", "kind_of", "register"]

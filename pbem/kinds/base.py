@@ -23,6 +23,7 @@ import random
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Generic, TypeVar
 
 from pbem.kinds.generic_record import GameRows, generic_record
@@ -86,12 +87,16 @@ class GameKind(ABC, Generic[S, M]):
     # DEFAULT <word> -> what a standing order does in this kind (the words it accepts),
     # said in the reader's language (str() of one is its English)
     standing_orders: Mapping[str, Said]
+    # the folder of its own templates (a kind outside pbem keeps them beside its module),
+    # searched after a referee's templates_dir and before pbem's; None: pbem's alone
+    template_dir: Path | None = None
     # the Jinja2 template pair of its turn report (NAME.txt.j2, NAME.html.j2); a kind
     # without its own shows the generic one (notes, standings, history)
     report_template: str = "generic_report"
-    # how the web pages draw its scores and tables (templates/web/): "postal", "classic",
-    # "cup"; any other look shows the tables and the standings' score alone
-    web_look: str = "generic"
+    # the template of macros that draw its tables and scores on the web pages (its look:
+    # templates/web/looks/generic.html.j2 says which); the generic look draws the tables
+    # by their type and the standings' score alone
+    web_look: str = "web/looks/generic.html.j2"
     # what the chart of a game's course draws (pbem.charts): a standing's key, its name
     course_key: str = "score"
     course_label: str = "score"

@@ -230,7 +230,7 @@ class ClassicKind(BidMoves[ClassicState]):
     max_players = 6
     commands = tuple(c for c in PLAYER_COMMANDS if c.name in MOVE_NAMES)
     report_template = "classic_report"
-    web_look = "classic"
+    web_look = "web/looks/classic.html.j2"
     demo = Demo(4, "english")
     course_key = "dice"
     course_label = "dice held"

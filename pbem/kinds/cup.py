@@ -342,7 +342,7 @@ class CupKind(GameKind[CupState, Move]):
     max_players = cb.MAX_PLAYERS
     commands = COMMANDS
     report_template = "cup_report"
-    web_look = "cup"
+    web_look = "web/looks/cup.html.j2"
     demo = Demo(4)
     course_label = "points"
     option_help = _("Cup of Bluff takes no options: 3 to 5 players, 3 dice, 16 tokens "

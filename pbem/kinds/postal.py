@@ -66,7 +66,7 @@ class PostalKind(BidMoves[PostalState]):
     max_players = PLAYERS
     commands = tuple(c for c in PLAYER_COMMANDS if c.name in MOVE_NAMES)
     report_template = "postal_report"
-    web_look = "postal"
+    web_look = "web/looks/postal.html.j2"
     demo = Demo(5, most_turns=200)
     course_label = "virtual dice"
     option_help = _("postal takes no options: five players, five mini-games (docs/rules.md "
