@@ -1,8 +1,10 @@
 """The registry of game kinds: the one table the server looks kinds up in.
 
 Adding a kind touches only its module, its templates and this table: a kind is a
-``GameKind[State, Move]`` subclass, and ``register`` puts it in ``KINDS`` (a test's toy
-kind too, tests/kinds/test_toy_kind.py).
+``GameKind[State, Move]`` subclass, and ``register`` puts it in ``KINDS``. Everything
+outside pbem/kinds/ asks the table, never a kind's name: a kind written elsewhere (a
+test's toy kind, tests/kinds/test_toy_kind.py, with its own state, moves and templates)
+plays by mail, reports, exports, verifies and shows on the web pages as pbem's own do.
 
 The pure core: kinds import the rules (pbem.rules) and the order language
 (pbem.orders), never the database, the mail or the server.
@@ -44,6 +46,12 @@ def register(kind: AnyKind) -> AnyKind:
         raise ValueError(f"a game kind named '{kind.name}' exists already")
     KINDS[kind.name] = kind
     return kind
+
+
+def unregister(kind: AnyKind) -> None:
+    """Take a kind out of the table (a test's toy kind, once its test is done)."""
+    if KINDS.get(kind.name) is kind:
+        del KINDS[kind.name]
 
 
 for _kind in (POSTAL, CLASSIC, CUP):
@@ -93,4 +101,4 @@ def kind_for_view(view_format: str | None) -> AnyKind:
 
 __all__ = ["DEFAULT_KIND", "JSON", "KINDS", "Demo", "PUBLIC", "REVEAL", "AnyKind", "GameKind", "HasKind", "JSONMap",
            "Resolution", "TakenOrder", "Understood", "Viewer", "kind_for_view", "kind_template_dirs", "kinds_note",
-           "kind_named", "kind_of", "register"]
+           "kind_named", "kind_of", "register", "unregister"]

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, TypeVar
 
+from pbem.kinds.generic_record import FORMAT as GENERIC_FORMAT
 from pbem.kinds.generic_record import GameRows, generic_record
 from pbem.kinds.jsontypes import JSON, JSONMap, Odds
 from pbem.kinds.tables import Viewer
@@ -100,6 +101,8 @@ class GameKind(ABC, Generic[S, M]):
     # what the chart of a game's course draws (pbem.charts): a standing's key, its name
     course_key: str = "score"
     course_label: str = "score"
+    # the format of its record (``record``): the generic one, or one of its own
+    record_format: str = GENERIC_FORMAT
     # what `pbem demo` plays of it (None: its fewest players, no options)
     demo: Demo | None = None
 

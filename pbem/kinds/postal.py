@@ -36,7 +36,7 @@ from pbem.rules.postal import (
     apply_turn,
     new_game,
 )
-from pbem.rules.postal_record import GameRecord, RecordedMove, result_json
+from pbem.rules.postal_record import RECORD_FORMAT, GameRecord, RecordedMove, result_json
 from pbem.rules.robot import DEFAULT_LEVEL, choose_move
 from pbem.rules.ruleset import RuleSet
 from pbem.rules.view import holdings, odds_view
@@ -68,6 +68,7 @@ class PostalKind(BidMoves[PostalState]):
     report_template = "postal_report"
     web_look = "web/looks/postal.html.j2"
     demo = Demo(5, most_turns=200)
+    record_format = RECORD_FORMAT
     course_label = "virtual dice"
     option_help = _("postal takes no options: five players, five mini-games (docs/rules.md "
                     "section 4)")
