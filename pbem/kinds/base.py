@@ -28,7 +28,7 @@ from typing import Generic, TypeVar
 
 from pbem.kinds.generic_record import FORMAT as GENERIC_FORMAT
 from pbem.kinds.generic_record import GameRows, generic_record
-from pbem.kinds.jsontypes import JSON, JSONMap, Odds
+from pbem.kinds.jsontypes import JSON, BidChart, JSONMap, MoveExtra, Odds
 from pbem.kinds.tables import Viewer
 from pbem.orders import Command, Order
 from pbem.rules.dice import DiceStream
@@ -62,7 +62,7 @@ class Resolution(Generic[S]):
     extras: dict[int, list[object]] = field(default_factory=dict)
     # seat -> what pbem.record/2 adds to its move: "dealt" (the dice the seed dealt with the
     # move, stars as "*"), "shown" (the dice an expose showed, which one is the orange die)
-    record: dict[int, JSON] = field(default_factory=dict)
+    record: dict[int, MoveExtra] = field(default_factory=dict)
     # seat -> the notes as told to that seat's player ("you announce"), in place of notes
     seat_notes: dict[int, list[str]] = field(default_factory=dict)
 
@@ -213,10 +213,8 @@ class GameKind(ABC, Generic[S, M]):
         """Anything more its report template needs (the postal report shows odds); may be {}."""
         return {}
 
-    def bid_charts(self, state: S, seat: int) -> list[JSON]:
-        """For each bid seat must answer now, what its report draws (pbem.charts): how
-        many matching dice (or what total) there may be, from what seat can see, as
-        {"title", "quantity", "rule": "at_least" | "exactly", "question", "bars": [[n, p]]};
+    def bid_charts(self, state: S, seat: int) -> list[BidChart]:
+        """For each bid seat must answer now, what its report draws (pbem.charts);
         [] when seat answers no bid."""
         return []
 

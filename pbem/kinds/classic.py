@@ -27,7 +27,7 @@ from pbem.kinds.bidding import (
     read_bid_order,
     standing_bid_move,
 )
-from pbem.kinds.jsontypes import JSON, JSONMap, Odds
+from pbem.kinds.jsontypes import JSON, BidChart, JSONMap, MoveExtra, Odds
 from pbem.kinds.tables import (
     Viewer,
     bid_json,
@@ -363,7 +363,7 @@ class ClassicKind(BidMoves[ClassicState]):
         (seat,) = due
         after, events = apply_move(state, seat, moves[seat], stream)
         extras: dict[int, list[object]] = {}
-        record: dict[int, JSON] = {}
+        record: dict[int, MoveExtra] = {}
         for e in events:
             if isinstance(e, BidPlaced):
                 if e.rerolled:
@@ -460,7 +460,7 @@ class ClassicKind(BidMoves[ClassicState]):
     def web_scores(self, state: ClassicState) -> list[JSON]:
         return classic_scores(state)
 
-    def bid_charts(self, state: ClassicState, seat: int) -> list[JSON]:
+    def bid_charts(self, state: ClassicState, seat: int) -> list[BidChart]:
         bid = state.current_bid
         if bid is None or seat not in state.due():
             return []

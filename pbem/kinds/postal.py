@@ -17,7 +17,7 @@ from pbem.kinds.bidding import (
     standing_bid_move,
 )
 from pbem.kinds.generic_record import GameRows
-from pbem.kinds.jsontypes import JSON, JSONMap, Odds
+from pbem.kinds.jsontypes import JSON, BidChart, JSONMap, Odds
 from pbem.kinds.tables import Viewer, postal_scores, postal_tables
 from pbem.kinds.words import KIND_TITLES, Told, bid_words
 from pbem.orders import PLAYER_COMMANDS, Order
@@ -201,7 +201,7 @@ class PostalKind(BidMoves[PostalState]):
                     actual=c.result.actual, paid=paid))))
         return [line for _turn, line in sorted(lines, key=lambda item: item[0])]
 
-    def bid_charts(self, state: PostalState, seat: int) -> list[JSON]:
+    def bid_charts(self, state: PostalState, seat: int) -> list[BidChart]:
         number = state.due().get(seat)
         if number is None:
             return []
