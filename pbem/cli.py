@@ -21,6 +21,7 @@ from pbem.config import ConfigError, command_settings, effective_config, find_co
 from pbem.demo import run_demo
 from pbem.errors import Refusal
 from pbem.games import find_game
+from pbem.kinds import DEFAULT_KIND, KINDS, Demo
 from pbem.kinds.verify import check_record
 from pbem.server import Server
 from pbem.services.export import export_json
@@ -74,6 +75,12 @@ def cmd_admin(args: argparse.Namespace) -> int:
             print(shown(line))   # a player's name with an ESC must not drive the terminal
     except Refusal as exc:
         print(f"error: {shown(str(exc))}", file=sys.stderr)
+        return 1
+    except Exception as exc:   # a bug: the referee noted what failed and what was told
+        notes = getattr(exc, "__notes__", None)
+        if not notes:
+            raise
+        print(f"error: {shown(notes[-1])}", file=sys.stderr)
         return 1
     return 0
 
@@ -207,8 +214,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, help="port (default: [web] port, 8080)")
     p.set_defaults(func=cmd_web)
     p = sub.add_parser("demo", help="a whole game of robots over the real mail path")
-    p.add_argument("--rules", choices=("postal", "classic", "cup"), default="postal",
-                   help="the game kind: postal (5 robots, the default), classic or cup (4 robots)")
+    p.add_argument("--rules", choices=tuple(KINDS), default=DEFAULT_KIND,
+                   help="the game kind: " + ", ".join(
+                       f"{name} ({(kind.demo or Demo(kind.min_players)).players} robots"
+                       + (", the default)" if name == DEFAULT_KIND else ")")
+                       for name, kind in KINDS.items()))
     p.add_argument("--options", help="the kind's NEWGAME options, e.g. 'anniversary DICE 3'")
     p.add_argument("--dir", help="where to put the database and the mails (default: a new temp dir)")
     p.add_argument("--seed", type=int, default=None, help="reproducible dice")

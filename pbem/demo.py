@@ -1,7 +1,7 @@
 """`pbem demo`: robot players play a whole game through the real path.
 
-Postal Bluff by default (five players); ``--rules classic`` or ``--rules cup``
-plays classic Bluff or Cup of Bluff with four.
+The default kind (postal Bluff, five players) unless ``--rules <kind>`` names
+another: as many robots as the kind's ``demo`` says (pbem.kinds.base.Demo).
 
 Mail bytes go in through the embedded SMTP listener, the referee keeps its
 state in SQLite, and every mail it sends lands as an .eml file; the robots
@@ -30,6 +30,7 @@ from sqlmodel import Session
 from pbem.config import ListenSettings, Settings
 from pbem.errors import Refusal
 from pbem.games import find_game
+from pbem.kinds import DEFAULT_KIND, Demo, kind_named
 from pbem.kinds.verify import score_words
 from pbem.robot_client import ReadReport, client_order_lines, parse_mail, read_report, reply_to
 from pbem.server import Server
@@ -37,8 +38,6 @@ from pbem.services.export import export_json
 
 DEMO_PLAYERS = [("ann", "Ann"), ("bob", "Bob"), ("cyd", "Cyd"), ("dee", "Dee"), ("eve", "Eve")]
 DOMAIN = "demo.invalid"
-# the kinds a demo plays: (players, NEWGAME words after RULES <kind>, most turns)
-DEMO_KINDS = {"postal": (5, "", 200), "classic": (4, " english", 2000), "cup": (4, "", 2000)}
 
 
 def send(port: int, mails: list[tuple[str, bytes]], to: str) -> None:
@@ -86,11 +85,14 @@ def referee_mail(settings: Settings, lines: list[str]) -> bytes:
 
 
 def run_demo(folder: Path | None = None, *, seed: int | None = None, quiet: bool = False,
-             rules: str = "postal", options: str | None = None, robot: str = "strong") -> int:
+             rules: str = DEFAULT_KIND, options: str | None = None,
+             robot: str = "strong") -> int:
     """options: the NEWGAME words after RULES <kind> (e.g. "anniversary DICE 3");
     robot: the game's robot level (NEWGAME ROBOT), which the robot players use too."""
-    count, words, most = DEMO_KINDS[rules]
-    words = f" {options}" if options else words
+    kind = kind_named(rules)
+    demo = kind.demo or Demo(kind.min_players)
+    count, most = demo.players, demo.most_turns
+    words = f" {options or demo.options}".rstrip()
     folder = folder or Path(tempfile.mkdtemp(prefix="pbem-demo-"))
     folder.mkdir(parents=True, exist_ok=True)
     outbox = folder / "outbox"

@@ -25,7 +25,7 @@ from sqlmodel import Session, col, delete, select
 from pbem.db import core_read
 from pbem.deadlines import turn_deadline
 from pbem.errors import Refusal
-from pbem.kinds import kind_named, kind_of
+from pbem.kinds import DEFAULT_KIND, kind_named, kind_of
 from pbem.models import (
     AuditEntry,
     Game,
@@ -295,7 +295,7 @@ def audit(session: Session, game: Game | None, now: datetime, action: str, detai
 
 def create_game(session: Session, name: str, *, seed: bytes, now: datetime,
                 turn_hours: float | None = None, rules: RuleSet | None = None,
-                kind: str = "postal", rules_json: dict[str, Any] | None = None) -> Game:
+                kind: str = DEFAULT_KIND, rules_json: dict[str, Any] | None = None) -> Game:
     if session.exec(select(Game).where(Game.name == name)).first() is not None:
         raise Refusal(_("a game called '{name}' exists already", name=name))
     kind_named(kind)

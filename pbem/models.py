@@ -14,7 +14,7 @@ class Game(SQLModel, table=True):
                       Index("ix_game_status_ended_at", "status", "ended_at"))
     id: int | None = Field(default=None, primary_key=True)
     name: str = Field(index=True, unique=True)
-    kind: str = "postal"
+    kind: str                          # the game kind's name (pbem.kinds: RULES <kind>)
     rules_json: str
     seed_hex: str                      # secret until the game is over
     commitment: str

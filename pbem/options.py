@@ -168,7 +168,7 @@ class NewGame:
     seed: int | None = None
     hours: float | None = None
     options: GameOptions = field(default_factory=GameOptions)
-    rules: str = "postal"
+    rules: str | None = None   # RULES <kind>; None: the default kind (pbem.kinds)
     rules_words: list[str] = field(default_factory=list)   # the kind's own option words
     rules_json: dict[str, Any] | None = None   # what the kind made of them (NEWGAME)
 

@@ -48,7 +48,6 @@ from pbem.order_words import (
     spellings_of,
 )
 from pbem.rules.dice import STAR, Face
-from pbem.rules.errors import MalformedMove
 from pbem.rules.ladder import Bid
 from pbem.wording import Message, Said, _, joined
 
@@ -205,10 +204,7 @@ def parse_bid(args: list[str]) -> Bid:
     if len(args) != 2:
         raise Refusal(_("a bid is a quantity and a face"),
                       _("e.g. BID 6 threes, BID 6 3 or BID 4 stars"))
-    try:
-        return Bid(parse_quantity(args[0]), parse_face(args[1]))
-    except MalformedMove as exc:
-        raise Refusal(str(exc), _("e.g. BID 6 threes")) from exc
+    return Bid(parse_quantity(args[0]), parse_face(args[1]))   # the rules' refusal, if any
 
 
 def parse_faces(args: list[str]) -> tuple[Face, ...]:

@@ -378,7 +378,9 @@ class Referee:
                     raise
                 except Exception as exc:   # a bug: said plainly, told, nothing applied
                     session.rollback()
-                    raise Refusal(self.command_failed(session, parsed.orders, exc)) from exc
+                    # the same error goes on, with what the shell shows of it
+                    exc.add_note(self.command_failed(session, parsed.orders, exc))
+                    raise
                 session.commit()
             return out
         finally:
@@ -386,7 +388,8 @@ class Referee:
 
     def command_failed(self, session: Session, orders: list[Order], exc: Exception) -> str:
         """A referee command hit a bug: its game's referee and players are told (as when the
-        clock fails); returns what the shell prints."""
+        clock fails); returns what the shell prints (pbem.cli.cmd_admin: the error's last
+        note)."""
         log.error("referee command %s failed", " / ".join(o.line for o in orders), exc_info=exc)
         names = [str(o.args) for o in orders if isinstance(o.args, str)]
         game = next((g for n in names if (g := find_game_or_none(session, n)) is not None),

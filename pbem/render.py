@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import math
 import textwrap
-from collections.abc import Callable, Iterable, Mapping, MutableMapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from types import CodeType
@@ -615,8 +615,8 @@ class _Renamed(jinja2.BaseLoader):
 
 
 @functools.lru_cache(maxsize=16)
-def template_environment(override_dir: Path | None,
-                         language: str = SOURCE_LANGUAGE) -> jinja2.Environment:
+def template_environment(override_dir: Path | None, language: str = SOURCE_LANGUAGE,
+                         kind_dirs: tuple[Path, ...] = ()) -> jinja2.Environment:
     """One Environment per template folder, shared (Jinja2 with three fast paths of the
     same output: FastEnvironment reads a dict's keys at once and copies plain globals,
     _Context calls a macro directly, _Template escapes through _escape; each overrides a
@@ -624,7 +624,8 @@ def template_environment(override_dir: Path | None,
     per Environment, and compiling all of them takes about a second. A changed override
     file is still picked up (the loaders check modification times); the packaged
     templates alone are not checked (they change only with pbem itself), which saves a
-    stat() a template, include and import of every mail.
+    stat() a template, include and import of every mail. ``kind_dirs``: the folders of
+    the game kinds' own templates (pbem.kinds.kind_template_dirs), after the override.
 
     One Environment a language, too: its ``_()``, ``{% trans %}``, ``plural`` and
     ``ngettext``, its filters that name things (``bid``, ``face_name``) and the messages
@@ -634,6 +635,7 @@ def template_environment(override_dir: Path | None,
     if override_dir is not None:
         override = jinja2.FileSystemLoader(str(override_dir))
         loaders += [override, _Renamed(override, RENAMED)]
+    loaders += [jinja2.FileSystemLoader(str(folder)) for folder in kind_dirs]
     packaged = jinja2.FileSystemLoader(str(packaged_template_dir()))
     loaders += [packaged, _Renamed(packaged, {old: new for new, old in RENAMED.items()})]
     env = FastEnvironment(
@@ -692,15 +694,17 @@ class TemplateProblem(PbemError):
 class Renderer:
     """Renders the (text, html) pair of one mail kind."""
 
-    def __init__(self, override_dir: Path | None = None) -> None:
+    def __init__(self, override_dir: Path | None = None,
+                 kind_dirs: Sequence[Path] = ()) -> None:
         self.override_dir = Path(override_dir) if override_dir is not None else None
-        self.env = template_environment(self.override_dir)     # English, the source
+        self.kind_dirs = tuple(kind_dirs)    # the game kinds' own templates
+        self.env = template_environment(self.override_dir, SOURCE_LANGUAGE, self.kind_dirs)
 
     def environment(self, language: str = SOURCE_LANGUAGE) -> jinja2.Environment:
         """The templates in ``language`` (one Environment each, shared)."""
         if language == SOURCE_LANGUAGE:
             return self.env
-        return template_environment(self.override_dir, known_language(language))
+        return template_environment(self.override_dir, known_language(language), self.kind_dirs)
 
     @staticmethod
     def say(value: Any, language: str = SOURCE_LANGUAGE, zone: str | None = None) -> Any:

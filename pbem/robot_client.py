@@ -22,11 +22,9 @@ from email.utils import make_msgid
 from typing import Any
 
 from pbem.kinds import kind_for_view
-from pbem.kinds.bidding import order_lines
-from pbem.kinds.postal import POSTAL, choose_order
 
-__all__ = ["ReadReport", "choose_order", "client_order_lines", "order_lines", "parse_mail",
-           "read_report", "reply_to", "report_view"]
+__all__ = ["ReadReport", "client_order_lines", "parse_mail", "read_report", "reply_to",
+           "report_view"]
 
 
 def parse_mail(raw: bytes) -> EmailMessage:
@@ -106,7 +104,7 @@ def client_order_lines(view: dict[str, Any], rng: random.Random,
                        level: str = "normal") -> list[str]:
     """The order lines a robot player sends in answer to its report.json, for every
     game kind (the view's "format" says which); [] when it has no move to make."""
-    fmt = view.get("format", POSTAL.view_format)
+    fmt = view.get("format")
     try:
         kind = kind_for_view(fmt)
     except KeyError:

@@ -28,6 +28,7 @@ from pbem.db import SchemaError, check_schema, lanes_apart, open_database
 from pbem.faults import crash_point
 from pbem.fetching import Fetcher, oauth_login
 from pbem.junk import JUNK_SOURCE, JunkOverQuota, JunkTally
+from pbem.kinds import kind_template_dirs
 from pbem.mail.dkim import DkimError, DkimSigner, load_signer, with_signature
 from pbem.mail.headers import read_mail_header
 from pbem.mail.listener import ListenPolicy, MailListener, MailRefused
@@ -119,7 +120,7 @@ class Server:
         self.settings = settings
         self.signer = dkim_signer(settings)   # DKIM, or None; a bad key stops here
         self.engine = open_database(settings.database, synchronous=settings.db.synchronous)
-        self.referee = Referee(settings, self.engine, Renderer(settings.templates_dir), clock)
+        self.referee = Referee(settings, self.engine, Renderer(settings.templates_dir, kind_template_dirs()), clock)
         self.clock = clock
         self.fetcher = Fetcher(settings, self.engine, self.referee, clock,
                                self._backoff("IMAP"))

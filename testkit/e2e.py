@@ -22,11 +22,11 @@ from sqlmodel import Session
 from pbem.games import find_game, pending_orders
 from pbem.robot_client import client_order_lines, parse_mail, reply_to, report_view
 from pbem.server import Server
-from pbem.services.export import export_json
+from pbem.services.export import export_json, schema
 from testkit.stack import stack_settings
 
 REFEREE_KEY = "letmein-referee"
-SCHEMA = Path(__file__).parent.parent / "schema" / "game-record-generic.schema.json"
+SCHEMA = "game-record-generic.schema.json"   # with the kinds registered (export.schema)
 
 View = dict[str, Any]
 
@@ -248,7 +248,7 @@ class Table:
         and a move for every turn, and passes `pbem verify`; returns what that printed."""
         with Session(self.server.engine) as session:
             record = export_json(session, find_game(session, game))
-        jsonschema.validate(record, json.loads(SCHEMA.read_text()))
+        jsonschema.validate(record, schema(SCHEMA))
         # the keys the caller recounted (pbem.record/2 adds classic's dice held)
         assert set(record["result"]) == {"standings"}
         assert [{k: s[k] for k in expected} for s, expected in zip(

@@ -24,7 +24,7 @@ from pbem.games import (
     players_of,
     start_game,
 )
-from pbem.kinds import kind_named, kind_of
+from pbem.kinds import DEFAULT_KIND, kind_named, kind_of
 from pbem.mail.addresses import address_problem
 from pbem.models import Game, InboundMail, OutboundMail, Player, ServerState
 from pbem.options import USAGE as NEWGAME_USAGE
@@ -52,10 +52,7 @@ def parse_newgame(args: list[str]) -> NewGame:
     if not GAME_NAME.match(name):
         raise Refusal(_("'{value}' is not a valid game name", value=args[0]), GAME_NAME_HINT)
     new = parse_options(args[1:], name)   # the game's options (pbem.options)
-    try:
-        kind = kind_named(new.rules)
-    except KeyError as exc:
-        raise Refusal(str(exc.args[0]), _("e.g. RULES postal")) from None
+    kind = kind_named(new.rules or DEFAULT_KIND)   # a refusal for a kind there is not
     new.rules_json = kind.parse_options(new.rules_words)
     return new
 
@@ -75,7 +72,7 @@ def do_newgame(ctx: CommandContext, order: Order) -> str:
     new: NewGame = order.args
     seed = seed_from_number(new.seed) if new.seed is not None else new_seed()
     game = create_game(ctx.session, new.name, seed=seed, now=ctx.now, turn_hours=new.hours,
-                       kind=new.rules, rules_json=new.rules_json)
+                       kind=new.rules or DEFAULT_KIND, rules_json=new.rules_json)
     save_options(game, new.options)
     ctx.session.add(game)
     rules = kind_of(game).describe_rules(json.loads(game.rules_json))   # edition, options

@@ -25,17 +25,12 @@ from pbem.commands import (
 )
 from pbem.commands.context import CommandContext, MailCommand, refuse
 from pbem.errors import Refusal
-from pbem.kinds import KINDS, AnyKind, kind_of
+from pbem.kinds import KINDS, AnyKind, kind_of, kinds_note
 from pbem.orders import MAIL_LINES, Command, Order, help_lines, no_args, one_word
 from pbem.render import rules_document, rules_file
 from pbem.wording import _
 
 HELP_SUBJECT = _("Bluff by mail: the orders")
-
-
-GENERAL_NOTE = _("This server runs three games: postal Bluff, classic Bluff and Cup of Bluff; "
-                 "your reports say which one you play, and HELP in a reply to a report lists "
-                 "just its orders.")
 
 
 def do_player_help(ctx: CommandContext, order: Order) -> str:
@@ -48,7 +43,7 @@ def do_player_help(ctx: CommandContext, order: Order) -> str:
     ctx.answer("help", HELP_SUBJECT, {
         "commands": help_lines(commands, language), "referee_commands": [],
         "server_address": ctx.post.settings.address,
-        "kind_note": kind.help_note if kind is not None else GENERAL_NOTE,
+        "kind_note": kind.help_note if kind is not None else kinds_note(),
         "rules_file": rules},
         attachments=[(rules, "text/markdown", rules_document(language))])
     return "help sent"

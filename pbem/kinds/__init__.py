@@ -1,8 +1,10 @@
 """The registry of game kinds: the one table the server looks kinds up in.
 
 Adding a kind touches only its module, its templates and this table: a kind is a
-``GameKind[State, Move]`` subclass, and ``register`` puts it in ``KINDS`` (a test's toy
-kind too, tests/kinds/test_toy_kind.py).
+``GameKind[State, Move]`` subclass, and ``register`` puts it in ``KINDS``. Everything
+outside pbem/kinds/ asks the table, never a kind's name: a kind written elsewhere (a
+test's toy kind, tests/kinds/test_toy_kind.py, with its own state, moves and templates)
+plays by mail, reports, exports, verifies and shows on the web pages as pbem's own do.
 
 The pure core: kinds import the rules (pbem.rules) and the order language
 (pbem.orders), never the database, the mail or the server.
@@ -10,14 +12,17 @@ The pure core: kinds import the rules (pbem.rules) and the order language
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Protocol
 
-from pbem.kinds.base import GameKind, Resolution, TakenOrder, Understood
+from pbem.errors import Refusal
+from pbem.kinds.base import Demo, GameKind, Resolution, TakenOrder, Understood
 from pbem.kinds.classic import CLASSIC
 from pbem.kinds.cup import CUP
 from pbem.kinds.jsontypes import JSON, JSONMap
 from pbem.kinds.postal import POSTAL
 from pbem.kinds.tables import PUBLIC, REVEAL, Viewer
+from pbem.wording import Message, _, listed
 
 # a kind of any state and move: what the server holds when it looks a game's kind up
 AnyKind = GameKind[Any, Any]
@@ -43,29 +48,57 @@ def register(kind: AnyKind) -> AnyKind:
     return kind
 
 
+def unregister(kind: AnyKind) -> None:
+    """Take a kind out of the table (a test's toy kind, once its test is done)."""
+    if KINDS.get(kind.name) is kind:
+        del KINDS[kind.name]
+
+
 for _kind in (POSTAL, CLASSIC, CUP):
     register(_kind)
 
+# what NEWGAME without RULES, `pbem demo` without --rules and a report.json without a
+# "format" (written before views had one) play
+DEFAULT_KIND = POSTAL.name
+
 
 def kind_named(name: str) -> AnyKind:
-    try:
-        return KINDS[name]
-    except KeyError:
-        raise KeyError(f"unknown game kind '{name}' (kinds: {', '.join(KINDS)})") from None
+    """The kind called ``name`` (RULES <name>); a refusal that lists the kinds if none is."""
+    kind = KINDS.get(name)
+    if kind is None:
+        raise Refusal(f"unknown game kind '{name}' (kinds: {', '.join(KINDS)})",
+                      _("e.g. RULES postal"))
+    return kind
 
 
 def kind_of(game: HasKind) -> AnyKind:
     return kind_named(game.kind)
 
 
-def kind_for_view(view_format: str) -> AnyKind:
-    """The kind whose report.json has this format ("pbem.classic.view/1"); KeyError if none."""
+def kinds_note() -> Message:
+    """What HELP tells a sender who plays no game: the games this server runs."""
+    return _("This server runs these games: {games}; your reports say which one you play, "
+             "and HELP in a reply to a report lists just its orders.",
+             games=listed(kind.title for kind in KINDS.values()))
+
+
+def kind_template_dirs() -> list[Path]:
+    """The folders of the kinds' own templates (GameKind.template_dir), for the template
+    loaders of the mails and the web pages."""
+    return [kind.template_dir for kind in KINDS.values() if kind.template_dir is not None]
+
+
+def kind_for_view(view_format: str | None) -> AnyKind:
+    """The kind whose report.json has this format ("pbem.classic.view/1"; None: a view
+    without one, the default kind's); KeyError if none."""
+    if view_format is None:
+        return kind_named(DEFAULT_KIND)
     for kind in KINDS.values():
         if kind.view_format == view_format:
             return kind
     raise KeyError(f"no game kind writes views of format {view_format!r}")
 
 
-__all__ = ["JSON", "KINDS", "PUBLIC", "REVEAL", "AnyKind", "GameKind", "HasKind", "JSONMap",
-           "Resolution", "TakenOrder", "Understood", "Viewer", "kind_for_view",
-           "kind_named", "kind_of", "register"]
+__all__ = ["DEFAULT_KIND", "JSON", "KINDS", "Demo", "PUBLIC", "REVEAL", "AnyKind", "GameKind", "HasKind", "JSONMap",
+           "Resolution", "TakenOrder", "Understood", "Viewer", "kind_for_view", "kind_template_dirs", "kinds_note",
+           "kind_named", "kind_of", "register", "unregister"]

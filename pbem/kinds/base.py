@@ -23,10 +23,12 @@ import random
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Generic, TypeVar
 
+from pbem.kinds.generic_record import FORMAT as GENERIC_FORMAT
 from pbem.kinds.generic_record import GameRows, generic_record
-from pbem.kinds.jsontypes import JSON, JSONMap, Odds
+from pbem.kinds.jsontypes import JSON, BidChart, JSONMap, MoveExtra, Odds
 from pbem.kinds.tables import Viewer
 from pbem.orders import Command, Order
 from pbem.rules.dice import DiceStream
@@ -60,9 +62,19 @@ class Resolution(Generic[S]):
     extras: dict[int, list[object]] = field(default_factory=dict)
     # seat -> what pbem.record/2 adds to its move: "dealt" (the dice the seed dealt with the
     # move, stars as "*"), "shown" (the dice an expose showed, which one is the orange die)
-    record: dict[int, JSON] = field(default_factory=dict)
+    record: dict[int, MoveExtra] = field(default_factory=dict)
     # seat -> the notes as told to that seat's player ("you announce"), in place of notes
     seat_notes: dict[int, list[str]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Demo:
+    """What `pbem demo --rules <kind>` plays: how many robots, the NEWGAME words after
+    RULES <kind>, and the most turns it waits for the game to end."""
+
+    players: int
+    options: str = ""
+    most_turns: int = 2000
 
 
 class GameKind(ABC, Generic[S, M]):
@@ -76,15 +88,23 @@ class GameKind(ABC, Generic[S, M]):
     # DEFAULT <word> -> what a standing order does in this kind (the words it accepts),
     # said in the reader's language (str() of one is its English)
     standing_orders: Mapping[str, Said]
+    # the folder of its own templates (a kind outside pbem keeps them beside its module),
+    # searched after a referee's templates_dir and before pbem's; None: pbem's alone
+    template_dir: Path | None = None
     # the Jinja2 template pair of its turn report (NAME.txt.j2, NAME.html.j2); a kind
     # without its own shows the generic one (notes, standings, history)
     report_template: str = "generic_report"
-    # how the web pages draw its scores and tables (templates/web/): "postal", "classic",
-    # "cup"; any other look shows the tables and the standings' score alone
-    web_look: str = "generic"
+    # the template of macros that draw its tables and scores on the web pages (its look:
+    # templates/web/looks/generic.html.j2 says which); the generic look draws the tables
+    # by their type and the standings' score alone
+    web_look: str = "web/looks/generic.html.j2"
     # what the chart of a game's course draws (pbem.charts): a standing's key, its name
     course_key: str = "score"
     course_label: str = "score"
+    # the format of its record (``record``): the generic one, or one of its own
+    record_format: str = GENERIC_FORMAT
+    # what `pbem demo` plays of it (None: its fewest players, no options)
+    demo: Demo | None = None
 
     @property
     def view_format(self) -> str:
@@ -193,10 +213,8 @@ class GameKind(ABC, Generic[S, M]):
         """Anything more its report template needs (the postal report shows odds); may be {}."""
         return {}
 
-    def bid_charts(self, state: S, seat: int) -> list[JSON]:
-        """For each bid seat must answer now, what its report draws (pbem.charts): how
-        many matching dice (or what total) there may be, from what seat can see, as
-        {"title", "quantity", "rule": "at_least" | "exactly", "question", "bars": [[n, p]]};
+    def bid_charts(self, state: S, seat: int) -> list[BidChart]:
+        """For each bid seat must answer now, what its report draws (pbem.charts);
         [] when seat answers no bid."""
         return []
 

@@ -8,7 +8,7 @@ from typing import TypeVar
 
 from pbem.errors import Refusal
 from pbem.kinds.base import GameKind
-from pbem.kinds.jsontypes import JSON, JSONMap
+from pbem.kinds.jsontypes import JSON, BidChart, JSONMap
 from pbem.kinds.words import bid_words
 from pbem.orders import Order
 from pbem.rules.bid_moves import CHALLENGE, BidMove, Move, move_from_json, move_to_json
@@ -93,7 +93,7 @@ class BidMoves(GameKind[S, Move]):
         return order_lines(move)
 
 
-def count_chart(view: SeatView, bid: Bid) -> JSON:
+def count_chart(view: SeatView, bid: Bid) -> BidChart:
     """The chart of a standing bid for the seat that must answer it (GameKind.bid_charts):
     how many dice may match it in all, from what the seat can see."""
     dist = actual_distribution(view, bid)

@@ -17,7 +17,7 @@ import random
 from collections.abc import Mapping, Sequence
 
 from pbem.errors import Refusal
-from pbem.kinds.base import Resolution, TakenOrder, Understood
+from pbem.kinds.base import Demo, Resolution, TakenOrder, Understood
 from pbem.kinds.bidding import (
     HELP_NOTE,
     STANDING_ORDERS_SAID,
@@ -27,7 +27,7 @@ from pbem.kinds.bidding import (
     read_bid_order,
     standing_bid_move,
 )
-from pbem.kinds.jsontypes import JSON, JSONMap, Odds
+from pbem.kinds.jsontypes import JSON, BidChart, JSONMap, MoveExtra, Odds
 from pbem.kinds.tables import (
     Viewer,
     bid_json,
@@ -230,7 +230,8 @@ class ClassicKind(BidMoves[ClassicState]):
     max_players = 6
     commands = tuple(c for c in PLAYER_COMMANDS if c.name in MOVE_NAMES)
     report_template = "classic_report"
-    web_look = "classic"
+    web_look = "web/looks/classic.html.j2"
+    demo = Demo(4, "english")
     course_key = "dice"
     course_label = "dice held"
     option_help = OPTION_HELP
@@ -330,8 +331,8 @@ class ClassicKind(BidMoves[ClassicState]):
             try:
                 state.check_move(seat, trial)
             except RulesError as exc:
-                raise Refusal(exc.message, _("your report lists what you may do now"),
-                              bad) from None
+                exc.quoting(bad, hint=_("your report lists what you may do now"))
+                raise
         where = f"in round {state.round}"
         if isinstance(move, BidMove):
             o = bid_odds(state.seat_view(seat), move.bid)
@@ -362,7 +363,7 @@ class ClassicKind(BidMoves[ClassicState]):
         (seat,) = due
         after, events = apply_move(state, seat, moves[seat], stream)
         extras: dict[int, list[object]] = {}
-        record: dict[int, JSON] = {}
+        record: dict[int, MoveExtra] = {}
         for e in events:
             if isinstance(e, BidPlaced):
                 if e.rerolled:
@@ -459,7 +460,7 @@ class ClassicKind(BidMoves[ClassicState]):
     def web_scores(self, state: ClassicState) -> list[JSON]:
         return classic_scores(state)
 
-    def bid_charts(self, state: ClassicState, seat: int) -> list[JSON]:
+    def bid_charts(self, state: ClassicState, seat: int) -> list[BidChart]:
         bid = state.current_bid
         if bid is None or seat not in state.due():
             return []

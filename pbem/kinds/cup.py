@@ -17,8 +17,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 
 from pbem.errors import Refusal
-from pbem.kinds.base import GameKind, Resolution, TakenOrder, Understood
-from pbem.kinds.jsontypes import JSON, JSONMap
+from pbem.kinds.base import Demo, GameKind, Resolution, TakenOrder, Understood
+from pbem.kinds.jsontypes import JSON, BidChart, JSONMap, MoveExtra
 from pbem.kinds.tables import POINTS_TABLE, Viewer, cup_scores, cup_tables
 from pbem.kinds.words import KIND_TITLES, Told
 from pbem.orders import Command, Order, SeatByName
@@ -342,7 +342,8 @@ class CupKind(GameKind[CupState, Move]):
     max_players = cb.MAX_PLAYERS
     commands = COMMANDS
     report_template = "cup_report"
-    web_look = "cup"
+    web_look = "web/looks/cup.html.j2"
+    demo = Demo(4)
     course_label = "points"
     option_help = _("Cup of Bluff takes no options: 3 to 5 players, 3 dice, 16 tokens "
                     "(docs/rules.md section 5)")
@@ -404,7 +405,8 @@ class CupKind(GameKind[CupState, Move]):
         try:
             state.check_move(seat, move)
         except RulesError as exc:
-            raise Refusal(exc.message, may, order) from None
+            exc.quoting(order, hint=may)
+            raise
         said = self.describe_move_said(move)
         return TakenOrder(move, [Understood(order, said)], str(said))
 
@@ -424,8 +426,9 @@ class CupKind(GameKind[CupState, Move]):
         extras: dict[int, list[object]] = {}
         # pbem.record/2: the roll of Bluffer turn n is recorded with that Bluffer's claim or
         # doublet, the move it belongs to (the GIVE and the Guesser's answer have none)
-        record = ({seat: {"dealt": list(state.roll)}}
-                  if state.phase == cb.ACT and seat == state.bluffer else {})
+        record: dict[int, MoveExtra] = ({seat: {"dealt": list(state.roll)}}
+                                        if state.phase == cb.ACT and seat == state.bluffer
+                                        else {})
         for e in events:
             if isinstance(e, Rolled):   # the roll itself is secret: only for the record
                 extras[e.bluffer] = list(e.roll)   # pbem.record/1 kept the next roll here
@@ -535,7 +538,7 @@ class CupKind(GameKind[CupState, Move]):
                            level: str = "normal") -> list[str]:
         return client_order_lines(view, rng)
 
-    def bid_charts(self, state: CupState, seat: int) -> list[JSON]:
+    def bid_charts(self, state: CupState, seat: int) -> list[BidChart]:
         """The Guesser's chart: how likely each total of three dice is, the claim marked
         (it holds only if the roll is exactly that total)."""
         claim = state.claim

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from itertools import groupby
 from typing import TYPE_CHECKING, TypeVar
 
-from pbem.kinds.jsontypes import JSON, JSONMap
+from pbem.kinds.jsontypes import JSON, JSONMap, MoveExtra
 from pbem.rules.dice import DiceStream
 
 if TYPE_CHECKING:   # the kind calls these functions: a type only, no import at run time
@@ -67,11 +67,11 @@ class GameRows:
 
 
 def replay_dealt(kind: GameKind[S, M], rules: JSONMap, seed: bytes, players: int,
-                 moves: Sequence[MoveRow]) -> tuple[dict[tuple[int, int], JSON], S]:
+                 moves: Sequence[MoveRow]) -> tuple[dict[tuple[int, int], MoveExtra], S]:
     """(turn, seat) -> what the record adds to that move, and the state after the last turn."""
     stream = DiceStream(seed)
     state = kind.start(rules, stream, players)
-    added: dict[tuple[int, int], JSON] = {}
+    added: dict[tuple[int, int], MoveExtra] = {}
     ordered = sorted(moves, key=lambda m: (m.turn, m.seat))
     for turn, group in groupby(ordered, key=lambda m: m.turn):
         resolution = kind.apply(state, {m.seat: kind.move_from_json(m.move) for m in group},
@@ -101,7 +101,7 @@ def _shown(value: object) -> str:
 def generic_record(kind: GameKind[S, M], rows: GameRows) -> JSON:
     """The pbem.record/2 JSON of a game; the seed and the result only once it is over."""
     players = len({e.entrant for e in rows.entrants})
-    added: dict[tuple[int, int], JSON] = {}
+    added: dict[tuple[int, int], MoveExtra] = {}
     result = None
     if rows.started:
         added, state = replay_dealt(kind, rules=rows.rules, seed=rows.seed, players=players,

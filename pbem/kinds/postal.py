@@ -6,7 +6,7 @@ import random
 from collections.abc import Mapping, Sequence
 
 from pbem.errors import Refusal
-from pbem.kinds.base import Resolution, TakenOrder, Understood
+from pbem.kinds.base import Demo, Resolution, TakenOrder, Understood
 from pbem.kinds.bidding import (
     HELP_NOTE,
     STANDING_ORDERS_SAID,
@@ -17,7 +17,7 @@ from pbem.kinds.bidding import (
     standing_bid_move,
 )
 from pbem.kinds.generic_record import GameRows
-from pbem.kinds.jsontypes import JSON, JSONMap, Odds
+from pbem.kinds.jsontypes import JSON, BidChart, JSONMap, Odds
 from pbem.kinds.tables import Viewer, postal_scores, postal_tables
 from pbem.kinds.words import KIND_TITLES, Told, bid_words
 from pbem.orders import PLAYER_COMMANDS, Order
@@ -36,7 +36,7 @@ from pbem.rules.postal import (
     apply_turn,
     new_game,
 )
-from pbem.rules.postal_record import GameRecord, RecordedMove, result_json
+from pbem.rules.postal_record import RECORD_FORMAT, GameRecord, RecordedMove, result_json
 from pbem.rules.robot import DEFAULT_LEVEL, choose_move
 from pbem.rules.ruleset import RuleSet
 from pbem.rules.view import holdings, odds_view
@@ -66,7 +66,9 @@ class PostalKind(BidMoves[PostalState]):
     max_players = PLAYERS
     commands = tuple(c for c in PLAYER_COMMANDS if c.name in MOVE_NAMES)
     report_template = "postal_report"
-    web_look = "postal"
+    web_look = "web/looks/postal.html.j2"
+    demo = Demo(5, most_turns=200)
+    record_format = RECORD_FORMAT
     course_label = "virtual dice"
     option_help = _("postal takes no options: five players, five mini-games (docs/rules.md "
                     "section 4)")
@@ -121,8 +123,8 @@ class PostalKind(BidMoves[PostalState]):
             minigame = state.check_move(seat, move)
         except RulesError as exc:
             bad = exposes[0] if exposes and "expose" in str(exc).lower() else order
-            raise Refusal(exc.message, _("your report lists what you may do this turn"),
-                          bad) from None
+            exc.quoting(bad, hint=_("your report lists what you may do this turn"))
+            raise
         odds = None
         if isinstance(move, BidMove):
             o = bid_odds(state.seat_view(seat, minigame), move.bid)
@@ -199,7 +201,7 @@ class PostalKind(BidMoves[PostalState]):
                     actual=c.result.actual, paid=paid))))
         return [line for _turn, line in sorted(lines, key=lambda item: item[0])]
 
-    def bid_charts(self, state: PostalState, seat: int) -> list[JSON]:
+    def bid_charts(self, state: PostalState, seat: int) -> list[BidChart]:
         number = state.due().get(seat)
         if number is None:
             return []

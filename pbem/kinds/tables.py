@@ -29,6 +29,7 @@ from pbem.rules.ladder import Bid, Ladder
 from pbem.rules.odds import bid_odds
 from pbem.rules.postal import SEATS, MiniGame, PostalState, make_ladder
 from pbem.rules.view import odds_view
+from pbem.wording import _
 
 # Cup of Bluff: the tokens of each value in points, best first
 POINTS_TABLE = [{"points": p, "tokens": [t for t in cb.TOKENS if cb.points(t) == p]}
@@ -94,7 +95,7 @@ def lifted_cups(table: dict[int, tuple[Die, ...]], bid: Bid) -> list[JSON]:
             for s, d in sorted(table.items())]
 
 
-def _bluff_table(title: str, number: int, ladder: Ladder, bids: list[JSON],
+def _bluff_table(title: Told, number: int, ladder: Ladder, bids: list[JSON],
                  placed: Sequence[Bid], **rest: object) -> JSON:
     current = placed[-1] if placed else None
     running = rest.get("status") == "running"
@@ -119,7 +120,7 @@ def _postal_minigame(state: PostalState, game: MiniGame, viewer: Viewer,
                      "losses": [{"seat": s, "lost": n} for s, n in sorted(r.losses.items())],
                      "out": [], "cups": lifted_cups(c.table, r.bid)}
     return _bluff_table(
-        f"Mini-game {game.number}", game.number, state.ladder(game.number), bids,
+        Told(_("Mini-game {number}", number=game.number)), game.number, state.ladder(game.number), bids,
         [b.bid for b in game.bids], status="ended" if game.ended else "running",
         dice_in_play=game.dice_in_play, dice_count=sum(len(cup.dice) for cup in game.cups),
         dice_per_player=len(game.cups[0].dice),
@@ -149,7 +150,7 @@ def _finished_round(state: ClassicState, end: RoundEnd) -> JSON:
     r = end.result
     dice_in_play = sum(d.weight for dice in end.table.values() for d in dice)
     return _bluff_table(
-        f"Round {end.round}", end.round,
+        Told(_("Round {number}", number=end.round)), end.round,
         make_ladder(dice_in_play, state.rules.star_bids, state.rules.board_cap),
         _classic_bids(end.bids), [b.bid for b in end.bids], status="ended",
         dice_in_play=dice_in_play, dice_count=sum(len(dice) for dice in end.table.values()),
@@ -173,7 +174,7 @@ def classic_tables(state: ClassicState, viewer: Viewer) -> list[JSON]:
         o = bid_odds(state.seat_view(seat), state.current_bid)
         odds = {"holds": o.holds, "exact": o.exact}
     current = _bluff_table(
-        f"Round {state.round}", state.round, state.ladder, _classic_bids(state.bids),
+        Told(_("Round {number}", number=state.round)), state.round, state.ladder, _classic_bids(state.bids),
         [b.bid for b in state.bids], status="running", dice_in_play=state.dice_in_play,
         dice_count=sum(hand.count for hand in state.hands),
         dice_per_player=None, opener=state.opener, to_move=state.to_move,
@@ -199,7 +200,7 @@ def cup_tables(state: CupState, viewer: Viewer, rounds: list[JSON]) -> list[JSON
     shown = claim is not None and state.phase == cb.GIVE
     roll = (list(state.roll) if running and (viewer.sees(state.bluffer) or shown) else None)
     return [{
-        "type": "cup", "title": "The table", "status": "running" if running else "ended",
+        "type": "cup", "title": Told(_("The table")), "status": "running" if running else "ended",
         "phase": state.phase, "round": state.number,
         "bluffer": state.bluffer if running else None,
         "to_move": next(iter(state.due()), None),

@@ -1,16 +1,16 @@
-"""Errors of the rules core: malformed (cannot be read) vs illegal (not allowed now)."""
+"""Errors of the rules core: malformed (cannot be read) vs illegal (not allowed now).
 
-from pbem.errors import PbemError
-from pbem.wording import Said
+A rules error is the refusal the player is told (pbem.errors.Refusal): the rules raise
+what the shell shows, and a kind that knows the order line it came from fills that in
+(``quoting``) rather than saying it again as another error.
+"""
+
+from pbem.errors import Refusal
 
 
-class RulesError(PbemError):
+class RulesError(Refusal):
     """Base of every rules error; the message is meant for the player (``message``: said
     in the player's language, ``str()``: English)."""
-
-    def __init__(self, message: Said) -> None:
-        super().__init__(str(message))
-        self.message = message
 
 
 class MalformedMove(RulesError):

@@ -1,8 +1,8 @@
-"""A game's record as JSON, for `pbem export` and the demo.
+"""A game's record as JSON, for `pbem export` and the demo, and the JSON schemas of the
+records and the web pages' data with the registered kinds named in them.
 
-The kind writes it (``GameKind.record``): postal games give the record `pbem verify`
-checks (pbem.bluff.record/1); other kinds the generic pbem.record/2 (pbem.kinds.generic_record,
-checked by pbem.kinds.verify).
+The kind writes it (``GameKind.record``): the generic pbem.record/2 (pbem.kinds.generic_record,
+checked by pbem.kinds.verify), or a format of the kind's own that `pbem verify` knows.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from typing import Any
 from sqlmodel import Session
 
 from pbem.games import entrants_of, load_state, moves_of
-from pbem.kinds import kind_of
+from pbem.kinds import KINDS, kind_of
 from pbem.kinds.generic_record import Entrant, GameRows, MoveRow
-from pbem.kinds.postal import POSTAL, PostalRecord
 from pbem.models import Game
+from pbem.paths import packaged_dir
 
 
 def game_rows(session: Session, game: Game) -> GameRows:
@@ -35,11 +35,22 @@ def state_now(session: Session, game: Game) -> Any:
     return load_state(session, game) if game.status in ("running", "over") else None
 
 
-def export_record(session: Session, game: Game) -> PostalRecord:
-    """The postal game's record as an object (pbem.bluff.record/1): the demo reads it."""
-    return POSTAL.game_record(game_rows(session, game), state_now(session, game))
-
-
 def export_json(session: Session, game: Game) -> dict[str, Any]:
     """Any game's record as JSON, as its kind writes it."""
     return kind_of(game).record(game_rows(session, game), state_now(session, game))
+
+
+
+def schema(name: str) -> dict[str, Any]:
+    """The JSON schema ``name`` of schema/ with its "kind" an enum of the registered kinds'
+    names (a kind registered later too): in a record's schema, the kinds whose record has
+    one of its formats; in the web pages' schema, every kind."""
+    data: dict[str, Any] = json.loads((packaged_dir("schema") / name).read_text(
+        encoding="utf-8"))
+    defs, properties = data.get("$defs", {}), data.get("properties", {})
+    kind = defs["kind"] if "kind" in defs else properties["kind"]
+    fmt = properties.get("format", {})
+    formats = fmt.get("enum", [fmt["const"]] if "const" in fmt else None)
+    kind["enum"] = [k.name for k in KINDS.values()
+                    if formats is None or k.record_format in formats]
+    return data

@@ -22,8 +22,7 @@ from starlette.responses import Response
 from pbem.charts import GLOBALS as CHARTS
 from pbem.config import Settings
 from pbem.i18n import LANGUAGES, best_language, translator
-from pbem.kinds import kind_named
-from pbem.kinds.words import KIND_TITLES
+from pbem.kinds import kind_named, kind_template_dirs
 from pbem.render import (
     FastEnvironment,  # the mails' fast paths, same output
     bid,
@@ -38,7 +37,7 @@ from pbem.render import (
     said_in,
     utc,
 )
-from pbem.wording import Translator, _, listing
+from pbem.wording import Translator, listing
 
 COOKIE = "lang"
 COOKIE_SECONDS = 365 * 86400
@@ -106,30 +105,13 @@ def _gettext_callables(tr: Translator) -> dict[str, Callable[..., str]]:
     return {"gettext": gettext, "_": gettext, "ngettext": ngettext}
 
 
-def kind_title(name: str, title: Any) -> Any:
-    """A kind's title, said in the reader's language where it is one of pbem's own."""
-    return KIND_TITLES.get(name, title)
-
-
-def table_title(look: str, table: dict[str, Any]) -> Any:
-    """A table's heading: "Mini-game 3" (postal), "Round 2" (classic), as the kind's
-    tables (pbem.kinds.tables) name them."""
-    if look == "postal" and table.get("number") is not None:
-        return _("Mini-game {number}", number=table["number"])
-    if look == "classic" and table.get("number") is not None:
-        return _("Round {number}", number=table["number"])
-    if table.get("type") == "cup":
-        return _("The table")
-    return table.get("title", "")
-
-
 def template_environment(settings: Settings, language: str) -> jinja2.Environment:
     """The web templates (templates/web/) in ``language``: ``{% trans %}``, ``_()``,
     ``plural`` and the filters that name things (``bid``, ``face_name``) speak it."""
     tr = translator(language)
-    folders = [str(packaged_template_dir())]
-    if settings.templates_dir is not None:
-        folders.insert(0, str(settings.templates_dir))
+    # a referee's own, the kinds' own (GameKind.template_dir), pbem's
+    folders = [str(folder) for folder in (settings.templates_dir, *kind_template_dirs(),
+                                          packaged_template_dir()) if folder is not None]
     env = FastEnvironment(
         loader=jinja2.FileSystemLoader(folders),
         autoescape=jinja2.select_autoescape(enabled_extensions=("html.j2",),
@@ -144,13 +126,14 @@ def template_environment(settings: Settings, language: str) -> jinja2.Environmen
     env.filters.update(die=die, dice=dice, plain=plain, pct=pct, utc=utc, lookup=lookup,
                        face_name=lambda face, quantity=1: face_name(face, quantity, tr),
                        bid=lambda b: bid(b, tr),
-                       said=said_in(tr))
+                       said=said_in(tr),
+                       english=str)    # a kind's text (a Told) as its English: an attribute
     env.globals.update(lookup=lookup, plural=plural_in(tr),
                        listing=lambda items, none=None: listing(items, none, tr),
-                       language=language, kind_title=kind_title, table_title=table_title)
+                       language=language)
     # the pictures: course_chart_svg ... (pbem.charts), in the page's language
     env.globals.update({name: functools.partial(draw, tr=tr) for name, draw in CHARTS.items()})
-    # how the pages draw a kind's scores and tables ("postal", "classic", "cup"), by its name
+    # the template of macros that draw a kind's tables and scores (GameKind.web_look)
     env.globals["web_look"] = lambda name: kind_named(name).web_look
     return env
 

@@ -14,9 +14,9 @@ from pbem.errors import Refusal
 from pbem.games import find_game, pending_orders
 from pbem.kinds import kind_of
 from pbem.models import AuditEntry, OutboundMail
-from pbem.rules.postal_record import verify
+from pbem.rules.postal_record import GameRecord, verify
 from pbem.server import Server
-from pbem.services.export import export_record
+from pbem.services.export import export_json
 from testkit.desk import (
     PLAYERS,
     Clock,
@@ -180,7 +180,7 @@ def test_replace_by_cli_then_the_game_still_verifies(server: Server) -> None:
     while status(server) == "running":
         server.referee.admin(["PROCESS", "g1"])
     with Session(server.engine) as session:
-        record = export_record(session, find_game(session, "g1"))
+        record = GameRecord.from_json(export_json(session, find_game(session, "g1")))
     assert len(record.entrants) == 5 and "newbie" in record.entrants
     assert verify(record) == []
 

@@ -20,13 +20,15 @@ import pytest
 from sqlmodel import Session
 
 from pbem.games import find_game
-from pbem.robot_client import choose_order, order_lines
+from pbem.kinds.bidding import order_lines
+from pbem.kinds.postal import choose_order
 from pbem.rules.bid_moves import BidMove
 from pbem.rules.challenge import count_matching
 from pbem.rules.dice import Die, face_from_json
 from pbem.rules.ladder import Bid
 from pbem.rules.postal import minigame_of
-from pbem.services.export import export_record
+from pbem.rules.postal_record import GameRecord
+from pbem.services.export import export_json
 from testkit.e2e import Table, pbem_verify, text_of
 
 pytestmark = pytest.mark.mailstack
@@ -117,7 +119,7 @@ def test_whole_postal_game_over_dovecot(mailstack: Any, table: Table, tmp_path: 
 
     # the export verifies, with the real command line
     with Session(server.engine) as session:
-        record = export_record(session, find_game(session, "cup-1"))
+        record = GameRecord.from_json(export_json(session, find_game(session, "cup-1")))
     pbem_verify(record.to_json(), tmp_path / "cup-1.json")
     # processed mail was moved out of the inbox into pbem-done
     assert mailstack.fetch_all("bluff") == []

@@ -29,14 +29,12 @@ from pbem.robot_client import client_order_lines
 from pbem.rules.dice import DiceStream, seed_from_number
 from pbem.rules.postal_record import GameRecord, verify
 from pbem.rules.robot import choose_move
-from pbem.services.export import export_json
+from pbem.services.export import export_json, schema
 from pbem.services.turns import resolve_turn
 from pbem.wording import say
 
-SCHEMA = json.loads((Path(__file__).parents[2] / "schema" /
-                     "game-record-generic.schema.json").read_text())
-POSTAL_SCHEMA = json.loads((Path(__file__).parents[2] / "schema" /
-                            "game-record.schema.json").read_text())
+SCHEMA = schema("game-record-generic.schema.json")
+POSTAL_SCHEMA = schema("game-record.schema.json")
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
 

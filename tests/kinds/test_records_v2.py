@@ -22,11 +22,12 @@ from pbem.rules.cupofbluff import roll_label
 from pbem.rules.dice import STAR, DiceStream
 from pbem.rules.ladder import Bid
 from pbem.rules.ruleset import RuleSet
+from pbem.services.export import schema
 from testkit.reports import Played, play
 from tests.rules.test_classic_rules import position
 
 ROOT = Path(__file__).parents[2]
-SCHEMA = json.loads((ROOT / "schema" / "game-record-generic.schema.json").read_text())
+SCHEMA = schema("game-record-generic.schema.json")
 OLD = sorted((Path(__file__).parents[1] / "records").glob("*.record1.json"))
 
 

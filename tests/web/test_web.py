@@ -30,6 +30,7 @@ from pbem.kinds.verify import check_record
 from pbem.models import Game, Player
 from pbem.rules.classic import hand_label as classic_hand_label
 from pbem.rules.dice import DiceStream, face_json
+from pbem.services.export import schema
 from pbem.web import create_app
 from pbem.web.database import DatabaseNotReady, open_read_only
 from testkit.desk import PLAYERS, Clock, admin, make_server, order, outbox
@@ -50,8 +51,7 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     from starlette.testclient import TestClient
 
-SCHEMA = json.loads((Path(__file__).parents[2] / "schema" / "web-api.schema.json")
-                    .read_text(encoding="utf-8"))
+SCHEMA = schema("web-api.schema.json")   # its kinds: the registered ones
 
 
 def valid(data: Any, name: str) -> list[str]:
