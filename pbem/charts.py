@@ -29,6 +29,7 @@ The functions are Jinja2 globals of the mail and web templates (pbem.render, pbe
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -283,8 +284,10 @@ def course_svg(course: Mapping[str, Any], tr: Translator = ENGLISH, *,
         step_w = plot_w / span
         for i in range(len(turns)):
             where = escape(f"{link}{i}")
-            parts.append(f'<a href="{where}" class="turn-link"><rect x="{x(i) - step_w / 2:.1f}" '
-                         f'y="{top}" width="{step_w:.1f}" height="{plot_h}" fill="#fff" '
+            # a turn's strip of the plot, cut at the plot's edges
+            x0, x1 = max(left, x(i) - step_w / 2), min(left + plot_w, x(i) + step_w / 2)
+            parts.append(f'<a href="{where}" class="turn-link"><rect x="{x0:.1f}" '
+                         f'y="{top}" width="{x1 - x0:.1f}" height="{plot_h}" fill="#fff" '
                          f'fill-opacity="0"><title>{escape(turn_word)} {turns[i]}</title>'
                          f'</rect></a>')
     parts.append("</g></svg>")
@@ -480,9 +483,11 @@ def odds_text(chart: Mapping[str, Any], indent: str = "  ",
     top = max(p for _c, p in bars) or 1.0
     quantity = int(chart["quantity"])
     title = _said(chart["title"], tr)
-    out = [f"{indent}{_said(chart['question'], tr)}",
-           indent + _("The chance of each, from what you can see (# it holds, . it fails):"
-                      ).said(tr)]
+    # the words wrapped at 72 columns: German and Czech say them at greater length
+    words = [_said(chart["question"], tr),
+             _("The chance of each, from what you can see (# it holds, . it fails):").said(tr)]
+    out = [textwrap.fill(w, 72, initial_indent=indent, subsequent_indent=indent,
+                         break_long_words=False, break_on_hyphens=False) for w in words]
     for count, p in bars:
         char = "#" if _holds(chart, count) else "."
         bar = char * max(1, round(ODDS_TEXT_WIDTH * p / top))
@@ -491,9 +496,14 @@ def odds_text(chart: Mapping[str, Any], indent: str = "  ",
     return "\n".join(out)
 
 
+def fail_chance(chart: Mapping[str, Any], tr: Translator = ENGLISH) -> float:
+    """The chance that the bid fails (a challenge of it wins), from the chart's bars."""
+    return sum(float(p) for c, p in chart["bars"] if not _holds(chart, int(c)))
+
+
 # the names the templates call them by
-GLOBALS: dict[str, Callable[..., str]] = {
+GLOBALS: dict[str, Callable[..., Any]] = {
     "course_chart_svg": course_svg, "course_chart_html": course_html,
     "course_chart_text": course_text, "odds_chart_html": odds_html,
     "odds_chart_text": odds_text, "course_chart_legend": course_legend,
-    "course_chart_table": course_table}
+    "course_chart_table": course_table, "odds_fail_chance": fail_chance}

@@ -214,12 +214,13 @@ def _look(page: Any, name: str, mode: str, width: int, shots: Path) -> list[str]
 def _look1(page: Any, name: str, mode: str, width: int, shots: Path) -> list[str]:
     if mode == "stripped":
         layout.strip_styles(page)
-    # the screen as it opens, and the pictures (a whole page is too long to keep)
-    (shots / f"{name}-{width}-{mode}.png").write_bytes(page.screenshot())
-    for picture in ("#course", "table.odds") if mode != "stripped" else ():
+    # the screen as it opens (JPEG: quicker to write), and at two widths the pictures
+    (shots / f"{name}-{width}-{mode}.jpeg").write_bytes(page.screenshot(type="jpeg",
+                                                                         quality=70))
+    for picture in ("#course", "table.odds") if mode != "stripped" and width in (
+            375, 1280) else ():
         found = page.locator(picture)
         if found.count():
-            found.first.scroll_into_view_if_needed()
             (shots / f"{name}-{width}-{mode}-{picture.strip('#').replace('.', '-')}.png"
              ).write_bytes(found.first.screenshot())
     import time
