@@ -29,6 +29,7 @@ The functions are Jinja2 globals of the mail and web templates (pbem.render, pbe
 
 from __future__ import annotations
 
+import re
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -443,9 +444,20 @@ def _odds_bar(share: float, solid: bool) -> str:
             f'{rest}</tr></table>')
 
 
-def odds_html(chart: Mapping[str, Any], tr: Translator = ENGLISH) -> Markup:
+def odds_html(chart: Mapping[str, Any], tr: Translator = ENGLISH, *,
+              styled: bool = True) -> Markup:
     """The chance of each count as a bar (its width), the bid's count marked; a count at
-    which the bid holds is a solid bar, one at which it fails a dashed one."""
+    which the bid holds is a solid bar, one at which it fails a dashed one. ``styled``
+    False: without style attributes, for the web pages (their Content-Security-Policy
+    refuses inline styles; web.css styles the classes)."""
+    drawn = _odds_table(chart, tr)
+    return drawn if styled else Markup(_STYLE_ATTRIBUTE.sub("", str(drawn)))
+
+
+_STYLE_ATTRIBUTE = re.compile(r' style="[^"]*"')
+
+
+def _odds_table(chart: Mapping[str, Any], tr: Translator) -> Markup:
     bars = shown_bars(chart)
     if not bars:
         return Markup("")

@@ -66,9 +66,9 @@ _COURSE = """() => {
     for (let j = i + 1; j < marks.length; j++)
       if (Math.abs(marks[i].x - marks[j].x) < 3 && Math.abs(marks[i].y - marks[j].y) < 3)
         clashes.push(marks[i].seats + ' / ' + marks[j].seats);
-  const plot = document.querySelector('#course .plot');
+  const plot = document.querySelector('#course .plot') || svg.parentElement;
   const frame = plot.getBoundingClientRect();
-  const end = svg.querySelector('.current') || [...svg.querySelectorAll('text.end')].pop();
+  const end = svg.querySelector('.current') || [...svg.querySelectorAll('text.end')].pop() || svg;
   const endBox = end.getBoundingClientRect();
   const note = document.querySelector('#course .scroll-note');
   return {
