@@ -500,11 +500,15 @@ def odds_text(chart: Mapping[str, Any], indent: str = "  ",
              _("The chance of each, from what you can see (# it holds, . it fails):").said(tr)]
     out = [textwrap.fill(w, 72, initial_indent=indent, subsequent_indent=indent,
                          break_long_words=False, break_on_hyphens=False) for w in words]
+    mark = f"  <- {title}"
+    # the bars narrower when the bid's title would push its line past 72 columns
+    longest = max(len(percent(p, tr)) for _c, p in bars)
+    width = max(10, min(ODDS_TEXT_WIDTH, 72 - len(indent) - 5 - max(4, longest) - len(mark)))
     for count, p in bars:
         char = "#" if _holds(chart, count) else "."
-        bar = char * max(1, round(ODDS_TEXT_WIDTH * p / top))
-        mark = f"  <- {title}" if count == quantity else ""
-        out.append(f"{indent}{count:>3} {bar:<{ODDS_TEXT_WIDTH}} {percent(p, tr):>4}{mark}")
+        bar = char * max(1, round(width * p / top))
+        out.append(f"{indent}{count:>3} {bar:<{width}} {percent(p, tr):>4}"
+                   f"{mark if count == quantity else ''}")
     return "\n".join(out)
 
 

@@ -246,7 +246,18 @@ def test_the_odds_in_text_mark_the_bid_and_tell_holding_from_failing(
         assert 1 <= len(bar) <= ODDS_TEXT_WIDTH
     # the likeliest count draws the longest bar
     top = max(shown, key=lambda b: b[1])
-    assert len(rows[shown.index(top)].split()[1]) == ODDS_TEXT_WIDTH or top[1] == 0
+    widest = max(len(r.split()[1]) for r in rows)
+    assert len(rows[shown.index(top)].split()[1]) == widest
+
+
+@given(distributions, st.integers(0, 30), st.text(min_size=1, max_size=36).filter(
+    lambda t: t.isprintable() and t.strip() == t and " " not in t))
+def test_the_odds_in_text_stay_within_72_columns_however_long_the_title(
+        dist: dict[int, float], quantity: int, title: str) -> None:
+    """A German or Czech bid's title ("die Ansage von 12 in Minispiel 3") is long: the
+    bars give way (the lines ran to 80 columns)."""
+    chart = {**a_chart(dist, quantity), "title": title}
+    assert all(len(line) <= 72 for line in odds_text(chart).splitlines())
 
 
 @given(distributions, st.integers(0, 30))
