@@ -23,8 +23,8 @@ import pytest
 from playwright.sync_api import sync_playwright
 from sqlmodel import Session, select
 
-from pbem.games import find_game
 from pbem.charts import odds_html
+from pbem.games import find_game
 from pbem.models import OutboundMail
 from pbem.rules.cupofbluff import total_distribution
 from testkit import layout
