@@ -51,7 +51,7 @@ COURSE_TEXT_COLUMNS = 10     # turns shown in the text version (72-character lin
 COURSE_TEXT_BAR = 12         # the longest bar of the last score, in characters
 COURSE_HTML_COLUMNS = 24     # turns shown as bars in the mail's table
 ODDS_MIN_SHOWN = 0.005       # counts less likely than this are left out (the bid's kept)
-ODDS_DASHES = 12           # dashes of the longest failing bar in the mail
+ODDS_DASHES = 6            # dashes of the longest failing bar in the mail
 ODDS_TEXT_WIDTH = 30         # the longest bar of the text version, in characters
 
 
@@ -350,10 +350,9 @@ BAR_EDGE = "#1d4f86"
 def _cell_bar(height: int, colour: str = BAR) -> str:
     """A bar of ``height`` pixels as a table cell with bgcolor, width and height
     attributes (the Word engine of desktop Outlook sizes no <div>)."""
-    return (f'<table role="presentation" cellpadding="0" cellspacing="0" border="0">'
-            f'<tr><td width="6" height="{height}" bgcolor="{colour}" style="width:6px;'
-            f'height:{height}px;background:{colour};border:1px solid {BAR_EDGE};'
-            f'font-size:0;line-height:0">&nbsp;</td></tr></table>')
+    return (f'<table role="presentation" cellpadding="0" cellspacing="0" border="0" '
+            f'style="font-size:0;line-height:0"><tr><td width="6" height="{height}" '
+            f'bgcolor="{colour}" style="border:1px solid {BAR_EDGE}">&nbsp;</td></tr></table>')
 
 
 def course_html(course: Mapping[str, Any], tr: Translator = ENGLISH) -> Markup:
@@ -421,27 +420,24 @@ def _odds_bar(share: float, solid: bool) -> str:
     and hollow cells, a pattern that stays when a dark mode turns the colours over or a
     mail program drops the styles."""
     pct = max(1, round(100 * share))
+    # the cells' font size 0 comes from their table: a cell is as high as its height
+    filled = (f'height="10" bgcolor="{BAR}" style="background:{BAR};'
+              f'border:1px solid {BAR_EDGE}">&nbsp;</td>')
     if solid:
-        cells = (f'<td width="100%" height="10" bgcolor="{BAR}" style="height:10px;'
-                 f'background:{BAR};border:1px solid {BAR_EDGE};font-size:0;line-height:0">'
-                 f'&nbsp;</td>')
+        cells = f'<td width="100%" {filled}'
     else:
         dashes = max(2, round(ODDS_DASHES * share))   # one dash is no pattern
-        each = 100 / (2 * dashes - 1)
-        cells = "".join(
-            (f'<td width="{each:.1f}%" height="10" bgcolor="{BAR}" style="height:10px;'
-             f'background:{BAR};border:1px solid {BAR_EDGE};font-size:0;line-height:0">'
-             f'&nbsp;</td>') if k % 2 == 0 else
-            (f'<td width="{each:.1f}%" height="10" style="height:10px;font-size:0;'
-             f'line-height:0">&nbsp;</td>') for k in range(2 * dashes - 1))
-    rest = (f'<td width="{100 - pct}%" style="font-size:0;line-height:0">&nbsp;</td>'
-            if pct < 100 else "")
+        each = f"{100 / (2 * dashes - 1):.1f}%"
+        cells = "".join(f'<td width="{each}" {filled}' if k % 2 == 0 else
+                        f'<td width="{each}" height="10">&nbsp;</td>'
+                        for k in range(2 * dashes - 1))
+    rest = f'<td width="{100 - pct}%">&nbsp;</td>' if pct < 100 else ""
     return (f'<table role="presentation" width="100%" cellpadding="0" cellspacing="0" '
-            f'border="0" style="width:100%;border-collapse:collapse"><tr>'
-            f'<td width="{pct}%" style="padding:0"><table role="presentation" width="100%" '
-            f'cellpadding="0" cellspacing="0" border="0" class="{"holds" if solid else "fails"}" '
-            f'style="width:100%;border-collapse:separate"><tr>{cells}</tr></table></td>'
-            f'{rest}</tr></table>')
+            f'border="0" style="width:100%;border-collapse:collapse;font-size:0;'
+            f'line-height:0"><tr><td width="{pct}%" style="padding:0"><table '
+            f'role="presentation" width="100%" cellpadding="0" cellspacing="0" border="0" '
+            f'class="{"holds" if solid else "fails"}" style="width:100%;font-size:0;'
+            f'line-height:0"><tr>{cells}</tr></table></td>{rest}</tr></table>')
 
 
 def odds_html(chart: Mapping[str, Any], tr: Translator = ENGLISH, *,
