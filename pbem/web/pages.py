@@ -235,6 +235,8 @@ def private_page(session: Session, game: Game, player: Player, settings: Setting
                                        [f"GAME {game.name}", f"KEY {player.key}"]),
                 "orders": (order_choices(kind, state, seat, game.name, player.key,
                                          settings.address) if due else []),
+                # the odds of the bid they answer, drawn beside the orders (pbem.charts)
+                "charts": kind.bid_charts(state, seat) if due else [],
                 "link_expires": iso(expires)},
     })
     return page

@@ -436,8 +436,10 @@ def renderer() -> Renderer:
 
 
 def visible_text(html: str) -> str:
-    """The HTML with its tags dropped and entities decoded, white space folded."""
-    return " ".join(htmllib.unescape(re.sub(r"<[^>]+>", " ", html)).split())
+    """The HTML with its tags dropped and entities decoded, white space folded (a <wbr>,
+    a long hex string's break chance, joins what it stands in)."""
+    return " ".join(htmllib.unescape(re.sub(r"<[^>]+>", " ", html.replace("<wbr>", ""))
+                                     ).split())
 
 
 # --------------------------------------------------------------------------

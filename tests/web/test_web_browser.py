@@ -306,7 +306,7 @@ def test_the_course_and_the_odds_are_drawn_and_fit_the_screen(site: Site, browse
                             ("/games/postal-1", 5),
                             (f"/games/classic-1/replay/{site.turns['classic-1']}", 4)):
             page.goto(web.base + path)
-            chart = page.locator("#course svg")
+            chart = page.locator("#course svg.course-chart")
             assert chart.count() == 1, path
             assert chart.locator("path > title").count() == lines, path
             _fits(page, "#course")     # on a phone the chart scrolls inside its frame
