@@ -15,6 +15,7 @@ import hashlib
 import json
 from collections import OrderedDict
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from itertools import groupby
 from typing import Any
@@ -25,7 +26,7 @@ from sqlmodel import Session, col, delete, select
 from pbem.db import core_read
 from pbem.deadlines import turn_deadline
 from pbem.errors import Refusal
-from pbem.kinds import DEFAULT_KIND, kind_named, kind_of
+from pbem.kinds import DEFAULT_KIND, AnyKind, kind_named, kind_of
 from pbem.models import (
     AuditEntry,
     Game,
@@ -37,7 +38,7 @@ from pbem.models import (
     TalkMessage,
     Watcher,
 )
-from pbem.options import options_of
+from pbem.options import GameOptions, options_of
 from pbem.rules.dice import DiceStream, commitment
 from pbem.rules.postal_record import draw_seats
 from pbem.rules.ruleset import RuleSet
@@ -184,19 +185,21 @@ STATES_KEPT = 1024   # replayed states kept (the newest used), whatever the numb
 _states: OrderedDict[bytes, Any] = OrderedDict()
 
 
-def load_state(session: Session, game: Game) -> Any:
+def load_state(session: Session, game: Game, *, kind: AnyKind | None = None,
+               seats: int | None = None) -> Any:
     """The kind's state now: the start rebuilt from the seed, then every recorded turn.
 
     A state is a pure function of the game's seed, rules, seat count and recorded
     moves, so it is kept under a digest of exactly those (a few states at most:
     STATES_KEPT): a game's next mail finds it, or the state of the turn before, and
     replays one turn at most. A rollback, another process's change: other moves,
-    another digest.
+    another digest. ``kind`` and ``seats`` (the seat count): if the caller knows them.
     """
-    kind = kind_of(game)
+    kind = kind or kind_of(game)
     stream = stream_of(game)
+    seats = seat_count(session, game) if seats is None else seats
     digest = hashlib.sha256(f"{game.id}\0{game.kind}\0{game.seed_hex}\0{game.rules_json}\0"
-                            f"{seat_count(session, game)}".encode())
+                            f"{seats}".encode())
     known = _states.get(digest.digest())
     replay: list[list[Any]] = []
     rows = core_read(session, _MOVES_OF, {"game": game.id}).all()
@@ -210,7 +213,7 @@ def load_state(session: Session, game: Game) -> Any:
             replay.append(turn)
     state = known
     if state is None:
-        state = kind.start(json.loads(game.rules_json), stream, seat_count(session, game))
+        state = kind.start(json.loads(game.rules_json), stream, seats)
     for turn in replay:
         moves = {seat: kind.move_from_json(json.loads(move)) for _number, seat, move in turn}
         state = kind.apply(state, moves, stream).state
@@ -258,9 +261,11 @@ def pending_orders(session: Session, game: Game) -> dict[int, PendingOrder]:
     return {r.seat: r for r in rows}
 
 
-def drop_orders(session: Session, game: Game, seats: Iterable[int] | None = None) -> None:
-    """Delete the orders of ``seats`` (None: all) for the turn in play."""
-    orders = pending_orders(session, game)
+def drop_orders(session: Session, game: Game, seats: Iterable[int] | None = None, *,
+                facts: GameFacts | None = None) -> None:
+    """Delete the orders of ``seats`` (None: all) for the turn in play (``facts``: the
+    transaction's, which it keeps right)."""
+    orders = facts.orders if facts is not None else pending_orders(session, game)
     chosen = None if seats is None else set(seats)
     gone = {o.id for seat, o in orders.items()
             if o.id is not None and (chosen is None or seat in chosen)}
@@ -268,6 +273,9 @@ def drop_orders(session: Session, game: Game, seats: Iterable[int] | None = None
         session.flush()   # what the session holds goes first, as it would in a flush
         session.connection().execute(_DROP_ORDERS, {"ids": sorted(gone)})
         _remember_orders(session, game, [o for o in orders.values() if o.id not in gone])
+        if facts is not None:
+            for seat in [s for s, o in facts.orders.items() if o.id in gone]:
+                del facts.orders[seat]
 
 
 def missing_seats(session: Session, game: Game, state: Any | None = None) -> list[int]:
@@ -355,12 +363,14 @@ def remove_entrant(session: Session, game: Game, player: Player) -> None:
     session.flush()
 
 
-def next_deadline(game: Game, now: datetime) -> datetime | None:
+def next_deadline(game: Game, now: datetime,
+                  options: GameOptions | None = None) -> datetime | None:
     """A turn begins now: its deadline (turn length, fixed hour); grace cleared, the start
-    remembered."""
+    remembered (``options``: the game's, if the caller has them)."""
     game.turn_started_at = now
     game.grace_until = None
-    return turn_deadline(now, game.turn_hours, options_of(game).deadline_hour)
+    return turn_deadline(now, game.turn_hours,
+                         (options or options_of(game)).deadline_hour)
 
 
 def start_game(session: Session, game: Game, now: datetime) -> None:
@@ -384,18 +394,60 @@ def start_game(session: Session, game: Game, now: datetime) -> None:
 
 
 def record_order(session: Session, game: Game, seat: int, move: Any, *, now: datetime,
-                 inbound_id: int | None, by: str = "player") -> PendingOrder | None:
-    """Store seat's order for the turn in play; return the order it replaces, if any."""
-    replaced = pending_orders(session, game).get(seat)
+                 inbound_id: int | None, by: str = "player",
+                 facts: GameFacts | None = None) -> PendingOrder | None:
+    """Store seat's order for the turn in play; return the order it replaces, if any
+    (``facts``: the transaction's, which it keeps right)."""
+    replaced = (facts.orders if facts is not None else pending_orders(session, game)).get(seat)
     if replaced is not None:
-        drop_orders(session, game, [seat])
+        drop_orders(session, game, [seat], facts=facts)
+    kind = facts.kind if facts is not None else kind_of(game)
     values: dict[str, Any] = {"game_id": id_of(game), "turn": game.turn, "seat": seat,
-              "move_json": json.dumps(kind_of(game).move_to_json(move)), "by": by,
+              "move_json": json.dumps(kind.move_to_json(move)), "by": by,
               "inbound_id": inbound_id, "created_at": now}
     session.flush()
     order_id = session.connection().execute(_ADD_ORDER, values).scalar_one()
     # the memo as it now is: the next look at the orders reads nothing
-    orders = pending_orders(session, game)
+    orders = facts.orders if facts is not None else pending_orders(session, game)
     orders[seat] = PendingOrder(id=order_id, **values)
     _remember_orders(session, game, list(orders.values()))
     return replaced
+
+
+# --- what a transaction knows of a game -----------------------------------------------------
+
+@dataclass
+class GameFacts:
+    """What one transaction knows of a game: read once (``facts_of``) by the step that
+    needs them and handed down explicitly, so that no step below asks again. What changes
+    them in the transaction keeps them right: record_order and drop_orders (``facts=``),
+    the turn played (pbem.services.turns.resolve_turn: ``state``). A command that changes
+    the options or the seats reads them anew."""
+
+    game: Game
+    kind: AnyKind
+    options: GameOptions
+    players: list[Player]            # every player, replaced ones too (players_of)
+    orders: dict[int, PendingOrder]  # the orders in for the turn in play, by seat
+    state: Any                       # the turn in play's state (None: not started)
+
+    @property
+    def seated(self) -> dict[int, Player]:
+        """seat -> the player who holds it now (as ``seated``)."""
+        return {p.seat: p for p in self.players if p.seat is not None and p.active}
+
+    def missing(self) -> list[int]:
+        """The seats that owe an order this turn and have none in (as missing_seats)."""
+        return sorted(set(self.kind.due(self.state)) - set(self.orders))
+
+
+def facts_of(session: Session, game: Game, kind: AnyKind | None = None) -> GameFacts:
+    """Read what the transaction knows of ``game`` (its ``kind``: if the caller has it)."""
+    kind = kind or kind_of(game)
+    players = players_of(session, game)
+    started = game.started_at is not None
+    state = (load_state(session, game, kind=kind,
+                        seats=len({p.seat for p in players if p.seat is not None}))
+             if started else None)
+    return GameFacts(game, kind, options_of(game), players,
+                     pending_orders(session, game) if started else {}, state)

@@ -270,10 +270,10 @@ def options_of(game: Any) -> GameOptions:
     return GameOptions.from_json(getattr(game, "options_json", None))
 
 
-def robot_level(game: Any) -> str:
+def robot_level(game: Any, options: GameOptions | None = None) -> str:
     """The level the robot plays a game's missing seats at (NEWGAME ROBOT, LEVEL):
-    strong unless set."""
-    level = options_of(game).robot
+    strong unless set (``options``: the game's, if the caller has them)."""
+    level = (options or options_of(game)).robot
     return level if level in ROBOT_LEVELS else DEFAULT_ROBOT_LEVEL
 
 

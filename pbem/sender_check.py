@@ -1,7 +1,8 @@
 """Who sent a mail, and what an address may make the server do.
 
-- ``identify``: the player a mail speaks for, from the report it replies to
-  (no key needed) or from its GAME and KEY lines;
+- ``read_player_mail``: a player mail's game (``named_game``), its orders parsed
+  with that game's kind, and the player it speaks for (``identify``), from the
+  report it replies to (no key needed) or from its GAME and KEY lines;
 - ``auth_failed``: failed attempts (a wrong key, a key from another address, a
   reply to another player's mail) are counted; past a limit such a mail is
   dropped unanswered and the owner of the address told once a day. Nobody is
@@ -28,14 +29,16 @@ from sqlmodel import Session, col, select
 
 from pbem import security
 from pbem.commands.context import Turnkey, refusal
+from pbem.commands.registry import player_commands
 from pbem.db import core_read
 from pbem.errors import Refusal
 from pbem.games import find_game, players_of, seated
 from pbem.i18n import translator
+from pbem.kinds import kind_of
 from pbem.mail.read import InboundMessage
 from pbem.mail.senderauth import check_sender
 from pbem.models import AuditEntry, Game, InboundMail, OutboundMail, Player
-from pbem.orders import ParsedText
+from pbem.orders import MAIL_LINES, ParsedText, parse_text
 from pbem.outbox import enqueue
 from pbem.services.post import Post, notice, replied_ids
 from pbem.wording import _, _n
@@ -89,11 +92,54 @@ def token_reply(session: Session, msg: InboundMessage) -> bool:
     return found is not None and found[2] is not None and found[2].email == msg.from_addr
 
 
+# the GAME line's declaration: all named_game reads of a mail before its game is known
+GAME_LINE = tuple(c for c in MAIL_LINES if c.name == "GAME")
+
+
+def find_game_or_none(session: Session, name: str) -> Game | None:
+    try:
+        return find_game(session, name)
+    except Refusal:
+        return None
+
+
+def named_game(session: Session, msg: InboundMessage) -> Game | None:
+    """The game a player mail speaks to, known before its orders are read: the game of
+    our mail it replies to (replied_report, as identify finds it), else the game its GAME
+    line names; None when neither names a game here. Only the GAME line is looked at here
+    (a line, not the mail's parse)."""
+    return _named(session, msg, replied_report(session, msg))
+
+
+def _named(session: Session, msg: InboundMessage,
+           found: tuple[Any, Game, Player | None] | None) -> Game | None:
+    if found is not None:
+        return found[1]
+    game_line = parse_text(msg.lines, GAME_LINE).first("GAME")
+    return find_game_or_none(session, str(game_line.args)) if game_line is not None else None
+
+
+def read_player_mail(session: Session, post: Post,
+                     msg: InboundMessage) -> tuple[ParsedText, Turnkey | None]:
+    """A player's mail, read once: parsed with the orders of its game's kind when the game
+    is known before (named_game), so "OK thanks" in a postal game is prose, not Cup of
+    Bluff's OK; else with every kind's (the sender is then no known player: identify says
+    so). Then who it speaks for (identify). The report it replies to is looked up once."""
+    found = replied_report(session, msg)
+    game = _named(session, msg, found)
+    parsed = parse_text(msg.lines, player_commands(kind_of(game) if game is not None else None))
+    return parsed, _identify(session, post, msg, parsed, found)
+
+
 def identify(session: Session, post: Post, msg: InboundMessage,
              parsed: ParsedText) -> Turnkey | None:
     """The player (and turn) a mail speaks for; None if it names none. Raises a Refusal when
     it names one it may not speak for."""
-    found = replied_report(session, msg)
+    return _identify(session, post, msg, parsed, replied_report(session, msg))
+
+
+def _identify(session: Session, post: Post, msg: InboundMessage, parsed: ParsedText,
+              found: tuple[Any, Game, Player | None] | None) -> Turnkey | None:
     if found is not None:
         sent, game, player = found
         if player is None or player.email != msg.from_addr:

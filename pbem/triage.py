@@ -1,10 +1,11 @@
 """Triage: what one stored mail is and what it asks, inside its transaction.
 
 Is it automatic, too big, unreadable? From the referee or a player, and which
-game does it speak to (``lane_of``, before it is claimed; ``named_game``)? Its
-commands are dispatched through the one table (pbem.commands.registry), its
-answer composed (pbem.services.post). ``handle`` is the entry: pbem.referee
-calls it for each claimed mail, in the transaction that marks the mail done.
+game does it speak to (``lane_of``, before it is claimed; sender_check.named_game)?
+Its commands are run by the one table's runner (pbem.commands.registry: the
+phases, the move, the turn it may complete), its answer composed
+(pbem.services.post). ``handle`` is the entry: pbem.referee calls it for each
+claimed mail, in the transaction that marks the mail done.
 """
 
 from __future__ import annotations
@@ -15,28 +16,23 @@ import logging
 from sqlmodel import Session
 
 from pbem import inbox, security, sender_check
+from pbem.commands import registry
 from pbem.commands.context import CommandContext, Turnkey, refusal
-from pbem.commands.moves import take_moves
-from pbem.commands.registry import (
-    move_names,
-    permitted,
-    player_commands,
-    referee_commands,
-    run,
-)
+from pbem.commands.registry import referee_commands, run
 from pbem.config import Settings
 from pbem.errors import Refusal
 from pbem.faults import fail_point
-from pbem.games import active_players, find_game, load_state
+from pbem.games import active_players, load_state
 from pbem.kinds import kind_of
 from pbem.mail.read import MAX_LINE_CHARS, MAX_TEXT_LINES, InboundMessage, read_message
 from pbem.mail.text import BodyLine
 from pbem.models import Game, InboundMail
 from pbem.order_words import words_language
-from pbem.orders import MAIL_LINES, Command, ParsedText, help_lines, parse_text
-from pbem.services import bounces, failures, turns
+from pbem.orders import Command, ParsedText, help_lines, parse_text
+from pbem.sender_check import find_game_or_none as find_game_or_none  # pbem.referee's
+from pbem.sender_check import named_game as named_game  # lane_of's, and the tests'
+from pbem.services import bounces, failures
 from pbem.services.post import Incoming, Post, answer, read_reply, tagged
-from pbem.services.turns import PlayedTurn
 from pbem.wording import _, _n, plural
 from pbem.work import savepoint
 
@@ -181,93 +177,18 @@ def within_limits(msg: InboundMessage) -> InboundMessage:
 # --- dispatch -----------------------------------------------------------------------------
 
 def player_mail(session: Session, post: Post, mail: Incoming, seen: Seen) -> str:
-    """A player's mail: desk commands, or a move order, or the answer HELP / STATUS give.
-
-    The mail is parsed once: with the orders of its game's kind when the game is known
-    before (named_game), so "OK thanks" in a postal game is prose, not Cup of Bluff's OK;
-    else with every kind's (the sender is then no known player: identify says so)."""
-    game = named_game(session, mail.msg)
-    parsed = parse_text(mail.msg.lines,
-                        player_commands(kind_of(game) if game is not None else None))
-    who = sender_check.identify(session, post, mail.msg, parsed)
+    """A player's mail: read once (sender_check.read_player_mail: its game, its orders, who
+    sends it), then run by the one table's runner (pbem.commands.registry.player_mail:
+    desk commands, a move order and the turn it may complete, or the answer HELP / STATUS
+    give), which queues its one answer."""
+    parsed, who = sender_check.read_player_mail(session, post, mail.msg)
     seen.game_mail = who is not None
     if parsed.problems:
         raise Refusal.of(parsed.problems, game=who.game.name if who else None)
     # one answer a mail: the commands' answers are held and sent together at the end
     ctx = CommandContext(session, post, post.clock(), mail, who, parsed.orders, parts=[],
                          language=reader_language(session, post, mail.msg, who, parsed))
-    reports: list[tuple[Game, PlayedTurn]] = []
-    outcome = player_commands_of(ctx, parsed, who, reports)
-    answer_then_reports(ctx, reports)
-    return outcome
-
-
-def answer_then_reports(ctx: CommandContext, reports: list[tuple[Game, PlayedTurn]]) -> None:
-    """Queue the mail's one answer, then the reports of the turns its move played (its
-    confirmation says they follow; the mails to one address leave in queue order)."""
-    assert ctx.mail is not None
-    ctx.send_answers()
-    for game, played in reports:
-        turns.report_turn(ctx.session, ctx.post, game, played, inbound_id=ctx.mail.row.id)
-
-
-# the GAME line's declaration: all named_game reads of a mail before its game is known
-GAME_LINE = tuple(c for c in MAIL_LINES if c.name == "GAME")
-
-
-def named_game(session: Session, msg: InboundMessage) -> Game | None:
-    """The game a player mail speaks to, known before its orders are read: the game of
-    our mail it replies to (sender_check.replied_report, as identify finds it), else the
-    game its GAME line names; None when neither names a game here. Only the GAME line is
-    looked at here (a line, not the mail's parse)."""
-    found = sender_check.replied_report(session, msg)
-    if found is not None:
-        return found[1]
-    game_line = parse_text(msg.lines, GAME_LINE).first("GAME")
-    return find_game_or_none(session, str(game_line.args)) if game_line is not None else None
-
-
-def move_step(ctx: CommandContext, parsed: ParsedText, names: set[str],
-              reports: list[tuple[Game, PlayedTurn]]) -> str:
-    """A mail's move: the order recorded and confirmed (take_moves); if it completes the
-    turn, the turn played (turns.play_turn), into ``reports``: its reports are queued after
-    the mail's answer (turns.report_turn). Returns what the order's line says."""
-    taken = take_moves(ctx, parsed, names)
-    if taken.completes:
-        reports.append((taken.game, turns.play_turn(ctx.session, ctx.post, taken.game)))
-    return taken.said
-
-
-def player_commands_of(ctx: CommandContext, parsed: ParsedText, who: Turnkey | None,
-                       reports: list[tuple[Game, PlayedTurn]]) -> str:
-    """Run a player mail's commands (all of them, or none: one transaction), phase by phase:
-    what it changes, its move, what it asks to see (so ORDERS shows the same mail's DEFAULT
-    and move); the answers still come in the order of the lines."""
-    names = move_names()
-    phase = {p: [o for o in parsed.orders if o.command.phase == p]
-             for p in ("change", "move", "look", "reply")}
-    moves = phase["move"]
-    nothing_else = not phase["change"] and not phase["look"]
-    if not moves or who is None:
-        if nothing_else:
-            # a reply answers a mail that has nothing else to do: HELP, which anyone may
-            # ask for, before the player's STATUS
-            replies = sorted((o for o in phase["reply"] if permitted(ctx, o.command)),
-                             key=lambda o: o.command.who != "anyone")
-            if replies:
-                return run(ctx, replies[:1])[0]
-    if who is None and (moves or nothing_else):
-        raise refusal(_("I could not tell which game and player this mail is for"),
-                      _("reply to your latest report, or write a fresh mail with the lines "
-                        "GAME <game> and KEY <your key> (both are in your report)"))
-    if not moves and nothing_else:
-        return take_moves(ctx, parsed, names).said   # says that no order was found
-    with savepoint(ctx.session):   # a move and desk commands in one mail: all or none
-        said = run(ctx, phase["change"])
-        if moves:
-            said.insert(0, move_step(ctx, parsed, names, reports))
-        said += run(ctx, phase["look"])
-    return "; ".join(said)
+    return registry.player_mail(ctx, parsed, who)
 
 
 def referee_mail(session: Session, post: Post, mail: Incoming, seen: Seen) -> str:
@@ -350,13 +271,6 @@ def orders_now(session: Session, game: Game | None, sender: str) -> list[Command
     kind = kind_of(game)
     names = kind.orders_now(load_state(session, game), seat)
     return [c for c in kind.commands if c.name in names]
-
-
-def find_game_or_none(session: Session, name: str) -> Game | None:
-    try:
-        return find_game(session, name)
-    except Refusal:
-        return None
 
 
 def readable(row: InboundMail, settings: Settings) -> InboundMessage | None:

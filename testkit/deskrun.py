@@ -8,7 +8,14 @@ from __future__ import annotations
 from sqlmodel import Session, col, select
 
 from pbem.commands.context import CommandContext, Turnkey
-from pbem.commands.registry import move_names, player_commands, referee_commands, run
+from pbem.commands.registry import (
+    answer_then_reports,
+    move_names,
+    move_step,
+    player_commands,
+    referee_commands,
+    run,
+)
 from pbem.games import find_game, players_of
 from pbem.kinds import kind_of
 from pbem.mail.read import read_message
@@ -17,7 +24,6 @@ from pbem.models import InboundMail
 from pbem.orders import ParsedText, parse_text
 from pbem.server import Server
 from pbem.services.post import Incoming
-from pbem.triage import answer_then_reports, move_step
 from testkit.desk import SERVER, mail
 
 
@@ -72,8 +78,8 @@ def player(server: Server, sender: str, *texts: str, game: str | None = None) ->
 
 
 def moves(server: Server, sender: str, *texts: str, game: str = "g1") -> str:
-    """A player's move lines: the move phase (pbem.triage.move_step: the order taken, the
-    turn it completes resolved) with the registry's move names."""
+    """A player's move lines: the move phase (pbem.commands.registry.move_step: the order
+    taken, the turn it completes settled) with the registry's move names."""
     with Session(server.engine) as session:
         incoming = _incoming(session, server, sender, "\n".join(texts))
         who = _turnkey(session, sender, game)

@@ -1,9 +1,12 @@
 """What a command's action sees, and how it says no.
 
-An action is ``action(ctx, order) -> str``: it does the command inside
+An action is ``action(ctx, order) -> str | Done``: it does the command inside
 ``ctx.session`` (the mail's transaction), answers through ``ctx`` and
 returns one line on what happened (the mail's outcome, or the referee's
-answer). A request that cannot be done raises a ``Refusal`` (pbem.errors):
+answer), with what it changed that may complete a turn (``Done.turn``): what
+follows from that (the turn resolved, its reports) the runner decides
+(pbem.commands.registry, pbem.services.turns.settle), never the command.
+A request that cannot be done raises a ``Refusal`` (pbem.errors):
 the sender gets the error mail, with the line quoted (the referee at the
 shell: the line and what is wrong).
 """
@@ -21,6 +24,7 @@ from pbem.errors import Refusal
 from pbem.models import Game, Player
 from pbem.orders import Command, Order, SeatByName
 from pbem.services.post import AnswerPart, Incoming, Post, answer, answer_parts
+from pbem.services.turns import TurnChange
 from pbem.wording import Message, Said, _
 
 
@@ -142,7 +146,19 @@ class CommandContext:
                                         "game": game})
 
 
-Action = Callable[[CommandContext, Order], str]
+@dataclass(frozen=True)
+class Done:
+    """What a command did: the line it says, and what it changed that may complete a turn
+    (``turn``, for the runner to settle), with what the line adds if the turn was resolved
+    (``if_resolved``) and if that ended the game (``if_over``)."""
+
+    said: str
+    turn: TurnChange | None = None
+    if_resolved: str = ""
+    if_over: str = ""
+
+
+Action = Callable[[CommandContext, Order], "str | Done"]
 
 
 @dataclass(frozen=True)
@@ -153,6 +169,7 @@ class MailCommand(Command):
 
     action: Action = field(kw_only=True)
 
-    def run(self, ctx: CommandContext, order: Order) -> str:
-        """Do the command inside ctx's transaction; returns one line on what happened."""
-        return self.action(ctx, order)
+    def run(self, ctx: CommandContext, order: Order) -> Done:
+        """Do the command inside ctx's transaction; returns what it did."""
+        done = self.action(ctx, order)
+        return done if isinstance(done, Done) else Done(done)

@@ -3,45 +3,34 @@
 The move lines of a mail are taken together by the game's kind
 (``take_order``): checked against the turn in play, recorded as the seat's
 pending order (a later one replaces it) and confirmed to the player, line by
-line. Whether it was the last order due it says (``TakenMove.completes``); the
-runner then resolves the turn (pbem.referee, pbem.services.turns), a step of its own.
+line. It says what it changed (``Done.turn``: an order is in); whether that
+completes the turn, and resolving it, is the runner's step
+(pbem.commands.registry, pbem.services.turns.settle).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
 
-from pbem.commands.context import CommandContext, MailCommand, refusal, with_seats
+from pbem.commands.context import CommandContext, Done, MailCommand, refusal, with_seats
 from pbem.errors import LineProblem, Refusal
-from pbem.games import load_state, missing_seats, record_order, seated
+from pbem.games import facts_of, load_state, record_order
 from pbem.kinds import kind_of
 from pbem.models import Game
 from pbem.orders import Command, Order, ParsedText, closest_lines, no_args
 from pbem.services.post import tagged
 from pbem.services.reports import enqueue_reports
-from pbem.services.turns import turn_complete
+from pbem.services.turns import TurnChange, complete
 from pbem.wording import Message, Said, _, joined, listed
 
 MAX_IGNORED_SHOWN = 20   # prose lines a confirmation lists as ignored
 
 
-@dataclass(frozen=True)
-class TakenMove:
-    """A move order recorded: what the player is told, and whether the turn is complete
-    now (every due order in, no WAIT): then the caller resolves it."""
-
-    said: str
-    game: Game
-    state: Any           # the state of the turn in play (its orders not applied)
-    completes: bool
-
-
-def take_moves(ctx: CommandContext, parsed: ParsedText, move_names: set[str]) -> TakenMove:
+def take_moves(ctx: CommandContext, parsed: ParsedText, move_names: set[str]) -> Done:
     """Take the move order of a known player's mail (every kind's move names: move_names);
-    the turn is not resolved here (TakenMove.completes)."""
+    the turn is not resolved here: the runner settles ``Done.turn`` (an order is in, with
+    what the transaction knows of the game)."""
     assert ctx.who is not None and ctx.mail is not None
     who = ctx.who
     game, player = who.game, who.player
@@ -68,29 +57,30 @@ def take_moves(ctx: CommandContext, parsed: ParsedText, move_names: set[str]) ->
     if who.turn > game.turn:
         raise refusal(_("turn {turn} has not begun (the game is at turn {now})",
                         turn=who.turn, now=game.turn), "", game=game.name)
-    state = load_state(ctx.session, game)
+    facts = facts_of(ctx.session, game, kind)
+    state = facts.state
     seat = player.seat
     assert seat is not None
     if seat not in kind.due(state):
         raise refusal(_("you have no move this turn (turn {turn})", turn=game.turn),
                       _("wait for your next report"), orders[0].line_no, orders[0].line,
                       game=game.name)
-    player_names = {s: p.name for s, p in seated(ctx.session, game).items()}
+    player_names = {s: p.name for s, p in facts.seated.items()}
     orders = with_seats(orders, player_names, game.name)
     try:
         taken = kind.take_order(state, seat, orders)
     except Refusal as refused:
         refused.quoting(game=game.name)
         raise
-    replaced = record_order(ctx.session, game, seat, taken.move, now=ctx.post.clock(),
-                            inbound_id=ctx.mail.row.id)
+    replaced = record_order(ctx.session, game, seat, taken.move, now=ctx.now,
+                            inbound_id=ctx.mail.row.id, facts=facts)
     accepted = [{"line_no": u.order.line_no, "line": u.order.line, "read_as": u.order.read_as,
                  "understood": u.understood, "odds": u.odds} for u in taken.lines]
-    pending = missing_seats(ctx.session, game, state)
+    pending = facts.missing()
     # what the confirmation may promise: a turn this order completes is resolved now, by the
-    # caller (no new order can replace it); during grace the deadline that counts is the
+    # runner (no new order can replace it); during grace the deadline that counts is the
     # grace end
-    resolves_now = turn_complete(ctx.session, game, state)
+    resolves_now = complete(facts)
     context = {"game": game.name, "turn": game.turn, "seat": seat, "accepted": accepted,
                "resolves_now": resolves_now, "grace": game.grace_until is not None,
                "ignored": [{"line_no": p.number, "line": p.text}
@@ -105,8 +95,8 @@ def take_moves(ctx: CommandContext, parsed: ParsedText, move_names: set[str]) ->
     ctx.line_no = orders[0].line_no
     ctx.answer("confirm", tagged(game.name, _("turn {turn}: order received", turn=game.turn)),
                context)
-    return TakenMove(f"order accepted: {taken.summary} (game {game.name}, turn {who.turn}, "
-                     f"seat {seat})", game, state, resolves_now)
+    return Done(f"order accepted: {taken.summary} (game {game.name}, turn {who.turn}, "
+                f"seat {seat})", TurnChange(game, "order", facts))
 
 
 def not_running(game: Game) -> tuple[Message, Message]:

@@ -11,7 +11,7 @@ import json
 
 from sqlmodel import col, select
 
-from pbem.commands.context import CommandContext, MailCommand
+from pbem.commands.context import CommandContext, Done, MailCommand
 from pbem.commands.schedule import desk_status
 from pbem.errors import Refusal
 from pbem.games import (
@@ -35,7 +35,7 @@ from pbem.services.bounces import describe, failing_players
 from pbem.services.failures import retried
 from pbem.services.post import notice, tagged
 from pbem.services.reports import enqueue_reports
-from pbem.services.turns import resolve
+from pbem.services.turns import TurnChange
 from pbem.wording import Message, _, plural
 
 
@@ -165,13 +165,13 @@ def do_status(ctx: CommandContext, order: Order) -> str:
     return "\n".join([line + desk_status(ctx.session, game, ctx.now), *rows])
 
 
-def do_process(ctx: CommandContext, order: Order) -> str:
+def do_process(ctx: CommandContext, order: Order) -> Done:
+    """PROCESS: the turn is to be resolved now; the runner resolves it
+    (pbem.services.turns.settle: a game not running is refused there)."""
     name: str = order.args
     game = find_game(ctx.session, name)
-    turn = game.turn
-    resolve(ctx.session, ctx.post, game)
-    return f"game {game.name}: turn {turn} resolved" + (" - the game is over" if
-                                                        game.status == "over" else "")
+    return Done(f"game {game.name}: turn {game.turn} resolved", TurnChange(game, "process"),
+                if_over=" - the game is over")
 
 
 def do_list(ctx: CommandContext, order: Order) -> str:

@@ -1,4 +1,5 @@
-"""The one table of mail commands, and ``run``: permission, then the command's action.
+"""The one table of mail commands, and its runner: permission, the command's action, then
+what follows from what it changed.
 
 Every command is declared once, in its family's module (``COMMANDS``), or by a
 game kind (its move orders, ``GameKind.commands``). ``DECLARED`` lists them
@@ -7,6 +8,12 @@ all; the tables are loops over it: player mail is read with
 game is known, and every command a player or anyone may write), referee mail
 and `pbem admin` with ``referee_commands()``. HELP lists the same tables, so
 the help is never out of date.
+
+``run`` runs commands in order; ``player_mail`` runs a player mail's phase by
+phase (``PHASES``: what it changes, its move, what it asks to see) and queues its
+one answer. A command says what it did (pbem.commands.context.Done); a turn it
+may complete is settled here, by the one step that resolves turns
+(pbem.services.turns.settle), the same step the clock takes at a deadline.
 """
 
 from __future__ import annotations
@@ -23,12 +30,15 @@ from pbem.commands import (
     seats,
     signup,
 )
-from pbem.commands.context import CommandContext, MailCommand, refuse
+from pbem.commands.context import CommandContext, Done, MailCommand, Turnkey, refusal, refuse
+from pbem.commands.moves import take_moves
 from pbem.errors import Refusal
 from pbem.kinds import KINDS, AnyKind, kind_of, kinds_note
-from pbem.orders import MAIL_LINES, Command, Order, help_lines, no_args, one_word
+from pbem.orders import MAIL_LINES, Command, Order, ParsedText, help_lines, no_args, one_word
 from pbem.render import rules_document, rules_file
+from pbem.services.turns import PlayedTurn, report_turn, settle
 from pbem.wording import _
+from pbem.work import savepoint
 
 HELP_SUBJECT = _("Bluff by mail: the orders")
 
@@ -117,10 +127,88 @@ def run(ctx: CommandContext, orders: Sequence[Order]) -> list[str]:
                            "KEY <your key>"), order)
         ctx.line_no = order.line_no
         try:
-            out.append(command.run(ctx, order))
+            out.append(follow(ctx, command.run(ctx, order)))
         except Refusal as refused:
             # the referee's line is the one to quote (a refusal of an inner line too: ORDER)
             if ctx.by_referee:
                 refused.quoting(order)
             raise
     return out
+
+
+def follow(ctx: CommandContext, done: Done) -> str:
+    """What follows a command: the turn it may complete settled (resolved, its reports
+    queued: pbem.services.turns.settle); what the command's line says then."""
+    if done.turn is None:
+        return done.said
+    if settle(ctx.session, ctx.post, done.turn) is None:
+        return done.said
+    game = done.turn.game
+    return done.said + done.if_resolved + (done.if_over if game.status == "over" else "")
+
+
+# the order a player mail's commands run in (pbem.orders.Command.phase): what it changes,
+# its move, what it asks to see (so ORDERS shows the same mail's DEFAULT and move); a
+# "reply" answers a mail with nothing else to do
+PHASES = ("change", "move", "look", "reply")
+
+
+def player_mail(ctx: CommandContext, parsed: ParsedText, who: Turnkey | None) -> str:
+    """Run a player mail's commands (all of them, or none: one transaction), phase by phase
+    (player_phases), then queue its one answer and the reports of the turn its move played
+    (its confirmation says they follow; the mails to one address leave in queue order)."""
+    played: list[PlayedTurn] = []
+    outcome = player_phases(ctx, parsed, who, played)
+    answer_then_reports(ctx, played)
+    return outcome
+
+
+def answer_then_reports(ctx: CommandContext, played: list[PlayedTurn]) -> None:
+    """Queue the mail's one answer, then the reports of the turns its move played."""
+    assert ctx.mail is not None
+    ctx.send_answers()
+    for turn in played:
+        report_turn(ctx.session, ctx.post, turn, inbound_id=ctx.mail.row.id)
+
+
+def move_step(ctx: CommandContext, parsed: ParsedText, names: set[str],
+              played: list[PlayedTurn]) -> str:
+    """A mail's move: the order recorded and confirmed (take_moves), then settled: a turn
+    it completes is played now, into ``played`` (its reports are queued after the mail's
+    answer: answer_then_reports). Returns what the order's line says."""
+    done = take_moves(ctx, parsed, names)
+    if done.turn is not None:
+        turn = settle(ctx.session, ctx.post, done.turn, report=False)
+        if turn is not None:
+            played.append(turn)
+    return done.said
+
+
+def player_phases(ctx: CommandContext, parsed: ParsedText, who: Turnkey | None,
+                  played: list[PlayedTurn]) -> str:
+    """Run a player mail's commands phase by phase (PHASES); the answers still come in the
+    order of the lines."""
+    names = move_names()
+    phase = {p: [o for o in parsed.orders if o.command.phase == p] for p in PHASES}
+    move_orders = phase["move"]
+    nothing_else = not phase["change"] and not phase["look"]
+    if not move_orders or who is None:
+        if nothing_else:
+            # a reply answers a mail that has nothing else to do: HELP, which anyone may
+            # ask for, before the player's STATUS
+            replies = sorted((o for o in phase["reply"] if permitted(ctx, o.command)),
+                             key=lambda o: o.command.who != "anyone")
+            if replies:
+                return run(ctx, replies[:1])[0]
+    if who is None and (move_orders or nothing_else):
+        raise refusal(_("I could not tell which game and player this mail is for"),
+                      _("reply to your latest report, or write a fresh mail with the lines "
+                        "GAME <game> and KEY <your key> (both are in your report)"))
+    if not move_orders and nothing_else:
+        return take_moves(ctx, parsed, names).said   # says that no order was found
+    with savepoint(ctx.session):   # a move and desk commands in one mail: all or none
+        said = run(ctx, phase["change"])
+        if move_orders:
+            said.insert(0, move_step(ctx, parsed, names, played))
+        said += run(ctx, phase["look"])
+    return "; ".join(said)

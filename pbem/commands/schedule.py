@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlmodel import Session, col, delete, select
 
-from pbem.commands.context import CommandContext, MailCommand
+from pbem.commands.context import CommandContext, Done, MailCommand
 from pbem.deadlines import relative_said, time_left, utc
 from pbem.errors import Refusal
 from pbem.games import audit, find_game, players_of, remove_entrant
@@ -21,7 +21,7 @@ from pbem.models import Game, Signup, Watcher
 from pbem.options import ROBOT_LEVELS, options_of, save_options
 from pbem.orders import Order, game_name
 from pbem.services.post import announce, notice, tagged
-from pbem.services.turns import resolve_if_complete
+from pbem.services.turns import TurnChange
 from pbem.wording import Message, _, plural
 from pbem.zones import When
 
@@ -248,7 +248,7 @@ def _change_option(ctx: CommandContext, name: str, **changes: object) -> Game:
     return game
 
 
-def do_wait(ctx: CommandContext, order: Order) -> str:
+def do_wait(ctx: CommandContext, order: Order) -> str | Done:
     args: tuple[str, bool] = order.args
     name, on = args
     game = _change_option(ctx, name, wait=on)
@@ -263,10 +263,11 @@ def do_wait(ctx: CommandContext, order: Order) -> str:
                 "soon as every order is in, or at its deadline.", game=game.name)],
              ctx.now, action="wait", actor="referee")
     out = f"game {game.name}: WAIT {'on' if on else 'off'}"
-    turn = game.turn
-    if not on and resolve_if_complete(ctx.session, ctx.post, game):
-        out += f"; every order was in, so turn {turn} resolved"
-    return out
+    if on:
+        return out
+    # the runner resolves the turn if every order is in (pbem.services.turns.settle)
+    return Done(out, TurnChange(game, "wait-off"),
+                if_resolved=f"; every order was in, so turn {game.turn} resolved")
 
 
 def do_level(ctx: CommandContext, order: Order) -> str:

@@ -16,13 +16,14 @@ from email.utils import format_datetime
 
 from sqlmodel import Session
 
-from pbem.commands.context import CommandContext, MailCommand, with_seats
+from pbem.commands.context import CommandContext, Done, MailCommand, with_seats
 from pbem.commands.referee_cmds import not_an_address
 from pbem.errors import Refusal
 from pbem.games import (
     active_players,
     audit,
     drop_orders,
+    facts_of,
     find_game,
     id_of,
     latest_report,
@@ -42,7 +43,7 @@ from pbem.orders import Order, game_name, parse_text
 from pbem.security import new_key
 from pbem.services.post import announce, notice, tagged
 from pbem.services.reports import enqueue_reports
-from pbem.services.turns import resolve_if_complete, turn_moves
+from pbem.services.turns import TurnChange, turn_moves
 from pbem.wording import Said, _, joined
 
 # --- argument parsers ---------------------------------------------------------
@@ -108,11 +109,11 @@ _BY = {"player": "their order", "referee": "the referee's order on their behalf"
 def do_preview(ctx: CommandContext, order: Order) -> str:
     name: str = order.args
     game = running_game(ctx.session, name, _("preview"), ("running", "paused"))
-    kind = kind_of(game)
-    state = load_state(ctx.session, game)
-    moves, by = turn_moves(ctx.session, game, state)
+    facts = facts_of(ctx.session, game)
+    kind, state = facts.kind, facts.state
+    moves, by = turn_moves(facts)
     resolution = kind.apply(state, moves, stream_of(game))   # pure: nothing is stored
-    players = seated(ctx.session, game)
+    players = facts.seated
     lines = [f"game {game.name}, turn {game.turn}: if the turn were resolved now "
              f"(a preview; nothing is stored)"]
     for seat, move in sorted(moves.items()):
@@ -129,13 +130,16 @@ def do_preview(ctx: CommandContext, order: Order) -> str:
 
 # --- ORDER --------------------------------------------------------------------
 
-def do_order(ctx: CommandContext, order: Order) -> str:
+def do_order(ctx: CommandContext, order: Order) -> Done:
     args: tuple[str, int, str] = order.args
     name, seat, words = args
     game = running_game(ctx.session, name, _("order"), ("running", "paused"))
-    kind = kind_of(game)
-    player = holder(ctx.session, game, seat)
-    state = load_state(ctx.session, game)
+    facts = facts_of(ctx.session, game)
+    kind, state = facts.kind, facts.state
+    player = facts.seated.get(seat)
+    if player is None:
+        raise Refusal(_("game '{game}' has no player in seat {seat}", game=game.name,
+                        seat=seat))
     if seat not in kind.due(state):
         raise Refusal(_("player {seat} has no move in turn {turn}", seat=seat, turn=game.turn))
     parts = [w.strip() for w in words.split(";") if w.strip()]
@@ -151,10 +155,10 @@ def do_order(ctx: CommandContext, order: Order) -> str:
                         line=parsed.prose[0].text, kind=kind.title,
                         usages=", ".join(c.usage for c in kind.commands)))
     # a refusal (a player's name, the kind's) goes up as it is; run() quotes the ORDER line
-    names = {s: p.name for s, p in seated(ctx.session, game).items()}
+    names = {s: p.name for s, p in facts.seated.items()}
     taken = kind.take_order(state, seat, with_seats(parsed.orders, names, game.name))
     replaced = record_order(ctx.session, game, seat, taken.move, now=ctx.now, inbound_id=None,
-                            by="referee")
+                            by="referee", facts=facts)
     now = ctx.now
     audit(ctx.session, game, now, "order",
           f"turn {game.turn}, seat {seat}: {taken.summary}", actor="referee")
@@ -166,18 +170,17 @@ def do_order(ctx: CommandContext, order: Order) -> str:
                         if replaced else entered),
                        _("You may still send your own order before the deadline: it replaces "
                          "this one.")], now, game=game, seat=seat, turn=game.turn)
-    others = [p for p in active_players(ctx.session, game) if p.seat != seat]
+    others = [p for p in facts.players if p.active and p.seat != seat]
     announce(ctx.session, ctx.post, game,
              _("turn {turn}: an order entered by the referee", turn=game.turn),
              [_("The referee entered the order of player {seat} ({name}) for turn {turn} on "
                 "their behalf. What it is shows in the next report.", seat=seat,
                 name=player.name, turn=game.turn)],
              now, action="order-announced", actor="referee", players=others)
-    out = f"game {game.name}, turn {game.turn}: order for player {seat}: {taken.summary}"
-    turn = game.turn
-    if resolve_if_complete(ctx.session, ctx.post, game, state=state):
-        out += f"; every order was in, so turn {turn} is resolved"
-    return out
+    # the runner resolves the turn if this order completes it (pbem.services.turns.settle)
+    return Done(f"game {game.name}, turn {game.turn}: order for player {seat}: {taken.summary}",
+                TurnChange(game, "order", facts),
+                if_resolved=f"; every order was in, so turn {game.turn} is resolved")
 
 
 # --- REPLACE ------------------------------------------------------------------

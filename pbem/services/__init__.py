@@ -5,8 +5,8 @@
 - ``reports``: the turn reports (text, HTML and report.json);
 - ``bounces``: a bounce of our mail marks its address, tells the referee, and
   the next report says so; mail from the address clears it;
-- ``turns``: resolving a turn (``resolve``, ``resolve_if_complete``) and the
-  missed-turn count;
+- ``turns``: the one step that resolves a turn (``settle``: a command's change
+  or the deadline; the turn played, its reports queued) and the missed-turn count;
 - ``clock``: the deadline work of a tick (outage shift, vacations,
   reminders, grace, due turns);
 - ``export``: a game's record as JSON.

@@ -32,7 +32,7 @@ from pbem.models import Absence, Game, Player, ServerState
 from pbem.options import GameOptions, options_of
 from pbem.services.failures import game_failed, held_by, what_failed
 from pbem.services.post import Post, announce, notice, tagged, tell_referee
-from pbem.services.turns import resolve
+from pbem.services.turns import TurnChange, settle
 from pbem.wording import Said, _, _n
 from pbem.work import Work
 from pbem.zones import When
@@ -161,7 +161,7 @@ def game_tick(session: Session, post: Post, game: Game, now: datetime) -> bool:
         return False
     if held_by(session, game):
         return False   # a failed mail may hold a due order: RETRY it (or PROCESS) first
-    resolve(session, post, game, early=False)
+    settle(session, post, TurnChange(game, "deadline"))   # the one step that resolves turns
     return True
 
 

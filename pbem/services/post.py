@@ -26,7 +26,7 @@ from pbem.mail.quotecut import reply_text
 from pbem.mail.read import InboundMessage
 from pbem.mail.sent import sent_texts
 from pbem.models import Game, InboundMail, OutboundMail, Player
-from pbem.options import options_of
+from pbem.options import GameOptions, options_of
 from pbem.outbox import BUDGET_NOTICE, Origin, Queued, Shortfall, enqueue
 from pbem.render import Renderer, html_part, text_part
 from pbem.wording import Message, Said, _, _n
@@ -63,18 +63,21 @@ class Post:
         return str(self.renderer.say(subject, language, zone))
 
     def language_of(self, session: Session, address: str, game: Game | None = None, *,
-                    player: Player | None = None, written: str | None = None) -> str:
+                    player: Player | None = None, written: str | None = None,
+                    options: GameOptions | None = None) -> str:
         """The language mail to ``address`` is written in (reader_of)."""
-        return self.reader_of(session, address, game, player=player, written=written)[0]
+        return self.reader_of(session, address, game, player=player, written=written,
+                              options=options)[0]
 
     def reader_of(self, session: Session, address: str, game: Game | None = None, *,
-                  player: Player | None = None,
-                  written: str | None = None) -> tuple[str, str | None]:
+                  player: Player | None = None, written: str | None = None,
+                  options: GameOptions | None = None) -> tuple[str, str | None]:
         """How mail to ``address`` is written: (language, time zone). Every mail's
         language is decided here, by pbem.i18n.answer_language: the referee's own; about
         ``game``, the language the address reads that game in (``player``: its seat
         there, if the caller has it); about no game, the language of the mail's words
-        (``written``), else the address's own. The zone is the address's TIMEZONE."""
+        (``written``), else the address's own. The zone is the address's TIMEZONE.
+        ``options``: the game's, if the caller has them."""
         if address.lower() == self.referee.lower():
             return self.settings.referee_language, None
         rows = session.exec(select(Player, Game).join(Game, col(Game.id) == Player.game_id)
@@ -84,12 +87,17 @@ class Post:
             player = next((p for p, g in rows if g.id == game.id), None)
         zone = (player.timezone if player is not None and player.timezone
                 else next((p.timezone for p, _g in rows if p.timezone), None))
+        if game is not None and options is None:
+            options = options_of(game)
+        latest = rows[0][1] if rows else None   # the game the address joined last
         language = answer_language(
-            game=options_of(game).language if game is not None else None,
+            game=options.language if options is not None else None,
             own=player.language if player is not None else None,
             chosen=next((p.language for p, _g in rows if p.language), None),
             written=written,
-            plays_in=options_of(rows[0][1]).language if rows else None,
+            plays_in=None if latest is None else (
+                options.language if options is not None and game is not None
+                and latest.id == game.id else options_of(latest).language),
             default=self.settings.language)
         return language, zone
 

@@ -15,11 +15,11 @@ from sqlmodel import Session
 
 from pbem.config import WebSettings
 from pbem.deadlines import relative_said
-from pbem.games import heard_by, seated, talk_lines, watchers_of
-from pbem.kinds import kind_of
+from pbem.games import GameFacts, heard_by, seated, talk_lines, watchers_of
+from pbem.kinds import AnyKind, kind_of
 from pbem.links import key_generation, private_link
 from pbem.models import Game, Player
-from pbem.options import LEVEL_NAMES, robot_level
+from pbem.options import LEVEL_NAMES, GameOptions, robot_level
 from pbem.outbox import Origin, Queued, enqueue
 from pbem.services.export import export_json
 from pbem.services.post import Post, tagged
@@ -47,11 +47,13 @@ def report_context(game: Game, players: dict[int, Player], state: Any, seat: int
                    now: datetime, origin: Origin, notes: list[str],
                    talk: list[dict[str, Any]] | None = None,
                    web: WebSettings | None = None,
-                   course: dict[str, Any] | None = None) -> dict[str, Any]:
+                   course: dict[str, Any] | None = None, *, kind: AnyKind | None = None,
+                   options: GameOptions | None = None) -> dict[str, Any]:
     """What a report template gets, for every kind (seat None: an observer's public view);
-    course: the game's course (pbem.services.replay.course), which the final report draws."""
-    kind = kind_of(game)
-    view = player_view(game, players, state, seat)
+    course: the game's course (pbem.services.replay.course), which the final report draws.
+    ``kind`` and ``options``: the game's, if the caller has them."""
+    kind = kind or kind_of(game)
+    view = player_view(game, players, state, seat, kind=kind)
     over = kind.over(state)
     standings = None
     if over:
@@ -77,7 +79,7 @@ def report_context(game: Game, players: dict[int, Player], state: Any, seat: int
         "deadline": view["deadline"],
         "your_due": kind.due(state).get(seat) if seat is not None and not over else None,
         "record_file": record_file(game) if over else None,
-        "robot_level": LEVEL_NAMES[robot_level(game)],
+        "robot_level": LEVEL_NAMES[robot_level(game, options)],
         "timezone": player.timezone if player is not None else None,
         # the pictures (pbem.charts): the odds of each bid the reader must answer now, and
         # the course of the game in the final report
@@ -108,11 +110,16 @@ def enqueue_reports(session: Session, post: Post, game: Game, state: Any, *, now
                     notes: list[str] | None = None,
                     seat_notes: dict[int, list[str]] | None = None,
                     only_seat: int | None = None, in_reply_to: str | None = None,
-                    inbound_id: int | None = None) -> list[Queued]:
+                    inbound_id: int | None = None,
+                    facts: GameFacts | None = None) -> list[Queued]:
+    """The reports of the game as ``state`` stands (``facts``: what the transaction knows
+    of the game, if read), one a seat (``only_seat``: that one), then the watchers'."""
     origin, renderer = post.origin, post.renderer
-    players = seated(session, game)
+    players = facts.seated if facts is not None else seated(session, game)
+    kind = facts.kind if facts is not None else kind_of(game)
+    options = facts.options if facts is not None else None
     talk = talk_lines(session, game)     # the table talk (SAY) since the last report
-    over = kind_of(game).over(state)
+    over = kind.over(state)
     # the final report carries the game's record, for `pbem verify`, and its course
     record = [record_attachment(session, game)] if over else []
     drawn = game_course(session, game, players) if over else None
@@ -122,11 +129,13 @@ def enqueue_reports(session: Session, post: Post, game: Game, state: Any, *, now
             continue
         told = (seat_notes or {}).get(seat, notes or [])   # "you" for the reader's seat
         context = report_context(game, players, state, seat, now, origin, told,
-                                 heard_by(talk, seat), post.settings.web, drawn)
-        language = post.language_of(session, player.email, game, player=player)
-        text, html = renderer.render(kind_of(game).report_template, context, language,
+                                 heard_by(talk, seat), post.settings.web, drawn, kind=kind,
+                                 options=options)
+        language = post.language_of(session, player.email, game, player=player,
+                                    options=options)
+        text, html = renderer.render(kind.report_template, context, language,
                                      player.timezone)
-        subject = post.subject(tagged(game.name, _("final report") if kind_of(game).over(state)
+        subject = post.subject(tagged(game.name, _("final report") if over
                                       else _("turn {turn} report", turn=game.turn)), language)
         attachment = ("report.json", "application/json", view_json(context["view"]))
         rows.append(enqueue(session, post.origin_in(language), kind="report", to=player.email, subject=subject,
@@ -138,7 +147,7 @@ def enqueue_reports(session: Session, post: Post, game: Game, state: Any, *, now
     if only_seat is None:
         rows += _watcher_reports(session, post, game, state, players, now=now,
                                  notes=notes or [], talk=talk, record=record,
-                                 course=drawn)
+                                 course=drawn, kind=kind, options=options)
     return rows
 
 
@@ -146,13 +155,15 @@ def _watcher_reports(session: Session, post: Post, game: Game, state: Any,
                      players: dict[int, Player], *, now: datetime, notes: list[str],
                      talk: list[dict[str, Any]],
                      record: list[tuple[str, str, bytes]],
-                     course: dict[str, Any] | None) -> list[Queued]:
+                     course: dict[str, Any] | None, kind: AnyKind,
+                     options: GameOptions | None) -> list[Queued]:
     """The public view (no hidden dice) for each WATCHer of the game (commands.signup)."""
     watchers = watchers_of(session, game)
     if not watchers:
         return []
     context = report_context(game, players, state, None, now, post.origin, notes,
-                             heard_by(talk, None), post.settings.web, course)
+                             heard_by(talk, None), post.settings.web, course, kind=kind,
+                             options=options)
     context["how_to_order"] = False      # watchers have no orders to send
     attachment = ("report.json", "application/json", view_json(context["view"]))
     rows: list[Queued] = []
@@ -160,11 +171,13 @@ def _watcher_reports(session: Session, post: Post, game: Game, state: Any,
     # rendering a language
     by_language: dict[str, list[str]] = {}
     for email in watchers:
-        by_language.setdefault(post.language_of(session, email, game), []).append(email)
+        by_language.setdefault(post.language_of(session, email, game, options=options),
+                               []).append(email)
+    over = kind.over(state)
     for language, emails in by_language.items():
-        text, html = post.renderer.render(kind_of(game).report_template, context, language)
+        text, html = post.renderer.render(kind.report_template, context, language)
         subject = post.subject(tagged(game.name, _("final report (public view)")
-                                      if kind_of(game).over(state)
+                                      if over
                                       else _("turn {turn} public view", turn=game.turn)), language)
         rows += [enqueue(session, post.origin_in(language), kind="watch", to=email, subject=subject,
                          text=text, html=html, now=now, attachments=[attachment, *record],
@@ -181,9 +194,9 @@ def game_course(session: Session, game: Game, players: dict[int, Player]) -> dic
 
 
 def player_view(game: Game, players: dict[int, Player], state: Any,
-                seat: int | None) -> dict[str, Any]:
+                seat: int | None, *, kind: AnyKind | None = None) -> dict[str, Any]:
     """The JSON view of the game for one seat (None: the public view)."""
-    kind = kind_of(game)
+    kind = kind or kind_of(game)
     rules_part = kind.view(state, seat)
     per_seat = rules_part.pop("virtual_dice", None)
     player = players.get(seat) if seat is not None else None

@@ -1,12 +1,15 @@
 """Resolving turns: the moves of a turn, playing it, its reports, the missed-turn count.
 
-``resolve`` plays the turn in hand (``play_turn``: missing orders are played
-for their players: their standing order, the game's policy, or the robot),
-then queues its reports (``report_turn``), two steps a runner may also call
-one after the other itself (pbem.referee, for the order that completes a
-turn). ``turn_complete`` is the one place that says "resolve as soon as every
-due order is in" (not under WAIT): a player's order, the referee's ORDER and
-WAIT off (``resolve_if_complete``) all ask it.
+``settle`` is the one step that resolves a turn: every path that can complete
+one (a player's order, the referee's ORDER, WAIT off and PROCESS, through the
+command table's runner, pbem.commands.registry; a passed deadline, through the
+clock) says what changed (a ``TurnChange``), and ``settle`` decides whether the
+turn completes (``complete``: every due order in, not under WAIT; PROCESS and
+the deadline: now), plays it (``play_turn``: missing orders are played for
+their players: their standing order, the game's policy, or the robot) and
+queues its reports (``report_turn``; a player's order has them queued after
+its answer, which says they follow). What the transaction knows of the game
+(pbem.games.GameFacts) is read once and handed down.
 
 After each resolution ``after_turn`` counts the turns a player missed in a
 row (Player.missed_turns; their own order resets it) and, when the count
@@ -32,18 +35,17 @@ from pbem.claims import aware
 from pbem.db import core_read
 from pbem.errors import Refusal
 from pbem.games import (
+    GameFacts,
     drop_orders,
+    facts_of,
     id_of,
-    load_state,
-    missing_seats,
     next_deadline,
-    pending_orders,
     seated,
     stream_of,
 )
 from pbem.kinds import AnyKind, kind_of
 from pbem.models import Game, Move, Player
-from pbem.options import POLICIES, options_of, robot_level
+from pbem.options import POLICIES, GameOptions, options_of, robot_level
 from pbem.services.bounces import describe_said, failing, report_notes
 from pbem.services.post import Post, read_in_turn, tagged, tell_referee
 from pbem.services.reports import enqueue_reports
@@ -77,11 +79,13 @@ def game_policy(game: Game) -> str:
 
 
 def missing_move(game: Game, kind: AnyKind, state: Any, seat: int,
-                 player: Player | None) -> tuple[Any, str]:
-    """The move for a seat without an order: its standing order, the game's policy, the robot."""
+                 player: Player | None, options: GameOptions | None = None) -> tuple[Any, str]:
+    """The move for a seat without an order: its standing order, the game's policy, the robot
+    (``options``: the game's, if the caller has them)."""
+    level = robot_level(game, options)
     if player is not None and (player.default_order or "").upper() == "ROBOT":
         return kind.robot_move(state, seat, robot_rng(game, game.turn, seat),
-                               level=robot_level(game)), "robot"
+                               level=level), "robot"
     for policy, by in ((player.default_order if player else None, "standing"),
                        (game_policy(game), "policy")):
         if policy and policy.upper() in ("CHALLENGE", "RAISE"):
@@ -89,32 +93,34 @@ def missing_move(game: Game, kind: AnyKind, state: Any, seat: int,
             if move is not None:
                 return move, by
     return kind.robot_move(state, seat, robot_rng(game, game.turn, seat),
-                               level=robot_level(game)), "robot"
+                               level=level), "robot"
 
 
-def turn_moves(session: Session, game: Game, state: Any) -> tuple[dict[int, Any], dict[int, str]]:
+def turn_moves(facts: GameFacts) -> tuple[dict[int, Any], dict[int, str]]:
     """The moves the turn is played with now: the orders in, the rest played for their seats;
     and how each was made (Move.by)."""
-    kind = kind_of(game)
-    orders, holders = pending_orders(session, game), seated(session, game)
+    game, kind, state, holders = facts.game, facts.kind, facts.state, facts.seated
     moves: dict[int, Any] = {}
     by: dict[int, str] = {}
     for seat in sorted(kind.due(state)):
-        order = orders.get(seat)
+        order = facts.orders.get(seat)
         if order is not None:
             moves[seat], by[seat] = kind.move_from_json(json.loads(order.move_json)), order.by
         else:
-            moves[seat], by[seat] = missing_move(game, kind, state, seat, holders.get(seat))
+            moves[seat], by[seat] = missing_move(game, kind, state, seat, holders.get(seat),
+                                                 facts.options)
     return moves, by
 
 
-def resolve_turn(session: Session, game: Game, now: datetime) -> TurnOutcome:
-    """Apply the turn's orders (missing ones are played for the player) and advance."""
+def resolve_turn(session: Session, game: Game, now: datetime,
+                 facts: GameFacts | None = None) -> TurnOutcome:
+    """Apply the turn's orders (missing ones are played for the player) and advance
+    (``facts``: the transaction's, left with the state after the turn)."""
     if game.status != "running":
         raise Refusal(_("game '{game}' is not running", game=game.name))
-    kind = kind_of(game)
-    state = load_state(session, game)
-    moves, by = turn_moves(session, game, state)
+    facts = facts or facts_of(session, game)
+    kind, state = facts.kind, facts.state
+    moves, by = turn_moves(facts)
     played_for = {seat: move for seat, move in moves.items() if by[seat] in MISSED_BY}
     resolution = kind.apply(state, moves, stream_of(game))
     for seat, move in moves.items():
@@ -123,14 +129,15 @@ def resolve_turn(session: Session, game: Game, now: datetime) -> TurnOutcome:
                          move_json=json.dumps(kind.move_to_json(move)), by=by[seat],
                          rerolled_json=json.dumps(resolution.extras.get(seat, [])),
                          created_at=now))
-    drop_orders(session, game)
+    drop_orders(session, game, facts=facts)
     game.turn += 1
+    facts.state = resolution.state
     if kind.over(resolution.state):
         game.status = "over"
         game.ended_at = now
         game.deadline = None
     else:
-        game.deadline = next_deadline(game, now)
+        game.deadline = next_deadline(game, now, facts.options)
     session.add(game)
     session.flush()
     return TurnOutcome(played_for, {s: by[s] for s in played_for}, resolution.state,
@@ -138,11 +145,12 @@ def resolve_turn(session: Session, game: Game, now: datetime) -> TurnOutcome:
 
 
 def played_for_notes(game: Game, outcome: TurnOutcome, players: dict[int, Player], *,
-                     early: bool = False, had_deadline: bool = True) -> list[Said]:
+                     early: bool = False, had_deadline: bool = True,
+                     kind: AnyKind | None = None) -> list[Said]:
     """A line in the report for each move made for a missing order (early: the referee
     played the turn before its deadline, so nobody was late; had_deadline: the turn had
     one at all)."""
-    kind = kind_of(game)
+    kind = kind or kind_of(game)
     notes: list[Said] = []
     for seat, move in sorted(outcome.played_for.items()):
         name: Said = (players[seat].name if seat in players
@@ -175,56 +183,81 @@ class PlayedTurn:
     # each note text or a message, said in the report's reader's language
     notes: list[Said]                 # to every report
     seat_notes: dict[int, list[Said]]  # to one seat's report (the kind's, then the notes)
+    facts: GameFacts                  # what the transaction knows of the game, after it
 
 
-def play_turn(session: Session, post: Post, game: Game, *,
+def play_turn(session: Session, post: Post, facts: GameFacts, *,
               early: bool | None = None) -> PlayedTurn:
     """Play the turn in hand and count missed turns (the referee is told); what its
     reports are to say. early: played before its deadline (None: from the clock now; the
     clock says False)."""
+    game = facts.game
     turn = game.turn
-    early = before_deadline(game, post.clock()) if early is None else early
+    now = post.clock()
+    early = before_deadline(game, now) if early is None else early
     had_deadline = (game.grace_until or game.deadline) is not None   # resolving sets the next
-    outcome = resolve_turn(session, game, post.clock())
+    outcome = resolve_turn(session, game, now, facts)
     read_in_turn(session, game, turn)   # the talk and notices of the turn are read in this one
-    after_turn(session, post, game, turn)
-    players = seated(session, game)
-    more = (played_for_notes(game, outcome, players, early=early, had_deadline=had_deadline)
+    players = facts.seated
+    after_turn(session, post, game, turn, players=players, options=facts.options)
+    more = (played_for_notes(game, outcome, players, early=early, had_deadline=had_deadline,
+                             kind=facts.kind)
             + report_notes(session, game))
     return PlayedTurn(outcome.state, [*outcome.notes, *more],
-                      {s: [*n, *more] for s, n in outcome.seat_notes.items()})
+                      {s: [*n, *more] for s, n in outcome.seat_notes.items()}, facts)
 
 
-def report_turn(session: Session, post: Post, game: Game, played: PlayedTurn, *,
+def report_turn(session: Session, post: Post, played: PlayedTurn, *,
                 inbound_id: int | None = None) -> None:
     """Queue the reports of the turn just played (pbem.services.reports)."""
-    enqueue_reports(session, post, game, played.state, now=post.clock(), inbound_id=inbound_id,
+    enqueue_reports(session, post, played.facts.game, played.state, now=post.clock(),
+                    inbound_id=inbound_id, facts=played.facts,
                     # the report's context says each note in its reader's language
                     notes=cast(list[str], played.notes),
                     seat_notes=cast(dict[int, list[str]], played.seat_notes))
 
 
-def resolve(session: Session, post: Post, game: Game, *, inbound_id: int | None = None,
-            early: bool | None = None) -> None:
-    """Play the turn in hand, then queue its reports (play_turn, report_turn)."""
-    report_turn(session, post, game, play_turn(session, post, game, early=early),
-                inbound_id=inbound_id)
+# why a turn may complete now (TurnChange.why): an order came in, WAIT went off (as soon
+# as every due order is in); the referee's PROCESS, the deadline passed (now)
+WHEN_COMPLETE = ("order", "wait-off")
+NOW = ("process", "deadline")
 
 
-def turn_complete(session: Session, game: Game, state: Any | None = None) -> bool:
-    """Is every due order in, the game running and not under WAIT (state: if loaded)?"""
-    if game.status != "running" or options_of(game).wait:
-        return False
-    return not missing_seats(session, game, state)
+@dataclass(frozen=True)
+class TurnChange:
+    """What a command or the clock changed that may complete a turn (``why``: one of
+    WHEN_COMPLETE or NOW), with what its transaction knows of the game, if read."""
+
+    game: Game
+    why: str
+    facts: GameFacts | None = None
 
 
-def resolve_if_complete(session: Session, post: Post, game: Game, *, state: Any | None = None,
-                        inbound_id: int | None = None) -> bool:
-    """Resolve the turn if it is complete (turn_complete); True if it did."""
-    if not turn_complete(session, game, state):
-        return False
-    resolve(session, post, game, inbound_id=inbound_id)
-    return True
+def complete(facts: GameFacts) -> bool:
+    """Is every due order in, the game running and not under WAIT? The one place that says
+    "resolve as soon as every due order is in"."""
+    return (facts.game.status == "running" and not facts.options.wait
+            and not facts.missing())
+
+
+def settle(session: Session, post: Post, change: TurnChange, *, inbound_id: int | None = None,
+           report: bool = True) -> PlayedTurn | None:
+    """The one step that resolves a turn: whether ``change`` completes it (an order in, WAIT
+    off: ``complete``; PROCESS, the deadline: it does), then the turn played and its reports
+    queued (``report``: else the caller queues them, report_turn, after its answer). The
+    turn played, or None. PROCESS of a game not running is refused (resolve_turn)."""
+    assert change.why in WHEN_COMPLETE + NOW, change.why
+    game = change.game
+    if change.why in WHEN_COMPLETE and game.status != "running":
+        return None
+    facts = change.facts or facts_of(session, game)
+    if change.why in WHEN_COMPLETE and not complete(facts):
+        return None
+    played = play_turn(session, post, facts,
+                       early=False if change.why == "deadline" else None)
+    if report:
+        report_turn(session, post, played, inbound_id=inbound_id)
+    return played
 
 
 # who made each move of a turn (a Core read: pbem.db.core_read)
@@ -233,12 +266,16 @@ _MOVES_BY = (select(Move.seat, Move.by)
              .order_by(col(Move.seat)))
 
 
-def after_turn(session: Session, post: Post, game: Game, turn: int) -> list[Player]:
+def after_turn(session: Session, post: Post, game: Game, turn: int, *,
+               players: dict[int, Player] | None = None,
+               options: GameOptions | None = None) -> list[Player]:
     """Count the missed turns of turn ``turn`` (just resolved); ask the referee to replace
-    whoever reaches the limit (once: when the count reaches it). Returns those players."""
+    whoever reaches the limit (once: when the count reaches it). Returns those players.
+    ``players`` (the seated) and ``options``: if the caller has them."""
     rows = core_read(session, _MOVES_BY, {"game": game.id, "turn": turn})
-    holders = seated(session, game)
-    limit = options_of(game).missed_limit   # NEWGAME MISSED <n>; 0: never ask the referee
+    holders = players if players is not None else seated(session, game)
+    # NEWGAME MISSED <n>; 0: never ask the referee
+    limit = (options or options_of(game)).missed_limit
     reached = []
     for row in rows:
         player = holders.get(row.seat)
