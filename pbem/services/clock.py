@@ -28,6 +28,7 @@ from pbem.deadlines import (
     vacation_shift,
 )
 from pbem.games import already_told, audit, missing_seats, seated
+from pbem.health import LAST_TICK
 from pbem.models import Absence, Game, Player, ServerState
 from pbem.options import GameOptions, options_of
 from pbem.services.failures import game_failed, held_by, what_failed
@@ -38,8 +39,6 @@ from pbem.work import Work
 from pbem.zones import When
 
 log = logging.getLogger(__name__)
-
-LAST_TICK = "clock.last_tick"
 
 
 def clock_tick(engine: Engine, post: Post, now: datetime,
