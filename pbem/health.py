@@ -31,7 +31,7 @@ from pbem.claims import aware, me
 from pbem.config import Settings
 from pbem.db import reading
 from pbem.models import AuditEntry, Game, InboundMail, OutboundMail, ServerState
-from pbem.wording import Message, _
+from pbem.wording import Message, _, _n
 
 log = logging.getLogger(__name__)
 
@@ -123,13 +123,16 @@ class Status:
                            limit=round(self.late_after)))
         waiting = self.age(self.inbox_oldest)
         if waiting is not None and waiting > self.stuck_after:
-            found.append(_("{n} stored mails wait to be handled, the oldest for {seconds} "
-                           "seconds", n=self.inbox, seconds=round(waiting)))
+            found.append(_n("{n} stored mail waits to be handled, for {seconds} seconds",
+                            "{n} stored mails wait to be handled, the oldest for {seconds} "
+                            "seconds", self.inbox, seconds=round(waiting)))
         overdue = self.age(self.overdue_since)
         if overdue is not None and overdue > self.stuck_after:
-            found.append(_("{n} outgoing mails are due and not sent, the longest for {seconds} "
-                           "seconds: is the mail server reachable?", n=self.outbox_due,
-                           seconds=round(overdue)))
+            found.append(_n("{n} outgoing mail is due and not sent, for {seconds} seconds: is "
+                            "the mail server reachable?",
+                            "{n} outgoing mails are due and not sent, the longest for {seconds} "
+                            "seconds: is the mail server reachable?", self.outbox_due,
+                            seconds=round(overdue)))
         return found
 
     @property

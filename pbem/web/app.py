@@ -10,6 +10,8 @@ Every page has a JSON twin under ``/api`` with the same data
     /games/<game>/record.json                          a finished game's record
     /p/<token>                 /api/p/<token>          a player's private page
     /verify (GET, POST)        /api/verify (POST)      verify an uploaded record
+    /healthz                   how pbem serve is doing: 200, or 503 when unwell
+    /metrics                   the same figures for Prometheus (docs/monitoring.md)
 
 The app reads the database through read-only connections (pbem.web.database).
 Pages carry an ETag (a running game's changes with its turn, orders in, talk ...)
