@@ -484,9 +484,9 @@ class Server:
             stalled = self.loop_stalled()
             if stalled is not None:
                 if not told:
-                    log.error("the ticks have made no progress for %.0f s: is a tick stuck? "
-                              "(systemd's watchdog is no longer told that pbem is alive)",
-                              stalled)
+                    log.error("the ticks have made no progress for %.0f s: is a tick stuck?%s",
+                              stalled, " (systemd's watchdog is no longer told that pbem is "
+                              "alive)" if watchdog else "")
                 told = True
                 notify(f"STATUS=stalled: no tick progress for {stalled:.0f} s")
                 continue

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import httpx
 
+from pbem.notify import notify, watchdog_seconds
 from testkit.mailstack import MailStack
 from testkit.net import LOOPBACK, free_ports
 from testkit.stack import stack_config
@@ -168,3 +169,27 @@ def test_a_hung_tick_stops_the_watchdog_pings(tmp_path: Path) -> None:
             proc.kill()   # a clean stop would wait for the hung tick
     finally:
         silent.close()
+
+
+def test_notify_writes_one_datagram_to_the_socket_systemd_names(tmp_path: Path) -> None:
+    with notify_socket(tmp_path / "notify") as sock:
+        assert notify("READY=1", "STATUS=serving", env={"NOTIFY_SOCKET": str(tmp_path / "notify")})
+        assert sock.recv(4096) == b"READY=1\nSTATUS=serving"
+    abstract = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    name = f"pbem-test-{os.getpid()}"
+    abstract.bind("\0" + name)
+    abstract.settimeout(5)
+    with abstract:
+        assert notify("WATCHDOG=1", env={"NOTIFY_SOCKET": "@" + name})
+        assert abstract.recv(4096) == b"WATCHDOG=1"
+    # not under systemd, or the socket gone: nothing, and no error
+    assert not notify("READY=1", env={})
+    assert not notify("READY=1", env={"NOTIFY_SOCKET": str(tmp_path / "gone")})
+
+
+def test_the_watchdog_is_ours_only_when_systemd_says_so() -> None:
+    assert watchdog_seconds({"WATCHDOG_USEC": "120000000"}) == 120
+    assert watchdog_seconds({"WATCHDOG_USEC": "120000000", "WATCHDOG_PID": str(os.getpid())}) == 120
+    # set for another process (inherited by a child): not ours
+    assert watchdog_seconds({"WATCHDOG_USEC": "120000000", "WATCHDOG_PID": "1"}) is None
+    assert watchdog_seconds({}) is None and watchdog_seconds({"WATCHDOG_USEC": "0"}) is None
