@@ -33,9 +33,11 @@ def metrics_of(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float
             for family in text_string_to_metric_families(text) for sample in family.samples}
 
 
-def test_healthz_and_metrics_follow_the_ticks_and_the_stored_mail(tmp_path: Path) -> None:
+def test_healthz_and_metrics_follow_the_ticks_and_the_stored_mail(
+        tmp_path: Path, database: str) -> None:
     clock = Clock()
-    server = make_server(tmp_path, clock, late_tick_seconds=120.0, stuck_mail_seconds=600.0)
+    server = make_server(tmp_path, clock, database=database, late_tick_seconds=120.0,
+                         stuck_mail_seconds=600.0)
     server.tick()   # the last tick: now
     assert server.referee.store_inbound(mail(PLAYERS[0], "HELP\n"), source="smtp")
     with TestClient(create_app(server.settings, engine=server.engine, clock=clock)) as web:
@@ -69,17 +71,19 @@ def test_healthz_and_metrics_follow_the_ticks_and_the_stored_mail(tmp_path: Path
         assert samples[("pbem_errors_total", (("kind", "mail-failed"),))] == 0
         # handled 11 minutes after it came (the clock stood still in between)
         assert samples[("pbem_mail_handling_seconds", (("quantile", "0.5"),))] == 660
-        # the referee lease is free between ticks
-        assert ("pbem_lease_until_timestamp_seconds",
-                (("lease", "referee"), ("owner", ""))) in samples
+        if database.startswith("sqlite"):   # SQLite's ticks take the referee lease
+            # free between ticks
+            assert ("pbem_lease_until_timestamp_seconds",
+                    (("lease", "referee"), ("owner", ""))) in samples
 
 
-def test_mail_that_cannot_be_sent_is_stuck_and_the_backoff_is_shown(tmp_path: Path) -> None:
+def test_mail_that_cannot_be_sent_is_stuck_and_the_backoff_is_shown(
+        tmp_path: Path, database: str) -> None:
     """An SMTP server that is down: the answer stays due, serve backs off (kept in the
     database), and once it has waited past stuck_mail_seconds the server is unwell."""
     clock = Clock()
     closed = free_ports(1)[0]   # nothing listens there
-    server = make_server(tmp_path, clock, stuck_mail_seconds=600.0,
+    server = make_server(tmp_path, clock, database=database, stuck_mail_seconds=600.0,
                          smtp=SmtpSettings(host=LOOPBACK, port=closed, starttls=False))
     assert server.referee.store_inbound(mail(PLAYERS[0], "HELP\n"), source="smtp")
     report = server.tick()
