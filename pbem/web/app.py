@@ -86,6 +86,7 @@ SECURITY_HEADERS = [
      (b"default-src 'none'; style-src 'self'; img-src 'self' data:; script-src 'self'; "
       b"form-action 'self'; base-uri 'none'; frame-ancestors 'none'")),
 ]
+WATCHED = ("/healthz", "/metrics")   # what monitoring asks for (docs/monitoring.md)
 FINISHED_CACHE = "public, max-age=86400"
 NO_STORE = "no-store"
 MAX_PAGE = 1_000_000
@@ -491,8 +492,11 @@ class Guard:
                                     "headers": headers})
                 await send({"type": "http.response.body", "body": self.fallback(scope)})
         finally:
-            log.info("%s %s %s %.1fms", scope.get("method"), path, state["status"],
-                     (time.perf_counter() - started) * 1000)
+            # a monitor asks every few seconds: its answers in the log only when not 200
+            quiet = path in WATCHED and state["status"] == 200
+            log.log(logging.DEBUG if quiet else logging.INFO, "%s %s %s %.1fms",
+                    scope.get("method"), path, state["status"],
+                    (time.perf_counter() - started) * 1000)
 
 
 def create_app(settings: Settings, *, engine: Engine | None = None,

@@ -6,6 +6,7 @@ socket) are in test_health_serve.py."""
 from __future__ import annotations
 
 import json
+import logging
 import time
 import warnings
 from pathlib import Path
@@ -141,3 +142,19 @@ def test_pbem_status_prints_the_figures_and_says_unwell_in_its_exit_status(
     code, out, _ = status()
     assert code == 1, out
     assert out.startswith("health: FAILING\n  problem: the last tick was "), out
+
+
+def test_a_monitors_asking_stays_out_of_the_log_while_all_is_well(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    clock = Clock()
+    server = make_server(tmp_path, clock)
+    server.tick()
+    with TestClient(create_app(server.settings, engine=server.engine, clock=clock)) as web, \
+            caplog.at_level(logging.INFO, logger="pbem.web"):
+        assert web.get("/healthz").status_code == 200
+        assert web.get("/metrics").status_code == 200
+        assert web.get("/").status_code == 200
+        clock.advance(hours=1)
+        assert web.get("/healthz").status_code == 503
+    logged = [r.getMessage() for r in caplog.records if r.name == "pbem.web"]
+    assert [line.rsplit(" ", 1)[0] for line in logged] == ["GET / 200", "GET /healthz 503"]
