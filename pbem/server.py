@@ -321,7 +321,8 @@ class Server:
                             keep_alive=lease.renew if held else None, hand_off=stream,
                             marks=marks, waits=report.waits)
                         marks("clock>")
-                        report.resolved = self.referee.resolve_due(report.waits)
+                        report.resolved = self.referee.resolve_due(report.waits,
+                                                                   step=self._step)
                         marks("clock<")
                     finally:
                         if held:
@@ -464,6 +465,10 @@ class Server:
             return True
         with Session(self.engine) as session:
             return known_address(session, sender)
+
+    def _step(self) -> None:
+        """A game's clock work is done: progress (loop_stalled)."""
+        self._progress = time.monotonic()
 
     def loop_stalled(self) -> float | None:
         """How long the ticks have shown no progress (no tick began, ended or went on to

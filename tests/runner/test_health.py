@@ -20,7 +20,7 @@ from pbem.config import SmtpSettings
 from pbem.health import read_status, server_status
 from pbem.models import ServerState
 from pbem.web import create_app
-from testkit.desk import PLAYERS, Clock, mail, make_server, write_config
+from testkit.desk import PLAYERS, Clock, mail, make_server, started_game, write_config
 from testkit.net import LOOPBACK, free_ports
 
 with warnings.catch_warnings():
@@ -158,3 +158,19 @@ def test_a_monitors_asking_stays_out_of_the_log_while_all_is_well(
         assert web.get("/healthz").status_code == 503
     logged = [r.getMessage() for r in caplog.records if r.name == "pbem.web"]
     assert [line.rsplit(" ", 1)[0] for line in logged] == ["GET / 200", "GET /healthz 503"]
+
+
+def test_the_clock_work_of_each_game_is_progress_for_the_watchdog(tmp_path: Path) -> None:
+    """A tick that resolves the turns of many games is at work, not stuck: each game's
+    clock work moves serve's progress on (loop_stalled)."""
+    clock = Clock()
+    server = make_server(tmp_path, clock)
+    for name in ("g1", "g2", "g3"):
+        started_game(server, "DEADLINE 48", name=name)
+    clock.advance(hours=49)
+    steps: list[float] = []
+    assert server.referee.resolve_due(step=lambda: steps.append(time.monotonic())) == 3
+    assert len(steps) == 3
+    before = server._progress
+    server.tick()
+    assert server._progress > before
