@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from pbem.claims import aware
@@ -13,12 +14,16 @@ log = logging.getLogger(__name__)
 class Backoff:
     """When to try a service again after it failed: 30 s, 1, 2, 4 ... minutes, at most 15."""
 
-    def __init__(self, name: str, base: float = 30.0, cap: float = 900.0) -> None:
+    def __init__(self, name: str, base: float = 30.0, cap: float = 900.0,
+                 on_change: Callable[[Backoff, str], None] | None = None) -> None:
         self.name = name
         self.base = base
         self.cap = cap
         self.failures = 0
         self.retry_at: datetime | None = None
+        # told (the back-off, why) of each failure and of the first success after
+        # failures: serve keeps it where `pbem status` reads it (pbem.health)
+        self.on_change = on_change
 
     def ready(self, now: datetime) -> bool:
         return self.retry_at is None or aware(now) >= aware(self.retry_at)
@@ -29,9 +34,14 @@ class Backoff:
         self.retry_at = now + timedelta(seconds=wait)
         log.warning("%s unavailable (%s in a row): %s; next try in %.0f s", self.name,
                     plural("{n} time", "{n} times", self.failures), why, wait)
+        if self.on_change is not None:
+            self.on_change(self, str(why))
 
     def succeeded(self) -> None:
-        if self.failures:
-            log.info("%s is back after %d failed tries", self.name, self.failures)
+        if not self.failures:
+            return
+        log.info("%s is back after %d failed tries", self.name, self.failures)
         self.failures = 0
         self.retry_at = None
+        if self.on_change is not None:
+            self.on_change(self, "")

@@ -21,13 +21,16 @@ from pbem.config import ConfigError, command_settings, effective_config, find_co
 from pbem.demo import run_demo
 from pbem.errors import Refusal
 from pbem.games import find_game
+from pbem.health import server_status
 from pbem.kinds import DEFAULT_KIND, KINDS, Demo
 from pbem.kinds.verify import check_record
-from pbem.server import Server
+from pbem.logformat import FORMATS
+from pbem.logformat import set_up as set_up_logging
+from pbem.server import Server, utc_now
 from pbem.services.export import export_json
 from pbem.usertext import shown
 from pbem.web import serve as serve_web
-from pbem.web.database import DatabaseNotReady
+from pbem.web.database import DatabaseNotReady, open_read_only
 
 
 def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
@@ -145,6 +148,23 @@ def cmd_web(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_status(args: argparse.Namespace) -> int:
+    """`pbem status`: how the server is doing, read from the database (pbem.health); exit
+    status 0 when well, 1 when its last tick is late or mail is stuck, 2 without a
+    database to read."""
+    settings = _settings(args)
+    try:
+        status = server_status(open_read_only(settings.database), settings, utc_now())
+    except DatabaseNotReady as exc:
+        print(f"pbem status: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(status.as_json(), indent=2))
+    else:
+        print("\n".join(shown(line) for line in status.lines()))
+    return 0 if status.healthy else 1
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(Path(args.dir) if args.dir else None, seed=args.seed, rules=args.rules,
                     options=args.options)
@@ -187,6 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"pbem {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log more")
     parser.add_argument("-c", "--config", help=CONFIG_HELP)
+    parser.add_argument("--log-format", choices=FORMATS, default="auto", help=LOG_FORMAT_HELP)
     sub = parser.add_subparsers(dest="command", required=True)
 
     def with_config(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -213,6 +234,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", help="address to listen on (default: [web] host, 127.0.0.1)")
     p.add_argument("--port", type=int, help="port (default: [web] port, 8080)")
     p.set_defaults(func=cmd_web)
+    p = with_config(sub.add_parser("status", help="how the server is doing; exit 1 if unwell"))
+    p.add_argument("--json", action="store_true", help="the figures as JSON")
+    p.set_defaults(func=cmd_status)
     p = sub.add_parser("demo", help="a whole game of robots over the real mail path")
     p.add_argument("--rules", choices=tuple(KINDS), default=DEFAULT_KIND,
                    help="the game kind: " + ", ".join(
@@ -254,6 +278,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+LOG_FORMAT_HELP = ("text (with the time), journal (journald's priorities, no time) or json "
+                   "(a JSON object a line); auto: journal when stderr is the journal's")
 CONFIG_HELP = ("pbem.toml (default: $PBEM_CONFIG, else /etc/pbem/pbem.toml, else the "
                "embedded defaults where a pbem.db is in the current folder)")
 
@@ -271,8 +297,8 @@ def quiet_libraries() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose or args.command in ("serve", "web")
-                        else logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    set_up_logging(logging.INFO if args.verbose or args.command in ("serve", "web")
+                   else logging.WARNING, args.log_format)
     quiet_libraries()
     try:
         return int(args.func(args))

@@ -417,6 +417,11 @@ class Settings:
     # written in English words), and of the referee's notices and answers: en, de or cs
     language: str = "en"
     referee_language: str = "en"
+    # `pbem status`, /healthz and serve's watchdog: the server is unwell when its last tick
+    # is older than this (not set: five ticks' interval, at least 300 s), or when mail has
+    # waited longer than stuck_mail_seconds to be handled, or past its time to be sent
+    late_tick_seconds: float | None = None
+    stuck_mail_seconds: float = 1800.0
     imap: ImapSettings | None = None
     smtp: SmtpSettings | None = None
     listen: ListenSettings | None = None
@@ -434,6 +439,13 @@ class Settings:
     def tick_seconds(self) -> float:
         """How often `pbem serve` ticks: [imap] poll_seconds, 10 s without a mailbox."""
         return self.imap.poll_seconds if self.imap is not None else 10.0
+
+    @property
+    def tick_late_after(self) -> float:
+        """Seconds after which the last tick is late (late_tick_seconds)."""
+        if self.late_tick_seconds is not None:
+            return self.late_tick_seconds
+        return max(300.0, 5 * self.tick_seconds)
 
 
 # ---------------------------------------------------------------- where the config is

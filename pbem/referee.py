@@ -342,12 +342,14 @@ class Referee:
             waits.add("database locks", waited, f"game {lane}" if lane else "the one writer")
         return row
 
-    def resolve_due(self, waits: Waits | None = None) -> int:
+    def resolve_due(self, waits: Waits | None = None,
+                    step: Callable[[], None] | None = None) -> int:
         """The clock work of a tick (pbem.services.clock): outage shift, vacations,
         reminders, grace, and the resolution of due turns; returns how many turns resolved.
-        The games whose clock work another worker's claim held back are told to ``waits``."""
+        The games whose clock work another worker's claim held back are told to ``waits``;
+        ``step`` is called after each game's."""
         left: list[int] = []
-        resolved = clock.clock_tick(self.engine, self.post, self.clock(), left)
+        resolved = clock.clock_tick(self.engine, self.post, self.clock(), left, step)
         if waits is not None:
             for game_id in left:
                 waits.add("left games' clock work to other workers", 0.0, f"game {game_id}")

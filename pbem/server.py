@@ -27,6 +27,7 @@ from pbem.config import ConfigError, Settings
 from pbem.db import SchemaError, check_schema, lanes_apart, open_database
 from pbem.faults import crash_point
 from pbem.fetching import Fetcher, oauth_login
+from pbem.health import record_backoff
 from pbem.junk import JUNK_SOURCE, JunkOverQuota, JunkTally
 from pbem.kinds import kind_template_dirs
 from pbem.mail.dkim import DkimError, DkimSigner, load_signer, with_signature
@@ -34,6 +35,7 @@ from pbem.mail.headers import read_mail_header
 from pbem.mail.listener import ListenPolicy, MailListener, MailRefused
 from pbem.mail.senderauth import aligned_domain
 from pbem.mail.smtp_out import EmlDirSender, SmtpPool, SmtpSender
+from pbem.notify import notify, watchdog_seconds
 from pbem.outbox import Budget, DrainReport, Sender, Stream, drain, others_due, release
 from pbem.referee import Marks, Referee, unmarked
 from pbem.render import Renderer, TemplateProblem
@@ -43,6 +45,8 @@ from pbem.wakeups import MailWatch
 log = logging.getLogger(__name__)
 SMTP_KEEP_OPEN_SECONDS = 60.0    # ... an idle SMTP one (servers drop them after a few minutes)
 WOKEN_TICKS_APART = 0.1          # seconds at least between two ticks woken by stored mail
+STATUS_EVERY = 30.0              # seconds between serve's STATUS= to systemd without a watchdog
+KEPT_BACKOFFS = ("IMAP", "SMTP")  # back-offs written where `pbem status` reads them
 
 UNAVAILABLE = "the mail server could not be reached or refused us"
 RATE_LIMITED = "the mail server says we send too much: sending pauses"
@@ -137,6 +141,10 @@ class Server:
         # kept by keep_unreleased, given back by the next send (give_back)
         self._unreleased: list[int] = []
         self._unreleased_lock = threading.Lock()
+        # when a tick last began, ended or went on to its next part (time.monotonic):
+        # serve's watchdog (loop_stalled) tells systemd it is alive only while this is recent
+        self._progress = time.monotonic()
+        self._last_report: TickReport | None = None
 
     # --- the edges ----------------------------------------------------------
 
@@ -180,7 +188,15 @@ class Server:
 
     def _backoff(self, service: str) -> Backoff:
         backoffs: dict[str, Backoff] = self.__dict__.setdefault("_backoffs", {})
-        return backoffs.setdefault(service, Backoff(service))
+        if service not in backoffs:
+            backoffs[service] = Backoff(service, on_change=self._keep_backoff
+                                        if service in KEPT_BACKOFFS else None)
+        return backoffs[service]
+
+    def _keep_backoff(self, backoff: Backoff, why: str) -> None:
+        """A mail server's back-off changed: kept in the database for `pbem status`."""
+        record_backoff(self.engine, backoff.name, backoff.failures, backoff.retry_at, why,
+                       self.clock())
 
     def fetch(self, *, move_later: bool = False, waits: Waits | None = None) -> int:
         """Store what waits in the mailbox (pbem.fetching.Fetcher.fetch)."""
@@ -270,11 +286,17 @@ class Server:
         that cannot get it in time leaves the work to the holder. A database that is
         locked or unreachable ends the step it hit; the next tick catches up.
         """
-        marks("tick>")
+        def marked(tag: str) -> None:   # each part of the tick is progress (loop_stalled)
+            self._progress = time.monotonic()
+            marks(tag)
+
+        marked("tick>")
         try:
-            return self._tick(marks)
+            report = self._tick(marked)
+            self._last_report = report
+            return report
         finally:
-            marks("tick<")
+            marked("tick<")
 
     def _tick(self, marks: Marks) -> TickReport:
         with self._lock:
@@ -300,7 +322,8 @@ class Server:
                             keep_alive=lease.renew if held else None, hand_off=stream,
                             marks=marks, waits=report.waits)
                         marks("clock>")
-                        report.resolved = self.referee.resolve_due(report.waits)
+                        report.resolved = self.referee.resolve_due(report.waits,
+                                                                   step=self._step)
                         marks("clock<")
                     finally:
                         if held:
@@ -444,6 +467,42 @@ class Server:
         with Session(self.engine) as session:
             return known_address(session, sender)
 
+    def _step(self) -> None:
+        """A game's clock work is done: progress (loop_stalled)."""
+        self._progress = time.monotonic()
+
+    def loop_stalled(self) -> float | None:
+        """How long the ticks have shown no progress (no tick began, ended or went on to
+        its next part), when that is longer than [server] late_tick_seconds; else None."""
+        quiet = time.monotonic() - self._progress
+        return quiet if quiet > self.settings.tick_late_after else None
+
+    def watch_loop(self, stop: threading.Event) -> None:
+        """serve's main thread until ``stop``: tells systemd it is ready (READY=1), then,
+        at half the watchdog's time (WatchdogSec), that it is alive (WATCHDOG=1) as long
+        as the ticks make progress (loop_stalled), and what it does (STATUS=). A stalled
+        tick loop stops the pings: systemd restarts the service after WatchdogSec."""
+        watchdog = watchdog_seconds()
+        notify("READY=1", "STATUS=serving: the first tick is under way")
+        every = watchdog / 2 if watchdog else STATUS_EVERY
+        told = False   # of the stall now
+        while not stop.wait(every):
+            stalled = self.loop_stalled()
+            if stalled is not None:
+                if not told:
+                    log.error("the ticks have made no progress for %.0f s: is a tick stuck?%s",
+                              stalled, " (systemd's watchdog is no longer told that pbem is "
+                              "alive)" if watchdog else "")
+                told = True
+                notify(f"STATUS=stalled: no tick progress for {stalled:.0f} s")
+                continue
+            if told:
+                log.warning("the ticks make progress again")
+            told = False
+            report = self._last_report
+            status = f"STATUS=serving; last tick: {report}" if report else "STATUS=serving"
+            notify(*(["WATCHDOG=1"] if watchdog else []), status)
+
     def serve(self, stop: threading.Event | None = None) -> None:
         """Run until SIGTERM/SIGINT (or stop is set); a clean stop finishes the mail in hand.
         Raises SchemaError once a newer pbem has upgraded the database."""
@@ -469,8 +528,9 @@ class Server:
         if idle is not None:
             idle.start()
         try:
-            stop.wait()
+            self.watch_loop(stop)
         finally:
+            notify("STOPPING=1", "STATUS=stopping: finishing the mail in hand")
             scheduler.shutdown(wait=True)   # lets a running tick finish
             woken.join()
             watch.join()

@@ -176,7 +176,9 @@ class WebProcess:
             if self.process.poll() is not None:
                 raise RuntimeError(f"pbem web exited: {log.read_text()}")
             try:
-                if httpx.get(self.base + "/healthz", timeout=1).status_code == 200:
+                # it answers: up (the site's referee does not tick, so /healthz says
+                # 503, the server unwell, as often as 200)
+                if httpx.get(self.base + "/healthz", timeout=1).status_code in (200, 503):
                     return
             except httpx.HTTPError:
                 time.sleep(0.1)

@@ -10,7 +10,7 @@ resolution of turns whose deadline (or grace end) passed. ABSENT uses
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 
 from sqlalchemy import Engine
@@ -28,6 +28,7 @@ from pbem.deadlines import (
     vacation_shift,
 )
 from pbem.games import already_told, audit, missing_seats, seated
+from pbem.health import LAST_TICK
 from pbem.models import Absence, Game, Player, ServerState
 from pbem.options import GameOptions, options_of
 from pbem.services.failures import game_failed, held_by, what_failed
@@ -39,11 +40,9 @@ from pbem.zones import When
 
 log = logging.getLogger(__name__)
 
-LAST_TICK = "clock.last_tick"
-
 
 def clock_tick(engine: Engine, post: Post, now: datetime,
-               left: list[int] | None = None) -> int:
+               left: list[int] | None = None, step: Callable[[], None] | None = None) -> int:
     """All clock work of one tick; returns how many turns were resolved.
 
     Outage shift first (so nothing is resolved in a rush after a restart),
@@ -51,6 +50,8 @@ def clock_tick(engine: Engine, post: Post, now: datetime,
     logged and does not stop the others. On PostgreSQL (lanes_apart) each game's
     transaction claims the game (pbem.db.game_writer, tried): a game another worker
     holds (its mail, its clock) is left to the next tick, its id added to ``left``.
+    ``step`` is called after each game: the clock work of many games makes progress
+    (serve's watchdog, pbem.server.Server.loop_stalled).
     """
     apart = lanes_apart(engine)
     with Session(engine) as session:
@@ -77,6 +78,8 @@ def clock_tick(engine: Engine, post: Post, now: datetime,
             except Exception as exc:   # one broken game must not stop the others' clock
                 session.rollback()
                 told(engine, post, game_id, exc)
+        if step is not None:
+            step()
     return resolved
 
 

@@ -10,6 +10,8 @@ Every page has a JSON twin under ``/api`` with the same data
     /games/<game>/record.json                          a finished game's record
     /p/<token>                 /api/p/<token>          a player's private page
     /verify (GET, POST)        /api/verify (POST)      verify an uploaded record
+    /healthz                   how pbem serve is doing: 200, or 503 when unwell
+    /metrics                   the same figures for Prometheus (docs/monitoring.md)
 
 The app reads the database through read-only connections (pbem.web.database).
 Pages carry an ETag (a running game's changes with its turn, orders in, talk ...)
@@ -29,6 +31,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Engine
+from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -43,6 +46,7 @@ from starlette.types import Message as ASGIMessage
 from pbem.config import Settings
 from pbem.db import reading
 from pbem.games import seated
+from pbem.health import server_status
 from pbem.kinds.verify import Verdict, check_record
 from pbem.links import LinkError, expired, key_generation, mac_matches, read_token, redact
 from pbem.models import Game, Player
@@ -58,6 +62,7 @@ from pbem.web.language import (
     remember_language,
     switch_links,
 )
+from pbem.web.metrics import CONTENT_TYPE, exposition
 from pbem.web.pages import (
     PageError,
     game_page,
@@ -81,6 +86,7 @@ SECURITY_HEADERS = [
      (b"default-src 'none'; style-src 'self'; img-src 'self' data:; script-src 'self'; "
       b"form-action 'self'; base-uri 'none'; frame-ancestors 'none'")),
 ]
+WATCHED = ("/healthz", "/metrics")   # what monitoring asks for (docs/monitoring.md)
 FINISHED_CACHE = "public, max-age=86400"
 NO_STORE = "no-store"
 MAX_PAGE = 1_000_000
@@ -325,6 +331,28 @@ class WebApp:
         return Response(self.static[name], media_type=STATIC[name],
                         headers={"cache-control": "public, max-age=86400"})
 
+    # --- watching the server (pbem.health, docs/monitoring.md) ---------------------------
+
+    def health(self, request: Request) -> Response:
+        """``/healthz``: the figures of `pbem status --json`; 200 when the server is well,
+        503 when its last tick is late or mail is stuck (or the database cannot be read)."""
+        headers = {"cache-control": NO_STORE}
+        try:
+            status = server_status(self.engine, self.settings, self.clock())
+        except SQLAlchemyError as exc:
+            log.warning("/healthz: the database cannot be read: %s", exc)
+            return JSONResponse({"format": "pbem.status/1", "healthy": False, "problems": [
+                str(_("the database cannot be read: {problem}",
+                      problem=type(exc).__name__))]}, status_code=503, headers=headers)
+        return JSONResponse(status.as_json(), status_code=200 if status.healthy else 503,
+                            headers=headers)
+
+    def metrics(self, request: Request) -> Response:
+        """``/metrics``: the same figures for Prometheus (pbem.web.metrics)."""
+        status = server_status(self.engine, self.settings, self.clock())
+        return Response(exposition(status), media_type=CONTENT_TYPE,
+                        headers={"cache-control": NO_STORE})
+
     # --- verify an uploaded record --------------------------------------------------------
 
     def verify_form(self, request: Request) -> Response:
@@ -464,8 +492,11 @@ class Guard:
                                     "headers": headers})
                 await send({"type": "http.response.body", "body": self.fallback(scope)})
         finally:
-            log.info("%s %s %s %.1fms", scope.get("method"), path, state["status"],
-                     (time.perf_counter() - started) * 1000)
+            # a monitor asks every few seconds: its answers in the log only when not 200
+            quiet = path in WATCHED and state["status"] == 200
+            log.log(logging.DEBUG if quiet else logging.INFO, "%s %s %s %.1fms",
+                    scope.get("method"), path, state["status"],
+                    (time.perf_counter() - started) * 1000)
 
 
 def create_app(settings: Settings, *, engine: Engine | None = None,
@@ -503,8 +534,8 @@ def create_app(settings: Settings, *, engine: Engine | None = None,
         Route("/api/verify", posted(web.verify, as_json=True), methods=["POST"]),
         Route("/static/{name}", page(web.static_file)),
         Route("/favicon.ico", page(web.static_file)),
-        Route("/healthz", page(lambda r: Response("ok\n", media_type="text/plain",
-                                                  headers={"cache-control": NO_STORE}))),
+        Route("/healthz", page(web.health)),
+        Route("/metrics", page(web.metrics)),
     ]
 
     async def page_error(request: Request, exc: Exception) -> Response:
