@@ -384,10 +384,10 @@ class Server:
     def safe_tick(self) -> None:
         try:
             report = self.tick()
-            if report.did_something or report.waits.worth_saying():
+            if not self._ticked:   # always said once, whatever the tick did: serve is at work
+                log.info("the first tick is done: %s", report)
+            elif report.did_something or report.waits.worth_saying():
                 log.info("tick: %s", report)
-            elif not self._ticked:
-                log.info("the first tick is done: %s", report)   # one line: serve is at work
             self._ticked = True
         except SchemaError as exc:   # not ours to touch any more: serve stops
             log.error("stopping: %s", exc)

@@ -88,7 +88,8 @@ def serve() -> None:
     from pbem.render import template_environment
     env = template_environment(None)   # compile the templates once, for every child
     for name in env.list_templates(extensions=["j2"]):
-        env.get_template(name)
+        if not name.startswith("web/"):   # the web's templates compile in the web's environment
+            env.get_template(name)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="%(process)d %(levelname)s %(name)s: %(message)s")
     for line in sys.stdin:

@@ -236,7 +236,7 @@ def test_three_workers_poll_one_folder_each_a_share_of_its_mail_at_a_time(
     up to the burst), moved out of the folder once, handled once, answered once."""
     config, engine, reports = started(mailstack, pgcluster, tmp_path, fetchers=3)
     _, ids = burst_through_three(mailstack, config, engine, reports, tmp_path)
-    fetched = {log.name: sum(int(n) for n in re.findall(r"tick: fetched (\d+)",
+    fetched = {log.name: sum(int(n) for n in re.findall(r"tick(?: is done)?: fetched (\d+)",
                                                       log.read_text(errors="replace")))
                for log in sorted(tmp_path.glob("worker-*.log"))}
     print("mails fetched by each worker:", fetched)
