@@ -9,13 +9,30 @@ import argparse
 import json
 import logging
 import os
+import subprocess
 import sys
 from pathlib import Path
 
 from sqlmodel import Session
 
 from pbem import __version__, db
-from pbem.config import ConfigError, command_settings, effective_config, find_config, read_config
+from pbem.backup import (
+    BackupError,
+    BackupPlan,
+    backup_name,
+    backup_sqlite,
+    backups_in,
+    keep_newest,
+    pg_dump_command,
+)
+from pbem.config import (
+    ConfigError,
+    Settings,
+    command_settings,
+    effective_config,
+    find_config,
+    read_config,
+)
 from pbem.demo import run_demo
 from pbem.errors import Refusal
 from pbem.games import find_game
@@ -141,9 +158,13 @@ def cmd_dkim_keygen(args: argparse.Namespace) -> int:
 
 
 def cmd_db(args: argparse.Namespace) -> int:
-    """`pbem db current` and `pbem db upgrade`: the schema, for operators who migrate by hand."""
-    url = _settings(args).database
+    """`pbem db current` and `pbem db upgrade`: the schema, for operators who migrate by hand;
+    `pbem db backup` (docs/operating.md)."""
+    settings = _settings(args)
+    url = settings.database
     path = db.sqlite_path(url)
+    if args.action == "backup":
+        return db_backup(settings, args.path, run=args.run)
     if path is not None and args.action == "current" and not path.is_file():
         # looking must not make an empty database (and its folder) at a mistyped path
         print(f"empty: no database at {path} (nothing created; `pbem db upgrade` makes it, "
@@ -152,7 +173,11 @@ def cmd_db(args: argparse.Namespace) -> int:
     engine = db.open_database(url, migrate=False)
     current, head = db.current_revision(engine), db.head_revision()
     if args.action == "upgrade":
-        before, after = db.upgrade(engine, args.to or "head")
+        plan = BackupPlan(settings.backup_folder, settings.backup.keep)
+        had = set(backups_in(plan.folder, before_migration=True))
+        before, after = db.upgrade(engine, args.to or "head", backups=plan)
+        for taken in sorted(set(backups_in(plan.folder, before_migration=True)) - had):
+            print(f"backed up to {taken} first")
         print(f"database already at {after}" if before == after else
               f"database upgraded from {before or 'empty'} to {after}")
     elif current is None:
@@ -164,6 +189,54 @@ def cmd_db(args: argparse.Namespace) -> int:
     else:
         print(f"{current} (newer than this pbem knows, {head}: a newer pbem upgraded it)")
         return 1
+    return 0
+
+
+def db_backup(settings: Settings, given: str | None, *, run: bool) -> int:
+    """`pbem db backup [PATH]`: SQLite's online backup, whole while pbem runs; without PATH
+    into [backup] dir, where the newest [backup] keep are kept. PostgreSQL: pg_dump's
+    command line, run with --run."""
+    path = db.sqlite_path(settings.database)
+    folder = settings.backup_folder
+    if path is not None:
+        target = Path(given).expanduser() if given else None
+        taken, revision = backup_sqlite(path, target, folder=folder)
+        if target is None:
+            keep_newest(folder, max(settings.backup.keep, 1), before_migration=False)
+        print(f"backed up {path} (schema {revision or 'empty'}) to {taken}")
+        return 0
+    if not settings.database.startswith("postgresql"):
+        print(f"error: pbem backs up SQLite and PostgreSQL databases, not "
+              f"{settings.database.partition(':')[0]}", file=sys.stderr)
+        return 2
+    if given:
+        target = Path(given).expanduser()
+    else:
+        engine = db.open_database(settings.database, migrate=False)
+        try:
+            target = folder / backup_name(db.current_revision(engine), suffix=".dump")
+        finally:
+            engine.dispose()
+    dump = pg_dump_command(settings.database, target)
+    if not run:
+        print("A PostgreSQL database is backed up with pg_dump (consistent while pbem runs; "
+              "`pbem db backup --run` runs it):\n\n    " + dump.shown +
+              "\n\nand restored, pbem stopped, with pg_restore --clean --if-exists "
+              "--no-owner --dbname=... (docs/operating.md)")
+        return 0
+    target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        done = subprocess.run(dump.argv, env={**os.environ, **dump.env}, check=False)
+    except FileNotFoundError:
+        print("error: there is no pg_dump here: install PostgreSQL's client programs "
+              "(Debian: apt-get install postgresql-client)", file=sys.stderr)
+        return 2
+    if done.returncode != 0:
+        print(f"error: pg_dump failed (exit {done.returncode}): {dump.shown}", file=sys.stderr)
+        return 1
+    if not given:
+        keep_newest(folder, max(settings.backup.keep, 1), before_migration=False)
+    print(f"backed up the PostgreSQL database to {target}")
     return 0
 
 
@@ -187,10 +260,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = with_config(sub.add_parser("export", help="a game's JSON record"))
     p.add_argument("game")
     p.set_defaults(func=cmd_export)
-    p = sub.add_parser("db", help="the database schema: current, upgrade")
-    p.add_argument("action", choices=("current", "upgrade"))
-    p.add_argument("--to", help="upgrade to this revision instead of the newest")
-    with_config(p).set_defaults(func=cmd_db)
+    p = with_config(sub.add_parser("db", help="the database: current, upgrade (its schema), "
+                                              "backup"))
+    actions = p.add_subparsers(dest="action", required=True)
+    with_config(actions.add_parser("current", help="the schema's revision"))
+    a = with_config(actions.add_parser("upgrade", help="migrate the schema (backed up first)"))
+    a.add_argument("--to", help="upgrade to this revision instead of the newest")
+    a = with_config(actions.add_parser("backup", help="a backup, whole while pbem runs"))
+    a.add_argument("path", nargs="?", help="the file (default: a new one in [backup] dir)")
+    a.add_argument("--run", action="store_true", help="PostgreSQL: run pg_dump")
+    for each in actions.choices.values():
+        each.set_defaults(func=cmd_db, path=None, to=None, run=False)
     p = sub.add_parser("verify", help="check a finished game's record")
     p.add_argument("record")
     p.set_defaults(func=cmd_verify)
@@ -260,6 +340,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except db.SchemaError as exc:
         print(f"database error: {exc}", file=sys.stderr)
+        return 2
+    except BackupError as exc:
+        print(f"backup error: {exc}", file=sys.stderr)
         return 2
 
 

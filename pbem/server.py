@@ -22,6 +22,7 @@ from sqlalchemy.exc import OperationalError
 from sqlmodel import Session
 
 from pbem.backoff import Backoff
+from pbem.backup import BackupPlan
 from pbem.claims import Lease, Waits
 from pbem.config import ConfigError, Settings
 from pbem.db import SchemaError, check_schema, lanes_apart, open_database
@@ -118,7 +119,9 @@ class Server:
     def __init__(self, settings: Settings, clock: Callable[[], datetime] = utc_now) -> None:
         self.settings = settings
         self.signer = dkim_signer(settings)   # DKIM, or None; a bad key stops here
-        self.engine = open_database(settings.database, synchronous=settings.db.synchronous)
+        self.engine = open_database(settings.database, synchronous=settings.db.synchronous,
+                                    backups=BackupPlan(settings.backup_folder,
+                                                       settings.backup.keep))
         self.referee = Referee(settings, self.engine, Renderer(settings.templates_dir), clock)
         self.clock = clock
         self.fetcher = Fetcher(settings, self.engine, self.referee, clock,
