@@ -11,6 +11,7 @@ import logging
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 from sqlmodel import Session
@@ -37,6 +38,7 @@ from pbem.demo import run_demo
 from pbem.errors import Refusal
 from pbem.games import find_game
 from pbem.kinds.verify import check_record
+from pbem.retention import Pruned, prune_inbound, prune_outbox
 from pbem.server import Server
 from pbem.services.export import export_json
 from pbem.usertext import shown
@@ -165,6 +167,8 @@ def cmd_db(args: argparse.Namespace) -> int:
     path = db.sqlite_path(url)
     if args.action == "backup":
         return db_backup(settings, args.path, run=args.run)
+    if args.action == "prune":
+        return db_prune(settings)
     if path is not None and args.action == "current" and not path.is_file():
         # looking must not make an empty database (and its folder) at a mistyped path
         print(f"empty: no database at {path} (nothing created; `pbem db upgrade` makes it, "
@@ -240,6 +244,28 @@ def db_backup(settings: Settings, given: str | None, *, run: bool) -> int:
     return 0
 
 
+def db_prune(settings: Settings) -> int:
+    """`pbem db prune`: [retention] now, as the ticks do once a day (pbem.retention)."""
+    keep = settings.retention
+    engine = db.open_database(settings.database, migrate=False)
+    try:
+        db.check_schema(engine)
+        if db.current_revision(engine) != db.head_revision():
+            print("error: the database's schema is not the newest: run `pbem db upgrade` "
+                  "first", file=sys.stderr)
+            return 2
+        now = datetime.now(UTC)
+        pruned = (prune_inbound(engine, now, keep.inbound_days) if keep.inbound_days > 0
+                  else Pruned())
+        if keep.outbox_days > 0:
+            pruned.files = prune_outbox(engine, settings.outbox_dir, now, keep.outbox_days).files
+    finally:
+        engine.dispose()
+    print(f"pruned: {pruned} (inbound_days {keep.inbound_days:g}, "
+          f"outbox_days {keep.outbox_days:g}; 0: kept for ever)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pbem", description="Play-by-email referee for Bluff")
     parser.add_argument("--version", action="version", version=f"pbem {__version__}")
@@ -269,6 +295,8 @@ def build_parser() -> argparse.ArgumentParser:
     a = with_config(actions.add_parser("backup", help="a backup, whole while pbem runs"))
     a.add_argument("path", nargs="?", help="the file (default: a new one in [backup] dir)")
     a.add_argument("--run", action="store_true", help="PostgreSQL: run pg_dump")
+    with_config(actions.add_parser("prune", help="[retention] now: old mail's text, old "
+                                                 ".eml files"))
     for each in actions.choices.values():
         each.set_defaults(func=cmd_db, path=None, to=None, run=False)
     p = sub.add_parser("verify", help="check a finished game's record")

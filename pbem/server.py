@@ -37,6 +37,7 @@ from pbem.mail.smtp_out import EmlDirSender, SmtpPool, SmtpSender
 from pbem.outbox import Budget, DrainReport, Sender, Stream, drain, others_due, release
 from pbem.referee import Marks, Referee, unmarked
 from pbem.render import Renderer, TemplateProblem
+from pbem.retention import prune_when_due
 from pbem.security import known_address
 from pbem.wakeups import MailWatch
 
@@ -335,7 +336,21 @@ class Server:
             self.fetcher.settle()
             if self._backoff("IMAP").failures:
                 report.problems.insert(0, "IMAP")
+            self.prune()
             return report
+
+    def prune(self) -> None:
+        """[retention], once a day (pbem.retention); a failure is logged, the tick goes on."""
+        keep = self.settings.retention
+        try:
+            pruned = prune_when_due(self.engine, self.clock(), inbound_days=keep.inbound_days,
+                                    outbox_days=keep.outbox_days,
+                                    outbox=self.settings.outbox_dir)
+        except Exception:   # noqa: BLE001 - its turn comes again tomorrow
+            log.exception("pruning old mail failed; it is tried again in a day")
+            return
+        if pruned:
+            log.info("retention: %s", pruned)
 
     def take_referee_lease(self, lease: Lease, waits: Waits) -> bool | None:
         """May this tick handle mail: True under the referee lease (SQLite: one writer,
