@@ -203,6 +203,12 @@ def db_backup(settings: Settings, given: str | None, *, run: bool) -> int:
     path = db.sqlite_path(settings.database)
     folder = settings.backup_folder
     if path is not None:
+        owner = path.stat().st_uid if path.is_file() else os.geteuid()
+        if os.geteuid() == 0 and owner != 0:
+            # root would leave the -wal and -shm files it opens root's: pbem could not write
+            print(f"error: {path} belongs to user {owner}: back it up as that user "
+                  f"(sudo -u '#{owner}' pbem db backup ...)", file=sys.stderr)
+            return 2
         target = Path(given).expanduser() if given else None
         taken, revision = backup_sqlite(path, target, folder=folder)
         if target is None:

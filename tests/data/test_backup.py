@@ -243,3 +243,17 @@ def test_pg_dump_backs_up_a_postgresql_database_that_restores(
     assert restored.returncode == 0, restored.stderr
     assert revision_of(copy) == db.revisions()[0]
     assert rows_of(copy, columns) == rows
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="root backing up another user's database")
+def test_root_backing_up_another_users_database_is_told_to_be_that_user(
+        tmp_path: Path) -> None:
+    """SQLite makes the -wal and -shm files as whoever opens the database: root's would
+    lock pbem out of its own database."""
+    db.open_database(f"sqlite:///{tmp_path / 'pbem.db'}").dispose()
+    os.chown(tmp_path / "pbem.db", 65534, 65534)
+    toml = config(tmp_path, "sqlite:///pbem.db")
+    done = pbem("db", "backup", "-c", str(toml), str(tmp_path / "b.db"))
+    assert done.returncode == 2
+    assert "belongs to user 65534: back it up as that user" in done.stderr
+    assert not (tmp_path / "b.db").exists() and not (tmp_path / "pbem.db-shm").exists()
