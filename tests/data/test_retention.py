@@ -17,7 +17,7 @@ from pbem.config import RetentionSettings
 from pbem.games import find_game
 from pbem.inbox import store_inbound
 from pbem.kinds.verify import check_record
-from pbem.models import InboundMail, OutboundMail, ServerState
+from pbem.models import Game, InboundMail, OutboundMail, PendingOrder, ServerState
 from pbem.retention import PRUNED_AT, prune_inbound
 from pbem.services.export import export_json
 from testkit.crash import ROOT
@@ -166,5 +166,44 @@ def test_the_pruning_reads_only_the_head_of_a_mail_on_either_database(database: 
             assert b"HELP" not in row.raw and row.size > 200_000
             assert row.pruned_at is not None
         assert not prune_inbound(engine, T0 + timedelta(days=3), 1)
+    finally:
+        engine.dispose()
+
+
+def test_a_mail_is_its_games_by_its_answer_its_order_or_its_lane(database: str) -> None:
+    """Mail from nobody who plays is kept while the game it belongs to is on: the game
+    of an answer made from it, of an order it gave, or its lane (PostgreSQL)."""
+    engine = db.open_database(database)
+    try:
+        with Session(engine) as session:
+            session.add(Game(name="on", rules_json="{}", seed_hex="00", commitment="c",
+                             status="running", created_at=T0))
+            session.commit()
+            game_id = session.exec(select(Game.id)).one()
+        ids = []
+        for n in range(4):
+            assert store_inbound(engine, mail(f"w{n}@elsewhere.example", f"HELP {n}"), now=T0,
+                                 max_bytes=10**7, source="smtp")
+        with Session(engine) as session:
+            for row in session.exec(select(InboundMail).order_by(col(InboundMail.id))):
+                row.status, row.processed_at = "done", T0
+                ids.append(row.id)
+                session.add(row)
+            session.get(InboundMail, ids[2]).lane = game_id   # type: ignore[union-attr]
+            session.add(OutboundMail(message_id="<a@x>", kind="confirm", mail_from="b@x",
+                                     rcpts_json="[]", raw=b"x", game_id=game_id,
+                                     inbound_id=ids[0], next_attempt_at=T0, created_at=T0))
+            session.add(PendingOrder(game_id=game_id, turn=1, seat=1, move_json="{}",
+                                     inbound_id=ids[1], created_at=T0))
+            session.commit()
+        later = T0 + timedelta(days=5)
+        assert prune_inbound(engine, later, 1).mails == 1          # the fourth alone
+        with Session(engine) as session:
+            game = session.exec(select(Game)).one()
+            game.status, game.ended_at = "over", T0 + timedelta(days=1, hours=1)
+            session.add(game)
+            session.commit()
+        assert prune_inbound(engine, later, 4).mails == 0          # ended not 4 days ago
+        assert prune_inbound(engine, later, 3).mails == 3
     finally:
         engine.dispose()
