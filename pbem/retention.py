@@ -29,7 +29,7 @@ from email.utils import parseaddr
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, func, or_, update
+from sqlalchemy import Engine, bindparam, func, or_, update
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
@@ -76,6 +76,10 @@ def _sender(head: bytes, envelope_from: str | None) -> str:
     return found.strip().lower()
 
 
+_CUT = update(InboundMail).where(col(InboundMail.id) == bindparam("row")).values(
+    raw=bindparam("header"), truncated=True, pruned_at=bindparam("now"))
+
+
 def prune_inbound(engine: Engine, now: datetime, days: float) -> Pruned:
     """Cut the handled mails past their time to their header (see the module)."""
     cutoff = now - timedelta(days=days)
@@ -106,15 +110,17 @@ def prune_inbound(engine: Engine, now: datetime, days: float) -> Pruned:
             if not rows:
                 return pruned
             after = rows[-1][0]
+            cut = []
             for row_id, lane, envelope_from, head, size in rows:
                 if row_id in answered or lane in games_on or \
                         _sender(bytes(head), envelope_from) in addresses:
                     continue
                 header = header_of(bytes(head))
-                session.execute(update(InboundMail).where(col(InboundMail.id) == row_id)
-                                .values(raw=header, truncated=True, pruned_at=now))
-                pruned.mails += 1
+                cut.append({"row": row_id, "header": header, "now": now})
                 pruned.freed += max(int(size) - len(header), 0)
+            if cut:   # one statement for the batch (executemany): a tenth of one a mail
+                session.connection().execute(_CUT, cut)
+                pruned.mails += len(cut)
             session.commit()
 
 
