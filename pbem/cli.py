@@ -161,7 +161,7 @@ def cmd_dkim_keygen(args: argparse.Namespace) -> int:
 
 def cmd_db(args: argparse.Namespace) -> int:
     """`pbem db current` and `pbem db upgrade`: the schema, for operators who migrate by hand;
-    `pbem db backup` (docs/operating.md)."""
+    `pbem db backup` and `pbem db prune` (docs/operating.md)."""
     settings = _settings(args)
     url = settings.database
     path = db.sqlite_path(url)
@@ -305,6 +305,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                  ".eml files"))
     for each in actions.choices.values():
         each.set_defaults(func=cmd_db, path=None, to=None, run=False)
+        each.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                          help="log more")
     p = sub.add_parser("verify", help="check a finished game's record")
     p.add_argument("record")
     p.set_defaults(func=cmd_verify)

@@ -8,6 +8,7 @@ Revises: 0012
 Create Date: 2026-12-06
 """
 import sqlalchemy as sa
+import sqlmodel
 from alembic import op
 
 revision = '0013'
@@ -18,7 +19,8 @@ depends_on = None
 
 def upgrade() -> None:
     with op.batch_alter_table('inbound_mail', schema=None) as batch_op:
-        batch_op.add_column(sa.Column('pruned_at', sa.DateTime(), nullable=True))
+        batch_op.add_column(sa.Column('pruned_at', sqlmodel.sql.sqltypes.UTCDateTime(),
+                                      nullable=True))
 
 
 def downgrade() -> None:
