@@ -346,6 +346,9 @@ class Server:
             pruned = prune_when_due(self.engine, self.clock(), inbound_days=keep.inbound_days,
                                     outbox_days=keep.outbox_days,
                                     outbox=self.settings.outbox_dir)
+        except OperationalError as exc:   # an outage: the tick has said so; the next tries
+            log.warning("pruning old mail waits for the database: %s", exc.orig or exc)
+            return
         except Exception:   # noqa: BLE001 - its turn comes again tomorrow
             log.exception("pruning old mail failed; it is tried again in a day")
             return
