@@ -10,13 +10,23 @@ import sqlite3
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sqlmodel import Session
 
 from pbem import db
-from pbem.backup import BackupError, backup_sqlite, backups_in, keep_newest, pg_dump_command
+from pbem.backup import (
+    BackupError,
+    backup_name,
+    backup_sqlite,
+    backups_in,
+    keep_newest,
+    pg_dump_command,
+)
 from pbem.config import load_settings
 from pbem.games import find_game
 from pbem.kinds.verify import check_record
@@ -257,3 +267,33 @@ def test_root_backing_up_another_users_database_is_told_to_be_that_user(
     assert done.returncode == 2
     assert "belongs to user 65534: back it up as that user" in done.stderr
     assert not (tmp_path / "b.db").exists() and not (tmp_path / "pbem.db-shm").exists()
+
+
+@given(st.lists(st.tuples(st.datetimes(min_value=datetime(2000, 1, 1),
+                                       max_value=datetime(2999, 12, 31)),
+                          st.sampled_from([None, "0001", "0012", "0013"]),
+                          st.sampled_from([None, "0013", "0014"])),
+                min_size=0, max_size=12, unique_by=lambda t: t[0]),
+       st.integers(min_value=1, max_value=5))
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_the_newest_backups_of_each_kind_are_kept(
+        tmp_path_factory: pytest.TempPathFactory,
+        taken: list[tuple[datetime, str | None, str | None]], keep: int) -> None:
+    """Backups are named so that their names sort as they were taken; keep_newest keeps
+    the newest of one kind and never touches the other kind or other files."""
+    folder = tmp_path_factory.mktemp("backups")
+    (folder / "pbem.db").write_bytes(b"")              # not a backup: never deleted
+    names = {backup_name(rev, before, when.replace(tzinfo=UTC)): (when, before)
+             for when, rev, before in taken}
+    for name in names:
+        (folder / name).write_bytes(b"")
+    for kind in (True, False):
+        mine = sorted((when, name) for name, (when, before) in names.items()
+                      if bool(before) == kind)
+        assert [p.name for p in backups_in(folder, before_migration=kind)] == \
+            [name for _, name in mine]
+        keep_newest(folder, keep, before_migration=kind)
+        assert [p.name for p in backups_in(folder, before_migration=kind)] == \
+            [name for _, name in mine][-keep:]
+    assert (folder / "pbem.db").exists()
