@@ -15,8 +15,10 @@ The .eml files of the outbox go ``outbox_days`` after they were written, on the 
 terms: their mail's game ended that long ago, or they went to no game and to nobody who
 plays in one that is on. A file whose mail the outbox table does not know is left alone.
 
-Each tick asks ``prune_when_due``: once a day it prunes (the time kept in server_state,
-so a `pbem tick` from cron does it as well as `pbem serve`).
+``prune_when_due`` prunes once a day (the time kept in server_state, so all workers
+share it): `pbem serve` asks in an hourly job of its own, beside the ticks (a first
+pruning of years of mail may take minutes), a one-shot `pbem tick` (cron) after its
+cycle.
 """
 
 from __future__ import annotations

@@ -44,6 +44,7 @@ from pbem.wakeups import MailWatch
 log = logging.getLogger(__name__)
 SMTP_KEEP_OPEN_SECONDS = 60.0    # ... an idle SMTP one (servers drop them after a few minutes)
 WOKEN_TICKS_APART = 0.1          # seconds at least between two ticks woken by stored mail
+PRUNE_AFTER = 60.0               # serve's first look at [retention]: once the first ticks ran
 
 UNAVAILABLE = "the mail server could not be reached or refused us"
 RATE_LIMITED = "the mail server says we send too much: sending pauses"
@@ -336,11 +337,14 @@ class Server:
             self.fetcher.settle()
             if self._backoff("IMAP").failures:
                 report.problems.insert(0, "IMAP")
-            self.prune()
+            if self._stop is None:   # a tick alone (cron); serve prunes in a job of its own
+                self.prune()
             return report
 
     def prune(self) -> None:
-        """[retention], once a day (pbem.retention); a failure is logged, the tick goes on."""
+        """[retention], once a day (pbem.retention): after a one-shot tick, or in serve's
+        hourly job, beside the ticks (a first pruning of years of mail may take minutes);
+        a failure is logged and the rest goes on."""
         keep = self.settings.retention
         try:
             pruned = prune_when_due(self.engine, self.clock(), inbound_days=keep.inbound_days,
@@ -479,6 +483,8 @@ class Server:
                      self.settings.listen else "", listener.port)
         scheduler = poll_scheduler(self.settings.tick_seconds, self.safe_tick, self.safe_send,
                                    self.clock())
+        scheduler.add_job(self.prune, "interval", hours=1, id="prune",
+                          next_run_time=datetime.now(UTC) + timedelta(seconds=PRUNE_AFTER))
         woken = threading.Thread(target=self.tick_when_woken, args=(stop,),
                                  name="pbem-woken-ticks", daemon=True)
         watch = MailWatch(self.engine, self._woken.set, stop)

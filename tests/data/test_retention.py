@@ -7,12 +7,15 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
+import time
 from datetime import timedelta
 from pathlib import Path
 
 from sqlmodel import Session, col, select
 
 from pbem import db
+from pbem import server as server_module
 from pbem.config import RetentionSettings
 from pbem.games import find_game
 from pbem.inbox import store_inbound
@@ -207,3 +210,24 @@ def test_a_mail_is_its_games_by_its_answer_its_order_or_its_lane(database: str) 
         assert prune_inbound(engine, later, 3).mails == 3
     finally:
         engine.dispose()
+
+
+def test_serve_prunes_in_a_job_of_its_own(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    """`pbem serve` prunes beside its ticks (a first pruning may take minutes), not in them."""
+    clock = Clock()
+    server = make_server(tmp_path, clock, retention=RetentionSettings(DAYS, DAYS))
+    deliver(server, mail(STRANGER, "HELP"))
+    clock.advance(days=DAYS + 1)
+    monkeypatch.setattr(server_module, "PRUNE_AFTER", 0.0)
+    stop = threading.Event()
+    serving = threading.Thread(target=server.serve, args=(stop,))
+    serving.start()
+    try:
+        deadline = time.monotonic() + 60
+        while mail_from(server, STRANGER)[0].pruned_at is None:
+            assert time.monotonic() < deadline, "serve did not prune"
+            time.sleep(0.2)
+    finally:
+        stop.set()
+        serving.join(60)
+    assert mail_from(server, STRANGER)[0].pruned_at == clock()
