@@ -33,6 +33,7 @@ from typing import Any
 
 from sqlalchemy import Engine, bindparam, func, or_, update
 from sqlalchemy import select as sa_select
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from pbem.junk import header_of
@@ -172,13 +173,23 @@ def prune_outbox(engine: Engine, folder: Path, now: datetime, days: float) -> Pr
 def prune_when_due(engine: Engine, now: datetime, *, inbound_days: float, outbox_days: float,
                    outbox: Path) -> Pruned | None:
     """Prune (days 0: that part never) when the last pruning began a day ago or more;
-    None when it was not due."""
+    None when it was not due. Of workers that ask at once one prunes: each takes the day's
+    turn by writing the time it began only where it still reads as it did."""
     with Session(engine) as session:
         last = session.get(ServerState, PRUNED_AT)
         if last is not None and now - datetime.fromisoformat(last.value) < EVERY:
             return None
-        session.merge(ServerState(key=PRUNED_AT, value=now.isoformat()))
-        session.commit()
+        try:
+            if last is None:
+                session.add(ServerState(key=PRUNED_AT, value=now.isoformat()))
+                session.flush()
+            elif session.execute(update(ServerState).where(
+                    col(ServerState.key) == PRUNED_AT, col(ServerState.value) == last.value)
+                    .values(value=now.isoformat())).rowcount != 1:   # type: ignore[attr-defined]
+                return None
+            session.commit()
+        except IntegrityError:   # another worker wrote the first one just now
+            return None
     pruned = prune_inbound(engine, now, inbound_days) if inbound_days > 0 else Pruned()
     if outbox_days > 0:
         pruned.files = prune_outbox(engine, outbox, now, outbox_days).files

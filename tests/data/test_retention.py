@@ -12,6 +12,7 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from sqlmodel import Session, col, select
 
 from pbem import db
@@ -21,7 +22,7 @@ from pbem.games import find_game
 from pbem.inbox import store_inbound
 from pbem.kinds.verify import check_record
 from pbem.models import Game, InboundMail, OutboundMail, PendingOrder, ServerState
-from pbem.retention import PRUNED_AT, prune_inbound
+from pbem.retention import PRUNED_AT, prune_inbound, prune_when_due
 from pbem.services.export import export_json
 from testkit.crash import ROOT
 from testkit.desk import T0, Clock, admin, deliver, mail, make_server, order, send
@@ -231,3 +232,31 @@ def test_serve_prunes_in_a_job_of_its_own(tmp_path: Path, monkeypatch) -> None: 
         stop.set()
         serving.join(60)
     assert mail_from(server, STRANGER)[0].pruned_at == clock()
+
+
+@pytest.mark.parametrize("before", [False, True], ids=["first-day", "a-day-later"])
+def test_of_workers_asking_at_once_one_prunes(database: str, before: bool) -> None:
+    """Workers asking at the same moment: one takes the day's turn, the others are told it
+    is not due (no error on PostgreSQL's unique key, no pruning twice)."""
+    engines = [db.open_database(database) for _ in range(4)]
+    try:
+        if before:
+            assert prune_when_due(engines[0], T0 - timedelta(days=2), inbound_days=1,
+                                  outbox_days=0, outbox=Path("/nonexistent")) is not None
+        start = threading.Barrier(len(engines))
+        said: list[object] = []
+
+        def ask(engine) -> None:  # type: ignore[no-untyped-def]
+            start.wait()
+            said.append(prune_when_due(engine, T0, inbound_days=1, outbox_days=0,
+                                       outbox=Path("/nonexistent")))
+        threads = [threading.Thread(target=ask, args=(e,)) for e in engines]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert len(said) == len(engines)
+        assert sum(answer is not None for answer in said) == 1
+    finally:
+        for engine in engines:
+            engine.dispose()
