@@ -79,6 +79,9 @@ def test_mail_is_pruned_days_after_its_game_ended_and_the_records_stay(tmp_path:
     for path in outbox.glob("*.eml"):                    # the files' times on the clock's
         written = (T0 if path in early else T0 + timedelta(days=20)).timestamp()
         os.utime(path, (written, written))
+    stray = outbox / "not-ours.eml"                      # a mail pbem does not know: kept
+    stray.write_bytes(b"Message-ID: <elsewhere@example.org>\r\nTo: x@example.org\r\n\r\nhi\r\n")
+    os.utime(stray, (T0.timestamp(), T0.timestamp()))
     records = {name: record(server, name) for name in ("old", "late")}
     whole = {row.id: row.raw for row in mail_from(server, OLD[0])}
     assert whole and all(len(raw) > 200 for raw in whole.values())
@@ -98,7 +101,7 @@ def test_mail_is_pruned_days_after_its_game_ended_and_the_records_stay(tmp_path:
         for row in mail_from(server, address):
             assert row.pruned_at is None and b"HELP" in row.raw, (address, row.id)
     assert not any(eml_to(outbox, a) for a in [*OLD, STRANGER])
-    assert all(eml_to(outbox, a) for a in [*LATE, *ON])
+    assert all(eml_to(outbox, a) for a in [*LATE, *ON]) and stray.exists()
     with Session(server.engine) as session:              # the table keeps what was sent
         assert any(OLD[0] in r for r in session.exec(select(OutboundMail.rcpts_json)))
         assert session.get(ServerState, PRUNED_AT) is not None
