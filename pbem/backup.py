@@ -23,6 +23,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import quote
 
 from sqlalchemy.engine import make_url
 
@@ -101,9 +102,10 @@ def backup_sqlite(source: Path, target: Path | None = None, *, folder: Path | No
         into.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.close(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         made = True
-        # uri: a path with ? or # in it is still a path
-        src = sqlite3.connect(f"file:{source}?mode=ro", uri=True, timeout=busy_ms / 1000,
-                              isolation_level=None)
+        # read-only, so a backup never makes a database; the path quoted: a ? or # in it
+        # would begin the URI's query
+        src = sqlite3.connect(f"file:{quote(str(source))}?mode=ro", uri=True,
+                              timeout=busy_ms / 1000, isolation_level=None)
         try:
             dst = sqlite3.connect(temporary, isolation_level=None)
             try:

@@ -297,3 +297,21 @@ def test_the_newest_backups_of_each_kind_are_kept(
         assert [p.name for p in backups_in(folder, before_migration=kind)] == \
             [name for _, name in mine][-keep:]
     assert (folder / "pbem.db").exists()
+
+
+def test_a_database_whose_path_has_uri_characters_is_backed_up(tmp_path: Path) -> None:
+    """The source is opened by URI (read-only): a ?, # or % in its path is quoted, not
+    taken for the URI's query (which would open, or make, another file)."""
+    folder = tmp_path / "odd ?#% name"
+    folder.mkdir()
+    source = folder / "p?b#m%20.db"
+    with sqlite3.connect(source) as conn:
+        conn.execute("CREATE TABLE t (a)")
+        conn.execute("INSERT INTO t VALUES (7)")
+    conn.close()
+    taken, revision = backup_sqlite(source, folder=folder / "saved")
+    with sqlite3.connect(taken) as conn:
+        assert conn.execute("SELECT a FROM t").fetchall() == [(7,)]
+    conn.close()
+    assert revision is None and sorted(p.name for p in folder.iterdir()) == [
+        "p?b#m%20.db", "saved"]
