@@ -10,14 +10,32 @@ import argparse
 import json
 import logging
 import os
+import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 from sqlmodel import Session
 
 from pbem import __version__, db
+from pbem.backup import (
+    BackupError,
+    BackupPlan,
+    backup_name,
+    backup_sqlite,
+    backups_in,
+    keep_newest,
+    pg_dump_command,
+)
 from pbem.completion import SHELLS, script
-from pbem.config import ConfigError, command_settings, effective_config, find_config, read_config
+from pbem.config import (
+    ConfigError,
+    Settings,
+    command_settings,
+    effective_config,
+    find_config,
+    read_config,
+)
 from pbem.demo import run_demo
 from pbem.errors import Refusal
 from pbem.games import find_game
@@ -26,6 +44,7 @@ from pbem.kinds import DEFAULT_KIND, KINDS, Demo
 from pbem.kinds.verify import check_record
 from pbem.logformat import FORMATS
 from pbem.logformat import set_up as set_up_logging
+from pbem.retention import Pruned, prune_inbound, prune_outbox
 from pbem.server import Server, utc_now
 from pbem.services.export import export_json
 from pbem.usertext import shown
@@ -176,9 +195,15 @@ def cmd_dkim_keygen(args: argparse.Namespace) -> int:
 
 
 def cmd_db(args: argparse.Namespace) -> int:
-    """`pbem db current` and `pbem db upgrade`: the schema, for operators who migrate by hand."""
-    url = _settings(args).database
+    """`pbem db current` and `pbem db upgrade`: the schema, for operators who migrate by hand;
+    `pbem db backup` and `pbem db prune` (docs/operating.md)."""
+    settings = _settings(args)
+    url = settings.database
     path = db.sqlite_path(url)
+    if args.action == "backup":
+        return db_backup(settings, args.path, run=args.run)
+    if args.action == "prune":
+        return db_prune(settings)
     if path is not None and args.action == "current" and not path.is_file():
         # looking must not make an empty database (and its folder) at a mistyped path
         print(f"empty: no database at {path} (nothing created; `pbem db upgrade` makes it, "
@@ -187,7 +212,11 @@ def cmd_db(args: argparse.Namespace) -> int:
     engine = db.open_database(url, migrate=False)
     current, head = db.current_revision(engine), db.head_revision()
     if args.action == "upgrade":
-        before, after = db.upgrade(engine, args.to or "head")
+        plan = BackupPlan(settings.backup_folder, settings.backup.keep)
+        had = set(backups_in(plan.folder, before_migration=True))
+        before, after = db.upgrade(engine, args.to or "head", backups=plan)
+        for taken in sorted(set(backups_in(plan.folder, before_migration=True)) - had):
+            print(f"backed up to {taken} first")
         print(f"database already at {after}" if before == after else
               f"database upgraded from {before or 'empty'} to {after}")
     elif current is None:
@@ -199,6 +228,82 @@ def cmd_db(args: argparse.Namespace) -> int:
     else:
         print(f"{current} (newer than this pbem knows, {head}: a newer pbem upgraded it)")
         return 1
+    return 0
+
+
+def db_backup(settings: Settings, given: str | None, *, run: bool) -> int:
+    """`pbem db backup [PATH]`: SQLite's online backup, whole while pbem runs; without PATH
+    into [backup] dir, where the newest [backup] keep are kept. PostgreSQL: pg_dump's
+    command line, run with --run."""
+    path = db.sqlite_path(settings.database)
+    folder = settings.backup_folder
+    if path is not None:
+        owner = path.stat().st_uid if path.is_file() else os.geteuid()
+        if os.geteuid() == 0 and owner != 0:
+            # root would leave the -wal and -shm files it opens root's: pbem could not write
+            print(f"error: {path} belongs to user {owner}: back it up as that user "
+                  f"(sudo -u '#{owner}' pbem db backup ...)", file=sys.stderr)
+            return 2
+        target = Path(given).expanduser() if given else None
+        taken, revision = backup_sqlite(path, target, folder=folder)
+        if target is None:
+            keep_newest(folder, max(settings.backup.keep, 1), before_migration=False)
+        print(f"backed up {path} (schema {revision or 'empty'}) to {taken}")
+        return 0
+    if not settings.database.startswith("postgresql"):
+        print(f"error: pbem backs up SQLite and PostgreSQL databases, not "
+              f"{settings.database.partition(':')[0]}", file=sys.stderr)
+        return 2
+    if given:
+        target = Path(given).expanduser()
+    else:
+        engine = db.open_database(settings.database, migrate=False)
+        try:
+            target = folder / backup_name(db.current_revision(engine), suffix=".dump")
+        finally:
+            engine.dispose()
+    dump = pg_dump_command(settings.database, target)
+    if not run:
+        print("A PostgreSQL database is backed up with pg_dump (consistent while pbem runs; "
+              "`pbem db backup --run` runs it):\n\n    " + dump.shown +
+              "\n\nand restored, pbem stopped, with pg_restore --clean --if-exists "
+              "--no-owner --dbname=... (docs/operating.md)")
+        return 0
+    target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        done = subprocess.run(dump.argv, env={**os.environ, **dump.env}, check=False)
+    except FileNotFoundError:
+        print("error: there is no pg_dump here: install PostgreSQL's client programs "
+              "(Debian: apt-get install postgresql-client)", file=sys.stderr)
+        return 2
+    if done.returncode != 0:
+        print(f"error: pg_dump failed (exit {done.returncode}): {dump.shown}", file=sys.stderr)
+        return 1
+    if not given:
+        keep_newest(folder, max(settings.backup.keep, 1), before_migration=False)
+    print(f"backed up the PostgreSQL database to {target}")
+    return 0
+
+
+def db_prune(settings: Settings) -> int:
+    """`pbem db prune`: [retention] now, as the ticks do once a day (pbem.retention)."""
+    keep = settings.retention
+    engine = db.open_database(settings.database, migrate=False)
+    try:
+        db.check_schema(engine)
+        if db.current_revision(engine) != db.head_revision():
+            print("error: the database's schema is not the newest: run `pbem db upgrade` "
+                  "first", file=sys.stderr)
+            return 2
+        now = datetime.now(UTC)
+        pruned = (prune_inbound(engine, now, keep.inbound_days) if keep.inbound_days > 0
+                  else Pruned())
+        if keep.outbox_days > 0:
+            pruned.files = prune_outbox(engine, settings.outbox_dir, now, keep.outbox_days).files
+    finally:
+        engine.dispose()
+    print(f"pruned: {pruned} (inbound_days {keep.inbound_days:g}, "
+          f"outbox_days {keep.outbox_days:g}; 0: kept for ever)")
     return 0
 
 
@@ -223,10 +328,21 @@ def build_parser() -> argparse.ArgumentParser:
     p = with_config(sub.add_parser("export", help="a game's JSON record"))
     p.add_argument("game")
     p.set_defaults(func=cmd_export)
-    p = sub.add_parser("db", help="the database schema: current, upgrade")
-    p.add_argument("action", choices=("current", "upgrade"))
-    p.add_argument("--to", help="upgrade to this revision instead of the newest")
-    with_config(p).set_defaults(func=cmd_db)
+    p = with_config(sub.add_parser("db", help="the database: current, upgrade (its schema), "
+                                              "backup"))
+    actions = p.add_subparsers(dest="action", required=True)
+    with_config(actions.add_parser("current", help="the schema's revision"))
+    a = with_config(actions.add_parser("upgrade", help="migrate the schema (backed up first)"))
+    a.add_argument("--to", help="upgrade to this revision instead of the newest")
+    a = with_config(actions.add_parser("backup", help="a backup, whole while pbem runs"))
+    a.add_argument("path", nargs="?", help="the file (default: a new one in [backup] dir)")
+    a.add_argument("--run", action="store_true", help="PostgreSQL: run pg_dump")
+    with_config(actions.add_parser("prune", help="[retention] now: old mail's text, old "
+                                                 ".eml files"))
+    for each in actions.choices.values():
+        each.set_defaults(func=cmd_db, path=None, to=None, run=False)
+        each.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                          help="log more")
     p = sub.add_parser("verify", help="check a finished game's record")
     p.add_argument("record")
     p.set_defaults(func=cmd_verify)
@@ -307,6 +423,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except db.SchemaError as exc:
         print(f"database error: {exc}", file=sys.stderr)
+        return 2
+    except BackupError as exc:
+        print(f"backup error: {exc}", file=sys.stderr)
         return 2
 
 

@@ -377,6 +377,33 @@ class DatabaseSettings:
 
 
 @dataclass(frozen=True)
+class BackupSettings:
+    """[backup]: the backups of a SQLite database (pbem.backup, `pbem db backup`).
+
+    Before each migration (a new pbem's first start, `pbem db upgrade`) the database is
+    backed up into ``dir``, and the newest ``keep`` of those backups are kept; so are the
+    newest ``keep`` that `pbem db backup` writes there. keep 0: none before a migration.
+    """
+
+    dir: str = ""      # default: pbem-backups beside the database file
+    keep: int = 3
+
+
+@dataclass(frozen=True)
+class RetentionSettings:
+    """[retention]: how long the mail itself is kept once it has done its work (pbem.retention).
+
+    A handled mail's text is cut to its header ``inbound_days`` after its game ended (mail
+    of no game, or of no game of its sender that is still on: that long after it was
+    handled); the row stays. The .eml files of the outbox go ``outbox_days`` after they were
+    written, on the same terms. 0: kept for ever. Moves, records and the audit stay always.
+    """
+
+    inbound_days: float = 90.0
+    outbox_days: float = 90.0
+
+
+@dataclass(frozen=True)
 class Settings:
     database: str = "sqlite:///pbem.db"
     address: str = "bluff@localhost"
@@ -429,11 +456,22 @@ class Settings:
     security: SecuritySettings = field(default_factory=SecuritySettings)
     web: WebSettings = field(default_factory=WebSettings)
     db: DatabaseSettings = field(default_factory=DatabaseSettings)   # [database]
+    backup: BackupSettings = field(default_factory=BackupSettings)
+    retention: RetentionSettings = field(default_factory=RetentionSettings)
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def domain(self) -> str:
         return self.address.rpartition("@")[2] or "localhost"
+
+    @property
+    def backup_folder(self) -> Path:
+        """Where backups go: [backup] dir, else pbem-backups beside the SQLite file."""
+        if self.backup.dir:
+            return Path(self.backup.dir)
+        file = self.database.removeprefix("sqlite:///").partition("?")[0]
+        beside = self.database.startswith("sqlite:///") and ":memory:" not in file
+        return (Path(file).expanduser().parent if beside else Path()) / "pbem-backups"
 
     @property
     def tick_seconds(self) -> float:
@@ -551,11 +589,12 @@ def with_secret_files(env: Mapping[str, str]) -> tuple[dict[str, str], list[Prob
 SECTION_CLASSES: dict[str, type] = {
     "server": Settings, "imap": ImapSettings, "smtp": SmtpSettings, "listen": ListenSettings,
     "dkim": DkimSettings, "security": SecuritySettings, "web": WebSettings,
-    "database": DatabaseSettings,
+    "database": DatabaseSettings, "backup": BackupSettings, "retention": RetentionSettings,
 }
 # Settings' fields holding another section
 _NESTED = {"imap": "imap", "smtp": "smtp", "listen": "listen", "dkim": "dkim",
-           "security": "security", "web": "web", "database": "db"}
+           "security": "security", "web": "web", "database": "db", "backup": "backup",
+           "retention": "retention"}
 # sections that exist only when written in the file (the others have defaults)
 _OPTIONAL = frozenset({"imap", "smtp", "listen", "dkim"})
 
@@ -914,6 +953,9 @@ def _resolve_paths(sections: dict[str, dict[str, Any]], base: Path) -> None:
     data_dir = (Path(sqlite.removeprefix("sqlite:///")).parent
                 if sqlite and ":memory:" not in sqlite else base)
     server.setdefault("outbox_dir", data_dir / "pbem-outbox")
+    backup = sections.setdefault("backup", {})
+    backup["dir"] = str(base / Path(backup["dir"]).expanduser() if backup.get("dir")
+                        else data_dir / "pbem-backups")
     server.setdefault("outage_minutes", OUTAGE_MINUTES)
     for name, keys in (("listen", ("tls_cert", "tls_key")), ("dkim", ("private_key_file",))):
         for key in keys:

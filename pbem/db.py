@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import fcntl
 import functools
+import logging
 import sqlite3
 import threading
 import time
@@ -38,8 +39,11 @@ from sqlalchemy import Engine, event, text
 from sqlalchemy.exc import DBAPIError, OperationalError, ProgrammingError
 from sqlmodel import Session, create_engine
 
+from pbem.backup import BackupPlan, backup_sqlite, keep_newest
 from pbem.errors import PbemError
 from pbem.paths import packaged_dir
+
+log = logging.getLogger(__name__)
 
 # pg_advisory_lock keys: any bigint, the same in every pbem process on the database
 WRITER_LOCK_KEY = 52550      # one transaction that changes games at a time (one_writer)
@@ -280,14 +284,16 @@ def transient_error(exc: DBAPIError) -> bool:
     return not str(getattr(exc.orig, "sqlstate", None) or "").startswith("54")
 
 
-def open_database(url: str, *, migrate: bool = True, synchronous: str = "normal") -> Engine:
-    """The engine for url; with migrate, its schema brought up to date (under the lock).
+def open_database(url: str, *, migrate: bool = True, synchronous: str = "normal",
+                  backups: BackupPlan | None = None) -> Engine:
+    """The engine for url; with migrate, its schema brought up to date (under the lock),
+    a SQLite database backed up first into ``backups`` (see upgrade).
 
     Raises SchemaError when the database is at a revision this pbem does not know.
     """
     engine = make_engine(url, synchronous=synchronous)
     if migrate:
-        upgrade(engine)
+        upgrade(engine, backups=backups)
     return engine
 
 
@@ -428,11 +434,15 @@ def check_schema(engine: Engine) -> None:
     check_known(revision)
 
 
-def upgrade(engine: Engine, target: str = "head") -> tuple[str | None, str | None]:
+def upgrade(engine: Engine, target: str = "head", *,
+            backups: BackupPlan | None = None) -> tuple[str | None, str | None]:
     """Bring the schema to target (under the migration lock); (before, after) revisions.
 
     Cheap when there is nothing to do: the revision is read first without the lock,
-    and again under it, since another process may have migrated in between.
+    and again under it, since another process may have migrated in between. With
+    ``backups`` (keep > 0), a SQLite database that has pbem's tables and a migration to
+    run is backed up into its folder first, under the lock, and the newest ``keep`` of
+    those backups are kept (pbem.backup); a backup that fails stops the migration.
     """
     wanted = head_revision() if target == "head" else target
     before = current_revision(engine)
@@ -443,8 +453,23 @@ def upgrade(engine: Engine, target: str = "head") -> tuple[str | None, str | Non
         before = current_revision(engine)
         check_known(before)
         if before != wanted:
+            _backup_before(engine, before, wanted, backups)
             command.upgrade(alembic_config(engine), wanted)
         return before, current_revision(engine)
+
+
+def _backup_before(engine: Engine, before: str | None, wanted: str,
+                   backups: BackupPlan | None) -> None:
+    """The backup before a migration (upgrade): only of a SQLite file with pbem's tables
+    in it (a new database holds nothing to lose). PostgreSQL's is the operator's pg_dump
+    (docs/operating.md)."""
+    path = sqlite_path(str(engine.url))
+    if backups is None or backups.keep <= 0 or before is None or path is None:
+        return
+    taken, _revision = backup_sqlite(path, folder=backups.folder, before=wanted)
+    keep_newest(backups.folder, backups.keep, before_migration=True)
+    log.info("backed up the database to %s before migrating it from %s to %s",
+                taken, before, wanted)
 
 
 # --------------------------------------------------------------------------- the lock

@@ -20,7 +20,7 @@ from sqlmodel import Session, col, select
 
 from pbem.models import InboundMail
 
-__all__ = ["JUNK_SOURCE", "JunkOverQuota", "JunkTally", "admit_junk", "junk_bytes",
+__all__ = ["JUNK_SOURCE", "JunkOverQuota", "JunkTally", "admit_junk", "header_of", "junk_bytes",
            "prune_junk"]
 
 JUNK_SOURCE = "smtp-unknown"
@@ -43,7 +43,8 @@ def junk_bytes(engine: Engine, since: datetime | None = None) -> int:
         return int(session.exec(query).one())
 
 
-def _header_of(raw: bytes) -> bytes:
+def header_of(raw: bytes) -> bytes:
+    """The header block of a mail (at most 64 KiB of it), the blank line after it."""
     end = _HEADER_END.search(raw, 0, _HEADER_CAP)
     return (raw[:end.start()] if end else raw[:_HEADER_CAP]).rstrip(b"\r\n") + b"\r\n\r\n"
 
@@ -62,7 +63,7 @@ def prune_junk(engine: Engine, keep_bytes: int) -> int:
             if not rows:
                 break
             for row_id, raw in rows:
-                header = _header_of(raw)
+                header = header_of(raw)
                 session.execute(update(InboundMail).where(col(InboundMail.id) == row_id)
                                 .values(raw=header, truncated=True))
                 over -= len(raw) - len(header)

@@ -103,6 +103,8 @@ class InboundMail(SQLModel, table=True):
     # the game it speaks to, read before it is claimed (0: none; null: not read yet): on
     # PostgreSQL a game's mail is one lane, handled by one worker at a time (pbem.inbox)
     lane: int | None = None
+    # when its text was cut to the header, [retention] days after its game (pbem.retention)
+    pruned_at: datetime | None = None
 
 
 class OutboundMail(SQLModel, table=True):

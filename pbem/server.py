@@ -22,6 +22,7 @@ from sqlalchemy.exc import OperationalError
 from sqlmodel import Session
 
 from pbem.backoff import Backoff
+from pbem.backup import BackupPlan
 from pbem.claims import Lease, Waits
 from pbem.config import ConfigError, Settings
 from pbem.db import SchemaError, check_schema, lanes_apart, open_database
@@ -39,6 +40,7 @@ from pbem.notify import notify, watchdog_seconds
 from pbem.outbox import Budget, DrainReport, Sender, Stream, drain, others_due, release
 from pbem.referee import Marks, Referee, unmarked
 from pbem.render import Renderer, TemplateProblem
+from pbem.retention import prune_when_due
 from pbem.security import known_address
 from pbem.wakeups import MailWatch
 
@@ -47,6 +49,7 @@ SMTP_KEEP_OPEN_SECONDS = 60.0    # ... an idle SMTP one (servers drop them after
 WOKEN_TICKS_APART = 0.1          # seconds at least between two ticks woken by stored mail
 STATUS_EVERY = 30.0              # seconds between serve's STATUS= to systemd without a watchdog
 KEPT_BACKOFFS = ("IMAP", "SMTP")  # back-offs written where `pbem status` reads them
+PRUNE_AFTER = 60.0               # serve's first look at [retention]: once the first ticks ran
 
 UNAVAILABLE = "the mail server could not be reached or refused us"
 RATE_LIMITED = "the mail server says we send too much: sending pauses"
@@ -123,7 +126,9 @@ class Server:
     def __init__(self, settings: Settings, clock: Callable[[], datetime] = utc_now) -> None:
         self.settings = settings
         self.signer = dkim_signer(settings)   # DKIM, or None; a bad key stops here
-        self.engine = open_database(settings.database, synchronous=settings.db.synchronous)
+        self.engine = open_database(settings.database, synchronous=settings.db.synchronous,
+                                    backups=BackupPlan(settings.backup_folder,
+                                                       settings.backup.keep))
         self.referee = Referee(settings, self.engine, Renderer(settings.templates_dir, kind_template_dirs()), clock)
         self.clock = clock
         self.fetcher = Fetcher(settings, self.engine, self.referee, clock,
@@ -356,7 +361,27 @@ class Server:
             self.fetcher.settle()
             if self._backoff("IMAP").failures:
                 report.problems.insert(0, "IMAP")
+            if self._stop is None:   # a tick alone (cron); serve prunes in a job of its own
+                self.prune()
             return report
+
+    def prune(self) -> None:
+        """[retention], once a day (pbem.retention): after a one-shot tick, or in serve's
+        hourly job, beside the ticks (a first pruning of years of mail may take minutes);
+        a failure is logged and the rest goes on."""
+        keep = self.settings.retention
+        try:
+            pruned = prune_when_due(self.engine, self.clock(), inbound_days=keep.inbound_days,
+                                    outbox_days=keep.outbox_days,
+                                    outbox=self.settings.outbox_dir)
+        except OperationalError as exc:   # an outage: the tick has said so; the next tries
+            log.warning("pruning old mail waits for the database: %s", exc.orig or exc)
+            return
+        except Exception:   # noqa: BLE001 - its turn comes again tomorrow
+            log.exception("pruning old mail failed; it is tried again in a day")
+            return
+        if pruned:
+            log.info("retention: %s", pruned)
 
     def take_referee_lease(self, lease: Lease, waits: Waits) -> bool | None:
         """May this tick handle mail: True under the referee lease (SQLite: one writer,
@@ -518,6 +543,8 @@ class Server:
                      self.settings.listen else "", listener.port)
         scheduler = poll_scheduler(self.settings.tick_seconds, self.safe_tick, self.safe_send,
                                    self.clock())
+        scheduler.add_job(self.prune, "interval", hours=1, id="prune",
+                          next_run_time=datetime.now(UTC) + timedelta(seconds=PRUNE_AFTER))
         woken = threading.Thread(target=self.tick_when_woken, args=(stop,),
                                  name="pbem-woken-ticks", daemon=True)
         watch = MailWatch(self.engine, self._woken.set, stop)
