@@ -25,7 +25,6 @@ from pbem.i18n import LANGUAGES, best_language, translator
 from pbem.kinds import kind_named
 from pbem.kinds.words import KIND_TITLES
 from pbem.render import (
-    FastEnvironment,  # the mails' fast paths, same output
     bid,
     dice,
     die,
@@ -130,7 +129,7 @@ def template_environment(settings: Settings, language: str) -> jinja2.Environmen
     folders = [str(packaged_template_dir())]
     if settings.templates_dir is not None:
         folders.insert(0, str(settings.templates_dir))
-    env = FastEnvironment(
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(folders),
         autoescape=jinja2.select_autoescape(enabled_extensions=("html.j2",),
                                             default_for_string=True, default=True),

@@ -1,7 +1,7 @@
 """The short cuts of pbem.render that make reports render faster give the same results
-as the long way: remembered filter answers, dict keys read at once, markup not
-re-escaped, macros called directly, the count_in filter, and override templates
-still picked up when a referee edits them."""
+as the long way: remembered filter answers, the count_in filter, and override
+templates still picked up when a referee edits them; and none of them goes through
+Jinja2's internals."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import jinja2
 import markupsafe
 import pytest
 
-from pbem import render
 from pbem.render import Renderer, count_in, die, face_name, template_environment, utc, wrap
 from tests.render.test_render import example_view, final_context, report_context
 
@@ -128,11 +127,23 @@ def test_packaged_templates_are_not_rechecked_but_overrides_are(tmp_path: Path) 
     assert renderer.render("notice", context)[0] == "second: x\n"
 
 
-def test_the_fast_paths_are_in_place() -> None:
-    """If Jinja2 stops using these hooks the reports are still right, only slower:
-    this says so."""
-    env = template_environment(None)
-    template = env.get_template("postal_report.html.j2")
-    assert template.root_render_func.__globals__["escape"] is render._escape
-    assert env.context_class is render._Context and render._MACRO_TAKES_EVAL_CONTEXT
-    assert type(template.globals) is dict and template.globals["lookup"] is render.lookup
+def test_rendering_uses_jinja2_as_published() -> None:
+    """No class of Jinja2's is subclassed or patched: the Environment, its templates,
+    their contexts and the escape their code calls are Jinja2's and markupsafe's own
+    (a short cut through Jinja2's internals is hidden from whoever reads a template)."""
+    for env in (template_environment(None), template_environment(None, "de")):
+        assert type(env) is jinja2.Environment
+        assert env.context_class is jinja2.runtime.Context
+        assert env.template_class is jinja2.Template
+        template = env.get_template("postal_report.html.j2")
+        assert type(template) is jinja2.Template
+        assert template.root_render_func.__globals__["escape"] is markupsafe.escape
+        assert template.new_context({}).__class__ is jinja2.runtime.Context
+
+
+def test_web_pages_use_jinja2_as_published(tmp_path: Path) -> None:
+    from pbem.config import Settings
+    from pbem.web.language import template_environment as web_environment
+    env = web_environment(Settings(), "en")
+    assert type(env) is jinja2.Environment
+    assert env.context_class is jinja2.runtime.Context and env.template_class is jinja2.Template
