@@ -6,6 +6,7 @@ Jinja2's internals."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,8 @@ import jinja2
 import markupsafe
 import pytest
 
-from pbem.render import Renderer, count_in, die, face_name, template_environment, utc, wrap
+from pbem.render import (Renderer, count_in, die, face_name, packaged_template_dir,
+                         template_environment, utc, wrap)
 from tests.render.test_render import example_view, final_context, report_context
 
 MEMO = (die, face_name, utc, wrap)
@@ -147,3 +149,29 @@ def test_web_pages_use_jinja2_as_published(tmp_path: Path) -> None:
     env = web_environment(Settings(), "en")
     assert type(env) is jinja2.Environment
     assert env.context_class is jinja2.runtime.Context and env.template_class is jinja2.Template
+
+
+def test_written_out_styles_are_the_macros_own() -> None:
+    """The shipped templates write out the cell styles and section titles (m.th, m.td,
+    m.section, which a referee's own templates use): each copy is the macro's, so a
+    change of a style in _macros.html.j2 fails here until every copy has it."""
+    env = template_environment(None)
+    m = env.get_template("_macros.html.j2").module
+    styles = {"th": str(m.th), "td": str(m.td)}   # type: ignore[attr-defined]
+    section = str(m.section("x"))                  # type: ignore[attr-defined]
+    h2 = section[:section.index(">") + 1]
+    folder = packaged_template_dir()
+    found = {"th": 0, "td": 0, "h2": 0}
+    for path in sorted(folder.glob("*.html.j2")):
+        if path.name == "_macros.html.j2":
+            continue
+        text = path.read_text(encoding="utf-8")
+        for tag, style in styles.items():
+            for cell in re.findall(rf"<{tag} (style=\"[^\"]*\")", text):
+                assert cell == style, (path.name, cell)
+                found[tag] += 1
+        for title in re.findall(r"<h2 [^>]*>", text):
+            if "border-bottom" in title:    # a section title (the others are the layout's)
+                assert title == h2, (path.name, title)
+                found["h2"] += 1
+    assert min(found.values()) > 10, found
