@@ -14,8 +14,16 @@ import jinja2
 import markupsafe
 import pytest
 
-from pbem.render import (Renderer, count_in, die, face_name, packaged_template_dir,
-                         template_environment, utc, wrap)
+from pbem.render import (
+    Renderer,
+    count_in,
+    die,
+    face_name,
+    packaged_template_dir,
+    template_environment,
+    utc,
+    wrap,
+)
 from tests.render.test_render import example_view, final_context, report_context
 
 MEMO = (die, face_name, utc, wrap)
