@@ -6,14 +6,18 @@ Prints, from the source alone (nothing is run): the modules of the package and
 the longest ones, `Any` in pbem/kinds/, the exception classes and whether they
 share one root, functions over 50 lines, places outside pbem/kinds/ that compare
 a game kind's name, imports of pbem.rules from pbem/web/ and pbem/services/,
-uses of ``session.info`` and import-time ``event.listen`` calls, and the
-README's length. A refactor is measured by running it before and after.
+the hidden mechanisms (library classes subclassed to change what they do,
+library modules or classes patched, state found by ``isinstance``,
+``session.info``, import-time event listeners; beside them, listed but not
+counted, the listeners a function sets up on the engine it makes and the
+documented extension points subclassed), and the README's length. A refactor is measured by running it before and after.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import importlib
 import re
 from pathlib import Path
 
@@ -93,32 +97,210 @@ def rules_imports(trees: dict[str, ast.Module], packages: tuple[str, ...]) -> li
     return hits
 
 
-def import_time_listeners(trees: dict[str, ast.Module]) -> list[str]:
-    """``event.listen`` calls run at import (outside any function): process-wide hooks."""
-    hits = []
+# --- hidden mechanisms -----------------------------------------------------------------------
+#
+# What runs without a reader of the calling code seeing it: a library class subclassed to
+# change what it does, a library's module or class patched, state found by asking an
+# object's type (isinstance) instead of being passed, session.info, and event listeners.
+# Each is found in the source (ast) and listed with its place.
 
-    def visit(module: str, nodes: list[ast.stmt]) -> None:
-        for node in nodes:
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                continue
-            for call in ast.walk(node):
-                if isinstance(call, ast.Call) and ast.unparse(call.func).endswith("event.listen"):
-                    hits.append(f"{module}:{call.lineno}: {ast.unparse(call)[:70]}")
+# Subclassing these is what their libraries document as the way to extend them: a
+# loader, an extension, a log filter (the methods named are the ones to override).
+EXTENSION_POINTS: dict[str, frozenset[str]] = {
+    "jinja2.BaseLoader": frozenset({"get_source", "list_templates", "load"}),
+    "jinja2.loaders.BaseLoader": frozenset({"get_source", "list_templates", "load"}),
+    "jinja2.ext.Extension": frozenset({"filter_stream", "parse", "preprocess"}),
+    "logging.Filter": frozenset({"filter"}),
+    "logging.Handler": frozenset({"emit"}),
+    # Starlette: "subclass JSONResponse and override render" (custom JSON serialization)
+    "starlette.responses.JSONResponse": frozenset({"render"}),
+    # aiosmtpd: a Controller subclass overrides factory() to serve its own SMTP class
+    "aiosmtpd.controller.Controller": frozenset({"factory"}),
+}
+# the library classes whose subclass changes how rows, templates or connections behave
+# inside the library (the review named these); any other subclass of a library class
+# that overrides one of its methods is counted too
+WATCHED = ("sqlite3.Connection", "sqlite3.Cursor", "jinja2.Environment", "jinja2.Template",
+           "jinja2.runtime.Context", "sqlmodel.Session", "sqlalchemy.orm.Session")
+# bases that are not a library's behaviour: typing and data shapes, exceptions
+NEUTRAL_ROOTS = ("typing", "abc", "enum", "dataclasses", "collections", "builtins",
+                 "sqlmodel.SQLModel", "pydantic", "typing_extensions")
 
+
+def imported(tree: ast.Module) -> dict[str, str]:
+    """Local name -> the dotted name it was imported as (every import of the module)."""
+    names: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                names[(a.asname or a.name).split(".")[0]] = (a.name if a.asname
+                                                             else a.name.split(".")[0])
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for a in node.names:
+                names[a.asname or a.name] = f"{node.module}.{a.name}"
+    return names
+
+
+def dotted(node: ast.expr, names: dict[str, str]) -> str | None:
+    """``jinja2.runtime.Context`` (or a name imported as it) -> its dotted import name."""
+    if isinstance(node, ast.Name):
+        return names.get(node.id)
+    if isinstance(node, ast.Attribute):
+        base = dotted(node.value, names)
+        return f"{base}.{node.attr}" if base else None
+    return None
+
+
+def library(name: str | None) -> bool:
+    return bool(name) and not str(name).startswith("pbem") and \
+        not str(name).startswith(NEUTRAL_ROOTS) and not str(name).endswith(
+            ("Error", "Exception", "Warning", "Exit"))
+
+
+def library_attributes(name: str) -> set[str] | None:
+    """The attributes of the library class ``name`` (imported to see them); None if it
+    cannot be imported here."""
+    module, _, attr = name.rpartition(".")
+    try:
+        obj = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError, ValueError):
+        return None
+    return set(dir(obj)) if isinstance(obj, type) else None
+
+
+def library_subclasses(trees: dict[str, ast.Module], paths: dict[str, Path]
+                       ) -> tuple[list[str], list[str], set[str]]:
+    """(overrides, extension points, names of our classes that override a library class).
+
+    An override: a class of ours whose base is a library class and which redefines one
+    of that class's methods or class attributes (or has a WATCHED base at all)."""
+    overrides, extensions, classes = [], [], set()
     for module, tree in trees.items():
-        visit(module, tree.body)
+        names = imported(tree)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            for base in node.bases:
+                name = dotted(base, names)
+                if not library(name):
+                    continue
+                assert name is not None
+                own = {n.name for n in node.body
+                       if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+                own |= {t.id for n in node.body if isinstance(n, ast.Assign)
+                        for t in n.targets if isinstance(t, ast.Name)}
+                theirs = library_attributes(name) or set()
+                redefined = sorted(a for a in own & theirs if a != "__init__")
+                where = f"{paths[module]}:{node.lineno}: class {node.name}({name})"
+                allowed = EXTENSION_POINTS.get(name)
+                if allowed is not None and set(redefined) <= allowed:
+                    extensions.append(f"{where} ({', '.join(redefined) or 'nothing'}; "
+                                      "the library's documented way to extend it)")
+                elif redefined or name.startswith(WATCHED) or name in WATCHED:
+                    overrides.append(f"{where} redefines {', '.join(redefined) or '-'}")
+                    classes.add(node.name)
+    return overrides, extensions, classes
+
+
+def patches(trees: dict[str, ast.Module], paths: dict[str, Path]) -> list[str]:
+    """Assignments into a library's module or class, or into a function's __globals__
+    (monkeypatching): ``Template.from_code = ...``, ``f.__globals__["escape"] = ...``,
+    ``setattr(jinja2, ...)``."""
+    hits = []
+    for module, tree in trees.items():
+        names = imported(tree)
+        for node in ast.walk(tree):
+            targets: list[ast.expr] = []
+            if isinstance(node, ast.Assign):
+                targets = node.targets
+            elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+                targets = [node.target]
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                  and node.func.id == "setattr" and node.args):
+                targets = [ast.Attribute(value=node.args[0], attr="?")]
+            for target in targets:
+                text = ast.unparse(target) if not isinstance(node, ast.Call) else \
+                    ast.unparse(node)
+                into_globals = "__globals__" in text or ".__dict__[" in text
+                lib = isinstance(target, ast.Attribute) and library(dotted(target.value, names))
+                if into_globals or lib:
+                    hits.append(f"{paths[module]}:{node.lineno}: {text[:70]}")
     return hits
 
 
-def session_info(trees: dict[str, ast.Module]) -> list[str]:
+def discovery(trees: dict[str, ast.Module], paths: dict[str, Path],
+              classes: set[str]) -> list[str]:
+    """``isinstance(x, C)`` where C is one of our subclasses of a library class (pbem.work's
+    Work of a Session): state found by asking what an object is, not passed to who needs
+    it."""
+    hits = []
+    for module, tree in trees.items():
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id == "isinstance" and len(node.args) == 2):
+                kinds = node.args[1].elts if isinstance(node.args[1], ast.Tuple) \
+                    else [node.args[1]]
+                if any(isinstance(k, ast.Name | ast.Attribute)
+                       and ast.unparse(k).rpartition(".")[2] in classes for k in kinds):
+                    hits.append(f"{paths[module]}:{node.lineno}: {ast.unparse(node)[:70]}")
+    return hits
+
+
+def listeners(trees: dict[str, ast.Module], paths: dict[str, Path]
+              ) -> tuple[list[str], list[str]]:
+    """(import-time, per-call) event listeners: ``event.listen`` calls and
+    ``@event.listens_for`` decorators; import-time ones run at import (outside any
+    function: process-wide hooks), the others each time their function runs (on each
+    engine that make_engine builds, say)."""
+    at_import: list[str] = []
+    per_call: list[str] = []
+
+    def is_listen(call: ast.expr) -> bool:
+        return isinstance(call, ast.Call) and ast.unparse(call.func).endswith(
+            ("event.listen", "event.listens_for", "listens_for"))
+
+    def found(module: str, node: ast.expr, inside: str | None, text: str) -> None:
+        where = f"{paths[module]}:{node.lineno}: {text[:60]}"
+        if inside:
+            per_call.append(f"{where} in {inside}()")
+        else:
+            at_import.append(where)
+
+    def visit(module: str, nodes: list[ast.stmt], inside: str | None) -> None:
+        """``inside``: the function the statements run in (None: at import)."""
+        for node in nodes:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                for deco in node.decorator_list:
+                    if is_listen(deco):     # a decorator runs where its def does
+                        found(module, deco, inside, "@" + ast.unparse(deco))
+                # a function's body runs when it is called; a class body where it stands
+                visit(module, node.body,
+                      inside if isinstance(node, ast.ClassDef) else node.name)
+                continue
+            for call in ast.walk(node):
+                if is_listen(call):
+                    found(module, call, inside, ast.unparse(call))
+
+    for module, tree in trees.items():
+        visit(module, tree.body, None)
+    return at_import, per_call
+
+
+def session_info(trees: dict[str, ast.Module], paths: dict[str, Path]) -> list[str]:
     """Code that reads or writes ``session.info`` (a docstring that names it is not)."""
     hits = []
     for module, tree in trees.items():
         for node in ast.walk(tree):
             if (isinstance(node, ast.Attribute) and node.attr == "info"
                     and isinstance(node.value, ast.Name) and node.value.id == "session"):
-                hits.append(f"{module}:{node.lineno}: session.info")
+                hits.append(f"{paths[module]}:{node.lineno}: session.info")
     return hits
+
+
+def print_list(title: str, hits: list[str], note: str = "") -> None:
+    print(f"  {title:<38}{len(hits)}{note}")
+    for hit in hits:
+        print(f"      {hit}")
 
 
 def main() -> None:
@@ -135,7 +317,13 @@ def main() -> None:
     longs = long_functions(trees)
     branches = kind_name_branches(repo, paths)
     web_rules = rules_imports(trees, ("pbem.web", "pbem.services"))
-    hidden = import_time_listeners(trees) + session_info(trees)
+    where = {module_name(repo, p): p.relative_to(repo) for p in paths}
+    overrides, extensions, ours = library_subclasses(trees, where)
+    patched = patches(trees, where)
+    found_by_type = discovery(trees, where, ours)
+    info = session_info(trees, where)
+    at_import, per_call = listeners(trees, where)
+    hidden = overrides + patched + found_by_type + info + at_import
     readme = repo / "README.md"
 
     print(f"modules in pbem/:                       {len(paths)}")
@@ -149,9 +337,16 @@ def main() -> None:
     print(f"kind-name branches outside kinds/:      {len(branches)}"
           + (f"  ({', '.join(branches)})" if branches else ""))
     print(f"pbem.rules imports in web/, services/:  {len(web_rules)}")
-    print(f"session.info / import-time listeners:   {len(hidden)}")
-    for hit in hidden:
-        print(f"    {hit}")
+    print(f"hidden mechanisms:                      {len(hidden)}")
+    print_list("library classes overridden:", overrides)
+    print_list("library modules or classes patched:", patched)
+    print_list("state found by isinstance:", found_by_type)
+    print_list("session.info:", info)
+    print_list("import-time event listeners:", at_import)
+    print("  not hidden, listed:")
+    print_list("event listeners set up per call:", per_call,
+               "  (each where its function sets it up, on the engine it makes)")
+    print_list("subclassed extension points:", extensions)
     if readme.exists():
         print(f"README lines:                           {len(readme.read_text().splitlines())}")
 

@@ -16,10 +16,9 @@ from __future__ import annotations
 import functools
 import math
 import textwrap
-from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from types import CodeType
 from typing import Any, TypeVar, cast
 
 import jinja2
@@ -333,30 +332,17 @@ def packaged_template_dir() -> Path:
 
 
 def _escape(value: Any) -> str:
-    """markupsafe.escape without its copy of what is already markup (a macro's output,
-    ``m.td``: most of what an HTML part escapes) and without the work for a whole
-    number (seats, turns, counts: digits need none).  Only what a ``{{ ... }}`` puts
-    out goes through here, into text that is joined and then marked up as a whole, so
-    the same text comes out either way."""
+    """A value put into a sentence of an HTML template, escaped (the ``said_escaped``
+    filter of _SaidWhenCompiled): markupsafe.escape without its copy of what is already
+    markup and without the work for a whole number (digits need none). Its result is
+    formatted into the sentence, which is then marked up as a whole, so the same text
+    comes out as markupsafe.escape's would give."""
     kind = type(value)
     if kind is markupsafe.Markup:
         return cast(str, value)
     if kind is int:
         return str(value)
     return markupsafe.escape(value)
-
-
-class _Template(jinja2.Template):
-    """A compiled template whose ``{{ ... }}`` in HTML escape through ``_escape``."""
-
-    @classmethod
-    def from_code(cls, environment: jinja2.Environment, code: CodeType,
-                  globals: MutableMapping[str, Any],
-                  uptodate: Callable[[], bool] | None = None) -> jinja2.Template:
-        template = super().from_code(environment, code, globals, uptodate)
-        # the template's module namespace, where its code looks the name up
-        template.root_render_func.__globals__["escape"] = _escape
-        return template
 
 
 def reader(language: str, zone: str | None) -> Translator:
@@ -525,72 +511,6 @@ class _SaidWhenCompiled(jinja2.ext.Extension):
         return said, j + 1
 
 
-def _marked(fn: Any) -> Any:
-    return getattr(fn, "jinja_pass_arg", None)
-
-
-# A Macro is called with the eval context first (jinja2.pass_eval_context); should a
-# Jinja2 release change that, _Context leaves macro calls to Jinja2 again.
-_MACRO_TAKES_EVAL_CONTEXT = (_marked(jinja2.runtime.Macro.__call__) is not None and
-                             _marked(jinja2.runtime.Macro.__call__)
-                             == _marked(jinja2.pass_eval_context(lambda: None)))
-
-
-class _Context(jinja2.runtime.Context):
-    """A template context that calls a macro (``who(n)``, ``m.pics(ds)``) directly.
-
-    Context.call first asks any callable, by three attribute look-ups, what it must
-    be passed; a Macro always takes the eval context, so that is passed at once: the
-    same call, about a quarter of a macro call's cost less.  Anything else goes the
-    usual way.
-    """
-
-    def call(self, obj: Any, /, *args: Any, **kwargs: Any) -> Any:
-        if type(obj) is not jinja2.runtime.Macro or not _MACRO_TAKES_EVAL_CONTEXT:
-            return super().call(obj, *args, **kwargs)
-        kwargs.pop("_block_vars", None)
-        kwargs.pop("_loop_vars", None)
-        try:
-            return obj(self.eval_ctx, *args, **kwargs)
-        except StopIteration:    # as Context.call has it
-            return self.environment.undefined(
-                "value was undefined because a callable raised a StopIteration exception")
-
-
-# the attributes a plain dict has; any other name on a dict can only be a key
-_DICT_ATTRIBUTES = frozenset(dir(dict))
-
-
-class FastEnvironment(jinja2.Environment):
-    """The mails' Environment: Jinja2 with its slow paths cut short, the same output.
-
-    A plain dict's keys are looked up at once.  ``view.players`` on a dict: Jinja2 first tries the attribute, which raises (and
-    catches) an AttributeError for every key read, thousands a report.  A dict's
-    attributes are known, so a name that is not one of them goes straight to the key:
-    the same result (``d.items`` is still the method), without the exception.
-    """
-
-    def getattr(self, obj: Any, attribute: str) -> Any:
-        if type(obj) is dict and attribute not in _DICT_ATTRIBUTES:
-            try:
-                return obj[attribute]
-            except KeyError:
-                pass   # Jinja2's own way to an Undefined
-        return super().getattr(obj, attribute)
-
-    def make_globals(self, d: MutableMapping[str, Any] | None) -> MutableMapping[str, Any]:
-        """A template's globals as a plain dict, not Jinja2's ChainMap over the
-        Environment's: every render (and include) copies them, and a ChainMap is copied
-        key by key in Python, ~7 µs each time.  What Jinja2's ChainMap adds, later
-        changes to ``env.globals`` reaching loaded templates, is unused here: the
-        globals are set before any template loads (template_environment), as Jinja2
-        asks."""
-        return {**self.globals, **(d or {})}
-
-    template_class = _Template
-    context_class = _Context
-
-
 # The names a template had before (new -> old): a referee's override under the old name
 # still wins for the new one, and a caller or an override's {% extends %} of the old name
 # still finds the packaged template.
@@ -617,11 +537,10 @@ class _Renamed(jinja2.BaseLoader):
 @functools.lru_cache(maxsize=16)
 def template_environment(override_dir: Path | None, language: str = SOURCE_LANGUAGE,
                          kind_dirs: tuple[Path, ...] = ()) -> jinja2.Environment:
-    """One Environment per template folder, shared (Jinja2 with three fast paths of the
-    same output: FastEnvironment reads a dict's keys at once and copies plain globals,
-    _Context calls a macro directly, _Template escapes through _escape; each overrides a
-    Jinja2 internal, checked by tests/test_render_fast.py). Jinja2 compiles each template once
-    per Environment, and compiling all of them takes about a second. A changed override
+    """One Environment per template folder, shared: a plain jinja2.Environment, set up
+    through its public options, filters and globals only (no class of Jinja2's is
+    subclassed or patched: tests/render/test_render_fast.py). Jinja2 compiles each
+    template once per Environment, and compiling all of them takes about a second. A changed override
     file is still picked up (the loaders check modification times); the packaged
     templates alone are not checked (they change only with pbem itself), which saves a
     stat() a template, include and import of every mail. ``kind_dirs``: the folders of
@@ -638,7 +557,7 @@ def template_environment(override_dir: Path | None, language: str = SOURCE_LANGU
     loaders += [jinja2.FileSystemLoader(str(folder)) for folder in kind_dirs]
     packaged = jinja2.FileSystemLoader(str(packaged_template_dir()))
     loaders += [packaged, _Renamed(packaged, {old: new for new, old in RENAMED.items()})]
-    env = FastEnvironment(
+    env = jinja2.Environment(
         loader=jinja2.ChoiceLoader(loaders),
         autoescape=jinja2.select_autoescape(
             enabled_extensions=("html.j2",),

@@ -2,8 +2,14 @@
 
 A ``Work`` is the SQLAlchemy session of a transaction that handles a mail or a game's
 clock work, with what that transaction keeps on the side named here (nothing rides in
-``session.info``, and a Work registers no event listener; the engine's own, pbem.db's,
-begin and end its transactions):
+``session.info``, and a Work registers no event listener of its own). What begins and
+ends its transactions are the listeners pbem.db.make_engine sets up on each engine it
+makes, none at import: on SQLite ``connect`` and ``begin`` (SQLAlchemy's documented
+recipe for pysqlite, BEGIN IMMEDIATE after the process's writer turn), ``commit`` and
+``rollback`` (which end the transaction and give the turn back) and the pool's
+``reset``, ``invalidate`` and ``close`` (which give it back too); on every engine
+``before_cursor_execute`` (a NUL in a statement's text parameters replaced). Listed by
+``bench/house.py``.
 
 - ``memo``: the players and the pending orders of a game, read once a transaction
   (pbem.games.players_of, pending_orders). What writes them keeps it right:
@@ -21,6 +27,10 @@ begin and end its transactions):
   ``hand_over`` gives it the claimed mail, after the commit, when the caller says.
 
 A plain Session works wherever a Work does: it memoises nothing and collects no mail.
+The functions that use what a Work carries tell the two apart by ``isinstance`` (pbem.games'
+memo, pbem.sender_check's replies, pbem.outbox.queue's queued mail, ``savepoint`` below):
+their parameters still say Session, and which one a caller passes changes what they do.
+``bench/house.py`` lists each place; passing ``work: Work`` instead is still to do.
 """
 
 from __future__ import annotations

@@ -24,7 +24,6 @@ from pbem.config import Settings
 from pbem.i18n import LANGUAGES, best_language, translator
 from pbem.kinds import kind_named, kind_template_dirs
 from pbem.render import (
-    FastEnvironment,  # the mails' fast paths, same output
     bid,
     dice,
     die,
@@ -112,7 +111,7 @@ def template_environment(settings: Settings, language: str) -> jinja2.Environmen
     # a referee's own, the kinds' own (GameKind.template_dir), pbem's
     folders = [str(folder) for folder in (settings.templates_dir, *kind_template_dirs(),
                                           packaged_template_dir()) if folder is not None]
-    env = FastEnvironment(
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(folders),
         autoescape=jinja2.select_autoescape(enabled_extensions=("html.j2",),
                                             default_for_string=True, default=True),

@@ -1,11 +1,12 @@
 """The short cuts of pbem.render that make reports render faster give the same results
-as the long way: remembered filter answers, dict keys read at once, markup not
-re-escaped, macros called directly, the count_in filter, and override templates
-still picked up when a referee edits them."""
+as the long way: remembered filter answers, the count_in filter, and override
+templates still picked up when a referee edits them; and none of them goes through
+Jinja2's internals."""
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +14,16 @@ import jinja2
 import markupsafe
 import pytest
 
-from pbem import render
-from pbem.render import Renderer, count_in, die, face_name, template_environment, utc, wrap
+from pbem.render import (
+    Renderer,
+    count_in,
+    die,
+    face_name,
+    packaged_template_dir,
+    template_environment,
+    utc,
+    wrap,
+)
 from tests.render.test_render import example_view, final_context, report_context
 
 MEMO = (die, face_name, utc, wrap)
@@ -128,11 +137,49 @@ def test_packaged_templates_are_not_rechecked_but_overrides_are(tmp_path: Path) 
     assert renderer.render("notice", context)[0] == "second: x\n"
 
 
-def test_the_fast_paths_are_in_place() -> None:
-    """If Jinja2 stops using these hooks the reports are still right, only slower:
-    this says so."""
+def test_rendering_uses_jinja2_as_published() -> None:
+    """No class of Jinja2's is subclassed or patched: the Environment, its templates,
+    their contexts and the escape their code calls are Jinja2's and markupsafe's own
+    (a short cut through Jinja2's internals is hidden from whoever reads a template)."""
+    for env in (template_environment(None), template_environment(None, "de")):
+        assert type(env) is jinja2.Environment
+        assert env.context_class is jinja2.runtime.Context
+        assert env.template_class is jinja2.Template
+        template = env.get_template("postal_report.html.j2")
+        assert type(template) is jinja2.Template
+        assert template.root_render_func.__globals__["escape"] is markupsafe.escape
+        assert template.new_context({}).__class__ is jinja2.runtime.Context
+
+
+def test_web_pages_use_jinja2_as_published(tmp_path: Path) -> None:
+    from pbem.config import Settings
+    from pbem.web.language import template_environment as web_environment
+    env = web_environment(Settings(), "en")
+    assert type(env) is jinja2.Environment
+    assert env.context_class is jinja2.runtime.Context and env.template_class is jinja2.Template
+
+
+def test_written_out_styles_are_the_macros_own() -> None:
+    """The shipped templates write out the cell styles and section titles (m.th, m.td,
+    m.section, which a referee's own templates use): each copy is the macro's, so a
+    change of a style in _macros.html.j2 fails here until every copy has it."""
     env = template_environment(None)
-    template = env.get_template("postal_report.html.j2")
-    assert template.root_render_func.__globals__["escape"] is render._escape
-    assert env.context_class is render._Context and render._MACRO_TAKES_EVAL_CONTEXT
-    assert type(template.globals) is dict and template.globals["lookup"] is render.lookup
+    m = env.get_template("_macros.html.j2").module
+    styles = {"th": str(m.th), "td": str(m.td)}   # type: ignore[attr-defined]
+    section = str(m.section("x"))                  # type: ignore[attr-defined]
+    h2 = section[:section.index(">") + 1]
+    folder = packaged_template_dir()
+    found = {"th": 0, "td": 0, "h2": 0}
+    for path in sorted(folder.glob("*.html.j2")):
+        if path.name == "_macros.html.j2":
+            continue
+        text = path.read_text(encoding="utf-8")
+        for tag, style in styles.items():
+            for cell in re.findall(rf"<{tag} (style=\"[^\"]*\")", text):
+                assert cell == style, (path.name, cell)
+                found[tag] += 1
+        for title in re.findall(r"<h2 [^>]*>", text):
+            if "border-bottom" in title:    # a section title (the others are the layout's)
+                assert title == h2, (path.name, title)
+                found["h2"] += 1
+    assert min(found.values()) > 10, found

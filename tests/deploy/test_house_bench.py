@@ -1,0 +1,128 @@
+"""bench/house.py finds every kind of hidden mechanism it names, with its place: a
+library class subclassed to redefine its methods, an assignment into a library or a
+compiled function's globals, state found by isinstance against such a subclass,
+session.info and import-time listeners; the listeners a function sets up on an engine
+and the documented extension points are listed beside them, not counted."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+HIDDEN = '''
+import jinja2
+import jinja2.runtime
+from sqlalchemy import event
+from sqlmodel import Session
+
+
+class Fast(jinja2.Environment):
+    def getattr(self, obj, attribute):
+        return obj[attribute]
+
+
+class Calls(jinja2.runtime.Context):
+    def call(self, obj, *args, **kwargs):
+        return obj(*args, **kwargs)
+
+
+class Unit(Session):
+    def commit(self):
+        super().commit()
+
+
+jinja2.Template.from_code = classmethod(lambda cls, *a: None)
+
+
+def patch(template):
+    template.root_render_func.__globals__["escape"] = str
+
+
+def memo_of(session):
+    return session.memo if isinstance(session, Unit) else None
+
+
+def info(session):
+    return session.info.get("x")
+
+
+event.listen(Session, "after_commit", print)
+
+
+@event.listens_for(Session, "after_rollback")
+def forget(session):
+    pass
+
+
+def make(engine):
+    event.listen(engine, "begin", print)
+'''
+
+PLAIN = '''
+import jinja2
+import jinja2.ext
+
+
+class Loader(jinja2.BaseLoader):
+    def get_source(self, environment, template):
+        raise jinja2.TemplateNotFound(template)
+
+
+class Said(jinja2.ext.Extension):
+    def filter_stream(self, stream):
+        return stream
+
+
+class Problem(ValueError):
+    pass
+'''
+
+
+def house(repo: Path) -> str:
+    return subprocess.run([sys.executable, str(ROOT / "bench" / "house.py"), "--repo", str(repo)],
+                          check=True, capture_output=True, text=True).stdout
+
+
+def count(out: str, title: str) -> int:
+    """The figure printed after ``title``."""
+    found = re.search(re.escape(title) + r"\s+(\d+)", out)
+    assert found is not None, title
+    return int(found.group(1))
+
+
+def test_every_kind_is_found_with_its_place(tmp_path: Path) -> None:
+    (tmp_path / "pbem").mkdir()
+    (tmp_path / "pbem" / "hidden.py").write_text(HIDDEN, encoding="utf-8")
+    (tmp_path / "pbem" / "plain.py").write_text(PLAIN, encoding="utf-8")
+    out = house(tmp_path)
+    assert count(out, "hidden mechanisms:") == 9
+    assert count(out, "library classes overridden:") == 3
+    for found in ("pbem/hidden.py:8: class Fast(jinja2.Environment) redefines getattr",
+                  "pbem/hidden.py:13: class Calls(jinja2.runtime.Context) redefines call",
+                  "pbem/hidden.py:18: class Unit(sqlmodel.Session) redefines commit",
+                  "pbem/hidden.py:23: jinja2.Template.from_code",
+                  "pbem/hidden.py:27: template.root_render_func.__globals__['escape']",
+                  "pbem/hidden.py:31: isinstance(session, Unit)",
+                  "pbem/hidden.py:35: session.info",
+                  "pbem/hidden.py:38: event.listen(Session, 'after_commit', print)",
+                  "pbem/hidden.py:41: @event.listens_for(Session, 'after_rollback')",
+                  "pbem/hidden.py:47: event.listen(engine, 'begin', print) in make()"):
+        assert found in out, found
+    assert count(out, "library modules or classes patched:") == 2
+    assert count(out, "import-time event listeners:") == 2
+    assert count(out, "event listeners set up per call:") == 1
+    assert count(out, "subclassed extension points:") == 2
+    assert "class Problem" not in out     # an exception of ours is no mechanism
+
+
+def test_the_package_itself_patches_nothing() -> None:
+    """pbem renders through Jinja2's public API and patches no library."""
+    out = house(ROOT)
+    assert count(out, "library modules or classes patched:") == 0
+    assert "jinja2" not in out.split("not hidden, listed:")[0]
+    assert count(out, "import-time event listeners:") == 0
+    assert count(out, "session.info:") == 0
