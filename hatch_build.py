@@ -1,9 +1,9 @@
 """The wheel's build step: each language's gettext catalogues compiled into one .mo.
 
 An installed pbem then reads pbem/locale/<lang>/LC_MESSAGES/pbem.mo as it is and
-compiles nothing at run time (pbem.i18n); the .po files, which only translators and
+compiles nothing at run time (pbem.text.i18n); the .po files, which only translators and
 the catalogue tools read, stay out of the wheel. The merge of a language's .po files
-is pbem.i18n's own (compiled_catalogue), so the build and a source checkout agree.
+is pbem.text.i18n's own (compiled_catalogue), so the build and a source checkout agree.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ class CatalogueBuildHook(BuildHookInterface):  # type: ignore[type-arg]
             return   # an editable install reads the .po files of its checkout
         sys.path.insert(0, self.root)
         try:
-            from pbem.i18n import LANGUAGES, compiled_catalogue
+            from pbem.text.i18n import LANGUAGES, compiled_catalogue
         finally:
             sys.path.remove(self.root)
         self._made = Path(tempfile.mkdtemp(prefix="pbem-mo-"))

@@ -22,10 +22,10 @@ from pathlib import Path
 
 from sqlalchemy import insert
 
-from pbem import db
-from pbem.backup import backup_sqlite
-from pbem.models import Game, InboundMail, OutboundMail, ServerState
-from pbem.retention import prune_inbound
+from pbem.runner.retention import prune_inbound
+from pbem.store import db
+from pbem.store.backup import backup_sqlite
+from pbem.store.models import Game, InboundMail, OutboundMail, ServerState
 
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
 LONG_AGO = NOW - timedelta(days=100)
@@ -90,7 +90,7 @@ def main() -> None:
     parser.add_argument("--kib", type=int, default=8)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="pbem-bench-") as folder:
-        source = Path(folder) / "pbem.db"
+        source = Path(folder) / "pbem.store.db"
         url = f"sqlite:///{source}"
         began = time.perf_counter()
         fill(url, args.games, args.mails, args.kib)

@@ -3,7 +3,7 @@
 For every shape of hostile header (and a few hostile bodies) it reads mails of
 growing size, each in a fresh process, and prints the CPU time and the peak of
 resident memory that reading it added (Linux: the peak is reset once the mail is
-built), and the CPU time of reading the orders of its new text (pbem.orders.parse_text,
+built), and the CPU time of reading the orders of its new text (pbem.orders.parsing.parse_text,
 a postal game's orders); then the worst mail per shape.
 
     python bench/hostile_headers.py              # up to the sizes and 10 MB bodies
@@ -223,7 +223,7 @@ def measure_one(shape: str, size: int, limit_mb: int,
     # then the orders of its new text are read, as a postal game's player mail is
     from pbem.commands.registry import player_commands
     from pbem.kinds import KINDS
-    from pbem.orders import parse_text
+    from pbem.orders.parsing import parse_text
     commands = player_commands(KINDS["postal"])
     orders_cpu = time.process_time()
     parse_text(msg.lines, commands)

@@ -230,7 +230,7 @@ def patches(trees: dict[str, ast.Module], paths: dict[str, Path]) -> list[str]:
 
 def discovery(trees: dict[str, ast.Module], paths: dict[str, Path],
               classes: set[str]) -> list[str]:
-    """``isinstance(x, C)`` where C is one of our subclasses of a library class (pbem.work's
+    """``isinstance(x, C)`` where C is one of our subclasses of a library class (pbem.store.work's
     Work of a Session): state found by asking what an object is, not passed to who needs
     it."""
     hits = []

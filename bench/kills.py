@@ -5,7 +5,7 @@ tests/e2e/test_kills.py plays them, but many: each round the players reply to th
 report with an order, one to three ticks in a row are SIGKILLed (the whole process
 group, as systemd stops a service) at a random moment within the length of the last
 full tick, then full ticks run until everything is handled and sent. Then a few poison
-mails (a line that kills whoever reads the mail: PBEM_POISON, pbem.faults.poison_point)
+mails (a line that kills whoever reads the mail: PBEM_POISON, pbem.store.faults.poison_point)
 among the orders, each round killed the same way.
 
     python bench/kills.py                 # 200 kills, then 3 poison mails
@@ -30,12 +30,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from sqlmodel import Session, select  # noqa: E402
 
-from pbem.models import OutboundMail  # noqa: E402
+from pbem.store.models import OutboundMail  # noqa: E402
 from testkit.crash import Zygote  # noqa: E402
 from testkit.kills import KilledGame  # noqa: E402
 from testkit.mailstack import MailStack  # noqa: E402
 
-POISON_ENV = "PBEM_POISON"          # pbem.faults.POISON_ENV (read by name: old pbem has none)
+POISON_ENV = "PBEM_POISON"          # pbem.store.faults.POISON_ENV (read by name: old pbem has none)
 POISON = "this line kills whoever reads it"
 
 

@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import mail_throughput  # noqa: E402
 from bench.mail_throughput import Tick  # noqa: E402
 from pbem.config import SmtpSettings  # noqa: E402
-from pbem.render import Renderer  # noqa: E402
+from pbem.render.reports import Renderer  # noqa: E402
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """What reading the orders of a mail costs: typical player mails, and the worst.
 
 Each mail is read as the referee reads it: pbem.mail.read.read_message (MIME, the new
-text above a quote) and then pbem.orders.parse_text with a postal game's orders (the
+text above a quote) and then pbem.orders.parsing.parse_text with a postal game's orders (the
 order words, and the grammar of orders as people write them). It prints, for each
 mail, the microseconds of the whole reading and of parse_text alone (the best of
 several rounds of many reads each), then the mean of the typical mails.
@@ -77,7 +77,7 @@ def measure(root: str, rounds: int, reads: int) -> dict[str, dict[str, float]]:
     from pbem.commands.registry import player_commands
     from pbem.kinds import KINDS
     from pbem.mail.read import read_message
-    from pbem.orders import parse_text
+    from pbem.orders.parsing import parse_text
 
     commands = player_commands(KINDS["postal"])   # (for parse alone: the same each time)
     found: dict[str, dict[str, float]] = {}

@@ -3,7 +3,7 @@
 A small postal game in this process (a SQLite file, the .eml outbox, no IMAP, no
 network): the referee starts it by mail, four players answer their first report with
 an order, then the fifth player's order, the one that completes the turn, is stored
-and one tick (pbem.server.Server.tick: handling, the clock's work, sending) is traced
+and one tick (pbem.runner.server.Server.tick: handling, the clock's work, sending) is traced
 with sys.setprofile. Prints how many pbem modules the tick entered and which, with
 the number of calls into each, and which of them the mail's own handling entered
 (between the tick's marks "mail>" and "mail<": its transaction, without the fetch,
@@ -11,11 +11,11 @@ the clock's work and the sending).
 
 Then three measures of that transaction, the house's (issue 44):
 
-- runner revisits: the runner is pbem.triage, where a mail's handling begins
+- runner revisits: the runner is pbem.runner.triage, where a mail's handling begins
   (``handle``). Each call made from one of its frames into a function of another pbem
   module is a visit to that module; a visit to a module the runner had visited before,
   with a visit to another module in between, is a revisit (triage -> sender_check ->
-  registry -> sender_check: one). Calls into pbem.wording (the ``_`` marker of a text)
+  registry -> sender_check: one). Calls into pbem.text.wording (the ``_`` marker of a text)
   and into a dataclass's generated methods (a value built, nothing run) are no visits.
   Printed: the visits in order, then the revisits per module and their total.
 - repeated fact look-ups: a fact is what one of the look-up functions in ``FACTS``
@@ -27,12 +27,12 @@ Then three measures of that transaction, the house's (issue 44):
   fact), the session only to itself; keyword and positional arguments are matched by
   parameter name. A call made inside another look-up is counted too (missing_seats
   asking pending_orders), as it is a computation of its own; whether a unit of work's
-  memo (pbem.work.Work) answers it does not matter here: the call is the repetition.
+  memo (pbem.store.work.Work) answers it does not matter here: the call is the repetition.
   Printed: the repeated calls per function, with the calls in all, and the total.
 - calls up a layer: a call from a function of one pbem module into a function of a
   module in a higher layer of the same ``[tool.importlinter]`` layers contract in
   pyproject.toml (a callback or an injected callable: the import contract cannot see
-  it). The Post's clock, pbem.server.utc_now, is injected on purpose (the tests pass
+  it). The Post's clock, pbem.runner.server.utc_now, is injected on purpose (the tests pass
   another) and is counted on its own line, not in the total.
 
     python bench/order_walk.py            # run from the repository root
@@ -58,15 +58,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from sqlmodel import Session, SQLModel  # noqa: E402
 
-from pbem import games, kinds, options, sender_check  # noqa: E402
+from pbem import games, kinds  # noqa: E402
 from pbem.config import Settings  # noqa: E402
-from pbem.robot_client import choose_order, order_lines, read_report, reply_to  # noqa: E402
-from pbem.server import Server, utc_now  # noqa: E402
+from pbem.demo.robot_client import choose_order, order_lines, read_report, reply_to  # noqa: E402
+from pbem.kinds import options
+from pbem.runner import sender_check
+from pbem.runner.server import Server, utc_now  # noqa: E402
 from pbem.services import post, turns  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-RUNNER = "pbem.triage"
-NO_VISIT = ("pbem.wording",)   # the marker of a text: no step of the handling
+RUNNER = "pbem.runner.triage"
+NO_VISIT = ("pbem.text.wording",)   # the marker of a text: no step of the handling
 
 # the look-ups whose answers are the facts of a transaction (see the docstring); a name
 # the code at hand does not have is passed over (the bench runs on older code too)

@@ -1,4 +1,4 @@
-"""How fast the turn reports render (pbem.render.Renderer.render: text + HTML part).
+"""How fast the turn reports render (pbem.render.reports.Renderer.render: text + HTML part).
 
 Plays whole games of robots through the server's turn code with
 testkit/reports.py, as tests/render/test_report_sections.py does (every optional
@@ -6,7 +6,7 @@ section filled: talk, notes, watchers, exposes, cups up, final report), records
 the context of every report the production code renders, then times rendering
 those contexts again, per report template:
 
-* "now": this checkout's pbem/render.py and templates/;
+* "now": this checkout's pbem/render/reports.py and templates/;
 * "base": those of a git revision (--baseline, default HEAD), loaded side by
   side in the same process, so both figures come from the same run.
 
@@ -43,8 +43,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import pbem.games  # noqa: E402
-from pbem.render import Renderer  # noqa: E402
-from pbem.security import hash_key  # noqa: E402
+from pbem.render.reports import Renderer  # noqa: E402
+from pbem.store.security import hash_key  # noqa: E402
 from testkit.reports import play  # noqa: E402
 
 # (label, kind, options, players, seed): as in tests/render/test_report_sections.py
@@ -87,8 +87,8 @@ def record_games(tmp: Path) -> dict[str, Recorded]:
 
 
 def baseline_renderer(rev: str, tmp: Path) -> Renderer:
-    """A Renderer from the revision's pbem/render.py, reading the revision's templates."""
-    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:pbem/render.py"],
+    """A Renderer from the revision's pbem/render/reports.py, reading the revision's templates."""
+    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:pbem/render/reports.py"],
                             check=True, capture_output=True).stdout
     path = tmp / "render_baseline.py"
     path.write_bytes(source)
@@ -124,7 +124,7 @@ def forget(renderer: Any) -> None:
     module = sys.modules[type(renderer).__module__]
     for name, obj in vars(module).items():
         # the module's own filter memos; not the Environments, nor what it imports (the
-        # catalogues of pbem.i18n.translator are read once a process, not once a turn)
+        # catalogues of pbem.text.i18n.translator are read once a process, not once a turn)
         if name != "template_environment" and callable(getattr(obj, "cache_clear", None)) \
                 and getattr(obj, "__module__", module.__name__) == module.__name__:
             obj.cache_clear()

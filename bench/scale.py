@@ -22,7 +22,7 @@ per-order cost and the peak RSS grow from the smallest size to the largest.
 With --postgresql the database is one of a private PostgreSQL cluster
 (testkit/pgstack.py); with --workers N (PostgreSQL only) the turn is handled by N
 processes ticking side by side, each game's mail a lane one of them claims
-(pbem.inbox.claim_lane): the turn tick is then the time from the first tick's
+(pbem.runner.inbox.claim_lane): the turn tick is then the time from the first tick's
 start until every order is handled and every report written, fetching included.
 
 With --profile and several sizes, each size writes FILE with "-N" before its suffix.
@@ -57,9 +57,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from sqlalchemy import Engine, text  # noqa: E402
 
 from pbem.config import ImapSettings, Settings  # noqa: E402
+from pbem.demo.robot_client import choose_order, order_lines, read_report, reply_to  # noqa: E402
 from pbem.mail.read import MAX_TEXT_LINES  # noqa: E402
-from pbem.robot_client import choose_order, order_lines, read_report, reply_to  # noqa: E402
-from pbem.server import Server, TickReport  # noqa: E402
+from pbem.runner.server import Server, TickReport  # noqa: E402
 from testkit.mailstack import MailStack  # noqa: E402
 from testkit.pgstack import PgCluster  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""What one look at the server's figures costs (pbem.health.read_status: `pbem status`,
+"""What one look at the server's figures costs (pbem.services.health.read_status: `pbem status`,
 each /healthz and each /metrics scrape) as the tables grow: a SQLite database with N
 stored mails (of 4 kB, handled), N outgoing mails (sent) and N audit entries, plus a
 queue of 100 mails waiting each way. Prints per N the milliseconds of a look (the
@@ -20,9 +20,9 @@ from pathlib import Path
 
 from sqlalchemy import insert
 
-from pbem.db import open_database
-from pbem.health import read_status
-from pbem.models import AuditEntry, InboundMail, OutboundMail
+from pbem.services.health import read_status
+from pbem.store.db import open_database
+from pbem.store.models import AuditEntry, InboundMail, OutboundMail
 from pbem.web.metrics import exposition
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -61,7 +61,7 @@ def main() -> None:
     args = parser.parse_args()
     for n in args.mails:
         with tempfile.TemporaryDirectory() as folder:
-            url = f"sqlite:///{Path(folder) / 'pbem.db'}"
+            url = f"sqlite:///{Path(folder) / 'pbem.store.db'}"
             fill(url, n)
             engine = open_database(url)
             looks, pages = [], []

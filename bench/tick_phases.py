@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-# the tag of each mark Server.tick makes (pbem.referee.Marks), and the stretch it begins
+# the tag of each mark Server.tick makes (pbem.runner.referee.Marks), and the stretch it begins
 PARTS = {
     "tick>": "the schema check",
     "fetch>": "fetching (IMAP, storing)",

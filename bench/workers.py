@@ -5,7 +5,7 @@ cluster of testkit/pgstack.py).
 For each worker count: the workers start on an empty folder and tick; then a
 burst of HELP mails from the players of many games (each a reply to the
 player's report: on PostgreSQL each game's mail is a lane a worker claims,
-pbem.inbox), delivered beforehand, is moved into that folder at once, and the clock runs until the
+pbem.runner.inbox), delivered beforehand, is moved into that folder at once, and the clock runs until the
 last answer is sent. Then the yardstick: two independent servers, each with
 its own database, mailbox and half of the games, one worker each, at once.
 Prints mails a second, the share of the burst in which every worker handled
@@ -45,11 +45,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from sqlalchemy import Engine, event, func, text  # noqa: E402
 from sqlmodel import Session, select  # noqa: E402
 
-from pbem import db  # noqa: E402
-from pbem.claims import aware  # noqa: E402
 from pbem.config import load_settings  # noqa: E402
-from pbem.models import InboundMail, OutboundMail  # noqa: E402
-from pbem.server import Server  # noqa: E402
+from pbem.runner.server import Server  # noqa: E402
+from pbem.store import db  # noqa: E402
+from pbem.store.claims import aware  # noqa: E402
+from pbem.store.models import InboundMail, OutboundMail  # noqa: E402
 from testkit.mailstack import DEFAULT_USERS, MailStack  # noqa: E402
 from testkit.pgstack import PgCluster  # noqa: E402
 from testkit.workers import (  # noqa: E402

@@ -17,16 +17,7 @@ from pathlib import Path
 
 from sqlmodel import Session
 
-from pbem import __version__, db
-from pbem.backup import (
-    BackupError,
-    BackupPlan,
-    backup_name,
-    backup_sqlite,
-    backups_in,
-    keep_newest,
-    pg_dump_command,
-)
+from pbem import __version__
 from pbem.completion import SHELLS, script
 from pbem.config import (
     ConfigError,
@@ -36,18 +27,28 @@ from pbem.config import (
     find_config,
     read_config,
 )
-from pbem.demo import run_demo
-from pbem.errors import Refusal
+from pbem.demo.game import run_demo
 from pbem.games import find_game
-from pbem.health import server_status
 from pbem.kinds import DEFAULT_KIND, KINDS, Demo
 from pbem.kinds.verify import check_record
-from pbem.logformat import FORMATS
-from pbem.logformat import set_up as set_up_logging
-from pbem.retention import Pruned, prune_inbound, prune_outbox
-from pbem.server import Server, utc_now
+from pbem.runner.logformat import FORMATS
+from pbem.runner.logformat import set_up as set_up_logging
+from pbem.runner.retention import Pruned, prune_inbound, prune_outbox
+from pbem.runner.server import Server, utc_now
 from pbem.services.export import export_json
-from pbem.usertext import shown
+from pbem.services.health import server_status
+from pbem.store import db
+from pbem.store.backup import (
+    BackupError,
+    BackupPlan,
+    backup_name,
+    backup_sqlite,
+    backups_in,
+    keep_newest,
+    pg_dump_command,
+)
+from pbem.text.errors import Refusal
+from pbem.text.usertext import shown
 from pbem.web import serve as serve_web
 from pbem.web.database import DatabaseNotReady, open_read_only
 
@@ -61,7 +62,7 @@ def cmd_config_check(args: argparse.Namespace) -> int:
     (defaults filled in, the environment's overrides applied, secrets masked)."""
     path = find_config(args.config, os.environ)
     if path is None:
-        command_settings(None)   # says where it looked, unless a pbem.db is here
+        command_settings(None)   # says where it looked, unless a pbem.store.db is here
     loaded = read_config(path)
     if loaded.settings is None:
         raise loaded.error()
@@ -168,7 +169,7 @@ def cmd_web(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    """`pbem status`: how the server is doing, read from the database (pbem.health); exit
+    """`pbem status`: how the server is doing, read from the database (pbem.services.health); exit
     status 0 when well, 1 when its last tick is late or mail is stuck, 2 without a
     database to read."""
     settings = _settings(args)
@@ -286,7 +287,7 @@ def db_backup(settings: Settings, given: str | None, *, run: bool) -> int:
 
 
 def db_prune(settings: Settings) -> int:
-    """`pbem db prune`: [retention] now, as the ticks do once a day (pbem.retention)."""
+    """`pbem db prune`: [retention] now, as the ticks do once a day (pbem.runner.retention)."""
     keep = settings.retention
     engine = db.open_database(settings.database, migrate=False)
     try:
@@ -397,13 +398,13 @@ def build_parser() -> argparse.ArgumentParser:
 LOG_FORMAT_HELP = ("text (with the time), journal (journald's priorities, no time) or json "
                    "(a JSON object a line); auto: journal when stderr is the journal's")
 CONFIG_HELP = ("pbem.toml (default: $PBEM_CONFIG, else /etc/pbem/pbem.toml, else the "
-               "embedded defaults where a pbem.db is in the current folder)")
+               "embedded defaults where a pbem.store.db is in the current folder)")
 
 
 def quiet_libraries() -> None:
     """The libraries' bookkeeping stays out of the log: Alembic's dozen lines at start,
     aiosmtpd's ("mail.log") five a connection to the listener, APScheduler's two a poll.
-    APScheduler's warnings too: a poll never misses now (pbem.server.poll_scheduler), and
+    APScheduler's warnings too: a poll never misses now (pbem.runner.server.poll_scheduler), and
     a start dropped while the tick runs is a line a poll for as long as a big turn's tick
     takes (some forty for one of 10,000 games); its errors still show."""
     for chatty in ("alembic", "mail.log"):

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pbem.errors import PbemError
-from pbem.wording import LANGUAGES
+from pbem.text.errors import PbemError
+from pbem.text.wording import LANGUAGES
 
 
 @dataclass(frozen=True)
@@ -378,7 +378,7 @@ class DatabaseSettings:
 
 @dataclass(frozen=True)
 class BackupSettings:
-    """[backup]: the backups of a SQLite database (pbem.backup, `pbem db backup`).
+    """[backup]: the backups of a SQLite database (pbem.store.backup, `pbem db backup`).
 
     Before each migration (a new pbem's first start, `pbem db upgrade`) the database is
     backed up into ``dir``, and the newest ``keep`` of those backups are kept; so are the
@@ -391,7 +391,7 @@ class BackupSettings:
 
 @dataclass(frozen=True)
 class RetentionSettings:
-    """[retention]: how long the mail itself is kept once it has done its work (pbem.retention).
+    """[retention]: how long the mail itself is kept once it has done its work (pbem.runner.retention).
 
     A handled mail's text is cut to its header ``inbound_days`` after its game ended (mail
     of no game, or of no game of its sender that is still on: that long after it was
@@ -405,7 +405,7 @@ class RetentionSettings:
 
 @dataclass(frozen=True)
 class Settings:
-    database: str = "sqlite:///pbem.db"
+    database: str = "sqlite:///pbem.store.db"
     address: str = "bluff@localhost"
     referee: str = "referee@localhost"
     referee_key: str = ""
@@ -420,7 +420,7 @@ class Settings:
     referee_key_sha256: str = ""
     # failing mails (a wrong key ...) per address and window that are answered; past it
     # they are dropped unanswered, the owner told once a day. Never a lock-out: the right
-    # key is always accepted (pbem.security)
+    # key is always accepted (pbem.store.security)
     auth_failure_limit: int = 5
     auth_failure_window_minutes: float = 60.0
     # answers a day to an unknown address: no backscatter, no mail loops
@@ -508,16 +508,16 @@ def command_settings(given: str | Path | None, env: Mapping[str, str] | None = N
     """The settings of a command that works on the games (tick, serve, admin, db, ...).
 
     Without a config file the embedded defaults serve only where they were used before:
-    a pbem.db already in the current folder (or a database from PBEM_DATABASE). Otherwise
+    a pbem.store.db already in the current folder (or a database from PBEM_DATABASE). Otherwise
     pbem would make an empty database wherever it happens to run and answer "no games"."""
     env = dict(os.environ) if env is None else dict(env)
     path = find_config(given, env, system=system)
     if path is None:
         here = Path.cwd() if cwd is None else cwd
-        if not (here / "pbem.db").is_file() and not _has_database_variable(env):
+        if not (here / "pbem.store.db").is_file() and not _has_database_variable(env):
             raise ConfigError(
                 f"no config file: pbem looked at -c (not given), ${CONFIG_VARIABLE} (not set) "
-                f"and {system} (not there), and there is no pbem.db in {here}. Write a "
+                f"and {system} (not there), and there is no pbem.store.db in {here}. Write a "
                 f"pbem.toml (see docs/configuration.md; `pbem config check -c pbem.toml` "
                 f"checks it) and run with -c pbem.toml, or set {CONFIG_VARIABLE}, or put it "
                 f"at {system}")
@@ -725,10 +725,10 @@ def _database_problem(url: str) -> tuple[str, str] | None:
                 f'write database = "postgresql+psycopg://{rest or "USER@HOST/DBNAME"}"')
     if url.startswith("sqlite:"):
         return ("a SQLite URL has three slashes",
-                'write database = "sqlite:///pbem.db" (a path relative to this file), or '
-                '"sqlite:////var/lib/pbem/pbem.db" (four slashes: an absolute path)')
+                'write database = "sqlite:///pbem.store.db" (a path relative to this file), or '
+                '"sqlite:////var/lib/pbem/pbem.store.db" (four slashes: an absolute path)')
     return (f"{json.dumps(url)} is no database URL pbem knows",
-            'write database = "sqlite:///pbem.db" or '
+            'write database = "sqlite:///pbem.store.db" or '
             '"postgresql+psycopg://USER@HOST/DBNAME"')
 
 
@@ -944,7 +944,7 @@ def _resolve_paths(sections: dict[str, dict[str, Any]], base: Path) -> None:
     for key in ("outbox_dir", "templates_dir"):
         if key in server:
             server[key] = base / Path(server[key]).expanduser()
-    database = server.get("database", "sqlite:///pbem.db")
+    database = server.get("database", "sqlite:///pbem.store.db")
     if database.startswith("sqlite:///") and not database.startswith("sqlite:////") \
             and ":memory:" not in database:
         database = "sqlite:///" + str(base / database.removeprefix("sqlite:///"))

@@ -5,7 +5,7 @@ recorded moves (pbem.rules.postal_record.replay), so the record is the one sourc
 of truth. Every function here works inside the caller's transaction.
 
 The data layer: imports the pure core (kinds, rules, options, deadlines),
-the schema (pbem.models) and pbem.security (new keys); nothing that sends
+the schema (pbem.store.models) and pbem.store.security (new keys); nothing that sends
 mail or runs commands.
 """
 
@@ -23,11 +23,13 @@ from typing import Any
 from sqlalchemy import bindparam, insert, or_
 from sqlmodel import Session, col, delete, select
 
-from pbem.db import core_read
-from pbem.deadlines import turn_deadline
-from pbem.errors import Refusal
 from pbem.kinds import DEFAULT_KIND, AnyKind, kind_named, kind_of
-from pbem.models import (
+from pbem.kinds.options import GameOptions, options_of
+from pbem.rules.dice import DiceStream, commitment
+from pbem.rules.postal_record import draw_seats
+from pbem.rules.ruleset import RuleSet
+from pbem.store.db import core_read
+from pbem.store.models import (
     AuditEntry,
     Game,
     Move,
@@ -38,13 +40,11 @@ from pbem.models import (
     TalkMessage,
     Watcher,
 )
-from pbem.options import GameOptions, options_of
-from pbem.rules.dice import DiceStream, commitment
-from pbem.rules.postal_record import draw_seats
-from pbem.rules.ruleset import RuleSet
-from pbem.security import new_key
-from pbem.wording import _
-from pbem.work import Work
+from pbem.store.security import new_key
+from pbem.store.work import Work
+from pbem.text.deadlines import turn_deadline
+from pbem.text.errors import Refusal
+from pbem.text.wording import _
 
 
 def id_of(game: Game) -> int:
@@ -55,9 +55,9 @@ def id_of(game: Game) -> int:
 
 # --- a transaction's memo, and the states of games --------------------------------------
 #
-# Within one unit of work (pbem.work.Work) the players and the pending orders of a game are
+# Within one unit of work (pbem.store.work.Work) the players and the pending orders of a game are
 # read once; a plain Session reads them each time. What keeps the memo right is said in
-# pbem.work: record_order and drop_orders set the orders they wrote, a Player or
+# pbem.store.work: record_order and drop_orders set the orders they wrote, a Player or
 # PendingOrder added or deleted forgets its kind, the transaction's end forgets all. What is
 # derived from the players (active, seated) is filtered in Python from the same objects,
 # so a change not flushed yet is seen.
@@ -121,7 +121,7 @@ def running_games_of(session: Session, email: str) -> list[tuple[Game, Player]]:
     return list(rows.all())
 
 
-# the reads of every turn's reports, built once and run as Core (pbem.db.core_read)
+# the reads of every turn's reports, built once and run as Core (pbem.store.db.core_read)
 _MOVES_OF = (select(Move.turn, Move.seat, Move.move_json)
              .where(col(Move.game_id) == bindparam("game"))
              .order_by(col(Move.turn), col(Move.seat)))

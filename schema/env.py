@@ -1,8 +1,8 @@
-"""Alembic environment: migrations run on the engine pbem hands over (pbem.db).
+"""Alembic environment: migrations run on the engine pbem hands over (pbem.store.db).
 
 All the migrations of a run share one transaction (Alembic joins the one begun here),
 committed at the end: on PostgreSQL, and on SQLite, whose engine begins every
-transaction itself so that DDL is transactional (pbem.db.make_engine). A run stopped
+transaction itself so that DDL is transactional (pbem.store.db.make_engine). A run stopped
 anywhere leaves the schema as it was before it.
 """
 
@@ -10,8 +10,8 @@ from alembic import context
 from sqlalchemy import create_engine, event
 from sqlmodel import SQLModel
 
-import pbem.models  # noqa: F401  (registers the tables on SQLModel.metadata)
-from pbem.faults import crash_point
+import pbem.store.models  # noqa: F401  (registers the tables on SQLModel.metadata)
+from pbem.store.faults import crash_point
 
 config = context.config
 target_metadata = SQLModel.metadata

@@ -11,7 +11,7 @@ from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
 
-from pbem.server import Server
+from pbem.runner.server import Server
 from testkit.desk import Clock, key_of
 from testkit.e2e import REFEREE_KEY
 from testkit.stack import stack_settings
@@ -53,7 +53,7 @@ class Desk:
         self.stack, self.clock = stack, Clock()
         for user in ["bluff", "referee", "observer", *PLAYERS]:
             stack.clear(user)
-        base = stack_settings(stack, f"sqlite:///{tmp_path / 'pbem.db'}", REFEREE_KEY, verp=verp)
+        base = stack_settings(stack, f"sqlite:///{tmp_path / 'pbem.store.db'}", REFEREE_KEY, verp=verp)
         self.server = Server(dataclasses.replace(base, **settings), clock=self.clock)
         self.n = 0
 

@@ -12,11 +12,11 @@ keep the German and Czech catalogues in step with them.
     python -m testkit.catalogue todo de   # the untranslated msgids, as such a JSON
     python -m testkit.catalogue dedupe    # a message in two catalogues kept in the first
 
-A language's messages may be in several .po files (pbem.i18n reads them all); a
+A language's messages may be in several .po files (pbem.text.i18n reads them all); a
 message no code says any more is dropped from each.
 
 Messages are marked in Python with ``_("...")`` / ``_n("...", "...", n)``
-(pbem.wording) and in templates with ``_("...")``, ``{% trans %}``, ``ngettext`` and
+(pbem.text.wording) and in templates with ``_("...")``, ``{% trans %}``, ``ngettext`` and
 ``plural("{n} die", "{n} dice", n)``.
 """
 

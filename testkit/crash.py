@@ -1,4 +1,4 @@
-"""Real server processes that can be killed at a crash point (see pbem.faults).
+"""Real server processes that can be killed at a crash point (see pbem.store.faults).
 
 ``python -m testkit.crash`` is a zygote: it imports pbem once (that takes a
 second or more), then, for every line it reads on stdin, forks a child that
@@ -36,12 +36,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _child(config: str, crash: str | None, job: str = "tick", seconds: float = 0) -> None:
-    from pbem import faults
     from pbem.config import load_settings
-    from pbem.server import Server
+    from pbem.runner.server import Server
+    from pbem.store import faults
     faults.arm(crash)
     if job == "upgrade":     # `pbem db upgrade`: the schema alone
-        from pbem import db
+        from pbem.store import db
         engine = db.open_database(load_settings(Path(config)).database, migrate=False)
         sys.stderr.write(f"child {os.getpid()} upgrade: {db.upgrade(engine)}\n")
         return
@@ -84,8 +84,8 @@ def _kill_after(pids: list[int], seconds: float) -> None:
 def serve() -> None:
     import logging
 
-    import pbem.server  # noqa: F401  (the import is what the zygote is for)
-    from pbem.render import template_environment
+    import pbem.runner.server  # noqa: F401  (the import is what the zygote is for)
+    from pbem.render.reports import template_environment
     env = template_environment(None)   # compile the templates once, for every child
     for name in env.list_templates(extensions=["j2"]):
         if not name.startswith("web/"):   # the web's templates compile in the web's environment

@@ -19,11 +19,11 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from pbem.config import Settings
+from pbem.demo.robot_client import parse_mail
 from pbem.games import find_game, load_state, players_of, seated
 from pbem.kinds import kind_of
-from pbem.models import Game, Move, OutboundMail, Player
-from pbem.robot_client import parse_mail
-from pbem.server import Server
+from pbem.runner.server import Server
+from pbem.store.models import Game, Move, OutboundMail, Player
 
 SERVER = "bluff@example.org"
 REFEREE = "referee@example.org"
@@ -46,7 +46,7 @@ class Clock:
 
 
 def make_server(tmp_path: Path, clock: Clock, **settings: object) -> Server:
-    base = {"database": f"sqlite:///{tmp_path / 'pbem.db'}", "address": SERVER,
+    base = {"database": f"sqlite:///{tmp_path / 'pbem.store.db'}", "address": SERVER,
             "referee": REFEREE, "referee_key": REFEREE_KEY, "outbox_dir": tmp_path / "outbox"}
     return Server(Settings(**{**base, **settings}), clock=clock)  # type: ignore[arg-type]
 
@@ -123,7 +123,7 @@ def admin(server: Server, line: str) -> str:
 def write_config(tmp_path: Path) -> Path:
     """tmp_path/pbem.toml for the test's database and outbox."""
     path = tmp_path / "pbem.toml"
-    path.write_text(f'[server]\ndatabase = "sqlite:///{tmp_path / "pbem.db"}"\n'
+    path.write_text(f'[server]\ndatabase = "sqlite:///{tmp_path / "pbem.store.db"}"\n'
                     f'address = "{SERVER}"\nreferee = "{REFEREE}"\n'
                     f'referee_key = "{REFEREE_KEY}"\noutbox_dir = "{tmp_path / "outbox"}"\n',
                     encoding="utf-8")

@@ -20,10 +20,10 @@ from pbem.games import find_game, players_of
 from pbem.kinds import kind_of
 from pbem.mail.read import read_message
 from pbem.mail.text import BodyLine
-from pbem.models import InboundMail
-from pbem.orders import ParsedText, parse_text
-from pbem.server import Server
+from pbem.orders.parsing import ParsedText, parse_text
+from pbem.runner.server import Server
 from pbem.services.post import Incoming
+from pbem.store.models import InboundMail
 from testkit.desk import SERVER, mail
 
 

@@ -19,9 +19,9 @@ from typing import Any, Self
 import jsonschema
 from sqlmodel import Session
 
+from pbem.demo.robot_client import client_order_lines, parse_mail, reply_to, report_view
 from pbem.games import find_game, pending_orders
-from pbem.robot_client import client_order_lines, parse_mail, reply_to, report_view
-from pbem.server import Server
+from pbem.runner.server import Server
 from pbem.services.export import export_json, schema
 from testkit.stack import stack_settings
 
@@ -74,7 +74,7 @@ def stack_server(stack: Any, tmp_path: Path, users: list[str],
     emptied first."""
     for user in ["bluff", "referee", *users]:
         stack.clear(user)
-    return Server(stack_settings(stack, database or f"sqlite:///{tmp_path / 'pbem.db'}",
+    return Server(stack_settings(stack, database or f"sqlite:///{tmp_path / 'pbem.store.db'}",
                                  REFEREE_KEY))
 
 
@@ -201,7 +201,7 @@ class Table:
 
     def robot_turns(self, rng: Any, before: list[str], after: list[str],
                     limit: int) -> Iterator[tuple[str, list[str]]]:
-        """turns() of a game of one move a turn, played by the orders pbem.robot_client
+        """turns() of a game of one move a turn, played by the orders pbem.demo.robot_client
         writes from report.json alone, between the lines before and after: every turn the
         players agree whose move it is and that player alone has orders. Yields (the
         mover, their order lines) once they are sent, before the tick."""

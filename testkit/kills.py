@@ -23,10 +23,10 @@ from typing import Any
 from sqlmodel import Session, select
 
 from pbem.config import load_settings
+from pbem.demo.robot_client import client_order_lines, parse_mail, reply_to, report_view
 from pbem.games import find_game
-from pbem.models import InboundMail, OutboundMail
-from pbem.robot_client import client_order_lines, parse_mail, reply_to, report_view
-from pbem.server import Server
+from pbem.runner.server import Server
+from pbem.store.models import InboundMail, OutboundMail
 from testkit.crash import Zygote
 from testkit.stack import stack_config
 
@@ -69,7 +69,7 @@ class KilledGame:
         self.stack, self.zygote, self.rng = stack, zygote, random.Random(seed)
         for user in ["bluff", "referee", *PLAYERS]:
             stack.clear(user)
-        database = database or f"sqlite:///{workdir / 'pbem.db'}"
+        database = database or f"sqlite:///{workdir / 'pbem.store.db'}"
         self.config = stack_config(workdir / "pbem.toml", stack, database, KEY)
         self.server = Server(load_settings(self.config))
         setup = [f"NEWGAME g1 SEED {seed} {options}".strip()]

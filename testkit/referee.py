@@ -12,10 +12,10 @@ import pytest
 from sqlmodel import Session, select
 
 from pbem.config import Settings
+from pbem.demo.robot_client import parse_mail
 from pbem.games import find_game, players_of
-from pbem.models import OutboundMail
-from pbem.robot_client import parse_mail
-from pbem.server import Server
+from pbem.runner.server import Server
+from pbem.store.models import OutboundMail
 
 REFEREE_KEY = "sekrit-key"
 PLAYERS = [f"p{i}@example.org" for i in range(1, 6)]
@@ -52,7 +52,7 @@ def clock() -> Clock:
 
 @pytest.fixture
 def server(tmp_path: Path, clock: Clock) -> Server:
-    settings = Settings(database=f"sqlite:///{tmp_path / 'pbem.db'}", address="bluff@example.org",
+    settings = Settings(database=f"sqlite:///{tmp_path / 'pbem.store.db'}", address="bluff@example.org",
                         referee="referee@example.org", referee_key=REFEREE_KEY,
                         outbox_dir=tmp_path / "outbox")
     return Server(settings, clock=clock)

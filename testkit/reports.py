@@ -17,15 +17,15 @@ import jinja2
 from sqlmodel import Session
 
 from pbem.config import Settings
-from pbem.db import open_database
 from pbem.games import add_player, create_game, find_game, load_state, seated, start_game
 from pbem.kinds import kind_named
-from pbem.models import Game, OutboundMail, TalkMessage, Watcher
-from pbem.render import Renderer
+from pbem.render.reports import Renderer
 from pbem.services.export import export_json
 from pbem.services.post import Post
 from pbem.services.reports import enqueue_reports
 from pbem.services.turns import played_for_notes, resolve_turn
+from pbem.store.db import open_database
+from pbem.store.models import Game, OutboundMail, TalkMessage, Watcher
 
 NAMES = ["Ann", "Bob", "Cyd", "Dee", "Eve", "Fay"]
 WATCHER = "watcher@example.org"

@@ -15,7 +15,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from pbem import db
+from pbem.store import db
 
 Schema = dict[str, dict[str, Any]]
 Columns = dict[str, list[str]]   # table -> the columns to read back

@@ -26,9 +26,9 @@ from sqlmodel import Session
 
 from pbem.games import find_game, load_state, players_of, seated
 from pbem.kinds import kind_of
-from pbem.links import key_generation, private_link
-from pbem.models import Player
-from pbem.server import Server
+from pbem.runner.server import Server
+from pbem.store.models import Player
+from pbem.text.links import key_generation, private_link
 from testkit.desk import PLAYERS, REFEREE, REFEREE_KEY, SERVER, Clock, admin, make_server, order
 
 SECRET = "web-test-secret"
@@ -112,7 +112,7 @@ class Site:
 def write_config(folder: Path, port: int) -> Path:
     path = folder / "pbem.toml"
     path.write_text(
-        f'[server]\ndatabase = "sqlite:///{folder / "pbem.db"}"\naddress = "{SERVER}"\n'
+        f'[server]\ndatabase = "sqlite:///{folder / "pbem.store.db"}"\naddress = "{SERVER}"\n'
         f'referee = "{REFEREE}"\nreferee_key = "{REFEREE_KEY}"\n'
         f'outbox_dir = "{folder / "outbox"}"\n\n'
         f'[web]\nport = {port}\nbase_url = "http://127.0.0.1:{port}"\nlink_days = 30\n'

@@ -25,9 +25,9 @@ from typing import Any, Self
 from sqlalchemy import Engine, func
 from sqlmodel import Session, col, select
 
-from pbem.claims import Lease
-from pbem.models import InboundMail, OutboundMail
-from pbem.robot_client import parse_mail, reply_to, report_view
+from pbem.demo.robot_client import parse_mail, reply_to, report_view
+from pbem.store.claims import Lease
+from pbem.store.models import InboundMail, OutboundMail
 from testkit.stack import stack_config
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pbem.server import Server
+from pbem.runner.server import Server
 from testkit.desk import Clock, make_server
 from testkit.mailstack import MailStack, dovecot_available
 from testkit.pgstack import PgCluster, postgres_available
@@ -82,7 +82,7 @@ def database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """The URL of a fresh, empty database: a test that takes it runs twice, on a SQLite
     file in tmp_path and on a database of its own in the session's PostgreSQL cluster."""
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'pbem.db'}"
+        return f"sqlite:///{tmp_path / 'pbem.store.db'}"
     cluster: PgCluster = request.getfixturevalue("pgcluster")
     return cluster.new_database()
 

@@ -2,11 +2,11 @@
 
 Each command is one declaration: its name, usage, summary (the help text),
 argument parser, who may use it (a known player, the referee, anyone) and
-its phase (pbem.orders.Command), and, for what the referee runs, its action
+its phase (pbem.orders.parsing.Command), and, for what the referee runs, its action
 (``MailCommand``: ``run(ctx, order) -> str``). The registry lists them all;
 its tables drive parsing, dispatch, permission and HELP for player orders,
 player desk commands and referee commands alike. A refusal is
-pbem.errors.Refusal. The modules:
+pbem.text.errors.Refusal. The modules:
 
 - ``context``: what an action sees (CommandContext), MailCommand, Turnkey;
 - ``registry``: the declarations, the tables, HELP, and ``run`` (permission + dispatch);
@@ -15,5 +15,5 @@ pbem.errors.Refusal. The modules:
 - ``referee_cmds``, ``schedule``, ``seats``, ``rollback``: the referee's commands.
 
 Commands import the services (pbem.services), the data layer, the pure core
-and the edges; never the runner (pbem.referee, pbem.inbox) or the shell.
+and the edges; never the runner (pbem.runner.referee, pbem.runner.inbox) or the shell.
 """

@@ -18,14 +18,14 @@ from datetime import timedelta
 from sqlmodel import col, select
 
 from pbem.commands.context import CommandContext, MailCommand, line_quoted, refuse
-from pbem.errors import Refusal
 from pbem.games import audit, id_of
 from pbem.mail.addresses import address_problem
-from pbem.models import Absence, Game, Player, Signup, Watcher
-from pbem.orders import Order
-from pbem.security import code_hash
+from pbem.orders.parsing import Order
 from pbem.services.post import notice, tagged, tell_referee
-from pbem.wording import Said, _
+from pbem.store.models import Absence, Game, Player, Signup, Watcher
+from pbem.store.security import code_hash
+from pbem.text.errors import Refusal
+from pbem.text.wording import Said, _
 
 ADDRESSING = "pending-address"     # Signup.status of an address change not yet confirmed
 CODE_DAYS = 7                      # as a sign-up's code

@@ -6,7 +6,7 @@ returns one line on what happened (the mail's outcome, or the referee's
 answer), with what it changed that may complete a turn (``Done.turn``): what
 follows from that (the turn resolved, its reports) the runner decides
 (pbem.commands.registry, pbem.services.turns.settle), never the command.
-A request that cannot be done raises a ``Refusal`` (pbem.errors):
+A request that cannot be done raises a ``Refusal`` (pbem.text.errors):
 the sender gets the error mail, with the line quoted (the referee at the
 shell: the line and what is wrong).
 """
@@ -20,12 +20,12 @@ from typing import Any
 
 from sqlmodel import Session
 
-from pbem.errors import Refusal
-from pbem.models import Game, Player
-from pbem.orders import Command, Order, SeatByName
+from pbem.orders.parsing import Command, Order, SeatByName
 from pbem.services.post import AnswerPart, Incoming, Post, answer, answer_parts
 from pbem.services.turns import TurnChange
-from pbem.wording import Message, Said, _
+from pbem.store.models import Game, Player
+from pbem.text.errors import Refusal
+from pbem.text.wording import Message, Said, _
 
 
 def refusal(message: Said, hint: Said = "", line_no: int | None = None,
@@ -99,7 +99,7 @@ class CommandContext:
     # (pbem.services.post.answer_parts); None: each answer goes at once
     parts: list[AnswerPart] | None = None
     line_no: int = 0                 # the line of the command running now
-    # the language the sender reads (pbem.triage.reader_language): every answer's
+    # the language the sender reads (pbem.runner.triage.reader_language): every answer's
     language: str = "en"
 
     @property
@@ -164,7 +164,7 @@ Action = Callable[[CommandContext, Order], "str | Done"]
 @dataclass(frozen=True)
 class MailCommand(Command):
     """A command the referee runs (Mailman's IEmailCommand): its syntax, who may use it,
-    its phase and help text (pbem.orders.Command), and its action. One declaration each;
+    its phase and help text (pbem.orders.parsing.Command), and its action. One declaration each;
     pbem.commands.registry lists them all."""
 
     action: Action = field(kw_only=True)

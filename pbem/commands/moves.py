@@ -14,15 +14,15 @@ import json
 from collections.abc import Sequence
 
 from pbem.commands.context import CommandContext, Done, MailCommand, refusal, with_seats
-from pbem.errors import LineProblem, Refusal
 from pbem.games import facts_of, load_state, record_order
 from pbem.kinds import kind_of
-from pbem.models import Game
-from pbem.orders import Command, Order, ParsedText, closest_lines, no_args
+from pbem.orders.parsing import Command, Order, ParsedText, closest_lines, no_args
 from pbem.services.post import tagged
 from pbem.services.reports import enqueue_reports
 from pbem.services.turns import TurnChange, complete
-from pbem.wording import Message, Said, _, joined, listed
+from pbem.store.models import Game
+from pbem.text.errors import LineProblem, Refusal
+from pbem.text.wording import Message, Said, _, joined, listed
 
 MAX_IGNORED_SHOWN = 20   # prose lines a confirmation lists as ignored
 

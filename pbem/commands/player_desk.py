@@ -32,8 +32,6 @@ from datetime import date
 from sqlmodel import Session, col, delete, select
 
 from pbem.commands.context import CommandContext, MailCommand, game_is, line_quoted, refuse
-from pbem.deadlines import absence_interval
-from pbem.errors import Refusal
 from pbem.games import (
     active_players,
     find_game,
@@ -45,21 +43,23 @@ from pbem.games import (
     watchers_of,
 )
 from pbem.kinds import kind_of
-from pbem.models import Absence, Game, Player, TalkMessage
-from pbem.options import options_of
-from pbem.order_words import folded, language_named, spellings_of, standing_order
-from pbem.orders import Order, game_name, no_args
+from pbem.kinds.options import options_of
+from pbem.orders.parsing import Order, game_name, no_args
+from pbem.orders.words import folded, language_named, spellings_of, standing_order
 from pbem.services.clock import vacation_check
 from pbem.services.post import notice, tagged
 from pbem.services.reports import record_attachment
-from pbem.wording import LANGUAGES, Message, Said, _, _n, count_of, plural
-from pbem.zones import ZONE_EXAMPLE, in_zone, zone_named
+from pbem.store.models import Absence, Game, Player, TalkMessage
+from pbem.text.deadlines import absence_interval
+from pbem.text.errors import Refusal
+from pbem.text.wording import LANGUAGES, Message, Said, _, _n, count_of, plural
+from pbem.text.zones import ZONE_EXAMPLE, in_zone, zone_named
 
 MAX_TALK = 2000
 MAX_ABSENCE_DAYS = 366
 _SAY = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])?\s*say\b:?\s?", re.IGNORECASE)
 _LEAD = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])?\s*")
-# SAY's words of the other languages (pbem.order_words), folded, longest first
+# SAY's words of the other languages (pbem.orders.words), folded, longest first
 _SAY_WORDS = sorted(((lang, folded(w).split()) for lang, w in spellings_of("SAY")),
                     key=lambda item: -len(item[1]))
 

@@ -13,7 +13,6 @@ from sqlmodel import col, select
 
 from pbem.commands.context import CommandContext, Done, MailCommand
 from pbem.commands.schedule import desk_status
-from pbem.errors import Refusal
 from pbem.games import (
     add_player,
     create_game,
@@ -25,18 +24,19 @@ from pbem.games import (
     start_game,
 )
 from pbem.kinds import DEFAULT_KIND, kind_named, kind_of
+from pbem.kinds.options import USAGE as NEWGAME_USAGE
+from pbem.kinds.options import NewGame, options_of, parse_options, save_options
 from pbem.mail.addresses import address_problem
-from pbem.models import Game, InboundMail, OutboundMail, Player, ServerState
-from pbem.options import USAGE as NEWGAME_USAGE
-from pbem.options import NewGame, options_of, parse_options, save_options
-from pbem.orders import GAME_NAME, GAME_NAME_HINT, Order, game_name, no_args
+from pbem.orders.parsing import GAME_NAME, GAME_NAME_HINT, Order, game_name, no_args
 from pbem.rules.dice import new_seed, seed_from_number
 from pbem.services.bounces import describe, failing_players
 from pbem.services.failures import retried
 from pbem.services.post import notice, tagged
 from pbem.services.reports import enqueue_reports
 from pbem.services.turns import TurnChange
-from pbem.wording import Message, _, plural
+from pbem.store.models import Game, InboundMail, OutboundMail, Player, ServerState
+from pbem.text.errors import Refusal
+from pbem.text.wording import Message, _, plural
 
 
 def not_an_address(written: str, problem: str) -> Message:
@@ -51,7 +51,7 @@ def parse_newgame(args: list[str]) -> NewGame:
     name = args[0].lower()
     if not GAME_NAME.match(name):
         raise Refusal(_("'{value}' is not a valid game name", value=args[0]), GAME_NAME_HINT)
-    new = parse_options(args[1:], name)   # the game's options (pbem.options)
+    new = parse_options(args[1:], name)   # the game's options (pbem.kinds.options)
     kind = kind_named(new.rules or DEFAULT_KIND)   # a refusal for a kind there is not
     new.rules_json = kind.parse_options(new.rules_words)
     return new
@@ -194,7 +194,7 @@ def list_line(ctx: CommandContext, game: Game) -> str:
 
 
 #: server_state: when the referee asked for the mails set aside in the IMAP quarantine
-#: folder back (RETRY QUARANTINE); the next fetch moves them to the mailbox (pbem.server)
+#: folder back (RETRY QUARANTINE); the next fetch moves them to the mailbox (pbem.runner.server)
 RELEASE_ASKED = "imap-release-asked"
 
 
@@ -208,7 +208,7 @@ def parse_retry(args: list[str]) -> int | str:
 
 
 def do_retry(ctx: CommandContext, order: Order) -> str:
-    """A mail that failed or was set aside (pbem.inbox) is handled again at the next tick;
+    """A mail that failed or was set aside (pbem.runner.inbox) is handled again at the next tick;
     RETRY QUARANTINE: the mails the mailbox could not hand over are fetched again."""
     if order.args == "quarantine":
         asked = ctx.session.get(ServerState, RELEASE_ASKED) or ServerState(key=RELEASE_ASKED,

@@ -32,13 +32,21 @@ from pbem.commands import (
 )
 from pbem.commands.context import CommandContext, Done, MailCommand, Turnkey, refusal, refuse
 from pbem.commands.moves import take_moves
-from pbem.errors import Refusal
 from pbem.kinds import KINDS, AnyKind, kind_of, kinds_note
-from pbem.orders import MAIL_LINES, Command, Order, ParsedText, help_lines, no_args, one_word
-from pbem.render import rules_document, rules_file
+from pbem.orders.parsing import (
+    MAIL_LINES,
+    Command,
+    Order,
+    ParsedText,
+    help_lines,
+    no_args,
+    one_word,
+)
+from pbem.render.reports import rules_document, rules_file
 from pbem.services.turns import PlayedTurn, report_turn, settle
-from pbem.wording import _
-from pbem.work import savepoint
+from pbem.store.work import savepoint
+from pbem.text.errors import Refusal
+from pbem.text.wording import _
 
 HELP_SUBJECT = _("Bluff by mail: the orders")
 
@@ -48,7 +56,7 @@ def do_player_help(ctx: CommandContext, order: Order) -> str:
     and the rules of every game attached (docs/rules.md)."""
     kind = kind_of(ctx.who.game) if ctx.who is not None else None
     commands = player_commands(kind)
-    language = ctx.language      # the sender's (pbem.triage.reader_language)
+    language = ctx.language      # the sender's (pbem.runner.triage.reader_language)
     rules = rules_file(language)
     ctx.answer("help", HELP_SUBJECT, {
         "commands": help_lines(commands, language), "referee_commands": [],
@@ -147,7 +155,7 @@ def follow(ctx: CommandContext, done: Done) -> str:
     return done.said + done.if_resolved + (done.if_over if game.status == "over" else "")
 
 
-# the order a player mail's commands run in (pbem.orders.Command.phase): what it changes,
+# the order a player mail's commands run in (pbem.orders.parsing.Command.phase): what it changes,
 # its move, what it asks to see (so ORDERS shows the same mail's DEFAULT and move); a
 # "reply" answers a mail with nothing else to do
 PHASES = ("change", "move", "look", "reply")

@@ -23,13 +23,13 @@ from datetime import datetime
 from sqlmodel import Session, col, select
 
 from pbem.commands.context import CommandContext, MailCommand
-from pbem.errors import Refusal
 from pbem.games import find_game, id_of, load_state, next_deadline, seated
-from pbem.models import AuditEntry, Game, Move, OutboundMail, PendingOrder
-from pbem.orders import Order, game_name
+from pbem.orders.parsing import Order, game_name
 from pbem.services.reports import enqueue_reports
 from pbem.services.turns import GIVEN_BY, MISSED_BY
-from pbem.wording import Message, _, _n, listed, listing, ngettext, plural
+from pbem.store.models import AuditEntry, Game, Move, OutboundMail, PendingOrder
+from pbem.text.errors import Refusal
+from pbem.text.wording import Message, _, _n, listed, listing, ngettext, plural
 
 
 def do_rollback(ctx: CommandContext, order: Order) -> str:

@@ -14,16 +14,16 @@ from datetime import UTC, datetime, timedelta
 from sqlmodel import Session, col, delete, select
 
 from pbem.commands.context import CommandContext, Done, MailCommand
-from pbem.deadlines import relative_said, time_left, utc
-from pbem.errors import Refusal
 from pbem.games import audit, find_game, players_of, remove_entrant
-from pbem.models import Game, Signup, Watcher
-from pbem.options import ROBOT_LEVELS, options_of, save_options
-from pbem.orders import Order, game_name
+from pbem.kinds.options import ROBOT_LEVELS, options_of, save_options
+from pbem.orders.parsing import Order, game_name
 from pbem.services.post import announce, notice, tagged
 from pbem.services.turns import TurnChange
-from pbem.wording import Message, _, plural
-from pbem.zones import When
+from pbem.store.models import Game, Signup, Watcher
+from pbem.text.deadlines import relative_said, time_left, utc
+from pbem.text.errors import Refusal
+from pbem.text.wording import Message, _, plural
+from pbem.text.zones import When
 
 EMAIL_HINT = _("e.g. REMOVE cup-1 ann@example.org")
 

@@ -18,7 +18,6 @@ from sqlmodel import Session
 
 from pbem.commands.context import CommandContext, Done, MailCommand, with_seats
 from pbem.commands.referee_cmds import not_an_address
-from pbem.errors import Refusal
 from pbem.games import (
     active_players,
     audit,
@@ -38,13 +37,14 @@ from pbem.kinds import kind_of
 from pbem.mail.addresses import address_problem
 from pbem.mail.compose import make_message_id
 from pbem.mail.text import BodyLine
-from pbem.models import Game, OutboundMail, Player
-from pbem.orders import Order, game_name, parse_text
-from pbem.security import new_key
+from pbem.orders.parsing import Order, game_name, parse_text
 from pbem.services.post import announce, notice, tagged
 from pbem.services.reports import enqueue_reports
 from pbem.services.turns import TurnChange, turn_moves
-from pbem.wording import Said, _, joined
+from pbem.store.models import Game, OutboundMail, Player
+from pbem.store.security import new_key
+from pbem.text.errors import Refusal
+from pbem.text.wording import Said, _, joined
 
 # --- argument parsers ---------------------------------------------------------
 

@@ -23,11 +23,9 @@ from datetime import timedelta
 
 from sqlmodel import col, select
 
-from pbem import security
 from pbem.commands.address import ADDRESSING, confirm_address
 from pbem.commands.context import CommandContext, MailCommand, game_is, refuse
 from pbem.commands.referee_cmds import start
-from pbem.errors import Refusal
 from pbem.games import (
     active_players,
     add_player,
@@ -38,12 +36,14 @@ from pbem.games import (
     remove_entrant,
 )
 from pbem.kinds import kind_of
-from pbem.models import Game, OutboundMail, Signup, Watcher
-from pbem.options import options_of
-from pbem.orders import Order, game_name, no_args
-from pbem.security import code_hash
+from pbem.kinds.options import options_of
+from pbem.orders.parsing import Order, game_name, no_args
 from pbem.services.post import replied_to, tagged, tell_referee
-from pbem.wording import Message, Said, _, _n
+from pbem.store import security
+from pbem.store.models import Game, OutboundMail, Signup, Watcher
+from pbem.store.security import code_hash
+from pbem.text.errors import Refusal
+from pbem.text.wording import Message, Said, _, _n
 
 SIGNUP_DAYS = 7
 CODES_PER_DAY = 3        # code mails to one address a day, at most
@@ -109,7 +109,7 @@ def _ask_to_confirm(ctx: CommandContext, game: Game, name: str, status: str, wha
 
 def _may_get_code(ctx: CommandContext, email: str) -> bool:
     """Will the code mail to ``email`` leave? An unknown address has its answers a day
-    (pbem.sender_check.limit_answers); the code mail is one of them."""
+    (pbem.runner.sender_check.limit_answers); the code mail is one of them."""
     limits = security.Limits.from_settings(ctx.post.settings)
     if email == ctx.post.referee.lower() or security.known_address(ctx.session, email):
         return True

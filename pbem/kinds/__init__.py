@@ -7,7 +7,7 @@ test's toy kind, tests/kinds/test_toy_kind.py, with its own state, moves and tem
 plays by mail, reports, exports, verifies and shows on the web pages as pbem's own do.
 
 The pure core: kinds import the rules (pbem.rules) and the order language
-(pbem.orders), never the database, the mail or the server.
+(pbem.orders.parsing), never the database, the mail or the server.
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
-from pbem.errors import Refusal
 from pbem.kinds.base import Demo, GameKind, Resolution, TakenOrder, Understood
 from pbem.kinds.classic import CLASSIC
 from pbem.kinds.cup import CUP
 from pbem.kinds.jsontypes import JSON, JSONMap
 from pbem.kinds.postal import POSTAL
 from pbem.kinds.tables import PUBLIC, REVEAL, Viewer
-from pbem.wording import Message, _, listed
+from pbem.text.errors import Refusal
+from pbem.text.wording import Message, _, listed
 
 # a kind of any state and move: what the server holds when it looks a game's kind up
 AnyKind = GameKind[Any, Any]

@@ -30,9 +30,9 @@ from pbem.kinds.generic_record import FORMAT as GENERIC_FORMAT
 from pbem.kinds.generic_record import GameRows, generic_record
 from pbem.kinds.jsontypes import JSON, BidChart, JSONMap, MoveExtra, Odds
 from pbem.kinds.tables import Viewer
-from pbem.orders import Command, Order
+from pbem.orders.parsing import Command, Order
 from pbem.rules.dice import DiceStream
-from pbem.wording import Said
+from pbem.text.wording import Said
 
 S = TypeVar("S")   # the kind's state
 M = TypeVar("M")   # the kind's move
@@ -98,7 +98,7 @@ class GameKind(ABC, Generic[S, M]):
     # templates/web/looks/generic.html.j2 says which); the generic look draws the tables
     # by their type and the standings' score alone
     web_look: str = "web/looks/generic.html.j2"
-    # what the chart of a game's course draws (pbem.charts): a standing's key, its name
+    # what the chart of a game's course draws (pbem.render.charts): a standing's key, its name
     course_key: str = "score"
     course_label: str = "score"
     # the format of its record (``record``): the generic one, or one of its own
@@ -166,7 +166,7 @@ class GameKind(ABC, Generic[S, M]):
     @abstractmethod
     def robot_move(self, state: S, seat: int, rng: random.Random,
                    level: str = "strong") -> M:
-        """The robot's move for seat at a level (pbem.options.ROBOT_LEVELS)."""
+        """The robot's move for seat at a level (pbem.kinds.options.ROBOT_LEVELS)."""
 
     def standing_move(self, state: S, seat: int, policy: str) -> M | None:
         """A player's standing order (CHALLENGE | RAISE) as a move now, if it is legal."""
@@ -214,7 +214,7 @@ class GameKind(ABC, Generic[S, M]):
         return {}
 
     def bid_charts(self, state: S, seat: int) -> list[BidChart]:
-        """For each bid seat must answer now, what its report draws (pbem.charts);
+        """For each bid seat must answer now, what its report draws (pbem.render.charts);
         [] when seat answers no bid."""
         return []
 
@@ -249,7 +249,7 @@ class GameKind(ABC, Generic[S, M]):
                            level: str = "normal") -> list[str]:
         """A robot at the other end of the mail: the order lines the player of a
         report.json (this kind's view) sends, from the view alone; [] when they have no
-        move to make (pbem.robot_client, the demo, the end-to-end tests)."""
+        move to make (pbem.demo.robot_client, the demo, the end-to-end tests)."""
         raise ValueError(f"a robot cannot play {self.title} from its reports")
 
     # --- the record ------------------------------------------------------------------------

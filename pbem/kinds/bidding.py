@@ -6,16 +6,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TypeVar
 
-from pbem.errors import Refusal
 from pbem.kinds.base import GameKind
 from pbem.kinds.jsontypes import JSON, BidChart, JSONMap
 from pbem.kinds.words import bid_words
-from pbem.orders import Order
+from pbem.orders.parsing import Order
 from pbem.rules.bid_moves import CHALLENGE, BidMove, Move, move_from_json, move_to_json
 from pbem.rules.dice import face_symbol
 from pbem.rules.ladder import Bid, Ladder
 from pbem.rules.odds import SeatView, actual_distribution
-from pbem.wording import Message, _
+from pbem.text.errors import Refusal
+from pbem.text.wording import Message, _
 
 EXPOSE_EXAMPLE = _("e.g. BID 6 threes and, on the next line, EXPOSE 3 3")
 HELP_NOTE = _("The dice show 1 to 5 and a star, which replaces the 6; for a number bid the "

@@ -16,7 +16,6 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 
-from pbem.errors import Refusal
 from pbem.kinds.base import Demo, Resolution, TakenOrder, Understood
 from pbem.kinds.bidding import (
     HELP_NOTE,
@@ -38,7 +37,7 @@ from pbem.kinds.tables import (
     orange,
 )
 from pbem.kinds.words import KIND_TITLES, Told, bid_words
-from pbem.orders import PLAYER_COMMANDS, Order
+from pbem.orders.parsing import PLAYER_COMMANDS, Order
 from pbem.rules.bid_moves import BidMove, Move
 from pbem.rules.classic import (
     BidPlaced,
@@ -60,7 +59,8 @@ from pbem.rules.odds import OtherSeat, SeatView, bid_odds, bids_since_reroll
 from pbem.rules.postal import make_ladder
 from pbem.rules.robot import DEFAULT_LEVEL, choose_move
 from pbem.rules.ruleset import ExactRule, RuleSet
-from pbem.wording import Message, Said, _, _n, joined
+from pbem.text.errors import Refusal
+from pbem.text.wording import Message, Said, _, _n, joined
 
 MOVE_NAMES = ("BID", "CHALLENGE", "EXPOSE")
 SIX_KEY = "dice_if_six_players"

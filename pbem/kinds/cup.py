@@ -16,12 +16,11 @@ import random
 import re
 from collections.abc import Callable, Mapping, Sequence
 
-from pbem.errors import Refusal
 from pbem.kinds.base import Demo, GameKind, Resolution, TakenOrder, Understood
 from pbem.kinds.jsontypes import JSON, BidChart, JSONMap, MoveExtra
 from pbem.kinds.tables import POINTS_TABLE, Viewer, cup_scores, cup_tables
 from pbem.kinds.words import KIND_TITLES, Told
-from pbem.orders import Command, Order, SeatByName
+from pbem.orders.parsing import Command, Order, SeatByName
 from pbem.rules import cupofbluff as cb
 from pbem.rules import robot_cup
 from pbem.rules.cupofbluff import (
@@ -43,7 +42,8 @@ from pbem.rules.cupofbluff import (
 )
 from pbem.rules.dice import DiceStream
 from pbem.rules.errors import IllegalMove, RulesError
-from pbem.wording import Message, Said, _, _n
+from pbem.text.errors import Refusal
+from pbem.text.wording import Message, Said, _, _n
 
 RULES_VERSION = 1
 SEAT_HINT = _("write the player's number or name, e.g. TO 3, TO player 3 or TO Ann")

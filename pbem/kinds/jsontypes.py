@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal, TypedDict
 
-from pbem.wording import Said
+from pbem.text.wording import Said
 
 # A JSON object as json.loads reads it: its values are any JSON, so they are typed Any.
 JSON = dict[str, Any]
@@ -16,7 +16,7 @@ Odds = dict[str, float]
 
 class BidChart(TypedDict):
     """What a report draws of a bid its reader must answer now (GameKind.bid_charts,
-    pbem.charts): how many matching dice (or what total) there may be, from what the
+    pbem.render.charts): how many matching dice (or what total) there may be, from what the
     reader can see; ``bars``: [n, its probability]."""
 
     title: Said

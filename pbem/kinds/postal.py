@@ -5,7 +5,6 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 
-from pbem.errors import Refusal
 from pbem.kinds.base import Demo, Resolution, TakenOrder, Understood
 from pbem.kinds.bidding import (
     HELP_NOTE,
@@ -20,7 +19,7 @@ from pbem.kinds.generic_record import GameRows
 from pbem.kinds.jsontypes import JSON, BidChart, JSONMap, Odds
 from pbem.kinds.tables import Viewer, postal_scores, postal_tables
 from pbem.kinds.words import KIND_TITLES, Told, bid_words
-from pbem.orders import PLAYER_COMMANDS, Order
+from pbem.orders.parsing import PLAYER_COMMANDS, Order
 from pbem.rules.bid_moves import BidMove, Move, move_from_json
 from pbem.rules.dice import DiceStream, Die, face_from_json, face_symbol
 from pbem.rules.dice_cup import Cup
@@ -40,7 +39,8 @@ from pbem.rules.postal_record import RECORD_FORMAT, GameRecord, RecordedMove, re
 from pbem.rules.robot import DEFAULT_LEVEL, choose_move
 from pbem.rules.ruleset import RuleSet
 from pbem.rules.view import holdings, odds_view
-from pbem.wording import Message, Said, _, _n, joined
+from pbem.text.errors import Refusal
+from pbem.text.wording import Message, Said, _, _n, joined
 
 # the postal record (pbem.bluff.record/1) as an object: `pbem demo` and tests read it
 PostalRecord = GameRecord

@@ -29,7 +29,7 @@ from pbem.rules.ladder import Bid, Ladder
 from pbem.rules.odds import bid_odds
 from pbem.rules.postal import SEATS, MiniGame, PostalState, make_ladder
 from pbem.rules.view import odds_view
-from pbem.wording import _
+from pbem.text.wording import _
 
 # Cup of Bluff: the tokens of each value in points, best first
 POINTS_TABLE = [{"points": p, "tokens": [t for t in cb.TOKENS if cb.points(t) == p]}

@@ -38,7 +38,7 @@ from pbem.kinds.words import KIND_TITLES, Told
 from pbem.rules.dice import DiceStream, commitment
 from pbem.rules.errors import RulesError
 from pbem.rules.postal_record import GameRecord, draw_seats, verify
-from pbem.wording import Message, _, joined
+from pbem.text.wording import Message, _, joined
 
 FORMATS = (FORMAT, *OLD_FORMATS)
 BY = ("player", "standing", "policy", "robot", "referee")

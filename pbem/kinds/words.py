@@ -2,21 +2,21 @@
 
 Every kind's report notes are made once for all (a watcher's report) and once for each
 seat, so a player reads "you announce" where the others read "player 3 announces": each
-is a whole message of its own (pbem.wording), as languages conjugate "you" and "player 3"
+is a whole message of its own (pbem.text.wording), as languages conjugate "you" and "player 3"
 each in their own way.
 
 A note is a ``Told``: its English text (what the record, the web pages and the tests
-read) that keeps the message it says (pbem.wording), which the report templates say in
+read) that keeps the message it says (pbem.text.wording), which the report templates say in
 their reader's language.
 """
 
 from __future__ import annotations
 
 from pbem.rules.ladder import Bid
-from pbem.wording import Message, Translator, _
+from pbem.text.wording import Message, Translator, _
 
-# the kinds' course labels (GameKind.course_label: plain text, as pbem.charts draws it),
-# marked here so that the catalogue has them; pbem.charts says them in the reader's
+# the kinds' course labels (GameKind.course_label: plain text, as pbem.render.charts draws it),
+# marked here so that the catalogue has them; pbem.render.charts says them in the reader's
 # language
 COURSE_LABELS = (_("score"), _("dice held"), _("points"), _("virtual dice"))
 
@@ -45,5 +45,5 @@ class Told(str):
 
     def said(self, tr: Translator) -> str:
         """Its message in ``tr``'s language (a Told among a message's values is said, as
-        pbem.wording.say says anything with a ``said``)."""
+        pbem.text.wording.say says anything with a ``said``)."""
         return self.message.said(tr)

@@ -4,6 +4,6 @@ deliverability: DKIM signatures (dkim), bounces (bounces), the receiving
 server's Authentication-Results (senderauth), no remote content in HTML (remote_content).
 
 An edge: imports only the standard library, its mail libraries and
-pbem.faults (crash points); never the game layers (pyproject.toml: the
+pbem.store.faults (crash points); never the game layers (pyproject.toml: the
 import contracts).
 """

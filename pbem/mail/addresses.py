@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pbem.errors import PbemError
+from pbem.text.errors import PbemError
 
 __all__ = ["Sender", "address_problem", "checked_address", "parse_sender"]
 

@@ -25,8 +25,8 @@ from email.parser import BytesHeaderParser
 from pathlib import Path
 from typing import Any, Protocol, Self, TypeVar
 
-from pbem.errors import PbemError
 from pbem.mail.smtp_out import SendResult
+from pbem.text.errors import PbemError
 
 log = logging.getLogger(__name__)
 

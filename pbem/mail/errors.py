@@ -1,7 +1,7 @@
 """Exceptions raised by the mail edges (IMAP in, SMTP out)."""
 from __future__ import annotations
 
-from pbem.errors import PbemError
+from pbem.text.errors import PbemError
 
 
 class MailError(PbemError):

@@ -4,11 +4,11 @@ poll.
 An IdleWatch is a thread with one connection of its own, IDLE on the folder (read
 only: it never fetches nor moves). Each EXISTS the server reports calls ``woken``: the
 worker ticks at once and polls the folder as it always does (its shares included:
-pbem.fetching), so IDLE only decides *when* to poll, never *what* is taken. A missed
+pbem.runner.fetching), so IDLE only decides *when* to poll, never *what* is taken. A missed
 EXISTS costs nothing but time: the timed polls go on.
 
 IDLE is issued again every RENEW_SECONDS (RFC 2177: a server may drop a client idle
-for 30 minutes). A dropped connection is made again with back-off (pbem.backoff),
+for 30 minutes). A dropped connection is made again with back-off (pbem.store.backoff),
 and ``woken`` called once it is back (mail may have come meanwhile). A server without
 the IDLE capability is left to the timed polls: the watch ends.
 """
@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 
 from imapclient import IMAPClient
 
-from pbem.backoff import Backoff
+from pbem.store.backoff import Backoff
 
 from .errors import MailError
 from .imap import close_quietly

@@ -24,7 +24,7 @@ from typing import TypeVar
 from imapclient import DELETED, SEEN, IMAPClient
 from imapclient.exceptions import LoginError
 
-from pbem.faults import crash_point
+from pbem.store.faults import crash_point
 
 from .errors import MailError, MailServiceUnavailable
 
@@ -54,7 +54,7 @@ class FetchedMail:
 class Share:
     """Which of a folder's mails one poll takes: those whose UID leaves ``number`` when
     divided by ``of``. Several workers poll one folder side by side, each a share of its
-    own (pbem.fetching.Fetcher leases each share to one of them at a time): a UID is
+    own (pbem.runner.fetching.Fetcher leases each share to one of them at a time): a UID is
     the folder's own and never reused while its UIDVALIDITY stands, so the shares never
     meet and together hold every mail."""
 
@@ -108,7 +108,7 @@ class ImapInbox:
         # logs a connection in instead of the password (OAuth2: pbem.mail.oauth.OAuthLogin)
         self.login = login
         # a folder read only in part (the spam folder): a mail is taken when only_from says
-        # yes to its From header field; the rest is never touched (pbem.fetching)
+        # yes to its From header field; the rest is never touched (pbem.runner.fetching)
         self.only_from = only_from
         self._passed_over: tuple[int, set[int]] = (0, set())   # (uidvalidity, uids)
         self._kept: IMAPClient | None = None

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from pbem.wording import Said, _
+from pbem.text.wording import Said, _
 
 __all__ = ["QUOTE", "SIGNATURE", "BodyLine", "NewText", "new_text", "new_text_lines"]
 

@@ -35,7 +35,7 @@ from pbem.mail.headers import HeaderBlock, MailHeaders, as_text, one_line, read_
 from pbem.mail.mime import MAX_PARTS, Part, parse_structure
 from pbem.mail.newtext import new_text
 from pbem.mail.text import BodyLine, html_to_text, unflow
-from pbem.wording import Message, Said, _, _n, joined
+from pbem.text.wording import Message, Said, _, _n, joined
 
 __all__ = ["BodyLine", "InboundMessage", "read_message"]
 

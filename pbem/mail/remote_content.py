@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import re
 
-from pbem.wording import plural
+from pbem.text.wording import plural
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ their SMTP hand-off, and each is marked sent right after its own hand-off, one
 commit a mail, so a crash in the middle of a drain can repeat at most the mail
 in flight on each connection (one with ``connections=1``), and such a mail
 carries the same Message-ID both times; two senders never send the same row.
-Claims of a process that died are taken over at once (pbem.claims.claim_stale).
+Claims of a process that died are taken over at once (pbem.store.claims.claim_stale).
 The mails of a page to one address leave in queue order: the next one goes out,
 over whichever connection is free, only once the one before it is handed off.
 
@@ -46,7 +46,7 @@ from pbem.outbox.table import (
     others_due,
     release,
 )
-from pbem.work import Queued
+from pbem.store.work import Queued
 
 __all__ = ["BUDGET_NOTICE", "CLAIM_LEASE", "GIVE_UP_AFTER", "LOOP_HEADER", "MAX_ATTEMPTS", "PAGE",
            "Budget", "OnShort", "Shortfall",

@@ -15,12 +15,12 @@ from typing import Protocol
 from sqlalchemy import Engine
 from sqlmodel import Session
 
-from pbem.claims import me
-from pbem.faults import crash_point
 from pbem.mail.smtp_out import SendResult
-from pbem.models import OutboundMail
 from pbem.outbox import table
 from pbem.outbox.table import Claimed, DrainReport, OnFailure
+from pbem.store.claims import me
+from pbem.store.faults import crash_point
+from pbem.store.models import OutboundMail
 
 log = logging.getLogger(__name__)
 

@@ -11,13 +11,13 @@ from datetime import datetime
 from sqlalchemy import insert
 from sqlmodel import Session, col
 
-from pbem.faults import crash_point
 from pbem.mail.bounces import new_bounce_token
 from pbem.mail.compose import build_mail, make_message_id
 from pbem.mail.remote_content import without_remote_content
-from pbem.models import OutboundMail
-from pbem.usertext import shown
-from pbem.work import Queued, Work
+from pbem.store.faults import crash_point
+from pbem.store.models import OutboundMail
+from pbem.store.work import Queued, Work
+from pbem.text.usertext import shown
 
 LOOP_HEADER = "X-Pbem-Loop"
 
@@ -50,7 +50,7 @@ def enqueue(session: Session, origin: Origin, *, kind: str, to: str, subject: st
     "auto-generated", unless ``auto_submitted`` says. The HTML loses any remote content
     (a referee's own templates may add some) unless ``shipped_html`` says it comes from
     the shipped templates, which have none. The subject loses bidi and control characters
-    (pbem.usertext): a player's name or subject in it cannot turn the rest around."""
+    (pbem.text.usertext): a player's name or subject in it cannot turn the rest around."""
     message_id = make_message_id(origin.domain, kind)
     auto_submitted = auto_submitted or ("auto-replied" if in_reply_to else "auto-generated")
     if html is not None and not shipped_html:

@@ -1,5 +1,5 @@
 """A Stream: the mail of each handling transaction sent as soon as it commits, while
-the tick handles the next mail (the hand-off of a pbem.work.Work)."""
+the tick handles the next mail (the hand-off of a pbem.store.work.Work)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from datetime import datetime
 from sqlalchemy import Engine, bindparam, update
 from sqlmodel import col
 
-from pbem.claims import me
-from pbem.models import OutboundMail
 from pbem.outbox.connections import ByAddress, Connections, Sender
 from pbem.outbox.draining import PAGE
 from pbem.outbox.table import NO_BUDGET, Budget, Claimed, DrainReport, OnFailure, budget_left
-from pbem.work import Work
+from pbem.store.claims import me
+from pbem.store.models import OutboundMail
+from pbem.store.work import Work
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ _CLAIM_QUEUED = update(OutboundMail).where(
 class Stream:
     """Mail sent while the tick still handles mail.
 
-    A handling transaction (a pbem.work.Work) claims the mail it queued for this process
+    A handling transaction (a pbem.store.work.Work) claims the mail it queued for this process
     as it ends (``claim``: no claim transaction of its own, no read of the
     outbox); once it commits, ``feed`` hands that mail to the connections, which send it at
     once, in queue order to each address (ByAddress), each marked sent right after its
@@ -42,7 +42,7 @@ class Stream:
     outage, an error: the next drain sends it).
 
     A crash after the commit and before the hand-off leaves the mail claimed by a dead
-    process: the next drain takes it over at once (pbem.claims.claim_stale), as it
+    process: the next drain takes it over at once (pbem.store.claims.claim_stale), as it
     does a drain's claimed page.
     """
 

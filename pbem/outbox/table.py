@@ -1,6 +1,6 @@
 """The outbox table as the senders see it: which mail is due, claims on it, marks of
 what a hand-off did, and claims given back. Each function runs its own short
-transaction (the claims are pbem.claims.claim_many's: only one process gets a row)."""
+transaction (the claims are pbem.store.claims.claim_many's: only one process gets a row)."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ from sqlalchemy import select as select_columns  # sqlmodel's select takes at mo
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, col, select
 
-from pbem.claims import aware, claim_many, claim_stale, me
 from pbem.mail.bounces import verp_address
 from pbem.mail.smtp_out import SendResult
-from pbem.models import OutboundMail
+from pbem.store.claims import aware, claim_many, claim_stale, me
+from pbem.store.models import OutboundMail
 
 log = logging.getLogger(__name__)
 
@@ -221,7 +221,7 @@ def due(engine: Engine, when: datetime, lease: timedelta, after: Cursor,
 
 def claim_page(engine: Engine, due: list[tuple[int, str | None]], when: datetime,
                 verp: bool) -> list[Claimed]:
-    """Claim the free or stale rows of ``due`` in one transaction (pbem.claims.claim_many:
+    """Claim the free or stale rows of ``due`` in one transaction (pbem.store.claims.claim_many:
     only one process gets each) and read what sending them needs."""
     with Session(engine) as session:
         got = claim_many(session, OutboundMail, due, when, status="pending")
@@ -262,7 +262,7 @@ def mark_sent(engine: Engine, row_ids: list[int], when: datetime) -> set[int]:
 def release(engine: Engine, row_ids: list[int]) -> list[int]:
     """Give up our claim on mail we did not send (still pending): free for the next drain.
     The ids it could not give back (the database unavailable): no thread of this process
-    holds them any more, so it gives them back once it can (pbem.server.Server.give_back)
+    holds them any more, so it gives them back once it can (pbem.runner.server.Server.give_back)
     rather than leave them to run out with their lease."""
     if not row_ids:
         return []

@@ -8,7 +8,7 @@ from typing import Any
 from pbem.rules.dice import Face, face_from_json, face_json
 from pbem.rules.errors import MalformedMove
 from pbem.rules.ladder import Bid
-from pbem.wording import Message, _
+from pbem.text.wording import Message, _
 
 
 @dataclass(frozen=True)

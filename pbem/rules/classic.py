@@ -42,7 +42,7 @@ from pbem.rules.ladder import Bid, Ladder
 from pbem.rules.odds import SeatView, other_seats
 from pbem.rules.postal import make_ladder
 from pbem.rules.ruleset import RuleSet
-from pbem.wording import Message, _
+from pbem.text.wording import Message, _
 
 MIN_PLAYERS = 2
 MAX_PLAYERS = 6

@@ -75,7 +75,7 @@ from pbem.rules.cupofbluff_moves import (
 )
 from pbem.rules.dice import DiceStream
 from pbem.rules.errors import IllegalMove
-from pbem.wording import Message, _, joined
+from pbem.text.wording import Message, _, joined
 
 __all__ = [
     "ACT", "ANSWER", "GIVE", "OVER", "TOKENS", "TOTAL_ODDS", "Announce", "Answer", "Claim",

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from pbem.rules.errors import MalformedMove
-from pbem.wording import _
+from pbem.text.wording import _
 
 
 def _int(data: Mapping[str, Any], key: str) -> int:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from pbem.rules.dice import Die, Face, face_symbol
 from pbem.rules.errors import IllegalMove
-from pbem.wording import _, _n
+from pbem.text.wording import _, _n
 
 
 @dataclass(frozen=True)

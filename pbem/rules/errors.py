@@ -1,11 +1,11 @@
 """Errors of the rules core: malformed (cannot be read) vs illegal (not allowed now).
 
-A rules error is the refusal the player is told (pbem.errors.Refusal): the rules raise
+A rules error is the refusal the player is told (pbem.text.errors.Refusal): the rules raise
 what the shell shows, and a kind that knows the order line it came from fills that in
 (``quoting``) rather than saying it again as another error.
 """
 
-from pbem.errors import Refusal
+from pbem.text.errors import Refusal
 
 
 class RulesError(Refusal):

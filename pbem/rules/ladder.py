@@ -13,12 +13,12 @@ from dataclasses import dataclass
 
 from pbem.rules.dice import NUMBER_FACES, STAR, Face
 from pbem.rules.errors import IllegalMove, MalformedMove
-from pbem.wording import Message, _, _n, ngettext
+from pbem.text.wording import Message, _, _n, ngettext
 
 _FACE_WORDS = {1: ("one", "ones"), 2: ("two", "twos"), 3: ("three", "threes"),
                4: ("four", "fours"), 5: ("five", "fives"), STAR: ("star", "stars")}
 # a bid in its reader's language ("4 threes" is one message: the count and the word go
-# together in each language's own way; the same messages as pbem.render's bids)
+# together in each language's own way; the same messages as pbem.render.reports's bids)
 _FACE_COUNTS: dict[Face, Callable[[int], Message]] = {
     1: lambda q: _n("{n} one", "{n} ones", q),
     2: lambda q: _n("{n} two", "{n} twos", q),

@@ -19,7 +19,7 @@ from pbem.rules.errors import IllegalMove
 from pbem.rules.ladder import Bid, Ladder
 from pbem.rules.odds import SeatView, other_seats
 from pbem.rules.ruleset import POSTAL_RULES, RuleSet
-from pbem.wording import _
+from pbem.text.wording import _
 
 PLAYERS = 5
 MINIGAMES = 5

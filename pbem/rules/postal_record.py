@@ -20,7 +20,7 @@ from pbem.rules.dice import SEATS_LABEL, DiceStream, Face, face_from_json, face_
 from pbem.rules.errors import RulesError
 from pbem.rules.postal import BidPlaced, PostalState, apply_turn, new_game
 from pbem.rules.ruleset import RuleSet
-from pbem.wording import _
+from pbem.text.wording import _
 
 RECORD_FORMAT = "pbem.bluff.record/1"
 

@@ -28,7 +28,7 @@ from pbem.rules.cupofbluff import (
 from pbem.rules.cupofbluff import robot_move as plain_robot_move
 from pbem.rules.cupofbluff_moves import Announce, Answer, Doublet, Give, Move, Steal
 from pbem.rules.errors import IllegalMove
-from pbem.wording import _
+from pbem.text.wording import _
 
 AVERAGE = 1 / 16       # a total's chance that a Guesser finds believable
 SHARPNESS = 60.0       # how sharp that threshold is

@@ -11,6 +11,6 @@
   reminders, grace, due turns);
 - ``export``: a game's record as JSON.
 
-Services import the data layer (pbem.games, pbem.models), the pure core and
+Services import the data layer (pbem.games, pbem.store.models), the pure core and
 the edges (outbox, render, config); never pbem.commands or anything above.
 """

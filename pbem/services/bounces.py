@@ -26,14 +26,14 @@ from datetime import datetime
 from sqlalchemy import bindparam
 from sqlmodel import Session, col, select
 
-from pbem.db import core_read
 from pbem.games import audit
 from pbem.mail.bounces import Bounce, read_bounce
-from pbem.models import BounceState, Game, OutboundMail, Player
 from pbem.outbox import Undelivered
 from pbem.services.post import Post, tagged, tell_referee
 from pbem.services.post import undeliverable as tell_undeliverable
-from pbem.wording import Said, _, _n
+from pbem.store.db import core_read
+from pbem.store.models import BounceState, Game, OutboundMail, Player
+from pbem.text.wording import Said, _, _n
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The clock work of a tick: outage shift, vacations, reminders, grace, due turns.
 
-``clock_tick`` applies the pure date arithmetic of pbem.deadlines to the
+``clock_tick`` applies the pure date arithmetic of pbem.text.deadlines to the
 games, in this order: outage shift (so nothing is resolved in a rush after a
 restart), then per running game vacation shifts, reminders, grace, and the
 resolution of turns whose deadline (or grace end) passed. ABSENT uses
@@ -17,9 +17,17 @@ from sqlalchemy import Engine
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
-from pbem.claims import aware
-from pbem.db import game_writer, lanes_apart, one_writer, reading
-from pbem.deadlines import (
+from pbem.games import already_told, audit, missing_seats, seated
+from pbem.kinds.options import GameOptions, options_of
+from pbem.services.failures import game_failed, held_by, what_failed
+from pbem.services.health import LAST_TICK
+from pbem.services.post import Post, announce, notice, tagged, tell_referee
+from pbem.services.turns import TurnChange, settle
+from pbem.store.claims import aware
+from pbem.store.db import game_writer, lanes_apart, one_writer, reading
+from pbem.store.models import Absence, Game, Player, ServerState
+from pbem.store.work import Work
+from pbem.text.deadlines import (
     Interval,
     outage_gap,
     relative_said,
@@ -27,16 +35,8 @@ from pbem.deadlines import (
     shift_if_passed,
     vacation_shift,
 )
-from pbem.games import already_told, audit, missing_seats, seated
-from pbem.health import LAST_TICK
-from pbem.models import Absence, Game, Player, ServerState
-from pbem.options import GameOptions, options_of
-from pbem.services.failures import game_failed, held_by, what_failed
-from pbem.services.post import Post, announce, notice, tagged, tell_referee
-from pbem.services.turns import TurnChange, settle
-from pbem.wording import Said, _, _n
-from pbem.work import Work
-from pbem.zones import When
+from pbem.text.wording import Said, _, _n
+from pbem.text.zones import When
 
 log = logging.getLogger(__name__)
 
@@ -48,10 +48,10 @@ def clock_tick(engine: Engine, post: Post, now: datetime,
     Outage shift first (so nothing is resolved in a rush after a restart),
     then each running game on its own transaction: a failure in one game is
     logged and does not stop the others. On PostgreSQL (lanes_apart) each game's
-    transaction claims the game (pbem.db.game_writer, tried): a game another worker
+    transaction claims the game (pbem.store.db.game_writer, tried): a game another worker
     holds (its mail, its clock) is left to the next tick, its id added to ``left``.
     ``step`` is called after each game: the clock work of many games makes progress
-    (serve's watchdog, pbem.server.Server.loop_stalled).
+    (serve's watchdog, pbem.runner.server.Server.loop_stalled).
     """
     apart = lanes_apart(engine)
     with Session(engine) as session:

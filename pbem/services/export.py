@@ -15,8 +15,8 @@ from sqlmodel import Session
 from pbem.games import entrants_of, load_state, moves_of
 from pbem.kinds import KINDS, kind_of
 from pbem.kinds.generic_record import Entrant, GameRows, MoveRow
-from pbem.models import Game
-from pbem.paths import packaged_dir
+from pbem.store.models import Game
+from pbem.store.paths import packaged_dir
 
 
 def game_rows(session: Session, game: Game) -> GameRows:

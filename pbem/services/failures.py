@@ -2,7 +2,7 @@
 players of the game hear that their turn is delayed; nothing stalls silently.
 
 A mail that failed with an internal error, or that was set aside because it killed the
-bounded processes that handled it on their own twice (pbem.referee.suspect), is noted
+bounded processes that handled it on their own twice (pbem.runner.referee.suspect), is noted
 here with what failed, the mail and its game.
 The first one after a quiet hour is told at once; the ones that follow within the hour
 wait and are told together, in one notice with their count, when the hour is over
@@ -24,12 +24,12 @@ from datetime import datetime, timedelta
 
 from sqlmodel import Session, col, select
 
-from pbem.errors import Refusal
 from pbem.games import already_told, audit, find_game
 from pbem.mail.read import InboundMessage
-from pbem.models import AuditEntry, Game, InboundMail, OutboundMail, ServerState
 from pbem.services.post import Post, announce, replied_to, tagged, tell_referee
-from pbem.wording import Message, Said, _, _n, joined
+from pbem.store.models import AuditEntry, Game, InboundMail, OutboundMail, ServerState
+from pbem.text.errors import Refusal
+from pbem.text.wording import Message, Said, _, _n, joined
 
 __all__ = ["NOTICE_EVERY", "delay_over", "flush", "game_failed", "held_by", "mail_failed",
            "note", "note_line", "retried", "turn_delayed", "what_failed"]

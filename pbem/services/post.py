@@ -20,16 +20,16 @@ from sqlmodel import Session, col, select
 
 from pbem.config import Settings
 from pbem.games import active_players, audit
-from pbem.i18n import answer_language
+from pbem.kinds.options import GameOptions, options_of
 from pbem.mail.newtext import QUOTE
 from pbem.mail.quotecut import reply_text
 from pbem.mail.read import InboundMessage
 from pbem.mail.sent import sent_texts
-from pbem.models import Game, InboundMail, OutboundMail, Player
-from pbem.options import GameOptions, options_of
 from pbem.outbox import BUDGET_NOTICE, Origin, Queued, Shortfall, enqueue
-from pbem.render import Renderer, html_part, text_part
-from pbem.wording import Message, Said, _, _n
+from pbem.render.reports import Renderer, html_part, text_part
+from pbem.store.models import Game, InboundMail, OutboundMail, Player
+from pbem.text.i18n import answer_language
+from pbem.text.wording import Message, Said, _, _n
 
 # the From name of every mail, in its reader's language (the body signs the same way)
 SENDER_NAME = _("Bluff referee")
@@ -73,7 +73,7 @@ class Post:
                   player: Player | None = None, written: str | None = None,
                   options: GameOptions | None = None) -> tuple[str, str | None]:
         """How mail to ``address`` is written: (language, time zone). Every mail's
-        language is decided here, by pbem.i18n.answer_language: the referee's own; about
+        language is decided here, by pbem.text.i18n.answer_language: the referee's own; about
         ``game``, the language the address reads that game in (``player``: its seat
         there, if the caller has it); about no game, the language of the mail's words
         (``written``), else the address's own. The zone is the address's TIMEZONE.
@@ -274,7 +274,7 @@ def read_in_turn(session: Session, game: Game, was: int) -> None:
     """Turn ``was`` of ``game`` is over and the game is at the next: our mails of turn
     ``was`` that have not left yet (the table talk of the mail that ended it, a reminder
     held up) are read in the turn now, and carry it, as every mail queued from now on
-    does: a reply to one with an order counts for this turn (pbem.sender_check). A report
+    does: a reply to one with an order counts for this turn (pbem.runner.sender_check). A report
     keeps its turn: it shows that turn's state, and an order in reply to it is stale."""
     session.connection().execute(_READ_IN_TURN, {"game": game.id, "was": was,
                                                  "now": game.turn})

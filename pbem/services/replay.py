@@ -1,6 +1,6 @@
 """The replay of a game: the state after every turn, rebuilt from the seed and the
 recorded moves exactly as the referee built it (pbem.games.load_state does the same,
-keeping only the last state); and the game's course drawn from it (pbem.charts).
+keeping only the last state); and the game's course drawn from it (pbem.render.charts).
 
 A finished game never changes (a ROLLBACK changes its turn), so the web app keeps
 the steps of a few recent games in memory, keyed by game and turn (pbem.web.cache).
@@ -18,7 +18,7 @@ from sqlmodel import Session, col, select
 
 from pbem.games import seat_count, stream_of
 from pbem.kinds import kind_of
-from pbem.models import Game, Move
+from pbem.store.models import Game, Move
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ def replay_steps(session: Session, game: Game) -> list[Step]:
 
 def course(game: Game, steps: Sequence[Step], names: Mapping[int, str]) -> dict[str, Any]:
     """Each seat's score after every step (the kind's course_key of its standings), as
-    pbem.charts draws it: {"label", "turns", "lines": [{"seat", "name", "values"}]}."""
+    pbem.render.charts draws it: {"label", "turns", "lines": [{"seat", "name", "values"}]}."""
     kind = kind_of(game)
     # every standing has a score; the course_key is the kind's own (classic: dice held)
     scores = [{s["seat"]: int(s.get(kind.course_key, s["score"]))

@@ -14,17 +14,17 @@ from typing import Any
 from sqlmodel import Session
 
 from pbem.config import WebSettings
-from pbem.deadlines import relative_said
 from pbem.games import GameFacts, heard_by, seated, talk_lines, watchers_of
 from pbem.kinds import AnyKind, kind_of
-from pbem.links import key_generation, private_link
-from pbem.models import Game, Player
-from pbem.options import LEVEL_NAMES, GameOptions, robot_level
+from pbem.kinds.options import LEVEL_NAMES, GameOptions, robot_level
 from pbem.outbox import Origin, Queued, enqueue
 from pbem.services.export import export_json
 from pbem.services.post import Post, tagged
 from pbem.services.replay import course, replay_steps
-from pbem.wording import _
+from pbem.store.models import Game, Player
+from pbem.text.deadlines import relative_said
+from pbem.text.links import key_generation, private_link
+from pbem.text.wording import _
 
 
 def web_links(web: WebSettings, game: Game, player: Player | None,
@@ -81,7 +81,7 @@ def report_context(game: Game, players: dict[int, Player], state: Any, seat: int
         "record_file": record_file(game) if over else None,
         "robot_level": LEVEL_NAMES[robot_level(game, options)],
         "timezone": player.timezone if player is not None else None,
-        # the pictures (pbem.charts): the odds of each bid the reader must answer now, and
+        # the pictures (pbem.render.charts): the odds of each bid the reader must answer now, and
         # the course of the game in the final report
         "bid_charts": kind.bid_charts(state, seat) if seat is not None and not over else [],
         "course": course if over else None,

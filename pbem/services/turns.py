@@ -31,9 +31,6 @@ from typing import Any, cast
 from sqlalchemy import bindparam
 from sqlmodel import Session, col, select
 
-from pbem.claims import aware
-from pbem.db import core_read
-from pbem.errors import Refusal
 from pbem.games import (
     GameFacts,
     drop_orders,
@@ -44,12 +41,15 @@ from pbem.games import (
     stream_of,
 )
 from pbem.kinds import AnyKind, kind_of
-from pbem.models import Game, Move, Player
-from pbem.options import POLICIES, GameOptions, options_of, robot_level
+from pbem.kinds.options import POLICIES, GameOptions, options_of, robot_level
 from pbem.services.bounces import describe_said, failing, report_notes
 from pbem.services.post import Post, read_in_turn, tagged, tell_referee
 from pbem.services.reports import enqueue_reports
-from pbem.wording import Said, _, _n
+from pbem.store.claims import aware
+from pbem.store.db import core_read
+from pbem.store.models import Game, Move, Player
+from pbem.text.errors import Refusal
+from pbem.text.wording import Said, _, _n
 
 # how a move is recorded (Move.by): orders really given, and moves made for a missing order
 GIVEN_BY = ("player", "referee")
@@ -260,7 +260,7 @@ def settle(session: Session, post: Post, change: TurnChange, *, inbound_id: int 
     return played
 
 
-# who made each move of a turn (a Core read: pbem.db.core_read)
+# who made each move of a turn (a Core read: pbem.store.db.core_read)
 _MOVES_BY = (select(Move.seat, Move.by)
              .where(col(Move.game_id) == bindparam("game"), col(Move.turn) == bindparam("turn"))
              .order_by(col(Move.seat)))

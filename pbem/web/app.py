@@ -44,15 +44,16 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as ASGIMessage
 
 from pbem.config import Settings
-from pbem.db import reading
 from pbem.games import seated
-from pbem.health import server_status
 from pbem.kinds.verify import Verdict, check_record
-from pbem.links import LinkError, expired, key_generation, mac_matches, read_token, redact
-from pbem.models import Game, Player
-from pbem.render import packaged_template_dir
+from pbem.render.reports import packaged_template_dir
 from pbem.services.export import export_json
+from pbem.services.health import server_status
 from pbem.services.replay import Step, replay_steps
+from pbem.store.db import reading
+from pbem.store.models import Game, Player
+from pbem.text.links import LinkError, expired, key_generation, mac_matches, read_token, redact
+from pbem.text.wording import Message, _, _n
 from pbem.web.cache import Memo
 from pbem.web.database import open_read_only
 from pbem.web.language import (
@@ -72,7 +73,6 @@ from pbem.web.pages import (
     verification,
 )
 from pbem.web.queries import SECTIONS, game_named, game_version
-from pbem.wording import Message, _, _n
 
 log = logging.getLogger("pbem.web")
 
@@ -331,7 +331,7 @@ class WebApp:
         return Response(self.static[name], media_type=STATIC[name],
                         headers={"cache-control": "public, max-age=86400"})
 
-    # --- watching the server (pbem.health, docs/monitoring.md) ---------------------------
+    # --- watching the server (pbem.services.health, docs/monitoring.md) ---------------------------
 
     def health(self, request: Request) -> Response:
         """``/healthz``: the figures of `pbem status --json`; 200 when the server is well,
@@ -502,7 +502,7 @@ class Guard:
 def create_app(settings: Settings, *, engine: Engine | None = None,
                clock: Callable[[], datetime] | None = None) -> Starlette:
     # the pages only read: on SQLite their transactions must not take the writer's turn
-    # (pbem.db.reading), or a page would wait for, and make wait, the referee's work
+    # (pbem.store.db.reading), or a page would wait for, and make wait, the referee's work
     web = WebApp(settings, reading(engine if engine is not None
                                    else open_read_only(settings.database)), clock)
 

@@ -16,8 +16,8 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, event, text
 from sqlmodel import create_engine
 
-from pbem.db import alembic_config, revisions
-from pbem.errors import PbemError
+from pbem.store.db import alembic_config, revisions
+from pbem.text.errors import PbemError
 
 
 class DatabaseNotReady(PbemError):

@@ -3,7 +3,7 @@ that switch it, and one template Environment a language (templates/web/).
 
 A page is said in the language of its ``?lang=`` (which a cookie then remembers), else
 of the ``lang`` cookie, else the best of the browser's ``Accept-Language``. The pages'
-data (pbem.web.pages) is the same in every language: its messages (pbem.wording.Message)
+data (pbem.web.pages) is the same in every language: its messages (pbem.text.wording.Message)
 are said when a page is drawn, so the JSON twins stay English.
 """
 
@@ -19,11 +19,10 @@ from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import Response
 
-from pbem.charts import GLOBALS as CHARTS
 from pbem.config import Settings
-from pbem.i18n import LANGUAGES, best_language, translator
 from pbem.kinds import kind_named, kind_template_dirs
-from pbem.render import (
+from pbem.render.charts import GLOBALS as CHARTS
+from pbem.render.reports import (
     bid,
     dice,
     die,
@@ -36,7 +35,8 @@ from pbem.render import (
     said_in,
     utc,
 )
-from pbem.wording import Translator, listing
+from pbem.text.i18n import LANGUAGES, best_language, translator
+from pbem.text.wording import Translator, listing
 
 COOKIE = "lang"
 COOKIE_SECONDS = 365 * 86400
@@ -75,7 +75,7 @@ def _gettext_callables(tr: Translator) -> dict[str, Callable[..., str]]:
     template escapes), called at once rather than through two more context calls, and
     with the values said in the same language when they are messages (the extension puts
     them in as their English ``str()``) and cleaned as every ``{{ ... }}`` output is (the
-    extension puts them in without ``finalize``): pbem.render.said_in, as in the mails."""
+    extension puts them in without ``finalize``): pbem.render.reports.said_in, as in the mails."""
     plain: dict[str, str] = {}    # a text without values, marked up: said once a process
     output = said_in(tr)
 
@@ -130,7 +130,7 @@ def template_environment(settings: Settings, language: str) -> jinja2.Environmen
     env.globals.update(lookup=lookup, plural=plural_in(tr),
                        listing=lambda items, none=None: listing(items, none, tr),
                        language=language)
-    # the pictures: course_chart_svg ... (pbem.charts), in the page's language
+    # the pictures: course_chart_svg ... (pbem.render.charts), in the page's language
     env.globals.update({name: functools.partial(draw, tr=tr) for name, draw in CHARTS.items()})
     # the template of macros that draw a kind's tables and scores (GameKind.web_look)
     env.globals["web_look"] = lambda name: kind_named(name).web_look

@@ -1,11 +1,11 @@
-"""``/metrics``: the server's figures (pbem.health) for Prometheus, read at each scrape.
+"""``/metrics``: the server's figures (pbem.services.health) for Prometheus, read at each scrape.
 
 The web runs apart from `pbem serve`, so nothing is counted in its memory: each scrape
 reads the database once (one read-only transaction) and says what it found. Queue
 depths and ages are gauges; what only grows (mails stored, handled, queued, sent;
 errors by kind) are counters, counted from the tables, so a restart of any process
 never sets them back. The handling time (a mail's arrival to its handling) is of the
-last mails handled (pbem.health.RECENT_MAILS), as quantile gauges: a window, not a
+last mails handled (pbem.services.health.RECENT_MAILS), as quantile gauges: a window, not a
 histogram whose buckets would have to be counted since the start. docs/monitoring.md
 lists the metrics.
 """
@@ -19,7 +19,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from pbem.health import QUANTILES, Status
+from pbem.services.health import QUANTILES, Status
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 NAN = float("nan")

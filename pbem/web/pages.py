@@ -15,15 +15,16 @@ from urllib.parse import quote
 from sqlmodel import Session
 
 from pbem.config import Settings
-from pbem.deadlines import relative_said, time_left
-from pbem.errors import PbemError
 from pbem.games import players_of
 from pbem.kinds import PUBLIC, REVEAL, AnyKind, Viewer, kind_of
+from pbem.kinds.options import options_of
 from pbem.kinds.verify import check_record
-from pbem.models import Game, Player
-from pbem.options import options_of
 from pbem.services.export import export_json
 from pbem.services.replay import Step, course, replay_steps
+from pbem.store.models import Game, Player
+from pbem.text.deadlines import relative_said, time_left
+from pbem.text.errors import PbemError
+from pbem.text.wording import Message, _, _n
 from pbem.web.queries import (
     SECTIONS,
     Section,
@@ -35,7 +36,6 @@ from pbem.web.queries import (
     player_counts,
     talk_of,
 )
-from pbem.wording import Message, _, _n
 
 ORDER_CHOICES_SHOWN = 12
 
@@ -235,7 +235,7 @@ def private_page(session: Session, game: Game, player: Player, settings: Setting
                                        [f"GAME {game.name}", f"KEY {player.key}"]),
                 "orders": (order_choices(kind, state, seat, game.name, player.key,
                                          settings.address) if due else []),
-                # the odds of the bid they answer, drawn beside the orders (pbem.charts)
+                # the odds of the bid they answer, drawn beside the orders (pbem.render.charts)
                 "charts": kind.bid_charts(state, seat) if due else [],
                 "link_expires": iso(expires)},
     })

@@ -14,9 +14,9 @@ from typing import Any
 
 from sqlmodel import Session, col, func, select
 
-from pbem.models import Game, PendingOrder, Player, TalkMessage
-from pbem.options import options_of
-from pbem.wording import Message, _
+from pbem.kinds.options import options_of
+from pbem.store.models import Game, PendingOrder, Player, TalkMessage
+from pbem.text.wording import Message, _
 
 GAME_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
 MAX_GAME_NAME = 64

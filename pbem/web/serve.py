@@ -2,7 +2,7 @@
 
 uvicorn's access log is off: it would write every path, and a private page's path
 is its secret. The app logs each request itself, with such tokens cut out
-(pbem.links.redact).
+(pbem.text.links.redact).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """an index on the players' addresses
 
-Every mail from a person asks whether its address plays anywhere (pbem.security
+Every mail from a person asks whether its address plays anywhere (pbem.store.security
 known_address, pbem.games running_games_of): without an index that reads the whole
 player table, five rows a game, for each mail of a turn.
 

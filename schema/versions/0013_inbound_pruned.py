@@ -1,7 +1,7 @@
 """inbound mail's pruned_at: when [retention] cut its text to the header
 
 A handled mail's text is kept while its game is on and [retention] inbound_days after it
-ended (pbem.retention); then it is cut to its header and the row stays, marked here.
+ended (pbem.runner.retention); then it is cut to its header and the row stays, marked here.
 
 Revision ID: 0013
 Revises: 0012

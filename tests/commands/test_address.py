@@ -7,8 +7,8 @@ import re
 
 from sqlmodel import Session, select
 
-from pbem.models import Player
-from pbem.server import Server
+from pbem.runner.server import Server
+from pbem.store.models import Player
 from testkit.desk import (
     PLAYERS,
     REFEREE,

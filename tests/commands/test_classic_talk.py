@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from pbem.server import Server
+from pbem.runner.server import Server
 from testkit.desk import PLAYERS, admin, order, outbox, text_of
 
 

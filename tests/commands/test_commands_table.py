@@ -9,10 +9,10 @@ import pytest
 
 from pbem.commands.context import CommandContext, MailCommand
 from pbem.commands.registry import move_names, permitted, player_commands, referee_commands, run
-from pbem.errors import Refusal
 from pbem.kinds import KINDS
-from pbem.orders import parse_text
+from pbem.orders.parsing import parse_text
 from pbem.services.post import tagged
+from pbem.text.errors import Refusal
 
 
 class Line:

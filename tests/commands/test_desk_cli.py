@@ -8,7 +8,7 @@ from pathlib import Path
 
 from sqlmodel import Session, select
 
-from pbem.models import Move, Player
+from pbem.store.models import Move, Player
 from testkit.desk import PLAYERS, cli, outbox
 
 

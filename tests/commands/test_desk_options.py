@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pbem.errors import Refusal
-from pbem.options import GameOptions, options_of, parse_options
-from pbem.server import Server
+from pbem.kinds.options import GameOptions, options_of, parse_options
+from pbem.runner.server import Server
+from pbem.text.errors import Refusal
 from testkit.desk import Clock, admin, cli, game_row, referee_mail
 
 

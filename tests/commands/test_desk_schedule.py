@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, col, select
 
-from pbem.errors import Refusal
 from pbem.games import find_game, players_of, seated
-from pbem.models import AuditEntry, Move, Player
-from pbem.server import Server
+from pbem.runner.server import Server
+from pbem.store.models import AuditEntry, Move, Player
+from pbem.text.errors import Refusal
 from testkit.desk import (
     PLAYERS,
     REFEREE,

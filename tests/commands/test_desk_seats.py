@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
-from pbem.errors import Refusal
 from pbem.games import find_game, pending_orders
 from pbem.kinds import kind_of
-from pbem.models import AuditEntry, OutboundMail
 from pbem.rules.postal_record import GameRecord, verify
-from pbem.server import Server
+from pbem.runner.server import Server
 from pbem.services.export import export_json
+from pbem.store.models import AuditEntry, OutboundMail
+from pbem.text.errors import Refusal
 from testkit.desk import (
     PLAYERS,
     Clock,

@@ -10,8 +10,8 @@ import pytest
 from sqlmodel import Session, select
 
 from pbem.games import find_game, players_of
-from pbem.models import Player, Signup, TalkMessage, Watcher
-from pbem.server import Server
+from pbem.runner.server import Server
+from pbem.store.models import Player, Signup, TalkMessage, Watcher
 from testkit.desk import (
     PLAYERS,
     REFEREE,

@@ -7,7 +7,7 @@ from datetime import timedelta
 from sqlmodel import Session
 
 from pbem.games import find_game
-from pbem.server import Server
+from pbem.runner.server import Server
 from testkit.desk import (
     PLAYERS,
     REFEREE,

@@ -1,12 +1,12 @@
 """A name or talk that tries display tricks (a right-to-left override, an ESC, C1 controls)
-reaches no mail raw: anyone can JOIN an open game with such a name (pbem.usertext)."""
+reaches no mail raw: anyone can JOIN an open game with such a name (pbem.text.usertext)."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from pbem.server import Server
+from pbem.runner.server import Server
 from testkit.desk import PLAYERS, admin, cli, key_of, outbox, send
 from tests.commands.test_desk_signup import join
 

@@ -1,13 +1,13 @@
 """LANGUAGE and NEWGAME ... LANGUAGE: the language a player reads; HELP lists the order
-words of that language beside the English ones (pbem.order_words). Through the real
+words of that language beside the English ones (pbem.orders.words). Through the real
 handling path on SQLite."""
 
 from __future__ import annotations
 
 from sqlmodel import Session, select
 
-from pbem.models import Player
-from pbem.server import Server
+from pbem.runner.server import Server
+from pbem.store.models import Player
 from testkit.desk import PLAYERS, admin, new_game, order, outbox
 
 ANN, BOB = PLAYERS[0], PLAYERS[1]

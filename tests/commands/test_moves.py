@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from sqlmodel import Session
 
-from pbem.errors import Refusal
 from pbem.games import find_game, pending_orders
-from pbem.server import Server
+from pbem.runner.server import Server
+from pbem.text.errors import Refusal
 from testkit.desk import (
     PLAYERS,
     game_turn,

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from sqlmodel import Session, select
 
-from pbem.errors import Refusal
-from pbem.models import Absence, TalkMessage
-from pbem.server import Server
+from pbem.runner.server import Server
+from pbem.store.models import Absence, TalkMessage
+from pbem.text.errors import Refusal
 from testkit.desk import PLAYERS, last_text, subjects
 from testkit.desk import player as player_row
 from testkit.deskrun import player, referee

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 from sqlmodel import Session, select
 
-from pbem.errors import Refusal
 from pbem.games import find_game
-from pbem.models import TalkMessage
-from pbem.server import Server
+from pbem.runner.server import Server
+from pbem.store.models import TalkMessage
+from pbem.text.errors import Refusal
 from pbem.web.queries import talk_of
 from testkit.desk import PLAYERS, REFEREE, last_text, outbox, seat_of, subjects, text_of
 from testkit.deskrun import player, referee

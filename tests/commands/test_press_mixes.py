@@ -3,7 +3,7 @@ seats, by number or first name), written with the English, German and Czech SAY 
 Each message goes only where it is meant: a SAY TO text reaches its one player (and the
 referee) and no other player's mail, relay, report, watcher's view, web page or API, not
 before the referee PUBLISHes the game's press once it is over. Through the whole mail
-path (pbem.referee: store, triage, commands) on SQLite, and the real web app in-process.
+path (pbem.runner.referee: store, triage, commands) on SQLite, and the real web app in-process.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from sqlmodel import Session, col, select
 from starlette.testclient import TestClient
 
 from pbem.config import WebSettings
+from pbem.demo.robot_client import parse_mail
 from pbem.games import find_game, seated
-from pbem.links import key_generation, private_link
-from pbem.models import OutboundMail, Watcher
-from pbem.robot_client import parse_mail
-from pbem.server import Server
+from pbem.runner.server import Server
+from pbem.store.models import OutboundMail, Watcher
+from pbem.text.links import key_generation, private_link
 from pbem.web.app import create_app
 from testkit.desk import PLAYERS, REFEREE, Clock, admin, make_server, order, text_of
 from testkit.web import raise_line

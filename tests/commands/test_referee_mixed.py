@@ -5,8 +5,8 @@ from __future__ import annotations
 from sqlmodel import Session, select
 
 from pbem.games import find_game, pending_orders
-from pbem.models import Player, TalkMessage
-from pbem.server import Server
+from pbem.runner.server import Server
+from pbem.store.models import Player, TalkMessage
 from tests.runner.test_referee import (  # noqa: F401
     clock,
     deliver,

@@ -14,9 +14,9 @@ from pbem.commands.context import MailCommand
 from pbem.commands.registry import DECLARED, move_commands, player_commands, referee_commands
 from pbem.kinds import KINDS
 from pbem.mail.text import BodyLine
-from pbem.models import OutboundMail
-from pbem.orders import help_lines, parse_text
-from pbem.server import Server
+from pbem.orders.parsing import help_lines, parse_text
+from pbem.runner.server import Server
+from pbem.store.models import OutboundMail
 from testkit.desk import last_text
 from testkit.deskrun import player, referee
 

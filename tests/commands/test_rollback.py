@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from pbem.errors import Refusal
-from pbem.server import Server
+from pbem.runner.server import Server
+from pbem.text.errors import Refusal
 from testkit.desk import PLAYERS, game_turn, moves_of, order, started_game, subjects
 from testkit.deskrun import referee
 

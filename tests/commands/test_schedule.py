@@ -8,10 +8,10 @@ from datetime import timedelta
 import pytest
 from sqlmodel import Session
 
-from pbem.errors import Refusal
 from pbem.games import find_game, players_of
-from pbem.options import options_of
-from pbem.server import Server
+from pbem.kinds.options import options_of
+from pbem.runner.server import Server
+from pbem.text.errors import Refusal
 from testkit.desk import PLAYERS, T0, Clock, game_row, last_text
 from testkit.deskrun import referee
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from pbem.errors import Refusal
-from pbem.server import Server
+from pbem.runner.server import Server
+from pbem.text.errors import Refusal
 from testkit.desk import PLAYERS, by_seat, moves_of, outbox_rows, raise_line, seat_of, subjects
 from testkit.deskrun import referee
 

@@ -1,4 +1,4 @@
-"""pbem.security.within, the one counter behind every limit on what an address can make
+"""pbem.store.security.within, the one counter behind every limit on what an address can make
 the server do (failing mail, answers to strangers, answers an hour): over a real SQLite
 file, an event is taken exactly when fewer than ``most`` of its kind and address were
 taken within the window, and it says how many are left (hypothesis and examples)."""
@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlmodel import Session
 
-from pbem import security
-from pbem.db import open_database
+from pbem.store import security
+from pbem.store.db import open_database
 
 T0 = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 _folder = Path(tempfile.mkdtemp(prefix="pbem-limits-"))

@@ -8,10 +8,10 @@ import re
 import pytest
 from sqlmodel import Session, select
 
-from pbem.errors import Refusal
 from pbem.games import find_game, players_of
-from pbem.models import Watcher
-from pbem.server import Server
+from pbem.runner.server import Server
+from pbem.store.models import Watcher
+from pbem.text.errors import Refusal
 from testkit.desk import PLAYERS, last_text
 from testkit.deskrun import player, referee
 

@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 from sqlmodel import Session, col, select
 
 from pbem.games import find_game
-from pbem.models import OutboundMail, Watcher
-from pbem.server import Server
+from pbem.runner.server import Server
+from pbem.store.models import OutboundMail, Watcher
 from testkit.desk import (
     PLAYERS,
     REFEREE,

@@ -1,4 +1,4 @@
-"""TIMEZONE: a player's own time zone (pbem.zones), set by mail, and every deadline they
+"""TIMEZONE: a player's own time zone (pbem.text.zones), set by mail, and every deadline they
 read written in it with UTC beside; examples and properties of the pure part, and the
 command through the registry on a real SQLite file."""
 
@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 from sqlmodel import Session, select
 
 from pbem.commands.registry import player_commands
-from pbem.errors import Refusal
 from pbem.kinds.postal import POSTAL
-from pbem.models import Player
-from pbem.orders import parse_text
-from pbem.server import Server
-from pbem.zones import in_zone, zone_named
+from pbem.orders.parsing import parse_text
+from pbem.runner.server import Server
+from pbem.store.models import Player
+from pbem.text.errors import Refusal
+from pbem.text.zones import in_zone, zone_named
 from testkit.desk import PLAYERS, last_text
 from testkit.deskrun import lines_of, player, referee
 

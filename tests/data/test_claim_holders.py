@@ -1,5 +1,5 @@
 """Every kind of claim is taken over at once when its holder is seen dead, and never when
-it may be alive (pbem.claims): stored mail's claims, a game's lane (PostgreSQL), the
+it may be alive (pbem.store.claims): stored mail's claims, a game's lane (PostgreSQL), the
 outbox's claims, the referee's lease and a share's fetch lease.
 
 Seen dead: a pid of this machine (boot and pid namespace) that is gone, or our own pid
@@ -8,7 +8,7 @@ restart), or an older claim without a machine. Maybe alive: a live process, a cl
 another host, and our own pid on another machine of our host name: in another pid
 namespace (a container that shares our host name runs as PID 1 too) or another boot (a
 cloned VM has our name, our pids and our first pid namespace's inode). A bounded child
-(pbem.isolation) claims as its parent.
+(pbem.runner.isolation) claims as its parent.
 """
 
 from __future__ import annotations
@@ -27,11 +27,12 @@ import pytest
 from sqlalchemy import Engine, update
 from sqlmodel import Session, col
 
-from pbem import claims, inbox, isolation
-from pbem.claims import Lease, claimer_dead, me
-from pbem.db import open_database
-from pbem.models import InboundMail, OutboundMail, ServerState
 from pbem.outbox import table
+from pbem.runner import inbox, isolation
+from pbem.store import claims
+from pbem.store.claims import Lease, claimer_dead, me
+from pbem.store.db import open_database
+from pbem.store.models import InboundMail, OutboundMail, ServerState
 from testkit.pgstack import PgCluster
 
 NOW = datetime(2026, 12, 4, 12, tzinfo=UTC)
@@ -228,7 +229,7 @@ def test_a_bounded_child_dies_with_its_parent(tmp_path: Path) -> None:
     script = tmp_path / "parent.py"
     script.write_text(
         "import sys, time\n"
-        "from pbem import isolation\n"
+        "from pbem.runner import isolation\n"
         "def work():\n"
         f"    open({str(tmp_path / 'child')!r}, 'w').write(str(__import__('os').getpid()))\n"
         "    time.sleep(60)\n"

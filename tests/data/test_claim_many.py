@@ -1,4 +1,4 @@
-"""pbem.claims.claim_many: a page of rows claimed by one statement, each row by one claimer
+"""pbem.store.claims.claim_many: a page of rows claimed by one statement, each row by one claimer
 only, even by two threads of one process (they share the claimer's name)."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 from sqlalchemy import update
 from sqlmodel import Session, col, select
 
-from pbem import claims
-from pbem.db import open_database
-from pbem.models import OutboundMail
+from pbem.store import claims
+from pbem.store.db import open_database
+from pbem.store.models import OutboundMail
 
 NOW = datetime(2026, 12, 2, tzinfo=UTC)
 

@@ -24,10 +24,10 @@ import sqlalchemy as sa
 from sqlalchemy.exc import OperationalError, StatementError
 from sqlmodel import Session, col, select
 
-from pbem import db
-from pbem.errors import Refusal
-from pbem.models import Absence, InboundMail, OutboundMail, Player
-from pbem.server import Server
+from pbem.runner.server import Server
+from pbem.store import db
+from pbem.store.models import Absence, InboundMail, OutboundMail, Player
+from pbem.text.errors import Refusal
 from testkit.desk import PLAYERS, SERVER, Clock, key_of, mail, make_server, started_game
 from testkit.pgstack import PgCluster
 

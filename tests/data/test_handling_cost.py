@@ -3,7 +3,7 @@
 - stored mail is claimed a page at a time (one commit for the page), so a mail costs
   one commit (its handling transaction), not two;
 - each attempt is counted before it begins, never for a mail of the page that was not
-  begun (pbem.inbox: the cut-short count must not grow for mail a crash never reached);
+  begun (pbem.runner.inbox: the cut-short count must not grow for mail a crash never reached);
 - a game's state is kept under a digest of its seed, rules and moves: the kept state is
   always the replayed one, through turns, a ROLLBACK and other moves for the same turn;
 - the players and orders a transaction memoises follow its own adds and deletes;
@@ -20,14 +20,15 @@ from pathlib import Path
 from sqlalchemy import event
 from sqlmodel import Session, col, select
 
-from pbem import games, inbox
+from pbem import games
 from pbem.games import find_game, load_state, players_of, seated
 from pbem.kinds import kind_of
-from pbem.models import Absence, InboundMail, Player
-from pbem.server import Server
+from pbem.runner import inbox
+from pbem.runner.server import Server
 from pbem.services import clock as clock_module
 from pbem.services.clock import clock_candidates
-from pbem.work import Work
+from pbem.store.models import Absence, InboundMail, Player
+from pbem.store.work import Work
 from testkit.desk import (
     PLAYERS,
     Clock,

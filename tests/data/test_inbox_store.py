@@ -1,4 +1,4 @@
-"""pbem.inbox.store_many: a fetched batch kept in one transaction, each mail once."""
+"""pbem.runner.inbox.store_many: a fetched batch kept in one transaction, each mail once."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from sqlalchemy import event
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
-from pbem import inbox
-from pbem.db import open_database
-from pbem.models import InboundMail
+from pbem.runner import inbox
+from pbem.store.db import open_database
+from pbem.store.models import InboundMail
 from testkit.pgstack import PgCluster
 
 NOW = datetime(2026, 12, 2, tzinfo=UTC)
@@ -69,7 +69,7 @@ def test_on_sqlite_a_store_racing_a_batch_waits_for_its_commit(tmp_path: Path) -
     """SQLite: the batch's look and its commit are one transaction that holds the write
     lock from its start (BEGIN IMMEDIATE), so another process that stores mail 2 between
     them waits for the commit, then finds it stored: nothing lost, nothing twice."""
-    url = f"sqlite:///{tmp_path / 'pbem.db'}"
+    url = f"sqlite:///{tmp_path / 'pbem.store.db'}"
     engine = open_database(url)
     other = open_database(url)     # an engine of its own: as another process
     batch = [(mail(n), f"INBOX/7/{n}", False, 60) for n in range(3)]

@@ -1,4 +1,4 @@
-"""pbem.inbox's lanes (PostgreSQL): each stored mail is given its lane once; a lane's new
+"""pbem.runner.inbox's lanes (PostgreSQL): each stored mail is given its lane once; a lane's new
 mail is claimed together, oldest first, and only when no other live process holds any
 of it, so one game's mail is one worker's at a time, in arrival order. And the key a
 sender's address locks under is the same in every process and fits PostgreSQL's int4."""
@@ -15,13 +15,13 @@ from hypothesis import strategies as st
 from sqlalchemy import update
 from sqlmodel import Session, col, select
 
-from pbem import inbox
-from pbem.claims import me
-from pbem.db import lane_claim, lock_key, open_database
 from pbem.mail.read import MAX_TEXT_LINES, read_message
-from pbem.models import InboundMail
+from pbem.runner import inbox
+from pbem.runner.triage import lane_of, named_game
 from pbem.services.post import read_reply
-from pbem.triage import lane_of, named_game
+from pbem.store.claims import me
+from pbem.store.db import lane_claim, lock_key, open_database
+from pbem.store.models import InboundMail
 from testkit.desk import (
     PLAYERS,
     REFEREE,

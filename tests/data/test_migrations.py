@@ -24,9 +24,9 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlmodel import Session, SQLModel, select
 
-from pbem import db
 from pbem.config import load_settings
-from pbem.models import Game, InboundMail, Player
+from pbem.store import db
+from pbem.store.models import Game, InboundMail, Player
 from pbem.web.database import DatabaseNotReady, open_read_only
 from testkit.crash import ROOT
 from testkit.pgstack import PgCluster

@@ -13,11 +13,11 @@ import pytest
 from sqlmodel import Session, select
 
 from pbem.config import SmtpSettings, load_settings
+from pbem.demo.robot_client import parse_mail
 from pbem.mail.smtp_out import SmtpSender, rate_limit_answer
-from pbem.models import OutboundMail
 from pbem.outbox import Budget, Origin, drain, enqueue
-from pbem.robot_client import parse_mail
-from pbem.server import Server
+from pbem.runner.server import Server
+from pbem.store.models import OutboundMail
 from testkit.e2e import REFEREE_KEY
 from testkit.stack import stack_settings
 
@@ -70,7 +70,7 @@ def server_of(mailstack, tmp_path: Path):   # noqa: ANN001, ANN201
     def make(clock: Clock, **smtp: int) -> Server:
         for user in ["bluff", "referee", *USERS]:
             mailstack.clear(user)
-        settings = stack_settings(mailstack, f"sqlite:///{tmp_path}/pbem.db", REFEREE_KEY,
+        settings = stack_settings(mailstack, f"sqlite:///{tmp_path}/pbem.store.db", REFEREE_KEY,
                                   send_while_handling=False)
         assert settings.smtp is not None
         server = Server(dataclasses.replace(settings, smtp=dataclasses.replace(
@@ -85,7 +85,7 @@ def server_of(mailstack, tmp_path: Path):   # noqa: ANN001, ANN201
 @pytest.mark.mailstack
 def test_a_burst_leaves_within_the_budget_per_minute_the_most_urgent_first(
         mailstack, database: str) -> None:
-    from pbem.db import open_database
+    from pbem.store.db import open_database
     engine = open_database(database)
     for user in USERS:
         mailstack.clear(user)
@@ -118,7 +118,7 @@ def test_a_burst_leaves_within_the_budget_per_minute_the_most_urgent_first(
 
 @pytest.mark.mailstack
 def test_a_day_budget_counts_what_was_sent_in_the_last_day(mailstack, database: str) -> None:
-    from pbem.db import open_database
+    from pbem.store.db import open_database
     engine = open_database(database)
     for user in USERS:
         mailstack.clear(user)
@@ -219,9 +219,9 @@ def test_the_budget_is_a_setting_and_the_presets_fill_it(tmp_path: Path) -> None
 def test_a_stream_sends_within_the_budget_and_leaves_the_rest_to_the_drain(
         mailstack, tmp_path: Path) -> None:
     from pbem import outbox
-    from pbem.db import open_database
+    from pbem.store.db import open_database
     from tests.data.test_outbox_drain import stream_queue
-    engine = open_database(f"sqlite:///{tmp_path}/pbem.db")
+    engine = open_database(f"sqlite:///{tmp_path}/pbem.store.db")
     for user in USERS:
         mailstack.clear(user)
     clock, budget = Clock(), Budget(per_minute=3)

@@ -15,15 +15,15 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, col, select
 
-from pbem import db
-from pbem import server as server_module
 from pbem.config import RetentionSettings
 from pbem.games import find_game
-from pbem.inbox import store_inbound
 from pbem.kinds.verify import check_record
-from pbem.models import Game, InboundMail, OutboundMail, PendingOrder, ServerState
-from pbem.retention import PRUNED_AT, prune_inbound, prune_when_due
+from pbem.runner import server as server_module
+from pbem.runner.inbox import store_inbound
+from pbem.runner.retention import PRUNED_AT, prune_inbound, prune_when_due
 from pbem.services.export import export_json
+from pbem.store import db
+from pbem.store.models import Game, InboundMail, OutboundMail, PendingOrder, ServerState
 from testkit.crash import ROOT
 from testkit.desk import T0, Clock, admin, deliver, mail, make_server, order, send
 from testkit.web import play_out
@@ -136,7 +136,7 @@ def test_retention_zero_keeps_everything_and_db_prune_runs_it_now(tmp_path: Path
     assert list((tmp_path / "outbox").glob("*.eml"))
 
     toml = tmp_path / "pbem.toml"
-    toml.write_text(f'[server]\ndatabase = "sqlite:///{tmp_path / "pbem.db"}"\n'
+    toml.write_text(f'[server]\ndatabase = "sqlite:///{tmp_path / "pbem.store.db"}"\n'
                     f'outbox_dir = "{tmp_path / "outbox"}"\n'
                     "[retention]\ninbound_days = 0\noutbox_days = 0.0001\n", "utf-8")
     past = T0.timestamp() - 86400

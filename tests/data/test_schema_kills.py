@@ -3,7 +3,7 @@
 A `pbem tick` on a fresh database (it creates the schema) and `pbem db upgrade` of a
 database at the first revision with rows in every table are SIGKILLed at 20 moments
 spread over their schema work (after the n-th statement of the migrations: the
-crash point schema-statement, pbem.faults) and at a few moments in time. After each
+crash point schema-statement, pbem.store.faults) and at a few moments in time. After each
 kill the next start succeeds, the schema equals a fresh database's (tables, columns,
 keys, indexes, foreign keys: SQLAlchemy's inspector) and every row is still there.
 bench/schema_kills.py does the same at many random moments.
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from pbem import db, faults
+from pbem.store import db, faults
 from testkit.crash import Zygote
 from testkit.pgstack import PgCluster
 from testkit.schema_state import filled_at_first_revision, revision_of, rows_of, schema_of

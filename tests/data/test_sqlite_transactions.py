@@ -1,4 +1,4 @@
-"""SQLite transactions begin where SQLAlchemy begins them (pbem.db.make_engine).
+"""SQLite transactions begin where SQLAlchemy begins them (pbem.store.db.make_engine).
 
 Every transaction begins with BEGIN IMMEDIATE after the process's writer turn, so what
 it reads is current until it commits and DDL is rolled back with it; one on
@@ -17,12 +17,12 @@ import pytest
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import OperationalError
 
-from pbem import db
+from pbem.store import db
 
 
 @pytest.fixture
 def engine(tmp_path: Path) -> Engine:
-    engine = db.make_engine(f"sqlite:///{tmp_path / 'pbem.db'}")
+    engine = db.make_engine(f"sqlite:///{tmp_path / 'pbem.store.db'}")
     with engine.begin() as conn:
         conn.execute(text("CREATE TABLE counter (n INTEGER NOT NULL)"))
         conn.execute(text("INSERT INTO counter VALUES (0)"))

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 READS = """
 import sys
-from pbem import i18n
+from pbem.text import i18n
 said = i18n.translator("de").gettext("the mail's text is empty")
 print(said, "babel.messages.pofile" in sys.modules, i18n.__file__, sep="|")
 """

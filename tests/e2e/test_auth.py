@@ -21,11 +21,11 @@ from typing import Any
 import pytest
 from sqlmodel import Session, select
 
-from pbem import security
+from pbem.demo.robot_client import client_order_lines
 from pbem.games import find_game, pending_orders, players_of
-from pbem.models import InboundMail, OutboundMail, Player, SenderEvent
-from pbem.robot_client import client_order_lines
-from pbem.server import Server
+from pbem.runner.server import Server
+from pbem.store import security
+from pbem.store.models import InboundMail, OutboundMail, Player, SenderEvent
 from testkit import desk
 from testkit.desk import make_server as desk_server
 from testkit.e2e import REFEREE_KEY as STACK_REFEREE_KEY

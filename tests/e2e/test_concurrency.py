@@ -26,13 +26,13 @@ import pytest
 from sqlalchemy import update
 from sqlmodel import Session, select
 
-from pbem import claims
-from pbem.claims import Lease
 from pbem.config import load_settings
+from pbem.demo.robot_client import client_order_lines, parse_mail, reply_to, report_view
 from pbem.games import find_game
-from pbem.models import InboundMail, Move, OutboundMail, ServerState
-from pbem.robot_client import client_order_lines, parse_mail, reply_to, report_view
-from pbem.server import Server
+from pbem.runner.server import Server
+from pbem.store import claims
+from pbem.store.claims import Lease
+from pbem.store.models import InboundMail, Move, OutboundMail, ServerState
 from testkit.crash import ROOT, Zygote
 from testkit.mailstack import start_controller
 from tests.e2e.test_crash import PLAYERS, Scene
@@ -183,7 +183,7 @@ def test_claims_keep_three_senders_from_sending_a_mail_twice(
 
 
 def test_the_lease_has_one_holder_and_outlives_no_dead_one(database: str) -> None:
-    from pbem.db import open_database
+    from pbem.store.db import open_database
     engine = open_database(database)
     now = datetime(2026, 12, 1, tzinfo=UTC)
     clock = lambda: now  # noqa: E731
@@ -260,7 +260,7 @@ def test_a_fetch_left_to_another_names_the_holder_even_if_it_has_just_finished(
                                 value=f'{{"owner": "{other}", "until": "{until.isoformat()}"}}'))
         session.commit()
     calls["armed"] = True
-    with caplog.at_level(logging.INFO, logger="pbem.fetching"):
+    with caplog.at_level(logging.INFO, logger="pbem.runner.fetching"):
         assert server.fetch() == 0
     assert calls["n"] >= 3
     holder[0].join(30)
@@ -311,7 +311,7 @@ def test_a_tick_that_waited_for_the_referee_lease_says_how_long_and_on_whom(
         session.add(ServerState(key="lease:referee",
                                 value=f'{{"owner": "{other}", "until": "{until.isoformat()}"}}'))
         session.commit()
-    with caplog.at_level(logging.INFO, logger="pbem.server"):
+    with caplog.at_level(logging.INFO, logger="pbem.runner.server"):
         server.safe_tick()
     assert f"another process ({other}) is handling mail; left to it" in caplog.text
     if database.startswith("sqlite"):
@@ -351,7 +351,7 @@ def test_three_clocks_at_once_remind_once_and_resolve_once(tmp_path: Path, datab
                                                          zygote: Zygote, due: str) -> None:
     """Without the tick's lease: three processes run the clock work on the same game at
     the same moment. SQLite lets one writer in; on PostgreSQL each game's transaction
-    takes the writer's lock first (pbem.db.one_writer), so the others find the work done."""
+    takes the writer's lock first (pbem.store.db.one_writer), so the others find the work done."""
     config = tmp_path / "pbem.toml"
     config.write_text(f'[server]\ndatabase = "{database}"\naddress = "bluff@x.org"\n'
                       f'referee = "referee@x.org"\nreferee_key = "k"\n'

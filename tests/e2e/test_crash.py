@@ -5,7 +5,7 @@ check that nothing was lost and nothing was done twice.
 The scene: a started game; all five players reply to their first report with
 an order, so the fifth order resolves the turn. A child process runs one tick
 (fetch over IMAP, store, process, resolve, send over SMTP) and is killed at a
-crash point (testkit/crash.py, pbem/faults.py); a second child (the restart)
+crash point (testkit/crash.py, pbem/store/faults.py); a second child (the restart)
 runs a tick to the end, and a third must find nothing left to do. Then:
 
 - every order was applied exactly once: the turn resolved with the five
@@ -35,12 +35,12 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, col, select
 
-from pbem.claims import aware
 from pbem.config import load_settings
+from pbem.demo.robot_client import client_order_lines, parse_mail, reply_to, report_view
 from pbem.games import find_game
-from pbem.models import Game, InboundMail, Move, OutboundMail, PendingOrder
-from pbem.robot_client import client_order_lines, parse_mail, reply_to, report_view
-from pbem.server import Server
+from pbem.runner.server import Server
+from pbem.store.claims import aware
+from pbem.store.models import Game, InboundMail, Move, OutboundMail, PendingOrder
 from testkit.crash import ROOT, Zygote
 from testkit.net import free_ports
 from testkit.serve import connect_smtp, listen_config
@@ -287,7 +287,7 @@ def test_pbem_tick_itself_dies_at_the_crash_point_and_recovers(mailstack, tmp_pa
 
 
 def test_crash_points_cost_nothing_unless_armed() -> None:
-    from pbem import faults
+    from pbem.store import faults
     faults.arm(None)
     for point in faults.POINTS:
         faults.crash_point(point)       # still alive

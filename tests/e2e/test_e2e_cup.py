@@ -1,7 +1,7 @@
 """A whole game of Cup of Bluff over the real mail stack: Dovecot IMAP in, SMTP out.
 
 Four robot players read their reports from their own IMAP mailboxes and answer
-them by replying over SMTP with the orders pbem.robot_client writes from
+them by replying over SMTP with the orders pbem.demo.robot_client writes from
 report.json alone (the Bluffer from its own roll, the Guesser from the claim).
 On the way: a wrong order and an order out of turn are answered with polite
 errors that change nothing; every player gets one report after every move,

@@ -25,10 +25,10 @@ from typing import Any
 import pytest
 from sqlmodel import Session, select
 
+from pbem.demo.robot_client import client_order_lines, parse_mail
 from pbem.games import find_game
-from pbem.models import OutboundMail
-from pbem.robot_client import client_order_lines, parse_mail
 from pbem.services.clock import clock_tick
+from pbem.store.models import OutboundMail
 from testkit.catalogue import english_left
 from testkit.e2e import Client, Table, text_of
 from tests.i18n.english_words import english_in_mail

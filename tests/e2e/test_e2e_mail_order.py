@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from sqlmodel import Session, col, select
 
-from pbem import faults
+from pbem.demo.robot_client import report_view
 from pbem.games import find_game
-from pbem.models import InboundMail
-from pbem.robot_client import report_view
+from pbem.store import faults
+from pbem.store.models import InboundMail
 from testkit.e2e import Table, text_of
 
 pytestmark = pytest.mark.mailstack

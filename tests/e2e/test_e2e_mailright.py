@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 from sqlmodel import Session, select
 
+from pbem.demo.robot_client import client_order_lines
 from pbem.games import find_game
-from pbem.models import SenderEvent
-from pbem.robot_client import client_order_lines
 from pbem.services.clock import clock_tick
+from pbem.store.models import SenderEvent
 from testkit.e2e import Client, Table, text_of
 
 pytestmark = pytest.mark.mailstack

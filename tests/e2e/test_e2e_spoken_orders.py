@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from pbem.robot_client import client_order_lines
+from pbem.demo.robot_client import client_order_lines
 from testkit.e2e import Table, text_of
 
 pytestmark = pytest.mark.mailstack

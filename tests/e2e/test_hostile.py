@@ -29,12 +29,12 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from sqlmodel import Session, select
 
-import pbem.triage
+import pbem.runner.triage
+from pbem.demo.robot_client import parse_mail
 from pbem.games import find_game, pending_orders
 from pbem.mail.read import read_message
-from pbem.models import InboundMail, OutboundMail
-from pbem.robot_client import parse_mail
-from pbem.server import Server
+from pbem.runner.server import Server
+from pbem.store.models import InboundMail, OutboundMail
 from testkit.desk import make_server as desk_server
 from testkit.stack import stack_settings
 from tests.runner.test_referee import (
@@ -268,12 +268,12 @@ def big_mail(sender: str, body: str, attachment_bytes: int) -> bytes:
 def size_spy(monkeypatch) -> list[int]:
     """The size of every mail the referee parses (the limit must hold before that)."""
     seen: list[int] = []
-    real = pbem.triage.read_message
+    real = pbem.runner.triage.read_message
 
     def spy(raw, **kw):
         seen.append(len(raw))
         return real(raw, **kw)
-    monkeypatch.setattr(pbem.triage, "read_message", spy)
+    monkeypatch.setattr(pbem.runner.triage, "read_message", spy)
     return seen
 
 
@@ -302,7 +302,7 @@ def test_a_20_mb_header_block_is_cut_before_parsing(server: Server, size_spy) ->
 def test_a_20_mb_mail_over_the_real_imap_server(mailstack, tmp_path: Path, size_spy) -> None:
     mailstack.clear("bluff")
     mailstack.clear("p1")
-    server = Server(stack_settings(mailstack, f"sqlite:///{tmp_path / 'pbem.db'}", REFEREE_KEY,
+    server = Server(stack_settings(mailstack, f"sqlite:///{tmp_path / 'pbem.store.db'}", REFEREE_KEY,
                                    smtp=False, outbox_dir=tmp_path / "out"))
     mailstack.append("bluff", big_mail(mailstack.address("p1"), "HELP\n", 20_000_000))
     report = server.tick()
@@ -535,7 +535,7 @@ NAMES = st.one_of(st.text(max_size=60), st.sampled_from(EVIL_NAMES),
 def test_any_name_or_talk_makes_a_clean_mail(name: str, said: str) -> None:
     """The compose and render layer alone: whatever a name or a SAY holds."""
     from pbem.mail.compose import build_mail, make_message_id
-    from pbem.render import Renderer
+    from pbem.render.reports import Renderer
     renderer = Renderer()
     text, html = renderer.render("notice", {"subject": f"table talk from {name}",
                                             "paragraphs": [f"{name} says:", said],
@@ -547,7 +547,7 @@ def test_any_name_or_talk_makes_a_clean_mail(name: str, said: str) -> None:
     assert_clean(raw)
     import markupsafe
 
-    from pbem.usertext import shown
+    from pbem.text.usertext import shown
     shown_said = shown(said)   # as typed, but for bidi controls and control characters
     assert str(markupsafe.escape(shown_said)).strip()[:50] in html or not shown_said.strip()
     assert shown_said == said or said not in text + html

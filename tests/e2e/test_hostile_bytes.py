@@ -18,9 +18,9 @@ from email.parser import BytesParser
 import pytest
 from sqlmodel import Session, col, select
 
-from pbem import faults
-from pbem.models import InboundMail
-from pbem.server import Server
+from pbem.runner.server import Server
+from pbem.store import faults
+from pbem.store.models import InboundMail
 from testkit.bounce import SHAPES, bounce_bytes
 from testkit.desk import outbox_rows, started_game
 from testkit.storm import HOSTILE, storm_mail

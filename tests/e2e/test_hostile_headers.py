@@ -39,7 +39,7 @@ from sqlmodel import Session, select
 
 from pbem.games import find_game, pending_orders, players_of
 from pbem.mail.read import read_message
-from pbem.models import InboundMail, OutboundMail
+from pbem.store.models import InboundMail, OutboundMail
 from testkit.e2e import REFEREE_KEY, Client, Table, text_of
 from testkit.stack import stack_config
 
@@ -205,7 +205,7 @@ def scene(mailstack: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
             keys = {p.email.split("@")[0]: p.key
                     for p in players_of(session, find_game(session, "cup-1"))}
         observer = Client(mailstack, "observer")
-        config = write_config(tmp / "pbem.toml", mailstack, tmp / "pbem.db")
+        config = write_config(tmp / "pbem.toml", mailstack, tmp / "pbem.store.db")
         yield Scene(table, mailstack, observer, config, keys)
         observer.close()
 

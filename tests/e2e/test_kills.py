@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from pbem import faults
+from pbem.store import faults
 from testkit.crash import Zygote
 from testkit.kills import KilledGame
 

@@ -18,8 +18,8 @@ from sqlmodel import Session, col, select
 from pbem.config import ListenSettings, SecuritySettings
 from pbem.mail.headers import read_mail_header
 from pbem.mail.senderauth import check_sender
-from pbem.models import InboundMail
-from pbem.server import Server
+from pbem.runner.server import Server
+from pbem.store.models import InboundMail
 from testkit.desk import PLAYERS, Clock, key_of, last_text, mail, make_server, started_game
 from testkit.dnsfixture import DnsFixture
 

@@ -21,11 +21,11 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
+from pbem.demo.robot_client import client_order_lines, parse_mail
 from pbem.games import find_game, pending_orders
 from pbem.mail.smtp_out import SendResult
-from pbem.models import InboundMail, OutboundMail
-from pbem.robot_client import client_order_lines, parse_mail
-from pbem.server import Server
+from pbem.runner.server import Server
+from pbem.store.models import InboundMail, OutboundMail
 from testkit.desk import make_server as desk_server
 from testkit.e2e import Table, text_of
 from testkit.stack import stack_settings
@@ -146,7 +146,7 @@ def test_a_real_bounce_over_the_mail_stack_is_not_answered(mailstack, tmp_path: 
     """MAIL FROM:<> through the real SMTP front and Dovecot: it arrives with Return-Path: <>."""
     for user in ("bluff", "p1", "referee"):
         mailstack.clear(user)
-    server = Server(stack_settings(mailstack, f"sqlite:///{tmp_path / 'pbem.db'}", REFEREE_KEY))
+    server = Server(stack_settings(mailstack, f"sqlite:///{tmp_path / 'pbem.store.db'}", REFEREE_KEY))
     bounce = mail(mailstack.address("p1"), "Your message could not be delivered.\nHELP\n")
     mailstack.deliver("bluff", bounce, mail_from="")
     person = mail(mailstack.address("p1"), "HELP\n", subject="a person")

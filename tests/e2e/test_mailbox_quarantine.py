@@ -1,6 +1,6 @@
 """Issue 32, item 2: nothing stays in the INBOX forever.
 
-A fetched mail that cannot be stored (a failure point on purpose, pbem.faults: what the
+A fetched mail that cannot be stored (a failure point on purpose, pbem.store.faults: what the
 8-bit Message-ID of the storm did before the one decoding rule) stays in the INBOX for
 one more try; at the second it is moved to the IMAP quarantine folder, logged once with
 why, and the referee hears of it (at most one notice an hour, as of failed mail).
@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from sqlmodel import Session, col, select
 
-from pbem import faults
-from pbem.models import InboundMail
-from pbem.robot_client import parse_mail
-from pbem.server import Server
+from pbem.demo.robot_client import parse_mail
+from pbem.runner.server import Server
+from pbem.store import faults
+from pbem.store.models import InboundMail
 from testkit.desk import Clock
 from testkit.e2e import text_of
 from testkit.stack import stack_settings
@@ -41,7 +41,7 @@ def test_a_mail_that_cannot_be_stored_is_set_aside_and_brought_back(
     for user in ["bluff", "referee", "observer"]:
         mailstack.clear(user)
     clock = Clock()
-    server = Server(stack_settings(mailstack, f"sqlite:///{tmp_path / 'pbem.db'}", KEY),
+    server = Server(stack_settings(mailstack, f"sqlite:///{tmp_path / 'pbem.store.db'}", KEY),
                     clock=clock)
 
     def notices() -> list[str]:

@@ -22,8 +22,8 @@ from sqlmodel import Session, select
 from pbem.config import ImapSettings, Settings, SmtpSettings
 from pbem.mail.imap import ImapInbox
 from pbem.mail.oauth import OAuthGrant, OAuthLogin, OAuthRefused, TokenSource
-from pbem.models import OutboundMail
-from pbem.server import Server
+from pbem.runner.server import Server
+from pbem.store.models import OutboundMail
 from testkit.desk import Clock
 from testkit.mailstack import MailStack, dovecot_available
 from testkit.oauthserver import CLIENT_ID, CLIENT_SECRET, OAuthServer
@@ -124,7 +124,7 @@ def oauth_server(stack: MailStack, tokens: OAuthServer, tmp_path: Path,
     oauth = {"auth": "oauth2", "oauth_client_id": CLIENT_ID,
              "oauth_token_uri": tokens.token_uri, "oauth_token_file": str(token_file)}
     settings = Settings(
-        database=f"sqlite:///{tmp_path}/pbem.db", address=stack.address("bluff"),
+        database=f"sqlite:///{tmp_path}/pbem.store.db", address=stack.address("bluff"),
         referee=stack.address("referee"), referee_key="k", stranger_answers_per_day=100,
         imap=ImapSettings(stack.imap_host, stack.imap_port, ssl=False,
                           username=stack.address("bluff"), **oauth),

@@ -30,11 +30,11 @@ from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, select
 
 from pbem.config import ImapSettings, Settings, SmtpSettings
+from pbem.demo.robot_client import parse_mail
 from pbem.mail.imap import ImapInbox
 from pbem.mail.listener import ListenPolicy, MailListener
-from pbem.models import Game, InboundMail, Move, OutboundMail
-from pbem.robot_client import parse_mail
-from pbem.server import Server
+from pbem.runner.server import Server
+from pbem.store.models import Game, InboundMail, Move, OutboundMail
 from testkit.mailstack import start_controller
 from tests.e2e.test_crash import PLAYERS, Scene
 from tests.runner.test_referee import Clock

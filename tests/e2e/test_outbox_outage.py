@@ -16,7 +16,7 @@ from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, select
 
 from pbem.mail.smtp_out import SendResult
-from pbem.models import OutboundMail
+from pbem.store.models import OutboundMail
 from testkit.pgstack import PgCluster
 from testkit.workers import received
 from tests.e2e.test_outages import help_mail, make_server

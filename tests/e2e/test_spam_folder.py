@@ -12,7 +12,7 @@ from pathlib import Path
 from imapclient import SEEN
 
 from pbem.config import ImapSettings, Settings, SmtpSettings
-from pbem.server import Server
+from pbem.runner.server import Server
 from testkit.desk import Clock
 from testkit.mailstack import MailStack
 
@@ -36,7 +36,7 @@ def spam_server(stack: MailStack, tmp_path: Path) -> Server:
     for user in ("bluff", "referee", "p1", "p2", "p3"):
         stack.clear(user)
     settings = Settings(
-        database=f"sqlite:///{tmp_path}/pbem.db", address=stack.address("bluff"),
+        database=f"sqlite:///{tmp_path}/pbem.store.db", address=stack.address("bluff"),
         referee=stack.address("referee"), referee_key="k",
         imap=ImapSettings(stack.imap_host, stack.imap_port, ssl=False,
                           username=stack.address("bluff"), password=stack.password,

@@ -26,8 +26,8 @@ import pytest
 from sqlmodel import Session, col, func, select
 
 from pbem.games import find_game, pending_orders
-from pbem.models import InboundMail, OutboundMail
-from pbem.server import Server
+from pbem.runner.server import Server
+from pbem.store.models import InboundMail, OutboundMail
 from testkit.e2e import REFEREE_KEY
 from testkit.stack import stack_settings
 from testkit.storm import HOSTILE, mutated, storm_mail
@@ -78,7 +78,7 @@ def test_a_fuzzed_storm_leaves_nothing_stuck_applied_or_answered_twice(
         mailstack: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     for user in ["bluff", "referee", *PLAYERS, *STRANGERS]:
         mailstack.clear(user)
-    server = Server(stack_settings(mailstack, f"sqlite:///{tmp_path / 'pbem.db'}",
+    server = Server(stack_settings(mailstack, f"sqlite:///{tmp_path / 'pbem.store.db'}",
                                    REFEREE_KEY))
     server.referee.admin(["NEWGAME", "g1", "SEED", "3"])
     for n, user in enumerate(PLAYERS, 1):

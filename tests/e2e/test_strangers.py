@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from pbem import faults
-from pbem.robot_client import parse_mail
-from pbem.server import Server
+from pbem.demo.robot_client import parse_mail
+from pbem.runner.server import Server
+from pbem.store import faults
 from testkit.desk import Clock, admin, mail, make_server, outbox_rows, started_game, text_of
 from testkit.storm import storm_mail
 

@@ -23,10 +23,10 @@ from typing import Any
 import pytest
 from sqlmodel import Session, select
 
-from pbem import db
 from pbem.config import SmtpSettings
-from pbem.models import Game, InboundMail, Move, OutboundMail
-from pbem.robot_client import client_order_lines, parse_mail, reply_to, report_view
+from pbem.demo.robot_client import client_order_lines, parse_mail, reply_to, report_view
+from pbem.store import db
+from pbem.store.models import Game, InboundMail, Move, OutboundMail
 from testkit.e2e import Client
 from testkit.pgstack import PgCluster
 from testkit.workers import (

@@ -1,5 +1,5 @@
 """Three `pbem serve` workers on one PostgreSQL database share the work: each game's mail
-is a lane one worker claims at a time (pbem.inbox.claim_lane), so a burst over several
+is a lane one worker claims at a time (pbem.runner.inbox.claim_lane), so a burst over several
 games is handled by all of them at once, and still every mail once, in its game's
 order, every turn once.
 
@@ -27,10 +27,10 @@ from typing import Any
 import pytest
 from sqlmodel import Session, col, select
 
-from pbem import db
 from pbem.config import SmtpSettings
-from pbem.models import Game, InboundMail, Move, OutboundMail
-from pbem.robot_client import client_order_lines, parse_mail, reply_to, report_view
+from pbem.demo.robot_client import client_order_lines, parse_mail, reply_to, report_view
+from pbem.store import db
+from pbem.store.models import Game, InboundMail, Move, OutboundMail
 from testkit.e2e import Client
 from testkit.net import LOOPBACK, free_ports, port_open
 from testkit.pgstack import PgCluster

@@ -22,9 +22,9 @@ from email.utils import parseaddr
 
 from babel.messages.pofile import read_po
 
-from pbem.i18n import LOCALE_DIR
 from pbem.kinds import KINDS
-from pbem.order_words import ORDER_WORDS
+from pbem.orders.words import ORDER_WORDS
+from pbem.text.i18n import LOCALE_DIR
 
 STOP_WORDS = frozenset("""
 the be of and that have it for not with he as you at this but his from they we say she

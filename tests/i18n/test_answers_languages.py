@@ -16,8 +16,8 @@ from sqlmodel import Session, select
 
 from pbem.games import find_game, load_state
 from pbem.kinds import kind_of
-from pbem.models import Player, Signup
-from pbem.server import Server
+from pbem.runner.server import Server
+from pbem.store.models import Player, Signup
 from testkit.catalogue import translations
 from testkit.desk import (
     PLAYERS,

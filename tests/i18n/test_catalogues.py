@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pbem.i18n import LANGUAGES, translator
+from pbem.text.i18n import LANGUAGES, translator
 from testkit.catalogue import TEMPLATE, TRANSLATED, extract, problems, read
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,17 +38,17 @@ def test_the_languages_are_the_catalogues() -> None:
 
 def test_czech_has_three_plural_forms() -> None:
     cs = translator("cs")
-    forms = {cs.ngettext("{n} day", "{n} days", n) for n in (1, 2, 5)}   # pbem.deadlines
+    forms = {cs.ngettext("{n} day", "{n} days", n) for n in (1, 2, 5)}   # pbem.text.deadlines
     assert len(forms) == 3, forms
 
 
 def test_a_module_that_imports_the_marker_never_assigns_it() -> None:
-    """``_`` is the message marker where a module imports it from pbem.wording; a ``for
+    """``_`` is the message marker where a module imports it from pbem.text.wording; a ``for
     _, x in ...`` in such a module would make it a tuple's item in that function."""
     bad = []
     for path in (ROOT / "pbem").rglob("*.py"):
         tree = ast.parse(path.read_text("utf-8"))
-        imports = any(isinstance(node, ast.ImportFrom) and node.module == "pbem.wording"
+        imports = any(isinstance(node, ast.ImportFrom) and node.module == "pbem.text.wording"
                       and any(a.name == "_" and a.asname is None for a in node.names)
                       for node in ast.walk(tree))
         if not imports:

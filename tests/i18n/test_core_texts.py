@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pbem.rules.dice import STAR, face_symbol
-from pbem.server import Server
+from pbem.runner.server import Server
 from testkit.catalogue import english_left
 from testkit.desk import (
     PLAYERS,

@@ -1,4 +1,4 @@
-"""The German and Czech words of the desk's commands (pbem.order_words): every word reads
+"""The German and Czech words of the desk's commands (pbem.orders.words): every word reads
 as its command, in any case, with or without accents, and tells the mail's language;
 SAY's words are not part of what is said. And the check the answer tests rely on
 (english_left) finds English where there is some."""
@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from pbem.commands.player_desk import say_text
 from pbem.commands.registry import player_commands
 from pbem.mail.text import BodyLine
-from pbem.order_words import ORDER_WORDS, words_language
-from pbem.orders import parse_text
+from pbem.orders.parsing import parse_text
+from pbem.orders.words import ORDER_WORDS, words_language
 from tests.i18n.test_answers_languages import english_left
 
 COMMANDS = player_commands()

@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pbem.deadlines import relative, relative_said
-from pbem.i18n import translator
-from pbem.wording import _, _n
+from pbem.text.deadlines import relative, relative_said
+from pbem.text.i18n import translator
+from pbem.text.wording import _, _n
 
 words = st.text(st.characters(blacklist_categories=("Cs",)), max_size=30)
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)

@@ -1,4 +1,4 @@
-"""Messages said later in their reader's language (pbem.wording.Message)."""
+"""Messages said later in their reader's language (pbem.text.wording.Message)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pbem.i18n import best_language
-from pbem.wording import ENGLISH, _, _n, joined, listing, say
+from pbem.text.i18n import best_language
+from pbem.text.wording import ENGLISH, _, _n, joined, listing, say
 
 words = st.text(st.characters(blacklist_categories=("Cs",)), max_size=20)
 

@@ -2,7 +2,7 @@
 them", item 5), through the real handling path (the desk on SQLite): the welcome's game
 line, HISTORY, private press, DEFAULT, the hours of PAUSE, the robot's level, the kinds'
 names, HELP's fields and Cup of Bluff's orders, ABSENT, the From name; and the one rule of
-a mail's language (pbem.i18n.answer_language) where it used to go wrong."""
+a mail's language (pbem.text.i18n.answer_language) where it used to go wrong."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlmodel import Session, select
 
-from pbem.i18n import LANGUAGES, answer_language, translator
-from pbem.models import Player
-from pbem.robot_client import parse_mail
-from pbem.server import Server
-from pbem.wording import USAGE_FIELDS, count_of, usage_said
+from pbem.demo.robot_client import parse_mail
+from pbem.runner.server import Server
+from pbem.store.models import Player
+from pbem.text.i18n import LANGUAGES, answer_language, translator
+from pbem.text.wording import USAGE_FIELDS, count_of, usage_said
 from testkit.desk import (
     PLAYERS,
     Clock,

@@ -8,11 +8,11 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pbem.charts import odds_html, odds_text
-from pbem.i18n import translator
-from pbem.render import Renderer, pct
-from pbem.wording import ENGLISH, language_of, percent
-from pbem.zones import Reader
+from pbem.render.charts import odds_html, odds_text
+from pbem.render.reports import Renderer, pct
+from pbem.text.i18n import translator
+from pbem.text.wording import ENGLISH, language_of, percent
+from pbem.text.zones import Reader
 
 NO_BREAK = "[\u00a0\u202f]"     # CLDR's (narrow) no-break space before the sign
 

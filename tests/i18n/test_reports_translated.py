@@ -20,7 +20,7 @@ from typing import Any
 import jinja2
 import pytest
 
-from pbem.render import Renderer
+from pbem.render.reports import Renderer
 from testkit.catalogue import translations
 from testkit.reports import play
 

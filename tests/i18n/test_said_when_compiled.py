@@ -1,4 +1,4 @@
-"""The templates' ``_()`` said when a template compiles (pbem.render._SaidWhenCompiled)
+"""The templates' ``_()`` said when a template compiles (pbem.render.reports._SaidWhenCompiled)
 says exactly what the ``gettext`` of jinja2.ext.i18n's newstyle says at render time: the
 same text, values cleaned and said as every output is, escaped in HTML."""
 
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pbem.render import template_environment
-from pbem.wording import _ as message
+from pbem.render.reports import template_environment
+from pbem.text.wording import _ as message
 
 SENTENCES = [
     ('"You are watching this game."', ""),

@@ -10,11 +10,10 @@ from typing import Any
 import jinja2
 import pytest
 
-from pbem.errors import Refusal
 from pbem.kinds.classic import CLASSIC, SIX_KEY
 from pbem.mail.text import BodyLine
-from pbem.orders import PLAYER_COMMANDS, Order, parse_text
-from pbem.render import Renderer
+from pbem.orders.parsing import PLAYER_COMMANDS, Order, parse_text
+from pbem.render.reports import Renderer
 from pbem.rules import (
     CHALLENGE,
     STAR,
@@ -29,6 +28,7 @@ from pbem.rules import (
     seed_from_number,
 )
 from pbem.rules.classic import ClassicState, Hand
+from pbem.text.errors import Refusal
 
 SEED = seed_from_number(77)
 NAMES = ["Alice", "Bob", "Carol <c&d>", "Dan", "Eve", "Fay"]

@@ -9,12 +9,11 @@ from typing import Any
 
 import pytest
 
-from pbem.errors import Refusal
 from pbem.kinds.base import GameKind
 from pbem.kinds.cup import CUP
 from pbem.mail.text import BodyLine
-from pbem.orders import PLAYER_COMMANDS, parse_text
-from pbem.render import Renderer
+from pbem.orders.parsing import PLAYER_COMMANDS, parse_text
+from pbem.render.reports import Renderer
 from pbem.rules.cupofbluff import (
     ANSWER,
     GIVE,
@@ -29,6 +28,7 @@ from pbem.rules.cupofbluff import (
 )
 from pbem.rules.dice import DiceStream, seed_from_number
 from pbem.rules.errors import IllegalMove
+from pbem.text.errors import Refusal
 
 GENERIC = tuple(c for c in PLAYER_COMMANDS if c.name not in ("BID", "CHALLENGE", "EXPOSE"))
 NAMES = ["Ann", "Bob", "Carl", "Dora", "Eve"]

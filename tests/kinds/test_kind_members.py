@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from pbem.kinds import KINDS, PUBLIC, AnyKind, Viewer, kind_for_view
 from pbem.mail.text import BodyLine
-from pbem.orders import parse_text
+from pbem.orders.parsing import parse_text
 from pbem.rules.dice import DiceStream, seed_from_number
 
 BUILT_IN = ("postal", "classic", "cup")

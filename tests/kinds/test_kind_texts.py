@@ -11,12 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pbem.commands.context import with_seats
-from pbem.errors import Refusal
 from pbem.kinds import KINDS
 from pbem.mail.text import BodyLine
-from pbem.orders import SeatByName, parse_text
+from pbem.orders.parsing import SeatByName, parse_text
 from pbem.rules.cupofbluff import Announce, Steal
 from pbem.rules.dice import DiceStream, seed_from_number
+from pbem.text.errors import Refusal
 
 CUP = KINDS["cup"]
 NAMES = {1: "Ann", 2: "Finn Olsen", 3: "Fay"}

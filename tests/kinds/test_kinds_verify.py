@@ -16,22 +16,22 @@ import jsonschema
 import pytest
 from sqlmodel import Session
 
-from pbem.db import open_database
+from pbem.demo.robot_client import client_order_lines
 from pbem.games import add_player, create_game, start_game
-from pbem.i18n import translator
 from pbem.kinds import kind_named
 from pbem.kinds.classic import CLASSIC, client_seat_view
 from pbem.kinds.cup import CUP, client_state
 from pbem.kinds.verify import check_record, recount, verify_generic
 from pbem.mail.text import BodyLine
-from pbem.orders import PLAYER_COMMANDS, parse_text
-from pbem.robot_client import client_order_lines
+from pbem.orders.parsing import PLAYER_COMMANDS, parse_text
 from pbem.rules.dice import DiceStream, seed_from_number
 from pbem.rules.postal_record import GameRecord, verify
 from pbem.rules.robot import choose_move
 from pbem.services.export import export_json, schema
 from pbem.services.turns import resolve_turn
-from pbem.wording import say
+from pbem.store.db import open_database
+from pbem.text.i18n import translator
+from pbem.text.wording import say
 
 SCHEMA = schema("game-record-generic.schema.json")
 POSTAL_SCHEMA = schema("game-record.schema.json")

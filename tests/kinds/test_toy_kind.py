@@ -26,7 +26,7 @@ import pytest
 from sqlmodel import Session
 
 from pbem.cli import build_parser, main
-from pbem.errors import Refusal
+from pbem.demo.robot_client import client_order_lines
 from pbem.games import find_game, seated
 from pbem.kinds import (
     DEFAULT_KIND,
@@ -44,12 +44,12 @@ from pbem.kinds import (
 )
 from pbem.kinds.classic import ClassicKind
 from pbem.kinds.verify import check_record
-from pbem.links import key_generation, private_link
-from pbem.orders import Command, Order
-from pbem.robot_client import client_order_lines
+from pbem.orders.parsing import Command, Order
 from pbem.rules.dice import DiceStream
 from pbem.rules.errors import IllegalMove, MalformedMove, RulesError
 from pbem.services.export import export_json, schema
+from pbem.text.errors import Refusal
+from pbem.text.links import key_generation, private_link
 from testkit.e2e import SCHEMA, Table, text_of
 
 pytestmark = pytest.mark.mailstack

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from pbem.errors import Refusal
 from pbem.mail.addresses import address_problem, checked_address, parse_sender
 from pbem.mail.compose import build_mail, make_message_id
 from pbem.mail.read import read_message
+from pbem.text.errors import Refusal
 from testkit.desk import by_seat, make_server, started_game
 
 

@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 from sqlmodel import Session, col, select
 
 from pbem.mail.bounces import Bounce, read_bounce, verp_address, verp_tokens
-from pbem.models import OutboundMail
 from pbem.outbox import envelope_sender
-from pbem.server import Server
+from pbem.runner.server import Server
 from pbem.services.bounces import BouncedMail, bounced_mail
+from pbem.store.models import OutboundMail
 from testkit.bounce import SHAPES, bounce_bytes
 from testkit.desk import SERVER, seat_of, started_game
 from testkit.e2e import stack_server

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from pbem.commands.registry import player_commands
 from pbem.kinds import KINDS
 from pbem.mail.text import BodyLine
-from pbem.order_words import ORDER_WORDS, folded
-from pbem.orders import NOT_TYPOS, closest_lines, parse_text
+from pbem.orders.parsing import NOT_TYPOS, closest_lines, parse_text
+from pbem.orders.words import ORDER_WORDS, folded
 
 BLUFF = player_commands(KINDS["postal"])
 MOVES = KINDS["classic"].commands

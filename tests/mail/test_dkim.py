@@ -30,7 +30,7 @@ from pbem.mail.dkim import (
     public_key_b64,
     txt_value,
 )
-from pbem.server import Server, dkim_signer
+from pbem.runner.server import Server, dkim_signer
 from testkit.desk import Clock, deliver, mail, started_game
 from testkit.desk import make_server as desk_server
 from testkit.e2e import REFEREE_KEY
@@ -219,7 +219,7 @@ def test_mail_fetched_back_from_dovecot_verifies_and_fails_once_tampered(
         mailstack.clear(user)
     (tmp_path / "dkim.pem").write_bytes(KEY)
     domain = mailstack.domain
-    server = Server(stack_settings(mailstack, f"sqlite:///{tmp_path / 'pbem.db'}", REFEREE_KEY,
+    server = Server(stack_settings(mailstack, f"sqlite:///{tmp_path / 'pbem.store.db'}", REFEREE_KEY,
                                    dkim=load_settings(_toml(tmp_path, domain), env={}).dkim))
     mailstack.deliver("bluff", _order_mail(mailstack, "p1", "HELP"),
                       mail_from=mailstack.address("p1"))

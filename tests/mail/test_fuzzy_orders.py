@@ -1,4 +1,4 @@
-"""The "did you mean" of pbem.orders: offered for a line whose first word is an order word
+"""The "did you mean" of pbem.orders.parsing: offered for a line whose first word is an order word
 mistyped (a letter lost, added or two swapped), never for a word of its own (DID, HEY,
 SENT) and never because of digits elsewhere in the line."""
 
@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from pbem.commands.registry import player_commands
 from pbem.mail.text import BodyLine
-from pbem.orders import mistyped, parse_text
+from pbem.orders.parsing import mistyped, parse_text
 
 COMMANDS = player_commands()
 NAMES = sorted({c.name for c in COMMANDS})

@@ -1,6 +1,6 @@
 """Several pollers on one folder (``[imap] fetchers``): each polls a share of the mail by
 UID (pbem.mail.imap.Share), against the real Dovecot of the ``mailstack`` fixture; and
-pbem.server.Server.fetch leases each share to one worker at a time."""
+pbem.runner.server.Server.fetch leases each share to one worker at a time."""
 from __future__ import annotations
 
 import email
@@ -19,8 +19,8 @@ from sqlmodel import Session, select
 
 from pbem.config import ConfigError, ImapSettings, Settings
 from pbem.mail.imap import FetchedMail, ImapInbox, Share
-from pbem.models import InboundMail, ServerState
-from pbem.server import Server
+from pbem.runner.server import Server
+from pbem.store.models import InboundMail, ServerState
 
 SERVER = "bluff@bluff.test"
 
@@ -112,7 +112,7 @@ def test_a_fetch_leaves_a_share_another_worker_holds_and_takes_the_others(
             return sorted(int(str(key).rsplit("/", 1)[1]) for key in session.exec(
                 select(InboundMail.imap_key)))
     try:
-        with caplog.at_level(logging.INFO, logger="pbem.fetching"):
+        with caplog.at_level(logging.INFO, logger="pbem.runner.fetching"):
             fetched = [server.fetch(), server.fetch()]   # one tick a share
         assert sorted(fetched) == [0, 6]
         assert f"another process ({other}) is fetching share 1 of 2 of the mail" in caplog.text

@@ -9,8 +9,8 @@ import pytest
 from sqlalchemy import update
 from sqlmodel import Session, col, select
 
-from pbem.junk import JUNK_SOURCE, JunkOverQuota, admit_junk, junk_bytes
-from pbem.models import InboundMail
+from pbem.runner.junk import JUNK_SOURCE, JunkOverQuota, admit_junk, junk_bytes
+from pbem.store.models import InboundMail
 from testkit.desk import T0
 
 

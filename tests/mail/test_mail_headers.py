@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pbem.mail.remote_content import _SUSPECT, may_hold_remote_content, without_remote_content
-from pbem.render import Renderer
+from pbem.render.reports import Renderer
 from testkit.bounce import PLAYERS, Desk
 from testkit.desk import (
     REFEREE,

@@ -9,7 +9,7 @@ import pytest
 from pbem.commands.registry import player_commands, referee_commands
 from pbem.kinds import KINDS
 from pbem.mail.text import BodyLine
-from pbem.orders import parse_text
+from pbem.orders.parsing import parse_text
 
 
 def names(line: str, commands) -> list[str]:  # type: ignore[no-untyped-def]

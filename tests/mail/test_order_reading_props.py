@@ -1,5 +1,5 @@
-"""Properties of the reading of orders as people write them (pbem.order_reading through
-pbem.orders.parse_text): an order wrapped in greetings, courtesy words and punctuation
+"""Properties of the reading of orders as people write them (pbem.orders.reading through
+pbem.orders.parsing.parse_text): an order wrapped in greetings, courtesy words and punctuation
 reads the same as the order alone; a line with two different orders is never acted on;
 a line of prose with digits in it is never an order."""
 
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from pbem.commands.registry import player_commands
 from pbem.kinds import KINDS
 from pbem.mail.text import BodyLine
-from pbem.orders import DOUBTS, parse_text
+from pbem.orders.parsing import DOUBTS, parse_text
 from pbem.rules.dice import STAR
 from pbem.rules.ladder import Bid
 

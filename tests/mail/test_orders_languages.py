@@ -1,4 +1,4 @@
-"""Orders in German and Czech (pbem.order_words): the words of the games' own rule texts,
+"""Orders in German and Czech (pbem.orders.words): the words of the games' own rule texts,
 any case, accents optional, number words; the English words keep working. Examples and
 properties: an English order and its German or Czech wording read as the same order."""
 
@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from pbem.commands.registry import player_commands
 from pbem.kinds import KINDS
 from pbem.mail.text import BodyLine
-from pbem.order_words import FACE_WORDS, NUMBER_WORDS, ORDER_WORDS, STAR_FACE
-from pbem.orders import parse_text
+from pbem.orders.parsing import parse_text
+from pbem.orders.words import FACE_WORDS, NUMBER_WORDS, ORDER_WORDS, STAR_FACE
 from pbem.rules.dice import STAR
 from pbem.rules.ladder import Bid
 

@@ -11,7 +11,7 @@ from pbem.commands.registry import player_commands
 from pbem.mail.newtext import SIGNATURE, new_text
 from pbem.mail.read import read_message
 from pbem.mail.text import new_text_lines
-from pbem.orders import parse_text
+from pbem.orders.parsing import parse_text
 
 REPORT = """BLUFF BY MAIL -- game g1, turn 1
 ========================================================================

@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 
 from pbem.commands.registry import player_commands
+from pbem.demo.robot_client import parse_mail
 from pbem.kinds import KINDS
 from pbem.mail.quotecut import reply_text
 from pbem.mail.read import read_message
 from pbem.mail.sent import sent_texts
-from pbem.orders import ParsedText, parse_text
-from pbem.robot_client import parse_mail
+from pbem.orders.parsing import ParsedText, parse_text
 from testkit.desk import SERVER, Clock, make_server, outbox_rows, started_game
 from tests.mail.replies.build import ORDER, THANKS, VARIANTS, Variant, reply, shapes
 

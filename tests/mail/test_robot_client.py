@@ -9,15 +9,15 @@ import pytest
 from sqlmodel import Session, select
 
 from pbem.config import Settings
-from pbem.models import OutboundMail
-from pbem.robot_client import parse_mail, read_report, reply_to, report_view
-from pbem.server import Server
+from pbem.demo.robot_client import parse_mail, read_report, reply_to, report_view
+from pbem.runner.server import Server
+from pbem.store.models import OutboundMail
 
 PLAYERS = [f"p{i}@example.org" for i in range(1, 6)]
 
 
 def referee_mails(tmp_path: Path, rules: str, seats: int) -> list[bytes]:
-    server = Server(Settings(database=f"sqlite:///{tmp_path / 'pbem.db'}",
+    server = Server(Settings(database=f"sqlite:///{tmp_path / 'pbem.store.db'}",
                              address="bluff@example.org", referee="referee@example.org",
                              referee_key="k", outbox_dir=tmp_path / "outbox"))
     server.referee.admin(["NEWGAME", "g1", "SEED", "3", "RULES", rules])

@@ -1,4 +1,4 @@
-"""The pictures (pbem.charts): the course of a game and the odds of a standing bid, as
+"""The pictures (pbem.render.charts): the course of a game and the odds of a standing bid, as
 SVG (web), as an HTML table (mail) and as text; examples and properties."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import xml.etree.ElementTree as ET
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pbem.charts import (
+from pbem.kinds.cup import CUP
+from pbem.render.charts import (
     COLOURS,
     COURSE_HTML_COLUMNS,
     COURSE_TEXT_BAR,
@@ -27,7 +28,6 @@ from pbem.charts import (
     shown_bars,
     turn_ticks,
 )
-from pbem.kinds.cup import CUP
 from pbem.rules.cupofbluff import total_distribution
 from testkit.colours import VISIONS, closest_pair, contrast, parse
 

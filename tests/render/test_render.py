@@ -1,4 +1,4 @@
-"""Tests of pbem.render and the mail templates in templates/."""
+"""Tests of pbem.render.reports and the mail templates in templates/."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pbem.render import (
+from pbem.render.reports import (
     Renderer,
     TemplateProblem,
     bid,
@@ -29,7 +29,7 @@ from pbem.render import (
     utc,
     wrap,
 )
-from pbem.usertext import shown
+from pbem.text.usertext import shown
 
 COMMITMENT = "9f2c" * 16
 SEED = "51e5" * 16
@@ -732,7 +732,7 @@ def test_any_name_or_talk_is_escaped_in_html(name: str, said: str) -> None:
     view["players"][0]["name"] = name
     ctx = report_context(view, talk=[{"from": name, "text": said}])
     _, html = SHARED.render("postal_report", ctx)
-    # as typed, but for bidi controls and control characters (pbem.usertext)
+    # as typed, but for bidi controls and control characters (pbem.text.usertext)
     assert str(markupsafe.escape(shown(name))) in html
     assert str(markupsafe.escape(shown(said))) in html
     # the markup is exactly that of a harmless name: nothing typed made a tag
@@ -908,20 +908,12 @@ def test_installed_layout_uses_pbem_templates(tmp_path: Path) -> None:
     repo = Path(__file__).resolve().parents[2]
     site = tmp_path / "site"
     pkg = site / "pbem"
-    pkg.mkdir(parents=True)
-    shutil.copy(repo / "pbem" / "__init__.py", pkg / "__init__.py")
-    shutil.copy(repo / "pbem" / "render.py", pkg / "render.py")
-    shutil.copy(repo / "pbem" / "paths.py", pkg / "paths.py")   # render finds templates by it
-    shutil.copy(repo / "pbem" / "errors.py", pkg / "errors.py")     # TemplateProblem's root
-    # the templates' pictures, their times in a zone, plural and the outputs' cleaning
-    # ... and the languages they speak, with their catalogues (inside the package)
-    for name in ("charts.py", "zones.py", "wording.py", "usertext.py", "i18n.py"):
-        shutil.copy(repo / "pbem" / name, pkg / name)
-    shutil.copytree(repo / "pbem" / "locale", pkg / "locale")
+    # the package as a wheel lays it out, with the templates inside it
+    shutil.copytree(repo / "pbem", pkg, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(repo / "templates", pkg / "_templates")
     (pkg / "_templates" / "notice.txt.j2").write_text("installed: {{ subject }}\n", "utf-8")
     code = (
-        "from pbem.render import Renderer, packaged_template_dir\n"
+        "from pbem.render.reports import Renderer, packaged_template_dir\n"
         "print(packaged_template_dir())\n"
         "print(Renderer().render('notice', {'subject': 'x', 'paragraphs': [], 'game': None})[0])\n"
     )

@@ -1,4 +1,4 @@
-"""The short cuts of pbem.render that make reports render faster give the same results
+"""The short cuts of pbem.render.reports that make reports render faster give the same results
 as the long way: remembered filter answers, the count_in filter, and override
 templates still picked up when a referee edits them; and none of them goes through
 Jinja2's internals."""
@@ -14,7 +14,7 @@ import jinja2
 import markupsafe
 import pytest
 
-from pbem.render import (
+from pbem.render.reports import (
     Renderer,
     count_in,
     die,

@@ -1,5 +1,5 @@
-"""One plural rule (pbem.wording) for mail, pages and answers, and user text made safe to
-show among the server's own words (pbem.usertext): no "1 fours", no "(s)", no Python list,
+"""One plural rule (pbem.text.wording) for mail, pages and answers, and user text made safe to
+show among the server's own words (pbem.text.usertext): no "1 fours", no "(s)", no Python list,
 no right-to-left override or ESC from a name reaching a mail."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from pbem.kinds.classic import CLASSIC
 from pbem.kinds.cup import CUP
 from pbem.kinds.postal import POSTAL
-from pbem.render import Renderer
-from pbem.usertext import shown
-from pbem.wording import listing, ngettext, plural
+from pbem.render.reports import Renderer
+from pbem.text.usertext import shown
+from pbem.text.wording import listing, ngettext, plural
 from tests.render.test_render import notice_context, report_context
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
@@ -115,5 +115,5 @@ def test_json_of_a_view_keeps_the_dice_on_the_table() -> None:
 @given(st.text(max_size=60))
 def test_shown_takes_out_exactly_what_its_patterns_name(text: str) -> None:
     """The fast path (str.isprintable) never lets through what the patterns would take."""
-    from pbem.usertext import _LINE_SEPARATORS, _UNSAFE, shown
+    from pbem.text.usertext import _LINE_SEPARATORS, _UNSAFE, shown
     assert shown(text) == _UNSAFE.sub("", _LINE_SEPARATORS.sub("\n", text))

@@ -1,4 +1,4 @@
-"""The pure date arithmetic of pbem.deadlines: examples and properties."""
+"""The pure date arithmetic of pbem.text.deadlines: examples and properties."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pbem.deadlines import (
+from pbem.text.deadlines import (
     RETURN_MARGIN,
     absence_interval,
     align_to_hour,

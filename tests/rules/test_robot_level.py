@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from pbem.errors import Refusal
 from pbem.kinds import KINDS
-from pbem.models import Game
-from pbem.options import GameOptions, options_of, parse_options, robot_level, save_options
+from pbem.kinds.options import GameOptions, options_of, parse_options, robot_level, save_options
 from pbem.rules.dice import DiceStream, seed_from_number
-from pbem.server import Server
+from pbem.runner.server import Server
 from pbem.services.turns import missing_move, robot_rng
+from pbem.store.models import Game
+from pbem.text.errors import Refusal
 from testkit.desk import PLAYERS, admin, game_row, outbox, referee_mail, started_game, text_of
 
 

@@ -1,4 +1,4 @@
-"""How the server is doing (pbem.health): `pbem status`, the web's /healthz and /metrics,
+"""How the server is doing (pbem.services.health): `pbem status`, the web's /healthz and /metrics,
 all read from the real SQLite database a real referee works on, on a clock the test
 moves. The subprocess tests (a real `pbem serve` stopped with SIGSTOP, systemd's notify
 socket) are in test_health_serve.py."""
@@ -17,8 +17,8 @@ from sqlmodel import Session
 
 from pbem.cli import main
 from pbem.config import SmtpSettings
-from pbem.health import read_status, server_status
-from pbem.models import ServerState
+from pbem.services.health import read_status, server_status
+from pbem.store.models import ServerState
 from pbem.web import create_app
 from testkit.desk import PLAYERS, Clock, mail, make_server, started_game, write_config
 from testkit.net import LOOPBACK, free_ports

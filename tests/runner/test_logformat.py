@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from pbem.logformat import JournalFormatter, JsonFormatter, formatter
+from pbem.runner.logformat import JournalFormatter, JsonFormatter, formatter
 from testkit.net import free_ports
 from testkit.serve import listen_config
 
@@ -29,13 +29,13 @@ def record(level: int, message: str, exc: bool = False) -> logging.LogRecord:
             raise ValueError("boom")
         except ValueError:
             info = sys.exc_info()
-    return logging.LogRecord("pbem.server", level, __file__, 1, message, (), info)
+    return logging.LogRecord("pbem.runner.server", level, __file__, 1, message, (), info)
 
 
 def test_journal_lines_carry_their_priority_and_no_time() -> None:
     journal = JournalFormatter()
     assert journal.format(record(logging.INFO, "tick: fetched 1")) == \
-        "<6>INFO pbem.server: tick: fetched 1"
+        "<6>INFO pbem.runner.server: tick: fetched 1"
     assert journal.format(record(logging.WARNING, "SMTP unavailable")).startswith("<4>WARNING")
     assert journal.format(record(logging.DEBUG, "x")).startswith("<7>")
     assert journal.format(record(logging.CRITICAL, "x")).startswith("<2>")
@@ -50,7 +50,7 @@ def test_json_lines_are_one_object_each() -> None:
     assert "\n" not in line
     entry = json.loads(line)
     assert entry["level"] == "ERROR" and entry["priority"] == 3
-    assert entry["logger"] == "pbem.server" and entry["message"] == "tick failed"
+    assert entry["logger"] == "pbem.runner.server" and entry["message"] == "tick failed"
     assert entry["exc"].endswith("ValueError: boom") and entry["time"].endswith("+00:00")
 
 
@@ -82,7 +82,7 @@ def serve_log(tmp_path: Path, *options: str, journal: bool = False) -> str:
                                  str(config)], stdout=subprocess.DEVNULL, stderr=err, env=env)
     try:
         deadline = time.monotonic() + 60
-        while not re.search(r"the first tick is done|pbem.server\W+\s*(message\W+)?tick: ",
+        while not re.search(r"the first tick is done|pbem.runner.server\W+\s*(message\W+)?tick: ",
                             log.read_text()):
             assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
             time.sleep(0.1)
@@ -98,7 +98,7 @@ def test_serve_under_journald_logs_priorities_without_a_time(tmp_path: Path) -> 
     lines = serve_log(tmp_path, journal=True).splitlines()
     assert lines and all(re.match(r"<[2-7]>[A-Z]+ \S+: ", line) for line in lines), lines
     assert not any(STAMP.search(line) for line in lines), lines
-    assert any(line.startswith("<6>INFO pbem.server: listening for mail") for line in lines)
+    assert any(line.startswith("<6>INFO pbem.runner.server: listening for mail") for line in lines)
 
 
 def test_serve_logs_json_on_request(tmp_path: Path) -> None:
@@ -111,4 +111,4 @@ def test_serve_logs_json_on_request(tmp_path: Path) -> None:
 
 def test_text_is_stamped_as_before(tmp_path: Path) -> None:
     line = formatter("text").format(record(logging.INFO, "hello"))
-    assert STAMP.match(line) and line.endswith(" INFO pbem.server: hello")
+    assert STAMP.match(line) and line.endswith(" INFO pbem.runner.server: hello")

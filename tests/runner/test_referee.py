@@ -10,11 +10,11 @@ from sqlalchemy import inspect
 from sqlmodel import Session, select
 
 from pbem.config import Settings, SmtpSettings
+from pbem.demo.robot_client import parse_mail
 from pbem.games import find_game, load_state, pending_orders
-from pbem.models import InboundMail, OutboundMail
-from pbem.robot_client import parse_mail
 from pbem.rules.postal import minigame_of
-from pbem.server import Server
+from pbem.runner.server import Server
+from pbem.store.models import InboundMail, OutboundMail
 from testkit.referee import (  # noqa: F401  (clock, server: fixtures)
     PLAYERS,
     REFEREE_KEY,
@@ -212,7 +212,7 @@ def test_a_game_set_up_and_started_by_one_mail_sends_its_first_reports_not_the_w
     users = [f"p{i}" for i in range(1, 6)]
     for user in users:
         mailstack.clear(user)
-    settings = Settings(database=f"sqlite:///{tmp_path / 'pbem.db'}",
+    settings = Settings(database=f"sqlite:///{tmp_path / 'pbem.store.db'}",
                         address=mailstack.address("bluff"),
                         referee=mailstack.address("referee"), referee_key=REFEREE_KEY,
                         smtp=SmtpSettings(mailstack.smtp_host, mailstack.smtp_port,

@@ -10,7 +10,7 @@ from email import policy
 from email.message import EmailMessage
 from pathlib import Path
 
-from pbem.server import TickReport
+from pbem.runner.server import TickReport
 from testkit.net import free_ports
 from testkit.serve import listen_config, serving
 
@@ -74,7 +74,7 @@ def test_start_up_compiles_the_templates_then_sets_what_is_loaded_aside_from_the
     code = (
         "import gc\n"
         "from pbem.config import Settings\n"
-        "from pbem.server import Server\n"
+        "from pbem.runner.server import Server\n"
         f"server = Server(Settings(database='sqlite:///{tmp_path}/p.db', "
         "address='bluff@example.org', referee='ref@example.org', "
         f"outbox_dir='{tmp_path}/out'))\n"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pbem.cli import quiet_libraries
-from pbem.server import poll_scheduler
+from pbem.runner.server import poll_scheduler
 from testkit.net import free_ports
 from testkit.serve import listen_config, serving
 

@@ -1,4 +1,4 @@
-"""Stored mail wakes the workers (pbem.wakeups): `pbem serve` handles mail its listener
+"""Stored mail wakes the workers (pbem.store.wakeups): `pbem serve` handles mail its listener
 took in, or another process stored (PostgreSQL: NOTIFY), at once, not at its next tick
 (10 s apart here: a listener without a mailbox)."""
 
@@ -15,9 +15,10 @@ import pytest
 from sqlalchemy import func
 from sqlmodel import Session, select
 
-from pbem import db, inbox
-from pbem.models import OutboundMail
-from pbem.wakeups import MailWatch
+from pbem.runner import inbox
+from pbem.store import db
+from pbem.store.models import OutboundMail
+from pbem.store.wakeups import MailWatch
 from testkit.net import free_ports
 from testkit.pgstack import PgCluster
 from testkit.serve import listen_config, serving

@@ -19,8 +19,8 @@ from sqlmodel import Session, col, select
 
 from pbem.config import SecuritySettings
 from pbem.mail.bounces import verp_address
-from pbem.models import BounceState, InboundMail, OutboundMail, SenderEvent
-from pbem.security import AUTH_FAILED
+from pbem.store.models import BounceState, InboundMail, OutboundMail, SenderEvent
+from pbem.store.security import AUTH_FAILED
 from testkit.bounce import PLAYERS, SHAPES, Desk, bounce_bytes
 from testkit.desk import seat_of
 

@@ -17,11 +17,11 @@ import pytest
 from sqlmodel import Session, select
 
 from pbem.games import find_game, pending_orders
-from pbem.models import InboundMail
-from pbem.paths import packaged_dir
-from pbem.render import Renderer
+from pbem.render.reports import Renderer
 from pbem.services.clock import clock_tick
 from pbem.services.post import Post
+from pbem.store.models import InboundMail
+from pbem.store.paths import packaged_dir
 from testkit.e2e import Table, text_of
 
 pytestmark = pytest.mark.mailstack

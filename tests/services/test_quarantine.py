@@ -3,10 +3,10 @@
 - a kill is not the mail's fault: a mail whose handling is killed twice (a real
   server process SIGKILLed at a crash point while handling it, testkit/crash.py) is
   handled at the next tick;
-- a mail that kills whoever handles it (pbem.faults.poison_point) kills the server
+- a mail that kills whoever handles it (pbem.store.faults.poison_point) kills the server
   once, then the two bounded children that handle it on their own: it is set aside,
   its sender answered in their language, the referee told once, the game goes on;
-- mails that fail with an internal error (a failure point, pbem.faults) cost the
+- mails that fail with an internal error (a failure point, pbem.store.faults) cost the
   referee at most one notice an hour: the first at once, the rest summed up with
   their count when the hour is over.
 
@@ -25,13 +25,13 @@ from typing import Any
 import pytest
 from sqlmodel import Session, col, select
 
-from pbem import faults
 from pbem.config import load_settings
+from pbem.demo.robot_client import parse_mail
 from pbem.games import find_game
-from pbem.models import InboundMail
-from pbem.robot_client import parse_mail
-from pbem.server import Server
+from pbem.runner.server import Server
 from pbem.services import failures
+from pbem.store import faults
+from pbem.store.models import InboundMail
 from testkit.crash import Zygote
 from testkit.desk import Clock
 from testkit.e2e import text_of
@@ -65,7 +65,7 @@ def rows(engine: Any) -> list[InboundMail]:
 
 
 def write_config(tmp_path: Path, stack: Any) -> Path:
-    return stack_config(tmp_path / "pbem.toml", stack, f"sqlite:///{tmp_path / 'pbem.db'}", KEY)
+    return stack_config(tmp_path / "pbem.toml", stack, f"sqlite:///{tmp_path / 'pbem.store.db'}", KEY)
 
 
 def test_kills_of_the_server_while_it_handles_a_mail_do_not_set_it_aside(
@@ -95,7 +95,7 @@ POISON = "this line kills whoever reads it"
 
 @pytest.fixture()
 def poisoned(monkeypatch: pytest.MonkeyPatch) -> Iterator[Zygote]:
-    """A zygote whose ticks die of any mail with POISON in it (pbem.faults.poison_point),
+    """A zygote whose ticks die of any mail with POISON in it (pbem.store.faults.poison_point),
     in whichever process handles it."""
     monkeypatch.setenv(faults.POISON_ENV, POISON)
     with Zygote() as z:
@@ -135,7 +135,7 @@ def test_a_mail_that_kills_whoever_handles_it_is_set_aside_and_its_sender_told(
 
 
 def stack_server(stack: Any, tmp_path: Path, clock: Clock) -> Server:
-    return Server(stack_settings(stack, f"sqlite:///{tmp_path / 'pbem.db'}", KEY), clock=clock)
+    return Server(stack_settings(stack, f"sqlite:///{tmp_path / 'pbem.store.db'}", KEY), clock=clock)
 
 
 def test_failing_mail_costs_the_referee_one_notice_an_hour(mailstack: Any,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pbem.server import Server
+from pbem.runner.server import Server
 from testkit.desk import (
     SERVER,
     Clock,

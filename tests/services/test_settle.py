@@ -21,11 +21,11 @@ from sqlmodel import Session
 from pbem import games
 from pbem.commands.context import CommandContext, Done, MailCommand
 from pbem.commands.registry import run
-from pbem.errors import Refusal
 from pbem.games import facts_of, find_game
-from pbem.orders import Order, game_name
-from pbem.server import Server
+from pbem.orders.parsing import Order, game_name
+from pbem.runner.server import Server
 from pbem.services.turns import TurnChange, complete, settle
+from pbem.text.errors import Refusal
 from testkit.desk import (
     PLAYERS,
     game_turn,

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from sqlmodel import Session, select
 
-from pbem.models import BounceState, OutboundMail
 from pbem.outbox import MAX_ATTEMPTS
+from pbem.store.models import BounceState, OutboundMail
 from testkit.bounce import PLAYERS, Desk
 from testkit.desk import seat_of
 

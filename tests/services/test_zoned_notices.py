@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pbem.server import Server
+from pbem.runner.server import Server
 from testkit.desk import PLAYERS, Clock, last_text, make_server, order, started_game
 
 

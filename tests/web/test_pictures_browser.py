@@ -23,10 +23,10 @@ import pytest
 from playwright.sync_api import sync_playwright
 from sqlmodel import Session, select
 
-from pbem.charts import odds_html
 from pbem.games import find_game
-from pbem.models import OutboundMail
+from pbem.render.charts import odds_html
 from pbem.rules.cupofbluff import total_distribution
+from pbem.store.models import OutboundMail
 from testkit import layout
 from testkit.colours import DARK_MODES, VISIONS, closest_pair, darkened, distance, parse
 from testkit.web import CHROMIUM_ARGS, Site, WebProcess, build_site, chromium_path

@@ -27,10 +27,10 @@ from sqlmodel import Session, select
 from pbem.config import ConfigError, Settings, WebSettings, load_settings
 from pbem.games import find_game, players_of
 from pbem.kinds.verify import check_record
-from pbem.models import Game, Player
 from pbem.rules.classic import hand_label as classic_hand_label
 from pbem.rules.dice import DiceStream, face_json
 from pbem.services.export import schema
+from pbem.store.models import Game, Player
 from pbem.web import create_app
 from pbem.web.database import DatabaseNotReady, open_read_only
 from testkit.desk import PLAYERS, Clock, admin, make_server, order, outbox
@@ -424,7 +424,7 @@ def test_a_broken_game_row_is_a_plain_500_page(tmp_path: Path) -> None:
 # --- read only, settings, start-up ---------------------------------------------------------------
 
 def test_the_web_app_cannot_write_to_the_database(site: Site) -> None:
-    engine = open_read_only(f"sqlite:///{site.folder / 'pbem.db'}")
+    engine = open_read_only(f"sqlite:///{site.folder / 'pbem.store.db'}")
     with Session(engine) as session:
         game = session.exec(select(Game).where(Game.name == "classic-1")).one()
         game.status = "cancelled"

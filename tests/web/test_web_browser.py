@@ -23,10 +23,10 @@ from playwright.sync_api import sync_playwright
 from sqlmodel import Session, select
 
 from pbem.games import find_game
-from pbem.models import OutboundMail, Player
-from pbem.render import face_name
+from pbem.render.reports import face_name
 from pbem.rules.classic import hand_label
 from pbem.rules.dice import DiceStream, face_json
+from pbem.store.models import OutboundMail, Player
 from testkit.desk import PLAYERS, Clock, admin, make_server, order, outbox
 from testkit.png import distinct_colours
 from testkit.web import (

@@ -18,9 +18,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pbem.config import load_settings
-from pbem.deadlines import relative, time_left
-from pbem.i18n import translator
-from pbem.models import Game
+from pbem.store.models import Game
+from pbem.text.deadlines import relative, time_left
+from pbem.text.i18n import translator
 from pbem.web import create_app
 from pbem.web.pages import deadline_fields
 from testkit.catalogue import english_left, english_phrases
@@ -178,8 +178,8 @@ def test_a_kinds_line_is_said_in_the_pages_language() -> None:
     that keeps its message, Cup of Bluff's "waiting for" line) is said in German too."""
     from pbem.config import Settings
     from pbem.kinds.words import Told
+    from pbem.text.wording import _
     from pbem.web.language import template_environment
-    from pbem.wording import _
 
     line = Told(_("the game is over"))
     said = template_environment(Settings(), "de").filters["said"](line)

@@ -1,4 +1,4 @@
-"""The private links' tokens (pbem.links): signed for one seat of one game and one key
+"""The private links' tokens (pbem.text.links): signed for one seat of one game and one key
 generation, expiring, and never logged."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pbem.links import (
+from pbem.text.links import (
     LinkError,
     expired,
     key_generation,

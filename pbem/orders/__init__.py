@@ -1,0 +1,1 @@
+"""Reading a player's words into orders (pure; no database, no mail)."""

@@ -1,0 +1,598 @@
+"""The order language: one table of commands drives the parser, HELP and the docs.
+
+Each command (as in GNU Mailman's email commands) is a small object with its
+name, aliases, usage, a one-line summary and an argument parser. A mail's
+text is read line by line: a line that starts with a command is parsed
+(and a bad one is an error that quotes the line); a line that starts with
+something close to a command name is an error too ("BDI 6 3: did you mean
+BID?"); any other line is prose and is ignored.
+
+Pure: this module imports only the rules core. A mail's lines come in as
+anything with a ``number`` and a ``text`` (pbem.mail.text.BodyLine is one).
+A ``Command`` here is a command's syntax, who may write it and its phase; a
+move order of a game kind (BID, ANNOUNCE ...) is nothing more, the kind takes
+it. The commands layer declares the rest (pbem.commands.context.MailCommand:
+the same and an action) and lists them all in pbem.commands.registry.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Literal, Protocol
+
+from pbem.orders.reading import (
+    COURTESY,
+    Doubt,
+    Read,
+    Reading,
+    Vocabulary,
+    bare_bids,
+    one_slip,
+    read_line,
+    strip_courtesy,
+    vocabulary,
+    words_of,
+)
+from pbem.orders.words import (
+    FOLDED_FACES,
+    FOLDED_NUMBERS,
+    STAR_FACE,
+    folded,
+    order_said,
+    spelled,
+    spellings_of,
+)
+from pbem.rules.dice import STAR, Face
+from pbem.rules.ladder import Bid
+from pbem.text.errors import LineProblem, Refusal
+from pbem.text.wording import Message, Said, _, joined
+
+GAME_NAME = re.compile(r"^[a-z0-9-]{1,40}$")
+GAME_NAME_HINT = _("game names use a-z, 0-9 and -")
+_BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")
+# what people put after an order word or at the end of an order: "Challenge!", "Cups up!",
+# "BID 3 fives.", "CHALLENGE:" (never inside a word: "a@b.org" keeps its dots)
+END_PUNCTUATION = "!.:"
+
+
+class TextLine(Protocol):
+    """One line of a mail's new text: its 1-based number and the text (quoted in errors)."""
+
+    @property
+    def number(self) -> int: ...
+
+    @property
+    def text(self) -> str: ...
+
+
+# who may use a command: a known player (a reply to a report, or GAME + KEY), the referee,
+# or anyone who writes (HELP, JOIN ...)
+Who = Literal["player", "referee", "anyone"]
+# when a command runs in a player mail: "change" first (SAY, JOIN ...), then the "move"
+# (the game's kind takes it), then a "look" (HISTORY, ORDERS: it shows what the mail
+# changed); a "reply" (HELP, STATUS) answers only a mail with nothing else to do; a "line"
+# never runs (GAME, KEY, TURN: read by the commands that need them). A referee mail runs
+# its commands in the order of its lines.
+Phase = Literal["line", "change", "move", "look", "reply"]
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command as the parser and HELP see it: its name (and other spellings), its usage,
+    a one-line summary (the help text), its argument parser, who may write it and its
+    phase; by default a player's move order, as a game kind declares them."""
+
+    name: str
+    usage: str
+    summary: Said               # said in the reader's language (HELP)
+    parse: Callable[[list[str]], Any]
+    aliases: tuple[str, ...] = ()
+    who: Who = "player"
+    phase: Phase = "move"
+
+    @property
+    def spellings(self) -> tuple[str, ...]:
+        return (self.name, *self.aliases)
+
+
+@dataclass(frozen=True)
+class Order:
+    line_no: int
+    line: str
+    command: Command
+    args: Any
+    # the language of the order word written (pbem.orders.words), None for an English one
+    language: str | None = None
+    # the order the line was read as, when it was not written as one ("Ich biete drei
+    # Fünfer." -> "BIETE 3 Fünfer"): the confirmation shows what was read
+    read_as: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.command.name
+
+
+@dataclass(frozen=True)
+class SeatByName:
+    """An order that names a player (ANNOUNCE 5 TO Finn): the parser does not know the
+    game's players, so the shell finds the seat (``seat_for``) and builds the order."""
+
+    name: str
+    build: Callable[[int], Any]
+
+    def seat_for(self, names: dict[int, str]) -> int | None:
+        """The seat whose player has this name (case and spacing aside; a unique start
+        of a name will do); None if no one, or more than one, fits."""
+        wanted = " ".join(self.name.lower().split())
+        exact = [s for s, n in names.items() if " ".join(n.lower().split()) == wanted]
+        if len(exact) == 1:
+            return exact[0]
+        starts = [s for s, n in names.items() if n.lower().startswith(wanted)]
+        return starts[0] if len(starts) == 1 and not exact else None
+
+
+@dataclass
+class ParsedText:
+    orders: list[Order] = field(default_factory=list)
+    problems: list[LineProblem] = field(default_factory=list)
+    prose: list[TextLine] = field(default_factory=list)
+
+    def first(self, name: str) -> Order | None:
+        return next((o for o in self.orders if o.name == name), None)
+
+    def all(self, name: str) -> list[Order]:
+        return [o for o in self.orders if o.name == name]
+
+    @property
+    def language(self) -> str | None:
+        """The language the mail's orders were written in (that of its first order word
+        of another language than English), None if only English words were used."""
+        return next((o.language for o in self.orders if o.language), None)
+
+
+# --- argument parsers -------------------------------------------------------
+
+_NUMBER_WORDS = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen twenty twentyone twentytwo twentythree "
+    "twentyfour twentyfive twentysix twentyseven twentyeight twentynine thirty".split())}
+_FACE_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "star": STAR}
+FACE_HINT = _("a face is 1 to 5 (or one..five, 1s..5s) or star / *")
+
+
+def parse_face(token: str) -> Face:
+    word = token.lower().strip(".,;:!")
+    if word in ("*", "\u2605", "6"):
+        return STAR
+    if word.isdigit() and 1 <= int(word) <= 5:
+        return int(word)
+    for suffix in ("'s", "es", "s", ""):
+        stem = word.removesuffix(suffix) if suffix else word
+        if stem.isdigit() and 1 <= int(stem) <= 5:
+            return int(stem)
+        if stem in _FACE_WORDS:
+            return _FACE_WORDS[stem]
+    other = FOLDED_FACES.get(folded(word))       # German, Czech (pbem.orders.words)
+    if isinstance(other, int):
+        return other
+    if other == STAR_FACE:
+        return STAR
+    raise Refusal(_("'{token}' is not a die face", token=token), FACE_HINT)
+
+
+def parse_quantity(token: str) -> int:
+    word = token.lower().strip(".,;:!").replace("-", "")
+    if word.isdigit():
+        value = int(word)
+    elif word in _NUMBER_WORDS:
+        value = _NUMBER_WORDS[word]
+    elif folded(word) in FOLDED_NUMBERS:        # German, Czech (pbem.orders.words)
+        value = FOLDED_NUMBERS[folded(word)]
+    else:
+        raise Refusal(_("'{token}' is not a quantity", token=token),
+                      _("write the quantity as a number, e.g. BID 6 threes"))
+    if value < 1:
+        raise Refusal(_("a bid needs a quantity of at least 1"), _("e.g. BID 1 five"))
+    return value
+
+
+def parse_bid(args: list[str]) -> Bid:
+    if len(args) != 2:
+        raise Refusal(_("a bid is a quantity and a face"),
+                      _("e.g. BID 6 threes, BID 6 3 or BID 4 stars"))
+    return Bid(parse_quantity(args[0]), parse_face(args[1]))   # the rules' refusal, if any
+
+
+def parse_faces(args: list[str]) -> tuple[Face, ...]:
+    if not args:
+        raise Refusal(_("EXPOSE needs the faces of the dice to show"), _("e.g. EXPOSE 3 3 *"))
+    faces: list[Face] = []
+    for token in args:
+        for part in token.split(","):
+            if part:
+                faces.append(parse_face(part))
+    return tuple(faces)
+
+
+def no_args(args: list[str]) -> None:
+    if args:
+        raise Refusal(_("this order takes nothing after it, not '{words}'",
+                        words=" ".join(args)))
+
+
+# what one word may be, as the problems name it: (one of it expected, not a valid one)
+_ONE_WORD: dict[str, tuple[Message, Callable[[str], Message]]] = {
+    "key": (_("expected one key"), lambda v: _("'{value}' is not a valid key", value=v)),
+    "game name": (_("expected one game name"),
+                  lambda v: _("'{value}' is not a valid game name", value=v)),
+}
+
+
+def one_word(what: str, pattern: re.Pattern[str] | None = None) -> Callable[[list[str]], str]:
+    expected, invalid = _ONE_WORD[what]
+
+    def parse(args: list[str]) -> str:
+        if len(args) != 1:
+            raise Refusal(expected)
+        value = args[0].strip()
+        if pattern is not None and not pattern.match(value.lower()):
+            raise Refusal(invalid(value),
+                          GAME_NAME_HINT if what == "game name" else "")
+        return value.lower() if what == "game name" else value
+    return parse
+
+
+def parse_turn(args: list[str]) -> int:
+    if len(args) != 1 or not args[0].isdigit():
+        raise Refusal(_("TURN takes the turn number"), _("e.g. TURN 3"))
+    return int(args[0])
+
+
+game_name = one_word("game name", GAME_NAME)
+
+
+# --- player orders ----------------------------------------------------------
+
+# the lines of a fresh player mail that say who writes and for which turn
+MAIL_LINES: tuple[Command, ...] = (
+    Command("GAME", "GAME <game>", _("in a fresh mail (not a reply): the game you play in"),
+            game_name, who="anyone", phase="line"),
+    Command("KEY", "KEY <key>", _("in a fresh mail: your order key from your report"),
+            one_word("key"), who="anyone", phase="line"),
+    Command("TURN", "TURN <n>", _("optional: the turn your order is for"), parse_turn,
+            who="anyone", phase="line"),
+)
+# the bid orders (postal and classic Bluff take them) and the lines of a player mail
+PLAYER_COMMANDS: tuple[Command, ...] = (
+    Command("BID", "BID <quantity> <face>",
+            _("raise to a new bid, e.g. BID 6 threes or BID 4 stars"), parse_bid),
+    Command("CHALLENGE", "CHALLENGE", _("challenge the current bid (cups up)"), no_args,
+            aliases=("CUPS UP", "LIAR")),
+    Command("EXPOSE", "EXPOSE <face> [<face> ...]",
+            _("with a BID: show these dice from your cup and re-roll the rest"), parse_faces),
+    *MAIL_LINES,
+)
+
+
+@dataclass(frozen=True)
+class _Grammar:
+    """What parse_text derives from a set of commands, once: the order words (longest
+    first), the words a typo may be of, and the vocabulary of spoken orders."""
+
+    spellings: tuple[tuple[list[str], Command, str | None], ...]
+    # the spellings by their first word, longest first
+    by_first: dict[str, list[tuple[list[str], Command, str | None]]]
+    by_name: dict[str, Command]
+    typo_words: dict[str, str]          # a folded order word -> the spelling to suggest
+    vocab: Vocabulary
+    typo_names: tuple[str, ...] = ()    # the keys of typo_words
+
+
+# by the commands' identities (the tables are made once; a mail's tuple of them is new),
+# with the commands kept so that no identity is reused while cached
+_GRAMMARS: dict[tuple[int, ...], tuple[tuple[Command, ...], _Grammar]] = {}
+
+
+def _grammar(commands: Sequence[Command]) -> _Grammar:
+    key = tuple(map(id, commands))
+    cached = _GRAMMARS.get(key)
+    if cached is not None:
+        return cached[1]
+    spellings = tuple(sorted(((form.split(), c, lang) for c in commands
+                              for lang, s in (*((None, s) for s in c.spellings),
+                                              *spellings_of(c.name))
+                              for form in spelled(s)),
+                             key=lambda item: -len(item[0])))
+    by_name = {c.name: c for c in commands}
+    typo_words = {c.name: c.name for c in commands}
+    # the single order words of the other languages too (BITEE: did you mean BIETE?);
+    # short ones only as they are, so that no everyday word is taken for a typo
+    for c in commands:
+        for _lang, spelling in spellings_of(c.name):
+            if " " not in spelling and len(spelling) >= 5:
+                typo_words.setdefault(folded(spelling), spelling)
+    # after a greeting, an order word opens an order only for a move or a reply (HELP):
+    # "Hallo, BIETE 3 Fünfer", "Thanks, HELP" (never GAME, KEY, SAY ...)
+    openers = tuple((tuple(words), c.name, lang) for words, c, lang in spellings
+                    if c.phase in ("move", "reply"))
+    by_first: dict[str, list[tuple[list[str], Command, str | None]]] = {}
+    for entry in spellings:
+        by_first.setdefault(entry[0][0], []).append(entry)
+    grammar = _Grammar(spellings, by_first, by_name, typo_words,
+                       vocabulary(tuple(by_name), openers), tuple(typo_words))
+    if len(_GRAMMARS) > 64:
+        _GRAMMARS.clear()
+    _GRAMMARS[key] = (tuple(commands), grammar)
+    return grammar
+
+
+def parse_text(lines: Sequence[TextLine], commands: Sequence[Command]) -> ParsedText:
+    """Read each line as a command, a bad command, or prose. A command is known by its
+    English spellings and by the words of the other languages (pbem.orders.words), in any
+    case and with or without accents; a line that does not open with one may still say an
+    order (pbem.orders.reading: "Ich biete drei Fünfer.", "3 pětky", "Liar!"), and a line
+    that may say an order but is not sure to is a problem that offers its readings."""
+    grammar = _grammar(commands)
+    result = ParsedText()
+    for line in lines:
+        text = _BULLET.sub("", line.text).strip()
+        tokens = text.split()
+        if not tokens:
+            continue
+        words = [folded(t).rstrip(END_PUNCTUATION) for t in tokens]
+        match = next(((sp, c, lang) for sp, c, lang in grammar.by_first.get(words[0], ())
+                      if words[:len(sp)] == sp), None)
+        refused = _read_order_line(line, text, tokens, match, result) if match else None
+        if match and refused is None:
+            continue
+        found = read_line(text, grammar.vocab)
+        if isinstance(found, Read):
+            _read_spoken(line, found.reading, grammar, result, refused)
+        elif isinstance(found, Doubt) and not (found.why == "unsure" and refused is None
+                                               and _typo(tokens, words, grammar)):
+            result.problems.append(doubt_problem(line, found))
+        elif refused is not None:      # an order word, then what no reading takes
+            result.problems.append(refused)
+        else:
+            _typo_or_prose(line, tokens, words, grammar, commands, result)
+    return result
+
+
+def _read_order_line(line: TextLine, text: str, tokens: list[str],
+                     match: tuple[list[str], Command, str | None],
+                     result: ParsedText) -> LineProblem | None:
+    """A line that opens with an order word: the order (None returned), or the problem
+    that quotes the line. A courtesy word after it is no argument ("Hilfe bitte", "BID 3
+    fives, thanks"); a move that asks ("BID 3 fives?") is not acted on."""
+    spelling, command, language = match
+    if command.phase == "move" and text.endswith("?"):
+        said = " ".join(t.rstrip(END_PUNCTUATION + "?") for t in tokens)
+        result.problems.append(doubt_problem(
+            line, Doubt("question", (Reading(command.name, (), language),)), said))
+        return None
+    args = tokens[len(spelling):]
+    try:
+        parsed = command.parse(_without_end_punctuation(args))
+        written = text.rstrip(END_PUNCTUATION)
+        read_as = _read_as(command, parsed, language, written)
+        result.orders.append(Order(line.number, line.text, command, parsed, language,
+                                   read_as=None if read_as == written else read_as))
+        return None
+    except Refusal as exc:
+        refused = exc
+    trimmed = _without_courtesy(args)
+    if trimmed != args:
+        try:
+            parsed = command.parse(trimmed)
+        except Refusal:
+            pass
+        else:
+            written = " ".join((*tokens[:len(spelling)], *trimmed)).rstrip(END_PUNCTUATION)
+            result.orders.append(Order(line.number, line.text, command, parsed, language,
+                                       read_as=_read_as(command, parsed, language, written)))
+            return None
+    return LineProblem(line.number, line.text, refused.message,
+                       refused.hint or _("write it as {usage}", usage=command.usage))
+
+
+def _read_as(command: Command, parsed: Any, language: str | None, written: str) -> str:
+    """What the confirmation says a line was read as: a bid in its order words ("BIETE 3
+    Fünfer"), any other order as written without its courtesy words."""
+    if isinstance(parsed, Bid):
+        return order_said(command.name, (str(parsed.quantity), STAR_FACE if parsed.face == STAR
+                                         else str(parsed.face)), language)
+    return written
+
+
+def _without_courtesy(args: list[str]) -> list[str]:
+    """The arguments without the courtesy words at their end ("bitte", "thanks", "díky")
+    and the punctuation before them ("Fünfer, danke" -> "Fünfer")."""
+    end = len(args)
+    while end > 0:
+        for size in (3, 2, 1):
+            tail = tuple(folded(a).strip(",.!?;:") for a in args[max(0, end - size):end])
+            if len(tail) == size and tail in COURTESY:
+                end -= size
+                break
+        else:
+            break
+    kept = args[:end]
+    if kept and kept != args:
+        last = kept[-1].rstrip(",;" + END_PUNCTUATION)
+        kept = kept[:-1] + [last] if last else kept[:-1]
+    return kept
+
+
+def _read_spoken(line: TextLine, reading: Reading, grammar: _Grammar, result: ParsedText,
+                 refused: LineProblem | None = None) -> None:
+    """An order read from a sentence or a bare bid. A bad one (0 Fünfer) is a problem:
+    the order word's own (``refused``) if the line opened with one; an order word after a
+    greeting with a bad rest is prose, as any line without an order."""
+    command = grammar.by_name[reading.name]
+    try:
+        parsed = command.parse(list(reading.args))
+    except Refusal as exc:
+        if refused is not None:
+            result.problems.append(refused)
+        elif reading.by_word:
+            result.prose.append(line)
+        else:
+            result.problems.append(LineProblem(
+                line.number, line.text, exc.message,
+                exc.hint or _("write it as {usage}", usage=command.usage)))
+        return
+    written = order_said(reading.name, reading.args, reading.language)
+    result.orders.append(Order(line.number, line.text, command, parsed, reading.language,
+                               read_as=_read_as(command, parsed, reading.language, written)))
+
+
+DOUBTS: dict[str, Message] = {
+    "two": _("this line reads as more than one order"),
+    "number": _("in this line either number may be the quantity"),
+    "question": _("this line asks: I act on no question"),
+    "unsure": _("this line speaks of an order, but I cannot be sure which"),
+    "more": _("this line says more than an order"),
+}
+
+
+def doubt_problem(line: TextLine, doubt: Doubt, said: str | None = None) -> LineProblem:
+    """The problem of a line not acted on: the line, why, and the orders it may mean, to
+    write back (alone on a line)."""
+    readings = [said or order_said(r.name, r.args, r.language) for r in doubt.readings]
+    choices: Said = (_("{first} or {second}", first=joined(readings[:-1], ", "),
+                       second=readings[-1]) if len(readings) > 1 else readings[0])
+    hint = (_("nothing was done; if you mean {choices}, write it alone on a line",
+              choices=choices) if len(readings) == 1
+            else _("nothing was done; write the one you mean alone on a line: {choices}",
+                   choices=choices))
+    return LineProblem(line.number, line.text, DOUBTS[doubt.why], hint)
+
+
+# words of their own that are one slip from an order word of another language
+NOT_TYPOS = frozenset({"ZWEIFEL", "ZEIGT", "HILFT", "JAZYKY", "SLEDUJI", "SEZNAM"})
+
+
+def _typo(tokens: list[str], words: list[str], grammar: _Grammar) -> str | None:
+    """The order word the line's first word is a typo of: an English one in a short line
+    (as ever), one of another language only with nothing after it but a bid's words
+    ("BITEE 5 Fünfer"), never a word of its own ("Zweifel habe ich keine")."""
+    if len(tokens) > 6 or words[0] in NOT_TYPOS:
+        return None
+    guess = _mistyped(words[0], grammar.typo_names)
+    if guess is None or guess in grammar.by_name:
+        return guess
+    rest = words[1:]
+    return guess if not rest or bare_bids(rest) else None
+
+
+def _typo_or_prose(line: TextLine, tokens: list[str], words: list[str], grammar: _Grammar,
+                   commands: Sequence[Command], result: ParsedText) -> None:
+    """A short line whose first word is an order word mistyped is a typo (in any of the
+    languages: BDI, BITEE), else the line is prose."""
+    guess = _typo(tokens, words, grammar)
+    if guess:
+        word = grammar.typo_words[guess]
+        name = next((c.name for c in commands if c.name == guess), None) or next(
+            name for name in grammar.by_name
+            if any(folded(w) == guess for _lang, w in spellings_of(name)))
+        result.problems.append(LineProblem(
+            line.number, line.text, _("'{word}' is not an order", word=tokens[0]),
+            _("did you mean {name}? ({usage})", name=word,
+              usage=_usage(commands, name))))
+    else:
+        result.prose.append(line)
+
+
+@lru_cache(maxsize=4096)
+def _mistyped(word: str, names: tuple[str, ...]) -> str | None:
+    """mistyped, kept: the first words of a mail's lines repeat ("I", "Hi", "Thanks")."""
+    return mistyped(word, names)
+
+
+def mistyped(word: str, names: Sequence[str]) -> str | None:
+    """The order word that ``word`` is a typo of, if any: a letter missing, one too many or
+    two swapped (BDI, CHALENGE, EXPSOE), or a near spelling of a long word (ANOUNCE);
+    never a different short word (DID, HEY, SENT are words of their own, not BID, KEY,
+    ABSENT). Only the word itself counts, never what else the line holds."""
+    letters = "".join(ch for ch in word if ch.isalpha())
+    if len(letters) < 2:
+        return None
+    if letters != word and letters in names:   # "BID\ufffd", "B.I.D": the word and junk
+        return letters
+    word = letters
+    for name in names:
+        if one_slip(word, name):
+            return name
+    close = difflib.get_close_matches(word, [n for n in names if len(n) >= 6], n=1,
+                                      cutoff=0.85)
+    return close[0] if close else None
+
+
+def _without_end_punctuation(args: list[str]) -> list[str]:
+    """The arguments with the line's closing "!" or "." taken off ("fives." -> "fives");
+    a lone "!" at the end is dropped."""
+    if not args:
+        return args
+    last = args[-1].rstrip(END_PUNCTUATION)
+    return args[:-1] + [last] if last else args[:-1]
+
+
+def closeness(line: str, commands: Sequence[Command]) -> float:
+    """How much a line looks like an order, 0..1: the best likeness of one of its first
+    words to an order word of any language (1.0 when it names one), a little less when the
+    order word comes later in the line ("I challenge you"); a greeting ("Hallo zusammen,")
+    or a thank-you is no order at all (0)."""
+    clauses, _asks = words_of(line)
+    if all(not strip_courtesy(c) for c in clauses):
+        return 0.0
+    words = [folded(w).strip(END_PUNCTUATION + ",;?()'\"") for w in
+             _BULLET.sub("", line).split()[:12]]
+    names = _first_words(tuple(commands))
+    best = 0.0
+    for at, word in enumerate(w for w in words if w):
+        for name in names:
+            ratio = difflib.SequenceMatcher(None, word, name).ratio()
+            best = max(best, ratio * (1.0 if at == 0 else 0.9))
+    return best
+
+
+@lru_cache(maxsize=32)
+def _first_words(commands: tuple[Command, ...]) -> frozenset[str]:
+    """The first word of every order word of the commands, in every language, folded."""
+    return frozenset(form.split()[0] for c in commands
+                     for s in (*c.spellings, *(w for _lang, w in spellings_of(c.name)))
+                     for form in spelled(s))
+
+
+def closest_lines(lines: Sequence[TextLine], commands: Sequence[Command],
+                  most: int = 3) -> list[TextLine]:
+    """The lines of a mail that looked most like an order, best first (at most ``most``),
+    for an answer that found no order: the player sees what was read and what came near."""
+    # among lines equally near (prose: none near at all), the longest says the most
+    scored = sorted(((closeness(line.text, commands), -len(line.text.strip()), i)
+                     for i, line in enumerate(lines) if line.text.strip()),
+                    key=lambda item: (-item[0], item[1], item[2]))
+    return [lines[i] for _near, _length, i in scored[:most]]
+
+
+def _usage(commands: Sequence[Command], name: str) -> str:
+    return next(c.usage for c in commands if c.name == name)
+
+
+def help_lines(commands: Sequence[Command], language: str = "en") -> list[dict[str, Any]]:
+    """HELP's lines: each command's usage and summary, its other English spellings, and
+    the words of the reader's language (pbem.orders.words) where it has its own: ``usage``
+    with them (English, for the shell), ``written`` with them said in the reader's
+    language, ``summary`` (said there too)."""
+    lines = []
+    for c in commands:
+        own = [w for lang, w in spellings_of(c.name) if lang == language]
+        also = ", ".join([*own, *c.aliases])
+        written: Said = (_("{usage}  (also {words})", usage=c.usage, words=also) if also
+                         else c.usage)
+        lines.append({"usage": str(written), "written": written, "summary": c.summary})
+    return lines

@@ -1,0 +1,545 @@
+"""Orders as people write them: a small grammar a language over the words of a line.
+
+A line that does not open with an order word (pbem.orders.parsing reads those) may still be an
+order: a sentence around it ("Ich biete drei Fünfer.", "Zvyšuji na čtyři šestky",
+"I'll raise to four sixes"), a bare bid ("Drei Fünfer!", "3 pětky", "3 mal die 5"), a
+challenge as people say it ("Becher hoch!", "Tomu nevěřím!", "I don't believe it"), with
+greetings and courtesy words around ("Hallo, ..., danke", "Hilfe bitte").
+
+A line is cut into words once (folded: any case, accents optional, ä typed ae) and into
+clauses at its punctuation; each clause is matched whole against a few finite phrase
+tables (sets of word tuples: no backtracking, linear in the line). The line's reading is:
+
+- ``None``: prose (no clause is an order) -- digits in prose never make an order;
+- ``Read``: exactly one order, every other clause a greeting or courtesy word (the same
+  order twice, "Das glaube ich nicht. Hoch die Becher!", is one order);
+- ``Doubt``: never acted on -- two different orders, a number that may be the quantity
+  or the face ("3 5"), a question ("Soll ich drei Fünfer bieten?"), a bid verb with a
+  bid that the grammar does not read ("I don't bid three fives"), an order with more
+  words around it. The answer quotes the line and offers the readings to write back.
+
+Pure: no I/O; pbem.orders.parsing imports it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
+
+from pbem.orders.words import (
+    ENGLISH_FACE_WORDS,
+    FACE_WORDS,
+    NUMBER_WORDS,
+    STAR_FACE,
+    TENS_WORDS,
+    folded,
+    spelled,
+)
+
+MAX_READ_CHARS = 300   # a longer line is no spoken order: only an order word opens it
+MAX_CLAUSE_WORDS = 12  # a longer clause is prose
+MAX_CLAUSES = 6        # a line of more clauses is prose (an order and its greetings: fewer)
+MAX_READINGS = 3       # the readings a doubt offers back, at most
+_TOKEN = re.compile(r"\d+(?:[:.,/]\d+)+|[^\W_]+(?:['\u2019\-][^\W_]+)*|[*\u2605]|[.!?;,:\u2026\-\u2013\u2014]|\S")
+_BREAKS = frozenset(".!?;,:\u2026-\u2013\u2014")
+_DIGIT_FACE = re.compile(r"^([1-6])(?:S|'S|ER|ERN|EN|KY|KA|EK|KU)$")
+
+
+@dataclass(frozen=True)
+class Reading:
+    """An order as read: its command name, its arguments as the order word would take them
+    ("3", "5"; "*" for the star) and the language of the words read (None: English)."""
+
+    name: str
+    args: tuple[str, ...] = ()
+    language: str | None = None
+    by_word: bool = False     # an order word opened it ("Hallo, BIETE ..."): args as written
+
+
+@dataclass(frozen=True)
+class Read:
+    reading: Reading
+
+
+Why = Literal["two", "number", "question", "unsure", "more"]
+
+
+@dataclass(frozen=True)
+class Doubt:
+    """A line that may be an order but is not acted on: why, and the readings offered."""
+
+    why: Why
+    readings: tuple[Reading, ...]
+
+
+# --- the phrase tables ---------------------------------------------------------------
+
+def _phrases(*texts: str) -> frozenset[tuple[str, ...]]:
+    """Each text's word tuples in every spelling a player may type (see spelled)."""
+    found: set[tuple[str, ...]] = set()
+    for text in texts:
+        forms: list[tuple[str, ...]] = [()]
+        for word in text.split():
+            forms = [f + (s,) for f in forms for s in spelled(word)]
+        found.update(forms)
+    return frozenset(found)
+
+
+def _combined(subjects: Iterable[str], verbs: Iterable[str]) -> list[str]:
+    return [f"{s} {v}".strip() for s in subjects for v in verbs]
+
+
+# greetings, courtesy and filler words around an order, in any of the languages
+COURTESY = _phrases(
+    "please", "pls", "plz", "thanks", "thank you", "thanks a lot", "thx", "cheers", "hi",
+    "hello", "hey", "dear all", "hi all", "hello all", "hi everyone", "hello everyone",
+    "everyone", "all", "folks", "guys", "well", "so", "then", "now", "right", "alright",
+    "good luck", "gl", "regards", "best", "best regards", "kind regards", "sorry", "yes",
+    "bitte", "danke", "danke schön", "dankeschön", "vielen dank", "danke sehr", "hallo",
+    "moin", "servus", "grüß gott", "grüße", "gruß", "liebe grüße", "viele grüße", "lg",
+    "mfg", "also", "gut", "na gut", "na dann", "dann", "jetzt", "nun", "zusammen", "leute",
+    "ihr lieben", "hallo zusammen", "hallo leute", "hallo ihr lieben", "hi zusammen",
+    "viel glück", "viel spaß", "tschüss", "ciao", "ja", "bitte schön", "bitteschön",
+    "prosím", "díky", "dík", "děkuji", "děkuju", "moc díky", "díky moc", "ahoj", "čau", "nazdar",
+    "zdravím", "zdravíčko", "dobrý den", "dobrý večer", "tak", "takže", "dobře", "no",
+    "hodně štěstí", "s pozdravem", "všem", "ahoj všichni", "zdravím všechny", "jo", "ano",
+    "tedy", "teda", "nyní", "teď", "tak tedy",
+    "and", "und", "or", "oder", "nebo",
+)
+_MOST_COURTESY_WORDS = max(len(p) for p in COURTESY)
+
+# a subject and a verb of bidding or raising, before a bid ("Ich erhöhe auf" drei Fünfer)
+BID_OPENERS: dict[str, frozenset[tuple[str, ...]]] = {
+    "en": _phrases(
+        *_combined(("", "I", "I'LL", "ILL", "I WILL", "I SHALL"),
+                   ("BID", "SAY", "RAISE", "RAISE TO", "RAISE IT TO", "RAISE THE BID TO",
+                    "GO", "GO TO", "GO WITH", "BET", "BET ON", "MAKE IT", "CLAIM",
+                    "OPEN WITH", "BID ON")),
+        "I'D SAY", "ID SAY", "LET'S SAY", "LETS SAY", "LET'S GO WITH", "I'M BIDDING",
+        "IM BIDDING", "I AM BIDDING", "I'M RAISING TO", "IM RAISING TO", "I AM RAISING TO",
+        "RAISING TO", "BIDDING", "I'M GOING WITH", "I AM GOING WITH", "MY BID IS", "MY BID",
+        "MY NEW BID IS", "NEW BID", "MY BID WILL BE", "MY BID FOR THIS TURN IS", "BID IS",
+        "MY BID THIS TURN IS", "RAISE TO",
+    ),
+    "de": _phrases(
+        *_combined(("", "ICH"), ("BIETE", "BIETE AUF", "SAGE", "ERHÖHE", "ERHÖHE AUF",
+                                  "ERHÖHE DAS GEBOT AUF", "SETZE", "SETZE AUF", "TIPPE",
+                                  "TIPPE AUF", "WETTE", "WETTE AUF", "GEHE AUF", "MACHE",
+                                  "SAGE MAL", "BIETE JETZT", "ERHÖHE JETZT AUF",
+                                  "GEHE HOCH AUF", "ERHOEH AUF", "ERHÖH AUF")),
+        "BIETE ICH", "SAGE ICH", "ERHÖHE ICH AUF", "SETZE ICH AUF", "TIPPE ICH AUF",
+        "GEHE ICH AUF", "SAGEN WIR", "ICH WÜRDE SAGEN", "MEIN GEBOT", "MEIN GEBOT IST",
+        "MEIN GEBOT LAUTET", "MEIN NEUES GEBOT", "MEIN NEUES GEBOT IST", "NEUES GEBOT",
+        "GEBOT", "GEBOT IST", "GEBOT AUF", "ICH BIETE MAL", "ICH ERHÖHE MAL AUF",
+    ),
+    "cs": _phrases(
+        *_combined(("", "JÁ"), ("SÁZÍM", "SÁZÍM NA", "VSADÍM", "VSADÍM NA", "VSADÍM SE O",
+                                 "VSADÍM SE NA", "SÁZÍM SE O", "VSÁZÍM", "VSÁZÍM NA",
+                                 "ZVYŠUJI NA", "ZVYŠUJU NA", "ZVÝŠÍM NA", "ZVEDÁM NA",
+                                 "ZVYŠUJI SÁZKU NA", "ZVÝŠÍM SÁZKU NA", "NABÍZÍM",
+                                 "HLÁSÍM", "ŘÍKÁM", "NAVRHUJI", "NAVRHUJU", "TIPUJI", "TIPUJU", "TIPUJI NA",
+                                 "TIPUJU NA", "JDU NA", "DÁVÁM", "PŘIHAZUJI NA",
+                                 "NABÍZÍM SÁZKU", "SÁZÍM NA TO ŽE JE", "ŘEKNU")),
+        "MOJE SÁZKA", "MOJE SÁZKA JE", "MÁ SÁZKA", "MÁ SÁZKA JE", "SÁZKA", "SÁZKA JE",
+        "NOVÁ SÁZKA", "NOVÁ SÁZKA JE", "MOJE NOVÁ SÁZKA JE", "SÁZKA NA",
+    ),
+}
+
+_OPENER_LANGUAGE = {words: language for language, table in BID_OPENERS.items()
+                    for words in table}
+
+# a challenge as people say it (a whole clause)
+CHALLENGES: dict[str, frozenset[tuple[str, ...]]] = {
+    "en": _phrases(
+        "LIAR", "YOU LIAR", "LIAR LIAR", "CHALLENGE", "I CHALLENGE", "I CHALLENGE THAT",
+        "I CHALLENGE IT", "I CHALLENGE YOU", "I CHALLENGE THE BID", "I CHALLENGE THIS",
+        "I CHALLENGE YOUR BID", "I'LL CHALLENGE", "I WILL CHALLENGE", "I CALL", "I CALL IT",
+        "I CALL BLUFF", "I CALL YOUR BLUFF", "I CALL THAT", "CALL", "CALLING", "CALLING IT",
+        "I DON'T BELIEVE IT", "I DON'T BELIEVE YOU", "I DON'T BELIEVE THAT", "I DONT BELIEVE IT",
+        "I DONT BELIEVE YOU", "I DONT BELIEVE THAT", "I DO NOT BELIEVE IT",
+        "I DO NOT BELIEVE YOU", "I DO NOT BELIEVE THAT", "I DON'T BELIEVE THIS",
+        "DON'T BELIEVE IT", "DONT BELIEVE IT", "NOT BELIEVING IT", "I DOUBT IT",
+        "I DOUBT THAT", "CUPS UP", "LIFT THE CUPS", "LIFT YOUR CUPS", "UP WITH THE CUPS",
+        "SHOW YOUR DICE", "SHOW ME YOUR DICE", "SHOW THE DICE", "LET'S SEE THE DICE",
+        "I CHALLENGE THE LAST BID", "I CHALLENGE THE CURRENT BID", "TAKE IT", "I TAKE IT",
+    ),
+    "de": _phrases(
+        "HOCH DIE BECHER", "BECHER HOCH", "DIE BECHER HOCH", "BECHER RAUF", "BECHER AUF",
+        "DAS GLAUBE ICH NICHT", "DAS GLAUB ICH NICHT", "GLAUBE ICH NICHT", "GLAUB ICH NICHT",
+        "ICH GLAUBE DAS NICHT", "ICH GLAUBE DIR NICHT", "ICH GLAUBE ES NICHT",
+        "ICH GLAUBE EUCH NICHT", "ICH GLAUB DIR NICHT", "ICH GLAUB DAS NICHT",
+        "DAS GLAUBE ICH DIR NICHT", "GLAUBE ICH DIR NICHT", "DAS GLAUBE ICH EUCH NICHT",
+        "ICH ZWEIFLE", "ICH ZWEIFLE AN", "ICH ZWEIFLE DAS AN", "ICH ZWEIFLE ES AN",
+        "ICH ZWEIFLE DAS GEBOT AN", "ICH ZWEIFEL DAS AN", "ICH ZWEIFLE DEIN GEBOT AN",
+        "ZWEIFLE AN", "ZWEIFLE DAS AN", "ICH BEZWEIFLE DAS", "DAS BEZWEIFLE ICH",
+        "BEZWEIFLE ICH", "ICH BEZWEIFLE ES", "ANGEZWEIFELT", "ICH ZWEIFLE AN DEM GEBOT",
+        "LÜGNER", "ICH DECKE AUF", "AUFDECKEN",
+        "ZEIGT HER", "ZEIGT EURE WÜRFEL", "WÜRFEL ZEIGEN", "ICH WILL DIE WÜRFEL SEHEN", "DAS NEHME ICH DIR NICHT AB", "ICH FORDERE HERAUS", "ICH ZWEIFLE DEN WERT AN", "ICH ZWEIFLE DEN TIPP AN",
+        "ZWEIFLE DEN WERT AN", "ICH ZWEIFLE DEINEN TIPP AN",
+    ),
+    "cs": _phrases(
+        "NEVĚŘÍM", "TOMU NEVĚŘÍM", "NEVĚŘÍM TOMU", "NEVĚŘÍM TI", "TO NEVĚŘÍM", "JÁ NEVĚŘÍM",
+        "JÁ TOMU NEVĚŘÍM", "TO TI NEVĚŘÍM", "NEVĚŘÍM VÁM", "TO VÁM NEVĚŘÍM", "TOHLE NEVĚŘÍM",
+        "PŘIJÍMÁM", "PŘIJÍMÁM SÁZKU", "SÁZKU PŘIJÍMÁM", "PŘIJÍMÁM TU SÁZKU", "BERU SÁZKU",
+        "LHÁŘI", "UKAŽTE KOSTKY", "UKAŽ KOSTKY", "ODKRÝT KOSTKY",
+        "ODKRYJTE KOSTKY", "ODKRÝVÁM", "KOSTKY NAHORU", "VSADÍM SE PROTI", "VSADÍM SI PROTI", "SÁZÍM PROTI", "VSADÍM SE PROTI TOBĚ",
+        "NEVĚŘÍM TOMU ANI SLOVO", "ZVEDNĚTE KELÍMKY", "KELÍMKY NAHORU",
+    ),
+}
+
+_CHALLENGE_LANGUAGE = {words: language for language, table in CHALLENGES.items()
+                       for words in table}
+_ACCEPTS = _phrases("TAKE IT", "I TAKE IT", "PŘIJÍMÁM", "PŘIJÍMÁM SÁZKU", "SÁZKU PŘIJÍMÁM",
+                    "PŘIJÍMÁM TU SÁZKU", "BERU SÁZKU")
+
+# words between a quantity and its face ("3 mal die 5", "3 Würfel mit der Augenzahl 5",
+# "3 kostky s číslem 5", "3 dice showing 5")
+_JOINERS = _phrases(
+    "MAL", "MAL DIE", "MAL DER", "X", "\u00d7", "KRÁT", "WÜRFEL MIT DER AUGENZAHL", "WÜRFEL MIT EINER", "WÜRFEL MIT EINEM",
+    "WÜRFEL MIT AUGENZAHL", "WÜRFEL MIT DER", "WÜRFEL MIT", "WÜRFEL MIT DEM WERT",
+    "KOSTKY S ČÍSLEM", "KOSTEK S ČÍSLEM", "KOSTKY UKAZUJÍ ČÍSLO", "KOSTEK UKAZUJE ČÍSLO", "KOSTKY S", "KOSTEK S", "KOSTKY SE", "KOSTEK SE",
+    "KOSTKY NA KTERÝCH JE", "KOSTEK NA KTERÝCH JE", "DICE SHOWING", "DICE SHOWING A",
+    "DICE WITH", "DICE WITH A", "DICE OF", "DIE SHOWING", "DIE SHOWING A",
+)
+_MOST_JOINER_WORDS = max(len(p) for p in _JOINERS)
+
+# the words that make a clause with a bid in it speak of bidding (as in "Soll ich drei
+# Fünfer bieten?", "I don't bid three fives", "Nesázím tři pětky")
+_BID_VERBS = frozenset(w for word in (
+    "BID", "BIDS", "BIDDING", "RAISE", "RAISING", "BET",
+    "BIETE", "BIETEN", "BIETEST", "GEBOT", "ERHÖHE", "ERHÖHEN", "SETZE", "SETZEN", "TIPPE",
+    "SÁZÍM", "SÁZET", "VSADÍM", "VSADIT", "SÁZKA", "SÁZKU", "ZVYŠUJI", "ZVÝŠIT", "ZVÝŠÍM",
+    "NABÍZÍM", "NABÍDNOUT", "NESÁZÍM", "NEVSADÍM", "NEZVYŠUJI", "NEZVÝŠÍM", "NENABÍZÍM",
+    "HLÁSÍM", "NEHLÁSÍM") for w in spelled(word))
+_CHALLENGE_WORDS = frozenset(w for word in (
+    "CHALLENGE", "LIAR", "BELIEVE", "GLAUBE", "ZWEIFLE", "BECHER", "NEVĚŘÍM", "VĚŘÍM",
+    "PŘIJÍMÁM") for w in spelled(word))
+_NEGATIONS = frozenset(w for word in (
+    "NOT", "DON'T", "DONT", "NEVER", "WON'T", "WONT", "NICHT", "KEIN", "KEINE", "NIE", "NE",
+    "NEBUDU", "NECHCI") for w in spelled(word))
+
+
+def _table(*tables: tuple[str | None, dict[str, object]]) -> dict[str, tuple[object, str | None]]:
+    return {form: (value, language) for language, table in tables
+            for word, value in table.items() for form in spelled(word)}
+
+
+_FACE_NOUNS = _table(("de", {w: f for w, f in FACE_WORDS["de"].items()}),
+                     ("cs", {w: f for w, f in FACE_WORDS["cs"].items()}),
+                     (None, dict(ENGLISH_FACE_WORDS)))
+_NUMBERS = _table(*((lang if lang != "en" else None, dict[str, object](table))
+                    for lang, table in NUMBER_WORDS.items()))
+# the face words that are also plain numbers: a face only where the line's shape says so
+_PLAIN_NUMBERS = frozenset(_NUMBERS)
+
+
+# --- reading ---------------------------------------------------------------------------
+
+# "or" between two orders: a clause ends ("drei Fünfer oder vier Vierer")
+_OR_WORDS = frozenset({"OR", "ODER", "NEBO", "BZW"})
+
+
+def words_of(text: str) -> tuple[list[list[str]], bool]:
+    """The clauses of a line (its words folded, cut at punctuation) and whether it asks
+    (a "?" anywhere)."""
+    clauses: list[list[str]] = [[]]
+    asks = False
+    for token in _TOKEN.findall(text[:MAX_READ_CHARS]):
+        if token == ":":    # "Mein Gebot: drei Fünfer" is one clause
+            continue
+        word = folded(token)
+        if token in _BREAKS or token == "?":
+            asks = asks or token == "?"
+            if clauses[-1]:
+                clauses.append([])
+        else:
+            clauses[-1].append(word)
+    return [c for c in clauses if c], asks
+
+
+def strip_courtesy(words: list[str]) -> list[str]:
+    """The clause without the greetings and courtesy words at its two ends."""
+    start, end = 0, len(words)
+    changed = True
+    while changed and start < end:
+        changed = False
+        for size in range(min(_MOST_COURTESY_WORDS, end - start), 0, -1):
+            if tuple(words[start:start + size]) in COURTESY:
+                start += size
+                changed = True
+                break
+            if tuple(words[end - size:end]) in COURTESY:
+                end -= size
+                changed = True
+                break
+    return words[start:end]
+
+
+def _quantity(words: Sequence[str]) -> tuple[int, str | None] | None:
+    """A quantity written in one or two words (3, drei, "twenty one"), with its language."""
+    if len(words) == 1:
+        word = words[0].replace("-", "")
+        if word.isdigit():   # "12:00", "3.5" are one word: no quantity
+            return (int(word), None) if len(word) <= 3 and word[0] != "0" else None
+        found = _NUMBERS.get(word)     # (zero, null, nula: no quantity)
+        return ((found[0], found[1]) if found and isinstance(found[0], int) and found[0] > 0
+                else None)
+    if len(words) == 2 and words[0] in TENS_WORDS:
+        unit = _NUMBERS.get(words[1])
+        if unit and isinstance(unit[0], int) and 1 <= unit[0] <= 9:
+            return TENS_WORDS[words[0]] + unit[0], unit[1]
+    return None
+
+
+def _face_noun(word: str) -> tuple[str, str | None] | None:
+    """A word that can only be a face (Fünfer, pětky, fives, 5s, 5er, stars, *)."""
+    if word in ("*", "\u2605"):
+        return STAR_FACE, None
+    found = _FACE_NOUNS.get(word)
+    if found is not None and word not in _PLAIN_NUMBERS:
+        return _face_arg(found[0]), found[1]
+    digit = _DIGIT_FACE.match(word)
+    if digit:
+        return _face_arg(int(digit.group(1))), None
+    return None
+
+
+def _face_any(word: str) -> tuple[str, str | None] | None:
+    """A face written as a face word or a plain number (5, fünf, pět, five; 6 = the star)."""
+    noun = _face_noun(word)
+    if noun is not None:
+        return noun
+    if word.isdigit() and len(word) == 1 and 1 <= int(word) <= 6:
+        return _face_arg(int(word)), None
+    found = _FACE_NOUNS.get(word) or _NUMBERS.get(word)
+    if found and (found[0] == STAR_FACE or isinstance(found[0], int) and 1 <= found[0] <= 6):
+        return _face_arg(found[0]), found[1]
+    return None
+
+
+def _face_arg(face: object) -> str:
+    return STAR_FACE if face in (STAR_FACE, 6) else str(face)
+
+
+def _bid(q: int, face: str, *languages: str | None) -> Reading:
+    return Reading("BID", (str(q), face), next((x for x in languages if x), None))
+
+
+def bare_bids(words: Sequence[str]) -> list[Reading]:
+    """The bids a clause that is only a quantity and a face may be: one ("drei Fünfer",
+    "3 mal die 5"), two (the numbers "3 5": either may be the face) or none."""
+    n = len(words)
+    found: list[Reading] = []
+    for q_size in (1, 2):
+        if n <= q_size:
+            break
+        quantity = _quantity(words[:q_size])
+        if quantity is None:
+            continue
+        rest = words[q_size:]
+        if len(rest) == 1:
+            noun = _face_noun(rest[0])
+            if noun is not None:
+                return [_bid(quantity[0], noun[0], noun[1], quantity[1])]
+            face = _face_any(rest[0])
+            if face is not None and q_size == 1:   # "3 5": which is the face?
+                found = [_bid(quantity[0], face[0], face[1], quantity[1])]
+                back_quantity = _quantity(rest)
+                back_face = _face_any(words[0])
+                if back_quantity is not None and back_face is not None:
+                    other = _bid(back_quantity[0], back_face[0], back_face[1])
+                    if other != found[0]:
+                        found.append(other)
+                return found
+        elif 1 < len(rest) <= _MOST_JOINER_WORDS + 1 and tuple(rest[:-1]) in _JOINERS:
+            face = _face_any(rest[-1])
+            if face is not None:
+                return [_bid(quantity[0], face[0], face[1], quantity[1])]
+    return found
+
+
+# words that make a bid after them a maybe ("vielleicht drei Fünfer", "maybe three fives")
+_HEDGES = frozenset(w for word in ("MAYBE", "PERHAPS", "PROBABLY", "VIELLEICHT",
+                                   "WAHRSCHEINLICH", "EVENTUELL", "MOŽNÁ", "ASI", "NEJSPÍŠ")
+                    for w in spelled(word))
+
+
+def _hedged(core: Sequence[str]) -> bool:
+    """One or two words, then a bid, where a word is a maybe or a verb of bidding
+    mistyped ("Ich beite drei Dreier": did you mean "biete"?)."""
+    for size in (2, 3):
+        if len(core) in (size + 1, size + 2) and bare_bids(core[-size:]):
+            before = core[:-size]
+            return any(w in _HEDGES or any(one_slip(w, v) for v in _BID_VERBS if len(v) >= 4)
+                       for w in before)
+    return False
+
+
+_OR = frozenset({"OR", "ODER", "NEBO", "BZW", "AND", "UND", "A"})
+
+
+def _pairs_in(words: Sequence[str]) -> tuple[list[Reading], set[str]]:
+    """The bids in a clause, each a quantity and a face word ("... drei Fünfer ..."),
+    and the clause's other words."""
+    found: list[Reading] = []
+    rest: set[str] = set()
+    i = 0
+    while i < len(words):
+        quantity = _quantity(words[i:i + 1]) if i + 1 < len(words) else None
+        noun = _face_noun(words[i + 1]) if quantity is not None else None
+        if quantity is not None and noun is not None:
+            bid = _bid(quantity[0], noun[0], noun[1], quantity[1])
+            found += [bid] if bid not in found else []
+            i += 2
+        else:
+            rest.add(words[i])
+            i += 1
+    return found, rest
+
+
+def one_slip(word: str, name: str) -> bool:
+    """``word`` is ``name`` with one letter left out, one added, or two neighbours swapped
+    (a letter changed counts too in a name of six letters or more)."""
+    if word == name or abs(len(word) - len(name)) > 1:
+        return False
+    if len(word) == len(name):
+        diff = [i for i, (a, b) in enumerate(zip(word, name, strict=True)) if a != b]
+        if len(diff) == 2 and diff[1] == diff[0] + 1:
+            return word[diff[0]] == name[diff[1]] and word[diff[1]] == name[diff[0]]
+        return len(diff) == 1 and len(name) >= 6
+    short, long_ = (word, name) if len(word) < len(name) else (name, word)
+    if len(long_) < 4:
+        return False
+    return any(long_[:i] + long_[i + 1:] == short for i in range(len(long_)))
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """What the grammar may read for one set of commands: bids (BID), the challenge's
+    order name (CHALLENGE, or Cup of Bluff's BLUFF), and the order words that a clause may
+    open with after a greeting ("Hallo, BIETE 3 Fünfer")."""
+
+    bids: bool
+    challenge: str | None
+    # (words, name, language) by the first word, longest first
+    openers_by_word: dict[str, list[tuple[tuple[str, ...], str, str | None]]]
+
+
+@lru_cache(maxsize=64)
+def vocabulary(names: tuple[str, ...],
+               openers: tuple[tuple[tuple[str, ...], str, str | None], ...]) -> Vocabulary:
+    challenge = next((n for n in ("CHALLENGE", "BLUFF") if n in names), None)
+    by_word: dict[str, list[tuple[tuple[str, ...], str, str | None]]] = {}
+    for opener in sorted(openers, key=lambda o: -len(o[0])):
+        by_word.setdefault(opener[0][0], []).append(opener)
+    return Vocabulary("BID" in names, challenge, by_word)
+
+
+def _clause(words: list[str], vocab: Vocabulary) -> tuple[str, list[Reading]]:
+    """What one clause is: "empty" (greetings), "order" (its readings: one, or two for a
+    number that may be either), "either" (orders joined by "or"), "unsure" (it speaks of
+    an order the grammar does not read; the readings it may mean), or "prose"."""
+    core = strip_courtesy(words)
+    if not core:
+        return "empty", []
+    if len(core) > MAX_CLAUSE_WORDS:
+        return "prose", []
+    if _OR_WORDS & set(core[1:-1]):
+        # "drei Fünfer oder vier Vierer", "Liar or four fives": orders on both sides are
+        # two readings; else the whole clause is read as one
+        parts: list[list[str]] = [[]]
+        for word in core:
+            if word in _OR_WORDS:
+                parts.append([])
+            else:
+                parts[-1].append(word)
+        found = [_clause(part, vocab) for part in parts]
+        if all(kind == "order" for kind, _r in found):
+            return "either", [r for _kind, readings in found for r in readings]
+    key = tuple(core)
+    said_in = _CHALLENGE_LANGUAGE.get(key) if vocab.challenge else None
+    # to accept the bet is to challenge it in Bluff, but in Cup of Bluff (BLUFF) it may as
+    # well be OK: never read there
+    if said_in is not None and vocab.challenge and not (vocab.challenge == "BLUFF"
+                                                        and key in _ACCEPTS):
+        return "order", [Reading(vocab.challenge, (), None if said_in == "en" else said_in)]
+    by_word: list[Reading] = []
+    for spelling, name, word_language in vocab.openers_by_word.get(core[0], ()):
+        if tuple(core[:len(spelling)]) == spelling:
+            rest = core[len(spelling):]
+            bids = bare_bids(rest) if name == "BID" else []
+            if bids:   # after the order word, the quantity comes first ("BIETE 3 5")
+                return "order", [Reading(name, bids[0].args, word_language)]
+            by_word = [Reading(name, tuple(rest), word_language, by_word=True)]
+            break
+    if not vocab.bids:
+        return ("order", by_word) if by_word else ("prose", [])
+    # a bid ends with its face: no other clause is one (most prose ends here)
+    cuts = range(0, min(len(core) - 1, 9)) if _face_any(core[-1]) else range(0)
+    for cut in cuts:
+        language = _OPENER_LANGUAGE.get(key[:cut], "" if cut == 0 else None)
+        if language is None:
+            continue
+        bids = bare_bids(core[cut:])
+        if bids:
+            lang = language if language not in ("", "en") else None
+            # after a verb of bidding, the quantity comes first ("Ich biete 3 5")
+            return "order", [Reading(b.name, b.args, b.language or lang)
+                             for b in (bids[:1] if cut else bids)]
+    if by_word:
+        return "order", by_word
+    if _hedged(core):
+        return "unsure", bare_bids(core[-2:])[:1] or bare_bids(core[-3:])[:1]
+    pairs, others = _pairs_in(core)
+    talks = set(core)
+    if pairs and (talks & _BID_VERBS or len(pairs) > 1 and others <= _OR):
+        # a bid spoken of ("I don't bid three fives"), or bids and little else ("drei
+        # Fünfer oder vier Vierer")
+        return "unsure", pairs
+    if vocab.challenge and len(core) <= 6 and talks & _CHALLENGE_WORDS and talks & _NEGATIONS:
+        return "unsure", [Reading(vocab.challenge)]
+    return "prose", []
+
+
+def read_line(text: str, vocab: Vocabulary) -> Read | Doubt | None:
+    """The order a line says, a doubt (never acted on), or None for prose."""
+    if len(text) > MAX_READ_CHARS or sum(map(text.count, ".!?;,@")) > 2 * MAX_CLAUSES:
+        return None      # (counted before the line is cut into words: C-fast)
+    clauses, asks = words_of(text)
+    if len(clauses) > MAX_CLAUSES:
+        return None
+    readings: list[Reading] = []
+    prose = unsure = False
+    numbers = False
+    seen: set[tuple[str, tuple[str, ...]]] = set()
+    for words in clauses:
+        kind, found = _clause(words, vocab)
+        if kind == "prose":
+            prose = True
+        elif kind == "unsure":
+            unsure = True
+        numbers = numbers or (kind == "order" and len(found) > 1)   # "3 5"
+        for r in found:
+            if (r.name, r.args) not in seen:
+                seen.add((r.name, r.args))
+                readings.append(r)
+        if len(readings) >= MAX_READINGS:   # a doubt already: enough to offer back
+            break
+    if not readings:
+        return None
+    offered = tuple(readings)
+    moves = [r for r in readings if r.name in ("BID", vocab.challenge)]
+    if numbers:
+        return Doubt("number", offered)
+    if len(readings) > 1:
+        return Doubt("two", offered)
+    if asks and moves:
+        return Doubt("question", offered)
+    if unsure:
+        return Doubt("unsure", offered)
+    if prose:
+        return Doubt("more", offered)
+    return Read(readings[0])

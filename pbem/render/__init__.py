@@ -1,0 +1,1 @@
+"""Templates and pictures: reports, mails and charts."""

@@ -1,0 +1,1 @@
+"""One mail from the mailbox to its answer: fetch, claim, triage, reply."""

@@ -1,0 +1,365 @@
+"""Who sent a mail, and what an address may make the server do.
+
+- ``read_player_mail``: a player mail's game (``named_game``), its orders parsed
+  with that game's kind, and the player it speaks for (``identify``), from the
+  report it replies to (no key needed) or from its GAME and KEY lines;
+- ``auth_failed``: failed attempts (a wrong key, a key from another address, a
+  reply to another player's mail) are counted; past a limit such a mail is
+  dropped unanswered and the owner of the address told once a day. Nobody is
+  ever locked out: the right key, and a genuine reply, always work
+  (pbem.store.security holds the counts and limits);
+- ``limit_answers``: at most a few answers a day, of any kind, to an address
+  that is unknown here; at most ``answers_per_hour`` to a known one for mail
+  that is no game mail; none to failing mail past its limit;
+- ``check_aligned``: with ``[security] require_aligned``, a player's mail that
+  our mail server did not find aligned (DMARC, SPF, DKIM) is refused, and
+  counted as a failed attempt.
+"""
+
+from __future__ import annotations
+
+import json
+from email import message_from_bytes, policy
+from email.message import EmailMessage
+from html import escape
+from typing import Any
+
+from sqlalchemy import bindparam
+from sqlmodel import Session, col, select
+
+from pbem.commands.context import Turnkey, refusal
+from pbem.commands.registry import player_commands
+from pbem.games import find_game, players_of, seated
+from pbem.kinds import kind_of
+from pbem.mail.read import InboundMessage
+from pbem.mail.senderauth import check_sender
+from pbem.orders.parsing import MAIL_LINES, ParsedText, parse_text
+from pbem.outbox import enqueue
+from pbem.services.post import Post, notice, replied_ids
+from pbem.store import security
+from pbem.store.db import core_read
+from pbem.store.models import AuditEntry, Game, InboundMail, OutboundMail, Player
+from pbem.store.work import Work
+from pbem.text.errors import Refusal
+from pbem.text.i18n import translator
+from pbem.text.wording import _, _n
+
+
+def auth_refusal(refused: Refusal) -> Refusal:
+    """Mark a refusal as a failed attempt to act as someone (counted, rate-limited)."""
+    refused.auth_failed = True
+    return refused
+
+
+# our mail to a seat that a mail replies to: its game, seat and turn (a Core look)
+_REPLIED_SEAT = (select(OutboundMail.id, OutboundMail.game_id, OutboundMail.seat,
+                        OutboundMail.turn)
+                 .where(col(OutboundMail.message_id).in_(bindparam("refs", expanding=True)),
+                        col(OutboundMail.seat).is_not(None))
+                 .order_by(col(OutboundMail.id).desc()).limit(1))
+
+
+def replied_seat(session: Session, msg: InboundMessage) -> Any | None:
+    """The newest mail of ours to a seat that ``msg`` replies to (In-Reply-To or
+    References), as a row of its id, game_id, seat and turn; None if none."""
+    refs = replied_ids(msg)
+    return core_read(session, _REPLIED_SEAT, {"refs": refs}).first() if refs else None
+
+
+def replied_report(session: Session,
+                   msg: InboundMessage) -> tuple[Any, Game, Player | None] | None:
+    """The mail of ours to a seat that ``msg`` replies to (a report, an answer), its game,
+    and who holds that seat now; None if it replies to no such mail. Asked twice for each
+    mail (who sends it, may it be answered), it is looked up once a unit of work (pbem.store.work.Work): a mail's
+    handling changes no seat of the game it replies to."""
+    memo = session.replies if isinstance(session, Work) else {}
+    if id(msg) in memo:
+        return memo[id(msg)][1]   # type: ignore[no-any-return]
+    found: tuple[Any, Game, Player | None] | None = None
+    sent = replied_seat(session, msg)
+    if sent is not None and sent.game_id is not None and sent.seat is not None:
+        game = session.get(Game, sent.game_id)
+        assert game is not None
+        found = sent, game, seated(session, game).get(sent.seat)   # a replaced player: None
+    memo[id(msg)] = (msg, found)   # the message kept with it: its id is not reused meanwhile
+    return found
+
+
+def token_reply(session: Session, msg: InboundMessage) -> bool:
+    """Is ``msg`` a player's reply, from their own address, to our mail to their seat? Its
+    reply token (our Message-ID, which only they were sent) stands for their key."""
+    found = replied_report(session, msg)
+    return found is not None and found[2] is not None and found[2].email == msg.from_addr
+
+
+# the GAME line's declaration: all named_game reads of a mail before its game is known
+GAME_LINE = tuple(c for c in MAIL_LINES if c.name == "GAME")
+
+
+def find_game_or_none(session: Session, name: str) -> Game | None:
+    try:
+        return find_game(session, name)
+    except Refusal:
+        return None
+
+
+def named_game(session: Session, msg: InboundMessage) -> Game | None:
+    """The game a player mail speaks to, known before its orders are read: the game of
+    our mail it replies to (replied_report, as identify finds it), else the game its GAME
+    line names; None when neither names a game here. Only the GAME line is looked at here
+    (a line, not the mail's parse)."""
+    return _named(session, msg, replied_report(session, msg))
+
+
+def _named(session: Session, msg: InboundMessage,
+           found: tuple[Any, Game, Player | None] | None) -> Game | None:
+    if found is not None:
+        return found[1]
+    game_line = parse_text(msg.lines, GAME_LINE).first("GAME")
+    return find_game_or_none(session, str(game_line.args)) if game_line is not None else None
+
+
+def read_player_mail(session: Session, post: Post,
+                     msg: InboundMessage) -> tuple[ParsedText, Turnkey | None]:
+    """A player's mail, read once: parsed with the orders of its game's kind when the game
+    is known before (named_game), so "OK thanks" in a postal game is prose, not Cup of
+    Bluff's OK; else with every kind's (the sender is then no known player: identify says
+    so). Then who it speaks for (identify). The report it replies to is looked up once."""
+    found = replied_report(session, msg)
+    game = _named(session, msg, found)
+    parsed = parse_text(msg.lines, player_commands(kind_of(game) if game is not None else None))
+    return parsed, _identify(session, post, msg, parsed, found)
+
+
+def identify(session: Session, post: Post, msg: InboundMessage,
+             parsed: ParsedText) -> Turnkey | None:
+    """The player (and turn) a mail speaks for; None if it names none. Raises a Refusal when
+    it names one it may not speak for."""
+    return _identify(session, post, msg, parsed, replied_report(session, msg))
+
+
+def _identify(session: Session, post: Post, msg: InboundMessage, parsed: ParsedText,
+              found: tuple[Any, Game, Player | None] | None) -> Turnkey | None:
+    if found is not None:
+        sent, game, player = found
+        if player is None or player.email != msg.from_addr:
+            replaced_in(session, post, game, msg)
+            moved_from(session, post, game, msg)
+            raise auth_refusal(refusal(
+                _("this is a reply to another player's mail, from an address that is "
+                  "not theirs"), _("reply from the address the report was sent to"),
+                game=game.name))
+        turn_order = parsed.first("TURN")
+        turn = turn_order.args if turn_order is not None else (sent.turn or game.turn)
+        return Turnkey(game, player, turn)
+    game_line, key_line = parsed.first("GAME"), parsed.first("KEY")
+    if game_line is None and key_line is None:
+        return None
+    if game_line is None or key_line is None:
+        missing = "GAME <game>" if game_line is None else "KEY <key>"
+        raise refusal(_("a fresh mail needs both GAME and KEY lines; the {missing} line is "
+                        "missing", missing=missing),
+                      _("copy both lines from your latest report"))
+    try:
+        game = find_game(session, game_line.args)
+    except Refusal as refused:
+        refused.quoting(game_line, hint=_("check the game name in your report"))
+        raise
+    player = security.find_key_owner(players_of(session, game), str(key_line.args))
+    # a replaced player's own old key, from their own address: they were replaced
+    former = [p.model_copy(update={"active": True}) for p in players_of(session, game)
+              if not p.active and p.email == msg.from_addr]
+    if player is None and former and security.find_key_owner(former, str(key_line.args)):
+        replaced_in(session, post, game, msg)
+    if player is None or player.email != msg.from_addr:
+        moved_from(session, post, game, msg)
+        # the same answer either way: a key is no use from another address
+        raise auth_refusal(refusal(
+            _("that key does not belong to {address} in game {game}", address=msg.from_addr,
+              game=game.name),
+            _("use the key from your own report, sent from your registered address"),
+            key_line.line_no, "KEY ****", game=game.name))
+    turn_order = parsed.first("TURN")
+    return Turnkey(game, player, turn_order.args if turn_order else game.turn)
+
+
+def check_aligned(session: Session, post: Post, row: InboundMail, msg: InboundMessage) -> None:
+    """With [security] require_aligned, a mail from a player's address must be aligned with
+    its From domain as our mail server found it (pbem.mail.senderauth); else it is refused
+    and counted as a failed attempt, like a wrong key."""
+    security_settings = post.settings.security
+    address = msg.from_addr
+    if not security_settings.require_aligned or address is None:
+        return
+    if session.exec(select(Player.id).where(Player.email == address,
+                                            col(Player.active).is_(True))).first() is None:
+        return
+    verdict = check_sender(msg.headers.block, address, security_settings.authserv_id)
+    if verdict.aligned:
+        return
+    domain = address.rpartition("@")[2]
+    raise auth_refusal(refusal(
+        _("this mail could not be verified as sent by {domain} ({reason}), so nothing in it "
+          "was read", domain=domain, reason=verdict.reason),
+        _("send it from your mail account at {domain} itself (not through another service "
+          "that writes your address as the sender); if you did, tell the referee",
+          domain=domain)))
+
+
+def replaced_in(session: Session, post: Post, game: Game, msg: InboundMessage) -> None:
+    """A player who was replaced in the game writes to it: say so (no failed attempt)."""
+    gone = [p for p in players_of(session, game)
+            if not p.active and p.email == msg.from_addr and p.seat is not None]
+    if not gone:
+        return
+    seat = gone[-1].seat
+    now = seated(session, game).get(seat or 0)
+    said = (_("you were replaced in game {game}: seat {seat} is played by {name} now, so "
+              "your orders and replies to your old reports are no longer read",
+              game=game.name, seat=seat, name=now.name) if now is not None else
+            _("you were replaced in game {game}: seat {seat} is played now, so your orders "
+              "and replies to your old reports are no longer read", game=game.name,
+              seat=seat))
+    raise refusal(said, _("if you think this is a mistake, write to the referee <{referee}>",
+                          referee=post.referee), game=game.name)
+
+
+def moved_from(session: Session, post: Post, game: Game, msg: InboundMessage) -> None:
+    """Mail from an address whose player moved their games away from it (ADDRESS): say so
+    (no failed attempt). The new address is not named: the old one may have passed to
+    someone else since, and the player was told it when they moved."""
+    address = msg.from_addr
+    moves = session.exec(select(AuditEntry.detail).where(
+        AuditEntry.game_id == game.id, AuditEntry.action == "address")).all()
+    if not any(detail.partition(" -> ")[0] == address for detail in moves):
+        return
+    raise refusal(_("{address} no longer plays in game {game}: its player moved their games "
+                    "to another address (ADDRESS), and only mail from there is read now",
+                    address=address, game=game.name),
+                  _("write from your new address: your key and replies to your reports work "
+                    "from there; if you did not move your games, write to the referee "
+                    "<{referee}>", referee=post.referee), game=game.name)
+
+
+def auth_failed(session: Session, post: Post, address: str | None) -> bool:
+    """Count a failed attempt; True when the mail is past the limit, to be dropped
+    unanswered. The owner of a known address hears of it once a day, in their language
+    (an unknown one is a stranger: its answers a day bound it)."""
+    if address is None:
+        return False
+    limits = security.Limits.from_settings(post.settings)
+    now = post.clock()
+    if not security.note_failure(session, address, now, limits):
+        return False
+    known = address == post.referee.lower() or security.known_address(session, address)
+    if known and security.tell_owner(session, address, now):
+        minutes = limits.auth_window.total_seconds() / 60
+        count = security.failures(session, address, now, limits)
+        notice(session, post, address, _("Mail with a wrong key in your name"), [
+            _n("{n} mail with a wrong key (or a reply to another player's mail) came in "
+               "your name within {minutes} minutes; nothing in it was applied.",
+               "{n} mails with a wrong key (or a reply to another player's mail) came in "
+               "your name within {minutes} minutes; nothing in them was applied.", count,
+               minutes=format(minutes, "g")),
+            _("Your own mail with your key, and your replies to your reports, are read as "
+              "ever. Such mail past the first {most} within {minutes} minutes is not "
+              "answered; you hear of it at most once a day. If you did not send it, "
+              "someone may be trying to act in your name: tell the referee <{referee}>.",
+              most=limits.auth_failures, minutes=format(minutes, "g"),
+              referee=post.referee)], now)
+    return True
+
+
+def limit_answers(session: Session, post: Post, row: InboundMail, msg: InboundMessage,
+                  outcome: str, *, proven: bool = False, game_mail: bool = False,
+                  dropped: bool = False, about_signup: bool = False) -> str:
+    """Hold back the answers to a mail that its sender may not have now:
+
+    - a failing mail (a wrong key ...) past its limit (``dropped``, pbem.store.security
+      note_failure) gets none;
+    - an unknown address gets at most stranger_answers_per_day a day, of every kind (an
+      error, HELP, a sign-up's code mail ...): no backscatter from forged mail, no loop
+      with a robot; one with a pending sign-up hears about its code (``about_signup``: a
+      CONFIRM that matched none) within a bound of its own
+      (pbem.store.security.SIGNUP_ANSWERS_PER_DAY); a mail ``proven`` to come from its address
+      (it brought back the sign-up code we mailed there) is answered;
+    - a known address gets at most answers_per_hour an hour to mail that is no game mail
+      (HELP, LIST, errors, refusals of mail without the right key); the last one allowed
+      says so. ``game_mail`` (the right key, the referee's or a player's) and a player's
+      reply to their own report (its reply token stands for the key) are never held back.
+    """
+    address = msg.from_addr
+    if address is None or proven:
+        return outcome
+    if game_mail or token_reply(session, msg):
+        return outcome
+    session.flush()
+    answers = session.exec(select(OutboundMail).where(
+        OutboundMail.inbound_id == row.id, OutboundMail.status == "pending")).all()
+    mine = [a for a in answers if json.loads(a.rcpts_json) == [address]]
+    if not mine:
+        return outcome
+    limits = security.Limits.from_settings(post.settings)
+    now = post.clock()
+    known = address == post.referee.lower() or security.known_address(session, address)
+    if dropped:
+        why = (f"dropped: more than {limits.auth_failures} failing mails from this address "
+               f"within {format(limits.auth_window.total_seconds() / 60, 'g')} minutes")
+    elif known:
+        left = security.answer_budget(session, address, now, limits)
+        if left > 0:
+            return outcome
+        if left == 0:
+            said_limit(session, post, mine, limits.answers_per_hour)
+            return outcome + f"; answered, the last of {limits.answers_per_hour} an hour"
+        why = f"{limits.answers_per_hour} answers an hour to mail that is no game mail"
+    elif about_signup:
+        if security.may_answer_about_signup(session, address, now):
+            return outcome + "; answered about its pending sign-up"
+        why = f"{security.SIGNUP_ANSWERS_PER_DAY} answers a day about a pending sign-up"
+    elif security.may_answer(session, address, now, limits):
+        return outcome
+    else:
+        why = security.STRANGER_LIMIT
+    for answer in mine:
+        session.delete(answer)
+    return outcome + f"; not answered ({why})"
+
+
+def said_limit(session: Session, post: Post, answers: list[OutboundMail], most: int) -> None:
+    """The last answer an address may have this hour says so: each answer is queued again
+    with a closing paragraph, in its reader's language, in place of the one composed."""
+    for row in answers:
+        address = json.loads(row.rcpts_json)[0]
+        sentence = _n(
+            "This is the last answer you get this hour to mail that is no game mail (HELP, "
+            "LIST, a mail without your key ...): at most {n} an hour are sent, so you will "
+            "get no more answers to such mail for an hour. Your orders and replies to your "
+            "reports are answered as ever.",
+            "This is the last answer you get this hour to mail that is no game mail (HELP, "
+            "LIST, a mail without your key ...): at most {n} an hour are sent, so you will "
+            "get no more answers to such mail for an hour. Your orders and replies to your "
+            "reports are answered as ever.", most).said(
+                translator(post.language_of(session, address)))
+        parsed = message_from_bytes(row.raw, policy=policy.default)
+        assert isinstance(parsed, EmailMessage)
+        plain, rich = parsed.get_body(("plain",)), parsed.get_body(("html",))
+        text = (str(plain.get_content()) if plain is not None else "").rstrip("\n")
+        page = str(rich.get_content()) if rich is not None else None
+        if page is not None:
+            closing = f"<p>{escape(sentence)}</p>"
+            at = page.rfind("</body>")
+            page = page[:at] + closing + page[at:] if at >= 0 else page + closing
+        files = [(part.get_filename() or "attachment", part.get_content_type(),
+                  bytes(part.get_payload(decode=True) or b""))
+                 for part in parsed.iter_attachments()]
+        parent, auto = parsed.get("In-Reply-To"), parsed.get("Auto-Submitted")
+        enqueue(session, post.origin, kind=row.kind, to=address,
+                subject=str(parsed["Subject"]), text=f"{text}\n\n{sentence}\n", html=page,
+                now=post.clock(), attachments=files,
+                in_reply_to=str(parent) if parent else None,
+                references=str(parsed.get("References", "")).split(),
+                game_id=row.game_id, seat=row.seat, turn=row.turn, inbound_id=row.inbound_id,
+                auto_submitted=str(auto) if auto else None,
+                shipped_html=True)   # its HTML was cleaned when it was first queued
+        session.delete(row)

@@ -1,0 +1,1 @@
+"""The database and what guards it: sessions, claims, faults, back-off."""

@@ -1,0 +1,1 @@
+"""Words, messages, times and links: what every layer says."""
