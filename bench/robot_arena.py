@@ -1,7 +1,7 @@
 """An arena: one tested player against a field of others, through pbem.kinds only.
 
-Players: random, odds, counting (bench/baselines.py) and the robot at each
-level (easy, normal, strong). A line-up is "TESTED vs FIELD" for a setup
+Players: random, odds, counting (bench/baselines.py), reader and wary (the
+bid readers of bench/readers.py) and the robot at each level. A line-up is "TESTED vs FIELD" for a setup
 (postal; classic-english, classic-german, classic-czech,
 classic-anniversary; cup). Game i deals its dice from
 ``seed_from_number(SEED_BASE + i)`` and puts the tested player in seat
@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from baselines import counting_move, cup_odds_move, odds_move  # bench/baselines.py
+from readers import Wary, reader_move  # bench/readers.py
 
 from pbem.kinds import KINDS, GameKind
 from pbem.rules.dice import DiceStream, seed_from_number
@@ -49,7 +50,7 @@ SETUPS: dict[str, tuple[str, int, list[str]]] = {   # setup -> kind, players, op
     "classic-anniversary": ("classic", 5, ["anniversary"]),
     "cup": ("cup", 5, []),
 }
-PLAYERS = ("random", "odds", "counting", *LEVELS)
+PLAYERS = ("random", "odds", "counting", "reader", "wary", *LEVELS)
 
 
 def legal_moves(kind: GameKind, state: Any, seat: int) -> list[Any]:
@@ -77,7 +78,7 @@ class Result:
 
 
 def move_of(player: str, kind: GameKind, state: Any, seat: int, rng: random.Random,
-            timing: Result | None) -> Any:
+            timing: Result | None, wary: dict[int, Wary]) -> Any:
     if player in LEVELS:
         start, start_cpu = time.perf_counter(), time.thread_time()
         move = kind.robot_move(state, seat, rng, level=player)
@@ -90,6 +91,10 @@ def move_of(player: str, kind: GameKind, state: Any, seat: int, rng: random.Rand
     if kind.name == "cup":
         return cup_odds_move(state, seat, rng)   # counting is odds in Cup of Bluff
     view = seat_view(kind, state, seat)
+    if player == "reader":
+        return reader_move(view, rng)
+    if player == "wary":   # one memory a seat a game: the bluff rates it learned
+        return wary.setdefault(seat, Wary()).move(kind.name, state, view, rng)
     return counting_move(view, rng) if player == "counting" else odds_move(view, rng)
 
 
@@ -100,9 +105,10 @@ def play(setup: str, number: int, tested: str, others: str, result: Result) -> N
     rng = random.Random(SEED_BASE + number)
     state = kind.start(kind.parse_options(words), stream, players)
     me = number % players + 1
+    wary: dict[int, Wary] = {}
     while not kind.over(state):
         moves = {seat: move_of(tested if seat == me else others, kind, state, seat, rng,
-                               result if seat == me else None)
+                               result if seat == me else None, wary)
                  for seat in sorted(kind.due(state))}
         state = kind.apply(state, moves, stream).state
     rows = kind.standings(state)
