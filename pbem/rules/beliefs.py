@@ -23,8 +23,10 @@ from itertools import combinations_with_replacement
 from pbem.rules.dice import FACES, STAR, Face
 from pbem.rules.ladder import Bid
 
-SHARPNESS = 1.2   # how strongly a bid follows the face the bidder holds most of
-BLUFF = 0.1       # the bluff rate assumed when none is known
+SHARPNESS = 1.5   # how strongly a bid follows the face the bidder holds most of
+STAR_SLOPE = 2.0  # a star bid's strength per star held
+STAR_OFFSET = 1.5 # ... less this (star bids are rarer than their odds make them)
+BLUFF = 0.15      # the bluff rate assumed when none is known
 
 Hand = tuple[int, ...]   # weighted count of each face of FACES (a super die adds 2)
 Dist = tuple[float, ...]
@@ -36,10 +38,10 @@ def matching(hand: Hand, face: Face) -> int:
     return stars if face == STAR else hand[face - 1] + stars
 
 
-def strength(hand: Hand, face: Face) -> int:
+def strength(hand: Hand, face: Face) -> float:
     """How good a bid of face is for the hand's owner: a star bid stands at about
     half the quantity of a number bid, so its stars count twice."""
-    return 2 * hand[5] if face == STAR else hand[face - 1] + hand[5]
+    return STAR_SLOPE * hand[5] - STAR_OFFSET if face == STAR else hand[face - 1] + hand[5]
 
 
 @lru_cache(maxsize=64)
