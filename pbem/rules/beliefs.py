@@ -64,12 +64,19 @@ def hands(plain: int, super_: int) -> tuple[tuple[Hand, float], ...]:
     return tuple(out.items())
 
 
+@lru_cache(maxsize=4096)
+def likelihoods(hand: Hand, bluff: float, star_bids: bool = True) -> tuple[float, ...]:
+    """P(a seat holding hand bids each face of FACES): a soft best face, or a bluff."""
+    faces = FACES if star_bids else FACES[:5]
+    weights = [math.exp(SHARPNESS * strength(hand, f)) if f in faces else 0.0 for f in FACES]
+    total = sum(weights)
+    return tuple((1.0 - bluff) * (w / total) + (bluff / len(faces) if f in faces else 0.0)
+                 for f, w in zip(FACES, weights))
+
+
 def bid_likelihood(hand: Hand, face: Face, bluff: float, star_bids: bool = True) -> float:
     """P(a seat holding hand bids face): a soft best face, or a bluff at rate bluff."""
-    faces = FACES if star_bids else FACES[:5]
-    weights = [math.exp(SHARPNESS * strength(hand, f)) for f in faces]
-    honest = math.exp(SHARPNESS * strength(hand, face)) / sum(weights)
-    return (1.0 - bluff) * honest + bluff / len(faces)
+    return likelihoods(hand, bluff, star_bids)[FACES.index(face)]
 
 
 @lru_cache(maxsize=8192)
@@ -80,10 +87,13 @@ def seat_counts(plain: int, super_: int, bids: tuple[Bid, ...], bluff: float = B
     top = plain + 2 * super_
     dists = [[0.0] * (top + 1) for _ in FACES]
     posterior: list[tuple[Hand, float]] = []
+    indices = [FACES.index(bid.face) for bid in bids]
     for hand, prior in hands(plain, super_):
         weight = prior
-        for bid in bids:
-            weight *= bid_likelihood(hand, bid.face, bluff, star_bids)
+        if indices:
+            chances = likelihoods(hand, bluff, star_bids)
+            for i in indices:
+                weight *= chances[i]
         posterior.append((hand, weight))
     total = sum(w for _, w in posterior) or 1.0
     for hand, weight in posterior:
