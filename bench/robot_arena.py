@@ -11,8 +11,8 @@ Figures for the tested seat: sole-first rate, fair share of first place (a
 first shared by k counts 1/k; no edge is 1/n), the score left (postal:
 virtual dice; classic: dice; cup: points), each with a 95% interval
 (1.96 standard errors), and the robot's time per move (median and worst
-wall time, and the worst CPU time of the move's own thread: on a shared machine
-the wall time's worst case is mostly time the scheduler gave to others).
+wall time, and the median and worst CPU time of the move's own thread: on a
+shared machine the wall time is mostly time the scheduler gave to others).
 
     python3 bench/robot_arena.py --games 600 postal:strong:odds classic-english:strong:odds
     python3 bench/robot_arena.py --table postal --games 600   # docs/robot.md, postal
@@ -141,14 +141,15 @@ def row(setup: str, tested: str, others: str, games: int, result: Result) -> str
     timing = ""
     if result.move_ms:
         timing = (f" | {statistics.median(result.move_ms):.2f} / "
-                  f"{max(result.move_ms):.1f} / {max(result.move_cpu_ms):.1f}")
+                  f"{max(result.move_ms):.1f} / {statistics.median(result.move_cpu_ms):.2f} / "
+                  f"{max(result.move_cpu_ms):.1f}")
     return (f"| {setup} | {tested} vs {players - 1} {others} | {games} "
             f"| {100 * sole:.1f} ± {100 * sole_ci:.1f} | {100 * fair:.1f} ± {100 * fair_ci:.1f} "
             f"| {100 / players:.0f} | {score:.2f} ± {score_ci:.2f}{timing or ' | -'} |")
 
 
 HEADER = ("| setup | line-up | games | sole first % | fair share % | no edge % "
-          "| score left | robot ms/move median / worst / worst CPU |\n"
+          "| score left | robot ms/move: wall median / worst, CPU median / worst |\n"
           "| --- | --- | --- | --- | --- | --- | --- | --- |")
 
 
