@@ -160,6 +160,9 @@ def full_table(part: str) -> list[tuple[str, str, str]]:
         for level in LEVELS:
             out += [("postal", level, "odds"), ("postal", level, "counting"),
                     ("postal", "odds", level)]
+        out += [("postal", "reader", "odds"), ("postal", "wary", "odds")]
+        for reader in ("reader", "wary"):
+            out += [("postal", "strong", reader), ("postal", reader, "strong")]
         return out
     out = []
     for setup in ("classic-english", "classic-german", "classic-czech",
