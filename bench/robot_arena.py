@@ -1,7 +1,7 @@
 """An arena: one tested player against a field of others, through pbem.kinds only.
 
-Players: random, odds, counting (bench/baselines.py) and the robot at each
-level (easy, normal, strong). A line-up is "TESTED vs FIELD" for a setup
+Players: random, odds, counting (bench/baselines.py), reader and wary (the
+bid readers of bench/readers.py) and the robot at each level. A line-up is "TESTED vs FIELD" for a setup
 (postal; classic-english, classic-german, classic-czech,
 classic-anniversary; cup). Game i deals its dice from
 ``seed_from_number(SEED_BASE + i)`` and puts the tested player in seat
@@ -11,8 +11,8 @@ Figures for the tested seat: sole-first rate, fair share of first place (a
 first shared by k counts 1/k; no edge is 1/n), the score left (postal:
 virtual dice; classic: dice; cup: points), each with a 95% interval
 (1.96 standard errors), and the robot's time per move (median and worst
-wall time, and the worst CPU time of the move's own thread: on a shared machine
-the wall time's worst case is mostly time the scheduler gave to others).
+wall time, and the median and worst CPU time of the move's own thread: on a
+shared machine the wall time is mostly time the scheduler gave to others).
 
     python3 bench/robot_arena.py --games 600 postal:strong:odds classic-english:strong:odds
     python3 bench/robot_arena.py --table postal --games 600   # docs/robot.md, postal
@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from baselines import counting_move, cup_odds_move, odds_move  # bench/baselines.py
+from readers import Wary, reader_move  # bench/readers.py
 
 from pbem.kinds import KINDS, GameKind
 from pbem.rules.dice import DiceStream, seed_from_number
@@ -49,7 +50,7 @@ SETUPS: dict[str, tuple[str, int, list[str]]] = {   # setup -> kind, players, op
     "classic-anniversary": ("classic", 5, ["anniversary"]),
     "cup": ("cup", 5, []),
 }
-PLAYERS = ("random", "odds", "counting", *LEVELS)
+PLAYERS = ("random", "odds", "counting", "reader", "wary", *LEVELS)
 
 
 def legal_moves(kind: GameKind, state: Any, seat: int) -> list[Any]:
@@ -77,7 +78,7 @@ class Result:
 
 
 def move_of(player: str, kind: GameKind, state: Any, seat: int, rng: random.Random,
-            timing: Result | None) -> Any:
+            timing: Result | None, wary: dict[int, Wary]) -> Any:
     if player in LEVELS:
         start, start_cpu = time.perf_counter(), time.thread_time()
         move = kind.robot_move(state, seat, rng, level=player)
@@ -90,6 +91,10 @@ def move_of(player: str, kind: GameKind, state: Any, seat: int, rng: random.Rand
     if kind.name == "cup":
         return cup_odds_move(state, seat, rng)   # counting is odds in Cup of Bluff
     view = seat_view(kind, state, seat)
+    if player == "reader":
+        return reader_move(view, rng)
+    if player == "wary":   # one memory a seat a game: the bluff rates it learned
+        return wary.setdefault(seat, Wary()).move(kind.name, state, view, rng)
     return counting_move(view, rng) if player == "counting" else odds_move(view, rng)
 
 
@@ -100,9 +105,10 @@ def play(setup: str, number: int, tested: str, others: str, result: Result) -> N
     rng = random.Random(SEED_BASE + number)
     state = kind.start(kind.parse_options(words), stream, players)
     me = number % players + 1
+    wary: dict[int, Wary] = {}
     while not kind.over(state):
         moves = {seat: move_of(tested if seat == me else others, kind, state, seat, rng,
-                               result if seat == me else None)
+                               result if seat == me else None, wary)
                  for seat in sorted(kind.due(state))}
         state = kind.apply(state, moves, stream).state
     rows = kind.standings(state)
@@ -135,14 +141,15 @@ def row(setup: str, tested: str, others: str, games: int, result: Result) -> str
     timing = ""
     if result.move_ms:
         timing = (f" | {statistics.median(result.move_ms):.2f} / "
-                  f"{max(result.move_ms):.1f} / {max(result.move_cpu_ms):.1f}")
+                  f"{max(result.move_ms):.1f} / {statistics.median(result.move_cpu_ms):.2f} / "
+                  f"{max(result.move_cpu_ms):.1f}")
     return (f"| {setup} | {tested} vs {players - 1} {others} | {games} "
             f"| {100 * sole:.1f} ± {100 * sole_ci:.1f} | {100 * fair:.1f} ± {100 * fair_ci:.1f} "
             f"| {100 / players:.0f} | {score:.2f} ± {score_ci:.2f}{timing or ' | -'} |")
 
 
 HEADER = ("| setup | line-up | games | sole first % | fair share % | no edge % "
-          "| score left | robot ms/move median / worst / worst CPU |\n"
+          "| score left | robot ms/move: wall median / worst, CPU median / worst |\n"
           "| --- | --- | --- | --- | --- | --- | --- | --- |")
 
 
@@ -153,6 +160,9 @@ def full_table(part: str) -> list[tuple[str, str, str]]:
         for level in LEVELS:
             out += [("postal", level, "odds"), ("postal", level, "counting"),
                     ("postal", "odds", level)]
+        out += [("postal", "reader", "odds"), ("postal", "wary", "odds")]
+        for reader in ("reader", "wary"):
+            out += [("postal", "strong", reader), ("postal", reader, "strong")]
         return out
     out = []
     for setup in ("classic-english", "classic-german", "classic-czech",

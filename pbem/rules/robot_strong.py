@@ -1,18 +1,17 @@
 """The strong robot: reads the bids, prices a raise by the next player's call.
 
-Beliefs. A player who bids a face tends to hold that face (a number bid
-says nothing about their stars). Each hidden die of a seat has its own
-posterior from the seat's bids since its last re-roll (die_posterior); the
-count of a face over the table is then a sum of independent dice, exact by
-convolution, once per face for the whole move.
+Beliefs. A player who bids a face tends to hold that face: each seat's
+hidden dice have an exact posterior from its bids since its last re-roll
+(pbem.rules.beliefs); the count of a face over the table is the convolution
+of the seats' counts, once per face for the whole move.
 
 Values. An outcome is scored against the field: the robot's dice lost,
 minus the mean of the others' (the exact rule of the game as played: under
 the postal rule an exact bid costs every other player a die, +1 for the
 bidder). A challenge is worth its expected outcome. A raise is worth the
-chance that the next player, seeing their own hand, calls it, times the
-outcome when they do (given their hand); not called, the risk passes on
-(worth 0). Near-equal moves are mixed by the random stream, so the robot is
+chance that the next player, seeing their own hand and reading the other
+players' bids, calls it, times the outcome when they do
+(given their hand); not called, the risk passes on (worth 0). Near-equal moves are mixed by the random stream, so the robot is
 deterministic for a given stream, and it exposes only sometimes.
 """
 
@@ -20,21 +19,19 @@ from __future__ import annotations
 
 import random
 
+from pbem.rules import beliefs
 from pbem.rules.bid_moves import CHALLENGE, BidMove, Move
 from pbem.rules.challenge import count_matching, matches
-from pbem.rules.dice import NUMBER_FACES, STAR, Face
+from pbem.rules.dice import Face
 from pbem.rules.ladder import Bid
 from pbem.rules.odds import OtherSeat, SeatView, count_distribution, match_probability
 from pbem.rules.ruleset import ExactRule
 
-FACE_WEIGHT = 2.5     # weight one bid of a face adds to that face on each die of the bidder
-STAR_WEIGHT = 1.0     # ... and one star bid to the star (weighed against six faces)
 SEARCH_WIDTH = 40     # raises above the standing bid worth weighing
 CALL_BELOW = 0.4      # the next player calls a bid they think holds less often than this
 CALL_SOFTNESS = 0.3   # ... blurred over this width of their odds
 MIX = 0.04            # moves within this value of the best are mixed
 EXPOSE_RATE = 0.3     # how often a worthwhile expose is made
-FACES: tuple[Face, ...] = (*NUMBER_FACES, STAR)
 
 Dist = tuple[float, ...]
 
@@ -48,29 +45,11 @@ def convolve(a: Dist, b: Dist) -> Dist:
     return tuple(out)
 
 
-def die_posterior(bids: tuple[Bid, ...]) -> dict[Face, float]:
-    """P(face) for one hidden die of a seat that made these bids since its re-roll.
-
-    A bid of a number face says the bidder holds that face, not stars (measured: a
-    die of a seat that bid fives once is a five about 1 time in 3, a star 1 in 6, as
-    before): the star keeps its own chance, tilted only by star bids, and the number
-    faces share the rest, each weighted 1 + FACE_WEIGHT x the seat's bids of it."""
-    stars = sum(1 for b in bids if b.face == STAR)
-    star = (1.0 + STAR_WEIGHT * stars) / (6.0 + STAR_WEIGHT * stars)
-    weights = {f: 1.0 + FACE_WEIGHT * sum(1 for b in bids if b.face == f) for f in NUMBER_FACES}
-    total = sum(weights.values())
-    return {**{f: (1.0 - star) * w / total for f, w in weights.items()}, STAR: star}
-
-
-def match_chance(posterior: dict[Face, float], face: Face) -> float:
-    """P(one die matches a bid of face): a star matches every number bid."""
-    return posterior[STAR] if face == STAR else posterior[face] + posterior[STAR]
-
-
-def seat_distribution(other: OtherSeat, face: Face) -> Dist:
-    """P(count == c) of a seat's hidden dice matching a bid of face, from its bids."""
-    p = match_chance(die_posterior(other.bids), face)
-    return count_distribution(other.hidden_plain, other.hidden_super, round(p, 6))
+def seat_distribution(other: OtherSeat, face: Face, star_bids: bool = True) -> Dist:
+    """P(count == c) of a seat's hidden dice matching a bid of face, from its bids
+    since its last re-roll (pbem.rules.beliefs)."""
+    return beliefs.face_counts(other.hidden_plain, other.hidden_super, other.bids, face,
+                               beliefs.BLUFF, star_bids)
 
 
 def exact_values(rule: ExactRule, players: int) -> tuple[float, float]:
@@ -119,9 +98,10 @@ class Table:
                 self._cache[face] = (known, (1.0,), rest)
             else:
                 rest_dist: Dist = (1.0,)
+                stars = self.view.rules.star_bids
                 for other in self.rest:
-                    rest_dist = convolve(rest_dist, seat_distribution(other, face))
-                nxt = seat_distribution(self.next, face) if self.next else (1.0,)
+                    rest_dist = convolve(rest_dist, seat_distribution(other, face, stars))
+                nxt = seat_distribution(self.next, face, stars) if self.next else (1.0,)
                 self._cache[face] = (known, nxt, rest_dist)
         return self._cache[face]
 
@@ -138,15 +118,21 @@ class Table:
 
     def next_sees(self, face: Face) -> tuple[int, Dist]:
         """What the next player sees of a face: the exposed matches, and
-        P(count >= c) over the dice hidden from them (plain odds)."""
+        P(count >= c) over the dice hidden from them, as they read the bids."""
         if face not in self._tails:
             view = self.view
             bid = Bid(1, face)
             exposed = count_matching(view.others_exposed + view.own.exposed, bid)
             hidden = list(view.own.hidden)
-            plain = sum(1 for d in hidden if not d.super) + sum(o.hidden_plain for o in self.rest)
-            super_ = sum(1 for d in hidden if d.super) + sum(o.hidden_super for o in self.rest)
-            dist = count_distribution(plain, super_, match_probability(bid))
+            own_plain = sum(1 for d in hidden if not d.super)
+            own_super = sum(1 for d in hidden if d.super)
+            # the next player reads the others' bids; the robot's hand is plain odds to
+            # them (taking them to read its new bid too made it bluff too boldly: in
+            # classic Bluff against the odds players 35% of first places, not 42%)
+            stars = view.rules.star_bids
+            dist = count_distribution(own_plain, own_super, match_probability(bid))
+            for other in self.rest:
+                dist = convolve(dist, seat_distribution(other, face, stars))
             tail = [0.0] * (len(dist) + 1)
             for c in range(len(dist) - 1, -1, -1):
                 tail[c] = tail[c + 1] + dist[c]
@@ -155,7 +141,7 @@ class Table:
 
     def call_chance(self, bid: Bid, next_matching: int) -> float:
         """How likely the next player calls bid when holding next_matching of it:
-        their odds from their own hidden dice, the exposed ones and plain odds."""
+        their odds from their own hidden dice, the exposed ones and the bids."""
         if self.next is None:
             return 1.0
         exposed, tail = self.next_sees(bid.face)

@@ -3,57 +3,71 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pbem.rules.dice import STAR
+from pbem.rules import beliefs
+from pbem.rules.dice import FACES, STAR
 from pbem.rules.ladder import Bid
-from pbem.rules.odds import OtherSeat, bids_since_reroll
-from pbem.rules.robot_strong import (
-    FACE_WEIGHT,
-    STAR_WEIGHT,
-    die_posterior,
-    match_chance,
-    outcome_value,
-    seat_distribution,
-)
+from pbem.rules.odds import OtherSeat, bids_since_reroll, count_distribution
+from pbem.rules.robot_strong import outcome_value, seat_distribution
 from pbem.rules.ruleset import ExactRule
 
 bids = st.lists(st.builds(Bid, st.integers(1, 20), st.sampled_from([1, 2, 3, 4, 5, STAR])),
                 max_size=6).map(tuple)
 
 
+def mean(dist: tuple[float, ...]) -> float:
+    return sum(c * p for c, p in enumerate(dist))
+
+
 def test_no_bids_no_tilt() -> None:
-    post = die_posterior(())
-    assert all(p == pytest.approx(1 / 6) for p in post.values())
-    assert match_chance(post, 4) == pytest.approx(1 / 3)
-    assert match_chance(post, STAR) == pytest.approx(1 / 6)
+    """Without bids a seat's counts are the plain odds: 1/3 a die for a number, 1/6 a star."""
+    for face, p in ((4, 1 / 3), (STAR, 1 / 6)):
+        dist = beliefs.face_counts(3, 1, (), face)
+        assert dist == pytest.approx(count_distribution(3, 1, p))
 
 
-def test_a_bid_of_fours_makes_fours_likelier_and_leaves_the_stars() -> None:
-    post = die_posterior((Bid(3, 4),))
-    w = 1 + FACE_WEIGHT
-    assert post[4] == pytest.approx(5 / 6 * w / (w + 4))
-    assert post[STAR] == pytest.approx(1 / 6)   # a number bid says nothing of stars
-    assert post[4] > post[STAR] and post[2] == post[1] < 1 / 6
-    assert match_chance(post, 4) > 1 / 3 > match_chance(post, 2)
+def test_the_hands_of_a_seat_are_every_roll() -> None:
+    hands = beliefs.hands(5, 0)
+    assert len(hands) == 252 and sum(p for _, p in hands) == pytest.approx(1.0)
+    assert len(beliefs.hands(5, 1)) > 252
+    assert all(sum(h) == 5 + 2 for h, _ in beliefs.hands(5, 1))   # a super die counts twice
+
+
+def test_a_bid_of_fours_makes_fours_likelier_and_others_less_likely() -> None:
+    fours = beliefs.face_counts(5, 0, (Bid(3, 4),), 4)
+    twos = beliefs.face_counts(5, 0, (Bid(3, 4),), 2)
+    assert mean(fours) > 5 / 3 > mean(twos)
 
 
 def test_two_bids_of_a_face_say_more_than_one() -> None:
-    once, twice = die_posterior((Bid(3, 4),)), die_posterior((Bid(3, 4), Bid(5, 4)))
-    assert twice[4] > once[4]
+    once = beliefs.face_counts(5, 0, (Bid(3, 4),), 4)
+    twice = beliefs.face_counts(5, 0, (Bid(3, 4), Bid(5, 4)), 4)
+    assert mean(twice) > mean(once)
 
 
-def test_star_bids_tilt_stars_only() -> None:
-    post = die_posterior((Bid(2, STAR),))
-    assert post[STAR] == pytest.approx((1 + STAR_WEIGHT) / (6 + STAR_WEIGHT))
-    assert post[STAR] > 1 / 6 and post[1] == post[5]
+def test_a_bluffer_s_bids_say_less() -> None:
+    honest = beliefs.face_counts(5, 0, (Bid(3, 4),), 4, bluff=0.05)
+    bluffer = beliefs.face_counts(5, 0, (Bid(3, 4),), 4, bluff=0.6)
+    assert mean(honest) > mean(bluffer) > 5 / 3
+    assert beliefs.face_counts(5, 0, (Bid(3, 4),), 4, bluff=1.0) == pytest.approx(
+        count_distribution(5, 0, 1 / 3))
 
 
-@given(bids)
-def test_posterior_is_a_distribution(made: tuple[Bid, ...]) -> None:
-    post = die_posterior(made)
-    assert sum(post.values()) == pytest.approx(1.0)
+def test_honest_faces_are_the_strongest() -> None:
+    assert beliefs.honest_faces(beliefs.hand_of([4, 4, 2, 1, 3])) == (4,)
+    assert beliefs.honest_faces(beliefs.hand_of([STAR, STAR, STAR, 1, 3])) == (STAR,)
+
+
+@settings(deadline=None)   # a new seat's table takes a few ms under a loaded machine
+@given(bids, st.integers(0, 5), st.integers(0, 1), st.floats(0.0, 1.0))
+def test_counts_are_distributions(made: tuple[Bid, ...], plain: int, super_: int,
+                                  bluff: float) -> None:
+    for face in FACES:
+        dist = beliefs.face_counts(plain, super_, made, face, bluff)
+        assert len(dist) == plain + 2 * super_ + 1
+        assert sum(dist) == pytest.approx(1.0) and min(dist) >= 0.0
     dist = seat_distribution(OtherSeat(2, 3, 1, made), 3)
     assert sum(dist) == pytest.approx(1.0) and len(dist) == 3 + 2 + 1
 
