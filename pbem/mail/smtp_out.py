@@ -18,7 +18,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+
+from pbem.mail.smtp_transaction import dot_stuffed, transact
+
+__all__ = ["BorrowedSender", "EmlDirSender", "SendResult", "SmtpPool", "SmtpSender",
+           "dot_stuffed", "rate_limit_answer"]
 
 log = logging.getLogger(__name__)
 
@@ -82,33 +86,6 @@ def _crlf(raw: bytes) -> bytes:
     return re.sub(rb"(?<!\r)\n", b"\r\n", raw)
 
 
-def dot_stuffed(raw: bytes) -> bytes:
-    """``raw`` as DATA sends it: a "." that begins a line doubled (RFC 5321 4.5.2). The
-    same bytes as smtplib's regular expression over the whole mail, ~6x faster (a 48 KB
-    report: 45 against 280 microseconds, on each sending thread)."""
-    stuffed = raw.replace(b"\n.", b"\n..")
-    return b"." + stuffed if stuffed.startswith(b".") else stuffed
-
-
-class _Smtp(smtplib.SMTP):
-    """smtplib's SMTP, its DATA dot-stuffed by ``dot_stuffed`` (sendmail hands it bytes)."""
-
-    def data(self, msg: Any) -> tuple[int, bytes]:   # noqa: ANN401 (smtplib's own)
-        if not isinstance(msg, bytes):
-            return super().data(msg)
-        self.putcmd("data")
-        code, reply = self.getreply()
-        if code != 354:
-            raise smtplib.SMTPDataError(code, reply)
-        stuffed = dot_stuffed(msg)
-        self.send(stuffed + (b".\r\n" if stuffed.endswith(b"\r\n") else b"\r\n.\r\n"))
-        return self.getreply()
-
-
-class _SmtpSsl(_Smtp, smtplib.SMTP_SSL):
-    pass
-
-
 class SmtpSender:
     """SMTP client. As a context manager it keeps one connection for a batch of
     sends; used bare, each ``send`` opens and closes its own connection."""
@@ -162,10 +139,10 @@ class SmtpSender:
     def _open(self) -> smtplib.SMTP:
         conn: smtplib.SMTP
         if self.ssl:
-            conn = _SmtpSsl(self.host, self.port, timeout=self.timeout,
-                            context=self._context())
+            conn = smtplib.SMTP_SSL(self.host, self.port, timeout=self.timeout,
+                                    context=self._context())
         else:
-            conn = _Smtp(self.host, self.port, timeout=self.timeout)
+            conn = smtplib.SMTP(self.host, self.port, timeout=self.timeout)
         try:
             conn.ehlo()
             if self.starttls:
@@ -258,7 +235,7 @@ class SmtpSender:
                           "non-ASCII address but the server lacks SMTPUTF8")
                 return
             mail_options.append("SMTPUTF8")
-        refused = conn.sendmail(mail_from, rcpts, raw, mail_options=mail_options)
+        refused = transact(conn, mail_from, rcpts, raw, mail_options)
         for rcpt in rcpts:
             if rcpt in refused:
                 code, msg = refused[rcpt]
