@@ -116,6 +116,23 @@ EXTENSION_POINTS: dict[str, frozenset[str]] = {
     "starlette.responses.JSONResponse": frozenset({"render"}),
     # aiosmtpd: a Controller subclass overrides factory() to serve its own SMTP class
     "aiosmtpd.controller.Controller": frozenset({"factory"}),
+    # logging: "subclass Formatter and override format" (the Formatter class's docs)
+    "logging.Formatter": frozenset({"format", "formatTime", "formatException",
+                                    "formatStack"}),
+    # aiosmtpd's smtp.rst, "Subclassing": an SMTP subclass adds or changes commands as
+    # smtp_<COMMAND> coroutines (a name ending in "*" is a prefix)
+    "aiosmtpd.smtp.SMTP": frozenset({"smtp_*"}),
+}
+# Overrides kept on purpose, each with the reason no public way exists (class -> the
+# methods it may redefine, why). Listed, not counted; any other method it redefines is.
+KEPT_OVERRIDES: dict[str, tuple[frozenset[str], str]] = {
+    "pbem.mail.arrival_auth._Spf": (frozenset({"dns"}), (
+        "pyspf has no resolver parameter: query.dns is its one look-up, else the module "
+        "global DNSLookup")),
+    "pbem.mail.smtpguard.GuardedSMTP": (
+        frozenset({"connection_made", "connection_lost", "eof_received"}), (
+            "asyncio.Protocol callbacks (aiosmtpd documents SMTP as a StreamReaderProtocol); "
+            "aiosmtpd has no hook at connect or close for the connection cap")),
 }
 # the library classes whose subclass changes how rows, templates or connections behave
 # inside the library (the review named these); any other subclass of a library class
@@ -168,13 +185,18 @@ def library_attributes(name: str) -> set[str] | None:
     return set(dir(obj)) if isinstance(obj, type) else None
 
 
+def allowed_by(names: frozenset[str], method: str) -> bool:
+    return any(method == n or (n.endswith("*") and method.startswith(n[:-1])) for n in names)
+
+
 def library_subclasses(trees: dict[str, ast.Module], paths: dict[str, Path]
-                       ) -> tuple[list[str], list[str], set[str]]:
-    """(overrides, extension points, names of our classes that override a library class).
+                       ) -> tuple[list[str], list[str], list[str], set[str]]:
+    """(overrides, extension points, overrides kept with their reason, names of our classes
+    that override a library class).
 
     An override: a class of ours whose base is a library class and which redefines one
     of that class's methods or class attributes (or has a WATCHED base at all)."""
-    overrides, extensions, classes = [], [], set()
+    overrides, extensions, kept, classes = [], [], [], set()
     for module, tree in trees.items():
         names = imported(tree)
         for node in ast.walk(tree):
@@ -192,14 +214,21 @@ def library_subclasses(trees: dict[str, ast.Module], paths: dict[str, Path]
                 theirs = library_attributes(name) or set()
                 redefined = sorted(a for a in own & theirs if a != "__init__")
                 where = f"{paths[module]}:{node.lineno}: class {node.name}({name})"
-                allowed = EXTENSION_POINTS.get(name)
-                if allowed is not None and set(redefined) <= allowed:
+                documented = EXTENSION_POINTS.get(name, frozenset())
+                extending = [m for m in redefined if allowed_by(documented, m)]
+                own_way = [m for m in redefined if m not in extending]
+                keep, why = KEPT_OVERRIDES.get(f"{module}.{node.name}", (frozenset(), ""))
+                if name in EXTENSION_POINTS and not own_way:
                     extensions.append(f"{where} ({', '.join(redefined) or 'nothing'}; "
                                       "the library's documented way to extend it)")
+                elif own_way and all(allowed_by(keep, m) for m in own_way):
+                    kept.append(f"{where} redefines {', '.join(own_way)}: {why}"
+                                + (f" (and extends {', '.join(extending)})" if extending
+                                   else ""))
                 elif redefined or name.startswith(WATCHED) or name in WATCHED:
                     overrides.append(f"{where} redefines {', '.join(redefined) or '-'}")
                     classes.add(node.name)
-    return overrides, extensions, classes
+    return overrides, extensions, kept, classes
 
 
 def patches(trees: dict[str, ast.Module], paths: dict[str, Path]) -> list[str]:
@@ -318,7 +347,7 @@ def main() -> None:
     branches = kind_name_branches(repo, paths)
     web_rules = rules_imports(trees, ("pbem.web", "pbem.services"))
     where = {module_name(repo, p): p.relative_to(repo) for p in paths}
-    overrides, extensions, ours = library_subclasses(trees, where)
+    overrides, extensions, kept, ours = library_subclasses(trees, where)
     patched = patches(trees, where)
     found_by_type = discovery(trees, where, ours)
     info = session_info(trees, where)
@@ -347,6 +376,7 @@ def main() -> None:
     print_list("event listeners set up per call:", per_call,
                "  (each where its function sets it up, on the engine it makes)")
     print_list("subclassed extension points:", extensions)
+    print_list("overrides kept, with their reason:", kept)
     if readme.exists():
         print(f"README lines:                           {len(readme.read_text().splitlines())}")
 

@@ -55,6 +55,12 @@ class Gate:
 
 
 class GuardedSMTP(SMTP):
+    """aiosmtpd's SMTP with the caps above. ``smtp_DATA`` replaces a command the way
+    aiosmtpd's docs show (smtp.rst, "Subclassing"). The asyncio Protocol callbacks are
+    an override kept on purpose (bench/house.py's KEPT_OVERRIDES): aiosmtpd has no hook
+    when a connection opens or closes, and the cap must count both; each calls the
+    library's own after its check."""
+
     def __init__(self, handler: Any, *, gate: Gate, **kwargs: Any) -> None:
         super().__init__(handler, **kwargs)
         self._gate = gate

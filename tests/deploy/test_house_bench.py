@@ -63,6 +63,9 @@ def make(engine):
 '''
 
 PLAIN = '''
+import logging
+
+import aiosmtpd.smtp
 import jinja2
 import jinja2.ext
 
@@ -79,6 +82,45 @@ class Said(jinja2.ext.Extension):
 
 class Problem(ValueError):
     pass
+
+
+class Lines(logging.Formatter):
+    def format(self, record):
+        return record.getMessage()
+
+
+class Pinging(aiosmtpd.smtp.SMTP):
+    async def smtp_PING(self, arg):
+        await self.push("259 Pong")
+
+    async def smtp_DATA(self, arg):
+        await self.push("554 no")
+'''
+
+# pbem/mail/arrival_auth.py and pbem/mail/smtpguard.py as house.py's KEPT_OVERRIDES
+# names them: the methods listed there are kept with their reason, any other is counted
+KEPT_SPF = '''
+import spf
+
+
+class _Spf(spf.query):
+    def dns(self, name, qtype, cnames=None, ignore_void=False):
+        return []
+'''
+
+KEPT_GUARD = '''
+from aiosmtpd.smtp import SMTP
+
+
+class GuardedSMTP(SMTP):
+    def connection_made(self, transport):
+        super().connection_made(transport)
+
+    async def smtp_DATA(self, arg):
+        await self.push("554 no")
+
+    def data_received(self, data):
+        super().data_received(data)
 '''
 
 
@@ -115,7 +157,10 @@ def test_every_kind_is_found_with_its_place(tmp_path: Path) -> None:
     assert count(out, "library modules or classes patched:") == 2
     assert count(out, "import-time event listeners:") == 2
     assert count(out, "event listeners set up per call:") == 1
-    assert count(out, "subclassed extension points:") == 2
+    assert count(out, "subclassed extension points:") == 4
+    for found in ("class Lines(logging.Formatter) (format;",
+                  "class Pinging(aiosmtpd.smtp.SMTP) (smtp_DATA;"):
+        assert found in out.split("not hidden, listed:")[1], found
     assert "class Problem" not in out     # an exception of ours is no mechanism
 
 
@@ -126,3 +171,18 @@ def test_the_package_itself_patches_nothing() -> None:
     assert "jinja2" not in out.split("not hidden, listed:")[0]
     assert count(out, "import-time event listeners:") == 0
     assert count(out, "session.info:") == 0
+
+
+def test_a_kept_override_is_listed_with_its_reason_and_only_for_its_methods(
+        tmp_path: Path) -> None:
+    (tmp_path / "pbem" / "mail").mkdir(parents=True)
+    (tmp_path / "pbem" / "mail" / "arrival_auth.py").write_text(KEPT_SPF, encoding="utf-8")
+    (tmp_path / "pbem" / "mail" / "smtpguard.py").write_text(KEPT_GUARD, encoding="utf-8")
+    out = house(tmp_path)
+    hidden, listed = out.split("not hidden, listed:")
+    assert count(out, "overrides kept, with their reason:") == 1
+    assert "class _Spf(spf.query) redefines dns: pyspf has no resolver" in listed
+    # data_received is no kept method: the whole class counts as hidden again
+    assert count(out, "hidden mechanisms:") == 1
+    assert ("class GuardedSMTP(aiosmtpd.smtp.SMTP) redefines connection_made, "
+            "data_received, smtp_DATA") in hidden
