@@ -9,8 +9,9 @@ a game kind's name, imports of pbem.rules from pbem/web/ and pbem/services/,
 the hidden mechanisms (library classes subclassed to change what they do,
 library modules or classes patched, state found by ``isinstance``,
 ``session.info``, import-time event listeners; beside them, listed but not
-counted, the listeners a function sets up on the engine it makes and the
-documented extension points subclassed), and the README's length. A refactor is measured by running it before and after.
+counted, the listeners a function sets up on the engine it makes, the
+documented extension points subclassed and the overrides kept on purpose with
+their reason), and the README's length. A refactor is measured by running it before and after.
 """
 
 from __future__ import annotations
