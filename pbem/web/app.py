@@ -49,7 +49,7 @@ from pbem.kinds.verify import Verdict, check_record
 from pbem.render.reports import packaged_template_dir
 from pbem.services.export import export_json
 from pbem.services.health import server_status
-from pbem.services.replay import Step, replay_steps
+from pbem.services.replay import SomeStep, replay_steps
 from pbem.store.db import reading
 from pbem.store.models import Game, Player
 from pbem.text.links import LinkError, expired, key_generation, mac_matches, read_token, redact
@@ -143,7 +143,7 @@ class WebApp:
         self.engine = engine
         self.clock = clock or (lambda: datetime.now(UTC))
         self.envs = environments(settings)
-        self.steps: Memo[list[Step]] = Memo(16)
+        self.steps: Memo[list[SomeStep]] = Memo(16)
         self.verdicts: Memo[dict[str, Any]] = Memo(256)
         self.pages: Memo[dict[str, Any]] = Memo(256)
         self.static = {name: (packaged_template_dir() / "web" / "static" / name).read_bytes()

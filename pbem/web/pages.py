@@ -9,18 +9,18 @@ from __future__ import annotations
 import json
 import math
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 from sqlmodel import Session
 
 from pbem.config import Settings
 from pbem.games import players_of
-from pbem.kinds import PUBLIC, REVEAL, AnyKind, Viewer, kind_of
+from pbem.kinds import PUBLIC, REVEAL, GameKind, Viewer, kind_of
 from pbem.kinds.options import options_of
 from pbem.kinds.verify import check_record
 from pbem.services.export import export_json
-from pbem.services.replay import Step, course, replay_steps
+from pbem.services.replay import SomeStep, course, replay_steps
 from pbem.store.models import Game, Player
 from pbem.text.deadlines import relative_said, time_left
 from pbem.text.errors import PbemError
@@ -36,6 +36,9 @@ from pbem.web.queries import (
     player_counts,
     talk_of,
 )
+
+S = TypeVar("S")   # a game kind's state
+M = TypeVar("M")   # a game kind's move
 
 ORDER_CHOICES_SHOWN = 12
 
@@ -126,8 +129,8 @@ def started(game: Game) -> bool:
     return game.started_at is not None and game.turn >= 1
 
 
-def standings_of(game: Game, state: Any, names: dict[int, str]) -> list[dict[str, Any]] | None:
-    kind = kind_of(game)
+def standings_of(kind: GameKind[S, M], state: S,
+                 names: dict[int, str]) -> list[dict[str, Any]] | None:
     if not kind.over(state):
         return None
     return [{**s, "name": names.get(s["seat"], "")} for s in kind.standings(state)]
@@ -140,7 +143,7 @@ def verification(session: Session, game: Game) -> dict[str, Any]:
 
 
 def game_page(session: Session, game: Game, settings: Settings, now: datetime, *,
-              viewer: Viewer = PUBLIC, steps: list[Step] | None = None,
+              viewer: Viewer = PUBLIC, steps: list[SomeStep] | None = None,
               verified: dict[str, Any] | None = None) -> dict[str, Any]:
     """The game as the public sees it (viewer PUBLIC), or as one seat does; steps: its
     replay (pbem.services.replay), if the caller has it already."""
@@ -177,7 +180,7 @@ def game_page(session: Session, game: Game, settings: Settings, now: datetime, *
         "awaited": sorted(due - sent), "orders_in": sorted(sent),
         "waiting_for": kind.waiting_for(state) if running and state is not None else None,
         "tables": kind.web_tables(state, viewer) if state is not None else [],
-        "standings": standings_of(game, state, names) if state is not None else None,
+        "standings": standings_of(kind, state, names) if state is not None else None,
         "course": course(game, steps, names) if steps else None,
         "history": kind.history(state) if state is not None else [],
         "talk": talk_of(session, game, said_later=True),
@@ -197,7 +200,7 @@ def mailto(address: str, subject: str, lines: list[str]) -> str:
     return f"mailto:{quote(address, safe='@')}?subject={quote(subject)}&body={quote(body)}"
 
 
-def order_choices(kind: AnyKind, state: Any, seat: int, game: str, key: str,
+def order_choices(kind: GameKind[S, M], state: S, seat: int, game: str, key: str,
                   address: str) -> list[dict[str, Any]]:
     """Every legal order of seat now, as order lines and a mailto: link with GAME and KEY;
     a bid comes with its odds from what the seat can see."""
@@ -244,7 +247,7 @@ def private_page(session: Session, game: Game, player: Player, settings: Setting
 
 # --- the replay of a finished game ----------------------------------------------------------
 
-def replay_page(game: Game, steps: list[Step], step: int, names: dict[int, str],
+def replay_page(game: Game, steps: list[SomeStep], step: int, names: dict[int, str],
                 verified: dict[str, Any] | None) -> dict[str, Any]:
     kind = kind_of(game)
     last = len(steps) - 1
@@ -265,7 +268,7 @@ def replay_page(game: Game, steps: list[Step], step: int, names: dict[int, str],
         "notes": at.notes,
         "tables": kind.web_tables(at.state, REVEAL),
         "scores": kind.web_scores(at.state),
-        "standings": standings_of(game, at.state, names) if over else None,
+        "standings": standings_of(kind, at.state, names) if over else None,
         "course": course(game, steps[:step + 1], names),
         "prev": base + str(step - 1) if step > 0 else None,
         "next": base + str(step + 1) if step < last else None,
