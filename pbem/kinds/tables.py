@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypedDict
 
 from pbem.kinds.jsontypes import JSON
 from pbem.kinds.words import Told
@@ -49,6 +50,47 @@ PUBLIC = Viewer()
 REVEAL = Viewer(reveal=True)
 
 
+class BidJSON(TypedDict):
+    """A bid on a web table: how many of which face (a star: "*")."""
+
+    quantity: int
+    face: int | str
+
+
+class TrackSpace(TypedDict):
+    """A space of the board's track: its number or star, the bids on it (their indexes),
+    whether the current bid stands on it or passed it."""
+
+    quantity: int
+    star: bool
+    bids: list[int]
+    current: bool
+    passed: bool
+
+
+class CupJSON(TypedDict):
+    """A seat's cup on a web table: its hidden dice (None: the viewer may not see them) and
+    its exposed ones, the orange super die apart."""
+
+    seat: int
+    hidden_count: int
+    hidden: list[int | str] | None
+    hidden_super: int | str | None
+    holds_super: bool
+    exposed: list[int | str]
+    exposed_super: int | str | None
+    mine: bool
+
+
+class LiftedCup(TypedDict):
+    """A cup as everyone saw it at a challenge, with the dice of it that counted."""
+
+    seat: int
+    dice: list[int | str]
+    super: int | str | None
+    counted: int
+
+
 def faces(dice: Sequence[Die]) -> list[int | str]:
     """The plain dice's faces (the orange super die is listed apart)."""
     return [face_json(d.face) for d in dice if not d.super]
@@ -58,13 +100,13 @@ def orange(dice: Sequence[Die]) -> int | str | None:
     return next((face_json(d.face) for d in dice if d.super), None)
 
 
-def bid_json(bid: Bid | None) -> JSON | None:
+def bid_json(bid: Bid | None) -> BidJSON | None:
     return None if bid is None else {"quantity": bid.quantity, "face": face_json(bid.face)}
 
 
-def track(ladder: Ladder, bids: Sequence[Bid]) -> list[JSON]:
+def track(ladder: Ladder, bids: Sequence[Bid]) -> list[TrackSpace]:
     """The board's track (number and star spaces, lowest first) with the bids on it."""
-    spaces: dict[int, JSON] = {}
+    spaces: dict[int, TrackSpace] = {}
     for bid in ladder.bids:
         spaces.setdefault(bid.position, {"quantity": bid.quantity, "star": bid.is_star,
                                          "bids": [], "current": False, "passed": False})
@@ -79,7 +121,7 @@ def track(ladder: Ladder, bids: Sequence[Bid]) -> list[JSON]:
     return [spaces[p] for p in sorted(spaces)]
 
 
-def cup_json(seat: int, cup: Cup, viewer: Viewer, mine: bool = False) -> JSON:
+def cup_json(seat: int, cup: Cup, viewer: Viewer, mine: bool = False) -> CupJSON:
     shown = viewer.sees(seat)
     return {"seat": seat, "hidden_count": len(cup.hidden),
             "hidden": faces(cup.hidden) if shown else None,
@@ -89,7 +131,7 @@ def cup_json(seat: int, cup: Cup, viewer: Viewer, mine: bool = False) -> JSON:
             "mine": mine}
 
 
-def lifted_cups(table: dict[int, tuple[Die, ...]], bid: Bid) -> list[JSON]:
+def lifted_cups(table: dict[int, tuple[Die, ...]], bid: Bid) -> list[LiftedCup]:
     """The cups as everyone saw them at a challenge, with the dice that counted."""
     return [{"seat": s, "dice": faces(d), "super": orange(d), "counted": count_matching(d, bid)}
             for s, d in sorted(table.items())]

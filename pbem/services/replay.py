@@ -18,6 +18,7 @@ from sqlmodel import Session, col, select
 
 from pbem.games import seat_count, stream_of
 from pbem.kinds import GameKind, kind_of
+from pbem.render.charts import Course
 from pbem.store.models import Game, Move
 
 S = TypeVar("S")   # the game kind's state
@@ -68,7 +69,7 @@ def replay_steps(session: Session, game: Game,
     return steps
 
 
-def course(game: Game, steps: Sequence[Step[S, M]], names: Mapping[int, str]) -> dict[str, Any]:
+def course(game: Game, steps: Sequence[Step[S, M]], names: Mapping[int, str]) -> Course:
     """Each seat's score after every step (the kind's course_key of its standings), as
     pbem.render.charts draws it: {"label", "turns", "lines": [{"seat", "name", "values"}]}."""
     kind = kind_of(game)

@@ -18,6 +18,7 @@ from pbem.games import GameFacts, heard_by, seated, talk_lines, watchers_of
 from pbem.kinds import GameKind, kind_of
 from pbem.kinds.options import LEVEL_NAMES, GameOptions, robot_level
 from pbem.outbox import Origin, Queued, enqueue
+from pbem.render.charts import Course
 from pbem.services.export import export_json
 from pbem.services.post import Post, tagged
 from pbem.services.replay import course, replay_steps
@@ -50,7 +51,7 @@ def report_context(game: Game, players: dict[int, Player], state: S, seat: int |
                    now: datetime, origin: Origin, notes: list[str],
                    talk: list[dict[str, Any]] | None = None,
                    web: WebSettings | None = None,
-                   course: dict[str, Any] | None = None, *, kind: GameKind[S, M] | None = None,
+                   course: Course | None = None, *, kind: GameKind[S, M] | None = None,
                    options: GameOptions | None = None) -> dict[str, Any]:
     """What a report template gets, for every kind (seat None: an observer's public view);
     course: the game's course (pbem.services.replay.course), which the final report draws.
@@ -158,7 +159,7 @@ def _watcher_reports(session: Session, post: Post, game: Game, state: S,
                      players: dict[int, Player], *, now: datetime, notes: list[str],
                      talk: list[dict[str, Any]],
                      record: list[tuple[str, str, bytes]],
-                     course: dict[str, Any] | None, kind: GameKind[S, M],
+                     course: Course | None, kind: GameKind[S, M],
                      options: GameOptions | None) -> list[Queued]:
     """The public view (no hidden dice) for each WATCHer of the game (commands.signup)."""
     watchers = watchers_of(session, game)
@@ -190,7 +191,7 @@ def _watcher_reports(session: Session, post: Post, game: Game, state: S,
     return rows
 
 
-def game_course(session: Session, game: Game, players: dict[int, Player]) -> dict[str, Any]:
+def game_course(session: Session, game: Game, players: dict[int, Player]) -> Course:
     """The game's course from its replay (pbem.services.replay), under the players' names."""
     return course(game, replay_steps(session, game),
                   {seat: player.name for seat, player in players.items()})

@@ -66,6 +66,7 @@ from pbem.web.language import (
 from pbem.web.metrics import CONTENT_TYPE, exposition
 from pbem.web.pages import (
     PageError,
+    Verification,
     game_page,
     index_page,
     private_page,
@@ -144,7 +145,7 @@ class WebApp:
         self.clock = clock or (lambda: datetime.now(UTC))
         self.envs = environments(settings)
         self.steps: Memo[list[SomeStep]] = Memo(16)
-        self.verdicts: Memo[dict[str, Any]] = Memo(256)
+        self.verdicts: Memo[Verification] = Memo(256)
         self.pages: Memo[dict[str, Any]] = Memo(256)
         self.static = {name: (packaged_template_dir() / "web" / "static" / name).read_bytes()
                        for name in STATIC}
@@ -211,7 +212,7 @@ class WebApp:
                 "first page.", name=shown))
         return game
 
-    def verified(self, session: Session, game: Game) -> dict[str, Any]:
+    def verified(self, session: Session, game: Game) -> Verification:
         return self.verdicts.get((game.id, game.turn, game.status),
                                  lambda: verification(session, game))
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar
 from urllib.parse import quote
 
 from sqlmodel import Session
@@ -17,6 +17,7 @@ from sqlmodel import Session
 from pbem.config import Settings
 from pbem.games import players_of
 from pbem.kinds import PUBLIC, REVEAL, GameKind, Viewer, kind_of
+from pbem.kinds.jsontypes import Odds
 from pbem.kinds.options import options_of
 from pbem.kinds.verify import check_record
 from pbem.services.export import export_json
@@ -41,6 +42,22 @@ S = TypeVar("S")   # a game kind's state
 M = TypeVar("M")   # a game kind's move
 
 ORDER_CHOICES_SHOWN = 12
+
+
+class Verification(TypedDict):
+    """`pbem verify` of a finished game's record, as its pages show it."""
+
+    ok: bool
+    lines: list[str]
+
+
+class OrderChoice(TypedDict):
+    """A legal order on a player's page: its lines, its odds (a bid's, if worked out),
+    a mailto: link that sends it."""
+
+    lines: list[str]
+    odds: Odds | None
+    mailto: str
 
 
 class PageError(PbemError):
@@ -136,7 +153,7 @@ def standings_of(kind: GameKind[S, M], state: S,
     return [{**s, "name": names.get(s["seat"], "")} for s in kind.standings(state)]
 
 
-def verification(session: Session, game: Game) -> dict[str, Any]:
+def verification(session: Session, game: Game) -> Verification:
     """`pbem verify` run on the game's own record, on the server."""
     verdict = check_record(export_json(session, game))
     return {"ok": verdict.ok, "lines": list(verdict.lines)}
@@ -144,7 +161,7 @@ def verification(session: Session, game: Game) -> dict[str, Any]:
 
 def game_page(session: Session, game: Game, settings: Settings, now: datetime, *,
               viewer: Viewer = PUBLIC, steps: list[SomeStep] | None = None,
-              verified: dict[str, Any] | None = None) -> dict[str, Any]:
+              verified: Verification | None = None) -> dict[str, Any]:
     """The game as the public sees it (viewer PUBLIC), or as one seat does; steps: its
     replay (pbem.services.replay), if the caller has it already."""
     kind = kind_of(game)
@@ -201,10 +218,10 @@ def mailto(address: str, subject: str, lines: list[str]) -> str:
 
 
 def order_choices(kind: GameKind[S, M], state: S, seat: int, game: str, key: str,
-                  address: str) -> list[dict[str, Any]]:
+                  address: str) -> list[OrderChoice]:
     """Every legal order of seat now, as order lines and a mailto: link with GAME and KEY;
     a bid comes with its odds from what the seat can see."""
-    choices = []
+    choices: list[OrderChoice] = []
     head = [f"GAME {game}", f"KEY {key}"]
     # the challenge first: it is always one line, and often the move to make
     moves = sorted(kind.legal_moves(state, seat),
@@ -248,7 +265,7 @@ def private_page(session: Session, game: Game, player: Player, settings: Setting
 # --- the replay of a finished game ----------------------------------------------------------
 
 def replay_page(game: Game, steps: list[SomeStep], step: int, names: dict[int, str],
-                verified: dict[str, Any] | None) -> dict[str, Any]:
+                verified: Verification | None) -> dict[str, Any]:
     kind = kind_of(game)
     last = len(steps) - 1
     if not 0 <= step <= last:
