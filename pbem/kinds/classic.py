@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 
-from pbem.kinds.base import Demo, Resolution, TakenOrder, Understood
+from pbem.kinds.base import OWN_SCHEMA_PARTS, Demo, Resolution, TakenOrder, Understood
 from pbem.kinds.bidding import (
     HELP_NOTE,
     STANDING_ORDERS_SAID,
@@ -225,6 +225,7 @@ def _event_lines(events: Sequence[Event], you: int | None = None) -> list[str]:
 
 class ClassicKind(BidMoves[ClassicState]):
     name = "classic"
+    schema_dir = OWN_SCHEMA_PARTS / name
     title = Told(KIND_TITLES["classic"])
     min_players = 2
     max_players = 6

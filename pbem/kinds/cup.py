@@ -16,7 +16,7 @@ import random
 import re
 from collections.abc import Callable, Mapping, Sequence
 
-from pbem.kinds.base import Demo, GameKind, Resolution, TakenOrder, Understood
+from pbem.kinds.base import OWN_SCHEMA_PARTS, Demo, GameKind, Resolution, TakenOrder, Understood
 from pbem.kinds.jsontypes import JSON, BidChart, JSONMap, MoveExtra
 from pbem.kinds.tables import POINTS_TABLE, Viewer, cup_scores, cup_tables
 from pbem.kinds.words import KIND_TITLES, Told
@@ -337,6 +337,7 @@ def record_json(r: TurnRecord, you: int | None = None) -> JSON:
 
 class CupKind(GameKind[CupState, Move]):
     name = "cup"
+    schema_dir = OWN_SCHEMA_PARTS / name
     title = Told(KIND_TITLES["cup"])
     min_players = cb.MIN_PLAYERS
     max_players = cb.MAX_PLAYERS

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 
-from pbem.kinds.base import Demo, Resolution, TakenOrder, Understood
+from pbem.kinds.base import OWN_SCHEMA_PARTS, Demo, Resolution, TakenOrder, Understood
 from pbem.kinds.bidding import (
     HELP_NOTE,
     STANDING_ORDERS_SAID,
@@ -61,6 +61,7 @@ def _event_lines(events: Sequence[Event], you: int | None = None) -> list[str]:
 
 class PostalKind(BidMoves[PostalState]):
     name = "postal"
+    schema_dir = OWN_SCHEMA_PARTS / name
     title = Told(KIND_TITLES["postal"])
     min_players = PLAYERS
     max_players = PLAYERS
