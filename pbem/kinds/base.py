@@ -30,7 +30,7 @@ from typing import Generic, TypeVar
 from pbem.kinds.generic_record import FORMAT as GENERIC_FORMAT
 from pbem.kinds.generic_record import GameRows, generic_record
 from pbem.kinds.jsontypes import JSON, BidChart, JSONMap, MoveExtra, Odds
-from pbem.kinds.tables import Viewer
+from pbem.kinds.tables import Viewer, WebRow
 from pbem.orders.parsing import Command, Order
 from pbem.rules.dice import DiceStream
 from pbem.text.wording import Said
@@ -242,11 +242,11 @@ class GameKind(ABC, Generic[S, M]):
 
     # --- the web pages -------------------------------------------------------------------
 
-    def web_tables(self, state: S, viewer: Viewer) -> list[JSON]:
+    def web_tables(self, state: S, viewer: Viewer) -> Sequence[WebRow]:
         """Its tables as the web pages draw them (pbem.kinds.tables), as viewer sees them."""
         return []
 
-    def web_scores(self, state: S) -> list[JSON]:
+    def web_scores(self, state: S) -> Sequence[WebRow]:
         """Per seat, what the web pages list beside the player: {"seat", ...}."""
         return []
 

@@ -28,6 +28,8 @@ from pbem.kinds.bidding import (
 )
 from pbem.kinds.jsontypes import JSON, BidChart, JSONMap, MoveExtra, Odds
 from pbem.kinds.tables import (
+    BluffTable,
+    ClassicScore,
     Viewer,
     bid_json,
     classic_scores,
@@ -455,10 +457,10 @@ class ClassicKind(BidMoves[ClassicState]):
                            held, worth=standing["score"]))
         return Told(_n("{n} die left", "{n} dice left", held))
 
-    def web_tables(self, state: ClassicState, viewer: Viewer) -> list[JSON]:
+    def web_tables(self, state: ClassicState, viewer: Viewer) -> list[BluffTable]:
         return classic_tables(state, viewer)
 
-    def web_scores(self, state: ClassicState) -> list[JSON]:
+    def web_scores(self, state: ClassicState) -> list[ClassicScore]:
         return classic_scores(state)
 
     def bid_charts(self, state: ClassicState, seat: int) -> list[BidChart]:

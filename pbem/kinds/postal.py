@@ -17,7 +17,7 @@ from pbem.kinds.bidding import (
 )
 from pbem.kinds.generic_record import GameRows
 from pbem.kinds.jsontypes import JSON, BidChart, JSONMap, Odds
-from pbem.kinds.tables import Viewer, postal_scores, postal_tables
+from pbem.kinds.tables import BluffTable, PostalScore, Viewer, postal_scores, postal_tables
 from pbem.kinds.words import KIND_TITLES, Told, bid_words
 from pbem.orders.parsing import PLAYER_COMMANDS, Order
 from pbem.rules.bid_moves import BidMove, Move, move_from_json
@@ -216,10 +216,10 @@ class PostalKind(BidMoves[PostalState]):
     def report_extras(self, state: PostalState, seat: int | None) -> JSON:
         return {"odds": odds_view(state, seat) if seat is not None else {}}
 
-    def web_tables(self, state: PostalState, viewer: Viewer) -> list[JSON]:
+    def web_tables(self, state: PostalState, viewer: Viewer) -> list[BluffTable]:
         return postal_tables(state, viewer)
 
-    def web_scores(self, state: PostalState) -> list[JSON]:
+    def web_scores(self, state: PostalState) -> list[PostalScore]:
         return postal_scores(state)
 
     def legal_moves(self, state: PostalState, seat: int) -> list[Move]:
