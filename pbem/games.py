@@ -23,7 +23,7 @@ from typing import Any, Generic, TypeVar, cast, overload
 from sqlalchemy import bindparam, insert, or_
 from sqlmodel import Session, col, delete, select
 
-from pbem.kinds import DEFAULT_KIND, AnyKind, GameKind, kind_named, kind_of
+from pbem.kinds import DEFAULT_KIND, GameKind, kind_named, kind_of
 from pbem.kinds.options import GameOptions, options_of
 from pbem.rules.dice import DiceStream, commitment
 from pbem.rules.postal_record import draw_seats
@@ -194,7 +194,7 @@ def load_state(session: Session, game: Game, *, kind: GameKind[S, M],
 @overload
 def load_state(session: Session, game: Game, *, kind: None = None,
                seats: int | None = None) -> Any: ...   # the state of the kind looked up
-def load_state(session: Session, game: Game, *, kind: GameKind[S, M] | AnyKind | None = None,
+def load_state(session: Session, game: Game, *, kind: GameKind[S, M] | None = None,
                seats: int | None = None) -> S | Any:
     """The kind's state now: the start rebuilt from the seed, then every recorded turn.
 
