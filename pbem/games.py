@@ -18,12 +18,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import groupby
-from typing import Any
+from typing import Any, Generic, TypeVar, cast, overload
 
 from sqlalchemy import bindparam, insert, or_
 from sqlmodel import Session, col, delete, select
 
-from pbem.kinds import DEFAULT_KIND, AnyKind, kind_named, kind_of
+from pbem.kinds import DEFAULT_KIND, GameKind, kind_named, kind_of
 from pbem.kinds.options import GameOptions, options_of
 from pbem.rules.dice import DiceStream, commitment
 from pbem.rules.postal_record import draw_seats
@@ -45,6 +45,9 @@ from pbem.store.work import Work
 from pbem.text.deadlines import turn_deadline
 from pbem.text.errors import Refusal
 from pbem.text.wording import _
+
+S = TypeVar("S")   # a kind's state
+M = TypeVar("M")   # a kind's move
 
 
 def id_of(game: Game) -> int:
@@ -182,11 +185,17 @@ def moves_of(session: Session, game: Game) -> list[Move]:
 
 
 STATES_KEPT = 1024   # replayed states kept (the newest used), whatever the number of games
-_states: OrderedDict[bytes, Any] = OrderedDict()
+_states: OrderedDict[bytes, object] = OrderedDict()   # of every kind: each under its game
 
 
-def load_state(session: Session, game: Game, *, kind: AnyKind | None = None,
-               seats: int | None = None) -> Any:
+@overload
+def load_state(session: Session, game: Game, *, kind: GameKind[S, M],
+               seats: int | None = None) -> S: ...
+@overload
+def load_state(session: Session, game: Game, *, kind: None = None,
+               seats: int | None = None) -> Any: ...   # the state of the kind looked up
+def load_state(session: Session, game: Game, *, kind: GameKind[S, M] | None = None,
+               seats: int | None = None) -> S | Any:
     """The kind's state now: the start rebuilt from the seed, then every recorded turn.
 
     A state is a pure function of the game's seed, rules, seat count and recorded
@@ -211,8 +220,9 @@ def load_state(session: Session, game: Game, *, kind: AnyKind | None = None,
             known, replay = found, []
         else:
             replay.append(turn)
-    state = known
-    if state is None:
+    # the digest names the game (its kind among them): what is kept under it is its kind's state
+    state = cast(S, known)
+    if known is None:
         state = kind.start(json.loads(game.rules_json), stream, seats)
     for turn in replay:
         moves = {seat: kind.move_from_json(json.loads(move)) for _number, seat, move in turn}
@@ -262,7 +272,7 @@ def pending_orders(session: Session, game: Game) -> dict[int, PendingOrder]:
 
 
 def drop_orders(session: Session, game: Game, seats: Iterable[int] | None = None, *,
-                facts: GameFacts | None = None) -> None:
+                facts: GameFacts[S, M] | None = None) -> None:
     """Delete the orders of ``seats`` (None: all) for the turn in play (``facts``: the
     transaction's, which it keeps right)."""
     orders = facts.orders if facts is not None else pending_orders(session, game)
@@ -278,7 +288,7 @@ def drop_orders(session: Session, game: Game, seats: Iterable[int] | None = None
                 del facts.orders[seat]
 
 
-def missing_seats(session: Session, game: Game, state: Any | None = None) -> list[int]:
+def missing_seats(session: Session, game: Game, state: object | None = None) -> list[int]:
     """The seats that owe an order this turn and have none in (state: if already loaded)."""
     if state is None:
         state = load_state(session, game)
@@ -393,9 +403,9 @@ def start_game(session: Session, game: Game, now: datetime) -> None:
     session.add(game)
 
 
-def record_order(session: Session, game: Game, seat: int, move: Any, *, now: datetime,
+def record_order(session: Session, game: Game, seat: int, move: M, *, now: datetime,
                  inbound_id: int | None, by: str = "player",
-                 facts: GameFacts | None = None) -> PendingOrder | None:
+                 facts: GameFacts[Any, M] | None = None) -> PendingOrder | None:
     """Store seat's order for the turn in play; return the order it replaces, if any
     (``facts``: the transaction's, which it keeps right)."""
     replaced = (facts.orders if facts is not None else pending_orders(session, game)).get(seat)
@@ -417,7 +427,7 @@ def record_order(session: Session, game: Game, seat: int, move: Any, *, now: dat
 # --- what a transaction knows of a game -----------------------------------------------------
 
 @dataclass
-class GameFacts:
+class GameFacts(Generic[S, M]):
     """What one transaction knows of a game: read once (``facts_of``) by the step that
     needs them and handed down explicitly, so that no step below asks again. What changes
     them in the transaction keeps them right: record_order and drop_orders (``facts=``),
@@ -425,11 +435,11 @@ class GameFacts:
     the options or the seats reads them anew."""
 
     game: Game
-    kind: AnyKind
+    kind: GameKind[S, M]
     options: GameOptions
     players: list[Player]            # every player, replaced ones too (players_of)
     orders: dict[int, PendingOrder]  # the orders in for the turn in play, by seat
-    state: Any                       # the turn in play's state (None: not started)
+    state: S | None                  # the turn in play's state (None: not started)
 
     @property
     def seated(self) -> dict[int, Player]:
@@ -438,12 +448,25 @@ class GameFacts:
 
     def missing(self) -> list[int]:
         """The seats that owe an order this turn and have none in (as missing_seats)."""
-        return sorted(set(self.kind.due(self.state)) - set(self.orders))
+        return sorted(set(self.kind.due(self.started)) - set(self.orders))
+
+    @property
+    def started(self) -> S:
+        """The turn in play's state, of a game that has started."""
+        assert self.state is not None, f"game {self.game.name} has not started"
+        return self.state
 
 
-def facts_of(session: Session, game: Game, kind: AnyKind | None = None) -> GameFacts:
-    """Read what the transaction knows of ``game`` (its ``kind``: if the caller has it)."""
-    kind = kind or kind_of(game)
+@overload
+def facts_of(session: Session, game: Game, kind: GameKind[S, M]) -> GameFacts[S, M]: ...
+@overload
+def facts_of(session: Session, game: Game, kind: None = None) -> GameFacts[Any, Any]: ...
+def facts_of(session: Session, game: Game,
+             kind: GameKind[S, M] | None = None) -> GameFacts[S, M] | GameFacts[Any, Any]:
+    """Read what the transaction knows of ``game`` (its ``kind``: if the caller has it;
+    without it, the kind looked up by name, whose state and move no caller knows)."""
+    if kind is None:
+        return facts_of(session, game, kind_of(game))
     players = players_of(session, game)
     started = game.started_at is not None
     state = (load_state(session, game, kind=kind,

@@ -19,6 +19,7 @@ may complete is settled here, by the one step that resolves turns
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeVar
 
 from pbem.commands import (
     address,
@@ -32,7 +33,7 @@ from pbem.commands import (
 )
 from pbem.commands.context import CommandContext, Done, MailCommand, Turnkey, refusal, refuse
 from pbem.commands.moves import take_moves
-from pbem.kinds import KINDS, AnyKind, kind_of, kinds_note
+from pbem.kinds import KINDS, GameKind, kind_of, kinds_note
 from pbem.orders.parsing import (
     MAIL_LINES,
     Command,
@@ -43,10 +44,13 @@ from pbem.orders.parsing import (
     one_word,
 )
 from pbem.render.reports import rules_document, rules_file
-from pbem.services.turns import PlayedTurn, report_turn, settle
+from pbem.services.turns import SomePlayedTurn, report_turn, settle
 from pbem.store.work import savepoint
 from pbem.text.errors import Refusal
 from pbem.text.wording import _
+
+S = TypeVar("S")   # a game kind's state
+M = TypeVar("M")   # a game kind's move
 
 HELP_SUBJECT = _("Bluff by mail: the orders")
 
@@ -85,11 +89,12 @@ DECLARED: tuple[Command, ...] = (
 )
 
 
-def move_commands(kind: AnyKind | None = None) -> tuple[Command, ...]:
+def move_commands(kind: GameKind[S, M] | None = None) -> tuple[Command, ...]:
     """The move orders of a kind, or of every kind (before the mail's game is known)."""
     seen: dict[str, Command] = {}
-    for each in [kind] if kind is not None else KINDS.values():
-        for command in each.commands:
+    each_kinds = [kind.commands] if kind is not None else [k.commands for k in KINDS.values()]
+    for commands in each_kinds:
+        for command in commands:
             seen.setdefault(command.name, command)
     return tuple(seen.values())
 
@@ -98,7 +103,7 @@ def move_names() -> set[str]:
     return {c.name for c in move_commands()}
 
 
-def player_commands(kind: AnyKind | None = None) -> tuple[Command, ...]:
+def player_commands(kind: GameKind[S, M] | None = None) -> tuple[Command, ...]:
     """Every order a player may write: the moves (of the kind, or of every kind), then what
     a player or anyone may write."""
     moves_of_kind = move_commands(kind)
@@ -165,13 +170,13 @@ def player_mail(ctx: CommandContext, parsed: ParsedText, who: Turnkey | None) ->
     """Run a player mail's commands (all of them, or none: one transaction), phase by phase
     (player_phases), then queue its one answer and the reports of the turn its move played
     (its confirmation says they follow; the mails to one address leave in queue order)."""
-    played: list[PlayedTurn] = []
+    played: list[SomePlayedTurn] = []
     outcome = player_phases(ctx, parsed, who, played)
     answer_then_reports(ctx, played)
     return outcome
 
 
-def answer_then_reports(ctx: CommandContext, played: list[PlayedTurn]) -> None:
+def answer_then_reports(ctx: CommandContext, played: list[SomePlayedTurn]) -> None:
     """Queue the mail's one answer, then the reports of the turns its move played."""
     assert ctx.mail is not None
     ctx.send_answers()
@@ -180,7 +185,7 @@ def answer_then_reports(ctx: CommandContext, played: list[PlayedTurn]) -> None:
 
 
 def move_step(ctx: CommandContext, parsed: ParsedText, names: set[str],
-              played: list[PlayedTurn]) -> str:
+              played: list[SomePlayedTurn]) -> str:
     """A mail's move: the order recorded and confirmed (take_moves), then settled: a turn
     it completes is played now, into ``played`` (its reports are queued after the mail's
     answer: answer_then_reports). Returns what the order's line says."""
@@ -193,7 +198,7 @@ def move_step(ctx: CommandContext, parsed: ParsedText, names: set[str],
 
 
 def player_phases(ctx: CommandContext, parsed: ParsedText, who: Turnkey | None,
-                  played: list[PlayedTurn]) -> str:
+                  played: list[SomePlayedTurn]) -> str:
     """Run a player mail's commands phase by phase (PHASES); the answers still come in the
     order of the lines."""
     names = move_names()

@@ -19,6 +19,7 @@ ones with a body are what a kind without more to say answers.
 
 from __future__ import annotations
 
+import json
 import random
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
@@ -29,10 +30,13 @@ from typing import Generic, TypeVar
 from pbem.kinds.generic_record import FORMAT as GENERIC_FORMAT
 from pbem.kinds.generic_record import GameRows, generic_record
 from pbem.kinds.jsontypes import JSON, BidChart, JSONMap, MoveExtra, Odds
-from pbem.kinds.tables import Viewer
+from pbem.kinds.tables import Viewer, WebRow
 from pbem.orders.parsing import Command, Order
 from pbem.rules.dice import DiceStream
 from pbem.text.wording import Said
+
+# the folders of pbem's own kinds' parts of the JSON schemas (GameKind.schema_dir), by kind
+OWN_SCHEMA_PARTS = Path(__file__).parent / "schemas"
 
 S = TypeVar("S")   # the kind's state
 M = TypeVar("M")   # the kind's move
@@ -105,11 +109,25 @@ class GameKind(ABC, Generic[S, M]):
     record_format: str = GENERIC_FORMAT
     # what `pbem demo` plays of it (None: its fewest players, no options)
     demo: Demo | None = None
+    # the folder of its parts of pbem's JSON schemas (schema_part); None: it has none
+    schema_dir: Path | None = None
 
     @property
     def view_format(self) -> str:
         """The format name of its report.json view."""
         return f"pbem.{self.name}.view/1"
+
+    def schema_part(self, schema_name: str) -> JSON | None:
+        """Its part of the JSON schema ``schema_name`` of schema/ (the file of that name in
+        its schema_dir), which pbem.services.export.schema joins to it: "$defs" (added to
+        the schema's), "then" (what a document of this kind follows as well), "one_of" and
+        "properties" (added to the oneOf and the properties of the $defs they name). None:
+        the kind adds nothing to that schema."""
+        path = None if self.schema_dir is None else self.schema_dir / schema_name
+        if path is None or not path.is_file():
+            return None
+        part: JSON = json.loads(path.read_text(encoding="utf-8"))
+        return part
 
     @abstractmethod
     def parse_options(self, words: Sequence[str]) -> JSON:
@@ -224,11 +242,11 @@ class GameKind(ABC, Generic[S, M]):
 
     # --- the web pages -------------------------------------------------------------------
 
-    def web_tables(self, state: S, viewer: Viewer) -> list[JSON]:
+    def web_tables(self, state: S, viewer: Viewer) -> Sequence[WebRow]:
         """Its tables as the web pages draw them (pbem.kinds.tables), as viewer sees them."""
         return []
 
-    def web_scores(self, state: S) -> list[JSON]:
+    def web_scores(self, state: S) -> Sequence[WebRow]:
         """Per seat, what the web pages list beside the player: {"seat", ...}."""
         return []
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 
-from pbem.kinds.base import Demo, Resolution, TakenOrder, Understood
+from pbem.kinds.base import OWN_SCHEMA_PARTS, Demo, Resolution, TakenOrder, Understood
 from pbem.kinds.bidding import (
     HELP_NOTE,
     STANDING_ORDERS_SAID,
@@ -28,6 +28,8 @@ from pbem.kinds.bidding import (
 )
 from pbem.kinds.jsontypes import JSON, BidChart, JSONMap, MoveExtra, Odds
 from pbem.kinds.tables import (
+    BluffTable,
+    ClassicScore,
     Viewer,
     bid_json,
     classic_scores,
@@ -225,6 +227,7 @@ def _event_lines(events: Sequence[Event], you: int | None = None) -> list[str]:
 
 class ClassicKind(BidMoves[ClassicState]):
     name = "classic"
+    schema_dir = OWN_SCHEMA_PARTS / name
     title = Told(KIND_TITLES["classic"])
     min_players = 2
     max_players = 6
@@ -454,10 +457,10 @@ class ClassicKind(BidMoves[ClassicState]):
                            held, worth=standing["score"]))
         return Told(_n("{n} die left", "{n} dice left", held))
 
-    def web_tables(self, state: ClassicState, viewer: Viewer) -> list[JSON]:
+    def web_tables(self, state: ClassicState, viewer: Viewer) -> list[BluffTable]:
         return classic_tables(state, viewer)
 
-    def web_scores(self, state: ClassicState) -> list[JSON]:
+    def web_scores(self, state: ClassicState) -> list[ClassicScore]:
         return classic_scores(state)
 
     def bid_charts(self, state: ClassicState, seat: int) -> list[BidChart]:

@@ -16,9 +16,9 @@ import random
 import re
 from collections.abc import Callable, Mapping, Sequence
 
-from pbem.kinds.base import Demo, GameKind, Resolution, TakenOrder, Understood
+from pbem.kinds.base import OWN_SCHEMA_PARTS, Demo, GameKind, Resolution, TakenOrder, Understood
 from pbem.kinds.jsontypes import JSON, BidChart, JSONMap, MoveExtra
-from pbem.kinds.tables import POINTS_TABLE, Viewer, cup_scores, cup_tables
+from pbem.kinds.tables import POINTS_TABLE, CupScore, CupTable, Viewer, cup_scores, cup_tables
 from pbem.kinds.words import KIND_TITLES, Told
 from pbem.orders.parsing import Command, Order, SeatByName
 from pbem.rules import cupofbluff as cb
@@ -337,6 +337,7 @@ def record_json(r: TurnRecord, you: int | None = None) -> JSON:
 
 class CupKind(GameKind[CupState, Move]):
     name = "cup"
+    schema_dir = OWN_SCHEMA_PARTS / name
     title = Told(KIND_TITLES["cup"])
     min_players = cb.MIN_PLAYERS
     max_players = cb.MAX_PLAYERS
@@ -525,10 +526,10 @@ class CupKind(GameKind[CupState, Move]):
     def waiting_for(self, state: CupState) -> str | None:
         return _waiting_words(state)
 
-    def web_tables(self, state: CupState, viewer: Viewer) -> list[JSON]:
+    def web_tables(self, state: CupState, viewer: Viewer) -> list[CupTable]:
         return cup_tables(state, viewer, [record_json(r) for r in reversed(state.log)])
 
-    def web_scores(self, state: CupState) -> list[JSON]:
+    def web_scores(self, state: CupState) -> list[CupScore]:
         return cup_scores(state)
 
     def legal_moves(self, state: CupState, seat: int) -> list[Move]:

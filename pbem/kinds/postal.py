@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 
-from pbem.kinds.base import Demo, Resolution, TakenOrder, Understood
+from pbem.kinds.base import OWN_SCHEMA_PARTS, Demo, Resolution, TakenOrder, Understood
 from pbem.kinds.bidding import (
     HELP_NOTE,
     STANDING_ORDERS_SAID,
@@ -17,7 +17,7 @@ from pbem.kinds.bidding import (
 )
 from pbem.kinds.generic_record import GameRows
 from pbem.kinds.jsontypes import JSON, BidChart, JSONMap, Odds
-from pbem.kinds.tables import Viewer, postal_scores, postal_tables
+from pbem.kinds.tables import BluffTable, PostalScore, Viewer, postal_scores, postal_tables
 from pbem.kinds.words import KIND_TITLES, Told, bid_words
 from pbem.orders.parsing import PLAYER_COMMANDS, Order
 from pbem.rules.bid_moves import BidMove, Move, move_from_json
@@ -61,6 +61,7 @@ def _event_lines(events: Sequence[Event], you: int | None = None) -> list[str]:
 
 class PostalKind(BidMoves[PostalState]):
     name = "postal"
+    schema_dir = OWN_SCHEMA_PARTS / name
     title = Told(KIND_TITLES["postal"])
     min_players = PLAYERS
     max_players = PLAYERS
@@ -215,10 +216,10 @@ class PostalKind(BidMoves[PostalState]):
     def report_extras(self, state: PostalState, seat: int | None) -> JSON:
         return {"odds": odds_view(state, seat) if seat is not None else {}}
 
-    def web_tables(self, state: PostalState, viewer: Viewer) -> list[JSON]:
+    def web_tables(self, state: PostalState, viewer: Viewer) -> list[BluffTable]:
         return postal_tables(state, viewer)
 
-    def web_scores(self, state: PostalState) -> list[JSON]:
+    def web_scores(self, state: PostalState) -> list[PostalScore]:
         return postal_scores(state)
 
     def legal_moves(self, state: PostalState, seat: int) -> list[Move]:

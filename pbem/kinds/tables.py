@@ -13,17 +13,18 @@ Every value is JSON-ready; the JSON endpoints return these dicts as they are.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal, NotRequired, TypedDict
 
-from pbem.kinds.jsontypes import JSON
+from pbem.kinds.jsontypes import JSON, Odds
 from pbem.kinds.words import Told
 from pbem.rules import cupofbluff as cb
 from pbem.rules.challenge import count_matching
 from pbem.rules.classic import ClassicState, RoundEnd
 from pbem.rules.classic import PlacedBid as ClassicBid
 from pbem.rules.cupofbluff import CupState
-from pbem.rules.dice import Die, face_json
+from pbem.rules.dice import Die, Face, face_json
 from pbem.rules.dice_cup import Cup
 from pbem.rules.ladder import Bid, Ladder
 from pbem.rules.odds import bid_odds
@@ -32,7 +33,7 @@ from pbem.rules.view import odds_view
 from pbem.text.wording import _
 
 # Cup of Bluff: the tokens of each value in points, best first
-POINTS_TABLE = [{"points": p, "tokens": [t for t in cb.TOKENS if cb.points(t) == p]}
+POINTS_TABLE: list[dict[str, object]] = [{"points": p, "tokens": [t for t in cb.TOKENS if cb.points(t) == p]}
                 for p in (5, 4, 3, 2, 1)]
 
 
@@ -49,6 +50,162 @@ PUBLIC = Viewer()
 REVEAL = Viewer(reveal=True)
 
 
+class BidJSON(TypedDict):
+    """A bid on a web table: how many of which face (a star: "*")."""
+
+    quantity: int
+    face: int | str
+
+
+class TrackSpace(TypedDict):
+    """A space of the board's track: its number or star, the bids on it (their indexes),
+    whether the current bid stands on it or passed it."""
+
+    quantity: int
+    star: bool
+    bids: list[int]
+    current: bool
+    passed: bool
+
+
+class CupJSON(TypedDict):
+    """A seat's cup on a web table: its hidden dice (None: the viewer may not see them) and
+    its exposed ones, the orange super die apart."""
+
+    seat: int
+    hidden_count: int
+    hidden: list[int | str] | None
+    hidden_super: int | str | None
+    holds_super: bool
+    exposed: list[int | str]
+    exposed_super: int | str | None
+    mine: bool
+
+
+class LiftedCup(TypedDict):
+    """A cup as everyone saw it at a challenge, with the dice of it that counted."""
+
+    seat: int
+    dice: list[int | str]
+    super: int | str | None
+    counted: int
+
+
+class PlacedBid(TypedDict):
+    """A bid on a bluff table: its turn (postal; classic: None), its bidder, the bid and the
+    dice its expose showed."""
+
+    turn: int | None
+    seat: int
+    quantity: int
+    face: int | str
+    exposed: list[int | str]
+
+
+class Loss(TypedDict):
+    seat: int
+    lost: int
+
+
+class ChallengeJSON(TypedDict):
+    """The challenge that ended a mini-game or a round: the bid, the dice that matched it,
+    who lost what, the cups as they were lifted."""
+
+    turn: int | None
+    seat: int
+    bidder: int
+    bid: BidJSON | None
+    actual: int
+    outcome: str
+    losses: list[Loss]
+    out: list[int]
+    cups: list[LiftedCup]
+    next_opener: NotRequired[int | None]      # classic
+
+
+class BluffTable(TypedDict):
+    """A postal mini-game or a classic round as the web pages draw it (type "bluff")."""
+
+    type: Literal["bluff"]
+    title: Told
+    number: int
+    bids: list[PlacedBid]
+    current_bid: BidJSON | None
+    bidder: int | None
+    lowest_raise: BidJSON | None
+    track: list[TrackSpace]
+    status: Literal["running", "ended"]
+    dice_in_play: int
+    dice_count: int
+    dice_per_player: int | None
+    opener: NotRequired[int | None]           # classic
+    to_move: int | None
+    cups: list[CupJSON]
+    challenge: ChallengeJSON | None
+    odds: Odds | None
+
+
+# a table of any kind, or one seat's scores, as the JSON endpoints give them
+WebRow = Mapping[str, object]
+
+
+class BoardToken(TypedDict):
+    token: int
+    points: int
+    owner: int | None
+
+
+class ClaimJSON(TypedDict):
+    """The Bluffer's claim in play: what, to whom, its chance, the Guesser's answer."""
+
+    action: str
+    total: int
+    guesser: int | None
+    chance: float
+    answer: Literal["OK", "BLUFF"] | None
+
+
+class CupTable(TypedDict):
+    """The Cup of Bluff table as the web pages draw it (type "cup")."""
+
+    type: Literal["cup"]
+    title: Told
+    status: Literal["running", "ended"]
+    phase: str
+    round: int
+    bluffer: int | None
+    to_move: int | None
+    waiting_for: Told
+    centre: list[int]
+    centre_points: int
+    board: list[BoardToken]
+    claim: ClaimJSON | None
+    roll: list[int] | None
+    roll_is_yours: bool
+    rounds: list[JSON]
+    points_table: list[dict[str, object]]
+
+
+class PostalScore(TypedDict):
+    seat: int
+    virtual_dice: int
+
+
+# the dice a classic player holds, their value (the orange die counts two), whether they
+# are still in and the round they went out in ("in" is a keyword: the functional form)
+ClassicScore = TypedDict("ClassicScore", {"seat": int, "dice": int, "value": int, "super": bool,
+                                          "in": bool, "out_round": int | None})
+
+
+class CupScore(TypedDict):
+    """A Cup of Bluff player's points and tokens."""
+
+    seat: int
+    points: int
+    tokens: list[int]
+    count: int
+
+
 def faces(dice: Sequence[Die]) -> list[int | str]:
     """The plain dice's faces (the orange super die is listed apart)."""
     return [face_json(d.face) for d in dice if not d.super]
@@ -58,13 +215,13 @@ def orange(dice: Sequence[Die]) -> int | str | None:
     return next((face_json(d.face) for d in dice if d.super), None)
 
 
-def bid_json(bid: Bid | None) -> JSON | None:
+def bid_json(bid: Bid | None) -> BidJSON | None:
     return None if bid is None else {"quantity": bid.quantity, "face": face_json(bid.face)}
 
 
-def track(ladder: Ladder, bids: Sequence[Bid]) -> list[JSON]:
+def track(ladder: Ladder, bids: Sequence[Bid]) -> list[TrackSpace]:
     """The board's track (number and star spaces, lowest first) with the bids on it."""
-    spaces: dict[int, JSON] = {}
+    spaces: dict[int, TrackSpace] = {}
     for bid in ladder.bids:
         spaces.setdefault(bid.position, {"quantity": bid.quantity, "star": bid.is_star,
                                          "bids": [], "current": False, "passed": False})
@@ -79,7 +236,7 @@ def track(ladder: Ladder, bids: Sequence[Bid]) -> list[JSON]:
     return [spaces[p] for p in sorted(spaces)]
 
 
-def cup_json(seat: int, cup: Cup, viewer: Viewer, mine: bool = False) -> JSON:
+def cup_json(seat: int, cup: Cup, viewer: Viewer, mine: bool = False) -> CupJSON:
     shown = viewer.sees(seat)
     return {"seat": seat, "hidden_count": len(cup.hidden),
             "hidden": faces(cup.hidden) if shown else None,
@@ -89,30 +246,39 @@ def cup_json(seat: int, cup: Cup, viewer: Viewer, mine: bool = False) -> JSON:
             "mine": mine}
 
 
-def lifted_cups(table: dict[int, tuple[Die, ...]], bid: Bid) -> list[JSON]:
+def lifted_cups(table: dict[int, tuple[Die, ...]], bid: Bid) -> list[LiftedCup]:
     """The cups as everyone saw them at a challenge, with the dice that counted."""
     return [{"seat": s, "dice": faces(d), "super": orange(d), "counted": count_matching(d, bid)}
             for s, d in sorted(table.items())]
 
 
-def _bluff_table(title: Told, number: int, ladder: Ladder, bids: list[JSON],
-                 placed: Sequence[Bid], **rest: object) -> JSON:
+def _bluff_table(title: Told, number: int, ladder: Ladder, bids: list[PlacedBid],
+                 placed: Sequence[Bid], *, status: Literal["running", "ended"],
+                 dice_in_play: int, dice_count: int, dice_per_player: int | None,
+                 to_move: int | None, cups: list[CupJSON], challenge: ChallengeJSON | None,
+                 odds: Odds | None) -> BluffTable:
     current = placed[-1] if placed else None
-    running = rest.get("status") == "running"
+    running = status == "running"
     return {"type": "bluff", "title": title, "number": number, "bids": bids,
             "current_bid": bid_json(current),
             "bidder": bids[-1]["seat"] if bids else None,
             "lowest_raise": bid_json(ladder.lowest_raise(current)) if running else None,
-            "track": track(ladder, placed), **rest}
+            "track": track(ladder, placed), "status": status, "dice_in_play": dice_in_play,
+            "dice_count": dice_count, "dice_per_player": dice_per_player, "to_move": to_move,
+            "cups": cups, "challenge": challenge, "odds": odds}
+
+
+def _placed(turn: int | None, seat: int, bid: Bid, exposed: Sequence[Face]) -> PlacedBid:
+    return {"turn": turn, "seat": seat, "quantity": bid.quantity, "face": face_json(bid.face),
+            "exposed": [face_json(f) for f in exposed]}
 
 
 # --- postal -------------------------------------------------------------------------------
 
 def _postal_minigame(state: PostalState, game: MiniGame, viewer: Viewer,
-                     odds: dict[int, dict[str, float]]) -> JSON:
-    bids = [{"turn": b.turn, "seat": b.seat, **bid_json(b.bid),  # type: ignore[dict-item]
-             "exposed": [face_json(f) for f in b.exposed]} for b in game.bids]
-    challenge = None
+                     odds: dict[int, dict[str, float]]) -> BluffTable:
+    bids = [_placed(b.turn, b.seat, b.bid, b.exposed) for b in game.bids]
+    challenge: ChallengeJSON | None = None
     if game.challenge is not None:
         c, r = game.challenge, game.challenge.result
         challenge = {"turn": c.turn, "seat": c.seat, "bidder": r.bidder, "bid": bid_json(r.bid),
@@ -130,40 +296,40 @@ def _postal_minigame(state: PostalState, game: MiniGame, viewer: Viewer,
         challenge=challenge, odds=odds.get(game.number))
 
 
-def postal_tables(state: PostalState, viewer: Viewer) -> list[JSON]:
+def postal_tables(state: PostalState, viewer: Viewer) -> list[BluffTable]:
     odds = odds_view(state, viewer.seat) if viewer.seat is not None else {}
     return [_postal_minigame(state, g, viewer, odds) for g in state.minigames]
 
 
-def postal_scores(state: PostalState) -> list[JSON]:
+def postal_scores(state: PostalState) -> list[PostalScore]:
     return [{"seat": s, "virtual_dice": v} for s, v in zip(SEATS, state.virtual_dice)]
 
 
 # --- classic ------------------------------------------------------------------------------
 
-def _classic_bids(bids: Sequence[ClassicBid]) -> list[JSON]:
-    return [{"turn": None, "seat": b.seat, **bid_json(b.bid),  # type: ignore[dict-item]
-             "exposed": [face_json(f) for f in b.exposed]} for b in bids]
+def _classic_bids(bids: Sequence[ClassicBid]) -> list[PlacedBid]:
+    return [_placed(None, b.seat, b.bid, b.exposed) for b in bids]
 
 
-def _finished_round(state: ClassicState, end: RoundEnd) -> JSON:
+def _finished_round(state: ClassicState, end: RoundEnd) -> BluffTable:
     r = end.result
     dice_in_play = sum(d.weight for dice in end.table.values() for d in dice)
-    return _bluff_table(
+    table = _bluff_table(
         Told(_("Round {number}", number=end.round)), end.round,
         make_ladder(dice_in_play, state.rules.star_bids, state.rules.board_cap),
         _classic_bids(end.bids), [b.bid for b in end.bids], status="ended",
         dice_in_play=dice_in_play, dice_count=sum(len(dice) for dice in end.table.values()),
-        dice_per_player=None, opener=end.opener, to_move=None,
-        cups=[], odds=None,
+        dice_per_player=None, to_move=None, cups=[], odds=None,
         challenge={"turn": None, "seat": end.challenger, "bidder": r.bidder,
                    "bid": bid_json(r.bid), "actual": r.actual, "outcome": r.outcome,
                    "losses": [{"seat": s, "lost": n} for s, n in sorted(end.lost.items())],
                    "out": list(end.out), "cups": lifted_cups(end.table, r.bid),
                    "next_opener": end.next_opener})
+    table["opener"] = end.opener
+    return table
 
 
-def classic_tables(state: ClassicState, viewer: Viewer) -> list[JSON]:
+def classic_tables(state: ClassicState, viewer: Viewer) -> list[BluffTable]:
     """The round in play (if any) first, then the finished rounds, latest first."""
     tables = [_finished_round(state, end) for end in reversed(state.finished)]
     if state.game_over:
@@ -177,13 +343,14 @@ def classic_tables(state: ClassicState, viewer: Viewer) -> list[JSON]:
         Told(_("Round {number}", number=state.round)), state.round, state.ladder, _classic_bids(state.bids),
         [b.bid for b in state.bids], status="running", dice_in_play=state.dice_in_play,
         dice_count=sum(hand.count for hand in state.hands),
-        dice_per_player=None, opener=state.opener, to_move=state.to_move,
+        dice_per_player=None, to_move=state.to_move,
         cups=[cup_json(s, state.cup(s), viewer, s == seat) for s in state.seats_in],
         challenge=None, odds=odds)
+    current["opener"] = state.opener
     return [current, *tables]
 
 
-def classic_scores(state: ClassicState) -> list[JSON]:
+def classic_scores(state: ClassicState) -> list[ClassicScore]:
     return [{"seat": s, "dice": state.hand(s).count, "value": state.hand(s).value,
              "super": state.hand(s).super, "in": state.is_in(s),
              "out_round": state.out_round[s - 1]} for s in state.seats]
@@ -191,7 +358,7 @@ def classic_scores(state: ClassicState) -> list[JSON]:
 
 # --- Cup of Bluff -------------------------------------------------------------------------
 
-def cup_tables(state: CupState, viewer: Viewer, rounds: list[JSON]) -> list[JSON]:
+def cup_tables(state: CupState, viewer: Viewer, rounds: list[JSON]) -> list[CupTable]:
     """One table: the tokens (the board), the claim in play and every round so far
     (rounds: latest first, as the kind tells them)."""
     claim = state.claim
@@ -220,6 +387,6 @@ def cup_tables(state: CupState, viewer: Viewer, rounds: list[JSON]) -> list[JSON
     }]
 
 
-def cup_scores(state: CupState) -> list[JSON]:
+def cup_scores(state: CupState) -> list[CupScore]:
     return [{"seat": s, "points": state.score(s), "tokens": list(state.tokens(s)),
              "count": len(state.tokens(s))} for s in state.seats]

@@ -32,11 +32,28 @@ from __future__ import annotations
 import re
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from markupsafe import Markup, escape
 
 from pbem.text.wording import ENGLISH, Translator, _, percent, say
+
+
+class CourseLine(TypedDict):
+    """A player's line of a game's course: their score after every turn."""
+
+    seat: int
+    name: str
+    values: list[int]
+
+
+class Course(TypedDict):
+    """A game's course (pbem.services.replay.course): what its scores are (a plain label,
+    looked up in the catalogue), the turns, a line a player."""
+
+    label: str
+    turns: list[int]
+    lines: list[CourseLine]
 
 # a shape a player (by position in the course) is marked with, and a dash pattern
 _SHAPES = ("circle", "square", "triangle", "diamond", "cross", "plus", "star", "bar")
@@ -74,7 +91,7 @@ def _said(value: Any, tr: Translator) -> str:
     return str(say(value, tr))
 
 
-def _label(course: Mapping[str, Any], tr: Translator) -> str:
+def _label(course: Course, tr: Translator) -> str:
     """The course's label, its first letter upper case ("Virtual dice")."""
     label = _said(course["label"], tr)
     return label[:1].upper() + label[1:]
@@ -168,7 +185,7 @@ def turn_ticks(turns: Sequence[int], most: int = 10) -> list[int]:
     return picked
 
 
-def _groups(lines: Sequence[Mapping[str, Any]], i: int) -> list[list[int]]:
+def _groups(lines: Sequence[CourseLine], i: int) -> list[list[int]]:
     """The players (by position) grouped by their value at turn index i, in seat order."""
     by_value: dict[int, list[int]] = {}
     for n, line in enumerate(lines):
@@ -176,14 +193,14 @@ def _groups(lines: Sequence[Mapping[str, Any]], i: int) -> list[list[int]]:
     return list(by_value.values())
 
 
-def _seats(lines: Sequence[Mapping[str, Any]], group: Sequence[int]) -> str:
+def _seats(lines: Sequence[CourseLine], group: Sequence[int]) -> str:
     return ",".join(str(lines[n]["seat"]) for n in group)
 
 
 SHARED = "#222222"     # a line or a marker shared by players that tie
 
 
-def course_svg(course: Mapping[str, Any], tr: Translator = ENGLISH, *,
+def course_svg(course: Course, tr: Translator = ENGLISH, *,
                link: str | None = None, current: int | None = None) -> Markup:
     """The course as a step chart in SVG: a line a player, each with its colour, shape,
     dash and seat number; where players tie, their line is drawn once (dark, thicker)
@@ -191,7 +208,7 @@ def course_svg(course: Mapping[str, Any], tr: Translator = ENGLISH, *,
     and the numbers as a table (what a screen reader reads). ``link``: turn index i
     opens link + i (the replay) on a click; ``current``: the turn index marked."""
     turns: Sequence[int] = course["turns"]
-    lines: Sequence[Mapping[str, Any]] = course["lines"]
+    lines: Sequence[CourseLine] = course["lines"]
     if not turns or not lines:
         return Markup("")
     vmin: int = min(0, min(int(min(line["values"])) for line in lines))
@@ -295,10 +312,10 @@ def course_svg(course: Mapping[str, Any], tr: Translator = ENGLISH, *,
     return Markup("".join(parts))
 
 
-def course_legend(course: Mapping[str, Any], tr: Translator = ENGLISH) -> Markup:
+def course_legend(course: Course, tr: Translator = ENGLISH) -> Markup:
     """The web chart's legend as HTML under the picture (it wraps on a phone): each
     player's marker, seat, name and last score."""
-    lines: Sequence[Mapping[str, Any]] = course["lines"]
+    lines: Sequence[CourseLine] = course["lines"]
     if not course["turns"] or not lines:
         return Markup("")
     items = []
@@ -314,11 +331,11 @@ def course_legend(course: Mapping[str, Any], tr: Translator = ENGLISH) -> Markup
     return Markup(f'<ul class="legend">{"".join(items)}</ul>')
 
 
-def course_table(course: Mapping[str, Any], tr: Translator = ENGLISH) -> Markup:
+def course_table(course: Course, tr: Translator = ENGLISH) -> Markup:
     """The chart's numbers as a table: a row a turn, a column a player (the text a
     screen reader reads, and anyone who wants the exact values)."""
     turns: Sequence[int] = course["turns"]
-    lines: Sequence[Mapping[str, Any]] = course["lines"]
+    lines: Sequence[CourseLine] = course["lines"]
     if not turns or not lines:
         return Markup("")
     # a seat number a column (the legend above names them): narrow enough for a phone
@@ -355,11 +372,11 @@ def _cell_bar(height: int, colour: str = BAR) -> str:
             f'bgcolor="{colour}" style="border:1px solid {BAR_EDGE}">&nbsp;</td></tr></table>')
 
 
-def course_html(course: Mapping[str, Any], tr: Translator = ENGLISH) -> Markup:
+def course_html(course: Course, tr: Translator = ENGLISH) -> Markup:
     """The course for an HTML mail: a row of bars a player (a cell's height its score),
     the last score written at the end; no image, no SVG, no colour needed."""
     turns: Sequence[int] = course["turns"]
-    lines: Sequence[Mapping[str, Any]] = course["lines"]
+    lines: Sequence[CourseLine] = course["lines"]
     if not turns or not lines:
         return Markup("")
     shown = sampled(len(turns), COURSE_HTML_COLUMNS)
@@ -388,11 +405,11 @@ def course_html(course: Mapping[str, Any], tr: Translator = ENGLISH) -> Markup:
                   f'{caption}</caption>{"".join(rows)}</table>')
 
 
-def course_text(course: Mapping[str, Any], tr: Translator = ENGLISH) -> str:
+def course_text(course: Course, tr: Translator = ENGLISH) -> str:
     """The course in text: the score of each player at ten turns, the last as #s scaled
     to the highest score (a line at most 72 characters)."""
     turns: Sequence[int] = course["turns"]
-    lines: Sequence[Mapping[str, Any]] = course["lines"]
+    lines: Sequence[CourseLine] = course["lines"]
     if not turns or not lines:
         return ""
     shown = sampled(len(turns), COURSE_TEXT_COLUMNS)

@@ -44,13 +44,35 @@ def export_json(session: Session, game: Game) -> dict[str, Any]:
 def schema(name: str) -> dict[str, Any]:
     """The JSON schema ``name`` of schema/ with its "kind" an enum of the registered kinds'
     names (a kind registered later too): in a record's schema, the kinds whose record has
-    one of its formats; in the web pages' schema, every kind."""
+    one of its formats; in the web pages' schema, every kind. Each of those kinds' part of
+    it (GameKind.schema_part: its rules, moves, tables) is joined to it."""
     data: dict[str, Any] = json.loads((packaged_dir("schema") / name).read_text(
         encoding="utf-8"))
     defs, properties = data.get("$defs", {}), data.get("properties", {})
     kind = defs["kind"] if "kind" in defs else properties["kind"]
     fmt = properties.get("format", {})
     formats = fmt.get("enum", [fmt["const"]] if "const" in fmt else None)
-    kind["enum"] = [k.name for k in KINDS.values()
-                    if formats is None or k.record_format in formats]
+    kinds = [k for k in KINDS.values() if formats is None or k.record_format in formats]
+    kind["enum"] = [k.name for k in kinds]
+    for each in kinds:
+        part = each.schema_part(name)
+        if part is not None:
+            _join(data, each.name, part)
     return data
+
+
+def _join(data: dict[str, Any], kind: str, part: dict[str, Any]) -> None:
+    """A kind's part of a schema joined to it (GameKind.schema_part says what it holds):
+    what the kind's documents hold besides, written beside the kind, never in schema/."""
+    defs = data.setdefault("$defs", {})
+    taken = set(defs) & set(part.get("$defs", {}))
+    if taken:
+        raise ValueError(f"game kind '{kind}' defines {sorted(taken)} again")
+    defs.update(part.get("$defs", {}))
+    for def_name, choices in part.get("one_of", {}).items():
+        defs[def_name]["oneOf"] = [*defs[def_name]["oneOf"], *choices]
+    for def_name, properties in part.get("properties", {}).items():
+        defs[def_name]["properties"].update(properties)
+    if "then" in part:
+        data.setdefault("allOf", []).append(
+            {"if": {"properties": {"kind": {"const": kind}}}, "then": part["then"]})

@@ -10,37 +10,54 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import groupby
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 from sqlmodel import Session, col, select
 
 from pbem.games import seat_count, stream_of
-from pbem.kinds import kind_of
+from pbem.kinds import GameKind, kind_of
+from pbem.render.charts import Course
 from pbem.store.models import Game, Move
+
+S = TypeVar("S")   # the game kind's state
+M = TypeVar("M")   # the game kind's move
 
 
 @dataclass(frozen=True)
-class PlayedMove:
+class PlayedMove(Generic[M]):
     seat: int
-    move: Any
+    move: M
     by: str
 
 
 @dataclass(frozen=True)
-class Step:
+class Step(Generic[S, M]):
     turn: int                         # 0: the start, before any move
-    moves: list[PlayedMove] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    state: Any = None                 # the state after the turn
+    moves: list[PlayedMove[M]]
+    notes: list[str]
+    state: S                          # the state after the turn
 
 
-def replay_steps(session: Session, game: Game) -> list[Step]:
-    kind = kind_of(game)
+# a step of a game of any kind: its kind looked up by the game's name (pbem.kinds.AnyKind
+# says why that is where a kind's state and move types end)
+SomeStep = Step[Any, Any]
+
+
+@overload
+def replay_steps(session: Session, game: Game, kind: GameKind[S, M]) -> list[Step[S, M]]: ...
+@overload
+def replay_steps(session: Session, game: Game, kind: None = None) -> list[SomeStep]: ...
+def replay_steps(session: Session, game: Game,
+                 kind: GameKind[S, M] | None = None) -> list[Step[S, M]] | list[SomeStep]:
+    """The start and the state after every turn (``kind``: the game's, if the caller has
+    it)."""
+    if kind is None:
+        return replay_steps(session, game, kind_of(game))
     stream = stream_of(game)
     state = kind.start(json.loads(game.rules_json), stream, seat_count(session, game))
-    steps = [Step(0, [], [], state)]
+    steps: list[Step[S, M]] = [Step(0, [], [], state)]
     rows = session.exec(select(Move).where(Move.game_id == game.id)
                         .order_by(col(Move.turn), col(Move.seat)))
     for turn, group in groupby(rows, key=lambda r: r.turn):
@@ -52,7 +69,7 @@ def replay_steps(session: Session, game: Game) -> list[Step]:
     return steps
 
 
-def course(game: Game, steps: Sequence[Step], names: Mapping[int, str]) -> dict[str, Any]:
+def course(game: Game, steps: Sequence[Step[S, M]], names: Mapping[int, str]) -> Course:
     """Each seat's score after every step (the kind's course_key of its standings), as
     pbem.render.charts draws it: {"label", "turns", "lines": [{"seat", "name", "values"}]}."""
     kind = kind_of(game)

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlmodel import Session
 
 from pbem.config import WebSettings
 from pbem.games import GameFacts, heard_by, seated, talk_lines, watchers_of
-from pbem.kinds import AnyKind, kind_of
+from pbem.kinds import GameKind, kind_of
 from pbem.kinds.options import LEVEL_NAMES, GameOptions, robot_level
 from pbem.outbox import Origin, Queued, enqueue
+from pbem.render.charts import Course
 from pbem.services.export import export_json
 from pbem.services.post import Post, tagged
 from pbem.services.replay import course, replay_steps
@@ -25,6 +26,9 @@ from pbem.store.models import Game, Player
 from pbem.text.deadlines import relative_said
 from pbem.text.links import key_generation, private_link
 from pbem.text.wording import _
+
+S = TypeVar("S")   # the game kind's state
+M = TypeVar("M")   # the game kind's move
 
 
 def web_links(web: WebSettings, game: Game, player: Player | None,
@@ -43,11 +47,11 @@ def web_links(web: WebSettings, game: Game, player: Player | None,
     return game_url, ({"url": url, "until": until} if url else None)
 
 
-def report_context(game: Game, players: dict[int, Player], state: Any, seat: int | None,
+def report_context(game: Game, players: dict[int, Player], state: S, seat: int | None,
                    now: datetime, origin: Origin, notes: list[str],
                    talk: list[dict[str, Any]] | None = None,
                    web: WebSettings | None = None,
-                   course: dict[str, Any] | None = None, *, kind: AnyKind | None = None,
+                   course: Course | None = None, *, kind: GameKind[S, M] | None = None,
                    options: GameOptions | None = None) -> dict[str, Any]:
     """What a report template gets, for every kind (seat None: an observer's public view);
     course: the game's course (pbem.services.replay.course), which the final report draws.
@@ -106,12 +110,12 @@ def record_attachment(session: Session, game: Game) -> tuple[str, str, bytes]:
             json.dumps(export_json(session, game), indent=2).encode())
 
 
-def enqueue_reports(session: Session, post: Post, game: Game, state: Any, *, now: datetime,
+def enqueue_reports(session: Session, post: Post, game: Game, state: S, *, now: datetime,
                     notes: list[str] | None = None,
                     seat_notes: dict[int, list[str]] | None = None,
                     only_seat: int | None = None, in_reply_to: str | None = None,
                     inbound_id: int | None = None,
-                    facts: GameFacts | None = None) -> list[Queued]:
+                    facts: GameFacts[S, M] | None = None) -> list[Queued]:
     """The reports of the game as ``state`` stands (``facts``: what the transaction knows
     of the game, if read), one a seat (``only_seat``: that one), then the watchers'."""
     origin, renderer = post.origin, post.renderer
@@ -151,11 +155,11 @@ def enqueue_reports(session: Session, post: Post, game: Game, state: Any, *, now
     return rows
 
 
-def _watcher_reports(session: Session, post: Post, game: Game, state: Any,
+def _watcher_reports(session: Session, post: Post, game: Game, state: S,
                      players: dict[int, Player], *, now: datetime, notes: list[str],
                      talk: list[dict[str, Any]],
                      record: list[tuple[str, str, bytes]],
-                     course: dict[str, Any] | None, kind: AnyKind,
+                     course: Course | None, kind: GameKind[S, M],
                      options: GameOptions | None) -> list[Queued]:
     """The public view (no hidden dice) for each WATCHer of the game (commands.signup)."""
     watchers = watchers_of(session, game)
@@ -187,14 +191,14 @@ def _watcher_reports(session: Session, post: Post, game: Game, state: Any,
     return rows
 
 
-def game_course(session: Session, game: Game, players: dict[int, Player]) -> dict[str, Any]:
+def game_course(session: Session, game: Game, players: dict[int, Player]) -> Course:
     """The game's course from its replay (pbem.services.replay), under the players' names."""
     return course(game, replay_steps(session, game),
                   {seat: player.name for seat, player in players.items()})
 
 
-def player_view(game: Game, players: dict[int, Player], state: Any,
-                seat: int | None, *, kind: AnyKind | None = None) -> dict[str, Any]:
+def player_view(game: Game, players: dict[int, Player], state: S,
+                seat: int | None, *, kind: GameKind[S, M] | None = None) -> dict[str, Any]:
     """The JSON view of the game for one seat (None: the public view)."""
     kind = kind or kind_of(game)
     rules_part = kind.view(state, seat)

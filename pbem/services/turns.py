@@ -26,7 +26,7 @@ import json
 import random
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, Generic, TypeVar, cast, overload
 
 from sqlalchemy import bindparam
 from sqlmodel import Session, col, select
@@ -40,7 +40,7 @@ from pbem.games import (
     seated,
     stream_of,
 )
-from pbem.kinds import AnyKind, kind_of
+from pbem.kinds import GameKind, kind_of
 from pbem.kinds.options import POLICIES, GameOptions, options_of, robot_level
 from pbem.services.bounces import describe_said, failing, report_notes
 from pbem.services.post import Post, read_in_turn, tagged, tell_referee
@@ -55,12 +55,15 @@ from pbem.text.wording import Said, _, _n
 GIVEN_BY = ("player", "referee")
 MISSED_BY = ("standing", "policy", "robot")
 
+S = TypeVar("S")   # the game kind's state
+M = TypeVar("M")   # the game kind's move
+
 
 @dataclass
-class TurnOutcome:
-    played_for: dict[int, Any]   # seat -> the move made for a missing order
+class TurnOutcome(Generic[S, M]):
+    played_for: dict[int, M]     # seat -> the move made for a missing order
     played_by: dict[int, str]    # seat -> "standing" (their DEFAULT), "policy" or "robot"
-    state: Any                   # the kind's state after the turn
+    state: S                     # the kind's state after the turn
     notes: list[str]             # what happened, for the report
     seat_notes: dict[int, list[str]] = field(default_factory=dict)   # as told to a seat
 
@@ -78,8 +81,8 @@ def game_policy(game: Game) -> str:
     return policy.upper() if policy in POLICIES else "ROBOT"
 
 
-def missing_move(game: Game, kind: AnyKind, state: Any, seat: int,
-                 player: Player | None, options: GameOptions | None = None) -> tuple[Any, str]:
+def missing_move(game: Game, kind: GameKind[S, M], state: S, seat: int,
+                 player: Player | None, options: GameOptions | None = None) -> tuple[M, str]:
     """The move for a seat without an order: its standing order, the game's policy, the robot
     (``options``: the game's, if the caller has them)."""
     level = robot_level(game, options)
@@ -96,11 +99,11 @@ def missing_move(game: Game, kind: AnyKind, state: Any, seat: int,
                                level=level), "robot"
 
 
-def turn_moves(facts: GameFacts) -> tuple[dict[int, Any], dict[int, str]]:
+def turn_moves(facts: GameFacts[S, M]) -> tuple[dict[int, M], dict[int, str]]:
     """The moves the turn is played with now: the orders in, the rest played for their seats;
     and how each was made (Move.by)."""
-    game, kind, state, holders = facts.game, facts.kind, facts.state, facts.seated
-    moves: dict[int, Any] = {}
+    game, kind, state, holders = facts.game, facts.kind, facts.started, facts.seated
+    moves: dict[int, M] = {}
     by: dict[int, str] = {}
     for seat in sorted(kind.due(state)):
         order = facts.orders.get(seat)
@@ -112,14 +115,21 @@ def turn_moves(facts: GameFacts) -> tuple[dict[int, Any], dict[int, str]]:
     return moves, by
 
 
+@overload
 def resolve_turn(session: Session, game: Game, now: datetime,
-                 facts: GameFacts | None = None) -> TurnOutcome:
+                 facts: GameFacts[S, M]) -> TurnOutcome[S, M]: ...
+@overload
+def resolve_turn(session: Session, game: Game, now: datetime,
+                 facts: None = None) -> TurnOutcome[Any, Any]: ...   # the kind looked up
+def resolve_turn(session: Session, game: Game, now: datetime,
+                 facts: GameFacts[S, M] | None = None) -> TurnOutcome[S, M] | TurnOutcome[Any, Any]:
     """Apply the turn's orders (missing ones are played for the player) and advance
     (``facts``: the transaction's, left with the state after the turn)."""
     if game.status != "running":
         raise Refusal(_("game '{game}' is not running", game=game.name))
-    facts = facts or facts_of(session, game)
-    kind, state = facts.kind, facts.state
+    if facts is None:
+        return resolve_turn(session, game, now, facts_of(session, game))
+    kind, state = facts.kind, facts.started
     moves, by = turn_moves(facts)
     played_for = {seat: move for seat, move in moves.items() if by[seat] in MISSED_BY}
     resolution = kind.apply(state, moves, stream_of(game))
@@ -144,9 +154,9 @@ def resolve_turn(session: Session, game: Game, now: datetime,
                        resolution.notes, resolution.seat_notes)
 
 
-def played_for_notes(game: Game, outcome: TurnOutcome, players: dict[int, Player], *,
+def played_for_notes(game: Game, outcome: TurnOutcome[S, M], players: dict[int, Player], *,
                      early: bool = False, had_deadline: bool = True,
-                     kind: AnyKind | None = None) -> list[Said]:
+                     kind: GameKind[S, M] | None = None) -> list[Said]:
     """A line in the report for each move made for a missing order (early: the referee
     played the turn before its deadline, so nobody was late; had_deadline: the turn had
     one at all)."""
@@ -176,18 +186,23 @@ def before_deadline(game: Game, now: datetime) -> bool:
 
 
 @dataclass
-class PlayedTurn:
+class PlayedTurn(Generic[S, M]):
     """A turn just played: the state after it and what its reports say."""
 
-    state: Any
+    state: S
     # each note text or a message, said in the report's reader's language
     notes: list[Said]                 # to every report
     seat_notes: dict[int, list[Said]]  # to one seat's report (the kind's, then the notes)
-    facts: GameFacts                  # what the transaction knows of the game, after it
+    facts: GameFacts[S, M]            # what the transaction knows of the game, after it
 
 
-def play_turn(session: Session, post: Post, facts: GameFacts, *,
-              early: bool | None = None) -> PlayedTurn:
+# a turn of a game of any kind: what settle plays, the kind looked up by the game's name
+# (pbem.kinds.AnyKind says why that is where a kind's state and move types end)
+SomePlayedTurn = PlayedTurn[Any, Any]
+
+
+def play_turn(session: Session, post: Post, facts: GameFacts[S, M], *,
+              early: bool | None = None) -> PlayedTurn[S, M]:
     """Play the turn in hand and count missed turns (the referee is told); what its
     reports are to say. early: played before its deadline (None: from the clock now; the
     clock says False)."""
@@ -207,7 +222,7 @@ def play_turn(session: Session, post: Post, facts: GameFacts, *,
                       {s: [*n, *more] for s, n in outcome.seat_notes.items()}, facts)
 
 
-def report_turn(session: Session, post: Post, played: PlayedTurn, *,
+def report_turn(session: Session, post: Post, played: PlayedTurn[S, M], *,
                 inbound_id: int | None = None) -> None:
     """Queue the reports of the turn just played (pbem.services.reports)."""
     enqueue_reports(session, post, played.facts.game, played.state, now=post.clock(),
@@ -230,10 +245,11 @@ class TurnChange:
 
     game: Game
     why: str
-    facts: GameFacts | None = None
+    # what its transaction knows of the game, if read (a game of any kind)
+    facts: GameFacts[Any, Any] | None = None
 
 
-def complete(facts: GameFacts) -> bool:
+def complete(facts: GameFacts[S, M]) -> bool:
     """Is every due order in, the game running and not under WAIT? The one place that says
     "resolve as soon as every due order is in"."""
     return (facts.game.status == "running" and not facts.options.wait
@@ -241,7 +257,7 @@ def complete(facts: GameFacts) -> bool:
 
 
 def settle(session: Session, post: Post, change: TurnChange, *, inbound_id: int | None = None,
-           report: bool = True) -> PlayedTurn | None:
+           report: bool = True) -> SomePlayedTurn | None:
     """The one step that resolves a turn: whether ``change`` completes it (an order in, WAIT
     off: ``complete``; PROCESS, the deadline: it does), then the turn played and its reports
     queued (``report``: else the caller queues them, report_turn, after its answer). The

@@ -49,7 +49,7 @@ from pbem.kinds.verify import Verdict, check_record
 from pbem.render.reports import packaged_template_dir
 from pbem.services.export import export_json
 from pbem.services.health import server_status
-from pbem.services.replay import Step, replay_steps
+from pbem.services.replay import SomeStep, replay_steps
 from pbem.store.db import reading
 from pbem.store.models import Game, Player
 from pbem.text.links import LinkError, expired, key_generation, mac_matches, read_token, redact
@@ -66,6 +66,7 @@ from pbem.web.language import (
 from pbem.web.metrics import CONTENT_TYPE, exposition
 from pbem.web.pages import (
     PageError,
+    Verification,
     game_page,
     index_page,
     private_page,
@@ -143,8 +144,8 @@ class WebApp:
         self.engine = engine
         self.clock = clock or (lambda: datetime.now(UTC))
         self.envs = environments(settings)
-        self.steps: Memo[list[Step]] = Memo(16)
-        self.verdicts: Memo[dict[str, Any]] = Memo(256)
+        self.steps: Memo[list[SomeStep]] = Memo(16)
+        self.verdicts: Memo[Verification] = Memo(256)
         self.pages: Memo[dict[str, Any]] = Memo(256)
         self.static = {name: (packaged_template_dir() / "web" / "static" / name).read_bytes()
                        for name in STATIC}
@@ -211,7 +212,7 @@ class WebApp:
                 "first page.", name=shown))
         return game
 
-    def verified(self, session: Session, game: Game) -> dict[str, Any]:
+    def verified(self, session: Session, game: Game) -> Verification:
         return self.verdicts.get((game.id, game.turn, game.status),
                                  lambda: verification(session, game))
 

@@ -9,18 +9,19 @@ from __future__ import annotations
 import json
 import math
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict, TypeVar
 from urllib.parse import quote
 
 from sqlmodel import Session
 
 from pbem.config import Settings
 from pbem.games import players_of
-from pbem.kinds import PUBLIC, REVEAL, AnyKind, Viewer, kind_of
+from pbem.kinds import PUBLIC, REVEAL, GameKind, Viewer, kind_of
+from pbem.kinds.jsontypes import Odds
 from pbem.kinds.options import options_of
 from pbem.kinds.verify import check_record
 from pbem.services.export import export_json
-from pbem.services.replay import Step, course, replay_steps
+from pbem.services.replay import SomeStep, course, replay_steps
 from pbem.store.models import Game, Player
 from pbem.text.deadlines import relative_said, time_left
 from pbem.text.errors import PbemError
@@ -37,7 +38,26 @@ from pbem.web.queries import (
     talk_of,
 )
 
+S = TypeVar("S")   # a game kind's state
+M = TypeVar("M")   # a game kind's move
+
 ORDER_CHOICES_SHOWN = 12
+
+
+class Verification(TypedDict):
+    """`pbem verify` of a finished game's record, as its pages show it."""
+
+    ok: bool
+    lines: list[str]
+
+
+class OrderChoice(TypedDict):
+    """A legal order on a player's page: its lines, its odds (a bid's, if worked out),
+    a mailto: link that sends it."""
+
+    lines: list[str]
+    odds: Odds | None
+    mailto: str
 
 
 class PageError(PbemError):
@@ -126,22 +146,22 @@ def started(game: Game) -> bool:
     return game.started_at is not None and game.turn >= 1
 
 
-def standings_of(game: Game, state: Any, names: dict[int, str]) -> list[dict[str, Any]] | None:
-    kind = kind_of(game)
+def standings_of(kind: GameKind[S, M], state: S,
+                 names: dict[int, str]) -> list[dict[str, Any]] | None:
     if not kind.over(state):
         return None
     return [{**s, "name": names.get(s["seat"], "")} for s in kind.standings(state)]
 
 
-def verification(session: Session, game: Game) -> dict[str, Any]:
+def verification(session: Session, game: Game) -> Verification:
     """`pbem verify` run on the game's own record, on the server."""
     verdict = check_record(export_json(session, game))
     return {"ok": verdict.ok, "lines": list(verdict.lines)}
 
 
 def game_page(session: Session, game: Game, settings: Settings, now: datetime, *,
-              viewer: Viewer = PUBLIC, steps: list[Step] | None = None,
-              verified: dict[str, Any] | None = None) -> dict[str, Any]:
+              viewer: Viewer = PUBLIC, steps: list[SomeStep] | None = None,
+              verified: Verification | None = None) -> dict[str, Any]:
     """The game as the public sees it (viewer PUBLIC), or as one seat does; steps: its
     replay (pbem.services.replay), if the caller has it already."""
     kind = kind_of(game)
@@ -177,7 +197,7 @@ def game_page(session: Session, game: Game, settings: Settings, now: datetime, *
         "awaited": sorted(due - sent), "orders_in": sorted(sent),
         "waiting_for": kind.waiting_for(state) if running and state is not None else None,
         "tables": kind.web_tables(state, viewer) if state is not None else [],
-        "standings": standings_of(game, state, names) if state is not None else None,
+        "standings": standings_of(kind, state, names) if state is not None else None,
         "course": course(game, steps, names) if steps else None,
         "history": kind.history(state) if state is not None else [],
         "talk": talk_of(session, game, said_later=True),
@@ -197,11 +217,11 @@ def mailto(address: str, subject: str, lines: list[str]) -> str:
     return f"mailto:{quote(address, safe='@')}?subject={quote(subject)}&body={quote(body)}"
 
 
-def order_choices(kind: AnyKind, state: Any, seat: int, game: str, key: str,
-                  address: str) -> list[dict[str, Any]]:
+def order_choices(kind: GameKind[S, M], state: S, seat: int, game: str, key: str,
+                  address: str) -> list[OrderChoice]:
     """Every legal order of seat now, as order lines and a mailto: link with GAME and KEY;
     a bid comes with its odds from what the seat can see."""
-    choices = []
+    choices: list[OrderChoice] = []
     head = [f"GAME {game}", f"KEY {key}"]
     # the challenge first: it is always one line, and often the move to make
     moves = sorted(kind.legal_moves(state, seat),
@@ -244,8 +264,8 @@ def private_page(session: Session, game: Game, player: Player, settings: Setting
 
 # --- the replay of a finished game ----------------------------------------------------------
 
-def replay_page(game: Game, steps: list[Step], step: int, names: dict[int, str],
-                verified: dict[str, Any] | None) -> dict[str, Any]:
+def replay_page(game: Game, steps: list[SomeStep], step: int, names: dict[int, str],
+                verified: Verification | None) -> dict[str, Any]:
     kind = kind_of(game)
     last = len(steps) - 1
     if not 0 <= step <= last:
@@ -265,7 +285,7 @@ def replay_page(game: Game, steps: list[Step], step: int, names: dict[int, str],
         "notes": at.notes,
         "tables": kind.web_tables(at.state, REVEAL),
         "scores": kind.web_scores(at.state),
-        "standings": standings_of(game, at.state, names) if over else None,
+        "standings": standings_of(kind, at.state, names) if over else None,
         "course": course(game, steps[:step + 1], names),
         "prev": base + str(step - 1) if step > 0 else None,
         "next": base + str(step + 1) if step < last else None,

@@ -30,6 +30,8 @@ def test_the_wheel_carries_the_compiled_catalogues_and_reads_them(tmp_path: Path
     for language in ("de", "cs"):
         assert f"pbem/locale/{language}/LC_MESSAGES/pbem.mo" in names
     assert not [name for name in names if name.endswith((".po", ".pot"))]
+    # the kinds' parts of the JSON schemas (GameKind.schema_dir) ship beside them
+    assert "pbem/kinds/schemas/cup/web-api.schema.json" in names
 
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "installed")}
     done = subprocess.run([sys.executable, "-c", READS], env=env, cwd=tmp_path, text=True,
