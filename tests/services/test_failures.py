@@ -37,12 +37,12 @@ def table(mailstack: Any, tmp_path: Path) -> Iterator[Table]:
 
 
 def break_reports(table: Table, folder: Path) -> None:
-    """The report template as it was before the fix: talk entries read as t.name."""
+    """The report template as it was before the fix: talk entries read as t["name"]."""
     folder.mkdir()
     for part in ("txt", "html"):
         good = (packaged_dir("templates") / f"classic_report.{part}.j2").read_text()
-        assert "t.from" in good
-        (folder / f"classic_report.{part}.j2").write_text(good.replace("t.from", "t.name"))
+        assert 't["from"]' in good
+        (folder / f"classic_report.{part}.j2").write_text(good.replace('t["from"]', 't["name"]'))
     table.server.referee.post.renderer = Renderer(folder)
 
 
