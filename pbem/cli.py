@@ -36,6 +36,7 @@ from pbem.runner.logformat import set_up as set_up_logging
 from pbem.runner.retention import Pruned, prune_inbound, prune_outbox
 from pbem.runner.server import Server, utc_now
 from pbem.services.export import export_json
+from pbem.services.export import schema as joined_schema
 from pbem.services.health import server_status
 from pbem.store import db
 from pbem.store.backup import (
@@ -47,6 +48,7 @@ from pbem.store.backup import (
     keep_newest,
     pg_dump_command,
 )
+from pbem.store.paths import packaged_dir
 from pbem.text.errors import Refusal
 from pbem.text.usertext import shown
 from pbem.web import serve as serve_web
@@ -157,6 +159,16 @@ def cmd_verify(args: argparse.Namespace) -> int:
     for line in verdict.lines:
         print(shown(line))
     return 0 if verdict.ok else 1
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    """A JSON schema of schema/ whole: the registered kinds' parts joined to it."""
+    names = sorted(p.name for p in packaged_dir("schema").glob("*.schema.json"))
+    if args.name not in names:
+        print(f"error: no schema {args.name!r}; there are: {', '.join(names)}", file=sys.stderr)
+        return 2
+    print(json.dumps(joined_schema(args.name), indent=2, ensure_ascii=False))
+    return 0
 
 
 def cmd_web(args: argparse.Namespace) -> int:
@@ -347,6 +359,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("verify", help="check a finished game's record")
     p.add_argument("record")
     p.set_defaults(func=cmd_verify)
+    p = sub.add_parser("schema", help="a JSON schema whole, every kind's part joined to it")
+    p.add_argument("name", help="e.g. game-record-generic.schema.json, web-api.schema.json")
+    p.set_defaults(func=cmd_schema)
     p = with_config(sub.add_parser("web", help="the read-only game pages (HTTP)"))
     p.add_argument("--host", help="address to listen on (default: [web] host, 127.0.0.1)")
     p.add_argument("--port", type=int, help="port (default: [web] port, 8080)")
