@@ -39,7 +39,7 @@ TYPED = [
     (["pbem", "d"], {"db", "demo", "dkim"}),
     (["pbem", "co"], {"config", "completion"}),
     (["pbem", "-c", "pbem.toml", "d"], {"db", "demo", "dkim"}),
-    (["pbem", "db", ""], {"current", "upgrade"}),
+    (["pbem", "db", ""], {"backup", "current", "prune", "upgrade"}),
     (["pbem", "demo", "--rules", ""], {"postal", "classic", "cup"}),
     (["pbem", "dkim", "keygen", "--b"], {"--bits"}),
     (["pbem", "completion", ""], set(SHELLS)),
