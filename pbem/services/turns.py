@@ -29,7 +29,7 @@ from datetime import datetime
 from typing import Any, cast
 
 from sqlalchemy import bindparam
-from sqlmodel import Session, col, select
+from sqlmodel import col, select
 
 from pbem.games import (
     GameFacts,
@@ -48,6 +48,7 @@ from pbem.services.reports import enqueue_reports
 from pbem.store.claims import aware
 from pbem.store.db import core_read
 from pbem.store.models import Game, Move, Player
+from pbem.store.work import Work
 from pbem.text.errors import Refusal
 from pbem.text.wording import Said, _, _n
 
@@ -112,7 +113,7 @@ def turn_moves(facts: GameFacts) -> tuple[dict[int, Any], dict[int, str]]:
     return moves, by
 
 
-def resolve_turn(session: Session, game: Game, now: datetime,
+def resolve_turn(session: Work, game: Game, now: datetime,
                  facts: GameFacts | None = None) -> TurnOutcome:
     """Apply the turn's orders (missing ones are played for the player) and advance
     (``facts``: the transaction's, left with the state after the turn)."""
@@ -186,7 +187,7 @@ class PlayedTurn:
     facts: GameFacts                  # what the transaction knows of the game, after it
 
 
-def play_turn(session: Session, post: Post, facts: GameFacts, *,
+def play_turn(session: Work, post: Post, facts: GameFacts, *,
               early: bool | None = None) -> PlayedTurn:
     """Play the turn in hand and count missed turns (the referee is told); what its
     reports are to say. early: played before its deadline (None: from the clock now; the
@@ -207,7 +208,7 @@ def play_turn(session: Session, post: Post, facts: GameFacts, *,
                       {s: [*n, *more] for s, n in outcome.seat_notes.items()}, facts)
 
 
-def report_turn(session: Session, post: Post, played: PlayedTurn, *,
+def report_turn(session: Work, post: Post, played: PlayedTurn, *,
                 inbound_id: int | None = None) -> None:
     """Queue the reports of the turn just played (pbem.services.reports)."""
     enqueue_reports(session, post, played.facts.game, played.state, now=post.clock(),
@@ -240,7 +241,7 @@ def complete(facts: GameFacts) -> bool:
             and not facts.missing())
 
 
-def settle(session: Session, post: Post, change: TurnChange, *, inbound_id: int | None = None,
+def settle(session: Work, post: Post, change: TurnChange, *, inbound_id: int | None = None,
            report: bool = True) -> PlayedTurn | None:
     """The one step that resolves a turn: whether ``change`` completes it (an order in, WAIT
     off: ``complete``; PROCESS, the deadline: it does), then the turn played and its reports
@@ -266,7 +267,7 @@ _MOVES_BY = (select(Move.seat, Move.by)
              .order_by(col(Move.seat)))
 
 
-def after_turn(session: Session, post: Post, game: Game, turn: int, *,
+def after_turn(session: Work, post: Post, game: Game, turn: int, *,
                players: dict[int, Player] | None = None,
                options: GameOptions | None = None) -> list[Player]:
     """Count the missed turns of turn ``turn`` (just resolved); ask the referee to replace

@@ -26,17 +26,18 @@ recipe for pysqlite, BEGIN IMMEDIATE after the process's writer turn), ``commit`
   None: the tick's drain sends it). ``commit`` claims the mail for it in the transaction;
   ``hand_over`` gives it the claimed mail, after the commit, when the caller says.
 
-A plain Session works wherever a Work does: it memoises nothing and collects no mail.
-The functions that use what a Work carries tell the two apart by ``isinstance`` (pbem.games'
-memo, pbem.runner.sender_check's replies, pbem.outbox.queue's queued mail, ``savepoint`` below):
-their parameters still say Session, and which one a caller passes changes what they do.
-``bench/house.py`` lists each place; passing ``work: Work`` instead is still to do.
+A function that uses what a Work carries says so: its parameter is a Work (pbem.games'
+memo, pbem.runner.sender_check's replies, pbem.outbox.queue's queued mail, ``savepoint``
+below), so a transaction that reaches one opens a Work, and mypy finds one that does not.
+No function asks which kind of session it was given. A reader that reads a game once (a web
+page, a replay, an export) takes a plain Session and reads without a memo
+(pbem.games.read_players).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -157,7 +158,3 @@ class Work(Session):
             self.memo.clear()
             raise
 
-
-def savepoint(session: Session) -> AbstractContextManager[Any]:
-    """A savepoint of ``session``: a Work's forgets its memo if it rolls back."""
-    return session.savepoint() if isinstance(session, Work) else session.begin_nested()

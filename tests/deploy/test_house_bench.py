@@ -126,3 +126,10 @@ def test_the_package_itself_patches_nothing() -> None:
     assert "jinja2" not in out.split("not hidden, listed:")[0]
     assert count(out, "import-time event listeners:") == 0
     assert count(out, "session.info:") == 0
+
+
+def test_what_a_work_carries_is_passed_as_a_work() -> None:
+    """No function of the package asks whether its session is a Work (isinstance): one that
+    needs the memo, the replies or the queued mail takes a Work."""
+    out = house(ROOT)
+    assert count(out, "state found by isinstance:") == 0
