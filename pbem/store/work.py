@@ -1,15 +1,15 @@
 """A unit of work: the session of one handling transaction and what it carries.
 
 A ``Work`` is the SQLAlchemy session of a transaction that handles a mail or a game's
-clock work, with what that transaction keeps on the side named here (nothing rides in
-``session.info``, and a Work registers no event listener of its own). What begins and
-ends its transactions are the listeners pbem.store.db.make_engine sets up on each engine it
-makes, none at import: on SQLite ``connect`` and ``begin`` (SQLAlchemy's documented
-recipe for pysqlite, BEGIN IMMEDIATE after the process's writer turn), ``commit`` and
-``rollback`` (which end the transaction and give the turn back) and the pool's
-``reset``, ``invalidate`` and ``close`` (which give it back too); on every engine
-``before_cursor_execute`` (a NUL in a statement's text parameters replaced). Listed by
-``bench/house.py``.
+clock work (or any other that queues mail: a bounce heard, a failure told), with what that
+transaction keeps on the side named here (nothing rides in ``session.info``, and a Work
+registers no event listener of its own). What begins and ends its transactions are the
+listeners pbem.store.db.make_engine sets up on each engine it makes, none at import: on
+SQLite ``connect`` and ``begin`` (SQLAlchemy's documented recipe for pysqlite, BEGIN
+IMMEDIATE after the process's writer turn), ``commit`` and ``rollback`` (which end the
+transaction and give the turn back) and the pool's ``reset``, ``invalidate`` and ``close``
+(which give it back too); on every engine ``before_cursor_execute`` (a NUL in a
+statement's text parameters replaced). Listed by ``bench/house.py``.
 
 - ``memo``: the players and the pending orders of a game, read once a transaction
   (pbem.games.players_of, pending_orders). What writes them keeps it right:
