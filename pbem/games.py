@@ -59,16 +59,11 @@ def id_of(game: Game) -> int:
 # --- a transaction's memo, and the states of games --------------------------------------
 #
 # Within one unit of work (pbem.store.work.Work) the players and the pending orders of a game are
-# read once; a plain Session reads them each time. What keeps the memo right is said in
+# read once: what reads or writes them takes the Work. What keeps the memo right is said in
 # pbem.store.work: record_order and drop_orders set the orders they wrote, a Player or
 # PendingOrder added or deleted forgets its kind, the transaction's end forgets all. What is
 # derived from the players (active, seated) is filtered in Python from the same objects,
 # so a change not flushed yet is seen.
-
-def _memo(session: Session) -> dict[Any, Any] | None:
-    """The memo of ``session``'s unit of work; None for a plain Session (no memo)."""
-    return session.memo if isinstance(session, Work) else None
-
 
 # --- queries -------------------------------------------------------------------------------
 
@@ -79,25 +74,28 @@ def find_game(session: Session, name: str) -> Game:
     return game
 
 
-def players_of(session: Session, game: Game) -> list[Player]:
+def read_players(session: Session, game: Game) -> list[Player]:
+    """Every player of the game (replaced ones too), in sign-up order, read now: for a
+    reader that reads them once (a page, a replay); a handling reads ``players_of``."""
+    return list(session.exec(select(Player).where(Player.game_id == game.id)
+                                           .order_by(col(Player.entrant), col(Player.id))))
+
+
+def players_of(session: Work, game: Game) -> list[Player]:
     """Every player of the game (replaced ones too), in sign-up order (the memo's)."""
-    memo = _memo(session)
     key = ("players", game.id)
-    players = memo.get(key) if memo is not None else None
+    players = session.memo.get(key)
     if players is None:
-        players = list(session.exec(select(Player).where(Player.game_id == game.id)
-                                                .order_by(col(Player.entrant), col(Player.id))))
-        if memo is not None:
-            memo[key] = players
+        players = session.memo[key] = read_players(session, game)
     return list(players)
 
 
-def seated(session: Session, game: Game) -> dict[int, Player]:
+def seated(session: Work, game: Game) -> dict[int, Player]:
     """seat -> the player who holds it now (a replaced player no longer does)."""
     return {p.seat: p for p in players_of(session, game) if p.seat is not None and p.active}
 
 
-def active_players(session: Session, game: Game) -> list[Player]:
+def active_players(session: Work, game: Game) -> list[Player]:
     return [p for p in players_of(session, game) if p.active]
 
 
@@ -105,14 +103,19 @@ def entrants_of(session: Session, game: Game) -> list[Player]:
     """One player per entrant, in sign-up order: a replacement (REPLACE) takes the place of
     the player it replaces, so the seat draw of the record still checks."""
     places: dict[int, Player] = {}
-    for p in players_of(session, game):
+    for p in read_players(session, game):
         if p.entrant not in places or p.active:
             places[p.entrant] = p
     return list(places.values())
 
 
-def seat_count(session: Session, game: Game) -> int:
-    return len({p.seat for p in players_of(session, game) if p.seat is not None})
+def seat_count(session: Work, game: Game) -> int:
+    return seats_of(players_of(session, game))
+
+
+def seats_of(players: Iterable[Player]) -> int:
+    """How many seats ``players`` hold (replaced players too: the seat count of the game)."""
+    return len({p.seat for p in players if p.seat is not None})
 
 
 def running_games_of(session: Session, email: str) -> list[tuple[Game, Player]]:
@@ -189,24 +192,37 @@ _states: OrderedDict[bytes, object] = OrderedDict()   # of every kind: each unde
 
 
 @overload
-def load_state(session: Session, game: Game, *, kind: GameKind[S, M],
+def load_state(session: Work, game: Game, *, kind: GameKind[S, M],
                seats: int | None = None) -> S: ...
 @overload
-def load_state(session: Session, game: Game, *, kind: None = None,
+def load_state(session: Work, game: Game, *, kind: None = None,
                seats: int | None = None) -> Any: ...   # the state of the kind looked up
-def load_state(session: Session, game: Game, *, kind: GameKind[S, M] | None = None,
+def load_state(session: Work, game: Game, *, kind: GameKind[S, M] | None = None,
                seats: int | None = None) -> S | Any:
+    """The kind's state now (replayed_state); ``seats``: the seat count, if the caller knows
+    it (else the transaction's memo's players say)."""
+    return replayed_state(session, game, kind=kind,
+                          seats=seat_count(session, game) if seats is None else seats)
+
+
+@overload
+def replayed_state(session: Session, game: Game, *, seats: int,
+                   kind: GameKind[S, M]) -> S: ...
+@overload
+def replayed_state(session: Session, game: Game, *, seats: int,
+                   kind: None = None) -> Any: ...   # the state of the kind looked up
+def replayed_state(session: Session, game: Game, *, seats: int,
+                   kind: GameKind[S, M] | None = None) -> S | Any:
     """The kind's state now: the start rebuilt from the seed, then every recorded turn.
 
     A state is a pure function of the game's seed, rules, seat count and recorded
     moves, so it is kept under a digest of exactly those (a few states at most:
     STATES_KEPT): a game's next mail finds it, or the state of the turn before, and
     replays one turn at most. A rollback, another process's change: other moves,
-    another digest. ``kind`` and ``seats`` (the seat count): if the caller knows them.
+    another digest. ``kind``: if the caller knows it.
     """
     kind = kind or kind_of(game)
     stream = stream_of(game)
-    seats = seat_count(session, game) if seats is None else seats
     digest = hashlib.sha256(f"{game.id}\0{game.kind}\0{game.seed_hex}\0{game.rules_json}\0"
                             f"{seats}".encode())
     known = _states.get(digest.digest())
@@ -250,28 +266,24 @@ _DROP_ORDERS = delete(PendingOrder).where(
     col(PendingOrder.id).in_(bindparam("ids", expanding=True)))
 
 
-def _remember_orders(session: Session, game: Game, orders: list[PendingOrder]) -> None:
+def _remember_orders(session: Work, game: Game, orders: list[PendingOrder]) -> None:
     """The orders of the turn in play as a write just left them (a unit of work's memo)."""
-    memo = _memo(session)
-    if memo is not None:
-        memo[_orders_key(game)] = orders
+    session.memo[_orders_key(game)] = orders
 
 
-def pending_orders(session: Session, game: Game) -> dict[int, PendingOrder]:
+def pending_orders(session: Work, game: Game) -> dict[int, PendingOrder]:
     """The orders in for the turn in play, by seat (read once a transaction). They are not
     tracked by the session: ``record_order`` and ``drop_orders`` change them."""
-    memo = _memo(session)
     key = _orders_key(game)
-    rows = memo.get(key) if memo is not None else None
+    rows = session.memo.get(key)
     if rows is None:
         rows = [PendingOrder(**row) for row in core_read(
             session, _TURN_ORDERS, {"game": game.id, "turn": game.turn}).mappings()]
-        if memo is not None:
-            memo[key] = rows
+        session.memo[key] = rows
     return {r.seat: r for r in rows}
 
 
-def drop_orders(session: Session, game: Game, seats: Iterable[int] | None = None, *,
+def drop_orders(session: Work, game: Game, seats: Iterable[int] | None = None, *,
                 facts: GameFacts[S, M] | None = None) -> None:
     """Delete the orders of ``seats`` (None: all) for the turn in play (``facts``: the
     transaction's, which it keeps right)."""
@@ -288,7 +300,7 @@ def drop_orders(session: Session, game: Game, seats: Iterable[int] | None = None
                 del facts.orders[seat]
 
 
-def missing_seats(session: Session, game: Game, state: object | None = None) -> list[int]:
+def missing_seats(session: Work, game: Game, state: object | None = None) -> list[int]:
     """The seats that owe an order this turn and have none in (state: if already loaded)."""
     if state is None:
         state = load_state(session, game)
@@ -327,7 +339,7 @@ def create_game(session: Session, name: str, *, seed: bytes, now: datetime,
     return game
 
 
-def add_player(session: Session, game: Game, email: str, name: str) -> Player:
+def add_player(session: Work, game: Game, email: str, name: str) -> Player:
     if game.status != "new":
         raise Refusal(_("game '{game}' has started: players can no longer be added",
                         game=game.name))
@@ -355,7 +367,7 @@ def add_player(session: Session, game: Game, email: str, name: str) -> Player:
     return player
 
 
-def remove_entrant(session: Session, game: Game, player: Player) -> None:
+def remove_entrant(session: Work, game: Game, player: Player) -> None:
     """Take a player off a game before the start; the others keep their sign-up order."""
     if game.status != "new":
         raise Refusal(_("game '{game}' has started: use REPLACE to change a player",
@@ -383,7 +395,7 @@ def next_deadline(game: Game, now: datetime,
                          (options or options_of(game)).deadline_hour)
 
 
-def start_game(session: Session, game: Game, now: datetime) -> None:
+def start_game(session: Work, game: Game, now: datetime) -> None:
     if game.status != "new":
         raise Refusal(_("game '{game}' has started already", game=game.name))
     players = players_of(session, game)
@@ -403,7 +415,7 @@ def start_game(session: Session, game: Game, now: datetime) -> None:
     session.add(game)
 
 
-def record_order(session: Session, game: Game, seat: int, move: M, *, now: datetime,
+def record_order(session: Work, game: Game, seat: int, move: M, *, now: datetime,
                  inbound_id: int | None, by: str = "player",
                  facts: GameFacts[Any, M] | None = None) -> PendingOrder | None:
     """Store seat's order for the turn in play; return the order it replaces, if any
@@ -458,10 +470,10 @@ class GameFacts(Generic[S, M]):
 
 
 @overload
-def facts_of(session: Session, game: Game, kind: GameKind[S, M]) -> GameFacts[S, M]: ...
+def facts_of(session: Work, game: Game, kind: GameKind[S, M]) -> GameFacts[S, M]: ...
 @overload
-def facts_of(session: Session, game: Game, kind: None = None) -> GameFacts[Any, Any]: ...
-def facts_of(session: Session, game: Game,
+def facts_of(session: Work, game: Game, kind: None = None) -> GameFacts[Any, Any]: ...
+def facts_of(session: Work, game: Game,
              kind: GameKind[S, M] | None = None) -> GameFacts[S, M] | GameFacts[Any, Any]:
     """Read what the transaction knows of ``game`` (its ``kind``: if the caller has it;
     without it, the kind looked up by name, whose state and move no caller knows)."""

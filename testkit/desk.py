@@ -24,6 +24,7 @@ from pbem.games import find_game, load_state, players_of, seated
 from pbem.kinds import kind_of
 from pbem.runner.server import Server
 from pbem.store.models import Game, Move, OutboundMail, Player
+from pbem.store.work import Work
 
 SERVER = "bluff@example.org"
 REFEREE = "referee@example.org"
@@ -166,7 +167,7 @@ def game_turn(server: Server) -> int:
 
 
 def player(server: Server, email: str, name: str = "g1") -> Player:
-    with Session(server.engine) as session:
+    with Work(server.engine) as session:
         found = next(p for p in players_of(session, find_game(session, name))
                      if p.email == email)
         session.expunge(found)
@@ -184,7 +185,7 @@ def seat_of(server: Server, email: str) -> int:
 
 
 def by_seat(server: Server) -> dict[int, Player]:
-    with Session(server.engine) as session:
+    with Work(server.engine) as session:
         holders = seated(session, find_game(session, "g1"))
         for p in holders.values():
             session.expunge(p)
@@ -192,7 +193,7 @@ def by_seat(server: Server) -> dict[int, Player]:
 
 
 def state_of(server: Server) -> Any:
-    with Session(server.engine) as session:
+    with Work(server.engine) as session:
         return load_state(session, find_game(session, "g1"))
 
 
@@ -208,7 +209,7 @@ def moves_of(server: Server, turn: int | None = None) -> list[dict[str, Any]]:
 
 def raise_line(server: Server, seat: int) -> str:
     """A legal order line for seat now: the lowest raise (or a challenge)."""
-    with Session(server.engine) as session:
+    with Work(server.engine) as session:
         game = find_game(session, "g1")
         kind = kind_of(game)
         move = kind.standing_move(load_state(session, game), seat, "RAISE")

@@ -24,6 +24,7 @@ from pbem.orders.parsing import ParsedText, parse_text
 from pbem.runner.server import Server
 from pbem.services.post import Incoming
 from pbem.store.models import InboundMail
+from pbem.store.work import Work
 from testkit.desk import SERVER, mail
 
 
@@ -35,7 +36,7 @@ def referee(server: Server, *texts: str) -> list[str]:
     """Referee command lines, as from the shell: parsed with referee_commands(), run()."""
     parsed = parse_text(lines_of(*texts), referee_commands())
     assert not parsed.problems, parsed.problems
-    with Session(server.engine) as session:
+    with Work(server.engine) as session:
         ctx = CommandContext(session, server.referee.post, server.referee.clock(),
                              by_referee=True)
         out = run(ctx, parsed.orders)
@@ -52,7 +53,7 @@ def _incoming(session: Session, server: Server, sender: str, body: str) -> Incom
     return Incoming(row, read_message(row.raw, own_addresses=[SERVER]))
 
 
-def _turnkey(session: Session, sender: str, game_name: str | None) -> Turnkey | None:
+def _turnkey(session: Work, sender: str, game_name: str | None) -> Turnkey | None:
     if game_name is None:
         return None
     game = find_game(session, game_name)
@@ -63,7 +64,7 @@ def _turnkey(session: Session, sender: str, game_name: str | None) -> Turnkey | 
 def player(server: Server, sender: str, *texts: str, game: str | None = None) -> list[str]:
     """A player's (or, without ``game``, a stranger's) command lines: parsed with
     player_commands() of the game's kind, run() in one transaction, one answer sent."""
-    with Session(server.engine) as session:
+    with Work(server.engine) as session:
         incoming = _incoming(session, server, sender, "\n".join(texts))
         who = _turnkey(session, sender, game)
         parsed = parse_text(lines_of(*texts),
@@ -80,7 +81,7 @@ def player(server: Server, sender: str, *texts: str, game: str | None = None) ->
 def moves(server: Server, sender: str, *texts: str, game: str = "g1") -> str:
     """A player's move lines: the move phase (pbem.commands.registry.move_step: the order
     taken, the turn it completes settled) with the registry's move names."""
-    with Session(server.engine) as session:
+    with Work(server.engine) as session:
         incoming = _incoming(session, server, sender, "\n".join(texts))
         who = _turnkey(session, sender, game)
         assert who is not None

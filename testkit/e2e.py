@@ -23,6 +23,7 @@ from pbem.demo.robot_client import client_order_lines, parse_mail, reply_to, rep
 from pbem.games import find_game, pending_orders
 from pbem.runner.server import Server
 from pbem.services.export import export_json, schema
+from pbem.store.work import Work
 from testkit.stack import stack_settings
 
 REFEREE_KEY = "letmein-referee"
@@ -176,7 +177,7 @@ class Table:
         self.server.tick()
         self.collect()
         assert all(set(self.reports[u]) == {1} for u in self.players)   # no new report
-        with Session(self.server.engine) as session:
+        with Work(self.server.engine) as session:
             found = find_game(session, game)
             assert found.turn == 1 and pending_orders(session, found) == {}
         return [text_of(a) for u in users for a in self.answers[u]

@@ -16,6 +16,7 @@ from pbem.demo.robot_client import parse_mail
 from pbem.games import find_game, players_of
 from pbem.runner.server import Server
 from pbem.store.models import OutboundMail
+from pbem.store.work import Work
 
 REFEREE_KEY = "sekrit-key"
 PLAYERS = [f"p{i}@example.org" for i in range(1, 6)]
@@ -77,7 +78,7 @@ def started_game(server: Server, hours: str = "") -> None:
 
 
 def key_and_seat(server: Server, email: str) -> tuple[str, int]:
-    with Session(server.engine) as session:
+    with Work(server.engine) as session:
         player = next(p for p in players_of(session, find_game(session, "g1")) if p.email == email)
         assert player.seat is not None
         return player.key, player.seat

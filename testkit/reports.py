@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
-from sqlmodel import Session
 
 from pbem.config import Settings
 from pbem.games import add_player, create_game, find_game, load_state, seated, start_game
@@ -26,6 +25,7 @@ from pbem.services.reports import enqueue_reports
 from pbem.services.turns import played_for_notes, resolve_turn
 from pbem.store.db import open_database
 from pbem.store.models import Game, OutboundMail, TalkMessage, Watcher
+from pbem.store.work import Work
 
 NAMES = ["Ann", "Bob", "Cyd", "Dee", "Eve", "Fay"]
 WATCHER = "watcher@example.org"
@@ -77,7 +77,7 @@ def play(tmp: Path, kind: str, options: str, players: int, seed: int, *,
     now = START
     clock = [now]
     post = Post(Settings(address="bluff@example.org"), renderer, lambda: clock[0])
-    with Session(engine) as session:
+    with Work(engine) as session:
         k = kind_named(kind)
         game = create_game(session, "g1", seed=seed.to_bytes(32, "big"), now=now,
                            turn_hours=24, kind=kind,

@@ -28,6 +28,7 @@ from pbem.games import find_game, load_state, players_of, seated
 from pbem.kinds import kind_of
 from pbem.runner.server import Server
 from pbem.store.models import Player
+from pbem.store.work import Work
 from pbem.text.links import key_generation, private_link
 from testkit.desk import PLAYERS, REFEREE, REFEREE_KEY, SERVER, Clock, admin, make_server, order
 
@@ -62,7 +63,7 @@ def play_out(server: Server, name: str, most: int = 3000) -> int:
 
 
 def seat_holder(server: Server, name: str, seat: int) -> Player:
-    with Session(server.engine) as session:
+    with Work(server.engine) as session:
         player = seated(session, find_game(session, name))[seat]
         session.expunge(player)
         return player
@@ -74,7 +75,7 @@ def email_of_seat(server: Server, name: str, seat: int) -> str:
 
 def raise_line(server: Server, name: str, seat: int) -> str:
     """A legal order line for seat now: the lowest raise."""
-    with Session(server.engine) as session:
+    with Work(server.engine) as session:
         game = find_game(session, name)
         kind = kind_of(game)
         move = kind.standing_move(load_state(session, game), seat, "RAISE")
@@ -82,7 +83,7 @@ def raise_line(server: Server, name: str, seat: int) -> str:
 
 
 def state(server: Server, name: str) -> Any:
-    with Session(server.engine) as session:
+    with Work(server.engine) as session:
         return load_state(session, find_game(session, name))
 
 
@@ -221,7 +222,7 @@ def record_of(base: str, game: str) -> dict[str, Any]:
 
 
 def players_named(server: Server, game: str) -> dict[int, str]:
-    with Session(server.engine) as session:
+    with Work(server.engine) as session:
         return {p.seat: p.name for p in players_of(session, find_game(session, game))
                 if p.seat is not None and p.active}
 

@@ -18,12 +18,11 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from sqlmodel import Session
-
 from pbem.orders.parsing import Command, Order, SeatByName
 from pbem.services.post import AnswerPart, Incoming, Post, answer, answer_parts
 from pbem.services.turns import TurnChange
 from pbem.store.models import Game, Player
+from pbem.store.work import Work
 from pbem.text.errors import Refusal
 from pbem.text.wording import Message, Said, _
 
@@ -88,7 +87,7 @@ class CommandContext:
     """A command's world: the transaction, the post, the time, and where the command came
     from (a mail, and who sent it, or the shell: ``pbem admin``)."""
 
-    session: Session
+    session: Work
     post: Post
     now: datetime
     mail: Incoming | None = None     # None: a referee command from the shell

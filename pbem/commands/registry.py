@@ -45,7 +45,6 @@ from pbem.orders.parsing import (
 )
 from pbem.render.reports import rules_document, rules_file
 from pbem.services.turns import SomePlayedTurn, report_turn, settle
-from pbem.store.work import savepoint
 from pbem.text.errors import Refusal
 from pbem.text.wording import _
 
@@ -219,7 +218,7 @@ def player_phases(ctx: CommandContext, parsed: ParsedText, who: Turnkey | None,
                         "GAME <game> and KEY <your key> (both are in your report)"))
     if not move_orders and nothing_else:
         return take_moves(ctx, parsed, names).said   # says that no order was found
-    with savepoint(ctx.session):   # a move and desk commands in one mail: all or none
+    with ctx.session.savepoint():   # a move and desk commands in one mail: all or none
         said = run(ctx, phase["change"])
         if move_orders:
             said.insert(0, move_step(ctx, parsed, names, played))

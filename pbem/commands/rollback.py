@@ -28,6 +28,7 @@ from pbem.orders.parsing import Order, game_name
 from pbem.services.reports import enqueue_reports
 from pbem.services.turns import GIVEN_BY, MISSED_BY
 from pbem.store.models import AuditEntry, Game, Move, OutboundMail, PendingOrder
+from pbem.store.work import Work
 from pbem.text.errors import Refusal
 from pbem.text.wording import Message, _, _n, listed, listing, ngettext, plural
 
@@ -96,7 +97,7 @@ def _withhold_reports(session: Session, game: Game, turn: int) -> int:
     return len(unsent)
 
 
-def _restore_orders(session: Session, game: Game, turn: int, undone: list[Move],
+def _restore_orders(session: Work, game: Game, turn: int, undone: list[Move],
                     later: list[PendingOrder], now: datetime) -> list[int]:
     """Orders really given in the undone turn are pending again, later ones void, a missed
     turn no longer counts; returns the seats whose order is back."""

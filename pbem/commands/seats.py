@@ -43,6 +43,7 @@ from pbem.services.reports import enqueue_reports
 from pbem.services.turns import TurnChange, turn_moves
 from pbem.store.models import Game, OutboundMail, Player
 from pbem.store.security import new_key
+from pbem.store.work import Work
 from pbem.text.errors import Refusal
 from pbem.text.wording import Said, _, joined
 
@@ -91,7 +92,7 @@ def running_game(session: Session, name: str, what: Said,
     return game
 
 
-def holder(session: Session, game: Game, seat: int) -> Player:
+def holder(session: Work, game: Game, seat: int) -> Player:
     player = seated(session, game).get(seat)
     if player is None:
         raise Refusal(_("game '{game}' has no player in seat {seat}", game=game.name,

@@ -13,7 +13,6 @@ from datetime import datetime
 from typing import Protocol
 
 from sqlalchemy import Engine
-from sqlmodel import Session
 
 from pbem.mail.smtp_out import SendResult
 from pbem.outbox import table
@@ -21,6 +20,7 @@ from pbem.outbox.table import Claimed, DrainReport, OnFailure
 from pbem.store.claims import me
 from pbem.store.faults import crash_point
 from pbem.store.models import OutboundMail
+from pbem.store.work import Work
 
 log = logging.getLogger(__name__)
 
@@ -234,7 +234,7 @@ class Connections:
         """Record what the hand-off did (deferred, failed: on_failure; sent when our claim
         was taken over) and release our claim."""
         counted = DrainReport()
-        with Session(self.engine) as session:
+        with Work(self.engine) as session:
             mail = session.get(OutboundMail, row.id)
             assert mail is not None
             if mail.claimed_by != me():

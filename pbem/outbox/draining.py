@@ -8,7 +8,6 @@ from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 
 from sqlalchemy import Engine
-from sqlmodel import Session
 
 from pbem.outbox import table
 from pbem.outbox.connections import Connections, Sender
@@ -22,6 +21,7 @@ from pbem.outbox.table import (
     OnFailure,
     OnShort,
 )
+from pbem.store.work import Work
 
 PAGE = 50                             # outbox rows claimed in one transaction
 
@@ -90,6 +90,6 @@ def _held(engine: Engine, budget: Budget, when: datetime, report: DrainReport,
     short = table.shortfall(engine, budget, when)
     report.held = table.due_count(engine, when)
     if short is not None and on_short is not None:
-        with Session(engine) as session:
+        with Work(engine) as session:
             on_short(session, short)
             session.commit()

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import insert
-from sqlmodel import Session, col
+from sqlmodel import col
 
 from pbem.mail.bounces import new_bounce_token
 from pbem.mail.compose import build_mail, make_message_id
@@ -37,7 +37,7 @@ class Origin:
 _INSERT = insert(OutboundMail).returning(col(OutboundMail.id))
 
 
-def enqueue(session: Session, origin: Origin, *, kind: str, to: str, subject: str,
+def enqueue(session: Work, origin: Origin, *, kind: str, to: str, subject: str,
             text: str, html: str | None, now: datetime,
             attachments: Sequence[tuple[str, str, bytes]] = (),
             in_reply_to: str | None = None, references: Sequence[str] = (),
@@ -71,7 +71,7 @@ def enqueue(session: Session, origin: Origin, *, kind: str, to: str, subject: st
     row_id = session.connection().execute(_INSERT, values).scalar_one()
     assert row_id is not None
     row = Queued(row_id, message_id, origin.address, bounce_token, rcpts_json, raw)
-    if isinstance(session, Work) and session.hand_off is not None:
+    if session.hand_off is not None:
         session.queued.append(row)   # what its Stream claims as the transaction commits
     crash_point("outbox-enqueued")
     return row

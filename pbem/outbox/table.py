@@ -20,6 +20,7 @@ from pbem.mail.bounces import verp_address
 from pbem.mail.smtp_out import SendResult
 from pbem.store.claims import aware, claim_many, claim_stale, me
 from pbem.store.models import OutboundMail
+from pbem.store.work import Work
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +70,7 @@ class Undelivered:
 
 
 #: told of each mail the outbox gives up on, in the transaction that marks it failed
-OnFailure = Callable[[Session, OutboundMail, Undelivered], Any]
+OnFailure = Callable[[Work, OutboundMail, Undelivered], Any]
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,7 @@ class Shortfall:
 
 
 #: told of a short send budget, in a transaction of its own (the referee's notice)
-OnShort = Callable[[Session, Shortfall], Any]
+OnShort = Callable[[Work, Shortfall], Any]
 
 
 def _sent_since(session: Session, since: datetime) -> int:
@@ -278,7 +279,7 @@ def release(engine: Engine, row_ids: list[int]) -> list[int]:
     return []
 
 
-def record(session: Session, row: OutboundMail, result: SendResult, when: datetime,
+def record(session: Work, row: OutboundMail, result: SendResult, when: datetime,
             report: DrainReport, on_failure: OnFailure | None) -> None:
     if result.unavailable and not result.accepted and not result.permanent:
         # the service is down, not this mail: no try is counted, the server backs off

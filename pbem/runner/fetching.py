@@ -34,6 +34,7 @@ from pbem.store.claims import Lease, Waits
 from pbem.store.db import transient_error
 from pbem.store.models import Signup
 from pbem.store.security import known_address
+from pbem.store.work import Work
 from pbem.text.wording import _
 
 log = logging.getLogger(__name__)
@@ -168,7 +169,7 @@ class Fetcher:
         """The OAuth2 refresh for ``service`` (IMAP, SMTP) failed: the referee is told, once
         until it works again (TokenSource); the mail waits in the mailbox and the outbox."""
         try:
-            with Session(self.engine) as session:
+            with Work(self.engine) as session:
                 tell_referee(session, self.referee.post, _("The mail server login failed"), [
                     _("pbem could not log in to {service}: {why}", service=service, why=why),
                     _("The mail waits in the mailbox and the outbox and is handled once the "

@@ -41,6 +41,7 @@ from pbem.store.db import game_writer, lane_claim, one_writer, reading
 from pbem.store.faults import fail_point
 from pbem.store.models import InboundMail, ServerState
 from pbem.store.wakeups import tell_stored
+from pbem.store.work import Work
 
 HEADER_CAP = MAIL_HEADER_BYTES   # of a mail too large to read, this much header is kept
 STORE_TRIES = 2             # failed tries to store a fetched mail before it is set aside
@@ -294,13 +295,13 @@ LANE_GIVING = -1     # the try-lock key of giving lanes (not a game's id: those 
 LANES_READ = 200     # lanes with new mail looked at in one read
 
 
-def give_lanes(engine: Engine, upto: int, lane_of: Callable[[Session, LaneRead], int],
+def give_lanes(engine: Engine, upto: int, lane_of: Callable[[Work, LaneRead], int],
                size: int = PAGE, *, wait: bool = False) -> int | None:
     """Give the oldest ``size`` new mails (up to id ``upto``) without a lane their lanes
     (``lane_of``: read in this transaction), in one commit; returns how many. One process
     gives lanes at a time, so a lane's mail gets it in arrival order and each mail is read
     once: None when another is at it, or with ``wait`` after it."""
-    with Session(engine) as session:
+    with Work(engine) as session:
         if not lane_claim(session, LANE_GIVING, wait=wait):
             return None
         rows = [LaneRead(*row) for row in session.execute(

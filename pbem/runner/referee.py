@@ -115,7 +115,7 @@ class Referee:
             handled = self.process_lanes(hand_off, marks, waits or Waits())
         else:
             handled = self.process_pages(keep_alive, hand_off, marks)
-        with Session(self.engine) as session:   # failures held back an hour, told together
+        with Work(self.engine) as session:   # failures held back an hour, told together
             if failures.flush(session, self.post):
                 session.commit()
         return handled
@@ -199,7 +199,7 @@ class Referee:
         commit: the first page after the worker giving lanes now, if one is, the next
         ones while no other worker is at it (one that is takes its turn, and this one
         goes to handle the lanes given so far); how many were given."""
-        def lane(session: Session, read: inbox.LaneRead) -> int:
+        def lane(session: Work, read: inbox.LaneRead) -> int:
             return lane_of(session, self.post, read.raw, read.envelope_from, read.truncated)
         given = inbox.give_lanes(self.engine, upto, lane, wait=True) or 0
         total = given
@@ -388,7 +388,7 @@ class Referee:
         finally:
             lease.release()
 
-    def command_failed(self, session: Session, orders: list[Order], exc: Exception) -> str:
+    def command_failed(self, session: Work, orders: list[Order], exc: Exception) -> str:
         """A referee command hit a bug: its game's referee and players are told (as when the
         clock fails); returns what the shell prints (pbem.cli.cmd_admin: the error's last
         note)."""
@@ -409,7 +409,7 @@ class Referee:
         """A fetched mail (``where``: folder/UIDVALIDITY/UID) could not be stored ``tries``
         times and was moved to the IMAP folder ``quarantine``: the referee hears of it as of
         a failed mail (at most one notice an hour)."""
-        with Session(self.engine) as session:
+        with Work(self.engine) as session:
             failures.note_line(session, self.post, _n(
                 "A mail in the mailbox ({where}) could not be stored {n} time ({why}); it was "
                 "moved to the IMAP folder {quarantine}, kept as it came. After a fix, RETRY "
@@ -422,12 +422,12 @@ class Referee:
                 quarantine=quarantine))
             session.commit()
 
-    def undeliverable(self, session: Session, row: OutboundMail, failure: Undelivered) -> None:
+    def undeliverable(self, session: Work, row: OutboundMail, failure: Undelivered) -> None:
         """The outbox gave up on a mail: a refused recipient is a bounce, anything else is
         told to the referee (pbem.services.bounces.undeliverable)."""
         undeliverable(session, self.post, row, failure)
 
-    def budget_short(self, session: Session, short: Shortfall) -> None:
+    def budget_short(self, session: Work, short: Shortfall) -> None:
         """The send budget is short for the mail due: the referee is told (once a day)."""
         budget_short(session, self.post, short)
 

@@ -66,13 +66,13 @@ def replied_seat(session: Session, msg: InboundMessage) -> Any | None:
     return core_read(session, _REPLIED_SEAT, {"refs": refs}).first() if refs else None
 
 
-def replied_report(session: Session,
+def replied_report(session: Work,
                    msg: InboundMessage) -> tuple[Any, Game, Player | None] | None:
     """The mail of ours to a seat that ``msg`` replies to (a report, an answer), its game,
     and who holds that seat now; None if it replies to no such mail. Asked twice for each
     mail (who sends it, may it be answered), it is looked up once a unit of work (pbem.store.work.Work): a mail's
     handling changes no seat of the game it replies to."""
-    memo = session.replies if isinstance(session, Work) else {}
+    memo = session.replies
     if id(msg) in memo:
         return memo[id(msg)][1]   # type: ignore[no-any-return]
     found: tuple[Any, Game, Player | None] | None = None
@@ -85,7 +85,7 @@ def replied_report(session: Session,
     return found
 
 
-def token_reply(session: Session, msg: InboundMessage) -> bool:
+def token_reply(session: Work, msg: InboundMessage) -> bool:
     """Is ``msg`` a player's reply, from their own address, to our mail to their seat? Its
     reply token (our Message-ID, which only they were sent) stands for their key."""
     found = replied_report(session, msg)
@@ -103,7 +103,7 @@ def find_game_or_none(session: Session, name: str) -> Game | None:
         return None
 
 
-def named_game(session: Session, msg: InboundMessage) -> Game | None:
+def named_game(session: Work, msg: InboundMessage) -> Game | None:
     """The game a player mail speaks to, known before its orders are read: the game of
     our mail it replies to (replied_report, as identify finds it), else the game its GAME
     line names; None when neither names a game here. Only the GAME line is looked at here
@@ -119,7 +119,7 @@ def _named(session: Session, msg: InboundMessage,
     return find_game_or_none(session, str(game_line.args)) if game_line is not None else None
 
 
-def read_player_mail(session: Session, post: Post,
+def read_player_mail(session: Work, post: Post,
                      msg: InboundMessage) -> tuple[ParsedText, Turnkey | None]:
     """A player's mail, read once: parsed with the orders of its game's kind when the game
     is known before (named_game), so "OK thanks" in a postal game is prose, not Cup of
@@ -131,14 +131,14 @@ def read_player_mail(session: Session, post: Post,
     return parsed, _identify(session, post, msg, parsed, found)
 
 
-def identify(session: Session, post: Post, msg: InboundMessage,
+def identify(session: Work, post: Post, msg: InboundMessage,
              parsed: ParsedText) -> Turnkey | None:
     """The player (and turn) a mail speaks for; None if it names none. Raises a Refusal when
     it names one it may not speak for."""
     return _identify(session, post, msg, parsed, replied_report(session, msg))
 
 
-def _identify(session: Session, post: Post, msg: InboundMessage, parsed: ParsedText,
+def _identify(session: Work, post: Post, msg: InboundMessage, parsed: ParsedText,
               found: tuple[Any, Game, Player | None] | None) -> Turnkey | None:
     if found is not None:
         sent, game, player = found
@@ -206,7 +206,7 @@ def check_aligned(session: Session, post: Post, row: InboundMail, msg: InboundMe
           domain=domain)))
 
 
-def replaced_in(session: Session, post: Post, game: Game, msg: InboundMessage) -> None:
+def replaced_in(session: Work, post: Post, game: Game, msg: InboundMessage) -> None:
     """A player who was replaced in the game writes to it: say so (no failed attempt)."""
     gone = [p for p in players_of(session, game)
             if not p.active and p.email == msg.from_addr and p.seat is not None]
@@ -241,7 +241,7 @@ def moved_from(session: Session, post: Post, game: Game, msg: InboundMessage) ->
                     "<{referee}>", referee=post.referee), game=game.name)
 
 
-def auth_failed(session: Session, post: Post, address: str | None) -> bool:
+def auth_failed(session: Work, post: Post, address: str | None) -> bool:
     """Count a failed attempt; True when the mail is past the limit, to be dropped
     unanswered. The owner of a known address hears of it once a day, in their language
     (an unknown one is a stranger: its answers a day bound it)."""
@@ -270,7 +270,7 @@ def auth_failed(session: Session, post: Post, address: str | None) -> bool:
     return True
 
 
-def limit_answers(session: Session, post: Post, row: InboundMail, msg: InboundMessage,
+def limit_answers(session: Work, post: Post, row: InboundMail, msg: InboundMessage,
                   outcome: str, *, proven: bool = False, game_mail: bool = False,
                   dropped: bool = False, about_signup: bool = False) -> str:
     """Hold back the answers to a mail that its sender may not have now:
@@ -326,7 +326,7 @@ def limit_answers(session: Session, post: Post, row: InboundMail, msg: InboundMe
     return outcome + f"; not answered ({why})"
 
 
-def said_limit(session: Session, post: Post, answers: list[OutboundMail], most: int) -> None:
+def said_limit(session: Work, post: Post, answers: list[OutboundMail], most: int) -> None:
     """The last answer an address may have this hour says so: each answer is queued again
     with a closing paragraph, in its reader's language, in place of the one composed."""
     for row in answers:

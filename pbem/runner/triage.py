@@ -33,14 +33,14 @@ from pbem.services.post import Incoming, Post, answer, read_reply, tagged
 from pbem.store import security
 from pbem.store.faults import fail_point
 from pbem.store.models import Game, InboundMail
-from pbem.store.work import savepoint
+from pbem.store.work import Work
 from pbem.text.errors import Refusal
 from pbem.text.wording import _, _n, plural
 
 log = logging.getLogger(__name__)
 
 
-def set_aside(session: Session, post: Post, row: InboundMail, deaths: int) -> None:
+def set_aside(session: Work, post: Post, row: InboundMail, deaths: int) -> None:
     """Quarantine a mail that killed the bounded processes that handled it ``deaths``
     times (pbem.runner.referee.suspect): it is kept unread, the referee is told
     (pbem.services.failures), its sender asked to send it again as plain text, the rest
@@ -61,12 +61,12 @@ def set_aside(session: Session, post: Post, row: InboundMail, deaths: int) -> No
     answer_set_aside(session, post, row)
 
 
-def answer_set_aside(session: Session, post: Post, row: InboundMail) -> None:
+def answer_set_aside(session: Work, post: Post, row: InboundMail) -> None:
     """Tell the sender of a mail set aside that it could not be read (once, in their
     language, never to automatic mail); the header alone is read."""
     address = post.settings.address
     try:
-        with savepoint(session):
+        with session.savepoint():
             msg = read_message(inbox.header_block(row.raw), own_addresses=[address],
                                envelope_from=row.envelope_from)
             if msg.automatic or msg.from_addr is None or msg.from_addr == address.lower():
@@ -82,7 +82,7 @@ def answer_set_aside(session: Session, post: Post, row: InboundMail) -> None:
         log.exception("could not answer mail %s, set aside", row.id)
 
 
-def handle(session: Session, post: Post, row: InboundMail) -> str:
+def handle(session: Work, post: Post, row: InboundMail) -> str:
     """Read one stored mail and act on it; returns its outcome (one line)."""
     settings = post.settings
     msg = read_message(row.raw, own_addresses=[settings.address],
@@ -136,7 +136,7 @@ class Seen:
     game_mail: bool = False
 
 
-def lane_of(session: Session, post: Post, raw: bytes, envelope_from: str | None,
+def lane_of(session: Work, post: Post, raw: bytes, envelope_from: str | None,
             truncated: bool) -> int:
     """The lane of a stored mail (pbem.runner.inbox): the game a player's mail speaks to, known
     before its orders are read (named_game, as its handling finds it), else NO_GAME
@@ -177,7 +177,7 @@ def within_limits(msg: InboundMessage) -> InboundMessage:
 
 # --- dispatch -----------------------------------------------------------------------------
 
-def player_mail(session: Session, post: Post, mail: Incoming, seen: Seen) -> str:
+def player_mail(session: Work, post: Post, mail: Incoming, seen: Seen) -> str:
     """A player's mail: read once (sender_check.read_player_mail: its game, its orders, who
     sends it), then run by the one table's runner (pbem.commands.registry.player_mail:
     desk commands, a move order and the turn it may complete, or the answer HELP / STATUS
@@ -192,7 +192,7 @@ def player_mail(session: Session, post: Post, mail: Incoming, seen: Seen) -> str
     return registry.player_mail(ctx, parsed, who)
 
 
-def referee_mail(session: Session, post: Post, mail: Incoming, seen: Seen) -> str:
+def referee_mail(session: Work, post: Post, mail: Incoming, seen: Seen) -> str:
     """The referee's mail: KEY <referee key>, then referee commands, all or none."""
     settings = post.settings
     parsed = parse_text(mail.msg.lines, referee_commands())
@@ -212,7 +212,7 @@ def referee_mail(session: Session, post: Post, mail: Incoming, seen: Seen) -> st
     ctx = CommandContext(session, post, post.clock(), mail, None, parsed.orders,
                          by_referee=True, language=settings.referee_language)
     try:
-        with savepoint(session):   # all the commands of a mail, or none of them
+        with session.savepoint():   # all the commands of a mail, or none of them
             out = run(ctx, parsed.orders)
     except Refusal as refused:
         first = refused.problems[0]
@@ -246,7 +246,7 @@ def reader_language(session: Session, post: Post, msg: InboundMessage,
     return post.language_of(session, sender, game, written=written)
 
 
-def answer_error(session: Session, post: Post, mail: Incoming, refused: Refusal) -> None:
+def answer_error(session: Work, post: Post, mail: Incoming, refused: Refusal) -> None:
     """A short error: each line at fault, what is wrong and the fix; then only the orders
     of that game's kind the sender may write now; HELP for everything else."""
     game = (find_game_or_none(session, refused.game) if refused.game
@@ -262,7 +262,7 @@ def answer_error(session: Session, post: Post, mail: Incoming, refused: Refusal)
            game_id=game.id if game is not None else None)
 
 
-def orders_now(session: Session, game: Game | None, sender: str) -> list[Command]:
+def orders_now(session: Work, game: Game | None, sender: str) -> list[Command]:
     """The move orders of the game's kind the sender (a player due now) may write."""
     if game is None or game.status != "running":
         return []
@@ -284,7 +284,7 @@ def readable(row: InboundMail, settings: Settings) -> InboundMessage | None:
         return None
 
 
-def answer_internal_error(session: Session, post: Post, row: InboundMail) -> None:
+def answer_internal_error(session: Work, post: Post, row: InboundMail) -> None:
     """Tell the sender of a mail that failed on our side (once, never to automatic mail)."""
     address = post.settings.address
     try:

@@ -33,6 +33,7 @@ from pbem.services.post import Post, tagged, tell_referee
 from pbem.services.post import undeliverable as tell_undeliverable
 from pbem.store.db import core_read
 from pbem.store.models import BounceState, Game, OutboundMail, Player
+from pbem.store.work import Work
 from pbem.text.wording import Said, _, _n
 
 log = logging.getLogger(__name__)
@@ -113,7 +114,7 @@ def describe_said(state: BounceState) -> Said:
              reason=state.last_reason)
 
 
-def hear(session: Session, post: Post, raw: bytes) -> str | None:
+def hear(session: Work, post: Post, raw: bytes) -> str | None:
     """Act on ``raw`` if it is a bounce; returns the outcome, or None when it is no bounce."""
     bounce = read_bounce(raw, post.settings.address)
     if bounce is None:
@@ -125,7 +126,7 @@ def hear(session: Session, post: Post, raw: bytes) -> str | None:
     return bounced(session, post, found)
 
 
-def undeliverable(session: Session, post: Post, row: OutboundMail,
+def undeliverable(session: Work, post: Post, row: OutboundMail,
                   failure: Undelivered) -> None:
     """The outbox gave up on a mail. A recipient its server refused (at RCPT or DATA) is a
     bounce, heard as a DSN of the mail is (``bounced``: the address marked, the referee
@@ -140,7 +141,7 @@ def undeliverable(session: Session, post: Post, row: OutboundMail,
         tell_undeliverable(session, post, row, failure.why)
 
 
-def bounced(session: Session, post: Post, found: BouncedMail) -> str:
+def bounced(session: Work, post: Post, found: BouncedMail) -> str:
     """A bounce of one of our mails, a DSN or our server's refusal: the address's
     BounceState is updated, the referee told when it is due; returns the outcome."""
     now = post.clock()
@@ -174,7 +175,7 @@ def bounced(session: Session, post: Post, found: BouncedMail) -> str:
     return outcome
 
 
-def _tell(session: Session, post: Post, state: BounceState, found: BouncedMail,
+def _tell(session: Work, post: Post, state: BounceState, found: BouncedMail,
           now: datetime) -> bool:
     """Tell the referee, at most once per address and UTC day (never of their own address,
     whose mail would bounce as well)."""

@@ -54,7 +54,7 @@ def clock_tick(engine: Engine, post: Post, now: datetime,
     (serve's watchdog, pbem.runner.server.Server.loop_stalled).
     """
     apart = lanes_apart(engine)
-    with Session(engine) as session:
+    with Work(engine) as session:
         if not apart or _outage_seen(session, post, now):
             one_writer(session)   # each transaction alone, even when a lease expired meanwhile
         _outage(session, post, now)
@@ -123,7 +123,7 @@ def clock_candidates(engine: Engine, now: datetime) -> Iterator[int]:
 def told(engine: Engine, post: Post, game_id: int | None, exc: Exception) -> None:
     """A game's clock work failed: the referee and the players hear of it (once a turn),
     in a transaction of its own; it is tried again at the next tick."""
-    with Session(engine) as session:
+    with Work(engine) as session:
         game = session.get(Game, game_id)
         new = game is not None and game_failed(
             session, post, game, _("the clock work (reminder, grace or resolving the turn)"),
@@ -137,7 +137,7 @@ def told(engine: Engine, post: Post, game_id: int | None, exc: Exception) -> Non
                     what_failed(exc))
 
 
-def game_tick(session: Session, post: Post, game: Game, now: datetime) -> bool:
+def game_tick(session: Work, post: Post, game: Game, now: datetime) -> bool:
     """Vacations, reminder, grace and resolution of one running game; True if it resolved."""
     if game.deadline is None:
         return False
@@ -168,7 +168,7 @@ def game_tick(session: Session, post: Post, game: Game, now: datetime) -> bool:
     return True
 
 
-def _remind(session: Session, post: Post, game: Game, now: datetime) -> None:
+def _remind(session: Work, post: Post, game: Game, now: datetime) -> None:
     lead = options_of(game).reminder_lead(game.turn_hours)
     if game.reminded_turn >= game.turn or not reminder_due(game.deadline, lead, now):
         return
@@ -192,7 +192,7 @@ def _remind(session: Session, post: Post, game: Game, now: datetime) -> None:
     audit(session, game, now, "reminder", f"turn {game.turn}")
 
 
-def vacation_check(session: Session, post: Post, game: Game,
+def vacation_check(session: Work, post: Post, game: Game,
                    now: datetime) -> None:
     """Move the deadline out of the absences of players who still owe an order."""
     assert game.deadline is not None
@@ -256,7 +256,7 @@ def _outage_seen(session: Session, post: Post, now: datetime) -> bool:
                       timedelta(minutes=minutes) if minutes is not None else None) is not None
 
 
-def _outage(session: Session, post: Post, now: datetime) -> None:
+def _outage(session: Work, post: Post, now: datetime) -> None:
     """After a gap longer than the threshold, move what passed while down by the down time."""
     row = session.get(ServerState, LAST_TICK)
     last = datetime.fromisoformat(row.value) if row is not None else None

@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlmodel import Session
 
-from pbem.games import entrants_of, load_state, moves_of
+from pbem.games import entrants_of, moves_of, read_players, replayed_state, seats_of
 from pbem.kinds import KINDS, kind_of
 from pbem.kinds.generic_record import Entrant, GameRows, MoveRow
 from pbem.store.models import Game
@@ -32,7 +32,9 @@ def game_rows(session: Session, game: Game) -> GameRows:
 
 def state_now(session: Session, game: Game) -> Any:
     """The game's state, once it has started (None before)."""
-    return load_state(session, game) if game.status in ("running", "over") else None
+    if game.status not in ("running", "over"):
+        return None
+    return replayed_state(session, game, seats=seats_of(read_players(session, game)))
 
 
 def export_json(session: Session, game: Game) -> dict[str, Any]:

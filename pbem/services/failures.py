@@ -28,6 +28,7 @@ from pbem.games import already_told, audit, find_game
 from pbem.mail.read import InboundMessage
 from pbem.services.post import Post, announce, replied_to, tagged, tell_referee
 from pbem.store.models import AuditEntry, Game, InboundMail, OutboundMail, ServerState
+from pbem.store.work import Work
 from pbem.text.errors import Refusal
 from pbem.text.wording import Message, Said, _, _n, joined
 
@@ -69,13 +70,13 @@ def _save(session: Session, waiting: _Waiting) -> None:
         session.add(row)
 
 
-def note(session: Session, post: Post, inbound_id: int, what: Said) -> None:
+def note(session: Work, post: Post, inbound_id: int, what: Said) -> None:
     """Note that stored mail #inbound_id could not be handled (``what`` says how); the
     referee is told now or with the next summary."""
     note_line(session, post, _("Inbound mail #{id}: {what}.", id=inbound_id, what=what))
 
 
-def note_line(session: Session, post: Post, line: Said) -> None:
+def note_line(session: Work, post: Post, line: Said) -> None:
     """Note a mail that could not be handled, as ``line`` says (a fetched mail that could
     not even be stored has no number); told as ``note`` tells. The line is kept as the
     referee reads it (in their language) until the notice goes out."""
@@ -87,7 +88,7 @@ def note_line(session: Session, post: Post, line: Said) -> None:
     flush(session, post)
 
 
-def flush(session: Session, post: Post) -> bool:
+def flush(session: Work, post: Post) -> bool:
     """Tell the referee of the mails waiting to be told, if the last notice is an hour old;
     True if a notice was queued."""
     waiting = _load(session)
@@ -157,7 +158,7 @@ def game_of_mail(session: Session, msg: InboundMessage | None) -> Game | None:
     return None
 
 
-def mail_failed(session: Session, post: Post, row: InboundMail, msg: InboundMessage | None,
+def mail_failed(session: Work, post: Post, row: InboundMail, msg: InboundMessage | None,
                 error: BaseException) -> None:
     """A mail that could not be handled (kept as failed): tell the referee what failed, the
     mail and its game; tell the game's players their turn is delayed."""
@@ -203,7 +204,7 @@ def held_by(session: Session, game: Game) -> list[int]:
             and row.status == "failed"]
 
 
-def game_failed(session: Session, post: Post, game: Game, what: Said,
+def game_failed(session: Work, post: Post, game: Game, what: Said,
                 error: BaseException) -> bool:
     """The clock work or a referee command of a game failed (rolled back): tell the referee
     (once per distinct failure and turn) and the players (once per turn). Returns whether
@@ -237,7 +238,7 @@ def _delay_told(session: Session, game: Game) -> bool:
     return last == DELAYED
 
 
-def turn_delayed(session: Session, post: Post, game: Game, now: datetime) -> None:
+def turn_delayed(session: Work, post: Post, game: Game, now: datetime) -> None:
     """Once a delay: the game's players hear that the turn waits for the referee (again,
     if it is delayed again after they heard that it goes on)."""
     if game.status != "running" or _delay_told(session, game):
@@ -252,7 +253,7 @@ def turn_delayed(session: Session, post: Post, game: Game, now: datetime) -> Non
     audit(session, game, now, DELAYED, f"turn {game.turn}")
 
 
-def retried(session: Session, post: Post, inbound_id: int) -> None:
+def retried(session: Work, post: Post, inbound_id: int) -> None:
     """The referee handles failed mail #inbound_id again (RETRY): the players of each game
     whose turn it held, told that the turn is delayed, hear that it goes on, once no other
     failed mail holds it."""
@@ -264,7 +265,7 @@ def retried(session: Session, post: Post, inbound_id: int) -> None:
             delay_over(session, post, game, post.clock())
 
 
-def delay_over(session: Session, post: Post, game: Game, now: datetime) -> None:
+def delay_over(session: Work, post: Post, game: Game, now: datetime) -> None:
     """The game's players, told that its turn is delayed, hear that it goes on (once a
     delay), if no failed mail holds it any more."""
     if game.status != "running" or not _delay_told(session, game) or held_by(session, game):

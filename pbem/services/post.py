@@ -28,6 +28,7 @@ from pbem.mail.sent import sent_texts
 from pbem.outbox import BUDGET_NOTICE, Origin, Queued, Shortfall, enqueue
 from pbem.render.reports import Renderer, html_part, text_part
 from pbem.store.models import Game, InboundMail, OutboundMail, Player
+from pbem.store.work import Work
 from pbem.text.i18n import answer_language
 from pbem.text.wording import Message, Said, _, _n
 
@@ -120,7 +121,7 @@ class Incoming:
         return self.msg.from_addr
 
 
-def answer(session: Session, post: Post, mail: Incoming, template: str, subject: Said,
+def answer(session: Work, post: Post, mail: Incoming, template: str, subject: Said,
            context: dict[str, Any], *, language: str, zone: str | None = None,
            game_id: int | None = None, seat: int | None = None, turn: int | None = None,
            attachments: Sequence[tuple[str, str, bytes]] = ()) -> Queued:
@@ -132,7 +133,7 @@ def answer(session: Session, post: Post, mail: Incoming, template: str, subject:
                   attachments=attachments)
 
 
-def _reply(session: Session, post: Post, mail: Incoming, kind: str, subject: str, text: str,
+def _reply(session: Work, post: Post, mail: Incoming, kind: str, subject: str, text: str,
            html: str, *, language: str, game_id: int | None, seat: int | None, turn: int | None,
            attachments: Sequence[tuple[str, str, bytes]] = ()) -> Queued:
     msg = mail.msg
@@ -156,7 +157,7 @@ class AnswerPart:
     attachments: tuple[tuple[str, str, bytes], ...] = ()
 
 
-def answer_parts(session: Session, post: Post, mail: Incoming, parts: Sequence[AnswerPart],
+def answer_parts(session: Work, post: Post, mail: Incoming, parts: Sequence[AnswerPart],
                  *, language: str, zone: str | None = None, game: str | None,
                  game_id: int | None = None, seat: int | None = None,
                  turn: int | None = None) -> Queued | None:
@@ -185,7 +186,7 @@ def answer_parts(session: Session, post: Post, mail: Incoming, parts: Sequence[A
                   attachments=[a for p in ordered for a in p.attachments])
 
 
-def notice(session: Session, post: Post, to: str, subject: Said, paragraphs: Sequence[Said],
+def notice(session: Work, post: Post, to: str, subject: Said, paragraphs: Sequence[Said],
            now: datetime, *, language: str | None = None, zone: str | None = None,
            game: Game | None = None, seat: int | None = None, turn: int | None = None,
            kind: str = "notice") -> Queued:
@@ -202,7 +203,7 @@ def notice(session: Session, post: Post, to: str, subject: Said, paragraphs: Seq
                    seat=seat, turn=turn, shipped_html=post.renderer.shipped_only)
 
 
-def announce(session: Session, post: Post, game: Game, subject: Said,
+def announce(session: Work, post: Post, game: Game, subject: Said,
              paragraphs: Sequence[Said], now: datetime, *, action: str, actor: str = "server",
              players: list[Player] | None = None) -> int:
     """A notice to each of the game's active players (or to `players`), and an audit entry.
@@ -221,14 +222,14 @@ def announce(session: Session, post: Post, game: Game, subject: Said,
     return len(recipients)
 
 
-def tell_referee(session: Session, post: Post, subject: Said,
+def tell_referee(session: Work, post: Post, subject: Said,
                  paragraphs: Sequence[Said]) -> None:
     """A notice to the referee's address, in the referee's language."""
     notice(session, post, post.referee, subject, paragraphs, post.clock(),
            language=post.settings.referee_language)
 
 
-def undeliverable(session: Session, post: Post, row: OutboundMail, why: str) -> None:
+def undeliverable(session: Work, post: Post, row: OutboundMail, why: str) -> None:
     """The outbox gave up on a mail: tell the referee (unless that mail was to them)."""
     if post.referee in row.rcpts_json:
         return
@@ -238,7 +239,7 @@ def undeliverable(session: Session, post: Post, row: OutboundMail, why: str) -> 
                     to=", ".join(json.loads(row.rcpts_json)), why=why)])
 
 
-def budget_short(session: Session, post: Post, short: Shortfall) -> None:
+def budget_short(session: Work, post: Post, short: Shortfall) -> None:
     """The send budget will take too long for the mail due: tell the referee (a notice
     of kind BUDGET_NOTICE, which the outbox asks for so as to tell it once a day)."""
     paragraphs: list[Said] = [_n(

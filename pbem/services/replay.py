@@ -16,7 +16,7 @@ from typing import Any, Generic, TypeVar, overload
 
 from sqlmodel import Session, col, select
 
-from pbem.games import seat_count, stream_of
+from pbem.games import read_players, seats_of, stream_of
 from pbem.kinds import GameKind, kind_of
 from pbem.render.charts import Course
 from pbem.store.models import Game, Move
@@ -56,7 +56,8 @@ def replay_steps(session: Session, game: Game,
     if kind is None:
         return replay_steps(session, game, kind_of(game))
     stream = stream_of(game)
-    state = kind.start(json.loads(game.rules_json), stream, seat_count(session, game))
+    state = kind.start(json.loads(game.rules_json), stream,
+                       seats_of(read_players(session, game)))
     steps: list[Step[S, M]] = [Step(0, [], [], state)]
     rows = session.exec(select(Move).where(Move.game_id == game.id)
                         .order_by(col(Move.turn), col(Move.seat)))

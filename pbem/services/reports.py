@@ -23,6 +23,7 @@ from pbem.services.export import export_json
 from pbem.services.post import Post, tagged
 from pbem.services.replay import course, replay_steps
 from pbem.store.models import Game, Player
+from pbem.store.work import Work
 from pbem.text.deadlines import relative_said
 from pbem.text.links import key_generation, private_link
 from pbem.text.wording import _
@@ -110,7 +111,7 @@ def record_attachment(session: Session, game: Game) -> tuple[str, str, bytes]:
             json.dumps(export_json(session, game), indent=2).encode())
 
 
-def enqueue_reports(session: Session, post: Post, game: Game, state: S, *, now: datetime,
+def enqueue_reports(session: Work, post: Post, game: Game, state: S, *, now: datetime,
                     notes: list[str] | None = None,
                     seat_notes: dict[int, list[str]] | None = None,
                     only_seat: int | None = None, in_reply_to: str | None = None,
@@ -155,7 +156,7 @@ def enqueue_reports(session: Session, post: Post, game: Game, state: S, *, now: 
     return rows
 
 
-def _watcher_reports(session: Session, post: Post, game: Game, state: S,
+def _watcher_reports(session: Work, post: Post, game: Game, state: S,
                      players: dict[int, Player], *, now: datetime, notes: list[str],
                      talk: list[dict[str, Any]],
                      record: list[tuple[str, str, bytes]],

@@ -29,7 +29,7 @@ from datetime import datetime
 from typing import Any, Generic, TypeVar, cast, overload
 
 from sqlalchemy import bindparam
-from sqlmodel import Session, col, select
+from sqlmodel import col, select
 
 from pbem.games import (
     GameFacts,
@@ -48,6 +48,7 @@ from pbem.services.reports import enqueue_reports
 from pbem.store.claims import aware
 from pbem.store.db import core_read
 from pbem.store.models import Game, Move, Player
+from pbem.store.work import Work
 from pbem.text.errors import Refusal
 from pbem.text.wording import Said, _, _n
 
@@ -116,12 +117,12 @@ def turn_moves(facts: GameFacts[S, M]) -> tuple[dict[int, M], dict[int, str]]:
 
 
 @overload
-def resolve_turn(session: Session, game: Game, now: datetime,
+def resolve_turn(session: Work, game: Game, now: datetime,
                  facts: GameFacts[S, M]) -> TurnOutcome[S, M]: ...
 @overload
-def resolve_turn(session: Session, game: Game, now: datetime,
+def resolve_turn(session: Work, game: Game, now: datetime,
                  facts: None = None) -> TurnOutcome[Any, Any]: ...   # the kind looked up
-def resolve_turn(session: Session, game: Game, now: datetime,
+def resolve_turn(session: Work, game: Game, now: datetime,
                  facts: GameFacts[S, M] | None = None) -> TurnOutcome[S, M] | TurnOutcome[Any, Any]:
     """Apply the turn's orders (missing ones are played for the player) and advance
     (``facts``: the transaction's, left with the state after the turn)."""
@@ -201,7 +202,7 @@ class PlayedTurn(Generic[S, M]):
 SomePlayedTurn = PlayedTurn[Any, Any]
 
 
-def play_turn(session: Session, post: Post, facts: GameFacts[S, M], *,
+def play_turn(session: Work, post: Post, facts: GameFacts[S, M], *,
               early: bool | None = None) -> PlayedTurn[S, M]:
     """Play the turn in hand and count missed turns (the referee is told); what its
     reports are to say. early: played before its deadline (None: from the clock now; the
@@ -222,7 +223,7 @@ def play_turn(session: Session, post: Post, facts: GameFacts[S, M], *,
                       {s: [*n, *more] for s, n in outcome.seat_notes.items()}, facts)
 
 
-def report_turn(session: Session, post: Post, played: PlayedTurn[S, M], *,
+def report_turn(session: Work, post: Post, played: PlayedTurn[S, M], *,
                 inbound_id: int | None = None) -> None:
     """Queue the reports of the turn just played (pbem.services.reports)."""
     enqueue_reports(session, post, played.facts.game, played.state, now=post.clock(),
@@ -256,7 +257,7 @@ def complete(facts: GameFacts[S, M]) -> bool:
             and not facts.missing())
 
 
-def settle(session: Session, post: Post, change: TurnChange, *, inbound_id: int | None = None,
+def settle(session: Work, post: Post, change: TurnChange, *, inbound_id: int | None = None,
            report: bool = True) -> SomePlayedTurn | None:
     """The one step that resolves a turn: whether ``change`` completes it (an order in, WAIT
     off: ``complete``; PROCESS, the deadline: it does), then the turn played and its reports
@@ -282,7 +283,7 @@ _MOVES_BY = (select(Move.seat, Move.by)
              .order_by(col(Move.seat)))
 
 
-def after_turn(session: Session, post: Post, game: Game, turn: int, *,
+def after_turn(session: Work, post: Post, game: Game, turn: int, *,
                players: dict[int, Player] | None = None,
                options: GameOptions | None = None) -> list[Player]:
     """Count the missed turns of turn ``turn`` (just resolved); ask the referee to replace

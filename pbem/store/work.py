@@ -1,15 +1,15 @@
 """A unit of work: the session of one handling transaction and what it carries.
 
 A ``Work`` is the SQLAlchemy session of a transaction that handles a mail or a game's
-clock work, with what that transaction keeps on the side named here (nothing rides in
-``session.info``, and a Work registers no event listener of its own). What begins and
-ends its transactions are the listeners pbem.store.db.make_engine sets up on each engine it
-makes, none at import: on SQLite ``connect`` and ``begin`` (SQLAlchemy's documented
-recipe for pysqlite, BEGIN IMMEDIATE after the process's writer turn), ``commit`` and
-``rollback`` (which end the transaction and give the turn back) and the pool's
-``reset``, ``invalidate`` and ``close`` (which give it back too); on every engine
-``before_cursor_execute`` (a NUL in a statement's text parameters replaced). Listed by
-``bench/house.py``.
+clock work (or any other that queues mail: a bounce heard, a failure told), with what that
+transaction keeps on the side named here (nothing rides in ``session.info``, and a Work
+registers no event listener of its own). What begins and ends its transactions are the
+listeners pbem.store.db.make_engine sets up on each engine it makes, none at import: on
+SQLite ``connect`` and ``begin`` (SQLAlchemy's documented recipe for pysqlite, BEGIN
+IMMEDIATE after the process's writer turn), ``commit`` and ``rollback`` (which end the
+transaction and give the turn back) and the pool's ``reset``, ``invalidate`` and ``close``
+(which give it back too); on every engine ``before_cursor_execute`` (a NUL in a
+statement's text parameters replaced). Listed by ``bench/house.py``.
 
 - ``memo``: the players and the pending orders of a game, read once a transaction
   (pbem.games.players_of, pending_orders). What writes them keeps it right:
@@ -26,17 +26,18 @@ recipe for pysqlite, BEGIN IMMEDIATE after the process's writer turn), ``commit`
   None: the tick's drain sends it). ``commit`` claims the mail for it in the transaction;
   ``hand_over`` gives it the claimed mail, after the commit, when the caller says.
 
-A plain Session works wherever a Work does: it memoises nothing and collects no mail.
-The functions that use what a Work carries tell the two apart by ``isinstance`` (pbem.games'
-memo, pbem.runner.sender_check's replies, pbem.outbox.queue's queued mail, ``savepoint`` below):
-their parameters still say Session, and which one a caller passes changes what they do.
-``bench/house.py`` lists each place; passing ``work: Work`` instead is still to do.
+A function that uses what a Work carries says so: its parameter is a Work (pbem.games'
+memo, pbem.runner.sender_check's replies, pbem.outbox.queue's queued mail, ``savepoint``
+below), so a transaction that reaches one opens a Work, and mypy finds one that does not.
+No function asks which kind of session it was given. A reader that reads a game once (a web
+page, a replay, an export) takes a plain Session and reads without a memo
+(pbem.games.read_players).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -157,7 +158,3 @@ class Work(Session):
             self.memo.clear()
             raise
 
-
-def savepoint(session: Session) -> AbstractContextManager[Any]:
-    """A savepoint of ``session``: a Work's forgets its memo if it rolls back."""
-    return session.savepoint() if isinstance(session, Work) else session.begin_nested()

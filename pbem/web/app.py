@@ -44,7 +44,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as ASGIMessage
 
 from pbem.config import Settings
-from pbem.games import seated
+from pbem.games import read_players
 from pbem.kinds.verify import Verdict, check_record
 from pbem.render.reports import packaged_template_dir
 from pbem.services.export import export_json
@@ -265,7 +265,8 @@ class WebApp:
                     "game {game} is not over: its replay shows every die, so it opens when "
                     "the game ends.", game=game.name))
             steps = self.steps.get((game.id, game.turn), lambda: replay_steps(session, game))
-            names = {seat: p.name for seat, p in seated(session, game).items()}
+            names = {p.seat: p.name for p in read_players(session, game)
+                     if p.seat is not None and p.active}
             data = replay_page(game, steps, int(text), names, self.verified(session, game))
         return self.answer(request, data, "replay.html.j2", as_json=as_json, cache=FINISHED_CACHE,
                            etag=f"{game.name}-t{game.turn}-s{int(text)}",

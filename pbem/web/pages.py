@@ -15,7 +15,7 @@ from urllib.parse import quote
 from sqlmodel import Session
 
 from pbem.config import Settings
-from pbem.games import players_of
+from pbem.games import read_players
 from pbem.kinds import PUBLIC, REVEAL, GameKind, Viewer, kind_of
 from pbem.kinds.jsontypes import Odds
 from pbem.kinds.options import options_of
@@ -166,7 +166,7 @@ def game_page(session: Session, game: Game, settings: Settings, now: datetime, *
     replay (pbem.services.replay), if the caller has it already."""
     kind = kind_of(game)
     rules = json.loads(game.rules_json)
-    everyone = players_of(session, game)
+    everyone = read_players(session, game)
     holders = {p.seat: p for p in everyone if p.seat is not None and p.active}
     names = {s: p.name for s, p in holders.items()}
     running = game.status == "running"

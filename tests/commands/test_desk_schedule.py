@@ -13,6 +13,7 @@ from sqlmodel import Session, col, select
 from pbem.games import find_game, players_of, seated
 from pbem.runner.server import Server
 from pbem.store.models import AuditEntry, Move, Player
+from pbem.store.work import Work
 from pbem.text.errors import Refusal
 from testkit.desk import (
     PLAYERS,
@@ -40,7 +41,7 @@ def tick(server: Server) -> int:
 
 def moves_by(server: Server, turn: int = 1) -> dict[str, str]:
     """email -> how its move of the turn was made (player | robot | ...)."""
-    with Session(server.engine) as session:
+    with Work(server.engine) as session:
         game = find_game(session, "g1")
         holders = seated(session, game)
         return {holders[m.seat].email: m.by for m in session.exec(
@@ -156,7 +157,7 @@ def test_absent_moves_the_deadline_past_the_vacation(server: Server, clock: Cloc
     assert game.deadline == datetime(2026, 12, 6, 0, 0, tzinfo=UTC)   # a day after the return
     assert all(count(server, "deadline moved to 2026-12-06 00:00 UTC", p) == 1 for p in PLAYERS)
     assert "Name3 is away" in last_text(server, PLAYERS[0])
-    with Session(server.engine) as session:
+    with Work(server.engine) as session:
         used = next(p.absent_days_used for p in players_of(session, find_game(session, "g1"))
                     if p.email == PLAYERS[2])
     assert used == pytest.approx(2.5)
@@ -327,7 +328,7 @@ def test_remove_before_the_start_by_mail_and_by_cli(server: Server, tmp_path: Pa
     assert "you were removed" in subjects(server, PLAYERS[1])[-1]
     done = cli(tmp_path, "REMOVE", "g1", PLAYERS[3])
     assert done.returncode == 0, done.stderr
-    with Session(server.engine) as session:
+    with Work(server.engine) as session:
         left = players_of(session, find_game(session, "g1"))
     assert [(p.entrant, p.email) for p in left] == [(1, PLAYERS[0]), (2, PLAYERS[2]),
                                                     (3, PLAYERS[4])]

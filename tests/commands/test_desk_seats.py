@@ -16,6 +16,7 @@ from pbem.rules.postal_record import GameRecord, verify
 from pbem.runner.server import Server
 from pbem.services.export import export_json
 from pbem.store.models import AuditEntry, OutboundMail
+from pbem.store.work import Work
 from pbem.text.errors import Refusal
 from testkit.desk import (
     PLAYERS,
@@ -43,7 +44,7 @@ NEW = "newbie@example.org"
 
 
 def pending(server: Server) -> dict[int, str]:
-    with Session(server.engine) as session:
+    with Work(server.engine) as session:
         return {s: o.by for s, o in pending_orders(session, find_game(session, "g1")).items()}
 
 

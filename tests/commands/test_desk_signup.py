@@ -12,6 +12,7 @@ from sqlmodel import Session, select
 from pbem.games import find_game, players_of
 from pbem.runner.server import Server
 from pbem.store.models import Player, Signup, TalkMessage, Watcher
+from pbem.store.work import Work
 from testkit.desk import (
     PLAYERS,
     REFEREE,
@@ -33,7 +34,7 @@ CODE = re.compile(r"CONFIRM ([0-9a-f]{10})")
 
 
 def emails(server: Server, name: str = "g1") -> list[str]:
-    with Session(server.engine) as session:
+    with Work(server.engine) as session:
         return [p.email for p in players_of(session, find_game(session, name))]
 
 

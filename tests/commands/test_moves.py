@@ -4,10 +4,10 @@ registry's tables, on a real SQLite file database."""
 from __future__ import annotations
 
 import pytest
-from sqlmodel import Session
 
 from pbem.games import find_game, pending_orders
 from pbem.runner.server import Server
+from pbem.store.work import Work
 from pbem.text.errors import Refusal
 from testkit.desk import (
     PLAYERS,
@@ -26,7 +26,7 @@ ANN = PLAYERS[0]
 
 
 def pending(server: Server) -> dict[int, str]:
-    with Session(server.engine) as session:
+    with Work(server.engine) as session:
         return {s: o.by for s, o in pending_orders(session, find_game(session, "g1")).items()}
 
 

@@ -24,6 +24,7 @@ from pbem.demo.robot_client import parse_mail
 from pbem.games import find_game, seated
 from pbem.runner.server import Server
 from pbem.store.models import OutboundMail, Watcher
+from pbem.store.work import Work
 from pbem.text.links import key_generation, private_link
 from pbem.web.app import create_app
 from testkit.desk import PLAYERS, REFEREE, Clock, admin, make_server, order, text_of
@@ -58,12 +59,12 @@ def press_game(server: Server, name: str, seed: int = 3) -> None:
 
 
 def seats(server: Server, name: str) -> dict[int, str]:
-    with Session(server.engine) as session:
+    with Work(server.engine) as session:
         return {s: p.email for s, p in seated(session, find_game(session, name)).items()}
 
 
 def first_names(server: Server, name: str) -> dict[int, str]:
-    with Session(server.engine) as session:
+    with Work(server.engine) as session:
         return {s: p.name.split()[0]
                 for s, p in seated(session, find_game(session, name)).items()}
 
@@ -94,7 +95,7 @@ def web_texts(server: Server, name: str) -> str:
     """Every page of the game, public and private (each seat's link), HTML and JSON."""
     app = create_app(server.settings, engine=server.engine, clock=server.referee.clock)
     pages = []
-    with TestClient(app) as client, Session(server.engine) as session:
+    with TestClient(app) as client, Work(server.engine) as session:
         game = find_game(session, name)
         assert game.id is not None
         links = [private_link("http://x", SECRET, 30, game_id=game.id, seat=s,

@@ -8,6 +8,7 @@ from sqlmodel import Session
 
 from pbem.games import find_game, players_of
 from pbem.runner.server import Server
+from pbem.store.work import Work
 from pbem.text.errors import Refusal
 from testkit.desk import PLAYERS, moves_of, raise_line, seat_of, subjects
 from testkit.deskrun import referee
@@ -20,7 +21,7 @@ def new_game(server: Server, *options: str) -> None:
 
 def test_newgame_and_add_store_the_game_and_its_players(server: Server) -> None:
     new_game(server)
-    with Session(server.engine) as session:
+    with Work(server.engine) as session:
         game = find_game(session, "g1")
         assert (game.status, game.kind) == ("new", "postal")
         assert [p.email for p in players_of(session, game)] == PLAYERS

@@ -6,11 +6,11 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from sqlmodel import Session
 
 from pbem.games import find_game, players_of
 from pbem.kinds.options import options_of
 from pbem.runner.server import Server
+from pbem.store.work import Work
 from pbem.text.errors import Refusal
 from testkit.desk import PLAYERS, T0, Clock, game_row, last_text
 from testkit.deskrun import referee
@@ -62,7 +62,7 @@ def test_remove_takes_an_entrant_off_before_the_start(server: Server) -> None:
     referee(server, "NEWGAME g1 SEED 3",
             *(f"ADD g1 {p} Name{i}" for i, p in enumerate(PLAYERS, start=1)))
     assert "removed from g1" in referee(server, f"REMOVE g1 {PLAYERS[4]}")[0]
-    with Session(server.engine) as session:
+    with Work(server.engine) as session:
         assert [p.email for p in players_of(session, find_game(session, "g1"))] == PLAYERS[:4]
 
 

@@ -11,6 +11,7 @@ from sqlmodel import Session, select
 from pbem.games import find_game, players_of
 from pbem.runner.server import Server
 from pbem.store.models import Watcher
+from pbem.store.work import Work
 from pbem.text.errors import Refusal
 from testkit.desk import PLAYERS, last_text
 from testkit.deskrun import player, referee
@@ -25,7 +26,7 @@ def code_in(text: str) -> str:
 
 
 def emails(server: Server) -> list[str]:
-    with Session(server.engine) as session:
+    with Work(server.engine) as session:
         return [p.email for p in players_of(session, find_game(session, "g1"))]
 
 

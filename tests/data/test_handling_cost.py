@@ -103,7 +103,7 @@ def test_an_attempt_is_counted_only_for_mail_about_to_be_handled(tmp_path: Path)
 
 def states(server: Server) -> tuple[object, object]:
     """The state as loaded (kept states allowed) and as replayed from the seed."""
-    with Session(server.engine) as session:
+    with Work(server.engine) as session:
         game = find_game(session, "g1")
         kept = load_state(session, game)
         games._states.clear()
@@ -204,7 +204,7 @@ def test_the_clock_looks_only_at_games_with_clock_work(tmp_path: Path) -> None:
     assert candidates() == ["g1", "g2", "g3"]
     server.referee.resolve_due()
     assert candidates() == []                         # reminded once
-    with Session(server.engine) as session:           # a player of g2 away over its deadline
+    with Work(server.engine) as session:           # a player of g2 away over its deadline
         game = find_game(session, "g2")
         assert game.deadline is not None
         session.add(Absence(email=seated(session, game)[1].email, starts=clock(),

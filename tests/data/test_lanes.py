@@ -22,6 +22,7 @@ from pbem.services.post import read_reply
 from pbem.store.claims import me
 from pbem.store.db import lane_claim, lock_key, open_database
 from pbem.store.models import InboundMail
+from pbem.store.work import Work
 from testkit.desk import (
     PLAYERS,
     REFEREE,
@@ -173,7 +174,7 @@ def test_a_mails_lane_is_the_game_its_handling_finds(tmp_path: Path) -> None:
             PLAYERS[0], "away\n", in_reply_to=report.message_id), inbox.NO_GAME),
     }
     post = server.referee.post
-    with Session(server.engine) as session:
+    with Work(server.engine) as session:
         for what, (raw, lane) in cases.items():
             assert lane_of(session, post, raw, None, False) == lane, what
             if what not in ("a long reply", "the referee", "an auto-reply"):

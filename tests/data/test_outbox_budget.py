@@ -18,6 +18,7 @@ from pbem.mail.smtp_out import SmtpSender, rate_limit_answer
 from pbem.outbox import Budget, Origin, drain, enqueue
 from pbem.runner.server import Server
 from pbem.store.models import OutboundMail
+from pbem.store.work import Work
 from testkit.e2e import REFEREE_KEY
 from testkit.stack import stack_settings
 
@@ -40,7 +41,7 @@ class Clock:
 
 def queue(engine, mailstack, kinds: list[str]) -> None:   # noqa: ANN001
     """One mail of each kind, to p1 ... p5 in turn, queued in this order at NOW."""
-    with Session(engine) as session:
+    with Work(engine) as session:
         for n, kind in enumerate(kinds):
             enqueue(session, Origin(mailstack.address("bluff")), kind=kind,
                     to=mailstack.address(USERS[n % 5]), subject=f"{kind} {n}",

@@ -35,7 +35,7 @@ NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
 
 def queue(engine, origin: Origin, rcpts: list[str]) -> None:
-    with Session(engine) as session:
+    with Work(engine) as session:
         for n, rcpt in enumerate(rcpts):
             enqueue(session, origin, kind="notice", to=rcpt, subject=f"mail {n}",
                     text=f"mail {n}\n", html=None, now=NOW)

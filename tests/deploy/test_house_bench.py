@@ -186,3 +186,10 @@ def test_a_kept_override_is_listed_with_its_reason_and_only_for_its_methods(
     assert count(out, "hidden mechanisms:") == 1
     assert ("class GuardedSMTP(aiosmtpd.smtp.SMTP) redefines connection_made, "
             "data_received, smtp_DATA") in hidden
+
+
+def test_what_a_work_carries_is_passed_as_a_work() -> None:
+    """No function of the package asks whether its session is a Work (isinstance): one that
+    needs the memo, the replies or the queued mail takes a Work."""
+    out = house(ROOT)
+    assert count(out, "state found by isinstance:") == 0

@@ -26,6 +26,7 @@ from pbem.games import find_game, pending_orders, players_of
 from pbem.runner.server import Server
 from pbem.store import security
 from pbem.store.models import InboundMail, OutboundMail, Player, SenderEvent
+from pbem.store.work import Work
 from testkit import desk
 from testkit.desk import make_server as desk_server
 from testkit.e2e import REFEREE_KEY as STACK_REFEREE_KEY
@@ -77,7 +78,7 @@ def send(server: Server, sender: str, body: str, **headers: str) -> str:
 
 
 def orders(server: Server) -> dict:
-    with Session(server.engine) as session:
+    with Work(server.engine) as session:
         return pending_orders(session, find_game(session, "g1"))
 
 
@@ -152,7 +153,7 @@ def test_the_referee_key_may_be_configured_as_its_digest_only(tmp_path: Path,
 
 def test_player_keys_are_checked_against_their_stored_digest(server: Server) -> None:
     key, seat = key_and_seat(server, P1)
-    with Session(server.engine) as session:
+    with Work(server.engine) as session:
         player = next(p for p in players_of(session, find_game(session, "g1")) if p.email == P1)
         assert player.key_hash == hashlib.sha256(key.encode()).hexdigest()
         player.key = "shown-in-reports-only"   # the check must not need the plain key
@@ -296,7 +297,7 @@ def test_a_hundred_forged_wrong_keys_silence_neither_referee_nor_player(
         table.server.tick()
 
         assert "real-1" in table.server.referee.admin(["LIST"])[0]
-        with Session(table.server.engine) as session:
+        with Work(table.server.engine) as session:
             game = find_game(session, "g1")
             assert game.turn == 2 or list(pending_orders(session, game)) == [view["you"]]
         limit = table.server.settings.auth_failure_limit

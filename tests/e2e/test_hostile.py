@@ -35,6 +35,7 @@ from pbem.games import find_game, pending_orders
 from pbem.mail.read import read_message
 from pbem.runner.server import Server
 from pbem.store.models import InboundMail, OutboundMail
+from pbem.store.work import Work
 from testkit.desk import make_server as desk_server
 from testkit.stack import stack_settings
 from tests.runner.test_referee import (
@@ -82,7 +83,7 @@ def answers_to(server: Server, row: InboundMail) -> list[OutboundMail]:
 
 
 def orders(server: Server) -> dict[int, dict]:
-    with Session(server.engine) as session:
+    with Work(server.engine) as session:
         return {seat: json.loads(o.move_json) for seat, o in
                 pending_orders(session, find_game(session, "g1")).items()}
 

@@ -40,6 +40,7 @@ from sqlmodel import Session, select
 from pbem.games import find_game, pending_orders, players_of
 from pbem.mail.read import read_message
 from pbem.store.models import InboundMail, OutboundMail
+from pbem.store.work import Work
 from testkit.e2e import REFEREE_KEY, Client, Table, text_of
 from testkit.stack import stack_config
 
@@ -182,7 +183,7 @@ class Scene:
         return {user: clients[user].new_mail() for user in EVERYONE}
 
     def pending(self) -> dict[int, Any]:
-        with Session(self.table.server.engine) as session:
+        with Work(self.table.server.engine) as session:
             return dict(pending_orders(session, find_game(session, "cup-1")))
 
 
@@ -201,7 +202,7 @@ def scene(mailstack: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         table.server.tick()
         table.first_reports_in()
         table.referee.new_mail()
-        with Session(table.server.engine) as session:
+        with Work(table.server.engine) as session:
             keys = {p.email.split("@")[0]: p.key
                     for p in players_of(session, find_game(session, "cup-1"))}
         observer = Client(mailstack, "observer")

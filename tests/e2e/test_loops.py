@@ -26,6 +26,7 @@ from pbem.games import find_game, pending_orders
 from pbem.mail.smtp_out import SendResult
 from pbem.runner.server import Server
 from pbem.store.models import InboundMail, OutboundMail
+from pbem.store.work import Work
 from testkit.desk import make_server as desk_server
 from testkit.e2e import Table, text_of
 from testkit.stack import stack_settings
@@ -112,7 +113,7 @@ def test_automatic_mail_is_neither_answered_nor_acted_on(quiet_server: Server, h
     outcome = deliver(server, raw, envelope_from=envelope)
     assert outcome.startswith("ignored"), outcome
     assert answers(server) == before
-    with Session(server.engine) as session:
+    with Work(server.engine) as session:
         assert pending_orders(session, find_game(session, "g1")) == {}
 
 

@@ -28,6 +28,7 @@ from sqlmodel import Session, col, func, select
 from pbem.games import find_game, pending_orders
 from pbem.runner.server import Server
 from pbem.store.models import InboundMail, OutboundMail
+from pbem.store.work import Work
 from testkit.e2e import REFEREE_KEY
 from testkit.stack import stack_settings
 from testkit.storm import HOSTILE, mutated, storm_mail
@@ -101,7 +102,7 @@ def test_a_fuzzed_storm_leaves_nothing_stuck_applied_or_answered_twice(
             if r.exc_info is not None or r.levelno >= logging.ERROR] == []
     assert first.fetched == len(mails)                   # one fetch, one batch
     assert mailstack.fetch_all("bluff") == []            # nothing stays in the INBOX
-    with Session(server.engine) as session:
+    with Work(server.engine) as session:
         statuses = session.exec(select(InboundMail.status, func.count()).group_by(
             col(InboundMail.status))).all()
         assert dict(statuses).keys() == {"done"}          # none new, none failed

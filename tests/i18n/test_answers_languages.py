@@ -18,6 +18,7 @@ from pbem.games import find_game, load_state
 from pbem.kinds import kind_of
 from pbem.runner.server import Server
 from pbem.store.models import Player, Signup
+from pbem.store.work import Work
 from testkit.catalogue import translations
 from testkit.desk import (
     PLAYERS,
@@ -94,7 +95,7 @@ def rules_of(server: Server, name: str = "g1") -> str:
 
 def due_player(server: Server) -> str:
     """The address of a player who moves now."""
-    with Session(server.engine) as session:
+    with Work(server.engine) as session:
         game = find_game(session, "g1")
         due = kind_of(game).due(load_state(session, game))
     return by_seat(server)[min(due)].email

@@ -14,7 +14,6 @@ from typing import Any
 
 import jsonschema
 import pytest
-from sqlmodel import Session
 
 from pbem.demo.robot_client import client_order_lines
 from pbem.games import add_player, create_game, start_game
@@ -30,6 +29,7 @@ from pbem.rules.robot import choose_move
 from pbem.services.export import export_json, schema
 from pbem.services.turns import resolve_turn
 from pbem.store.db import open_database
+from pbem.store.work import Work
 from pbem.text.i18n import translator
 from pbem.text.wording import say
 
@@ -43,7 +43,7 @@ def played_record(tmp_path: Path, kind: str, words: list[str], players: int,
     """A whole game on SQLite, every move played at the deadline (by the robot, or
     by the game's missing-order policy)."""
     engine = open_database(f"sqlite:///{tmp_path / f'{kind}-{seed}.db'}")
-    with Session(engine) as session:
+    with Work(engine) as session:
         game = create_game(session, f"{kind}-{seed}", seed=seed_from_number(seed), now=NOW,
                            kind=kind, rules_json=kind_named(kind).parse_options(words))
         if policy is not None:

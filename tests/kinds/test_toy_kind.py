@@ -48,6 +48,7 @@ from pbem.orders.parsing import Command, Order
 from pbem.rules.dice import DiceStream
 from pbem.rules.errors import IllegalMove, MalformedMove, RulesError
 from pbem.services.export import export_json, schema
+from pbem.store.work import Work
 from pbem.text.errors import Refusal
 from pbem.text.links import key_generation, private_link
 from testkit.e2e import SCHEMA, Table, text_of
@@ -215,7 +216,7 @@ def web_client(table: Table) -> Any:
 
 
 def private_path(table: Table, seat: int) -> str:
-    with Session(table.server.engine) as session:
+    with Work(table.server.engine) as session:
         game = find_game(session, GAME)
         player = seated(session, game)[seat]
         assert game.id is not None and player.id is not None

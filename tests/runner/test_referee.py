@@ -15,6 +15,7 @@ from pbem.games import find_game, load_state, pending_orders
 from pbem.rules.postal import minigame_of
 from pbem.runner.server import Server
 from pbem.store.models import InboundMail, OutboundMail
+from pbem.store.work import Work
 from testkit.referee import (  # noqa: F401  (clock, server: fixtures)
     PLAYERS,
     REFEREE_KEY,
@@ -59,7 +60,7 @@ def test_fresh_mail_with_game_and_key_is_confirmed_with_odds(server: Server) -> 
     text = last_text(server, "p1@example.org")
     assert "1 three" in text and "%" in text
     assert "Hi!" in text   # the prose line is named as ignored
-    with Session(server.engine) as session:
+    with Work(server.engine) as session:
         assert seat in pending_orders(session, find_game(session, "g1"))
 
 
@@ -69,7 +70,7 @@ def test_later_order_replaces_earlier(server: Server) -> None:
     deliver(server, mail("p2@example.org", f"GAME g1\nKEY {key}\nBID 1 two\n", subject="a"))
     deliver(server, mail("p2@example.org", f"GAME g1\nKEY {key}\nBID 2 stars\n", subject="b"))
     assert "1 two" in last_text(server, "p2@example.org")
-    with Session(server.engine) as session:
+    with Work(server.engine) as session:
         orders = pending_orders(session, find_game(session, "g1"))
         assert '"quantity": 2' in orders[seat].move_json
 
@@ -84,7 +85,7 @@ def test_unidentified_mail_is_refused_and_changes_nothing(server: Server, body: 
     started_game(server)
     deliver(server, mail("p1@example.org", body))
     assert expected in last_text(server, "p1@example.org")
-    with Session(server.engine) as session:
+    with Work(server.engine) as session:
         assert pending_orders(session, find_game(session, "g1")) == {}
 
 
@@ -110,7 +111,7 @@ def test_html_only_mail_is_read(server: Server) -> None:
     key, seat = key_and_seat(server, "p4@example.org")
     html = f"<html><body><p>GAME g1</p><p>KEY {key}</p><div>BID 2 fours</div></body></html>"
     deliver(server, mail("p4@example.org", "", html=html))
-    with Session(server.engine) as session:
+    with Work(server.engine) as session:
         assert seat in pending_orders(session, find_game(session, "g1"))
 
 
@@ -153,7 +154,7 @@ def test_all_orders_in_resolves_the_turn_at_once(server: Server) -> None:
     for email in PLAYERS:
         key, _ = key_and_seat(server, email)
         deliver(server, mail(email, f"GAME g1\nKEY {key}\nBID 1 one\n"))
-    with Session(server.engine) as session:
+    with Work(server.engine) as session:
         game = find_game(session, "g1")
         assert game.turn == 2
         assert load_state(session, game).turn == 2

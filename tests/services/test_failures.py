@@ -22,6 +22,7 @@ from pbem.services.clock import clock_tick
 from pbem.services.post import Post
 from pbem.store.models import InboundMail
 from pbem.store.paths import packaged_dir
+from pbem.store.work import Work
 from testkit.e2e import Table, text_of
 
 pytestmark = pytest.mark.mailstack
@@ -153,6 +154,6 @@ def test_the_clock_tells_a_stuck_game_once(table: Table, tmp_path: Path,
     assert sum("failed again" in r.getMessage() for r in caplog.records) == 2
     mend_reports(table)
     assert clock_tick(table.server.engine, post, later + timedelta(minutes=5)) == 1
-    with Session(table.server.engine) as session:
+    with Work(table.server.engine) as session:
         game = find_game(session, GAME)
         assert game.turn == 2 and pending_orders(session, game) == {}

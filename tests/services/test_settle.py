@@ -16,7 +16,6 @@ from types import FrameType
 from typing import Any
 
 import pytest
-from sqlmodel import Session
 
 from pbem import games
 from pbem.commands.context import CommandContext, Done, MailCommand
@@ -25,6 +24,7 @@ from pbem.games import facts_of, find_game
 from pbem.orders.parsing import Order, game_name
 from pbem.runner.server import Server
 from pbem.services.turns import TurnChange, complete, settle
+from pbem.store.work import Work
 from pbem.text.errors import Refusal
 from testkit.desk import (
     PLAYERS,
@@ -42,7 +42,7 @@ from testkit.desk import (
 
 def _settle(server: Server, why: str) -> bool:
     """settle(TurnChange(g1, why)) in a transaction of its own; True if it played a turn."""
-    with Session(server.engine) as session:
+    with Work(server.engine) as session:
         game = find_game(session, "g1")
         played = settle(session, server.referee.post, TurnChange(game, why))
         session.commit()
@@ -73,7 +73,7 @@ def test_a_complete_turn_under_wait_waits_for_the_deadline(server: Server) -> No
     _all_but_last(server)
     last = PLAYERS[-1]
     order(server, last, raise_line(server, seat_of(server, last)))
-    with Session(server.engine) as session:
+    with Work(server.engine) as session:
         facts = facts_of(session, find_game(session, "g1"))
         assert facts.missing() == [] and not complete(facts)   # every order in, yet WAIT
     assert not _settle(server, "order")
@@ -101,7 +101,7 @@ def test_the_runner_settles_what_a_command_changed(server: Server) -> None:
     command = MailCommand("NOW", "NOW <game>", "resolve now", game_name,
                           action=_resolve_now, who="referee", phase="change")
     line = Order(1, "NOW g1", command, "g1")
-    with Session(server.engine) as session:
+    with Work(server.engine) as session:
         ctx = CommandContext(session, server.referee.post, server.referee.clock(),
                              by_referee=True)
         assert run(ctx, [line]) == ["asked; resolved"]

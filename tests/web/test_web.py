@@ -31,6 +31,7 @@ from pbem.rules.classic import hand_label as classic_hand_label
 from pbem.rules.dice import DiceStream, face_json
 from pbem.services.export import schema
 from pbem.store.models import Game, Player
+from pbem.store.work import Work
 from pbem.web import create_app
 from pbem.web.database import DatabaseNotReady, open_read_only
 from testkit.desk import PLAYERS, Clock, admin, make_server, order, outbox
@@ -248,7 +249,7 @@ def test_a_private_link_shows_that_seat_its_dice_odds_key_and_orders(site: Site,
 
 
 def players_of_game(site: Site, name: str) -> list[Player]:
-    with Session(site.server.engine) as session:
+    with Work(site.server.engine) as session:
         players = players_of(session, find_game(session, name))
         for p in players:
             session.expunge(p)
