@@ -17,6 +17,7 @@ from sqlmodel import Session, col, select
 
 from pbem.config import RetentionSettings
 from pbem.games import find_game
+from pbem.kinds import DEFAULT_KIND
 from pbem.kinds.verify import check_record
 from pbem.runner import server as server_module
 from pbem.runner.inbox import store_inbound
@@ -183,7 +184,7 @@ def test_a_mail_is_its_games_by_its_answer_its_order_or_its_lane(database: str) 
     engine = db.open_database(database)
     try:
         with Session(engine) as session:
-            session.add(Game(name="on", rules_json="{}", seed_hex="00", commitment="c",
+            session.add(Game(name="on", kind=DEFAULT_KIND, rules_json="{}", seed_hex="00", commitment="c",
                              status="running", created_at=T0))
             session.commit()
             game_id = session.exec(select(Game.id)).one()
