@@ -53,7 +53,7 @@ from sqlmodel import Session, col, select  # noqa: E402
 
 from bench.tick_phases import Phases  # noqa: E402
 from pbem.config import ImapSettings, Settings, SmtpSettings  # noqa: E402
-from pbem.demo.robot_client import choose_order, order_lines, parse_mail, reply_to, report_view  # noqa: E402
+from pbem.demo.robot_client import client_order_lines, parse_mail, reply_to, report_view  # noqa: E402
 from pbem.runner.referee import Marks, unmarked  # noqa: E402
 from pbem.runner.server import Server, TickReport  # noqa: E402
 from pbem.store.models import InboundMail, OutboundMail  # noqa: E402
@@ -165,10 +165,10 @@ def play(stack: MailStack, server: Server, names: list[str], seed: int,
                     over.add(name)
                 if name in over:
                     continue
-                move = choose_order(view, rngs[name])
-                if move is not None:
+                lines = client_order_lines(view, rngs[name])
+                if lines:
                     sender = player_address(stack, user, name)
-                    stack.deliver("bluff", reply_to(report, sender, order_lines(move)),
+                    stack.deliver("bluff", reply_to(report, sender, lines),
                                   mail_from=sender)
                     moved = True
         if len(over) == len(names) or not moved:

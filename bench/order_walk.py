@@ -60,7 +60,7 @@ from sqlmodel import Session, SQLModel  # noqa: E402
 
 from pbem import games, kinds  # noqa: E402
 from pbem.config import Settings  # noqa: E402
-from pbem.demo.robot_client import choose_order, order_lines, read_report, reply_to  # noqa: E402
+from pbem.demo.robot_client import client_order_lines, read_report, reply_to  # noqa: E402
 from pbem.kinds import options
 from pbem.runner import sender_check
 from pbem.runner.server import Server, utc_now  # noqa: E402
@@ -108,9 +108,9 @@ def replies(database: Path, rng: random.Random) -> list[bytes]:
     for raw, rcpts in rows:
         report = read_report(raw)
         assert report.view is not None
-        move = choose_order(report.view, rng)
-        assert move is not None
-        mails.append(reply_to(report.msg, json.loads(rcpts)[0], order_lines(move),
+        lines = client_order_lines(report.view, rng)
+        assert lines
+        mails.append(reply_to(report.msg, json.loads(rcpts)[0], lines,
                               quote=True, original=report.text))
     return mails
 
