@@ -57,7 +57,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from sqlalchemy import Engine, text  # noqa: E402
 
 from pbem.config import ImapSettings, Settings  # noqa: E402
-from pbem.demo.robot_client import choose_order, order_lines, read_report, reply_to  # noqa: E402
+from pbem.demo.robot_client import client_order_lines, read_report, reply_to  # noqa: E402
 from pbem.mail.read import MAX_TEXT_LINES  # noqa: E402
 from pbem.runner.server import Server, TickReport  # noqa: E402
 from testkit.mailstack import MailStack  # noqa: E402
@@ -100,9 +100,9 @@ def answers(engine: Engine, rng: random.Random, quote: bool) -> Iterator[bytes]:
         for raw, rcpts in rows:
             report = read_report(raw)   # not a full MIME parse: 50,000 of those take minutes
             assert report.view is not None
-            move = choose_order(report.view, rng)
-            assert move is not None, "every postal player moves in turn 1"
-            yield reply_to(report.msg, json.loads(rcpts)[0], order_lines(move), quote=quote,
+            lines = client_order_lines(report.view, rng)
+            assert lines, "every postal player moves in turn 1"
+            yield reply_to(report.msg, json.loads(rcpts)[0], lines, quote=quote,
                            original=report.text)
 
 
