@@ -268,10 +268,8 @@ class Referee:
         """Write how the mail's handling ended, count the ``following`` mail's attempt,
         commit, and hand the mail it queued over."""
         row.processed_at = self.clock()
-        inbox.finish(session, row)
-        if following is not None:
-            inbox.count_attempt(session, following)
-        session.flush()
+        session.flush()   # (before the statement below: what is pending goes first)
+        inbox.finish(session, row, following)   # the following mail's attempt counted too
         crash_point("inbound-handled")
         session.commit()
         crash_point("inbound-committed")
@@ -332,9 +330,9 @@ class Referee:
         a mail of a game's lane takes its sender's lock too (pbem.store.db.sender_writer).
         None when the mail is no longer ours to handle."""
         started = time.perf_counter()
-        if not inbox.hold_claim(session, inbound_id, self.clock(), lane):
+        row = inbox.hold_claim(session, inbound_id, self.clock(), lane)
+        if row is None:
             return None
-        row = inbox.read_held(session, inbound_id)
         if lane and (sender := inbox.sender_of(row)) is not None:
             sender_writer(session, sender)
         waited = time.perf_counter() - started
