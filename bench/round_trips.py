@@ -5,8 +5,10 @@ starting the games, every player's reply to its first report) and ONE tick handl
 the turn, on SQLite and on a private PostgreSQL cluster (testkit/pgstack.py). During
 the turn tick a listener on the server's engine (here, in the bench, not in pbem)
 counts each statement the driver is handed (an executemany is one) by its verb and
-table, each commit and rollback, and each connection checkout from the pool (on
-PostgreSQL the pool pings the server at checkout: a round trip the statements miss). Prints, per database, those counts per order
+table (on SQLite that includes BEGIN IMMEDIATE, COMMIT and ROLLBACK: pbem's own
+statements there); on PostgreSQL psycopg sends those itself, so the transactions'
+begins, commits and rollbacks are counted (none in AUTOCOMMIT), and the pool's ping as
+a connection is checked out. Prints, per database, those counts per order
 handled, the turn tick's ms per order, and the total round trips per order.
 
     python bench/round_trips.py                    # 50 games, SQLite and PostgreSQL
@@ -58,6 +60,10 @@ def kind_of(statement: str) -> str:
     return f"{verb} {table.group(1)}" if table else verb
 
 
+def autocommit(conn: Any) -> bool:
+    return bool(conn.get_execution_options().get("isolation_level") == "AUTOCOMMIT")
+
+
 def run(database: str, games: int, seed: int,
         show: str | None = None) -> tuple[Counter[str], int, float]:
     """The turn tick's round trips by kind, the orders it handled, its seconds."""
@@ -85,10 +91,17 @@ def run(database: str, games: int, seed: int,
             if kind == show:
                 shown[" ".join(sql.split())] += 1
 
-        listeners = [("before_cursor_execute", statement),
-                     ("commit", lambda conn: trips.update(["COMMIT"])),
-                     ("rollback", lambda conn: trips.update(["ROLLBACK"])),
-                     ("checkout", lambda *args: trips.update(["pool checkout"]))]
+        def ended(what: str) -> Any:
+            def listener(conn: Any) -> None:
+                if not autocommit(conn):   # psycopg sends no BEGIN, COMMIT then
+                    trips[what] += 1
+            return listener
+
+        listeners: list[tuple[str, Any]] = [("before_cursor_execute", statement)]
+        if postgresql:   # psycopg sends BEGIN and COMMIT itself; the pool pings at a checkout
+            listeners += [("begin", ended("BEGIN")), ("commit", ended("COMMIT")),
+                          ("rollback", ended("ROLLBACK")),
+                          ("checkout", lambda *args: trips.update(["SELECT 1 (pool ping)"]))]
         for name, listener in listeners:
             event.listen(server.engine.pool if name == "checkout" else server.engine, name,
                          listener)

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, col, select
 
@@ -183,13 +183,16 @@ class Referee:
                         waits.add("left lanes to other workers", 0.0, holder)
                     continue
                 took = True
-                for number, inbound_id in enumerate(page):
-                    following = page[number + 1] if number + 1 < len(page) else None
-                    marks("mail>")
-                    if self.handle_claimed(inbound_id, following, hand_off, lane=lane,
-                                           waits=waits):
-                        handled += 1
-                    marks("mail<")
+                # the lane's mails on one connection: one checkout (on PostgreSQL the
+                # pool's ping, a round trip) a lane, not a mail
+                with self.engine.connect() as conn:
+                    for number, inbound_id in enumerate(page):
+                        following = page[number + 1] if number + 1 < len(page) else None
+                        marks("mail>")
+                        if self.handle_claimed(inbound_id, following, hand_off, lane=lane,
+                                               waits=waits, bind=conn):
+                            handled += 1
+                        marks("mail<")
             if not took and not routed:
                 break
         return handled
@@ -210,7 +213,8 @@ class Referee:
 
     def handle_claimed(self, inbound_id: int, following: int | None,
                        hand_off: HandOff | None = None, *, lane: int | None = None,
-                       waits: Waits | None = None, isolated: bool = False) -> bool:
+                       waits: Waits | None = None, isolated: bool = False,
+                       bind: Connection | None = None) -> bool:
         """Handle one claimed mail in one transaction; False if it was not ours to handle.
 
         The mail was claimed (a lease in its row, committed), so other processes
@@ -224,13 +228,15 @@ class Referee:
         which begins next (pbem.runner.inbox.count_attempt). The mail the transaction queued goes
         to the ``hand_off`` once it is committed (pbem.store.work.Work.commit, hand_over).
         A mail of a game's ``lane`` (process_lanes) takes that game's lock and its
-        sender's instead of the one writer's; a wait for them is told to ``waits``.
+        sender's instead of the one writer's; a wait for them is told to ``waits``. The
+        transaction runs on ``bind`` when given (a connection not in a transaction: the
+        lane's), else on one of the engine's.
 
         A mail whose handling was cut short before (a crash or a kill: pbem.runner.inbox) is
         handled in a bounded child process (``suspect``), unless this is that child
         (``isolated``).
         """
-        with Work(self.engine, hand_off=hand_off) as session:
+        with Work(bind or self.engine, hand_off=hand_off) as session:
             row = self.hold(session, inbound_id, lane, waits)
             if row is None:
                 session.rollback()
