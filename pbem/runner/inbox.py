@@ -309,11 +309,12 @@ LANE_GIVING = -1     # the try-lock key of giving lanes (not a game's id: those 
 LANES_READ = 200     # lanes with new mail looked at in one read
 
 
-def give_lanes(engine: Engine, upto: int, lane_of: Callable[[Session, LaneRead], int],
+def give_lanes(engine: Engine, upto: int,
+               lanes_of: Callable[[Session, list[LaneRead]], list[int]],
                size: int = PAGE, *, wait: bool = False) -> int | None:
     """Give the oldest ``size`` new mails (up to id ``upto``) without a lane their lanes
-    (``lane_of``: read in this transaction), in one commit; returns how many. One process
-    gives lanes at a time, so a lane's mail gets it in arrival order and each mail is read
+    (``lanes_of``: the page's read together, in this transaction), in one commit; returns
+    how many. One process gives lanes at a time, so a lane's mail gets it in arrival order and each mail is read
     once: None when another is at it, or with ``wait`` after it."""
     with Session(engine) as session:
         if not lane_claim(session, LANE_GIVING, wait=wait):
@@ -325,8 +326,9 @@ def give_lanes(engine: Engine, upto: int, lane_of: Callable[[Session, LaneRead],
                    col(InboundMail.id) <= upto)
             .order_by(col(InboundMail.id)).limit(size))]
         if rows:
+            lanes = lanes_of(session, rows)
             session.connection().execute(_SET_LANE, [
-                {"row": row.id, "lane": lane_of(session, row)} for row in rows])
+                {"row": row.id, "lane": lane} for row, lane in zip(rows, lanes, strict=True)])
         session.commit()
     return len(rows)
 

@@ -39,7 +39,7 @@ from pbem.runner.triage import (
     answer_internal_error,
     find_game_or_none,
     handle,
-    lane_of,
+    lanes_of,
     readable,
     set_aside,
 )
@@ -198,12 +198,12 @@ class Referee:
         return handled
 
     def route(self, upto: int) -> int:
-        """Give stored mail up to id ``upto`` without a lane its lane (lane_of), a page a
+        """Give stored mail up to id ``upto`` without a lane its lane (lanes_of), a page a
         commit: the first page after the worker giving lanes now, if one is, the next
         ones while no other worker is at it (one that is takes its turn, and this one
         goes to handle the lanes given so far); how many were given."""
-        def lane(session: Session, read: inbox.LaneRead) -> int:
-            return lane_of(session, self.post, read.raw, read.envelope_from, read.truncated)
+        def lane(session: Session, reads: list[inbox.LaneRead]) -> list[int]:
+            return lanes_of(session, self.post, reads)
         given = inbox.give_lanes(self.engine, upto, lane, wait=True) or 0
         total = given
         while given == inbox.PAGE:
