@@ -259,8 +259,8 @@ def mark_sent(conn: Connection, row_ids: list[int], when: datetime) -> set[int]:
     ``marking``); the ids so marked (one whose claim is no longer ours is left to
     Connections._mark)."""
     try:
-        marked = set(conn.execute(_MARK_SENT, {"ids": row_ids, "me": me(),
-                                               "when": when}).scalars())
+        marked = {row_id for row_id in conn.execute(_MARK_SENT, {
+            "ids": row_ids, "me": me(), "when": when}).scalars() if row_id is not None}
         conn.commit()
     except BaseException:
         conn.rollback()   # the connection stays usable for the next mark (or reconnects)

@@ -67,13 +67,15 @@ def replied_seat(session: Session, msg: InboundMessage) -> Any | None:
 
 
 _REPLIED_SEATS = select(OutboundMail.id, OutboundMail.message_id, OutboundMail.game_id,
-                        OutboundMail.seat, OutboundMail.turn).where(
+                        OutboundMail.seat).where(
     col(OutboundMail.message_id).in_(bindparam("refs", expanding=True)),
     col(OutboundMail.seat).is_not(None))
 
 
 def replied_seats(session: Session, msgs: list[InboundMessage]) -> list[Any | None]:
-    """replied_seat of each of ``msgs``, all read in one statement."""
+    """The newest mail of ours to a seat that each of ``msgs`` replies to, as replied_seat
+    finds it (a row of its id, message_id, game_id and seat; None if none), all read in
+    one statement."""
     refs = [replied_ids(msg) for msg in msgs]
     wanted = sorted({ref for some in refs for ref in some})
     found: dict[str, Any] = {}
