@@ -12,7 +12,7 @@ from contextlib import AbstractContextManager, ExitStack
 from datetime import datetime
 from typing import Protocol
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from pbem.mail.smtp_out import SendResult
 from pbem.outbox import table
@@ -120,6 +120,7 @@ class Connections:
         self._writing = threading.Lock()   # our threads take turns to write, not SQLite's
         self._queued: list[int] = []        # busy wait; marks queued meanwhile go together
         self._marks: dict[int, bool] = {}
+        self._marking: Connection | None = None   # the marks' connection, once one is made
 
     def __enter__(self) -> Connections:
         return self
@@ -128,8 +129,14 @@ class Connections:
         self.close()
 
     def close(self) -> None:
-        """Close the senders opened (an SMTP pool takes its connections back)."""
-        self._stack.close()
+        """Close the senders opened (an SMTP pool takes its connections back) and the
+        marks' connection."""
+        try:
+            self._stack.close()
+        finally:
+            marking, self._marking = self._marking, None
+            if marking is not None:
+                marking.close()
 
     def _sender(self, slot: int) -> Sender:
         sender = self.senders[slot]
@@ -222,7 +229,9 @@ class Connections:
                 with self._lock:
                     batch, self._queued = self._queued, []
                 try:
-                    marked = table.mark_sent(self.engine, batch, self.now())
+                    if self._marking is None:
+                        self._marking = table.marking(self.engine)
+                    marked = table.mark_sent(self._marking, batch, self.now())
                 except BaseException:   # the others' marks wait for the next of them
                     with self._lock:
                         self._queued[:0] = [i for i in batch if i != row_id]

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, bindparam, case, func, update
+from sqlalchemy import Connection, Engine, bindparam, case, func, update
 from sqlalchemy import select as select_columns  # sqlmodel's select takes at most 4
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, col, select
@@ -236,28 +236,37 @@ def claim_page(engine: Engine, due: list[tuple[int, str | None]], when: datetime
     return claimed
 
 
-# built once: one statement a mail sent
+# built once: one statement a mail sent (the ids marked: those whose claim was still ours)
 _MARK_SENT = update(OutboundMail).where(
     col(OutboundMail.id).in_(bindparam("ids", expanding=True)),
     col(OutboundMail.claimed_by) == bindparam("me"), col(OutboundMail.status) == "pending",
 ).values(status="sent", sent_at=bindparam("when"), attempts=col(OutboundMail.attempts) + 1,
-         claimed_by=None, claimed_at=None)
+         claimed_by=None, claimed_at=None).returning(col(OutboundMail.id))
 
 
-def mark_sent(engine: Engine, row_ids: list[int], when: datetime) -> set[int]:
-    """Mark mails we hold the claim of sent, in one transaction; the ids so marked (one
-    whose claim is no longer ours is left to Connections._mark)."""
-    def mark(ids: list[int]) -> int:
-        return int(conn.execute(_MARK_SENT, {"ids": ids, "me": me(), "when": when}).rowcount)
+def marking(engine: Engine) -> Connection:
+    """The connection a drain's or a stream's marks are written on, held for all of them
+    (a checkout a mark costs the pool's ping on PostgreSQL). A mark is one statement, so
+    on PostgreSQL it runs as its own transaction (AUTOCOMMIT): one round trip, no BEGIN
+    and COMMIT; SQLite's BEGIN is its writer turn (pbem.store.db), kept."""
+    conn = engine.connect()
+    if engine.dialect.name == "postgresql":
+        conn = conn.execution_options(isolation_level="AUTOCOMMIT")
+    return conn
 
-    with engine.connect() as conn:
-        if mark(row_ids) == len(row_ids):
-            conn.commit()
-            return set(row_ids)
-        conn.rollback()     # not all ours any more (rare): one by one
-        marked = {row_id for row_id in row_ids if mark([row_id]) == 1}
+
+def mark_sent(conn: Connection, row_ids: list[int], when: datetime) -> set[int]:
+    """Mark mails we hold the claim of sent, in one statement, committed (``conn``: from
+    ``marking``); the ids so marked (one whose claim is no longer ours is left to
+    Connections._mark)."""
+    try:
+        marked = {row_id for row_id in conn.execute(_MARK_SENT, {
+            "ids": row_ids, "me": me(), "when": when}).scalars() if row_id is not None}
         conn.commit()
-        return marked
+    except BaseException:
+        conn.rollback()   # the connection stays usable for the next mark (or reconnects)
+        raise
+    return marked
 
 
 def release(engine: Engine, row_ids: list[int]) -> list[int]:

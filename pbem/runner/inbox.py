@@ -30,7 +30,7 @@ from datetime import datetime, timedelta
 from email.utils import parseaddr
 from typing import Any
 
-from sqlalchemy import Engine, bindparam, func, insert, update
+from sqlalchemy import Engine, and_, bindparam, case, func, insert, update
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col, select
 
@@ -217,7 +217,8 @@ _OURS_AND_NEW = (col(InboundMail.id) == bindparam("row"), col(InboundMail.status
 _COUNT_ATTEMPT = update(InboundMail).where(*_OURS_AND_NEW).values(
     attempts=col(InboundMail.attempts) + 1)
 _HOLD_CLAIM = update(InboundMail).where(*_OURS_AND_NEW).values(
-    claimed_at=bindparam("now"))   # typed as the column by values()
+    claimed_at=bindparam("now")).returning(  # typed as the column by values()
+    *InboundMail.__table__.columns)  # type: ignore[attr-defined]
 
 
 def count_attempt(session: Session, inbound_id: int) -> None:
@@ -248,24 +249,36 @@ def give_back_attempt(engine: Engine, inbound_id: int) -> bool:
 
 
 def hold_claim(session: Session, inbound_id: int, now: datetime,
-               lane: int | None = None) -> bool:
-    """Begin the handling transaction with a write: still ours, still new? A mail of a
-    game's ``lane`` (PostgreSQL) takes that game's writer lock, beside other games';
-    others (no lane, NO_GAME) the one writer's lock, alone."""
+               lane: int | None = None) -> InboundMail | None:
+    """Begin the handling transaction with a write: still ours, still new? The mail, read
+    by that same write (RETURNING: no read of its own), or None. A mail of a game's
+    ``lane`` (PostgreSQL) takes that game's writer lock, beside other games'; others (no
+    lane, NO_GAME) the one writer's lock, alone. The row is as read_held reads it."""
     if lane:
         game_writer(session, lane)
     else:
         one_writer(session)   # PostgreSQL: one referee transaction at a time, as on SQLite
-    done = session.connection().execute(_HOLD_CLAIM, {"row": inbound_id, "me": me(),
-                                                       "now": now})
-    return bool(done.rowcount == 1)
+    found = session.connection().execute(_HOLD_CLAIM, {"row": inbound_id, "me": me(),
+                                                        "now": now}).mappings().one_or_none()
+    return InboundMail(**found) if found is not None else None
 
 
 _READ_HELD = select(InboundMail.__table__).where(  # type: ignore[attr-defined]
     col(InboundMail.id) == bindparam("row"))
-_FINISH = update(InboundMail).where(col(InboundMail.id) == bindparam("row")).values(
-    status=bindparam("status"), outcome=bindparam("outcome"),
-    processed_at=bindparam("processed_at"))
+# how a mail's handling ended, and (in the same statement: one round trip, not two) the
+# attempt of the mail that begins next counted, as count_attempt does (:next, 0: none)
+_FINISH = update(InboundMail).where(
+    col(InboundMail.id).in_([bindparam("row"), bindparam("next")])).values(
+    status=case((col(InboundMail.id) == bindparam("row"), bindparam("status")),
+                else_=col(InboundMail.status)),
+    outcome=case((col(InboundMail.id) == bindparam("row"), bindparam("outcome")),
+                 else_=col(InboundMail.outcome)),
+    processed_at=case((col(InboundMail.id) == bindparam("row"), bindparam("processed_at")),
+                      else_=col(InboundMail.processed_at)),
+    attempts=case((and_(col(InboundMail.id) == bindparam("next"),
+                        col(InboundMail.status) == "new",
+                        col(InboundMail.claimed_by) == bindparam("me")),
+                   col(InboundMail.attempts) + 1), else_=col(InboundMail.attempts)))
 
 
 def read_held(session: Session, inbound_id: int) -> InboundMail:
@@ -276,11 +289,13 @@ def read_held(session: Session, inbound_id: int) -> InboundMail:
     return InboundMail(**found)
 
 
-def finish(session: Session, row: InboundMail) -> None:
-    """Write how the handling of ``row`` (read by ``read_held``) ended."""
+def finish(session: Session, row: InboundMail, following: int | None = None) -> None:
+    """Write how the handling of ``row`` (read by ``read_held``) ended, and count the
+    attempt of the ``following`` mail, as count_attempt would, in the same statement."""
     session.connection().execute(_FINISH, {"row": row.id, "status": row.status,
                                            "outcome": row.outcome,
-                                           "processed_at": row.processed_at})
+                                           "processed_at": row.processed_at,
+                                           "next": following or 0, "me": me()})
 
 
 # --------------------------------------------------------------------------- lanes
@@ -295,11 +310,12 @@ LANE_GIVING = -1     # the try-lock key of giving lanes (not a game's id: those 
 LANES_READ = 200     # lanes with new mail looked at in one read
 
 
-def give_lanes(engine: Engine, upto: int, lane_of: Callable[[Work, LaneRead], int],
+def give_lanes(engine: Engine, upto: int,
+               lanes_of: Callable[[Work, list[LaneRead]], list[int]],
                size: int = PAGE, *, wait: bool = False) -> int | None:
     """Give the oldest ``size`` new mails (up to id ``upto``) without a lane their lanes
-    (``lane_of``: read in this transaction), in one commit; returns how many. One process
-    gives lanes at a time, so a lane's mail gets it in arrival order and each mail is read
+    (``lanes_of``: the page's read together, in this transaction), in one commit; returns
+    how many. One process gives lanes at a time, so a lane's mail gets it in arrival order and each mail is read
     once: None when another is at it, or with ``wait`` after it."""
     with Work(engine) as session:
         if not lane_claim(session, LANE_GIVING, wait=wait):
@@ -311,8 +327,9 @@ def give_lanes(engine: Engine, upto: int, lane_of: Callable[[Work, LaneRead], in
                    col(InboundMail.id) <= upto)
             .order_by(col(InboundMail.id)).limit(size))]
         if rows:
+            lanes = lanes_of(session, rows)
             session.connection().execute(_SET_LANE, [
-                {"row": row.id, "lane": lane_of(session, row)} for row in rows])
+                {"row": row.id, "lane": lane} for row, lane in zip(rows, lanes, strict=True)])
         session.commit()
     return len(rows)
 

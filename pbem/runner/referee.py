@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, col, select
 
@@ -39,7 +39,7 @@ from pbem.runner.triage import (
     answer_internal_error,
     find_game_or_none,
     handle,
-    lane_of,
+    lanes_of,
     readable,
     set_aside,
 )
@@ -183,24 +183,27 @@ class Referee:
                         waits.add("left lanes to other workers", 0.0, holder)
                     continue
                 took = True
-                for number, inbound_id in enumerate(page):
-                    following = page[number + 1] if number + 1 < len(page) else None
-                    marks("mail>")
-                    if self.handle_claimed(inbound_id, following, hand_off, lane=lane,
-                                           waits=waits):
-                        handled += 1
-                    marks("mail<")
+                # the lane's mails on one connection: one checkout (on PostgreSQL the
+                # pool's ping, a round trip) a lane, not a mail
+                with self.engine.connect() as conn:
+                    for number, inbound_id in enumerate(page):
+                        following = page[number + 1] if number + 1 < len(page) else None
+                        marks("mail>")
+                        if self.handle_claimed(inbound_id, following, hand_off, lane=lane,
+                                               waits=waits, bind=conn):
+                            handled += 1
+                        marks("mail<")
             if not took and not routed:
                 break
         return handled
 
     def route(self, upto: int) -> int:
-        """Give stored mail up to id ``upto`` without a lane its lane (lane_of), a page a
+        """Give stored mail up to id ``upto`` without a lane its lane (lanes_of), a page a
         commit: the first page after the worker giving lanes now, if one is, the next
         ones while no other worker is at it (one that is takes its turn, and this one
         goes to handle the lanes given so far); how many were given."""
-        def lane(session: Work, read: inbox.LaneRead) -> int:
-            return lane_of(session, self.post, read.raw, read.envelope_from, read.truncated)
+        def lane(session: Work, reads: list[inbox.LaneRead]) -> list[int]:
+            return lanes_of(session, self.post, reads)
         given = inbox.give_lanes(self.engine, upto, lane, wait=True) or 0
         total = given
         while given == inbox.PAGE:
@@ -210,7 +213,8 @@ class Referee:
 
     def handle_claimed(self, inbound_id: int, following: int | None,
                        hand_off: HandOff | None = None, *, lane: int | None = None,
-                       waits: Waits | None = None, isolated: bool = False) -> bool:
+                       waits: Waits | None = None, isolated: bool = False,
+                       bind: Connection | None = None) -> bool:
         """Handle one claimed mail in one transaction; False if it was not ours to handle.
 
         The mail was claimed (a lease in its row, committed), so other processes
@@ -224,13 +228,15 @@ class Referee:
         which begins next (pbem.runner.inbox.count_attempt). The mail the transaction queued goes
         to the ``hand_off`` once it is committed (pbem.store.work.Work.commit, hand_over).
         A mail of a game's ``lane`` (process_lanes) takes that game's lock and its
-        sender's instead of the one writer's; a wait for them is told to ``waits``.
+        sender's instead of the one writer's; a wait for them is told to ``waits``. The
+        transaction runs on ``bind`` when given (a connection not in a transaction: the
+        lane's), else on one of the engine's.
 
         A mail whose handling was cut short before (a crash or a kill: pbem.runner.inbox) is
         handled in a bounded child process (``suspect``), unless this is that child
         (``isolated``).
         """
-        with Work(self.engine, hand_off=hand_off) as session:
+        with Work(bind or self.engine, hand_off=hand_off) as session:
             row = self.hold(session, inbound_id, lane, waits)
             if row is None:
                 session.rollback()
@@ -268,10 +274,8 @@ class Referee:
         """Write how the mail's handling ended, count the ``following`` mail's attempt,
         commit, and hand the mail it queued over."""
         row.processed_at = self.clock()
-        inbox.finish(session, row)
-        if following is not None:
-            inbox.count_attempt(session, following)
-        session.flush()
+        session.flush()   # (before the statement below: what is pending goes first)
+        inbox.finish(session, row, following)   # the following mail's attempt counted too
         crash_point("inbound-handled")
         session.commit()
         crash_point("inbound-committed")
@@ -332,9 +336,9 @@ class Referee:
         a mail of a game's lane takes its sender's lock too (pbem.store.db.sender_writer).
         None when the mail is no longer ours to handle."""
         started = time.perf_counter()
-        if not inbox.hold_claim(session, inbound_id, self.clock(), lane):
+        row = inbox.hold_claim(session, inbound_id, self.clock(), lane)
+        if row is None:
             return None
-        row = inbox.read_held(session, inbound_id)
         if lane and (sender := inbox.sender_of(row)) is not None:
             sender_writer(session, sender)
         waited = time.perf_counter() - started

@@ -66,6 +66,26 @@ def replied_seat(session: Session, msg: InboundMessage) -> Any | None:
     return core_read(session, _REPLIED_SEAT, {"refs": refs}).first() if refs else None
 
 
+_REPLIED_SEATS = select(OutboundMail.id, OutboundMail.message_id, OutboundMail.game_id,
+                        OutboundMail.seat).where(
+    col(OutboundMail.message_id).in_(bindparam("refs", expanding=True)),
+    col(OutboundMail.seat).is_not(None))
+
+
+def replied_seats(session: Session, msgs: list[InboundMessage]) -> list[Any | None]:
+    """The newest mail of ours to a seat that each of ``msgs`` replies to, as replied_seat
+    finds it (a row of its id, message_id, game_id and seat; None if none), all read in
+    one statement."""
+    refs = [replied_ids(msg) for msg in msgs]
+    wanted = sorted({ref for some in refs for ref in some})
+    found: dict[str, Any] = {}
+    for row in core_read(session, _REPLIED_SEATS, {"refs": wanted}) if wanted else ():
+        if row.message_id not in found or row.id > found[row.message_id].id:
+            found[row.message_id] = row
+    return [max((found[ref] for ref in some if ref in found), key=lambda row: row.id,
+                default=None) for some in refs]
+
+
 def replied_report(session: Work,
                    msg: InboundMessage) -> tuple[Any, Game, Player | None] | None:
     """The mail of ours to a seat that ``msg`` replies to (a report, an answer), its game,

@@ -142,18 +142,46 @@ def lane_of(session: Work, post: Post, raw: bytes, envelope_from: str | None,
     before its orders are read (named_game, as its handling finds it), else NO_GAME
     (automatic mail, the referee's, a stranger's, a sign-up, one that cannot be read:
     its handling says why)."""
-    settings = post.settings
-    try:
-        msg = read_message(raw, own_addresses=[settings.address], envelope_from=envelope_from)
-        if truncated or msg.automatic or msg.from_addr is None or not msg.readable or \
-                msg.from_addr in (settings.address.lower(), settings.referee.lower()):
-            return inbox.NO_GAME
+    return lanes_of(session, post, [inbox.LaneRead(0, raw, envelope_from, truncated)])[0]
+
+
+def lanes_of(session: Work, post: Post, reads: list[inbox.LaneRead]) -> list[int]:
+    """The lanes of stored mails, as lane_of finds each; the mails of ours they reply to
+    are looked up together (one read for a page of mail, not one a mail)."""
+    msgs = [_player_mail(post, read) for read in reads]
+    sents = iter(sender_check.replied_seats(session, [msg for msg in msgs if msg is not None]))
+    lanes = []
+    for msg in msgs:
         # a reply to our mail to a seat speaks to that mail's game, as named_game finds it:
         # its headers alone say so, so neither the mail of ours it quotes is read (the
         # cut of the quote) nor the game loaded; the mail's handling does both
-        sent = sender_check.replied_seat(session, msg)
-        if sent is not None and sent.game_id is not None and sent.seat is not None:
-            return int(sent.game_id)
+        sent = next(sents) if msg is not None else None
+        if msg is None:
+            lanes.append(inbox.NO_GAME)
+        elif sent is not None and sent.game_id is not None and sent.seat is not None:
+            lanes.append(int(sent.game_id))
+        else:
+            lanes.append(_named_lane(session, msg))
+    return lanes
+
+
+def _player_mail(post: Post, read: inbox.LaneRead) -> InboundMessage | None:
+    """A stored mail read as a player's may be; None for one that has no game's lane."""
+    settings = post.settings
+    try:
+        msg = read_message(read.raw, own_addresses=[settings.address],
+                           envelope_from=read.envelope_from)
+    except Exception:   # noqa: BLE001 - its handling reads it again and says what is wrong
+        return None
+    if read.truncated or msg.automatic or msg.from_addr is None or not msg.readable or \
+            msg.from_addr in (settings.address.lower(), settings.referee.lower()):
+        return None
+    return msg
+
+
+def _named_lane(session: Work, msg: InboundMessage) -> int:
+    """The lane of a mail that replies to no mail of ours to a seat: the game it names."""
+    try:
         game = named_game(session, within_limits(read_reply(session, msg)))
     except Exception:   # noqa: BLE001 - its handling reads it again and says what is wrong
         return inbox.NO_GAME

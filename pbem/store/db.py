@@ -335,6 +335,11 @@ _PAIR_LOCK = text("SELECT pg_advisory_xact_lock(CAST(:space AS integer), "
                   "CAST(:key AS integer))")
 _TRY_PAIR_LOCK = text("SELECT pg_try_advisory_xact_lock(CAST(:space AS integer), "
                       "CAST(:key AS integer))")
+# game_writer's two locks in one round trip: a select list is evaluated left to right,
+# so the writer's shared lock is still taken first
+_GAME_WRITER_LOCKS = text("SELECT pg_advisory_xact_lock_shared(:writer), "
+                          "pg_advisory_xact_lock(CAST(:space AS integer), "
+                          "CAST(:key AS integer))")
 
 
 def lock_key(text_: str) -> int:
@@ -350,10 +355,11 @@ def game_writer(session: Session, game_id: int, *, wait: bool = True) -> bool:
     lock is only tried: False if another transaction holds it (nothing taken then that
     outlives the caller's rollback)."""
     conn = session.connection()
-    conn.execute(_SHARED_WRITER_LOCK, {"key": WRITER_LOCK_KEY})
     if wait:
-        conn.execute(_PAIR_LOCK, {"space": GAME_LOCK_SPACE, "key": game_id})
+        conn.execute(_GAME_WRITER_LOCKS, {"writer": WRITER_LOCK_KEY, "space": GAME_LOCK_SPACE,
+                                          "key": game_id})
         return True
+    conn.execute(_SHARED_WRITER_LOCK, {"key": WRITER_LOCK_KEY})
     return bool(conn.execute(_TRY_PAIR_LOCK, {"space": GAME_LOCK_SPACE,
                                               "key": game_id}).scalar())
 

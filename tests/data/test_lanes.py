@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from sqlalchemy import update
+from sqlalchemy import event, update
 from sqlmodel import Session, col, select
 
 from pbem.mail.read import MAX_TEXT_LINES, read_message
 from pbem.runner import inbox
-from pbem.runner.triage import lane_of, named_game
+from pbem.runner.triage import lane_of, lanes_of, named_game
 from pbem.services.post import read_reply
 from pbem.store.claims import me
 from pbem.store.db import lane_claim, lock_key, open_database
@@ -50,7 +50,8 @@ def stored(engine, lanes: list[int]) -> list[int]:
     with Session(engine) as session:
         ids = list(session.exec(select(InboundMail.id).order_by(col(InboundMail.id))))
     by_id = dict(zip(ids, lanes, strict=True))
-    assert inbox.give_lanes(engine, max(ids), lambda _s, read: by_id[read.id]) == len(ids)
+    assert inbox.give_lanes(engine, max(ids),
+                            lambda _s, reads: [by_id[read.id] for read in reads]) == len(ids)
     return [i for i in ids if i is not None]
 
 
@@ -69,7 +70,7 @@ def test_a_lane_is_claimed_whole_oldest_first_and_only_when_no_other_holds_it(
     upto = max(ids)
     assert inbox.waiting_lanes(engine, upto) == [5, 6, 0]   # by each lane's oldest mail
     # a lane is given once: a second reading changes nothing
-    assert inbox.give_lanes(engine, upto, lambda _s, _r: 99) == 0
+    assert inbox.give_lanes(engine, upto, lambda _s, reads: [99 for _ in reads]) == 0
     held_by(engine, ids[2], OTHER, NOW)                      # another worker holds lane 5
     assert inbox.claim_lane(engine, NOW, LEASE, 5, upto=upto) == ([], OTHER)
     assert inbox.claim_lane(engine, NOW, LEASE, 6, upto=upto) == ([ids[1], ids[4]], None)
@@ -182,3 +183,32 @@ def test_a_mails_lane_is_the_game_its_handling_finds(tmp_path: Path) -> None:
                 found = named_game(session, msg)
                 assert (found.id if found else inbox.NO_GAME) == lane, what
         assert lane_of(session, post, cases["a reply"][0], None, True) == inbox.NO_GAME
+
+
+def test_a_page_of_mail_gets_its_lanes_with_one_read_of_the_mail_it_replies_to(
+        tmp_path: Path) -> None:
+    """lanes_of, as give_lanes asks it for a page: the lanes lane_of finds one by one, and
+    the mails of ours the page replies to read in one statement (before: one a mail)."""
+    server = make_server(tmp_path, Clock())
+    started_game(server)
+    started_game(server, name="g2")
+    reports = [r for p in PLAYERS for r in outbox_rows(server, p) if r.kind == "report"]
+    raws = [mail(PLAYERS[n % 5], "B 2 3\n", in_reply_to=r.message_id)
+            for n, r in enumerate(reports)]
+    raws += [mail(PLAYERS[1], "GAME g2\nKEY x\nB 2 3\n"), mail("who@else.org", "HELP\n")]
+    reads = [inbox.LaneRead(n, raw, None, False) for n, raw in enumerate(raws)]
+    post = server.referee.post
+    statements: list[str] = []
+
+    def seen(conn, cursor, sql, *rest) -> None:   # noqa: ANN001
+        statements.append(sql)
+    with Session(server.engine) as session:
+        one_by_one = [lane_of(session, post, raw, None, False) for raw in raws]
+        event.listen(server.engine, "before_cursor_execute", seen)
+        try:
+            together = lanes_of(session, post, reads)
+        finally:
+            event.remove(server.engine, "before_cursor_execute", seen)
+    assert together == one_by_one
+    assert len(set(together)) == 3 and inbox.NO_GAME in together   # two games, a stranger
+    assert sum("seat IS NOT NULL" in sql for sql in statements) == 1

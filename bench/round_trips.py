@@ -1,0 +1,148 @@
+"""Round trips a handled order costs the database: statements and commits by kind.
+
+N postal games (bench/scale.py's set-up: a real Dovecot, referee mail creating and
+starting the games, every player's reply to its first report) and ONE tick handling
+the turn, on SQLite and on a private PostgreSQL cluster (testkit/pgstack.py). During
+the turn tick a listener on the server's engine (here, in the bench, not in pbem)
+counts each statement the driver is handed (an executemany is one) by its verb and
+table (on SQLite that includes BEGIN IMMEDIATE, COMMIT and ROLLBACK: pbem's own
+statements there); on PostgreSQL psycopg sends those itself, so the transactions'
+begins, commits and rollbacks are counted (none in AUTOCOMMIT), and the pool's ping as
+a connection is checked out. Prints, per database, those counts per order
+handled, the turn tick's ms per order, and the total round trips per order.
+
+    python bench/round_trips.py                    # 50 games, SQLite and PostgreSQL
+    python bench/round_trips.py --games 200 --databases postgresql
+    python bench/round_trips.py --show "SELECT outbound_mail"   # that kind's statements
+
+Needs Dovecot and PostgreSQL's server binaries; run from the repository root.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import re
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from sqlalchemy import event  # noqa: E402
+
+from bench.scale import (  # noqa: E402
+    KEY,
+    SEATS,
+    _Nothing,
+    answers,
+    count,
+    deliver,
+    referee_mails,
+)
+from pbem.config import ImapSettings, Settings  # noqa: E402
+from pbem.runner.server import Server  # noqa: E402
+from testkit.mailstack import MailStack  # noqa: E402
+from testkit.pgstack import PgCluster  # noqa: E402
+
+_TABLE = re.compile(r"\b(?:FROM|INTO|UPDATE|JOIN)\s+\"?(\w+)", re.IGNORECASE)
+_CALLED = re.compile(r"\s*SELECT\s+(\w+)\(", re.IGNORECASE)   # SELECT pg_advisory_xact_lock(...
+
+
+def kind_of(statement: str) -> str:
+    """A statement's verb and its first table: "SELECT games", "INSERT outbound_mail"."""
+    words = statement.split(None, 1)
+    verb = words[0].upper() if words else "?"
+    table = _TABLE.search(statement) or _CALLED.match(statement)
+    return f"{verb} {table.group(1)}" if table else verb
+
+
+def autocommit(conn: Any) -> bool:
+    return bool(conn.get_execution_options().get("isolation_level") == "AUTOCOMMIT")
+
+
+def run(database: str, games: int, seed: int,
+        show: str | None = None) -> tuple[Counter[str], int, float]:
+    """The turn tick's round trips by kind, the orders it handled, its seconds."""
+    postgresql = database == "postgresql"
+    with MailStack(users=("bluff", "referee")) as stack, \
+            tempfile.TemporaryDirectory(prefix="pbem-trips-") as tmp, \
+            (PgCluster() if postgresql else _Nothing()) as cluster:
+        url = cluster.new_database() if postgresql else f"sqlite:///{Path(tmp) / 'trips.db'}"
+        settings = Settings(
+            database=url, address=stack.address("bluff"),
+            referee=stack.address("referee"), referee_key=KEY, outbox_dir=Path(tmp) / "outbox",
+            imap=ImapSettings(stack.imap_host, stack.imap_port, ssl=False,
+                              username=stack.address("bluff"), password=stack.password))
+        server = Server(settings)
+        deliver(stack, referee_mails(stack, games), "referee mails")
+        assert server.tick().processed, "the games were not started"
+        orders = deliver(stack, answers(server.engine, random.Random(seed), True), "orders")
+        trips: Counter[str] = Counter()
+        shown: Counter[str] = Counter()
+
+        def statement(conn: Any, cursor: Any, sql: str, params: Any, context: Any,
+                      executemany: bool) -> None:
+            kind = kind_of(sql) + (" (many)" if executemany else "")
+            trips[kind] += 1
+            if kind == show:
+                shown[" ".join(sql.split())] += 1
+
+        def ended(what: str) -> Any:
+            def listener(conn: Any) -> None:
+                if not autocommit(conn):   # psycopg sends no BEGIN, COMMIT then
+                    trips[what] += 1
+            return listener
+
+        listeners: list[tuple[str, Any]] = [("before_cursor_execute", statement)]
+        if postgresql:   # psycopg sends BEGIN and COMMIT itself; the pool pings at a checkout
+            listeners += [("begin", ended("BEGIN")), ("commit", ended("COMMIT")),
+                          ("rollback", ended("ROLLBACK")),
+                          ("checkout", lambda *args: trips.update(["SELECT 1 (pool ping)"]))]
+        for name, listener in listeners:
+            event.listen(server.engine.pool if name == "checkout" else server.engine, name,
+                         listener)
+        clock = time.perf_counter()
+        turn = server.tick()
+        seconds = time.perf_counter() - clock
+        for name, listener in listeners:
+            event.remove(server.engine.pool if name == "checkout" else server.engine, name,
+                         listener)
+        second = count(server.engine, "SELECT count(*) FROM outbound_mail "
+                                      "WHERE kind = 'report' AND turn = 2")
+        for sql, times in shown.most_common():
+            print(f"{database}: {times / orders:.2f} an order: {sql}")
+        assert turn.processed == orders and second == SEATS * games, (turn, second)
+        server.close()
+        server.engine.dispose()
+        return trips, turn.processed, seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--games", type=int, default=50)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--databases", nargs="+", default=["sqlite", "postgresql"],
+                        choices=["sqlite", "postgresql"])
+    parser.add_argument("--show", metavar="KIND",
+                        help='print the statements of one kind, e.g. "SELECT outbound_mail"')
+    args = parser.parse_args()
+    results = {db: run(db, args.games, args.seed, args.show) for db in args.databases}
+    kinds = sorted({k for trips, _, _ in results.values() for k in trips},
+                   key=lambda k: -max(r[0][k] / r[1] for r in results.values()))
+    print(f"\nround trips per order, one turn of {args.games} games\n")
+    print("| statement | " + " | ".join(results) + " |")
+    print("| --- |" + " ---: |" * len(results))
+    for k in kinds:
+        print(f"| {k} | " + " | ".join(f"{t[k] / n:.2f}" for t, n, _ in results.values()) + " |")
+    print("| **all round trips** | "
+          + " | ".join(f"**{sum(t.values()) / n:.2f}**" for t, n, _ in results.values()) + " |")
+    print("| ms per order (turn tick) | "
+          + " | ".join(f"{1000 * s / n:.1f}" for _, n, s in results.values()) + " |")
+
+
+if __name__ == "__main__":
+    main()
