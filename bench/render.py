@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import pbem.games  # noqa: E402
-from pbem.render.reports import Renderer  # noqa: E402
+from pbem.render.reports import Renderer, SharedParts  # noqa: E402
 from pbem.store.security import hash_key  # noqa: E402
 from testkit.reports import play  # noqa: E402
 
@@ -69,9 +69,10 @@ def record_game(tmp: Path, label: str, kind: str, options: str, players: int,
 
     class Recording(Renderer):
         def render(self, name: str, context: Mapping[str, Any], language: str = "en",
-                   zone: str | None = None) -> tuple[str, str]:
+                   zone: str | None = None, shared: SharedParts | None = None
+                   ) -> tuple[str, str]:
             kept = copy.deepcopy(dict(context))     # before the renderer sees it
-            text, html = super().render(name, context, language, zone)
+            text, html = super().render(name, context, language, zone, shared)
             seen.append((name, kept, text, html))
             return text, html
 

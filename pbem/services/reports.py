@@ -18,6 +18,7 @@ from pbem.games import GameFacts, heard_by, seated, talk_lines, watchers_of
 from pbem.kinds import AnyKind, kind_of
 from pbem.kinds.options import LEVEL_NAMES, GameOptions, robot_level
 from pbem.outbox import Origin, Queued, enqueue
+from pbem.render.reports import SharedParts
 from pbem.services.export import export_json
 from pbem.services.post import Post, tagged
 from pbem.services.replay import course, replay_steps
@@ -89,6 +90,25 @@ def report_context(game: Game, players: dict[int, Player], state: Any, seat: int
     }
 
 
+# what a seat's report context holds that is the reader's own: left out of the context the
+# parts every reader shares are rendered with (Renderer.shared_parts), so that a shared
+# template that reads one fails instead of showing one reader's to all
+PERSONAL = ("notes", "talk", "key", "private_link", "timezone", "your_due", "bid_charts")
+
+
+def public_context(game: Game, players: dict[int, Player], state: Any, now: datetime,
+                   origin: Origin, web: WebSettings | None = None,
+                   course: dict[str, Any] | None = None, *, kind: AnyKind | None = None,
+                   options: GameOptions | None = None) -> dict[str, Any]:
+    """The context of the parts of a turn's report that every reader shares: the public
+    view's (no hidden dice), without anything that is one reader's (PERSONAL)."""
+    context = report_context(game, players, state, None, now, origin, [], None, web,
+                             course, kind=kind, options=options)
+    for key in PERSONAL:
+        del context[key]
+    return context
+
+
 def view_json(view: dict[str, Any]) -> bytes:
     """A report's view as its JSON attachment: on one line, which Python's C encoder
     writes (with an indent the pure-Python one runs, ~1 ms a report)."""
@@ -124,6 +144,10 @@ def enqueue_reports(session: Session, post: Post, game: Game, state: Any, *, now
     record = [record_attachment(session, game)] if over else []
     drawn = game_course(session, game, players) if over else None
     rows = []
+    # what every seat's report shares, rendered once a language (this call is one game's
+    # turn): a whole turn's, as one seat's report alone gains nothing from it
+    shared: dict[str, SharedParts | None] | None = {} if only_seat is None else None
+    public: dict[str, Any] | None = None
     for seat, player in sorted(players.items()):
         if only_seat is not None and seat != only_seat:
             continue
@@ -133,8 +157,18 @@ def enqueue_reports(session: Session, post: Post, game: Game, state: Any, *, now
                                  options=options)
         language = post.language_of(session, player.email, game, player=player,
                                     options=options)
+        parts = None
+        if shared is not None:
+            if language not in shared:
+                if public is None:
+                    public = public_context(game, players, state, now, origin,
+                                            post.settings.web, drawn, kind=kind,
+                                            options=options)
+                shared[language] = renderer.shared_parts(kind.report_template, public,
+                                                         language)
+            parts = shared[language]
         text, html = renderer.render(kind.report_template, context, language,
-                                     player.timezone)
+                                     player.timezone, shared=parts)
         subject = post.subject(tagged(game.name, _("final report") if over
                                       else _("turn {turn} report", turn=game.turn)), language)
         attachment = ("report.json", "application/json", view_json(context["view"]))

@@ -41,8 +41,8 @@ def break_reports(table: Table, folder: Path) -> None:
     folder.mkdir()
     for part in ("txt", "html"):
         good = (packaged_dir("templates") / f"classic_report.{part}.j2").read_text()
-        assert "t.from" in good
-        (folder / f"classic_report.{part}.j2").write_text(good.replace("t.from", "t.name"))
+        assert 't["from"]' in good
+        (folder / f"classic_report.{part}.j2").write_text(good.replace('t["from"]', 't["name"]'))
     table.server.referee.post.renderer = Renderer(folder)
 
 
