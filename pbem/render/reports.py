@@ -716,13 +716,14 @@ class Renderer:
 @dataclass(frozen=True)
 class SharedParts:
     """The parts of a turn's report that every reader shares, in one language: the text
-    part's and the HTML part's (markup), each by its name in the shared template."""
+    part's and the HTML part's (markup), each by its name in the shared template (a
+    rendered part, or a dict or list of them: the rows of a table by seat)."""
 
-    text: Mapping[str, str]
-    html: Mapping[str, str]
+    text: Mapping[str, Any]
+    html: Mapping[str, Any]
 
 
-def _parts_of(template: jinja2.Template, context: Mapping[str, Any]) -> dict[str, str]:
+def _parts_of(template: jinja2.Template, context: Mapping[str, Any]) -> dict[str, Any]:
     """The top-level ``{% set %}`` values of ``template`` rendered with ``context`` (its
     module's exported names, jinja2's Template.make_module)."""
     module = template.make_module(dict(context))

@@ -8,6 +8,7 @@ watchers get the public one.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -144,10 +145,16 @@ def enqueue_reports(session: Session, post: Post, game: Game, state: Any, *, now
     record = [record_attachment(session, game)] if over else []
     drawn = game_course(session, game, players) if over else None
     rows = []
-    # what every seat's report shares, rendered once a language (this call is one game's
-    # turn): a whole turn's, as one seat's report alone gains nothing from it
-    shared: dict[str, SharedParts | None] | None = {} if only_seat is None else None
-    public: dict[str, Any] | None = None
+    # what every report of the turn shares (the watchers' too), rendered once a language
+    shared: dict[str, SharedParts | None] = {}
+
+    def shared_in(language: str) -> SharedParts | None:
+        if language not in shared:
+            public = public_context(game, players, state, now, origin, post.settings.web,
+                                    drawn, kind=kind, options=options)
+            shared[language] = renderer.shared_parts(kind.report_template, public, language)
+        return shared[language]
+
     for seat, player in sorted(players.items()):
         if only_seat is not None and seat != only_seat:
             continue
@@ -157,18 +164,8 @@ def enqueue_reports(session: Session, post: Post, game: Game, state: Any, *, now
                                  options=options)
         language = post.language_of(session, player.email, game, player=player,
                                     options=options)
-        parts = None
-        if shared is not None:
-            if language not in shared:
-                if public is None:
-                    public = public_context(game, players, state, now, origin,
-                                            post.settings.web, drawn, kind=kind,
-                                            options=options)
-                shared[language] = renderer.shared_parts(kind.report_template, public,
-                                                         language)
-            parts = shared[language]
         text, html = renderer.render(kind.report_template, context, language,
-                                     player.timezone, shared=parts)
+                                     player.timezone, shared=shared_in(language))
         subject = post.subject(tagged(game.name, _("final report") if over
                                       else _("turn {turn} report", turn=game.turn)), language)
         attachment = ("report.json", "application/json", view_json(context["view"]))
@@ -181,7 +178,8 @@ def enqueue_reports(session: Session, post: Post, game: Game, state: Any, *, now
     if only_seat is None:
         rows += _watcher_reports(session, post, game, state, players, now=now,
                                  notes=notes or [], talk=talk, record=record,
-                                 course=drawn, kind=kind, options=options)
+                                 course=drawn, kind=kind, options=options,
+                                 shared_in=shared_in)
     return rows
 
 
@@ -190,8 +188,10 @@ def _watcher_reports(session: Session, post: Post, game: Game, state: Any,
                      talk: list[dict[str, Any]],
                      record: list[tuple[str, str, bytes]],
                      course: dict[str, Any] | None, kind: AnyKind,
-                     options: GameOptions | None) -> list[Queued]:
-    """The public view (no hidden dice) for each WATCHer of the game (commands.signup)."""
+                     options: GameOptions | None,
+                     shared_in: Callable[[str], SharedParts | None]) -> list[Queued]:
+    """The public view (no hidden dice) for each WATCHer of the game (commands.signup);
+    ``shared_in``: the parts every report of the turn shares, in a language."""
     watchers = watchers_of(session, game)
     if not watchers:
         return []
@@ -209,7 +209,8 @@ def _watcher_reports(session: Session, post: Post, game: Game, state: Any,
                                []).append(email)
     over = kind.over(state)
     for language, emails in by_language.items():
-        text, html = post.renderer.render(kind.report_template, context, language)
+        text, html = post.renderer.render(kind.report_template, context, language,
+                                          shared=shared_in(language))
         subject = post.subject(tagged(game.name, _("final report (public view)")
                                       if over
                                       else _("turn {turn} public view", turn=game.turn)), language)
