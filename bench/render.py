@@ -254,8 +254,8 @@ def main() -> int:
                   f"  {took_base / took_now:>6.2f}x")
         if args.language != "en":
             return 0
-        # a turn's seat reports as the server renders them: shared parts once a turn
-        print(f"{"a turn's reports":<22}{'turns':>9}{'reports':>9}{'ms base':>9}{'ms now':>8}"
+        # a turn's reports as the server renders them: shared parts once a turn
+        print(f"{'a turn, all reports':<22}{'turns':>9}{'reports':>9}{'ms base':>9}{'ms now':>8}"
               "  speed-up   (ms a report; now: shared parts once a turn)")
         for label, reports in games.items():
             turns = TURNS[label]

@@ -104,10 +104,9 @@ def test_an_override_that_declares_its_shared_part_is_rendered_once(
         recorded: list[Recording], tmp_path: Path) -> None:
     name, context, public = next(s for s in recorded[0].seen if s[2] is not None)
     assert public is not None
-    _override(tmp_path, "postal_report.txt.j2")
-    (tmp_path / "postal_report_shared.txt.j2").write_text(
-        "{% set fair_dice %}SHARED {{ game }}\n{% endset %}\n"
-        "{% set final_standings %}{% endset %}{% set course_chart %}{% endset %}\n")
+    _override(tmp_path, "postal_report.txt.j2", "postal_report_shared.txt.j2")
+    with (tmp_path / "postal_report_shared.txt.j2").open("a") as shared:
+        shared.write("{% set fair_dice %}SHARED {{ game }}\n{% endset %}\n")
     renderer = Renderer(tmp_path)
     parts = renderer.shared_parts(name, recorded[0].publics[public])
     assert parts is not None and parts.text["fair_dice"] == f"SHARED {context['game']}\n"
