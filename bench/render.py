@@ -10,6 +10,10 @@ those contexts again, per report template:
 * "base": those of a git revision (--baseline, default HEAD), loaded side by
   side in the same process, so both figures come from the same run.
 
+Then a turn at a time (English only): every report of each turn, the base
+rendering each whole, "now" rendering the turn's shared parts once
+(Renderer.shared_parts) and each report with them, as the server does.
+
     python bench/render.py [--baseline REV] [--repeat 5] [--changed] [--language L]
                            [--save F | --check F]
 
