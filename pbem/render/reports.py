@@ -573,7 +573,7 @@ def template_environment(override_dir: Path | None, language: str = SOURCE_LANGU
         keep_trailing_newline=True,
         auto_reload=override_dir is not None,
         finalize=said_in(tr),
-        extensions=["jinja2.ext.i18n", _SaidWhenCompiled],
+        extensions=["jinja2.ext.i18n", "jinja2.ext.do", _SaidWhenCompiled],
     )
     env.extend(said_by=tr)         # the language _SaidWhenCompiled says messages in
     # the i18n extension's method, which Environment does not declare
