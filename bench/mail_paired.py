@@ -62,12 +62,13 @@ def free_rendering() -> Callable[[bool], None]:
     made: dict[str, tuple[str, str]] = {}
     state = {"on": False}
 
-    def render(self: Renderer, name: str, context: Any) -> tuple[str, str]:
+    def render(self: Renderer, name: str, context: Any, *args: Any,
+               **kwargs: Any) -> tuple[str, str]:
         if not name.endswith("report"):
-            return real(self, name, context)
+            return real(self, name, context, *args, **kwargs)
         if state["on"] and name in made:
             return made[name]
-        made[name] = real(self, name, context)
+        made[name] = real(self, name, context, *args, **kwargs)
         return made[name]
 
     Renderer.render = render  # type: ignore[method-assign]

@@ -10,6 +10,10 @@ those contexts again, per report template:
 * "base": those of a git revision (--baseline, default HEAD), loaded side by
   side in the same process, so both figures come from the same run.
 
+Then a turn at a time (English only): every report of each turn, the base
+rendering each whole, "now" rendering the turn's shared parts once
+(Renderer.shared_parts) and each report with them, as the server does.
+
     python bench/render.py [--baseline REV] [--repeat 5] [--changed] [--language L]
                            [--save F | --check F]
 
@@ -43,7 +47,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import pbem.games  # noqa: E402
-from pbem.render.reports import Renderer  # noqa: E402
+from pbem.render.reports import Renderer, SharedParts  # noqa: E402
 from pbem.store.security import hash_key  # noqa: E402
 from testkit.reports import play  # noqa: E402
 
@@ -60,18 +64,31 @@ GAMES = [
 ]
 
 Recorded = list[tuple[str, dict[str, Any], str, str]]   # template, context, text, html
+# the turns whose seats' reports shared their parts: the turn's public context (what
+# Renderer.shared_parts got) and the indexes of its reports in the game's Recorded
+Turns = list[tuple[dict[str, Any], list[int]]]
+TURNS: dict[str, Turns] = {}
 
 
 def record_game(tmp: Path, label: str, kind: str, options: str, players: int,
                 seed: int) -> Recorded:
     """Every report of one game, as the production code rendered it."""
     seen: Recorded = []
+    turns: Turns = TURNS.setdefault(label, [])
 
     class Recording(Renderer):
+        def shared_parts(self, name: str, public: Mapping[str, Any],
+                         language: str = "en") -> SharedParts | None:
+            turns.append((copy.deepcopy(dict(public)), []))
+            return super().shared_parts(name, public, language)
+
         def render(self, name: str, context: Mapping[str, Any], language: str = "en",
-                   zone: str | None = None) -> tuple[str, str]:
+                   zone: str | None = None, shared: SharedParts | None = None
+                   ) -> tuple[str, str]:
             kept = copy.deepcopy(dict(context))     # before the renderer sees it
-            text, html = super().render(name, context, language, zone)
+            text, html = super().render(name, context, language, zone, shared)
+            if shared is not None:
+                turns[-1][1].append(len(seen))
             seen.append((name, kept, text, html))
             return text, html
 
@@ -151,6 +168,32 @@ def timed(base: Renderer, now: Renderer | InLanguage, reports: Recorded, repeat:
     return sum(best_base), sum(best_now)
 
 
+def timed_turns(base: Renderer, now: Renderer, reports: Recorded, turns: Turns,
+                repeat: int) -> tuple[float, float]:
+    """Seconds for every turn's reports (the seats' and the watcher's), base and now: base renders each whole, now
+    renders the turn's shared parts once and each report with them (as
+    pbem.services.reports.enqueue_reports does); the best of ``repeat`` passes a turn."""
+    clock = time.perf_counter
+    best_base = [float("inf")] * len(turns)
+    best_now = [float("inf")] * len(turns)
+    for _ in range(repeat):
+        forget(base)
+        forget(now)
+        for i, (public, indexes) in enumerate(turns):
+            name = reports[indexes[0]][0]
+            start = clock()
+            for j in indexes:
+                base.render(name, reports[j][1])
+            middle = clock()
+            shared = now.shared_parts(name, public)
+            for j in indexes:
+                now.render(name, reports[j][1], shared=shared)
+            end = clock()
+            best_base[i] = min(best_base[i], middle - start)
+            best_now[i] = min(best_now[i], end - middle)
+    return sum(best_base), sum(best_now)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--baseline", default="HEAD", help="git revision to compare with")
@@ -211,6 +254,18 @@ def main() -> int:
             took_base, took_now = timed(base, now, reports, args.repeat)
             n = len(reports)
             print(f"{label:<22}{n / took_base:>9.0f}{n / took_now:>9.0f}"
+                  f"{1000 * took_base / n:>9.2f}{1000 * took_now / n:>8.2f}"
+                  f"  {took_base / took_now:>6.2f}x")
+        if args.language != "en":
+            return 0
+        # a turn's reports as the server renders them: shared parts once a turn
+        print(f"{'a turn, all reports':<22}{'turns':>9}{'reports':>9}{'ms base':>9}{'ms now':>8}"
+              "  speed-up   (ms a report; now: shared parts once a turn)")
+        for label, reports in games.items():
+            turns = TURNS[label]
+            n = sum(len(indexes) for _, indexes in turns)
+            took_base, took_now = timed_turns(base, plain, reports, turns, args.repeat)
+            print(f"{label:<22}{len(turns):>9}{n:>9}"
                   f"{1000 * took_base / n:>9.2f}{1000 * took_now / n:>8.2f}"
                   f"  {took_base / took_now:>6.2f}x")
     return 0

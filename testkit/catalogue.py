@@ -40,7 +40,7 @@ TRANSLATED = ("de", "cs")
 
 PYTHON_KEYWORDS = {"_": None, "_n": (1, 2)}
 TEMPLATE_KEYWORDS = {**DEFAULT_KEYWORDS, "plural": (1, 2)}
-JINJA_OPTIONS = {"extensions": "jinja2.ext.i18n", "trimmed": "false",
+JINJA_OPTIONS = {"extensions": "jinja2.ext.i18n,jinja2.ext.do", "trimmed": "false",
                  "silent": "false"}
 
 

@@ -17,6 +17,7 @@ import functools
 import math
 import textwrap
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -45,6 +46,7 @@ from pbem.text.zones import Reader, in_zone
 
 __all__ = [
     "Renderer",
+    "SharedParts",
     "TemplateProblem",
     "bid",
     "count_in",
@@ -571,7 +573,7 @@ def template_environment(override_dir: Path | None, language: str = SOURCE_LANGU
         keep_trailing_newline=True,
         auto_reload=override_dir is not None,
         finalize=said_in(tr),
-        extensions=["jinja2.ext.i18n", _SaidWhenCompiled],
+        extensions=["jinja2.ext.i18n", "jinja2.ext.do", _SaidWhenCompiled],
     )
     env.extend(said_by=tr)         # the language _SaidWhenCompiled says messages in
     # the i18n extension's method, which Environment does not declare
@@ -657,15 +659,72 @@ class Renderer:
         return len(names)
 
     def render(self, name: str, context: Mapping[str, Any],
-               language: str = SOURCE_LANGUAGE, zone: str | None = None) -> tuple[str, str]:
+               language: str = SOURCE_LANGUAGE, zone: str | None = None,
+               shared: SharedParts | None = None) -> tuple[str, str]:
         """Render ``NAME.txt.j2`` and ``NAME.html.j2`` with ``context`` for a reader of
-        ``language`` in time ``zone``: (text, html)."""
+        ``language`` in time ``zone``: (text, html). ``shared``: the parts every reader
+        of the turn shares, rendered once (``shared_parts``, in the same language), which
+        the templates then put in as they are instead of rendering them again."""
         env = self.environment(language)
         if language != SOURCE_LANGUAGE or zone is not None:
             # the messages (and times) in the context said to the reader at once, so that a
             # filter (join, wrap ...) that makes text of one gets it said, not in English
             context = said_context(context, reader(language, zone))
-        # no copy of the context here: Template.render makes its own
-        text = env.get_template(f"{name}.txt.j2").render(context)
-        html = env.get_template(f"{name}.html.j2").render(context)
+        if shared is None:
+            # no copy of the context here: Template.render makes its own
+            text = env.get_template(f"{name}.txt.j2").render(context)
+            html = env.get_template(f"{name}.html.j2").render(context)
+        else:
+            text = env.get_template(f"{name}.txt.j2").render(context, shared=shared.text)
+            html = env.get_template(f"{name}.html.j2").render(context, shared=shared.html)
         return text, html
+
+    def shared_parts(self, name: str, public: Mapping[str, Any],
+                     language: str = SOURCE_LANGUAGE) -> SharedParts | None:
+        """The parts of report ``NAME`` that every reader of a turn shares, rendered once
+        from ``NAME_shared.txt.j2`` and ``NAME_shared.html.j2`` with ``public``, the
+        turn's public context (nobody's dice, notes, talk or key): each top-level
+        ``{% set part %}...{% endset %}`` of those templates, by name (docs/templates.md).
+
+        None when the report is rendered whole for each reader, the slow way: it has no
+        shared templates, or a referee overrides ``NAME.txt.j2`` or ``NAME.html.j2``
+        without its shared template beside it (an override written before shared parts
+        existed renders everything itself)."""
+        env = self.environment(language)
+        names = (f"{name}.txt.j2", f"{name}_shared.txt.j2",
+                 f"{name}.html.j2", f"{name}_shared.html.j2")
+        try:
+            text_main, text_shared, html_main, html_shared = (
+                env.get_template(each) for each in names)
+        except jinja2.TemplateNotFound:
+            return None
+        for main, shared in ((text_main, text_shared), (html_main, html_shared)):
+            if self._overridden(main) and not self._overridden(shared):
+                return None
+        if language != SOURCE_LANGUAGE:
+            public = said_context(public, reader(language, None))
+        return SharedParts(text=_parts_of(text_shared, public),
+                           html=_parts_of(html_shared, public))
+
+    def _overridden(self, template: jinja2.Template) -> bool:
+        """Whether ``template`` is read from the referee's override folder."""
+        if self.override_dir is None or template.filename is None:
+            return False
+        return Path(template.filename).resolve().is_relative_to(self.override_dir.resolve())
+
+
+@dataclass(frozen=True)
+class SharedParts:
+    """The parts of a turn's report that every reader shares, in one language: the text
+    part's and the HTML part's (markup), each by its name in the shared template (a
+    rendered part, or a dict or list of them: the rows of a table by seat)."""
+
+    text: Mapping[str, Any]
+    html: Mapping[str, Any]
+
+
+def _parts_of(template: jinja2.Template, context: Mapping[str, Any]) -> dict[str, Any]:
+    """The top-level ``{% set %}`` values of ``template`` rendered with ``context`` (its
+    module's exported names, jinja2's Template.make_module)."""
+    module = template.make_module(dict(context))
+    return {key: value for key, value in vars(module).items() if not key.startswith("_")}

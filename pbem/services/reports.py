@@ -8,6 +8,7 @@ watchers get the public one.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
@@ -19,6 +20,7 @@ from pbem.kinds import GameKind, kind_of
 from pbem.kinds.options import LEVEL_NAMES, GameOptions, robot_level
 from pbem.outbox import Origin, Queued, enqueue
 from pbem.render.charts import Course
+from pbem.render.reports import SharedParts
 from pbem.services.export import export_json
 from pbem.services.post import Post, tagged
 from pbem.services.replay import course, replay_steps
@@ -94,6 +96,25 @@ def report_context(game: Game, players: dict[int, Player], state: S, seat: int |
     }
 
 
+# what a seat's report context holds that is the reader's own: left out of the context the
+# parts every reader shares are rendered with (Renderer.shared_parts), so that a shared
+# template that reads one fails instead of showing one reader's to all
+PERSONAL = ("notes", "talk", "key", "private_link", "timezone", "your_due", "bid_charts")
+
+
+def public_context(game: Game, players: dict[int, Player], state: S, now: datetime,
+                   origin: Origin, web: WebSettings | None = None,
+                   course: Course | None = None, *, kind: GameKind[S, M] | None = None,
+                   options: GameOptions | None = None) -> dict[str, Any]:
+    """The context of the parts of a turn's report that every reader shares: the public
+    view's (no hidden dice), without anything that is one reader's (PERSONAL)."""
+    context = report_context(game, players, state, None, now, origin, [], None, web,
+                             course, kind=kind, options=options)
+    for key in PERSONAL:
+        del context[key]
+    return context
+
+
 def view_json(view: dict[str, Any]) -> bytes:
     """A report's view as its JSON attachment: on one line, which Python's C encoder
     writes (with an indent the pure-Python one runs, ~1 ms a report)."""
@@ -129,6 +150,16 @@ def enqueue_reports(session: Work, post: Post, game: Game, state: S, *, now: dat
     record = [record_attachment(session, game)] if over else []
     drawn = game_course(session, game, players) if over else None
     rows = []
+    # what every report of the turn shares (the watchers' too), rendered once a language
+    shared: dict[str, SharedParts | None] = {}
+
+    def shared_in(language: str) -> SharedParts | None:
+        if language not in shared:
+            public = public_context(game, players, state, now, origin, post.settings.web,
+                                    drawn, kind=kind, options=options)
+            shared[language] = renderer.shared_parts(kind.report_template, public, language)
+        return shared[language]
+
     for seat, player in sorted(players.items()):
         if only_seat is not None and seat != only_seat:
             continue
@@ -139,7 +170,7 @@ def enqueue_reports(session: Work, post: Post, game: Game, state: S, *, now: dat
         language = post.language_of(session, player.email, game, player=player,
                                     options=options)
         text, html = renderer.render(kind.report_template, context, language,
-                                     player.timezone)
+                                     player.timezone, shared=shared_in(language))
         subject = post.subject(tagged(game.name, _("final report") if over
                                       else _("turn {turn} report", turn=game.turn)), language)
         attachment = ("report.json", "application/json", view_json(context["view"]))
@@ -152,7 +183,8 @@ def enqueue_reports(session: Work, post: Post, game: Game, state: S, *, now: dat
     if only_seat is None:
         rows += _watcher_reports(session, post, game, state, players, now=now,
                                  notes=notes or [], talk=talk, record=record,
-                                 course=drawn, kind=kind, options=options)
+                                 course=drawn, kind=kind, options=options,
+                                 shared_in=shared_in)
     return rows
 
 
@@ -161,8 +193,10 @@ def _watcher_reports(session: Work, post: Post, game: Game, state: S,
                      talk: list[dict[str, Any]],
                      record: list[tuple[str, str, bytes]],
                      course: Course | None, kind: GameKind[S, M],
-                     options: GameOptions | None) -> list[Queued]:
-    """The public view (no hidden dice) for each WATCHer of the game (commands.signup)."""
+                     options: GameOptions | None,
+                     shared_in: Callable[[str], SharedParts | None]) -> list[Queued]:
+    """The public view (no hidden dice) for each WATCHer of the game (commands.signup);
+    ``shared_in``: the parts every report of the turn shares, in a language."""
     watchers = watchers_of(session, game)
     if not watchers:
         return []
@@ -180,7 +214,8 @@ def _watcher_reports(session: Work, post: Post, game: Game, state: S,
                                []).append(email)
     over = kind.over(state)
     for language, emails in by_language.items():
-        text, html = post.renderer.render(kind.report_template, context, language)
+        text, html = post.renderer.render(kind.report_template, context, language,
+                                          shared=shared_in(language))
         subject = post.subject(tagged(game.name, _("final report (public view)")
                                       if over
                                       else _("turn {turn} public view", turn=game.turn)), language)

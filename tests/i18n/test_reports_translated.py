@@ -20,7 +20,7 @@ from typing import Any
 import jinja2
 import pytest
 
-from pbem.render.reports import Renderer
+from pbem.render.reports import Renderer, SharedParts
 from testkit.catalogue import translations
 from testkit.reports import play
 
@@ -58,9 +58,10 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
 
     class Recording(Renderer):
         def render(self, name: str, context: Mapping[str, Any], language: str = "en",
-                   zone: str | None = None) -> tuple[str, str]:
+                   zone: str | None = None, shared: SharedParts | None = None
+                   ) -> tuple[str, str]:
             seen.append((name, copy.deepcopy(dict(context))))
-            return super().render(name, context, language, zone)
+            return super().render(name, context, language, zone, shared)
 
     tmp = tmp_path_factory.mktemp("translated")
     for kind, options, players, seed in GAMES:
