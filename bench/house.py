@@ -9,7 +9,7 @@ a game kind's name, imports of pbem.rules from pbem/web/ and pbem/services/,
 the hidden mechanisms (library classes subclassed to change what they do,
 library modules or classes patched, state found by ``isinstance``,
 ``session.info``, import-time event listeners; beside them, listed but not
-counted, the listeners a function sets up on the engine it makes, the
+counted, the listeners a function sets up on the engine or session it makes, the
 documented extension points subclassed and the overrides kept on purpose with
 their reason), and the README's length. A refactor is measured by running it before and after.
 """
@@ -123,6 +123,10 @@ EXTENSION_POINTS: dict[str, frozenset[str]] = {
     # aiosmtpd's smtp.rst, "Subclassing": an SMTP subclass adds or changes commands as
     # smtp_<COMMAND> coroutines (a name ending in "*" is a prefix)
     "aiosmtpd.smtp.SMTP": frozenset({"smtp_*"}),
+    # SQLAlchemy: a Session subclass serves as sessionmaker(class_=...); one that redefines
+    # none of its methods only carries more (its behaviour changed by listeners is listed)
+    "sqlmodel.Session": frozenset(),
+    "sqlalchemy.orm.Session": frozenset(),
 }
 # Overrides kept on purpose, each with the reason no public way exists (class -> the
 # methods it may redefine, why). Listed, not counted; any other method it redefines is.
@@ -375,7 +379,7 @@ def main() -> None:
     print_list("import-time event listeners:", at_import)
     print("  not hidden, listed:")
     print_list("event listeners set up per call:", per_call,
-               "  (each where its function sets it up, on the engine it makes)")
+               "  (each where its function sets it up, on the engine or session it makes)")
     print_list("subclassed extension points:", extensions)
     print_list("overrides kept, with their reason:", kept)
     if readme.exists():

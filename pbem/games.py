@@ -84,7 +84,7 @@ def read_players(session: Session, game: Game) -> list[Player]:
 def players_of(session: Work, game: Game) -> list[Player]:
     """Every player of the game (replaced ones too), in sign-up order (the memo's)."""
     key = ("players", game.id)
-    players = session.memo.get(key)
+    players = session.recall(key)
     if players is None:
         players = session.memo[key] = read_players(session, game)
     return list(players)
@@ -275,7 +275,7 @@ def pending_orders(session: Work, game: Game) -> dict[int, PendingOrder]:
     """The orders in for the turn in play, by seat (read once a transaction). They are not
     tracked by the session: ``record_order`` and ``drop_orders`` change them."""
     key = _orders_key(game)
-    rows = session.memo.get(key)
+    rows = session.recall(key)
     if rows is None:
         rows = [PendingOrder(**row) for row in core_read(
             session, _TURN_ORDERS, {"game": game.id, "turn": game.turn}).mappings()]

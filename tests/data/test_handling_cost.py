@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import random
 from datetime import timedelta
 from pathlib import Path
@@ -148,6 +149,31 @@ def test_the_memo_follows_the_transactions_own_adds_and_deletes(tmp_path: Path) 
         assert first[1] not in players_of(session, game)
         session.rollback()
         assert len(players_of(session, game)) == 5
+
+
+def test_the_memo_outlives_a_savepoint_released_not_a_delete_flushed(tmp_path: Path) -> None:
+    """What a Work memoises is forgotten by its session's events: a savepoint released is
+    no commit (the memo stays), a delete flushed forgets the players, a savepoint rolled
+    back and a commit forget all."""
+    server, _ = server_at(tmp_path)
+    started_game(server)
+    with Work(server.engine) as session:
+        game = find_game(session, "g1")
+        first = players_of(session, game)
+        with session.savepoint():
+            first[0].name = "Renamed"
+        assert ("players", game.id) in session.memo and players_of(session, game) == first
+        with contextlib.suppress(LookupError), session.savepoint():
+            first[0].name = "Gone"
+            raise LookupError
+        assert session.memo == {}
+        first = players_of(session, game)
+        session.delete(first[-1])
+        session.flush()                  # its persistent_to_deleted forgets, not recall
+        assert ("players", game.id) not in session.memo
+        assert first[-1] not in players_of(session, game)
+        session.commit()
+        assert session.memo == {}
 
 
 def test_an_order_recorded_forgets_the_orders_and_keeps_the_players(tmp_path: Path) -> None:

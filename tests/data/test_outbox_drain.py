@@ -175,6 +175,31 @@ def stream_queue(engine, stream: outbox.Stream, origin: Origin, rcpts: list[str]
     return fed
 
 
+def test_a_stream_claims_at_the_commit_not_at_a_savepoint_released(tmp_path: Path) -> None:
+    """A Work claims its mail for the stream when its transaction commits (its
+    ``before_commit`` listener): a savepoint released (a mail's commands, all or none) is
+    no commit and claims nothing, so each mail is claimed and sent once, after the commit."""
+    engine = open_database(f"sqlite:///{tmp_path}/pbem.store.db")
+    origin = Origin("bluff@x.test")
+    sender = Flaky(0, RuntimeError())
+    stream = outbox.Stream(engine, sender.opened, lambda: NOW, connections=2)
+    with Work(engine, hand_off=stream) as session:
+        with session.savepoint():
+            enqueue(session, origin, kind="notice", to="a@x.test", subject="a", text="hi\n",
+                    html=None, now=NOW)
+        assert len(session.queued) == 1             # still the transaction's, unclaimed
+        enqueue(session, origin, kind="notice", to="b@x.test", subject="b", text="hi\n",
+                html=None, now=NOW)
+        session.commit()
+        assert session.queued == []
+        assert {(r.rcpts_json, r.claimed_by is not None) for r in rows(engine)} == {
+            ('["a@x.test"]', True), ('["b@x.test"]', True)}
+        session.hand_over()
+    report = stream.close()
+    assert (report.sent, len(sender.sent)) == (2, 2)
+    assert [(r.status, r.claimed_by) for r in rows(engine)] == [("sent", None)] * 2
+
+
 def test_a_stream_sends_what_its_transactions_queued_and_kept_each_once(
         tmp_path: Path) -> None:
     """Queued claimed, fed after the commit, sent over the connections at once; mail of a

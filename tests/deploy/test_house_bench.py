@@ -2,7 +2,7 @@
 library class subclassed to redefine its methods, an assignment into a library or a
 compiled function's globals, state found by isinstance against such a subclass,
 session.info and import-time listeners; the listeners a function sets up on an engine
-and the documented extension points are listed beside them, not counted."""
+or a session and the documented extension points are listed beside them, not counted."""
 
 from __future__ import annotations
 
@@ -68,6 +68,8 @@ import logging
 import aiosmtpd.smtp
 import jinja2
 import jinja2.ext
+from sqlalchemy import event
+from sqlmodel import Session
 
 
 class Loader(jinja2.BaseLoader):
@@ -95,6 +97,16 @@ class Pinging(aiosmtpd.smtp.SMTP):
 
     async def smtp_DATA(self, arg):
         await self.push("554 no")
+
+
+class Carrying(Session):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.memo = {}
+        event.listen(self, "after_commit", self._committed)
+
+    def _committed(self, session):
+        self.memo.clear()
 '''
 
 # pbem/mail/arrival_auth.py and pbem/mail/smtpguard.py as house.py's KEPT_OVERRIDES
@@ -156,10 +168,13 @@ def test_every_kind_is_found_with_its_place(tmp_path: Path) -> None:
         assert found in out, found
     assert count(out, "library modules or classes patched:") == 2
     assert count(out, "import-time event listeners:") == 2
-    assert count(out, "event listeners set up per call:") == 1
-    assert count(out, "subclassed extension points:") == 4
+    # a Session subclass that redefines nothing and listens on itself: listed, not hidden
+    assert count(out, "event listeners set up per call:") == 2
+    assert count(out, "subclassed extension points:") == 5
     for found in ("class Lines(logging.Formatter) (format;",
-                  "class Pinging(aiosmtpd.smtp.SMTP) (smtp_DATA;"):
+                  "class Pinging(aiosmtpd.smtp.SMTP) (smtp_DATA;",
+                  "class Carrying(sqlmodel.Session) (nothing;",
+                  "event.listen(self, 'after_commit', self._committed) in __init__()"):
         assert found in out.split("not hidden, listed:")[1], found
     assert "class Problem" not in out     # an exception of ours is no mechanism
 
@@ -186,6 +201,16 @@ def test_a_kept_override_is_listed_with_its_reason_and_only_for_its_methods(
     assert count(out, "hidden mechanisms:") == 1
     assert ("class GuardedSMTP(aiosmtpd.smtp.SMTP) redefines connection_made, "
             "data_received, smtp_DATA") in hidden
+
+
+def test_the_package_hides_no_mechanism() -> None:
+    """pbem.store.work's Work redefines none of Session's methods: it listens to
+    documented Session events on itself, listed where __init__ sets them up."""
+    out = house(ROOT)
+    assert count(out, "hidden mechanisms:") == 0
+    listed = out.split("not hidden, listed:")[1]
+    assert "pbem/store/work.py" in listed and "class Work(sqlmodel.Session) (nothing;" in listed
+    assert "event.listen(self, 'before_commit', self._committing) in __init__()" in listed
 
 
 def test_what_a_work_carries_is_passed_as_a_work() -> None:
