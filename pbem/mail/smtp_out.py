@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from pbem.mail.smtp_transaction import dot_stuffed, transact
+from pbem.store.paths import fsync_dir
 
 __all__ = ["BorrowedSender", "EmlDirSender", "SendResult", "SmtpPool", "SmtpSender",
            "dot_stuffed", "rate_limit_answer"]
@@ -400,7 +401,7 @@ class EmlDirSender:
         finally:
             tmp.unlink(missing_ok=True)
         if self.durable:
-            _fsync_dir(self.folder)
+            fsync_dir(self.folder)
         log.info("%r: wrote %s", self, final.name)
         return SendResult(accepted=rcpts)
 
@@ -419,16 +420,3 @@ class EmlDirSender:
                 os.replace(tmp, final)
                 return final
         raise FileExistsError(f"no free file name for {stem}")
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

@@ -27,6 +27,7 @@ from urllib.parse import quote
 
 from sqlalchemy.engine import make_url
 
+from pbem.store.paths import fsync_dir
 from pbem.text.errors import PbemError
 
 __all__ = ["BackupError", "BackupPlan", "PgDump", "backup_name", "backup_sqlite",
@@ -131,21 +132,8 @@ def backup_sqlite(source: Path, target: Path | None = None, *, folder: Path | No
     finally:
         if made:
             temporary.unlink(missing_ok=True)   # gone already when renamed
-    _fsync_dir(into)
+    fsync_dir(into)
     return final, revision
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 @dataclass(frozen=True)
