@@ -90,7 +90,7 @@ def main() -> None:
     parser.add_argument("--kib", type=int, default=8)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="pbem-bench-") as folder:
-        source = Path(folder) / "pbem.store.db"
+        source = Path(folder) / "pbem.db"
         url = f"sqlite:///{source}"
         began = time.perf_counter()
         fill(url, args.games, args.mails, args.kib)

@@ -50,7 +50,7 @@ def run(stack: MailStack, workdir: Path, *, idle: bool, poll: float, orders: int
         spacing: float) -> list[float]:
     for user in ("bluff", "referee", *PLAYERS):
         stack.clear(user)
-    config = stack_config(workdir / "pbem.toml", stack, f"sqlite:///{workdir}/pbem.store.db", "k",
+    config = stack_config(workdir / "pbem.toml", stack, f"sqlite:///{workdir}/pbem.db", "k",
                           imap={"poll_seconds": 600 if idle else poll, "idle": idle},
                           server={"stranger_answers_per_day": orders + 10})
     proc = subprocess.Popen([sys.executable, "-m", "pbem.cli", "serve", "-c", str(config)],

@@ -38,7 +38,7 @@ def median_ms(call: Callable[[], object], runs: int = 50) -> float:
 def main(sent: int = 200_000, pending: int = 20_000) -> None:
     now = datetime(2026, 12, 1, tzinfo=UTC)
     with tempfile.TemporaryDirectory() as folder:
-        engine = open_database(f"sqlite:///{Path(folder) / 'pbem.store.db'}")
+        engine = open_database(f"sqlite:///{Path(folder) / 'pbem.db'}")
         rows = [{"message_id": f"<{n}@x>", "kind": KINDS[n % 5], "mail_from": "b@x.test",
                  "rcpts_json": '["p@x.test"]', "raw": b"x", "status": "sent" if n < sent
                  else "pending", "next_attempt_at": now, "created_at": now,

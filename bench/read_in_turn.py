@@ -27,7 +27,7 @@ from pbem.store.models import Game, OutboundMail
 def main(mails: int = 200_000, games: int = 500) -> None:
     now = datetime(2026, 12, 1, tzinfo=UTC)
     with tempfile.TemporaryDirectory() as folder:
-        engine = open_database(f"sqlite:///{Path(folder) / 'pbem.store.db'}")
+        engine = open_database(f"sqlite:///{Path(folder) / 'pbem.db'}")
         rows = [{"message_id": f"<{n}@x.test>", "kind": "report" if n % 3 else "notice",
                  "mail_from": "bluff@x.test", "rcpts_json": f'["p{n % 5}@x.test"]',
                  "raw": b"x" * 200, "game_id": n % games + 1, "seat": n % 5 + 1,

@@ -179,7 +179,7 @@ def main() -> None:
         base = Path(tmp)
 
         def sqlite_url(folder: Path) -> str:
-            return f"sqlite:///{folder / 'pbem.store.db'}"
+            return f"sqlite:///{folder / 'pbem.db'}"
 
         for scene_name, words in (("first start", ["tick"]), ("upgrade", ["db", "upgrade"])):
             if args.sqlite:

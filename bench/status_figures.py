@@ -61,7 +61,7 @@ def main() -> None:
     args = parser.parse_args()
     for n in args.mails:
         with tempfile.TemporaryDirectory() as folder:
-            url = f"sqlite:///{Path(folder) / 'pbem.store.db'}"
+            url = f"sqlite:///{Path(folder) / 'pbem.db'}"
             fill(url, n)
             engine = open_database(url)
             looks, pages = [], []

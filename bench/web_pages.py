@@ -113,7 +113,7 @@ def main() -> int:
         move_rows = len(session.exec(select(Move.id)).all())
         plan = session.exec(text("EXPLAIN QUERY PLAN SELECT * FROM game WHERE status IN "
                                  "('running', 'paused') ORDER BY deadline LIMIT 25")).all()
-    print(f"{count} games, {move_rows} moves in {folder / 'pbem.store.db'} "
+    print(f"{count} games, {move_rows} moves in {folder / 'pbem.db'} "
           f"(filled in {time.perf_counter() - start:.1f} s)")
     print("index query plan: " + "; ".join(str(row[-1]) for row in plan))
     with Session(server.engine) as session:

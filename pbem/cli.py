@@ -64,7 +64,7 @@ def cmd_config_check(args: argparse.Namespace) -> int:
     (defaults filled in, the environment's overrides applied, secrets masked)."""
     path = find_config(args.config, os.environ)
     if path is None:
-        command_settings(None)   # says where it looked, unless a pbem.store.db is here
+        command_settings(None)   # says where it looked, unless a pbem.db is here
     loaded = read_config(path)
     if loaded.settings is None:
         raise loaded.error()
@@ -413,7 +413,7 @@ def build_parser() -> argparse.ArgumentParser:
 LOG_FORMAT_HELP = ("text (with the time), journal (journald's priorities, no time) or json "
                    "(a JSON object a line); auto: journal when stderr is the journal's")
 CONFIG_HELP = ("pbem.toml (default: $PBEM_CONFIG, else /etc/pbem/pbem.toml, else the "
-               "embedded defaults where a pbem.store.db is in the current folder)")
+               "embedded defaults where a pbem.db is in the current folder)")
 
 
 def quiet_libraries() -> None:

@@ -405,7 +405,7 @@ class RetentionSettings:
 
 @dataclass(frozen=True)
 class Settings:
-    database: str = "sqlite:///pbem.store.db"
+    database: str = "sqlite:///pbem.db"
     address: str = "bluff@localhost"
     referee: str = "referee@localhost"
     referee_key: str = ""
@@ -508,16 +508,16 @@ def command_settings(given: str | Path | None, env: Mapping[str, str] | None = N
     """The settings of a command that works on the games (tick, serve, admin, db, ...).
 
     Without a config file the embedded defaults serve only where they were used before:
-    a pbem.store.db already in the current folder (or a database from PBEM_DATABASE). Otherwise
+    a pbem.db already in the current folder (or a database from PBEM_DATABASE). Otherwise
     pbem would make an empty database wherever it happens to run and answer "no games"."""
     env = dict(os.environ) if env is None else dict(env)
     path = find_config(given, env, system=system)
     if path is None:
         here = Path.cwd() if cwd is None else cwd
-        if not (here / "pbem.store.db").is_file() and not _has_database_variable(env):
+        if not (here / "pbem.db").is_file() and not _has_database_variable(env):
             raise ConfigError(
                 f"no config file: pbem looked at -c (not given), ${CONFIG_VARIABLE} (not set) "
-                f"and {system} (not there), and there is no pbem.store.db in {here}. Write a "
+                f"and {system} (not there), and there is no pbem.db in {here}. Write a "
                 f"pbem.toml (see docs/configuration.md; `pbem config check -c pbem.toml` "
                 f"checks it) and run with -c pbem.toml, or set {CONFIG_VARIABLE}, or put it "
                 f"at {system}")
@@ -725,10 +725,10 @@ def _database_problem(url: str) -> tuple[str, str] | None:
                 f'write database = "postgresql+psycopg://{rest or "USER@HOST/DBNAME"}"')
     if url.startswith("sqlite:"):
         return ("a SQLite URL has three slashes",
-                'write database = "sqlite:///pbem.store.db" (a path relative to this file), or '
-                '"sqlite:////var/lib/pbem/pbem.store.db" (four slashes: an absolute path)')
+                'write database = "sqlite:///pbem.db" (a path relative to this file), or '
+                '"sqlite:////var/lib/pbem/pbem.db" (four slashes: an absolute path)')
     return (f"{json.dumps(url)} is no database URL pbem knows",
-            'write database = "sqlite:///pbem.store.db" or '
+            'write database = "sqlite:///pbem.db" or '
             '"postgresql+psycopg://USER@HOST/DBNAME"')
 
 
@@ -944,7 +944,7 @@ def _resolve_paths(sections: dict[str, dict[str, Any]], base: Path) -> None:
     for key in ("outbox_dir", "templates_dir"):
         if key in server:
             server[key] = base / Path(server[key]).expanduser()
-    database = server.get("database", "sqlite:///pbem.store.db")
+    database = server.get("database", "sqlite:///pbem.db")
     if database.startswith("sqlite:///") and not database.startswith("sqlite:////") \
             and ":memory:" not in database:
         database = "sqlite:///" + str(base / database.removeprefix("sqlite:///"))

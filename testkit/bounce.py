@@ -53,7 +53,7 @@ class Desk:
         self.stack, self.clock = stack, Clock()
         for user in ["bluff", "referee", "observer", *PLAYERS]:
             stack.clear(user)
-        base = stack_settings(stack, f"sqlite:///{tmp_path / 'pbem.store.db'}", REFEREE_KEY, verp=verp)
+        base = stack_settings(stack, f"sqlite:///{tmp_path / 'pbem.db'}", REFEREE_KEY, verp=verp)
         self.server = Server(dataclasses.replace(base, **settings), clock=self.clock)
         self.n = 0
 

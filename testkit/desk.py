@@ -47,7 +47,7 @@ class Clock:
 
 
 def make_server(tmp_path: Path, clock: Clock, **settings: object) -> Server:
-    base = {"database": f"sqlite:///{tmp_path / 'pbem.store.db'}", "address": SERVER,
+    base = {"database": f"sqlite:///{tmp_path / 'pbem.db'}", "address": SERVER,
             "referee": REFEREE, "referee_key": REFEREE_KEY, "outbox_dir": tmp_path / "outbox"}
     return Server(Settings(**{**base, **settings}), clock=clock)  # type: ignore[arg-type]
 
@@ -124,7 +124,7 @@ def admin(server: Server, line: str) -> str:
 def write_config(tmp_path: Path) -> Path:
     """tmp_path/pbem.toml for the test's database and outbox."""
     path = tmp_path / "pbem.toml"
-    path.write_text(f'[server]\ndatabase = "sqlite:///{tmp_path / "pbem.store.db"}"\n'
+    path.write_text(f'[server]\ndatabase = "sqlite:///{tmp_path / "pbem.db"}"\n'
                     f'address = "{SERVER}"\nreferee = "{REFEREE}"\n'
                     f'referee_key = "{REFEREE_KEY}"\noutbox_dir = "{tmp_path / "outbox"}"\n',
                     encoding="utf-8")

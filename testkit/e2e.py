@@ -75,7 +75,7 @@ def stack_server(stack: Any, tmp_path: Path, users: list[str],
     emptied first."""
     for user in ["bluff", "referee", *users]:
         stack.clear(user)
-    return Server(stack_settings(stack, database or f"sqlite:///{tmp_path / 'pbem.store.db'}",
+    return Server(stack_settings(stack, database or f"sqlite:///{tmp_path / 'pbem.db'}",
                                  REFEREE_KEY))
 
 

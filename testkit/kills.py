@@ -69,7 +69,7 @@ class KilledGame:
         self.stack, self.zygote, self.rng = stack, zygote, random.Random(seed)
         for user in ["bluff", "referee", *PLAYERS]:
             stack.clear(user)
-        database = database or f"sqlite:///{workdir / 'pbem.store.db'}"
+        database = database or f"sqlite:///{workdir / 'pbem.db'}"
         self.config = stack_config(workdir / "pbem.toml", stack, database, KEY)
         self.server = Server(load_settings(self.config))
         setup = [f"NEWGAME g1 SEED {seed} {options}".strip()]

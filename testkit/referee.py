@@ -53,7 +53,7 @@ def clock() -> Clock:
 
 @pytest.fixture
 def server(tmp_path: Path, clock: Clock) -> Server:
-    settings = Settings(database=f"sqlite:///{tmp_path / 'pbem.store.db'}", address="bluff@example.org",
+    settings = Settings(database=f"sqlite:///{tmp_path / 'pbem.db'}", address="bluff@example.org",
                         referee="referee@example.org", referee_key=REFEREE_KEY,
                         outbox_dir=tmp_path / "outbox")
     return Server(settings, clock=clock)

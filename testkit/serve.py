@@ -23,7 +23,7 @@ from pathlib import Path
 from testkit.net import LOOPBACK
 
 
-def listen_config(path: Path, port: int, *, database: str = "sqlite:///pbem.store.db",
+def listen_config(path: Path, port: int, *, database: str = "sqlite:///pbem.db",
                   referee_key: str = "k", outbox_dir: str | None = None,
                   listen: str = "") -> Path:
     """A pbem.toml at path for a server of bluff@example.org that listens on port

@@ -113,7 +113,7 @@ class Site:
 def write_config(folder: Path, port: int) -> Path:
     path = folder / "pbem.toml"
     path.write_text(
-        f'[server]\ndatabase = "sqlite:///{folder / "pbem.store.db"}"\naddress = "{SERVER}"\n'
+        f'[server]\ndatabase = "sqlite:///{folder / "pbem.db"}"\naddress = "{SERVER}"\n'
         f'referee = "{REFEREE}"\nreferee_key = "{REFEREE_KEY}"\n'
         f'outbox_dir = "{folder / "outbox"}"\n\n'
         f'[web]\nport = {port}\nbase_url = "http://127.0.0.1:{port}"\nlink_days = 30\n'

@@ -82,7 +82,7 @@ def database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """The URL of a fresh, empty database: a test that takes it runs twice, on a SQLite
     file in tmp_path and on a database of its own in the session's PostgreSQL cluster."""
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'pbem.store.db'}"
+        return f"sqlite:///{tmp_path / 'pbem.db'}"
     cluster: PgCluster = request.getfixturevalue("pgcluster")
     return cluster.new_database()
 

@@ -96,7 +96,7 @@ def run_demo(folder: Path | None = None, *, seed: int | None = None, quiet: bool
     folder = folder or Path(tempfile.mkdtemp(prefix="pbem-demo-"))
     folder.mkdir(parents=True, exist_ok=True)
     outbox = folder / "outbox"
-    settings = Settings(database=f"sqlite:///{folder / 'pbem.store.db'}", address=f"bluff@{DOMAIN}",
+    settings = Settings(database=f"sqlite:///{folder / 'pbem.db'}", address=f"bluff@{DOMAIN}",
                         referee=f"referee@{DOMAIN}", referee_key=secrets.token_hex(8),
                         outbox_dir=outbox, listen=ListenSettings("127.0.0.1", 0))
     server = Server(settings)
@@ -171,7 +171,7 @@ def _finish(server: Server, folder: Path, outbox: Path, game: str, turns: int,
         say(f"  {s['rank']}. player {s['seat']} ({names[s['seat']]}): "
             f"{score_words(record['kind'], s)}")
     say(f"Mails sent by the referee ({len(list(outbox.glob('*.eml')))}): {outbox}")
-    say(f"Database: {folder / 'pbem.store.db'}")
+    say(f"Database: {folder / 'pbem.db'}")
     record_path = folder / f"{game}.json"
     record_path.write_text(json.dumps(record, indent=2), encoding="utf-8")
     say(f"Game record: {record_path}  (check it with: pbem verify {record_path})")

@@ -92,7 +92,7 @@ def test_a_backup_taken_while_games_are_played_restores_the_same_records(
     a finished game's record from it is the one the live database gave and `pbem verify`
     passes it, also after a restore through the command line."""
     live = tmp_path / "live"
-    toml = config(tmp_path / "cfg", f"sqlite:///{live / 'pbem.store.db'}")
+    toml = config(tmp_path / "cfg", f"sqlite:///{live / 'pbem.db'}")
     play = subprocess.Popen(
         ["sh", "-c", f"{sys.executable} -m pbem.cli demo --dir {live} --seed 1"
                      f" && {sys.executable} -m pbem.cli demo --dir {live} --seed 2"],
@@ -102,7 +102,7 @@ def test_a_backup_taken_while_games_are_played_restores_the_same_records(
     by_command: subprocess.Popen[str] | None = None
     try:
         while play.poll() is None:
-            if (live / "pbem.store.db").is_file():
+            if (live / "pbem.db").is_file():
                 target = tmp_path / "backups" / f"b{len(backups)}.db"
                 ended = list(live.glob("*.json"))
                 if by_command is None and ended:
@@ -112,7 +112,7 @@ def test_a_backup_taken_while_games_are_played_restores_the_same_records(
                         [sys.executable, "-m", "pbem.cli", "db", "backup", "-c", str(toml),
                          str(target)], stdout=subprocess.PIPE, text=True, env=environment())
                 else:
-                    backup_sqlite(live / "pbem.store.db", target)
+                    backup_sqlite(live / "pbem.db", target)
                 backups.append(target)
             time.sleep(0.1)
     finally:
@@ -124,7 +124,7 @@ def test_a_backup_taken_while_games_are_played_restores_the_same_records(
     assert play.wait() == 0
     records = {path.stem: json.loads(path.read_text("utf-8")) for path in live.glob("*.json")}
     assert len(records) == 2 and len(backups) >= 5
-    final = {name: moves_in(live / "pbem.store.db", name) for name in records}
+    final = {name: moves_in(live / "pbem.db", name) for name in records}
     mid_game_after_one_ended = []
     for backup in backups:
         assert not Path(f"{backup}-wal").exists()
@@ -146,8 +146,8 @@ def test_a_backup_taken_while_games_are_played_restores_the_same_records(
     # restore one of them as an operator would: the backup copied over the database file
     restored = tmp_path / "restored"
     restored.mkdir()
-    shutil.copy(mid_game_after_one_ended[0], restored / "pbem.store.db")
-    toml = config(restored, "sqlite:///pbem.store.db")
+    shutil.copy(mid_game_after_one_ended[0], restored / "pbem.db")
+    toml = config(restored, "sqlite:///pbem.db")
     exported = pbem("export", "-c", str(toml), first)
     assert exported.returncode == 0, exported.stderr
     assert json.loads(exported.stdout) == records[first]
@@ -162,10 +162,10 @@ def test_a_migration_backs_up_the_database_first_and_keeps_the_newest(
     """An old database is backed up before each migration (`pbem db upgrade`, and a
     server's first start), the backup holds the old revision and all its rows; of those
     backups the newest [backup] keep stay. Nothing to migrate, or nothing in it: none."""
-    url = f"sqlite:///{tmp_path / 'pbem.store.db'}"
+    url = f"sqlite:///{tmp_path / 'pbem.db'}"
     columns = filled_at_first_revision(url, 3)
     rows = rows_of(url, columns)
-    toml = config(tmp_path, "sqlite:///pbem.store.db", '[backup]\nkeep = 2\ndir = "saved"\n')
+    toml = config(tmp_path, "sqlite:///pbem.db", '[backup]\nkeep = 2\ndir = "saved"\n')
     folder = tmp_path / "saved"
     steps = db.revisions()
     upgraded = pbem("db", "upgrade", "-c", str(toml), "--to", steps[1])
@@ -188,16 +188,16 @@ def test_a_migration_backs_up_the_database_first_and_keeps_the_newest(
     assert backups_in(folder, before_migration=True) == kept
 
     empty = tmp_path / "new"
-    toml = config(empty, "sqlite:///pbem.store.db")
+    toml = config(empty, "sqlite:///pbem.db")
     assert pbem("db", "upgrade", "-c", str(toml)).returncode == 0
     assert not (empty / "pbem-backups").exists()
 
 
 def test_backups_without_a_path_go_to_the_folder_and_the_newest_are_kept(
         tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'pbem.store.db'}"
+    url = f"sqlite:///{tmp_path / 'pbem.db'}"
     db.open_database(url).dispose()
-    toml = config(tmp_path, "sqlite:///pbem.store.db", "[backup]\nkeep = 2\n")
+    toml = config(tmp_path, "sqlite:///pbem.db", "[backup]\nkeep = 2\n")
     for _ in range(3):
         done = pbem("db", "backup", "-c", str(toml))
         assert done.returncode == 0, done.stderr
@@ -215,7 +215,7 @@ def test_a_backup_of_no_database_says_so(tmp_path: Path) -> None:
 
 
 def test_a_backup_into_a_folder_that_cannot_be_written_leaves_nothing(tmp_path: Path) -> None:
-    source = tmp_path / "pbem.store.db"
+    source = tmp_path / "pbem.db"
     db.open_database(f"sqlite:///{source}").dispose()
     (tmp_path / "file").write_text("")
     with pytest.raises(BackupError, match="cannot write the backup in .*: Not a directory"):
@@ -260,13 +260,13 @@ def test_root_backing_up_another_users_database_is_told_to_be_that_user(
         tmp_path: Path) -> None:
     """SQLite makes the -wal and -shm files as whoever opens the database: root's would
     lock pbem out of its own database."""
-    db.open_database(f"sqlite:///{tmp_path / 'pbem.store.db'}").dispose()
-    os.chown(tmp_path / "pbem.store.db", 65534, 65534)
-    toml = config(tmp_path, "sqlite:///pbem.store.db")
+    db.open_database(f"sqlite:///{tmp_path / 'pbem.db'}").dispose()
+    os.chown(tmp_path / "pbem.db", 65534, 65534)
+    toml = config(tmp_path, "sqlite:///pbem.db")
     done = pbem("db", "backup", "-c", str(toml), str(tmp_path / "b.db"))
     assert done.returncode == 2
     assert "belongs to user 65534: back it up as that user" in done.stderr
-    assert not (tmp_path / "b.db").exists() and not (tmp_path / "pbem.store.db-shm").exists()
+    assert not (tmp_path / "b.db").exists() and not (tmp_path / "pbem.db-shm").exists()
 
 
 @given(st.lists(st.tuples(st.datetimes(min_value=datetime(2000, 1, 1),
@@ -283,7 +283,7 @@ def test_the_newest_backups_of_each_kind_are_kept(
     """Backups are named so that their names sort as they were taken; keep_newest keeps
     the newest of one kind and never touches the other kind or other files."""
     folder = tmp_path_factory.mktemp("backups")
-    (folder / "pbem.store.db").write_bytes(b"")              # not a backup: never deleted
+    (folder / "pbem.db").write_bytes(b"")              # not a backup: never deleted
     names = {backup_name(rev, before, when.replace(tzinfo=UTC)): (when, before)
              for when, rev, before in taken}
     for name in names:
@@ -296,7 +296,7 @@ def test_the_newest_backups_of_each_kind_are_kept(
         keep_newest(folder, keep, before_migration=kind)
         assert [p.name for p in backups_in(folder, before_migration=kind)] == \
             [name for _, name in mine][-keep:]
-    assert (folder / "pbem.store.db").exists()
+    assert (folder / "pbem.db").exists()
 
 
 def test_a_database_whose_path_has_uri_characters_is_backed_up(tmp_path: Path) -> None:

@@ -101,7 +101,7 @@ def test_a_short_write_waiting_behind_a_transaction_goes_before_the_next_one(
     transaction goes the moment it ends, before the referee's next one. Before, SQLite's
     own wait (polling, asleep in steps growing to 100 ms) slept through that moment and
     the mark came after the referee's next transaction too."""
-    engine = open_database(f"sqlite:///{tmp_path}/pbem.store.db")
+    engine = open_database(f"sqlite:///{tmp_path}/pbem.db")
     write = text("UPDATE server_state SET value = value WHERE 1 = 0")   # takes the lock
     ended: dict[str, float] = {}
 
@@ -134,7 +134,7 @@ def test_a_thread_writing_on_two_connections_is_not_made_to_wait_for_itself(
     """A thread holding the turn on one connection that writes on another is left to
     SQLite (which says "locked" once its busy_timeout runs out), not made to wait for a
     turn only it can give back."""
-    engine = make_engine(f"sqlite:///{tmp_path}/pbem.store.db")
+    engine = make_engine(f"sqlite:///{tmp_path}/pbem.db")
     with engine.connect() as setup:
         setup.execute(text("CREATE TABLE t (x INTEGER)"))
         setup.commit()

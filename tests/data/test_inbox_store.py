@@ -69,7 +69,7 @@ def test_on_sqlite_a_store_racing_a_batch_waits_for_its_commit(tmp_path: Path) -
     """SQLite: the batch's look and its commit are one transaction that holds the write
     lock from its start (BEGIN IMMEDIATE), so another process that stores mail 2 between
     them waits for the commit, then finds it stored: nothing lost, nothing twice."""
-    url = f"sqlite:///{tmp_path / 'pbem.store.db'}"
+    url = f"sqlite:///{tmp_path / 'pbem.db'}"
     engine = open_database(url)
     other = open_database(url)     # an engine of its own: as another process
     batch = [(mail(n), f"INBOX/7/{n}", False, 60) for n in range(3)]

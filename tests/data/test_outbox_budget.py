@@ -71,7 +71,7 @@ def server_of(mailstack, tmp_path: Path):   # noqa: ANN001, ANN201
     def make(clock: Clock, **smtp: int) -> Server:
         for user in ["bluff", "referee", *USERS]:
             mailstack.clear(user)
-        settings = stack_settings(mailstack, f"sqlite:///{tmp_path}/pbem.store.db", REFEREE_KEY,
+        settings = stack_settings(mailstack, f"sqlite:///{tmp_path}/pbem.db", REFEREE_KEY,
                                   send_while_handling=False)
         assert settings.smtp is not None
         server = Server(dataclasses.replace(settings, smtp=dataclasses.replace(
@@ -222,7 +222,7 @@ def test_a_stream_sends_within_the_budget_and_leaves_the_rest_to_the_drain(
     from pbem import outbox
     from pbem.store.db import open_database
     from tests.data.test_outbox_drain import stream_queue
-    engine = open_database(f"sqlite:///{tmp_path}/pbem.store.db")
+    engine = open_database(f"sqlite:///{tmp_path}/pbem.db")
     for user in USERS:
         mailstack.clear(user)
     clock, budget = Clock(), Budget(per_minute=3)

@@ -49,7 +49,7 @@ def rows(engine) -> list[OutboundMail]:
 
 @pytest.mark.mailstack
 def test_three_connections_to_a_real_relay_send_every_mail_once(mailstack, tmp_path: Path) -> None:
-    engine = open_database(f"sqlite:///{tmp_path}/pbem.store.db")
+    engine = open_database(f"sqlite:///{tmp_path}/pbem.db")
     users = ["p1", "p2", "p3", "p4", "p5"]
     for user in users:
         mailstack.clear(user)
@@ -97,7 +97,7 @@ class Flaky:
 
 
 def test_an_outage_mid_page_sends_no_more_and_releases_the_rest(tmp_path: Path) -> None:
-    engine = open_database(f"sqlite:///{tmp_path}/pbem.store.db")
+    engine = open_database(f"sqlite:///{tmp_path}/pbem.db")
     queue(engine, Origin("bluff@x.test"), [f"p{n}@x.test" for n in range(20)])
     down = SendResult(temporary={"p4@x.test": "421 shutting down"}, unavailable=True)
     sender = Flaky(5, down)
@@ -112,7 +112,7 @@ def test_an_outage_mid_page_sends_no_more_and_releases_the_rest(tmp_path: Path) 
 
 def test_an_error_in_one_connection_stops_the_drain_and_releases_the_rest(
         tmp_path: Path) -> None:
-    engine = open_database(f"sqlite:///{tmp_path}/pbem.store.db")
+    engine = open_database(f"sqlite:///{tmp_path}/pbem.db")
     queue(engine, Origin("bluff@x.test"), [f"p{n}@x.test" for n in range(30)])
     sender = Flaky(7, RuntimeError("boom"))
     with pytest.raises(RuntimeError, match="boom"):
@@ -131,7 +131,7 @@ def test_a_drain_reads_the_due_mail_once_and_passes_again_only_after_a_failure(
     """A read that comes back short was the last of the due mail, and a pass that failed
     no mail queued nothing: one read for a tick's mail. A refusal's notice (on_failure)
     still leaves in the same drain, in a second pass. Before: three reads, five."""
-    engine = open_database(f"sqlite:///{tmp_path}/pbem.store.db")
+    engine = open_database(f"sqlite:///{tmp_path}/pbem.db")
     origin = Origin("bluff@x.test")
     queue(engine, origin, [f"p{n}@x.test" for n in range(7)])
     reads: list[int] = []
@@ -179,7 +179,7 @@ def test_a_stream_claims_at_the_commit_not_at_a_savepoint_released(tmp_path: Pat
     """A Work claims its mail for the stream when its transaction commits (its
     ``before_commit`` listener): a savepoint released (a mail's commands, all or none) is
     no commit and claims nothing, so each mail is claimed and sent once, after the commit."""
-    engine = open_database(f"sqlite:///{tmp_path}/pbem.store.db")
+    engine = open_database(f"sqlite:///{tmp_path}/pbem.db")
     origin = Origin("bluff@x.test")
     sender = Flaky(0, RuntimeError())
     stream = outbox.Stream(engine, sender.opened, lambda: NOW, connections=2)
@@ -204,7 +204,7 @@ def test_a_stream_sends_what_its_transactions_queued_and_kept_each_once(
         tmp_path: Path) -> None:
     """Queued claimed, fed after the commit, sent over the connections at once; mail of a
     savepoint rolled back is not fed (it is gone), nor is a drain's to send."""
-    engine = open_database(f"sqlite:///{tmp_path}/pbem.store.db")
+    engine = open_database(f"sqlite:///{tmp_path}/pbem.db")
     origin = Origin("bluff@x.test")
     sender = Flaky(0, RuntimeError())
     stream = outbox.Stream(engine, sender.opened, lambda: NOW, connections=3)
@@ -229,7 +229,7 @@ def test_a_stream_claims_only_what_its_transaction_still_queues_at_its_end(
     what looks for unsent mail in it finds it (START drops a welcome not sent yet, a
     ROLLBACK cancels a turn's reports); what it deleted or cancelled is not claimed.
     Before, the mail was claimed as queued: START kept the welcome, a stream sent it."""
-    engine = open_database(f"sqlite:///{tmp_path}/pbem.store.db")
+    engine = open_database(f"sqlite:///{tmp_path}/pbem.db")
     origin = Origin("bluff@x.test")
     stream = outbox.Stream(engine, Flaky(0, RuntimeError()).opened, lambda: NOW)
     with Work(engine, hand_off=stream) as session:   # keeps what it queued for the stream
@@ -259,7 +259,7 @@ def test_a_stream_claims_no_mail_a_savepoint_took_back_even_when_its_id_comes_ag
     """A mail queued in a savepoint that rolled back (a mail's commands, all or none) is
     not sent; SQLite gives its id to the next mail queued, and that one, the row now, is
     sent with its own content."""
-    engine = open_database(f"sqlite:///{tmp_path}/pbem.store.db")
+    engine = open_database(f"sqlite:///{tmp_path}/pbem.db")
     origin = Origin("bluff@x.test")
     stream = outbox.Stream(engine, Flaky(0, RuntimeError()).opened, lambda: NOW)
     with Work(engine, hand_off=stream) as session:   # keeps what it queued for the stream
@@ -286,7 +286,7 @@ def test_a_stream_behind_its_connections_leaves_the_rest_to_the_drain(
     beyond ``backlog`` mails waiting, a transaction's mail is not claimed for the stream
     and the tick's drain sends it, a page at a time. (Unbounded, a 1,000-game turn of
     bench/scale.py held thousands of mails: 276 MiB at its peak against 105.)"""
-    engine = open_database(f"sqlite:///{tmp_path}/pbem.store.db")
+    engine = open_database(f"sqlite:///{tmp_path}/pbem.db")
     origin = Origin("bluff@x.test")
     go = threading.Event()
 
@@ -343,7 +343,7 @@ class Sink:
 def opened():
     yield Sink()
 
-engine = open_database("sqlite:///{tmp_path}/pbem.store.db")
+engine = open_database("sqlite:///{tmp_path}/pbem.db")
 stream = outbox.Stream(engine, opened, lambda: datetime(2026, 12, 1, tzinfo=UTC))
 stream.feed(stream_queue(engine, stream, outbox.Origin("bluff@x.test"), ["a@x.test"]))
 print("fed")
@@ -355,7 +355,7 @@ print("fed")
 
 def test_an_outage_while_streaming_releases_the_rest_for_the_next_drain(
         tmp_path: Path) -> None:
-    engine = open_database(f"sqlite:///{tmp_path}/pbem.store.db")
+    engine = open_database(f"sqlite:///{tmp_path}/pbem.db")
     origin = Origin("bluff@x.test")
     down = SendResult(temporary={"p2@x.test": "421 shutting down"}, unavailable=True)
     stream = outbox.Stream(engine, Flaky(3, down).opened, lambda: NOW, connections=1)
@@ -383,7 +383,7 @@ def test_smtp_connections_is_a_setting(tmp_path: Path) -> None:
 
 
 def test_a_claim_taken_over_while_sending_is_still_recorded(tmp_path: Path, caplog) -> None:
-    engine = open_database(f"sqlite:///{tmp_path}/pbem.store.db")
+    engine = open_database(f"sqlite:///{tmp_path}/pbem.db")
     queue(engine, Origin("bluff@x.test"), [f"p{n}@x.test" for n in range(8)])
 
     class Robbed(Flaky):
@@ -405,7 +405,7 @@ def test_a_claim_taken_over_while_sending_is_still_recorded(tmp_path: Path, capl
 
 def test_a_mark_that_fails_releases_the_page_and_repeats_at_most_a_mail_a_connection(
         tmp_path: Path, monkeypatch) -> None:
-    engine = open_database(f"sqlite:///{tmp_path}/pbem.store.db")
+    engine = open_database(f"sqlite:///{tmp_path}/pbem.db")
     queue(engine, Origin("bluff@x.test"), [f"p{n}@x.test" for n in range(12)])
     real = outbox.table.mark_sent
     calls: list[int] = []
@@ -431,7 +431,7 @@ def test_mail_to_one_address_leaves_in_queue_order_over_several_connections(
     """A player who sends two mails gets the two answers in that order, even when the
     page goes out over several connections at once: the next mail to an address goes out
     only once the one before it is handed off, never two to one address at once."""
-    engine = open_database(f"sqlite:///{tmp_path}/pbem.store.db")
+    engine = open_database(f"sqlite:///{tmp_path}/pbem.db")
     users = ["p1", "p2", "p3"]
     for user in users:
         mailstack.clear(user)
@@ -564,7 +564,7 @@ def test_the_next_drain_sends_over_the_connection_the_last_one_kept(tmp_path: Pa
     sink = Peers()
     try:
         server = Server(Settings(
-            database=f"sqlite:///{tmp_path}/pbem.store.db", address="bluff@x.test",
+            database=f"sqlite:///{tmp_path}/pbem.db", address="bluff@x.test",
             referee="referee@x.test", referee_key="k",
             smtp=SmtpSettings(sink.controller.hostname, sink.controller.port, starttls=False)))
         origin = Origin("bluff@x.test")

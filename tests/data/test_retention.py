@@ -137,7 +137,7 @@ def test_retention_zero_keeps_everything_and_db_prune_runs_it_now(tmp_path: Path
     assert list((tmp_path / "outbox").glob("*.eml"))
 
     toml = tmp_path / "pbem.toml"
-    toml.write_text(f'[server]\ndatabase = "sqlite:///{tmp_path / "pbem.store.db"}"\n'
+    toml.write_text(f'[server]\ndatabase = "sqlite:///{tmp_path / "pbem.db"}"\n'
                     f'outbox_dir = "{tmp_path / "outbox"}"\n'
                     "[retention]\ninbound_days = 0\noutbox_days = 0.0001\n", "utf-8")
     past = T0.timestamp() - 86400

@@ -22,7 +22,7 @@ from pbem.store import db
 
 @pytest.fixture
 def engine(tmp_path: Path) -> Engine:
-    engine = db.make_engine(f"sqlite:///{tmp_path / 'pbem.store.db'}")
+    engine = db.make_engine(f"sqlite:///{tmp_path / 'pbem.db'}")
     with engine.begin() as conn:
         conn.execute(text("CREATE TABLE counter (n INTEGER NOT NULL)"))
         conn.execute(text("INSERT INTO counter VALUES (0)"))

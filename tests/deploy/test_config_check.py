@@ -39,7 +39,7 @@ BROKEN: list[tuple[str, str, str, str]] = [
      'database = "postgresql+psycopg://pbem@db/pbem"'),
     ('[server]\ndatabase = "mysql://pbem@db/pbem"\n', "[server]", "database",
      '"postgresql+psycopg://USER@HOST/DBNAME"'),
-    ('[server]\ndatabase = "sqlite://pbem.store.db"\n', "[server]", "database", "four slashes"),
+    ('[server]\ndatabase = "sqlite://pbem.db"\n', "[server]", "database", "four slashes"),
     (f"[imap]\n{LOGIN}", "[imap]", "host", 'add host = "..." under [imap]'),
     ("[smtp]\nport = 25\n", "[smtp]", "host", 'add host = "..." under [smtp]'),
     ('[imap]\nhost = "h"\nusername = "u"\n', "[imap]", "password", "PBEM_IMAP_PASSWORD(_FILE)"),
@@ -138,7 +138,7 @@ def test_without_a_config_pbem_says_where_it_looked_and_makes_nothing(tmp_path: 
     assert done.returncode == 2, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
     for said in ("-c (not given)", "$PBEM_CONFIG (not set)", "/etc/pbem/pbem.toml (not there)",
-                 f"no pbem.store.db in {tmp_path}", "docs/configuration.md"):
+                 f"no pbem.db in {tmp_path}", "docs/configuration.md"):
         assert said in done.stderr
     assert list(tmp_path.iterdir()) == []
 
@@ -146,12 +146,12 @@ def test_without_a_config_pbem_says_where_it_looked_and_makes_nothing(tmp_path: 
 def test_the_embedded_defaults_still_serve_where_a_pbem_db_is(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no config file"):
         command_settings(None, {}, system=tmp_path / "none.toml", cwd=tmp_path)
-    (tmp_path / "pbem.store.db").write_bytes(b"")
+    (tmp_path / "pbem.db").write_bytes(b"")
     settings = command_settings(None, {}, system=tmp_path / "none.toml", cwd=tmp_path)
     assert settings.imap is None and settings.smtp is None
-    assert command_settings(None, {"PBEM_DATABASE": "sqlite:////x/pbem.store.db"},
+    assert command_settings(None, {"PBEM_DATABASE": "sqlite:////x/pbem.db"},
                             system=tmp_path / "none.toml", cwd=tmp_path / "elsewhere"
-                            ).database == "sqlite:////x/pbem.store.db"
+                            ).database == "sqlite:////x/pbem.db"
 
 
 def test_pbem_config_is_read_and_a_missing_one_is_named(tmp_path: Path) -> None:
@@ -210,7 +210,7 @@ def test_config_check_prints_the_effective_config_with_secrets_masked(tmp_path: 
         assert secret not in out
     assert 'password = "****"' in out and 'referee_key = "****"' in out
     assert "# from the environment: PBEM_IMAP_PASSWORD, PBEM_WEB_SECRET" in out
-    assert f'database = "sqlite:///{tmp_path / "pbem.store.db"}"' in out    # defaults filled in
+    assert f'database = "sqlite:///{tmp_path / "pbem.db"}"' in out    # defaults filled in
     assert "poll_seconds = 60.0" in out
     assert f"# [smtp] is not set: answers are written as .eml files to {tmp_path}" in out
     broken = pbem("config", "check", "-c", str(ROOT / "nowhere.toml"), cwd=tmp_path)
@@ -244,11 +244,11 @@ def test_tick_v_is_taken(tmp_path: Path) -> None:
 
 def test_db_current_never_creates_a_database(tmp_path: Path) -> None:
     path = tmp_path / "pbem.toml"
-    path.write_text('[server]\ndatabase = "sqlite:///mistyped/folder/pbem.store.db"\n',
+    path.write_text('[server]\ndatabase = "sqlite:///mistyped/folder/pbem.db"\n',
                     encoding="utf-8")
     done = pbem("db", "current", "-c", str(path), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith(f"empty: no database at {tmp_path / 'mistyped/folder/pbem.store.db'}"
+    assert done.stdout.startswith(f"empty: no database at {tmp_path / 'mistyped/folder/pbem.db'}"
                                   " (nothing created")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pbem.toml"]
 
@@ -260,3 +260,15 @@ def pbem(*words: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]
     return subprocess.run([sys.executable, "-m", "pbem.cli", *words], capture_output=True,
                           text=True, timeout=120, cwd=cwd, env={**environment, **env},
                           check=False)
+
+
+def test_the_default_database_file_is_the_documented_pbem_db() -> None:
+    """The embedded default, the README, the sample config and the demo all name the same
+    file, pbem.db: a rename of the code's modules once turned it into "pbem.store.db" in
+    all of them at once, which would have left every running server's database behind."""
+    from pbem.config import Settings
+    root = Path(__file__).resolve().parents[2]
+    assert Settings().database == "sqlite:///pbem.db"
+    assert 'database = "sqlite:///pbem.db"' in (root / "README.md").read_text(encoding="utf-8")
+    assert "/var/lib/pbem/pbem.db" in (root / "deploy" / "pbem.toml").read_text(encoding="utf-8")
+    assert "pbem.store.db" not in (root / "pbem" / "demo" / "game.py").read_text(encoding="utf-8")

@@ -66,7 +66,7 @@ def test_demo_shows_its_progress_on_stderr(tmp_path: Path) -> None:
 
 
 def test_the_demo_database_does_not_wait_for_the_disk(tmp_path: Path) -> None:
-    engine = open_database(f"sqlite:///{tmp_path / 'pbem.store.db'}")
+    engine = open_database(f"sqlite:///{tmp_path / 'pbem.db'}")
     throwaway(engine)
     with engine.connect() as conn:
         assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 0   # OFF

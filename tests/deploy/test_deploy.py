@@ -100,7 +100,7 @@ def test_the_sample_database_opens_in_a_state_directory(tmp_path: Path) -> None:
 
 def test_a_config_without_paths_keeps_the_outbox_next_to_the_database(tmp_path: Path) -> None:
     config = tmp_path / "pbem.toml"
-    config.write_text('[server]\ndatabase = "sqlite:////srv/data/pbem.store.db"\n')
+    config.write_text('[server]\ndatabase = "sqlite:////srv/data/pbem.db"\n')
     assert load_settings(config, env={}).outbox_dir == Path("/srv/data/pbem-outbox")
     config.write_text("[server]\n")
     assert load_settings(config, env={}).outbox_dir == tmp_path / "pbem-outbox"

@@ -303,7 +303,7 @@ def test_a_20_mb_header_block_is_cut_before_parsing(server: Server, size_spy) ->
 def test_a_20_mb_mail_over_the_real_imap_server(mailstack, tmp_path: Path, size_spy) -> None:
     mailstack.clear("bluff")
     mailstack.clear("p1")
-    server = Server(stack_settings(mailstack, f"sqlite:///{tmp_path / 'pbem.store.db'}", REFEREE_KEY,
+    server = Server(stack_settings(mailstack, f"sqlite:///{tmp_path / 'pbem.db'}", REFEREE_KEY,
                                    smtp=False, outbox_dir=tmp_path / "out"))
     mailstack.append("bluff", big_mail(mailstack.address("p1"), "HELP\n", 20_000_000))
     report = server.tick()

@@ -206,7 +206,7 @@ def scene(mailstack: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
             keys = {p.email.split("@")[0]: p.key
                     for p in players_of(session, find_game(session, "cup-1"))}
         observer = Client(mailstack, "observer")
-        config = write_config(tmp / "pbem.toml", mailstack, tmp / "pbem.store.db")
+        config = write_config(tmp / "pbem.toml", mailstack, tmp / "pbem.db")
         yield Scene(table, mailstack, observer, config, keys)
         observer.close()
 

@@ -39,7 +39,7 @@ def serving(stack: MailStack, tmp_path: Path, poll_seconds: float) -> Iterator[
     """`pbem serve` on the stack's bluff inbox, once its first tick is done."""
     for user in ("bluff", "p1", "referee"):
         stack.clear(user)
-    config = stack_config(tmp_path / "pbem.toml", stack, f"sqlite:///{tmp_path}/pbem.store.db",
+    config = stack_config(tmp_path / "pbem.toml", stack, f"sqlite:///{tmp_path}/pbem.db",
                           "k", imap={"poll_seconds": poll_seconds},
                           # p1 asks for HELP again and again, a stranger to the server
                           server={"stranger_answers_per_day": 1000})

@@ -147,7 +147,7 @@ def test_a_real_bounce_over_the_mail_stack_is_not_answered(mailstack, tmp_path: 
     """MAIL FROM:<> through the real SMTP front and Dovecot: it arrives with Return-Path: <>."""
     for user in ("bluff", "p1", "referee"):
         mailstack.clear(user)
-    server = Server(stack_settings(mailstack, f"sqlite:///{tmp_path / 'pbem.store.db'}", REFEREE_KEY))
+    server = Server(stack_settings(mailstack, f"sqlite:///{tmp_path / 'pbem.db'}", REFEREE_KEY))
     bounce = mail(mailstack.address("p1"), "Your message could not be delivered.\nHELP\n")
     mailstack.deliver("bluff", bounce, mail_from="")
     person = mail(mailstack.address("p1"), "HELP\n", subject="a person")

@@ -41,7 +41,7 @@ def test_a_mail_that_cannot_be_stored_is_set_aside_and_brought_back(
     for user in ["bluff", "referee", "observer"]:
         mailstack.clear(user)
     clock = Clock()
-    server = Server(stack_settings(mailstack, f"sqlite:///{tmp_path / 'pbem.store.db'}", KEY),
+    server = Server(stack_settings(mailstack, f"sqlite:///{tmp_path / 'pbem.db'}", KEY),
                     clock=clock)
 
     def notices() -> list[str]:

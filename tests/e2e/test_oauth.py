@@ -124,7 +124,7 @@ def oauth_server(stack: MailStack, tokens: OAuthServer, tmp_path: Path,
     oauth = {"auth": "oauth2", "oauth_client_id": CLIENT_ID,
              "oauth_token_uri": tokens.token_uri, "oauth_token_file": str(token_file)}
     settings = Settings(
-        database=f"sqlite:///{tmp_path}/pbem.store.db", address=stack.address("bluff"),
+        database=f"sqlite:///{tmp_path}/pbem.db", address=stack.address("bluff"),
         referee=stack.address("referee"), referee_key="k", stranger_answers_per_day=100,
         imap=ImapSettings(stack.imap_host, stack.imap_port, ssl=False,
                           username=stack.address("bluff"), **oauth),

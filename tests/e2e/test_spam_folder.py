@@ -36,7 +36,7 @@ def spam_server(stack: MailStack, tmp_path: Path) -> Server:
     for user in ("bluff", "referee", "p1", "p2", "p3"):
         stack.clear(user)
     settings = Settings(
-        database=f"sqlite:///{tmp_path}/pbem.store.db", address=stack.address("bluff"),
+        database=f"sqlite:///{tmp_path}/pbem.db", address=stack.address("bluff"),
         referee=stack.address("referee"), referee_key="k",
         imap=ImapSettings(stack.imap_host, stack.imap_port, ssl=False,
                           username=stack.address("bluff"), password=stack.password,

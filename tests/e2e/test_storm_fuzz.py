@@ -79,7 +79,7 @@ def test_a_fuzzed_storm_leaves_nothing_stuck_applied_or_answered_twice(
         mailstack: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     for user in ["bluff", "referee", *PLAYERS, *STRANGERS]:
         mailstack.clear(user)
-    server = Server(stack_settings(mailstack, f"sqlite:///{tmp_path / 'pbem.store.db'}",
+    server = Server(stack_settings(mailstack, f"sqlite:///{tmp_path / 'pbem.db'}",
                                    REFEREE_KEY))
     server.referee.admin(["NEWGAME", "g1", "SEED", "3"])
     for n, user in enumerate(PLAYERS, 1):

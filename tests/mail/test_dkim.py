@@ -219,7 +219,7 @@ def test_mail_fetched_back_from_dovecot_verifies_and_fails_once_tampered(
         mailstack.clear(user)
     (tmp_path / "dkim.pem").write_bytes(KEY)
     domain = mailstack.domain
-    server = Server(stack_settings(mailstack, f"sqlite:///{tmp_path / 'pbem.store.db'}", REFEREE_KEY,
+    server = Server(stack_settings(mailstack, f"sqlite:///{tmp_path / 'pbem.db'}", REFEREE_KEY,
                                    dkim=load_settings(_toml(tmp_path, domain), env={}).dkim))
     mailstack.deliver("bluff", _order_mail(mailstack, "p1", "HELP"),
                       mail_from=mailstack.address("p1"))

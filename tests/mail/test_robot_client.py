@@ -17,7 +17,7 @@ PLAYERS = [f"p{i}@example.org" for i in range(1, 6)]
 
 
 def referee_mails(tmp_path: Path, rules: str, seats: int) -> list[bytes]:
-    server = Server(Settings(database=f"sqlite:///{tmp_path / 'pbem.store.db'}",
+    server = Server(Settings(database=f"sqlite:///{tmp_path / 'pbem.db'}",
                              address="bluff@example.org", referee="referee@example.org",
                              referee_key="k", outbox_dir=tmp_path / "outbox"))
     server.referee.admin(["NEWGAME", "g1", "SEED", "3", "RULES", rules])

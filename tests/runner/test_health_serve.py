@@ -65,12 +65,12 @@ def test_healthz_fails_while_serve_is_paused_and_recovers_when_it_goes_on(
         mailstack: MailStack, tmp_path: Path) -> None:
     mailstack.clear("bluff")
     port = free_ports(1)[0]
-    config = stack_config(tmp_path / "pbem.toml", mailstack, f"sqlite:///{tmp_path / 'pbem.store.db'}",
+    config = stack_config(tmp_path / "pbem.toml", mailstack, f"sqlite:///{tmp_path / 'pbem.db'}",
                           "health-key", server={"late_tick_seconds": 3},
                           imap={"poll_seconds": 0.5})
     config.write_text(config.read_text() + f"\n[web]\nport = {port}\n")
     with serve(config, tmp_path / "serve.log") as proc:
-        until((tmp_path / "pbem.store.db").exists, 60, "serve makes its database")
+        until((tmp_path / "pbem.db").exists, 60, "serve makes its database")
         web = WebProcess(config, tmp_path / "web.log")
         healthz = f"{web.base}/healthz"
 
@@ -139,7 +139,7 @@ def listen_config(path: Path, database: Path, imap_port: int | None = None) -> P
 
 
 def test_serve_tells_systemd_it_is_ready_and_alive(tmp_path: Path) -> None:
-    config = listen_config(tmp_path / "pbem.toml", tmp_path / "pbem.store.db")
+    config = listen_config(tmp_path / "pbem.toml", tmp_path / "pbem.db")
     # without [imap] serve ticks every 10 s: late_tick_seconds must exceed that
     config.write_text(config.read_text().replace("late_tick_seconds = 2", "late_tick_seconds = 30"))
     with notify_socket(tmp_path / "notify") as sock, \
@@ -165,7 +165,7 @@ def test_a_hung_tick_stops_the_watchdog_pings(tmp_path: Path) -> None:
     silent = socket.socket()
     silent.bind((LOOPBACK, 0))
     silent.listen(8)
-    config = listen_config(tmp_path / "pbem.toml", tmp_path / "pbem.store.db",
+    config = listen_config(tmp_path / "pbem.toml", tmp_path / "pbem.db",
                            imap_port=silent.getsockname()[1])
     try:
         with notify_socket(tmp_path / "notify") as sock, \

@@ -213,7 +213,7 @@ def test_a_game_set_up_and_started_by_one_mail_sends_its_first_reports_not_the_w
     users = [f"p{i}" for i in range(1, 6)]
     for user in users:
         mailstack.clear(user)
-    settings = Settings(database=f"sqlite:///{tmp_path / 'pbem.store.db'}",
+    settings = Settings(database=f"sqlite:///{tmp_path / 'pbem.db'}",
                         address=mailstack.address("bluff"),
                         referee=mailstack.address("referee"), referee_key=REFEREE_KEY,
                         smtp=SmtpSettings(mailstack.smtp_host, mailstack.smtp_port,

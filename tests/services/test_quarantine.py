@@ -65,7 +65,7 @@ def rows(engine: Any) -> list[InboundMail]:
 
 
 def write_config(tmp_path: Path, stack: Any) -> Path:
-    return stack_config(tmp_path / "pbem.toml", stack, f"sqlite:///{tmp_path / 'pbem.store.db'}", KEY)
+    return stack_config(tmp_path / "pbem.toml", stack, f"sqlite:///{tmp_path / 'pbem.db'}", KEY)
 
 
 def test_kills_of_the_server_while_it_handles_a_mail_do_not_set_it_aside(
@@ -135,7 +135,7 @@ def test_a_mail_that_kills_whoever_handles_it_is_set_aside_and_its_sender_told(
 
 
 def stack_server(stack: Any, tmp_path: Path, clock: Clock) -> Server:
-    return Server(stack_settings(stack, f"sqlite:///{tmp_path / 'pbem.store.db'}", KEY), clock=clock)
+    return Server(stack_settings(stack, f"sqlite:///{tmp_path / 'pbem.db'}", KEY), clock=clock)
 
 
 def test_failing_mail_costs_the_referee_one_notice_an_hour(mailstack: Any,

@@ -425,7 +425,7 @@ def test_a_broken_game_row_is_a_plain_500_page(tmp_path: Path) -> None:
 # --- read only, settings, start-up ---------------------------------------------------------------
 
 def test_the_web_app_cannot_write_to_the_database(site: Site) -> None:
-    engine = open_read_only(f"sqlite:///{site.folder / 'pbem.store.db'}")
+    engine = open_read_only(f"sqlite:///{site.folder / 'pbem.db'}")
     with Session(engine) as session:
         game = session.exec(select(Game).where(Game.name == "classic-1")).one()
         game.status = "cancelled"
