@@ -125,13 +125,3 @@ def _is_bye(item: object) -> bool:
 
 def _short(error: Exception) -> str:
     return " ".join(str(error).split())[:200] or type(error).__name__
-
-
-def _close(client: IMAPClient) -> None:
-    try:
-        client.logout()
-    except Exception:
-        try:
-            client.shutdown()
-        except Exception:
-            pass
