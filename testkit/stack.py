@@ -9,6 +9,9 @@ Plain module (no pytest import), like testkit/mailstack.py.
 from __future__ import annotations
 
 import json
+from email import policy
+from email.message import EmailMessage
+from email.utils import make_msgid
 from pathlib import Path
 from typing import Any
 
@@ -57,3 +60,13 @@ def stack_settings(stack: Any, database: str, referee_key: str, *, user: str = "
                           username=stack.address(user), password=stack.password),
         smtp=SmtpSettings(stack.smtp_host, stack.smtp_port, starttls=False, verp=verp)
         if smtp else None, **settings)
+
+
+def help_mail(stack: Any, user: str) -> bytes:
+    """A HELP from ``user`` of the stack to its bluff mailbox (any answer proves a mail read)."""
+    msg = EmailMessage()
+    msg["From"], msg["To"] = stack.address(user), stack.address("bluff")
+    msg["Subject"] = "help please"
+    msg["Message-ID"] = make_msgid(domain="bluff.test")
+    msg.set_content("HELP\n")
+    return msg.as_bytes(policy=policy.SMTP)

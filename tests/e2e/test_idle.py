@@ -10,27 +10,15 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from email import policy
-from email.message import EmailMessage
-from email.utils import make_msgid
 from pathlib import Path
 
 import pytest
 
 from testkit.mailstack import MailStack, dovecot_available
-from testkit.stack import stack_config
+from testkit.stack import help_mail, stack_config
 
 LONG_POLL = 600   # seconds: a tick never comes by the clock within a test
 ANSWERED_WITHIN = 1.0
-
-
-def help_mail(stack: MailStack, user: str) -> bytes:
-    msg = EmailMessage()
-    msg["From"], msg["To"] = stack.address(user), stack.address("bluff")
-    msg["Subject"] = "help please"
-    msg["Message-ID"] = make_msgid(domain="bluff.test")
-    msg.set_content("HELP\n")
-    return msg.as_bytes(policy=policy.SMTP)
 
 
 @contextmanager

@@ -11,9 +11,6 @@ import os
 import tempfile
 import time
 from collections.abc import Iterator
-from email import policy
-from email.message import EmailMessage
-from email.utils import make_msgid
 from pathlib import Path
 
 import pytest
@@ -27,6 +24,7 @@ from pbem.store.models import OutboundMail
 from testkit.desk import Clock
 from testkit.mailstack import MailStack, dovecot_available
 from testkit.oauthserver import CLIENT_ID, CLIENT_SECRET, OAuthServer
+from testkit.stack import help_mail
 
 NOTICE = "The mail server login failed"
 
@@ -60,15 +58,6 @@ def grant(tokens: OAuthServer, user: str, token_file: Path | None = None) -> OAu
     token_file.write_text(json.dumps({"refresh_token": refresh, "client_secret": CLIENT_SECRET}))
     token_file.chmod(0o600)
     return OAuthGrant(CLIENT_ID, token_uri=tokens.token_uri, token_file=str(token_file))
-
-
-def help_mail(stack: MailStack, user: str) -> bytes:
-    msg = EmailMessage()
-    msg["From"], msg["To"] = stack.address(user), stack.address("bluff")
-    msg["Subject"] = "help please"
-    msg["Message-ID"] = make_msgid(domain="bluff.test")
-    msg.set_content("HELP\n")
-    return msg.as_bytes(policy=policy.SMTP)
 
 
 @pytest.mark.parametrize("mechanism", ["xoauth2", "oauthbearer"])
