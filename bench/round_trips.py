@@ -35,15 +35,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from sqlalchemy import event  # noqa: E402
 
 from bench.scale import (  # noqa: E402
-    KEY,
     SEATS,
     _Nothing,
     answers,
+    bench_settings,
     count,
     deliver,
     referee_mails,
 )
-from pbem.config import ImapSettings, Settings  # noqa: E402
 from pbem.runner.server import Server  # noqa: E402
 from testkit.mailstack import MailStack  # noqa: E402
 from testkit.pgstack import PgCluster  # noqa: E402
@@ -72,11 +71,7 @@ def run(database: str, games: int, seed: int,
             tempfile.TemporaryDirectory(prefix="pbem-trips-") as tmp, \
             (PgCluster() if postgresql else _Nothing()) as cluster:
         url = cluster.new_database() if postgresql else f"sqlite:///{Path(tmp) / 'trips.db'}"
-        settings = Settings(
-            database=url, address=stack.address("bluff"),
-            referee=stack.address("referee"), referee_key=KEY, outbox_dir=Path(tmp) / "outbox",
-            imap=ImapSettings(stack.imap_host, stack.imap_port, ssl=False,
-                              username=stack.address("bluff"), password=stack.password))
+        settings = bench_settings(stack, url, Path(tmp))
         server = Server(settings)
         deliver(stack, referee_mails(stack, games), "referee mails")
         assert server.tick().processed, "the games were not started"

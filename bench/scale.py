@@ -180,17 +180,23 @@ def turn_by_workers(server: Server, engine: Engine, workers: int, games: int,
                       sent=sum(d[2] for d in done))
 
 
+def bench_settings(stack: MailStack, url: str, folder: Path) -> Settings:
+    """The server of a bench size: the stack's bluff mailbox, its referee, ``url``'s
+    database and the .eml outbox in ``folder`` (round_trips.py sets up the same)."""
+    return Settings(
+        database=url, address=stack.address("bluff"),
+        referee=stack.address("referee"), referee_key=KEY, outbox_dir=folder / "outbox",
+        imap=ImapSettings(stack.imap_host, stack.imap_port, ssl=False,
+                          username=stack.address("bluff"), password=stack.password))
+
+
 def run_size(games: int, profile: str | None, quote: bool, seed: int, postgresql: bool = False,
              workers: int = 1) -> dict:
     with MailStack(users=("bluff", "referee")) as stack, \
             tempfile.TemporaryDirectory(prefix="pbem-scale-") as tmp, \
             (PgCluster() if postgresql else _Nothing()) as cluster:
         url = cluster.new_database() if postgresql else f"sqlite:///{Path(tmp) / 'scale.db'}"
-        settings = Settings(
-            database=url, address=stack.address("bluff"),
-            referee=stack.address("referee"), referee_key=KEY, outbox_dir=Path(tmp) / "outbox",
-            imap=ImapSettings(stack.imap_host, stack.imap_port, ssl=False,
-                              username=stack.address("bluff"), password=stack.password))
+        settings = bench_settings(stack, url, Path(tmp))
         server = Server(settings)
         database = server.engine
         setup = deliver(stack, referee_mails(stack, games), "referee mails")
