@@ -228,5 +228,5 @@ class AuditEntry(SQLModel, table=True):
     game_id: int | None = Field(default=None, foreign_key="game.id", index=True)
     at: datetime
     actor: str
-    action: str
+    action: str = Field(index=True)   # counted by kind for `pbem status` (GAME_FAILED)
     detail: str = ""

@@ -48,3 +48,18 @@ def test_start_and_a_strangers_mail_use_the_indexes_that_fit(tmp_path: Path) -> 
     counts = [p for s, p in plans.items() if "FROM sender_event" in s
               and "sender_event.address = ?" in s]
     assert counts and all("ix_sender_event_address_kind_at" in p for p in counts), counts
+
+
+def test_the_status_look_counts_failed_games_by_the_action_index(tmp_path: Path) -> None:
+    """`pbem status`, /healthz and /metrics count the failed games on each look: by the
+    index on the audit entries' action, not by reading every game's whole history."""
+    from datetime import UTC, datetime
+
+    from pbem.services.health import read_status
+
+    server = make_server(tmp_path, Clock())
+    new_game(server)
+    plans = plans_of(server, lambda: read_status(
+        server.engine, datetime.now(UTC), late_after=60.0, stuck_after=60.0))
+    failed = [p for s, p in plans.items() if "FROM audit_entry" in s]
+    assert failed and all("ix_audit_entry_action" in p for p in failed), failed
