@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pbem.config import PROVIDERS, ConfigError, _with_providers, load_settings
+from pbem.config import PROVIDERS, ConfigError, load_settings
+from pbem.config.providers import with_providers
 
 
 def config(tmp_path: Path, imap: str, smtp: str = "") -> Path:
@@ -90,7 +91,7 @@ def test_a_setting_given_wins_over_the_preset(given_values: dict[str, int], name
     values = {k: (str(v) if k in ("host", "spam_folder", "folder") else
                   bool(v % 2) if k == "ssl" else v) for k, v in given_values.items()}
     sections = {"imap": {"provider": name, **values}}
-    assert _with_providers(sections) == []
+    assert with_providers(sections) == []
     merged = sections["imap"]
     for key, value in values.items():
         assert merged[key] == value
