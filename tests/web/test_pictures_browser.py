@@ -15,7 +15,6 @@ from __future__ import annotations
 import email
 import email.policy
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,7 @@ from pbem.rules.cupofbluff import total_distribution
 from pbem.store.models import OutboundMail
 from testkit import layout
 from testkit.colours import DARK_MODES, VISIONS, closest_pair, darkened, distance, parse
-from testkit.web import CHROMIUM_ARGS, Site, WebProcess, build_site, chromium_path
+from testkit.web import CHROMIUM_ARGS, Site, WebProcess, chromium_path
 
 # PBEM_PICTURE_WIDTHS=375: fewer widths while working on a picture
 WIDTHS = tuple(int(w) for w in
@@ -37,20 +36,6 @@ WIDTHS = tuple(int(w) for w in
 LINE_COLOURS_APART = 25.0   # CIELAB units between any two players' line colours
 BAR_APART = 20.0            # between a bar and its background, in any dark mode
 SMALLEST_TEXT = 11.5        # px: the chart's text at its narrowest
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Site:
-    return build_site(tmp_path_factory.mktemp("pictures"))
-
-
-@pytest.fixture(scope="module")
-def web(site: Site) -> Iterator[WebProcess]:
-    process = WebProcess(site.config, site.folder / "web.log")
-    try:
-        yield process
-    finally:
-        process.stop()
 
 
 @pytest.fixture(scope="module")

@@ -39,7 +39,6 @@ from testkit.web import (
     NEWBIE,
     SECRET,
     Site,
-    build_site,
     days_ago,
     email_of_seat,
     new_game,
@@ -60,11 +59,6 @@ def valid(data: Any, name: str) -> list[str]:
     schema = {"$ref": f"#/$defs/{name}", "$defs": SCHEMA["$defs"]}
     return [f"{list(e.path)}: {e.message[:160]}"
             for e in jsonschema.Draft202012Validator(schema).iter_errors(data)]
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Site:
-    return build_site(tmp_path_factory.mktemp("web"))
 
 
 def settings_of(site: Site, **web: Any) -> Settings:

@@ -33,7 +33,6 @@ from testkit.web import (
     CHROMIUM_ARGS,
     Site,
     WebProcess,
-    build_site,
     chromium_path,
     days_ago,
     free_port,
@@ -41,20 +40,6 @@ from testkit.web import (
     state,
     write_config,
 )
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Site:
-    return build_site(tmp_path_factory.mktemp("browser"))
-
-
-@pytest.fixture(scope="module")
-def web(site: Site) -> Iterator[WebProcess]:
-    process = WebProcess(site.config, site.folder / "web.log")
-    try:
-        yield process
-    finally:
-        process.stop()
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ from pbem.text.i18n import translator
 from pbem.web import create_app
 from pbem.web.pages import deadline_fields
 from testkit.catalogue import english_left, english_phrases
-from testkit.web import SECRET, Site, build_site
+from testkit.web import SECRET, Site
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -36,11 +36,6 @@ PAGES = ["/", "/games/postal-1", "/games/classic-1", "/games/cup-1", "/games/ope
 # words each language's pages say (the index and a game page)
 WORDS = {"de": ["Laufende Spiele", "Beendete Spiele", "Frist", "Würfel", "Spieler"],
          "cs": ["Běžící hry", "Skončené hry", "lhůta", "kostky", "hráč"]}
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Site:
-    return build_site(tmp_path_factory.mktemp("languages"))
 
 
 @pytest.fixture
