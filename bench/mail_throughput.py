@@ -54,8 +54,8 @@ from sqlmodel import Session, col, select  # noqa: E402
 from bench.tick_phases import Phases  # noqa: E402
 from pbem.config import ImapSettings, Settings, SmtpSettings  # noqa: E402
 from pbem.demo.robot_client import client_order_lines, parse_mail, reply_to, report_view  # noqa: E402
-from pbem.runner.referee import Marks, unmarked  # noqa: E402
 from pbem.runner.server import Server, TickReport  # noqa: E402
+from pbem.services.progress import Marks, unmarked  # noqa: E402
 from pbem.store.models import InboundMail, OutboundMail  # noqa: E402
 from testkit.mailstack import DEFAULT_DOMAIN, DEFAULT_USERS, MailStack  # noqa: E402
 

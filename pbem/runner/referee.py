@@ -47,6 +47,7 @@ from pbem.services import clock, failures
 from pbem.services.bounces import undeliverable
 from pbem.services.failures import game_failed, mail_failed, what_failed
 from pbem.services.post import Post, budget_short
+from pbem.services.progress import Marks, unmarked
 from pbem.store.claims import Lease, Waits
 from pbem.store.db import lanes_apart, one_writer, open_database, sender_writer, transient_error
 from pbem.store.faults import crash_point, poison_point
@@ -56,15 +57,6 @@ from pbem.text.errors import Refusal
 from pbem.text.wording import _, _n
 
 log = logging.getLogger(__name__)
-
-# Marks a tick's parts for whoever times them (bench/tick_phases.py): called with a tag
-# as each part begins ("fetch>", "mail>", "clock>", "close>") and ends ("...<").
-Marks = Callable[[str], None]
-
-
-def unmarked(tag: str) -> None:
-    """The marks of a tick nobody times."""
-
 
 ISOLATED_TRIES = 2       # bounded children a mail may kill before it is set aside
 LOCK_WAIT_NOTED = 0.01   # a mail's locks took this long (seconds): a wait, told to Waits

@@ -33,9 +33,10 @@ from pbem.render.reports import Renderer, TemplateProblem
 from pbem.runner.fetching import Fetcher, oauth_login
 from pbem.runner.junk import JUNK_SOURCE, JunkOverQuota, JunkTally
 from pbem.runner.notify import notify, watchdog_seconds
-from pbem.runner.referee import Marks, Referee, unmarked
+from pbem.runner.referee import Referee
 from pbem.runner.retention import prune_when_due
 from pbem.services.health import record_backoff
+from pbem.services.progress import Marks, Progress, unmarked
 from pbem.store.backoff import Backoff
 from pbem.store.backup import BackupPlan
 from pbem.store.claims import Lease, Waits
@@ -146,9 +147,9 @@ class Server:
         # kept by keep_unreleased, given back by the next send (give_back)
         self._unreleased: list[int] = []
         self._unreleased_lock = threading.Lock()
-        # when a tick last began, ended or went on to its next part (time.monotonic):
-        # serve's watchdog (loop_stalled) tells systemd it is alive only while this is recent
-        self._progress = time.monotonic()
+        # when a tick last began, ended or went on to its next part: serve's watchdog
+        # (loop_stalled) tells systemd it is alive only while this is recent
+        self.progress = Progress()
         self._last_report: TickReport | None = None
 
     # --- the edges ----------------------------------------------------------
@@ -284,17 +285,15 @@ class Server:
 
     def tick(self, marks: Marks = unmarked) -> TickReport:
         """One full cycle: fetch, process, resolve due turns, send; ``marks`` is told as
-        each part begins and ends (pbem.runner.referee.Marks: bench/tick_phases.py times them).
+        each part begins and ends (pbem.services.progress.Marks: bench/tick_phases.py times
+        them), and each is progress (loop_stalled).
 
         Processing and resolving run under the referee lease (in the database), so
         two processes never handle mail or resolve turns at the same time; a tick
         that cannot get it in time leaves the work to the holder. A database that is
         locked or unreachable ends the step it hit; the next tick catches up.
         """
-        def marked(tag: str) -> None:   # each part of the tick is progress (loop_stalled)
-            self._progress = time.monotonic()
-            marks(tag)
-
+        marked = self.progress.marking(marks)
         marked("tick>")
         try:
             report = self._tick(marked)
@@ -328,7 +327,7 @@ class Server:
                             marks=marks, waits=report.waits)
                         marks("clock>")
                         report.resolved = self.referee.resolve_due(report.waits,
-                                                                   step=self._step)
+                                                                   step=self.progress.beat)
                         marks("clock<")
                     finally:
                         if held:
@@ -492,14 +491,10 @@ class Server:
         with Session(self.engine) as session:
             return known_address(session, sender)
 
-    def _step(self) -> None:
-        """A game's clock work is done: progress (loop_stalled)."""
-        self._progress = time.monotonic()
-
     def loop_stalled(self) -> float | None:
         """How long the ticks have shown no progress (no tick began, ended or went on to
         its next part), when that is longer than [server] late_tick_seconds; else None."""
-        quiet = time.monotonic() - self._progress
+        quiet = self.progress.quiet()
         return quiet if quiet > self.settings.tick_late_after else None
 
     def watch_loop(self, stop: threading.Event) -> None:

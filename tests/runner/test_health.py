@@ -171,6 +171,6 @@ def test_the_clock_work_of_each_game_is_progress_for_the_watchdog(tmp_path: Path
     steps: list[float] = []
     assert server.referee.resolve_due(step=lambda: steps.append(time.monotonic())) == 3
     assert len(steps) == 3
-    before = server._progress
+    before = server.progress.at
     server.tick()
-    assert server._progress > before
+    assert server.progress.at > before
