@@ -14,7 +14,7 @@ from pbem.rules.errors import MalformedMove
 from pbem.text.wording import _
 
 # The moves' JSON, by name. from_json reads a move's JSON as the database or a record gives
-# it back, unchecked (Mapping[str, Any]): what is not a move raises MalformedMove.
+# it back, unchecked (values Any): what is not a move raises MalformedMove.
 
 
 class AnnounceJSON(TypedDict):

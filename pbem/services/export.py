@@ -44,7 +44,7 @@ def export_json(session: Session, game: Game) -> KindJSON:
 
 
 
-# a JSON schema document stays open JSON (dict[str, Any]): its shape is JSON Schema's, which
+# a JSON schema document stays open JSON (values Any): its shape is JSON Schema's, which
 # this module only walks to join the kinds' parts in
 
 

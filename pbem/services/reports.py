@@ -50,7 +50,7 @@ def web_links(web: WebSettings, game: Game, player: Player | None,
     return game_url, ({"url": url, "until": until} if url else None)
 
 
-# A report's template context stays open (dict[str, Any]): the kind's report_extras join
+# A report's template context stays open (values Any): the kind's report_extras join
 # it under its own keys, and the kind's templates read what they need of it.
 def report_context(game: Game, players: dict[int, Player], state: S, seat: int | None,
                    now: datetime, origin: Origin, notes: list[str],
