@@ -6,7 +6,8 @@ Prints, from the source alone (nothing is run):
 
 - ``Any`` and ``JSON`` as names in the code (not in comments or strings), inside
   pbem/kinds/ and outside it;
-- ``dict[str, Any]`` and ``Mapping[str, Any]`` (JSON by another name), the same way;
+- ``dict[str, Any]`` and ``Mapping[str, Any]`` (JSON by another name), the same way,
+  together and apart, with ``JSONMap``; and the TypedDicts (JSON by its shape);
 - ``state: Any`` outside pbem/kinds/ (a kind's state erased on its way out of the table);
 - the files outside pbem/kinds/, pbem/rules/ (the kinds' own rules) and templates/
   that name a kind: a string literal that is exactly 'postal', 'classic' or 'cup', an
@@ -48,6 +49,28 @@ def names_a_kind(path: Path) -> bool:
         return False
     quoted = "|".join(KIND_NAMES)
     return re.search(rf"[\"']({quoted})[\"']", text) is not None
+
+
+def typed_dicts(paths: list[Path]) -> dict[Path, int]:
+    """The TypedDicts each file defines: class TypedDict, a class on another TypedDict of
+    pbem (ClassicRules on RulesJSON), and the functional form."""
+    trees = {p: ast.parse(p.read_text()) for p in paths}
+    named: set[str] = {"TypedDict"}
+    classes = [(p, node) for p, tree in trees.items() for node in ast.walk(tree)
+               if isinstance(node, ast.ClassDef)]
+    grown = True
+    while grown:   # a TypedDict's subclass is one too, wherever it is defined
+        before = len(named)
+        named |= {node.name for _p, node in classes
+                  if any(ast.unparse(b).rpartition(".")[2] in named for b in node.bases)}
+        grown = len(named) > before
+    counts = dict.fromkeys(paths, 0)
+    for p, node in classes:
+        counts[p] += node.name in named
+    for p, tree in trees.items():
+        counts[p] += sum(1 for node in ast.walk(tree) if isinstance(node, ast.Call)
+                         and isinstance(node.func, ast.Name) and node.func.id == "TypedDict")
+    return counts
 
 
 def rewraps(path: Path) -> list[str]:
@@ -98,6 +121,15 @@ def main() -> None:
     print(f"JSON  inside kinds/: {sum(names_in(p, 'JSON') for p in inside):4d}   "
           f"outside: {sum(names_in(p, 'JSON') for p in outside):4d}")
     print(f"dict/Mapping[str, Any] inside: {loose_in:4d}   outside: {loose_out:4d}")
+    # the same apart, and what names a shape instead (issue 44 item 3: JSON by its shape)
+    print(f"  JSONMap       inside kinds/: {sum(names_in(p, 'JSONMap') for p in inside):4d}   "
+          f"outside: {sum(names_in(p, 'JSONMap') for p in outside):4d}")
+    for loose in ("dict[str, Any]", "Mapping[str, Any]"):
+        print(f"  {loose:<17} inside: {sum(p.read_text().count(loose) for p in inside):4d}   "
+              f"outside: {sum(p.read_text().count(loose) for p in outside):4d}")
+    shapes = typed_dicts(code)
+    print(f"TypedDicts inside kinds/: {sum(shapes[p] for p in inside):4d}   "
+          f"outside: {sum(shapes[p] for p in outside):4d}")
     print(f"state: Any outside kinds/:                       {erased}")
     print(f"files naming a kind outside kinds/, rules/, the kinds' templates: {len(naming)}")
     if args.list:

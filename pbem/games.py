@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import groupby
@@ -325,7 +325,7 @@ def audit(session: Session, game: Game | None, now: datetime, action: str, detai
 
 def create_game(session: Session, name: str, *, seed: bytes, now: datetime,
                 turn_hours: float | None = None, rules: RuleSet | None = None,
-                kind: str = DEFAULT_KIND, rules_json: dict[str, Any] | None = None) -> Game:
+                kind: str = DEFAULT_KIND, rules_json: Mapping[str, object] | None = None) -> Game:
     if session.exec(select(Game).where(Game.name == name)).first() is not None:
         raise Refusal(_("a game called '{name}' exists already", name=name))
     kind_named(kind)

@@ -30,7 +30,7 @@ from sqlmodel import Session
 from pbem.config import ListenSettings, Settings
 from pbem.demo.robot_client import ReadReport, client_order_lines, parse_mail, read_report, reply_to
 from pbem.games import find_game
-from pbem.kinds import DEFAULT_KIND, Demo, kind_named
+from pbem.kinds import DEFAULT_KIND, Demo, JSONMap, kind_named
 from pbem.kinds.verify import score_words
 from pbem.runner.server import Server
 from pbem.services.export import export_json
@@ -163,7 +163,8 @@ def _finish(server: Server, folder: Path, outbox: Path, game: str, turns: int,
             say: Callable[..., None]) -> int:
     """The end of a demo: the standings and the game's record (as its kind writes it)."""
     with Session(server.engine) as session:
-        record = export_json(session, find_game(session, game))
+        # a record of any kind's format, read as verify reads one: open JSON
+        record: JSONMap = export_json(session, find_game(session, game))
     names = {p["seat"]: p["name"] for p in record["players"]}
     say(f"Game {game} ({record['kind']}) is over after {turns} turns.")
     say("Final standings:")

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from pbem.kinds.base import Demo, GameKind, Resolution, TakenOrder, Understood
 from pbem.kinds.classic import CLASSIC
 from pbem.kinds.cup import CUP
-from pbem.kinds.jsontypes import JSON, JSONMap
+from pbem.kinds.jsontypes import JSON, JSONMap, KindJSON
 from pbem.kinds.postal import POSTAL
 from pbem.kinds.tables import PUBLIC, REVEAL, Viewer
 from pbem.text.errors import Refusal
@@ -104,6 +104,6 @@ def kind_for_view(view_format: str | None) -> AnyKind:
     raise KeyError(f"no game kind writes views of format {view_format!r}")
 
 
-__all__ = ["DEFAULT_KIND", "JSON", "KINDS", "Demo", "PUBLIC", "REVEAL", "AnyKind", "GameKind", "HasKind", "JSONMap",
+__all__ = ["DEFAULT_KIND", "JSON", "KINDS", "Demo", "PUBLIC", "REVEAL", "AnyKind", "GameKind", "HasKind", "JSONMap", "KindJSON",
            "Resolution", "TakenOrder", "Understood", "Viewer", "kind_for_view", "kind_template_dirs", "kinds_note",
            "kind_named", "kind_of", "register", "unregister"]

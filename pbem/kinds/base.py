@@ -29,7 +29,7 @@ from typing import Generic, TypeVar
 
 from pbem.kinds.generic_record import FORMAT as GENERIC_FORMAT
 from pbem.kinds.generic_record import GameRows, generic_record
-from pbem.kinds.jsontypes import JSON, BidChart, JSONMap, MoveExtra, Odds
+from pbem.kinds.jsontypes import JSON, BidChart, JSONMap, KindJSON, MoveExtra, Odds
 from pbem.kinds.tables import Viewer, WebRow
 from pbem.orders.parsing import Command, Order
 from pbem.rules.dice import DiceStream
@@ -82,6 +82,11 @@ class Demo:
 
 
 class GameKind(ABC, Generic[S, M]):
+    """The JSON a kind writes (its rules, moves, views, report extras and record) is a
+    KindJSON here, a read-only mapping: each kind returns its own TypedDict (pbem.kinds.views,
+    pbem.kinds.tables). What it reads back from the database or a mail (rules, a move, a
+    report.json) is a JSONMap: json.loads's, not checked before the kind reads it."""
+
     name: str                         # the RULES word: postal | classic | cup
     title: str                        # "postal Bluff"
     min_players: int
@@ -117,7 +122,7 @@ class GameKind(ABC, Generic[S, M]):
         """The format name of its report.json view."""
         return f"pbem.{self.name}.view/1"
 
-    def schema_part(self, schema_name: str) -> JSON | None:
+    def schema_part(self, schema_name: str) -> JSON | None:   # a schema document: open
         """Its part of the JSON schema ``schema_name`` of schema/ (the file of that name in
         its schema_dir), which pbem.services.export.schema joins to it: "$defs" (added to
         the schema's), "then" (what a document of this kind follows as well), "one_of" and
@@ -130,7 +135,7 @@ class GameKind(ABC, Generic[S, M]):
         return part
 
     @abstractmethod
-    def parse_options(self, words: Sequence[str]) -> JSON:
+    def parse_options(self, words: Sequence[str]) -> KindJSON:
         """NEWGAME words after RULES <kind> -> the rules JSON; raises Refusal."""
 
     @abstractmethod
@@ -138,7 +143,7 @@ class GameKind(ABC, Generic[S, M]):
         """The rules in words, the kind named first ("classic Bluff, German edition: ..."):
         pages and answers show it alone, without the title again."""
 
-    def played_rules(self, rules: JSONMap, players: int) -> JSON:
+    def played_rules(self, rules: JSONMap, players: int) -> KindJSON:
         """The rules JSON as a game of that many players plays it (what its record and its
         report.json both say): the same game starts from it as from the stored rules."""
         return dict(rules)
@@ -191,7 +196,7 @@ class GameKind(ABC, Generic[S, M]):
         return None
 
     @abstractmethod
-    def move_to_json(self, move: M) -> JSON: ...
+    def move_to_json(self, move: M) -> KindJSON: ...
 
     @abstractmethod
     def move_from_json(self, data: JSONMap) -> M: ...
@@ -220,14 +225,14 @@ class GameKind(ABC, Generic[S, M]):
         return {}
 
     @abstractmethod
-    def view(self, state: S, seat: int | None) -> JSON:
+    def view(self, state: S, seat: int | None) -> KindJSON:
         """The JSON holdings view for seat (None: the public view, no hidden dice)."""
 
     @abstractmethod
     def history(self, state: S) -> list[str]:
         """Every move so far, public information only, one line each."""
 
-    def report_extras(self, state: S, seat: int | None) -> JSON:
+    def report_extras(self, state: S, seat: int | None) -> KindJSON:
         """Anything more its report template needs (the postal report shows odds); may be {}."""
         return {}
 
@@ -272,7 +277,7 @@ class GameKind(ABC, Generic[S, M]):
 
     # --- the record ------------------------------------------------------------------------
 
-    def record(self, rows: GameRows, state: S | None) -> JSON:
+    def record(self, rows: GameRows, state: S | None) -> KindJSON:
         """The game's record, as `pbem export` writes it and `pbem verify` reads it: the
         generic pbem.record/2 (pbem.kinds.generic_record), made by replaying the rows; state is the
         state now (None before the start)."""

@@ -7,10 +7,17 @@ from collections.abc import Sequence
 from typing import TypeVar
 
 from pbem.kinds.base import GameKind
-from pbem.kinds.jsontypes import JSON, BidChart, JSONMap
+from pbem.kinds.jsontypes import BidChart, JSONMap
 from pbem.kinds.words import bid_words
 from pbem.orders.parsing import Order
-from pbem.rules.bid_moves import CHALLENGE, BidMove, Move, move_from_json, move_to_json
+from pbem.rules.bid_moves import (
+    CHALLENGE,
+    BidMove,
+    Move,
+    MoveJSON,
+    move_from_json,
+    move_to_json,
+)
 from pbem.rules.dice import face_symbol
 from pbem.rules.ladder import Bid, Ladder
 from pbem.rules.odds import SeatView, actual_distribution
@@ -77,7 +84,7 @@ class BidMoves(GameKind[S, Move]):
     """The Bluff kinds (postal, classic): their move values, the JSON of these
     (pbem.rules.bid_moves) and the order lines that make them."""
 
-    def move_to_json(self, move: Move) -> JSON:
+    def move_to_json(self, move: Move) -> MoveJSON:
         return move_to_json(move)
 
     def move_from_json(self, data: JSONMap) -> Move:

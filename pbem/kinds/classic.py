@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
+from typing import Final
 
 from pbem.kinds.base import OWN_SCHEMA_PARTS, Demo, Resolution, TakenOrder, Understood
 from pbem.kinds.bidding import (
@@ -26,7 +27,7 @@ from pbem.kinds.bidding import (
     read_bid_order,
     standing_bid_move,
 )
-from pbem.kinds.jsontypes import JSON, BidChart, JSONMap, MoveExtra, Odds
+from pbem.kinds.jsontypes import BidChart, JSONMap, MoveExtra, Odds
 from pbem.kinds.tables import (
     BluffTable,
     ClassicScore,
@@ -38,6 +39,7 @@ from pbem.kinds.tables import (
     lifted_cups,
     orange,
 )
+from pbem.kinds.views import ClassicBidJSON, ClassicRound, ClassicRules, ClassicView
 from pbem.kinds.words import KIND_TITLES, Told, bid_words
 from pbem.orders.parsing import PLAYER_COMMANDS, Order
 from pbem.rules.bid_moves import BidMove, Move
@@ -65,7 +67,7 @@ from pbem.text.errors import Refusal
 from pbem.text.wording import Message, Said, _, _n, joined
 
 MOVE_NAMES = ("BID", "CHALLENGE", "EXPOSE")
-SIX_KEY = "dice_if_six_players"
+SIX_KEY: Final = "dice_if_six_players"
 
 # docs/rules.md section 4, classic Bluff: what each published edition uses
 EDITIONS: dict[str, tuple[RuleSet, int | None]] = {
@@ -137,12 +139,12 @@ def _faces(values: Sequence[Face]) -> str:
     return " ".join(face_symbol(f) for f in values)
 
 
-def _bids_json(bids: Sequence[PlacedBid]) -> list[JSON]:
+def _bids_json(bids: Sequence[PlacedBid]) -> list[ClassicBidJSON]:
     return [{"player": b.seat, "quantity": b.bid.quantity, "face": face_json(b.bid.face),
              "exposed": [face_json(f) for f in b.exposed]} for b in bids]
 
 
-def _round_json(end: RoundEnd) -> JSON:
+def _round_json(end: RoundEnd) -> ClassicRound:
     """A finished round with every cup shown (public once the cups are up)."""
     bid = end.result.bid
     return {
@@ -242,7 +244,7 @@ class ClassicKind(BidMoves[ClassicState]):
     standing_orders_said: Mapping[str, Message] = STANDING_ORDERS_SAID
     standing_orders: Mapping[str, Said] = STANDING_ORDERS_SAID
 
-    def parse_options(self, words: Sequence[str]) -> JSON:
+    def parse_options(self, words: Sequence[str]) -> ClassicRules:
         rules, six = RuleSet(), None
         tokens = [w.lower() for w in words]
         if tokens and tokens[0] in EDITIONS:
@@ -285,7 +287,7 @@ class ClassicKind(BidMoves[ClassicState]):
             resolved = resolved.with_options(dice_per_player=six)
         return resolved
 
-    def played_rules(self, rules: JSONMap, players: int) -> JSON:
+    def played_rules(self, rules: JSONMap, players: int) -> ClassicRules:
         """The Czech six-player rule resolved: six players of the Czech edition play 5 dice,
         and the record and report.json both say dice_per_player 5."""
         return {**self.rules_of(rules, players).to_json(), SIX_KEY: None}
@@ -399,7 +401,7 @@ class ClassicKind(BidMoves[ClassicState]):
         return [{"rank": s.rank, "seat": s.seat, "score": s.dice, "dice": s.held}
                 for s in state.standings()]
 
-    def view(self, state: ClassicState, seat: int | None) -> JSON:
+    def view(self, state: ClassicState, seat: int | None) -> ClassicView:
         current = state.current_bid
         running = not state.game_over
         own: Cup | None = state.cup(seat) if seat is not None else None
@@ -484,6 +486,7 @@ class ClassicKind(BidMoves[ClassicState]):
 
 
 # --- a robot at the other end of the mail -------------------------------------
+# It reads a report.json as the mail brings it, json.loads's and unchecked: a JSONMap.
 
 
 def _view_dice(faces: Sequence[int | str], orange: int | str | None) -> tuple[Die, ...]:

@@ -17,8 +17,9 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 
 from pbem.kinds.base import OWN_SCHEMA_PARTS, Demo, GameKind, Resolution, TakenOrder, Understood
-from pbem.kinds.jsontypes import JSON, BidChart, JSONMap, MoveExtra
+from pbem.kinds.jsontypes import BidChart, CupRound, JSONMap, MoveExtra
 from pbem.kinds.tables import POINTS_TABLE, CupScore, CupTable, Viewer, cup_scores, cup_tables
+from pbem.kinds.views import CupExtras, CupRules, CupView
 from pbem.kinds.words import KIND_TITLES, Told
 from pbem.orders.parsing import Command, Order, SeatByName
 from pbem.rules import cupofbluff as cb
@@ -40,6 +41,7 @@ from pbem.rules.cupofbluff import (
     Steal,
     TurnRecord,
 )
+from pbem.rules.cupofbluff_moves import MoveJSON
 from pbem.rules.dice import DiceStream
 from pbem.rules.errors import IllegalMove, RulesError
 from pbem.text.errors import Refusal
@@ -323,7 +325,7 @@ def _pending(state: CupState) -> TurnRecord | None:
                       claim.guesser, claim.ok, claim.guesser)
 
 
-def record_json(r: TurnRecord, you: int | None = None) -> JSON:
+def record_json(r: TurnRecord, you: int | None = None) -> CupRound:
     return {"round": r.number, "bluffer": r.bluffer, "action": r.action, "total": r.total,
             "guesser": r.guesser, "roll": list(r.roll), "roll_total": sum(r.roll),
             "truthful": r.truthful if r.action != "doublet" else None,
@@ -358,7 +360,7 @@ class CupKind(GameKind[CupState, Move]):
         "NONE": _("no standing order: the game's policy decides (normally the robot)")}
     standing_orders: Mapping[str, Said] = standing_orders_said
 
-    def parse_options(self, words: Sequence[str]) -> JSON:
+    def parse_options(self, words: Sequence[str]) -> CupRules:
         if words:
             raise Refusal(_("Cup of Bluff has no options yet, so '{word}' is not understood",
                             word=words[0]), _("write just RULES cup"))
@@ -447,7 +449,7 @@ class CupKind(GameKind[CupState, Move]):
             return Answer(False)
         return None
 
-    def move_to_json(self, move: Move) -> JSON:
+    def move_to_json(self, move: Move) -> MoveJSON:
         return move.to_json()
 
     def move_from_json(self, data: JSONMap) -> Move:
@@ -477,7 +479,7 @@ class CupKind(GameKind[CupState, Move]):
         return [{"rank": s.rank, "seat": s.seat, "score": s.points, "tokens": s.tokens}
                 for s in state.standings()]
 
-    def view(self, state: CupState, seat: int | None) -> JSON:
+    def view(self, state: CupState, seat: int | None) -> CupView:
         """Keys other than the server's own (game, turn, you, key, players, deadline)."""
         due = state.due()
         claim = state.claim
@@ -551,13 +553,14 @@ class CupKind(GameKind[CupState, Move]):
                  "question": _("What may the three dice total?"),
                  "bars": [[t, dist[t]] for t in sorted(dist)]}]
 
-    def report_extras(self, state: CupState, seat: int | None) -> JSON:
+    def report_extras(self, state: CupState, seat: int | None) -> CupExtras:
         """The last round told to the report's reader ("you"); report.json keeps the
         public wording, the same for everyone."""
         return {"last_lines": record_lines(state.log[-1], seat) if state.log else []}
 
 
 # --- a robot at the other end of the mail -------------------------------------
+# It reads a report.json as the mail brings it, json.loads's and unchecked: a JSONMap.
 
 
 def client_state(view: JSONMap) -> CupState:

@@ -19,10 +19,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, NotRequired, TypedDict, TypeVar
 
-from pbem.kinds.jsontypes import JSON, JSONMap, MoveExtra
+from pbem.kinds.jsontypes import JSON, JSONMap, KindJSON, MoveExtra, ShownDie
 from pbem.rules.dice import DiceStream
+from pbem.rules.postal_record import RecordPlayer
 
 if TYPE_CHECKING:   # the kind calls these functions: a type only, no import at run time
     from pbem.kinds.base import GameKind
@@ -40,7 +41,7 @@ class MoveRow:
     turn: int
     seat: int
     by: str
-    move: JSON
+    move: JSON                        # as the database gives it back: the kind reads it
     place: int = 0                    # the mini-game (postal), 0 if the kind has none
     # the dice dealt with it as the server keeps them (Resolution.extras; the star as 6)
     dealt: list[int] = field(default_factory=list)
@@ -58,12 +59,42 @@ class GameRows:
     """A game as the server stores it, for its record (``GameKind.record``)."""
 
     game: str
-    rules: JSONMap
+    rules: JSONMap                    # as the database gives them back: the kind reads them
     seed: bytes
     commitment: str
     entrants: Sequence[Entrant]
     moves: Sequence[MoveRow]
     started: bool
+
+
+class RecordMove(TypedDict):
+    """A move of a pbem.record/2: when, whose, by whom, the kind's move JSON and what the
+    seed dealt with it (MoveExtra)."""
+
+    turn: int
+    seat: int
+    by: str
+    move: KindJSON
+    dealt: NotRequired[list[int | str]]
+    shown: NotRequired[list[ShownDie]]
+
+
+class RecordResult(TypedDict):
+    standings: list[dict[str, int]]
+
+
+class GenericRecord(TypedDict):
+    """pbem.record/2 (schema/game-record-generic.schema.json and the kinds' parts of it)."""
+
+    format: str
+    kind: str
+    game: str
+    rules: KindJSON
+    commitment: str
+    seed: str | None
+    players: list[RecordPlayer]
+    moves: list[RecordMove]
+    result: RecordResult | None
 
 
 def replay_dealt(kind: GameKind[S, M], rules: JSONMap, seed: bytes, players: int,
@@ -98,11 +129,11 @@ def _shown(value: object) -> str:
         else repr(value) if isinstance(value, str) else str(value)
 
 
-def generic_record(kind: GameKind[S, M], rows: GameRows) -> JSON:
+def generic_record(kind: GameKind[S, M], rows: GameRows) -> GenericRecord:
     """The pbem.record/2 JSON of a game; the seed and the result only once it is over."""
     players = len({e.entrant for e in rows.entrants})
     added: dict[tuple[int, int], MoveExtra] = {}
-    result = None
+    result: RecordResult | None = None
     if rows.started:
         added, state = replay_dealt(kind, rules=rows.rules, seed=rows.seed, players=players,
                                     moves=rows.moves)

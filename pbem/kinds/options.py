@@ -41,6 +41,7 @@ from dataclasses import asdict, dataclass, field, fields
 from datetime import timedelta
 from typing import Any
 
+from pbem.kinds.jsontypes import KindJSON
 from pbem.text.errors import Refusal
 from pbem.text.wording import LANGUAGES, Message, _, _n, count_of, joined
 
@@ -170,7 +171,7 @@ class NewGame:
     options: GameOptions = field(default_factory=GameOptions)
     rules: str | None = None   # RULES <kind>; None: the default kind (pbem.kinds)
     rules_words: list[str] = field(default_factory=list)   # the kind's own option words
-    rules_json: dict[str, Any] | None = None   # what the kind made of them (NEWGAME)
+    rules_json: KindJSON | None = None   # what the kind made of them (NEWGAME)
 
 
 _HOUR = re.compile(r"^(\d{1,2})(?::00)?h?$")

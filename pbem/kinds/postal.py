@@ -16,8 +16,9 @@ from pbem.kinds.bidding import (
     standing_bid_move,
 )
 from pbem.kinds.generic_record import GameRows
-from pbem.kinds.jsontypes import JSON, BidChart, JSONMap, Odds
+from pbem.kinds.jsontypes import BidChart, JSONMap, Odds
 from pbem.kinds.tables import BluffTable, PostalScore, Viewer, postal_scores, postal_tables
+from pbem.kinds.views import PostalExtras
 from pbem.kinds.words import KIND_TITLES, Told, bid_words
 from pbem.orders.parsing import PLAYER_COMMANDS, Order
 from pbem.rules.bid_moves import BidMove, Move, move_from_json
@@ -35,10 +36,16 @@ from pbem.rules.postal import (
     apply_turn,
     new_game,
 )
-from pbem.rules.postal_record import RECORD_FORMAT, GameRecord, RecordedMove, result_json
+from pbem.rules.postal_record import (
+    RECORD_FORMAT,
+    GameRecord,
+    PostalRecordJSON,
+    RecordedMove,
+    result_json,
+)
 from pbem.rules.robot import DEFAULT_LEVEL, choose_move
-from pbem.rules.ruleset import RuleSet
-from pbem.rules.view import holdings, odds_view
+from pbem.rules.ruleset import RuleSet, RulesJSON
+from pbem.rules.view import PostalView, holdings, odds_view
 from pbem.text.errors import Refusal
 from pbem.text.wording import Message, Said, _, _n, joined
 
@@ -81,7 +88,7 @@ class PostalKind(BidMoves[PostalState]):
     def view_format(self) -> str:
         return "pbem.bluff.view/1"   # the first kind's view kept the game's name
 
-    def parse_options(self, words: Sequence[str]) -> JSON:
+    def parse_options(self, words: Sequence[str]) -> RulesJSON:
         if words:
             raise Refusal(_("unknown option {word} for a postal game", word=words[0]),
                           self.option_help)
@@ -175,7 +182,7 @@ class PostalKind(BidMoves[PostalState]):
     def report_standing(self, standing: Mapping[str, int]) -> dict[str, int]:
         return {"virtual_dice": standing["score"]}
 
-    def view(self, state: PostalState, seat: int | None) -> JSON:
+    def view(self, state: PostalState, seat: int | None) -> PostalView:
         return holdings(state, seat)
 
     def history(self, state: PostalState) -> list[str]:
@@ -213,7 +220,7 @@ class PostalKind(BidMoves[PostalState]):
                  "title": _("{bid} in mini-game {number}", bid=bid_words(bid),
                             number=number)}]
 
-    def report_extras(self, state: PostalState, seat: int | None) -> JSON:
+    def report_extras(self, state: PostalState, seat: int | None) -> PostalExtras:
         return {"odds": odds_view(state, seat) if seat is not None else {}}
 
     def web_tables(self, state: PostalState, viewer: Viewer) -> list[BluffTable]:
@@ -246,7 +253,7 @@ class PostalKind(BidMoves[PostalState]):
             seed=rows.seed.hex() if over else None,
             result=result_json(state) if over and state is not None else None)
 
-    def record(self, rows: GameRows, state: PostalState | None) -> JSON:
+    def record(self, rows: GameRows, state: PostalState | None) -> PostalRecordJSON:
         return self.game_record(rows, state).to_json()
 
     def client_order_lines(self, view: JSONMap, rng: random.Random,
@@ -256,6 +263,7 @@ class PostalKind(BidMoves[PostalState]):
 
 
 # --- a robot at the other end of the mail -------------------------------------
+# It reads a report.json as the mail brings it, json.loads's and unchecked: a JSONMap.
 
 
 def client_seat_view(view: JSONMap, minigame: int, rules: RuleSet | None = None) -> SeatView:

@@ -17,9 +17,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, NotRequired, TypedDict
 
-from pbem.kinds.jsontypes import JSON, Odds
+from pbem.kinds.jsontypes import CupRound, Odds
 from pbem.kinds.words import Told
 from pbem.rules import cupofbluff as cb
+from pbem.rules.bid_moves import BidJSON
 from pbem.rules.challenge import count_matching
 from pbem.rules.classic import ClassicState, RoundEnd
 from pbem.rules.classic import PlacedBid as ClassicBid
@@ -32,9 +33,15 @@ from pbem.rules.postal import SEATS, MiniGame, PostalState, make_ladder
 from pbem.rules.view import odds_view
 from pbem.text.wording import _
 
+
+class PointsRow(TypedDict):
+    points: int
+    tokens: list[int]
+
+
 # Cup of Bluff: the tokens of each value in points, best first
-POINTS_TABLE: list[dict[str, object]] = [{"points": p, "tokens": [t for t in cb.TOKENS if cb.points(t) == p]}
-                for p in (5, 4, 3, 2, 1)]
+POINTS_TABLE: list[PointsRow] = [{"points": p, "tokens": [t for t in cb.TOKENS if cb.points(t) == p]}
+                                 for p in (5, 4, 3, 2, 1)]
 
 
 @dataclass(frozen=True)
@@ -48,13 +55,6 @@ class Viewer:
 
 PUBLIC = Viewer()
 REVEAL = Viewer(reveal=True)
-
-
-class BidJSON(TypedDict):
-    """A bid on a web table: how many of which face (a star: "*")."""
-
-    quantity: int
-    face: int | str
 
 
 class TrackSpace(TypedDict):
@@ -182,8 +182,8 @@ class CupTable(TypedDict):
     claim: ClaimJSON | None
     roll: list[int] | None
     roll_is_yours: bool
-    rounds: list[JSON]
-    points_table: list[dict[str, object]]
+    rounds: list[CupRound]
+    points_table: list[PointsRow]
 
 
 class PostalScore(TypedDict):
@@ -358,7 +358,7 @@ def classic_scores(state: ClassicState) -> list[ClassicScore]:
 
 # --- Cup of Bluff -------------------------------------------------------------------------
 
-def cup_tables(state: CupState, viewer: Viewer, rounds: list[JSON]) -> list[CupTable]:
+def cup_tables(state: CupState, viewer: Viewer, rounds: list[CupRound]) -> list[CupTable]:
     """One table: the tokens (the board), the claim in play and every round so far
     (rounds: latest first, as the kind tells them)."""
     claim = state.claim

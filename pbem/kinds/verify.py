@@ -25,7 +25,7 @@ formats' differences are in ``pbem.kinds.generic_record``.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import groupby
 from typing import TypeVar
@@ -40,6 +40,8 @@ from pbem.rules.errors import RulesError
 from pbem.rules.postal_record import GameRecord, draw_seats, verify
 from pbem.text.wording import Message, _, joined
 
+# A record to verify is JSON as json.loads reads it (JSON, JSONMap): nothing in it is
+# trusted before these checks, so its values stay Any until a check reads them.
 FORMATS = (FORMAT, *OLD_FORMATS)
 BY = ("player", "standing", "policy", "robot", "referee")
 V1_STANDING_KEYS = ("rank", "seat", "score", "tokens")   # pbem.record/1 had no "dice"
@@ -67,7 +69,7 @@ def _normal(data: object) -> object:
     return json.loads(json.dumps(data))
 
 
-def recount(record: JSONMap) -> JSON:
+def recount(record: JSONMap) -> dict[str, object]:
     """The result of replaying a record (no checks): {"standings": [...]}."""
     kind = KINDS[str(record["kind"])]
     stream = DiceStream(bytes.fromhex(str(record["seed"])))
@@ -188,7 +190,7 @@ def _standings(version: object, standings: list[dict[str, int]]) -> list[dict[st
     return [{k: v for k, v in s.items() if k in V1_STANDING_KEYS} for s in standings]
 
 
-def places(kind: str, standings: list[Mapping[str, int]]) -> Message:
+def places(kind: str, standings: Sequence[Mapping[str, int]]) -> Message:
     """A record's standings in words: "1. seat 2 (5 virtual dice), 2. seat 4 (...)"."""
     of = KINDS[kind]
     return joined([_("{rank}. seat {seat} ({score})", rank=s["rank"], seat=s["seat"],

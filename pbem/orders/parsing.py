@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypedDict
 
 from pbem.orders.reading import (
     COURTESY,
@@ -583,12 +583,18 @@ def _usage(commands: Sequence[Command], name: str) -> str:
     return next(c.usage for c in commands if c.name == name)
 
 
-def help_lines(commands: Sequence[Command], language: str = "en") -> list[dict[str, Any]]:
+class HelpLine(TypedDict):
+    usage: str                        # English, with the reader's own words (for the shell)
+    written: Said                     # the same, said in the reader's language
+    summary: Said
+
+
+def help_lines(commands: Sequence[Command], language: str = "en") -> list[HelpLine]:
     """HELP's lines: each command's usage and summary, its other English spellings, and
     the words of the reader's language (pbem.orders.words) where it has its own: ``usage``
     with them (English, for the shell), ``written`` with them said in the reader's
     language, ``summary`` (said there too)."""
-    lines = []
+    lines: list[HelpLine] = []
     for c in commands:
         own = [w for lang, w in spellings_of(c.name) if lang == language]
         also = ", ".join([*own, *c.aliases])

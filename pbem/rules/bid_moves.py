@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, NotRequired, TypedDict
 
 from pbem.rules.dice import Face, face_from_json, face_json
 from pbem.rules.errors import MalformedMove
@@ -45,16 +46,44 @@ Move = BidMove | ChallengeMove
 CHALLENGE = ChallengeMove()
 
 
-def move_to_json(move: Move) -> dict[str, Any]:
+class BidJSON(TypedDict):
+    """A bid as the views, records and web tables write it: how many of which face (a
+    star: "*")."""
+
+    quantity: int
+    face: int | str
+
+
+class BidMoveJSON(TypedDict):
+    """A BID as a move's JSON: the bid, and the faces it exposed, if any."""
+
+    bid: BidJSON
+    expose: NotRequired[list[int | str]]
+
+
+class ChallengeMoveJSON(TypedDict):
+    challenge: Literal[True]
+
+
+MoveJSON = BidMoveJSON | ChallengeMoveJSON
+
+
+def bid_json(bid: Bid) -> BidJSON:
+    return {"quantity": bid.quantity, "face": face_json(bid.face)}
+
+
+def move_to_json(move: Move) -> MoveJSON:
     if isinstance(move, ChallengeMove):
         return {"challenge": True}
-    data: dict[str, Any] = {"bid": {"quantity": move.bid.quantity, "face": face_json(move.bid.face)}}
+    data: BidMoveJSON = {"bid": bid_json(move.bid)}
     if move.expose:
         data["expose"] = [face_json(f) for f in move.expose]
     return data
 
 
-def move_from_json(data: dict[str, Any]) -> Move:
+def move_from_json(data: Mapping[str, Any]) -> Move:
+    """A move's JSON as the database or a record gives it back, unchecked (Any): anything
+    not a move raises MalformedMove."""
     if data.get("challenge") is True:
         return CHALLENGE
     try:

@@ -8,10 +8,44 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Literal, TypedDict
 
 from pbem.rules.errors import MalformedMove
 from pbem.text.wording import _
+
+# The moves' JSON, by name. from_json reads a move's JSON as the database or a record gives
+# it back, unchecked (values Any): what is not a move raises MalformedMove.
+
+
+class AnnounceJSON(TypedDict):
+    move: Literal["announce"]
+    total: int
+    guesser: int
+
+
+class StealJSON(TypedDict):
+    move: Literal["steal"]
+    token: int
+    victim: int
+
+
+class DoubletJSON(TypedDict):
+    move: Literal["doublet"]
+    take: int
+    give: list[int]
+
+
+class AnswerJSON(TypedDict):
+    move: Literal["answer"]
+    ok: bool
+
+
+class GiveJSON(TypedDict):
+    move: Literal["give"]
+    token: int
+
+
+MoveJSON = AnnounceJSON | StealJSON | DoubletJSON | AnswerJSON | GiveJSON
 
 
 def _int(data: Mapping[str, Any], key: str) -> int:
@@ -27,7 +61,7 @@ class Announce:
     total: int
     guesser: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> AnnounceJSON:
         return {"move": "announce", "total": self.total, "guesser": self.guesser}
 
     @classmethod
@@ -43,7 +77,7 @@ class Steal:
     token: int
     victim: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> StealJSON:
         return {"move": "steal", "token": self.token, "victim": self.victim}
 
     @classmethod
@@ -59,7 +93,7 @@ class Doublet:
     take: int
     give: tuple[int, ...]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> DoubletJSON:
         return {"move": "doublet", "take": self.take, "give": list(self.give)}
 
     @classmethod
@@ -78,7 +112,7 @@ class Doublet:
 class Answer:
     ok: bool
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> AnswerJSON:
         return {"move": "answer", "ok": self.ok}
 
     @classmethod
@@ -96,7 +130,7 @@ class Answer:
 class Give:
     token: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> GiveJSON:
         return {"move": "give", "token": self.token}
 
     @classmethod

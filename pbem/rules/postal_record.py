@@ -13,13 +13,13 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
-from typing import Any
+from typing import Any, Literal, NotRequired, TypedDict
 
-from pbem.rules.bid_moves import Move, move_from_json, move_to_json
+from pbem.rules.bid_moves import BidJSON, Move, move_from_json, move_to_json
 from pbem.rules.dice import SEATS_LABEL, DiceStream, Face, face_from_json, face_json
 from pbem.rules.errors import RulesError
 from pbem.rules.postal import BidPlaced, PostalState, apply_turn, new_game
-from pbem.rules.ruleset import RuleSet
+from pbem.rules.ruleset import RuleSet, RulesJSON
 from pbem.text.wording import _
 
 RECORD_FORMAT = "pbem.bluff.record/1"
@@ -28,6 +28,53 @@ RECORD_FORMAT = "pbem.bluff.record/1"
 def draw_seats(stream: DiceStream, entrants: int) -> list[int]:
     """seats[i] is the seat of the i-th entrant (in sign-up order)."""
     return stream.shuffle(SEATS_LABEL, list(range(1, entrants + 1)))
+
+
+class PostalMoveJSON(TypedDict):
+    """A move of pbem.bluff.record/1: where and by whom, the move's JSON (a BID's bid and
+    expose, or challenge) and the faces its expose re-rolled."""
+
+    turn: int
+    seat: int
+    minigame: int
+    by: str
+    bid: NotRequired[BidJSON]
+    expose: NotRequired[list[int | str]]
+    challenge: NotRequired[Literal[True]]
+    rerolled: NotRequired[list[int | str]]
+
+
+class Rerolled(TypedDict, total=False):
+    rerolled: list[int | str]
+
+
+class PostalResult(TypedDict):
+    """A finished postal game's result: seat -> virtual dice (keys strings), the standings."""
+
+    virtual_dice: dict[str, int]
+    standings: list[dict[str, int]]   # rank, seat, virtual_dice: as GameKind.standings
+
+
+class RecordPlayer(TypedDict):
+    """An entrant of a record, in sign-up order, and the seat the draw gave them."""
+
+    entrant: int
+    name: str
+    seat: int | None
+
+
+class PostalRecordJSON(TypedDict):
+    """pbem.bluff.record/1 (schema/game-record.schema.json)."""
+
+    format: str
+    kind: str
+    game: str
+    rules: RulesJSON
+    commitment: str
+    seed: str | None
+    players: list[RecordPlayer]
+    moves: list[PostalMoveJSON]
+    result: PostalResult | None
 
 
 @dataclass(frozen=True)
@@ -39,12 +86,11 @@ class RecordedMove:
     by: str = "player"                 # player | standing | robot | referee
     rerolled: tuple[Face, ...] = ()    # the faces dealt by an expose, as reported
 
-    def to_json(self) -> dict[str, Any]:
-        data = {"turn": self.turn, "seat": self.seat, "minigame": self.minigame,
-                "by": self.by, **move_to_json(self.move)}
-        if self.rerolled:
-            data["rerolled"] = [face_json(f) for f in self.rerolled]
-        return data
+    def to_json(self) -> PostalMoveJSON:
+        rerolled: Rerolled = ({"rerolled": [face_json(f) for f in self.rerolled]}
+                              if self.rerolled else {})
+        return {"turn": self.turn, "seat": self.seat, "minigame": self.minigame,
+                "by": self.by, **move_to_json(self.move), **rerolled}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RecordedMove:
@@ -62,10 +108,10 @@ class GameRecord:
     seats: list[int]
     moves: list[RecordedMove] = field(default_factory=list)
     seed: str | None = None            # hex, revealed when the game is over
-    result: dict[str, Any] | None = None
+    result: PostalResult | None = None
     kind: str = "postal"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> PostalRecordJSON:
         return {
             "format": RECORD_FORMAT, "kind": self.kind, "game": self.game,
             "rules": self.rules.to_json(), "commitment": self.commitment,
@@ -108,7 +154,7 @@ def replay(rules: RuleSet, stream: DiceStream, moves: Sequence[RecordedMove],
     return state
 
 
-def result_json(state: PostalState) -> dict[str, Any]:
+def result_json(state: PostalState) -> PostalResult:
     return {"virtual_dice": {str(s): v for s, v in enumerate(state.virtual_dice, start=1)},
             "standings": [{"rank": s.rank, "seat": s.seat, "virtual_dice": s.virtual_dice}
                           for s in state.standings()]}

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypedDict
 
 
 class ExactRule(StrEnum):
@@ -15,6 +16,18 @@ class ExactRule(StrEnum):
     CHALLENGER = "challenger"              # German basic rule
     EVERYONE = "everyone"                  # German variant
     CHALLENGER_GIVES = "challenger-gives"  # German variant: challenger gives the bidder a die
+
+
+class RulesJSON(TypedDict):
+    """A RuleSet as a game's rules JSON keeps it (``RuleSet.to_json``): the exact rule by
+    its value ("all-but-bidder")."""
+
+    dice_per_player: int
+    super_die: bool
+    exact_rule: str
+    star_bids: bool
+    expose: bool
+    board_cap: int | None
 
 
 @dataclass(frozen=True)
@@ -38,13 +51,15 @@ class RuleSet:
     def with_options(self, **changes: Any) -> RuleSet:
         return replace(self, **changes)
 
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["exact_rule"] = self.exact_rule.value
-        return data
+    def to_json(self) -> RulesJSON:
+        return {"dice_per_player": self.dice_per_player, "super_die": self.super_die,
+                "exact_rule": self.exact_rule.value, "star_bids": self.star_bids,
+                "expose": self.expose, "board_cap": self.board_cap}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> RuleSet:
+    def from_json(cls, data: Mapping[str, Any]) -> RuleSet:
+        """The rules JSON as the database or a record gives it back, unchecked (Any):
+        what RuleSet() refuses raises ValueError."""
         known: dict[str, Any] = {k: data[k] for k in ("dice_per_player", "super_die", "star_bids",
                                       "expose", "board_cap") if k in data}
         if "exact_rule" in data:

@@ -2,25 +2,89 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Literal, NotRequired, TypedDict
 
+from pbem.rules.bid_moves import BidJSON
+from pbem.rules.bid_moves import bid_json as plain_bid_json
 from pbem.rules.dice import Die, face_json
 from pbem.rules.ladder import Bid
 from pbem.rules.odds import bid_odds
-from pbem.rules.postal import SEATS, MiniGame, PostalState
+from pbem.rules.postal import SEATS, MiniGame, PlacedBid, PostalState
+
+
+class YourDice(TypedDict):
+    hidden: list[int | str]
+    exposed: list[int | str]
+
+
+class PostalBidJSON(TypedDict):
+    """A bid in a mini-game's view: its turn, its bidder, the bid, the faces it exposed."""
+
+    turn: int
+    player: int
+    quantity: int
+    face: int | str
+    exposed: NotRequired[list[int | str]]
+
+
+class PostalChallengeJSON(TypedDict):
+    """The challenge that ended a mini-game: seat -> dice lost (keys strings, as JSON has
+    them) and the cups as they were lifted."""
+
+    turn: int
+    player: int
+    bidder: int
+    bid: BidJSON | None
+    actual: int
+    outcome: str
+    losses: dict[str, int]
+    dice: dict[str, list[int | str]]
+
+
+class MinigameView(TypedDict):
+    """One mini-game of pbem.bluff.view/1 as a seat sees it."""
+
+    number: int
+    status: Literal["ended", "active"]
+    dice_per_player: int
+    to_move: int | None
+    your_dice: YourDice | None
+    exposed: dict[str, list[int | str]]
+    bids: list[PostalBidJSON]
+    current_bid: BidJSON | None
+    lowest_raise: BidJSON | None
+    challenge: PostalChallengeJSON | None
+
+
+class PostalView(TypedDict):
+    """The postal kind's part of pbem.bluff.view/1 (GameKind.view): the server adds the
+    game, the turn, the players ..."""
+
+    to_move: int | None
+    virtual_dice: dict[str, int]
+    minigames: list[MinigameView]
+    game_over: bool
 
 
 def dice_json(dice: tuple[Die, ...]) -> list[int | str]:
     return [face_json(d.face) for d in dice]
 
 
-def bid_json(bid: Bid | None) -> dict[str, Any] | None:
-    return None if bid is None else {"quantity": bid.quantity, "face": face_json(bid.face)}
+def bid_json(bid: Bid | None) -> BidJSON | None:
+    return None if bid is None else plain_bid_json(bid)
 
 
-def minigame_view(state: PostalState, game: MiniGame, seat: int | None) -> dict[str, Any]:
+def _placed_json(b: PlacedBid) -> PostalBidJSON:
+    placed: PostalBidJSON = {"turn": b.turn, "player": b.seat, "quantity": b.bid.quantity,
+                             "face": face_json(b.bid.face)}
+    if b.exposed:
+        placed["exposed"] = [face_json(f) for f in b.exposed]
+    return placed
+
+
+def minigame_view(state: PostalState, game: MiniGame, seat: int | None) -> MinigameView:
     """One mini-game as seat sees it; seat None is the public (observer) view."""
-    view: dict[str, Any] = {
+    view: MinigameView = {
         "number": game.number,
         "status": "ended" if game.ended else "active",
         "dice_per_player": len(game.cups[0].dice),
@@ -29,10 +93,7 @@ def minigame_view(state: PostalState, game: MiniGame, seat: int | None) -> dict[
                       {"hidden": dice_json(game.cup(seat).hidden),
                        "exposed": dice_json(game.cup(seat).exposed)}),
         "exposed": {str(s): dice_json(game.cup(s).exposed) for s in SEATS},
-        "bids": [{"turn": b.turn, "player": b.seat, "quantity": b.bid.quantity,
-                  "face": face_json(b.bid.face),
-                  **({"exposed": [face_json(f) for f in b.exposed]} if b.exposed else {})}
-                 for b in game.bids],
+        "bids": [_placed_json(b) for b in game.bids],
         "current_bid": bid_json(game.current_bid),
         "lowest_raise": (None if game.ended else
                          bid_json(state.ladder(game.number).lowest_raise(game.current_bid))),
@@ -60,7 +121,7 @@ def odds_view(state: PostalState, seat: int) -> dict[int, dict[str, float]]:
     return result
 
 
-def holdings(state: PostalState, seat: int | None) -> dict[str, Any]:
+def holdings(state: PostalState, seat: int | None) -> PostalView:
     """The rules part of a report: to_move, virtual dice, mini-games, game_over."""
     return {
         "to_move": None if seat is None else state.due().get(seat),

@@ -15,6 +15,7 @@ from sqlmodel import Session
 from pbem.games import entrants_of, moves_of, read_players, replayed_state, seats_of
 from pbem.kinds import KINDS, kind_of
 from pbem.kinds.generic_record import Entrant, GameRows, MoveRow
+from pbem.kinds.jsontypes import KindJSON
 from pbem.store.models import Game
 from pbem.store.paths import packaged_dir
 
@@ -37,10 +38,14 @@ def state_now(session: Session, game: Game) -> Any:
     return replayed_state(session, game, seats=seats_of(read_players(session, game)))
 
 
-def export_json(session: Session, game: Game) -> dict[str, Any]:
+def export_json(session: Session, game: Game) -> KindJSON:
     """Any game's record as JSON, as its kind writes it."""
     return kind_of(game).record(game_rows(session, game), state_now(session, game))
 
+
+
+# a JSON schema document stays open JSON (values Any): its shape is JSON Schema's, which
+# this module only walks to join the kinds' parts in
 
 
 def schema(name: str) -> dict[str, Any]:

@@ -20,7 +20,7 @@ import json
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict
 
 from sqlalchemy import Engine, func
 from sqlalchemy import select as select_columns
@@ -61,6 +61,55 @@ class LeaseState:
     name: str
     owner: str | None
     until: datetime | None
+
+
+class InboxJSON(TypedDict):
+    waiting: int
+    oldest: str | None
+
+
+class OutboxJSON(TypedDict):
+    waiting: int
+    due: int
+    oldest: str | None
+    overdue_since: str | None
+
+
+class BackoffJSON(TypedDict):
+    service: str
+    failures: int
+    retry_at: str | None
+    why: str
+    by: str
+    at: str | None
+
+
+class LeaseJSON(TypedDict):
+    name: str
+    owner: str | None
+    until: str | None
+
+
+class StatusJSON(TypedDict):
+    """pbem.status/1: `pbem status --json` and /healthz (times ISO 8601, ages in seconds)."""
+
+    format: str
+    healthy: bool
+    problems: list[str]
+    now: str | None
+    last_tick: str | None
+    last_tick_age_seconds: float | None
+    late_after_seconds: float
+    stuck_after_seconds: float
+    inbox: InboxJSON
+    outbox: OutboxJSON
+    mails_in: dict[str, int]
+    mails_out: dict[str, int]
+    games: dict[str, int]
+    errors: dict[str, int]
+    handling_seconds: dict[str, float | None]
+    backoffs: list[BackoffJSON]
+    leases: list[LeaseJSON]
 
 
 @dataclass
@@ -139,7 +188,7 @@ class Status:
     def healthy(self) -> bool:
         return not self.problems
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> StatusJSON:
         """The figures for `pbem status --json` and ``/healthz`` (format pbem.status/1)."""
         def when(value: datetime | None) -> str | None:
             return None if value is None else aware(value).isoformat()

@@ -8,7 +8,7 @@ watchers get the public one.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
@@ -50,6 +50,8 @@ def web_links(web: WebSettings, game: Game, player: Player | None,
     return game_url, ({"url": url, "until": until} if url else None)
 
 
+# A report's template context stays open (values Any): the kind's report_extras join
+# it under its own keys, and the kind's templates read what they need of it.
 def report_context(game: Game, players: dict[int, Player], state: S, seat: int | None,
                    now: datetime, origin: Origin, notes: list[str],
                    talk: list[dict[str, Any]] | None = None,
@@ -115,7 +117,7 @@ def public_context(game: Game, players: dict[int, Player], state: S, now: dateti
     return context
 
 
-def view_json(view: dict[str, Any]) -> bytes:
+def view_json(view: Mapping[str, object]) -> bytes:
     """A report's view as its JSON attachment: on one line, which Python's C encoder
     writes (with an indent the pure-Python one runs, ~1 ms a report)."""
     return json.dumps(view).encode()
@@ -233,19 +235,27 @@ def game_course(session: Session, game: Game, players: dict[int, Player]) -> Cou
                   {seat: player.name for seat, player in players.items()})
 
 
+def _seat_rows(rows: object) -> dict[object, Mapping[str, object]]:
+    """The kind's own list of the seats in its view (classic: the dice each holds), by seat."""
+    if not isinstance(rows, list):
+        return {}
+    return {row.get("seat"): row for row in rows if isinstance(row, Mapping)}
+
+
 def player_view(game: Game, players: dict[int, Player], state: S,
-                seat: int | None, *, kind: GameKind[S, M] | None = None) -> dict[str, Any]:
-    """The JSON view of the game for one seat (None: the public view)."""
+                seat: int | None, *, kind: GameKind[S, M] | None = None) -> dict[str, object]:
+    """The JSON view of the game for one seat (None: the public view): the server's keys and
+    the kind's (GameKind.view, of the kind's own shape: an open mapping here)."""
     kind = kind or kind_of(game)
-    rules_part = kind.view(state, seat)
-    per_seat = rules_part.pop("virtual_dice", None)
+    rules_part = dict(kind.view(state, seat))   # a copy: two of its keys move into "players"
+    per_seat = rules_part.pop("virtual_dice", None)   # postal: seat -> its virtual dice
     player = players.get(seat) if seat is not None else None
     # the kind may list the seats itself (dice counts ...): the names are added to its list
-    kind_rows = {row.get("seat"): row for row in rules_part.pop("players", None) or []}
+    kind_rows = _seat_rows(rules_part.pop("players", None))
     listed = []
     for s in sorted(players):
-        entry: dict[str, Any] = {"number": s, "name": players[s].name}
-        if per_seat is not None:
+        entry: dict[str, object] = {"number": s, "name": players[s].name}
+        if isinstance(per_seat, Mapping):
             entry["virtual_dice"] = per_seat[str(s)]
         entry.update({k: v for k, v in kind_rows.get(s, {}).items() if k != "name"})
         listed.append(entry)

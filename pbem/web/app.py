@@ -26,7 +26,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -64,9 +64,9 @@ from pbem.web.language import (
     switch_links,
 )
 from pbem.web.metrics import CONTENT_TYPE, exposition
+from pbem.web.page_data import GamePage, Verification
 from pbem.web.pages import (
     PageError,
-    Verification,
     game_page,
     index_page,
     private_page,
@@ -146,7 +146,7 @@ class WebApp:
         self.envs = environments(settings)
         self.steps: Memo[list[SomeStep]] = Memo(16)
         self.verdicts: Memo[Verification] = Memo(256)
-        self.pages: Memo[dict[str, Any]] = Memo(256)
+        self.pages: Memo[GamePage] = Memo(256)
         self.static = {name: (packaged_template_dir() / "web" / "static" / name).read_bytes()
                        for name in STATIC}
 
@@ -167,7 +167,7 @@ class WebApp:
             remember_language(response, language)
         return response
 
-    def answer(self, request: Request, data: dict[str, Any], template: str, *,
+    def answer(self, request: Request, data: Mapping[str, object], template: str, *,
                as_json: bool, cache: str, etag: str | None = None,
                json_url: str | None = None, **context: Any) -> Response:
         headers = {"cache-control": cache}

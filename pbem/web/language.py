@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypedDict
 from urllib.parse import urlencode
 
 import jinja2
@@ -61,7 +61,14 @@ def remember_language(response: Response, language: str) -> None:
                         samesite="lax")
 
 
-def switch_links(request: Request, current: str) -> list[dict[str, Any]]:
+class LanguageLink(TypedDict):
+    code: str
+    name: str
+    current: bool
+    url: str
+
+
+def switch_links(request: Request, current: str) -> list[LanguageLink]:
     """A link to this page in each language (its other query parameters kept)."""
     others = [(k, v) for k, v in request.query_params.multi_items() if k != "lang"]
     return [{"code": code, "name": name, "current": code == current,

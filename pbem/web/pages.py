@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 from datetime import datetime
-from typing import Any, TypedDict, TypeVar
+from typing import TypeVar
 from urllib.parse import quote
 
 from sqlmodel import Session
@@ -17,7 +17,6 @@ from sqlmodel import Session
 from pbem.config import Settings
 from pbem.games import read_players
 from pbem.kinds import PUBLIC, REVEAL, GameKind, Viewer, kind_of
-from pbem.kinds.jsontypes import Odds
 from pbem.kinds.options import options_of
 from pbem.kinds.verify import check_record
 from pbem.services.export import export_json
@@ -26,6 +25,20 @@ from pbem.store.models import Game, Player
 from pbem.text.deadlines import relative_said, time_left
 from pbem.text.errors import PbemError
 from pbem.text.wording import Message, _, _n
+from pbem.web.page_data import (
+    DeadlineFields,
+    GamePage,
+    IndexPage,
+    IndexRow,
+    Links,
+    Listing,
+    OrderChoice,
+    PlayerRow,
+    PrivatePage,
+    ReplayPage,
+    StandingRow,
+    Verification,
+)
 from pbem.web.queries import (
     SECTIONS,
     Section,
@@ -44,22 +57,6 @@ M = TypeVar("M")   # a game kind's move
 ORDER_CHOICES_SHOWN = 12
 
 
-class Verification(TypedDict):
-    """`pbem verify` of a finished game's record, as its pages show it."""
-
-    ok: bool
-    lines: list[str]
-
-
-class OrderChoice(TypedDict):
-    """A legal order on a player's page: its lines, its odds (a bid's, if worked out),
-    a mailto: link that sends it."""
-
-    lines: list[str]
-    odds: Odds | None
-    mailto: str
-
-
 class PageError(PbemError):
     """A request the pages cannot answer; status is the HTTP status to answer with."""
 
@@ -70,7 +67,7 @@ class PageError(PbemError):
         self.message = message
 
 
-def game_links(game: Game) -> dict[str, str | None]:
+def game_links(game: Game) -> Links:
     over = game.status == "over"
     return {"page": f"/games/{game.name}", "json": f"/api/games/{game.name}",
             "replay": f"/games/{game.name}/replay/0" if over else None,
@@ -84,7 +81,7 @@ def join_line(game: Game) -> Message | None:
     return None
 
 
-def deadline_fields(game: Game, now: datetime) -> dict[str, Any]:
+def deadline_fields(game: Game, now: datetime) -> DeadlineFields:
     """The deadline and how far off it is ("in 2 days 3 hours", "passed"); a paused game's
     clock stands, so it has none, only the time it will have left when it resumes
     (``paused_left``). The words are messages, said in each page's language."""
@@ -102,7 +99,7 @@ def deadline_fields(game: Game, now: datetime) -> dict[str, Any]:
 
 # --- the index ------------------------------------------------------------------------------
 
-def index_row(game: Game, players: int, now: datetime) -> dict[str, Any]:
+def index_row(game: Game, players: int, now: datetime) -> IndexRow:
     kind = kind_of(game)
     return {"game": game.name, "kind": kind.name, "kind_title": kind.title,
             "status": game.status, "players": players, "min_players": kind.min_players,
@@ -113,7 +110,7 @@ def index_row(game: Game, players: int, now: datetime) -> dict[str, Any]:
 
 
 def section_listing(session: Session, section: Section, page: int, size: int,
-                    now: datetime) -> dict[str, Any]:
+                    now: datetime) -> Listing:
     total = count_games(session, section)
     pages = max(1, math.ceil(total / size))
     if page > pages:
@@ -132,7 +129,7 @@ def section_listing(session: Session, section: Section, page: int, size: int,
 
 
 def index_page(session: Session, settings: Settings, now: datetime,
-               only: str | None = None, page: int = 1) -> dict[str, Any]:
+               only: str | None = None, page: int = 1) -> IndexPage:
     names = [only] if only is not None else list(SECTIONS)
     return {"format": "pbem.web.index/1", "server_address": settings.address,
             "generated_at": iso(now),
@@ -147,7 +144,7 @@ def started(game: Game) -> bool:
 
 
 def standings_of(kind: GameKind[S, M], state: S,
-                 names: dict[int, str]) -> list[dict[str, Any]] | None:
+                 names: dict[int, str]) -> list[StandingRow] | None:
     if not kind.over(state):
         return None
     return [{**s, "name": names.get(s["seat"], "")} for s in kind.standings(state)]
@@ -161,7 +158,7 @@ def verification(session: Session, game: Game) -> Verification:
 
 def game_page(session: Session, game: Game, settings: Settings, now: datetime, *,
               viewer: Viewer = PUBLIC, steps: list[SomeStep] | None = None,
-              verified: Verification | None = None) -> dict[str, Any]:
+              verified: Verification | None = None) -> GamePage:
     """The game as the public sees it (viewer PUBLIC), or as one seat does; steps: its
     replay (pbem.services.replay), if the caller has it already."""
     kind = kind_of(game)
@@ -176,6 +173,7 @@ def game_page(session: Session, game: Game, settings: Settings, now: datetime, *
     due = set(kind.due(state)) if state is not None and running else set()
     sent = orders_in(session, game) & due
     score_rows = {row["seat"]: row for row in kind.web_scores(state)} if state else {}
+    listed: list[PlayerRow]
     if holders:
         listed = [{"seat": s, "name": p.name, "due": s in due, "order_in": s in sent,
                    "awaited": s in due - sent, **{k: v for k, v in score_rows.get(s, {}).items()
@@ -185,7 +183,7 @@ def game_page(session: Session, game: Game, settings: Settings, now: datetime, *
         listed = [{"seat": None, "name": p.name, "due": False, "order_in": False,
                    "awaited": False} for p in everyone if p.active]
     over = state is not None and kind.over(state)
-    page = {
+    page: GamePage = {
         "format": "pbem.web.game/1", "game": game.name, "kind": kind.name,
         "kind_title": kind.title, "rules_text": kind.describe_rules(rules),
         "status": game.status, "turn": game.turn,
@@ -235,7 +233,7 @@ def order_choices(kind: GameKind[S, M], state: S, seat: int, game: str, key: str
 
 
 def private_page(session: Session, game: Game, player: Player, settings: Settings,
-                 now: datetime, expires: datetime) -> dict[str, Any]:
+                 now: datetime, expires: datetime) -> PrivatePage:
     """What the player's report shows: the game with their own dice and odds, their key,
     and a mailto: link for every order they may send now."""
     seat = player.seat
@@ -246,8 +244,9 @@ def private_page(session: Session, game: Game, player: Player, settings: Setting
     page = game_page(session, game, settings, now, viewer=Viewer(seat=seat), steps=steps)
     running = game.status == "running" and state is not None and not kind.over(state)
     due = kind.due_said(state).get(seat) if running else None
-    page.update({
-        "format": "pbem.web.private/1",
+    return {
+        **page,
+        "format": "pbem.web.private/1",   # in the place of the game page's
         "you": {"seat": seat, "name": player.name, "due": due,
                 "order_in": seat in page["orders_in"],
                 "game_line": f"GAME {game.name}", "key_line": f"KEY {player.key}",
@@ -258,14 +257,13 @@ def private_page(session: Session, game: Game, player: Player, settings: Setting
                 # the odds of the bid they answer, drawn beside the orders (pbem.render.charts)
                 "charts": kind.bid_charts(state, seat) if due else [],
                 "link_expires": iso(expires)},
-    })
-    return page
+    }
 
 
 # --- the replay of a finished game ----------------------------------------------------------
 
 def replay_page(game: Game, steps: list[SomeStep], step: int, names: dict[int, str],
-                verified: Verification | None) -> dict[str, Any]:
+                verified: Verification | None) -> ReplayPage:
     kind = kind_of(game)
     last = len(steps) - 1
     if not 0 <= step <= last:

@@ -17,6 +17,7 @@ from sqlmodel import Session, col, func, select
 from pbem.kinds.options import options_of
 from pbem.store.models import Game, PendingOrder, Player, TalkMessage
 from pbem.text.wording import Message, _
+from pbem.web.page_data import TalkLine
 
 GAME_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
 MAX_GAME_NAME = 64
@@ -109,7 +110,7 @@ def talk_from(name: str, seat: int | None, to_seat: int | None) -> Message:
 
 
 def talk_of(session: Session, game: Game, limit: int = TALK_ON_PAGE, *,
-            said_later: bool = False) -> list[dict[str, Any]]:
+            said_later: bool = False) -> list[TalkLine]:
     """The game's table talk, oldest first (the latest ``limit`` messages); what was said
     privately (PRESS private, SAY TO) only once the game is over and the referee has
     published it (PUBLISH). Who said it is English, or with ``said_later`` a message

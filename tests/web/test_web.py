@@ -16,6 +16,7 @@ import subprocess
 import sys
 import warnings
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,16 +26,20 @@ from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, select
 
 from pbem.config import ConfigError, Settings, WebSettings, load_settings
-from pbem.games import find_game, players_of
+from pbem.games import find_game, players_of, read_players
 from pbem.kinds.verify import check_record
 from pbem.rules.classic import hand_label as classic_hand_label
 from pbem.rules.dice import DiceStream, face_json
 from pbem.services.export import schema
+from pbem.services.replay import replay_steps
 from pbem.store.models import Game, Player
 from pbem.store.work import Work
 from pbem.web import create_app
 from pbem.web.database import DatabaseNotReady, open_read_only
+from pbem.web.page_data import GamePage, IndexPage, PrivatePage, ReplayPage
+from pbem.web.pages import game_page, index_page, private_page, replay_page
 from testkit.desk import PLAYERS, Clock, admin, make_server, order, outbox
+from testkit.shapes import shape_problems
 from testkit.web import (
     NEWBIE,
     SECRET,
@@ -307,6 +312,27 @@ def test_the_replay_shows_every_die_from_the_seed(site: Site, client: TestClient
         assert client.get(bad).status_code == 404
     cup = client.get("/api/games/cup-1/replay/1").json()
     assert valid(cup, "replay") == [] and cup["tables"][0]["roll"] is not None
+
+
+def test_the_pages_data_has_the_shape_page_data_names(site: Site) -> None:
+    """Every page's data as pbem.web.pages builds it, against its TypedDict
+    (pbem.web.page_data): mypy checks the code against the names, this the data."""
+    settings, now = settings_of(site), datetime.now(UTC)
+    with Session(site.server.engine) as session:
+        assert shape_problems(index_page(session, settings, now), IndexPage) == []
+        for name in ("classic-1", "cup-1", "postal-1", "open-1"):
+            game = find_game(session, name)
+            assert shape_problems(game_page(session, game, settings, now), GamePage) == [], name
+            seated = [p for p in read_players(session, game) if p.seat is not None and p.active]
+            for player in seated[:2]:
+                page = private_page(session, game, player, settings, now, now)
+                assert shape_problems(page, PrivatePage) == [], name
+            if game.status == "over":
+                steps = replay_steps(session, game)
+                names = {p.seat: p.name for p in seated if p.seat is not None}
+                for step in (0, 1, len(steps) - 1):
+                    page = replay_page(game, steps, step, names, None)
+                    assert shape_problems(page, ReplayPage) == [], (name, step)
 
 
 # --- verify a record -----------------------------------------------------------------------------
