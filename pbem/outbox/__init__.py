@@ -23,13 +23,14 @@ refused at RCPT or DATA is a bounce, heard as a DSN is), and the other mails go 
 The package, a module a job: queue (compose a mail and queue it in the caller's
 transaction), table (due mail, claims, marks, releases), connections (the
 threads that hand claimed mail to SMTP), draining (all due mail, a page at a time),
-stream (each handling transaction's mail as soon as it commits).
+stream (each handling transaction's mail as soon as it commits: Stream over SMTP's
+connections, Inline by the tick's own thread for the .eml outbox).
 """
 
 from pbem.outbox.connections import Sender
 from pbem.outbox.draining import PAGE, drain
 from pbem.outbox.queue import LOOP_HEADER, Origin, enqueue
-from pbem.outbox.stream import Stream
+from pbem.outbox.stream import Inline, Stream
 from pbem.outbox.table import (
     BUDGET_NOTICE,
     CLAIM_LEASE,
@@ -50,5 +51,5 @@ from pbem.store.work import Queued
 
 __all__ = ["BUDGET_NOTICE", "CLAIM_LEASE", "GIVE_UP_AFTER", "LOOP_HEADER", "MAX_ATTEMPTS", "PAGE",
            "Budget", "OnShort", "Shortfall",
-           "DrainReport", "OnFailure", "Origin", "Queued", "Sender", "Stream", "backoff", "drain",
+           "DrainReport", "Inline", "OnFailure", "Origin", "Queued", "Sender", "Stream", "backoff", "drain",
            "Undelivered", "enqueue", "envelope_sender", "others_due", "release"]

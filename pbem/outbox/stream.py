@@ -17,7 +17,7 @@ from pbem.outbox.draining import PAGE
 from pbem.outbox.table import NO_BUDGET, Budget, Claimed, DrainReport, OnFailure, budget_left
 from pbem.store.claims import me
 from pbem.store.models import OutboundMail
-from pbem.store.work import Work
+from pbem.store.work import Queued, Work
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +28,15 @@ _CLAIM_QUEUED = update(OutboundMail).where(
     col(OutboundMail.id).in_(bindparam("ids", expanding=True)),
     col(OutboundMail.status) == "pending", col(OutboundMail.claimed_by).is_(None),
 ).values(claimed_by=bindparam("me"), claimed_at=bindparam("now")).returning(col(OutboundMail.id))
+
+
+def claim_queued(work: Work, rows: list[Queued], now: datetime, verp: bool) -> list[Claimed]:
+    """Claim ``rows``, queued in ``work``'s transaction, in it (its last statement before
+    the commit): those still there, pending and unclaimed."""
+    work.flush()   # a row deleted or cancelled through the ORM is not claimed
+    claimed = set(work.connection().execute(_CLAIM_QUEUED, {
+        "ids": [row.id for row in rows], "me": me(), "now": now}).scalars())
+    return [Claimed.of(row, verp) for row in rows if row.id in claimed]
 
 
 class Stream:
@@ -91,10 +100,7 @@ class Stream:
             # at its end (so what is queued later to an address never leaves first)
             self._behind = True
             return []
-        work.flush()   # a row deleted or cancelled through the ORM is not claimed
-        claimed = set(work.connection().execute(_CLAIM_QUEUED, {
-            "ids": [row.id for row in rows], "me": me(), "now": self._run.now()}).scalars())
-        return [Claimed.of(row, self.verp) for row in rows if row.id in claimed]
+        return claim_queued(work, rows, self._run.now(), self.verp)
 
     def feed(self, rows: list[Claimed]) -> None:
         """Send ``rows`` (committed, claimed by us) as soon as a connection is free."""
@@ -131,4 +137,57 @@ class Stream:
         for exc in self._errors:
             log.error("sending while handling failed; the drain will send the rest",
                       exc_info=exc)
+        return self._run.report
+
+
+class Inline:
+    """The mail of each handling transaction handed off by the tick's own thread as soon
+    as the transaction commits: the ``.eml`` outbox, where a hand-off is a file written and
+    waits for nothing, so a thread of its own would only take turns with the handling
+    (a Stream's was measured 1.4 times slower there).
+
+    Its claim is the handling transaction's last statement, as a Stream's: the row is
+    written once with it, where a drain at the tick's end claims it again (SQLite writes
+    the whole row, some 60 KB for a report, at each change), and reads it back. Each mail
+    is marked sent right after its hand-off, as a drain's is (a crash repeats at most that
+    one mail). A hand-off that fails (an error, the folder gone) stops it: that mail and
+    all later is released for the drain at the tick's end, so what is queued later to an
+    address never leaves first.
+    """
+
+    def __init__(self, engine: Engine, open_sender: Callable[[], AbstractContextManager[Sender]],
+                 now: Callable[[], datetime], *, on_failure: OnFailure | None = None,
+                 verp: bool = False,
+                 unreleased: Callable[[list[int]], object] | None = None) -> None:
+        self.verp = verp
+        self._run = Connections(engine, open_sender, now, on_failure, 1, unreleased)
+        self._stopped = False
+
+    def claim(self, work: Work) -> list[Claimed]:
+        """Claim what ``work`` queued, last thing before its commit (Stream.claim)."""
+        rows = list({row.id: row for row in work.queued}.values())
+        work.queued.clear()
+        if not rows or self._stopped:
+            return []
+        return claim_queued(work, rows, self._run.now(), self.verp)
+
+    def feed(self, rows: list[Claimed]) -> None:
+        """Hand ``rows`` (committed, claimed by us) off now, in queue order; what is left
+        unsent is released (Connections.send)."""
+        if not rows:
+            return
+        report = self._run.report
+        before = report.sent + report.deferred + report.failed
+        try:
+            self._run.send(rows)
+        except Exception:   # noqa: BLE001 - logged; the drain sends the rest
+            log.exception("writing mail while handling failed; the drain will send the rest")
+            self._stopped = True
+        if report.unavailable:
+            self._stopped = True
+        report.released += len(rows) - (report.sent + report.deferred + report.failed - before)
+
+    def close(self) -> DrainReport:
+        """What happened (nothing is left in flight: each feed ended its hand-offs)."""
+        self._run.close()
         return self._run.report

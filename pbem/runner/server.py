@@ -28,7 +28,16 @@ from pbem.mail.headers import read_mail_header
 from pbem.mail.listener import ListenPolicy, MailListener, MailRefused
 from pbem.mail.senderauth import aligned_domain
 from pbem.mail.smtp_out import EmlDirSender, SmtpPool, SmtpSender
-from pbem.outbox import Budget, DrainReport, Sender, Stream, drain, others_due, release
+from pbem.outbox import (
+    Budget,
+    DrainReport,
+    Inline,
+    Sender,
+    Stream,
+    drain,
+    others_due,
+    release,
+)
 from pbem.render.reports import Renderer, TemplateProblem
 from pbem.runner.fetching import Fetcher, oauth_login
 from pbem.runner.junk import JUNK_SOURCE, JunkOverQuota, JunkTally
@@ -250,15 +259,19 @@ class Server:
             with self._unreleased_lock:
                 self._unreleased += left
 
-    def open_stream(self) -> Stream | None:
+    def open_stream(self) -> Stream | Inline | None:
         """A Stream for the tick's handling (its mail sent over SMTP as each transaction
-        commits), or None: no [smtp] (the .eml outbox: writing a file waits for nothing,
-        so sending while handling would only take turns with it), send_while_handling
-        off, or the SMTP server backed off."""
+        commits); for the .eml outbox an Inline (each transaction's files written by the
+        tick's thread once it commits: a file waits for nothing); None: send_while_handling
+        off, or the mail server backed off."""
         smtp = self.settings.smtp
-        if smtp is None or not self.settings.send_while_handling \
+        if not self.settings.send_while_handling \
                 or not self._backoff("SMTP").ready(self.clock()):
             return None
+        if smtp is None:
+            return Inline(self.engine, self.open_sender, self.clock,
+                          on_failure=self.referee.undeliverable,
+                          unreleased=self.keep_unreleased)
         return Stream(self.engine, self.open_sender, self.clock,
                       on_failure=self.referee.undeliverable,
                       verp=smtp.verp, connections=smtp.connections, budget=self.budget(),

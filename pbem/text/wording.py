@@ -16,6 +16,7 @@ only; a translation comes in as any object with gettext's ``gettext``/``ngettext
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 from collections.abc import Iterable, Mapping
@@ -244,12 +245,18 @@ def percent(p: float, tr: Translator = ENGLISH) -> str:
     Czech. A value that is neither 0 nor 1 never shows as "0%" or "100%": it is written
     "<1%" or ">99%", so that a player is not told a bid is certain when it is not (the
     reports' odds and their charts)."""
-    locale = language_of(tr)
     whole = round(p * 100)
     if whole == 0 and p > 0.0:      # 0.005 too, which round() takes to 0 (half to even)
-        return "<" + format_percent(0.01, locale=locale)
+        return "<" + _whole_percent(1, language_of(tr))
     if whole == 100 and p < 1.0:
-        return ">" + format_percent(0.99, locale=locale)
+        return ">" + _whole_percent(99, language_of(tr))
+    return _whole_percent(whole, language_of(tr))
+
+
+@functools.lru_cache(maxsize=512)
+def _whole_percent(whole: int, locale: str) -> str:
+    """A whole percentage in a language, remembered: Babel takes some 40 µs for each, and a
+    turn's reports write the same hundred-odd numbers thousands of times (their odds)."""
     return format_percent(whole / 100, locale=locale)
 
 

@@ -56,3 +56,17 @@ def test_the_odds_chart_and_the_templates_write_the_readers_percent() -> None:
     template = Renderer().environment("cs").from_string("{{ p|pct }}")
     assert re.fullmatch(f"46{NO_BREAK}%", template.render(p=0.46))
     assert pct(None) == "?"
+
+
+@given(st.floats(0.0, 1.0), st.sampled_from(["en", "de", "cs"]))
+def test_a_remembered_percent_is_babels(p: float, language: str) -> None:
+    """percent remembers each whole percentage a language writes: the same text as Babel's
+    format_percent of the rounded value gives."""
+    from babel.numbers import format_percent
+
+    whole = round(p * 100)
+    sign = "<" if whole == 0 and p > 0 else ">" if whole == 100 and p < 1 else ""
+    shown = {"<": 0.01, ">": 0.99}.get(sign, whole / 100)
+    expected = sign + format_percent(shown, locale=language)
+    assert percent(p, translator(language)) == expected
+    assert percent(p, translator(language)) == expected   # remembered: the same

@@ -245,5 +245,52 @@ def test_a_tick_marks_its_parts_for_whoever_times_them(server: Server) -> None:
     report = server.tick(marks.append)
     assert report.processed == 2
     assert marks == ["tick>", "fetch>", "fetch<", "mail>", "mail<", "mail>", "mail<",
-                     "clock>", "clock<", "tick<"]
+                     "clock>", "clock<", "close>", "close<", "tick<"]   # close: the outbox's
     assert server.tick() is not None   # nobody timing: no marks asked for
+
+
+def test_the_eml_outbox_writes_each_mails_answer_as_it_is_handled(server: Server,
+                                                                  tmp_path: Path) -> None:
+    """The .eml outbox writes the mail a handling transaction queued once it commits
+    (pbem.outbox.Inline), before the next mail is handled, each file marked sent: the
+    drain at the tick's end finds nothing left of it."""
+    started_game(server)
+    server.tick()   # the first reports
+    folder = tmp_path / "outbox"
+    for email in PLAYERS[:3]:
+        key, _seat = key_and_seat(server, email)
+        assert server.referee.store_inbound(mail(email, f"GAME g1\nKEY {key}\nHELP\n"),
+                                            source="smtp")
+    written: list[int] = []
+
+    def mark(tag: str) -> None:
+        if tag == "mail>":
+            written.append(len(list(folder.glob("*.eml"))))
+
+    report = server.tick(mark)
+    assert report.processed == 3 and report.sent == 3
+    assert written == [5, 6, 7]   # each HELP's answer written before the next is read
+    with Session(server.engine) as session:
+        rows = session.exec(select(OutboundMail)).all()
+    assert {(r.status, r.claimed_by) for r in rows} == {("sent", None)}
+
+
+def test_an_eml_outbox_that_cannot_be_written_leaves_the_mail_for_the_next_tick(
+        server: Server, tmp_path: Path) -> None:
+    """A hand-off that fails while handling (the outbox folder is a file) loses nothing
+    and holds no claim: the mail waits, pending, and the next tick writes it."""
+    started_game(server)
+    folder = tmp_path / "outbox"
+    folder.write_bytes(b"not a folder")
+    key, _seat = key_and_seat(server, PLAYERS[0])
+    assert server.referee.store_inbound(mail(PLAYERS[0], f"GAME g1\nKEY {key}\nHELP\n"),
+                                        source="smtp")
+    with pytest.raises(OSError):
+        server.tick()   # the drain at its end fails as the hand-off did
+    with Session(server.engine) as session:
+        rows = session.exec(select(OutboundMail)).all()
+    assert len(rows) == 5 + 1 and {(r.status, r.claimed_by) for r in rows} == {
+        ("pending", None)}   # the first reports, the answer to HELP
+    folder.unlink()
+    assert server.tick().sent == 5 + 1
+    assert len(list(folder.glob("*.eml"))) == 6
