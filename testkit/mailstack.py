@@ -105,14 +105,14 @@ class _LmtpRelay:
     """aiosmtpd handler: refuses unknown recipients at RCPT time (550 5.1.1) and hands
     each accepted message to Dovecot over LMTP, one transaction per recipient."""
 
-    def __init__(self, stack: MailStack) -> None:
+    def __init__(self, stack: MailStack | _RelayProcessStack) -> None:
         self.stack = stack
 
     async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
         throttled = self.stack.throttled_answer("RCPT")
         if throttled is not None:
             return throttled
-        refusal = getattr(self.stack, "refusals", {}).get(address.lower())
+        refusal = self.stack.refusals.get(address.lower())
         if refusal is not None and refusal[0] == "RCPT":
             return refusal[1]
         local, at, domain = address.lower().rpartition("@")
@@ -142,7 +142,7 @@ class _LmtpRelay:
         throttled = self.stack.throttled_answer("DATA")
         if throttled is not None:
             return throttled
-        refusals = getattr(self.stack, "refusals", {})
+        refusals = self.stack.refusals
         for rcpt in envelope.rcpt_tos:
             refusal = refusals.get(rcpt.lower())
             if refusal is not None and refusal[0] == "DATA":
@@ -696,16 +696,26 @@ service lmtp {{
             client.logout()
 
 
+class _RelayProcessStack:
+    """What a front end process knows of its MailStack (what _LmtpRelay asks of it): the
+    LMTP port and the addresses; throttling and refusals are the main process's own."""
+
+    def __init__(self, lmtp_port: int, addresses: set[str]) -> None:
+        self.lmtp_port, self.addresses = lmtp_port, addresses
+        self.refusals: dict[str, tuple[str, str]] = {}
+
+    def throttled_answer(self, stage: str) -> str | None:
+        return None
+
+
 def _serve_relay(listener_fd: int, lmtp_port: int, addresses: str) -> None:
     """One SMTP front end process (MailStack(relay_processes=N)) on the listening socket it
     was given: says "ready", and runs until its standard input is closed."""
     import threading
-    from types import SimpleNamespace
 
     from aiosmtpd.smtp import SMTP
 
-    stack = SimpleNamespace(lmtp_port=lmtp_port, addresses=set(addresses.split(",")))
-    handler = _LmtpRelay(stack)  # type: ignore[arg-type]
+    handler = _LmtpRelay(_RelayProcessStack(lmtp_port, set(addresses.split(","))))
     loop = asyncio.new_event_loop()
     listener = socket.socket(fileno=listener_fd)
     server = loop.run_until_complete(loop.create_server(lambda: SMTP(handler), sock=listener))
