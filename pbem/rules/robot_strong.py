@@ -11,8 +11,7 @@ the postal rule an exact bid costs every other player a die, +1 for the
 bidder), weighed for first place rather than the mean: what puts the robot
 ahead counts half (a die the field loses helps only against the seat that
 loses it) and a die lost past the first counts half (the first one already
-costs first place). So it calls only bids that are clearly short and leaves
-the close ones to the others. A challenge is worth its expected outcome. A raise is worth the
+costs first place). A challenge is worth its expected outcome. A raise is worth the
 chance that the next player, seeing their own hand and reading the other
 players' bids, calls it, times the outcome when they do
 (given their hand); not called, the risk passes on (worth 0). Near-equal moves are mixed by the random stream, so the robot is
