@@ -8,7 +8,10 @@ of the seats' counts, once per face for the whole move.
 Values. An outcome is scored against the field: the robot's dice lost,
 minus the mean of the others' (the exact rule of the game as played: under
 the postal rule an exact bid costs every other player a die, +1 for the
-bidder). A challenge is worth its expected outcome. A raise is worth the
+bidder), weighed for first place rather than the mean: what puts the robot
+ahead counts half (a die the field loses helps only against the seat that
+loses it) and a die lost past the first counts half (the first one already
+costs first place). A challenge is worth its expected outcome. A raise is worth the
 chance that the next player, seeing their own hand and reading the other
 players' bids, calls it, times the outcome when they do
 (given their hand); not called, the risk passes on (worth 0). Near-equal moves are mixed by the random stream, so the robot is
@@ -32,6 +35,10 @@ CALL_BELOW = 0.4      # the next player calls a bid they think holds less often 
 CALL_SOFTNESS = 0.3   # ... blurred over this width of their odds
 MIX = 0.04            # moves within this value of the best are mixed
 EXPOSE_RATE = 0.3     # how often a worthwhile expose is made
+# First place, not the mean: a die the field loses helps only against the seat that
+# loses it, a die of the robot's own is first place lost, a second one costs less
+GAIN_WEIGHT = 0.5     # an outcome that puts the robot ahead counts at this share
+LOSS_TAIL = 0.5       # each die lost after the first counts at this share
 
 Dist = tuple[float, ...]
 
@@ -66,13 +73,17 @@ def exact_values(rule: ExactRule, players: int) -> tuple[float, float]:
 
 def outcome_value(actual: int, quantity: int, bidder: bool, rule: ExactRule,
                   players: int) -> float:
-    """The robot's dice against the field's mean, as bidder or as challenger."""
+    """The robot's dice against the field's mean, as bidder or as challenger,
+    weighed for first place: a gain counts GAIN_WEIGHT, a loss past one die LOSS_TAIL."""
     field = max(1, players - 1)
     if actual == quantity:
-        return exact_values(rule, players)[0 if bidder else 1]
+        value = exact_values(rule, players)[0 if bidder else 1]
+        return value * GAIN_WEIGHT if value > 0 else value
     short = actual < quantity
     lost = abs(actual - quantity)
-    return (-lost if short else lost / field) if bidder else (lost / field if short else -lost)
+    gain = GAIN_WEIGHT * lost / field
+    loss = -(min(lost, 1) + LOSS_TAIL * max(0, lost - 1))
+    return (loss if short else gain) if bidder else (gain if short else loss)
 
 
 class Table:

@@ -10,7 +10,7 @@ from pbem.rules import beliefs
 from pbem.rules.dice import FACES, STAR
 from pbem.rules.ladder import Bid
 from pbem.rules.odds import OtherSeat, bids_since_reroll, count_distribution
-from pbem.rules.robot_strong import outcome_value, seat_distribution
+from pbem.rules.robot_strong import GAIN_WEIGHT, outcome_value, seat_distribution
 from pbem.rules.ruleset import ExactRule
 
 bids = st.lists(st.builds(Bid, st.integers(1, 20), st.sampled_from([1, 2, 3, 4, 5, STAR])),
@@ -80,24 +80,46 @@ def test_bids_before_an_expose_are_forgotten() -> None:
     assert bids_since_reroll(placed, 4) == ()
 
 
-def test_postal_exact_bid_is_plus_one_for_the_bidder_against_each() -> None:
+def test_postal_exact_bid_is_a_gain_for_the_bidder_at_half_weight() -> None:
     rule = ExactRule.ALL_BUT_BIDDER
-    assert outcome_value(6, 6, True, rule, 5) == 1.0
+    # every other player loses a die: +1 against the field, counted at GAIN_WEIGHT
+    assert outcome_value(6, 6, True, rule, 5) == pytest.approx(GAIN_WEIGHT) == 0.5
     # the challenger loses one die, as do the three others: a quarter against the field
     assert outcome_value(6, 6, False, rule, 5) == pytest.approx(-0.25)
 
 
-def test_short_and_over_against_the_field() -> None:
+def test_outcomes_are_weighed_for_first_place() -> None:
+    """A die won off one rival counts half its share of the field; the first die the
+    robot loses counts whole, each die after it half."""
     rule = ExactRule.ALL_BUT_BIDDER
-    assert outcome_value(4, 6, True, rule, 5) == -2            # short by 2: the bidder pays
-    assert outcome_value(4, 6, False, rule, 5) == pytest.approx(0.5)
-    assert outcome_value(9, 6, False, rule, 5) == -3           # over by 3: the challenger pays
-    assert outcome_value(9, 6, True, rule, 5) == pytest.approx(0.75)
+    assert outcome_value(5, 6, True, rule, 5) == -1             # short by 1: the bidder pays
+    assert outcome_value(4, 6, True, rule, 5) == pytest.approx(-1.5)   # short by 2
+    assert outcome_value(4, 6, False, rule, 5) == pytest.approx(2 / 4 * 0.5)
+    assert outcome_value(9, 6, False, rule, 5) == pytest.approx(-2.0)  # over by 3
+    assert outcome_value(9, 6, True, rule, 5) == pytest.approx(3 / 4 * 0.5)
+
+
+@given(st.integers(0, 30), st.integers(1, 30), st.booleans(), st.integers(2, 6))
+def test_a_loss_outweighs_the_same_gain(actual: int, quantity: int, bidder: bool,
+                                        players: int) -> None:
+    """Whoever pays, a die lost costs the robot more than a die won off a rival pays
+    it, and more dice lost never cost less."""
+    rule = ExactRule.ALL_BUT_BIDDER
+    value = outcome_value(actual, quantity, bidder, rule, players)
+    off = abs(actual - quantity)
+    if value < 0 and actual != quantity:
+        assert -off <= value <= -1.0
+        worse = actual - 1 if bidder else actual + 1
+        assert outcome_value(worse, quantity, bidder, rule, players) < value
+    elif value > 0 and actual != quantity:
+        assert value == pytest.approx(GAIN_WEIGHT * off / (players - 1))
+        as_loser = outcome_value(quantity - off, quantity, True, rule, players)
+        assert value < -as_loser
 
 
 @pytest.mark.parametrize("rule,bidder,challenger", [
     (ExactRule.NOBODY, 0.0, 0.0), (ExactRule.EVERYONE, 0.0, 0.0),
-    (ExactRule.CHALLENGER, 1 / 3, -1.0)])
+    (ExactRule.CHALLENGER, GAIN_WEIGHT / 3, -1.0)])
 def test_exact_under_each_rule(rule: ExactRule, bidder: float, challenger: float) -> None:
     assert outcome_value(5, 5, True, rule, 4) == pytest.approx(bidder)
     assert outcome_value(5, 5, False, rule, 4) == pytest.approx(challenger)
