@@ -60,8 +60,9 @@ def id_of(game: Game) -> int:
 #
 # Within one unit of work (pbem.store.work.Work) the players and the pending orders of a game are
 # read once: what reads or writes them takes the Work. What keeps the memo right is said in
-# pbem.store.work: record_order and drop_orders set the orders they wrote, a Player or
-# PendingOrder added or deleted forgets its kind, the transaction's end forgets all. What is
+# pbem.store.work: record_order and drop_orders set the orders they wrote, a function that
+# adds or deletes a Player or PendingOrder forgets its kind (add_player, remove_entrant
+# here), the transaction's end forgets all. What is
 # derived from the players (active, seated) is filtered in Python from the same objects,
 # so a change not flushed yet is seen.
 
@@ -364,6 +365,7 @@ def add_player(session: Work, game: Game, email: str, name: str) -> Player:
                     timezone=zone, language=language)
     session.add(player)
     session.flush()
+    session.forget(["players"])   # the memo's players are the game's without this one
     return player
 
 
@@ -377,6 +379,7 @@ def remove_entrant(session: Work, game: Game, player: Player) -> None:
                                       col(Signup.status) != "confirmed"))
     session.delete(player)
     session.flush()
+    session.forget(["players"])
     # entrants stay 1..n in sign-up order: the seat draw goes over them in that order
     for number, other in enumerate(players_of(session, game), start=1):
         if other.entrant != number:
