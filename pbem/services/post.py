@@ -27,6 +27,7 @@ from pbem.mail.read import InboundMessage
 from pbem.mail.sent import sent_texts
 from pbem.outbox import BUDGET_NOTICE, Origin, Queued, Shortfall, enqueue
 from pbem.render.reports import Renderer, html_part, text_part
+from pbem.store.db import core_read
 from pbem.store.models import Game, InboundMail, OutboundMail, Player
 from pbem.store.work import Work
 from pbem.text.i18n import answer_language
@@ -40,6 +41,14 @@ def tagged(game: str, text: Said) -> Message:
     """The subject of a mail about a game: "[bluff <game>] <text>" (the one place it is
     made); the tag is the same in every language, the text is said in the reader's."""
     return Message("[bluff {game}] {text}", (("game", game), ("text", text)))
+
+
+# what the language and zone of mail to an address are read from (Post.reader_of): its
+# players' choices and their games' options, newest first; a Core read built once
+_READER_ROWS = (select(Player.game_id, Player.timezone, Player.language, Game.options_json)
+                .join(Game, col(Game.id) == col(Player.game_id))
+                .where(col(Player.email) == bindparam("address"))
+                .order_by(col(Player.id).desc()).limit(50))
 
 
 @dataclass
@@ -81,24 +90,23 @@ class Post:
         ``options``: the game's, if the caller has them."""
         if address.lower() == self.referee.lower():
             return self.settings.referee_language, None
-        rows = session.exec(select(Player, Game).join(Game, col(Game.id) == Player.game_id)
-                            .where(Player.email == address.lower())
-                            .order_by(col(Player.id).desc()).limit(50)).all()
-        if player is None and game is not None:
-            player = next((p for p, g in rows if g.id == game.id), None)
-        zone = (player.timezone if player is not None and player.timezone
-                else next((p.timezone for p, _g in rows if p.timezone), None))
+        rows = core_read(session, _READER_ROWS, {"address": address.lower()}).all()
+        own: Any = player   # the address's player in ``game`` (a Player, or a row of one)
+        if own is None and game is not None:
+            own = next((r for r in rows if r.game_id == game.id), None)
+        zone = (own.timezone if own is not None and own.timezone
+                else next((r.timezone for r in rows if r.timezone), None))
         if game is not None and options is None:
             options = options_of(game)
-        latest = rows[0][1] if rows else None   # the game the address joined last
+        latest = rows[0] if rows else None   # the game the address joined last
         language = answer_language(
             game=options.language if options is not None else None,
-            own=player.language if player is not None else None,
-            chosen=next((p.language for p, _g in rows if p.language), None),
+            own=own.language if own is not None else None,
+            chosen=next((r.language for r in rows if r.language), None),
             written=written,
             plays_in=None if latest is None else (
                 options.language if options is not None and game is not None
-                and latest.id == game.id else options_of(latest).language),
+                and latest.game_id == game.id else options_of(latest).language),
             default=self.settings.language)
         return language, zone
 
@@ -291,6 +299,12 @@ def replied_to(session: Session, msg: InboundMessage, *where: Any) -> OutboundMa
                         .order_by(col(OutboundMail.id).desc())).first()
 
 
+# the newest mail of ours a reply replies to, what read_reply cuts its quote at (as
+# replied_to finds it; a Core read built once)
+_REPLIED_TEXT = (select(OutboundMail.kind, OutboundMail.raw)
+                 .where(col(OutboundMail.message_id).in_(bindparam("refs", expanding=True)))
+                 .order_by(col(OutboundMail.id).desc()).limit(1))
+
 # what a confirmation says of the mail of ours that a reply quoted, by its kind
 _QUOTED_KIND = {"report": _("the quoted report below your text"),
                 "confirm": _("the quoted confirmation below your text"),
@@ -303,9 +317,10 @@ def read_reply(session: Session, msg: InboundMessage) -> InboundMessage:
     """``msg`` with its new text cut where it quotes the mail of ours it replies to
     (pbem.mail.quotecut: our words, whatever quote header the client wrote above them);
     ``msg`` itself when it quotes none (the quote header rules of pbem.mail.newtext)."""
-    if not msg.text or not replied_ids(msg):
+    refs = replied_ids(msg)
+    if not msg.text or not refs:
         return msg
-    ours = replied_to(session, msg)
+    ours = core_read(session, _REPLIED_TEXT, {"refs": refs}).first()
     if ours is None:
         return msg
     found = reply_text(msg.text, sent_texts(ours.raw))   # HTML rendered only if needed
