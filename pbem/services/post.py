@@ -299,11 +299,26 @@ def replied_to(session: Session, msg: InboundMessage, *where: Any) -> OutboundMa
                         .order_by(col(OutboundMail.id).desc())).first()
 
 
-# the newest mail of ours a reply replies to, what read_reply cuts its quote at (as
-# replied_to finds it; a Core read built once)
-_REPLIED_TEXT = (select(OutboundMail.kind, OutboundMail.raw)
+# the newest mail of ours a mail replies to (as replied_to finds it; a Core read built once)
+_REPLIED_MAIL = (select(*(getattr(OutboundMail, name) for name in (
+                     "id", "kind", "raw", "game_id", "seat", "turn")))
                  .where(col(OutboundMail.message_id).in_(bindparam("refs", expanding=True)))
                  .order_by(col(OutboundMail.id).desc()).limit(1))
+
+
+def replied_mail(session: Work, msg: InboundMessage) -> Any | None:
+    """The newest mail of ours that ``msg`` replies to (In-Reply-To or References), as a
+    row of its id, kind, raw, game_id, seat and turn; None if none. Read once a
+    transaction (its memo, under "replied"): the cut of the quote (read_reply) and who
+    sends the mail (pbem.runner.sender_check.replied_seat) both ask."""
+    refs = replied_ids(msg)
+    if not refs:
+        return None
+    key = ("replied", *refs)
+    memo = session.memo
+    if key not in memo:
+        memo[key] = core_read(session, _REPLIED_MAIL, {"refs": refs}).first()
+    return memo[key]
 
 # what a confirmation says of the mail of ours that a reply quoted, by its kind
 _QUOTED_KIND = {"report": _("the quoted report below your text"),
@@ -313,14 +328,13 @@ _QUOTED_KIND = {"report": _("the quoted report below your text"),
                 "notice": _("the quoted notice below your text")}
 
 
-def read_reply(session: Session, msg: InboundMessage) -> InboundMessage:
+def read_reply(session: Work, msg: InboundMessage) -> InboundMessage:
     """``msg`` with its new text cut where it quotes the mail of ours it replies to
     (pbem.mail.quotecut: our words, whatever quote header the client wrote above them);
     ``msg`` itself when it quotes none (the quote header rules of pbem.mail.newtext)."""
-    refs = replied_ids(msg)
-    if not msg.text or not refs:
+    if not msg.text:
         return msg
-    ours = core_read(session, _REPLIED_TEXT, {"refs": refs}).first()
+    ours = replied_mail(session, msg)
     if ours is None:
         return msg
     found = reply_text(msg.text, sent_texts(ours.raw))   # HTML rendered only if needed

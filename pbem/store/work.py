@@ -16,7 +16,8 @@ pool's ``reset``, ``invalidate`` and ``close`` (which give it back too); on ever
 ``bench/house.py``.
 
 - ``memo``: the players and the pending orders of a game, read once a transaction
-  (pbem.games.players_of, pending_orders). What writes them keeps it right, explicitly:
+  (pbem.games.players_of, pending_orders), and the mail of ours an inbound mail replies
+  to (pbem.services.post.replied_mail). What writes them keeps it right, explicitly:
   pbem.games.record_order and drop_orders set the orders they wrote; a function that adds or
   deletes a Player or a PendingOrder through the ORM (pbem.games.add_player,
   remove_entrant, pbem.commands.seats' REPLACE, pbem.commands.rollback) calls
