@@ -211,6 +211,10 @@ def _scan(lines: Sequence[str], left_out: set[Said]) -> Iterator[int]:
     n = len(lines)
     while i < n:
         line = lines[i]
+        if not line or line.isspace():   # no rule below reads a blank line (a blanked
+            yield i                      # quote is mostly these: new_text)
+            i += 1
+            continue
         if _SIG_SEP.match(line) or _is_legal_footer(line):
             if _next_nonblank(lines, i + 1) is not None or not _SIG_SEP.match(line):
                 left_out.add(SIGNATURE)
