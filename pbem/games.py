@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import groupby
-from typing import Any, Generic, TypeVar, cast, overload
+from typing import Any, Generic, NamedTuple, TypeVar, cast, overload
 
 from sqlalchemy import bindparam, insert, or_
 from sqlmodel import Session, col, delete, select
@@ -60,8 +60,9 @@ def id_of(game: Game) -> int:
 #
 # Within one unit of work (pbem.store.work.Work) the players and the pending orders of a game are
 # read once: what reads or writes them takes the Work. What keeps the memo right is said in
-# pbem.store.work: record_order and drop_orders set the orders they wrote, a Player or
-# PendingOrder added or deleted forgets its kind, the transaction's end forgets all. What is
+# pbem.store.work: record_order and drop_orders set the orders they wrote, a function that
+# adds or deletes a Player or PendingOrder forgets its kind (add_player, remove_entrant
+# here), the transaction's end forgets all. What is
 # derived from the players (active, seated) is filtered in Python from the same objects,
 # so a change not flushed yet is seen.
 
@@ -74,11 +75,15 @@ def find_game(session: Session, name: str) -> Game:
     return game
 
 
+# a game's players (objects: commands change them), by a statement built once
+_PLAYERS_OF = (select(Player).where(col(Player.game_id) == bindparam("game"))
+               .order_by(col(Player.entrant), col(Player.id)))
+
+
 def read_players(session: Session, game: Game) -> list[Player]:
     """Every player of the game (replaced ones too), in sign-up order, read now: for a
     reader that reads them once (a page, a replay); a handling reads ``players_of``."""
-    return list(session.exec(select(Player).where(Player.game_id == game.id)
-                                           .order_by(col(Player.entrant), col(Player.id))))
+    return list(session.exec(_PLAYERS_OF, params={"game": game.id}))
 
 
 def players_of(session: Work, game: Game) -> list[Player]:
@@ -257,28 +262,42 @@ def _orders_key(game: Game) -> tuple[str, int | None, int]:
 
 # The orders of the turn in play are read, written and deleted as Core statements (each
 # order of a mail is read, written and, at the turn's end, deleted: as ORM work that was a
-# quarter of a mail's handling). What they read are objects the session does not track;
-# the statements that write keep the memo right themselves (no ORM event sees them).
-_TURN_ORDERS = select(PendingOrder.__table__).where(  # type: ignore[attr-defined]
+# quarter of a mail's handling), read as plain rows (OrderIn), not objects: the statements
+# that write keep the memo right themselves.
+class OrderIn(NamedTuple):
+    """An order in for the turn in play: a row of pending_order, as read (no ORM object:
+    building one cost more than reading the row)."""
+
+    id: int
+    game_id: int
+    turn: int
+    seat: int
+    move_json: str
+    by: str
+    inbound_id: int | None
+    created_at: datetime
+
+
+_TURN_ORDERS = select(*(getattr(PendingOrder, name) for name in OrderIn._fields)).where(
     col(PendingOrder.game_id) == bindparam("game"), col(PendingOrder.turn) == bindparam("turn"))
 _ADD_ORDER = insert(PendingOrder).returning(col(PendingOrder.id))
 _DROP_ORDERS = delete(PendingOrder).where(
     col(PendingOrder.id).in_(bindparam("ids", expanding=True)))
 
 
-def _remember_orders(session: Work, game: Game, orders: list[PendingOrder]) -> None:
+def _remember_orders(session: Work, game: Game, orders: list[OrderIn]) -> None:
     """The orders of the turn in play as a write just left them (a unit of work's memo)."""
     session.memo[_orders_key(game)] = orders
 
 
-def pending_orders(session: Work, game: Game) -> dict[int, PendingOrder]:
-    """The orders in for the turn in play, by seat (read once a transaction). They are not
-    tracked by the session: ``record_order`` and ``drop_orders`` change them."""
+def pending_orders(session: Work, game: Game) -> dict[int, OrderIn]:
+    """The orders in for the turn in play, by seat (read once a transaction): plain rows,
+    changed by ``record_order`` and ``drop_orders``."""
     key = _orders_key(game)
     rows = session.recall(key)
     if rows is None:
-        rows = [PendingOrder(**row) for row in core_read(
-            session, _TURN_ORDERS, {"game": game.id, "turn": game.turn}).mappings()]
+        rows = [OrderIn(*row) for row in core_read(
+            session, _TURN_ORDERS, {"game": game.id, "turn": game.turn})]
         session.memo[key] = rows
     return {r.seat: r for r in rows}
 
@@ -289,8 +308,7 @@ def drop_orders(session: Work, game: Game, seats: Iterable[int] | None = None, *
     transaction's, which it keeps right)."""
     orders = facts.orders if facts is not None else pending_orders(session, game)
     chosen = None if seats is None else set(seats)
-    gone = {o.id for seat, o in orders.items()
-            if o.id is not None and (chosen is None or seat in chosen)}
+    gone = {o.id for seat, o in orders.items() if chosen is None or seat in chosen}
     if gone:
         session.flush()   # what the session holds goes first, as it would in a flush
         session.connection().execute(_DROP_ORDERS, {"ids": sorted(gone)})
@@ -364,6 +382,7 @@ def add_player(session: Work, game: Game, email: str, name: str) -> Player:
                     timezone=zone, language=language)
     session.add(player)
     session.flush()
+    session.forget(["players"])   # the memo's players are the game's without this one
     return player
 
 
@@ -377,6 +396,7 @@ def remove_entrant(session: Work, game: Game, player: Player) -> None:
                                       col(Signup.status) != "confirmed"))
     session.delete(player)
     session.flush()
+    session.forget(["players"])
     # entrants stay 1..n in sign-up order: the seat draw goes over them in that order
     for number, other in enumerate(players_of(session, game), start=1):
         if other.entrant != number:
@@ -417,7 +437,7 @@ def start_game(session: Work, game: Game, now: datetime) -> None:
 
 def record_order(session: Work, game: Game, seat: int, move: M, *, now: datetime,
                  inbound_id: int | None, by: str = "player",
-                 facts: GameFacts[Any, M] | None = None) -> PendingOrder | None:
+                 facts: GameFacts[Any, M] | None = None) -> OrderIn | None:
     """Store seat's order for the turn in play; return the order it replaces, if any
     (``facts``: the transaction's, which it keeps right)."""
     replaced = (facts.orders if facts is not None else pending_orders(session, game)).get(seat)
@@ -429,9 +449,10 @@ def record_order(session: Work, game: Game, seat: int, move: M, *, now: datetime
               "inbound_id": inbound_id, "created_at": now}
     session.flush()
     order_id = session.connection().execute(_ADD_ORDER, values).scalar_one()
+    assert order_id is not None
     # the memo as it now is: the next look at the orders reads nothing
     orders = facts.orders if facts is not None else pending_orders(session, game)
-    orders[seat] = PendingOrder(id=order_id, **values)
+    orders[seat] = OrderIn(id=order_id, **values)
     _remember_orders(session, game, list(orders.values()))
     return replaced
 
@@ -450,7 +471,7 @@ class GameFacts(Generic[S, M]):
     kind: GameKind[S, M]
     options: GameOptions
     players: list[Player]            # every player, replaced ones too (players_of)
-    orders: dict[int, PendingOrder]  # the orders in for the turn in play, by seat
+    orders: dict[int, OrderIn]       # the orders in for the turn in play, by seat
     state: S | None                  # the turn in play's state (None: not started)
 
     @property

@@ -117,6 +117,7 @@ def _restore_orders(session: Work, game: Game, turn: int, undone: list[Move],
             session.add(player)
         session.delete(move)
     session.flush()
+    session.forget(["orders"])   # orders voided and given back: read anew
     return restored
 
 

@@ -204,6 +204,7 @@ def do_replace(ctx: CommandContext, order: Order) -> str:
     new.default_order, new.missed_turns = None, 0
     ctx.session.add(old)
     ctx.session.add(new)
+    ctx.session.forget(["players"])   # a new player, or a former one back
     dropped = pending_orders(ctx.session, game).get(seat)
     if dropped is not None:
         drop_orders(ctx.session, game, [seat])

@@ -211,14 +211,18 @@ def _scan(lines: Sequence[str], left_out: set[Said]) -> Iterator[int]:
     n = len(lines)
     while i < n:
         line = lines[i]
+        if not line or line.isspace():   # no rule below reads a blank line (a blanked
+            yield i                      # quote is mostly these: new_text)
+            i += 1
+            continue
+        if _QUOTED.match(line):   # first: a signature or a footer line never opens with ">"
+            left_out.add(QUOTE)
+            i += 1
+            continue
         if _SIG_SEP.match(line) or _is_legal_footer(line):
             if _next_nonblank(lines, i + 1) is not None or not _SIG_SEP.match(line):
                 left_out.add(SIGNATURE)
             return
-        if _QUOTED.match(line):
-            left_out.add(QUOTE)
-            i += 1
-            continue
         if _quote_starts(lines, i):
             left_out.add(QUOTE)
             return

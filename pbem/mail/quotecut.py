@@ -44,7 +44,10 @@ _LABEL_VALUE = re.compile(r"^\*?[^\W\d_][^\W\d]{0,24}(\s[^\W\d]{1,12})?\s?\*?\s?
 def words_of(text: str) -> list[str]:
     """The words of ``text`` as compared: letters and digits, lower case, accents off
     (a charset lost on the way turns "é" into "e" or into nothing, never into "é")."""
-    folded = unicodedata.normalize("NFKD", text.casefold())
+    folded = text.casefold()
+    if folded.isascii():   # nothing to take apart or off (most lines, the English mail)
+        return _WORD.findall(folded)
+    folded = unicodedata.normalize("NFKD", folded)
     plain = "".join(ch for ch in folded if not unicodedata.combining(ch))
     return _WORD.findall(plain)
 

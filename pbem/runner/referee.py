@@ -218,8 +218,8 @@ class Referee:
         OperationalError and leaves the mail new for the next tick. The commit that
         ends the mail also counts the attempt of the ``following`` mail of the page,
         which begins next (pbem.runner.inbox.count_attempt). The mail the transaction queued goes
-        to the ``hand_off`` once it is committed (pbem.store.work: claimed at the commit, then
-        hand_over).
+        to the ``hand_off`` once it is committed (pbem.store.work: claimed by
+        ``commit_and_claim``, then hand_over).
         A mail of a game's ``lane`` (process_lanes) takes that game's lock and its
         sender's instead of the one writer's; a wait for them is told to ``waits``. The
         transaction runs on ``bind`` when given (a connection not in a transaction: the
@@ -270,7 +270,7 @@ class Referee:
         session.flush()   # (before the statement below: what is pending goes first)
         inbox.finish(session, row, following)   # the following mail's attempt counted too
         crash_point("inbound-handled")
-        session.commit()
+        session.commit_and_claim()
         crash_point("inbound-committed")
         session.hand_over()
 

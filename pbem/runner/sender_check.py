@@ -35,7 +35,7 @@ from pbem.mail.read import InboundMessage
 from pbem.mail.senderauth import check_sender
 from pbem.orders.parsing import MAIL_LINES, ParsedText, parse_text
 from pbem.outbox import enqueue
-from pbem.services.post import Post, notice, replied_ids
+from pbem.services.post import Post, notice, replied_ids, replied_mail
 from pbem.store import security
 from pbem.store.db import core_read
 from pbem.store.models import AuditEntry, Game, InboundMail, OutboundMail, Player
@@ -59,11 +59,15 @@ _REPLIED_SEAT = (select(OutboundMail.id, OutboundMail.game_id, OutboundMail.seat
                  .order_by(col(OutboundMail.id).desc()).limit(1))
 
 
-def replied_seat(session: Session, msg: InboundMessage) -> Any | None:
+def replied_seat(session: Work, msg: InboundMessage) -> Any | None:
     """The newest mail of ours to a seat that ``msg`` replies to (In-Reply-To or
-    References), as a row of its id, game_id, seat and turn; None if none."""
-    refs = replied_ids(msg)
-    return core_read(session, _REPLIED_SEAT, {"refs": refs}).first() if refs else None
+    References), as a row of its id, game_id, seat and turn; None if none. Mostly the
+    newest it replies to at all is to a seat (a report, an answer): that one, read once
+    (pbem.services.post.replied_mail), is it."""
+    newest = replied_mail(session, msg)
+    if newest is None or newest.seat is not None:
+        return newest
+    return core_read(session, _REPLIED_SEAT, {"refs": replied_ids(msg)}).first()
 
 
 _REPLIED_SEATS = select(OutboundMail.id, OutboundMail.message_id, OutboundMail.game_id,

@@ -16,7 +16,6 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import bindparam, update
-from sqlalchemy import select as select_columns  # sqlmodel's select takes at most 4
 from sqlmodel import Session, col, select
 
 from pbem.config import Settings
@@ -44,12 +43,12 @@ def tagged(game: str, text: Said) -> Message:
     return Message("[bluff {game}] {text}", (("game", game), ("text", text)))
 
 
-# an address's seats in every game, the newest 50 first: what Post.reader_of decides from
-_SEATS_OF = (select_columns(col(Player.game_id), col(Player.timezone), col(Player.language),
-                            col(Game.options_json))
-             .join(Game, col(Game.id) == col(Player.game_id))
-             .where(col(Player.email) == bindparam("email"))
-             .order_by(col(Player.id).desc()).limit(50))
+# what the language and zone of mail to an address are read from (Post.reader_of): its
+# players' choices and their games' options, newest first; a Core read built once
+_READER_ROWS = (select(Player.game_id, Player.timezone, Player.language, Game.options_json)
+                .join(Game, col(Game.id) == col(Player.game_id))
+                .where(col(Player.email) == bindparam("address"))
+                .order_by(col(Player.id).desc()).limit(50))
 
 
 @dataclass
@@ -91,18 +90,18 @@ class Post:
         ``options``: the game's, if the caller has them."""
         if address.lower() == self.referee.lower():
             return self.settings.referee_language, None
-        # the address's seats, newest first (plain columns: a report's each reader asks)
-        rows = core_read(session, _SEATS_OF, {"email": address.lower()}).all()
-        seat = player if player is not None else (
-            None if game is None else next((r for r in rows if r.game_id == game.id), None))
-        zone = (seat.timezone if seat is not None and seat.timezone
+        rows = core_read(session, _READER_ROWS, {"address": address.lower()}).all()
+        own: Any = player   # the address's player in ``game`` (a Player, or a row of one)
+        if own is None and game is not None:
+            own = next((r for r in rows if r.game_id == game.id), None)
+        zone = (own.timezone if own is not None and own.timezone
                 else next((r.timezone for r in rows if r.timezone), None))
         if game is not None and options is None:
             options = options_of(game)
-        latest = rows[0] if rows else None   # the seat the address took last
+        latest = rows[0] if rows else None   # the game the address joined last
         language = answer_language(
             game=options.language if options is not None else None,
-            own=seat.language if seat is not None else None,
+            own=own.language if own is not None else None,
             chosen=next((r.language for r in rows if r.language), None),
             written=written,
             plays_in=None if latest is None else (
@@ -300,10 +299,26 @@ def replied_to(session: Session, msg: InboundMessage, *where: Any) -> OutboundMa
                         .order_by(col(OutboundMail.id).desc())).first()
 
 
-# replied_to's mail as read_reply needs it: its kind and bytes
-_REPLIED = (select_columns(col(OutboundMail.kind), col(OutboundMail.raw))
-            .where(col(OutboundMail.message_id).in_(bindparam("ids", expanding=True)))
-            .order_by(col(OutboundMail.id).desc()).limit(1))
+# the newest mail of ours a mail replies to (as replied_to finds it; a Core read built once)
+_REPLIED_MAIL = (select(*(getattr(OutboundMail, name) for name in (
+                     "id", "kind", "raw", "game_id", "seat", "turn")))
+                 .where(col(OutboundMail.message_id).in_(bindparam("refs", expanding=True)))
+                 .order_by(col(OutboundMail.id).desc()).limit(1))
+
+
+def replied_mail(session: Work, msg: InboundMessage) -> Any | None:
+    """The newest mail of ours that ``msg`` replies to (In-Reply-To or References), as a
+    row of its id, kind, raw, game_id, seat and turn; None if none. Read once a
+    transaction (its memo, under "replied"): the cut of the quote (read_reply) and who
+    sends the mail (pbem.runner.sender_check.replied_seat) both ask."""
+    refs = replied_ids(msg)
+    if not refs:
+        return None
+    key = ("replied", *refs)
+    memo = session.memo
+    if key not in memo:
+        memo[key] = core_read(session, _REPLIED_MAIL, {"refs": refs}).first()
+    return memo[key]
 
 # what a confirmation says of the mail of ours that a reply quoted, by its kind
 _QUOTED_KIND = {"report": _("the quoted report below your text"),
@@ -313,16 +328,13 @@ _QUOTED_KIND = {"report": _("the quoted report below your text"),
                 "notice": _("the quoted notice below your text")}
 
 
-def read_reply(session: Session, msg: InboundMessage) -> InboundMessage:
+def read_reply(session: Work, msg: InboundMessage) -> InboundMessage:
     """``msg`` with its new text cut where it quotes the mail of ours it replies to
     (pbem.mail.quotecut: our words, whatever quote header the client wrote above them);
     ``msg`` itself when it quotes none (the quote header rules of pbem.mail.newtext)."""
-    refs = replied_ids(msg)
-    if not msg.text or not refs:
+    if not msg.text:
         return msg
-    # the two columns it needs as Core (replied_to's ORM object costs 2 ms: every column
-    # loaded and tracked, for each reply)
-    ours = core_read(session, _REPLIED, {"ids": refs}).first()
+    ours = replied_mail(session, msg)
     if ours is None:
         return msg
     found = reply_text(msg.text, sent_texts(ours.raw))   # HTML rendered only if needed

@@ -6,7 +6,7 @@
   begun (pbem.runner.inbox: the cut-short count must not grow for mail a crash never reached);
 - a game's state is kept under a digest of its seed, rules and moves: the kept state is
   always the replayed one, through turns, a ROLLBACK and other moves for the same turn;
-- the players and orders a transaction memoises follow its own adds and deletes;
+- the players and orders a transaction memoises follow what its writers do, and end with it;
 - the clock work of a tick opens a transaction only for the games that may have clock
   work (a deadline or grace passed, a reminder due, a player away over the deadline).
 """
@@ -28,7 +28,7 @@ from pbem.runner import inbox
 from pbem.runner.server import Server
 from pbem.services import clock as clock_module
 from pbem.services.clock import clock_candidates
-from pbem.store.models import Absence, InboundMail, Player
+from pbem.store.models import Absence, InboundMail
 from pbem.store.work import Work
 from testkit.desk import (
     PLAYERS,
@@ -131,30 +131,32 @@ def test_a_kept_state_is_the_replayed_state_through_turns_and_rollbacks(
     assert seen[2] == seen[0]        # a rollback brings back the state before the turn
 
 
-def test_the_memo_follows_the_transactions_own_adds_and_deletes(tmp_path: Path) -> None:
-    server, _ = server_at(tmp_path)
-    started_game(server)
+def test_the_memo_follows_what_the_writers_of_players_do(tmp_path: Path) -> None:
+    """The functions that add or delete a player keep the memo right themselves (no
+    Session event does): add_player, remove_entrant; a change in place is seen at once (the
+    memo holds those very objects); a rollback forgets what was read."""
+    server, clock = server_at(tmp_path)
+    new_game(server, players=PLAYERS[:3])
     with Work(server.engine) as session:
         game = find_game(session, "g1")
         first = players_of(session, game)
-        assert len(first) == 5 and players_of(session, game) == first
+        assert len(first) == 3 and players_of(session, game) == first
         first[0].active = False          # not flushed: what is derived sees it at once
-        assert first[0].seat not in seated(session, game)
-        newcomer = Player(game_id=game.id, entrant=first[0].entrant, email="new@example.org",
-                          name="New", seat=first[0].seat, key="k", key_hash="h")
-        session.add(newcomer)
+        assert first[0] not in games.active_players(session, game)
+        newcomer = games.add_player(session, game, "new@example.org", "New")
         assert newcomer in players_of(session, game)
-        assert seated(session, game)[first[0].seat] is newcomer
-        session.delete(first[1])
+        games.remove_entrant(session, game, first[1])
         assert first[1] not in players_of(session, game)
+        assert [p.entrant for p in players_of(session, game)] == [1, 2, 3]
         session.rollback()
-        assert len(players_of(session, game)) == 5
+        assert len(players_of(session, game)) == 3
 
 
-def test_the_memo_outlives_a_savepoint_released_not_a_delete_flushed(tmp_path: Path) -> None:
-    """What a Work memoises is forgotten by its session's events: a savepoint released is
-    no commit (the memo stays), a delete flushed forgets the players, a savepoint rolled
-    back and a commit forget all."""
+def test_the_memo_is_its_transactions_and_outlives_a_savepoint_released(
+        tmp_path: Path) -> None:
+    """What a Work memoises is its transaction's (the Work asks its session which one that
+    is, by get_transaction: no listener): a savepoint released is no commit (the memo
+    stays), a savepoint rolled back, a commit and a rollback forget all of it."""
     server, _ = server_at(tmp_path)
     started_game(server)
     with Work(server.engine) as session:
@@ -167,13 +169,15 @@ def test_the_memo_outlives_a_savepoint_released_not_a_delete_flushed(tmp_path: P
             first[0].name = "Gone"
             raise LookupError
         assert session.memo == {}
-        first = players_of(session, game)
-        session.delete(first[-1])
-        session.flush()                  # its persistent_to_deleted forgets, not recall
-        assert ("players", game.id) not in session.memo
-        assert first[-1] not in players_of(session, game)
+        players_of(session, game)
         session.commit()
         assert session.memo == {}
+        players_of(session, game)
+        assert ("players", game.id) in session.memo
+        session.rollback()
+        assert session.memo == {}
+        again = players_of(session, game)
+        assert again is not first and len(again) == 5
 
 
 def test_an_order_recorded_forgets_the_orders_and_keeps_the_players(tmp_path: Path) -> None:

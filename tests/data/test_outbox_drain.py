@@ -176,9 +176,10 @@ def stream_queue(engine, stream: outbox.Stream, origin: Origin, rcpts: list[str]
 
 
 def test_a_stream_claims_at_the_commit_not_at_a_savepoint_released(tmp_path: Path) -> None:
-    """A Work claims its mail for the stream when its transaction commits (its
-    ``before_commit`` listener): a savepoint released (a mail's commands, all or none) is
-    no commit and claims nothing, so each mail is claimed and sent once, after the commit."""
+    """A Work claims its mail for the stream when its transaction commits by
+    ``commit_and_claim`` (explicitly, no listener): a savepoint released (a mail's commands,
+    all or none) is no commit and claims nothing, so each mail is claimed and sent once,
+    after the commit."""
     engine = open_database(f"sqlite:///{tmp_path}/pbem.db")
     origin = Origin("bluff@x.test")
     sender = Flaky(0, RuntimeError())
@@ -190,7 +191,7 @@ def test_a_stream_claims_at_the_commit_not_at_a_savepoint_released(tmp_path: Pat
         assert len(session.queued) == 1             # still the transaction's, unclaimed
         enqueue(session, origin, kind="notice", to="b@x.test", subject="b", text="hi\n",
                 html=None, now=NOW)
-        session.commit()
+        session.commit_and_claim()
         assert session.queued == []
         assert {(r.rcpts_json, r.claimed_by is not None) for r in rows(engine)} == {
             ('["a@x.test"]', True), ('["b@x.test"]', True)}
@@ -198,6 +199,28 @@ def test_a_stream_claims_at_the_commit_not_at_a_savepoint_released(tmp_path: Pat
     report = stream.close()
     assert (report.sent, len(sender.sent)) == (2, 2)
     assert [(r.status, r.claimed_by) for r in rows(engine)] == [("sent", None)] * 2
+
+
+def test_a_works_queued_mail_ends_with_its_transaction(tmp_path: Path) -> None:
+    """What a Work queued for its stream is its transaction's: rolled back, it is not
+    claimed at the next commit (its id may be another row's by then); committed by a
+    plain commit() it is claimed by nobody and waits for the tick's drain, not lost."""
+    engine = open_database(f"sqlite:///{tmp_path}/pbem.db")
+    origin = Origin("bluff@x.test")
+    stream = outbox.Stream(engine, Flaky(0, RuntimeError()).opened, lambda: NOW)
+    with Work(engine, hand_off=stream) as session:
+        enqueue(session, origin, kind="notice", to="gone@x.test", subject="g", text="hi\n",
+                html=None, now=NOW)
+        session.rollback()
+        assert session.queued == []
+        enqueue(session, origin, kind="notice", to="a@x.test", subject="a", text="hi\n",
+                html=None, now=NOW)
+        session.commit()
+        assert session.queued == []
+        session.hand_over()
+    assert [(r.rcpts_json, r.claimed_by) for r in rows(engine)] == [('["a@x.test"]', None)]
+    stream.close()
+    assert drain(engine, Flaky(0, RuntimeError()).opened, lambda: NOW).sent == 1
 
 
 def test_a_stream_sends_what_its_transactions_queued_and_kept_each_once(

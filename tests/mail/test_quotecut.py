@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 import time
+import unicodedata
 from collections.abc import Iterator
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pbem.mail.newtext import new_text
-from pbem.mail.quotecut import MAX_REPLY_LINES, quote_span, quote_start, reply_text
+from pbem.mail.quotecut import MAX_REPLY_LINES, quote_span, quote_start, reply_text, words_of
 
 OURS = """BLUFF BY MAIL -- game g1, turn 3
 ========================================================================
@@ -100,3 +102,14 @@ def test_a_reply_without_our_words_never_renders_our_html() -> None:
     assert not rendered
     assert reply_text("BID 4 ones\n> Bluff by mail, game", ours()) is None
     assert rendered == ["html"]
+
+
+@given(st.text(max_size=60))
+def test_words_are_compared_case_folded_and_without_accents(text: str) -> None:
+    """words_of's ASCII shortcut reads every text as the whole rule does: case folded,
+    taken apart (NFKD), combining marks off, then letters and digits."""
+    folded = unicodedata.normalize("NFKD", text.casefold())
+    plain = "".join(ch for ch in folded if not unicodedata.combining(ch))
+    assert words_of(text) == re.findall(r"[^\W_]+", plain)
+    assert words_of("Ďábel SCHLIEẞT die Tür, 3 Fünfer") == [
+        "dabel", "schliesst", "die", "tur", "3", "funfer"]
