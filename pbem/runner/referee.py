@@ -244,9 +244,9 @@ class Referee:
         the next reads what the one before wrote. All or nothing, as a mail alone: a
         crash or a kill before the commit leaves every mail of the group new, each
         with its attempt counted, so each is handled again (cut short: in a bounded
-        child: suspect), none applied twice. None, with nothing
-        applied, when the group cannot be handled so: a mail no longer ours or cut short
-        before, or one that failed (a bug): the caller handles them one at a time."""
+        child, suspect), none applied twice. None, with nothing applied, when the group
+        cannot be handled so: a mail no longer ours or cut short before, or one that
+        failed (a bug): the caller handles them one at a time."""
         with Work(conn, hand_off=hand_off) as session:
             rows = self.hold_group(session, ids, lane, waits)
             if [row.id for row in rows] != ids or any(inbox.cut_short(row) for row in rows):
