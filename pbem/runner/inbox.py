@@ -30,7 +30,7 @@ from datetime import datetime, timedelta
 from email.utils import parseaddr
 from typing import Any
 
-from sqlalchemy import Engine, and_, bindparam, case, func, insert, update
+from sqlalchemy import Connection, Engine, and_, bindparam, case, func, insert, update
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col, select
 
@@ -221,10 +221,27 @@ _HOLD_CLAIM = update(InboundMail).where(*_OURS_AND_NEW).values(
     *InboundMail.__table__.columns)  # type: ignore[attr-defined]
 
 
+_THESE_OURS_AND_NEW = (col(InboundMail.id).in_(bindparam("rows", expanding=True)),
+                       col(InboundMail.status) == "new",
+                       col(InboundMail.claimed_by) == bindparam("me"))
+_COUNT_ATTEMPTS = update(InboundMail).where(*_THESE_OURS_AND_NEW).values(
+    attempts=col(InboundMail.attempts) + 1)
+_HOLD_CLAIMS = update(InboundMail).where(*_THESE_OURS_AND_NEW).values(
+    claimed_at=bindparam("now")).returning(  # typed as the column by values()
+    *InboundMail.__table__.columns)  # type: ignore[attr-defined]
+
+
 def count_attempt(session: Session, inbound_id: int) -> None:
     """Count a handling attempt of a mail this process holds, in the caller's transaction
     (which commits before the attempt begins)."""
     session.connection().execute(_COUNT_ATTEMPT, {"row": inbound_id, "me": me()})
+
+
+def count_attempts(session: Session, inbound_ids: list[int]) -> None:
+    """count_attempt for several mails (a group, handled in one transaction), in one
+    statement."""
+    if inbound_ids:
+        session.connection().execute(_COUNT_ATTEMPTS, {"rows": inbound_ids, "me": me()})
 
 
 def cut_short(row: InboundMail) -> int:
@@ -263,6 +280,17 @@ def hold_claim(session: Session, inbound_id: int, now: datetime,
     return InboundMail(**found) if found is not None else None
 
 
+def hold_claims(session: Session, inbound_ids: list[int], now: datetime,
+                lane: int) -> list[InboundMail]:
+    """hold_claim for a group of mails of one game's ``lane``, handled in one transaction:
+    the game's writer lock, then one write that re-checks all their claims and reads
+    them (RETURNING); the mails still ours and new, oldest first."""
+    game_writer(session, lane)
+    found = session.connection().execute(_HOLD_CLAIMS, {"rows": inbound_ids, "me": me(),
+                                                         "now": now}).mappings().all()
+    return sorted((InboundMail(**row) for row in found), key=lambda row: row.id or 0)
+
+
 _READ_HELD = select(InboundMail.__table__).where(  # type: ignore[attr-defined]
     col(InboundMail.id) == bindparam("row"))
 # how a mail's handling ended, and (in the same statement: one round trip, not two) the
@@ -292,10 +320,21 @@ def read_held(session: Session, inbound_id: int) -> InboundMail:
 def finish(session: Session, row: InboundMail, following: int | None = None) -> None:
     """Write how the handling of ``row`` (read by ``read_held``) ended, and count the
     attempt of the ``following`` mail, as count_attempt would, in the same statement."""
-    session.connection().execute(_FINISH, {"row": row.id, "status": row.status,
-                                           "outcome": row.outcome,
-                                           "processed_at": row.processed_at,
-                                           "next": following or 0, "me": me()})
+    finish_all(session, [row], [following] if following else [])
+
+
+def finish_all(session: Session, rows: list[InboundMail], following: list[int]) -> None:
+    """finish for several mails handled in one transaction (a group), and the attempts of
+    the ``following`` mails (the next group) counted: one statement run for each, sent
+    together (psycopg pipelines an executemany: one round trip)."""
+    params = []
+    for n in range(max(len(rows), len(following))):
+        row = rows[n] if n < len(rows) else None   # None: no mail ended here (row 0)
+        params.append({"row": row.id if row else 0, "status": row.status if row else None,
+                       "outcome": row.outcome if row else None,
+                       "processed_at": row.processed_at if row else None,
+                       "next": following[n] if n < len(following) else 0, "me": me()})
+    session.connection().execute(_FINISH, params if len(params) > 1 else params[0])
 
 
 # --------------------------------------------------------------------------- lanes
@@ -361,14 +400,16 @@ def waiting_lanes(engine: Engine, upto: int) -> list[int]:
             .limit(LANES_READ)).scalars())
 
 
-def claim_lane(engine: Engine, now: datetime, lease: timedelta, lane: int, *, upto: int,
-               size: int = PAGE) -> tuple[list[int], str | None]:
+def claim_lane(bind: Engine | Connection, now: datetime, lease: timedelta, lane: int, *,
+               upto: int, size: int = PAGE, begun: int = 1) -> tuple[list[int], str | None]:
     """Claim the oldest ``size`` new mails of ``lane`` (up to id ``upto``) in one commit,
-    and count the first one's attempt, as claim_page does; returns (the mails claimed,
-    oldest first, and when none: who holds the lane, or None when it has no new mail
-    left). A lane of which another live process holds a mail is left to it, whole; so
-    is one another process is claiming at this moment ("a claim under way")."""
-    with Session(engine) as session:
+    and count the attempts of the first ``begun`` (those handled first, together), as
+    claim_page does the first one's; returns (the mails claimed, oldest first, and when
+    none: who holds the lane, or None when it has no new mail left). A lane of which
+    another live process holds a mail is left to it, whole; so is one another process
+    is claiming at this moment ("a claim under way"). ``bind``: the engine, or a
+    connection not in a transaction (the one a worker handles the lane on)."""
+    with Session(bind) as session:
         if not lane_claim(session, lane):
             return [], "a claim under way"
         found = list(session.execute(
@@ -385,7 +426,7 @@ def claim_lane(engine: Engine, now: datetime, lease: timedelta, lane: int, *, up
         if claimed != [row_id for row_id, _ in wanted]:   # one taken meanwhile: not ours
             session.rollback()
             return [], "another process"
-        count_attempt(session, claimed[0])
+        count_attempts(session, claimed[:max(1, begun)])
         session.commit()
     return claimed, None
 

@@ -49,7 +49,14 @@ from pbem.services.failures import game_failed, mail_failed, what_failed
 from pbem.services.post import Post, budget_short
 from pbem.services.progress import Marks, unmarked
 from pbem.store.claims import Lease, Waits
-from pbem.store.db import lanes_apart, one_writer, open_database, sender_writer, transient_error
+from pbem.store.db import (
+    lanes_apart,
+    one_writer,
+    open_database,
+    sender_writer,
+    senders_writer,
+    transient_error,
+)
 from pbem.store.faults import crash_point, poison_point
 from pbem.store.models import InboundMail, OutboundMail
 from pbem.store.work import HandOff, Work
@@ -59,6 +66,7 @@ from pbem.text.wording import _, _n
 log = logging.getLogger(__name__)
 
 ISOLATED_TRIES = 2       # bounded children a mail may kill before it is set aside
+GROUP = 10               # a game's lane's mails handled in one transaction (PostgreSQL)
 LOCK_WAIT_NOTED = 0.01   # a mail's locks took this long (seconds): a wait, told to Waits
 
 
@@ -167,27 +175,118 @@ class Referee:
                 break
             routed = self.route(upto)
             took = False
-            for lane in inbox.waiting_lanes(self.engine, upto):
-                page, holder = inbox.claim_lane(self.engine, self.clock(), lease, lane,
-                                                upto=upto)
-                if not page:
-                    if holder is not None:
-                        waits.add("left lanes to other workers", 0.0, holder)
-                    continue
-                took = True
-                # the lane's mails on one connection: one checkout (on PostgreSQL the
-                # pool's ping, a round trip) a lane, not a mail
-                with self.engine.connect() as conn:
-                    for number, inbound_id in enumerate(page):
-                        following = page[number + 1] if number + 1 < len(page) else None
-                        marks("mail>")
-                        if self.handle_claimed(inbound_id, following, hand_off, lane=lane,
-                                               waits=waits, bind=conn):
-                            handled += 1
-                        marks("mail<")
+            # the pass's lanes claimed and handled on one connection: one checkout (on
+            # PostgreSQL the pool's ping, a round trip) a pass, not one a lane and a claim
+            with self.engine.connect() as conn:
+                for lane in inbox.waiting_lanes(self.engine, upto):
+                    group = GROUP if lane != inbox.NO_GAME else 1
+                    page, holder = inbox.claim_lane(conn, self.clock(), lease, lane,
+                                                    upto=upto, begun=group)
+                    if not page:
+                        if holder is not None:
+                            waits.add("left lanes to other workers", 0.0, holder)
+                        continue
+                    took = True
+                    handled += self.handle_lane(page, lane, group, hand_off, marks, waits,
+                                                conn)
             if not took and not routed:
                 break
         return handled
+
+    def handle_lane(self, page: list[int], lane: int, group: int, hand_off: HandOff | None,
+                    marks: Marks, waits: Waits, conn: Connection) -> int:
+        """Handle a claimed page of a lane's mail (oldest first) on ``conn``, ``group``
+        mails a transaction (handle_group); how many were handled. The attempts of each
+        group are counted before it begins: the first's by the claim, each next one's by
+        the commit that ends the group before it."""
+        handled = 0
+        groups = [page[n:n + group] for n in range(0, len(page), group)]
+        for number, ids in enumerate(groups):
+            following = groups[number + 1] if number + 1 < len(groups) else []
+            if len(ids) == 1 and len(following) <= 1:   # a mail alone: as on SQLite
+                marks("mail>")
+                handled += self.handle_claimed(ids[0], following[0] if following else None,
+                                               hand_off, lane=lane, waits=waits, bind=conn)
+                marks("mail<")
+                continue
+            together = self.handle_group(ids, following, hand_off, lane, waits, conn, marks)
+            if together is not None:
+                handled += together
+                continue
+            # one at a time, each in its own transaction (their attempts are counted)
+            for inbound_id in ids:
+                marks("mail>")
+                handled += self.handle_claimed(inbound_id, None, hand_off, lane=lane,
+                                               waits=waits, bind=conn)
+                marks("mail<")
+            if following:
+                with Session(conn) as session:
+                    inbox.count_attempts(session, following)
+                    session.commit()
+        return handled
+
+    def handle_group(self, ids: list[int], following: list[int], hand_off: HandOff | None,
+                     lane: int, waits: Waits, conn: Connection, marks: Marks) -> int | None:
+        """Handle several claimed mails of a game's ``lane`` (oldest first) in ONE
+        transaction on ``conn``: one BEGIN and COMMIT, the game's and the senders' locks
+        taken once, the claims held and the endings written by one statement each, and
+        the ``following`` mails' attempts counted by the commit (PostgreSQL: each round
+        trip saved is a wait for the server). Each mail is handled as if alone: what the
+        session read is expired and the unit of work's memo forgotten between two, so
+        the next reads what the one before wrote. All or nothing, as a mail alone: a
+        crash or a kill before the commit leaves every mail of the group new, each
+        with its attempt counted, so each is handled again (cut short: in a bounded
+        child, suspect), none applied twice. None, with nothing applied, when the group
+        cannot be handled so: a mail no longer ours or cut short before, or one that
+        failed (a bug): the caller handles them one at a time."""
+        with Work(conn, hand_off=hand_off) as session:
+            rows = self.hold_group(session, ids, lane, waits)
+            if [row.id for row in rows] != ids or any(inbox.cut_short(row) for row in rows):
+                session.rollback()
+                return None
+            for row in rows:
+                marks("mail>")
+                poison_point(row.raw)
+                try:
+                    row.outcome = handle(session, self.post, row)
+                except Exception as exc:
+                    session.rollback()
+                    marks("mail<")
+                    if isinstance(exc, OperationalError) and transient_error(exc):
+                        for held in rows:   # an outage: no attempt held against a mail
+                            inbox.give_back_attempt(self.engine, held.id or 0)
+                        raise   # the mails stay new for the next tick
+                    log.warning("mail %s failed in a group of %d; they are handled one at "
+                                "a time", row.id, len(rows))
+                    return None
+                row.status = "done"
+                row.processed_at = self.clock()
+                session.flush()
+                crash_point("inbound-handled")
+                session.expire_all()   # the next mail reads what this one wrote, as alone
+                session.forget()
+                session.replies.clear()
+                marks("mail<")
+            inbox.finish_all(session, rows, following)
+            session.commit_and_claim()
+            for _ in rows:
+                crash_point("inbound-committed")
+            session.hand_over()
+        return len(rows)
+
+    def hold_group(self, session: Work, ids: list[int], lane: int,
+                   waits: Waits | None) -> list[InboundMail]:
+        """Begin a group's transaction: its game's lock, its claims held (pbem.runner.inbox.
+        hold_claims: the mails still ours and new), then all their senders' locks
+        (pbem.store.db.senders_writer)."""
+        started = time.perf_counter()
+        rows = inbox.hold_claims(session, ids, self.clock(), lane)
+        senders_writer(session, [sender for row in rows
+                                 if (sender := inbox.sender_of(row)) is not None])
+        waited = time.perf_counter() - started
+        if waits is not None and waited >= LOCK_WAIT_NOTED:
+            waits.add("database locks", waited, f"game {lane}")
+        return rows
 
     def route(self, upto: int) -> int:
         """Give stored mail up to id ``upto`` without a lane its lane (lanes_of), a page a

@@ -372,6 +372,24 @@ def sender_writer(session: Session, address: str) -> None:
                                               "key": lock_key(address.lower())})
 
 
+# the senders' locks of a group of mails (senders_writer) in one statement: the keys in
+# ascending order (unnest keeps the array's order), so two groups never wait in a circle
+_SENDER_LOCKS = text("SELECT pg_advisory_xact_lock(CAST(:space AS integer), key) "
+                     "FROM unnest(CAST(:keys AS integer[])) AS key")
+
+
+def senders_writer(session: Session, addresses: list[str]) -> None:
+    """In a game_writer transaction that handles several mails of the game (a group), the
+    locks of all their senders, taken at its start in one round trip and always in the
+    same order (ascending keys): a transaction that waits for a sender's lock holds
+    only smaller ones and its game's, so no two wait for each other in a circle, and it
+    never waits for one once it has written rows (each mail alone: sender_writer)."""
+    keys = sorted({lock_key(address.lower()) for address in addresses})
+    if keys:
+        session.connection().execute(_SENDER_LOCKS, {"space": SENDER_LOCK_SPACE,
+                                                     "keys": keys})
+
+
 def lane_claim(session: Session, lane: int, *, wait: bool = False) -> bool:
     """One claim of a lane's mail at a time (pbem.runner.inbox.claim_lane), one giving of lanes
     (pbem.runner.inbox.give_lanes): without ``wait`` only tried, False if another process is at

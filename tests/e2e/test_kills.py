@@ -18,10 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
 from pbem.store import faults
 from testkit.crash import Zygote
 from testkit.kills import KilledGame
+from testkit.pgstack import PgCluster
 
 pytestmark = pytest.mark.mailstack
 
@@ -70,3 +72,24 @@ def test_one_tick_after_a_kill_at_each_point_handles_and_sends_everything(
         assert game.catch_up(most=1) == 1, point
         assert game.turn() == before + 1, point
         assert game.set_aside() == []
+
+
+@pytest.mark.postgresql
+def test_a_kill_in_a_games_group_on_postgresql_loses_and_repeats_no_order(
+        mailstack: Any, tmp_path: Path, zygote: Zygote, pgcluster: PgCluster) -> None:
+    """On PostgreSQL a game's lane is handled several mails a transaction
+    (pbem.runner.referee.Referee.handle_group): a kill in the middle of the group, or
+    after its commit, and one full tick handles every order once (those the kill cut
+    short each in a bounded child), plays the turn once and sets nothing aside."""
+    game = KilledGame(mailstack, tmp_path, zygote, seed=4, database=pgcluster.new_database())
+    for point in ("inbound-handled:3", "outbox-enqueued:2", "inbound-committed:2"):
+        before = game.turn()
+        assert game.send_orders() == 5
+        assert zygote.tick(game.config, crash=point) == -9, f"never reached {point}"
+        assert game.catch_up(most=1) == 1, point
+        assert game.turn() == before + 1, point
+        assert game.set_aside() == []
+    with game.server.engine.connect() as conn:   # each order answered once, none twice
+        assert conn.execute(sa.text(
+            "SELECT count(*), count(DISTINCT inbound_id) FROM outbound_mail "
+            "WHERE kind = 'confirm'")).one() == (15, 15)
