@@ -71,7 +71,7 @@ def enqueue(session: Work, origin: Origin, *, kind: str, to: str, subject: str,
     row_id = session.connection().execute(_INSERT, values).scalar_one()
     assert row_id is not None
     row = Queued(row_id, message_id, origin.address, bounce_token, rcpts_json, raw)
-    if session.hand_off is not None:
-        session.queued.append(row)   # what its Stream claims as the transaction commits
+    if session.keep_queued:
+        session.queued.append(row)   # what its caller's Stream claims before the commit
     crash_point("outbox-enqueued")
     return row

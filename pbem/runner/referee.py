@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any, Protocol
 
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import OperationalError
@@ -59,11 +60,35 @@ from pbem.store.db import (
 )
 from pbem.store.faults import crash_point, poison_point
 from pbem.store.models import InboundMail, OutboundMail
-from pbem.store.work import HandOff, Work
+from pbem.store.work import Work
 from pbem.text.errors import Refusal
 from pbem.text.wording import _, _n
 
 log = logging.getLogger(__name__)
+
+class HandOff(Protocol):
+    """Who sends a transaction's mail as soon as it commits (pbem.outbox.Stream over SMTP,
+    pbem.outbox.Inline for the .eml outbox)."""
+
+    def claim(self, work: Work) -> list[Any]:
+        """Claim what ``work`` queued, in its transaction, just before its commit."""
+
+    def feed(self, rows: list[Any]) -> None:
+        """Send what ``claim`` returned, now committed."""
+
+
+def claim(session: Work, hand_off: HandOff | None) -> list[Any]:
+    """The mail ``session`` queued, claimed for ``hand_off`` in its transaction (until it
+    is handed over it is claimed and unsent: a crash leaves it to the next drain,
+    pbem.store.claims.claim_stale); none without a hand-off (the tick's drain sends it)."""
+    return hand_off.claim(session) if hand_off is not None else []
+
+
+def hand_over(claimed: list[Any], hand_off: HandOff | None) -> None:
+    """Give the mail claimed before a commit to the ``hand_off`` to send, now committed."""
+    if hand_off is not None and claimed:
+        hand_off.feed(claimed)
+
 
 ISOLATED_TRIES = 2       # bounded children a mail may kill before it is set aside
 GROUP = 10               # a game's lane's mails handled in one transaction (PostgreSQL)
@@ -239,7 +264,7 @@ class Referee:
         child, suspect), none applied twice. None, with nothing applied, when the group
         cannot be handled so: a mail no longer ours or cut short before, or one that
         failed (a bug): the caller handles them one at a time."""
-        with Work(conn, hand_off=hand_off) as session:
+        with Work(conn, keep_queued=hand_off is not None) as session:
             rows = self.hold_group(session, ids, lane, waits)
             if [row.id for row in rows] != ids or any(inbox.cut_short(row) for row in rows):
                 session.rollback()
@@ -268,10 +293,11 @@ class Referee:
                 session.replies.clear()
                 marks("mail<")
             inbox.finish_all(session, rows, following)
-            session.commit_and_claim()
+            claimed = claim(session, hand_off)
+            session.commit()
             for _ in rows:
                 crash_point("inbound-committed")
-            session.hand_over()
+            hand_over(claimed, hand_off)
         return len(rows)
 
     def hold_group(self, session: Work, ids: list[int], lane: int,
@@ -317,8 +343,8 @@ class Referee:
         OperationalError and leaves the mail new for the next tick. The commit that
         ends the mail also counts the attempt of the ``following`` mail of the page,
         which begins next (pbem.runner.inbox.count_attempt). The mail the transaction queued goes
-        to the ``hand_off`` once it is committed (pbem.store.work: claimed by
-        ``commit_and_claim``, then hand_over).
+        to the ``hand_off`` once it is committed (claimed in the transaction, then handed
+        over: ``end``).
         A mail of a game's ``lane`` (process_lanes) takes that game's lock and its
         sender's instead of the one writer's; a wait for them is told to ``waits``. The
         transaction runs on ``bind`` when given (a connection not in a transaction: the
@@ -328,7 +354,7 @@ class Referee:
         handled in a bounded child process (``suspect``), unless this is that child
         (``isolated``).
         """
-        with Work(bind or self.engine, hand_off=hand_off) as session:
+        with Work(bind or self.engine, keep_queued=hand_off is not None) as session:
             row = self.hold(session, inbound_id, lane, waits)
             if row is None:
                 session.rollback()
@@ -338,7 +364,7 @@ class Referee:
                 return False
             if inbox.cut_short(row) and not isolated:
                 session.rollback()   # its locks are the child's to take
-                return self.suspect(session, inbound_id, following, lane, waits)
+                return self.suspect(session, inbound_id, following, lane, waits, hand_off)
             poison_point(row.raw)
             try:
                 row.outcome = handle(session, self.post, row)
@@ -359,22 +385,24 @@ class Referee:
                 # of the game that their turn is delayed
                 mail_failed(session, self.post, row, readable(row, self.settings), exc)
                 answer_internal_error(session, self.post, row)
-            self.end(session, row, following)
+            self.end(session, row, following, hand_off)
         return True
 
-    def end(self, session: Work, row: InboundMail, following: int | None) -> None:
+    def end(self, session: Work, row: InboundMail, following: int | None,
+            hand_off: HandOff | None) -> None:
         """Write how the mail's handling ended, count the ``following`` mail's attempt,
-        commit, and hand the mail it queued over."""
+        claim the mail it queued for the ``hand_off``, commit, and hand that mail over."""
         row.processed_at = self.clock()
         session.flush()   # (before the statement below: what is pending goes first)
         inbox.finish(session, row, following)   # the following mail's attempt counted too
         crash_point("inbound-handled")
-        session.commit_and_claim()
+        claimed = claim(session, hand_off)
+        session.commit()
         crash_point("inbound-committed")
-        session.hand_over()
+        hand_over(claimed, hand_off)
 
     def suspect(self, session: Work, inbound_id: int, following: int | None,
-                lane: int | None, waits: Waits | None) -> bool:
+                lane: int | None, waits: Waits | None, hand_off: HandOff | None) -> bool:
         """A mail whose handling was cut short: was it the mail, or a kill from outside?
         It is handled in a bounded child process (pbem.runner.isolation), claiming as this one;
         a kill of the whole server takes the child with it and tells nothing, so only a
@@ -408,7 +436,7 @@ class Referee:
                 session.commit()
             return False
         set_aside(session, self.post, row, len(deaths))
-        self.end(session, row, following)
+        self.end(session, row, following, hand_off)
         return True
 
     def handle_alone(self, inbound_id: int, lane: int | None) -> None:

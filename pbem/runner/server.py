@@ -23,11 +23,11 @@ from sqlmodel import Session
 
 from pbem.config import ConfigError, Settings
 from pbem.kinds import kind_template_dirs
-from pbem.mail.dkim import DkimError, DkimSigner, load_signer, with_signature
+from pbem.mail.dkim import DkimError, DkimSigner, load_signer
 from pbem.mail.headers import read_mail_header
 from pbem.mail.listener import ListenPolicy, MailListener, MailRefused
 from pbem.mail.senderauth import aligned_domain
-from pbem.mail.smtp_out import EmlDirSender, SmtpPool, SmtpSender
+from pbem.mail.senders import Senders, SmtpAccount
 from pbem.outbox import (
     Budget,
     DrainReport,
@@ -55,7 +55,6 @@ from pbem.store.security import known_address
 from pbem.store.wakeups import MailWatch
 
 log = logging.getLogger(__name__)
-SMTP_KEEP_OPEN_SECONDS = 60.0    # ... an idle SMTP one (servers drop them after a few minutes)
 WOKEN_TICKS_APART = 0.1          # seconds at least between two ticks woken by stored mail
 STATUS_EVERY = 30.0              # seconds between serve's STATUS= to systemd without a watchdog
 KEPT_BACKOFFS = ("IMAP", "SMTP")  # back-offs written where `pbem status` reads them
@@ -147,7 +146,12 @@ class Server:
         self._stop: threading.Event | None = None          # serve's, once it runs
         self._ticked = False                               # safe_tick says the first once
         self.stopped_by: SchemaError | None = None
-        self._smtp: SmtpPool | None = None                  # open_sender(): made once
+        smtp = settings.smtp   # the login is made once: one token source for all sends
+        self.senders = Senders(
+            outbox_dir=settings.outbox_dir, durable=settings.db.synchronous == "full",
+            signer=self.signer, smtp=None if smtp is None else SmtpAccount(
+                smtp.host, smtp.port, smtp.ssl, smtp.starttls, smtp.username, smtp.password,
+                oauth_login(smtp, "SMTP", self.fetcher.token_refused)))
         self._woken = threading.Event()                     # mail stored: tick at once
         listen = settings.listen    # the listener's quota for mail from unknown senders
         self._junk = None if listen is None else JunkTally(
@@ -166,23 +170,12 @@ class Server:
     def close(self) -> None:
         """Log out of what is kept open (the IMAP and SMTP connections)."""
         self.fetcher.close()
-        if self._smtp is not None:
-            self._smtp.close()
+        self.senders.close()
 
     def open_sender(self) -> AbstractContextManager[Sender]:
-        smtp = self.settings.smtp
-        if smtp is None:
-            durable = self.settings.db.synchronous == "full"
-            return with_signature(EmlDirSender(self.settings.outbox_dir, durable=durable),
-                                  self.signer)
-        if self._smtp is None:
-            login = oauth_login(smtp, "SMTP", self.fetcher.token_refused)   # one token source
-            self._smtp = SmtpPool(lambda: SmtpSender(
-                smtp.host, smtp.port, ssl=smtp.ssl, starttls=smtp.starttls,
-                username=smtp.username, password=smtp.password,
-                login=login.smtp if login is not None else None),
-                SMTP_KEEP_OPEN_SECONDS)
-        return with_signature(self._smtp.borrow(), self.signer)
+        """One sender of this worker's (pbem.mail.senders: the outbox is handed
+        ``self.senders.open`` itself, a call down)."""
+        return self.senders.open()
 
     def store_received(self, raw: bytes, envelope_from: str, rcpts: list[str]) -> None:
         """The listener's store: returns (and the client gets its 250) only once stored.
@@ -223,7 +216,7 @@ class Server:
         backoff = self._backoff("SMTP")
         if not backoff.ready(self.clock()):
             return DrainReport(unavailable=True)
-        report = drain(self.engine, self.open_sender, self.clock,
+        report = drain(self.engine, self.senders.open, self.clock,
                        on_failure=self.referee.undeliverable,
                        lease=timedelta(seconds=self.settings.claim_lease_seconds),
                        verp=self.settings.smtp is not None and self.settings.smtp.verp,
@@ -269,10 +262,10 @@ class Server:
                 or not self._backoff("SMTP").ready(self.clock()):
             return None
         if smtp is None:
-            return Inline(self.engine, self.open_sender, self.clock,
+            return Inline(self.engine, self.senders.open, self.clock,
                           on_failure=self.referee.undeliverable,
                           unreleased=self.keep_unreleased)
-        return Stream(self.engine, self.open_sender, self.clock,
+        return Stream(self.engine, self.senders.open, self.clock,
                       on_failure=self.referee.undeliverable,
                       verp=smtp.verp, connections=smtp.connections, budget=self.budget(),
                       unreleased=self.keep_unreleased)

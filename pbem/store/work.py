@@ -23,16 +23,14 @@ pool's ``reset``, ``invalidate`` and ``close`` (which give it back too); on ever
   remove_entrant, pbem.commands.seats' REPLACE, pbem.commands.rollback) calls
   ``forget`` with that kind; a savepoint that rolls back (``savepoint``, the one way this
   code makes one) forgets all of it, and the transaction's end does (above).
-- ``queued``: the mail queued in this transaction (pbem.outbox.enqueue) when it has a
-  ``hand_off`` (without, none is kept: a report is some 60 KB), what a Stream claims
-  before the commit and sends after it (pbem.outbox.Stream.claim).
+- ``queued``: the mail queued in this transaction (pbem.outbox.enqueue) when it is made
+  with ``keep_queued`` (without, none is kept: a report is some 60 KB): what the caller
+  hands off, claimed before the commit and sent after it (pbem.runner.referee.end, with a
+  pbem.outbox Stream or Inline).
 - ``replies``: the mail of ours each inbound mail replies to (pbem.runner.sender_check), looked up
   once a mail.
-- ``hand_off``: where the queued mail goes once committed (a pbem.outbox.Stream, or
-  None: the tick's drain sends it). ``commit_and_claim`` claims the mail for it in the
-  transaction, then commits; ``hand_over`` gives it the claimed mail, after the commit,
-  when the caller says. A plain ``commit()`` claims nothing: that mail waits, unclaimed
-  and safe, for the tick's drain.
+
+A Work calls nothing above it: who sends its mail, and when, is its caller's business.
 
 A function that uses what a Work carries says so: its parameter is a Work (pbem.games'
 memo, pbem.runner.sender_check's replies, pbem.outbox.queue's queued mail, ``savepoint``
@@ -47,7 +45,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from sqlalchemy.orm import SessionTransaction
 from sqlmodel import Session
@@ -65,31 +63,20 @@ class Queued:
     raw: bytes
 
 
-class HandOff(Protocol):
-    """Who sends a unit's mail as soon as it commits (pbem.outbox.Stream)."""
-
-    def claim(self, work: Work) -> list[Any]:
-        """Claim what ``work`` queued, in its transaction, just before its commit."""
-
-    def feed(self, rows: list[Any]) -> None:
-        """Send what ``claim`` returned, now committed."""
-
-
 class Work(Session):
     """One transaction's session with its memo, its queued mail, its replies looked up
-    and its mail's hand-off (see the module's docstring for who keeps each right).
+    (see the module's docstring for who keeps each right).
 
     It redefines none of Session's methods and listens to no event: what it carries is
     kept with the transaction it was kept in (``_carried``)."""
 
-    def __init__(self, *args: Any, hand_off: HandOff | None = None, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, keep_queued: bool = False, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.hand_off = hand_off
+        self.keep_queued = keep_queued   # queued mail kept for its caller to hand off
         self._memo: dict[tuple[Any, ...], Any] = {}
         self._queued: list[Queued] = []
         self._replies: dict[int, tuple[Any, Any]] = {}
         self._kept_in: SessionTransaction | None = None   # the transaction of all three
-        self._claimed: list[Any] = []    # claimed at the last commit, not handed over yet
 
     def _carried(self) -> None:
         """What this Work carries is its present transaction's: once that transaction has
@@ -111,7 +98,7 @@ class Work(Session):
 
     @property
     def queued(self) -> list[Queued]:
-        """The mail queued in this transaction for the ``hand_off``, not claimed yet."""
+        """The mail queued in this transaction (with ``keep_queued``), not claimed yet."""
         self._carried()
         return self._queued
 
@@ -136,20 +123,6 @@ class Work(Session):
     def recall(self, key: tuple[Any, ...]) -> Any:
         """What the memo holds under ``key`` (None: nothing)."""
         return self.memo.get(key)
-
-    def commit_and_claim(self) -> None:
-        """Claim the mail this transaction queued for the ``hand_off``, in the transaction
-        (until ``hand_over`` it is claimed and unsent: a crash leaves it to the next
-        drain, pbem.store.claims.claim_stale), then commit."""
-        if self.hand_off is not None:
-            self._claimed += self.hand_off.claim(self)
-        self.commit()
-
-    def hand_over(self) -> None:
-        """Give the mail claimed at the commits so far to the ``hand_off`` to send."""
-        claimed, self._claimed = self._claimed, []
-        if self.hand_off is not None and claimed:
-            self.hand_off.feed(claimed)
 
     @contextmanager
     def savepoint(self) -> Iterator[None]:

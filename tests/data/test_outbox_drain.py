@@ -25,6 +25,7 @@ from pbem.config import ConfigError, Settings, SmtpSettings, load_settings
 from pbem.demo.robot_client import parse_mail
 from pbem.mail.smtp_out import SendResult, SmtpSender
 from pbem.outbox import Origin, drain, enqueue
+from pbem.runner.referee import claim, hand_over
 from pbem.runner.server import Server
 from pbem.store.db import open_database
 from pbem.store.models import OutboundMail
@@ -158,7 +159,7 @@ def stream_queue(engine, stream: outbox.Stream, origin: Origin, rcpts: list[str]
                  undone: list[str] = ()) -> list[outbox.table.Claimed]:
     """Queue mail in a streaming transaction as the referee does (``undone``: also queued,
     in a savepoint rolled back); commit; what the stream is to be fed."""
-    with Work(engine, hand_off=stream) as session:   # keeps what it queued for the stream
+    with Work(engine, keep_queued=True) as session:   # keeps what it queued for the stream
         for rcpt in rcpts:
             enqueue(session, origin, kind="notice", to=rcpt, subject=rcpt, text="hi\n",
                     html=None, now=NOW)
@@ -176,48 +177,48 @@ def stream_queue(engine, stream: outbox.Stream, origin: Origin, rcpts: list[str]
 
 
 def test_a_stream_claims_at_the_commit_not_at_a_savepoint_released(tmp_path: Path) -> None:
-    """A Work claims its mail for the stream when its transaction commits by
-    ``commit_and_claim`` (explicitly, no listener): a savepoint released (a mail's commands,
-    all or none) is no commit and claims nothing, so each mail is claimed and sent once,
-    after the commit."""
+    """The referee claims a Work's mail for the stream just before its transaction commits
+    (pbem.runner.referee.claim: explicitly, no listener): a savepoint released (a mail's
+    commands, all or none) is no commit and claims nothing, so each mail is claimed and
+    sent once, after the commit."""
     engine = open_database(f"sqlite:///{tmp_path}/pbem.db")
     origin = Origin("bluff@x.test")
     sender = Flaky(0, RuntimeError())
     stream = outbox.Stream(engine, sender.opened, lambda: NOW, connections=2)
-    with Work(engine, hand_off=stream) as session:
+    with Work(engine, keep_queued=True) as session:
         with session.savepoint():
             enqueue(session, origin, kind="notice", to="a@x.test", subject="a", text="hi\n",
                     html=None, now=NOW)
         assert len(session.queued) == 1             # still the transaction's, unclaimed
         enqueue(session, origin, kind="notice", to="b@x.test", subject="b", text="hi\n",
                 html=None, now=NOW)
-        session.commit_and_claim()
+        claimed = claim(session, stream)
+        session.commit()
         assert session.queued == []
         assert {(r.rcpts_json, r.claimed_by is not None) for r in rows(engine)} == {
             ('["a@x.test"]', True), ('["b@x.test"]', True)}
-        session.hand_over()
+        hand_over(claimed, stream)
     report = stream.close()
     assert (report.sent, len(sender.sent)) == (2, 2)
     assert [(r.status, r.claimed_by) for r in rows(engine)] == [("sent", None)] * 2
 
 
 def test_a_works_queued_mail_ends_with_its_transaction(tmp_path: Path) -> None:
-    """What a Work queued for its stream is its transaction's: rolled back, it is not
-    claimed at the next commit (its id may be another row's by then); committed by a
-    plain commit() it is claimed by nobody and waits for the tick's drain, not lost."""
+    """What a Work queued is its transaction's: rolled back, it is not kept for the next
+    commit's claim (its id may be another row's by then); committed unclaimed, it waits
+    for the tick's drain, not lost."""
     engine = open_database(f"sqlite:///{tmp_path}/pbem.db")
     origin = Origin("bluff@x.test")
     stream = outbox.Stream(engine, Flaky(0, RuntimeError()).opened, lambda: NOW)
-    with Work(engine, hand_off=stream) as session:
+    with Work(engine, keep_queued=True) as session:
         enqueue(session, origin, kind="notice", to="gone@x.test", subject="g", text="hi\n",
                 html=None, now=NOW)
         session.rollback()
         assert session.queued == []
         enqueue(session, origin, kind="notice", to="a@x.test", subject="a", text="hi\n",
                 html=None, now=NOW)
-        session.commit()
+        session.commit()   # nothing claimed for the stream: the drain's
         assert session.queued == []
-        session.hand_over()
     assert [(r.rcpts_json, r.claimed_by) for r in rows(engine)] == [('["a@x.test"]', None)]
     stream.close()
     assert drain(engine, Flaky(0, RuntimeError()).opened, lambda: NOW).sent == 1
@@ -255,7 +256,7 @@ def test_a_stream_claims_only_what_its_transaction_still_queues_at_its_end(
     engine = open_database(f"sqlite:///{tmp_path}/pbem.db")
     origin = Origin("bluff@x.test")
     stream = outbox.Stream(engine, Flaky(0, RuntimeError()).opened, lambda: NOW)
-    with Work(engine, hand_off=stream) as session:   # keeps what it queued for the stream
+    with Work(engine, keep_queued=True) as session:   # keeps what it queued for the stream
         rows_queued = [enqueue(session, origin, kind="notice", to=f"p{n}@x.test",
                                subject=str(n), text="hi\n", html=None, now=NOW)
                        for n in range(3)]
@@ -285,7 +286,7 @@ def test_a_stream_claims_no_mail_a_savepoint_took_back_even_when_its_id_comes_ag
     engine = open_database(f"sqlite:///{tmp_path}/pbem.db")
     origin = Origin("bluff@x.test")
     stream = outbox.Stream(engine, Flaky(0, RuntimeError()).opened, lambda: NOW)
-    with Work(engine, hand_off=stream) as session:   # keeps what it queued for the stream
+    with Work(engine, keep_queued=True) as session:   # keeps what it queued for the stream
         kept = enqueue(session, origin, kind="notice", to="p1@x.test", subject="kept",
                        text="hi\n", html=None, now=NOW)
         with session.begin_nested() as savepoint:
@@ -595,13 +596,13 @@ def test_the_next_drain_sends_over_the_connection_the_last_one_kept(tmp_path: Pa
             queue(server.engine, origin, [f"p{drained}@x.test"])
             assert server.send().sent == 1
         assert len(sink.peers) == 3 and len(set(sink.peers)) == 1   # one connection
-        assert server._smtp is not None
-        server._smtp.keep_open = 0          # idle too long: the next drain connects anew
+        assert server.senders._pool is not None
+        server.senders._pool.keep_open = 0          # idle too long: the next drain connects anew
         queue(server.engine, origin, ["p9@x.test"])
         assert server.send().sent == 1
         assert len(set(sink.peers)) == 2
         server.close()                       # QUIT: nothing kept
-        assert server._smtp._idle == []
+        assert server.senders._pool._idle == []
     finally:
         sink.controller.stop()
 
