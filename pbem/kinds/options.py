@@ -39,7 +39,7 @@ import json
 import re
 from dataclasses import asdict, dataclass, field, fields
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from pbem.kinds.jsontypes import KindJSON
 from pbem.text.errors import Refusal
@@ -266,17 +266,30 @@ def parse_options(words: list[str], name: str) -> NewGame:
     return new
 
 
-def options_of(game: Any) -> GameOptions:
+class HasOptions(Protocol):
+    """A stored game, or a row read with its options (the pure core names no table)."""
+
+    @property
+    def options_json(self) -> str | None: ...
+
+
+class KeepsOptions(Protocol):
+    """A stored game whose options may be written."""
+
+    options_json: str
+
+
+def options_of(game: HasOptions) -> GameOptions:
     """The desk options of a Game row."""
-    return GameOptions.from_json(getattr(game, "options_json", None))
+    return GameOptions.from_json(game.options_json)
 
 
-def robot_level(game: Any, options: GameOptions | None = None) -> str:
+def robot_level(game: HasOptions, options: GameOptions | None = None) -> str:
     """The level the robot plays a game's missing seats at (NEWGAME ROBOT, LEVEL):
     strong unless set (``options``: the game's, if the caller has them)."""
     level = (options or options_of(game)).robot
     return level if level in ROBOT_LEVELS else DEFAULT_ROBOT_LEVEL
 
 
-def save_options(game: Any, options: GameOptions) -> None:
+def save_options(game: KeepsOptions, options: GameOptions) -> None:
     game.options_json = options.to_json()
