@@ -4,8 +4,9 @@ Players: random, odds, counting (bench/baselines.py), reader and wary (the
 bid readers of bench/readers.py) and the robot at each level. A line-up is "TESTED vs FIELD" for a setup
 (postal; classic-english, classic-german, classic-czech,
 classic-anniversary; cup). Game i deals its dice from
-``seed_from_number(SEED_BASE + i)`` and puts the tested player in seat
-i % n + 1 (so it rotates); the players draw on ``random.Random(SEED_BASE + i)``.
+``seed_from_number(SEED_BASE + i)`` (``--seed-base``, 40000 unless set) and
+puts the tested player in seat i % n + 1 (so it rotates); the players draw on
+``random.Random(SEED_BASE + i)``.
 
 Figures for the tested seat: sole-first rate, fair share of first place (a
 first shared by k counts 1/k; no edge is 1/n), the score left (postal:
@@ -98,11 +99,12 @@ def move_of(player: str, kind: GameKind, state: Any, seat: int, rng: random.Rand
     return counting_move(view, rng) if player == "counting" else odds_move(view, rng)
 
 
-def play(setup: str, number: int, tested: str, others: str, result: Result) -> None:
+def play(setup: str, number: int, tested: str, others: str, result: Result,
+         seed_base: int = SEED_BASE) -> None:
     kind_name, players, words = SETUPS[setup]
     kind = KINDS[kind_name]
-    stream = DiceStream(seed_from_number(SEED_BASE + number))
-    rng = random.Random(SEED_BASE + number)
+    stream = DiceStream(seed_from_number(seed_base + number))
+    rng = random.Random(seed_base + number)
     state = kind.start(kind.parse_options(words), stream, players)
     me = number % players + 1
     wary: dict[int, Wary] = {}
@@ -124,11 +126,12 @@ def interval(values: list[float]) -> tuple[float, float]:
     return mean, 1.96 * sd / math.sqrt(len(values))
 
 
-def run(setup: str, tested: str, others: str, games: int) -> Result:
+def run(setup: str, tested: str, others: str, games: int,
+        seed_base: int = SEED_BASE) -> Result:
     result = Result()
     start = time.perf_counter()
     for number in range(games):
-        play(setup, number, tested, others, result)
+        play(setup, number, tested, others, result, seed_base)
     result.seconds = time.perf_counter() - start
     return result
 
@@ -175,6 +178,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("lineups", nargs="*", help="setup:tested:field, e.g. postal:strong:odds")
     parser.add_argument("--games", type=int, default=600, help="games a line-up (600)")
+    parser.add_argument("--seed-base", type=int, default=SEED_BASE,
+                        help=f"game i deals from seed_from_number(SEED_BASE + i) "
+                             f"({SEED_BASE}); fresh seeds check a change tuned on others")
     parser.add_argument("--table", choices=("postal", "others"),
                         help="the line-ups of docs/robot.md: postal, or classic and cup")
     args = parser.parse_args(argv)
@@ -188,7 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     print(HEADER, flush=True)
     total = time.perf_counter()
     for setup, tested, others in lineups:
-        print(row(setup, tested, others, args.games, run(setup, tested, others, args.games)),
+        print(row(setup, tested, others, args.games, run(setup, tested, others, args.games,
+                                                           args.seed_base)),
               flush=True)
     print(f"\n{time.perf_counter() - total:.0f} s in all", flush=True)
     return 0
