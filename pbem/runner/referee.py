@@ -295,7 +295,7 @@ class Referee:
             inbox.finish_all(session, rows, following)
             claimed = claim(session, hand_off)
             session.commit()
-            for _ in rows:
+            for _row in rows:
                 crash_point("inbound-committed")
             hand_over(claimed, hand_off)
         return len(rows)

@@ -12,7 +12,6 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email.utils import parseaddr
@@ -32,7 +31,6 @@ from pbem.outbox import (
     Budget,
     DrainReport,
     Inline,
-    Sender,
     Stream,
     drain,
     others_due,
@@ -171,11 +169,6 @@ class Server:
         """Log out of what is kept open (the IMAP and SMTP connections)."""
         self.fetcher.close()
         self.senders.close()
-
-    def open_sender(self) -> AbstractContextManager[Sender]:
-        """One sender of this worker's (pbem.mail.senders: the outbox is handed
-        ``self.senders.open`` itself, a call down)."""
-        return self.senders.open()
 
     def store_received(self, raw: bytes, envelope_from: str, rcpts: list[str]) -> None:
         """The listener's store: returns (and the client gets its 250) only once stored.

@@ -65,7 +65,7 @@ def test_the_eml_outbox_flushes_each_mail_only_when_every_commit_is_flushed(
     real_fsync = os.fsync
     monkeypatch.setattr(os, "fsync", lambda fd: (calls.append(fd), real_fsync(fd))[1])
     raw = b"From: a@x.test\r\nTo: b@x.test\r\nMessage-ID: <m1@x.test>\r\nSubject: s\r\n\r\nbody\r\n"
-    with server.open_sender() as sender:
+    with server.senders.open() as sender:
         assert sender.send("a@x.test", ["b@x.test"], raw).accepted == ["b@x.test"]
     (written,) = Path(server.settings.outbox_dir).glob("*.eml")
     assert written.read_bytes() == raw and len(calls) == fsyncs

@@ -224,8 +224,8 @@ def pointed_at_each_other(tmp_path: Path, clock: Clock,
     a = make_server(tmp_path, clock, "bluff@a.example")
     b = make_server(tmp_path, clock, "bluff@b.example")
     bridge = Bridge(strip)
-    a.open_sender = bridge.sender_to(b)   # type: ignore[method-assign]
-    b.open_sender = bridge.sender_to(a)   # type: ignore[method-assign]
+    a.senders.open = bridge.sender_to(b)   # type: ignore[method-assign,assignment]
+    b.senders.open = bridge.sender_to(a)   # type: ignore[method-assign,assignment]
     # someone sends A a mail in B's name (or B's owner mistyped an address)
     kick = EmailMessage()
     kick["From"], kick["To"], kick["Subject"] = "bluff@b.example", "bluff@a.example", "hi"

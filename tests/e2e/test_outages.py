@@ -228,18 +228,18 @@ def test_smtp_down_is_backed_off_and_nothing_is_held_against_the_mail(
         assert {r.attempts for r in rows} == {0}          # the outage is not the mail's fault
         assert {r.claimed_by for r in rows} == {None}
     opened = []
-    real_open = server.open_sender
+    real_open = server.senders.open
 
     def counting_open():
         opened.append(1)
         return real_open()
-    server.open_sender = counting_open   # type: ignore[method-assign]
+    server.senders.open = counting_open   # type: ignore[method-assign,assignment]
     clock.now += timedelta(seconds=20)
     assert server.tick().sent == 0 and opened == []      # backing off
     relay.up()
     clock.now += timedelta(seconds=20)
     report = server.tick()
-    assert report.sent == 5 and report.problems == []
+    assert report.sent == 5 and report.problems == [] and opened   # counted: it is the one
     assert server.tick().sent == 0
     for user in ("p1", "p2", "p3"):
         assert len(mailstack.fetch_all(user)) == 1      # one first report each, no repeat

@@ -31,7 +31,7 @@ def test_a_claim_the_database_did_not_take_back_is_given_back_once_it_is_back(
                          smtp_port=mailstack.smtp_port, imap=False)
     server.referee.store_inbound(help_mail(mailstack, "p1"), source="smtp")
     assert server.referee.process_pending() == 1
-    real_open = server.open_sender
+    real_open = server.senders.open
 
     class CutAfterHandOff:   # the real SMTP sender; the database stops once it handed off
         def __init__(self, sender: Any) -> None:
@@ -46,12 +46,12 @@ def test_a_claim_the_database_did_not_take_back_is_given_back_once_it_is_back(
     def cutting() -> Iterator[Any]:
         with real_open() as sender:
             yield CutAfterHandOff(sender)
-    server.open_sender = cutting   # type: ignore[method-assign]
+    server.senders.open = cutting   # type: ignore[method-assign,assignment]
     try:
         with pytest.raises(OperationalError):
             server.send()
     finally:
-        server.open_sender = real_open   # type: ignore[method-assign]
+        server.senders.open = real_open   # type: ignore[method-assign]
         pgcluster.start_server()
     assert server.send().sent == 1   # given back, then sent again at once
     with Session(server.engine) as session:
