@@ -44,7 +44,9 @@ OPTIONAL = frozenset({"imap", "smtp", "listen", "dkim"})
 
 
 def fields_of(cls: type) -> dict[str, dataclasses.Field[Any]]:
-    own = {f.name: f for f in dataclasses.fields(cls)}
+    # keyword-only fields (a shared base's, MailAuthSettings) after the section's own
+    ordered = sorted(dataclasses.fields(cls), key=lambda f: f.kw_only is True)
+    own = {f.name: f for f in ordered}
     if cls is Settings:
         for name in [*NESTED.values(), "extra"]:
             own.pop(name)

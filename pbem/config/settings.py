@@ -39,8 +39,28 @@ class ConfigError(PbemError):
 OUTAGE_MINUTES = 15.0
 
 
+@dataclass(frozen=True, kw_only=True)
+class MailAuthSettings:
+    """How [imap] and [smtp] log in: the same settings in both sections. Keyword-only,
+    so each section's own fields keep their places (and `config show` lists these
+    last, pbem.config.sections.fields_of)."""
+
+    # "password", or "oauth2" (XOAUTH2 / OAUTHBEARER: Microsoft takes nothing else); the
+    # oauth_ settings say how pbem gets its access tokens (pbem.mail.oauth, `pbem oauth`)
+    auth: str = "password"
+    oauth_provider: str = ""            # microsoft (msal), google, or "": oauth_token_uri
+    oauth_client_id: str = ""
+    oauth_tenant: str = "common"        # Microsoft's directory (tenant) id
+    oauth_token_uri: str = ""
+    oauth_scopes: tuple[str, ...] = ()
+    oauth_mechanism: str = "xoauth2"    # or "oauthbearer" (RFC 7628)
+    oauth_token_file: str = ""          # JSON with refresh_token (and client_secret), mode 600
+    oauth_refresh_token: str = ""       # from the environment only, never pbem.toml
+    oauth_client_secret: str = ""       # from the environment only
+
+
 @dataclass(frozen=True)
-class ImapSettings:
+class ImapSettings(MailAuthSettings):
     host: str
     port: int = 993
     ssl: bool = True
@@ -62,18 +82,6 @@ class ImapSettings:
     # where the provider files mail it takes for spam: mail from players and known
     # addresses found there is handled as if it came to the folder ("": not looked at)
     spam_folder: str = ""
-    # "password", or "oauth2" (XOAUTH2 / OAUTHBEARER: Microsoft takes nothing else); the
-    # oauth_ settings say how pbem gets its access tokens (pbem.mail.oauth, `pbem oauth`)
-    auth: str = "password"
-    oauth_provider: str = ""            # microsoft (msal), google, or "": oauth_token_uri
-    oauth_client_id: str = ""
-    oauth_tenant: str = "common"        # Microsoft's directory (tenant) id
-    oauth_token_uri: str = ""
-    oauth_scopes: tuple[str, ...] = ()
-    oauth_mechanism: str = "xoauth2"    # or "oauthbearer" (RFC 7628)
-    oauth_token_file: str = ""          # JSON with refresh_token (and client_secret), mode 600
-    oauth_refresh_token: str = ""       # from the environment only, never pbem.toml
-    oauth_client_secret: str = ""       # from the environment only
 
     def __post_init__(self) -> None:
         if not 1 <= self.fetchers <= 64:
@@ -82,7 +90,7 @@ class ImapSettings:
 
 
 @dataclass(frozen=True)
-class SmtpSettings:
+class SmtpSettings(MailAuthSettings):
     host: str
     port: int = 587
     ssl: bool = False
@@ -101,18 +109,6 @@ class SmtpSettings:
     per_minute: int = 0
     per_day: int = 0
     provider: str = ""   # a provider's preset (PROVIDERS); [imap]'s when not given
-    # "password", or "oauth2" (XOAUTH2 / OAUTHBEARER: Microsoft takes nothing else); the
-    # oauth_ settings say how pbem gets its access tokens (pbem.mail.oauth, `pbem oauth`)
-    auth: str = "password"
-    oauth_provider: str = ""            # microsoft (msal), google, or "": oauth_token_uri
-    oauth_client_id: str = ""
-    oauth_tenant: str = "common"        # Microsoft's directory (tenant) id
-    oauth_token_uri: str = ""
-    oauth_scopes: tuple[str, ...] = ()
-    oauth_mechanism: str = "xoauth2"    # or "oauthbearer" (RFC 7628)
-    oauth_token_file: str = ""          # JSON with refresh_token (and client_secret), mode 600
-    oauth_refresh_token: str = ""       # from the environment only, never pbem.toml
-    oauth_client_secret: str = ""       # from the environment only
 
     def __post_init__(self) -> None:
         if not 1 <= self.connections <= 32:
@@ -127,7 +123,7 @@ OAUTH_MECHANISMS = ("xoauth2", "oauthbearer")
 OAUTH_PROVIDERS = ("", "microsoft", "google")
 
 
-def _check_auth(settings: ImapSettings | SmtpSettings, section: str) -> None:
+def _check_auth(settings: MailAuthSettings, section: str) -> None:
     object.__setattr__(settings, "oauth_scopes", tuple(settings.oauth_scopes))
     if settings.auth not in AUTH_MODES:
         raise ConfigError(f"[{section}] auth must be one of {', '.join(AUTH_MODES)}, "
