@@ -109,7 +109,11 @@ class InboundMail(SQLModel, table=True):
 
 class OutboundMail(SQLModel, table=True):
     __tablename__ = "outbound_mail"
-    __table_args__ = (Index("ix_outbound_mail_game_kind", "game_id", "kind"),)
+    # status then sent_at: the send budget counts the mail sent since a time
+    # (pbem.outbox.table.budget_left) by a range of the index, not by every sent mail;
+    # a look for the pending mail uses its first column
+    __table_args__ = (Index("ix_outbound_mail_game_kind", "game_id", "kind"),
+                      Index("ix_outbound_mail_status_sent_at", "status", "sent_at"))
     id: int | None = Field(default=None, primary_key=True)
     message_id: str = Field(unique=True)
     kind: str                          # report | confirm | error | help | notice
@@ -120,7 +124,7 @@ class OutboundMail(SQLModel, table=True):
     seat: int | None = None
     turn: int | None = None
     inbound_id: int | None = Field(default=None, foreign_key="inbound_mail.id")
-    status: str = Field(default="pending", index=True)   # pending | sent | failed
+    status: str = "pending"            # pending | sent | failed
     attempts: int = 0
     next_attempt_at: datetime
     last_error: str | None = None

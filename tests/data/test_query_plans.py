@@ -63,3 +63,20 @@ def test_the_status_look_counts_failed_games_by_the_action_index(tmp_path: Path)
         server.engine, datetime.now(UTC), late_after=60.0, stuck_after=60.0))
     failed = [p for s, p in plans.items() if "FROM audit_entry" in s]
     assert failed and all("ix_audit_entry_action" in p for p in failed), failed
+
+
+def test_the_send_budget_counts_the_mail_sent_by_a_range_of_an_index(tmp_path: Path) -> None:
+    """Each drain under a send budget counts the mail sent in the last minute and day: by
+    the range of (status, sent_at), not by every mail the outbox ever sent."""
+    from datetime import UTC, datetime
+
+    from pbem.outbox.table import Budget, budget_left
+
+    server = make_server(tmp_path, Clock())
+    new_game(server)
+    plans = plans_of(server, lambda: budget_left(
+        server.engine, Budget(per_minute=20, per_day=500), datetime.now(UTC)))
+    counts = [p for s, p in plans.items() if "FROM outbound_mail" in s
+              and "outbound_mail.sent_at > ?" in s]
+    assert counts and all("ix_outbound_mail_status_sent_at (status=? AND sent_at>?)" in p
+                          for p in counts), counts
