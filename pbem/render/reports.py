@@ -447,6 +447,11 @@ class _SaidWhenCompiled(jinja2.ext.Extension):
         out: list[jinja2.lexer.Token] = []
         i = 0
         while i < len(tokens):
+            text = self._bare(tokens, i, tr, html)
+            if text is not None:     # {{ _("...") }}: the output is the text itself
+                out.append(jinja2.lexer.Token(tokens[i].lineno, "data", text))
+                i += 6
+                continue
             try:
                 said = self._said(tokens, i, tr, html)
             except IndexError:     # a template cut short: the parser says what is wrong
@@ -462,6 +467,25 @@ class _SaidWhenCompiled(jinja2.ext.Extension):
     def _escaped(self, name: str | None) -> bool:
         autoescape = self.environment.autoescape
         return bool(autoescape(name) if callable(autoescape) else autoescape)
+
+    @staticmethod
+    def _bare(tokens: list[jinja2.lexer.Token], i: int, tr: Translator,
+              html: bool) -> str | None:
+        """The text a ``{{ _("...") }}`` at ``i`` puts out, as template data (None if
+        ``i`` starts no such output): what its output would be, made at compile time
+        (markup in HTML: nothing to escape; text cleaned as finalize cleans it), with no
+        finalize, escape or output a render."""
+        if not (i + 5 < len(tokens) and tokens[i].type == "variable_begin"
+                and tokens[i + 1].type == "name" and tokens[i + 1].value == "_"
+                and tokens[i + 2].type == "lparen" and tokens[i + 3].type == "string"
+                and tokens[i + 4].type == "rparen"
+                and tokens[i + 5].type == "variable_end"):
+            return None
+        try:
+            text = tr.gettext(tokens[i + 3].value) % {}   # newstyle: "%%" is "%"
+        except (TypeError, ValueError, KeyError):
+            return None
+        return text if html else shown(text)
 
     @staticmethod
     def _said(tokens: list[jinja2.lexer.Token], i: int, tr: Translator,
