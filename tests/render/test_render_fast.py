@@ -217,7 +217,7 @@ def test_a_bare_message_is_put_out_as_the_global_would(language: str) -> None:
     at render time (escaped in HTML as markup, "%%" a "%", cleaned in text)."""
     env = template_environment(None, language)
     for source in ("Players", "Nobody loses any dice.", "100%% <b>sure</b>", "a\u202eb"):
-        compiled = '{{ _("%s") }}|{{ x }}' % source
+        compiled = '{{ _("' + source + '") }}|{{ x }}'
         at_render = '{{ _(s) }}|{{ x }}'
         for name in ("t.html.j2", "t.txt.j2"):
             loader = jinja2.DictLoader({name: compiled, "r" + name: at_render})
