@@ -485,10 +485,14 @@ class _SaidWhenCompiled(jinja2.ext.Extension):
         tr: Translator = getattr(self.environment, "said_by", ENGLISH)
         html = self._escaped(stream.name)
         tokens = list(stream)
+        # an {% autoescape %} block changes what an output is made: left to render time
+        bare = not any(token.type == "name" and token.value == "autoescape"
+                       and tokens[k - 1].type == "block_begin"
+                       for k, token in enumerate(tokens) if k)
         out: list[jinja2.lexer.Token] = []
         i = 0
         while i < len(tokens):
-            text = self._bare(tokens, i, tr, html)
+            text = self._bare(tokens, i, tr, html) if bare else None
             if text is not None:     # {{ _("...") }}: the output is the text itself
                 out.append(jinja2.lexer.Token(tokens[i].lineno, "data", text))
                 i += 6

@@ -224,3 +224,12 @@ def test_a_bare_message_is_put_out_as_the_global_would(language: str) -> None:
             copy = env.overlay(loader=loader)
             assert copy.get_template(name).render(x="<i>") == \
                 copy.get_template("r" + name).render(x="<i>", s=source)
+
+
+def test_a_bare_message_in_an_autoescape_block_is_escaped_as_before() -> None:
+    """A text template's {% autoescape true %} block escapes a message put out in it (the
+    compile-time text would not be): such a template keeps the _ global's way."""
+    env = template_environment(None)
+    copy = env.overlay(loader=jinja2.DictLoader(
+        {"t.txt.j2": '{% autoescape true %}{{ _("a <b>") }}{% endautoescape %}'}))
+    assert copy.get_template("t.txt.j2").render() == "a &lt;b&gt;"
