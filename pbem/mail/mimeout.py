@@ -133,7 +133,8 @@ def qp_body(text: str) -> bytes:
     encoded at once (tests/mail/test_compose_bytes.py), and a turn's reports share most
     of their lines (the rows every reader sees, the template's own text)."""
     lines = text.encode("utf-8", "replace").splitlines() or [b""]
-    encoded = b"".join([_qp_line(line) for line in lines])
+    encoded = b"".join([_qp_line(line) if len(line) <= _REMEMBERED else _qp(line)
+                        for line in lines])
     if b"\nFrom " in encoded or encoded.startswith(b"From "):   # mbox writers: ">From "
         encoded = _FROM_LINE.sub(b"=46rom ", encoded)
     if b"\n.\r" in encoded:      # a lone dot after a soft line break (b2a_qp leaves it)
@@ -141,10 +142,15 @@ def qp_body(text: str) -> bytes:
     return encoded
 
 
-@functools.lru_cache(maxsize=8192)   # lines of a few hundred bytes: a few MB at most
-def _qp_line(line: bytes) -> bytes:
+def _qp(line: bytes) -> bytes:
     """One line (without its line break) as quoted-printable, ending in CRLF."""
     return binascii.b2a_qp(line + b"\r\n", istext=True)
+
+
+# the lines remembered: 1024 of at most 2 KB (a few MB), enough for a turn's reports of
+# a game (each line of a report about a third longer encoded than read)
+_REMEMBERED = 2048
+_qp_line = functools.lru_cache(maxsize=1024)(_qp)
 
 
 def base64_body(data: bytes) -> bytes:

@@ -310,7 +310,7 @@ def die_pictures_in(tr: Translator) -> Callable[..., markupsafe.Markup]:
     """The ``die_pictures(faces, exposed, values, match)`` global of a language's
     templates: the dice as styled pictures, the markup _macros.html.j2's ``pics`` macro
     made with a loop of its own (a tenth of a postal report was that loop)."""
-    @_memo(4096)
+    @_memo(512)     # a turn's dice, shown in the shared rows and in each report
     def pictures(faces: tuple[Any, ...], exposed: bool, values: bool,
                  match: tuple[str, ...] | None) -> str:
         out = []
