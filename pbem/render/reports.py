@@ -306,31 +306,33 @@ def _put_out(text: str) -> str:
     return markupsafe.escape(shown(text))
 
 
+@_memo(512)     # a turn's dice, shown in the shared rows and in each report
+def _die_pictures(faces: tuple[Any, ...], exposed: bool, values: bool,
+                  match: tuple[str, ...] | None, tr: Translator) -> str:
+    out = []
+    for face in faces:
+        text = markupsafe.soft_str(face)
+        out.append(_PICTURE.format(
+            title=_put_out(face_name(face, 1, tr)),
+            border=("2px solid #1d8a3a" if match is not None and text in match
+                    else "1px solid #b07d00" if exposed else "1px solid #666"),
+            background="#ffe9a8" if exposed else "#ffffff",
+            colour="#b07d00" if text == "*" else "#222",
+            die=_put_out(die(face))))
+    if values and faces:
+        out.append(_VALUES.format(values=_put_out(plain(faces))))
+    return "".join(out)
+
+
 def die_pictures_in(tr: Translator) -> Callable[..., markupsafe.Markup]:
     """The ``die_pictures(faces, exposed, values, match)`` global of a language's
     templates: the dice as styled pictures, the markup _macros.html.j2's ``pics`` macro
     made with a loop of its own (a tenth of a postal report was that loop)."""
-    @_memo(512)     # a turn's dice, shown in the shared rows and in each report
-    def pictures(faces: tuple[Any, ...], exposed: bool, values: bool,
-                 match: tuple[str, ...] | None) -> str:
-        out = []
-        for face in faces:
-            text = markupsafe.soft_str(face)
-            out.append(_PICTURE.format(
-                title=_put_out(face_name(face, 1, tr)),
-                border=("2px solid #1d8a3a" if match is not None and text in match
-                        else "1px solid #b07d00" if exposed else "1px solid #666"),
-                background="#ffe9a8" if exposed else "#ffffff",
-                colour="#b07d00" if text == "*" else "#222",
-                die=_put_out(die(face))))
-        if values and faces:
-            out.append(_VALUES.format(values=_put_out(plain(faces))))
-        return "".join(out)
-
     def die_pictures(faces: Iterable[Any] | None, exposed: Any = False, values: Any = True,
                      match: Iterable[Any] | None = None) -> markupsafe.Markup:
-        return markupsafe.Markup(pictures(tuple(faces or ()), bool(exposed), bool(values),
-                                          None if match is None else tuple(match)))
+        return markupsafe.Markup(_die_pictures(
+            tuple(faces or ()), bool(exposed), bool(values),
+            None if match is None else tuple(match), tr))
     return die_pictures
 
 
