@@ -11,7 +11,7 @@ those contexts again, per report template:
   side in the same process, so both figures come from the same run.
 
 Then a turn at a time (English only): every report of each turn, the base
-rendering each whole, "now" rendering the turn's shared parts once
+rendering each whole (or with its shared parts, when its revision has them), "now" rendering the turn's shared parts once
 (Renderer.shared_parts) and each report with them, as the server does.
 
     python bench/render.py [--baseline REV] [--repeat 5] [--changed] [--language L]
@@ -22,7 +22,8 @@ html); --check F plays the same games again and fails on the first report
 whose text or HTML differs by a byte.  Also checked on every run: "now" and
 "base" render each recorded context to the same bytes, unless --changed says
 the reports are meant to differ (a change of what they show): then the ones
-that differ are counted and both are timed.  --language de times "now" rendering
+that differ are counted and both are timed. The times are this process's CPU
+(time.process_time): a busy machine's other work does not count.  --language de times "now" rendering
 the same reports in German (base: English, as a base before translations speaks).
 """
 
@@ -148,10 +149,10 @@ def forget(renderer: Any) -> None:
 
 
 def timed(base: Renderer, now: Renderer | InLanguage, reports: Recorded, repeat: int) -> tuple[float, float]:
-    """Seconds for all the reports, base and now: each report alternately by one and
+    """CPU seconds for all the reports, base and now: each report alternately by one and
     the other (a busy moment of the machine hits both), the best of ``repeat`` passes
     per report (passes start cold: no remembered filter answers)."""
-    clock = time.perf_counter
+    clock = time.process_time    # this process's CPU: a busy machine's other work left out
     best_base = [float("inf")] * len(reports)
     best_now = [float("inf")] * len(reports)
     for _ in range(repeat):
@@ -170,10 +171,11 @@ def timed(base: Renderer, now: Renderer | InLanguage, reports: Recorded, repeat:
 
 def timed_turns(base: Renderer, now: Renderer, reports: Recorded, turns: Turns,
                 repeat: int) -> tuple[float, float]:
-    """Seconds for every turn's reports (the seats' and the watcher's), base and now: base renders each whole, now
-    renders the turn's shared parts once and each report with them (as
+    """CPU seconds for every turn's reports (the seats' and the watcher's), base and now:
+    base renders each whole (or with its shared parts, if it has them), now renders the
+    turn's shared parts once and each report with them (as
     pbem.services.reports.enqueue_reports does); the best of ``repeat`` passes a turn."""
-    clock = time.perf_counter
+    clock = time.process_time
     best_base = [float("inf")] * len(turns)
     best_now = [float("inf")] * len(turns)
     for _ in range(repeat):
@@ -182,8 +184,15 @@ def timed_turns(base: Renderer, now: Renderer, reports: Recorded, turns: Turns,
         for i, (public, indexes) in enumerate(turns):
             name = reports[indexes[0]][0]
             start = clock()
+            # a base with shared parts renders as the server then did (--baseline of
+            # the stop that made them, or later)
+            shared_base = (base.shared_parts(name, public)
+                           if hasattr(base, "shared_parts") else None)
             for j in indexes:
-                base.render(name, reports[j][1])
+                if shared_base is None:
+                    base.render(name, reports[j][1])
+                else:
+                    base.render(name, reports[j][1], shared=shared_base)
             middle = clock()
             shared = now.shared_parts(name, public)
             for j in indexes:

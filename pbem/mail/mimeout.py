@@ -19,6 +19,7 @@ The callers clean every value of control characters first (pbem.mail.compose).
 from __future__ import annotations
 
 import binascii
+import functools
 import re
 import secrets
 from base64 import b64encode, encodebytes
@@ -125,14 +126,31 @@ def address_field(name: str, mailboxes: list[tuple[str, str]]) -> str:
 
 def qp_body(text: str) -> bytes:
     """``text`` (utf-8) as quoted-printable with CRLF line ends; the text's line
-    breaks (CR, LF or CRLF) become CRLF and it ends with one."""
-    lines = text.encode("utf-8", "replace").splitlines()
-    encoded = binascii.b2a_qp(b"\r\n".join(lines) + b"\r\n", istext=True)
+    breaks (CR, LF or CRLF) become CRLF and it ends with one.
+
+    Line by line, each line's encoding remembered (``_qp_line``): b2a_qp starts every
+    line afresh, so the lines encoded one by one join to the bytes of the whole text
+    encoded at once (tests/mail/test_compose_bytes.py), and a turn's reports share most
+    of their lines (the rows every reader sees, the template's own text)."""
+    lines = text.encode("utf-8", "replace").splitlines() or [b""]
+    encoded = b"".join([_qp_line(line) if len(line) <= _REMEMBERED else _qp(line)
+                        for line in lines])
     if b"\nFrom " in encoded or encoded.startswith(b"From "):   # mbox writers: ">From "
         encoded = _FROM_LINE.sub(b"=46rom ", encoded)
     if b"\n.\r" in encoded:      # a lone dot after a soft line break (b2a_qp leaves it)
         encoded = _DOT_LINE.sub(b"=2E", encoded)
     return encoded
+
+
+def _qp(line: bytes) -> bytes:
+    """One line (without its line break) as quoted-printable, ending in CRLF."""
+    return binascii.b2a_qp(line + b"\r\n", istext=True)
+
+
+# the lines remembered: 1024 of at most 2 KB (a few MB), enough for a turn's reports of
+# a game (each line of a report about a third longer encoded than read)
+_REMEMBERED = 2048
+_qp_line = functools.lru_cache(maxsize=1024)(_qp)
 
 
 def base64_body(data: bytes) -> bytes:

@@ -293,6 +293,49 @@ def count_in(values: Iterable[Any], choices: Any) -> int:
     return sum(1 for v in values if markupsafe.soft_str(v) in choices)
 
 
+_PICTURE = ('<span title="{title}" style="display:inline-block;min-width:1.25em;margin:0 1px;'
+            'padding:0 2px;border:{border};border-radius:5px;background:{background};'
+            'color:{colour};font-size:1.35em;line-height:1.3em;text-align:center;'
+            'vertical-align:middle;">{die}</span>')
+_VALUES = ' <span style="font-family:Menlo,Consolas,monospace;color:#555;">({values})</span>'
+
+
+def _put_out(text: str) -> str:
+    """A filter's text as a template's ``{{ }}`` puts it out in HTML (said_in's finalize
+    of a str, then escaped)."""
+    return markupsafe.escape(shown(text))
+
+
+@_memo(512)     # a turn's dice, shown in the shared rows and in each report
+def _die_pictures(faces: tuple[Any, ...], exposed: bool, values: bool,
+                  match: tuple[str, ...] | None, tr: Translator) -> str:
+    out = []
+    for face in faces:
+        text = markupsafe.soft_str(face)
+        out.append(_PICTURE.format(
+            title=_put_out(face_name(face, 1, tr)),
+            border=("2px solid #1d8a3a" if match is not None and text in match
+                    else "1px solid #b07d00" if exposed else "1px solid #666"),
+            background="#ffe9a8" if exposed else "#ffffff",
+            colour="#b07d00" if text == "*" else "#222",
+            die=_put_out(die(face))))
+    if values and faces:
+        out.append(_VALUES.format(values=_put_out(plain(faces))))
+    return "".join(out)
+
+
+def die_pictures_in(tr: Translator) -> Callable[..., markupsafe.Markup]:
+    """The ``die_pictures(faces, exposed, values, match)`` global of a language's
+    templates: the dice as styled pictures, the markup _macros.html.j2's ``pics`` macro
+    made with a loop of its own (a tenth of a postal report was that loop)."""
+    def die_pictures(faces: Iterable[Any] | None, exposed: Any = False, values: Any = True,
+                     match: Iterable[Any] | None = None) -> markupsafe.Markup:
+        return markupsafe.Markup(_die_pictures(
+            tuple(faces or ()), bool(exposed), bool(values),
+            None if match is None else tuple(match), tr))
+    return die_pictures
+
+
 PART_START, PART_END = "<!--pbem-part-->", "<!--/pbem-part-->"
 
 
@@ -444,9 +487,18 @@ class _SaidWhenCompiled(jinja2.ext.Extension):
         tr: Translator = getattr(self.environment, "said_by", ENGLISH)
         html = self._escaped(stream.name)
         tokens = list(stream)
+        # an {% autoescape %} block changes what an output is made: left to render time
+        bare = not any(token.type == "name" and token.value == "autoescape"
+                       and tokens[k - 1].type == "block_begin"
+                       for k, token in enumerate(tokens) if k)
         out: list[jinja2.lexer.Token] = []
         i = 0
         while i < len(tokens):
+            text = self._bare(tokens, i, tr, html) if bare else None
+            if text is not None:     # {{ _("...") }}: the output is the text itself
+                out.append(jinja2.lexer.Token(tokens[i].lineno, "data", text))
+                i += 6
+                continue
             try:
                 said = self._said(tokens, i, tr, html)
             except IndexError:     # a template cut short: the parser says what is wrong
@@ -462,6 +514,25 @@ class _SaidWhenCompiled(jinja2.ext.Extension):
     def _escaped(self, name: str | None) -> bool:
         autoescape = self.environment.autoescape
         return bool(autoescape(name) if callable(autoescape) else autoescape)
+
+    @staticmethod
+    def _bare(tokens: list[jinja2.lexer.Token], i: int, tr: Translator,
+              html: bool) -> str | None:
+        """The text a ``{{ _("...") }}`` at ``i`` puts out, as template data (None if
+        ``i`` starts no such output): what its output would be, made at compile time
+        (markup in HTML: nothing to escape; text cleaned as finalize cleans it), with no
+        finalize, escape or output a render."""
+        if not (i + 5 < len(tokens) and tokens[i].type == "variable_begin"
+                and tokens[i + 1].type == "name" and tokens[i + 1].value == "_"
+                and tokens[i + 2].type == "lparen" and tokens[i + 3].type == "string"
+                and tokens[i + 4].type == "rparen"
+                and tokens[i + 5].type == "variable_end"):
+            return None
+        try:
+            text = tr.gettext(tokens[i + 3].value) % {}   # newstyle: "%%" is "%"
+        except (TypeError, ValueError, KeyError):
+            return None
+        return text if html else shown(text)
 
     @staticmethod
     def _said(tokens: list[jinja2.lexer.Token], i: int, tr: Translator,
@@ -602,7 +673,7 @@ def template_environment(override_dir: Path | None, language: str = SOURCE_LANGU
     )
     env.globals.update(lookup=lookup, plural=plural_in(tr), ngettext=tr.ngettext,
                        listing=lambda items, none=None: listing(items, none, tr),
-                       language=known_language(language))
+                       language=known_language(language), die_pictures=die_pictures_in(tr))
     # the pictures: course_chart_html, odds_chart_text ... (pbem.render.charts), in this language
     env.globals.update({name: functools.partial(draw, tr=tr) for name, draw in CHARTS.items()})
     return env

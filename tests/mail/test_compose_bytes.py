@@ -207,3 +207,30 @@ def test_dot_stuffing_is_smtplibs(raw: bytes) -> None:
 
     from pbem.mail.smtp_out import dot_stuffed
     assert dot_stuffed(raw) == smtplib._quote_periods(raw)
+
+
+def whole_text_qp(text: str) -> bytes:
+    """qp_body as it was: the whole text through b2a_qp at once (the oracle)."""
+    import binascii
+
+    from pbem.mail.mimeout import _DOT_LINE, _FROM_LINE
+    lines = text.encode("utf-8", "replace").splitlines()
+    encoded = binascii.b2a_qp(b"\r\n".join(lines) + b"\r\n", istext=True)
+    if b"\nFrom " in encoded or encoded.startswith(b"From "):
+        encoded = _FROM_LINE.sub(b"=46rom ", encoded)
+    if b"\n.\r" in encoded:
+        encoded = _DOT_LINE.sub(b"=2E", encoded)
+    return encoded
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=body_text | st.text(alphabet=" \t.=aö\n\r", max_size=300))
+@example(text="")
+@example(text="x" * 74 + " \n" + "y" * 75 + "\t\n.")
+@example(text="x" * 75 + "=\n" + " " * 200)
+def test_qp_line_by_line_is_the_whole_texts(text: str) -> None:
+    """qp_body encodes (and remembers) line by line: the same bytes as the whole text
+    through b2a_qp at once, trailing white space, soft breaks and lone dots included."""
+    from pbem.mail.mimeout import qp_body
+    assert qp_body(text) == whole_text_qp(text)
+    assert qp_body(text) == whole_text_qp(text)      # and again, from the memo

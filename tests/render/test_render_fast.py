@@ -13,6 +13,8 @@ from typing import Any
 import jinja2
 import markupsafe
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pbem.render.reports import (
     Renderer,
@@ -183,3 +185,51 @@ def test_written_out_styles_are_the_macros_own() -> None:
                 assert title == h2, (path.name, title)
                 found["h2"] += 1
     assert min(found.values()) > 10, found
+
+
+faces = st.lists(st.sampled_from([1, 2, 3, 4, 5, "1", "3", "*", "\u2605", 7, "x", "<b>"]),
+                 max_size=6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(dice=faces, exposed=st.booleans(), values=st.booleans(),
+       match=st.none() | st.lists(st.sampled_from(["1", "3", "*"]), max_size=2),
+       language=st.sampled_from(["en", "de", "cs"]))
+def test_pics_draws_what_a_pic_a_die_draws(dice: list[Any], exposed: bool, values: bool,
+                                           match: list[str] | None, language: str) -> None:
+    """m.pics (die_pictures, in Python) puts out what the loop over m.pic it replaced did:
+    a picture a die, its border marking the matched dice, then the values."""
+    env = template_environment(None, language)
+    loop = env.from_string(
+        '{% import "_macros.html.j2" as m %}{% for face in dice %}'
+        '{{ m.pic(face, exposed, match is not none and face|string in match) }}{% endfor %}'
+        '{% if values and dice %} <span style="font-family:Menlo,Consolas,monospace;'
+        'color:#555;">({{ dice|plain }})</span>{% endif %}')
+    pics = env.from_string('{% import "_macros.html.j2" as m %}'
+                           '{{ m.pics(dice, exposed, values, match) }}')
+    given_values = {"dice": dice, "exposed": exposed, "values": values, "match": match}
+    assert pics.render(given_values) == loop.render(given_values)
+
+
+@pytest.mark.parametrize("language", ["en", "de", "cs"])
+def test_a_bare_message_is_put_out_as_the_global_would(language: str) -> None:
+    """{{ _("...") }} is made text when the template compiles: what the _ global puts out
+    at render time (escaped in HTML as markup, "%%" a "%", cleaned in text)."""
+    env = template_environment(None, language)
+    for source in ("Players", "Nobody loses any dice.", "100%% <b>sure</b>", "a\u202eb"):
+        compiled = '{{ _("' + source + '") }}|{{ x }}'
+        at_render = '{{ _(s) }}|{{ x }}'
+        for name in ("t.html.j2", "t.txt.j2"):
+            loader = jinja2.DictLoader({name: compiled, "r" + name: at_render})
+            copy = env.overlay(loader=loader)
+            assert copy.get_template(name).render(x="<i>") == \
+                copy.get_template("r" + name).render(x="<i>", s=source)
+
+
+def test_a_bare_message_in_an_autoescape_block_is_escaped_as_before() -> None:
+    """A text template's {% autoescape true %} block escapes a message put out in it (the
+    compile-time text would not be): such a template keeps the _ global's way."""
+    env = template_environment(None)
+    copy = env.overlay(loader=jinja2.DictLoader(
+        {"t.txt.j2": '{% autoescape true %}{{ _("a <b>") }}{% endautoescape %}'}))
+    assert copy.get_template("t.txt.j2").render() == "a &lt;b&gt;"
