@@ -269,6 +269,38 @@ def mark_sent(conn: Connection, row_ids: list[int], when: datetime) -> set[int]:
     return marked
 
 
+_MARKED = col(OutboundMail.id).in_(bindparam("marks", expanding=True))
+# built once: the mail a handling transaction queued claimed (pending, unclaimed: what it
+# did not take back) and the mail written before it marked sent (still claimed by us),
+# in one statement, the transaction's last (pbem.outbox.Inline)
+_CLAIM_AND_MARK = update(OutboundMail).where(
+    col(OutboundMail.status) == "pending",
+    (col(OutboundMail.id).in_(bindparam("claims", expanding=True))
+     & col(OutboundMail.claimed_by).is_(None))
+    | (_MARKED & (col(OutboundMail.claimed_by) == bindparam("me"))),
+).values(
+    status=case((_MARKED, "sent"), else_=col(OutboundMail.status)),
+    sent_at=case((_MARKED, bindparam("now")), else_=col(OutboundMail.sent_at)),
+    attempts=case((_MARKED, col(OutboundMail.attempts) + 1), else_=col(OutboundMail.attempts)),
+    claimed_by=case((_MARKED, None), else_=bindparam("me")),
+    claimed_at=case((_MARKED, None), else_=bindparam("now")),
+).returning(col(OutboundMail.id), col(OutboundMail.status))
+
+
+def claim_and_mark(conn: Connection, claims: list[int], marks: list[int],
+                   now: datetime) -> tuple[set[int], set[int]]:
+    """In the caller's transaction, one statement: claim ``claims`` (queued in it: those
+    still there, pending and unclaimed) and mark ``marks`` (handed off before it, claimed
+    by us) sent; (the ids claimed, the ids marked). A mark commits with the transaction;
+    one whose claim is no longer ours is not marked (Connections.mark_late)."""
+    claimed: set[int] = set()
+    marked: set[int] = set()
+    for row_id, status in conn.execute(_CLAIM_AND_MARK, {
+            "claims": claims, "marks": marks, "me": me(), "now": now}):
+        (marked if status == "sent" else claimed).add(row_id)
+    return claimed, marked
+
+
 def release(engine: Engine, row_ids: list[int]) -> list[int]:
     """Give up our claim on mail we did not send (still pending): free for the next drain.
     The ids it could not give back (the database unavailable): no thread of this process
