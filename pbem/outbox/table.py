@@ -297,7 +297,8 @@ def claim_and_mark(conn: Connection, claims: list[int], marks: list[int],
     marked: set[int] = set()
     for row_id, status in conn.execute(_CLAIM_AND_MARK, {
             "claims": claims, "marks": marks, "me": me(), "now": now}):
-        (marked if status == "sent" else claimed).add(row_id)
+        if row_id is not None:
+            (marked if status == "sent" else claimed).add(row_id)
     return claimed, marked
 
 
