@@ -221,6 +221,12 @@ _HOLD_CLAIM = update(InboundMail).where(*_OURS_AND_NEW).values(
     *InboundMail.__table__.columns)  # type: ignore[attr-defined]
 
 
+# SQLite: the transaction's BEGIN IMMEDIATE already holds the one write lock, so the
+# claim is re-checked by a read (no write of the whole row, raw mail and all)
+_READ_CLAIMED = select(InboundMail.__table__).where(  # type: ignore[attr-defined]
+    *_OURS_AND_NEW)
+
+
 _THESE_OURS_AND_NEW = (col(InboundMail.id).in_(bindparam("rows", expanding=True)),
                        col(InboundMail.status) == "new",
                        col(InboundMail.claimed_by) == bindparam("me"))
@@ -268,15 +274,19 @@ def give_back_attempt(engine: Engine, inbound_id: int) -> bool:
 def hold_claim(session: Session, inbound_id: int, now: datetime,
                lane: int | None = None) -> InboundMail | None:
     """Begin the handling transaction with a write: still ours, still new? The mail, read
-    by that same write (RETURNING: no read of its own), or None. A mail of a game's
+    by that same write (RETURNING: no read of its own), or None; on SQLite, whose
+    transaction began with the one write lock (BEGIN IMMEDIATE), by a read. A mail of a game's
     ``lane`` (PostgreSQL) takes that game's writer lock, beside other games'; others (no
     lane, NO_GAME) the one writer's lock, alone. The row is as read_held reads it."""
     if lane:
         game_writer(session, lane)
     else:
         one_writer(session)   # PostgreSQL: one referee transaction at a time, as on SQLite
-    found = session.connection().execute(_HOLD_CLAIM, {"row": inbound_id, "me": me(),
-                                                        "now": now}).mappings().one_or_none()
+    conn = session.connection()
+    # PostgreSQL: the write takes the row's lock; SQLite's transaction holds the database's
+    statement = _READ_CLAIMED if conn.dialect.name == "sqlite" else _HOLD_CLAIM
+    found = conn.execute(statement, {"row": inbound_id, "me": me(),
+                                     "now": now}).mappings().one_or_none()
     return InboundMail(**found) if found is not None else None
 
 
