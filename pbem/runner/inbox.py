@@ -38,6 +38,7 @@ from pbem.commands.referee_cmds import RELEASE_ASKED
 from pbem.mail.headers import MAIL_HEADER_BYTES, as_text, read_mail_header
 from pbem.store.claims import claim_many, claim_stale, me
 from pbem.store.db import game_writer, lane_claim, one_writer, reading
+from pbem.store.driver import Hot
 from pbem.store.faults import fail_point
 from pbem.store.models import InboundMail, ServerState
 from pbem.store.wakeups import tell_stored
@@ -305,18 +306,19 @@ _READ_HELD = select(InboundMail.__table__).where(  # type: ignore[attr-defined]
     col(InboundMail.id) == bindparam("row"))
 # how a mail's handling ended, and (in the same statement: one round trip, not two) the
 # attempt of the mail that begins next counted, as count_attempt does (:next, 0: none)
-_FINISH = update(InboundMail).where(
+_FINISH = Hot(update(InboundMail).where(
     col(InboundMail.id).in_([bindparam("row"), bindparam("next")])).values(
     status=case((col(InboundMail.id) == bindparam("row"), bindparam("status")),
                 else_=col(InboundMail.status)),
     outcome=case((col(InboundMail.id) == bindparam("row"), bindparam("outcome")),
                  else_=col(InboundMail.outcome)),
-    processed_at=case((col(InboundMail.id) == bindparam("row"), bindparam("processed_at")),
+    processed_at=case((col(InboundMail.id) == bindparam("row"), bindparam(
+        "processed_at", type_=InboundMail.__table__.c.processed_at.type)),  # type: ignore[attr-defined]
                       else_=col(InboundMail.processed_at)),
     attempts=case((and_(col(InboundMail.id) == bindparam("next"),
                         col(InboundMail.status) == "new",
                         col(InboundMail.claimed_by) == bindparam("me")),
-                   col(InboundMail.attempts) + 1), else_=col(InboundMail.attempts)))
+                   col(InboundMail.attempts) + 1), else_=col(InboundMail.attempts))))
 
 
 def read_held(session: Session, inbound_id: int) -> InboundMail:
@@ -344,7 +346,10 @@ def finish_all(session: Session, rows: list[InboundMail], following: list[int]) 
                        "outcome": row.outcome if row else None,
                        "processed_at": row.processed_at if row else None,
                        "next": following[n] if n < len(following) else 0, "me": me()})
-    session.connection().execute(_FINISH, params if len(params) > 1 else params[0])
+    if len(params) > 1:
+        _FINISH.many(session.connection(), params)
+    else:
+        _FINISH(session.connection(), params[0])
 
 
 # --------------------------------------------------------------------------- lanes

@@ -29,6 +29,7 @@ from pbem.mail.sent import sent_texts
 from pbem.outbox import BUDGET_NOTICE, Origin, Queued, Shortfall, enqueue
 from pbem.render.reports import Renderer, html_part, text_part
 from pbem.store.db import core_read
+from pbem.store.driver import Hot
 from pbem.store.models import BounceState, Game, InboundMail, OutboundMail, Player
 from pbem.store.work import Work
 from pbem.text.i18n import answer_language
@@ -310,12 +311,12 @@ _BOUNCE_TO_CLEAR = select(BounceState.id).where(
 # once), and in the same statement whether its sender's bounce state is to be cleared:
 # one row always (the mail's columns None when none is found)
 _ANCHOR = select_columns(literal(1).label("one")).subquery()
-_REPLIED_MAIL = (select_columns(*(getattr(OutboundMail, name) for name in (
+_REPLIED_MAIL = Hot(select_columns(*(getattr(OutboundMail, name) for name in (
                      "id", "kind", "raw", "game_id", "seat", "turn")),
                         _BOUNCE_TO_CLEAR.scalar_subquery().label("bounce"))
                  .select_from(_ANCHOR.outerjoin(OutboundMail, col(OutboundMail.message_id).in_(
                      bindparam("refs", expanding=True))))
-                 .order_by(col(OutboundMail.id).desc()).limit(1))
+                 .order_by(col(OutboundMail.id).desc()).limit(1), lists=["refs"])
 
 
 def replied_mail(session: Work, msg: InboundMessage) -> Any | None:
@@ -331,7 +332,8 @@ def replied_mail(session: Work, msg: InboundMessage) -> Any | None:
     key = ("replied", address, *refs)
     memo = session.memo
     if key not in memo:
-        row = core_read(session, _REPLIED_MAIL, {"refs": refs, "address": address}).one()
+        session.flush()   # what is pending first, as a read through the ORM would
+        row = _REPLIED_MAIL(session.connection(), {"refs": refs, "address": address}).one()
         memo[("bounce", address)] = row.bounce is not None
         memo[key] = row if row.id is not None else None
     return memo[key]
