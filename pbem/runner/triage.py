@@ -29,7 +29,7 @@ from pbem.runner import inbox, sender_check
 from pbem.runner.sender_check import find_game_or_none as find_game_or_none  # pbem.runner.referee's
 from pbem.runner.sender_check import named_game as named_game  # lane_of's, and the tests'
 from pbem.services import bounces, failures
-from pbem.services.post import Incoming, Post, answer, bounce_to_clear, read_reply, tagged
+from pbem.services.post import Incoming, Post, answer, read_reply, tagged
 from pbem.store import security
 from pbem.store.faults import fail_point
 from pbem.store.models import Game, InboundMail
@@ -101,9 +101,7 @@ def handle(session: Work, post: Post, row: InboundMail) -> str:
     try:
         if msg.from_addr != settings.referee.lower():
             sender_check.check_aligned(session, post, row, msg)
-        # the address works again (whether its bounce state is to be cleared is read with
-        # the mail of ours it replies to: one statement)
-        bounces.heard_from(session, msg.from_addr, to_clear=bounce_to_clear(session, msg))
+        bounces.heard_from(session, msg)   # the address works again
         if row.truncated:
             raise refusal(_("your mail is larger than {size} bytes, so it was not read",
                             size=format(settings.max_mail_bytes, ",")),
