@@ -298,8 +298,9 @@ def test_a_reply_reads_its_senders_bounce_state_with_the_mail_it_answers(
         report = [r for r in outbox_rows(server, address) if r.kind == "report"][-1]
         statements: list[str] = []
 
-        def listener(conn, cursor, statement: str, *args) -> None:   # noqa: ANN001, ANN002
-            statements.append(statement)
+        def listener(conn, cursor, statement: str, *args,   # noqa: ANN001, ANN002
+                     seen: list[str] = statements) -> None:
+            seen.append(statement)
         event.listen(server.engine, "before_cursor_execute", listener)
         deliver(server, desk_mail(address, "HELP", in_reply_to=report.message_id))
         event.remove(server.engine, "before_cursor_execute", listener)
