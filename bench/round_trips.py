@@ -48,14 +48,20 @@ from testkit.mailstack import MailStack  # noqa: E402
 from testkit.pgstack import PgCluster  # noqa: E402
 
 _TABLE = re.compile(r"\b(?:FROM|INTO|UPDATE|JOIN)\s+\"?(\w+)", re.IGNORECASE)
+_INNER = re.compile(r"\([^()]*\)")   # an innermost bracket: a subquery's tables are not the statement's
 _CALLED = re.compile(r"\s*SELECT\s+(\w+)\(", re.IGNORECASE)   # SELECT pg_advisory_xact_lock(...
 
 
 def kind_of(statement: str) -> str:
-    """A statement's verb and its first table: "SELECT games", "INSERT outbound_mail"."""
+    """A statement's verb and its first table outside any subquery: "SELECT games",
+    "INSERT outbound_mail"."""
     words = statement.split(None, 1)
     verb = words[0].upper() if words else "?"
-    table = _TABLE.search(statement) or _CALLED.match(statement)
+    outer = statement
+    while _INNER.search(outer):
+        outer = _INNER.sub(" ", outer)
+    table = next((m for m in _TABLE.finditer(outer) if m.group(1).upper() != "AS"),
+                 None) or _CALLED.match(statement)
     return f"{verb} {table.group(1)}" if table else verb
 
 

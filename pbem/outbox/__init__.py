@@ -5,7 +5,9 @@ Rows are claimed (claimed_by/claimed_at, a lease) a page at a time before
 their SMTP hand-off, and each is marked sent right after its own hand-off, one
 commit a mail, so a crash in the middle of a drain can repeat at most the mail
 in flight on each connection (one with ``connections=1``), and such a mail
-carries the same Message-ID both times; two senders never send the same row.
+carries the same Message-ID both times; two senders never send the same row. The
+.eml outbox (Inline) marks the files of a handling transaction with the next
+transaction's commit instead: a crash repeats at most one transaction's mails there.
 Claims of a process that died are taken over at once (pbem.store.claims.claim_stale).
 The mails of a page to one address leave in queue order: the next one goes out,
 over whichever connection is free, only once the one before it is handed off.

@@ -109,8 +109,13 @@ class Connections:
                  now: Callable[[], datetime],
                  on_failure: OnFailure | None,
                  connections: int,
-                 unreleased: Callable[[list[int]], object] | None = None) -> None:
+                 unreleased: Callable[[list[int]], object] | None = None,
+                 defer_marks: bool = False) -> None:
         self.engine, self.open_sender, self.now = engine, open_sender, now
+        # with defer_marks a mail handed off is not marked sent here: it waits in
+        # ``unmarked`` for its caller's next transaction to mark it (pbem.outbox.Inline)
+        self.defer_marks = defer_marks
+        self.unmarked: list[Claimed] = []
         self.on_failure = on_failure
         self.unreleased = unreleased   # told the claims release could not give back
         self.senders: list[Sender | None] = [None] * connections
@@ -204,10 +209,14 @@ class Connections:
         result = self._sender(slot).send(row.mail_from, row.rcpts, row.raw)
         crash_point("outbox-handed-off")
         counted = DrainReport(sent=1)
-        if not (result.ok and not result.unavailable and self._marked_sent(row.id)):
-            with self._writing:
-                counted = self._mark(row, result)
-        crash_point("outbox-marked")
+        if result.ok and not result.unavailable and self.defer_marks:
+            with self._lock:
+                self.unmarked.append(row)   # marked with the next transaction's commit
+        else:
+            if not (result.ok and not result.unavailable and self._marked_sent(row.id)):
+                with self._writing:
+                    counted = self._mark(row, result)
+            crash_point("outbox-marked")
         with self._lock:
             self.report.sent += counted.sent
             self.report.deferred += counted.deferred
@@ -238,6 +247,27 @@ class Connections:
                     raise
                 self._marks.update((i, i in marked) for i in batch)
             return self._marks.pop(row_id)
+
+    def marked_late(self, rows: list[Claimed], marked: set[int]) -> None:
+        """The deferred marks of ``rows`` are committed, those in ``marked`` taken: a mail
+        whose claim was no longer ours is recorded sent by itself (``_mark``)."""
+        for row in rows:
+            if row.id not in marked:
+                with self._writing:
+                    self._mark(row, SendResult(accepted=row.rcpts))
+            crash_point("outbox-marked")
+
+    def mark_unmarked(self, rows: list[Claimed]) -> None:
+        """Mark ``rows`` (handed off, their marks deferred) sent now, in one statement and
+        one commit on the marks' connection (a tick's end, with no transaction to carry
+        them)."""
+        if not rows:
+            return
+        with self._writing:
+            if self._marking is None:
+                self._marking = table.marking(self.engine)
+            marked = table.mark_sent(self._marking, [row.id for row in rows], self.now())
+        self.marked_late(rows, marked)
 
     def _mark(self, row: Claimed, result: SendResult) -> DrainReport:
         """Record what the hand-off did (deferred, failed: on_failure; sent when our claim

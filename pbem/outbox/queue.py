@@ -14,6 +14,7 @@ from sqlmodel import col
 from pbem.mail.bounces import new_bounce_token
 from pbem.mail.compose import build_mail, make_message_id
 from pbem.mail.remote_content import without_remote_content
+from pbem.store.driver import Hot
 from pbem.store.faults import crash_point
 from pbem.store.models import OutboundMail
 from pbem.store.work import Queued, Work
@@ -34,7 +35,7 @@ class Origin:
         return self.address.rpartition("@")[2] or "localhost"
 
 
-_INSERT = insert(OutboundMail).returning(col(OutboundMail.id))
+_INSERT = Hot(insert(OutboundMail).returning(col(OutboundMail.id)))
 
 
 def enqueue(session: Work, origin: Origin, *, kind: str, to: str, subject: str,
@@ -68,7 +69,7 @@ def enqueue(session: Work, origin: Origin, *, kind: str, to: str, subject: str,
     # Core, not an ORM object: a turn queues a mail a player, and an object in the session
     # costs its flush and the commit's bookkeeping (about a tenth of `pbem demo`'s ticks)
     session.flush()   # what is pending first (none: a no-op), in the order the code made it
-    row_id = session.connection().execute(_INSERT, values).scalar_one()
+    row_id = _INSERT(session.connection(), values).scalar_one()
     assert row_id is not None
     row = Queued(row_id, message_id, origin.address, bounce_token, rcpts_json, raw)
     if session.keep_queued:

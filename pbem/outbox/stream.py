@@ -12,6 +12,7 @@ from datetime import datetime
 from sqlalchemy import Engine, bindparam, update
 from sqlmodel import col
 
+from pbem.outbox import table
 from pbem.outbox.connections import ByAddress, Connections, Sender
 from pbem.outbox.draining import PAGE
 from pbem.outbox.table import NO_BUDGET, Budget, Claimed, DrainReport, OnFailure, budget_left
@@ -148,9 +149,12 @@ class Inline:
 
     Its claim is the handling transaction's last statement, as a Stream's: the row is
     written once with it, where a drain at the tick's end claims it again (SQLite writes
-    the whole row, some 60 KB for a report, at each change), and reads it back. Each mail
-    is marked sent right after its hand-off, as a drain's is (a crash repeats at most that
-    one mail). A hand-off that fails (an error, the folder gone) stops it: that mail and
+    the whole row, some 60 KB for a report, at each change), and reads it back. The mail
+    written after a transaction's commit is marked sent by the next one, in that same
+    statement (pbem.outbox.table.claim_and_mark: no transaction, no commit of its own),
+    and by one statement and commit at the tick's end (``close``): a crash repeats at most
+    the mails of one transaction (its answers and a turn's reports), each with its
+    Message-ID. A hand-off that fails (an error, the folder gone) stops it: that mail and
     all later is released for the drain at the tick's end, so what is queued later to an
     address never leaves first.
     """
@@ -160,20 +164,36 @@ class Inline:
                  verp: bool = False,
                  unreleased: Callable[[list[int]], object] | None = None) -> None:
         self.verp = verp
-        self._run = Connections(engine, open_sender, now, on_failure, 1, unreleased)
+        self._run = Connections(engine, open_sender, now, on_failure, 1, unreleased,
+                                defer_marks=True)
         self._stopped = False
+        # the marks put in a transaction not known to have committed yet (its feed tells)
+        self._riding: list[Claimed] = []
+        self._marked: set[int] = set()
 
     def claim(self, work: Work) -> list[Claimed]:
-        """Claim what ``work`` queued, last thing before its commit (Stream.claim)."""
+        """Claim what ``work`` queued, last thing before its commit (Stream.claim), and
+        mark the mail written since the last commit sent, in the same statement."""
         rows = list({row.id: row for row in work.queued}.values())
         work.queued.clear()
-        if not rows or self._stopped:
+        if self._stopped:
+            rows = []
+        self._riding += self._run.unmarked
+        self._run.unmarked.clear()
+        if not rows and not self._riding:
             return []
-        return claim_queued(work, rows, self._run.now(), self.verp)
+        work.flush()   # a row deleted or cancelled through the ORM is not claimed
+        claimed, self._marked = table.claim_and_mark(
+            work.connection(), [row.id for row in rows], [row.id for row in self._riding],
+            self._run.now())
+        return [Claimed.of(row, self.verp) for row in rows if row.id in claimed]
 
     def feed(self, rows: list[Claimed]) -> None:
-        """Hand ``rows`` (committed, claimed by us) off now, in queue order; what is left
-        unsent is released (Connections.send)."""
+        """The transaction that claimed ``rows`` committed (its marks with it): hand
+        ``rows`` off now, in queue order; what is left unsent is released
+        (Connections.send)."""
+        riding, self._riding = self._riding, []
+        self._run.marked_late(riding, self._marked)
         if not rows:
             return
         report = self._run.report
@@ -188,6 +208,12 @@ class Inline:
         report.released += len(rows) - (report.sent + report.deferred + report.failed - before)
 
     def close(self) -> DrainReport:
-        """What happened (nothing is left in flight: each feed ended its hand-offs)."""
-        self._run.close()
+        """Mark what was written and not marked yet (one statement, one commit); what
+        happened (nothing is left in flight: each feed ended its hand-offs)."""
+        try:
+            unmarked, self._riding = self._riding + self._run.unmarked, []
+            self._run.unmarked.clear()
+            self._run.mark_unmarked(unmarked)
+        finally:
+            self._run.close()
         return self._run.report

@@ -19,6 +19,7 @@ from sqlmodel import Session, col, select
 from pbem.mail.bounces import verp_address
 from pbem.mail.smtp_out import SendResult
 from pbem.store.claims import aware, claim_many, claim_stale, me
+from pbem.store.driver import Hot
 from pbem.store.models import OutboundMail
 from pbem.store.work import Work
 
@@ -267,6 +268,41 @@ def mark_sent(conn: Connection, row_ids: list[int], when: datetime) -> set[int]:
         conn.rollback()   # the connection stays usable for the next mark (or reconnects)
         raise
     return marked
+
+
+_MARKED = col(OutboundMail.id).in_(bindparam("marks", expanding=True))
+_NOW = bindparam("now", type_=OutboundMail.__table__.c.sent_at.type)  # type: ignore[attr-defined]
+# built once: the mail a handling transaction queued claimed (pending, unclaimed: what it
+# did not take back) and the mail written before it marked sent (still claimed by us),
+# in one statement, the transaction's last (pbem.outbox.Inline)
+_CLAIM_AND_MARK = Hot(update(OutboundMail).where(
+    col(OutboundMail.status) == "pending",
+    (col(OutboundMail.id).in_(bindparam("claims", expanding=True))
+     & col(OutboundMail.claimed_by).is_(None))
+    | (_MARKED & (col(OutboundMail.claimed_by) == bindparam("me"))),
+).values(
+    status=case((_MARKED, "sent"), else_=col(OutboundMail.status)),
+    sent_at=case((_MARKED, _NOW), else_=col(OutboundMail.sent_at)),
+    attempts=case((_MARKED, col(OutboundMail.attempts) + 1), else_=col(OutboundMail.attempts)),
+    claimed_by=case((_MARKED, None), else_=bindparam("me")),
+    claimed_at=case((_MARKED, None), else_=_NOW),
+).returning(col(OutboundMail.id), col(OutboundMail.status)), lists=["claims", "marks"])
+
+
+def claim_and_mark(conn: Connection, claims: list[int], marks: list[int],
+                   now: datetime) -> tuple[set[int], set[int]]:
+    """In the caller's transaction, one statement: claim ``claims`` (queued in it: those
+    still there, pending and unclaimed) and mark ``marks`` (handed off before it, claimed
+    by us) sent; (the ids claimed, the ids marked). A mark commits with the transaction;
+    one whose claim is no longer ours is not marked (Connections.mark_late)."""
+    claimed: set[int] = set()
+    marked: set[int] = set()
+    for row in _CLAIM_AND_MARK(conn, {
+            "claims": claims, "marks": marks, "me": me(), "now": now}).mappings():
+        row_id, status = row["id"], row["status"]
+        if row_id is not None:
+            (marked if status == "sent" else claimed).add(row_id)
+    return claimed, marked
 
 
 def release(engine: Engine, row_ids: list[int]) -> list[int]:

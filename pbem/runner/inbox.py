@@ -38,6 +38,7 @@ from pbem.commands.referee_cmds import RELEASE_ASKED
 from pbem.mail.headers import MAIL_HEADER_BYTES, as_text, read_mail_header
 from pbem.store.claims import claim_many, claim_stale, me
 from pbem.store.db import game_writer, lane_claim, one_writer, reading
+from pbem.store.driver import Hot
 from pbem.store.faults import fail_point
 from pbem.store.models import InboundMail, ServerState
 from pbem.store.wakeups import tell_stored
@@ -221,6 +222,12 @@ _HOLD_CLAIM = update(InboundMail).where(*_OURS_AND_NEW).values(
     *InboundMail.__table__.columns)  # type: ignore[attr-defined]
 
 
+# SQLite: the transaction's BEGIN IMMEDIATE already holds the one write lock, so the
+# claim is re-checked by a read (no write of the whole row, raw mail and all)
+_READ_CLAIMED = select(InboundMail.__table__).where(  # type: ignore[attr-defined]
+    *_OURS_AND_NEW)
+
+
 _THESE_OURS_AND_NEW = (col(InboundMail.id).in_(bindparam("rows", expanding=True)),
                        col(InboundMail.status) == "new",
                        col(InboundMail.claimed_by) == bindparam("me"))
@@ -268,15 +275,19 @@ def give_back_attempt(engine: Engine, inbound_id: int) -> bool:
 def hold_claim(session: Session, inbound_id: int, now: datetime,
                lane: int | None = None) -> InboundMail | None:
     """Begin the handling transaction with a write: still ours, still new? The mail, read
-    by that same write (RETURNING: no read of its own), or None. A mail of a game's
+    by that same write (RETURNING: no read of its own), or None; on SQLite, whose
+    transaction began with the one write lock (BEGIN IMMEDIATE), by a read. A mail of a game's
     ``lane`` (PostgreSQL) takes that game's writer lock, beside other games'; others (no
     lane, NO_GAME) the one writer's lock, alone. The row is as read_held reads it."""
     if lane:
         game_writer(session, lane)
     else:
         one_writer(session)   # PostgreSQL: one referee transaction at a time, as on SQLite
-    found = session.connection().execute(_HOLD_CLAIM, {"row": inbound_id, "me": me(),
-                                                        "now": now}).mappings().one_or_none()
+    conn = session.connection()
+    # PostgreSQL: the write takes the row's lock; SQLite's transaction holds the database's
+    statement = _READ_CLAIMED if conn.dialect.name == "sqlite" else _HOLD_CLAIM
+    found = conn.execute(statement, {"row": inbound_id, "me": me(),
+                                     "now": now}).mappings().one_or_none()
     return InboundMail(**found) if found is not None else None
 
 
@@ -295,18 +306,19 @@ _READ_HELD = select(InboundMail.__table__).where(  # type: ignore[attr-defined]
     col(InboundMail.id) == bindparam("row"))
 # how a mail's handling ended, and (in the same statement: one round trip, not two) the
 # attempt of the mail that begins next counted, as count_attempt does (:next, 0: none)
-_FINISH = update(InboundMail).where(
+_FINISH = Hot(update(InboundMail).where(
     col(InboundMail.id).in_([bindparam("row"), bindparam("next")])).values(
     status=case((col(InboundMail.id) == bindparam("row"), bindparam("status")),
                 else_=col(InboundMail.status)),
     outcome=case((col(InboundMail.id) == bindparam("row"), bindparam("outcome")),
                  else_=col(InboundMail.outcome)),
-    processed_at=case((col(InboundMail.id) == bindparam("row"), bindparam("processed_at")),
+    processed_at=case((col(InboundMail.id) == bindparam("row"), bindparam(
+        "processed_at", type_=InboundMail.__table__.c.processed_at.type)),  # type: ignore[attr-defined]
                       else_=col(InboundMail.processed_at)),
     attempts=case((and_(col(InboundMail.id) == bindparam("next"),
                         col(InboundMail.status) == "new",
                         col(InboundMail.claimed_by) == bindparam("me")),
-                   col(InboundMail.attempts) + 1), else_=col(InboundMail.attempts)))
+                   col(InboundMail.attempts) + 1), else_=col(InboundMail.attempts))))
 
 
 def read_held(session: Session, inbound_id: int) -> InboundMail:
@@ -334,7 +346,10 @@ def finish_all(session: Session, rows: list[InboundMail], following: list[int]) 
                        "outcome": row.outcome if row else None,
                        "processed_at": row.processed_at if row else None,
                        "next": following[n] if n < len(following) else 0, "me": me()})
-    session.connection().execute(_FINISH, params if len(params) > 1 else params[0])
+    if len(params) > 1:
+        _FINISH.many(session.connection(), params)
+    else:
+        _FINISH(session.connection(), params[0])
 
 
 # --------------------------------------------------------------------------- lanes

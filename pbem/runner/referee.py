@@ -85,8 +85,9 @@ def claim(session: Work, hand_off: HandOff | None) -> list[Any]:
 
 
 def hand_over(claimed: list[Any], hand_off: HandOff | None) -> None:
-    """Give the mail claimed before a commit to the ``hand_off`` to send, now committed."""
-    if hand_off is not None and claimed:
+    """Give the mail claimed before a commit to the ``hand_off`` to send, now committed
+    (told even of none: the marks that rode in the commit are taken, pbem.outbox.Inline)."""
+    if hand_off is not None:
         hand_off.feed(claimed)
 
 

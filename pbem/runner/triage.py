@@ -101,7 +101,7 @@ def handle(session: Work, post: Post, row: InboundMail) -> str:
     try:
         if msg.from_addr != settings.referee.lower():
             sender_check.check_aligned(session, post, row, msg)
-        bounces.heard_from(session, msg.from_addr)   # the address works again
+        bounces.heard_from(session, msg)   # the address works again
         if row.truncated:
             raise refusal(_("your mail is larger than {size} bytes, so it was not read",
                             size=format(settings.max_mail_bytes, ",")),

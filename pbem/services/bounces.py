@@ -28,8 +28,9 @@ from sqlmodel import Session, col, select
 
 from pbem.games import audit
 from pbem.mail.bounces import Bounce, read_bounce
+from pbem.mail.read import InboundMessage
 from pbem.outbox import Undelivered
-from pbem.services.post import Post, tagged, tell_referee
+from pbem.services.post import BOUNCE_TO_CLEAR, Post, bounce_to_clear, tagged, tell_referee
 from pbem.services.post import undeliverable as tell_undeliverable
 from pbem.store.db import core_read
 from pbem.store.models import BounceState, Game, OutboundMail, Player
@@ -227,16 +228,22 @@ def _tell(session: Work, post: Post, state: BounceState, found: BouncedMail,
 
 
 _TO_CLEAR = select(BounceState.id).where(
-    col(BounceState.address) == bindparam("address"),
-    col(BounceState.failing) | (col(BounceState.soft_bounces) > 0) |
-    col(BounceState.report_pending))
+    col(BounceState.address) == bindparam("address"), BOUNCE_TO_CLEAR)
 
 
-def heard_from(session: Session, address: str) -> bool:
-    """Mail from ``address`` came in: it works, so its bounce state is cleared. True if
-    there was something to clear."""
+def heard_from(session: Work, msg: InboundMessage) -> bool:
+    """Mail came in from ``msg``'s sender: the address works, so its bounce state is
+    cleared. True if there was something to clear. Whether there is, is read with the
+    mail of ours it replies to (pbem.services.post.bounce_to_clear: one statement), or
+    looked up."""
+    address = msg.from_addr
+    if address is None:
+        return False
+    to_clear = bounce_to_clear(session, msg)
     # a Core look first: almost every address has nothing to clear (or no state at all)
-    if core_read(session, _TO_CLEAR, {"address": address.lower()}).first() is None:
+    if to_clear is None:
+        to_clear = core_read(session, _TO_CLEAR, {"address": address.lower()}).first() is not None
+    if not to_clear:
         return False
     state = state_of(session, address)   # the session's changes were flushed: it is there
     assert state is not None

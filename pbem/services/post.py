@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, update
+from sqlalchemy import bindparam, literal, update
+from sqlalchemy import select as select_columns  # sqlmodel's select takes at most 4
 from sqlmodel import Session, col, select
 
 from pbem.config import Settings
@@ -28,7 +29,8 @@ from pbem.mail.sent import sent_texts
 from pbem.outbox import BUDGET_NOTICE, Origin, Queued, Shortfall, enqueue
 from pbem.render.reports import Renderer, html_part, text_part
 from pbem.store.db import core_read
-from pbem.store.models import Game, InboundMail, OutboundMail, Player
+from pbem.store.driver import Hot
+from pbem.store.models import BounceState, Game, InboundMail, OutboundMail, Player
 from pbem.store.work import Work
 from pbem.text.i18n import answer_language
 from pbem.text.wording import Message, Said, _, _n
@@ -299,26 +301,53 @@ def replied_to(session: Session, msg: InboundMessage, *where: Any) -> OutboundMa
                         .order_by(col(OutboundMail.id).desc())).first()
 
 
-# the newest mail of ours a mail replies to (as replied_to finds it; a Core read built once)
-_REPLIED_MAIL = (select(*(getattr(OutboundMail, name) for name in (
-                     "id", "kind", "raw", "game_id", "seat", "turn")))
-                 .where(col(OutboundMail.message_id).in_(bindparam("refs", expanding=True)))
-                 .order_by(col(OutboundMail.id).desc()).limit(1))
+# an address whose bounce state a mail from it clears (pbem.services.bounces.heard_from):
+# failing, soft bounces counted, or a note for the next report pending
+BOUNCE_TO_CLEAR = (col(BounceState.failing) | (col(BounceState.soft_bounces) > 0) |
+                   col(BounceState.report_pending))
+_BOUNCE_TO_CLEAR = select(BounceState.id).where(
+    col(BounceState.address) == bindparam("address"), BOUNCE_TO_CLEAR).limit(1)
+# the newest mail of ours a mail replies to (as replied_to finds it; a Core read built
+# once), and in the same statement whether its sender's bounce state is to be cleared:
+# one row always (the mail's columns None when none is found)
+_ANCHOR = select_columns(literal(1).label("one")).subquery()
+_REPLIED_MAIL = Hot(select_columns(*(getattr(OutboundMail, name) for name in (
+                     "id", "kind", "raw", "game_id", "seat", "turn")),
+                        _BOUNCE_TO_CLEAR.scalar_subquery().label("bounce"))
+                 .select_from(_ANCHOR.outerjoin(OutboundMail, col(OutboundMail.message_id).in_(
+                     bindparam("refs", expanding=True))))
+                 .order_by(col(OutboundMail.id).desc()).limit(1), lists=["refs"])
 
 
 def replied_mail(session: Work, msg: InboundMessage) -> Any | None:
     """The newest mail of ours that ``msg`` replies to (In-Reply-To or References), as a
     row of its id, kind, raw, game_id, seat and turn; None if none. Read once a
     transaction (its memo, under "replied"): the cut of the quote (read_reply) and who
-    sends the mail (pbem.runner.sender_check.replied_seat) both ask."""
+    sends the mail (pbem.runner.sender_check.replied_seat) both ask. The same statement
+    reads whether the sender's bounce state is to be cleared (bounce_to_clear)."""
     refs = replied_ids(msg)
     if not refs:
         return None
-    key = ("replied", *refs)
+    address = (msg.from_addr or "").lower()
+    key = ("replied", address, *refs)
     memo = session.memo
     if key not in memo:
-        memo[key] = core_read(session, _REPLIED_MAIL, {"refs": refs}).first()
+        session.flush()   # what is pending first, as a read through the ORM would
+        row = _REPLIED_MAIL(session.connection(), {"refs": refs, "address": address}).one()
+        memo[("bounce", address)] = row.bounce is not None
+        memo[key] = row if row.id is not None else None
     return memo[key]
+
+
+def bounce_to_clear(session: Work, msg: InboundMessage) -> bool | None:
+    """Whether the bounce state of ``msg``'s sender is to be cleared, as read with the mail
+    it replies to (replied_mail); None when it replies to none (not read: the caller
+    looks itself). Taken once: a later ask reads again."""
+    if msg.from_addr is None or not replied_ids(msg):
+        return None
+    replied_mail(session, msg)
+    known = session.memo.pop(("bounce", msg.from_addr.lower()), None)
+    return None if known is None else bool(known)
 
 # what a confirmation says of the mail of ours that a reply quoted, by its kind
 _QUOTED_KIND = {"report": _("the quoted report below your text"),

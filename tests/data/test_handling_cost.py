@@ -277,3 +277,39 @@ def test_looking_up_a_sender_among_the_players_uses_an_index(tmp_path: Path) -> 
             "EXPLAIN QUERY PLAN SELECT player.id FROM player WHERE player.email = ?",
             ("p1@example.org",)))
     assert "ix_player_email" in plan, plan
+
+
+def test_a_reply_reads_its_senders_bounce_state_with_the_mail_it_answers(
+        tmp_path: Path) -> None:
+    """The mail of ours a reply answers and whether its sender's bounce state is to be
+    cleared are one statement (pbem.services.post.replied_mail): no look of its own at
+    bounce_state, and a failing address that replies is cleared all the same."""
+    from sqlmodel import select as orm_select
+
+    from pbem.store.models import BounceState, OutboundMail
+    from testkit.desk import deliver, outbox_rows
+    from testkit.desk import mail as desk_mail
+    server, _ = server_at(tmp_path)
+    started_game(server)
+    for address, failing in ((PLAYERS[0], True), (PLAYERS[1], False)):
+        with Session(server.engine) as session:
+            session.add(BounceState(address=address, failing=failing, hard_bounces=1))
+            session.commit()
+        report = [r for r in outbox_rows(server, address) if r.kind == "report"][-1]
+        statements: list[str] = []
+
+        def listener(conn, cursor, statement: str, *args,   # noqa: ANN001, ANN002
+                     seen: list[str] = statements) -> None:
+            seen.append(statement)
+        event.listen(server.engine, "before_cursor_execute", listener)
+        deliver(server, desk_mail(address, "HELP", in_reply_to=report.message_id))
+        event.remove(server.engine, "before_cursor_execute", listener)
+        looks = [s for s in statements if "bounce_state.soft_bounces >" in s]
+        assert len(looks) == 1 and "JOIN outbound_mail" in looks[0], looks
+        with Session(server.engine) as session:
+            state = session.exec(orm_select(BounceState).where(
+                BounceState.address == address)).one()
+            assert not state.failing
+            answered = session.exec(orm_select(OutboundMail).where(
+                OutboundMail.kind != "report")).all()
+            assert answered

@@ -59,12 +59,18 @@ def zygote() -> Iterator[Zygote]:
 
 
 def write_config(tmp_path: Path, stack, database: str, connections: int = 1,
-                 stream: bool = False) -> Path:
+                 stream: bool = False, eml: Path | None = None) -> Path:
     """One SMTP connection by default, and the tick's mail sent at its end (not while it
-    handles: send_while_handling off): the crash chain counts the mails one by one."""
-    return stack_config(tmp_path / "pbem.toml", stack, database, KEY,
-                        server={"send_while_handling": stream},
-                        smtp={"connections": connections})
+    handles: send_while_handling off): the crash chain counts the mails one by one. With
+    ``eml`` no [smtp]: the mail is written as .eml files into that folder."""
+    config = stack_config(tmp_path / "pbem.toml", stack, database, KEY,
+                          server={"send_while_handling": stream,
+                                  **({"outbox_dir": str(eml)} if eml else {})},
+                          smtp={"connections": connections})
+    if eml is not None:
+        config.write_text(config.read_text(encoding="utf-8").split("[smtp]")[0],
+                          encoding="utf-8")
+    return config
 
 
 class Scene:
@@ -72,11 +78,12 @@ class Scene:
     database of the ``database`` fixture (SQLite or PostgreSQL)."""
 
     def __init__(self, stack, tmp_path: Path, database: str, *, deadline: bool = False,
-                 connections: int = 1, stream: bool = False) -> None:
+                 connections: int = 1, stream: bool = False, eml: bool = False) -> None:
         self.stack = stack
         for user in ["bluff", "referee", *PLAYERS]:
             stack.clear(user)
-        self.config = write_config(tmp_path, stack, database, connections, stream)
+        self.eml = tmp_path / "outbox" if eml else None
+        self.config = write_config(tmp_path, stack, database, connections, stream, self.eml)
         self.server = Server(load_settings(self.config))
         setup = [f"NEWGAME g1 SEED 11{' DEADLINE 1' if deadline else ''}"]
         setup += [f"ADD g1 {stack.address(u)} Player-{u}" for u in PLAYERS] + ["START g1"]
@@ -88,7 +95,7 @@ class Scene:
     def send_orders(self, players: list[str]) -> None:
         rng = random.Random(3)
         for user in players:
-            (report,) = [parse_mail(r) for r in self.stack.fetch_all(user)]
+            (report,) = self.mail_of(user)
             lines = client_order_lines(report_view(report), rng)
             raw = reply_to(report, self.stack.address(user), ["Here goes:", *lines, "Cheers"])
             self.order_ids[user] = str(parse_mail(raw)["Message-ID"])
@@ -96,7 +103,10 @@ class Scene:
         self.stack.wait_for("bluff", len(players))
 
     def mail_of(self, user: str) -> list[EmailMessage]:
-        return [parse_mail(r) for r in self.stack.fetch_all(user)]
+        if self.eml is None:
+            return [parse_mail(r) for r in self.stack.fetch_all(user)]
+        mails = [parse_mail(f.read_bytes()) for f in sorted(self.eml.glob("*.eml"))]
+        return [m for m in mails if str(m["To"]) == self.stack.address(user)]
 
     def check(self, *, may_repeat: int = 0, robot_seats: int = 0) -> None:
         """Every order applied once, every mail sent, at most ``may_repeat`` copies twice."""
@@ -228,6 +238,26 @@ def test_a_crash_while_sending_during_handling_loses_nothing(
     assert zygote.tick(scene.config) == 0
     assert zygote.tick(scene.config) == 0
     scene.check(may_repeat=2 * crashed)
+
+
+def test_a_crash_with_the_eml_outbox_repeats_at_most_one_handled_mails_files(
+        mailstack, tmp_path: Path, database: str, zygote: Zygote) -> None:
+    """The .eml outbox marks a transaction's files sent with the next transaction's commit
+    (pbem.outbox.Inline): killed while the second order is handled, the first order's
+    answer is written and not marked; the restart writes it again (its Message-ID),
+    loses nothing, and repeats no other mail. On PostgreSQL the five orders are one
+    transaction (a game's group): killed at its third file, the three are written again."""
+    scene = Scene(mailstack, tmp_path, database, stream=True, eml=True)
+    scene.send_orders(PLAYERS)
+    written = 1 if database.startswith("sqlite") else 3
+    crash = "inbound-handled:2" if written == 1 else f"outbox-handed-off:{written}"
+    assert zygote.tick(scene.config, crash=crash) == -9
+    assert scene.eml is not None and len(list(scene.eml.glob("*.eml"))) == 5 + written
+    assert zygote.tick(scene.config) == 0
+    assert zygote.tick(scene.config) == 0
+    scene.check(may_repeat=written)
+    copies = Counter(str(m["Message-ID"]) for u in PLAYERS for m in scene.mail_of(u))
+    assert sorted(copies.values(), reverse=True)[:written + 1] == [2] * written + [1]
 
 
 @pytest.mark.parametrize("stream", [True, False], ids=["while-handling", "at-the-end"])

@@ -275,6 +275,35 @@ def test_the_eml_outbox_writes_each_mails_answer_as_it_is_handled(server: Server
     assert {(r.status, r.claimed_by) for r in rows} == {("sent", None)}
 
 
+def test_the_eml_outbox_marks_a_transactions_mail_with_the_next_commit(server: Server) -> None:
+    """The files written after a handling transaction's commit are marked sent by the next
+    transaction's claim, in the same statement, and the last ones by one commit at the
+    tick's end: no transaction of its own a mail (before: a BEGIN, an UPDATE and a COMMIT
+    for each file)."""
+    from sqlalchemy import event
+    started_game(server)
+    server.tick()   # the first reports
+    for email in PLAYERS[:4]:
+        key, _seat = key_and_seat(server, email)
+        assert server.referee.store_inbound(mail(email, f"GAME g1\nKEY {key}\nHELP\n"),
+                                            source="smtp")
+    statements: list[str] = []
+    commits: list[int] = []
+    event.listen(server.engine, "before_cursor_execute",
+                 lambda conn, cursor, statement, *args: statements.append(statement))
+    event.listen(server.engine, "commit", lambda conn: commits.append(1))
+    report = server.tick()
+    assert report.processed == 4 and report.sent == 4
+    outbox_writes = [s for s in statements if s.startswith("UPDATE outbound_mail")]
+    assert len(outbox_writes) == 4 + 1   # a claim (and marks) a mail, the last marks
+    # the page's claim, the four mails, the last marks, the lease and the fetch's own
+    assert len(commits) <= 1 + 4 + 1 + 3
+    with Session(server.engine) as session:
+        rows = session.exec(select(OutboundMail)).all()
+    assert {(r.status, r.claimed_by) for r in rows} == {("sent", None)}
+    assert all(r.attempts == 1 and r.sent_at is not None for r in rows)
+
+
 def test_an_eml_outbox_that_cannot_be_written_leaves_the_mail_for_the_next_tick(
         server: Server, tmp_path: Path) -> None:
     """A hand-off that fails while handling (the outbox folder is a file) loses nothing
