@@ -6,12 +6,12 @@ face or a star) and a star bid with p = 1/6. A super die counts twice.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from pbem.rules.challenge import count_matching
-from pbem.rules.dice import Die
+from pbem.rules.challenge import count_matching, matches
+from pbem.rules.dice import Die, Face
 from pbem.rules.dice_cup import Cup
 from pbem.rules.ladder import Bid, Ladder
 from pbem.rules.ruleset import RuleSet
@@ -53,6 +53,54 @@ def other_seats(cups: Sequence[tuple[int, Cup]], placed: Sequence[tuple[int, Bid
 
 
 @dataclass(frozen=True)
+class Answer:
+    """How a seat answered a bid in a round now revealed: called it or raised, and the
+    bid's plain odds as that seat saw them then (its own dice, the dice exposed so
+    far, every other die at 1/3 or 1/6): what tells a bid reader from an odds player."""
+
+    seat: int
+    called: bool
+    holds: float
+
+
+# a revealed round: its bids in order as (seat, bid, faces exposed), the challenger,
+# and every seat's dice at the reveal
+Placed = tuple[tuple[int, Bid, tuple[Face, ...]], ...]
+
+
+def answers(placed: Placed, challenger: int | None,
+            table: Mapping[int, Sequence[Die]]) -> tuple[Answer, ...]:
+    """Each answer to a bid in a revealed round whose hand the reveal shows: a
+    seat's answers after its last expose (before it, its hidden dice were others)."""
+    if not table:
+        return ()
+    return _answers(placed, challenger, tuple(sorted((s, tuple(d)) for s, d in table.items())))
+
+
+@lru_cache(maxsize=1024)
+def _answers(placed: Placed, challenger: int | None,
+             table: tuple[tuple[int, tuple[Die, ...]], ...]) -> tuple[Answer, ...]:
+    dice = dict(table)
+    last_expose = {seat: i for i, (seat, _, shown) in enumerate(placed) if shown}
+    faced = [(i, seat, False) for i, (seat, _, _) in enumerate(placed) if i > 0]
+    if challenger is not None and placed:
+        faced.append((len(placed), challenger, True))
+    out: list[Answer] = []
+    for i, seat, called in faced:
+        if seat not in dice or last_expose.get(seat, -1) >= i:
+            continue
+        bid = placed[i - 1][1]
+        shown = [f for s, _, faces in placed[:i] if s != seat for f in faces]
+        own = count_matching(dice[seat], bid)
+        seen = sum(1 for f in shown if matches(f, bid))
+        unknown = sum(len(d) for s, d in table if s != seat) - len(shown)
+        need = bid.quantity - own - seen
+        tail = count_distribution(max(0, unknown), 0, match_probability(bid))[max(0, need):]
+        out.append(Answer(seat, called, 1.0 if need <= 0 else min(1.0, sum(tail))))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
 class SeatView:
     """One seat's knowledge of one running round: what the robot and the odds use."""
 
@@ -66,6 +114,8 @@ class SeatView:
     rules: RuleSet
     others: tuple[OtherSeat, ...] = ()   # the other seats in the round, for beliefs
     next_seat: int | None = None         # the seat that answers this seat's bid
+    own_bids: tuple[Bid, ...] = ()       # this seat's bids since its last re-roll
+    answers: tuple[Answer, ...] = ()     # the other seats' answers in revealed rounds
 
     @property
     def known(self) -> tuple[Die, ...]:
