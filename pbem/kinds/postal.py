@@ -295,19 +295,22 @@ def client_seat_view(view: JSONMap, minigame: int, rules: RuleSet | None = None)
 
 
 def client_answers(view: JSONMap, me: int) -> tuple[Answer, ...]:
-    """The other players' answers in the ended mini-games of a report.json, whose
-    challenge shows every cup (what the strong robot reads a player's calling from)."""
+    """The other players' answers in every mini-game of a report.json, the cups of the
+    ended ones shown (what the strong robot reads a player's calling from)."""
     out: list[Answer] = []
     for mg in view["minigames"]:
-        challenge = mg.get("challenge")
-        if challenge is None:
-            continue
         placed = tuple((int(b["player"]), Bid(int(b["quantity"]), face_from_json(b["face"])),
                         tuple(face_from_json(f) for f in b.get("exposed", ())))
                        for b in mg["bids"])
-        table = {int(s): tuple(Die(face_from_json(f)) for f in faces)
-                 for s, faces in challenge["dice"].items()}
-        out += [a for a in answers(placed, int(challenge["player"]), table) if a.seat != me]
+        sizes = {int(s): int(mg["dice_per_player"]) for s in mg["exposed"]}
+        challenge = mg.get("challenge")
+        if challenge is None:
+            found = answers(placed, sizes)
+        else:
+            table = {int(s): tuple(Die(face_from_json(f)) for f in faces)
+                     for s, faces in challenge["dice"].items()}
+            found = answers(placed, sizes, int(challenge["player"]), table)
+        out += [a for a in found if a.seat != me]
     return tuple(out)
 
 

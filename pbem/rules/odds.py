@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from pbem.rules.challenge import count_matching, matches
 from pbem.rules.dice import Die, Face
@@ -52,51 +53,66 @@ def other_seats(cups: Sequence[tuple[int, Cup]], placed: Sequence[tuple[int, Bid
                  for s, c in cups if s != seat)
 
 
-@dataclass(frozen=True)
-class Answer:
-    """How a seat answered a bid in a round now revealed: called it or raised, and the
-    bid's plain odds as that seat saw them then (its own dice, the dice exposed so
-    far, every other die at 1/3 or 1/6): what tells a bid reader from an odds player."""
+class Answer(NamedTuple):
+    """How a seat answered a bid: called it or raised, and the bid's plain odds as
+    that seat saw them then (its own dice, the dice exposed so far, every other die
+    at 1/3 or 1/6), each with its chance: one pair when a reveal showed its hand, one
+    a possible hand otherwise. What tells a bid reader from an odds player. A
+    tuple of plain values, so the garbage collector stops tracking the cached ones
+    (thousands of tracked objects made its full passes cost a move 60 ms)."""
 
     seat: int
     called: bool
-    holds: float
+    odds: tuple[tuple[float, float], ...]   # (chance, plain odds that the bid holds)
 
 
-# a revealed round: its bids in order as (seat, bid, faces exposed), the challenger,
-# and every seat's dice at the reveal
+# a round's bids in order as (seat, bid, faces exposed)
 Placed = tuple[tuple[int, Bid, tuple[Face, ...]], ...]
 
 
-def answers(placed: Placed, challenger: int | None,
-            table: Mapping[int, Sequence[Die]]) -> tuple[Answer, ...]:
-    """Each answer to a bid in a revealed round whose hand the reveal shows: a
-    seat's answers after its last expose (before it, its hidden dice were others)."""
-    if not table:
-        return ()
-    return _answers(placed, challenger, tuple(sorted((s, tuple(d)) for s, d in table.items())))
+def answers(placed: Placed, sizes: Mapping[int, int], challenger: int | None = None,
+            table: Mapping[int, Sequence[Die]] | None = None) -> tuple[Answer, ...]:
+    """Each answer to a bid in a round whose seats hold sizes dice (seat -> dice): the
+    raises, and the call that ended it if challenger. table, every seat's dice at
+    the reveal, shows the hand of a seat's answers after its last expose."""
+    shown = tuple(sorted((s, tuple(d)) for s, d in (table or {}).items()))
+    return _answers(placed, tuple(sorted(sizes.items())), challenger, shown)
 
 
 @lru_cache(maxsize=1024)
-def _answers(placed: Placed, challenger: int | None,
+def _answers(placed: Placed, sizes: tuple[tuple[int, int], ...], challenger: int | None,
              table: tuple[tuple[int, tuple[Die, ...]], ...]) -> tuple[Answer, ...]:
     dice = dict(table)
-    last_expose = {seat: i for i, (seat, _, shown) in enumerate(placed) if shown}
+    total = sum(n for _, n in sizes)
+    size = dict(sizes)
+    last_expose = {seat: i for i, (seat, _, faces) in enumerate(placed) if faces}
     faced = [(i, seat, False) for i, (seat, _, _) in enumerate(placed) if i > 0]
     if challenger is not None and placed:
         faced.append((len(placed), challenger, True))
     out: list[Answer] = []
     for i, seat, called in faced:
-        if seat not in dice or last_expose.get(seat, -1) >= i:
+        if seat not in size:
             continue
         bid = placed[i - 1][1]
-        shown = [f for s, _, faces in placed[:i] if s != seat for f in faces]
-        own = count_matching(dice[seat], bid)
-        seen = sum(1 for f in shown if matches(f, bid))
-        unknown = sum(len(d) for s, d in table if s != seat) - len(shown)
-        need = bid.quantity - own - seen
-        tail = count_distribution(max(0, unknown), 0, match_probability(bid))[max(0, need):]
-        out.append(Answer(seat, called, 1.0 if need <= 0 else min(1.0, sum(tail))))
+        p = match_probability(bid)
+        mine = [f for s, _, faces in placed[:i] if s == seat for f in faces]
+        theirs = [f for s, _, faces in placed[:i] if s != seat for f in faces]
+        seen = sum(1 for f in theirs if matches(f, bid))
+        unknown = count_distribution(max(0, total - size[seat] - len(theirs)), 0, p)
+
+        def holds(own: int, dist: tuple[float, ...] = unknown, q: int = bid.quantity,
+                  seen: int = seen) -> float:
+            need = q - own - seen
+            return 1.0 if need <= 0 else min(1.0, sum(dist[need:]))
+
+        if seat in dice and last_expose.get(seat, -1) < i:   # its hand then is shown
+            pairs: tuple[tuple[float, float], ...] = (
+                (1.0, holds(count_matching(dice[seat], bid))),)
+        else:   # its hidden dice then at plain odds
+            known = sum(1 for f in mine if matches(f, bid))
+            spread = count_distribution(max(0, size[seat] - len(mine)), 0, p)
+            pairs = tuple((pr, holds(known + m)) for m, pr in enumerate(spread) if pr > 1e-9)
+        out.append(Answer(seat, called, pairs))
     return tuple(out)
 
 
@@ -115,7 +131,7 @@ class SeatView:
     others: tuple[OtherSeat, ...] = ()   # the other seats in the round, for beliefs
     next_seat: int | None = None         # the seat that answers this seat's bid
     own_bids: tuple[Bid, ...] = ()       # this seat's bids since its last re-roll
-    answers: tuple[Answer, ...] = ()     # the other seats' answers in revealed rounds
+    answers: tuple[Answer, ...] = ()     # the other seats' answers in this game
 
     @property
     def known(self) -> tuple[Die, ...]:

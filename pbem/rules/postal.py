@@ -196,11 +196,17 @@ class PostalState:
             answers=self.answers(seat))
 
     def answers(self, seat: int) -> tuple[Answer, ...]:
-        """The other seats' answers to bids in the ended mini-games (their cups shown)."""
-        return tuple(a for m in self.minigames if m.challenge is not None
-                     for a in answers(tuple((b.seat, b.bid, b.exposed) for b in m.bids),
-                                      m.challenge.seat, m.challenge.table)
-                     if a.seat != seat)
+        """The other seats' answers to bids in every mini-game (the cups of the ended
+        ones shown)."""
+        out: list[Answer] = []
+        for m in self.minigames:
+            placed = tuple((b.seat, b.bid, b.exposed) for b in m.bids)
+            sizes = {s: len(m.cup(s).dice) for s in SEATS}
+            c = m.challenge
+            found = (answers(placed, sizes) if c is None else
+                     answers(placed, sizes, c.seat, c.table))
+            out += [a for a in found if a.seat != seat]
+        return tuple(out)
 
     def standings(self) -> tuple[Standing, ...]:
         return rank(dict(zip(SEATS, self.virtual_dice)))

@@ -26,6 +26,8 @@ READER_WIDTH = 0.05
 READER_TOP = 0.6      # a reader calls at most this often, however unlikely the bid
 FLOOR = 0.02          # no answer is ever impossible under either model
 PRIOR_READER = 0.5    # the reader model's weight before any answer is seen
+TABLE_SHARE = 0.5     # the other seats' answers count at this share for a seat
+TABLE_CAP = 2.0       # ... and at most this much log-likelihood ratio (odds of 7 to 1)
 
 
 def _logistic(x: float) -> float:
@@ -47,24 +49,33 @@ def _likelihood(call: float, called: bool) -> float:
     return min(1.0 - FLOOR, max(FLOOR, chance))
 
 
+Odds = tuple[tuple[float, float], ...]   # (chance, plain odds): pbem.rules.odds.Answer
+
+
 @lru_cache(maxsize=4096)
-def reader_weight(answers: tuple[tuple[bool, float], ...]) -> float:
-    """P(the seat is a bid reader | its answers as (called, plain odds))."""
-    log_ratio = math.log(PRIOR_READER / (1.0 - PRIOR_READER))
-    for called, holds in answers:
-        log_ratio += (math.log(_likelihood(reader_call(holds), called))
-                      - math.log(_likelihood(odds_call(holds), called)))
-    return _logistic(log_ratio)
+def _log_ratio(called: bool, odds: Odds) -> float:
+    """log P(the answer | reader) - log P(the answer | odds player)."""
+    reader = sum(chance * reader_call(holds) for chance, holds in odds)
+    plain = sum(chance * odds_call(holds) for chance, holds in odds)
+    return math.log(_likelihood(reader, called)) - math.log(_likelihood(plain, called))
 
 
-def reader_weights(answers: Sequence[Answer]) -> dict[int, float]:
-    """For each seat that answered, the weight of the reader model for it."""
-    by_seat: dict[int, list[tuple[bool, float]]] = {}
-    for answer in answers:
-        by_seat.setdefault(answer.seat, []).append((answer.called, round(answer.holds, 3)))
-    return {seat: reader_weight(tuple(rows)) for seat, rows in by_seat.items()}
+def _evidence(answers: Sequence[tuple[bool, Odds]]) -> float:
+    return sum(_log_ratio(called, odds) for called, odds in answers)
+
+
+def reader_weight(answers: Sequence[tuple[bool, Odds]], table: float = 0.0) -> float:
+    """P(the seat is a bid reader | its answers as (called, odds)), with table the
+    log-likelihood ratio the other seats' answers add."""
+    return _logistic(math.log(PRIOR_READER / (1.0 - PRIOR_READER)) + _evidence(answers)
+                     + table)
 
 
 def seat_reader_weight(answers: Sequence[Answer], seat: int) -> float:
-    """The weight of the reader model for seat (PRIOR_READER if it never answered)."""
-    return reader_weights(answers).get(seat, PRIOR_READER)
+    """The weight of the reader model for seat: its own answers, and the other seats'
+    at TABLE_SHARE, up to TABLE_CAP (players at one table tend to play alike; a
+    seat's own answers soon outweigh theirs)."""
+    own = [(a.called, a.odds) for a in answers if a.seat == seat]
+    rest = [(a.called, a.odds) for a in answers if a.seat != seat]
+    table = TABLE_SHARE * _evidence(rest)
+    return reader_weight(own, max(-TABLE_CAP, min(TABLE_CAP, table)))
