@@ -79,7 +79,7 @@ def answers(placed: Placed, sizes: Mapping[int, int], challenger: int | None = N
     return _answers(placed, tuple(sorted(sizes.items())), challenger, shown)
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=256)
 def _answers(placed: Placed, sizes: tuple[tuple[int, int], ...], challenger: int | None,
              table: tuple[tuple[int, tuple[Die, ...]], ...]) -> tuple[Answer, ...]:
     dice = dict(table)

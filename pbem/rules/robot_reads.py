@@ -52,7 +52,7 @@ def _likelihood(call: float, called: bool) -> float:
 Odds = tuple[tuple[float, float], ...]   # (chance, plain odds): pbem.rules.odds.Answer
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=1024)
 def _log_ratio(called: bool, odds: Odds) -> float:
     """log P(the answer | reader) - log P(the answer | odds player)."""
     reader = sum(chance * reader_call(holds) for chance, holds in odds)
