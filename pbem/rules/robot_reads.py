@@ -8,7 +8,9 @@ bidder's hand and calls only what its plain odds put below about a tenth. The
 two call curves below were fitted by eye to 9,800 answers of odds and reader
 players (150 postal games each, seeds from 200000): plain odds 0.2-0.3, odds
 players called 92 in 100 and readers 5; at 0.4-0.5, 57 and none. The weight of
-the reader model is its posterior against the odds model, from even odds.
+the reader model is its posterior against the odds model, from even odds: a
+seat's own answers (a raise in a running round weighed over the hands the seat
+could hold) and the other seats' at a share, capped.
 """
 
 from __future__ import annotations

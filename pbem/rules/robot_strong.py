@@ -13,9 +13,12 @@ ahead counts half (a die the field loses helps only against the seat that
 loses it) and a die lost past the first counts half (the first one already
 costs first place). A challenge is worth its expected outcome. A raise is worth the
 chance that the next player, seeing their own hand and reading the other
-players' bids, calls it, times the outcome when they do
-(given their hand); not called, the risk passes on (worth 0). Near-equal moves are mixed by the random stream, so the robot is
-deterministic for a given stream, and it exposes only sometimes.
+players' bids, calls it, times the outcome when they do (given their hand);
+not called, the risk passes on (worth 0). How they call is read from their
+answers earlier in the game (pbem.rules.robot_reads): an odds player by the
+plain odds of the robot's hand, a bid reader by its bids too and more rarely.
+Near-equal moves are mixed by the random stream, so the robot is
+deterministic for a given stream and view, and it exposes only sometimes.
 """
 
 from __future__ import annotations
