@@ -59,7 +59,7 @@ from pbem.rules.dice import DiceStream, Die, Face, face_from_json, face_json, fa
 from pbem.rules.dice_cup import Cup
 from pbem.rules.errors import IllegalMove, RulesError
 from pbem.rules.ladder import Bid
-from pbem.rules.odds import OtherSeat, SeatView, bid_odds, bids_since_reroll
+from pbem.rules.odds import Answer, OtherSeat, SeatView, answers, bid_odds, bids_since_reroll
 from pbem.rules.postal import make_ladder
 from pbem.rules.robot import DEFAULT_LEVEL, choose_move
 from pbem.rules.ruleset import ExactRule, RuleSet
@@ -522,7 +522,27 @@ def client_seat_view(view: JSONMap) -> SeatView:
     later = [s for s in seated if s > me] + [s for s in seated if s < me]
     return SeatView(me, own, exposed, unknown_plain, unknown_super, bid,
                     make_ladder(view["dice_in_play"], rules.star_bids, rules.board_cap), rules,
-                    tuple(seen), later[0] if later else None)
+                    tuple(seen), later[0] if later else None, bids_since_reroll(placed, me),
+                    client_answers(view, me))
+
+
+def _placed(bids: Sequence[JSONMap]) -> tuple[tuple[int, Bid, tuple[Face, ...]], ...]:
+    return tuple((int(b["player"]), Bid(int(b["quantity"]), face_from_json(b["face"])),
+                  tuple(face_from_json(f) for f in b["exposed"])) for b in bids)
+
+
+def client_answers(view: JSONMap, me: int) -> tuple[Answer, ...]:
+    """The other players' answers in the last finished round of a report.json (its
+    cups shown) and in this one, as the referee's own view has them."""
+    found: tuple[Answer, ...] = ()
+    end = view.get("last_round")
+    if end is not None:
+        table = {int(c["seat"]): _view_dice(c["dice"], c["super"]) for c in end["cups"]}
+        found = answers(_placed(end["bids"]), {s: len(d) for s, d in table.items()},
+                        int(end["challenger"]), table)
+    found += answers(_placed(view["bids"]),
+                     {int(p["seat"]): int(p["dice"]) for p in view["players"] if p["in"]})
+    return tuple(a for a in found if a.seat != me)
 
 
 def client_order_lines(view: JSONMap, rng: random.Random,

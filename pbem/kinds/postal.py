@@ -26,7 +26,7 @@ from pbem.rules.dice import DiceStream, Die, face_from_json, face_symbol
 from pbem.rules.dice_cup import Cup
 from pbem.rules.errors import RulesError
 from pbem.rules.ladder import Bid, Ladder
-from pbem.rules.odds import OtherSeat, SeatView, bid_odds, bids_since_reroll
+from pbem.rules.odds import Answer, OtherSeat, SeatView, answers, bid_odds, bids_since_reroll
 from pbem.rules.postal import (
     PLAYERS,
     BidPlaced,
@@ -290,7 +290,28 @@ def client_seat_view(view: JSONMap, minigame: int, rules: RuleSet | None = None)
     seen = tuple(OtherSeat(int(s), per_player - len(mg["exposed"][s]), 0,
                            bids_since_reroll(placed, int(s))) for s in others)
     return SeatView(int(me), own, exposed, unknown, 0, bid, ladder, rules, seen,
-                    int(me) % len(mg["exposed"]) + 1)
+                    int(me) % len(mg["exposed"]) + 1, bids_since_reroll(placed, int(me)),
+                    client_answers(view, int(me)))
+
+
+def client_answers(view: JSONMap, me: int) -> tuple[Answer, ...]:
+    """The other players' answers in every mini-game of a report.json, the cups of the
+    ended ones shown (what the strong robot reads a player's calling from)."""
+    out: list[Answer] = []
+    for mg in view["minigames"]:
+        placed = tuple((int(b["player"]), Bid(int(b["quantity"]), face_from_json(b["face"])),
+                        tuple(face_from_json(f) for f in b.get("exposed", ())))
+                       for b in mg["bids"])
+        sizes = {int(s): int(mg["dice_per_player"]) for s in mg["exposed"]}
+        challenge = mg.get("challenge")
+        if challenge is None:
+            found = answers(placed, sizes)
+        else:
+            table = {int(s): tuple(Die(face_from_json(f)) for f in faces)
+                     for s, faces in challenge["dice"].items()}
+            found = answers(placed, sizes, int(challenge["player"]), table)
+        out += [a for a in found if a.seat != me]
+    return tuple(out)
 
 
 def choose_order(view: JSONMap, rng: random.Random, level: str = "normal") -> Move | None:

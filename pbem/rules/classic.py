@@ -39,7 +39,7 @@ from pbem.rules.dice import DiceStream, Die, Face
 from pbem.rules.dice_cup import Cup
 from pbem.rules.errors import IllegalMove
 from pbem.rules.ladder import Bid, Ladder
-from pbem.rules.odds import SeatView, other_seats
+from pbem.rules.odds import Answer, SeatView, answers, bids_since_reroll, other_seats
 from pbem.rules.postal import make_ladder
 from pbem.rules.ruleset import RuleSet
 from pbem.text.wording import Message, _
@@ -264,15 +264,29 @@ class ClassicState:
         """What seat knows of this round, for the odds and the robot."""
         others = [self.cup(s) for s in self.seats if s != seat]
         hidden = [d for c in others for d in c.hidden]
+        placed = [(b.seat, b.bid, bool(b.exposed)) for b in self.bids]
         return SeatView(
             seat=seat, own=self.cup(seat),
             others_exposed=tuple(d for c in others for d in c.exposed),
             unknown_plain=sum(1 for d in hidden if not d.super),
             unknown_super=sum(1 for d in hidden if d.super),
             current=self.current_bid, ladder=self.ladder, rules=self.rules,
-            others=other_seats([(s, self.cup(s)) for s in self.seats_in],
-                               [(b.seat, b.bid, bool(b.exposed)) for b in self.bids], seat),
-            next_seat=self.next_in(seat))
+            others=other_seats([(s, self.cup(s)) for s in self.seats_in], placed, seat),
+            next_seat=self.next_in(seat), own_bids=bids_since_reroll(placed, seat),
+            answers=self.answers(seat))
+
+    def answers(self, seat: int) -> tuple[Answer, ...]:
+        """The other seats' answers to bids in the last finished round (its cups
+        shown) and in this one: what a report.json shows of them too."""
+        found: tuple[Answer, ...] = ()
+        end = self.last_round
+        if end is not None:
+            found = answers(tuple((b.seat, b.bid, b.exposed) for b in end.bids),
+                            {s: len(d) for s, d in end.table.items()}, end.challenger,
+                            end.table)
+        found += answers(tuple((b.seat, b.bid, b.exposed) for b in self.bids),
+                         {s: len(self.cup(s).dice) for s in self.seats_in})
+        return tuple(a for a in found if a.seat != seat)
 
     def standings(self) -> tuple[Standing, ...]:
         """Best first: still in by dice left, then out by the round they went out in."""

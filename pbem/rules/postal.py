@@ -17,7 +17,7 @@ from pbem.rules.dice import DiceStream, Die, Face, hand_label, reroll_label
 from pbem.rules.dice_cup import Cup
 from pbem.rules.errors import IllegalMove
 from pbem.rules.ladder import Bid, Ladder
-from pbem.rules.odds import SeatView, other_seats
+from pbem.rules.odds import Answer, SeatView, answers, bids_since_reroll, other_seats
 from pbem.rules.ruleset import POSTAL_RULES, RuleSet
 from pbem.text.wording import _
 
@@ -184,15 +184,29 @@ class PostalState:
         game = self.minigame(number)
         others = [c for s, c in enumerate(game.cups, start=1) if s != seat]
         hidden = [d for c in others for d in c.hidden]
+        placed = [(b.seat, b.bid, bool(b.exposed)) for b in game.bids]
         return SeatView(
             seat=seat, own=game.cup(seat),
             others_exposed=tuple(d for c in others for d in c.exposed),
             unknown_plain=sum(1 for d in hidden if not d.super),
             unknown_super=sum(1 for d in hidden if d.super),
             current=game.current_bid, ladder=self.ladder(number), rules=self.rules,
-            others=other_seats(list(enumerate(game.cups, start=1)),
-                               [(b.seat, b.bid, bool(b.exposed)) for b in game.bids], seat),
-            next_seat=seat % PLAYERS + 1)
+            others=other_seats(list(enumerate(game.cups, start=1)), placed, seat),
+            next_seat=seat % PLAYERS + 1, own_bids=bids_since_reroll(placed, seat),
+            answers=self.answers(seat))
+
+    def answers(self, seat: int) -> tuple[Answer, ...]:
+        """The other seats' answers to bids in every mini-game (the cups of the ended
+        ones shown)."""
+        out: list[Answer] = []
+        for m in self.minigames:
+            placed = tuple((b.seat, b.bid, b.exposed) for b in m.bids)
+            sizes = {s: len(m.cup(s).dice) for s in SEATS}
+            c = m.challenge
+            found = (answers(placed, sizes) if c is None else
+                     answers(placed, sizes, c.seat, c.table))
+            out += [a for a in found if a.seat != seat]
+        return tuple(out)
 
     def standings(self) -> tuple[Standing, ...]:
         return rank(dict(zip(SEATS, self.virtual_dice)))

@@ -13,16 +13,19 @@ ahead counts half (a die the field loses helps only against the seat that
 loses it) and a die lost past the first counts half (the first one already
 costs first place). A challenge is worth its expected outcome. A raise is worth the
 chance that the next player, seeing their own hand and reading the other
-players' bids, calls it, times the outcome when they do
-(given their hand); not called, the risk passes on (worth 0). Near-equal moves are mixed by the random stream, so the robot is
-deterministic for a given stream, and it exposes only sometimes.
+players' bids, calls it, times the outcome when they do (given their hand);
+not called, the risk passes on (worth 0). How they call is read from their
+answers earlier in the game (pbem.rules.robot_reads): an odds player by the
+plain odds of the robot's hand, a bid reader by its bids too and more rarely.
+Near-equal moves are mixed by the random stream, so the robot is
+deterministic for a given stream and view, and it exposes only sometimes.
 """
 
 from __future__ import annotations
 
 import random
 
-from pbem.rules import beliefs
+from pbem.rules import beliefs, robot_reads
 from pbem.rules.bid_moves import CHALLENGE, BidMove, Move
 from pbem.rules.challenge import count_matching, matches
 from pbem.rules.dice import Face
@@ -33,6 +36,8 @@ from pbem.rules.ruleset import ExactRule
 SEARCH_WIDTH = 40     # raises above the standing bid worth weighing
 CALL_BELOW = 0.4      # the next player calls a bid they think holds less often than this
 CALL_SOFTNESS = 0.3   # ... blurred over this width of their odds
+READER_CALL_BELOW = 0.25  # ... a bid reader, less often than this
+READER_READS = 0.5    # a bid reader reads the robot's bids at this share (the rest plain odds)
 MIX = 0.04            # moves within this value of the best are mixed
 EXPOSE_RATE = 0.3     # how often a worthwhile expose is made
 # First place, not the mean: a die the field loses helps only against the seat that
@@ -96,7 +101,10 @@ class Table:
         self.next: OtherSeat | None = nxt[0] if nxt else None
         self.rest = tuple(o for o in view.others if o is not self.next)
         self._cache: dict[Face, tuple[int, Dist, Dist]] = {}
-        self._tails: dict[Face, tuple[int, Dist]] = {}
+        self._tails: dict[Face, tuple[int, Dist, Dist]] = {}
+        # how much the next player is a bid reader, from their answers earlier in the game
+        self.reader = (robot_reads.seat_reader_weight(view.answers, self.next.seat)
+                       if self.next is not None else 0.0)
 
     def counts(self, face: Face) -> tuple[int, Dist, Dist]:
         """(known matching, next seat's hidden dist, the other seats' hidden dist)."""
@@ -127,9 +135,9 @@ class Table:
                 total += pr * outcome_value(known + c, bid.quantity, False, rule, self.players)
         return total
 
-    def next_sees(self, face: Face) -> tuple[int, Dist]:
-        """What the next player sees of a face: the exposed matches, and
-        P(count >= c) over the dice hidden from them, as they read the bids."""
+    def next_sees(self, face: Face) -> tuple[int, Dist, Dist]:
+        """What the next player sees of a face: the exposed matches, and P(count >= c)
+        over the dice hidden from them as an odds player and as a bid reader sees it."""
         if face not in self._tails:
             view = self.view
             bid = Bid(1, face)
@@ -137,30 +145,40 @@ class Table:
             hidden = list(view.own.hidden)
             own_plain = sum(1 for d in hidden if not d.super)
             own_super = sum(1 for d in hidden if d.super)
-            # the next player reads the others' bids; the robot's hand is plain odds to
-            # them (taking them to read its new bid too made it bluff too boldly: in
-            # classic Bluff against the odds players 35% of first places, not 42%)
+            # the others' bids are read in both; the robot's hand is plain odds to an
+            # odds player (taking them to read its new bid too made it bluff too boldly:
+            # in classic Bluff against the odds players 35% of first places, not 42%)
             stars = view.rules.star_bids
-            dist = count_distribution(own_plain, own_super, match_probability(bid))
+            rest: Dist = (1.0,)
             for other in self.rest:
-                dist = convolve(dist, seat_distribution(other, face, stars))
-            tail = [0.0] * (len(dist) + 1)
-            for c in range(len(dist) - 1, -1, -1):
-                tail[c] = tail[c + 1] + dist[c]
-            self._tails[face] = (exposed, tuple(tail))
+                rest = convolve(rest, seat_distribution(other, face, stars))
+            plain = count_distribution(own_plain, own_super, match_probability(bid))
+            tails = [_tail(convolve(plain, rest))]
+            if self.reader > 0.0:   # a reader reads the robot's bids, the new one too
+                read = beliefs.face_counts(own_plain, own_super, (*view.own_bids, bid), face,
+                                           beliefs.BLUFF, stars)
+                mixed = tuple(READER_READS * r + (1 - READER_READS) * p
+                              for r, p in zip(read, plain))
+                tails.append(_tail(convolve(mixed, rest)))
+            else:
+                tails.append(tails[0])
+            self._tails[face] = (exposed, tails[0], tails[1])
         return self._tails[face]
 
     def call_chance(self, bid: Bid, next_matching: int) -> float:
         """How likely the next player calls bid when holding next_matching of it:
-        their odds from their own hidden dice, the exposed ones and the bids."""
+        their odds from their own hidden dice, the exposed ones and the bids, and
+        the call model of the kind of player their answers so far show."""
         if self.next is None:
             return 1.0
-        exposed, tail = self.next_sees(bid.face)
+        exposed, tail, read_tail = self.next_sees(bid.face)
         need = bid.quantity - exposed - next_matching
         if need <= 0:
             return 0.0
-        holds = tail[need] if need < len(tail) else 0.0
-        return min(1.0, max(0.0, 0.5 + (CALL_BELOW - holds) / (2 * CALL_SOFTNESS)))
+        chance = (1 - self.reader) * _call(tail, need, CALL_BELOW)
+        if self.reader > 0.0:
+            chance += self.reader * _call(read_tail, need, READER_CALL_BELOW)
+        return chance
 
     def raise_value(self, bid: Bid) -> float:
         known, nxt, rest = self.counts(bid.face)
@@ -179,6 +197,21 @@ class Table:
                                                   self.players)
             total += px * called * outcome
         return total
+
+
+def _tail(dist: Dist) -> Dist:
+    """P(count >= c), c = 0..len(dist)."""
+    tail = [0.0] * (len(dist) + 1)
+    for c in range(len(dist) - 1, -1, -1):
+        tail[c] = tail[c + 1] + dist[c]
+    return tuple(tail)
+
+
+def _call(tail: Dist, need: int, below: float) -> float:
+    """P(a call) of a player whose odds of need more dice are tail[need]: a soft
+    threshold at below, over CALL_SOFTNESS of odds."""
+    holds = tail[need] if need < len(tail) else 0.0
+    return min(1.0, max(0.0, 0.5 + (below - holds) / (2 * CALL_SOFTNESS)))
 
 
 def expose_for(view: SeatView, bid: Bid, rng: random.Random) -> tuple[Face, ...]:
