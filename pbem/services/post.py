@@ -29,6 +29,7 @@ from pbem.outbox import BUDGET_NOTICE, Origin, Queued, Shortfall, enqueue
 from pbem.render.reports import Renderer, html_part, text_part
 from pbem.store.db import core_read
 from pbem.store.models import Game, InboundMail, OutboundMail, Player
+from pbem.store.rows import GameView, PlayerView
 from pbem.store.work import Work
 from pbem.text.i18n import answer_language
 from pbem.text.wording import Message, Said, _, _n
@@ -72,15 +73,15 @@ class Post:
         """A subject line in its reader's language (and zone)."""
         return str(self.renderer.say(subject, language, zone))
 
-    def language_of(self, session: Session, address: str, game: Game | None = None, *,
-                    player: Player | None = None, written: str | None = None,
+    def language_of(self, session: Session, address: str, game: GameView | None = None, *,
+                    player: PlayerView | None = None, written: str | None = None,
                     options: GameOptions | None = None) -> str:
         """The language mail to ``address`` is written in (reader_of)."""
         return self.reader_of(session, address, game, player=player, written=written,
                               options=options)[0]
 
-    def reader_of(self, session: Session, address: str, game: Game | None = None, *,
-                  player: Player | None = None, written: str | None = None,
+    def reader_of(self, session: Session, address: str, game: GameView | None = None, *,
+                  player: PlayerView | None = None, written: str | None = None,
                   options: GameOptions | None = None) -> tuple[str, str | None]:
         """How mail to ``address`` is written: (language, time zone). Every mail's
         language is decided here, by pbem.text.i18n.answer_language: the referee's own; about
@@ -196,7 +197,7 @@ def answer_parts(session: Work, post: Post, mail: Incoming, parts: Sequence[Answ
 
 def notice(session: Work, post: Post, to: str, subject: Said, paragraphs: Sequence[Said],
            now: datetime, *, language: str | None = None, zone: str | None = None,
-           game: Game | None = None, seat: int | None = None, turn: int | None = None,
+           game: GameView | None = None, seat: int | None = None, turn: int | None = None,
            kind: str = "notice") -> Queued:
     """One notice mail (the "notice" template) to one address, in ``language`` and
     ``zone`` (language None: the address's own, Post.reader_of)."""
@@ -211,9 +212,9 @@ def notice(session: Work, post: Post, to: str, subject: Said, paragraphs: Sequen
                    seat=seat, turn=turn, shipped_html=post.renderer.shipped_only)
 
 
-def announce(session: Work, post: Post, game: Game, subject: Said,
+def announce(session: Work, post: Post, game: GameView, subject: Said,
              paragraphs: Sequence[Said], now: datetime, *, action: str, actor: str = "server",
-             players: list[Player] | None = None) -> int:
+             players: Sequence[PlayerView] | None = None) -> int:
     """A notice to each of the game's active players (or to `players`), and an audit entry.
 
     The notice carries the game, seat and turn, so a reply to it is read like
@@ -279,7 +280,7 @@ _READ_IN_TURN = update(OutboundMail).where(
 ).values(turn=bindparam("now"))
 
 
-def read_in_turn(session: Session, game: Game, was: int) -> None:
+def read_in_turn(session: Session, game: GameView, was: int) -> None:
     """Turn ``was`` of ``game`` is over and the game is at the next: our mails of turn
     ``was`` that have not left yet (the table talk of the mail that ended it, a reminder
     held up) are read in the turn now, and carry it, as every mail queued from now on
