@@ -21,6 +21,8 @@ from itertools import groupby
 from typing import Any, Generic, NamedTuple, TypeVar, cast, overload
 
 from sqlalchemy import bindparam, insert, or_, update
+from sqlalchemy import select as sa_select
+from sqlalchemy.orm import aliased
 from sqlmodel import Session, col, delete, select
 
 from pbem.kinds import DEFAULT_KIND, GameKind, kind_named, kind_of
@@ -68,12 +70,12 @@ def id_of(game: GameView) -> int:
 # --- a transaction's memo, and the states of games --------------------------------------
 #
 # Within one unit of work (pbem.store.work.Work) the players and the pending orders of a game are
-# read once: what reads or writes them takes the Work. What keeps the memo right is said in
-# pbem.store.work: record_order and drop_orders set the orders they wrote, a function that
-# adds or deletes a Player or PendingOrder forgets its kind (add_player, remove_entrant
-# here), the transaction's end forgets all. What is
-# derived from the players (active, seated) is filtered in Python from the same objects,
-# so a change not flushed yet is seen.
+# read once, as rows: what reads or writes them takes the Work. What keeps the memo right is
+# said in pbem.store.work: record_order and drop_orders set the orders they wrote,
+# update_players the players it wrote, a function that adds or deletes a Player or
+# PendingOrder forgets its kind (add_player, remove_entrant here), the transaction's end
+# forgets all. What is derived from the players (active, seated) is filtered in Python from
+# the same rows.
 
 # --- queries -------------------------------------------------------------------------------
 
@@ -89,7 +91,18 @@ _GAME_BY_ID = select(*(getattr(Game, name) for name in GAME_COLUMNS)).where(
     col(Game.id) == bindparam("game"))
 _GAME_NAMED = select(*(getattr(Game, name) for name in GAME_COLUMNS)).where(
     col(Game.name) == bindparam("name"))
-_PLAYERS_OF = (select(*(getattr(Player, name) for name in PLAYER_COLUMNS))
+_OTHER = aliased(Player)
+
+
+def _chosen(column: str) -> Any:
+    """The newest ``column`` (language, timezone) the player's address set in any game."""
+    chosen = getattr(_OTHER, column)
+    return (sa_select(chosen).where(col(_OTHER.email) == col(Player.email), chosen.is_not(None))
+            .order_by(col(_OTHER.id).desc()).limit(1).correlate(Player).scalar_subquery())
+
+
+_PLAYERS_OF = (sa_select(*(getattr(Player, name) for name in PLAYER_COLUMNS),
+                         _chosen("language"), _chosen("timezone"))
                .where(col(Player.game_id) == bindparam("game"))
                .order_by(col(Player.entrant), col(Player.id)))
 

@@ -159,7 +159,7 @@ def read_player_mail(session: Work, post: Post,
     found = replied_report(session, msg)
     game = _named(session, msg, found)
     parsed = parse_text(msg.lines, player_commands(kind_of(game) if game is not None else None))
-    return parsed, _identify(session, post, msg, parsed, found)
+    return parsed, _identify(session, post, msg, parsed, found, game)
 
 
 def identify(session: Work, post: Post, msg: InboundMessage,
@@ -170,7 +170,9 @@ def identify(session: Work, post: Post, msg: InboundMessage,
 
 
 def _identify(session: Work, post: Post, msg: InboundMessage, parsed: ParsedText,
-              found: tuple[Any, GameRow, PlayerRow | None] | None) -> Turnkey | None:
+              found: tuple[Any, GameRow, PlayerRow | None] | None,
+              named: GameRow | None = None) -> Turnkey | None:
+    """identify's work (``named``: the game the mail's GAME line named, if read already)."""
     if found is not None:
         sent, game, player = found
         if player is None or player.email != msg.from_addr:
@@ -192,7 +194,8 @@ def _identify(session: Work, post: Post, msg: InboundMessage, parsed: ParsedText
                         "missing", missing=missing),
                       _("copy both lines from your latest report"))
     try:
-        game = game_named(session, game_line.args)
+        game = (named if named is not None and named.name == game_line.args
+                else game_named(session, game_line.args))
     except Refusal as refused:
         refused.quoting(game_line, hint=_("check the game name in your report"))
         raise

@@ -267,7 +267,8 @@ def reader_language(session: Session, post: Post, msg: InboundMessage,
     the language of the mail's order words (all English: English), else the address's."""
     sender = (msg.from_addr or "").lower()
     if who is not None:
-        return post.language_of(session, sender, who.game, player=who.player)
+        return post.language_of(session, sender, who.game, player=who.player,
+                                chosen=who.player.chosen)
     if parsed is not None:
         written = parsed.language or ("en" if parsed.orders else None)
     else:

@@ -75,22 +75,32 @@ class Post:
 
     def language_of(self, session: Session, address: str, game: GameView | None = None, *,
                     player: PlayerView | None = None, written: str | None = None,
-                    options: GameOptions | None = None) -> str:
+                    options: GameOptions | None = None,
+                    chosen: tuple[str | None, str | None] | None = None) -> str:
         """The language mail to ``address`` is written in (reader_of)."""
         return self.reader_of(session, address, game, player=player, written=written,
-                              options=options)[0]
+                              options=options, chosen=chosen)[0]
 
     def reader_of(self, session: Session, address: str, game: GameView | None = None, *,
                   player: PlayerView | None = None, written: str | None = None,
-                  options: GameOptions | None = None) -> tuple[str, str | None]:
+                  options: GameOptions | None = None,
+                  chosen: tuple[str | None, str | None] | None = None) -> tuple[str, str | None]:
         """How mail to ``address`` is written: (language, time zone). Every mail's
         language is decided here, by pbem.text.i18n.answer_language: the referee's own; about
         ``game``, the language the address reads that game in (``player``: its seat
         there, if the caller has it); about no game, the language of the mail's words
         (``written``), else the address's own. The zone is the address's TIMEZONE.
-        ``options``: the game's, if the caller has them."""
+        ``options``: the game's, and ``chosen``: (language, zone) the address chose in any
+        game (pbem.store.rows.PlayerRow.chosen), if the caller has them."""
         if address.lower() == self.referee.lower():
             return self.settings.referee_language, None
+        if game is not None and player is not None and chosen is not None:
+            # what the address chose anywhere came with its player's row
+            # (pbem.store.rows.PlayerRow.chosen): nothing to read
+            return (answer_language(game=(options or options_of(game)).language,
+                                    own=player.language, chosen=chosen[0],
+                                    default=self.settings.language),
+                    player.timezone or chosen[1])
         rows = core_read(session, _READER_ROWS, {"address": address.lower()}).all()
         own: Any = player   # the address's player in ``game`` (a Player, or a row of one)
         if own is None and game is not None:

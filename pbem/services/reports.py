@@ -170,7 +170,7 @@ def enqueue_reports(session: Work, post: Post, game: GameView, state: S, *, now:
                                  heard_by(talk, seat), post.settings.web, drawn, kind=kind,
                                  options=options)
         language = post.language_of(session, player.email, game, player=player,
-                                    options=options)
+                                    options=options, chosen=player.chosen)
         text, html = renderer.render(kind.report_template, context, language,
                                      player.timezone, shared=shared_in(language))
         subject = post.subject(tagged(game.name, _("final report") if over

@@ -119,7 +119,8 @@ class GameRow:
 
 @dataclass(frozen=True, slots=True)
 class PlayerRow:
-    """A row of player, as read (the columns of pbem.store.models.Player, in its order)."""
+    """A row of player, as read (the columns of pbem.store.models.Player, in its order,
+    then what its address chose anywhere)."""
 
     id: int
     game_id: int
@@ -135,10 +136,21 @@ class PlayerRow:
     absent_days_used: float
     timezone: str | None
     language: str | None
+    # read with the row: what the address chose in any game, the newest (LANGUAGE, TIMEZONE;
+    # JOIN's language), so that mail to the player needs no read of its own
+    # (pbem.services.post.Post.reader_of's ``chosen``)
+    chosen_language: str | None
+    chosen_zone: str | None
+
+    @property
+    def chosen(self) -> tuple[str | None, str | None]:
+        """(language, time zone) the address chose in any game, the newest of each."""
+        return self.chosen_language, self.chosen_zone
 
 
 GAME_COLUMNS = tuple(f.name for f in fields(GameRow))
-PLAYER_COLUMNS = tuple(f.name for f in fields(PlayerRow))
+CHOSEN = ("chosen_language", "chosen_zone")
+PLAYER_COLUMNS = tuple(f.name for f in fields(PlayerRow) if f.name not in CHOSEN)
 
 
 def game_row(game: GameView) -> GameRow:
