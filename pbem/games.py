@@ -17,12 +17,14 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import lru_cache
 from itertools import groupby
 from typing import Any, Generic, NamedTuple, TypeVar, cast, overload
 
 from sqlalchemy import bindparam, insert, or_, update
 from sqlalchemy import select as sa_select
 from sqlalchemy.orm import aliased
+from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session, col, delete, select
 
 from pbem.kinds import DEFAULT_KIND, GameKind, kind_named, kind_of
@@ -170,13 +172,28 @@ def seats_of(players: Iterable[PlayerView]) -> int:
 # --- a game's and its players' changes, each written at once by its own statement ---------
 #
 # A row is never changed in place: a change is written now, by an UPDATE of the columns
-# that change (what the session holds is flushed first, as a flush would order it), and
-# the changed row returned, for the caller to hand on. The UPDATE is SQLAlchemy's
-# ORM-enabled one, ``synchronize_session="evaluate"``: an object of the same row that the
-# session holds (the referee's commands, the clock, an admin command hold the game's) is
-# set to the same values, so an object and a row of one game never disagree.
+# that change, built once for each set of them (what the session holds is flushed first, as
+# a flush would order it), and the changed row returned, for the caller to hand on. An
+# object of the same row that the session holds (the referee's commands, the clock and the
+# admin commands hold the game's) is given the values written (``_held_agree``), so an
+# object and a row of one game never disagree.
 
-_SYNCHRONIZED = {"synchronize_session": "evaluate"}
+@lru_cache(maxsize=64)
+def _update_of(model: type[Game] | type[Player], names: tuple[str, ...]) -> Any:
+    """UPDATE <model's table> SET <names> WHERE id = :row_id, built once for each set of
+    names (the values bound as new_<name>)."""
+    return (update(model).where(col(model.id) == bindparam("row_id"))
+            .values({name: bindparam(f"new_{name}") for name in names}))
+
+
+def _held_agree(session: Session, model: type[Game] | type[Player], row_id: int,
+                changed: Mapping[str, Any]) -> None:
+    """An object of that row in the session (its identity map) takes the values written,
+    as loaded (set_committed_value: not a change to flush)."""
+    held = session.identity_map.get(session.identity_key(model, row_id))
+    if held is not None:
+        for name, value in changed.items():
+            set_committed_value(held, name, value)
 
 
 def update_game(session: Session, game: GameView, **changes: Any) -> GameRow:
@@ -184,30 +201,38 @@ def update_game(session: Session, game: GameView, **changes: Any) -> GameRow:
     row = game_row(game)
     changed = {name: value for name, value in changes.items() if getattr(row, name) != value}
     if changed:
-        session.execute(update(Game).where(col(Game.id) == row.id).values(**changed),
-                        execution_options=_SYNCHRONIZED)
+        session.flush()
+        session.connection().execute(
+            _update_of(Game, tuple(sorted(changed))),
+            {"row_id": row.id, **{f"new_{name}": value for name, value in changed.items()}})
+        _held_agree(session, Game, row.id, changed)
     return replace(row, **changed)
 
 
 def update_players(session: Work, game: GameView,
                    changes: Mapping[int | None, Mapping[str, Any]]) -> list[PlayerRow]:
     """Write ``changes`` (player id -> the columns changed, to their values) to the stored
-    players of ``game`` now: the players given the same values by one statement; the memo's
-    players become the changed rows. Returns the game's players as they now are."""
+    players of ``game`` now: the players that change the same columns by one statement
+    (executemany); the memo's players become the changed rows. Returns the game's players
+    as they now are."""
     players = players_of(session, game)
     by_id = {p.id: p for p in players}
-    groups: dict[tuple[tuple[str, Any], ...], list[int]] = {}
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for player_id, columns in changes.items():
         assert player_id is not None
         changed = {name: value for name, value in columns.items()
                    if getattr(by_id[player_id], name) != value}
         if changed:
             by_id[player_id] = replace(by_id[player_id], **changed)
-            groups.setdefault(tuple(sorted(changed.items())), []).append(player_id)
-    for values, ids in groups.items():
-        session.execute(update(Player).where(col(Player.id).in_(ids)).values(dict(values)),
-                        execution_options=_SYNCHRONIZED)
+            groups.setdefault(tuple(sorted(changed)), []).append(
+                {"row_id": player_id, **{f"new_{name}": v for name, v in changed.items()}})
     if groups:
+        session.flush()
+        for names, rows in groups.items():
+            session.connection().execute(_update_of(Player, names), rows)
+            for values in rows:
+                _held_agree(session, Player, values["row_id"],
+                            {name: values[f"new_{name}"] for name in names})
         players = [by_id[p.id] for p in players]
         session.memo[("players", game.id)] = players
     return list(players)
