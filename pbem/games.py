@@ -15,12 +15,16 @@ import hashlib
 import json
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import lru_cache
 from itertools import groupby
 from typing import Any, Generic, NamedTuple, TypeVar, cast, overload
 
-from sqlalchemy import bindparam, insert, or_
+from sqlalchemy import bindparam, insert, or_, update
+from sqlalchemy import select as sa_select
+from sqlalchemy.orm import aliased
+from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session, col, delete, select
 
 from pbem.kinds import DEFAULT_KIND, GameKind, kind_named, kind_of
@@ -40,6 +44,15 @@ from pbem.store.models import (
     TalkMessage,
     Watcher,
 )
+from pbem.store.rows import (
+    GAME_COLUMNS,
+    PLAYER_COLUMNS,
+    GameRow,
+    GameView,
+    PlayerRow,
+    PlayerView,
+    game_row,
+)
 from pbem.store.security import new_key
 from pbem.store.work import Work
 from pbem.text.deadlines import turn_deadline
@@ -50,7 +63,7 @@ S = TypeVar("S")   # a kind's state
 M = TypeVar("M")   # a kind's move
 
 
-def id_of(game: Game) -> int:
+def id_of(game: GameView) -> int:
     """The id of a stored game (every game here has been flushed)."""
     assert game.id is not None
     return game.id
@@ -59,12 +72,12 @@ def id_of(game: Game) -> int:
 # --- a transaction's memo, and the states of games --------------------------------------
 #
 # Within one unit of work (pbem.store.work.Work) the players and the pending orders of a game are
-# read once: what reads or writes them takes the Work. What keeps the memo right is said in
-# pbem.store.work: record_order and drop_orders set the orders they wrote, a function that
-# adds or deletes a Player or PendingOrder forgets its kind (add_player, remove_entrant
-# here), the transaction's end forgets all. What is
-# derived from the players (active, seated) is filtered in Python from the same objects,
-# so a change not flushed yet is seen.
+# read once, as rows: what reads or writes them takes the Work. What keeps the memo right is
+# said in pbem.store.work: record_order and drop_orders set the orders they wrote,
+# update_players the players it wrote, a function that adds or deletes a Player or
+# PendingOrder forgets its kind (add_player, remove_entrant here), the transaction's end
+# forgets all. What is derived from the players (active, seated) is filtered in Python from
+# the same rows.
 
 # --- queries -------------------------------------------------------------------------------
 
@@ -75,19 +88,52 @@ def find_game(session: Session, name: str) -> Game:
     return game
 
 
-# a game's players (objects: commands change them), by a statement built once
-_PLAYERS_OF = (select(Player).where(col(Player.game_id) == bindparam("game"))
+# a game and its players as rows (pbem.store.rows), each by a statement built once
+_GAME_BY_ID = select(*(getattr(Game, name) for name in GAME_COLUMNS)).where(
+    col(Game.id) == bindparam("game"))
+_GAME_NAMED = select(*(getattr(Game, name) for name in GAME_COLUMNS)).where(
+    col(Game.name) == bindparam("name"))
+_OTHER = aliased(Player)
+
+
+def _chosen(column: str) -> Any:
+    """The newest ``column`` (language, timezone) the player's address set in any game."""
+    chosen = getattr(_OTHER, column)
+    return (sa_select(chosen).where(col(_OTHER.email) == col(Player.email), chosen.is_not(None))
+            .order_by(col(_OTHER.id).desc()).limit(1).correlate(Player).scalar_subquery())
+
+
+_PLAYERS_OF = (sa_select(*(getattr(Player, name) for name in PLAYER_COLUMNS),
+                         _chosen("language"), _chosen("timezone"))
+               .where(col(Player.game_id) == bindparam("game"))
                .order_by(col(Player.entrant), col(Player.id)))
 
 
-def read_players(session: Session, game: Game) -> list[Player]:
+def read_game(session: Session, game_id: int) -> GameRow | None:
+    """The game of that id as a row, read now (one statement)."""
+    row = core_read(session, _GAME_BY_ID, {"game": game_id}).first()
+    return GameRow(*row) if row is not None else None
+
+
+def game_named(session: Session, name: str) -> GameRow:
+    """The game called ``name`` as a row (a player's mail: its GAME line); refused if none
+    (find_game: the object, for the referee's commands)."""
+    row = core_read(session, _GAME_NAMED, {"name": name}).first()
+    if row is None:
+        raise Refusal(_("there is no game called '{name}'", name=name))
+    return GameRow(*row)
+
+
+def read_players(session: Session, game: GameView) -> list[PlayerRow]:
     """Every player of the game (replaced ones too), in sign-up order, read now: for a
     reader that reads them once (a page, a replay); a handling reads ``players_of``."""
-    return list(session.exec(_PLAYERS_OF, params={"game": game.id}))
+    return [PlayerRow(*row) for row in core_read(session, _PLAYERS_OF, {"game": game.id})]
 
 
-def players_of(session: Work, game: Game) -> list[Player]:
-    """Every player of the game (replaced ones too), in sign-up order (the memo's)."""
+def players_of(session: Work, game: GameView) -> list[PlayerRow]:
+    """Every player of the game (replaced ones too), in sign-up order (the memo's: read
+    once a transaction, kept right by update_players and forgotten by what adds or
+    deletes one)."""
     key = ("players", game.id)
     players = session.recall(key)
     if players is None:
@@ -95,32 +141,109 @@ def players_of(session: Work, game: Game) -> list[Player]:
     return list(players)
 
 
-def seated(session: Work, game: Game) -> dict[int, Player]:
+def seated(session: Work, game: GameView) -> dict[int, PlayerRow]:
     """seat -> the player who holds it now (a replaced player no longer does)."""
     return {p.seat: p for p in players_of(session, game) if p.seat is not None and p.active}
 
 
-def active_players(session: Work, game: Game) -> list[Player]:
+def active_players(session: Work, game: GameView) -> list[PlayerRow]:
     return [p for p in players_of(session, game) if p.active]
 
 
-def entrants_of(session: Session, game: Game) -> list[Player]:
+def entrants_of(session: Session, game: GameView) -> list[PlayerRow]:
     """One player per entrant, in sign-up order: a replacement (REPLACE) takes the place of
     the player it replaces, so the seat draw of the record still checks."""
-    places: dict[int, Player] = {}
+    places: dict[int, PlayerRow] = {}
     for p in read_players(session, game):
         if p.entrant not in places or p.active:
             places[p.entrant] = p
     return list(places.values())
 
 
-def seat_count(session: Work, game: Game) -> int:
+def seat_count(session: Work, game: GameView) -> int:
     return seats_of(players_of(session, game))
 
 
-def seats_of(players: Iterable[Player]) -> int:
+def seats_of(players: Iterable[PlayerView]) -> int:
     """How many seats ``players`` hold (replaced players too: the seat count of the game)."""
     return len({p.seat for p in players if p.seat is not None})
+
+
+# --- a game's and its players' changes, each written at once by its own statement ---------
+#
+# A row is never changed in place: a change is written now, by an UPDATE of the columns
+# that change, built once for each set of them (what the session holds is flushed first, as
+# a flush would order it), and the changed row returned, for the caller to hand on. An
+# object of the same row that the session holds (the referee's commands, the clock and the
+# admin commands hold the game's) is given the values written (``_held_agree``), so an
+# object and a row of one game never disagree.
+
+@lru_cache(maxsize=64)
+def _update_of(model: type[Game] | type[Player], names: tuple[str, ...]) -> Any:
+    """UPDATE <model's table> SET <names> WHERE id = :row_id, built once for each set of
+    names (the values bound as new_<name>)."""
+    return (update(model).where(col(model.id) == bindparam("row_id"))
+            .values({name: bindparam(f"new_{name}") for name in names}))
+
+
+def _held_agree(session: Session, model: type[Game] | type[Player], row_id: int,
+                changed: Mapping[str, Any]) -> None:
+    """An object of that row in the session (its identity map) takes the values written,
+    as loaded (set_committed_value: not a change to flush)."""
+    held = session.identity_map.get(session.identity_key(model, row_id))
+    if held is not None:
+        for name, value in changed.items():
+            set_committed_value(held, name, value)
+
+
+def update_game(session: Session, game: GameView, **changes: Any) -> GameRow:
+    """Write ``changes`` (columns of game) to the stored game now; the changed row."""
+    row = game_row(game)
+    changed = {name: value for name, value in changes.items() if getattr(row, name) != value}
+    if changed:
+        session.flush()
+        session.connection().execute(
+            _update_of(Game, tuple(sorted(changed))),
+            {"row_id": row.id, **{f"new_{name}": value for name, value in changed.items()}})
+        _held_agree(session, Game, row.id, changed)
+    return replace(row, **changed)
+
+
+def update_players(session: Work, game: GameView,
+                   changes: Mapping[int | None, Mapping[str, Any]]) -> list[PlayerRow]:
+    """Write ``changes`` (player id -> the columns changed, to their values) to the stored
+    players of ``game`` now: the players that change the same columns by one statement
+    (executemany); the memo's players become the changed rows. Returns the game's players
+    as they now are."""
+    players = players_of(session, game)
+    by_id = {p.id: p for p in players}
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for player_id, columns in changes.items():
+        assert player_id is not None
+        changed = {name: value for name, value in columns.items()
+                   if getattr(by_id[player_id], name) != value}
+        if changed:
+            by_id[player_id] = replace(by_id[player_id], **changed)
+            groups.setdefault(tuple(sorted(changed)), []).append(
+                {"row_id": player_id, **{f"new_{name}": v for name, v in changed.items()}})
+    if groups:
+        session.flush()
+        for names, rows in groups.items():
+            session.connection().execute(_update_of(Player, names), rows)
+            for values in rows:
+                _held_agree(session, Player, values["row_id"],
+                            {name: values[f"new_{name}"] for name in names})
+        players = [by_id[p.id] for p in players]
+        session.memo[("players", game.id)] = players
+    return list(players)
+
+
+def update_player(session: Work, game: GameView, player: PlayerView,
+                  **changes: Any) -> PlayerRow:
+    """Write ``changes`` to one stored player now (update_players); the changed row."""
+    assert player.id is not None
+    players = update_players(session, game, {player.id: changes})
+    return next(p for p in players if p.id == player.id)
 
 
 def running_games_of(session: Session, email: str) -> list[tuple[Game, Player]]:
@@ -144,11 +267,11 @@ _TALK_OF = (select(TalkMessage.name, TalkMessage.seat, TalkMessage.text, TalkMes
             .order_by(col(TalkMessage.id)))
 
 
-def watchers_of(session: Session, game: Game) -> list[str]:
+def watchers_of(session: Session, game: GameView) -> list[str]:
     return list(core_read(session, _WATCHERS_OF, {"game": game.id}).scalars())
 
 
-def talk_lines(session: Session, game: Game) -> list[dict[str, Any]]:
+def talk_lines(session: Session, game: GameView) -> list[dict[str, Any]]:
     """The table talk of the turn before the one being reported, for the report's section:
     {"from", "text", "seat", "to"} ("to": the one seat of private press, else None); what
     one reader may see of it is heard_by's."""
@@ -172,21 +295,21 @@ def heard_by(talk: list[dict[str, Any]], seat: int | None) -> list[dict[str, Any
     return heard
 
 
-def latest_report(session: Session, game: Game, seat: int) -> OutboundMail | None:
+def latest_report(session: Session, game: GameView, seat: int) -> OutboundMail | None:
     return session.exec(select(OutboundMail).where(
         OutboundMail.game_id == game.id, OutboundMail.seat == seat,
         OutboundMail.kind == "report").order_by(col(OutboundMail.id).desc())).first()
 
 
-def stream_of(game: Game) -> DiceStream:
+def stream_of(game: GameView) -> DiceStream:
     return DiceStream(bytes.fromhex(game.seed_hex))
 
 
-def rules_of(game: Game) -> RuleSet:
+def rules_of(game: GameView) -> RuleSet:
     return RuleSet.from_json(json.loads(game.rules_json))
 
 
-def moves_of(session: Session, game: Game) -> list[Move]:
+def moves_of(session: Session, game: GameView) -> list[Move]:
     """Every recorded move of the game, turn by turn, seat by seat."""
     return list(session.exec(select(Move).where(Move.game_id == game.id)
                              .order_by(col(Move.turn), col(Move.seat))))
@@ -197,12 +320,12 @@ _states: OrderedDict[bytes, object] = OrderedDict()   # of every kind: each unde
 
 
 @overload
-def load_state(session: Work, game: Game, *, kind: GameKind[S, M],
+def load_state(session: Work, game: GameView, *, kind: GameKind[S, M],
                seats: int | None = None) -> S: ...
 @overload
-def load_state(session: Work, game: Game, *, kind: None = None,
+def load_state(session: Work, game: GameView, *, kind: None = None,
                seats: int | None = None) -> Any: ...   # the state of the kind looked up
-def load_state(session: Work, game: Game, *, kind: GameKind[S, M] | None = None,
+def load_state(session: Work, game: GameView, *, kind: GameKind[S, M] | None = None,
                seats: int | None = None) -> S | Any:
     """The kind's state now (replayed_state); ``seats``: the seat count, if the caller knows
     it (else the transaction's memo's players say)."""
@@ -211,12 +334,12 @@ def load_state(session: Work, game: Game, *, kind: GameKind[S, M] | None = None,
 
 
 @overload
-def replayed_state(session: Session, game: Game, *, seats: int,
+def replayed_state(session: Session, game: GameView, *, seats: int,
                    kind: GameKind[S, M]) -> S: ...
 @overload
-def replayed_state(session: Session, game: Game, *, seats: int,
+def replayed_state(session: Session, game: GameView, *, seats: int,
                    kind: None = None) -> Any: ...   # the state of the kind looked up
-def replayed_state(session: Session, game: Game, *, seats: int,
+def replayed_state(session: Session, game: GameView, *, seats: int,
                    kind: GameKind[S, M] | None = None) -> S | Any:
     """The kind's state now: the start rebuilt from the seed, then every recorded turn.
 
@@ -256,7 +379,7 @@ def replayed_state(session: Session, game: Game, *, seats: int,
     return state
 
 
-def _orders_key(game: Game) -> tuple[str, int | None, int]:
+def _orders_key(game: GameView) -> tuple[str, int | None, int]:
     return ("orders", game.id, game.turn)
 
 
@@ -285,12 +408,12 @@ _DROP_ORDERS = delete(PendingOrder).where(
     col(PendingOrder.id).in_(bindparam("ids", expanding=True)))
 
 
-def _remember_orders(session: Work, game: Game, orders: list[OrderIn]) -> None:
+def _remember_orders(session: Work, game: GameView, orders: list[OrderIn]) -> None:
     """The orders of the turn in play as a write just left them (a unit of work's memo)."""
     session.memo[_orders_key(game)] = orders
 
 
-def pending_orders(session: Work, game: Game) -> dict[int, OrderIn]:
+def pending_orders(session: Work, game: GameView) -> dict[int, OrderIn]:
     """The orders in for the turn in play, by seat (read once a transaction): plain rows,
     changed by ``record_order`` and ``drop_orders``."""
     key = _orders_key(game)
@@ -302,7 +425,7 @@ def pending_orders(session: Work, game: Game) -> dict[int, OrderIn]:
     return {r.seat: r for r in rows}
 
 
-def drop_orders(session: Work, game: Game, seats: Iterable[int] | None = None, *,
+def drop_orders(session: Work, game: GameView, seats: Iterable[int] | None = None, *,
                 facts: GameFacts[S, M] | None = None) -> None:
     """Delete the orders of ``seats`` (None: all) for the turn in play (``facts``: the
     transaction's, which it keeps right)."""
@@ -318,14 +441,14 @@ def drop_orders(session: Work, game: Game, seats: Iterable[int] | None = None, *
                 del facts.orders[seat]
 
 
-def missing_seats(session: Work, game: Game, state: object | None = None) -> list[int]:
+def missing_seats(session: Work, game: GameView, state: object | None = None) -> list[int]:
     """The seats that owe an order this turn and have none in (state: if already loaded)."""
     if state is None:
         state = load_state(session, game)
     return sorted(set(kind_of(game).due(state)) - set(pending_orders(session, game)))
 
 
-def already_told(session: Session, game: Game, action: str, detail: str) -> bool:
+def already_told(session: Session, game: GameView, action: str, detail: str) -> bool:
     """Whether an audit entry of this action and detail exists (to say a thing once)."""
     return session.exec(select(AuditEntry.id).where(
         AuditEntry.game_id == game.id, AuditEntry.action == action,
@@ -334,7 +457,7 @@ def already_told(session: Session, game: Game, action: str, detail: str) -> bool
 
 # --- changes -------------------------------------------------------------------------------
 
-def audit(session: Session, game: Game | None, now: datetime, action: str, detail: str = "",
+def audit(session: Session, game: GameView | None, now: datetime, action: str, detail: str = "",
           actor: str = "server") -> None:
     """One entry in the audit trail (what happened to a game, and who did it)."""
     session.add(AuditEntry(game_id=game.id if game is not None else None, at=now, actor=actor,
@@ -357,7 +480,7 @@ def create_game(session: Session, name: str, *, seed: bytes, now: datetime,
     return game
 
 
-def add_player(session: Work, game: Game, email: str, name: str) -> Player:
+def add_player(session: Work, game: GameView, email: str, name: str) -> Player:
     if game.status != "new":
         raise Refusal(_("game '{game}' has started: players can no longer be added",
                         game=game.name))
@@ -386,7 +509,10 @@ def add_player(session: Work, game: Game, email: str, name: str) -> Player:
     return player
 
 
-def remove_entrant(session: Work, game: Game, player: Player) -> None:
+_DELETE_PLAYER = delete(Player).where(col(Player.id) == bindparam("player_id"))
+
+
+def remove_entrant(session: Work, game: GameView, player: PlayerView) -> None:
     """Take a player off a game before the start; the others keep their sign-up order."""
     if game.status != "new":
         raise Refusal(_("game '{game}' has started: use REPLACE to change a player",
@@ -394,28 +520,27 @@ def remove_entrant(session: Work, game: Game, player: Player) -> None:
     session.exec(delete(Signup).where(col(Signup.game_id) == game.id,
                                       col(Signup.email) == player.email,
                                       col(Signup.status) != "confirmed"))
-    session.delete(player)
-    session.flush()
+    session.connection().execute(_DELETE_PLAYER, {"player_id": player.id})
     session.forget(["players"])
     # entrants stay 1..n in sign-up order: the seat draw goes over them in that order
-    for number, other in enumerate(players_of(session, game), start=1):
-        if other.entrant != number:
-            other.entrant = number
-            session.add(other)
-    session.flush()
+    update_players(session, game, {
+        p.id: {"entrant": number}
+        for number, p in enumerate(players_of(session, game), start=1)})
 
 
-def next_deadline(game: Game, now: datetime,
-                  options: GameOptions | None = None) -> datetime | None:
-    """A turn begins now: its deadline (turn length, fixed hour); grace cleared, the start
-    remembered (``options``: the game's, if the caller has them)."""
-    game.turn_started_at = now
-    game.grace_until = None
-    return turn_deadline(now, game.turn_hours,
-                         (options or options_of(game)).deadline_hour)
+def turn_begins(game: GameView, now: datetime,
+                options: GameOptions | None = None) -> dict[str, Any]:
+    """A turn begins now: the game's columns that say so (its start remembered, grace
+    cleared, its deadline: turn length, fixed hour; ``options``: the game's, if the caller
+    has them)."""
+    return {"turn_started_at": now, "grace_until": None,
+            "deadline": turn_deadline(now, game.turn_hours,
+                                      (options or options_of(game)).deadline_hour)}
 
 
 def start_game(session: Work, game: Game, now: datetime) -> None:
+    """Draw the seats and start the game (the game's object: the referee's START, a full
+    game's sign-up; the players by statement)."""
     if game.status != "new":
         raise Refusal(_("game '{game}' has started already", game=game.name))
     players = players_of(session, game)
@@ -425,17 +550,18 @@ def start_game(session: Work, game: Game, now: datetime) -> None:
                   else _("{lo} to {hi}", lo=kind.min_players, hi=kind.max_players))
         raise Refusal(_("a game of {kind} needs {wanted} players; '{game}' has {count}",
                         kind=kind.title, wanted=wanted, game=game.name, count=len(players)))
-    for player, seat in zip(players, draw_seats(stream_of(game), len(players)), strict=False):
-        player.seat = seat
-        session.add(player)
+    draw = draw_seats(stream_of(game), len(players))
+    update_players(session, game, {player.id: {"seat": seat}
+                                   for player, seat in zip(players, draw, strict=False)})
     game.status = "running"
     game.turn = 1
     game.started_at = now
-    game.deadline = next_deadline(game, now)
+    for name, value in turn_begins(game, now).items():
+        setattr(game, name, value)
     session.add(game)
 
 
-def record_order(session: Work, game: Game, seat: int, move: M, *, now: datetime,
+def record_order(session: Work, game: GameView, seat: int, move: M, *, now: datetime,
                  inbound_id: int | None, by: str = "player",
                  facts: GameFacts[Any, M] | None = None) -> OrderIn | None:
     """Store seat's order for the turn in play; return the order it replaces, if any
@@ -467,15 +593,15 @@ class GameFacts(Generic[S, M]):
     the turn played (pbem.services.turns.resolve_turn: ``state``). A command that changes
     the options or the seats reads them anew."""
 
-    game: Game
+    game: GameRow                    # as the transaction has written it
     kind: GameKind[S, M]
     options: GameOptions
-    players: list[Player]            # every player, replaced ones too (players_of)
+    players: list[PlayerRow]         # every player, replaced ones too (players_of)
     orders: dict[int, OrderIn]       # the orders in for the turn in play, by seat
     state: S | None                  # the turn in play's state (None: not started)
 
     @property
-    def seated(self) -> dict[int, Player]:
+    def seated(self) -> dict[int, PlayerRow]:
         """seat -> the player who holds it now (as ``seated``)."""
         return {p.seat: p for p in self.players if p.seat is not None and p.active}
 
@@ -491,10 +617,10 @@ class GameFacts(Generic[S, M]):
 
 
 @overload
-def facts_of(session: Work, game: Game, kind: GameKind[S, M]) -> GameFacts[S, M]: ...
+def facts_of(session: Work, game: GameView, kind: GameKind[S, M]) -> GameFacts[S, M]: ...
 @overload
-def facts_of(session: Work, game: Game, kind: None = None) -> GameFacts[Any, Any]: ...
-def facts_of(session: Work, game: Game,
+def facts_of(session: Work, game: GameView, kind: None = None) -> GameFacts[Any, Any]: ...
+def facts_of(session: Work, game: GameView,
              kind: GameKind[S, M] | None = None) -> GameFacts[S, M] | GameFacts[Any, Any]:
     """Read what the transaction knows of ``game`` (its ``kind``: if the caller has it;
     without it, the kind looked up by name, whose state and move no caller knows)."""
@@ -505,5 +631,5 @@ def facts_of(session: Work, game: Game,
     state = (load_state(session, game, kind=kind,
                         seats=len({p.seat for p in players if p.seat is not None}))
              if started else None)
-    return GameFacts(game, kind, options_of(game), players,
+    return GameFacts(game_row(game), kind, options_of(game), players,
                      pending_orders(session, game) if started else {}, state)

@@ -23,7 +23,8 @@ from pbem.demo.robot_client import parse_mail
 from pbem.games import find_game, load_state, players_of, seated
 from pbem.kinds import kind_of
 from pbem.runner.server import Server
-from pbem.store.models import Game, Move, OutboundMail, Player
+from pbem.store.models import Game, Move, OutboundMail
+from pbem.store.rows import PlayerRow
 from pbem.store.work import Work
 
 SERVER = "bluff@example.org"
@@ -166,12 +167,10 @@ def game_turn(server: Server) -> int:
     return game_row(server).turn
 
 
-def player(server: Server, email: str, name: str = "g1") -> Player:
+def player(server: Server, email: str, name: str = "g1") -> PlayerRow:
     with Work(server.engine) as session:
-        found = next(p for p in players_of(session, find_game(session, name))
-                     if p.email == email)
-        session.expunge(found)
-        return found
+        return next(p for p in players_of(session, find_game(session, name))
+                    if p.email == email)
 
 
 def key_of(server: Server, email: str, name: str = "g1") -> str:
@@ -184,12 +183,9 @@ def seat_of(server: Server, email: str) -> int:
     return seat
 
 
-def by_seat(server: Server) -> dict[int, Player]:
+def by_seat(server: Server) -> dict[int, PlayerRow]:
     with Work(server.engine) as session:
-        holders = seated(session, find_game(session, "g1"))
-        for p in holders.values():
-            session.expunge(p)
-        return holders
+        return seated(session, find_game(session, "g1"))
 
 
 def state_of(server: Server) -> Any:

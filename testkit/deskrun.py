@@ -16,7 +16,7 @@ from pbem.commands.registry import (
     referee_commands,
     run,
 )
-from pbem.games import find_game, players_of
+from pbem.games import game_named, players_of
 from pbem.kinds import kind_of
 from pbem.mail.read import read_message
 from pbem.mail.text import BodyLine
@@ -56,7 +56,7 @@ def _incoming(session: Session, server: Server, sender: str, body: str) -> Incom
 def _turnkey(session: Work, sender: str, game_name: str | None) -> Turnkey | None:
     if game_name is None:
         return None
-    game = find_game(session, game_name)
+    game = game_named(session, game_name)
     player = next(p for p in players_of(session, game) if p.email == sender)
     return Turnkey(game, player, game.turn)
 

@@ -16,7 +16,15 @@ from typing import Any
 import jinja2
 
 from pbem.config import Settings
-from pbem.games import add_player, create_game, find_game, load_state, seated, start_game
+from pbem.games import (
+    add_player,
+    create_game,
+    find_game,
+    load_state,
+    seated,
+    start_game,
+    update_players,
+)
 from pbem.kinds import kind_named
 from pbem.render.reports import Renderer
 from pbem.services.export import export_json
@@ -90,10 +98,9 @@ def play(tmp: Path, kind: str, options: str, players: int, seed: int, *,
         start_game(session, game, now)
         session.add(Watcher(game_id=game.id, email=WATCHER, created_at=now))
         seats = seated(session, game)
-        seats[1].default_order = "RAISE"      # a standing order (postal and classic)
-        seats[2].default_order = "ROBOT"
-        session.add_all(seats.values())
-        session.flush()
+        # a standing order (postal and classic)
+        update_players(session, game, {seats[1].id: {"default_order": "RAISE"},
+                                       seats[2].id: {"default_order": "ROBOT"}})
         rows = enqueue_reports(session, post, game, load_state(session, game), now=now,
                                notes=[])
         _collect(out, [session.get(OutboundMail, row.id) for row in rows], game)

@@ -27,7 +27,7 @@ from sqlmodel import Session
 from pbem.games import find_game, load_state, players_of, seated
 from pbem.kinds import kind_of
 from pbem.runner.server import Server
-from pbem.store.models import Player
+from pbem.store.rows import PlayerRow
 from pbem.store.work import Work
 from pbem.text.links import key_generation, private_link
 from testkit.desk import PLAYERS, REFEREE, REFEREE_KEY, SERVER, Clock, admin, make_server, order
@@ -62,11 +62,9 @@ def play_out(server: Server, name: str, most: int = 3000) -> int:
     return turns
 
 
-def seat_holder(server: Server, name: str, seat: int) -> Player:
+def seat_holder(server: Server, name: str, seat: int) -> PlayerRow:
     with Work(server.engine) as session:
-        player = seated(session, find_game(session, name))[seat]
-        session.expunge(player)
-        return player
+        return seated(session, find_game(session, name))[seat]
 
 
 def email_of_seat(server: Server, name: str, seat: int) -> str:
@@ -92,10 +90,10 @@ class Site:
     server: Server
     folder: Path
     config: Path
-    replaced: Player                  # the postal game's seat 2 before REPLACE
+    replaced: PlayerRow               # the postal game's seat 2 before REPLACE
     turns: dict[str, int] = field(default_factory=dict)
 
-    def link(self, game: str, seat: int, *, days: float = 30, player: Player | None = None,
+    def link(self, game: str, seat: int, *, days: float = 30, player: PlayerRow | None = None,
              now: datetime | None = None) -> str:
         """The private link a report would carry (path only)."""
         holder = player or seat_holder(self.server, game, seat)

@@ -119,6 +119,7 @@ def confirm_address(ctx: CommandContext, signup: Signup, order: Order) -> str:
         audit(ctx.session, game, ctx.now, "address", f"{old} -> {new}", actor=new)
     _move_the_rest(ctx, old, new)
     ctx.session.flush()
+    ctx.session.forget(["players"])   # the memo's rows have the old address
     names: Said = ", ".join(game.name for game, _player in moved) or _("no game")
     ctx.notice(tagged(asked_in.name, _("your new address")), [
         _("Done: your games ({games}) are played from {new} now. Your keys, your private "

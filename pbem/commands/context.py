@@ -21,7 +21,7 @@ from typing import Any
 from pbem.orders.parsing import Command, Order, SeatByName
 from pbem.services.post import AnswerPart, Incoming, Post, answer, answer_parts
 from pbem.services.turns import TurnChange
-from pbem.store.models import Game, Player
+from pbem.store.rows import GameRow, GameView, PlayerRow
 from pbem.store.work import Work
 from pbem.text.errors import Refusal
 from pbem.text.wording import Message, Said, _
@@ -42,7 +42,7 @@ def line_quoted(order: Order) -> Message:
     return _("line {n}: {line}", n=order.line_no, line=order.line)
 
 
-def game_is(game: Game) -> Message:
+def game_is(game: GameView) -> Message:
     """"game g1 is over" / "... is cancelled" (or another state), said in the reader's
     language."""
     states = {"over": _("game {game} is over", game=game.name),
@@ -73,13 +73,19 @@ def with_seats(orders: Sequence[Order], names: dict[int, str], game: str) -> lis
     return out
 
 
-@dataclass
+@dataclass(frozen=True)
 class Turnkey:
-    """Who a player mail is from and which turn it speaks to."""
+    """Who a player mail is from and which turn it speaks to: the game and the player as
+    rows (pbem.store.rows), read once a mail."""
 
-    game: Game
-    player: Player
+    game: GameRow
+    player: PlayerRow
     turn: int
+
+    def after(self, game: GameRow, players: Sequence[PlayerRow]) -> Turnkey:
+        """The same mail's key once ``game`` and ``players`` have changed (a turn played)."""
+        player = next((p for p in players if p.id == self.player.id), self.player)
+        return replace(self, game=game, player=player)
 
 
 @dataclass

@@ -20,7 +20,7 @@ from pbem.orders.parsing import Command, Order, ParsedText, closest_lines, no_ar
 from pbem.services.post import tagged
 from pbem.services.reports import enqueue_reports
 from pbem.services.turns import TurnChange, complete
-from pbem.store.models import Game
+from pbem.store.rows import GameView
 from pbem.text.errors import LineProblem, Refusal
 from pbem.text.wording import Message, Said, _, joined, listed
 
@@ -99,7 +99,7 @@ def take_moves(ctx: CommandContext, parsed: ParsedText, move_names: set[str]) ->
                 f"seat {seat})", TurnChange(game, "order", facts))
 
 
-def not_running(game: Game) -> tuple[Message, Message]:
+def not_running(game: GameView) -> tuple[Message, Message]:
     """Why a game takes no order now, and what to do: a paused game's after RESUME."""
     if game.status == "paused":
         return (_("game {game} is paused: no orders are taken now", game=game.name),

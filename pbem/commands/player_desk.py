@@ -26,10 +26,12 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
+from typing import Any, cast
 
-from sqlmodel import Session, col, delete, select
+from sqlalchemy import CursorResult, update
+from sqlmodel import Session, col, delete
 
 from pbem.commands.context import CommandContext, MailCommand, game_is, line_quoted, refuse
 from pbem.games import (
@@ -40,6 +42,7 @@ from pbem.games import (
     pending_orders,
     players_of,
     running_games_of,
+    update_player,
     watchers_of,
 )
 from pbem.kinds import kind_of
@@ -49,7 +52,8 @@ from pbem.orders.words import folded, language_named, spellings_of, standing_ord
 from pbem.services.clock import vacation_check
 from pbem.services.post import notice, tagged
 from pbem.services.reports import record_attachment
-from pbem.store.models import Absence, Game, Player, TalkMessage
+from pbem.store.models import Absence, Player, TalkMessage
+from pbem.store.rows import GameView, PlayerView
 from pbem.text.deadlines import absence_interval
 from pbem.text.errors import Refusal
 from pbem.text.wording import LANGUAGES, Message, Said, _, _n, count_of, plural
@@ -107,12 +111,12 @@ class Talk:
     """One message of a mail's SAY lines: who it is for (None: the whole table) and its
     lines."""
 
-    to: Player | None
+    to: PlayerView | None
     lines: list[str]
     first: Order
 
 
-def talk_of_mail(ctx: CommandContext, game: Game, says: list[Order],
+def talk_of_mail(ctx: CommandContext, game: GameView, says: list[Order],
                  press: str) -> list[Talk]:
     """The messages of a mail's SAY lines, each to where its lines say. A SAY TO line goes
     to that one player; SAY TO ALL (and AN ALLE, VŠEM, which say "to everyone") to the
@@ -120,7 +124,7 @@ def talk_of_mail(ctx: CommandContext, game: Game, says: list[Order],
     over several SAY lines (and the lines before any SAY TO are the table's). The lines to
     one destination make one message, in the order written."""
     talks: dict[int | None, Talk] = {}
-    to: Player | None = None
+    to: PlayerView | None = None
     for order in says:
         word, text = say_parts(order.line)
         found = _TO.match(text)
@@ -177,7 +181,7 @@ def do_say(ctx: CommandContext, order: Order) -> str:
     return "; ".join(done)
 
 
-def _say_to_table(ctx: CommandContext, game: Game, player: Player, speaker: Said, text: str,
+def _say_to_table(ctx: CommandContext, game: GameView, player: PlayerView, speaker: Said, text: str,
                   note: list[Message]) -> None:
     """Public talk: every other player hears it at once, and the next report shows it."""
     others = [p for p in active_players(ctx.session, game) if p.id != player.id]
@@ -196,8 +200,8 @@ def _say_to_table(ctx: CommandContext, game: Game, player: Player, speaker: Said
                        text, *note]})
 
 
-def said_to(ctx: CommandContext, game: Game, found: re.Match[str], text: str, press: str,
-            order: Order) -> tuple[Player, str]:
+def said_to(ctx: CommandContext, game: GameView, found: re.Match[str], text: str, press: str,
+            order: Order) -> tuple[PlayerView, str]:
     """SAY TO <seat or name> <text>: the one player it is for (private press) and the text
     without those words."""
     if press != "private":
@@ -217,7 +221,7 @@ def said_to(ctx: CommandContext, game: Game, found: re.Match[str], text: str, pr
     return to, rest
 
 
-def _say_privately(ctx: CommandContext, game: Game, speaker: Said, to: Player, text: str,
+def _say_privately(ctx: CommandContext, game: GameView, speaker: Said, to: PlayerView, text: str,
                    note: list[Message]) -> None:
     """Private press: the message reaches that one player and the referee, and only their
     reports show it."""
@@ -336,8 +340,9 @@ def do_default(ctx: CommandContext, order: Order) -> str:
         raise refuse(_("DEFAULT {word} means nothing in {game}", word=order.args,
                        game=kind_of(game).title),
                      _("write {choices}", choices=choices), order, game.name)
-    player.default_order = None if order.args == "NONE" else order.args
-    ctx.session.add(player)
+    player = update_player(ctx.session, game, player,
+                           default_order=None if order.args == "NONE" else order.args)
+    ctx.who = replace(ctx.who, player=player)   # the mail's player, as now stored
     subject = tagged(game.name, _("your standing order: {word}", word=order.args))
     ctx.answer("notice", subject, {
         "subject": subject, "game": game.name,
@@ -350,7 +355,7 @@ def do_default(ctx: CommandContext, order: Order) -> str:
     return f"standing order of {player.email} in {game.name}: {order.args}"
 
 
-def _started(game: Game, order: Order) -> None:
+def _started(game: GameView, order: Order) -> None:
     if game.started_at is None:
         raise refuse(_("game {game} has not started yet", game=game.name), "", order,
                      game.name)
@@ -420,15 +425,18 @@ def do_orders(ctx: CommandContext, order: Order) -> str:
 
 # --- LANGUAGE -----------------------------------------------------------------------------
 
-def _set_for_address(ctx: CommandContext, email: str, **values: object) -> int:
+def _set_for_address(ctx: CommandContext, email: str, column: str, value: str | None) -> int:
     """Set a player's own way (LANGUAGE, TIMEZONE) on every seat of the address, in every
-    game; how many seats that is."""
-    rows = list(ctx.session.exec(select(Player).where(Player.email == email)))
-    for row in rows:
-        for name, value in values.items():
-            setattr(row, name, value)
-        ctx.session.add(row)
-    return len(rows)
+    game, by one statement; how many seats that is. The memo's players are read anew, and
+    the mail's own player is handed on as now stored."""
+    done = ctx.session.execute(
+        update(Player).where(col(Player.email) == email).values({column: value}),
+        execution_options={"synchronize_session": "evaluate"})
+    ctx.session.forget(["players"])
+    if ctx.who is not None and ctx.who.player.email == email:
+        ctx.who = replace(ctx.who, player=replace(ctx.who.player,
+                                                 **cast(dict[str, Any], {column: value})))
+    return int(cast(CursorResult[Any], done).rowcount)
 
 
 def parse_language(args: list[str]) -> str:
@@ -444,7 +452,7 @@ def do_language(ctx: CommandContext, order: Order) -> str:
     assert ctx.who is not None
     player, game = ctx.who.player, ctx.who.game
     language: str = order.args
-    games = _set_for_address(ctx, player.email, language=language)
+    games = _set_for_address(ctx, player.email, "language", language)
     ctx.language = language           # the answer is in the new language already
     subject = tagged(game.name, _("your language: {language}", language=LANGUAGES[language]))
     ctx.answer("notice", subject, {
@@ -470,7 +478,7 @@ def do_timezone(ctx: CommandContext, order: Order) -> str:
     assert ctx.who is not None
     player, game = ctx.who.player, ctx.who.game
     zone: str | None = order.args
-    games = _set_for_address(ctx, player.email, timezone=zone)
+    games = _set_for_address(ctx, player.email, "timezone", zone)
     now = in_zone(ctx.now, zone)
     said = (_("Times in your mail are now written in {zone} with UTC beside them "
               "(it is {now} now).", zone=zone, now=now) if zone else

@@ -153,9 +153,10 @@ def follow(ctx: CommandContext, done: Done) -> str:
     queued: pbem.services.turns.settle); what the command's line says then."""
     if done.turn is None:
         return done.said
-    if settle(ctx.session, ctx.post, done.turn) is None:
+    played = settle(ctx.session, ctx.post, done.turn)
+    if played is None:
         return done.said
-    game = done.turn.game
+    game = played.facts.game   # as the turn left it
     return done.said + done.if_resolved + (done.if_over if game.status == "over" else "")
 
 
@@ -193,6 +194,8 @@ def move_step(ctx: CommandContext, parsed: ParsedText, names: set[str],
         turn = settle(ctx.session, ctx.post, done.turn, report=False)
         if turn is not None:
             played.append(turn)
+            if ctx.who is not None:   # the mail's game and player as the turn left them
+                ctx.who = ctx.who.after(turn.facts.game, turn.facts.players)
     return done.said
 
 

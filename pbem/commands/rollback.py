@@ -23,7 +23,7 @@ from datetime import datetime
 from sqlmodel import Session, col, select
 
 from pbem.commands.context import CommandContext, MailCommand
-from pbem.games import find_game, id_of, load_state, next_deadline, seated
+from pbem.games import find_game, id_of, load_state, seated, turn_begins, update_players
 from pbem.orders.parsing import Order, game_name
 from pbem.services.reports import enqueue_reports
 from pbem.services.turns import GIVEN_BY, MISSED_BY
@@ -106,6 +106,7 @@ def _restore_orders(session: Work, game: Game, turn: int, undone: list[Move],
     session.flush()
     holders = seated(session, game)
     restored = []
+    missed: dict[int | None, int] = {}
     for move in undone:
         if move.by in GIVEN_BY:
             session.add(PendingOrder(game_id=id_of(game), turn=turn, seat=move.seat,
@@ -113,10 +114,10 @@ def _restore_orders(session: Work, game: Game, turn: int, undone: list[Move],
             restored.append(move.seat)
         elif move.by in MISSED_BY and move.seat in holders:
             player = holders[move.seat]
-            player.missed_turns = max(0, player.missed_turns - 1)
-            session.add(player)
+            missed[player.id] = max(0, missed.get(player.id, player.missed_turns) - 1)
         session.delete(move)
     session.flush()
+    update_players(session, game, {pid: {"missed_turns": n} for pid, n in missed.items()})
     session.forget(["orders"])   # orders voided and given back: read anew
     return restored
 
@@ -134,7 +135,8 @@ def _rewind(game: Game, turn: int, now: datetime) -> None:
         game.paused_left_seconds = game.turn_hours * 3600 if game.turn_hours else None
         game.deadline = None
     else:
-        game.deadline = next_deadline(game, now)
+        for name, value in turn_begins(game, now).items():
+            setattr(game, name, value)
 
 
 def _note(turn: int, restored: list[int]) -> Message:

@@ -11,6 +11,7 @@ pbem.commands.rollback.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from email import message_from_bytes, policy
 from email.utils import format_datetime
 
@@ -32,6 +33,7 @@ from pbem.games import (
     record_order,
     seated,
     stream_of,
+    update_players,
 )
 from pbem.kinds import kind_of
 from pbem.mail.addresses import address_problem
@@ -42,6 +44,7 @@ from pbem.services.post import announce, notice, tagged
 from pbem.services.reports import enqueue_reports
 from pbem.services.turns import TurnChange, turn_moves
 from pbem.store.models import Game, OutboundMail, Player
+from pbem.store.rows import GameView, PlayerView
 from pbem.store.security import new_key
 from pbem.store.work import Work
 from pbem.text.errors import Refusal
@@ -92,7 +95,7 @@ def running_game(session: Session, name: str, what: Said,
     return game
 
 
-def holder(session: Work, game: Game, seat: int) -> Player:
+def holder(session: Work, game: GameView, seat: int) -> PlayerView:
     player = seated(session, game).get(seat)
     if player is None:
         raise Refusal(_("game '{game}' has no player in seat {seat}", game=game.name,
@@ -195,16 +198,21 @@ def do_replace(ctx: CommandContext, order: Order) -> str:
     if same is not None and same.active:
         raise Refusal(_("{address} plays in '{game}' already (seat {seat})", address=email,
                         game=game.name, seat=same.seat))
-    old.active = False
     key, key_hash = new_key()
-    new = same or Player(game_id=id_of(game), entrant=old.entrant, email=email, name="", key=key)
-    new.name = new_name or (same.name if same else email.partition("@")[0])
-    new.entrant, new.seat, new.active = old.entrant, seat, True
-    new.key, new.key_hash = key, key_hash
-    new.default_order, new.missed_turns = None, 0
-    ctx.session.add(old)
-    ctx.session.add(new)
-    ctx.session.forget(["players"])   # a new player, or a former one back
+    new = Player(game_id=id_of(game), email=email, key=key, key_hash=key_hash,
+                 name=new_name or (same.name if same else email.partition("@")[0]),
+                 entrant=old.entrant, seat=seat, active=True, default_order=None,
+                 missed_turns=0)
+    taking = {name: getattr(new, name) for name in
+              ("name", "entrant", "seat", "active", "key", "key_hash", "default_order",
+               "missed_turns")}
+    # the players by statement (pbem.games.update_players): a former one back, or a new one
+    update_players(ctx.session, game, {old.id: {"active": False},
+                                       **({same.id: taking} if same is not None else {})})
+    if same is None:
+        ctx.session.add(new)
+        ctx.session.flush()
+        ctx.session.forget(["players"])   # a new player
     dropped = pending_orders(ctx.session, game).get(seat)
     if dropped is not None:
         drop_orders(ctx.session, game, [seat])
@@ -275,7 +283,8 @@ def report_names(raw: bytes) -> dict[int, str] | None:
     return None
 
 
-def still_true(row: OutboundMail, player: Player, holders: dict[int, Player]) -> bool:
+def still_true(row: OutboundMail, player: PlayerView,
+               holders: Mapping[int, PlayerView]) -> bool:
     """Is a stored report still right to send again: to the seat holder's address now,
     naming the players who hold the seats now (not one replaced since)?"""
     return (player.email in json.loads(row.rcpts_json)

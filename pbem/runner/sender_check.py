@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from email import message_from_bytes, policy
 from email.message import EmailMessage
 from html import escape
@@ -29,7 +30,7 @@ from sqlmodel import Session, col, select
 
 from pbem.commands.context import Turnkey, refusal
 from pbem.commands.registry import player_commands
-from pbem.games import find_game, players_of, seated
+from pbem.games import find_game, game_named, players_of, read_game, seated
 from pbem.kinds import kind_of
 from pbem.mail.read import InboundMessage
 from pbem.mail.senderauth import check_sender
@@ -39,6 +40,7 @@ from pbem.services.post import Post, notice, replied_ids, replied_mail
 from pbem.store import security
 from pbem.store.db import core_read
 from pbem.store.models import AuditEntry, Game, InboundMail, OutboundMail, Player
+from pbem.store.rows import GameRow, GameView, PlayerRow
 from pbem.store.work import Work
 from pbem.text.errors import Refusal
 from pbem.text.i18n import translator
@@ -91,7 +93,7 @@ def replied_seats(session: Session, msgs: list[InboundMessage]) -> list[Any | No
 
 
 def replied_report(session: Work,
-                   msg: InboundMessage) -> tuple[Any, Game, Player | None] | None:
+                   msg: InboundMessage) -> tuple[Any, GameRow, PlayerRow | None] | None:
     """The mail of ours to a seat that ``msg`` replies to (a report, an answer), its game,
     and who holds that seat now; None if it replies to no such mail. Asked twice for each
     mail (who sends it, may it be answered), it is looked up once a unit of work (pbem.store.work.Work): a mail's
@@ -99,10 +101,10 @@ def replied_report(session: Work,
     memo = session.replies
     if id(msg) in memo:
         return memo[id(msg)][1]   # type: ignore[no-any-return]
-    found: tuple[Any, Game, Player | None] | None = None
+    found: tuple[Any, GameRow, PlayerRow | None] | None = None
     sent = replied_seat(session, msg)
     if sent is not None and sent.game_id is not None and sent.seat is not None:
-        game = session.get(Game, sent.game_id)
+        game = read_game(session, sent.game_id)   # a row: one statement, no object
         assert game is not None
         found = sent, game, seated(session, game).get(sent.seat)   # a replaced player: None
     memo[id(msg)] = (msg, found)   # the message kept with it: its id is not reused meanwhile
@@ -127,7 +129,7 @@ def find_game_or_none(session: Session, name: str) -> Game | None:
         return None
 
 
-def named_game(session: Work, msg: InboundMessage) -> Game | None:
+def named_game(session: Work, msg: InboundMessage) -> GameRow | None:
     """The game a player mail speaks to, known before its orders are read: the game of
     our mail it replies to (replied_report, as identify finds it), else the game its GAME
     line names; None when neither names a game here. Only the GAME line is looked at here
@@ -136,11 +138,16 @@ def named_game(session: Work, msg: InboundMessage) -> Game | None:
 
 
 def _named(session: Session, msg: InboundMessage,
-           found: tuple[Any, Game, Player | None] | None) -> Game | None:
+           found: tuple[Any, GameRow, PlayerRow | None] | None) -> GameRow | None:
     if found is not None:
         return found[1]
     game_line = parse_text(msg.lines, GAME_LINE).first("GAME")
-    return find_game_or_none(session, str(game_line.args)) if game_line is not None else None
+    if game_line is None:
+        return None
+    try:
+        return game_named(session, str(game_line.args))
+    except Refusal:
+        return None
 
 
 def read_player_mail(session: Work, post: Post,
@@ -152,7 +159,7 @@ def read_player_mail(session: Work, post: Post,
     found = replied_report(session, msg)
     game = _named(session, msg, found)
     parsed = parse_text(msg.lines, player_commands(kind_of(game) if game is not None else None))
-    return parsed, _identify(session, post, msg, parsed, found)
+    return parsed, _identify(session, post, msg, parsed, found, game)
 
 
 def identify(session: Work, post: Post, msg: InboundMessage,
@@ -163,7 +170,9 @@ def identify(session: Work, post: Post, msg: InboundMessage,
 
 
 def _identify(session: Work, post: Post, msg: InboundMessage, parsed: ParsedText,
-              found: tuple[Any, Game, Player | None] | None) -> Turnkey | None:
+              found: tuple[Any, GameRow, PlayerRow | None] | None,
+              named: GameRow | None = None) -> Turnkey | None:
+    """identify's work (``named``: the game the mail's GAME line named, if read already)."""
     if found is not None:
         sent, game, player = found
         if player is None or player.email != msg.from_addr:
@@ -185,13 +194,14 @@ def _identify(session: Work, post: Post, msg: InboundMessage, parsed: ParsedText
                         "missing", missing=missing),
                       _("copy both lines from your latest report"))
     try:
-        game = find_game(session, game_line.args)
+        game = (named if named is not None and named.name == game_line.args
+                else game_named(session, game_line.args))
     except Refusal as refused:
         refused.quoting(game_line, hint=_("check the game name in your report"))
         raise
     player = security.find_key_owner(players_of(session, game), str(key_line.args))
     # a replaced player's own old key, from their own address: they were replaced
-    former = [p.model_copy(update={"active": True}) for p in players_of(session, game)
+    former = [replace(p, active=True) for p in players_of(session, game)
               if not p.active and p.email == msg.from_addr]
     if player is None and former and security.find_key_owner(former, str(key_line.args)):
         replaced_in(session, post, game, msg)
@@ -230,7 +240,7 @@ def check_aligned(session: Session, post: Post, row: InboundMail, msg: InboundMe
           domain=domain)))
 
 
-def replaced_in(session: Work, post: Post, game: Game, msg: InboundMessage) -> None:
+def replaced_in(session: Work, post: Post, game: GameView, msg: InboundMessage) -> None:
     """A player who was replaced in the game writes to it: say so (no failed attempt)."""
     gone = [p for p in players_of(session, game)
             if not p.active and p.email == msg.from_addr and p.seat is not None]
@@ -248,7 +258,7 @@ def replaced_in(session: Work, post: Post, game: Game, msg: InboundMessage) -> N
                           referee=post.referee), game=game.name)
 
 
-def moved_from(session: Session, post: Post, game: Game, msg: InboundMessage) -> None:
+def moved_from(session: Session, post: Post, game: GameView, msg: InboundMessage) -> None:
     """Mail from an address whose player moved their games away from it (ADDRESS): say so
     (no failed attempt). The new address is not named: the old one may have passed to
     someone else since, and the player was told it when they moved."""

@@ -32,7 +32,8 @@ from pbem.services import bounces, failures
 from pbem.services.post import Incoming, Post, answer, read_reply, tagged
 from pbem.store import security
 from pbem.store.faults import fail_point
-from pbem.store.models import Game, InboundMail
+from pbem.store.models import InboundMail
+from pbem.store.rows import GameView
 from pbem.store.work import Work
 from pbem.text.errors import Refusal
 from pbem.text.wording import _, _n, plural
@@ -260,13 +261,14 @@ def referee_mail(session: Work, post: Post, mail: Incoming, seen: Seen) -> str:
 
 def reader_language(session: Session, post: Post, msg: InboundMessage,
                     who: Turnkey | None = None, parsed: ParsedText | None = None,
-                    game: Game | None = None) -> str:
+                    game: GameView | None = None) -> str:
     """The language a mail is answered in (the one rule, Post.reader_of): about the game
     of a known player (``who``) or ``game``, the language they read it in; about no game,
     the language of the mail's order words (all English: English), else the address's."""
     sender = (msg.from_addr or "").lower()
     if who is not None:
-        return post.language_of(session, sender, who.game, player=who.player)
+        return post.language_of(session, sender, who.game, player=who.player,
+                                chosen=who.player.chosen)
     if parsed is not None:
         written = parsed.language or ("en" if parsed.orders else None)
     else:
@@ -290,7 +292,7 @@ def answer_error(session: Work, post: Post, mail: Incoming, refused: Refusal) ->
            game_id=game.id if game is not None else None)
 
 
-def orders_now(session: Work, game: Game | None, sender: str) -> list[Command]:
+def orders_now(session: Work, game: GameView | None, sender: str) -> list[Command]:
     """The move orders of the game's kind the sender (a player due now) may write."""
     if game is None or game.status != "running":
         return []

@@ -34,6 +34,7 @@ from pbem.services.post import BOUNCE_TO_CLEAR, Post, bounce_to_clear, tagged, t
 from pbem.services.post import undeliverable as tell_undeliverable
 from pbem.store.db import core_read
 from pbem.store.models import BounceState, Game, OutboundMail, Player
+from pbem.store.rows import GameView
 from pbem.store.work import Work
 from pbem.text.wording import Said, _, _n
 
@@ -252,7 +253,7 @@ def heard_from(session: Work, msg: InboundMessage) -> bool:
     return True
 
 
-def report_notes(session: Session, game: Game) -> list[Said]:
+def report_notes(session: Session, game: GameView) -> list[Said]:
     """The notes for the game's next report about mail that bounced since the last one
     (each said once)."""
     states = session.exec(select(BounceState).where(BounceState.game_id == game.id,

@@ -17,7 +17,7 @@ from sqlalchemy import Engine
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
-from pbem.games import already_told, audit, missing_seats, seated
+from pbem.games import already_told, audit, missing_seats, seated, update_players
 from pbem.kinds.options import GameOptions, options_of
 from pbem.services.failures import game_failed, held_by, what_failed
 from pbem.services.health import LAST_TICK
@@ -214,11 +214,11 @@ def vacation_check(session: Work, post: Post, game: Game,
     if shift.moved:
         old, game.deadline = game.deadline, shift.deadline
         session.add(game)
-        names = []
-        for email, used in shift.used.items():
-            emails[email].absent_days_used += used / timedelta(days=1)
-            session.add(emails[email])
-            names.append(emails[email].name)
+        names = [emails[email].name for email in shift.used]
+        update_players(session, game, {
+            emails[email].id: {"absent_days_used":
+                               emails[email].absent_days_used + used / timedelta(days=1)}
+            for email, used in shift.used.items()})
         announce(
             session, post, game, _("turn {turn}: deadline moved to {deadline}",
                                    turn=game.turn, deadline=When(game.deadline)),

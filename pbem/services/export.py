@@ -16,11 +16,11 @@ from pbem.games import entrants_of, moves_of, read_players, replayed_state, seat
 from pbem.kinds import KINDS, kind_of
 from pbem.kinds.generic_record import Entrant, GameRows, MoveRow
 from pbem.kinds.jsontypes import KindJSON
-from pbem.store.models import Game
 from pbem.store.paths import packaged_dir
+from pbem.store.rows import GameView
 
 
-def game_rows(session: Session, game: Game) -> GameRows:
+def game_rows(session: Session, game: GameView) -> GameRows:
     """The game as stored: what its kind makes the record of."""
     return GameRows(
         game=game.name, rules=json.loads(game.rules_json), seed=bytes.fromhex(game.seed_hex),
@@ -31,14 +31,14 @@ def game_rows(session: Session, game: Game) -> GameRows:
         started=game.turn > 0)
 
 
-def state_now(session: Session, game: Game) -> Any:
+def state_now(session: Session, game: GameView) -> Any:
     """The game's state, once it has started (None before)."""
     if game.status not in ("running", "over"):
         return None
     return replayed_state(session, game, seats=seats_of(read_players(session, game)))
 
 
-def export_json(session: Session, game: Game) -> KindJSON:
+def export_json(session: Session, game: GameView) -> KindJSON:
     """Any game's record as JSON, as its kind writes it."""
     return kind_of(game).record(game_rows(session, game), state_now(session, game))
 

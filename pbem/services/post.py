@@ -31,6 +31,7 @@ from pbem.render.reports import Renderer, html_part, text_part
 from pbem.store.db import core_read
 from pbem.store.driver import Hot
 from pbem.store.models import BounceState, Game, InboundMail, OutboundMail, Player
+from pbem.store.rows import GameView, PlayerView
 from pbem.store.work import Work
 from pbem.text.i18n import answer_language
 from pbem.text.wording import Message, Said, _, _n
@@ -74,24 +75,34 @@ class Post:
         """A subject line in its reader's language (and zone)."""
         return str(self.renderer.say(subject, language, zone))
 
-    def language_of(self, session: Session, address: str, game: Game | None = None, *,
-                    player: Player | None = None, written: str | None = None,
-                    options: GameOptions | None = None) -> str:
+    def language_of(self, session: Session, address: str, game: GameView | None = None, *,
+                    player: PlayerView | None = None, written: str | None = None,
+                    options: GameOptions | None = None,
+                    chosen: tuple[str | None, str | None] | None = None) -> str:
         """The language mail to ``address`` is written in (reader_of)."""
         return self.reader_of(session, address, game, player=player, written=written,
-                              options=options)[0]
+                              options=options, chosen=chosen)[0]
 
-    def reader_of(self, session: Session, address: str, game: Game | None = None, *,
-                  player: Player | None = None, written: str | None = None,
-                  options: GameOptions | None = None) -> tuple[str, str | None]:
+    def reader_of(self, session: Session, address: str, game: GameView | None = None, *,
+                  player: PlayerView | None = None, written: str | None = None,
+                  options: GameOptions | None = None,
+                  chosen: tuple[str | None, str | None] | None = None) -> tuple[str, str | None]:
         """How mail to ``address`` is written: (language, time zone). Every mail's
         language is decided here, by pbem.text.i18n.answer_language: the referee's own; about
         ``game``, the language the address reads that game in (``player``: its seat
         there, if the caller has it); about no game, the language of the mail's words
         (``written``), else the address's own. The zone is the address's TIMEZONE.
-        ``options``: the game's, if the caller has them."""
+        ``options``: the game's, and ``chosen``: (language, zone) the address chose in any
+        game (pbem.store.rows.PlayerRow.chosen), if the caller has them."""
         if address.lower() == self.referee.lower():
             return self.settings.referee_language, None
+        if game is not None and player is not None and chosen is not None:
+            # what the address chose anywhere came with its player's row
+            # (pbem.store.rows.PlayerRow.chosen): nothing to read
+            return (answer_language(game=(options or options_of(game)).language,
+                                    own=player.language, chosen=chosen[0],
+                                    default=self.settings.language),
+                    player.timezone or chosen[1])
         rows = core_read(session, _READER_ROWS, {"address": address.lower()}).all()
         own: Any = player   # the address's player in ``game`` (a Player, or a row of one)
         if own is None and game is not None:
@@ -198,7 +209,7 @@ def answer_parts(session: Work, post: Post, mail: Incoming, parts: Sequence[Answ
 
 def notice(session: Work, post: Post, to: str, subject: Said, paragraphs: Sequence[Said],
            now: datetime, *, language: str | None = None, zone: str | None = None,
-           game: Game | None = None, seat: int | None = None, turn: int | None = None,
+           game: GameView | None = None, seat: int | None = None, turn: int | None = None,
            kind: str = "notice") -> Queued:
     """One notice mail (the "notice" template) to one address, in ``language`` and
     ``zone`` (language None: the address's own, Post.reader_of)."""
@@ -213,9 +224,9 @@ def notice(session: Work, post: Post, to: str, subject: Said, paragraphs: Sequen
                    seat=seat, turn=turn, shipped_html=post.renderer.shipped_only)
 
 
-def announce(session: Work, post: Post, game: Game, subject: Said,
+def announce(session: Work, post: Post, game: GameView, subject: Said,
              paragraphs: Sequence[Said], now: datetime, *, action: str, actor: str = "server",
-             players: list[Player] | None = None) -> int:
+             players: Sequence[PlayerView] | None = None) -> int:
     """A notice to each of the game's active players (or to `players`), and an audit entry.
 
     The notice carries the game, seat and turn, so a reply to it is read like
@@ -281,7 +292,7 @@ _READ_IN_TURN = update(OutboundMail).where(
 ).values(turn=bindparam("now"))
 
 
-def read_in_turn(session: Session, game: Game, was: int) -> None:
+def read_in_turn(session: Session, game: GameView, was: int) -> None:
     """Turn ``was`` of ``game`` is over and the game is at the next: our mails of turn
     ``was`` that have not left yet (the table talk of the mail that ended it, a reminder
     held up) are read in the turn now, and carry it, as every mail queued from now on

@@ -19,7 +19,8 @@ from sqlmodel import Session, col, select
 from pbem.games import read_players, seats_of, stream_of
 from pbem.kinds import GameKind, kind_of
 from pbem.render.charts import Course
-from pbem.store.models import Game, Move
+from pbem.store.models import Move
+from pbem.store.rows import GameView
 
 S = TypeVar("S")   # the game kind's state
 M = TypeVar("M")   # the game kind's move
@@ -46,10 +47,10 @@ SomeStep = Step[Any, Any]
 
 
 @overload
-def replay_steps(session: Session, game: Game, kind: GameKind[S, M]) -> list[Step[S, M]]: ...
+def replay_steps(session: Session, game: GameView, kind: GameKind[S, M]) -> list[Step[S, M]]: ...
 @overload
-def replay_steps(session: Session, game: Game, kind: None = None) -> list[SomeStep]: ...
-def replay_steps(session: Session, game: Game,
+def replay_steps(session: Session, game: GameView, kind: None = None) -> list[SomeStep]: ...
+def replay_steps(session: Session, game: GameView,
                  kind: GameKind[S, M] | None = None) -> list[Step[S, M]] | list[SomeStep]:
     """The start and the state after every turn (``kind``: the game's, if the caller has
     it)."""
@@ -70,7 +71,7 @@ def replay_steps(session: Session, game: Game,
     return steps
 
 
-def course(game: Game, steps: Sequence[Step[S, M]], names: Mapping[int, str]) -> Course:
+def course(game: GameView, steps: Sequence[Step[S, M]], names: Mapping[int, str]) -> Course:
     """Each seat's score after every step (the kind's course_key of its standings), as
     pbem.render.charts draws it: {"label", "turns", "lines": [{"seat", "name", "values"}]}."""
     kind = kind_of(game)

@@ -24,7 +24,7 @@ from pbem.render.reports import SharedParts
 from pbem.services.export import export_json
 from pbem.services.post import Post, tagged
 from pbem.services.replay import course, replay_steps
-from pbem.store.models import Game, Player
+from pbem.store.rows import GameView, PlayerView
 from pbem.store.work import Work
 from pbem.text.deadlines import relative_said
 from pbem.text.links import key_generation, private_link
@@ -34,7 +34,7 @@ S = TypeVar("S")   # the game kind's state
 M = TypeVar("M")   # the game kind's move
 
 
-def web_links(web: WebSettings, game: Game, player: Player | None,
+def web_links(web: WebSettings, game: GameView, player: PlayerView | None,
               now: datetime) -> tuple[str | None, dict[str, str] | None]:
     """The game's public page and the player's private one (pbem web), when the server has
     a [web] base_url (and, for the private page, a secret): (game_url, private_link)."""
@@ -52,7 +52,7 @@ def web_links(web: WebSettings, game: Game, player: Player | None,
 
 # A report's template context stays open (values Any): the kind's report_extras join
 # it under its own keys, and the kind's templates read what they need of it.
-def report_context(game: Game, players: dict[int, Player], state: S, seat: int | None,
+def report_context(game: GameView, players: Mapping[int, PlayerView], state: S, seat: int | None,
                    now: datetime, origin: Origin, notes: list[str],
                    talk: list[dict[str, Any]] | None = None,
                    web: WebSettings | None = None,
@@ -104,7 +104,7 @@ def report_context(game: Game, players: dict[int, Player], state: S, seat: int |
 PERSONAL = ("notes", "talk", "key", "private_link", "timezone", "your_due", "bid_charts")
 
 
-def public_context(game: Game, players: dict[int, Player], state: S, now: datetime,
+def public_context(game: GameView, players: Mapping[int, PlayerView], state: S, now: datetime,
                    origin: Origin, web: WebSettings | None = None,
                    course: Course | None = None, *, kind: GameKind[S, M] | None = None,
                    options: GameOptions | None = None) -> dict[str, Any]:
@@ -123,18 +123,18 @@ def view_json(view: Mapping[str, object]) -> bytes:
     return json.dumps(view).encode()
 
 
-def record_file(game: Game) -> str:
+def record_file(game: GameView) -> str:
     """The name the game's record has as an attachment (final report, RECORD)."""
     return f"{game.name}-record.json"
 
 
-def record_attachment(session: Session, game: Game) -> tuple[str, str, bytes]:
+def record_attachment(session: Session, game: GameView) -> tuple[str, str, bytes]:
     """The game's record (pbem export's JSON) as an attachment, for `pbem verify`."""
     return (record_file(game), "application/json",
             json.dumps(export_json(session, game), indent=2).encode())
 
 
-def enqueue_reports(session: Work, post: Post, game: Game, state: S, *, now: datetime,
+def enqueue_reports(session: Work, post: Post, game: GameView, state: S, *, now: datetime,
                     notes: list[str] | None = None,
                     seat_notes: dict[int, list[str]] | None = None,
                     only_seat: int | None = None, in_reply_to: str | None = None,
@@ -170,7 +170,7 @@ def enqueue_reports(session: Work, post: Post, game: Game, state: S, *, now: dat
                                  heard_by(talk, seat), post.settings.web, drawn, kind=kind,
                                  options=options)
         language = post.language_of(session, player.email, game, player=player,
-                                    options=options)
+                                    options=options, chosen=player.chosen)
         text, html = renderer.render(kind.report_template, context, language,
                                      player.timezone, shared=shared_in(language))
         subject = post.subject(tagged(game.name, _("final report") if over
@@ -190,8 +190,8 @@ def enqueue_reports(session: Work, post: Post, game: Game, state: S, *, now: dat
     return rows
 
 
-def _watcher_reports(session: Work, post: Post, game: Game, state: S,
-                     players: dict[int, Player], *, now: datetime, notes: list[str],
+def _watcher_reports(session: Work, post: Post, game: GameView, state: S,
+                     players: Mapping[int, PlayerView], *, now: datetime, notes: list[str],
                      talk: list[dict[str, Any]],
                      record: list[tuple[str, str, bytes]],
                      course: Course | None, kind: GameKind[S, M],
@@ -229,7 +229,7 @@ def _watcher_reports(session: Work, post: Post, game: Game, state: S,
     return rows
 
 
-def game_course(session: Session, game: Game, players: dict[int, Player]) -> Course:
+def game_course(session: Session, game: GameView, players: Mapping[int, PlayerView]) -> Course:
     """The game's course from its replay (pbem.services.replay), under the players' names."""
     return course(game, replay_steps(session, game),
                   {seat: player.name for seat, player in players.items()})
@@ -242,7 +242,7 @@ def _seat_rows(rows: object) -> dict[object, Mapping[str, object]]:
     return {row.get("seat"): row for row in rows if isinstance(row, Mapping)}
 
 
-def player_view(game: Game, players: dict[int, Player], state: S,
+def player_view(game: GameView, players: Mapping[int, PlayerView], state: S,
                 seat: int | None, *, kind: GameKind[S, M] | None = None) -> dict[str, object]:
     """The JSON view of the game for one seat (None: the public view): the server's keys and
     the kind's (GameKind.view, of the kind's own shape: an open mapping here)."""

@@ -24,6 +24,7 @@ import hashlib
 import hmac
 import json
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, TypeVar, cast, overload
@@ -36,9 +37,12 @@ from pbem.games import (
     drop_orders,
     facts_of,
     id_of,
-    next_deadline,
+    players_of,
     seated,
     stream_of,
+    turn_begins,
+    update_game,
+    update_players,
 )
 from pbem.kinds import GameKind, kind_of
 from pbem.kinds.options import POLICIES, GameOptions, options_of, robot_level
@@ -47,7 +51,8 @@ from pbem.services.post import Post, read_in_turn, tagged, tell_referee
 from pbem.services.reports import enqueue_reports
 from pbem.store.claims import aware
 from pbem.store.db import core_read
-from pbem.store.models import Game, Move, Player
+from pbem.store.models import Move
+from pbem.store.rows import GameView, PlayerRow, PlayerView
 from pbem.store.work import Work
 from pbem.text.errors import Refusal
 from pbem.text.wording import Said, _, _n
@@ -69,21 +74,21 @@ class TurnOutcome(Generic[S, M]):
     seat_notes: dict[int, list[str]] = field(default_factory=dict)   # as told to a seat
 
 
-def robot_rng(game: Game, turn: int, seat: int) -> random.Random:
+def robot_rng(game: GameView, turn: int, seat: int) -> random.Random:
     """The robot's choices come from the seed too, so a replay makes the same ones."""
     digest = hmac.new(bytes.fromhex(game.seed_hex), f"robot/{turn}/{seat}".encode(),
                       hashlib.sha256).digest()
     return random.Random(int.from_bytes(digest, "big"))
 
 
-def game_policy(game: Game) -> str:
+def game_policy(game: GameView) -> str:
     """The game's missing-order policy (NEWGAME MISSING), ROBOT unless set."""
     policy = str(json.loads(game.options_json or "{}").get("policy", "robot")).lower()
     return policy.upper() if policy in POLICIES else "ROBOT"
 
 
-def missing_move(game: Game, kind: GameKind[S, M], state: S, seat: int,
-                 player: Player | None, options: GameOptions | None = None) -> tuple[M, str]:
+def missing_move(game: GameView, kind: GameKind[S, M], state: S, seat: int,
+                 player: PlayerView | None, options: GameOptions | None = None) -> tuple[M, str]:
     """The move for a seat without an order: its standing order, the game's policy, the robot
     (``options``: the game's, if the caller has them)."""
     level = robot_level(game, options)
@@ -122,12 +127,12 @@ _ADD_MOVES = insert(Move)
 
 
 @overload
-def resolve_turn(session: Work, game: Game, now: datetime,
+def resolve_turn(session: Work, game: GameView, now: datetime,
                  facts: GameFacts[S, M]) -> TurnOutcome[S, M]: ...
 @overload
-def resolve_turn(session: Work, game: Game, now: datetime,
+def resolve_turn(session: Work, game: GameView, now: datetime,
                  facts: None = None) -> TurnOutcome[Any, Any]: ...   # the kind looked up
-def resolve_turn(session: Work, game: Game, now: datetime,
+def resolve_turn(session: Work, game: GameView, now: datetime,
                  facts: GameFacts[S, M] | None = None) -> TurnOutcome[S, M] | TurnOutcome[Any, Any]:
     """Apply the turn's orders (missing ones are played for the player) and advance
     (``facts``: the transaction's, left with the state after the turn)."""
@@ -146,21 +151,16 @@ def resolve_turn(session: Work, game: Game, now: datetime,
          "by": by[seat], "rerolled_json": json.dumps(resolution.extras.get(seat, [])),
          "created_at": now} for seat, move in moves.items()])
     drop_orders(session, game, facts=facts)
-    game.turn += 1
     facts.state = resolution.state
-    if kind.over(resolution.state):
-        game.status = "over"
-        game.ended_at = now
-        game.deadline = None
-    else:
-        game.deadline = next_deadline(game, now, facts.options)
-    session.add(game)
-    session.flush()
+    ended = ({"status": "over", "ended_at": now, "deadline": None}
+             if kind.over(resolution.state) else turn_begins(game, now, facts.options))
+    facts.game = update_game(session, facts.game, turn=game.turn + 1, **ended)
     return TurnOutcome(played_for, {s: by[s] for s in played_for}, resolution.state,
                        resolution.notes, resolution.seat_notes)
 
 
-def played_for_notes(game: Game, outcome: TurnOutcome[S, M], players: dict[int, Player], *,
+def played_for_notes(game: GameView, outcome: TurnOutcome[S, M],
+                     players: Mapping[int, PlayerView], *,
                      early: bool = False, had_deadline: bool = True,
                      kind: GameKind[S, M] | None = None) -> list[Said]:
     """A line in the report for each move made for a missing order (early: the referee
@@ -184,7 +184,7 @@ def played_for_notes(game: Game, outcome: TurnOutcome[S, M], players: dict[int, 
     return notes
 
 
-def before_deadline(game: Game, now: datetime) -> bool:
+def before_deadline(game: GameView, now: datetime) -> bool:
     """Whether the turn is played before its deadline (or grace end) has come: by the
     referee's PROCESS, or in a game without deadlines."""
     end = game.grace_until or game.deadline
@@ -218,9 +218,11 @@ def play_turn(session: Work, post: Post, facts: GameFacts[S, M], *,
     early = before_deadline(game, now) if early is None else early
     had_deadline = (game.grace_until or game.deadline) is not None   # resolving sets the next
     outcome = resolve_turn(session, game, now, facts)
+    game = facts.game   # as the turn left it
     read_in_turn(session, game, turn)   # the talk and notices of the turn are read in this one
     players = facts.seated
     after_turn(session, post, game, turn, players=players, options=facts.options)
+    facts.players = players_of(session, game)   # their missed turns as after_turn wrote them
     more = (played_for_notes(game, outcome, players, early=early, had_deadline=had_deadline,
                              kind=facts.kind)
             + report_notes(session, game))
@@ -249,7 +251,7 @@ class TurnChange:
     """What a command or the clock changed that may complete a turn (``why``: one of
     WHEN_COMPLETE or NOW), with what its transaction knows of the game, if read."""
 
-    game: Game
+    game: GameView
     why: str
     # what its transaction knows of the game, if read (a game of any kind)
     facts: GameFacts[Any, Any] | None = None
@@ -288,9 +290,9 @@ _MOVES_BY = (select(Move.seat, Move.by)
              .order_by(col(Move.seat)))
 
 
-def after_turn(session: Work, post: Post, game: Game, turn: int, *,
-               players: dict[int, Player] | None = None,
-               options: GameOptions | None = None) -> list[Player]:
+def after_turn(session: Work, post: Post, game: GameView, turn: int, *,
+               players: dict[int, PlayerRow] | None = None,
+               options: GameOptions | None = None) -> list[PlayerRow]:
     """Count the missed turns of turn ``turn`` (just resolved); ask the referee to replace
     whoever reaches the limit (once: when the count reaches it). Returns those players.
     ``players`` (the seated) and ``options``: if the caller has them."""
@@ -298,18 +300,18 @@ def after_turn(session: Work, post: Post, game: Game, turn: int, *,
     holders = players if players is not None else seated(session, game)
     # NEWGAME MISSED <n>; 0: never ask the referee
     limit = (options or options_of(game)).missed_limit
-    reached = []
+    counts: dict[int | None, int] = {}
     for row in rows:
         player = holders.get(row.seat)
         if player is None:
             continue
         if row.by == "player":
-            player.missed_turns = 0
+            counts[player.id] = 0
         elif row.by in MISSED_BY:
-            player.missed_turns += 1
-            if limit and player.missed_turns == limit:
-                reached.append(player)
-        session.add(player)
+            counts[player.id] = player.missed_turns + 1
+    now: dict[int | None, PlayerRow] = {p.id: p for p in update_players(
+        session, game, {pid: {"missed_turns": n} for pid, n in counts.items()})}
+    reached = [now[pid] for pid, n in counts.items() if limit and n == limit]
     for player in reached:
         bouncing = failing(session, player.email)
         tell_referee(session, post, tagged(game.name, _n(

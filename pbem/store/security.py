@@ -32,12 +32,17 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TypeVar
 
 from sqlmodel import Session, col, func, select
 
 from pbem.store.models import Player, SenderEvent, Signup, Watcher
+from pbem.store.rows import PlayerView
+
+P = TypeVar("P", bound=PlayerView)   # a player: a row (pbem.store.rows) or an object
 
 AUTH_FAILED = "auth-failed"
 AUTH_DROPPED = "auth-dropped"          # a failing mail past the limit, dropped unanswered
@@ -83,7 +88,7 @@ def key_matches(given: str, *, key_hash: str = "", key: str = "") -> bool:
     return hmac.compare_digest(hash_key(given).encode(), want.strip().lower().encode())
 
 
-def find_key_owner(players: list[Player], given: str) -> Player | None:
+def find_key_owner(players: Sequence[P], given: str) -> P | None:
     """The active player whose key this is, checking every one (no early exit)."""
     found = None
     for player in players:

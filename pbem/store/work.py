@@ -15,13 +15,14 @@ pool's ``reset``, ``invalidate`` and ``close`` (which give it back too); on ever
 ``before_cursor_execute`` (a NUL in a statement's text parameters replaced). Listed by
 ``bench/house.py``.
 
-- ``memo``: the players and the pending orders of a game, read once a transaction
-  (pbem.games.players_of, pending_orders), and the mail of ours an inbound mail replies
-  to (pbem.services.post.replied_mail). What writes them keeps it right, explicitly:
-  pbem.games.record_order and drop_orders set the orders they wrote; a function that adds or
-  deletes a Player or a PendingOrder through the ORM (pbem.games.add_player,
-  remove_entrant, pbem.commands.seats' REPLACE, pbem.commands.rollback) calls
-  ``forget`` with that kind; a savepoint that rolls back (``savepoint``, the one way this
+- ``memo``: the players (rows: pbem.store.rows) and the pending orders of a game, read once
+  a transaction (pbem.games.players_of, pending_orders), and the mail of ours an inbound
+  mail replies to (pbem.services.post.replied_mail). What writes them keeps it right,
+  explicitly: pbem.games.record_order and drop_orders set the orders they wrote,
+  update_players the players; a function that adds or deletes a Player or a PendingOrder
+  (pbem.games.add_player, remove_entrant, pbem.commands.seats' REPLACE,
+  pbem.commands.rollback), or changes players by another statement (LANGUAGE, TIMEZONE,
+  ADDRESS), calls ``forget`` with that kind; a savepoint that rolls back (``savepoint``, the one way this
   code makes one) forgets all of it, and the transaction's end does (above).
 - ``queued``: the mail queued in this transaction (pbem.outbox.enqueue) when it is made
   with ``keep_queued`` (without, none is kept: a report is some 60 KB): what the caller

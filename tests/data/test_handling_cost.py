@@ -132,19 +132,20 @@ def test_a_kept_state_is_the_replayed_state_through_turns_and_rollbacks(
 
 
 def test_the_memo_follows_what_the_writers_of_players_do(tmp_path: Path) -> None:
-    """The functions that add or delete a player keep the memo right themselves (no
-    Session event does): add_player, remove_entrant; a change in place is seen at once (the
-    memo holds those very objects); a rollback forgets what was read."""
+    """The functions that add, delete or change a player keep the memo right themselves
+    (no Session event does): add_player, remove_entrant, update_players (written at once,
+    the memo's rows the changed ones); a rollback forgets what was read."""
     server, clock = server_at(tmp_path)
     new_game(server, players=PLAYERS[:3])
     with Work(server.engine) as session:
         game = find_game(session, "g1")
         first = players_of(session, game)
         assert len(first) == 3 and players_of(session, game) == first
-        first[0].active = False          # not flushed: what is derived sees it at once
+        first = games.update_players(session, game, {first[0].id: {"active": False}})
+        assert not first[0].active and players_of(session, game) == first
         assert first[0] not in games.active_players(session, game)
         newcomer = games.add_player(session, game, "new@example.org", "New")
-        assert newcomer in players_of(session, game)
+        assert newcomer.id in [p.id for p in players_of(session, game)]
         games.remove_entrant(session, game, first[1])
         assert first[1] not in players_of(session, game)
         assert [p.entrant for p in players_of(session, game)] == [1, 2, 3]
@@ -163,10 +164,11 @@ def test_the_memo_is_its_transactions_and_outlives_a_savepoint_released(
         game = find_game(session, "g1")
         first = players_of(session, game)
         with session.savepoint():
-            first[0].name = "Renamed"
+            first = games.update_players(session, game, {first[0].id: {"name": "Renamed"}})
         assert ("players", game.id) in session.memo and players_of(session, game) == first
+        assert first[0].name == "Renamed"
         with contextlib.suppress(LookupError), session.savepoint():
-            first[0].name = "Gone"
+            games.update_players(session, game, {first[0].id: {"name": "Gone"}})
             raise LookupError
         assert session.memo == {}
         players_of(session, game)

@@ -33,6 +33,7 @@ from pbem.rules.dice import DiceStream, face_json
 from pbem.services.export import schema
 from pbem.services.replay import replay_steps
 from pbem.store.models import Game, Player
+from pbem.store.rows import PlayerRow
 from pbem.store.work import Work
 from pbem.web import create_app
 from pbem.web.database import DatabaseNotReady, open_read_only
@@ -247,12 +248,9 @@ def test_a_private_link_shows_that_seat_its_dice_odds_key_and_orders(site: Site,
     assert 'href="mailto:bluff@example.org?subject=' in page
 
 
-def players_of_game(site: Site, name: str) -> list[Player]:
+def players_of_game(site: Site, name: str) -> list[PlayerRow]:
     with Work(site.server.engine) as session:
-        players = players_of(session, find_game(session, name))
-        for p in players:
-            session.expunge(p)
-        return players
+        return players_of(session, find_game(session, name))
 
 
 def test_a_private_link_fails_for_another_seat_after_expiry_and_after_replacement(

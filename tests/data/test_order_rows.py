@@ -1,0 +1,134 @@
+"""A mail's game and players as rows (pbem.store.rows): read once, written by statement.
+
+- a player's order mail reads its game's players by one statement, once (with what each
+  address chose anywhere: the answer's and the reports' language need no read of their
+  own), and its game by one; a turn writes the game by one UPDATE;
+- what is written by statement and an ORM object of the same row that the session holds
+  (the referee's commands, the clock) never disagree;
+- the reader's language and zone from a player's row are the ones Post.reader_of reads.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event, update
+from sqlmodel import col, select
+
+from pbem.games import find_game, players_of, read_game, update_players
+from pbem.runner.server import Server
+from pbem.services.turns import TurnChange, settle
+from pbem.store.models import Player
+from pbem.store.work import Work
+from testkit.desk import (
+    PLAYERS,
+    Clock,
+    game_turn,
+    key_of,
+    make_server,
+    raise_line,
+    seat_of,
+    send,
+    started_game,
+)
+
+
+def _statements(server: Server) -> tuple[list[str], Any]:
+    seen: list[str] = []
+
+    def count(conn: Any, cursor: Any, statement: str, *_: Any) -> None:
+        seen.append(" ".join(statement.split()))
+    event.listen(server.engine, "before_cursor_execute", count)
+    return seen, count
+
+
+def test_an_order_mail_reads_its_players_once_and_its_game_once(tmp_path: Path) -> None:
+    server = make_server(tmp_path, Clock())
+    started_game(server)
+    bodies = {email: f"GAME g1\nKEY {key_of(server, email)}\n"
+                     f"{raise_line(server, seat_of(server, email))}\n" for email in PLAYERS}
+    seen, count = _statements(server)
+    try:
+        for email in PLAYERS:   # a whole turn: the last order plays it
+            assert "order" in send(server, email, bodies[email]).lower()
+    finally:
+        event.remove(server.engine, "before_cursor_execute", count)
+    assert game_turn(server) == 2
+    handled = seen
+    player_reads = [s for s in handled if s.startswith("SELECT") and " FROM player " in s]
+    game_reads = [s for s in handled if s.startswith("SELECT") and " FROM game " in s]
+    assert len(player_reads) == len(PLAYERS)
+    assert all("anon_1" in s for s in player_reads)   # with what each address chose
+    assert len(game_reads) == len(PLAYERS)
+    assert len([s for s in handled if s.startswith("UPDATE game ")]) == 1
+    assert [s for s in handled if s.startswith("UPDATE player ")] == []   # nobody missed
+
+
+def test_a_turn_written_by_statement_agrees_with_the_object_held(tmp_path: Path) -> None:
+    """The referee's PROCESS holds the game's object: the turn is written by an UPDATE, and
+    the object says what the row says."""
+    server = make_server(tmp_path, Clock())
+    started_game(server)
+    with Work(server.engine) as session:
+        game = find_game(session, "g1")   # the object, as a referee's command holds it
+        played = settle(session, server.referee.post, TurnChange(game, "process"))
+        assert played is not None
+        stored = read_game(session, played.facts.game.id)
+        assert stored is not None
+        assert game.turn == played.facts.game.turn == stored.turn == 2
+        assert game.status == stored.status == "running"
+        session.commit()
+    assert game_turn(server) == 2
+
+
+def test_players_written_by_statement_keep_the_memo_and_the_objects(tmp_path: Path) -> None:
+    server = make_server(tmp_path, Clock())
+    started_game(server)
+    with Work(server.engine) as session:
+        game = find_game(session, "g1")
+        held = session.exec(select(Player).where(col(Player.game_id) == game.id,
+                                                 col(Player.seat) == 1)).one()
+        rows = players_of(session, game)
+        others = [p for p in rows if p.id != held.id]
+        after = update_players(session, game, {held.id: {"missed_turns": 2},
+                                               others[0].id: {"missed_turns": 2},
+                                               others[1].id: {"default_order": "RAISE"}})
+        assert held.missed_turns == 2                      # the object held agrees
+        assert players_of(session, game) == after          # the memo is what was written
+        session.forget()
+        assert players_of(session, game) == after          # and so is a fresh read
+        changed = {p.id for p in after} - {p.id for p in after if p in rows}
+        assert changed == {held.id, others[0].id, others[1].id}
+        session.commit()
+
+
+def test_the_reader_from_a_players_row_is_the_one_read(tmp_path: Path) -> None:
+    """What an address chose in any game comes with its player's row (PlayerRow.chosen):
+    the language and zone of mail to it are those Post.reader_of reads for itself."""
+    server = make_server(tmp_path, Clock())
+    started_game(server)
+    started_game(server, name="g2")
+    started_game(server, "LANGUAGE cs", name="g3")
+    with Work(server.engine) as session:
+        g1, g2 = find_game(session, "g1"), find_game(session, "g2")
+        for email, values in ((PLAYERS[0], {"language": "de"}),
+                              (PLAYERS[1], {"timezone": "Europe/Prague"}),
+                              (PLAYERS[2], {"language": "cs", "timezone": "Asia/Tokyo"})):
+            session.execute(update(Player).where(col(Player.game_id) == g2.id,
+                                                 col(Player.email) == email).values(values))
+        session.execute(update(Player).where(col(Player.game_id) == g1.id,
+                                             col(Player.email) == PLAYERS[2])
+                        .values(language="en"))
+        session.forget()
+        post = server.referee.post
+        for name in ("g1", "g2", "g3"):
+            game = find_game(session, name)
+            for player in players_of(session, game):
+                assert (post.reader_of(session, player.email, game, player=player,
+                                       chosen=player.chosen)
+                        == post.reader_of(session, player.email, game, player=player))
+        chosen = {p.email: p.chosen for p in players_of(session, g1)}
+        assert chosen[PLAYERS[0]] == ("de", None)
+        assert chosen[PLAYERS[1]] == (None, "Europe/Prague")
+        assert chosen[PLAYERS[2]][1] == "Asia/Tokyo"
