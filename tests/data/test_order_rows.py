@@ -132,3 +132,13 @@ def test_the_reader_from_a_players_row_is_the_one_read(tmp_path: Path) -> None:
         assert chosen[PLAYERS[0]] == ("de", None)
         assert chosen[PLAYERS[1]] == (None, "Europe/Prague")
         assert chosen[PLAYERS[2]][1] == "Asia/Tokyo"
+
+
+def test_the_rows_hold_every_column_of_their_tables() -> None:
+    """GameRow and PlayerRow name the tables' columns by hand (a frozen dataclass, for
+    mypy); a column added to the model and not to its row would be read by no mail."""
+    from pbem.store.models import Game, Player
+    from pbem.store.rows import GAME_COLUMNS, PLAYER_COLUMNS
+
+    assert GAME_COLUMNS == tuple(c.name for c in Game.__table__.columns)
+    assert PLAYER_COLUMNS == tuple(c.name for c in Player.__table__.columns)
