@@ -47,6 +47,7 @@ from pbem.text.zones import Reader, in_zone
 __all__ = [
     "Renderer",
     "SharedParts",
+    "Shown",
     "TemplateProblem",
     "bid",
     "count_in",
@@ -60,6 +61,7 @@ __all__ = [
     "html_part",
     "text_part",
     "rules_document",
+    "seen_by",
     "utc",
     "wrap",
 ]
@@ -285,6 +287,33 @@ def name_of(players: Iterable[Mapping[str, Any]] | None, number: Any) -> str:
     return ""
 
 
+class Shown(str):
+    """Text of a shared part, cleaned once a turn as an output is (pbem.text.usertext.shown):
+    a reader's report puts it out as it is, where a str's every character would be
+    searched again for each reader."""
+
+
+def seen_by(pieces: Iterable[Any], you: Any) -> str:
+    """A part of a report as reader ``you`` sees it (the ``seen_by`` filter): the
+    ``pieces`` of a shared template's part joined, each either what every reader sees or
+    a dict of what a seat sees of it by seat, ``none`` for any other reader (a watcher
+    too). One join in Python, where a loop of the reader's template over the rows of a
+    table, asking of each whether it is the reader's, costs an output and a test a row;
+    markup if the pieces are (the HTML part's)."""
+    out = []
+    markup = False
+    for piece in pieces:
+        if type(piece) is dict:
+            piece = piece[you] if you in piece else piece[None]
+        markup = markup or type(piece) is markupsafe.Markup
+        out.append(piece)
+    joined = "".join(out)
+    if markup:
+        return markupsafe.Markup(joined)
+    # cleaned pieces make a cleaned whole (shown drops or replaces single characters)
+    return Shown(joined) if all(type(piece) is Shown for piece in out) else joined
+
+
 def count_in(values: Iterable[Any], choices: Any) -> int:
     """How many of ``values``, as text, are among ``choices``: the dice of a cup that
     count for a bid (``ds|count_in(["3", "*"])``).  The same number as
@@ -433,7 +462,7 @@ def said_in(tr: Translator) -> Callable[[Any], Any]:
         kind = type(value)
         if kind is str:
             return shown(value)
-        if kind is markup or kind is int:
+        if kind is markup or kind is int or kind is Shown:
             return value
         if kind is Message:
             return shown(said(value, tr))
@@ -666,6 +695,7 @@ def template_environment(override_dir: Path | None, language: str = SOURCE_LANGU
         lookup=lookup,
         name_of=name_of,
         count_in=count_in,
+        seen_by=seen_by,
         when=in_zone,        # a time in the reader's zone, UTC beside (pbem.text.zones)
         said=said_value,     # a value put into a sentence (_SaidWhenCompiled)
         usage=lambda value: usage_said(str(said_value(value)), tr),  # HELP's commands
@@ -798,4 +828,19 @@ def _parts_of(template: jinja2.Template, context: Mapping[str, Any]) -> dict[str
     """The top-level ``{% set %}`` values of ``template`` rendered with ``context`` (its
     module's exported names, jinja2's Template.make_module)."""
     module = template.make_module(dict(context))
-    return {key: value for key, value in vars(module).items() if not key.startswith("_")}
+    return {key: _cleaned(value) for key, value in vars(module).items()
+            if not key.startswith("_")}
+
+
+def _cleaned(value: Any) -> Any:
+    """A shared part's text (and the text in its dicts and lists) cleaned now, once a turn,
+    as each report's output of it would be (Shown); markup, macros and the rest as they
+    are."""
+    kind = type(value)
+    if kind is str:
+        return Shown(shown(value))
+    if kind is dict:
+        return {key: _cleaned(item) for key, item in value.items()}
+    if kind is list:
+        return [_cleaned(item) for item in value]
+    return value

@@ -10,8 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from markupsafe import Markup
 
-from pbem.render.reports import Renderer, SharedParts
+from pbem.render.reports import Renderer, SharedParts, Shown, seen_by
 from pbem.store.paths import packaged_dir
 from testkit.reports import play
 
@@ -114,3 +117,50 @@ def test_an_override_that_declares_its_shared_part_is_rendered_once(
     assert f"\nSHARED {context['game']}\n" in text
     # the slow way imports the same shared template: the same bytes
     assert renderer.render(name, context) == (text, _html)
+
+
+def test_a_personal_template_of_before_seen_by_renders_the_slow_way(
+        recorded: list[Recording], tmp_path: Path) -> None:
+    """A referee's copy of the personal postal templates as they were shipped before the
+    mini-games became shared parts (each row chosen in a loop) still finds every part
+    it reads in the shipped shared templates: rendered whole, the same bytes."""
+    data = Path(__file__).parent / "data"
+    for fmt in ("txt", "html"):
+        (tmp_path / f"postal_report.{fmt}.j2").write_text(
+            (data / f"postal_report_before_seen_by.{fmt}.j2").read_text())
+    old, plain = Renderer(tmp_path), Renderer()
+    seen = recorded[0].seen
+    assert old.shared_parts(seen[0][0], recorded[0].publics[0]) is None
+    for name, context, _public in seen:
+        assert old.render(name, context, "de") == plain.render(name, context, "de")
+
+
+def test_seen_by_puts_a_part_together_for_its_reader() -> None:
+    pieces = ["head\n", {1: "1 you\n", None: "1 Ann\n"}, {2: "2 you\n", None: "2 Bob\n"}]
+    assert seen_by(pieces, 1) == "head\n1 you\n2 Bob\n"
+    assert seen_by(pieces, 2) == "head\n1 Ann\n2 you\n"
+    assert seen_by(pieces, None) == seen_by(pieces, 3) == "head\n1 Ann\n2 Bob\n"
+    marked = seen_by([Markup("<tr>"), {None: Markup("<td>&lt;</td>")}], None)
+    assert type(marked) is Markup and marked == "<tr><td>&lt;</td>"
+    # text cleaned once a turn (Shown) stays cleaned; anything else is cleaned on output
+    assert type(seen_by([Shown("a"), {None: Shown("b")}], None)) is Shown
+    assert type(seen_by([Shown("a"), "b\u202e"], None)) is str
+
+
+@given(st.lists(st.one_of(st.text(max_size=5),
+                          st.dictionaries(st.sampled_from([1, 2, 3, None]),
+                                          st.text(max_size=5), min_size=1)
+                          .map(lambda d: {**d, None: d.get(None, "")})), max_size=8),
+       st.sampled_from([1, 2, 3, None]))
+def test_seen_by_is_each_readers_pieces_joined(pieces: list[Any], you: int | None) -> None:
+    want = "".join(p if isinstance(p, str) else p.get(you, p[None]) for p in pieces)
+    assert seen_by(pieces, you) == want
+
+
+def test_a_shared_part_is_cleaned_once_a_turn(recorded: list[Recording]) -> None:
+    """Text parts come cleaned (Shown): a reader's report puts them out as they are."""
+    parts = Renderer().shared_parts("postal_report", recorded[0].publics[-1])
+    assert parts is not None
+    assert type(parts.text["fair_dice"]) is Shown
+    assert all(type(row) is Shown for row in parts.text["player_rows"].values())
+    assert type(parts.html["fair_dice"]) is Markup
