@@ -804,7 +804,7 @@ class Renderer:
                 return None
         if language != SOURCE_LANGUAGE:
             public = said_context(public, reader(language, None))
-        return SharedParts(text=_parts_of(text_shared, public),
+        return SharedParts(text=_parts_of(text_shared, public, cleaned=True),
                            html=_parts_of(html_shared, public))
 
     def _overridden(self, template: jinja2.Template) -> bool:
@@ -824,23 +824,28 @@ class SharedParts:
     html: Mapping[str, Any]
 
 
-def _parts_of(template: jinja2.Template, context: Mapping[str, Any]) -> dict[str, Any]:
+def _parts_of(template: jinja2.Template, context: Mapping[str, Any],
+              cleaned: bool = False) -> dict[str, Any]:
     """The top-level ``{% set %}`` values of ``template`` rendered with ``context`` (its
-    module's exported names, jinja2's Template.make_module)."""
+    module's exported names, jinja2's Template.make_module); ``cleaned``: a text part's
+    text cleaned now (_cleaned; an HTML part's is markup, and a str in it is cleaned and
+    escaped where it is put out)."""
     module = template.make_module(dict(context))
-    return {key: _cleaned(value) for key, value in vars(module).items()
-            if not key.startswith("_")}
+    parts = {key: value for key, value in vars(module).items() if not key.startswith("_")}
+    return _cleaned(parts, {}) if cleaned else parts
 
 
-def _cleaned(value: Any) -> Any:
+def _cleaned(value: Any, done: dict[int, Any]) -> Any:
     """A shared part's text (and the text in its dicts and lists) cleaned now, once a turn,
-    as each report's output of it would be (Shown); markup, macros and the rest as they
-    are."""
+    as each report's output of it would be (Shown); anything else as it is. ``done``: the
+    values cleaned already, by id (a row is in its table's part and in a reader's)."""
     kind = type(value)
     if kind is str:
-        return Shown(shown(value))
+        if id(value) not in done:
+            done[id(value)] = (value, Shown(shown(value)))   # the value kept: its id stays
+        return done[id(value)][1]
     if kind is dict:
-        return {key: _cleaned(item) for key, item in value.items()}
+        return {key: _cleaned(item, done) for key, item in value.items()}
     if kind is list:
-        return [_cleaned(item) for item in value]
+        return [_cleaned(item, done) for item in value]
     return value
