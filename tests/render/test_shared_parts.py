@@ -119,22 +119,6 @@ def test_an_override_that_declares_its_shared_part_is_rendered_once(
     assert renderer.render(name, context) == (text, _html)
 
 
-def test_a_personal_template_of_before_seen_by_renders_the_slow_way(
-        recorded: list[Recording], tmp_path: Path) -> None:
-    """A referee's copy of the personal postal templates as they were shipped before the
-    mini-games became shared parts (each row chosen in a loop) still finds every part
-    it reads in the shipped shared templates: rendered whole, the same bytes."""
-    data = Path(__file__).parent / "data"
-    for fmt in ("txt", "html"):
-        (tmp_path / f"postal_report.{fmt}.j2").write_text(
-            (data / f"postal_report_before_seen_by.{fmt}.j2").read_text())
-    old, plain = Renderer(tmp_path), Renderer()
-    seen = recorded[0].seen
-    assert old.shared_parts(seen[0][0], recorded[0].publics[0]) is None
-    for name, context, _public in seen:
-        assert old.render(name, context, "de") == plain.render(name, context, "de")
-
-
 def test_seen_by_puts_a_part_together_for_its_reader() -> None:
     pieces = ["head\n", {1: "1 you\n", None: "1 Ann\n"}, {2: "2 you\n", None: "2 Bob\n"}]
     assert seen_by(pieces, 1) == "head\n1 you\n2 Bob\n"
@@ -162,5 +146,6 @@ def test_a_shared_part_is_cleaned_once_a_turn(recorded: list[Recording]) -> None
     parts = Renderer().shared_parts("postal_report", recorded[0].publics[-1])
     assert parts is not None
     assert type(parts.text["fair_dice"]) is Shown
-    assert all(type(row) is Shown for row in parts.text["player_rows"].values())
+    assert all(type(text) is Shown for row in parts.text["players_table"]
+               for text in row.values())
     assert type(parts.html["fair_dice"]) is Markup
