@@ -170,14 +170,16 @@ def timed(base: Renderer, now: Renderer | InLanguage, reports: Recorded, repeat:
 
 
 def timed_turns(base: Renderer, now: Renderer, reports: Recorded, turns: Turns,
-                repeat: int) -> tuple[float, float]:
+                repeat: int) -> dict[str, float]:
     """CPU seconds for every turn's reports (the seats' and the watcher's), base and now:
     base renders each whole (or with its shared parts, if it has them), now renders the
     turn's shared parts once and each report with them (as
-    pbem.services.reports.enqueue_reports does); the best of ``repeat`` passes a turn."""
+    pbem.services.reports.enqueue_reports does); the best of ``repeat`` passes a turn.
+    Keys: "base" and "now" (the whole turns), "base shared" and "now shared" (their
+    shared passes alone: the rest is the readers' parts)."""
     clock = time.process_time
-    best_base = [float("inf")] * len(turns)
-    best_now = [float("inf")] * len(turns)
+    best = {key: [float("inf")] * len(turns)
+            for key in ("base", "now", "base shared", "now shared")}
     for _ in range(repeat):
         forget(base)
         forget(now)
@@ -188,6 +190,7 @@ def timed_turns(base: Renderer, now: Renderer, reports: Recorded, turns: Turns,
             # the stop that made them, or later)
             shared_base = (base.shared_parts(name, public)
                            if hasattr(base, "shared_parts") else None)
+            base_shared = clock()
             for j in indexes:
                 if shared_base is None:
                     base.render(name, reports[j][1])
@@ -195,12 +198,15 @@ def timed_turns(base: Renderer, now: Renderer, reports: Recorded, turns: Turns,
                     base.render(name, reports[j][1], shared=shared_base)
             middle = clock()
             shared = now.shared_parts(name, public)
+            now_shared = clock()
             for j in indexes:
                 now.render(name, reports[j][1], shared=shared)
             end = clock()
-            best_base[i] = min(best_base[i], middle - start)
-            best_now[i] = min(best_now[i], end - middle)
-    return sum(best_base), sum(best_now)
+            for key, took in (("base", middle - start), ("now", end - middle),
+                              ("base shared", base_shared - start),
+                              ("now shared", now_shared - middle)):
+                best[key][i] = min(best[key][i], took)
+    return {key: sum(times) for key, times in best.items()}
 
 
 def main() -> int:
@@ -270,13 +276,24 @@ def main() -> int:
         # a turn's reports as the server renders them: shared parts once a turn
         print(f"{'a turn, all reports':<22}{'turns':>9}{'reports':>9}{'ms base':>9}{'ms now':>8}"
               "  speed-up   (ms a report; now: shared parts once a turn)")
+        split: dict[str, tuple[int, int, dict[str, float]]] = {}
         for label, reports in games.items():
             turns = TURNS[label]
             n = sum(len(indexes) for _, indexes in turns)
-            took_base, took_now = timed_turns(base, plain, reports, turns, args.repeat)
+            took = timed_turns(base, plain, reports, turns, args.repeat)
+            split[label] = (len(turns), n, took)
             print(f"{label:<22}{len(turns):>9}{n:>9}"
-                  f"{1000 * took_base / n:>9.2f}{1000 * took_now / n:>8.2f}"
-                  f"  {took_base / took_now:>6.2f}x")
+                  f"{1000 * took['base'] / n:>9.2f}{1000 * took['now'] / n:>8.2f}"
+                  f"  {took['base'] / took['now']:>6.2f}x")
+        # the same turns, their shared pass (ms a turn) and the readers' parts (ms a report)
+        print(f"{'a turn, split':<22}{'shared pass base':>18}{'now':>7}"
+              f"{'a reader base':>15}{'now':>7}  (ms a turn; ms a report)")
+        for label, (t, n, took) in split.items():
+            base_readers = took["base"] - took["base shared"]
+            now_readers = took["now"] - took["now shared"]
+            print(f"{label:<22}{1000 * took['base shared'] / t:>18.2f}"
+                  f"{1000 * took['now shared'] / t:>7.2f}"
+                  f"{1000 * base_readers / n:>15.3f}{1000 * now_readers / n:>7.3f}")
     return 0
 
 
