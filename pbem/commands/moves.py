@@ -80,7 +80,7 @@ def take_moves(ctx: CommandContext, parsed: ParsedText, move_names: set[str]) ->
     # what the confirmation may promise: a turn this order completes is resolved now, by the
     # runner (no new order can replace it); during grace the deadline that counts is the
     # grace end
-    resolves_now = complete(facts)
+    resolves_now = complete(facts, pending)
     context = {"game": game.name, "turn": game.turn, "seat": seat, "accepted": accepted,
                "resolves_now": resolves_now, "grace": game.grace_until is not None,
                "ignored": [{"line_no": p.number, "line": p.text}

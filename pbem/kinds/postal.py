@@ -45,7 +45,7 @@ from pbem.rules.postal_record import (
 )
 from pbem.rules.robot import DEFAULT_LEVEL, choose_move
 from pbem.rules.ruleset import RuleSet, RulesJSON
-from pbem.rules.view import PostalView, holdings, odds_view
+from pbem.rules.view import PostalView, dice_known, holdings, odds_view
 from pbem.text.errors import Refusal
 from pbem.text.wording import Message, Said, _, _n, joined
 
@@ -135,7 +135,7 @@ class PostalKind(BidMoves[PostalState]):
             raise
         odds = None
         if isinstance(move, BidMove):
-            o = bid_odds(state.seat_view(seat, minigame), move.bid)
+            o = bid_odds(dice_known(state, seat, minigame), move.bid)
             odds = {"holds": o.holds, "exact": o.exact}
         lines = [Understood(order, _("{move} in mini-game {number}", move=move.said(),
                                      number=minigame), odds)]
@@ -216,7 +216,7 @@ class PostalKind(BidMoves[PostalState]):
         bid = state.minigame(number).current_bid
         if bid is None:
             return []
-        return [{**count_chart(state.seat_view(seat, number), bid),
+        return [{**count_chart(dice_known(state, seat, number), bid),
                  "title": _("{bid} in mini-game {number}", bid=bid_words(bid),
                             number=number)}]
 

@@ -205,19 +205,20 @@ def _is_legal_footer(line: str) -> bool:
 
 
 def _scan(lines: Sequence[str], left_out: set[Said]) -> Iterator[int]:
-    """Yield the indexes of the lines that are new text (blank ones included); what is
-    left out is noted in ``left_out``."""
+    """Yield the indexes of the lines that are new text (blank ones are not: none is);
+    what is left out is noted in ``left_out``."""
     i = 0
     n = len(lines)
     while i < n:
         line = lines[i]
         if not line or line.isspace():   # no rule below reads a blank line (a blanked
-            yield i                      # quote is mostly these: new_text)
-            i += 1
+            i += 1                       # quote is mostly these: new_text)
             continue
         if _QUOTED.match(line):   # first: a signature or a footer line never opens with ">"
-            left_out.add(QUOTE)
+            left_out.add(QUOTE)   # once for the run of them (a copy of our report is long)
             i += 1
+            while i < n and _QUOTED.match(lines[i]):
+                i += 1
             continue
         if _SIG_SEP.match(line) or _is_legal_footer(line):
             if _next_nonblank(lines, i + 1) is not None or not _SIG_SEP.match(line):
@@ -247,10 +248,12 @@ def _scan(lines: Sequence[str], left_out: set[Said]) -> Iterator[int]:
         i += 1
 
 
-def new_text(text: str, quote: tuple[int, int] | None = None) -> NewText:
+def new_text(text: str, quote: tuple[int, int] | None = None, *,
+             lines: Sequence[str] | None = None) -> NewText:
     """The lines a human newly typed in a mail body, with their line numbers, and what was
     left out.  ``quote``: the first line of a quote of a mail we know and the first line
-    after it (pbem.mail.quotecut); none of those lines is read.
+    after it (pbem.mail.quotecut); none of those lines is read. ``lines``: the text's
+    ``splitlines()``, if the caller has them.
 
     Drops ``>``-quoted lines, everything from a signature separator (``-- `` / ``--``) or a
     legal footer on, attribution lines (``On <date>, <name> wrote:``, ``Am ... schrieb
@@ -262,19 +265,15 @@ def new_text(text: str, quote: tuple[int, int] | None = None) -> NewText:
     try:
         if not isinstance(text, str):
             return NewText([])
-        lines = text.splitlines()
+        read = text.splitlines() if lines is None else list(lines)
         left_out: set[Said] = set()
         if quote is not None:
-            start, end = max(0, quote[0]), min(len(lines), quote[1])
-            if any(line.strip() for line in lines[start:end]):
+            start, end = max(0, quote[0]), min(len(read), quote[1])
+            if any(line.strip() for line in read[start:end]):
                 left_out.add(QUOTE)
-            # blanked, not removed: the lines after it keep their numbers
-            lines = [*lines[:start], *([""] * max(0, end - start)), *lines[end:]]
-        result: list[BodyLine] = []
-        for idx in _scan(lines, left_out):
-            stripped = lines[idx].rstrip()
-            if stripped:
-                result.append(BodyLine(idx + 1, stripped))
+            if start < end:   # blanked, not removed: the lines after it keep their numbers
+                read[start:end] = [""] * (end - start)
+        result = [BodyLine(idx + 1, read[idx].rstrip()) for idx in _scan(read, left_out)]
         return NewText(result, tuple(p for p in (QUOTE, SIGNATURE) if p in left_out))
     except Exception:
         return NewText([])

@@ -30,6 +30,7 @@ PROBE_CHARS = 600        # read first: they hold the first words of any mail of 
 HEADER_LINES = 8       # lines above the quote that may be its header
 
 _WORD = re.compile(r"[^\W_]+")
+_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
 _QUOTED = re.compile(r"^\s*>")
 _TIME = re.compile(r"\d{1,2}[:.]\d{2}")
 _YEAR = re.compile(r"(?<!\d)(19|20)\d\d(?!\d)")
@@ -48,8 +49,13 @@ def words_of(text: str) -> list[str]:
     if folded.isascii():   # nothing to take apart or off (most lines, the English mail)
         return _WORD.findall(folded)
     folded = unicodedata.normalize("NFKD", folded)
-    plain = "".join(ch for ch in folded if not unicodedata.combining(ch))
-    return _WORD.findall(plain)
+    # only a character past ASCII can be a combining mark: the runs of those are looked at
+    # one by one, the rest (most of a mail of ours: its tables, its words) is left to C
+    return _WORD.findall(_NON_ASCII.sub(_without_marks, folded))
+
+
+def _without_marks(run: re.Match[str]) -> str:
+    return "".join(ch for ch in run.group() if not unicodedata.combining(ch))
 
 
 def _probe(known: str) -> list[str]:
@@ -206,7 +212,7 @@ def reply_text(text: str, known: Iterable[str]) -> NewText | None:
     for number, one in enumerate(known):
         span = quote_span(lines, [one])
         if span is not None:
-            return new_text(text, span)
+            return new_text(text, span, lines=lines)
         if number == 0:
             first = _probe(one)[:2]
             held = set(words_of(text[:MAX_REPLY_WORDS * 10]))

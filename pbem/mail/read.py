@@ -190,11 +190,18 @@ def _decode_bytes(data: bytes, charset: str | None) -> _Decoded:
     return _Decoded(data.decode("latin-1", "replace"), note)
 
 
-def _payload_bytes(part: Part) -> bytes:
+def _payload_bytes(part: Part, decoded: dict[Part, bytes] | None = None) -> bytes:
+    """The part's body decoded (its raw bytes if that fails); ``decoded``: the bodies
+    decoded already (the body chosen is asked for twice)."""
+    if decoded is not None and part in decoded:
+        return decoded[part]
     try:
-        return part.payload_bytes()
+        data = part.payload_bytes()
     except Exception:
-        return part.raw_body()
+        data = part.raw_body()
+    if decoded is not None:
+        decoded[part] = data
+    return data
 
 
 def _disposition(part: Part) -> str:
@@ -274,6 +281,8 @@ def _extract_body(top: Part) -> _Body:
     broken: Part | None = None
     too_deep = False
     encrypted = False
+    # the text/plain bodies decoded, each once: no more bytes than the mail's own
+    bodies: dict[Part, bytes] = {}
     seen = 0
     # pre-order walk without recursion (the tree is MAX_DEPTH deep at most)
     stack: list[Part] = [top]
@@ -306,7 +315,7 @@ def _extract_body(top: Part) -> _Body:
             continue
         named = part is not top and _filename(part) is not None
         if ctype == "text/plain":
-            nonempty = bool(_payload_bytes(part).strip())
+            nonempty = bool(_payload_bytes(part, bodies).strip())
             if named:
                 named_texts.append(part)
             elif plain is None and nonempty:
@@ -328,7 +337,7 @@ def _extract_body(top: Part) -> _Body:
     chosen = plain or html
     if chosen is None:
         for candidate in named_texts:
-            if _payload_bytes(candidate).strip():
+            if _payload_bytes(candidate, bodies).strip():
                 chosen = candidate
                 break
     chosen = chosen or plain_empty
@@ -342,7 +351,7 @@ def _extract_body(top: Part) -> _Body:
     text = ""
     unread: Message | None = None
     if chosen is not None:
-        data = _payload_bytes(chosen)
+        data = _payload_bytes(chosen, bodies)
         is_html = chosen.content_type() == "text/html"
         unread = _too_long(data, is_html)
         if unread is None:

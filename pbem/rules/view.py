@@ -8,7 +8,7 @@ from pbem.rules.bid_moves import BidJSON
 from pbem.rules.bid_moves import bid_json as plain_bid_json
 from pbem.rules.dice import Die, face_json
 from pbem.rules.ladder import Bid
-from pbem.rules.odds import bid_odds
+from pbem.rules.odds import SeatView, bid_odds
 from pbem.rules.postal import SEATS, MiniGame, PlacedBid, PostalState
 
 
@@ -116,9 +116,26 @@ def odds_view(state: PostalState, seat: int) -> dict[int, dict[str, float]]:
     result: dict[int, dict[str, float]] = {}
     for game in state.minigames:
         if not game.ended and game.current_bid is not None:
-            odds = bid_odds(state.seat_view(seat, game.number), game.current_bid)
+            odds = bid_odds(dice_known(state, seat, game.number), game.current_bid)
             result[game.number] = {"holds": odds.holds, "exact": odds.exact}
     return result
+
+
+def dice_known(state: PostalState, seat: int, number: int) -> SeatView:
+    """``state.seat_view(seat, number)`` as far as the odds read it (bid_odds,
+    actual_distribution): the seat's own dice, the dice the others exposed, how many they
+    hide. Not what the robot reads besides (every seat's bids and answers in every
+    mini-game, four fifths of the seat view's cost: bench/scale.py --profile): a report's
+    odds, an order's confirmation and a bid's chart ask this. tests/rules/test_rules_view.py
+    holds the two alike."""
+    game = state.minigame(number)
+    others = [c for s, c in enumerate(game.cups, start=1) if s != seat]
+    hidden = [d for c in others for d in c.hidden]
+    supers = sum(1 for d in hidden if d.super)
+    return SeatView(seat=seat, own=game.cup(seat),
+                    others_exposed=tuple(d for c in others for d in c.exposed),
+                    unknown_plain=len(hidden) - supers, unknown_super=supers,
+                    current=game.current_bid, ladder=state.ladder(number), rules=state.rules)
 
 
 def holdings(state: PostalState, seat: int | None) -> PostalView:

@@ -253,9 +253,18 @@ def heard_from(session: Work, msg: InboundMessage) -> bool:
     return True
 
 
+# a game with a bounce note for its next report (pbem.store.db.core_read)
+_NOTE_PENDING = select(BounceState.id).where(
+    col(BounceState.game_id) == bindparam("game"), col(BounceState.report_pending).is_(True)
+).limit(1)
+
+
 def report_notes(session: Session, game: GameView) -> list[Said]:
     """The notes for the game's next report about mail that bounced since the last one
     (each said once)."""
+    # a Core look first, by a statement built once: almost every turn has none
+    if core_read(session, _NOTE_PENDING, {"game": game.id}).first() is None:
+        return []
     states = session.exec(select(BounceState).where(BounceState.game_id == game.id,
                                                     col(BounceState.report_pending).is_(True))
                           .order_by(col(BounceState.seat))).all()

@@ -24,7 +24,7 @@ import hashlib
 import hmac
 import json
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, TypeVar, cast, overload
@@ -257,11 +257,12 @@ class TurnChange:
     facts: GameFacts[Any, Any] | None = None
 
 
-def complete(facts: GameFacts[S, M]) -> bool:
+def complete(facts: GameFacts[S, M], missing: Sequence[int] | None = None) -> bool:
     """Is every due order in, the game running and not under WAIT? The one place that says
-    "resolve as soon as every due order is in"."""
+    "resolve as soon as every due order is in". ``missing``: ``facts.missing()``, if the
+    caller has it (a kind says who is due in words, each seat's: not cheap)."""
     return (facts.game.status == "running" and not facts.options.wait
-            and not facts.missing())
+            and not (facts.missing() if missing is None else missing))
 
 
 def settle(session: Work, post: Post, change: TurnChange, *, inbound_id: int | None = None,

@@ -8,6 +8,7 @@ import quopri
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pbem.mail.newtext import new_text
 from pbem.mail.read import InboundMessage, read_message
 from pbem.mail.text import BodyLine, html_to_text, new_text_lines
 
@@ -247,6 +248,23 @@ def test_plain_body_lines_are_the_new_text_of_the_body(body: str) -> None:
 def test_new_text_lines_consistent_and_unquoted(text: str) -> None:
     lines = new_text_lines(text)
     assert_lines_match(lines, text)
+
+
+@given(text_st, st.integers(-3, 40), st.integers(-3, 40))
+def test_a_quote_span_blanks_its_lines_and_no_other(text: str, start: int, end: int) -> None:
+    """new_text with the span of a quote of ours (pbem.mail.quotecut), whatever span: no
+    line in it is read, every line read is the text's line of its number, and the lines
+    are those of the text with the span's lines blanked (a span that ends before it
+    starts, or past the text, blanks what it covers and moves no line). Lines the
+    caller split already are read as the text's own."""
+    found = new_text(text, (start, end))
+    assert_lines_match(found.lines, text)
+    rows = text.splitlines()
+    first = max(0, start)
+    assert not any(first < line.number <= end for line in found.lines)
+    blanked = "\n".join("" if first <= i < end else row for i, row in enumerate(rows))
+    assert found.lines == new_text(blanked).lines
+    assert new_text(text, (start, end), lines=rows) == found
 
 
 @given(
