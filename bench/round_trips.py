@@ -21,6 +21,7 @@ Needs Dovecot and PostgreSQL's server binaries; run from the repository root.
 from __future__ import annotations
 
 import argparse
+import cProfile
 import random
 import re
 import sys
@@ -69,8 +70,8 @@ def autocommit(conn: Any) -> bool:
     return bool(conn.get_execution_options().get("isolation_level") == "AUTOCOMMIT")
 
 
-def run(database: str, games: int, seed: int,
-        show: str | None = None) -> tuple[Counter[str], int, float]:
+def run(database: str, games: int, seed: int, show: str | None = None,
+        profile: str | None = None) -> tuple[Counter[str], int, float]:
     """The turn tick's round trips by kind, the orders it handled, its seconds."""
     postgresql = database == "postgresql"
     with MailStack(users=("bluff", "referee")) as stack, \
@@ -106,8 +107,14 @@ def run(database: str, games: int, seed: int,
         for name, listener in listeners:
             event.listen(server.engine.pool if name == "checkout" else server.engine, name,
                          listener)
+        profiler = cProfile.Profile() if profile else None
         clock = time.perf_counter()
+        if profiler is not None:
+            profiler.enable()
         turn = server.tick()
+        if profiler is not None:
+            profiler.disable()
+            profiler.dump_stats(f"{profile}.{database}")
         seconds = time.perf_counter() - clock
         for name, listener in listeners:
             event.remove(server.engine.pool if name == "checkout" else server.engine, name,
@@ -130,8 +137,11 @@ def main() -> None:
                         choices=["sqlite", "postgresql"])
     parser.add_argument("--show", metavar="KIND",
                         help='print the statements of one kind, e.g. "SELECT outbound_mail"')
+    parser.add_argument("--profile", metavar="FILE",
+                        help="cProfile the turn tick into FILE.<database>")
     args = parser.parse_args()
-    results = {db: run(db, args.games, args.seed, args.show) for db in args.databases}
+    results = {db: run(db, args.games, args.seed, args.show, args.profile)
+               for db in args.databases}
     kinds = sorted({k for trips, _, _ in results.values() for k in trips},
                    key=lambda k: -max(r[0][k] / r[1] for r in results.values()))
     print(f"\nround trips per order, one turn of {args.games} games\n")
