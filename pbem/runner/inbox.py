@@ -437,11 +437,12 @@ def claim_lane(bind: Engine | Connection, now: datetime, lease: timedelta, lane:
         if held is not None or not found:
             return [], held
         wanted = [(row_id, owner) for row_id, owner, _ in found]
-        claimed = claim_many(session, InboundMail, wanted, now, status="new")
+        # the attempts of the first ``begun`` counted by the claim's own statement
+        claimed = claim_many(session, InboundMail, wanted, now, status="new",
+                             counted={row_id for row_id, _ in wanted[:max(1, begun)]})
         if claimed != [row_id for row_id, _ in wanted]:   # one taken meanwhile: not ours
             session.rollback()
             return [], "another process"
-        count_attempts(session, claimed[:max(1, begun)])
         session.commit()
     return claimed, None
 

@@ -89,6 +89,34 @@ def test_a_lane_is_claimed_whole_oldest_first_and_only_when_no_other_holds_it(
     assert inbox.claim_lane(engine, later, LEASE, 7, upto=upto) == ([], None)   # no mail
 
 
+@pytest.mark.postgresql
+def test_a_lanes_claim_counts_the_attempts_of_the_mails_begun_in_its_own_update(
+        pgcluster: PgCluster) -> None:
+    """The first ``begun`` mails of a lane (a group, handled together) have their attempts
+    counted by the statement that claims them: one UPDATE for a lane of free mail; a
+    stale claim taken over is counted by its own compare-and-swap."""
+    engine = open_database(pgcluster.new_database())
+    ids = stored(engine, [5, 5, 5, 5, 6, 6, 6])
+    upto = max(ids)
+    updates: list[str] = []
+
+    def statement(conn, cursor, sql, *_) -> None:  # noqa: ANN001
+        if sql.startswith("UPDATE inbound_mail"):
+            updates.append(sql)
+
+    event.listen(engine, "before_cursor_execute", statement)
+    try:
+        assert inbox.claim_lane(engine, NOW, LEASE, 5, upto=upto, begun=3) == (ids[:4], None)
+        assert len(updates) == 1   # claimed and counted together (it was two statements)
+        held_by(engine, ids[4], OTHER, NOW - LEASE - timedelta(seconds=1))   # ran out
+        assert inbox.claim_lane(engine, NOW, LEASE, 6, upto=upto, begun=2) == (ids[4:], None)
+    finally:
+        event.remove(engine, "before_cursor_execute", statement)
+    with Session(engine) as session:
+        attempts = dict(session.execute(select(InboundMail.id, InboundMail.attempts)).all())
+    assert [attempts[i] for i in ids] == [1, 1, 1, 0, 1, 1, 0]
+
+
 @given(st.text(max_size=300))
 def test_a_sender_lock_key_is_stable_and_an_int4(address: str) -> None:
     key = lock_key(address)
