@@ -9,11 +9,17 @@ table (on SQLite that includes BEGIN IMMEDIATE, COMMIT and ROLLBACK: pbem's own
 statements there); on PostgreSQL psycopg sends those itself, so the transactions'
 begins, commits and rollbacks are counted (none in AUTOCOMMIT), and the pool's ping as
 a connection is checked out. Prints, per database, those counts per order
-handled, the turn tick's ms per order, and the total round trips per order.
+handled, the turn tick's ms per order, the total round trips per order, and the CPU
+an order of pbem (this process) and of the PostgreSQL server (its processes').
 
     python bench/round_trips.py                    # 50 games, SQLite and PostgreSQL
     python bench/round_trips.py --games 200 --databases postgresql
     python bench/round_trips.py --show "SELECT outbound_mail"   # that kind's statements
+    python bench/round_trips.py --databases postgresql --statements   # the server's time
+    python bench/round_trips.py --profile turn.prof   # cProfile: turn.prof.sqlite, ...
+
+With --statements the cluster is restarted with pg_stat_statements loaded, and the
+server's execution and planning time over the turn tick is printed by statement.
 
 Needs Dovecot and PostgreSQL's server binaries; run from the repository root.
 """
@@ -21,8 +27,8 @@ Needs Dovecot and PostgreSQL's server binaries; run from the repository root.
 from __future__ import annotations
 
 import argparse
-import os
 import cProfile
+import os
 import random
 import re
 import sys
