@@ -212,11 +212,22 @@ def test_a_tick_takes_mail_stored_while_it_runs_and_waits_its_turn_to_give_lanes
         assert set(session.exec(select(InboundMail.status))) == {"done"}
 
 
+def unreadable(sender: str, in_reply_to: str | None) -> bytes:
+    """A mail with no text to read (a PDF alone), replying to ``in_reply_to``."""
+    replying = f"In-Reply-To: {in_reply_to}\r\n" if in_reply_to else ""
+    raw = (f"From: {sender}\r\nTo: {SERVER}\r\nSubject: orders\r\n"
+           f"Message-ID: <pdf-{in_reply_to is not None}@x.test>\r\n{replying}"
+           "MIME-Version: 1.0\r\nContent-Type: application/pdf\r\n"
+           "Content-Transfer-Encoding: base64\r\n\r\nJVBERi0xLjQK\r\n").encode()
+    assert not read_message(raw, own_addresses=[SERVER]).readable
+    return raw
+
+
 def test_a_mails_lane_is_the_game_its_handling_finds(tmp_path: Path) -> None:
     """lane_of, on any database: a reply to our mail to a seat is that game's (read from
-    its headers alone, even when its new text is too long to be read: its handling
-    refuses it in that lane); a mail naming its game by a GAME line is that game's; the
-    rest is NO_GAME. Each as named_game, which its handling asks, finds it."""
+    its headers alone, even when its new text is too long to be read or there is none:
+    its handling refuses it in that lane); a mail naming its game by a GAME line is that
+    game's; the rest is NO_GAME. Each as named_game, which its handling asks, finds it."""
     server = make_server(tmp_path, Clock())
     started_game(server)
     started_game(server, name="g2")
@@ -232,12 +243,15 @@ def test_a_mails_lane_is_the_game_its_handling_finds(tmp_path: Path) -> None:
         "the referee": (mail(REFEREE, "GAME g1\nSTATUS g1\n"), inbox.NO_GAME),
         "an auto-reply": (b"Auto-Submitted: auto-replied\r\n" + mail(
             PLAYERS[0], "away\n", in_reply_to=report.message_id), inbox.NO_GAME),
+        "an unreadable reply": (unreadable(PLAYERS[0], report.message_id), game.id),
+        "an unreadable mail": (unreadable(PLAYERS[0], None), inbox.NO_GAME),
     }
     post = server.referee.post
     with Work(server.engine) as session:
         for what, (raw, lane) in cases.items():
             assert lane_of(session, post, raw, None, False) == lane, what
-            if what not in ("a long reply", "the referee", "an auto-reply"):
+            if what not in ("a long reply", "the referee", "an auto-reply",
+                            "an unreadable reply", "an unreadable mail"):
                 msg = read_reply(session, read_message(raw, own_addresses=[SERVER]))
                 found = named_game(session, msg)
                 assert (found.id if found else inbox.NO_GAME) == lane, what
