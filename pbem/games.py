@@ -332,7 +332,7 @@ def load_state(session: Work, game: GameView, *, kind: GameKind[S, M] | None = N
     and turn (the memo's, _moves_before)."""
     return replayed_state(session, game, kind=kind,
                           seats=seat_count(session, game) if seats is None else seats,
-                          moves=_moves_before(session, game))
+                          recorded=_moves_before(session, game))
 
 
 def _moves_before(session: Work, game: GameView) -> list[Any]:
@@ -352,21 +352,21 @@ def _moves_before(session: Work, game: GameView) -> list[Any]:
 
 @overload
 def replayed_state(session: Session, game: GameView, *, seats: int,
-                   kind: GameKind[S, M], moves: list[Any] | None = None) -> S: ...
+                   kind: GameKind[S, M], recorded: list[Any] | None = None) -> S: ...
 @overload
 def replayed_state(session: Session, game: GameView, *, seats: int,
                    kind: None = None,
-                   moves: list[Any] | None = None) -> Any: ...   # the kind looked up
+                   recorded: list[Any] | None = None) -> Any: ...   # the kind looked up
 def replayed_state(session: Session, game: GameView, *, seats: int,
                    kind: GameKind[S, M] | None = None,
-                   moves: list[Any] | None = None) -> S | Any:
+                   recorded: list[Any] | None = None) -> S | Any:
     """The kind's state now: the start rebuilt from the seed, then every recorded turn.
 
     A state is a pure function of the game's seed, rules, seat count and recorded
     moves, so it is kept under a digest of exactly those (a few states at most:
     STATES_KEPT): a game's next mail finds it, or the state of the turn before, and
     replays one turn at most. A rollback, another process's change: other moves,
-    another digest. ``kind``: if the caller knows it; ``moves``: the game's moves (turn,
+    another digest. ``kind``: if the caller knows it; ``recorded``: the game's moves (turn,
     seat, move) in that order, if the caller has read them (load_state), else read here.
     """
     kind = kind or kind_of(game)
@@ -375,8 +375,8 @@ def replayed_state(session: Session, game: GameView, *, seats: int,
                             f"{seats}".encode())
     known = _states.get(digest.digest())
     replay: list[list[Any]] = []
-    rows = moves if moves is not None else core_read(session, _MOVES_OF,
-                                                     {"game": game.id}).all()
+    rows = recorded if recorded is not None else core_read(session, _MOVES_OF,
+                                                           {"game": game.id}).all()
     for _turn, group in groupby(rows, key=lambda r: r[0]):
         turn = list(group)
         digest.update(b"".join(f"\0{seat}:{move}".encode() for _move_turn, seat, move in turn) + b"\1")
