@@ -130,7 +130,8 @@ def test_a_lanes_claim_and_the_giving_of_lanes_read_the_new_mail_by_its_lane_ind
     sent: dict[str, object] = {}
 
     def capture(conn, cursor, sql, params, context, many) -> None:  # noqa: ANN001
-        if sql.startswith("SELECT inbound_mail.id") and "inbound_mail.lane" in sql:
+        if sql.startswith("SELECT") and "FROM inbound_mail" in sql and \
+                "inbound_mail.lane" in sql:
             sent.setdefault(sql, params)
 
     event.listen(engine, "before_cursor_execute", capture)
@@ -146,6 +147,29 @@ def test_a_lanes_claim_and_the_giving_of_lanes_read_the_new_mail_by_its_lane_ind
         plans = {sql: " | ".join(row[0] for row in raw.execute("EXPLAIN " + sql, params))
                  for sql, params in sent.items()}
     assert all("ix_inbound_mail_new_lane" in plan for plan in plans.values()), plans
+
+
+@pytest.mark.postgresql
+def test_a_lanes_claim_tries_its_lock_and_reads_its_mail_in_one_statement(
+        pgcluster: PgCluster) -> None:
+    """claim_lane tries the lane's lock and reads its new mail in one round trip (it was
+    two); while another process holds the lock, it reads none and leaves the lane."""
+    engine = open_database(pgcluster.new_database())
+    upto = max(stored(engine, [5, 5, 6]))
+    sent: list[str] = []
+
+    def statement(conn, cursor, sql, *_) -> None:  # noqa: ANN001
+        sent.append(sql.split(None, 1)[0])
+
+    with Session(engine) as other:   # another worker is claiming lane 5 right now
+        assert lane_claim(other, 5)
+        assert inbox.claim_lane(engine, NOW, LEASE, 5, upto=upto) == ([], "a claim under way")
+    event.listen(engine, "before_cursor_execute", statement)
+    try:
+        claimed, _ = inbox.claim_lane(engine, NOW, LEASE, 5, upto=upto)
+    finally:
+        event.remove(engine, "before_cursor_execute", statement)
+    assert len(claimed) == 2 and sent == ["SELECT", "UPDATE"]   # was SELECT, SELECT, UPDATE
 
 
 @given(st.text(max_size=300))
