@@ -103,8 +103,8 @@ def test_a_group_reads_its_games_players_orders_and_moves_once_a_turn(
         pgcluster: PgCluster, tmp_path: Path) -> None:
     """The game's players, orders in and moves are read once a group (the memo's, kept
     right by what writes them, as between two commands of one mail), not once a mail;
-    the moves once more for who made the turn's moves once the fifth order played it
-    (pbem.services.turns.after_turn)."""
+    who made the turn's moves, once the fifth order played it, is not read back either
+    (pbem.services.turns.after_turn: the turn says)."""
     server = make_server(tmp_path, Clock(), database=pgcluster.new_database())
     started_game(server)
     orders_stored(server)
@@ -120,7 +120,7 @@ def test_a_group_reads_its_games_players_orders_and_moves_once_a_turn(
         assert server.referee.process_pending() == 5
     finally:
         event.remove(server.engine, "before_cursor_execute", statement)
-    assert reads == {"player": 1, "pendingorder": 1, "move": 2}   # were 5, 5 and 6
+    assert reads == {"player": 1, "pendingorder": 1, "move": 1}   # were 5, 5 and 6
     assert game_turn(server) == 2 and len(moves_of(server, 1)) == 5
 
 
