@@ -9,11 +9,17 @@ table (on SQLite that includes BEGIN IMMEDIATE, COMMIT and ROLLBACK: pbem's own
 statements there); on PostgreSQL psycopg sends those itself, so the transactions'
 begins, commits and rollbacks are counted (none in AUTOCOMMIT), and the pool's ping as
 a connection is checked out. Prints, per database, those counts per order
-handled, the turn tick's ms per order, and the total round trips per order.
+handled, the turn tick's ms per order, the total round trips per order, and the CPU
+an order of pbem (this process) and of the PostgreSQL server (its processes').
 
     python bench/round_trips.py                    # 50 games, SQLite and PostgreSQL
     python bench/round_trips.py --games 200 --databases postgresql
     python bench/round_trips.py --show "SELECT outbound_mail"   # that kind's statements
+    python bench/round_trips.py --databases postgresql --statements   # the server's time
+    python bench/round_trips.py --profile turn.prof   # cProfile: turn.prof.sqlite, ...
+
+With --statements the cluster is restarted with pg_stat_statements loaded, and the
+server's execution and planning time over the turn tick is printed by statement.
 
 Needs Dovecot and PostgreSQL's server binaries; run from the repository root.
 """
@@ -21,6 +27,8 @@ Needs Dovecot and PostgreSQL's server binaries; run from the repository root.
 from __future__ import annotations
 
 import argparse
+import cProfile
+import os
 import random
 import re
 import sys
@@ -49,6 +57,7 @@ from testkit.pgstack import PgCluster  # noqa: E402
 
 _TABLE = re.compile(r"\b(?:FROM|INTO|UPDATE|JOIN)\s+\"?(\w+)", re.IGNORECASE)
 _INNER = re.compile(r"\([^()]*\)")   # an innermost bracket: a subquery's tables are not the statement's
+cpus: dict[str, tuple[float, float]] = {}   # a database's turn tick: CPU s of pbem, of the server
 _CALLED = re.compile(r"\s*SELECT\s+(\w+)\(", re.IGNORECASE)   # SELECT pg_advisory_xact_lock(...
 
 
@@ -65,17 +74,61 @@ def kind_of(statement: str) -> str:
     return f"{verb} {table.group(1)}" if table else verb
 
 
+def server_cpu(pid: int) -> float:
+    """CPU seconds the PostgreSQL server has used: its postmaster's own and its ended
+    children's (reaped), and each live child's (the backends, the writer, ...)."""
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def fields(path: Path) -> list[str]:
+        return path.read_text().rsplit(")", 1)[1].split()   # after "(comm)"
+    own = fields(Path(f"/proc/{pid}/stat"))
+    total = sum(int(own[n]) for n in (11, 12, 13, 14))   # utime stime cutime cstime
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            child = fields(stat)
+        except OSError:   # ended meanwhile
+            continue
+        if int(child[1]) == pid:   # ppid
+            total += int(child[11]) + int(child[12])
+    return total / tick
+
+
 def autocommit(conn: Any) -> bool:
     return bool(conn.get_execution_options().get("isolation_level") == "AUTOCOMMIT")
 
 
-def run(database: str, games: int, seed: int,
-        show: str | None = None) -> tuple[Counter[str], int, float]:
+def statements_kept(cluster: PgCluster) -> None:
+    """The server restarted with pg_stat_statements loaded (for --statements)."""
+    import psycopg
+    with psycopg.connect(cluster.url().replace("postgresql+psycopg", "postgresql"),
+                         autocommit=True) as conn:
+        conn.execute("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'")
+    cluster.restart()
+
+
+def costliest(engine: Any, orders: int, top: int = 15) -> None:
+    """The server's time by statement over the turn tick (pg_stat_statements)."""
+    with engine.connect() as conn:
+        rows = conn.exec_driver_sql(
+            "SELECT calls, total_exec_time, total_plan_time, query FROM pg_stat_statements "
+            "ORDER BY total_exec_time + total_plan_time DESC").all()
+    total = sum(r[1] + r[2] for r in rows)
+    print(f"\nthe server's time over the turn tick: {total / orders:.2f} ms an order "
+          "(execution and planning, pg_stat_statements)")
+    for calls, exec_ms, plan_ms, query in rows[:top]:
+        print(f"{exec_ms / orders:7.3f} ms + plan {plan_ms / orders:5.3f} ms an order, "
+              f"{calls / orders:5.2f} calls: {' '.join(query.split())[:150]}")
+
+
+def run(database: str, games: int, seed: int, show: str | None = None,
+        profile: str | None = None, statements: bool = False) -> tuple[Counter[str], int, float]:
     """The turn tick's round trips by kind, the orders it handled, its seconds."""
     postgresql = database == "postgresql"
     with MailStack(users=("bluff", "referee")) as stack, \
             tempfile.TemporaryDirectory(prefix="pbem-trips-") as tmp, \
             (PgCluster() if postgresql else _Nothing()) as cluster:
+        if postgresql and statements:
+            statements_kept(cluster)
         url = cluster.new_database() if postgresql else f"sqlite:///{Path(tmp) / 'trips.db'}"
         settings = bench_settings(stack, url, Path(tmp))
         server = Server(settings)
@@ -106,14 +159,29 @@ def run(database: str, games: int, seed: int,
         for name, listener in listeners:
             event.listen(server.engine.pool if name == "checkout" else server.engine, name,
                          listener)
-        clock = time.perf_counter()
+        profiler = cProfile.Profile() if profile else None
+        if postgresql and statements:
+            with server.engine.begin() as conn:
+                conn.exec_driver_sql("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+                conn.exec_driver_sql("SELECT pg_stat_statements_reset()")
+        served = server_cpu(cluster.server_pid()) if postgresql else 0.0
+        clock, cpu = time.perf_counter(), time.process_time()
+        if profiler is not None:
+            profiler.enable()
         turn = server.tick()
+        if profiler is not None:
+            profiler.disable()
+            profiler.dump_stats(f"{profile}.{database}")
         seconds = time.perf_counter() - clock
+        cpus[database] = (time.process_time() - cpu,
+                          server_cpu(cluster.server_pid()) - served if postgresql else 0.0)
         for name, listener in listeners:
             event.remove(server.engine.pool if name == "checkout" else server.engine, name,
                          listener)
         second = count(server.engine, "SELECT count(*) FROM outbound_mail "
                                       "WHERE kind = 'report' AND turn = 2")
+        if postgresql and statements:
+            costliest(server.engine, orders)
         for sql, times in shown.most_common():
             print(f"{database}: {times / orders:.2f} an order: {sql}")
         assert turn.processed == orders and second == SEATS * games, (turn, second)
@@ -130,8 +198,13 @@ def main() -> None:
                         choices=["sqlite", "postgresql"])
     parser.add_argument("--show", metavar="KIND",
                         help='print the statements of one kind, e.g. "SELECT outbound_mail"')
+    parser.add_argument("--statements", action="store_true",
+                        help="PostgreSQL: the server's costliest statements (pg_stat_statements)")
+    parser.add_argument("--profile", metavar="FILE",
+                        help="cProfile the turn tick into FILE.<database>")
     args = parser.parse_args()
-    results = {db: run(db, args.games, args.seed, args.show) for db in args.databases}
+    results = {db: run(db, args.games, args.seed, args.show, args.profile, args.statements)
+               for db in args.databases}
     kinds = sorted({k for trips, _, _ in results.values() for k in trips},
                    key=lambda k: -max(r[0][k] / r[1] for r in results.values()))
     print(f"\nround trips per order, one turn of {args.games} games\n")
@@ -143,6 +216,9 @@ def main() -> None:
           + " | ".join(f"**{sum(t.values()) / n:.2f}**" for t, n, _ in results.values()) + " |")
     print("| ms per order (turn tick) | "
           + " | ".join(f"{1000 * s / n:.1f}" for _, n, s in results.values()) + " |")
+    print("| CPU ms per order: pbem / the server | "
+          + " | ".join(f"{1000 * cpus[db][0] / n:.1f} / {1000 * cpus[db][1] / n:.1f}"
+                       for db, (_, n, _s) in results.items()) + " |")
 
 
 if __name__ == "__main__":

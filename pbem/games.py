@@ -328,26 +328,46 @@ def load_state(session: Work, game: GameView, *, kind: None = None,
 def load_state(session: Work, game: GameView, *, kind: GameKind[S, M] | None = None,
                seats: int | None = None) -> S | Any:
     """The kind's state now (replayed_state); ``seats``: the seat count, if the caller knows
-    it (else the transaction's memo's players say)."""
+    it (else the transaction's memo's players say). The moves are read once a transaction
+    and turn (the memo's, _moves_before)."""
     return replayed_state(session, game, kind=kind,
-                          seats=seat_count(session, game) if seats is None else seats)
+                          seats=seat_count(session, game) if seats is None else seats,
+                          recorded=_moves_before(session, game))
+
+
+def _moves_before(session: Work, game: GameView) -> list[Any]:
+    """The game's recorded moves (all of the turns before ``game.turn``), read once a
+    transaction and turn: kept under the turn, they need no writer to keep them right.
+    A turn played records its moves and moves the game on (another key); a ROLLBACK
+    deletes the moves of its turn and after and moves the game back, leaving those
+    before it as they were; a savepoint rolled back and the transaction's end forget
+    them (pbem.store.work.Work.memo). The game's lock (or SQLite's one writer) keeps
+    other processes' writes out while the transaction runs."""
+    key = ("moves", game.id, game.turn)
+    rows = session.recall(key)
+    if rows is None:
+        rows = session.memo[key] = core_read(session, _MOVES_OF, {"game": game.id}).all()
+    return list(rows)
 
 
 @overload
 def replayed_state(session: Session, game: GameView, *, seats: int,
-                   kind: GameKind[S, M]) -> S: ...
+                   kind: GameKind[S, M], recorded: list[Any] | None = None) -> S: ...
 @overload
 def replayed_state(session: Session, game: GameView, *, seats: int,
-                   kind: None = None) -> Any: ...   # the state of the kind looked up
+                   kind: None = None,
+                   recorded: list[Any] | None = None) -> Any: ...   # the kind looked up
 def replayed_state(session: Session, game: GameView, *, seats: int,
-                   kind: GameKind[S, M] | None = None) -> S | Any:
+                   kind: GameKind[S, M] | None = None,
+                   recorded: list[Any] | None = None) -> S | Any:
     """The kind's state now: the start rebuilt from the seed, then every recorded turn.
 
     A state is a pure function of the game's seed, rules, seat count and recorded
     moves, so it is kept under a digest of exactly those (a few states at most:
     STATES_KEPT): a game's next mail finds it, or the state of the turn before, and
     replays one turn at most. A rollback, another process's change: other moves,
-    another digest. ``kind``: if the caller knows it.
+    another digest. ``kind``: if the caller knows it; ``recorded``: the game's moves (turn,
+    seat, move) in that order, if the caller has read them (load_state), else read here.
     """
     kind = kind or kind_of(game)
     stream = stream_of(game)
@@ -355,7 +375,8 @@ def replayed_state(session: Session, game: GameView, *, seats: int,
                             f"{seats}".encode())
     known = _states.get(digest.digest())
     replay: list[list[Any]] = []
-    rows = core_read(session, _MOVES_OF, {"game": game.id}).all()
+    rows = recorded if recorded is not None else core_read(session, _MOVES_OF,
+                                                           {"game": game.id}).all()
     for _turn, group in groupby(rows, key=lambda r: r[0]):
         turn = list(group)
         digest.update(b"".join(f"\0{seat}:{move}".encode() for _move_turn, seat, move in turn) + b"\1")

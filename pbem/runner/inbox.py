@@ -37,7 +37,7 @@ from sqlmodel import Session, col, select
 from pbem.commands.referee_cmds import RELEASE_ASKED
 from pbem.mail.headers import MAIL_HEADER_BYTES, as_text, read_mail_header
 from pbem.store.claims import claim_many, claim_stale, me
-from pbem.store.db import game_writer, lane_claim, one_writer, reading
+from pbem.store.db import game_writer, lane_claim, lane_claim_reading, one_writer, reading
 from pbem.store.driver import Hot
 from pbem.store.faults import fail_point
 from pbem.store.models import InboundMail, ServerState
@@ -425,23 +425,24 @@ def claim_lane(bind: Engine | Connection, now: datetime, lease: timedelta, lane:
     is claiming at this moment ("a claim under way"). ``bind``: the engine, or a
     connection not in a transaction (the one a worker handles the lane on)."""
     with Session(bind) as session:
-        if not lane_claim(session, lane):
-            return [], "a claim under way"
-        found = list(session.execute(
+        found = lane_claim_reading(session, lane, (   # the lane's lock and mail: one trip
             select(InboundMail.id, InboundMail.claimed_by, InboundMail.claimed_at)
             .where(InboundMail.status == "new", InboundMail.lane == lane,
                    col(InboundMail.id) <= upto)
             .order_by(col(InboundMail.id)).limit(size)))
+        if found is None:
+            return [], "a claim under way"
         held = next((owner for _, owner, at in found
                      if owner != me() and not claim_stale(owner, at, now, lease)), None)
         if held is not None or not found:
             return [], held
         wanted = [(row_id, owner) for row_id, owner, _ in found]
-        claimed = claim_many(session, InboundMail, wanted, now, status="new")
+        # the attempts of the first ``begun`` counted by the claim's own statement
+        claimed = claim_many(session, InboundMail, wanted, now, status="new",
+                             counted={row_id for row_id, _ in wanted[:max(1, begun)]})
         if claimed != [row_id for row_id, _ in wanted]:   # one taken meanwhile: not ours
             session.rollback()
             return [], "another process"
-        count_attempts(session, claimed[:max(1, begun)])
         session.commit()
     return claimed, None
 

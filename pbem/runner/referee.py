@@ -258,8 +258,9 @@ class Referee:
         taken once, the claims held and the endings written by one statement each, and
         the ``following`` mails' attempts counted by the commit (PostgreSQL: each round
         trip saved is a wait for the server). Each mail is handled as if alone: what the
-        session read is expired and the unit of work's memo forgotten between two, so
-        the next reads what the one before wrote. All or nothing, as a mail alone: a
+        session read is expired between two, so the next reads what the one before
+        wrote; the unit of work's memo (the game's players, orders and moves) is kept
+        right by what writes them, and is read once a group. All or nothing, as a mail alone: a
         crash or a kill before the commit leaves every mail of the group new, each
         with its attempt counted, so each is handled again (cut short: in a bounded
         child, suspect), none applied twice. None, with nothing applied, when the group
@@ -289,8 +290,10 @@ class Referee:
                 row.processed_at = self.clock()
                 session.flush()
                 crash_point("inbound-handled")
-                session.expire_all()   # the next mail reads what this one wrote, as alone
-                session.forget()
+                # the next mail reads what this one wrote, as alone: the ORM's objects
+                # anew; the memo's players, orders and moves are kept, as between two
+                # commands of one mail (what writes them keeps them right: pbem.store.work)
+                session.expire_all()
                 session.replies.clear()
                 marks("mail<")
             inbox.finish_all(session, rows, following)

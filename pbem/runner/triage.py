@@ -149,32 +149,38 @@ def lane_of(session: Work, post: Post, raw: bytes, envelope_from: str | None,
 def lanes_of(session: Work, post: Post, reads: list[inbox.LaneRead]) -> list[int]:
     """The lanes of stored mails, as lane_of finds each; the mails of ours they reply to
     are looked up together (one read for a page of mail, not one a mail)."""
-    msgs = [_player_mail(post, read) for read in reads]
-    sents = iter(sender_check.replied_seats(session, [msg for msg in msgs if msg is not None]))
+    heads = [_player_mail(post, read, header=True) for read in reads]
+    sents = iter(sender_check.replied_seats(session, [msg for msg in heads if msg is not None]))
     lanes = []
-    for msg in msgs:
+    for read, head in zip(reads, heads, strict=True):
         # a reply to our mail to a seat speaks to that mail's game, as named_game finds it:
-        # its headers alone say so, so neither the mail of ours it quotes is read (the
-        # cut of the quote) nor the game loaded; the mail's handling does both
-        sent = next(sents) if msg is not None else None
-        if msg is None:
+        # its headers alone say so, so neither its text is read, nor the mail of ours it
+        # quotes (the cut of the quote), nor the game loaded; the mail's handling does all
+        # three (and refuses a text it cannot read, in that game's lane)
+        sent = next(sents) if head is not None else None
+        if head is None:
             lanes.append(inbox.NO_GAME)
         elif sent is not None and sent.game_id is not None and sent.seat is not None:
             lanes.append(int(sent.game_id))
         else:
-            lanes.append(_named_lane(session, msg))
+            msg = _player_mail(post, read, header=False)
+            lanes.append(_named_lane(session, msg) if msg is not None else inbox.NO_GAME)
     return lanes
 
 
-def _player_mail(post: Post, read: inbox.LaneRead) -> InboundMessage | None:
-    """A stored mail read as a player's may be; None for one that has no game's lane."""
+def _player_mail(post: Post, read: inbox.LaneRead, *,
+                 header: bool) -> InboundMessage | None:
+    """A stored mail read as a player's may be (``header``: its header alone, which says
+    whom it is from, whether it is automatic and what it replies to; else whole, its
+    text readable); None for one that has no game's lane."""
     settings = post.settings
     try:
-        msg = read_message(read.raw, own_addresses=[settings.address],
-                           envelope_from=read.envelope_from)
+        msg = read_message(inbox.header_block(read.raw) if header else read.raw,
+                           own_addresses=[settings.address], envelope_from=read.envelope_from)
     except Exception:   # noqa: BLE001 - its handling reads it again and says what is wrong
         return None
-    if read.truncated or msg.automatic or msg.from_addr is None or not msg.readable or \
+    if read.truncated or msg.automatic or msg.from_addr is None or \
+            (not header and not msg.readable) or \
             msg.from_addr in (settings.address.lower(), settings.referee.lower()):
         return None
     return msg

@@ -27,7 +27,7 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Generic, TypeVar, cast, overload
+from typing import Any, Generic, NamedTuple, TypeVar, cast, overload
 
 from sqlalchemy import bindparam, insert
 from sqlmodel import col, select
@@ -72,6 +72,7 @@ class TurnOutcome(Generic[S, M]):
     state: S                     # the kind's state after the turn
     notes: list[str]             # what happened, for the report
     seat_notes: dict[int, list[str]] = field(default_factory=dict)   # as told to a seat
+    made_by: dict[int, str] = field(default_factory=dict)   # seat -> each move's Move.by
 
 
 def robot_rng(game: GameView, turn: int, seat: int) -> random.Random:
@@ -156,7 +157,7 @@ def resolve_turn(session: Work, game: GameView, now: datetime,
              if kind.over(resolution.state) else turn_begins(game, now, facts.options))
     facts.game = update_game(session, facts.game, turn=game.turn + 1, **ended)
     return TurnOutcome(played_for, {s: by[s] for s in played_for}, resolution.state,
-                       resolution.notes, resolution.seat_notes)
+                       resolution.notes, resolution.seat_notes, by)
 
 
 def played_for_notes(game: GameView, outcome: TurnOutcome[S, M],
@@ -221,7 +222,8 @@ def play_turn(session: Work, post: Post, facts: GameFacts[S, M], *,
     game = facts.game   # as the turn left it
     read_in_turn(session, game, turn)   # the talk and notices of the turn are read in this one
     players = facts.seated
-    after_turn(session, post, game, turn, players=players, options=facts.options)
+    after_turn(session, post, game, turn, players=players, options=facts.options,
+               made_by=outcome.made_by)
     facts.players = players_of(session, game)   # their missed turns as after_turn wrote them
     more = (played_for_notes(game, outcome, players, early=early, had_deadline=had_deadline,
                              kind=facts.kind)
@@ -291,13 +293,23 @@ _MOVES_BY = (select(Move.seat, Move.by)
              .order_by(col(Move.seat)))
 
 
+class _MadeBy(NamedTuple):
+    """A move of the turn as after_turn reads it (a row of _MOVES_BY)."""
+
+    seat: int
+    by: str
+
+
 def after_turn(session: Work, post: Post, game: GameView, turn: int, *,
                players: dict[int, PlayerRow] | None = None,
-               options: GameOptions | None = None) -> list[PlayerRow]:
+               options: GameOptions | None = None,
+               made_by: dict[int, str] | None = None) -> list[PlayerRow]:
     """Count the missed turns of turn ``turn`` (just resolved); ask the referee to replace
     whoever reaches the limit (once: when the count reaches it). Returns those players.
-    ``players`` (the seated) and ``options``: if the caller has them."""
-    rows = core_read(session, _MOVES_BY, {"game": game.id, "turn": turn})
+    ``players`` (the seated), ``options`` and ``made_by`` (each seat's Move.by, as the
+    turn recorded it: else read back): if the caller has them."""
+    rows = ([_MadeBy(seat, by) for seat, by in sorted(made_by.items())] if made_by
+            else core_read(session, _MOVES_BY, {"game": game.id, "turn": turn}))
     holders = players if players is not None else seated(session, game)
     # NEWGAME MISSED <n>; 0: never ask the referee
     limit = (options or options_of(game)).missed_limit

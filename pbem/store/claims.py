@@ -23,13 +23,13 @@ import os
 import secrets
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import bindparam, insert, update
+from sqlalchemy import bindparam, case, insert, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
@@ -143,37 +143,44 @@ def aware(when: datetime) -> datetime:
 
 
 def claim(session: Session, table: Any, row_id: int, owner: str | None, now: datetime, *,
-          status: str) -> bool:
+          status: str, count: bool = False) -> bool:
     """Claim a row of ``table`` (an inbound or outbound mail) for this process.
 
     A compare-and-swap on claimed_by: the row must still have ``status`` and
     the claimer seen before (``owner``; None: nobody), so of two processes
-    that saw the same free or stale claim only one gets it. The caller commits.
+    that saw the same free or stale claim only one gets it. With ``count`` its attempts
+    are counted too (one more), by the same statement. The caller commits.
     """
     same_owner = (col(table.claimed_by).is_(None) if owner is None
                   else col(table.claimed_by) == owner)
+    counted = {"attempts": col(table.attempts) + 1} if count else {}
     # Core on the session's connection: an ORM-enabled update costs ten times more
     done = session.connection().execute(update(table).where(
         col(table.id) == row_id, col(table.status) == status, same_owner)
-        .values(claimed_by=me(), claimed_at=now))
+        .values(claimed_by=me(), claimed_at=now, **counted))
     return bool(done.rowcount == 1)
 
 
 def claim_many(session: Session, table: Any, seen: list[tuple[int, str | None]],
-               now: datetime, *, status: str) -> list[int]:
+               now: datetime, *, status: str, counted: Collection[int] = ()) -> list[int]:
     """Claim the rows ``seen`` (id, claimer seen before) as ``claim`` does, one by one in
     effect; returns the ids we got, in the order given. The free rows (the common
     case) are claimed by one UPDATE; a row someone else took meanwhile is not ours,
-    as with ``claim``, even for another thread of this process. The caller commits."""
+    as with ``claim``, even for another thread of this process. The rows of ``counted``
+    claimed have their attempts counted too (one more), by the statement that claims
+    them (pbem.runner.inbox.claim_lane: a round trip, not two). The caller commits."""
     free = [row_id for row_id, owner in seen if owner is None]
     got: set[int] = set()
     if free:   # RETURNING: exactly the rows this statement took (SQLite >= 3.35)
+        more = {"attempts": col(table.attempts) + case(
+            (col(table.id).in_(sorted(counted)), 1), else_=0)} if counted else {}
         got.update(session.connection().execute(update(table).where(
             col(table.id).in_(free), col(table.status) == status,
-            col(table.claimed_by).is_(None)).values(claimed_by=me(), claimed_at=now)
+            col(table.claimed_by).is_(None)).values(claimed_by=me(), claimed_at=now, **more)
             .returning(col(table.id))).scalars())
     got.update(row_id for row_id, owner in seen
-               if owner is not None and claim(session, table, row_id, owner, now, status=status))
+               if owner is not None and claim(session, table, row_id, owner, now,
+                                              status=status, count=row_id in counted))
     return [row_id for row_id, _ in seen if row_id in got]
 
 

@@ -35,7 +35,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, event, text
+from sqlalchemy import Engine, Integer, cast, event, func, select, text, true
 from sqlalchemy.exc import DBAPIError, OperationalError, ProgrammingError
 from sqlmodel import Session, create_engine
 
@@ -400,6 +400,25 @@ def lane_claim(session: Session, lane: int, *, wait: bool = False) -> bool:
         return True
     return bool(conn.execute(_TRY_PAIR_LOCK, {"space": LANE_CLAIM_SPACE,
                                               "key": lane}).scalar())
+
+
+def lane_claim_reading(session: Session, lane: int, rows: Any) -> list[Any] | None:
+    """lane_claim tried, and when it is ours the ``rows`` (a SELECT, in the order of its
+    first column) read, in one round trip: None if another process is at the lane right
+    now. The lock is tried first (a
+    one-row subquery), the rows read after it (a LATERAL subquery that reads none
+    without it); the statement's snapshot may be a moment older than the lock, so a
+    claim committed by the lock's last holder in that moment can look free here: the
+    caller's claim (a compare-and-swap) then finds it taken."""
+    tried = select(func.pg_try_advisory_xact_lock(
+        cast(LANE_CLAIM_SPACE, Integer), cast(lane, Integer)).label("got")).subquery("tried")
+    found = rows.where(tried.c.got).lateral("found")
+    read = session.connection().execute(
+        select(tried.c.got, *found.c).select_from(tried.outerjoin(found, true()))
+        .order_by(found.c[0])).all()
+    if not read[0][0]:
+        return None
+    return [row[1:] for row in read if row[1] is not None]
 
 
 # --------------------------------------------------------------------------- revisions

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Column, Index, LargeBinary, UniqueConstraint
+from sqlalchemy import Column, Index, LargeBinary, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
 
@@ -83,6 +83,10 @@ class PendingOrder(SQLModel, table=True):
 
 class InboundMail(SQLModel, table=True):
     __tablename__ = "inbound_mail"
+    # a lane's new mail, oldest first: its claim and the giving of lanes (schema 0017)
+    __table_args__ = (Index("ix_inbound_mail_new_lane", "lane", "id",
+                            postgresql_where=text("status = 'new'"),
+                            sqlite_where=text("status = 'new'")),)
     id: int | None = Field(default=None, primary_key=True)
     dedupe_key: str = Field(unique=True)   # Message-ID, else a hash of the bytes
     imap_key: str | None = Field(default=None, unique=True)  # folder/UIDVALIDITY/UID

@@ -16,8 +16,11 @@ pool's ``reset``, ``invalidate`` and ``close`` (which give it back too); on ever
 ``bench/house.py``.
 
 - ``memo``: the players (rows: pbem.store.rows) and the pending orders of a game, read once
-  a transaction (pbem.games.players_of, pending_orders), and the mail of ours an inbound
-  mail replies to (pbem.services.post.replied_mail). What writes them keeps it right,
+  a transaction (pbem.games.players_of, pending_orders), its moves once a transaction and
+  turn (pbem.games.load_state: kept under the turn, which no write makes stale), and the
+  mail of ours an inbound mail replies to (pbem.services.post.replied_mail). A group of a
+  game's mails handled in one transaction (pbem.runner.referee.Referee.handle_group) keeps
+  it from one mail to the next. What writes them keeps it right,
   explicitly: pbem.games.record_order and drop_orders set the orders they wrote,
   update_players the players; a function that adds or deletes a Player or a PendingOrder
   (pbem.games.add_player, remove_entrant, pbem.commands.seats' REPLACE,

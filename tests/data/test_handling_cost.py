@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import random
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from pbem.runner import inbox
 from pbem.runner.server import Server
 from pbem.services import clock as clock_module
 from pbem.services.clock import clock_candidates
+from pbem.services.turns import resolve_turn
 from pbem.store.models import Absence, InboundMail
 from pbem.store.work import Work
 from testkit.desk import (
@@ -129,6 +131,45 @@ def test_a_kept_state_is_the_replayed_state_through_turns_and_rollbacks(
         assert kept == replayed, step
         seen.append(kept)
     assert seen[2] == seen[0]        # a rollback brings back the state before the turn
+
+
+def test_a_transaction_reads_a_games_moves_once_a_turn(tmp_path: Path) -> None:
+    """load_state reads the game's moves once a transaction and turn (the memo's, kept
+    under the turn): a turn played moves the game on, and the state after it is read
+    from the moves it recorded; a savepoint rolled back forgets them. Each state is the
+    one replayed in a transaction of its own."""
+    server, clock = server_at(tmp_path)
+    started_game(server, "DEADLINE 48")
+    admin(server, "PROCESS g1")
+    reads: list[str] = []
+
+    def count(conn, cursor, statement: str, *_) -> None:   # noqa: ANN001
+        if re.search(r"\bFROM move\b", statement):
+            reads.append(statement)
+
+    event.listen(server.engine, "before_cursor_execute", count)
+    try:
+        with Work(server.engine) as session:
+            game = find_game(session, "g1")
+            first = load_state(session, game)
+            assert load_state(session, game) == first and len(reads) == 1
+            turn = game.turn
+            with contextlib.suppress(LookupError), session.savepoint():
+                resolve_turn(session, game, clock())
+                assert game.turn == turn + 1
+                after = load_state(session, game)
+                assert len(reads) == 2 and after != first
+                raise LookupError
+            assert load_state(session, game) == first and len(reads) == 3
+            resolve_turn(session, game, clock())
+            after = load_state(session, game)
+            assert load_state(session, game) == after and len(reads) == 4
+            session.commit()
+    finally:
+        event.remove(server.engine, "before_cursor_execute", count)
+    games._states.clear()
+    with Work(server.engine) as session:
+        assert load_state(session, find_game(session, "g1")) == after
 
 
 def test_the_memo_follows_what_the_writers_of_players_do(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ transaction, nothing applied twice. (A kill in the middle of a group: tests/e2e/
 
 from __future__ import annotations
 
+import re
 from email import policy
 from email.message import EmailMessage
 from pathlib import Path
@@ -96,6 +97,31 @@ def test_a_games_lane_is_handled_in_one_transaction_as_each_mail_alone_would_be(
     assert len(moves_of(server, 1)) == 5
     for email in PLAYERS:   # each: the answer to its order and the new turn's report
         assert len(outbox_rows(server, email)) == answers_before[email] + 2
+
+
+def test_a_group_reads_its_games_players_orders_and_moves_once_a_turn(
+        pgcluster: PgCluster, tmp_path: Path) -> None:
+    """The game's players, orders in and moves are read once a group (the memo's, kept
+    right by what writes them, as between two commands of one mail), not once a mail;
+    who made the turn's moves, once the fifth order played it, is not read back either
+    (pbem.services.turns.after_turn: the turn says)."""
+    server = make_server(tmp_path, Clock(), database=pgcluster.new_database())
+    started_game(server)
+    orders_stored(server)
+    reads: dict[str, int] = {}
+
+    def statement(conn, cursor, sql, params, context, many) -> None:  # noqa: ANN001
+        found = re.match(r"SELECT .*?\bFROM (player|pendingorder|move)\b", sql, re.DOTALL)
+        if found:
+            reads[found.group(1)] = reads.get(found.group(1), 0) + 1
+
+    event.listen(server.engine, "before_cursor_execute", statement)
+    try:
+        assert server.referee.process_pending() == 5
+    finally:
+        event.remove(server.engine, "before_cursor_execute", statement)
+    assert reads == {"player": 1, "pendingorder": 1, "move": 1}   # were 5, 5 and 6
+    assert game_turn(server) == 2 and len(moves_of(server, 1)) == 5
 
 
 def test_a_mail_that_fails_in_a_group_sends_it_back_to_one_mail_a_transaction(
