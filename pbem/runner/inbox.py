@@ -30,7 +30,7 @@ from datetime import datetime, timedelta
 from email.utils import parseaddr
 from typing import Any
 
-from sqlalchemy import Connection, Engine, and_, bindparam, case, func, insert, update
+from sqlalchemy import Connection, Engine, LargeBinary, and_, bindparam, case, func, insert, update
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col, select
 
@@ -123,18 +123,19 @@ def store_many(engine: Engine, mails: list[tuple[bytes, str, bool, int]], *, now
 
 
 # rows inserted as Core: a batch is one statement run for each mail, no ORM object a mail;
-# each mail's bytes a row of inbound_raw, under the id its row was given
-_INSERT = insert(InboundMail).returning(col(InboundMail.id), sort_by_parameter_order=True)
-_INSERT_RAW = insert(InboundRaw)
+# then each mail's bytes a row of inbound_raw, under the id its row was given (found by
+# its dedupe key: one executemany, where RETURNING would cost SQLite a statement a row)
+_INSERT = insert(InboundMail)
+_INSERT_RAW = insert(InboundRaw).from_select(
+    ["mail_id", "raw"], select(col(InboundMail.id), bindparam("raw", type_=LargeBinary))
+    .where(col(InboundMail.dedupe_key) == bindparam("key")))
 
 
 def _insert(session: Session, rows: list[dict[str, Any]]) -> None:
     """Insert the rows of ``rows`` (their columns and their "raw" bytes)."""
     conn = session.connection()
-    ids = conn.execute(_INSERT, [{k: v for k, v in row.items() if k != "raw"}
-                                 for row in rows]).scalars().all()
-    conn.execute(_INSERT_RAW, [{"mail_id": row_id, "raw": row["raw"]}
-                               for row_id, row in zip(ids, rows, strict=True)])
+    conn.execute(_INSERT, [{k: v for k, v in row.items() if k != "raw"} for row in rows])
+    conn.execute(_INSERT_RAW, [{"key": row["dedupe_key"], "raw": row["raw"]} for row in rows])
 
 
 def _new_row(raw: bytes, *, now: datetime, max_bytes: int, source: str,
