@@ -7,7 +7,7 @@ row of their own, keyed by the mail's id, written once with it and deleted with 
 
 What handles a stored mail reads it with its bytes, in the statement that holds its claim
 (pbem.runner.inbox): a ``HeldMail``. The rest read a mail's bytes when they need them:
-``inbound_raw`` and ``outbound_body`` by the mail's id, or joined in their own statement.
+``outbound_body`` by the mail's id, or joined in their own statement.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from datetime import datetime
 from sqlalchemy import Connection, RowMapping, bindparam, select
 from sqlmodel import Session, col
 
-from pbem.store.models import InboundRaw, OutboundBody
+from pbem.store.models import OutboundBody
 
-__all__ = ["HeldMail", "inbound_raw", "outbound_body"]
+__all__ = ["HeldMail", "outbound_body"]
 
 
 @dataclass
@@ -54,18 +54,12 @@ class HeldMail:
         return cls(**found)
 
 
-_INBOUND_RAW = select(col(InboundRaw.raw)).where(col(InboundRaw.mail_id) == bindparam("mail"))
 _OUTBOUND_BODY = select(col(OutboundBody.raw)).where(
     col(OutboundBody.mail_id) == bindparam("mail"))
 
 
 def _connection(session: Session | Connection) -> Connection:
     return session.connection() if isinstance(session, Session) else session
-
-
-def inbound_raw(session: Session | Connection, mail_id: int | None) -> bytes:
-    """The bytes of the stored mail ``mail_id`` (as kept: cut to its header when pruned)."""
-    return bytes(_connection(session).execute(_INBOUND_RAW, {"mail": mail_id}).scalar_one())
 
 
 def outbound_body(session: Session | Connection, mail_id: int | None) -> bytes:
