@@ -25,7 +25,7 @@ from sqlalchemy import insert
 from pbem.runner.retention import prune_inbound
 from pbem.store import db
 from pbem.store.backup import backup_sqlite
-from pbem.store.models import Game, InboundMail, OutboundMail, ServerState
+from pbem.store.models import Game, InboundMail, InboundRaw, OutboundMail, ServerState
 
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
 LONG_AGO = NOW - timedelta(days=100)
@@ -43,12 +43,14 @@ def fill(url: str, games: int, mails: int, kib: int) -> None:
             first = (g - 1) * mails + 1
             conn.execute(insert(InboundMail), [
                 {"id": i, "dedupe_key": f"<m{i}@x>", "source": "smtp",
-                 "raw": b"From: p%d@x\r\nSubject: orders\r\n\r\n" % i + body,
                  "size": len(body), "received_at": LONG_AGO, "status": "done",
                  "processed_at": LONG_AGO, "attempts": 1} for i in range(first, first + mails)])
+            conn.execute(insert(InboundRaw), [
+                {"mail_id": i, "raw": b"From: p%d@x\r\nSubject: orders\r\n\r\n" % i + body}
+                for i in range(first, first + mails)])
             conn.execute(insert(OutboundMail), [
                 {"message_id": f"<a{i}@x>", "kind": "confirm", "mail_from": "b@x",
-                 "rcpts_json": "[]", "raw": b"x", "game_id": g, "inbound_id": i,
+                 "rcpts_json": "[]", "game_id": g, "inbound_id": i,
                  "status": "sent", "attempts": 1, "next_attempt_at": LONG_AGO,
                  "created_at": LONG_AGO} for i in range(first, first + mails)])
     engine.dispose()

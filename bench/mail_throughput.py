@@ -49,7 +49,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sqlmodel import Session, col, select  # noqa: E402
+from sqlmodel import Session, col  # noqa: E402
 
 from bench.tick_phases import Phases  # noqa: E402
 from pbem.config import ImapSettings, Settings, SmtpSettings  # noqa: E402
@@ -58,6 +58,7 @@ from pbem.runner.server import Server, TickReport  # noqa: E402
 from pbem.services.progress import Marks, unmarked  # noqa: E402
 from pbem.store.models import InboundMail, OutboundMail  # noqa: E402
 from testkit.mailstack import DEFAULT_DOMAIN, DEFAULT_USERS, MailStack  # noqa: E402
+from testkit.stored import inbound_rows, outbound_rows  # noqa: E402
 
 PLAYERS = ["p1", "p2", "p3", "p4", "p5"]
 CORES = os.cpu_count() or 1
@@ -236,10 +237,8 @@ def new_mail(server: Server, after_in: int, after_out: int) -> tuple[
     """The mail stored and sent in rows after ids ``after_in`` and ``after_out``, and the
     last ids read (where the next tick's mail begins)."""
     with Session(server.engine) as session:
-        ins = session.exec(select(InboundMail).where(col(InboundMail.id) > after_in)
-                           .order_by(col(InboundMail.id))).all()
-        outs = session.exec(select(OutboundMail).where(col(OutboundMail.id) > after_out)
-                            .order_by(col(OutboundMail.id))).all()
+        ins = inbound_rows(session, col(InboundMail.id) > after_in)
+        outs = outbound_rows(session, col(OutboundMail.id) > after_out)
         return ([r.raw for r in ins],
                 [(r.mail_from, json.loads(r.rcpts_json), r.raw) for r in outs
                  if r.status == "sent"],

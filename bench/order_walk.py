@@ -100,8 +100,9 @@ def replies(database: Path, rng: random.Random) -> list[bytes]:
     """Each player's reply to its turn-1 report, with a legal order (as bench/scale.py)."""
     conn = sqlite3.connect(database)
     try:
-        rows = conn.execute("SELECT raw, rcpts_json FROM outbound_mail "
-                            "WHERE kind = 'report' AND turn = 1 ORDER BY id").fetchall()
+        rows = conn.execute("SELECT raw, rcpts_json FROM outbound_mail JOIN outbound_body"
+                            " ON mail_id = id WHERE kind = 'report' AND turn = 1"
+                            " ORDER BY id").fetchall()
     finally:
         conn.close()
     mails = []

@@ -40,7 +40,7 @@ def main(sent: int = 200_000, pending: int = 20_000) -> None:
     with tempfile.TemporaryDirectory() as folder:
         engine = open_database(f"sqlite:///{Path(folder) / 'pbem.db'}")
         rows = [{"message_id": f"<{n}@x>", "kind": KINDS[n % 5], "mail_from": "b@x.test",
-                 "rcpts_json": '["p@x.test"]', "raw": b"x", "status": "sent" if n < sent
+                 "rcpts_json": '["p@x.test"]', "status": "sent" if n < sent
                  else "pending", "next_attempt_at": now, "created_at": now,
                  "sent_at": now - timedelta(seconds=(sent - n) * 2) if n < sent else None}
                 for n in range(sent + pending)]

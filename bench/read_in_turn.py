@@ -30,7 +30,7 @@ def main(mails: int = 200_000, games: int = 500) -> None:
         engine = open_database(f"sqlite:///{Path(folder) / 'pbem.db'}")
         rows = [{"message_id": f"<{n}@x.test>", "kind": "report" if n % 3 else "notice",
                  "mail_from": "bluff@x.test", "rcpts_json": f'["p{n % 5}@x.test"]',
-                 "raw": b"x" * 200, "game_id": n % games + 1, "seat": n % 5 + 1,
+                 "game_id": n % games + 1, "seat": n % 5 + 1,
                  "turn": n % 40 + 1, "status": "sent" if n % 1000 else "pending",
                  "attempts": 1, "next_attempt_at": now, "created_at": now}
                 for n in range(mails)]

@@ -95,7 +95,7 @@ def answers(engine: Engine, rng: random.Random, quote: bool) -> Iterator[bytes]:
     """Every player's reply to its turn-1 report, streamed from the outbox table."""
     with engine.connect() as conn:
         rows = conn.execution_options(stream_results=True, yield_per=500).execute(text(
-            "SELECT raw, rcpts_json FROM outbound_mail "
+            "SELECT raw, rcpts_json FROM outbound_mail JOIN outbound_body ON mail_id = id "
             "WHERE kind = 'report' AND turn = 1 ORDER BY id"))
         for raw, rcpts in rows:
             report = read_report(raw)   # not a full MIME parse: 50,000 of those take minutes
@@ -217,7 +217,7 @@ def run_size(games: int, profile: str | None, quote: bool, seed: int, postgresql
         if workers > 1:   # the server's connections are not the forked workers' to share
             server.close()
             database.dispose()
-        clock, cpu = time.perf_counter(), time.process_time()
+        clock, cpu, wrote = time.perf_counter(), time.process_time(), written_bytes()
         if profiler is not None:
             profiler.enable()
         turn = server.tick() if workers == 1 else turn_by_workers(server, database, workers,
@@ -226,10 +226,16 @@ def run_size(games: int, profile: str | None, quote: bool, seed: int, postgresql
             profiler.disable()
         turn_tick = time.perf_counter() - clock
         turn_cpu = time.process_time() - cpu   # the forked workers' not in it
+        wrote = written_bytes() - wrote        # so are their writes
         written = count(database, "SELECT count(*) FROM outbound_mail") - before
         second = count(database, "SELECT count(*) FROM outbound_mail "
                                  "WHERE kind = 'report' AND turn = 2")
         say(f"turn tick: {turn_tick:.1f} s ({turn}); {second} second reports")
+        database_file = Path(tmp) / "scale.db"
+        say(f"turn tick wrote {wrote / 2**20:,.0f} MiB (the process's write calls: the "
+            f"database, its WAL, the outbox); the database file "
+            f"{file_mib(database_file):,.0f} MiB, its WAL {file_mib(database_file, '-wal'):,.0f} MiB"
+            if not postgresql else f"turn tick wrote {wrote / 2**20:,.0f} MiB (write calls)")
         if turn.processed != orders or second != SEATS * games:
             say(f"WARNING: {orders} orders delivered, {turn.processed} handled, "
                 f"{second} of {SEATS * games} turn-2 reports written")
@@ -244,6 +250,17 @@ def run_size(games: int, profile: str | None, quote: bool, seed: int, postgresql
                 "mails": written, "mails_per_s": written / turn_tick,
                 "sent": turn.sent, "rss_mib": peak_rss_mib(),
                 "cpu_ms_per_order": 1000 * turn_cpu / max(1, turn.processed)}
+
+
+def written_bytes() -> int:
+    """The bytes this process has handed to write calls (/proc/self/io's wchar)."""
+    with open("/proc/self/io") as io:
+        return next(int(line.split()[1]) for line in io if line.startswith("wchar:"))
+
+
+def file_mib(path: Path, suffix: str = "") -> float:
+    found = path.with_name(path.name + suffix)
+    return found.stat().st_size / 2**20 if found.exists() else 0.0
 
 
 class _Nothing:

@@ -19,10 +19,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from sqlalchemy import insert
+from sqlmodel import col
 
 from pbem.services.health import read_status
 from pbem.store.db import open_database
-from pbem.store.models import AuditEntry, InboundMail, OutboundMail
+from pbem.store.models import AuditEntry, InboundMail, InboundRaw, OutboundBody, OutboundMail
 from pbem.web.metrics import exposition
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -36,17 +37,21 @@ def fill(url: str, n: int) -> None:
     for start in range(0, n + 100, CHUNK):
         rows = range(start, min(start + CHUNK, n + 100))
         with engine.begin() as conn:
-            conn.execute(insert(InboundMail), [
-                {"dedupe_key": f"m{i}", "source": "smtp", "raw": BODY, "size": len(BODY),
+            ins = conn.execute(insert(InboundMail).returning(
+                col(InboundMail.id), sort_by_parameter_order=True), [
+                {"dedupe_key": f"m{i}", "source": "smtp", "size": len(BODY),
                  "received_at": came + timedelta(seconds=i),
                  "status": "done" if i < n else "new",
                  "processed_at": came + timedelta(seconds=i + 1) if i < n else None}
-                for i in rows])
-            conn.execute(insert(OutboundMail), [
+                for i in rows]).scalars().all()
+            conn.execute(insert(InboundRaw), [{"mail_id": i, "raw": BODY} for i in ins])
+            outs = conn.execute(insert(OutboundMail).returning(
+                col(OutboundMail.id), sort_by_parameter_order=True), [
                 {"message_id": f"<o{i}@b>", "kind": "report", "mail_from": "b@x",
-                 "rcpts_json": "[]", "raw": BODY, "next_attempt_at": came,
+                 "rcpts_json": "[]", "next_attempt_at": came,
                  "created_at": came, "status": "sent" if i < n else "pending"}
-                for i in rows])
+                for i in rows]).scalars().all()
+            conn.execute(insert(OutboundBody), [{"mail_id": i, "raw": BODY} for i in outs])
             audits = [{"at": came, "actor": "server", "action": "reminder", "detail": ""}
                       for i in rows if i < n]
             if audits:   # an empty list would insert one row of defaults

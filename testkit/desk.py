@@ -23,9 +23,10 @@ from pbem.demo.robot_client import parse_mail
 from pbem.games import find_game, load_state, players_of, seated
 from pbem.kinds import kind_of
 from pbem.runner.server import Server
-from pbem.store.models import Game, Move, OutboundMail
+from pbem.store.models import Game, Move
 from pbem.store.rows import PlayerRow
 from pbem.store.work import Work
+from testkit.stored import outbound_rows
 
 SERVER = "bluff@example.org"
 REFEREE = "referee@example.org"
@@ -91,10 +92,9 @@ def order(server: Server, email: str, *lines: str, name: str = "g1") -> str:
                                           *lines]) + "\n")
 
 
-def outbox_rows(server: Server, to: str | None = None) -> list[OutboundMail]:
-    with Session(server.engine) as session:
-        rows = session.exec(select(OutboundMail).order_by(col(OutboundMail.id))).all()
-        return [r for r in rows if to is None or to in r.rcpts_json]
+def outbox_rows(server: Server, to: str | None = None) -> list[Any]:
+    """The queued mail (to ``to``), oldest first: outbound_mail's columns and raw."""
+    return [r for r in outbound_rows(server.engine) if to is None or to in r.rcpts_json]
 
 
 def outbox(server: Server, to: str | None = None) -> list[EmailMessage]:

@@ -21,6 +21,7 @@ from pbem.kinds import kind_of
 from pbem.mail.read import read_message
 from pbem.mail.text import BodyLine
 from pbem.orders.parsing import ParsedText, parse_text
+from pbem.runner.inbox import read_held
 from pbem.runner.server import Server
 from pbem.services.post import Incoming
 from pbem.store.models import InboundMail
@@ -48,8 +49,9 @@ def _incoming(session: Session, server: Server, sender: str, body: str) -> Incom
     """Store the mail (its own transaction: before ``session`` begins one, since a SQLite
     transaction holds the write lock from its first statement) and read it back."""
     assert server.referee.store_inbound(mail(sender, body), source="smtp")
-    row = session.exec(select(InboundMail).order_by(col(InboundMail.id).desc())).first()
-    assert row is not None
+    newest = session.exec(select(InboundMail.id).order_by(col(InboundMail.id).desc())).first()
+    assert newest is not None
+    row = read_held(session, newest)
     return Incoming(row, read_message(row.raw, own_addresses=[SERVER]))
 
 

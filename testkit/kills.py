@@ -29,6 +29,7 @@ from pbem.runner.server import Server
 from pbem.store.models import InboundMail, OutboundMail
 from testkit.crash import Zygote
 from testkit.stack import stack_config
+from testkit.stored import inbound_rows
 
 PLAYERS = ["p1", "p2", "p3", "p4", "p5"]
 KEY = "kills-referee-key"
@@ -164,8 +165,6 @@ class KilledGame:
         ticks = self.catch_up()
         return Round(kills, ticks, before, self.turn())
 
-    def set_aside(self) -> list[InboundMail]:
-        """The stored mails set aside (quarantined) so far."""
-        with Session(self.server.engine) as session:
-            return list(session.exec(select(InboundMail).where(
-                InboundMail.status == "quarantined")))
+    def set_aside(self) -> list[Any]:
+        """The stored mails set aside (quarantined) so far (inbound_mail's columns, raw)."""
+        return inbound_rows(self.server.engine, InboundMail.status == "quarantined")

@@ -9,14 +9,13 @@ from email.message import EmailMessage
 from pathlib import Path
 
 import pytest
-from sqlmodel import Session, select
 
 from pbem.config import Settings
 from pbem.demo.robot_client import parse_mail
 from pbem.games import find_game, players_of
 from pbem.runner.server import Server
-from pbem.store.models import OutboundMail
 from pbem.store.work import Work
+from testkit.stored import outbound_rows
 
 REFEREE_KEY = "sekrit-key"
 PLAYERS = [f"p{i}@example.org" for i in range(1, 6)]
@@ -60,9 +59,8 @@ def server(tmp_path: Path, clock: Clock) -> Server:
 
 
 def outbox(server: Server, to: str | None = None) -> list[EmailMessage]:
-    with Session(server.engine) as session:
-        rows = session.exec(select(OutboundMail).order_by(OutboundMail.id)).all()
-        return [parse_mail(r.raw) for r in rows if to is None or to in r.rcpts_json]
+    rows = outbound_rows(server.engine)
+    return [parse_mail(r.raw) for r in rows if to is None or to in r.rcpts_json]
 
 
 def deliver(server: Server, raw: bytes) -> None:

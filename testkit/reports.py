@@ -103,7 +103,7 @@ def play(tmp: Path, kind: str, options: str, players: int, seed: int, *,
                                        seats[2].id: {"default_order": "ROBOT"}})
         rows = enqueue_reports(session, post, game, load_state(session, game), now=now,
                                notes=[])
-        _collect(out, [session.get(OutboundMail, row.id) for row in rows], game)
+        _collect(out, [(session.get(OutboundMail, row.id), row.raw) for row in rows], game)
         while game.status == "running" and game.turn <= most_turns:
             speaker = 1 + game.turn % players
             session.add(TalkMessage(game_id=game.id, turn=game.turn, seat=speaker,
@@ -117,7 +117,7 @@ def play(tmp: Path, kind: str, options: str, players: int, seed: int, *,
             outcome = resolve_turn(session, game, now)
             notes = outcome.notes + played_for_notes(game, outcome, seated(session, game))
             rows = enqueue_reports(session, post, game, outcome.state, now=now, notes=notes)
-            _collect(out, [session.get(OutboundMail, row.id) for row in rows], game)
+            _collect(out, [(session.get(OutboundMail, row.id), row.raw) for row in rows], game)
         assert game.status == "over", f"{kind} did not end in {most_turns} turns"
         out.record = export_json(session, find_game(session, "g1"))
         session.commit()
@@ -125,9 +125,9 @@ def play(tmp: Path, kind: str, options: str, players: int, seed: int, *,
     return out
 
 
-def _collect(out: Played, rows: list[OutboundMail | None], game: Game) -> None:
-    for row in rows:
+def _collect(out: Played, rows: list[tuple[OutboundMail | None, bytes]], game: Game) -> None:
+    for row, raw in rows:
         assert row is not None
-        text, html, view = _parts(row.raw)
-        subject = email.message_from_bytes(row.raw, policy=policy.default)["Subject"]
+        text, html, view = _parts(raw)
+        subject = email.message_from_bytes(raw, policy=policy.default)["Subject"]
         out.mails.append(Mail(row.seat, game.turn, str(subject), text, html, view))

@@ -5,7 +5,8 @@ revision with ``rows`` rows in every table (values made from the column types, e
 row's foreign keys pointing at the rows of the same number), as an old database in
 use would be. ``schema_of(url)`` is what SQLAlchemy's inspector sees (columns, primary
 keys, indexes, foreign keys, unique constraints: what must equal a fresh database's);
-``rows_of(url, columns)`` reads the rows back, columns as given, for comparing.
+``rows_of(url, columns)`` reads the rows back, columns as given, for comparing (a column a
+later revision moved to a table of its own read from there: MOVED).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from pbem.store import db
 
 Schema = dict[str, dict[str, Any]]
 Columns = dict[str, list[str]]   # table -> the columns to read back
+# columns a later revision moved to a table of their own, keyed by the row's id (0016)
+MOVED = {("inbound_mail", "raw"): "inbound_raw", ("outbound_mail", "raw"): "outbound_body"}
 
 
 def _value(column: sa.Column[Any], n: int) -> object:
@@ -64,10 +67,19 @@ def rows_of(url: str, columns: Columns) -> dict[str, list[tuple[Any, ...]]]:
     engine = db.make_engine(url)
     try:
         meta = sa.MetaData()
-        meta.reflect(engine, only=list(columns))
+        present = set(sa.inspect(engine).get_table_names())
+        meta.reflect(engine, only=list(columns) + sorted(set(MOVED.values()) & present))
+
+        def column(table: sa.Table, name: str) -> Any:
+            if name in table.c:
+                return table.c[name]
+            apart = meta.tables[MOVED[(table.name, name)]]
+            return sa.select(apart.c[name]).where(
+                apart.c.mail_id == table.c.id).scalar_subquery()
+
         with engine.connect() as conn:
             return {name: [tuple(row) for row in conn.execute(
-                        sa.select(*(meta.tables[name].c[c] for c in names))
+                        sa.select(*(column(meta.tables[name], c) for c in names))
                         .order_by(*meta.tables[name].primary_key.columns))]
                     for name, names in columns.items()}
     finally:

@@ -43,7 +43,8 @@ from pbem.orders.parsing import Order, game_name, parse_text
 from pbem.services.post import announce, notice, tagged
 from pbem.services.reports import enqueue_reports
 from pbem.services.turns import TurnChange, turn_moves
-from pbem.store.models import Game, OutboundMail, Player
+from pbem.store.bodies import outbound_body
+from pbem.store.models import Game, OutboundBody, OutboundMail, Player
 from pbem.store.rows import GameView, PlayerView
 from pbem.store.security import new_key
 from pbem.store.work import Work
@@ -253,19 +254,23 @@ def do_replace(ctx: CommandContext, order: Order) -> str:
 
 # --- RESEND -------------------------------------------------------------------
 
-def resend_copy(ctx: CommandContext, row: OutboundMail) -> OutboundMail:
-    """A new mail with the same content as ``row``: a new Message-ID and Date, nothing else."""
-    msg = message_from_bytes(row.raw, policy=policy.SMTP)
+def resend_copy(ctx: CommandContext, row: OutboundMail, raw: bytes) -> OutboundMail:
+    """A new mail with the same content as ``row`` (its bytes ``raw``): a new Message-ID
+    and Date, nothing else."""
+    msg = message_from_bytes(raw, policy=policy.SMTP)
     message_id = make_message_id(ctx.post.origin.domain, row.kind)
     del msg["Message-ID"]
     msg["Message-ID"] = message_id
     del msg["Date"]
     msg["Date"] = format_datetime(ctx.now)
     copy = OutboundMail(message_id=message_id, kind=row.kind, mail_from=row.mail_from,
-                        rcpts_json=row.rcpts_json, raw=msg.as_bytes(), game_id=row.game_id,
+                        rcpts_json=row.rcpts_json, game_id=row.game_id,
                         seat=row.seat, turn=row.turn, next_attempt_at=ctx.now,
                         created_at=ctx.now)
     ctx.session.add(copy)
+    ctx.session.flush()   # its id, which its bytes' row is keyed by
+    assert copy.id is not None
+    ctx.session.add(OutboundBody(mail_id=copy.id, raw=msg.as_bytes()))
     return copy
 
 
@@ -283,12 +288,13 @@ def report_names(raw: bytes) -> dict[int, str] | None:
     return None
 
 
-def still_true(row: OutboundMail, player: PlayerView,
+def still_true(row: OutboundMail, raw: bytes, player: PlayerView,
                holders: Mapping[int, PlayerView]) -> bool:
-    """Is a stored report still right to send again: to the seat holder's address now,
-    naming the players who hold the seats now (not one replaced since)?"""
+    """Is a stored report (``row``, its bytes ``raw``) still right to send again: to the
+    seat holder's address now, naming the players who hold the seats now (not one
+    replaced since)?"""
     return (player.email in json.loads(row.rcpts_json)
-            and report_names(row.raw) == {s: p.name for s, p in holders.items()})
+            and report_names(raw) == {s: p.name for s, p in holders.items()})
 
 
 def do_resend(ctx: CommandContext, order: Order) -> str:
@@ -306,8 +312,9 @@ def do_resend(ctx: CommandContext, order: Order) -> str:
             raise Refusal(_("game '{game}' has no player in seat {seat}", game=name,
                             seat=seat))
         row = latest_report(ctx.session, game, seat)
-        if row is not None and still_true(row, player, holders):
-            resend_copy(ctx, row)
+        raw = outbound_body(ctx.session, row.id) if row is not None else b""
+        if row is not None and still_true(row, raw, player, holders):
+            resend_copy(ctx, row, raw)
         else:   # a seat changed hands or moved since: the report made anew, as it is now
             enqueue_reports(ctx.session, ctx.post, game, load_state(ctx.session, game),
                             now=ctx.now, only_seat=seat, notes=[REMADE])  # type: ignore[list-item]

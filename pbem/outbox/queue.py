@@ -1,22 +1,23 @@
 """Queueing a mail: composed and inserted in the caller's transaction, as one row of
-outbound_mail (pbem.outbox.draining and pbem.outbox.stream send it)."""
+outbound_mail and its bytes' row of outbound_body (pbem.store.bodies; pbem.outbox.draining
+and pbem.outbox.stream send it)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import insert
-from sqlmodel import col
+from sqlalchemy import bindparam, insert
+from sqlmodel import col, select
 
 from pbem.mail.bounces import new_bounce_token
 from pbem.mail.compose import build_mail, make_message_id
 from pbem.mail.remote_content import without_remote_content
 from pbem.store.driver import Hot
 from pbem.store.faults import crash_point
-from pbem.store.models import OutboundMail
+from pbem.store.models import OutboundBody, OutboundMail
 from pbem.store.work import Queued, Work
 from pbem.text.usertext import shown
 
@@ -35,7 +36,30 @@ class Origin:
         return self.address.rpartition("@")[2] or "localhost"
 
 
-_INSERT = Hot(insert(OutboundMail).returning(col(OutboundMail.id)))
+_COLUMNS = ("message_id", "kind", "mail_from", "rcpts_json", "game_id", "seat", "turn",
+            "inbound_id", "status", "attempts", "next_attempt_at", "created_at", "bounce_token")
+_TABLE = OutboundMail.__table__  # type: ignore[attr-defined]
+_MAIL = insert(OutboundMail).values(
+    {name: bindparam(name, type_=_TABLE.c[name].type) for name in _COLUMNS})
+_BYTES = bindparam("raw", type_=OutboundBody.__table__.c.raw.type)  # type: ignore[attr-defined]
+# SQLite: the row, then its bytes' row under the id it was given (two statements, no
+# round trip); PostgreSQL: both in one statement (the row's INSERT a CTE), one round trip
+_INSERT = Hot(_MAIL.returning(col(OutboundMail.id)))
+_INSERT_BODY = Hot(insert(OutboundBody).values(mail_id=bindparam("id"), raw=_BYTES))
+_QUEUED = _MAIL.returning(col(OutboundMail.id)).cte("queued")
+_INSERT_BOTH = Hot(insert(OutboundBody).from_select(
+    ["mail_id", "raw"], select(_QUEUED.c.id, _BYTES)).returning(col(OutboundBody.mail_id)))
+
+
+def insert_mail(session: Work, values: Mapping[str, object]) -> int:
+    """Insert a queued mail's row and its bytes' row (``values``: its columns and "raw");
+    its id."""
+    conn = session.connection()
+    if conn.dialect.name == "postgresql":
+        return int(_INSERT_BOTH(conn, values).scalar_one())
+    row_id = int(_INSERT(conn, {k: v for k, v in values.items() if k != "raw"}).scalar_one())
+    _INSERT_BODY(conn, {"id": row_id, "raw": values["raw"]})
+    return row_id
 
 
 def enqueue(session: Work, origin: Origin, *, kind: str, to: str, subject: str,
@@ -69,8 +93,7 @@ def enqueue(session: Work, origin: Origin, *, kind: str, to: str, subject: str,
     # Core, not an ORM object: a turn queues a mail a player, and an object in the session
     # costs its flush and the commit's bookkeeping (about a tenth of `pbem demo`'s ticks)
     session.flush()   # what is pending first (none: a no-op), in the order the code made it
-    row_id = _INSERT(session.connection(), values).scalar_one()
-    assert row_id is not None
+    row_id = insert_mail(session, values)
     row = Queued(row_id, message_id, origin.address, bounce_token, rcpts_json, raw)
     if session.keep_queued:
         session.queued.append(row)   # what its caller's Stream claims before the commit

@@ -20,7 +20,7 @@ from pbem.mail.bounces import verp_address
 from pbem.mail.smtp_out import SendResult
 from pbem.store.claims import aware, claim_many, claim_stale, me
 from pbem.store.driver import Hot
-from pbem.store.models import OutboundMail
+from pbem.store.models import OutboundBody, OutboundMail
 from pbem.store.work import Work
 
 log = logging.getLogger(__name__)
@@ -229,8 +229,8 @@ def claim_page(engine: Engine, due: list[tuple[int, str | None]], when: datetime
         got = claim_many(session, OutboundMail, due, when, status="pending")
         rows = session.execute(select_columns(*(col(c) for c in (
             OutboundMail.id, OutboundMail.message_id, OutboundMail.mail_from,
-            OutboundMail.bounce_token, OutboundMail.rcpts_json, OutboundMail.raw)))
-            .where(col(OutboundMail.id).in_(got))
+            OutboundMail.bounce_token, OutboundMail.rcpts_json, OutboundBody.raw)))
+            .where(col(OutboundMail.id).in_(got), col(OutboundBody.mail_id) == col(OutboundMail.id))
             .order_by(URGENCY, col(OutboundMail.id))).all() if got else []
         claimed = [Claimed.of(row, verp) for row in rows]
         session.commit()

@@ -30,17 +30,18 @@ from datetime import datetime, timedelta
 from email.utils import parseaddr
 from typing import Any
 
-from sqlalchemy import Connection, Engine, and_, bindparam, case, func, insert, update
+from sqlalchemy import Connection, Engine, LargeBinary, and_, bindparam, case, func, insert, update
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col, select
 
 from pbem.commands.referee_cmds import RELEASE_ASKED
 from pbem.mail.headers import MAIL_HEADER_BYTES, as_text, read_mail_header
+from pbem.store.bodies import HeldMail
 from pbem.store.claims import claim_many, claim_stale, me
 from pbem.store.db import game_writer, lane_claim, lane_claim_reading, one_writer, reading
 from pbem.store.driver import Hot
 from pbem.store.faults import fail_point
-from pbem.store.models import InboundMail, ServerState
+from pbem.store.models import InboundMail, InboundRaw, ServerState
 from pbem.store.wakeups import tell_stored
 from pbem.store.work import Work
 
@@ -84,7 +85,7 @@ def store_inbound(engine: Engine, raw: bytes, *, now: datetime, max_bytes: int, 
         if seen is not None:
             return False
         try:
-            session.connection().execute(_INSERT, [row])
+            _insert(session, [row])
             tell_stored(session)
             session.commit()
         except IntegrityError:   # a concurrent store of the same mail won the race
@@ -115,14 +116,26 @@ def store_many(engine: Engine, mails: list[tuple[bytes, str, bool, int]], *, now
             known.update(k for k in (row["dedupe_key"], row["imap_key"]) if k)  # twice in a batch
             fresh.append(row)
         if fresh:
-            session.connection().execute(_INSERT, fresh)
+            _insert(session, fresh)
             tell_stored(session)
         session.commit()
     return len(fresh)
 
 
-# rows inserted as Core: a batch is one statement run for each mail, no ORM object a mail
+# rows inserted as Core: a batch is one statement run for each mail, no ORM object a mail;
+# then each mail's bytes a row of inbound_raw, under the id its row was given (found by
+# its dedupe key: one executemany, where RETURNING would cost SQLite a statement a row)
 _INSERT = insert(InboundMail)
+_INSERT_RAW = insert(InboundRaw).from_select(
+    ["mail_id", "raw"], select(col(InboundMail.id), bindparam("raw", type_=LargeBinary))
+    .where(col(InboundMail.dedupe_key) == bindparam("key")))
+
+
+def _insert(session: Session, rows: list[dict[str, Any]]) -> None:
+    """Insert the rows of ``rows`` (their columns and their "raw" bytes)."""
+    conn = session.connection()
+    conn.execute(_INSERT, [{k: v for k, v in row.items() if k != "raw"} for row in rows])
+    conn.execute(_INSERT_RAW, [{"key": row["dedupe_key"], "raw": row["raw"]} for row in rows])
 
 
 def _new_row(raw: bytes, *, now: datetime, max_bytes: int, source: str,
@@ -217,15 +230,17 @@ _OURS_AND_NEW = (col(InboundMail.id) == bindparam("row"), col(InboundMail.status
                  col(InboundMail.claimed_by) == bindparam("me"))
 _COUNT_ATTEMPT = update(InboundMail).where(*_OURS_AND_NEW).values(
     attempts=col(InboundMail.attempts) + 1)
-_HOLD_CLAIM = update(InboundMail).where(*_OURS_AND_NEW).values(
-    claimed_at=bindparam("now")).returning(  # typed as the column by values()
-    *InboundMail.__table__.columns)  # type: ignore[attr-defined]
+# a held mail is read with its bytes (inbound_raw, joined: the row written at a claim or a
+# finish is the small one)
+_COLUMNS = (*InboundMail.__table__.columns, InboundRaw.__table__.c.raw)  # type: ignore[attr-defined]
+_ITS_RAW = col(InboundRaw.mail_id) == col(InboundMail.id)
+_HOLD_CLAIM = update(InboundMail).where(*_OURS_AND_NEW, _ITS_RAW).values(
+    claimed_at=bindparam("now")).returning(*_COLUMNS)  # typed as the column by values()
 
 
 # SQLite: the transaction's BEGIN IMMEDIATE already holds the one write lock, so the
-# claim is re-checked by a read (no write of the whole row, raw mail and all)
-_READ_CLAIMED = select(InboundMail.__table__).where(  # type: ignore[attr-defined]
-    *_OURS_AND_NEW)
+# claim is re-checked by a read (no write of its row)
+_READ_CLAIMED = select(*_COLUMNS).where(*_OURS_AND_NEW, _ITS_RAW)
 
 
 _THESE_OURS_AND_NEW = (col(InboundMail.id).in_(bindparam("rows", expanding=True)),
@@ -233,9 +248,8 @@ _THESE_OURS_AND_NEW = (col(InboundMail.id).in_(bindparam("rows", expanding=True)
                        col(InboundMail.claimed_by) == bindparam("me"))
 _COUNT_ATTEMPTS = update(InboundMail).where(*_THESE_OURS_AND_NEW).values(
     attempts=col(InboundMail.attempts) + 1)
-_HOLD_CLAIMS = update(InboundMail).where(*_THESE_OURS_AND_NEW).values(
-    claimed_at=bindparam("now")).returning(  # typed as the column by values()
-    *InboundMail.__table__.columns)  # type: ignore[attr-defined]
+_HOLD_CLAIMS = update(InboundMail).where(*_THESE_OURS_AND_NEW, _ITS_RAW).values(
+    claimed_at=bindparam("now")).returning(*_COLUMNS)  # typed as the column by values()
 
 
 def count_attempt(session: Session, inbound_id: int) -> None:
@@ -251,7 +265,7 @@ def count_attempts(session: Session, inbound_ids: list[int]) -> None:
         session.connection().execute(_COUNT_ATTEMPTS, {"rows": inbound_ids, "me": me()})
 
 
-def cut_short(row: InboundMail) -> int:
+def cut_short(row: HeldMail) -> int:
     """How many handling attempts of this claimed, new mail were begun before the present
     one and never ended (a crash or a kill while handling it)."""
     return max(0, row.attempts - 1)
@@ -273,7 +287,7 @@ def give_back_attempt(engine: Engine, inbound_id: int) -> bool:
 
 
 def hold_claim(session: Session, inbound_id: int, now: datetime,
-               lane: int | None = None) -> InboundMail | None:
+               lane: int | None = None) -> HeldMail | None:
     """Begin the handling transaction with a write: still ours, still new? The mail, read
     by that same write (RETURNING: no read of its own), or None; on SQLite, whose
     transaction began with the one write lock (BEGIN IMMEDIATE), by a read. A mail of a game's
@@ -288,22 +302,21 @@ def hold_claim(session: Session, inbound_id: int, now: datetime,
     statement = _READ_CLAIMED if conn.dialect.name == "sqlite" else _HOLD_CLAIM
     found = conn.execute(statement, {"row": inbound_id, "me": me(),
                                      "now": now}).mappings().one_or_none()
-    return InboundMail(**found) if found is not None else None
+    return HeldMail.read(found) if found is not None else None
 
 
 def hold_claims(session: Session, inbound_ids: list[int], now: datetime,
-                lane: int) -> list[InboundMail]:
+                lane: int) -> list[HeldMail]:
     """hold_claim for a group of mails of one game's ``lane``, handled in one transaction:
     the game's writer lock, then one write that re-checks all their claims and reads
     them (RETURNING); the mails still ours and new, oldest first."""
     game_writer(session, lane)
     found = session.connection().execute(_HOLD_CLAIMS, {"rows": inbound_ids, "me": me(),
                                                          "now": now}).mappings().all()
-    return sorted((InboundMail(**row) for row in found), key=lambda row: row.id or 0)
+    return sorted((HeldMail.read(row) for row in found), key=lambda row: row.id)
 
 
-_READ_HELD = select(InboundMail.__table__).where(  # type: ignore[attr-defined]
-    col(InboundMail.id) == bindparam("row"))
+_READ_HELD = select(*_COLUMNS).where(col(InboundMail.id) == bindparam("row"), _ITS_RAW)
 # how a mail's handling ended, and (in the same statement: one round trip, not two) the
 # attempt of the mail that begins next counted, as count_attempt does (:next, 0: none)
 _FINISH = Hot(update(InboundMail).where(
@@ -321,21 +334,21 @@ _FINISH = Hot(update(InboundMail).where(
                    col(InboundMail.attempts) + 1), else_=col(InboundMail.attempts))))
 
 
-def read_held(session: Session, inbound_id: int) -> InboundMail:
+def read_held(session: Session, inbound_id: int) -> HeldMail:
     """The mail whose claim ``hold_claim`` holds, read as Core into an object the session
     does not track (no ORM load, no flush of what changes, no bookkeeping at the commit):
     what its handling ends with is written by ``finish``."""
     found = session.connection().execute(_READ_HELD, {"row": inbound_id}).mappings().one()
-    return InboundMail(**found)
+    return HeldMail.read(found)
 
 
-def finish(session: Session, row: InboundMail, following: int | None = None) -> None:
+def finish(session: Session, row: HeldMail, following: int | None = None) -> None:
     """Write how the handling of ``row`` (read by ``read_held``) ended, and count the
     attempt of the ``following`` mail, as count_attempt would, in the same statement."""
     finish_all(session, [row], [following] if following else [])
 
 
-def finish_all(session: Session, rows: list[InboundMail], following: list[int]) -> None:
+def finish_all(session: Session, rows: list[HeldMail], following: list[int]) -> None:
     """finish for several mails handled in one transaction (a group), and the attempts of
     the ``following`` mails (the next group) counted: one statement run for each, sent
     together (psycopg pipelines an executemany: one round trip)."""
@@ -375,10 +388,10 @@ def give_lanes(engine: Engine, upto: int,
         if not lane_claim(session, LANE_GIVING, wait=wait):
             return None
         rows = [LaneRead(*row) for row in session.execute(
-            select(InboundMail.id, InboundMail.raw, InboundMail.envelope_from,
+            select(InboundMail.id, InboundRaw.raw, InboundMail.envelope_from,
                    InboundMail.truncated)
             .where(InboundMail.status == "new", col(InboundMail.lane).is_(None),
-                   col(InboundMail.id) <= upto)
+                   col(InboundMail.id) <= upto, _ITS_RAW)
             .order_by(col(InboundMail.id)).limit(size))]
         if rows:
             lanes = lanes_of(session, rows)
@@ -447,7 +460,7 @@ def claim_lane(bind: Engine | Connection, now: datetime, lease: timedelta, lane:
     return claimed, None
 
 
-def sender_of(row: InboundMail) -> str | None:
+def sender_of(row: HeldMail) -> str | None:
     """The address a stored mail comes from, as its header (or envelope) says, lower case:
     the key of its sender's lock (pbem.store.db.sender_writer), not a proven sender."""
     found = parseaddr(read_mail_header(row.raw).text("From") or "")[1] or row.envelope_from

@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import Engine, func, update
 from sqlmodel import Session, col, select
 
-from pbem.store.models import InboundMail
+from pbem.store.models import InboundMail, InboundRaw
 
 __all__ = ["JUNK_SOURCE", "JunkOverQuota", "JunkTally", "admit_junk", "header_of", "junk_bytes",
            "prune_junk"]
@@ -35,8 +35,8 @@ class JunkOverQuota(Exception):
 
 def junk_bytes(engine: Engine, since: datetime | None = None) -> int:
     """Bytes kept of mail from unknown senders (received since ``since``, when given)."""
-    query = select(func.coalesce(func.sum(func.length(col(InboundMail.raw))), 0)).where(
-        InboundMail.source == JUNK_SOURCE)
+    query = select(func.coalesce(func.sum(func.length(col(InboundRaw.raw))), 0)).where(
+        InboundMail.source == JUNK_SOURCE, col(InboundRaw.mail_id) == col(InboundMail.id))
     if since is not None:
         query = query.where(InboundMail.received_at >= since)
     with Session(engine) as session:
@@ -56,7 +56,8 @@ def prune_junk(engine: Engine, keep_bytes: int) -> int:
     over = junk_bytes(engine) - keep_bytes
     with Session(engine) as session:
         while over > 0:
-            rows = session.exec(select(InboundMail.id, InboundMail.raw).where(
+            rows = session.exec(select(InboundMail.id, InboundRaw.raw).where(
+                col(InboundRaw.mail_id) == col(InboundMail.id),
                 InboundMail.source == JUNK_SOURCE, col(InboundMail.status).in_(_HANDLED),
                 col(InboundMail.truncated).is_(False)).order_by(
                 col(InboundMail.received_at), col(InboundMail.id)).limit(20)).all()
@@ -64,8 +65,10 @@ def prune_junk(engine: Engine, keep_bytes: int) -> int:
                 break
             for row_id, raw in rows:
                 header = header_of(raw)
+                session.execute(update(InboundRaw).where(col(InboundRaw.mail_id) == row_id)
+                                .values(raw=header))
                 session.execute(update(InboundMail).where(col(InboundMail.id) == row_id)
-                                .values(raw=header, truncated=True))
+                                .values(truncated=True))
                 over -= len(raw) - len(header)
                 freed += len(raw) - len(header)
                 if over <= 0:

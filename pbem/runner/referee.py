@@ -49,6 +49,7 @@ from pbem.services.bounces import undeliverable
 from pbem.services.failures import game_failed, mail_failed, what_failed
 from pbem.services.post import Post, budget_short
 from pbem.services.progress import Marks, unmarked
+from pbem.store.bodies import HeldMail
 from pbem.store.claims import Lease, Waits
 from pbem.store.db import (
     lanes_apart,
@@ -305,7 +306,7 @@ class Referee:
         return len(rows)
 
     def hold_group(self, session: Work, ids: list[int], lane: int,
-                   waits: Waits | None) -> list[InboundMail]:
+                   waits: Waits | None) -> list[HeldMail]:
         """Begin a group's transaction: its game's lock, its claims held (pbem.runner.inbox.
         hold_claims: the mails still ours and new), then all their senders' locks
         (pbem.store.db.senders_writer)."""
@@ -392,7 +393,7 @@ class Referee:
             self.end(session, row, following, hand_off)
         return True
 
-    def end(self, session: Work, row: InboundMail, following: int | None,
+    def end(self, session: Work, row: HeldMail, following: int | None,
             hand_off: HandOff | None) -> None:
         """Write how the mail's handling ended, count the ``following`` mail's attempt,
         claim the mail it queued for the ``hand_off``, commit, and hand that mail over."""
@@ -455,7 +456,7 @@ class Referee:
             engine.dispose()
 
     def hold(self, session: Session, inbound_id: int, lane: int | None,
-             waits: Waits | None) -> InboundMail | None:
+             waits: Waits | None) -> HeldMail | None:
         """Begin a claimed mail's transaction (pbem.runner.inbox.hold_claim) and read the mail;
         a mail of a game's lane takes its sender's lock too (pbem.store.db.sender_writer).
         None when the mail is no longer ours to handle."""

@@ -38,7 +38,15 @@ from sqlmodel import Session, col, select
 
 from pbem.mail.headers import read_mail_header
 from pbem.runner.junk import header_of
-from pbem.store.models import Game, InboundMail, OutboundMail, PendingOrder, Player, ServerState
+from pbem.store.models import (
+    Game,
+    InboundMail,
+    InboundRaw,
+    OutboundMail,
+    PendingOrder,
+    Player,
+    ServerState,
+)
 
 __all__ = ["PRUNED_AT", "Pruned", "prune_inbound", "prune_outbox", "prune_when_due"]
 
@@ -80,7 +88,9 @@ def _sender(head: bytes, envelope_from: str | None) -> str:
 
 
 _CUT = update(InboundMail).where(col(InboundMail.id) == bindparam("row")).values(
-    raw=bindparam("header"), truncated=True, pruned_at=bindparam("now"))
+    truncated=True, pruned_at=bindparam("now"))
+_CUT_RAW = update(InboundRaw).where(col(InboundRaw.mail_id) == bindparam("row")).values(
+    raw=bindparam("header"))
 
 
 def prune_inbound(engine: Engine, now: datetime, days: float) -> Pruned:
@@ -106,9 +116,10 @@ def prune_inbound(engine: Engine, now: datetime, days: float) -> Pruned:
             rows = session.execute(   # Core: five columns, the raw mail's head alone
                 sa_select(col(InboundMail.id), col(InboundMail.lane),
                           col(InboundMail.envelope_from),
-                       func.substr(InboundMail.raw, 1, _HEAD_BYTES),
-                       func.length(InboundMail.raw))
-                .where(*due, col(InboundMail.id) > after)
+                       func.substr(InboundRaw.raw, 1, _HEAD_BYTES),
+                       func.length(InboundRaw.raw))
+                .where(*due, col(InboundMail.id) > after,
+                       col(InboundRaw.mail_id) == col(InboundMail.id))
                 .order_by(col(InboundMail.id)).limit(_BATCH)).all()
             if not rows:
                 return pruned
@@ -123,6 +134,7 @@ def prune_inbound(engine: Engine, now: datetime, days: float) -> Pruned:
                 pruned.freed += max(int(size) - len(header), 0)
             if cut:   # one statement for the batch (executemany): a tenth of one a mail
                 session.connection().execute(_CUT, cut)
+                session.connection().execute(_CUT_RAW, cut)
                 pruned.mails += len(cut)
             session.commit()
 

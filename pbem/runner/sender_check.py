@@ -38,8 +38,9 @@ from pbem.orders.parsing import MAIL_LINES, ParsedText, parse_text
 from pbem.outbox import enqueue
 from pbem.services.post import Post, notice, replied_ids, replied_mail
 from pbem.store import security
+from pbem.store.bodies import HeldMail, outbound_body
 from pbem.store.db import core_read
-from pbem.store.models import AuditEntry, Game, InboundMail, OutboundMail, Player
+from pbem.store.models import AuditEntry, Game, OutboundMail, Player
 from pbem.store.rows import GameRow, GameView, PlayerRow
 from pbem.store.work import Work
 from pbem.text.errors import Refusal
@@ -217,7 +218,7 @@ def _identify(session: Work, post: Post, msg: InboundMessage, parsed: ParsedText
     return Turnkey(game, player, turn_order.args if turn_order else game.turn)
 
 
-def check_aligned(session: Session, post: Post, row: InboundMail, msg: InboundMessage) -> None:
+def check_aligned(session: Session, post: Post, row: HeldMail, msg: InboundMessage) -> None:
     """With [security] require_aligned, a mail from a player's address must be aligned with
     its From domain as our mail server found it (pbem.mail.senderauth); else it is refused
     and counted as a failed attempt, like a wrong key."""
@@ -304,7 +305,7 @@ def auth_failed(session: Work, post: Post, address: str | None) -> bool:
     return True
 
 
-def limit_answers(session: Work, post: Post, row: InboundMail, msg: InboundMessage,
+def limit_answers(session: Work, post: Post, row: HeldMail, msg: InboundMessage,
                   outcome: str, *, proven: bool = False, game_mail: bool = False,
                   dropped: bool = False, about_signup: bool = False) -> str:
     """Hold back the answers to a mail that its sender may not have now:
@@ -375,7 +376,7 @@ def said_limit(session: Work, post: Post, answers: list[OutboundMail], most: int
             "get no more answers to such mail for an hour. Your orders and replies to your "
             "reports are answered as ever.", most).said(
                 translator(post.language_of(session, address)))
-        parsed = message_from_bytes(row.raw, policy=policy.default)
+        parsed = message_from_bytes(outbound_body(session, row.id), policy=policy.default)
         assert isinstance(parsed, EmailMessage)
         plain, rich = parsed.get_body(("plain",)), parsed.get_body(("html",))
         text = (str(plain.get_content()) if plain is not None else "").rstrip("\n")

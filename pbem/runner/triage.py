@@ -31,8 +31,8 @@ from pbem.runner.sender_check import named_game as named_game  # lane_of's, and 
 from pbem.services import bounces, failures
 from pbem.services.post import Incoming, Post, answer, read_reply, tagged
 from pbem.store import security
+from pbem.store.bodies import HeldMail
 from pbem.store.faults import fail_point
-from pbem.store.models import InboundMail
 from pbem.store.rows import GameView
 from pbem.store.work import Work
 from pbem.text.errors import Refusal
@@ -41,7 +41,7 @@ from pbem.text.wording import _, _n, plural
 log = logging.getLogger(__name__)
 
 
-def set_aside(session: Work, post: Post, row: InboundMail, deaths: int) -> None:
+def set_aside(session: Work, post: Post, row: HeldMail, deaths: int) -> None:
     """Quarantine a mail that killed the bounded processes that handled it ``deaths``
     times (pbem.runner.referee.suspect): it is kept unread, the referee is told
     (pbem.services.failures), its sender asked to send it again as plain text, the rest
@@ -62,7 +62,7 @@ def set_aside(session: Work, post: Post, row: InboundMail, deaths: int) -> None:
     answer_set_aside(session, post, row)
 
 
-def answer_set_aside(session: Work, post: Post, row: InboundMail) -> None:
+def answer_set_aside(session: Work, post: Post, row: HeldMail) -> None:
     """Tell the sender of a mail set aside that it could not be read (once, in their
     language, never to automatic mail); the header alone is read."""
     address = post.settings.address
@@ -83,7 +83,7 @@ def answer_set_aside(session: Work, post: Post, row: InboundMail) -> None:
         log.exception("could not answer mail %s, set aside", row.id)
 
 
-def handle(session: Work, post: Post, row: InboundMail) -> str:
+def handle(session: Work, post: Post, row: HeldMail) -> str:
     """Read one stored mail and act on it; returns its outcome (one line)."""
     settings = post.settings
     msg = read_message(row.raw, own_addresses=[settings.address],
@@ -310,7 +310,7 @@ def orders_now(session: Work, game: GameView | None, sender: str) -> list[Comman
     return [c for c in kind.commands if c.name in names]
 
 
-def readable(row: InboundMail, settings: Settings) -> InboundMessage | None:
+def readable(row: HeldMail, settings: Settings) -> InboundMessage | None:
     """The stored mail as read, for the notice of its failure (None if even that fails)."""
     try:
         return read_message(row.raw, own_addresses=[settings.address],
@@ -320,7 +320,7 @@ def readable(row: InboundMail, settings: Settings) -> InboundMessage | None:
         return None
 
 
-def answer_internal_error(session: Work, post: Post, row: InboundMail) -> None:
+def answer_internal_error(session: Work, post: Post, row: HeldMail) -> None:
     """Tell the sender of a mail that failed on our side (once, never to automatic mail)."""
     address = post.settings.address
     try:

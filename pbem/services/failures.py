@@ -27,6 +27,7 @@ from sqlmodel import Session, col, select
 from pbem.games import already_told, audit, find_game
 from pbem.mail.read import InboundMessage
 from pbem.services.post import Post, announce, replied_to, tagged, tell_referee
+from pbem.store.bodies import HeldMail
 from pbem.store.models import AuditEntry, Game, InboundMail, OutboundMail, ServerState
 from pbem.store.work import Work
 from pbem.text.errors import Refusal
@@ -158,7 +159,7 @@ def game_of_mail(session: Session, msg: InboundMessage | None) -> Game | None:
     return None
 
 
-def mail_failed(session: Work, post: Post, row: InboundMail, msg: InboundMessage | None,
+def mail_failed(session: Work, post: Post, row: HeldMail, msg: InboundMessage | None,
                 error: BaseException) -> None:
     """A mail that could not be handled (kept as failed): tell the referee what failed, the
     mail and its game; tell the game's players their turn is delayed."""

@@ -28,9 +28,10 @@ from pbem.mail.read import InboundMessage
 from pbem.mail.sent import sent_texts
 from pbem.outbox import BUDGET_NOTICE, Origin, Queued, Shortfall, enqueue
 from pbem.render.reports import Renderer, html_part, text_part
+from pbem.store.bodies import HeldMail
 from pbem.store.db import core_read
 from pbem.store.driver import Hot
-from pbem.store.models import BounceState, Game, InboundMail, OutboundMail, Player
+from pbem.store.models import BounceState, Game, OutboundBody, OutboundMail, Player
 from pbem.store.rows import GameView, PlayerView
 from pbem.store.work import Work
 from pbem.text.i18n import answer_language
@@ -133,7 +134,7 @@ class Post:
 class Incoming:
     """The mail being answered: its stored row and what was read from it."""
 
-    row: InboundMail
+    row: HeldMail
     msg: InboundMessage
 
     @property
@@ -323,10 +324,12 @@ _BOUNCE_TO_CLEAR = select(BounceState.id).where(
 # one row always (the mail's columns None when none is found)
 _ANCHOR = select_columns(literal(1).label("one")).subquery()
 _REPLIED_MAIL = Hot(select_columns(*(getattr(OutboundMail, name) for name in (
-                     "id", "kind", "raw", "game_id", "seat", "turn")),
+                     "id", "kind")), col(OutboundBody.raw),
+                        *(getattr(OutboundMail, name) for name in ("game_id", "seat", "turn")),
                         _BOUNCE_TO_CLEAR.scalar_subquery().label("bounce"))
                  .select_from(_ANCHOR.outerjoin(OutboundMail, col(OutboundMail.message_id).in_(
-                     bindparam("refs", expanding=True))))
+                     bindparam("refs", expanding=True))).outerjoin(
+                     OutboundBody, col(OutboundBody.mail_id) == col(OutboundMail.id)))
                  .order_by(col(OutboundMail.id).desc()).limit(1), lists=["refs"])
 
 

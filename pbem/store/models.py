@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Column, Index, LargeBinary, UniqueConstraint, text
+from sqlalchemy import Column, ForeignKey, Index, Integer, LargeBinary, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
 
@@ -92,7 +92,7 @@ class InboundMail(SQLModel, table=True):
     imap_key: str | None = Field(default=None, unique=True)  # folder/UIDVALIDITY/UID
     source: str                        # imap | smtp | cli
     envelope_from: str | None = None
-    raw: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    # its bytes are a row of inbound_raw (InboundRaw), not a column: see there
     size: int
     truncated: bool = False
     received_at: datetime
@@ -123,7 +123,7 @@ class OutboundMail(SQLModel, table=True):
     kind: str                          # report | confirm | error | help | notice
     mail_from: str
     rcpts_json: str
-    raw: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    # its bytes are a row of outbound_body (OutboundBody), not a column: see there
     game_id: int | None = Field(default=None, foreign_key="game.id", index=True)
     seat: int | None = None
     turn: int | None = None
@@ -138,6 +138,30 @@ class OutboundMail(SQLModel, table=True):
     claimed_at: datetime | None = None
     # names this mail in the VERP return path bluff+b.<token>@domain (pbem.mail.bounces)
     bounce_token: str | None = Field(default=None, index=True)
+
+
+# A mail's bytes are kept apart from its row (schema 0016): the row is written again by
+# each claim, sent mark and finish, and SQLite writes an updated row whole, its mail
+# (tens of KB on overflow pages) included; the bytes' row is written once, read when the
+# mail is read or sent, cut by retention, and deleted with its mail (ON DELETE CASCADE).
+
+
+class InboundRaw(SQLModel, table=True):
+    """The bytes of a stored mail (inbound_mail), as received (or cut to the header)."""
+
+    __tablename__ = "inbound_raw"
+    mail_id: int = Field(sa_column=Column(
+        Integer, ForeignKey("inbound_mail.id", ondelete="CASCADE"), primary_key=True))
+    raw: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+
+
+class OutboundBody(SQLModel, table=True):
+    """The bytes of a queued mail (outbound_mail), as they are sent."""
+
+    __tablename__ = "outbound_body"
+    mail_id: int = Field(sa_column=Column(
+        Integer, ForeignKey("outbound_mail.id", ondelete="CASCADE"), primary_key=True))
+    raw: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
 
 
 class BounceState(SQLModel, table=True):

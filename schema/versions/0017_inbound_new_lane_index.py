@@ -8,14 +8,14 @@ partial index on (lane, id) of the new mail reads the lane's few rows (0.05 ms t
 done mail leaves it, so it stays the size of the mail waiting.
 
 Revision ID: 0017
-Revises: 0015
+Revises: 0016
 Create Date: 2026-12-06
 """
 import sqlalchemy as sa
 from alembic import op
 
 revision = '0017'
-down_revision = '0015'
+down_revision = '0016'
 branch_labels = None
 depends_on = None
 

@@ -28,6 +28,7 @@ from pbem.store.work import Work
 from pbem.text.links import key_generation, private_link
 from pbem.web.app import create_app
 from testkit.desk import PLAYERS, REFEREE, Clock, admin, make_server, order, text_of
+from testkit.stored import outbound_rows
 from testkit.web import raise_line
 
 WATCHER = "watcher@example.org"
@@ -76,14 +77,11 @@ def status(server: Server, name: str) -> str:
 
 def mails_since(server: Server, first_id: int) -> list[tuple[list[str], str]]:
     """(recipients, plain text) of every mail queued after outbox row first_id."""
-    with Session(server.engine) as session:
-        rows = session.exec(select(OutboundMail).where(col(OutboundMail.id) > first_id)
-                            .order_by(col(OutboundMail.id))).all()
-        out = []
-        for row in rows:
-            msg = parse_mail(row.raw)
-            out.append((re.findall(r"[\w.+-]+@[\w.-]+", row.rcpts_json), text_of(msg)))
-        return out
+    out = []
+    for row in outbound_rows(server.engine, col(OutboundMail.id) > first_id):
+        msg = parse_mail(row.raw)
+        out.append((re.findall(r"[\w.+-]+@[\w.-]+", row.rcpts_json), text_of(msg)))
+    return out
 
 
 def last_id(server: Server) -> int:

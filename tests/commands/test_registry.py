@@ -8,7 +8,6 @@ from email import message_from_bytes
 
 from hypothesis import given
 from hypothesis import strategies as st
-from sqlmodel import Session, col, select
 
 from pbem.commands.context import MailCommand
 from pbem.commands.registry import DECLARED, move_commands, player_commands, referee_commands
@@ -16,9 +15,9 @@ from pbem.kinds import KINDS
 from pbem.mail.text import BodyLine
 from pbem.orders.parsing import help_lines, parse_text
 from pbem.runner.server import Server
-from pbem.store.models import OutboundMail
 from testkit.desk import last_text
 from testkit.deskrun import player, referee
+from testkit.stored import outbound_rows
 
 EVERY_TABLE = [player_commands(), referee_commands(),
                *(player_commands(kind) for kind in KINDS.values())]
@@ -62,9 +61,7 @@ def test_player_help_lists_the_table_and_attaches_the_rules(server: Server) -> N
     text = last_text(server, "stranger@example.org")
     for line in help_lines(player_commands()):
         assert " ".join(line["usage"].split()) in text
-    with Session(server.engine) as session:
-        row = session.exec(select(OutboundMail).order_by(col(OutboundMail.id).desc())).first()
-        assert row is not None
+    row = outbound_rows(server.engine)[-1]
     attached = [part.get_filename() for part in message_from_bytes(row.raw).walk()]
     assert "rules.md" in attached
 

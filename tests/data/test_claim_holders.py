@@ -123,7 +123,7 @@ def test_the_outbox(database: str) -> None:
         with Session(engine) as session:
             session.execute(update(OutboundMail).values(status="sent"))
             session.add(OutboundMail(message_id=f"<m{number}@x>", kind="notice",
-                                     mail_from="b@x", rcpts_json='["a@x"]', raw=b"x",
+                                     mail_from="b@x", rcpts_json='["a@x"]',
                                      next_attempt_at=NOW, created_at=NOW, claimed_by=owner,
                                      claimed_at=NOW))
             session.commit()

@@ -19,7 +19,7 @@ NOW = datetime(2026, 12, 2, tzinfo=UTC)
 def queued(engine, n: int) -> list[int]:
     with Session(engine) as session:
         rows = [OutboundMail(message_id=f"<m{i}@x.test>", kind="help", mail_from="r@x.test",
-                             rcpts_json='["p@x.test"]', raw=b"x", next_attempt_at=NOW,
+                             rcpts_json='["p@x.test"]', next_attempt_at=NOW,
                              created_at=NOW) for i in range(n)]
         session.add_all(rows)
         session.commit()

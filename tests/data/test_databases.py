@@ -30,6 +30,7 @@ from pbem.store.models import Absence, InboundMail, OutboundMail, Player
 from pbem.text.errors import Refusal
 from testkit.desk import PLAYERS, SERVER, Clock, key_of, mail, make_server, started_game
 from testkit.pgstack import PgCluster
+from testkit.stored import inbound_rows
 
 
 def server_on(database: str, tmp_path: Path, **settings: object) -> Server:
@@ -95,9 +96,8 @@ def test_a_mail_of_the_largest_size_is_kept_byte_for_byte(database: str, tmp_pat
     head = b"From: ann@example.org\r\nMessage-ID: <big@example.org>\r\nSubject: x\r\n\r\n"
     raw = head + bytes(range(256)) * ((limit - len(head)) // 256)
     assert server.referee.store_inbound(raw, source="smtp")
-    with Session(server.engine) as session:
-        row = session.exec(select(InboundMail)).one()
-        assert type(row.raw) is bytes and row.raw == raw and row.truncated is False
+    [row] = inbound_rows(server.engine)
+    assert type(row.raw) is bytes and row.raw == raw and row.truncated is False
 
 
 # --------------------------------------------------------------------------- the dedupe key

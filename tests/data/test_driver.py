@@ -12,14 +12,14 @@ from sqlmodel import col
 
 from pbem.store.db import open_database
 from pbem.store.driver import Hot
-from pbem.store.models import OutboundMail
+from pbem.store.models import OutboundBody, OutboundMail
 
 NOW = datetime(2026, 12, 6, 12, 0, 30, 123456, tzinfo=UTC)
 
 
 def values(n: int) -> dict[str, object]:
     return {"message_id": f"<m{n}@x.test>", "kind": "help", "mail_from": "a@x.test",
-            "rcpts_json": '["b@x.test"]', "raw": b"raw\x00bytes", "game_id": None,
+            "rcpts_json": '["b@x.test"]', "game_id": None,
             "seat": None, "turn": None, "inbound_id": None, "status": "pending",
             "attempts": 0, "next_attempt_at": NOW, "created_at": NOW, "bounce_token": None}
 
@@ -29,13 +29,16 @@ def test_a_hot_statement_writes_and_reads_as_core_does(database: str) -> None:
     hot_insert = Hot(insert(OutboundMail).returning(col(OutboundMail.id)))
     by_ids = select(OutboundMail.__table__).where(  # type: ignore[attr-defined]
         col(OutboundMail.id).in_(bindparam("ids", expanding=True))).order_by(col(OutboundMail.id))
-    hot_read = Hot(select(col(OutboundMail.id), col(OutboundMail.raw)).where(
-        col(OutboundMail.id).in_(bindparam("ids", expanding=True))).order_by(
+    hot_read = Hot(select(col(OutboundMail.id), col(OutboundBody.raw)).where(
+        col(OutboundMail.id).in_(bindparam("ids", expanding=True)),
+        col(OutboundBody.mail_id) == col(OutboundMail.id)).order_by(
         col(OutboundMail.id)), lists=["ids"])
     with engine.begin() as conn:
         hot = [hot_insert(conn, values(n)).scalar_one() for n in range(3)]
         core = [conn.execute(insert(OutboundMail).returning(col(OutboundMail.id)),
                              values(n)).scalar_one() for n in range(3, 6)]
+        conn.execute(insert(OutboundBody), [{"mail_id": i, "raw": b"raw\x00bytes"}
+                                            for i in hot + core])
         rows = conn.execute(by_ids, {"ids": hot + core}).mappings().all()
         # the same columns, dates included, whichever way the row was written
         assert [{k: v for k, v in r.items() if k not in ("id", "message_id")}

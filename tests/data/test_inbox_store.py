@@ -15,6 +15,7 @@ from pbem.runner import inbox
 from pbem.store.db import open_database
 from pbem.store.models import InboundMail
 from testkit.pgstack import PgCluster
+from testkit.stored import inbound_rows
 
 NOW = datetime(2026, 12, 2, tzinfo=UTC)
 
@@ -33,8 +34,7 @@ def test_a_batch_keeps_each_new_mail_once_and_cuts_a_large_one(database: str) ->
              (mail(2), "INBOX/7/3", False, 60),          # the same mail twice (a copy)
              (mail(4, b"x" * 20_000), "INBOX/7/4", False, 20_060)]
     assert inbox.store_many(engine, batch, now=NOW, max_bytes=10_000, source="imap") == 2
-    with Session(engine) as session:
-        rows = {r.dedupe_key: r for r in session.exec(select(InboundMail))}
+    rows = {r.dedupe_key: r for r in inbound_rows(engine)}
     assert len(rows) == 3
     big = next(r for r in rows.values() if r.imap_key == "INBOX/7/4")
     assert big.truncated and big.size == 20_060 and b"xxx" not in big.raw

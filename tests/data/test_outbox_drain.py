@@ -31,6 +31,7 @@ from pbem.store.db import open_database
 from pbem.store.models import OutboundMail
 from pbem.store.work import Work
 from testkit.mailstack import start_controller
+from testkit.stored import outbound_rows
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
@@ -43,9 +44,8 @@ def queue(engine, origin: Origin, rcpts: list[str]) -> None:
         session.commit()
 
 
-def rows(engine) -> list[OutboundMail]:
-    with Session(engine) as session:
-        return list(session.exec(select(OutboundMail).order_by(OutboundMail.id)))
+def rows(engine) -> list:
+    return outbound_rows(engine)
 
 
 @pytest.mark.mailstack

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlmodel import Session, select
+from sqlmodel import Session
 
 from pbem.demo.robot_client import client_order_lines, parse_mail
 from pbem.games import find_game
@@ -31,6 +31,7 @@ from pbem.services.clock import clock_tick
 from pbem.store.models import OutboundMail
 from testkit.catalogue import english_left
 from testkit.e2e import Client, Table, text_of
+from testkit.stored import outbound_rows
 from tests.i18n.english_words import english_in_mail
 
 pytestmark = pytest.mark.mailstack
@@ -151,9 +152,8 @@ def side_orders(language: str) -> list[str]:
 
 def queued(table: Table, kind: str) -> list[EmailMessage]:
     """The mails of a kind the server queued (as they go out: their stored bytes)."""
-    with Session(table.server.engine) as session:
-        rows = session.exec(select(OutboundMail).where(OutboundMail.kind == kind)).all()
-        return [parse_mail(row.raw) for row in rows]
+    rows = outbound_rows(table.server.engine, OutboundMail.kind == kind)
+    return [parse_mail(row.raw) for row in rows]
 
 
 @pytest.mark.parametrize("language", ["de", "cs"])

@@ -23,6 +23,7 @@ from email import policy
 from email.message import EmailMessage
 from email.utils import make_msgid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -38,6 +39,7 @@ from pbem.store.models import InboundMail, OutboundMail
 from pbem.store.work import Work
 from testkit.desk import make_server as desk_server
 from testkit.stack import stack_settings
+from testkit.stored import inbound_rows, outbound_rows
 from tests.runner.test_referee import (
     PLAYERS,
     REFEREE_KEY,
@@ -68,18 +70,15 @@ def server(tmp_path: Path, clock: Clock) -> Server:
     return s
 
 
-def deliver(server: Server, raw: bytes) -> InboundMail:
+def deliver(server: Server, raw: bytes) -> Any:
+    """Store and handle ``raw``; its stored row (inbound_mail's columns and raw)."""
     assert server.referee.store_inbound(raw, source="smtp")
     server.referee.process_pending()
-    with Session(server.engine) as session:
-        row = session.exec(select(InboundMail).order_by(InboundMail.id.desc())).first()
-        assert row is not None
-        return row
+    return inbound_rows(server.engine)[-1]
 
 
-def answers_to(server: Server, row: InboundMail) -> list[OutboundMail]:
-    with Session(server.engine) as session:
-        return list(session.exec(select(OutboundMail).where(OutboundMail.inbound_id == row.id)))
+def answers_to(server: Server, row: Any) -> list[Any]:
+    return outbound_rows(server.engine, OutboundMail.inbound_id == row.id)
 
 
 def orders(server: Server) -> dict[int, dict]:
@@ -88,7 +87,7 @@ def orders(server: Server) -> dict[int, dict]:
                 pending_orders(session, find_game(session, "g1")).items()}
 
 
-def text_of(answer: OutboundMail) -> str:
+def text_of(answer: Any) -> str:
     body = parse_mail(answer.raw).get_body(("plain",))
     assert body is not None
     return " ".join(body.get_content().split())
@@ -510,8 +509,7 @@ def test_names_and_table_talk_cannot_inject_headers_or_markup(tmp_path: Path,
     row = deliver(server, EmailMessage_bytes(PLAYERS[1], f"GAME g1\nKEY {key2}\nSAY hi\n"))
     assert row.outcome and "said" in row.outcome, row.outcome
     server.referee.admin(["PROCESS", "g1"])            # the next report shows the talk
-    with Session(server.engine) as session:
-        sent = session.exec(select(OutboundMail)).all()
+    sent = outbound_rows(server.engine)
     kinds = {m.kind for m in sent}
     assert {"report", "talk"} <= kinds, kinds
     for m in sent:

@@ -14,24 +14,23 @@ from __future__ import annotations
 import logging
 from email import policy
 from email.parser import BytesParser
+from typing import Any
 
 import pytest
-from sqlmodel import Session, col, select
 
 from pbem.runner.server import Server
 from pbem.store import faults
-from pbem.store.models import InboundMail
 from testkit.bounce import SHAPES, bounce_bytes
 from testkit.desk import outbox_rows, started_game
+from testkit.stored import inbound_rows
 from testkit.storm import HOSTILE, storm_mail
 
 STRANGER = "someone@elsewhere.example"
 NO_SENDER = {"8bit-address", "crlf-word-name"}   # no address the server answers
 
 
-def inbound(server: Server) -> list[InboundMail]:
-    with Session(server.engine) as session:
-        return list(session.exec(select(InboundMail).order_by(col(InboundMail.id))))
+def inbound(server: Server) -> list[Any]:
+    return inbound_rows(server.engine)
 
 
 def tracebacks(caplog: pytest.LogCaptureFixture) -> list[str]:

@@ -39,10 +39,11 @@ from sqlmodel import Session, select
 
 from pbem.games import find_game, pending_orders, players_of
 from pbem.mail.read import read_message
-from pbem.store.models import InboundMail, OutboundMail
+from pbem.store.models import OutboundMail
 from pbem.store.work import Work
 from testkit.e2e import REFEREE_KEY, Client, Table, text_of
 from testkit.stack import stack_config
+from testkit.stored import inbound_rows
 
 CORPUS = Path(__file__).parents[1] / "corpus"
 PLAYERS = ["p1", "p2", "p3", "p4", "p5"]
@@ -163,15 +164,14 @@ class Scene:
         (peak_kb,) = re.findall(r"VmHWM:\s+(\d+) kB", done.stdout)
         return seconds, int(peak_kb) / 1024
 
-    def row(self, raw: bytes) -> InboundMail:
+    def row(self, raw: bytes) -> Any:
         """The stored row of a mail delivered (found by its bytes: a Message-ID past the
         first 64 KB of a header is not read when the mail is stored)."""
-        with Session(self.table.server.engine) as session:
-            found = [r for r in session.exec(select(InboundMail)) if r.raw == raw]
-            assert len(found) == 1
-            return found[0]
+        found = [r for r in inbound_rows(self.table.server.engine) if r.raw == raw]
+        assert len(found) == 1
+        return found[0]
 
-    def answers(self, row: InboundMail) -> list[OutboundMail]:
+    def answers(self, row: Any) -> list[OutboundMail]:
         with Session(self.table.server.engine) as session:
             return list(session.exec(select(OutboundMail).where(
                 OutboundMail.inbound_id == row.id)))

@@ -13,15 +13,15 @@ import dkim
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
-from sqlmodel import Session, col, select
+from sqlmodel import Session
 
 from pbem.config import ListenSettings, SecuritySettings
 from pbem.mail.headers import read_mail_header
 from pbem.mail.senderauth import check_sender
 from pbem.runner.server import Server
-from pbem.store.models import InboundMail
 from testkit.desk import PLAYERS, Clock, key_of, last_text, mail, make_server, started_game
 from testkit.dnsfixture import DnsFixture
+from testkit.stored import inbound_rows
 
 MX = "mx.example.org"
 P1 = PLAYERS[0]
@@ -71,8 +71,7 @@ def test_a_forged_authentication_results_header_does_not_pass(served) -> None:
     deliver(port, FORGED + order_mail(server))
     server.referee.process_pending()
     assert REFUSED in last_text(server, P1)
-    with Session(server.engine) as session:
-        raw = session.exec(select(InboundMail.raw)).one()
+    [raw] = [row.raw for row in inbound_rows(server.engine)]
     assert FORGED not in raw                                  # stripped on arrival
     assert raw.startswith(f"Authentication-Results: {MX};".encode())   # ours instead
     assert b"spf=fail" in raw and b"dmarc=fail" in raw
@@ -87,7 +86,7 @@ def test_our_own_dkim_and_spf_checks_pass_a_genuine_mail(served, dkim_key) -> No
     deliver(port, order_mail(server), source="127.0.0.2")    # SPF pass, no signature
     server.referee.process_pending()
     with Session(server.engine) as session:
-        raws = session.exec(select(InboundMail.raw).order_by(col(InboundMail.id))).all()
+        raws = [row.raw for row in inbound_rows(session)]
     verdicts = [check_sender(read_mail_header(raw), P1, MX) for raw in raws]
     assert [v.aligned for v in verdicts] == [True, True], verdicts
     assert b"dkim=pass" in raws[0] and b"spf=pass" in raws[1]
@@ -99,5 +98,5 @@ def test_a_trusted_relays_header_is_kept_and_nobody_elses(served) -> None:
     deliver(port, FORGED + order_mail(server), source="127.0.0.3")   # our own MTA
     deliver(port, FORGED + order_mail(server), source="127.0.0.4")   # a stranger
     with Session(server.engine) as session:
-        raws = session.exec(select(InboundMail.raw).order_by(col(InboundMail.id))).all()
+        raws = [row.raw for row in inbound_rows(session)]
     assert [check_sender(read_mail_header(raw), P1, MX).aligned for raw in raws] == [True, False]

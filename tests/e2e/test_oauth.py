@@ -12,19 +12,19 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from sqlmodel import Session, select
 
 from pbem.config import ImapSettings, Settings, SmtpSettings
 from pbem.mail.imap import ImapInbox
 from pbem.mail.oauth import OAuthGrant, OAuthLogin, OAuthRefused, TokenSource
 from pbem.runner.server import Server
-from pbem.store.models import OutboundMail
 from testkit.desk import Clock
 from testkit.mailstack import MailStack, dovecot_available
 from testkit.oauthserver import CLIENT_ID, CLIENT_SECRET, OAuthServer
 from testkit.stack import help_mail
+from testkit.stored import outbound_rows
 
 NOTICE = "The mail server login failed"
 
@@ -122,10 +122,8 @@ def oauth_server(stack: MailStack, tokens: OAuthServer, tmp_path: Path,
     return Server(settings, clock=clock), token_file
 
 
-def notices(server: Server) -> list[OutboundMail]:
-    with Session(server.engine) as session:
-        return [row for row in session.exec(select(OutboundMail)).all()
-                if NOTICE.encode() in row.raw]
+def notices(server: Server) -> list[Any]:
+    return [row for row in outbound_rows(server.engine) if NOTICE.encode() in row.raw]
 
 
 def test_serve_logs_in_by_oauth2_and_refreshes_an_expired_token_without_losing_mail(

@@ -6,12 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from sqlmodel import Session, select
 
 from pbem.config import Settings
 from pbem.demo.robot_client import parse_mail, read_report, reply_to, report_view
 from pbem.runner.server import Server
-from pbem.store.models import OutboundMail
+from testkit.stored import outbound_rows
 
 PLAYERS = [f"p{i}@example.org" for i in range(1, 6)]
 
@@ -24,8 +23,7 @@ def referee_mails(tmp_path: Path, rules: str, seats: int) -> list[bytes]:
     for i, addr in enumerate(PLAYERS[:seats]):
         server.referee.admin(["ADD", "g1", addr, f"Pat{i}"])
     server.referee.admin(["START", "g1"])
-    with Session(server.engine) as session:
-        return [r.raw for r in session.exec(select(OutboundMail).order_by(OutboundMail.id))]
+    return [r.raw for r in outbound_rows(server.engine)]
 
 
 @pytest.mark.parametrize("rules, seats", [("postal", 5), ("classic", 4), ("cup", 4)])

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlmodel import Session, col, select
+from sqlmodel import Session
 
 from pbem.config import load_settings
 from pbem.demo.robot_client import parse_mail
@@ -31,12 +31,12 @@ from pbem.games import find_game
 from pbem.runner.server import Server
 from pbem.services import failures
 from pbem.store import faults
-from pbem.store.models import InboundMail
 from testkit.crash import Zygote
 from testkit.desk import Clock
 from testkit.e2e import text_of
 from testkit.kills import KilledGame
 from testkit.stack import stack_config, stack_settings
+from testkit.stored import inbound_rows
 
 pytestmark = pytest.mark.mailstack
 
@@ -59,9 +59,8 @@ def mail(stack: Any, user: str, body: str) -> bytes:
     return msg.as_bytes(policy=policy.SMTP)
 
 
-def rows(engine: Any) -> list[InboundMail]:
-    with Session(engine) as session:
-        return list(session.exec(select(InboundMail).order_by(col(InboundMail.id))))
+def rows(engine: Any) -> list[Any]:
+    return inbound_rows(engine)
 
 
 def write_config(tmp_path: Path, stack: Any) -> Path:

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import sync_playwright
-from sqlmodel import Session, select
+from sqlmodel import Session
 
 from pbem.games import find_game
 from pbem.render.charts import odds_html
@@ -28,6 +28,7 @@ from pbem.rules.cupofbluff import total_distribution
 from pbem.store.models import OutboundMail
 from testkit import layout
 from testkit.colours import DARK_MODES, VISIONS, closest_pair, darkened, distance, parse
+from testkit.stored import outbound_rows
 from testkit.web import CHROMIUM_ARGS, Site, WebProcess, chromium_path
 
 # PBEM_PICTURE_WIDTHS=375: fewer widths while working on a picture
@@ -64,9 +65,8 @@ def report_mails(site: Site) -> dict[str, str]:
     with Session(site.server.engine) as session:
         for game in ("classic-1", "cup-1", "postal-1"):
             game_id = find_game(session, game).id
-            rows = session.exec(select(OutboundMail).where(
-                OutboundMail.kind == "report", OutboundMail.game_id == game_id)
-                .order_by(OutboundMail.id.desc())).all()   # type: ignore[union-attr]
+            rows = outbound_rows(session, OutboundMail.kind == "report",
+                                 OutboundMail.game_id == game_id)[::-1]
             asked = next((_html_part(r.raw) for r in rows
                           if "The chance of each" in _html_part(r.raw)), None)
             assert asked is not None, f"no report of {game} asks to answer a bid"

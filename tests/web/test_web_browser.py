@@ -29,6 +29,7 @@ from pbem.rules.dice import DiceStream, face_json
 from pbem.store.models import OutboundMail, Player
 from testkit.desk import PLAYERS, Clock, admin, make_server, order, outbox
 from testkit.png import distinct_colours
+from testkit.stored import outbound_rows
 from testkit.web import (
     CHROMIUM_ARGS,
     Site,
@@ -299,7 +300,7 @@ def test_the_course_and_the_odds_are_drawn_and_fit_the_screen(site: Site, browse
             (shots / f"course-{path.strip('/').replace('/', '-')}-{width}.png").write_bytes(png)
             assert distinct_colours(png) > 4, f"the course of {path} looks blank"
         with Session(site.server.engine) as session:
-            rows = session.exec(select(OutboundMail).where(OutboundMail.kind == "report")).all()
+            rows = outbound_rows(session, OutboundMail.kind == "report")
         final = next(r for r in rows if _subject(r.raw) == "[bluff classic-1] final report")
         asked = [r for r in rows if b"The chance of each" in r.raw]
         assert asked, "no report asked to answer a bid"
