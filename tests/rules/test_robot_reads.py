@@ -173,7 +173,7 @@ def test_a_reader_is_misled_by_a_bid_of_a_face_the_robot_lacks() -> None:
     fives = len(view.own.hidden)
     lacking = Table(replace(reader_next, own=Cup(tuple(Die(2) for _ in range(fives)))))
     holding = Table(replace(reader_next, own=Cup(tuple(Die(4) for _ in range(fives)))))
-    assert lacking.reader > 0.9
+    assert lacking.reader > 0.9 and lacking.misled() > 0.8
     assert lacking.mislead(4) > 0.5 > -0.5 > holding.mislead(4)
     assert holding.mislead(2) > 0.0
 
@@ -182,8 +182,9 @@ def test_a_reader_is_misled_by_a_bid_of_a_face_the_robot_lacks() -> None:
 @given(st.integers(0, 1000), st.integers(0, 4), st.floats(0.0, 0.5))
 def test_the_mislead_term_weighs_a_raise_by_the_reader_weight(seed: int, ended: int,
                                                               share: float) -> None:
-    """A raise is worth its priced call plus MISLEAD x the next seat's reader weight x
-    how far the bid misleads a reader; nothing is added against an odds player."""
+    """A raise is worth its priced call plus MISLEAD x how much the next seat reads as a
+    reader (nothing up to a weight of a half) x how far the bid misleads a reader;
+    nothing is added against an odds player."""
     state = play_until_ended(ended, seed)
     if not state.due():
         return
@@ -199,6 +200,7 @@ def test_the_mislead_term_weighs_a_raise_by_the_reader_weight(seed: int, ended: 
             finally:
                 robot_strong.MISLEAD = old
             assert shared - with_term == pytest.approx(
-                (share - old) * table.reader * table.mislead(bid.face), abs=1e-9)
+                (share - old) * table.misled() * table.mislead(bid.face), abs=1e-9)
+            assert table.misled() == pytest.approx(max(0.0, 2 * table.reader - 1))
             if answered:
-                assert table.reader < 0.05
+                assert table.reader < 0.05 and table.misled() == 0.0
