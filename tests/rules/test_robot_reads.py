@@ -202,5 +202,8 @@ def test_the_mislead_term_weighs_a_raise_by_the_reader_weight(seed: int, ended: 
             assert shared - with_term == pytest.approx(
                 (share - old) * table.misled() * table.mislead(bid.face), abs=1e-9)
             assert table.misled() == pytest.approx(max(0.0, 2 * table.reader - 1))
+            super_die = Table(replace(view, answers=answered,
+                                      rules=replace(view.rules, super_die=True)))
+            assert super_die.misled() == 0.0
             if answered:
                 assert table.reader < 0.05 and table.misled() == 0.0
