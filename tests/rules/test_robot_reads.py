@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pbem.kinds import KINDS
 from pbem.kinds.classic import client_seat_view as classic_seat_view
 from pbem.kinds.postal import client_seat_view
+from pbem.rules import robot_strong
 from pbem.rules.dice import DiceStream, Die, seed_from_number
+from pbem.rules.dice_cup import Cup
 from pbem.rules.ladder import Bid
 from pbem.rules.odds import Answer, answers
 from pbem.rules.robot import choose_move
@@ -157,3 +160,50 @@ def test_the_classic_view_from_report_json_is_the_stand_in_s(edition: str) -> No
                  for seat in sorted(kind.due(state))}
         state = kind.apply(state, moves, stream).state
     assert checked >= 10
+
+
+def test_a_reader_is_misled_by_a_bid_of_a_face_the_robot_lacks() -> None:
+    """After a bid of fours a reader takes the robot to hold more fours than it does
+    when it holds none, and fewer when it holds nothing but fours."""
+    state = play_until_ended(0, 7)
+    seat, number = next(iter(state.due().items()))
+    view = state.seat_view(seat, number)
+    reader_next = replace(view, answers=tuple(Answer(view.next_seat or 0, c, o)
+                                              for c, o in reader_like))
+    fives = len(view.own.hidden)
+    lacking = Table(replace(reader_next, own=Cup(tuple(Die(2) for _ in range(fives)))))
+    holding = Table(replace(reader_next, own=Cup(tuple(Die(4) for _ in range(fives)))))
+    assert lacking.reader > 0.9 and lacking.misled() > 0.8
+    assert lacking.mislead(4) > 0.5 > -0.5 > holding.mislead(4)
+    assert holding.mislead(2) > 0.0
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 1000), st.integers(0, 4), st.floats(0.0, 0.5))
+def test_the_mislead_term_weighs_a_raise_by_the_reader_weight(seed: int, ended: int,
+                                                              share: float) -> None:
+    """A raise is worth its priced call plus MISLEAD x how much the next seat reads as a
+    reader (nothing up to a weight of a half) x how far the bid misleads a reader;
+    nothing is added against an odds player."""
+    state = play_until_ended(ended, seed)
+    if not state.due():
+        return
+    seat, number = next(iter(state.due().items()))
+    view = state.seat_view(seat, number)
+    for answered in ((), tuple(Answer(view.next_seat or 0, c, o) for c, o in odds_like * 4)):
+        table = Table(replace(view, answers=answered))
+        for bid in view.ladder.raises(view.current)[:6]:
+            with_term = table.raise_value(bid)
+            old, robot_strong.MISLEAD = robot_strong.MISLEAD, share
+            try:
+                shared = table.raise_value(bid)
+            finally:
+                robot_strong.MISLEAD = old
+            assert shared - with_term == pytest.approx(
+                (share - old) * table.misled() * table.mislead(bid.face), abs=1e-9)
+            assert table.misled() == pytest.approx(max(0.0, 2 * table.reader - 1))
+            super_die = Table(replace(view, answers=answered,
+                                      rules=replace(view.rules, super_die=True)))
+            assert super_die.misled() == 0.0
+            if answered:
+                assert table.reader < 0.05 and table.misled() == 0.0
