@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Connection, RowMapping, bindparam, select
+from sqlalchemy import RowMapping, bindparam, select
 from sqlmodel import Session, col
 
 from pbem.store.models import OutboundBody
@@ -58,10 +58,6 @@ _OUTBOUND_BODY = select(col(OutboundBody.raw)).where(
     col(OutboundBody.mail_id) == bindparam("mail"))
 
 
-def _connection(session: Session | Connection) -> Connection:
-    return session.connection() if isinstance(session, Session) else session
-
-
-def outbound_body(session: Session | Connection, mail_id: int | None) -> bytes:
+def outbound_body(session: Session, mail_id: int | None) -> bytes:
     """The bytes of the queued mail ``mail_id``, as they are sent."""
-    return bytes(_connection(session).execute(_OUTBOUND_BODY, {"mail": mail_id}).scalar_one())
+    return bytes(session.connection().execute(_OUTBOUND_BODY, {"mail": mail_id}).scalar_one())
