@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import math
 import textwrap
+from collections import ChainMap
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -772,12 +773,11 @@ class Renderer:
             # filter (join, wrap ...) that makes text of one gets it said, not in English
             context = said_context(context, reader(language, zone))
         if shared is None:
-            # no copy of the context here: Template.render makes its own
-            text = env.get_template(f"{name}.txt.j2").render(context)
-            html = env.get_template(f"{name}.html.j2").render(context)
+            text = rendered(env.get_template(f"{name}.txt.j2"), context)
+            html = rendered(env.get_template(f"{name}.html.j2"), context)
         else:
-            text = env.get_template(f"{name}.txt.j2").render(context, shared=shared.text)
-            html = env.get_template(f"{name}.html.j2").render(context, shared=shared.html)
+            text = rendered(env.get_template(f"{name}.txt.j2"), context, shared.text)
+            html = rendered(env.get_template(f"{name}.html.j2"), context, shared.html)
         return text, html
 
     def shared_parts(self, name: str, public: Mapping[str, Any],
@@ -814,6 +814,43 @@ class Renderer:
         return Path(template.filename).resolve().is_relative_to(self.override_dir.resolve())
 
 
+def template_context(template: jinja2.Template, context: Mapping[str, Any],
+                     shared: Mapping[str, Any] | None = None) -> jinja2.runtime.Context:
+    """The Context ``template`` renders ``context`` in (``shared``: the turn's shared parts,
+    as the variable ``shared``), as Template.new_context makes it, but for two costs of
+    its ChainMap of globals (Template.globals: its own, none, before the Environment's):
+    the globals are copied from the Environment's dict, not read key by key through the
+    ChainMap (each a KeyError of the empty first map), and the Context is given none to
+    compare (``globals``: an ``{% import %}`` of the template looks for globals it lacks,
+    of which a template without globals of its own has none). About 20 us a template and
+    20 us an import of ``_macros``: a fifth of an answer's rendering. A template with
+    globals of its own (none of ours) gets Template.new_context's."""
+    env = template.environment
+    chain = template.globals
+    if type(chain) is not ChainMap or len(chain.maps) != 2 or chain.maps[0] \
+            or chain.maps[1] is not env.globals:
+        return template.new_context(dict(context) if shared is None
+                                    else {**context, "shared": shared})
+    parent = {**env.globals, **context}     # the context's values win, as in new_context
+    if shared is not None:
+        parent["shared"] = shared
+    return env.context_class(env, parent, template.name, template.blocks)
+
+
+def rendered(template: jinja2.Template, context: Mapping[str, Any],
+             shared: Mapping[str, Any] | None = None) -> str:
+    """``template`` rendered with ``context`` (and ``shared``, template_context): what
+    Template.render returns, its errors raised as Template.render raises them (with the
+    template's lines in the traceback)."""
+    env = template.environment
+    try:
+        return env.concat(template.root_render_func(  # type: ignore[attr-defined]
+            template_context(template, context, shared)))
+    except Exception:
+        env.handle_exception()
+    raise AssertionError("handle_exception raises")   # for the type checker
+
+
 @dataclass(frozen=True)
 class SharedParts:
     """The parts of a turn's report that every reader shares, in one language: the text
@@ -827,10 +864,11 @@ class SharedParts:
 def _parts_of(template: jinja2.Template, context: Mapping[str, Any],
               cleaned: bool = False) -> dict[str, Any]:
     """The top-level ``{% set %}`` values of ``template`` rendered with ``context`` (its
-    module's exported names, jinja2's Template.make_module); ``cleaned``: a text part's
+    module's exported names, as jinja2's Template.make_module makes them, with the context
+    ``rendered`` makes); ``cleaned``: a text part's
     text cleaned now (_cleaned; an HTML part's is markup, and a str in it is cleaned and
     escaped where it is put out)."""
-    module = template.make_module(dict(context))
+    module = jinja2.environment.TemplateModule(template, template_context(template, context))
     parts = {key: value for key, value in vars(module).items() if not key.startswith("_")}
     return _cleaned(parts, {}) if cleaned else parts
 
