@@ -21,13 +21,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
 import jinja2
 import jinja2.ext
 import markupsafe
 
 from pbem.render.charts import GLOBALS as CHARTS
+from pbem.render.memo import remembered
 from pbem.store.paths import packaged_dir
 from pbem.text.errors import PbemError
 from pbem.text.i18n import SOURCE_LANGUAGE, known_language, translator
@@ -66,28 +67,6 @@ __all__ = [
     "utc",
     "wrap",
 ]
-
-_F = TypeVar("_F", bound=Callable[..., str])
-
-
-def _memo(maxsize: int) -> Callable[[_F], _F]:
-    """Remember a pure filter's answers: a turn's reports wrap, date and draw the same
-    things over and over (one ``wrap`` of a long line costs ~8 µs, a look-up ~0.2 µs).
-    ``typed``: 1, True and "1" are different faces.  An unhashable argument (a list)
-    is simply not remembered."""
-    def decorate(fn: _F) -> _F:
-        cached = functools.lru_cache(maxsize=maxsize, typed=True)(fn)
-
-        @functools.wraps(fn)
-        def call(*args: Any, **kwargs: Any) -> str:
-            try:
-                return cached(*args, **kwargs)
-            except TypeError:   # unhashable (or fn's own error, which it raises again)
-                return fn(*args, **kwargs)
-        call.cache_clear = cached.cache_clear  # type: ignore[attr-defined]
-        return call  # type: ignore[return-value]
-    return decorate
-
 
 # Faces 1-5 are the die pictures U+2680..U+2684; the star replaces the 6.
 DIE_PICTURES: dict[str, str] = {
@@ -132,7 +111,7 @@ def _face_key(face: Any) -> str:
     return s if s in _FACES else "?"
 
 
-@_memo(64)
+@remembered(64)
 def die(face: Any) -> str:
     """One face -> its picture: 1..5 -> ⚀..⚄, "*" -> ★ ("?" for anything else)."""
     return DIE_PICTURES.get(_face_key(face), "?")
@@ -148,21 +127,21 @@ def plain(faces: Iterable[Any] | None, sep: str = " ") -> str:
     return sep.join(_face_key(f) for f in (faces or ()))
 
 
-@_memo(256)
+@remembered(256)
 def face_name(face: Any, quantity: int = 1, tr: Translator = ENGLISH) -> str:
     """1 -> "one" (quantity 1) or "ones" (any other quantity); "*" -> "star"/"stars"."""
     name = _FACE_NAMES.get(_face_key(face))
     return str(face) if name is None else name(quantity).said(tr)
 
 
-@_memo(4096)
+@remembered(4096)
 def said(message: Message, tr: Translator = ENGLISH) -> str:
     """A message in ``tr``'s language, remembered: a turn's reports say the same notes, bids
     and charts to every player (a message with a list among its values is said anew)."""
     return message.said(tr)
 
 
-@_memo(4096)
+@remembered(4096)
 def told(text: str, tr: Translator = ENGLISH) -> str:
     """Text that carries its message (a kind's note, pbem.kinds.words.Told) in ``tr``'s
     language, remembered by its English text (which says what it means: the same for
@@ -178,14 +157,14 @@ def bid(b: Mapping[str, Any] | None, tr: Translator = ENGLISH) -> str:
     return _bid_said(b["quantity"], b["face"], tr)
 
 
-@_memo(1024)
+@remembered(1024)
 def _bid_said(quantity: Any, face: Any, tr: Translator) -> str:
     """``bid`` remembered by its quantity and face (a bid is a dict: no key of a cache)."""
     phrase = _FACE_COUNTS.get(_face_key(face))
     return f"{quantity} {face}" if phrase is None else said(phrase(quantity), tr)
 
 
-@_memo(1024)
+@remembered(1024)
 def counted_in(singular: str, many: str, n: int, tr: Translator = ENGLISH) -> str:
     """``plural``'s answer, remembered: "3 dice" (the same few counts in every report)."""
     return tr.ngettext(singular, many, n).replace("{n}", str(n))
@@ -204,6 +183,7 @@ def count_of(n: int, one: str, many: str, tr: Translator = ENGLISH) -> str:
     return counted_in(f"{{n}} {one}", f"{{n}} {many}", n, tr)
 
 
+@remembered(1024)   # a report says some fifty chances, mostly the same few
 def pct(p: Any, tr: Translator = ENGLISH) -> str:
     """A probability -> a whole percentage in tr's language (pbem.text.wording.percent); "?"
     for none."""
@@ -215,7 +195,7 @@ def pct(p: Any, tr: Translator = ENGLISH) -> str:
     return percent(x, tr)
 
 
-@_memo(1024)
+@remembered(1024)
 def utc(value: Any, fmt: str = "%Y-%m-%d %H:%M UTC") -> str:
     """An ISO timestamp ("2026-12-01T18:00:00Z") or datetime -> "2026-12-01 18:00 UTC"."""
     if value is None:
@@ -233,7 +213,7 @@ def utc(value: Any, fmt: str = "%Y-%m-%d %H:%M UTC") -> str:
     return dt.astimezone(UTC).strftime(fmt)
 
 
-@_memo(2048)   # talk lines can be 2,000 characters: a few MB at most
+@remembered(2048)   # talk lines can be 2,000 characters: a few MB at most
 def wrap(text: Any, width: int = 72, indent: str = "", first: str | None = None) -> str:
     """Fill ``text`` to ``width`` columns; ``first`` prefixes line 1, ``indent`` the others.
 
@@ -336,7 +316,7 @@ def _put_out(text: str) -> str:
     return markupsafe.escape(shown(text))
 
 
-@_memo(512)     # a turn's dice, shown in the shared rows and in each report
+@remembered(512)     # a turn's dice, shown in the shared rows and in each report
 def _die_pictures(faces: tuple[Any, ...], exposed: bool, values: bool,
                   match: tuple[str, ...] | None, tr: Translator) -> str:
     out = []
@@ -844,7 +824,7 @@ def rendered(template: jinja2.Template, context: Mapping[str, Any],
     template's lines in the traceback)."""
     env = template.environment
     try:
-        return env.concat(template.root_render_func(  # type: ignore[attr-defined]
+        return env.concat(template.root_render_func(
             template_context(template, context, shared)))
     except Exception:
         env.handle_exception()
