@@ -19,12 +19,13 @@ The data (pbem.services.replay.course, GameKind.bid_charts):
 
 A score may be below zero (postal virtual dice): the charts start at the lowest score.
 
-Their words are said in the reader's language (``tr``, which pbem.render.reports gives each
+Their words are said in the reader's language (``tr``, which pbem.render.environment gives each
 language's templates): the label, question and title may be messages (pbem.text.wording) or
 English text; a plain label is looked up in the catalogue as it is (the kinds' course
 labels are marked in pbem.kinds.words).
 
-The functions are Jinja2 globals of the mail and web templates (pbem.render.reports, pbem.web.app).
+The functions are Jinja2 globals of the mail and web templates (pbem.render.environment,
+pbem.web.app).
 """
 
 from __future__ import annotations
