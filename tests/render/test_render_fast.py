@@ -237,13 +237,13 @@ def test_a_bare_message_in_an_autoescape_block_is_escaped_as_before() -> None:
 
 
 def test_a_template_renders_in_its_own_context_as_template_render_renders_it() -> None:
-    """Renderer.render makes each template's Context itself (pbem.render.reports.rendered:
+    """Renderer.render makes each template's Context itself (pbem.render.environment.rendered:
     the globals copied from the Environment's dict, no globals to compare at an import):
     the same text as Template.render, the context's values before the globals, an
     imported template's macros there, a template's error raised as Jinja2 raises it
     (the template's line in the traceback), and a template with globals of its own
     rendered the long way, with them."""
-    from pbem.render.reports import rendered
+    from pbem.render.environment import rendered
     env = jinja2.Environment(loader=jinja2.DictLoader({
         "m.j2": "{% macro hi(x) %}<{{ x }}>{% endmacro %}",
         "page.j2": '{% import "m.j2" as m %}{{ m.hi(a) }} {{ range(2)|list }} {{ own }}'
