@@ -6,9 +6,10 @@ section filled: talk, notes, watchers, exposes, cups up, final report), records
 the context of every report the production code renders, then times rendering
 those contexts again, per report template:
 
-* "now": this checkout's pbem/render/reports.py and templates/;
+* "now": this checkout's pbem/render package and templates/;
 * "base": those of a git revision (--baseline, default HEAD), loaded side by
-  side in the same process, so both figures come from the same run.
+  side in the same process (its package as ``render_baseline``), so both figures
+  come from the same run.
 
 Then a turn at a time (English only): every report of each turn, the base
 rendering each whole (or with its shared parts, when its revision has them), "now" rendering the turn's shared parts once
@@ -31,7 +32,7 @@ from __future__ import annotations
 
 import argparse
 import copy
-import importlib.util
+import importlib
 import io
 import pickle
 import subprocess
@@ -41,7 +42,7 @@ import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from types import ModuleType
+from types import FunctionType, ModuleType
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -105,20 +106,21 @@ def record_games(tmp: Path) -> dict[str, Recorded]:
 
 
 def baseline_renderer(rev: str, tmp: Path) -> Renderer:
-    """A Renderer from the revision's pbem/render/reports.py, reading the revision's templates."""
-    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:pbem/render/reports.py"],
-                            check=True, capture_output=True).stdout
-    path = tmp / "render_baseline.py"
-    path.write_bytes(source)
-    spec = importlib.util.spec_from_file_location("render_baseline", path)
-    assert spec is not None and spec.loader is not None
-    module: ModuleType = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "templates"],
-                             check=True, capture_output=True).stdout
+    """A Renderer from the revision's pbem/render package (its reports.py and the modules
+    beside it, loaded as the package ``render_baseline``), reading the revision's
+    templates."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "pbem/render",
+                              "templates"], check=True, capture_output=True).stdout
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(tmp / "base", filter="data")
+    package = tmp / "render_baseline"
+    package.mkdir()
+    for source in (tmp / "base" / "pbem" / "render").glob("*.py"):
+        # its own modules imported as the baseline's, not this checkout's
+        text = source.read_text(encoding="utf-8").replace("pbem.render.", "render_baseline.")
+        (package / source.name).write_text(text, encoding="utf-8")
+    sys.path.insert(0, str(tmp))
+    module: ModuleType = importlib.import_module("render_baseline.reports")
     # as an override folder: every template is found there, the packaged ones never
     renderer: Renderer = module.Renderer(tmp / "base" / "templates")
     return renderer
@@ -139,13 +141,20 @@ def forget(renderer: Any) -> None:
     """Empty the renderer's remembered filter answers (if it has any): each pass starts
     cold, as the first of a game's turns would."""
     renderer = getattr(renderer, "renderer", renderer)
-    module = sys.modules[type(renderer).__module__]
-    for name, obj in vars(module).items():
-        # the module's own filter memos; not the Environments, nor what it imports (the
-        # catalogues of pbem.text.i18n.translator are read once a process, not once a turn)
-        if name != "template_environment" and callable(getattr(obj, "cache_clear", None)) \
-                and getattr(obj, "__module__", module.__name__) == module.__name__:
-            obj.cache_clear()
+    package = type(renderer).__module__.rpartition(".")[0]
+    for name, module in list(sys.modules.items()):
+        if not name.startswith(package + "."):
+            continue
+        for attr, obj in vars(module).items():
+            # the package's own memos (a remembered function of another module's, as
+            # charts' percentages, too); not the Environments, nor the caches of what it
+            # imports (the catalogues of pbem.text.i18n.translator are read once a
+            # process, not once a turn)
+            if attr == "template_environment" or not callable(getattr(obj, "cache_clear", None)):
+                continue
+            if getattr(obj, "__module__", "").startswith(package + ".") \
+                    or isinstance(obj, FunctionType):
+                obj.cache_clear()
 
 
 def timed(base: Renderer, now: Renderer | InLanguage, reports: Recorded, repeat: int) -> tuple[float, float]:

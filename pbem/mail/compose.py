@@ -244,7 +244,8 @@ def _attachment(attachment: tuple[str, str, bytes]) -> _Part:
 
 def _check_header_block(raw: bytes, expected: list[str]) -> None:
     """Refuse to return a mail whose top-level header block is not exactly ``expected``."""
-    head = raw.split(b"\r\n\r\n", 1)[0]
+    end = raw.find(b"\r\n\r\n")
+    head = raw if end < 0 else raw[:end]    # no copy of the body (split made one)
     names = [
         line.split(b":", 1)[0].decode("ascii", "replace").lower()
         for line in head.split(b"\r\n")

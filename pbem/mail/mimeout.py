@@ -131,20 +131,32 @@ def qp_body(text: str) -> bytes:
     Line by line, each line's encoding remembered (``_qp_line``): b2a_qp starts every
     line afresh, so the lines encoded one by one join to the bytes of the whole text
     encoded at once (tests/mail/test_compose_bytes.py), and a turn's reports share most
-    of their lines (the rows every reader sees, the template's own text)."""
-    lines = text.encode("utf-8", "replace").splitlines() or [b""]
-    encoded = b"".join([_qp_line(line) if len(line) <= _REMEMBERED else _qp(line)
-                        for line in lines])
-    if b"\nFrom " in encoded or encoded.startswith(b"From "):   # mbox writers: ">From "
-        encoded = _FROM_LINE.sub(b"=46rom ", encoded)
-    if b"\n.\r" in encoded:      # a lone dot after a soft line break (b2a_qp leaves it)
-        encoded = _DOT_LINE.sub(b"=2E", encoded)
-    return encoded
+    of their lines (the rows every reader sees, the template's own text). What is done
+    to the encoded text for a mbox reader and a lone dot is done to each line (``_qp``),
+    so it is remembered too: searching a whole report for it cost as much as its lines'
+    look-ups."""
+    data = text.encode("utf-8", "replace")
+    if b"\r" in data:
+        lines = data.splitlines() or [b""]
+    else:                     # split is the cheaper of the two (no test of each byte)
+        lines = data.split(b"\n")
+        if len(lines) > 1 and not lines[-1]:
+            lines.pop()       # the text's last line break ends its last line
+    return b"".join([_qp_line(line) if len(line) <= _REMEMBERED else _qp(line)
+                     for line in lines])
 
 
 def _qp(line: bytes) -> bytes:
-    """One line (without its line break) as quoted-printable, ending in CRLF."""
-    return binascii.b2a_qp(line + b"\r\n", istext=True)
+    """One line (without its line break) as quoted-printable, ending in CRLF; each of its
+    lines (soft breaks make several) that starts "From " written "=46rom " (mbox writers
+    would make it ">From "), and one that is a lone dot after a soft line break (b2a_qp
+    leaves it) "=2E"."""
+    encoded = binascii.b2a_qp(line + b"\r\n", istext=True)
+    if encoded.startswith(b"From ") or b"\nFrom " in encoded:
+        encoded = _FROM_LINE.sub(b"=46rom ", encoded)
+    if b"\n.\r" in encoded:
+        encoded = _DOT_LINE.sub(b"=2E", encoded)
+    return encoded
 
 
 # the lines remembered: 1024 of at most 2 KB (a few MB), enough for a turn's reports of

@@ -19,12 +19,13 @@ The data (pbem.services.replay.course, GameKind.bid_charts):
 
 A score may be below zero (postal virtual dice): the charts start at the lowest score.
 
-Their words are said in the reader's language (``tr``, which pbem.render.reports gives each
+Their words are said in the reader's language (``tr``, which pbem.render.environment gives each
 language's templates): the label, question and title may be messages (pbem.text.wording) or
 English text; a plain label is looked up in the catalogue as it is (the kinds' course
 labels are marked in pbem.kinds.words).
 
-The functions are Jinja2 globals of the mail and web templates (pbem.render.reports, pbem.web.app).
+The functions are Jinja2 globals of the mail and web templates (pbem.render.environment,
+pbem.web.app).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from typing import Any, TypedDict
 
 from markupsafe import Markup, escape
 
+from pbem.render.memo import remembered
 from pbem.text.wording import ENGLISH, Translator, _, percent, say
 
 
@@ -470,6 +472,11 @@ def odds_html(chart: Mapping[str, Any], tr: Translator = ENGLISH, *,
 _STYLE_ATTRIBUTE = re.compile(r' style="[^"]*"')
 
 
+# a chance as the reader's language writes it, remembered: a report's charts and odds say
+# some fifty, mostly the same few (pbem.text.wording.percent looks up the language each time)
+_percent = remembered(1024)(percent)
+
+
 def _odds_table(chart: Mapping[str, Any], tr: Translator) -> Markup:
     bars = shown_bars(chart)
     if not bars:
@@ -487,7 +494,7 @@ def _odds_table(chart: Mapping[str, Any], tr: Translator) -> Markup:
                     f'<td width="60%" class="bar" style="padding:1px 0;width:60%">'
                     f'{_odds_bar(p / top, _holds(chart, count))}</td>'
                     f'<td class="chance" style="padding:0 0 0 6px;white-space:nowrap;{weight}">'
-                    f'{percent(p, tr)}{mark}</td></tr>')
+                    f'{_percent(p, tr)}{mark}</td></tr>')
     caption = escape(_("{question} The chance of each, from what you can see (solid: it "
                        "holds; dashed: it fails).",
                        question=_said(chart["question"], tr)).said(tr))
@@ -497,6 +504,13 @@ def _odds_table(chart: Mapping[str, Any], tr: Translator) -> Markup:
                   f'word-break:normal"><caption style="text-align:'
                   f'left;padding-bottom:2px;overflow-wrap:break-word">{caption}</caption>'
                   f'{"".join(rows)}</table>')
+
+
+@remembered(256)     # each reader of a turn is asked the same questions
+def _filled(words: str, indent: str) -> str:
+    """``words`` wrapped at 72 columns, each line indented (textwrap: some 15 µs)."""
+    return textwrap.fill(words, 72, initial_indent=indent, subsequent_indent=indent,
+                         break_long_words=False, break_on_hyphens=False)
 
 
 def odds_text(chart: Mapping[str, Any], indent: str = "  ",
@@ -511,16 +525,15 @@ def odds_text(chart: Mapping[str, Any], indent: str = "  ",
     # the words wrapped at 72 columns: German and Czech say them at greater length
     words = [_said(chart["question"], tr),
              _("The chance of each, from what you can see (# it holds, . it fails):").said(tr)]
-    out = [textwrap.fill(w, 72, initial_indent=indent, subsequent_indent=indent,
-                         break_long_words=False, break_on_hyphens=False) for w in words]
+    out = [_filled(w, indent) for w in words]
     mark = f"  <- {title}"
     # the bars narrower when the bid's title would push its line past 72 columns
-    longest = max(len(percent(p, tr)) for _c, p in bars)
+    longest = max(len(_percent(p, tr)) for _c, p in bars)
     width = max(10, min(ODDS_TEXT_WIDTH, 72 - len(indent) - 5 - max(4, longest) - len(mark)))
     for count, p in bars:
         char = "#" if _holds(chart, count) else "."
         bar = char * max(1, round(width * p / top))
-        out.append(f"{indent}{count:>3} {bar:<{width}} {percent(p, tr):>4}"
+        out.append(f"{indent}{count:>3} {bar:<{width}} {_percent(p, tr):>4}"
                    f"{mark if count == quantity else ''}")
     return "\n".join(out)
 

@@ -1,4 +1,4 @@
-"""The templates' ``_()`` said when a template compiles (pbem.render.reports._SaidWhenCompiled)
+"""The templates' ``_()`` said when a template compiles (pbem.render.reports.SaidWhenCompiled)
 says exactly what the ``gettext`` of jinja2.ext.i18n's newstyle says at render time: the
 same text, values cleaned and said as every output is, escaped in HTML."""
 

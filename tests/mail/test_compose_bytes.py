@@ -228,6 +228,7 @@ def whole_text_qp(text: str) -> bytes:
 @example(text="")
 @example(text="x" * 74 + " \n" + "y" * 75 + "\t\n.")
 @example(text="x" * 75 + "=\n" + " " * 200)
+@example(text="x" * 75 + "From here\n" + "y" * 75 + ".\nFrom\n.\n")   # after soft breaks
 def test_qp_line_by_line_is_the_whole_texts(text: str) -> None:
     """qp_body encodes (and remembers) line by line: the same bytes as the whole text
     through b2a_qp at once, trailing white space, soft breaks and lone dots included."""

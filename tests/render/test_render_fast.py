@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -233,3 +234,30 @@ def test_a_bare_message_in_an_autoescape_block_is_escaped_as_before() -> None:
     copy = env.overlay(loader=jinja2.DictLoader(
         {"t.txt.j2": '{% autoescape true %}{{ _("a <b>") }}{% endautoescape %}'}))
     assert copy.get_template("t.txt.j2").render() == "a &lt;b&gt;"
+
+
+def test_a_template_renders_in_its_own_context_as_template_render_renders_it() -> None:
+    """Renderer.render makes each template's Context itself (pbem.render.environment.rendered:
+    the globals copied from the Environment's dict, no globals to compare at an import):
+    the same text as Template.render, the context's values before the globals, an
+    imported template's macros there, a template's error raised as Jinja2 raises it
+    (the template's line in the traceback), and a template with globals of its own
+    rendered the long way, with them."""
+    from pbem.render.environment import rendered
+    env = jinja2.Environment(loader=jinja2.DictLoader({
+        "m.j2": "{% macro hi(x) %}<{{ x }}>{% endmacro %}",
+        "page.j2": '{% import "m.j2" as m %}{{ m.hi(a) }} {{ range(2)|list }} {{ own }}'
+                   '{% if shared is defined %} {{ shared["x"] }}{% endif %}',
+        "broken.j2": "line one\n{{ nothing.at_all() }}",
+    }), undefined=jinja2.StrictUndefined)
+    env.globals["own"] = "global"
+    page = env.get_template("page.j2")
+    for context in ({"a": 1}, {"a": "&", "own": "mine"}, {"a": 2, "range": lambda n: "r"}):
+        assert rendered(page, context) == page.render(context)
+        assert rendered(page, context, {"x": 5}) == page.render(context, shared={"x": 5})
+    with pytest.raises(jinja2.UndefinedError) as raised:
+        rendered(env.get_template("broken.j2"), {})
+    assert ("<template>", 2) in [(frame.filename, frame.lineno)   # a DictLoader template
+                                for frame in traceback.extract_tb(raised.value.__traceback__)]
+    with_globals = env.get_template("page.j2", globals={"own": "the template's"})
+    assert rendered(with_globals, {"a": 3}) == "<3> [0, 1] the template's"
