@@ -10,7 +10,9 @@ quoted), put straight into the referee's Maildir; then ONE tick handles the whol
 turn (the turn tick). Making and delivering the mails is not timed.
 
 Prints per N: the start tick, the turn tick, orders handled, ms per order (wall
-and the bench process's CPU: with --workers the workers' CPU is not in it), mails
+and the bench process's CPU: with --workers the workers' CPU is not in it; and the
+wall less the time the tick's thread waited for a core, ready to run, which other
+work on a shared machine makes), mails
 written (and per second) by the turn tick, peak RSS of the process; then how the
 per-order cost and the peak RSS grow from the smallest size to the largest.
 
@@ -45,6 +47,7 @@ import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from email import policy
@@ -218,6 +221,7 @@ def run_size(games: int, profile: str | None, quote: bool, seed: int, postgresql
             server.close()
             database.dispose()
         clock, cpu, wrote = time.perf_counter(), time.process_time(), written_bytes()
+        queued = runqueue_seconds()
         if profiler is not None:
             profiler.enable()
         turn = server.tick() if workers == 1 else turn_by_workers(server, database, workers,
@@ -226,6 +230,12 @@ def run_size(games: int, profile: str | None, quote: bool, seed: int, postgresql
             profiler.disable()
         turn_tick = time.perf_counter() - clock
         turn_cpu = time.process_time() - cpu   # the forked workers' not in it
+        # how long the tick's thread was ready to run and waited for a core (other work on
+        # the machine): the turn tick less this is what a machine of its own would take
+        queued = runqueue_seconds() - queued
+        say(f"the tick's thread waited {queued:.1f} s for a core ({queued / turn_tick:.0%} of "
+            f"the turn tick): {1000 * (turn_tick - queued) / max(1, turn.processed):.1f} ms "
+            f"an order without that wait")
         wrote = written_bytes() - wrote        # so are their writes
         written = count(database, "SELECT count(*) FROM outbound_mail") - before
         second = count(database, "SELECT count(*) FROM outbound_mail "
@@ -249,7 +259,14 @@ def run_size(games: int, profile: str | None, quote: bool, seed: int, postgresql
                 "orders": turn.processed, "ms_per_order": 1000 * turn_tick / max(1, turn.processed),
                 "mails": written, "mails_per_s": written / turn_tick,
                 "sent": turn.sent, "rss_mib": peak_rss_mib(),
-                "cpu_ms_per_order": 1000 * turn_cpu / max(1, turn.processed)}
+                "cpu_ms_per_order": 1000 * turn_cpu / max(1, turn.processed),
+                "unqueued_ms_per_order": 1000 * (turn_tick - queued) / max(1, turn.processed)}
+
+
+def runqueue_seconds() -> float:
+    """How long this thread has waited on a run queue, ready to run (/proc's schedstat)."""
+    with open(f"/proc/self/task/{threading.get_native_id()}/schedstat") as stat:
+        return int(stat.read().split()[1]) / 1e9
 
 
 def written_bytes() -> int:
@@ -285,12 +302,13 @@ def profile_path(profile: str | None, games: int, several: bool) -> str | None:
 
 def table(results: list[dict]) -> None:
     print("\n| games | start tick | turn tick | orders | ms/order | CPU ms/order | "
-          "mails written | mails/s | peak RSS |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+          "ms/order less core waits | mails written | mails/s | peak RSS |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in results:
         cpu = f"{r['cpu_ms_per_order']:.1f}" if r.get("cpu_ms_per_order") else "-"
         print(f"| {r['games']:,} | {r['start_tick']:.1f} s | {r['turn_tick']:.1f} s | "
-              f"{r['orders']:,} | {r['ms_per_order']:.1f} | {cpu} | {r['mails']:,} | "
+              f"{r['orders']:,} | {r['ms_per_order']:.1f} | {cpu} | "
+              f"{r['unqueued_ms_per_order']:.1f} | {r['mails']:,} | "
               f"{r['mails_per_s']:.0f} | {r['rss_mib']:.0f} MiB |")
     if len(results) > 1:
         small, large = results[0], results[-1]
