@@ -233,14 +233,37 @@ def _sqlite_transactions(engine: Engine) -> None:
 
 
 def _without_nul(parameters: object) -> object:
-    """The statement's parameters with every NUL in text replaced by U+FFFD."""
+    """The statement's parameters with every NUL in text replaced by U+FFFD: the same
+    object when none holds one (the common case, found in one pass over a statement's
+    values), else a copy."""
+    kind = type(parameters)
     if isinstance(parameters, str):
         return parameters.replace("\x00", "\ufffd") if "\x00" in parameters else parameters
+    if kind is tuple or kind is list:
+        values = parameters
+    elif isinstance(parameters, dict):
+        values = parameters.values()
+    elif isinstance(parameters, (list, tuple)):
+        values = parameters
+    else:
+        return parameters   # bytes (the raw mail) and everything else as they are
+    for value in values:   # type: ignore[attr-defined]
+        held = type(value)
+        if held is str:
+            if "\x00" in value:
+                return _copy_without_nul(parameters)
+        elif held not in _PLAIN and _without_nul(value) is not value:   # a list, a date ...
+            return _copy_without_nul(parameters)
+    return parameters
+
+
+_PLAIN = frozenset({int, float, bool, bytes, type(None)})   # never text, never holds any
+
+
+def _copy_without_nul(parameters: object) -> object:
     if isinstance(parameters, dict):
         return {key: _without_nul(value) for key, value in parameters.items()}
-    if isinstance(parameters, (list, tuple)):
-        return type(parameters)(_without_nul(value) for value in parameters)
-    return parameters   # bytes (the raw mail) and everything else as they are
+    return type(parameters)(_without_nul(value) for value in parameters)  # type: ignore[call-arg,attr-defined]
 
 
 def _scrub_nul(_conn, _cursor, statement, parameters, _context, _many):  # type: ignore[no-untyped-def]
