@@ -10,7 +10,9 @@ statements there); on PostgreSQL psycopg sends those itself, so the transactions
 begins, commits and rollbacks are counted (none in AUTOCOMMIT), and the pool's ping as
 a connection is checked out. Prints, per database, those counts per order
 handled, the turn tick's ms per order, the total round trips per order, and the CPU
-an order of pbem (this process) and of the PostgreSQL server (its processes').
+an order of pbem (this process) and of the PostgreSQL server (its processes'), and the
+driver's CPU an order by statement (the calling thread's, from the cursor's execute to
+its return: on SQLite the database's own work, a COMMIT's writing of the WAL included).
 
     python bench/round_trips.py                    # 50 games, SQLite and PostgreSQL
     python bench/round_trips.py --games 200 --databases postgresql
@@ -58,6 +60,7 @@ from testkit.pgstack import PgCluster  # noqa: E402
 _TABLE = re.compile(r"\b(?:FROM|INTO|UPDATE|JOIN)\s+\"?(\w+)", re.IGNORECASE)
 _INNER = re.compile(r"\([^()]*\)")   # an innermost bracket: a subquery's tables are not the statement's
 cpus: dict[str, tuple[float, float]] = {}   # a database's turn tick: CPU s of pbem, of the server
+drivers: dict[str, Counter[str]] = {}   # a database's turn tick: the driver's s by kind
 _CALLED = re.compile(r"\s*SELECT\s+(\w+)\(", re.IGNORECASE)   # SELECT pg_advisory_xact_lock(...
 
 
@@ -137,6 +140,8 @@ def run(database: str, games: int, seed: int, show: str | None = None,
         orders = deliver(stack, answers(server.engine, random.Random(seed), True), "orders")
         trips: Counter[str] = Counter()
         shown: Counter[str] = Counter()
+        began: list[float] = []
+        driver_s = drivers[database] = Counter()
 
         def statement(conn: Any, cursor: Any, sql: str, params: Any, context: Any,
                       executemany: bool) -> None:
@@ -144,6 +149,13 @@ def run(database: str, games: int, seed: int, show: str | None = None,
             trips[kind] += 1
             if kind == show:
                 shown[" ".join(sql.split())] += 1
+            began[:] = [time.thread_time()]
+
+        def executed(conn: Any, cursor: Any, sql: str, params: Any, context: Any,
+                     executemany: bool) -> None:
+            if began:   # the driver's time, by kind (--timed)
+                kind = kind_of(sql) + (" (many)" if executemany else "")
+                driver_s[kind] += time.thread_time() - began.pop()
 
         def ended(what: str) -> Any:
             def listener(conn: Any) -> None:
@@ -151,7 +163,8 @@ def run(database: str, games: int, seed: int, show: str | None = None,
                     trips[what] += 1
             return listener
 
-        listeners: list[tuple[str, Any]] = [("before_cursor_execute", statement)]
+        listeners: list[tuple[str, Any]] = [("before_cursor_execute", statement),
+                                            ("after_cursor_execute", executed)]
         if postgresql:   # psycopg sends BEGIN and COMMIT itself; the pool pings at a checkout
             listeners += [("begin", ended("BEGIN")), ("commit", ended("COMMIT")),
                           ("rollback", ended("ROLLBACK")),
@@ -219,6 +232,16 @@ def main() -> None:
     print("| CPU ms per order: pbem / the server | "
           + " | ".join(f"{1000 * cpus[db][0] / n:.1f} / {1000 * cpus[db][1] / n:.1f}"
                        for db, (_, n, _s) in results.items()) + " |")
+    print("\nthe driver's CPU an order by statement (µs: the thread's, from the cursor's "
+          "execute to its return)\n")
+    print("| statement | " + " | ".join(results) + " |")
+    print("| --- |" + " ---: |" * len(results))
+    for k in sorted(kinds, key=lambda k: -max(drivers[db][k] / n
+                                              for db, (_, n, _s) in results.items())):
+        print(f"| {k} | " + " | ".join(f"{1e6 * drivers[db][k] / n:.0f}"
+                                       for db, (_, n, _s) in results.items()) + " |")
+    print("| **all** | " + " | ".join(f"**{1e6 * sum(drivers[db].values()) / n:.0f}**"
+                                      for db, (_, n, _s) in results.items()) + " |")
 
 
 if __name__ == "__main__":
