@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+import json
+from email import message_from_bytes
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,7 @@ from testkit.desk import (
     game_turn,
     key_of,
     make_server,
+    outbox_rows,
     raise_line,
     seat_of,
     send,
@@ -172,3 +175,35 @@ def test_a_move_alone_takes_no_savepoint_and_a_mail_of_more_is_still_all_or_none
         game = find_game(session, "g1")
         assert set(pending_orders(session, game)) == {seat_of(server, first)}
         assert session.exec(select(TalkMessage)).all() == []   # the SAY went with the move
+
+
+def test_a_turns_reports_are_queued_together_each_row_with_its_own_bytes(
+        tmp_path: Path) -> None:
+    """The last order of a turn queues the five reports at once: on SQLite their rows in
+    one INSERT and their bytes in one executemany (ten statements one by one), their ids
+    in seat order as before, each row with its own mail's bytes."""
+    server = make_server(tmp_path, Clock())
+    started_game(server)
+    for email in PLAYERS[:-1]:
+        send(server, email, f"GAME g1\nKEY {key_of(server, email)}\n"
+                            f"{raise_line(server, seat_of(server, email))}\n")
+    last = PLAYERS[-1]
+    body = f"GAME g1\nKEY {key_of(server, last)}\n{raise_line(server, seat_of(server, last))}\n"
+    before = {row.id for row in outbox_rows(server)}
+    seen, count = _statements(server)
+    try:
+        send(server, last, body)
+    finally:
+        event.remove(server.engine, "before_cursor_execute", count)
+    assert game_turn(server) == 2
+    inserts = [s for s in seen if s.startswith(("INSERT INTO outbound_mail",
+                                                "INSERT INTO outbound_body"))]
+    assert len(inserts) == 4   # the answer's row and bytes; the reports' rows, their bytes
+    reports = [row for row in outbox_rows(server) if row.id not in before
+               and row.kind == "report"]
+    assert [row.seat for row in reports] == sorted(seat_of(server, e) for e in PLAYERS)
+    assert [row.id for row in reports] == sorted(row.id for row in reports)
+    for row in reports:   # each row's bytes are its own mail's
+        mail = message_from_bytes(row.raw)
+        assert mail["Message-ID"] == row.message_id
+        assert [mail["To"]] == json.loads(row.rcpts_json)
