@@ -116,7 +116,7 @@ def compose(origin: Origin, *, kind: str, to: str, subject: str,
             game_id: int | None = None, seat: int | None = None, turn: int | None = None,
             inbound_id: int | None = None, auto_submitted: str | None = None,
             shipped_html: bool = False) -> Composed:
-    """Build one mail to queue (``enqueue`` says how), not queued yet: ``queue`` queues
+    """Build one mail to queue (``enqueue`` says how), not queued yet: ``queue_all`` queues
     several at once."""
     message_id = make_message_id(origin.domain, kind)
     auto_submitted = auto_submitted or ("auto-replied" if in_reply_to else "auto-generated")
@@ -134,7 +134,7 @@ def compose(origin: Origin, *, kind: str, to: str, subject: str,
                      "bounce_token": new_bounce_token()})
 
 
-def queue(session: Work, mails: Sequence[Composed]) -> list[Queued]:
+def queue_all(session: Work, mails: Sequence[Composed]) -> list[Queued]:
     """Queue ``mails`` (composed) in the session's transaction, in their order (a unit of
     work with a hand-off keeps each in its ``queued``: a Stream claims it there)."""
     # Core, not an ORM object: a turn queues a mail a player, and an object in the session
@@ -167,7 +167,7 @@ def enqueue(session: Work, origin: Origin, *, kind: str, to: str, subject: str,
     (a referee's own templates may add some) unless ``shipped_html`` says it comes from
     the shipped templates, which have none. The subject loses bidi and control characters
     (pbem.text.usertext): a player's name or subject in it cannot turn the rest around."""
-    return queue(session, [compose(
+    return queue_all(session, [compose(
         origin, kind=kind, to=to, subject=subject, text=text, html=html, now=now,
         attachments=attachments, in_reply_to=in_reply_to, references=references,
         game_id=game_id, seat=seat, turn=turn, inbound_id=inbound_id,

@@ -18,7 +18,7 @@ from pbem.config import WebSettings
 from pbem.games import GameFacts, heard_by, seated, talk_lines, watchers_of
 from pbem.kinds import GameKind, kind_of
 from pbem.kinds.options import LEVEL_NAMES, GameOptions, robot_level
-from pbem.outbox import Composed, Origin, Queued, compose, queue
+from pbem.outbox import Composed, Origin, Queued, compose, queue_all
 from pbem.render.charts import Course
 from pbem.render.reports import SharedParts
 from pbem.services.export import export_json
@@ -187,7 +187,7 @@ def enqueue_reports(session: Work, post: Post, game: GameView, state: S, *, now:
                                  notes=notes or [], talk=talk, record=record,
                                  course=drawn, kind=kind, options=options,
                                  shared_in=shared_in)
-    return queue(session, rows)   # all at once: on SQLite two statements for a batch
+    return queue_all(session, rows)   # all at once: on SQLite two statements for a batch
 
 
 def _watcher_reports(session: Work, post: Post, game: GameView, state: S,
