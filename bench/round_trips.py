@@ -5,14 +5,13 @@ starting the games, every player's reply to its first report) and ONE tick handl
 the turn, on SQLite and on a private PostgreSQL cluster (testkit/pgstack.py). During
 the turn tick a listener on the server's engine (here, in the bench, not in pbem)
 counts each statement the driver is handed (an executemany is one) by its verb and
-table (on SQLite that includes BEGIN IMMEDIATE, COMMIT and ROLLBACK: pbem's own
-statements there); on PostgreSQL psycopg sends those itself, so the transactions'
-begins, commits and rollbacks are counted (none in AUTOCOMMIT), and the pool's ping as
-a connection is checked out. Prints, per database, those counts per order
+table, and the transactions' begins, commits and rollbacks (none in AUTOCOMMIT; psycopg
+sends those itself, and pbem runs SQLite's on the driver's connection), and on
+PostgreSQL the pool's ping as a connection is checked out. Prints, per database, those counts per order
 handled, the turn tick's ms per order, the total round trips per order, and the CPU
 an order of pbem (this process) and of the PostgreSQL server (its processes'), and the
 driver's CPU an order by statement (the calling thread's, from the cursor's execute to
-its return: on SQLite the database's own work, a COMMIT's writing of the WAL included).
+its return: on SQLite the database's own work; BEGIN and COMMIT are not in it).
 
     python bench/round_trips.py                    # 50 games, SQLite and PostgreSQL
     python bench/round_trips.py --games 200 --databases postgresql
@@ -163,12 +162,14 @@ def run(database: str, games: int, seed: int, show: str | None = None,
                     trips[what] += 1
             return listener
 
-        listeners: list[tuple[str, Any]] = [("before_cursor_execute", statement),
-                                            ("after_cursor_execute", executed)]
-        if postgresql:   # psycopg sends BEGIN and COMMIT itself; the pool pings at a checkout
-            listeners += [("begin", ended("BEGIN")), ("commit", ended("COMMIT")),
-                          ("rollback", ended("ROLLBACK")),
-                          ("checkout", lambda *args: trips.update(["SELECT 1 (pool ping)"]))]
+        # BEGIN, COMMIT and ROLLBACK by the transactions' events: psycopg sends them itself,
+        # pbem runs SQLite's on the driver's connection (pbem.store.db._own_statement)
+        listeners: list[tuple[str, Any]] = [
+            ("before_cursor_execute", statement), ("after_cursor_execute", executed),
+            ("begin", ended("BEGIN")), ("commit", ended("COMMIT")),
+            ("rollback", ended("ROLLBACK"))]
+        if postgresql:   # the pool pings at a checkout
+            listeners += [("checkout", lambda *args: trips.update(["SELECT 1 (pool ping)"]))]
         for name, listener in listeners:
             event.listen(server.engine.pool if name == "checkout" else server.engine, name,
                          listener)

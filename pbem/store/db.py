@@ -189,17 +189,18 @@ def _sqlite_transactions(engine: Engine) -> None:
     "rollback" events run COMMIT or ROLLBACK themselves, then give it back (SQLAlchemy's
     own commit() or rollback() of the driver's connection, after them, finds no
     transaction open); the pool's reset, invalidate and close give it back too, for a
-    transaction that ends without those events."""
+    transaction that ends without those events. These statements run on the driver's
+    connection itself (_own_statement)."""
     turn = _WriterTurn()
 
     def begin(conn) -> None:  # type: ignore[no-untyped-def]
         holder = conn.connection.dbapi_connection
         if conn.get_execution_options().get(READS_ONLY) or \
                 turn.take(holder, BUSY_TIMEOUT_MS / 1000) == "own":
-            conn.exec_driver_sql("BEGIN")
+            _own_statement(holder, "BEGIN")
             return
         try:   # "timeout": SQLite's busy_timeout decides, as it would without the turn
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
+            _own_statement(holder, "BEGIN IMMEDIATE")
         except BaseException:
             turn.give_back(holder)
             raise
@@ -208,7 +209,7 @@ def _sqlite_transactions(engine: Engine) -> None:
         holder = conn.connection.dbapi_connection
         try:
             if holder.in_transaction:
-                conn.exec_driver_sql("COMMIT")
+                _own_statement(holder, "COMMIT")
         finally:
             turn.give_back(holder)
 
@@ -218,7 +219,7 @@ def _sqlite_transactions(engine: Engine) -> None:
         holder = conn.connection.dbapi_connection
         try:
             if holder is not None and holder.in_transaction:
-                conn.exec_driver_sql("ROLLBACK")
+                _own_statement(holder, "ROLLBACK")
         finally:
             turn.give_back(holder)
 
@@ -230,6 +231,17 @@ def _sqlite_transactions(engine: Engine) -> None:
     event.listen(engine, "rollback", rollback)
     for name in ("reset", "invalidate", "close"):
         event.listen(engine.pool, name, pool_end)
+
+
+def _own_statement(holder: sqlite3.Connection, statement: str) -> None:
+    """A transaction's own statement (BEGIN, COMMIT, ROLLBACK), run on the driver's
+    connection itself: SQLAlchemy's execution around it (a cursor, a result, the statement
+    events) cost about as much CPU as the statement. Its error is raised as SQLAlchemy's
+    (sqlalchemy.exc.OperationalError for "database is locked": transient_error)."""
+    try:
+        holder.execute(statement)
+    except sqlite3.Error as exc:
+        raise DBAPIError.instance(statement, None, exc, sqlite3.Error) from exc
 
 
 def _without_nul(parameters: object) -> object:
