@@ -17,7 +17,7 @@ from pbem.outbox.connections import ByAddress, Connections, Sender
 from pbem.outbox.draining import PAGE
 from pbem.outbox.table import NO_BUDGET, Budget, Claimed, DrainReport, OnFailure, budget_left
 from pbem.store.claims import me
-from pbem.store.db import unindexed
+from pbem.store.driver import unindexed
 from pbem.store.models import OutboundMail
 from pbem.store.work import Queued, Work
 

@@ -19,8 +19,7 @@ from sqlmodel import Session, col, select
 from pbem.mail.bounces import verp_address
 from pbem.mail.smtp_out import SendResult
 from pbem.store.claims import aware, claim_many, claim_stale, me
-from pbem.store.db import unindexed
-from pbem.store.driver import Hot
+from pbem.store.driver import Hot, unindexed
 from pbem.store.models import OutboundBody, OutboundMail
 from pbem.store.work import Work
 

@@ -33,7 +33,7 @@ from sqlalchemy import bindparam, case, insert, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from pbem.store.db import unindexed
+from pbem.store.driver import unindexed
 from pbem.store.models import ServerState
 
 log = logging.getLogger(__name__)

@@ -341,15 +341,6 @@ def core_read(session: Session, statement: Any, params: dict[str, Any] | None = 
     return session.connection().execute(statement, params or {})
 
 
-def unindexed(column: Any) -> Any:
-    """A text ``column`` as a term no index serves (``column || ''``), for a condition
-    beside a look-up by ids: without statistics SQLite's planner prefers an index of the
-    column to four ids or more, and walks all its entries of that value (every pending
-    mail, by the (status, sent_at) index: 1.9 ms at 20,000 pending, where the ids take
-    17 µs). PostgreSQL finds the ids by its primary key either way."""
-    return column + ""
-
-
 _ADVISORY_LOCK = text("SELECT pg_advisory_xact_lock(:key)")
 
 

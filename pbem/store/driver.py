@@ -15,6 +15,8 @@ The engine's events still see every statement
 Rows come back as the driver gives them, without SQLAlchemy's result processing: a
 statement run here reads no column that needs it (a date or a time on SQLite), only ids,
 text, numbers and bytes. Nothing is kept but the compiled texts, in the ``Hot`` itself.
+
+``unindexed`` shapes a term of such a statement for SQLite's planner (see it).
 """
 
 from __future__ import annotations
@@ -137,3 +139,12 @@ class Hot:
                 if process is not None:
                     processors[key] = process
         return _Text(state.statement, names, values, processors)
+
+
+def unindexed(column: Any) -> Any:
+    """A text ``column`` as a term no index serves (``column || ''``), for a condition
+    beside a look-up by ids: without statistics SQLite's planner prefers an index of the
+    column to four ids or more, and walks all its entries of that value (every pending
+    mail, by the (status, sent_at) index: 1.9 ms at 20,000 pending, where the ids take
+    17 µs). PostgreSQL finds the ids by its primary key either way."""
+    return column + ""
