@@ -5,12 +5,13 @@ starting the games, every player's reply to its first report) and ONE tick handl
 the turn, on SQLite and on a private PostgreSQL cluster (testkit/pgstack.py). During
 the turn tick a listener on the server's engine (here, in the bench, not in pbem)
 counts each statement the driver is handed (an executemany is one) by its verb and
-table (on SQLite that includes BEGIN IMMEDIATE, COMMIT and ROLLBACK: pbem's own
-statements there); on PostgreSQL psycopg sends those itself, so the transactions'
-begins, commits and rollbacks are counted (none in AUTOCOMMIT), and the pool's ping as
-a connection is checked out. Prints, per database, those counts per order
+table, and the transactions' begins, commits and rollbacks (none in AUTOCOMMIT; psycopg
+sends those itself, and pbem runs SQLite's on the driver's connection), and on
+PostgreSQL the pool's ping as a connection is checked out. Prints, per database, those counts per order
 handled, the turn tick's ms per order, the total round trips per order, and the CPU
-an order of pbem (this process) and of the PostgreSQL server (its processes').
+an order of pbem (this process) and of the PostgreSQL server (its processes'), and the
+driver's CPU an order by statement (the calling thread's, from the cursor's execute to
+its return: on SQLite the database's own work; BEGIN and COMMIT are not in it).
 
     python bench/round_trips.py                    # 50 games, SQLite and PostgreSQL
     python bench/round_trips.py --games 200 --databases postgresql
@@ -58,6 +59,7 @@ from testkit.pgstack import PgCluster  # noqa: E402
 _TABLE = re.compile(r"\b(?:FROM|INTO|UPDATE|JOIN)\s+\"?(\w+)", re.IGNORECASE)
 _INNER = re.compile(r"\([^()]*\)")   # an innermost bracket: a subquery's tables are not the statement's
 cpus: dict[str, tuple[float, float]] = {}   # a database's turn tick: CPU s of pbem, of the server
+drivers: dict[str, Counter[str]] = {}   # a database's turn tick: the driver's s by kind
 _CALLED = re.compile(r"\s*SELECT\s+(\w+)\(", re.IGNORECASE)   # SELECT pg_advisory_xact_lock(...
 
 
@@ -137,6 +139,8 @@ def run(database: str, games: int, seed: int, show: str | None = None,
         orders = deliver(stack, answers(server.engine, random.Random(seed), True), "orders")
         trips: Counter[str] = Counter()
         shown: Counter[str] = Counter()
+        began: list[float] = []
+        driver_s = drivers[database] = Counter()
 
         def statement(conn: Any, cursor: Any, sql: str, params: Any, context: Any,
                       executemany: bool) -> None:
@@ -144,6 +148,13 @@ def run(database: str, games: int, seed: int, show: str | None = None,
             trips[kind] += 1
             if kind == show:
                 shown[" ".join(sql.split())] += 1
+            began[:] = [time.thread_time()]
+
+        def executed(conn: Any, cursor: Any, sql: str, params: Any, context: Any,
+                     executemany: bool) -> None:
+            if began:   # the driver's time, by kind (--timed)
+                kind = kind_of(sql) + (" (many)" if executemany else "")
+                driver_s[kind] += time.thread_time() - began.pop()
 
         def ended(what: str) -> Any:
             def listener(conn: Any) -> None:
@@ -151,11 +162,14 @@ def run(database: str, games: int, seed: int, show: str | None = None,
                     trips[what] += 1
             return listener
 
-        listeners: list[tuple[str, Any]] = [("before_cursor_execute", statement)]
-        if postgresql:   # psycopg sends BEGIN and COMMIT itself; the pool pings at a checkout
-            listeners += [("begin", ended("BEGIN")), ("commit", ended("COMMIT")),
-                          ("rollback", ended("ROLLBACK")),
-                          ("checkout", lambda *args: trips.update(["SELECT 1 (pool ping)"]))]
+        # BEGIN, COMMIT and ROLLBACK by the transactions' events: psycopg sends them itself,
+        # pbem runs SQLite's on the driver's connection (pbem.store.db._own_statement)
+        listeners: list[tuple[str, Any]] = [
+            ("before_cursor_execute", statement), ("after_cursor_execute", executed),
+            ("begin", ended("BEGIN")), ("commit", ended("COMMIT")),
+            ("rollback", ended("ROLLBACK"))]
+        if postgresql:   # the pool pings at a checkout
+            listeners += [("checkout", lambda *args: trips.update(["SELECT 1 (pool ping)"]))]
         for name, listener in listeners:
             event.listen(server.engine.pool if name == "checkout" else server.engine, name,
                          listener)
@@ -219,6 +233,16 @@ def main() -> None:
     print("| CPU ms per order: pbem / the server | "
           + " | ".join(f"{1000 * cpus[db][0] / n:.1f} / {1000 * cpus[db][1] / n:.1f}"
                        for db, (_, n, _s) in results.items()) + " |")
+    print("\nthe driver's CPU an order by statement (µs: the thread's, from the cursor's "
+          "execute to its return)\n")
+    print("| statement | " + " | ".join(results) + " |")
+    print("| --- |" + " ---: |" * len(results))
+    for k in sorted(kinds, key=lambda k: -max(drivers[db][k] / n
+                                              for db, (_, n, _s) in results.items())):
+        print(f"| {k} | " + " | ".join(f"{1e6 * drivers[db][k] / n:.0f}"
+                                       for db, (_, n, _s) in results.items()) + " |")
+    print("| **all** | " + " | ".join(f"**{1e6 * sum(drivers[db].values()) / n:.0f}**"
+                                      for db, (_, n, _s) in results.items()) + " |")
 
 
 if __name__ == "__main__":

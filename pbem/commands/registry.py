@@ -221,6 +221,11 @@ def player_phases(ctx: CommandContext, parsed: ParsedText, who: Turnkey | None,
                         "GAME <game> and KEY <your key> (both are in your report)"))
     if not move_orders and nothing_else:
         return take_moves(ctx, parsed, names).said   # says that no order was found
+    if nothing_else:
+        # a move alone needs no savepoint: take_moves refuses before its one write (the
+        # order recorded after every check), and settle refuses nothing, so a refusal
+        # leaves nothing of it to roll back (a savepoint is two statements an order)
+        return move_step(ctx, parsed, names, played)
     with ctx.session.savepoint():   # a move and desk commands in one mail: all or none
         said = run(ctx, phase["change"])
         if move_orders:

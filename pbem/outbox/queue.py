@@ -8,6 +8,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import cast
 
 from sqlalchemy import bindparam, insert
 from sqlmodel import col, select
@@ -51,6 +52,26 @@ _INSERT_BOTH = Hot(insert(OutboundBody).from_select(
     ["mail_id", "raw"], select(_QUEUED.c.id, _BYTES)).returning(col(OutboundBody.mail_id)))
 
 
+# SQLite: the rows of several mails (a turn's reports) in one INSERT, ``_BATCH`` at most,
+# each row's parameters named "<column>_<n>"; their bytes then in one executemany
+_BATCH = 8
+_INSERT_ROWS = {n: Hot(insert(OutboundMail).values([
+    {name: bindparam(f"{name}_{row}", type_=_TABLE.c[name].type) for name in _COLUMNS}
+    for row in range(n)]).returning(col(OutboundMail.id), col(OutboundMail.message_id)))
+    for n in range(2, _BATCH + 1)}
+
+
+@dataclass(frozen=True)
+class Composed:
+    """A mail built and not queued yet (``compose``): its row's columns, its bytes."""
+
+    values: dict[str, object]   # outbound_mail's columns (_COLUMNS) and "raw"
+
+    @property
+    def message_id(self) -> str:
+        return str(self.values["message_id"])
+
+
 def insert_mail(session: Work, values: Mapping[str, object]) -> int:
     """Insert a queued mail's row and its bytes' row (``values``: its columns and "raw");
     its id."""
@@ -60,6 +81,76 @@ def insert_mail(session: Work, values: Mapping[str, object]) -> int:
     row_id = int(_INSERT(conn, {k: v for k, v in values.items() if k != "raw"}).scalar_one())
     _INSERT_BODY(conn, {"id": row_id, "raw": values["raw"]})
     return row_id
+
+
+def insert_mails(session: Work, mails: Sequence[Composed]) -> list[int]:
+    """Insert the rows and bytes of ``mails``, in their order (their ids ascend in it, as
+    when inserted one by one); their ids. On SQLite a batch of them (_BATCH) is two
+    statements, its rows in one INSERT and its bytes in one executemany, where one by one
+    it is two a mail; on PostgreSQL each is one (insert_mail: a round trip each already)."""
+    conn = session.connection()
+    if len(mails) < 2 or conn.dialect.name == "postgresql":
+        return [insert_mail(session, mail.values) for mail in mails]
+    ids: list[int] = []
+    for start in range(0, len(mails), _BATCH):
+        batch = mails[start:start + _BATCH]
+        if len(batch) == 1:
+            ids.append(insert_mail(session, batch[0].values))
+            continue
+        params = {f"{name}_{row}": mail.values[name]
+                  for row, mail in enumerate(batch) for name in _COLUMNS}
+        # RETURNING's rows come in no promised order: matched by the unique Message-ID
+        by_message = {row["message_id"]: row["id"]
+                      for row in _INSERT_ROWS[len(batch)](conn, params).mappings()}
+        batch_ids = [int(by_message[mail.message_id]) for mail in batch]
+        _INSERT_BODY.many(conn, [{"id": row_id, "raw": mail.values["raw"]}
+                                 for row_id, mail in zip(batch_ids, batch, strict=True)])
+        ids += batch_ids
+    return ids
+
+
+def compose(origin: Origin, *, kind: str, to: str, subject: str,
+            text: str, html: str | None, now: datetime,
+            attachments: Sequence[tuple[str, str, bytes]] = (),
+            in_reply_to: str | None = None, references: Sequence[str] = (),
+            game_id: int | None = None, seat: int | None = None, turn: int | None = None,
+            inbound_id: int | None = None, auto_submitted: str | None = None,
+            shipped_html: bool = False) -> Composed:
+    """Build one mail to queue (``enqueue`` says how), not queued yet: ``queue_all`` queues
+    several at once."""
+    message_id = make_message_id(origin.domain, kind)
+    auto_submitted = auto_submitted or ("auto-replied" if in_reply_to else "auto-generated")
+    if html is not None and not shipped_html:
+        html = without_remote_content(html)
+    raw = build_mail(from_addr=origin.address, from_name=origin.name, to_addrs=[to],
+                     subject=shown(subject), text=text, html=html, attachments=attachments,
+                     message_id=message_id, in_reply_to=in_reply_to, references=references,
+                     auto_submitted=auto_submitted, loop_header=(LOOP_HEADER, origin.address),
+                     date=now)
+    return Composed({"message_id": message_id, "kind": kind, "mail_from": origin.address,
+                     "rcpts_json": json.dumps([to]), "raw": raw, "game_id": game_id,
+                     "seat": seat, "turn": turn, "inbound_id": inbound_id, "status": "pending",
+                     "attempts": 0, "next_attempt_at": now, "created_at": now,
+                     "bounce_token": new_bounce_token()})
+
+
+def queue_all(session: Work, mails: Sequence[Composed]) -> list[Queued]:
+    """Queue ``mails`` (composed) in the session's transaction, in their order (a unit of
+    work with a hand-off keeps each in its ``queued``: a Stream claims it there)."""
+    # Core, not an ORM object: a turn queues a mail a player, and an object in the session
+    # costs its flush and the commit's bookkeeping (about a tenth of `pbem demo`'s ticks)
+    session.flush()   # what is pending first (none: a no-op), in the order the code made it
+    rows = []
+    for row_id, mail in zip(insert_mails(session, mails), mails, strict=True):
+        values = mail.values
+        row = Queued(row_id, mail.message_id, str(values["mail_from"]),
+                     str(values["bounce_token"]), str(values["rcpts_json"]),
+                     cast(bytes, values["raw"]))
+        if session.keep_queued:
+            session.queued.append(row)   # what its caller's Stream claims before the commit
+        crash_point("outbox-enqueued")
+        rows.append(row)
+    return rows
 
 
 def enqueue(session: Work, origin: Origin, *, kind: str, to: str, subject: str,
@@ -76,26 +167,8 @@ def enqueue(session: Work, origin: Origin, *, kind: str, to: str, subject: str,
     (a referee's own templates may add some) unless ``shipped_html`` says it comes from
     the shipped templates, which have none. The subject loses bidi and control characters
     (pbem.text.usertext): a player's name or subject in it cannot turn the rest around."""
-    message_id = make_message_id(origin.domain, kind)
-    auto_submitted = auto_submitted or ("auto-replied" if in_reply_to else "auto-generated")
-    if html is not None and not shipped_html:
-        html = without_remote_content(html)
-    raw = build_mail(from_addr=origin.address, from_name=origin.name, to_addrs=[to],
-                     subject=shown(subject), text=text, html=html, attachments=attachments,
-                     message_id=message_id, in_reply_to=in_reply_to, references=references,
-                     auto_submitted=auto_submitted, loop_header=(LOOP_HEADER, origin.address),
-                     date=now)
-    rcpts_json, bounce_token = json.dumps([to]), new_bounce_token()
-    values = {"message_id": message_id, "kind": kind, "mail_from": origin.address,
-              "rcpts_json": rcpts_json, "raw": raw, "game_id": game_id, "seat": seat,
-              "turn": turn, "inbound_id": inbound_id, "status": "pending", "attempts": 0,
-              "next_attempt_at": now, "created_at": now, "bounce_token": bounce_token}
-    # Core, not an ORM object: a turn queues a mail a player, and an object in the session
-    # costs its flush and the commit's bookkeeping (about a tenth of `pbem demo`'s ticks)
-    session.flush()   # what is pending first (none: a no-op), in the order the code made it
-    row_id = insert_mail(session, values)
-    row = Queued(row_id, message_id, origin.address, bounce_token, rcpts_json, raw)
-    if session.keep_queued:
-        session.queued.append(row)   # what its caller's Stream claims before the commit
-    crash_point("outbox-enqueued")
-    return row
+    return queue_all(session, [compose(
+        origin, kind=kind, to=to, subject=subject, text=text, html=html, now=now,
+        attachments=attachments, in_reply_to=in_reply_to, references=references,
+        game_id=game_id, seat=seat, turn=turn, inbound_id=inbound_id,
+        auto_submitted=auto_submitted, shipped_html=shipped_html)])[0]

@@ -17,6 +17,7 @@ from pbem.outbox.connections import ByAddress, Connections, Sender
 from pbem.outbox.draining import PAGE
 from pbem.outbox.table import NO_BUDGET, Budget, Claimed, DrainReport, OnFailure, budget_left
 from pbem.store.claims import me
+from pbem.store.driver import unindexed
 from pbem.store.models import OutboundMail
 from pbem.store.work import Queued, Work
 
@@ -27,7 +28,7 @@ log = logging.getLogger(__name__)
 # it did not take back)
 _CLAIM_QUEUED = update(OutboundMail).where(
     col(OutboundMail.id).in_(bindparam("ids", expanding=True)),
-    col(OutboundMail.status) == "pending", col(OutboundMail.claimed_by).is_(None),
+    unindexed(col(OutboundMail.status)) == "pending", col(OutboundMail.claimed_by).is_(None),
 ).values(claimed_by=bindparam("me"), claimed_at=bindparam("now")).returning(col(OutboundMail.id))
 
 

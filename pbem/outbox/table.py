@@ -19,7 +19,7 @@ from sqlmodel import Session, col, select
 from pbem.mail.bounces import verp_address
 from pbem.mail.smtp_out import SendResult
 from pbem.store.claims import aware, claim_many, claim_stale, me
-from pbem.store.driver import Hot
+from pbem.store.driver import Hot, unindexed
 from pbem.store.models import OutboundBody, OutboundMail
 from pbem.store.work import Work
 
@@ -240,7 +240,8 @@ def claim_page(engine: Engine, due: list[tuple[int, str | None]], when: datetime
 # built once: one statement a mail sent (the ids marked: those whose claim was still ours)
 _MARK_SENT = update(OutboundMail).where(
     col(OutboundMail.id).in_(bindparam("ids", expanding=True)),
-    col(OutboundMail.claimed_by) == bindparam("me"), col(OutboundMail.status) == "pending",
+    col(OutboundMail.claimed_by) == bindparam("me"),
+    unindexed(col(OutboundMail.status)) == "pending",
 ).values(status="sent", sent_at=bindparam("when"), attempts=col(OutboundMail.attempts) + 1,
          claimed_by=None, claimed_at=None).returning(col(OutboundMail.id))
 
@@ -276,7 +277,9 @@ _NOW = bindparam("now", type_=OutboundMail.__table__.c.sent_at.type)  # type: ig
 # did not take back) and the mail written before it marked sent (still claimed by us),
 # in one statement, the transaction's last (pbem.outbox.Inline)
 _CLAIM_AND_MARK = Hot(update(OutboundMail).where(
-    col(OutboundMail.status) == "pending",
+    # found by the ids of both (the OR below alone finds none), "pending" by no index
+    col(OutboundMail.id).in_(bindparam("ids", expanding=True)),
+    unindexed(col(OutboundMail.status)) == "pending",
     (col(OutboundMail.id).in_(bindparam("claims", expanding=True))
      & col(OutboundMail.claimed_by).is_(None))
     | (_MARKED & (col(OutboundMail.claimed_by) == bindparam("me"))),
@@ -286,7 +289,7 @@ _CLAIM_AND_MARK = Hot(update(OutboundMail).where(
     attempts=case((_MARKED, col(OutboundMail.attempts) + 1), else_=col(OutboundMail.attempts)),
     claimed_by=case((_MARKED, None), else_=bindparam("me")),
     claimed_at=case((_MARKED, None), else_=_NOW),
-).returning(col(OutboundMail.id), col(OutboundMail.status)), lists=["claims", "marks"])
+).returning(col(OutboundMail.id), col(OutboundMail.status)), lists=["ids", "claims", "marks"])
 
 
 def claim_and_mark(conn: Connection, claims: list[int], marks: list[int],
@@ -298,7 +301,8 @@ def claim_and_mark(conn: Connection, claims: list[int], marks: list[int],
     claimed: set[int] = set()
     marked: set[int] = set()
     for row in _CLAIM_AND_MARK(conn, {
-            "claims": claims, "marks": marks, "me": me(), "now": now}).mappings():
+            "ids": claims + marks, "claims": claims, "marks": marks, "me": me(),
+            "now": now}).mappings():
         row_id, status = row["id"], row["status"]
         if row_id is not None:
             (marked if status == "sent" else claimed).add(row_id)
@@ -316,7 +320,8 @@ def release(engine: Engine, row_ids: list[int]) -> list[int]:
         with Session(engine) as session:
             session.execute(update(OutboundMail).where(
                 col(OutboundMail.id).in_(row_ids), col(OutboundMail.claimed_by) == me(),
-                col(OutboundMail.status) == "pending").values(claimed_by=None, claimed_at=None))
+                unindexed(col(OutboundMail.status)) == "pending",
+            ).values(claimed_by=None, claimed_at=None))
             session.commit()
     except OperationalError as exc:   # given back once the database is back
         log.warning("could not release the claims of %d unsent mails: %s", len(row_ids), exc)

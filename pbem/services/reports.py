@@ -18,7 +18,7 @@ from pbem.config import WebSettings
 from pbem.games import GameFacts, heard_by, seated, talk_lines, watchers_of
 from pbem.kinds import GameKind, kind_of
 from pbem.kinds.options import LEVEL_NAMES, GameOptions, robot_level
-from pbem.outbox import Origin, Queued, enqueue
+from pbem.outbox import Composed, Origin, Queued, compose, queue_all
 from pbem.render.charts import Course
 from pbem.render.reports import SharedParts
 from pbem.services.export import export_json
@@ -176,7 +176,7 @@ def enqueue_reports(session: Work, post: Post, game: GameView, state: S, *, now:
         subject = post.subject(tagged(game.name, _("final report") if over
                                       else _("turn {turn} report", turn=game.turn)), language)
         attachment = ("report.json", "application/json", view_json(context["view"]))
-        rows.append(enqueue(session, post.origin_in(language), kind="report", to=player.email, subject=subject,
+        rows.append(compose(post.origin_in(language), kind="report", to=player.email, subject=subject,
                             text=text, html=html, now=now, attachments=[attachment, *record],
                             in_reply_to=in_reply_to,
                             references=[in_reply_to] if in_reply_to else (),
@@ -187,7 +187,7 @@ def enqueue_reports(session: Work, post: Post, game: GameView, state: S, *, now:
                                  notes=notes or [], talk=talk, record=record,
                                  course=drawn, kind=kind, options=options,
                                  shared_in=shared_in)
-    return rows
+    return queue_all(session, rows)   # all at once: on SQLite two statements for a batch
 
 
 def _watcher_reports(session: Work, post: Post, game: GameView, state: S,
@@ -196,7 +196,7 @@ def _watcher_reports(session: Work, post: Post, game: GameView, state: S,
                      record: list[tuple[str, str, bytes]],
                      course: Course | None, kind: GameKind[S, M],
                      options: GameOptions | None,
-                     shared_in: Callable[[str], SharedParts | None]) -> list[Queued]:
+                     shared_in: Callable[[str], SharedParts | None]) -> list[Composed]:
     """The public view (no hidden dice) for each WATCHer of the game (commands.signup);
     ``shared_in``: the parts every report of the turn shares, in a language."""
     watchers = watchers_of(session, game)
@@ -207,7 +207,7 @@ def _watcher_reports(session: Work, post: Post, game: GameView, state: S,
                              options=options)
     context["how_to_order"] = False      # watchers have no orders to send
     attachment = ("report.json", "application/json", view_json(context["view"]))
-    rows: list[Queued] = []
+    rows: list[Composed] = []
     # a watcher reads their own language if they play here, else the game's: one
     # rendering a language
     by_language: dict[str, list[str]] = {}
@@ -221,7 +221,7 @@ def _watcher_reports(session: Work, post: Post, game: GameView, state: S,
         subject = post.subject(tagged(game.name, _("final report (public view)")
                                       if over
                                       else _("turn {turn} public view", turn=game.turn)), language)
-        rows += [enqueue(session, post.origin_in(language), kind="watch", to=email, subject=subject,
+        rows += [compose(post.origin_in(language), kind="watch", to=email, subject=subject,
                          text=text, html=html, now=now, attachments=[attachment, *record],
                          game_id=game.id, turn=game.turn,
                          shipped_html=post.renderer.shipped_only)

@@ -33,6 +33,7 @@ from sqlalchemy import bindparam, case, insert, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
+from pbem.store.driver import unindexed
 from pbem.store.models import ServerState
 
 log = logging.getLogger(__name__)
@@ -175,7 +176,7 @@ def claim_many(session: Session, table: Any, seen: list[tuple[int, str | None]],
         more = {"attempts": col(table.attempts) + case(
             (col(table.id).in_(sorted(counted)), 1), else_=0)} if counted else {}
         got.update(session.connection().execute(update(table).where(
-            col(table.id).in_(free), col(table.status) == status,
+            col(table.id).in_(free), unindexed(col(table.status)) == status,   # by the ids
             col(table.claimed_by).is_(None)).values(claimed_by=me(), claimed_at=now, **more)
             .returning(col(table.id))).scalars())
     got.update(row_id for row_id, owner in seen

@@ -189,17 +189,18 @@ def _sqlite_transactions(engine: Engine) -> None:
     "rollback" events run COMMIT or ROLLBACK themselves, then give it back (SQLAlchemy's
     own commit() or rollback() of the driver's connection, after them, finds no
     transaction open); the pool's reset, invalidate and close give it back too, for a
-    transaction that ends without those events."""
+    transaction that ends without those events. These statements run on the driver's
+    connection itself (_own_statement)."""
     turn = _WriterTurn()
 
     def begin(conn) -> None:  # type: ignore[no-untyped-def]
         holder = conn.connection.dbapi_connection
         if conn.get_execution_options().get(READS_ONLY) or \
                 turn.take(holder, BUSY_TIMEOUT_MS / 1000) == "own":
-            conn.exec_driver_sql("BEGIN")
+            _own_statement(holder, "BEGIN")
             return
         try:   # "timeout": SQLite's busy_timeout decides, as it would without the turn
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
+            _own_statement(holder, "BEGIN IMMEDIATE")
         except BaseException:
             turn.give_back(holder)
             raise
@@ -208,7 +209,7 @@ def _sqlite_transactions(engine: Engine) -> None:
         holder = conn.connection.dbapi_connection
         try:
             if holder.in_transaction:
-                conn.exec_driver_sql("COMMIT")
+                _own_statement(holder, "COMMIT")
         finally:
             turn.give_back(holder)
 
@@ -218,7 +219,7 @@ def _sqlite_transactions(engine: Engine) -> None:
         holder = conn.connection.dbapi_connection
         try:
             if holder is not None and holder.in_transaction:
-                conn.exec_driver_sql("ROLLBACK")
+                _own_statement(holder, "ROLLBACK")
         finally:
             turn.give_back(holder)
 
@@ -232,15 +233,49 @@ def _sqlite_transactions(engine: Engine) -> None:
         event.listen(engine.pool, name, pool_end)
 
 
+def _own_statement(holder: sqlite3.Connection, statement: str) -> None:
+    """A transaction's own statement (BEGIN, COMMIT, ROLLBACK), run on the driver's
+    connection itself: SQLAlchemy's execution around it (a cursor, a result, the statement
+    events) cost about as much CPU as the statement. Its error is raised as SQLAlchemy's
+    (sqlalchemy.exc.OperationalError for "database is locked": transient_error)."""
+    try:
+        holder.execute(statement)
+    except sqlite3.Error as exc:
+        raise DBAPIError.instance(statement, None, exc, sqlite3.Error) from exc
+
+
 def _without_nul(parameters: object) -> object:
-    """The statement's parameters with every NUL in text replaced by U+FFFD."""
+    """The statement's parameters with every NUL in text replaced by U+FFFD: the same
+    object when none holds one (the common case, found in one pass over a statement's
+    values), else a copy."""
+    kind = type(parameters)
     if isinstance(parameters, str):
         return parameters.replace("\x00", "\ufffd") if "\x00" in parameters else parameters
+    if kind is tuple or kind is list:
+        values = parameters
+    elif isinstance(parameters, dict):
+        values = parameters.values()
+    elif isinstance(parameters, (list, tuple)):
+        values = parameters
+    else:
+        return parameters   # bytes (the raw mail) and everything else as they are
+    for value in values:   # type: ignore[attr-defined]
+        held = type(value)
+        if held is str:
+            if "\x00" in value:
+                return _copy_without_nul(parameters)
+        elif held not in _PLAIN and _without_nul(value) is not value:   # a list, a date ...
+            return _copy_without_nul(parameters)
+    return parameters
+
+
+_PLAIN = frozenset({int, float, bool, bytes, type(None)})   # never text, never holds any
+
+
+def _copy_without_nul(parameters: object) -> object:
     if isinstance(parameters, dict):
         return {key: _without_nul(value) for key, value in parameters.items()}
-    if isinstance(parameters, (list, tuple)):
-        return type(parameters)(_without_nul(value) for value in parameters)
-    return parameters   # bytes (the raw mail) and everything else as they are
+    return type(parameters)(_without_nul(value) for value in parameters)  # type: ignore[call-arg,attr-defined]
 
 
 def _scrub_nul(_conn, _cursor, statement, parameters, _context, _many):  # type: ignore[no-untyped-def]

@@ -15,12 +15,15 @@ The engine's events still see every statement
 Rows come back as the driver gives them, without SQLAlchemy's result processing: a
 statement run here reads no column that needs it (a date or a time on SQLite), only ids,
 text, numbers and bytes. Nothing is kept but the compiled texts, in the ``Hot`` itself.
+
+``unindexed`` shapes a term of such a statement for SQLite's planner (see it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import Connection, CursorResult
@@ -37,12 +40,6 @@ class _Value:
     index: int | None = None
     constant: Any = None
 
-    def of(self, params: Mapping[str, Any]) -> Any:
-        if self.name is None:
-            return self.constant
-        value = params[self.name]
-        return value if self.index is None else value[self.index]
-
 
 @dataclass(frozen=True)
 class _Text:
@@ -52,15 +49,36 @@ class _Text:
     names: tuple[str, ...] | None      # the positions' names (qmark), None: by name
     values: dict[str, _Value]
     processors: dict[str, Callable[[Any], Any]]
+    keys: tuple[str, ...] = field(init=False)     # the values' keys in the text's order
+    take: Callable[[Mapping[str, Any]], Any] | None = field(init=False)
+    plan: tuple[tuple[str | None, int | None, Any], ...] = field(init=False)
+    processed: tuple[tuple[int, Callable[[Any], Any]], ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        keys = self.names if self.names is not None else tuple(self.values)
+        # the common case, every value a run's parameter as it is named: taken in one
+        # call (itemgetter), the few with a bind processor (a date) processed after
+        plain = all(self.values[k].name == k and self.values[k].index is None for k in keys)
+        object.__setattr__(self, "keys", keys)   # (frozen: set once, here)
+        object.__setattr__(self, "take", itemgetter(*keys) if plain and keys else None)
+        object.__setattr__(self, "plan", tuple(
+            (self.values[k].name, self.values[k].index, self.values[k].constant) for k in keys))
+        object.__setattr__(self, "processed", tuple(
+            (at, self.processors[key]) for at, key in enumerate(keys) if key in self.processors))
 
     def arguments(self, params: Mapping[str, Any]) -> tuple[Any, ...] | dict[str, Any]:
-        def value(key: str) -> Any:
-            found = self.values[key].of(params)
-            process = self.processors.get(key)
-            return process(found) if process is not None else found
+        keys, take = self.keys, self.take
+        if take is not None:
+            taken = take(params)
+            found = [taken] if len(keys) == 1 else list(taken)
+        else:   # a list's items, constants of the statement
+            found = [constant if name is None else params[name] if index is None
+                     else params[name][index] for name, index, constant in self.plan]
+        for at, process in self.processed:
+            found[at] = process(found[at])
         if self.names is not None:
-            return tuple(value(key) for key in self.names)
-        return {key: value(key) for key in self.values}
+            return tuple(found)
+        return dict(zip(keys, found, strict=True))
 
 
 class _Marker:
@@ -121,3 +139,12 @@ class Hot:
                 if process is not None:
                     processors[key] = process
         return _Text(state.statement, names, values, processors)
+
+
+def unindexed(column: Any) -> Any:
+    """A text ``column`` as a term no index serves (``column || ''``), for a condition
+    beside a look-up by ids: without statistics SQLite's planner prefers an index of the
+    column to four ids or more, and walks all its entries of that value (every pending
+    mail, by the (status, sent_at) index: 1.9 ms at 20,000 pending, where the ids take
+    17 µs). PostgreSQL finds the ids by its primary key either way."""
+    return column + ""

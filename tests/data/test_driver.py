@@ -54,6 +54,13 @@ def test_a_hot_statement_writes_and_reads_as_core_does(database: str) -> None:
         sent = conn.execute(select(col(OutboundMail.sent_at)).where(
             col(OutboundMail.id).in_(core))).scalars().all()
         assert [s.replace(tzinfo=UTC) for s in sent] == [NOW] * 3
+        # one parameter (taken alone, not as a tuple), and one beside a constant
+        one = Hot(select(col(OutboundMail.id)).where(col(OutboundMail.message_id) ==
+                                                     bindparam("m")))
+        assert one(conn, {"m": "<m4@x.test>"}).scalar_one() == core[1]
+        pending = Hot(select(col(OutboundMail.id)).where(
+            col(OutboundMail.status) == "pending", col(OutboundMail.id) == bindparam("row")))
+        assert pending(conn, {"row": hot[2]}).scalar_one() == hot[2]
     engine.dispose()
 
 

@@ -10,16 +10,18 @@
 
 from __future__ import annotations
 
+import json
+from email import message_from_bytes
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import event, update
 from sqlmodel import col, select
 
-from pbem.games import find_game, players_of, read_game, update_players
+from pbem.games import find_game, pending_orders, players_of, read_game, update_players
 from pbem.runner.server import Server
 from pbem.services.turns import TurnChange, settle
-from pbem.store.models import Player
+from pbem.store.models import Player, TalkMessage
 from pbem.store.work import Work
 from testkit.desk import (
     PLAYERS,
@@ -27,6 +29,7 @@ from testkit.desk import (
     game_turn,
     key_of,
     make_server,
+    outbox_rows,
     raise_line,
     seat_of,
     send,
@@ -142,3 +145,65 @@ def test_the_rows_hold_every_column_of_their_tables() -> None:
 
     assert GAME_COLUMNS == tuple(c.name for c in Game.__table__.columns)
     assert PLAYER_COLUMNS == tuple(c.name for c in Player.__table__.columns)
+
+
+def test_a_move_alone_takes_no_savepoint_and_a_mail_of_more_is_still_all_or_none(
+        tmp_path: Path) -> None:
+    """A mail of move lines alone runs without a savepoint (two statements an order): its
+    refusals all come before its one write. A mail with a desk command as well still runs
+    in one, so a refused move takes the desk command's write back with it."""
+    server = make_server(tmp_path, Clock())
+    started_game(server)
+    first, second = PLAYERS[0], PLAYERS[1]
+    seen, count = _statements(server)
+    try:
+        assert "order" in send(server, first, f"GAME g1\nKEY {key_of(server, first)}\n"
+                                              f"{raise_line(server, seat_of(server, first))}\n"
+                               ).lower()
+        assert not [s for s in seen if s.startswith(("SAVEPOINT", "RELEASE"))]
+        refused = send(server, second, f"GAME g1\nKEY {key_of(server, second)}\nEXPOSE 3\n")
+        assert "EXPOSE goes with a BID" in refused
+        seen.clear()
+        refused = send(server, second, f"GAME g1\nKEY {key_of(server, second)}\n"
+                                       f"SAY the first words\nEXPOSE 3\n")
+        assert "EXPOSE goes with a BID" in refused
+        assert [s.split()[0] for s in seen if s.startswith(("SAVEPOINT", "ROLLBACK TO"))] \
+            == ["SAVEPOINT", "ROLLBACK"]
+    finally:
+        event.remove(server.engine, "before_cursor_execute", count)
+    with Work(server.engine) as session:
+        game = find_game(session, "g1")
+        assert set(pending_orders(session, game)) == {seat_of(server, first)}
+        assert session.exec(select(TalkMessage)).all() == []   # the SAY went with the move
+
+
+def test_a_turns_reports_are_queued_together_each_row_with_its_own_bytes(
+        tmp_path: Path) -> None:
+    """The last order of a turn queues the five reports at once: on SQLite their rows in
+    one INSERT and their bytes in one executemany (ten statements one by one), their ids
+    in seat order as before, each row with its own mail's bytes."""
+    server = make_server(tmp_path, Clock())
+    started_game(server)
+    for email in PLAYERS[:-1]:
+        send(server, email, f"GAME g1\nKEY {key_of(server, email)}\n"
+                            f"{raise_line(server, seat_of(server, email))}\n")
+    last = PLAYERS[-1]
+    body = f"GAME g1\nKEY {key_of(server, last)}\n{raise_line(server, seat_of(server, last))}\n"
+    before = {row.id for row in outbox_rows(server)}
+    seen, count = _statements(server)
+    try:
+        send(server, last, body)
+    finally:
+        event.remove(server.engine, "before_cursor_execute", count)
+    assert game_turn(server) == 2
+    inserts = [s for s in seen if s.startswith(("INSERT INTO outbound_mail",
+                                                "INSERT INTO outbound_body"))]
+    assert len(inserts) == 4   # the answer's row and bytes; the reports' rows, their bytes
+    reports = [row for row in outbox_rows(server) if row.id not in before
+               and row.kind == "report"]
+    assert [row.seat for row in reports] == sorted(seat_of(server, e) for e in PLAYERS)
+    assert [row.id for row in reports] == sorted(row.id for row in reports)
+    for row in reports:   # each row's bytes are its own mail's
+        mail = message_from_bytes(row.raw)
+        assert mail["Message-ID"] == row.message_id
+        assert [mail["To"]] == json.loads(row.rcpts_json)

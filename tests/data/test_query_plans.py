@@ -80,3 +80,49 @@ def test_the_send_budget_counts_the_mail_sent_by_a_range_of_an_index(tmp_path: P
               and "outbound_mail.sent_at > ?" in s]
     assert counts and all("ix_outbound_mail_status_sent_at (status=? AND sent_at>?)" in p
                           for p in counts), counts
+
+
+def test_the_outbox_finds_the_mail_it_claims_and_marks_by_their_ids(tmp_path: Path) -> None:
+    """A claim or a mark of outbox mail by their ids (a handling transaction's claim of the
+    mail it queued and mark of the mail written before it, a drain's marks, a release)
+    finds those rows by the ids, not by walking every pending mail: a backlog of
+    thousands when the outbox lags. SQLite's planner, without statistics, took the
+    (status, sent_at) index for four ids or more."""
+    from datetime import UTC, datetime
+
+    from pbem.outbox.table import mark_sent, marking, release
+    from testkit.desk import PLAYERS, mail
+
+    server = make_server(tmp_path, Clock())
+    new_game(server)
+    for n in range(5):   # five answers: claimed by their five ids
+        assert server.referee.store_inbound(mail(PLAYERS[n], "HELP"), source="smtp")
+
+    def outbox_work() -> None:
+        server.tick()
+        conn = marking(server.engine)
+        mark_sent(conn, [1, 2, 3, 4, 5], datetime.now(UTC))
+        conn.close()
+        release(server.engine, [1, 2, 3, 4, 5])
+    plans = plans_of(server, outbox_work)
+    by_ids = [p for s, p in plans.items() if s.startswith("UPDATE outbound_mail")
+              and "outbound_mail.id IN (?, ?, ?, ?" in s]
+    assert len(by_ids) >= 3 and all(p.startswith("SEARCH outbound_mail USING INTEGER "
+                                                 "PRIMARY KEY") for p in by_ids), by_ids
+
+
+def test_a_turn_moves_its_games_pending_answers_on_by_the_games_index(tmp_path: Path) -> None:
+    """A turn played moves the game's answers not sent yet to the next turn
+    (pbem.services.post.read_in_turn): by the game's index, not by every pending mail."""
+    from testkit.desk import PLAYERS, key_of, raise_line, seat_of, started_game
+
+    server = make_server(tmp_path, Clock())
+    started_game(server)
+
+    def turn() -> None:
+        for email in PLAYERS:
+            send(server, email, f"GAME g1\nKEY {key_of(server, email)}\n"
+                                f"{raise_line(server, seat_of(server, email))}\n")
+    plans = plans_of(server, turn)
+    moved = [p for s, p in plans.items() if s.startswith("UPDATE outbound_mail SET turn")]
+    assert moved and all("ix_outbound_mail_game_kind (game_id=?)" in p for p in moved), moved

@@ -9,6 +9,7 @@ UPDATE or DELETE: the reads before it, and DDL, ran outside it.)
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 from pathlib import Path
@@ -110,3 +111,24 @@ def test_a_transaction_that_is_not_reading_waits_for_the_writer(engine: Engine) 
             with pytest.raises(OperationalError, match="locked"):
                 second.execute(text("SELECT n FROM counter"))
         other.dispose()
+
+
+def test_a_begin_that_finds_the_file_locked_is_an_outage_and_the_connection_goes_on(
+        engine: Engine, tmp_path: Path) -> None:
+    """BEGIN IMMEDIATE runs on the driver's connection itself: a file another process
+    holds past busy_timeout is SQLAlchemy's OperationalError, an outage (transient_error),
+    and the connection and the writer's turn serve the next transaction."""
+    other = sqlite3.connect(tmp_path / "pbem.db", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    with engine.connect() as conn:
+        conn.connection.dbapi_connection.execute("PRAGMA busy_timeout=50")  # type: ignore[union-attr]
+        with pytest.raises(OperationalError, match="locked") as locked:
+            conn.begin()
+        assert db.transient_error(locked.value)
+        other.execute("COMMIT")
+        with conn.begin():
+            conn.execute(text("UPDATE counter SET n = 7"))
+    other.close()
+    with engine.begin() as conn:   # the turn was given back: another connection writes
+        conn.execute(text("UPDATE counter SET n = n + 1"))
+        assert conn.execute(text("SELECT n FROM counter")).scalar_one() == 8
