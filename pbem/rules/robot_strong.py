@@ -45,9 +45,6 @@ EXPOSE_RATE = 0.3     # how often a worthwhile expose is made
 # loses it, a die of the robot's own is first place lost, a second one costs less
 GAIN_WEIGHT = 0.5     # an outcome that puts the robot ahead counts at this share
 LOSS_TAIL = 0.5       # each die lost after the first counts at this share
-# ... but an exact count of the robot's own bid under the postal rule costs every rival
-# a die, so the robot alone keeps its dice: first place more than a die's worth
-EXACT_ALL = 3.0
 
 Dist = tuple[float, ...]
 
@@ -83,14 +80,11 @@ def exact_values(rule: ExactRule, players: int) -> tuple[float, float]:
 def outcome_value(actual: int, quantity: int, bidder: bool, rule: ExactRule,
                   players: int) -> float:
     """The robot's dice against the field's mean, as bidder or as challenger,
-    weighed for first place: a gain counts GAIN_WEIGHT (an exact count of its own bid
-    that costs every rival a die, EXACT_ALL), a loss past one die LOSS_TAIL."""
+    weighed for first place: a gain counts GAIN_WEIGHT, a loss past one die LOSS_TAIL."""
     field = max(1, players - 1)
     if actual == quantity:
         value = exact_values(rule, players)[0 if bidder else 1]
-        if value <= 0:
-            return value
-        return value * (EXACT_ALL if rule is ExactRule.ALL_BUT_BIDDER else GAIN_WEIGHT)
+        return value * GAIN_WEIGHT if value > 0 else value
     short = actual < quantity
     lost = abs(actual - quantity)
     gain = GAIN_WEIGHT * lost / field

@@ -10,7 +10,7 @@ from pbem.rules import beliefs
 from pbem.rules.dice import FACES, STAR
 from pbem.rules.ladder import Bid
 from pbem.rules.odds import OtherSeat, bids_since_reroll, count_distribution
-from pbem.rules.robot_strong import EXACT_ALL, GAIN_WEIGHT, outcome_value, seat_distribution
+from pbem.rules.robot_strong import GAIN_WEIGHT, outcome_value, seat_distribution
 from pbem.rules.ruleset import ExactRule
 
 bids = st.lists(st.builds(Bid, st.integers(1, 20), st.sampled_from([1, 2, 3, 4, 5, STAR])),
@@ -80,12 +80,10 @@ def test_bids_before_an_expose_are_forgotten() -> None:
     assert bids_since_reroll(placed, 4) == ()
 
 
-def test_postal_exact_bid_counts_more_than_a_die_for_the_bidder() -> None:
+def test_postal_exact_bid_is_a_gain_for_the_bidder_at_half_weight() -> None:
     rule = ExactRule.ALL_BUT_BIDDER
-    # every other player loses a die: +1 against the field, and the robot alone keeps
-    # its dice (first place), so counted at EXACT_ALL: more than a die lost costs
-    assert outcome_value(6, 6, True, rule, 5) == pytest.approx(EXACT_ALL) == 3.0
-    assert outcome_value(6, 6, True, rule, 5) > -outcome_value(5, 6, True, rule, 5)
+    # every other player loses a die: +1 against the field, counted at GAIN_WEIGHT
+    assert outcome_value(6, 6, True, rule, 5) == pytest.approx(GAIN_WEIGHT) == 0.5
     # the challenger loses one die, as do the three others: a quarter against the field
     assert outcome_value(6, 6, False, rule, 5) == pytest.approx(-0.25)
 
@@ -121,25 +119,10 @@ def test_a_loss_outweighs_the_same_gain(actual: int, quantity: int, bidder: bool
 
 @pytest.mark.parametrize("rule,bidder,challenger", [
     (ExactRule.NOBODY, 0.0, 0.0), (ExactRule.EVERYONE, 0.0, 0.0),
-    (ExactRule.CHALLENGER, GAIN_WEIGHT / 3, -1.0),
-    (ExactRule.CHALLENGER_GIVES, GAIN_WEIGHT * (0.5 + 1 / 3), -1.0 - 0.5 / 3)])
+    (ExactRule.CHALLENGER, GAIN_WEIGHT / 3, -1.0)])
 def test_exact_under_each_rule(rule: ExactRule, bidder: float, challenger: float) -> None:
     assert outcome_value(5, 5, True, rule, 4) == pytest.approx(bidder)
     assert outcome_value(5, 5, False, rule, 4) == pytest.approx(challenger)
-
-
-@given(st.integers(1, 30), st.sampled_from(list(ExactRule)), st.integers(2, 6))
-def test_an_exact_count_that_costs_every_rival_is_the_bidders_best_near_outcome(
-        quantity: int, rule: ExactRule, players: int) -> None:
-    """Only where an exact count costs every rival a die does the bidder value it above
-    a die won off one rival and above the die it would lose short by one."""
-    exact = outcome_value(quantity, quantity, True, rule, players)
-    one_over = outcome_value(quantity + 1, quantity, True, rule, players)
-    if rule is ExactRule.ALL_BUT_BIDDER:
-        assert exact > one_over
-        assert exact > -outcome_value(quantity - 1, quantity, True, rule, players)
-    else:
-        assert exact <= GAIN_WEIGHT * 2
 
 
 @given(st.integers(0, 30), st.integers(1, 30), st.sampled_from(list(ExactRule)),
