@@ -4,7 +4,6 @@ game kinds' templates, the packaged ones), and a template rendered in it."""
 from __future__ import annotations
 
 import functools
-from collections import ChainMap
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -141,39 +140,15 @@ def template_environment(override_dir: Path | None, language: str = SOURCE_LANGU
     return env
 
 
-def template_context(template: jinja2.Template, context: Mapping[str, Any],
-                     shared: Mapping[str, Any] | None = None) -> jinja2.runtime.Context:
-    """The Context ``template`` renders ``context`` in (``shared``: the turn's shared parts,
-    as the variable ``shared``), as Template.new_context makes it, but for two costs of
-    its ChainMap of globals (Template.globals: its own, none, before the Environment's):
-    the globals are copied from the Environment's dict, not read key by key through the
-    ChainMap (each a KeyError of the empty first map), and the Context is given none to
-    compare (``globals``: an ``{% import %}`` of the template looks for globals it lacks,
-    of which a template without globals of its own has none). About 20 us a template and
-    20 us an import of ``_macros``: a fifth of an answer's rendering. A template with
-    globals of its own (none of ours) gets Template.new_context's."""
-    env = template.environment
-    chain = template.globals
-    if type(chain) is not ChainMap or len(chain.maps) != 2 or chain.maps[0] \
-            or chain.maps[1] is not env.globals:
-        return template.new_context(dict(context) if shared is None
-                                    else {**context, "shared": shared})
-    parent = {**env.globals, **context}     # the context's values win, as in new_context
-    if shared is not None:
-        parent["shared"] = shared
-    return env.context_class(env, parent, template.name, template.blocks)
-
-
 def rendered(template: jinja2.Template, context: Mapping[str, Any],
              shared: Mapping[str, Any] | None = None) -> str:
-    """``template`` rendered with ``context`` (and ``shared``, template_context): what
-    Template.render returns, its errors raised as Template.render raises them (with the
-    template's lines in the traceback)."""
-    env = template.environment
-    try:
-        return env.concat(template.root_render_func(
-            template_context(template, context, shared)))
-    except Exception:
-        env.handle_exception()
-    raise AssertionError("handle_exception raises")   # for the type checker
+    """``template`` rendered with ``context`` (and the turn's ``shared`` parts, as the
+    variable ``shared``) by Jinja2's public API, Template.render. Making the Context by
+    hand would save some 20 us a template and 20 us an import of ``_macros`` (the
+    globals read through their ChainMap), about 1% of an order: not worth rendering
+    through Jinja2's internals (docs/performance.md, "Rendering by Jinja2's public API
+    only")."""
+    if shared is None:
+        return template.render(context)
+    return template.render(context, shared=shared)
 

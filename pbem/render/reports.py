@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
-import jinja2.environment
 import markupsafe
 
 # the filters and the Environment live in their own modules (pbem.render.filters, .said,
@@ -29,7 +28,6 @@ import markupsafe
 from pbem.render.environment import (
     packaged_template_dir,
     rendered,
-    template_context,
     template_environment,
 )
 from pbem.render.filters import (
@@ -231,11 +229,10 @@ class SharedParts:
 def _parts_of(template: jinja2.Template, context: Mapping[str, Any],
               cleaned: bool = False) -> dict[str, Any]:
     """The top-level ``{% set %}`` values of ``template`` rendered with ``context`` (its
-    module's exported names, as jinja2's Template.make_module makes them, with the context
-    ``rendered`` makes); ``cleaned``: a text part's
+    module's exported names, jinja2's Template.make_module); ``cleaned``: a text part's
     text cleaned now (_cleaned; an HTML part's is markup, and a str in it is cleaned and
     escaped where it is put out)."""
-    module = jinja2.environment.TemplateModule(template, template_context(template, context))
+    module = template.make_module(dict(context))
     parts = {key: value for key, value in vars(module).items() if not key.startswith("_")}
     return _cleaned(parts, {}) if cleaned else parts
 

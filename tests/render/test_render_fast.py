@@ -154,6 +154,18 @@ def test_rendering_uses_jinja2_as_published() -> None:
         assert template.new_context({}).__class__ is jinja2.runtime.Context
 
 
+def test_rendering_calls_no_internals_of_jinja2() -> None:
+    """The render package renders by Template.render and make_module only: no Context
+    made by hand, no compiled template's root function called, no TemplateModule built
+    (each saves microseconds and hides how a template renders from whoever reads it)."""
+    package = Path(__file__).resolve().parents[2] / "pbem" / "render"
+    for source in sorted(package.glob("*.py")):
+        code = source.read_text(encoding="utf-8")
+        for internal in ("root_render_func", "context_class(", "TemplateModule(",
+                         "new_context(", "handle_exception(", ".concat("):
+            assert internal not in code, f"{source.name} calls {internal}"
+
+
 def test_web_pages_use_jinja2_as_published(tmp_path: Path) -> None:
     from pbem.config import Settings
     from pbem.web.language import template_environment as web_environment
