@@ -17,16 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pbem.render.reports import (
-    Renderer,
-    count_in,
-    die,
-    face_name,
-    packaged_template_dir,
-    template_environment,
-    utc,
-    wrap,
-)
+from pbem.render.environment import packaged_template_dir, template_environment
+from pbem.render.filters import count_in, die, face_name, utc, wrap
+from pbem.render.reports import Renderer
 from tests.render.test_render import example_view, final_context, report_context
 
 MEMO = (die, face_name, utc, wrap)
@@ -248,13 +241,11 @@ def test_a_bare_message_in_an_autoescape_block_is_escaped_as_before() -> None:
     assert copy.get_template("t.txt.j2").render() == "a &lt;b&gt;"
 
 
-def test_a_template_renders_in_its_own_context_as_template_render_renders_it() -> None:
-    """Renderer.render makes each template's Context itself (pbem.render.environment.rendered:
-    the globals copied from the Environment's dict, no globals to compare at an import):
-    the same text as Template.render, the context's values before the globals, an
-    imported template's macros there, a template's error raised as Jinja2 raises it
-    (the template's line in the traceback), and a template with globals of its own
-    rendered the long way, with them."""
+def test_a_template_renders_as_template_render_renders_it() -> None:
+    """pbem.render.environment.rendered, with and without the turn's shared parts: the same
+    text as Template.render, the context's values before the globals, an imported
+    template's macros there, a template's error raised as Jinja2 raises it (the
+    template's line in the traceback), and a template's own globals used."""
     from pbem.render.environment import rendered
     env = jinja2.Environment(loader=jinja2.DictLoader({
         "m.j2": "{% macro hi(x) %}<{{ x }}>{% endmacro %}",
