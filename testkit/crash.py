@@ -85,7 +85,7 @@ def serve() -> None:
     import logging
 
     import pbem.runner.server  # noqa: F401  (the import is what the zygote is for)
-    from pbem.render.reports import template_environment
+    from pbem.render.environment import template_environment
     env = template_environment(None)   # compile the templates once, for every child
     for name in env.list_templates(extensions=["j2"]):
         if not name.startswith("web/"):   # the web's templates compile in the web's environment

@@ -23,63 +23,17 @@ from typing import Any
 import jinja2
 import markupsafe
 
-# the filters and the Environment live in their own modules (pbem.render.filters, .said,
-# .environment); the names callers import from here stay importable from here
-from pbem.render.environment import (
-    packaged_template_dir,
-    rendered,
-    template_environment,
-)
-from pbem.render.filters import (
-    Shown,
-    bid,
-    count_in,
-    dice,
-    die,
-    face_name,
-    lookup,
-    name_of,
-    pct,
-    plain,
-    plural_in,
-    seen_by,
-    utc,
-    wrap,
-)
-from pbem.render.said import reader, said_context, said_in
+from pbem.render.environment import rendered, template_environment
+from pbem.render.filters import Shown
+from pbem.render.said import reader, said_context
 from pbem.store.paths import packaged_dir
 from pbem.text.errors import PbemError
 from pbem.text.i18n import SOURCE_LANGUAGE, known_language
 from pbem.text.usertext import shown
 from pbem.text.wording import say
 
-__all__ = [
-    "Renderer",
-    "SharedParts",
-    "Shown",
-    "TemplateProblem",
-    "bid",
-    "count_in",
-    "dice",
-    "die",
-    "face_name",
-    "html_part",
-    "lookup",
-    "name_of",
-    "packaged_template_dir",
-    "pct",
-    "plain",
-    "plural_in",
-    "rendered",
-    "rules_document",
-    "rules_file",
-    "said_in",
-    "seen_by",
-    "template_environment",
-    "text_part",
-    "utc",
-    "wrap",
-]
+__all__ = ["Renderer", "SharedParts", "TemplateProblem", "html_part", "rules_document",
+           "rules_file", "text_part"]
 
 PART_START, PART_END = "<!--pbem-part-->", "<!--/pbem-part-->"
 

@@ -46,7 +46,7 @@ from starlette.types import Message as ASGIMessage
 from pbem.config import Settings
 from pbem.games import read_players
 from pbem.kinds.verify import Verdict, check_record
-from pbem.render.reports import packaged_template_dir
+from pbem.render.environment import packaged_template_dir
 from pbem.services.export import export_json
 from pbem.services.health import server_status
 from pbem.services.replay import SomeStep, replay_steps

@@ -22,19 +22,9 @@ from starlette.responses import Response
 from pbem.config import Settings
 from pbem.kinds import kind_named, kind_template_dirs
 from pbem.render.charts import GLOBALS as CHARTS
-from pbem.render.reports import (
-    bid,
-    dice,
-    die,
-    face_name,
-    lookup,
-    packaged_template_dir,
-    pct,
-    plain,
-    plural_in,
-    said_in,
-    utc,
-)
+from pbem.render.environment import packaged_template_dir
+from pbem.render.filters import bid, dice, die, face_name, lookup, pct, plain, plural_in, utc
+from pbem.render.said import said_in
 from pbem.text.i18n import LANGUAGES, best_language, translator
 from pbem.text.wording import Translator, listing
 

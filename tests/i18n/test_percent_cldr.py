@@ -9,7 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pbem.render.charts import odds_html, odds_text
-from pbem.render.reports import Renderer, pct
+from pbem.render.filters import pct
+from pbem.render.reports import Renderer
 from pbem.text.i18n import translator
 from pbem.text.wording import ENGLISH, language_of, percent
 from pbem.text.zones import Reader

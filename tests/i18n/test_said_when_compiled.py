@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pbem.render.reports import template_environment
+from pbem.render.environment import template_environment
 from pbem.text.wording import _ as message
 
 SENTENCES = [

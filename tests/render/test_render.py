@@ -14,21 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pbem.render.reports import (
-    Renderer,
-    TemplateProblem,
-    bid,
-    dice,
-    die,
-    face_name,
-    lookup,
-    name_of,
-    packaged_template_dir,
-    pct,
-    plain,
-    utc,
-    wrap,
-)
+from pbem.render.environment import packaged_template_dir
+from pbem.render.filters import bid, dice, die, face_name, lookup, name_of, pct, plain, utc, wrap
+from pbem.render.reports import Renderer, TemplateProblem
 from pbem.text.usertext import shown
 
 COMMITMENT = "9f2c" * 16
@@ -913,7 +901,8 @@ def test_installed_layout_uses_pbem_templates(tmp_path: Path) -> None:
     shutil.copytree(repo / "templates", pkg / "_templates")
     (pkg / "_templates" / "notice.txt.j2").write_text("installed: {{ subject }}\n", "utf-8")
     code = (
-        "from pbem.render.reports import Renderer, packaged_template_dir\n"
+        "from pbem.render.environment import packaged_template_dir\n"
+        "from pbem.render.reports import Renderer\n"
         "print(packaged_template_dir())\n"
         "print(Renderer().render('notice', {'subject': 'x', 'paragraphs': [], 'game': None})[0])\n"
     )

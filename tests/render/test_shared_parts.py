@@ -14,7 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from markupsafe import Markup
 
-from pbem.render.reports import Renderer, SharedParts, Shown, seen_by
+from pbem.render.filters import Shown, seen_by
+from pbem.render.reports import Renderer, SharedParts
 from pbem.store.paths import packaged_dir
 from testkit.reports import play
 

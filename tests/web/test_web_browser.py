@@ -23,7 +23,7 @@ from playwright.sync_api import sync_playwright
 from sqlmodel import Session, select
 
 from pbem.games import find_game
-from pbem.render.reports import face_name
+from pbem.render.filters import face_name
 from pbem.rules.classic import hand_label
 from pbem.rules.dice import DiceStream, face_json
 from pbem.store.models import OutboundMail, Player
