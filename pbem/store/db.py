@@ -26,7 +26,7 @@ import threading
 import time
 import zlib
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -248,18 +248,16 @@ def _without_nul(parameters: object) -> object:
     """The statement's parameters with every NUL in text replaced by U+FFFD: the same
     object when none holds one (the common case, found in one pass over a statement's
     values), else a copy."""
-    kind = type(parameters)
     if isinstance(parameters, str):
         return parameters.replace("\x00", "\ufffd") if "\x00" in parameters else parameters
-    if kind is tuple or kind is list:
-        values = parameters
-    elif isinstance(parameters, dict):
+    values: Iterable[object]
+    if isinstance(parameters, dict):
         values = parameters.values()
     elif isinstance(parameters, (list, tuple)):
         values = parameters
     else:
         return parameters   # bytes (the raw mail) and everything else as they are
-    for value in values:   # type: ignore[attr-defined]
+    for value in values:
         held = type(value)
         if held is str:
             if "\x00" in value:
