@@ -58,9 +58,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from sqlmodel import Session, SQLModel  # noqa: E402
 
-from pbem import games, kinds  # noqa: E402
+from pbem import kinds  # noqa: E402
 from pbem.config import Settings  # noqa: E402
 from pbem.demo.robot_client import client_order_lines, read_report, reply_to  # noqa: E402
+from pbem.games import records, reporting, states, turn_in_play  # noqa: E402
 from pbem.kinds import options
 from pbem.runner import sender_check
 from pbem.runner.server import Server, utc_now  # noqa: E402
@@ -75,8 +76,9 @@ NO_VISIT = ("pbem.text.wording",)   # the marker of a text: no step of the handl
 FACTS: tuple[Any, ...] = tuple(
     getattr(owner, name) for owner, names in (
         (kinds, "kind_of"), (options, "options_of"),
-        (games, "find_game players_of seated active_players pending_orders missing_seats "
-                "load_state moves_of talk_lines watchers_of latest_report facts_of"),
+        (records, "find_game players_of seated active_players"),
+        (turn_in_play, "pending_orders missing_seats facts_of"),
+        (states, "load_state moves_of"), (reporting, "talk_lines watchers_of latest_report"),
         (post.Post, "reader_of"), (sender_check, "replied_report replied_seat"),
         (turns, "turn_complete"))
     for name in names.split() if hasattr(owner, name))

@@ -48,7 +48,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import pbem.games  # noqa: E402
+import pbem.games.lifecycle  # noqa: E402
 from pbem.render.reports import Renderer, SharedParts  # noqa: E402
 from pbem.store.security import hash_key  # noqa: E402
 from testkit.reports import play  # noqa: E402
@@ -96,7 +96,7 @@ def record_game(tmp: Path, label: str, kind: str, options: str, players: int,
 
     # the same player keys every run (they are random), so that --check can compare
     keys = (f"{label}-{i:04d}" for i in range(10_000))
-    pbem.games.new_key = lambda: (k := next(keys), hash_key(k))  # type: ignore[assignment]
+    pbem.games.lifecycle.new_key = lambda: (k := next(keys), hash_key(k))  # type: ignore[assignment]
     play(tmp, kind, options, players, seed, renderer=Recording())
     return seen
 

@@ -28,7 +28,7 @@ from pbem.config import (
     read_config,
 )
 from pbem.demo.game import run_demo
-from pbem.games import find_game
+from pbem.games.records import find_game
 from pbem.kinds import DEFAULT_KIND, KINDS, Demo
 from pbem.kinds.verify import check_record
 from pbem.runner.logformat import FORMATS

@@ -20,7 +20,8 @@ from sqlmodel import Session, col, select
 
 from pbem.config import Settings
 from pbem.demo.robot_client import parse_mail
-from pbem.games import find_game, load_state, players_of, seated
+from pbem.games.records import find_game, players_of, seated
+from pbem.games.states import load_state
 from pbem.kinds import kind_of
 from pbem.runner.server import Server
 from pbem.store.models import Game, Move

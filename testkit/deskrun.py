@@ -16,7 +16,7 @@ from pbem.commands.registry import (
     referee_commands,
     run,
 )
-from pbem.games import game_named, players_of
+from pbem.games.records import game_named, players_of
 from pbem.kinds import kind_of
 from pbem.mail.read import read_message
 from pbem.mail.text import BodyLine

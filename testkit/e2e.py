@@ -20,7 +20,8 @@ import jsonschema
 from sqlmodel import Session
 
 from pbem.demo.robot_client import client_order_lines, parse_mail, reply_to, report_view
-from pbem.games import find_game, pending_orders
+from pbem.games.records import find_game
+from pbem.games.turn_in_play import pending_orders
 from pbem.runner.server import Server
 from pbem.services.export import export_json, schema
 from pbem.store.work import Work

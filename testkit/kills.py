@@ -24,7 +24,7 @@ from sqlmodel import Session, select
 
 from pbem.config import load_settings
 from pbem.demo.robot_client import client_order_lines, parse_mail, reply_to, report_view
-from pbem.games import find_game
+from pbem.games.records import find_game
 from pbem.runner.server import Server
 from pbem.store.models import InboundMail, OutboundMail
 from testkit.crash import Zygote

@@ -12,7 +12,7 @@ import pytest
 
 from pbem.config import Settings
 from pbem.demo.robot_client import parse_mail
-from pbem.games import find_game, players_of
+from pbem.games.records import find_game, players_of
 from pbem.runner.server import Server
 from pbem.store.work import Work
 from testkit.stored import outbound_rows

@@ -16,15 +16,9 @@ from typing import Any
 import jinja2
 
 from pbem.config import Settings
-from pbem.games import (
-    add_player,
-    create_game,
-    find_game,
-    load_state,
-    seated,
-    start_game,
-    update_players,
-)
+from pbem.games.lifecycle import add_player, create_game, start_game
+from pbem.games.records import find_game, seated, update_players
+from pbem.games.states import load_state
 from pbem.kinds import kind_named
 from pbem.render.reports import Renderer
 from pbem.services.export import export_json

@@ -24,7 +24,8 @@ import httpx
 import pytest
 from sqlmodel import Session
 
-from pbem.games import find_game, load_state, players_of, seated
+from pbem.games.records import find_game, players_of, seated
+from pbem.games.states import load_state
 from pbem.kinds import kind_of
 from pbem.runner.server import Server
 from pbem.store.rows import PlayerRow

@@ -18,7 +18,8 @@ from datetime import timedelta
 from sqlmodel import col, select
 
 from pbem.commands.context import CommandContext, MailCommand, line_quoted, refuse
-from pbem.games import audit, id_of
+from pbem.games.audit import audit
+from pbem.games.records import id_of
 from pbem.mail.addresses import address_problem
 from pbem.orders.parsing import Order
 from pbem.services.post import notice, tagged, tell_referee

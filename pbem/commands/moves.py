@@ -14,7 +14,8 @@ import json
 from collections.abc import Sequence
 
 from pbem.commands.context import CommandContext, Done, MailCommand, refusal, with_seats
-from pbem.games import facts_of, load_state, record_order
+from pbem.games.states import load_state
+from pbem.games.turn_in_play import facts_of, record_order
 from pbem.kinds import kind_of
 from pbem.orders.parsing import Command, Order, ParsedText, closest_lines, no_args
 from pbem.services.post import tagged

@@ -34,17 +34,17 @@ from sqlalchemy import CursorResult, update
 from sqlmodel import Session, col, delete
 
 from pbem.commands.context import CommandContext, MailCommand, game_is, line_quoted, refuse
-from pbem.games import (
+from pbem.games.records import (
     active_players,
     find_game,
     id_of,
-    load_state,
-    pending_orders,
     players_of,
     running_games_of,
     update_player,
-    watchers_of,
 )
+from pbem.games.reporting import watchers_of
+from pbem.games.states import load_state
+from pbem.games.turn_in_play import pending_orders
 from pbem.kinds import kind_of
 from pbem.kinds.options import options_of
 from pbem.orders.parsing import Order, game_name, no_args

@@ -13,16 +13,10 @@ from sqlmodel import col, select
 
 from pbem.commands.context import CommandContext, Done, MailCommand
 from pbem.commands.schedule import desk_status
-from pbem.games import (
-    add_player,
-    create_game,
-    find_game,
-    load_state,
-    missing_seats,
-    pending_orders,
-    players_of,
-    start_game,
-)
+from pbem.games.lifecycle import add_player, create_game, start_game
+from pbem.games.records import find_game, players_of
+from pbem.games.states import load_state
+from pbem.games.turn_in_play import missing_seats, pending_orders
 from pbem.kinds import DEFAULT_KIND, kind_named, kind_of
 from pbem.kinds.options import USAGE as NEWGAME_USAGE
 from pbem.kinds.options import NewGame, options_of, parse_options, save_options

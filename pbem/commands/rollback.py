@@ -23,7 +23,9 @@ from datetime import datetime
 from sqlmodel import Session, col, select
 
 from pbem.commands.context import CommandContext, MailCommand
-from pbem.games import find_game, id_of, load_state, seated, turn_begins, update_players
+from pbem.games.lifecycle import turn_begins
+from pbem.games.records import find_game, id_of, seated, update_players
+from pbem.games.states import load_state
 from pbem.orders.parsing import Order, game_name
 from pbem.services.reports import enqueue_reports
 from pbem.services.turns import GIVEN_BY, MISSED_BY
@@ -74,7 +76,7 @@ def do_rollback(ctx: CommandContext, order: Order) -> str:
 
 def _audit_undone(session: Session, game: Game, turn: int, undone: list[Move],
                   later: list[PendingOrder], now: datetime) -> None:
-    """The whole undone turn, untruncated (pbem.games.audit cuts details short)."""
+    """The whole undone turn, untruncated (pbem.games.audit.audit cuts details short)."""
     detail = {"turn": turn,
               "moves": [{"seat": m.seat, "minigame": m.minigame, "by": m.by,
                          "move": json.loads(m.move_json),

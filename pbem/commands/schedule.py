@@ -14,7 +14,9 @@ from datetime import UTC, datetime, timedelta
 from sqlmodel import Session, col, delete, select
 
 from pbem.commands.context import CommandContext, Done, MailCommand
-from pbem.games import audit, find_game, players_of, remove_entrant
+from pbem.games.audit import audit
+from pbem.games.lifecycle import remove_entrant
+from pbem.games.records import find_game, players_of
 from pbem.kinds.options import ROBOT_LEVELS, options_of, save_options
 from pbem.orders.parsing import Order, game_name
 from pbem.services.post import announce, notice, tagged

@@ -19,22 +19,11 @@ from sqlmodel import Session
 
 from pbem.commands.context import CommandContext, Done, MailCommand, with_seats
 from pbem.commands.referee_cmds import not_an_address
-from pbem.games import (
-    active_players,
-    audit,
-    drop_orders,
-    facts_of,
-    find_game,
-    id_of,
-    latest_report,
-    load_state,
-    pending_orders,
-    players_of,
-    record_order,
-    seated,
-    stream_of,
-    update_players,
-)
+from pbem.games.audit import audit
+from pbem.games.records import active_players, find_game, id_of, players_of, seated, update_players
+from pbem.games.reporting import latest_report
+from pbem.games.states import load_state, stream_of
+from pbem.games.turn_in_play import drop_orders, facts_of, pending_orders, record_order
 from pbem.kinds import kind_of
 from pbem.mail.addresses import address_problem
 from pbem.mail.compose import make_message_id
@@ -207,7 +196,7 @@ def do_replace(ctx: CommandContext, order: Order) -> str:
     taking = {name: getattr(new, name) for name in
               ("name", "entrant", "seat", "active", "key", "key_hash", "default_order",
                "missed_turns")}
-    # the players by statement (pbem.games.update_players): a former one back, or a new one
+    # the players by statement (pbem.games.records.update_players): a former one back, or a new one
     update_players(ctx.session, game, {old.id: {"active": False},
                                        **({same.id: taking} if same is not None else {})})
     if same is None:

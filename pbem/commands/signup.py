@@ -26,15 +26,9 @@ from sqlmodel import col, select
 from pbem.commands.address import ADDRESSING, confirm_address
 from pbem.commands.context import CommandContext, MailCommand, game_is, refuse
 from pbem.commands.referee_cmds import start
-from pbem.games import (
-    active_players,
-    add_player,
-    audit,
-    find_game,
-    id_of,
-    players_of,
-    remove_entrant,
-)
+from pbem.games.audit import audit
+from pbem.games.lifecycle import add_player, remove_entrant
+from pbem.games.records import active_players, find_game, id_of, players_of
 from pbem.kinds import kind_of
 from pbem.kinds.options import options_of
 from pbem.orders.parsing import Order, game_name, no_args

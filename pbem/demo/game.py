@@ -29,7 +29,7 @@ from sqlmodel import Session
 
 from pbem.config import ListenSettings, Settings
 from pbem.demo.robot_client import ReadReport, client_order_lines, parse_mail, read_report, reply_to
-from pbem.games import find_game
+from pbem.games.records import find_game
 from pbem.kinds import DEFAULT_KIND, Demo, JSONMap, kind_named
 from pbem.kinds.verify import score_words
 from pbem.runner.server import Server

@@ -28,7 +28,7 @@ from pbem.text.wording import Message, _, listed
 # name. The table holds kinds of different states, so its values can only be existential
 # ("some S, some M"), which Python's types say as Any. This is the one place that erasure
 # is made: what takes a kind and its state is generic (GameKind[S, M] with a state S:
-# pbem.games.GameFacts, pbem.services.turns, reports, replay), so a state handed on
+# pbem.games.turn_in_play.GameFacts, pbem.services.turns, reports, replay), so a state handed on
 # together with its kind keeps S and M, and none is typed Any outside pbem/kinds/.
 AnyKind = GameKind[Any, Any]
 

@@ -30,7 +30,7 @@ from sqlmodel import Session, col, select
 
 from pbem.commands.context import Turnkey, refusal
 from pbem.commands.registry import player_commands
-from pbem.games import find_game, game_named, players_of, read_game, seated
+from pbem.games.records import find_game, game_named, players_of, read_game, seated
 from pbem.kinds import kind_of
 from pbem.mail.read import InboundMessage
 from pbem.mail.senderauth import check_sender

@@ -19,7 +19,8 @@ from pbem.commands import registry
 from pbem.commands.context import CommandContext, Turnkey, refusal
 from pbem.commands.registry import referee_commands, run
 from pbem.config import Settings
-from pbem.games import active_players, load_state
+from pbem.games.records import active_players
+from pbem.games.states import load_state
 from pbem.kinds import kind_of
 from pbem.mail.read import MAX_LINE_CHARS, MAX_TEXT_LINES, InboundMessage, read_message
 from pbem.mail.text import BodyLine

@@ -26,7 +26,7 @@ from datetime import datetime
 from sqlalchemy import bindparam
 from sqlmodel import Session, col, select
 
-from pbem.games import audit
+from pbem.games.audit import audit
 from pbem.mail.bounces import Bounce, read_bounce
 from pbem.mail.read import InboundMessage
 from pbem.outbox import Undelivered

@@ -17,7 +17,9 @@ from sqlalchemy import Engine
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
-from pbem.games import already_told, audit, missing_seats, seated, update_players
+from pbem.games.audit import already_told, audit
+from pbem.games.records import seated, update_players
+from pbem.games.turn_in_play import missing_seats
 from pbem.kinds.options import GameOptions, options_of
 from pbem.services.failures import game_failed, held_by, what_failed
 from pbem.services.health import LAST_TICK

@@ -12,7 +12,8 @@ from typing import Any
 
 from sqlmodel import Session
 
-from pbem.games import entrants_of, moves_of, read_players, replayed_state, seats_of
+from pbem.games.records import entrants_of, read_players, seats_of
+from pbem.games.states import moves_of, replayed_state
 from pbem.kinds import KINDS, kind_of
 from pbem.kinds.generic_record import Entrant, GameRows, MoveRow
 from pbem.kinds.jsontypes import KindJSON

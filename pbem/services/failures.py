@@ -24,7 +24,8 @@ from datetime import datetime, timedelta
 
 from sqlmodel import Session, col, select
 
-from pbem.games import already_told, audit, find_game
+from pbem.games.audit import already_told, audit
+from pbem.games.records import find_game
 from pbem.mail.read import InboundMessage
 from pbem.services.post import Post, announce, replied_to, tagged, tell_referee
 from pbem.store.bodies import HeldMail

@@ -20,7 +20,8 @@ from sqlalchemy import select as select_columns  # sqlmodel's select takes at mo
 from sqlmodel import Session, col, select
 
 from pbem.config import Settings
-from pbem.games import active_players, audit
+from pbem.games.audit import audit
+from pbem.games.records import active_players
 from pbem.kinds.options import GameOptions, options_of
 from pbem.mail.newtext import QUOTE
 from pbem.mail.quotecut import reply_text

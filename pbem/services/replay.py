@@ -1,5 +1,5 @@
 """The replay of a game: the state after every turn, rebuilt from the seed and the
-recorded moves exactly as the referee built it (pbem.games.load_state does the same,
+recorded moves exactly as the referee built it (pbem.games.states.load_state does the same,
 keeping only the last state); and the game's course drawn from it (pbem.render.charts).
 
 A finished game never changes (a ROLLBACK changes its turn), so the web app keeps
@@ -16,7 +16,8 @@ from typing import Any, Generic, TypeVar, overload
 
 from sqlmodel import Session, col, select
 
-from pbem.games import read_players, seats_of, stream_of
+from pbem.games.records import read_players, seats_of
+from pbem.games.states import stream_of
 from pbem.kinds import GameKind, kind_of
 from pbem.render.charts import Course
 from pbem.store.models import Move

@@ -15,7 +15,9 @@ from typing import Any, TypeVar
 from sqlmodel import Session
 
 from pbem.config import WebSettings
-from pbem.games import GameFacts, heard_by, seated, talk_lines, watchers_of
+from pbem.games.records import seated
+from pbem.games.reporting import heard_by, talk_lines, watchers_of
+from pbem.games.turn_in_play import GameFacts
 from pbem.kinds import GameKind, kind_of
 from pbem.kinds.options import LEVEL_NAMES, GameOptions, robot_level
 from pbem.outbox import Composed, Origin, Queued, compose, queue_all

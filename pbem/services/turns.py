@@ -9,7 +9,7 @@ the deadline: now), plays it (``play_turn``: missing orders are played for
 their players: their standing order, the game's policy, or the robot) and
 queues its reports (``report_turn``; a player's order has them queued after
 its answer, which says they follow). What the transaction knows of the game
-(pbem.games.GameFacts) is read once and handed down.
+(pbem.games.turn_in_play.GameFacts) is read once and handed down.
 
 After each resolution ``after_turn`` counts the turns a player missed in a
 row (Player.missed_turns; their own order resets it) and, when the count
@@ -32,18 +32,10 @@ from typing import Any, Generic, NamedTuple, TypeVar, cast, overload
 from sqlalchemy import bindparam, insert
 from sqlmodel import col, select
 
-from pbem.games import (
-    GameFacts,
-    drop_orders,
-    facts_of,
-    id_of,
-    players_of,
-    seated,
-    stream_of,
-    turn_begins,
-    update_game,
-    update_players,
-)
+from pbem.games.lifecycle import turn_begins
+from pbem.games.records import id_of, players_of, seated, update_game, update_players
+from pbem.games.states import stream_of
+from pbem.games.turn_in_play import GameFacts, drop_orders, facts_of
 from pbem.kinds import GameKind, kind_of
 from pbem.kinds.options import POLICIES, GameOptions, options_of, robot_level
 from pbem.services.bounces import describe_said, failing, report_notes

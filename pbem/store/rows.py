@@ -1,9 +1,9 @@
 """A game and its players as plain rows: what a mail's handling reads and passes down.
 
 A player's mail reads its game by one statement and the game's players by one more (once
-a transaction: pbem.games.players_of), as these frozen rows, not ORM objects: loading,
+a transaction: pbem.games.records.players_of), as these frozen rows, not ORM objects: loading,
 tracking and flushing the objects was the ORM's share of an order. What changes them is
-written by its own statement, at once (pbem.games.update_game, update_players), and the
+written by its own statement, at once (pbem.games.records.update_game, update_players), and the
 changed row is handed on: a row is never changed in place, so a stale one cannot be
 written back.
 

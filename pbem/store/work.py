@@ -16,14 +16,15 @@ pool's ``reset``, ``invalidate`` and ``close`` (which give it back too); on ever
 ``bench/house.py``.
 
 - ``memo``: the players (rows: pbem.store.rows) and the pending orders of a game, read once
-  a transaction (pbem.games.players_of, pending_orders), its moves once a transaction and
-  turn (pbem.games.load_state: kept under the turn, which no write makes stale), and the
+  a transaction (pbem.games.records.players_of,
+  pbem.games.turn_in_play.pending_orders), its moves once a transaction and
+  turn (pbem.games.states.load_state: kept under the turn, which no write makes stale), and the
   mail of ours an inbound mail replies to (pbem.services.post.replied_mail). A group of a
   game's mails handled in one transaction (pbem.runner.referee.Referee.handle_group) keeps
   it from one mail to the next. What writes them keeps it right,
-  explicitly: pbem.games.record_order and drop_orders set the orders they wrote,
+  explicitly: pbem.games.turn_in_play.record_order and drop_orders set the orders they wrote,
   update_players the players; a function that adds or deletes a Player or a PendingOrder
-  (pbem.games.add_player, remove_entrant, pbem.commands.seats' REPLACE,
+  (pbem.games.lifecycle.add_player, remove_entrant, pbem.commands.seats' REPLACE,
   pbem.commands.rollback), or changes players by another statement (LANGUAGE, TIMEZONE,
   ADDRESS), calls ``forget`` with that kind; a savepoint that rolls back (``savepoint``, the one way this
   code makes one) forgets all of it, and the transaction's end does (above).
@@ -41,7 +42,7 @@ memo, pbem.runner.sender_check's replies, pbem.outbox.queue's queued mail, ``sav
 below), so a transaction that reaches one opens a Work, and mypy finds one that does not.
 No function asks which kind of session it was given. A reader that reads a game once (a web
 page, a replay, an export) takes a plain Session and reads without a memo
-(pbem.games.read_players).
+(pbem.games.records.read_players).
 """
 
 from __future__ import annotations

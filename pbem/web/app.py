@@ -44,7 +44,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as ASGIMessage
 
 from pbem.config import Settings
-from pbem.games import read_players
+from pbem.games.records import read_players
 from pbem.kinds.verify import Verdict, check_record
 from pbem.render.environment import packaged_template_dir
 from pbem.services.export import export_json

@@ -15,7 +15,7 @@ from urllib.parse import quote
 from sqlmodel import Session
 
 from pbem.config import Settings
-from pbem.games import read_players
+from pbem.games.records import read_players
 from pbem.kinds import PUBLIC, REVEAL, GameKind, Viewer, kind_of
 from pbem.kinds.options import options_of
 from pbem.kinds.verify import check_record

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, col, select
 
-from pbem.games import find_game, players_of, seated
+from pbem.games.records import find_game, players_of, seated
 from pbem.runner.server import Server
 from pbem.store.models import AuditEntry, Move, Player
 from pbem.store.work import Work

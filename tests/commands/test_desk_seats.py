@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
-from pbem.games import find_game, pending_orders
+from pbem.games.records import find_game
+from pbem.games.turn_in_play import pending_orders
 from pbem.kinds import kind_of
 from pbem.rules.postal_record import GameRecord, verify
 from pbem.runner.server import Server
@@ -287,7 +288,7 @@ def test_rollback_with_nothing_to_undo(server: Server) -> None:
 
 @pytest.mark.parametrize("kind_name", ["classic", "cup"])
 def test_the_desk_works_for_other_kinds(server: Server, kind_name: str) -> None:
-    from pbem.games import create_game
+    from pbem.games.lifecycle import create_game
     from pbem.kinds import kind_named
     from pbem.rules.dice import seed_from_number
     kind = kind_named(kind_name)

@@ -9,7 +9,7 @@ import re
 import pytest
 from sqlmodel import Session, select
 
-from pbem.games import find_game, players_of
+from pbem.games.records import find_game, players_of
 from pbem.runner.server import Server
 from pbem.store.models import Player, Signup, TalkMessage, Watcher
 from pbem.store.work import Work

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from sqlmodel import Session
 
-from pbem.games import find_game
+from pbem.games.records import find_game
 from pbem.runner.server import Server
 from testkit.desk import (
     PLAYERS,

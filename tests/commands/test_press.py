@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from sqlmodel import Session, select
 
-from pbem.games import find_game
+from pbem.games.records import find_game
 from pbem.runner.server import Server
 from pbem.store.models import TalkMessage
 from pbem.text.errors import Refusal

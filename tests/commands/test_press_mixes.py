@@ -21,7 +21,7 @@ from starlette.testclient import TestClient
 
 from pbem.config import WebSettings
 from pbem.demo.robot_client import parse_mail
-from pbem.games import find_game, seated
+from pbem.games.records import find_game, seated
 from pbem.runner.server import Server
 from pbem.store.models import OutboundMail, Watcher
 from pbem.store.work import Work

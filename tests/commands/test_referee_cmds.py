@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from sqlmodel import Session
 
-from pbem.games import find_game, players_of
+from pbem.games.records import find_game, players_of
 from pbem.runner.server import Server
 from pbem.store.work import Work
 from pbem.text.errors import Refusal

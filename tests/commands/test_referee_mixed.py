@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from sqlmodel import select
 
-from pbem.games import find_game, pending_orders
+from pbem.games.records import find_game
+from pbem.games.turn_in_play import pending_orders
 from pbem.runner.server import Server
 from pbem.store.models import Player, TalkMessage
 from pbem.store.work import Work

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from pbem.games import find_game, players_of
+from pbem.games.records import find_game, players_of
 from pbem.kinds.options import options_of
 from pbem.runner.server import Server
 from pbem.store.work import Work

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 from sqlmodel import Session, col, select
 
-from pbem.games import find_game
+from pbem.games.records import find_game
 from pbem.runner.server import Server
 from pbem.store.models import OutboundMail, Watcher
 from testkit.desk import (

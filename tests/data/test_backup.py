@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from sqlmodel import Session
 
 from pbem.config import load_settings
-from pbem.games import find_game
+from pbem.games.records import find_game
 from pbem.kinds.verify import check_record
 from pbem.runner.server import Server
 from pbem.services.export import export_json

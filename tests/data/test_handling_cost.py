@@ -22,8 +22,11 @@ from pathlib import Path
 from sqlalchemy import event
 from sqlmodel import Session, col, select
 
-from pbem import games
-from pbem.games import find_game, load_state, players_of, seated
+from pbem.games import states as replayed_states
+from pbem.games.lifecycle import add_player, remove_entrant
+from pbem.games.records import active_players, find_game, players_of, seated, update_players
+from pbem.games.states import load_state
+from pbem.games.turn_in_play import drop_orders, pending_orders, record_order
 from pbem.kinds import kind_of
 from pbem.runner import inbox
 from pbem.runner.server import Server
@@ -109,7 +112,7 @@ def states(server: Server) -> tuple[object, object]:
     with Work(server.engine) as session:
         game = find_game(session, "g1")
         kept = load_state(session, game)
-        games._states.clear()
+        replayed_states._states.clear()
         return kept, load_state(session, game)
 
 
@@ -167,7 +170,7 @@ def test_a_transaction_reads_a_games_moves_once_a_turn(tmp_path: Path) -> None:
             session.commit()
     finally:
         event.remove(server.engine, "before_cursor_execute", count)
-    games._states.clear()
+    replayed_states._states.clear()
     with Work(server.engine) as session:
         assert load_state(session, find_game(session, "g1")) == after
 
@@ -182,12 +185,12 @@ def test_the_memo_follows_what_the_writers_of_players_do(tmp_path: Path) -> None
         game = find_game(session, "g1")
         first = players_of(session, game)
         assert len(first) == 3 and players_of(session, game) == first
-        first = games.update_players(session, game, {first[0].id: {"active": False}})
+        first = update_players(session, game, {first[0].id: {"active": False}})
         assert not first[0].active and players_of(session, game) == first
-        assert first[0] not in games.active_players(session, game)
-        newcomer = games.add_player(session, game, "new@example.org", "New")
+        assert first[0] not in active_players(session, game)
+        newcomer = add_player(session, game, "new@example.org", "New")
         assert newcomer.id in [p.id for p in players_of(session, game)]
-        games.remove_entrant(session, game, first[1])
+        remove_entrant(session, game, first[1])
         assert first[1] not in players_of(session, game)
         assert [p.entrant for p in players_of(session, game)] == [1, 2, 3]
         session.rollback()
@@ -205,11 +208,11 @@ def test_the_memo_is_its_transactions_and_outlives_a_savepoint_released(
         game = find_game(session, "g1")
         first = players_of(session, game)
         with session.savepoint():
-            first = games.update_players(session, game, {first[0].id: {"name": "Renamed"}})
+            first = update_players(session, game, {first[0].id: {"name": "Renamed"}})
         assert ("players", game.id) in session.memo and players_of(session, game) == first
         assert first[0].name == "Renamed"
         with contextlib.suppress(LookupError), session.savepoint():
-            games.update_players(session, game, {first[0].id: {"name": "Gone"}})
+            update_players(session, game, {first[0].id: {"name": "Gone"}})
             raise LookupError
         assert session.memo == {}
         players_of(session, game)
@@ -240,17 +243,17 @@ def test_an_order_recorded_forgets_the_orders_and_keeps_the_players(tmp_path: Pa
         holder = seated(session, game)[1]
         event.listen(server.engine, "before_cursor_execute", count)
         try:
-            assert games.pending_orders(session, game) == {}
+            assert pending_orders(session, game) == {}
             move = kind_of(game).robot_move(load_state(session, game), 1, random.Random(1))
-            games.record_order(session, game, 1, move, now=clock(), inbound_id=None)
-            assert set(games.pending_orders(session, game)) == {1}
+            record_order(session, game, 1, move, now=clock(), inbound_id=None)
+            assert set(pending_orders(session, game)) == {1}
             assert seated(session, game)[1] is holder
             session.forget()                        # as read anew
-            assert set(games.pending_orders(session, game)) == {1}
-            games.drop_orders(session, game, [1])
-            assert games.pending_orders(session, game) == {}
+            assert set(pending_orders(session, game)) == {1}
+            drop_orders(session, game, [1])
+            assert pending_orders(session, game) == {}
             session.forget()
-            assert games.pending_orders(session, game) == {}
+            assert pending_orders(session, game) == {}
         finally:
             event.remove(server.engine, "before_cursor_execute", count)
         assert player_reads == []

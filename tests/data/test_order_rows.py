@@ -18,7 +18,8 @@ from typing import Any
 from sqlalchemy import event, update
 from sqlmodel import col, select
 
-from pbem.games import find_game, pending_orders, players_of, read_game, update_players
+from pbem.games.records import find_game, players_of, read_game, update_players
+from pbem.games.turn_in_play import pending_orders
 from pbem.runner.server import Server
 from pbem.services.turns import TurnChange, settle
 from pbem.store.models import Player, TalkMessage

@@ -16,7 +16,7 @@ import pytest
 from sqlmodel import Session, col, select
 
 from pbem.config import RetentionSettings
-from pbem.games import find_game
+from pbem.games.records import find_game
 from pbem.kinds import DEFAULT_KIND
 from pbem.kinds.verify import check_record
 from pbem.runner import server as server_module

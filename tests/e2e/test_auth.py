@@ -22,7 +22,8 @@ import pytest
 from sqlmodel import Session, select
 
 from pbem.demo.robot_client import client_order_lines
-from pbem.games import find_game, pending_orders, players_of, update_players
+from pbem.games.records import find_game, players_of, update_players
+from pbem.games.turn_in_play import pending_orders
 from pbem.runner.server import Server
 from pbem.store import security
 from pbem.store.models import InboundMail, OutboundMail, Player, SenderEvent

@@ -28,7 +28,7 @@ from sqlmodel import Session, select
 
 from pbem.config import load_settings
 from pbem.demo.robot_client import client_order_lines, parse_mail, reply_to, report_view
-from pbem.games import find_game
+from pbem.games.records import find_game
 from pbem.runner.server import Server
 from pbem.store import claims
 from pbem.store.claims import Lease
@@ -324,7 +324,7 @@ def test_a_tick_that_waited_for_the_referee_lease_says_how_long_and_on_whom(
 def test_a_referee_command_from_the_shell_waits_for_the_referee_lease(
         tmp_path: Path, database: str) -> None:
     from pbem.config import Settings
-    from pbem.games import Refusal
+    from pbem.text.errors import Refusal
     settings = Settings(database=database, address="bluff@x.org",
                         referee="referee@x.org", referee_key="k", outbox_dir=tmp_path / "out",
                         lock_wait_seconds=0.1)

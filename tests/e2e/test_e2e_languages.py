@@ -26,7 +26,7 @@ import pytest
 from sqlmodel import Session
 
 from pbem.demo.robot_client import client_order_lines, parse_mail
-from pbem.games import find_game
+from pbem.games.records import find_game
 from pbem.services.clock import clock_tick
 from pbem.store.models import OutboundMail
 from testkit.catalogue import english_left

@@ -17,7 +17,7 @@ import pytest
 from sqlmodel import Session, col, select
 
 from pbem.demo.robot_client import report_view
-from pbem.games import find_game
+from pbem.games.records import find_game
 from pbem.store import faults
 from pbem.store.models import InboundMail
 from testkit.e2e import Table, text_of

@@ -22,7 +22,7 @@ import pytest
 from sqlmodel import Session, select
 
 from pbem.demo.robot_client import client_order_lines
-from pbem.games import find_game
+from pbem.games.records import find_game
 from pbem.services.clock import clock_tick
 from pbem.store.models import SenderEvent
 from testkit.e2e import Client, Table, text_of

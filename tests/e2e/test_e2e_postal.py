@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from sqlmodel import Session
 
-from pbem.games import find_game
+from pbem.games.records import find_game
 from pbem.kinds.bidding import order_lines
 from pbem.kinds.postal import choose_order
 from pbem.rules.bid_moves import BidMove

@@ -32,7 +32,8 @@ from sqlmodel import Session, select
 
 import pbem.runner.triage
 from pbem.demo.robot_client import parse_mail
-from pbem.games import find_game, pending_orders
+from pbem.games.records import find_game
+from pbem.games.turn_in_play import pending_orders
 from pbem.mail.read import read_message
 from pbem.runner.server import Server
 from pbem.store.models import InboundMail, OutboundMail

@@ -37,7 +37,8 @@ from typing import Any
 import pytest
 from sqlmodel import Session, select
 
-from pbem.games import find_game, pending_orders, players_of
+from pbem.games.records import find_game, players_of
+from pbem.games.turn_in_play import pending_orders
 from pbem.mail.read import read_message
 from pbem.store.models import OutboundMail
 from pbem.store.work import Work

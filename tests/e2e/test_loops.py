@@ -22,7 +22,8 @@ import pytest
 from sqlmodel import Session, select
 
 from pbem.demo.robot_client import client_order_lines, parse_mail
-from pbem.games import find_game, pending_orders
+from pbem.games.records import find_game
+from pbem.games.turn_in_play import pending_orders
 from pbem.mail.smtp_out import SendResult
 from pbem.runner.server import Server
 from pbem.store.models import InboundMail, OutboundMail

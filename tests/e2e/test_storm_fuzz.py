@@ -25,7 +25,8 @@ from typing import Any
 import pytest
 from sqlmodel import Session, col, func, select
 
-from pbem.games import find_game, pending_orders
+from pbem.games.records import find_game
+from pbem.games.turn_in_play import pending_orders
 from pbem.runner.server import Server
 from pbem.store.models import InboundMail, OutboundMail
 from pbem.store.work import Work

@@ -14,7 +14,8 @@ from email.message import EmailMessage
 import pytest
 from sqlmodel import Session, select
 
-from pbem.games import find_game, load_state
+from pbem.games.records import find_game
+from pbem.games.states import load_state
 from pbem.kinds import kind_of
 from pbem.runner.server import Server
 from pbem.store.models import Player, Signup

@@ -16,7 +16,7 @@ import jsonschema
 import pytest
 
 from pbem.demo.robot_client import client_order_lines
-from pbem.games import add_player, create_game, start_game
+from pbem.games.lifecycle import add_player, create_game, start_game
 from pbem.kinds import kind_named
 from pbem.kinds.classic import CLASSIC, client_seat_view
 from pbem.kinds.cup import CUP, client_state

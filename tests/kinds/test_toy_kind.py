@@ -27,7 +27,7 @@ from sqlmodel import Session
 
 from pbem.cli import build_parser, main
 from pbem.demo.robot_client import client_order_lines
-from pbem.games import find_game, seated
+from pbem.games.records import find_game, seated
 from pbem.kinds import (
     DEFAULT_KIND,
     JSON,

@@ -11,7 +11,9 @@ from sqlmodel import Session, select
 
 from pbem.config import Settings, SmtpSettings
 from pbem.demo.robot_client import parse_mail
-from pbem.games import find_game, load_state, pending_orders
+from pbem.games.records import find_game
+from pbem.games.states import load_state
+from pbem.games.turn_in_play import pending_orders
 from pbem.rules.postal import minigame_of
 from pbem.runner.server import Server
 from pbem.store.models import InboundMail, OutboundMail
@@ -186,7 +188,7 @@ def test_stale_order_is_refused(server: Server) -> None:
 
 
 def test_admin_status_and_unknown_game(server: Server) -> None:
-    from pbem.games import Refusal
+    from pbem.text.errors import Refusal
     started_game(server)
     status = server.referee.admin(["STATUS", "g1"])[0]
     assert "running" in status and "turn 1" in status

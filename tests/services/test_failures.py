@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 from sqlmodel import Session, select
 
-from pbem.games import find_game, pending_orders
+from pbem.games.records import find_game
+from pbem.games.turn_in_play import pending_orders
 from pbem.render.reports import Renderer
 from pbem.services.clock import clock_tick
 from pbem.services.post import Post

@@ -27,7 +27,7 @@ from sqlmodel import Session
 
 from pbem.config import load_settings
 from pbem.demo.robot_client import parse_mail
-from pbem.games import find_game
+from pbem.games.records import find_game
 from pbem.runner.server import Server
 from pbem.services import failures
 from pbem.store import faults

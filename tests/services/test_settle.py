@@ -17,10 +17,11 @@ from typing import Any
 
 import pytest
 
-from pbem import games
 from pbem.commands.context import CommandContext, Done, MailCommand
 from pbem.commands.registry import run
-from pbem.games import facts_of, find_game
+from pbem.games.records import find_game, players_of
+from pbem.games.states import load_state
+from pbem.games.turn_in_play import facts_of, pending_orders
 from pbem.orders.parsing import Order, game_name
 from pbem.runner.server import Server
 from pbem.services.turns import TurnChange, complete, settle
@@ -125,8 +126,8 @@ def test_the_order_that_completes_a_turn_reads_the_game_once(server: Server) -> 
     raw = mail(last, f"GAME g1\nKEY {key_of(server, last)}\n"
                      f"{raise_line(server, seat_of(server, last))}\n")
     assert server.referee.store_inbound(raw, source="smtp")
-    codes = {f.__code__: f.__name__ for f in (games.load_state, games.pending_orders,
-                                              games.players_of, games.facts_of)}
+    codes = {f.__code__: f.__name__ for f in (load_state, pending_orders,
+                                              players_of, facts_of)}
     seen: Counter[str] = Counter()
     sys.setprofile(_counting(codes, seen))
     try:

@@ -22,7 +22,7 @@ import pytest
 from playwright.sync_api import sync_playwright
 from sqlmodel import Session
 
-from pbem.games import find_game
+from pbem.games.records import find_game
 from pbem.render.charts import odds_html
 from pbem.rules.cupofbluff import total_distribution
 from pbem.store.models import OutboundMail

@@ -26,7 +26,7 @@ from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, select
 
 from pbem.config import ConfigError, Settings, WebSettings, load_settings
-from pbem.games import find_game, players_of, read_players
+from pbem.games.records import find_game, players_of, read_players
 from pbem.kinds.verify import check_record
 from pbem.rules.classic import hand_label as classic_hand_label
 from pbem.rules.dice import DiceStream, face_json

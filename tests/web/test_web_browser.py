@@ -22,7 +22,7 @@ import pytest
 from playwright.sync_api import sync_playwright
 from sqlmodel import Session, select
 
-from pbem.games import find_game
+from pbem.games.records import find_game
 from pbem.render.filters import face_name
 from pbem.rules.classic import hand_label
 from pbem.rules.dice import DiceStream, face_json
