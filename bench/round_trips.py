@@ -163,7 +163,7 @@ def run(database: str, games: int, seed: int, show: str | None = None,
             return listener
 
         # BEGIN, COMMIT and ROLLBACK by the transactions' events: psycopg sends them itself,
-        # pbem runs SQLite's on the driver's connection (pbem.store.db._own_statement)
+        # pbem runs SQLite's on the driver's connection (pbem.store.engines._own_statement)
         listeners: list[tuple[str, Any]] = [
             ("before_cursor_execute", statement), ("after_cursor_execute", executed),
             ("begin", ended("BEGIN")), ("commit", ended("COMMIT")),

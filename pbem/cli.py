@@ -38,7 +38,7 @@ from pbem.runner.server import Server, utc_now
 from pbem.services.export import export_json
 from pbem.services.export import schema as joined_schema
 from pbem.services.health import server_status
-from pbem.store import db
+from pbem.store import db, engines
 from pbem.store.backup import (
     BackupError,
     BackupPlan,
@@ -212,7 +212,7 @@ def cmd_db(args: argparse.Namespace) -> int:
     `pbem db backup` and `pbem db prune` (docs/operating.md)."""
     settings = _settings(args)
     url = settings.database
-    path = db.sqlite_path(url)
+    path = engines.sqlite_path(url)
     if args.action == "backup":
         return db_backup(settings, args.path, run=args.run)
     if args.action == "prune":
@@ -248,7 +248,7 @@ def db_backup(settings: Settings, given: str | None, *, run: bool) -> int:
     """`pbem db backup [PATH]`: SQLite's online backup, whole while pbem runs; without PATH
     into [backup] dir, where the newest [backup] keep are kept. PostgreSQL: pg_dump's
     command line, run with --run."""
-    path = db.sqlite_path(settings.database)
+    path = engines.sqlite_path(settings.database)
     folder = settings.backup_folder
     if path is not None:
         owner = path.stat().st_uid if path.is_file() else os.geteuid()

@@ -2,7 +2,7 @@
 
 All the migrations of a run share one transaction (Alembic joins the one begun here),
 committed at the end: on PostgreSQL, and on SQLite, whose engine begins every
-transaction itself so that DDL is transactional (pbem.store.db.make_engine). A run stopped
+transaction itself so that DDL is transactional (pbem.store.engines.make_engine). A run stopped
 anywhere leaves the schema as it was before it.
 """
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from pbem.store import db
+from pbem.store import db, engines
 
 Schema = dict[str, dict[str, Any]]
 Columns = dict[str, list[str]]   # table -> the columns to read back
@@ -64,7 +64,7 @@ def filled_at_first_revision(url: str, rows: int) -> Columns:
 
 
 def rows_of(url: str, columns: Columns) -> dict[str, list[tuple[Any, ...]]]:
-    engine = db.make_engine(url)
+    engine = engines.make_engine(url)
     try:
         meta = sa.MetaData()
         present = set(sa.inspect(engine).get_table_names())
@@ -88,7 +88,7 @@ def rows_of(url: str, columns: Columns) -> dict[str, list[tuple[Any, ...]]]:
 
 def schema_of(url: str) -> Schema:
     """Every table's columns, primary key, indexes, foreign keys and unique constraints."""
-    engine = db.make_engine(url)
+    engine = engines.make_engine(url)
     try:
         inspector = sa.inspect(engine)
         schema: Schema = {}
@@ -111,7 +111,7 @@ def schema_of(url: str) -> Schema:
 
 
 def revision_of(url: str) -> str | None:
-    engine = db.make_engine(url)
+    engine = engines.make_engine(url)
     try:
         return db.current_revision(engine)
     finally:

@@ -17,7 +17,7 @@ from sqlalchemy.orm import aliased
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session, col, select
 
-from pbem.store.db import core_read
+from pbem.store.engines import core_read
 from pbem.store.models import (
     Game,
     Player,

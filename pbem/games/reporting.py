@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import bindparam
 from sqlmodel import Session, col, select
 
-from pbem.store.db import core_read
+from pbem.store.engines import core_read
 from pbem.store.models import (
     OutboundMail,
     TalkMessage,
@@ -20,7 +20,7 @@ from pbem.store.models import (
 from pbem.store.rows import GameView
 from pbem.text.wording import _
 
-# the reads of every turn's reports, built once and run as Core (pbem.store.db.core_read)
+# the reads of every turn's reports, built once and run as Core (pbem.store.engines.core_read)
 _WATCHERS_OF = (select(Watcher.email).where(col(Watcher.game_id) == bindparam("game"))
                 .order_by(col(Watcher.id)))
 _TALK_OF = (select(TalkMessage.name, TalkMessage.seat, TalkMessage.text, TalkMessage.to_seat)

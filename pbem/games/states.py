@@ -20,7 +20,7 @@ from pbem.games.records import seat_count
 from pbem.kinds import GameKind, kind_of
 from pbem.rules.dice import DiceStream
 from pbem.rules.ruleset import RuleSet
-from pbem.store.db import core_read
+from pbem.store.engines import core_read
 from pbem.store.models import Move
 from pbem.store.rows import GameView
 from pbem.store.work import Work

@@ -20,7 +20,7 @@ from pbem.games.records import id_of, players_of
 from pbem.games.states import load_state
 from pbem.kinds import GameKind, kind_of
 from pbem.kinds.options import GameOptions, options_of
-from pbem.store.db import core_read
+from pbem.store.engines import core_read
 from pbem.store.models import PendingOrder
 from pbem.store.rows import (
     GameRow,

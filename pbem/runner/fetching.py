@@ -31,7 +31,7 @@ from pbem.services.failures import what_failed
 from pbem.services.post import tell_referee
 from pbem.store.backoff import Backoff
 from pbem.store.claims import Lease, Waits
-from pbem.store.db import transient_error
+from pbem.store.engines import transient_error
 from pbem.store.models import Signup
 from pbem.store.security import known_address
 from pbem.store.work import Work

@@ -36,10 +36,11 @@ from sqlmodel import Session, col, select
 
 from pbem.commands.referee_cmds import RELEASE_ASKED
 from pbem.mail.headers import MAIL_HEADER_BYTES, as_text, read_mail_header
+from pbem.store.advisory_locks import game_writer, lane_claim, lane_claim_reading, one_writer
 from pbem.store.bodies import HeldMail
 from pbem.store.claims import claim_many, claim_stale, me
-from pbem.store.db import game_writer, lane_claim, lane_claim_reading, one_writer, reading
 from pbem.store.driver import Hot
+from pbem.store.engines import reading
 from pbem.store.faults import fail_point
 from pbem.store.models import InboundMail, InboundRaw, ServerState
 from pbem.store.wakeups import tell_stored
@@ -366,7 +367,7 @@ def finish_all(session: Session, rows: list[HeldMail], following: list[int]) -> 
 
 
 # --------------------------------------------------------------------------- lanes
-# PostgreSQL (pbem.store.db.lanes_apart): each stored mail is given its lane once, before it is
+# PostgreSQL (pbem.store.advisory_locks.lanes_apart): each stored mail is given its lane once, before it is
 # claimed (the game it speaks to, NO_GAME for the rest), and a worker claims a lane's new
 # mail all together, oldest first, only when no other live worker holds any of it: one
 # game's mail is handled by one worker at a time, in arrival order, while other workers
@@ -462,6 +463,6 @@ def claim_lane(bind: Engine | Connection, now: datetime, lease: timedelta, lane:
 
 def sender_of(row: HeldMail) -> str | None:
     """The address a stored mail comes from, as its header (or envelope) says, lower case:
-    the key of its sender's lock (pbem.store.db.sender_writer), not a proven sender."""
+    the key of its sender's lock (pbem.store.advisory_locks.sender_writer), not a proven sender."""
     found = parseaddr(read_mail_header(row.raw).text("From") or "")[1] or row.envelope_from
     return found.lower() if found else None

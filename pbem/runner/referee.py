@@ -49,16 +49,11 @@ from pbem.services.bounces import undeliverable
 from pbem.services.failures import game_failed, mail_failed, what_failed
 from pbem.services.post import Post, budget_short
 from pbem.services.progress import Marks, unmarked
+from pbem.store.advisory_locks import lanes_apart, one_writer, sender_writer, senders_writer
 from pbem.store.bodies import HeldMail
 from pbem.store.claims import Lease, Waits
-from pbem.store.db import (
-    lanes_apart,
-    one_writer,
-    open_database,
-    sender_writer,
-    senders_writer,
-    transient_error,
-)
+from pbem.store.db import open_database
+from pbem.store.engines import transient_error
 from pbem.store.faults import crash_point, poison_point
 from pbem.store.models import InboundMail, OutboundMail
 from pbem.store.work import Work
@@ -181,7 +176,7 @@ class Referee:
         its lane (route: its game), then the lanes are claimed one at a time, the one
         whose oldest mail came first first (pbem.runner.inbox.claim_lane); a lane another worker
         holds is left to it (told to ``waits``). Each mail's transaction takes its game's
-        lock, beside other games' (pbem.store.db.game_writer); mail of no game the one
+        lock, beside other games' (pbem.store.advisory_locks.game_writer); mail of no game the one
         writer's.
 
         A pass gives mail its lanes (route: after the worker giving lanes now, if one is,
@@ -309,7 +304,7 @@ class Referee:
                    waits: Waits | None) -> list[HeldMail]:
         """Begin a group's transaction: its game's lock, its claims held (pbem.runner.inbox.
         hold_claims: the mails still ours and new), then all their senders' locks
-        (pbem.store.db.senders_writer)."""
+        (pbem.store.advisory_locks.senders_writer)."""
         started = time.perf_counter()
         rows = inbox.hold_claims(session, ids, self.clock(), lane)
         senders_writer(session, [sender for row in rows
@@ -458,7 +453,7 @@ class Referee:
     def hold(self, session: Session, inbound_id: int, lane: int | None,
              waits: Waits | None) -> HeldMail | None:
         """Begin a claimed mail's transaction (pbem.runner.inbox.hold_claim) and read the mail;
-        a mail of a game's lane takes its sender's lock too (pbem.store.db.sender_writer).
+        a mail of a game's lane takes its sender's lock too (pbem.store.advisory_locks.sender_writer).
         None when the mail is no longer ours to handle."""
         started = time.perf_counter()
         row = inbox.hold_claim(session, inbound_id, self.clock(), lane)

@@ -39,7 +39,7 @@ from pbem.outbox import enqueue
 from pbem.services.post import Post, notice, replied_ids, replied_mail
 from pbem.store import security
 from pbem.store.bodies import HeldMail, outbound_body
-from pbem.store.db import core_read
+from pbem.store.engines import core_read
 from pbem.store.models import AuditEntry, Game, OutboundMail, Player
 from pbem.store.rows import GameRow, GameView, PlayerRow
 from pbem.store.work import Work

@@ -44,10 +44,11 @@ from pbem.runner.referee import Referee
 from pbem.runner.retention import prune_when_due
 from pbem.services.health import record_backoff
 from pbem.services.progress import Marks, Progress, unmarked
+from pbem.store.advisory_locks import lanes_apart
 from pbem.store.backoff import Backoff
 from pbem.store.backup import BackupPlan
 from pbem.store.claims import Lease, Waits
-from pbem.store.db import SchemaError, check_schema, lanes_apart, open_database
+from pbem.store.db import SchemaError, check_schema, open_database
 from pbem.store.faults import crash_point
 from pbem.store.security import known_address
 from pbem.store.wakeups import MailWatch

@@ -32,7 +32,7 @@ from pbem.mail.read import InboundMessage
 from pbem.outbox import Undelivered
 from pbem.services.post import BOUNCE_TO_CLEAR, Post, bounce_to_clear, tagged, tell_referee
 from pbem.services.post import undeliverable as tell_undeliverable
-from pbem.store.db import core_read
+from pbem.store.engines import core_read
 from pbem.store.models import BounceState, Game, OutboundMail, Player
 from pbem.store.rows import GameView
 from pbem.store.work import Work
@@ -253,7 +253,7 @@ def heard_from(session: Work, msg: InboundMessage) -> bool:
     return True
 
 
-# a game with a bounce note for its next report (pbem.store.db.core_read)
+# a game with a bounce note for its next report (pbem.store.engines.core_read)
 _NOTE_PENDING = select(BounceState.id).where(
     col(BounceState.game_id) == bindparam("game"), col(BounceState.report_pending).is_(True)
 ).limit(1)

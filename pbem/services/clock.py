@@ -25,8 +25,9 @@ from pbem.services.failures import game_failed, held_by, what_failed
 from pbem.services.health import LAST_TICK
 from pbem.services.post import Post, announce, notice, tagged, tell_referee
 from pbem.services.turns import TurnChange, settle
+from pbem.store.advisory_locks import game_writer, lanes_apart, one_writer
 from pbem.store.claims import aware
-from pbem.store.db import game_writer, lanes_apart, one_writer, reading
+from pbem.store.engines import reading
 from pbem.store.models import Absence, Game, Player, ServerState
 from pbem.store.work import Work
 from pbem.text.deadlines import (
@@ -50,7 +51,7 @@ def clock_tick(engine: Engine, post: Post, now: datetime,
     Outage shift first (so nothing is resolved in a rush after a restart),
     then each running game on its own transaction: a failure in one game is
     logged and does not stop the others. On PostgreSQL (lanes_apart) each game's
-    transaction claims the game (pbem.store.db.game_writer, tried): a game another worker
+    transaction claims the game (pbem.store.advisory_locks.game_writer, tried): a game another worker
     holds (its mail, its clock) is left to the next tick, its id added to ``left``.
     ``step`` is called after each game: the clock work of many games makes progress
     (serve's watchdog, pbem.runner.server.Server.loop_stalled).

@@ -1,7 +1,7 @@
 """How the server is doing, read from the database: the figures of `pbem status`, the web's
 ``/healthz`` and ``/metrics`` (docs/monitoring.md).
 
-Everything here is read in one read-only transaction (``pbem.store.db.reading``), so any
+Everything here is read in one read-only transaction (``pbem.store.engines.reading``), so any
 process that can read the database sees the same figures: `pbem web` runs apart from
 `pbem serve` and still knows when its last tick was (``clock.last_tick``, written by
 every tick's clock work), how much mail waits, how many mails failed, who holds the
@@ -29,7 +29,7 @@ from sqlmodel import Session, col
 
 from pbem.config import Settings
 from pbem.store.claims import aware, me
-from pbem.store.db import reading
+from pbem.store.engines import reading
 from pbem.store.models import AuditEntry, Game, InboundMail, OutboundMail, ServerState
 from pbem.text.wording import Message, _, _n
 

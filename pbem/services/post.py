@@ -30,8 +30,8 @@ from pbem.mail.sent import sent_texts
 from pbem.outbox import BUDGET_NOTICE, Origin, Queued, Shortfall, enqueue
 from pbem.render.reports import Renderer, html_part, text_part
 from pbem.store.bodies import HeldMail
-from pbem.store.db import core_read
 from pbem.store.driver import Hot, unindexed
+from pbem.store.engines import core_read
 from pbem.store.models import BounceState, Game, OutboundBody, OutboundMail, Player
 from pbem.store.rows import GameView, PlayerView
 from pbem.store.work import Work

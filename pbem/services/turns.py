@@ -42,7 +42,7 @@ from pbem.services.bounces import describe_said, failing, report_notes
 from pbem.services.post import Post, read_in_turn, tagged, tell_referee
 from pbem.services.reports import enqueue_reports
 from pbem.store.claims import aware
-from pbem.store.db import core_read
+from pbem.store.engines import core_read
 from pbem.store.models import Move
 from pbem.store.rows import GameView, PlayerRow, PlayerView
 from pbem.store.work import Work
@@ -279,7 +279,7 @@ def settle(session: Work, post: Post, change: TurnChange, *, inbound_id: int | N
     return played
 
 
-# who made each move of a turn (a Core read: pbem.store.db.core_read)
+# who made each move of a turn (a Core read: pbem.store.engines.core_read)
 _MOVES_BY = (select(Move.seat, Move.by)
              .where(col(Move.game_id) == bindparam("game"), col(Move.turn) == bindparam("turn"))
              .order_by(col(Move.seat)))

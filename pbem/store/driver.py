@@ -10,7 +10,7 @@ list parameter at each run (the replied mail's read on SQLite: about 440 µs thr
 ``Connection.execute``, 150 µs so). The values go through the bind processors of their
 types (``TypeEngine.bind_processor``: a date on SQLite written as SQLAlchemy writes it).
 The engine's events still see every statement
-(``before_cursor_execute``: pbem.store.db's NUL replacement, a bench's counts).
+(``before_cursor_execute``: pbem.store.engines' NUL replacement, a bench's counts).
 
 Rows come back as the driver gives them, without SQLAlchemy's result processing: a
 statement run here reads no column that needs it (a date or a time on SQLite), only ids,

@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import Engine, text
 from sqlmodel import Session
 
-from pbem.store.db import lanes_apart
+from pbem.store.advisory_locks import lanes_apart
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ none of Session's methods and listens to no event: what it carries belongs to on
 transaction, and each of its own accessors (``memo``, ``queued``, ``replies``) asks the
 session, by its documented ``get_transaction()``, whether that transaction is still the one
 it was kept in; once a commit or a rollback has ended it, what was kept is forgotten there.
-What begins and ends its transactions are the listeners pbem.store.db.make_engine sets up on
+What begins and ends its transactions are the listeners pbem.store.engines.make_engine sets up on
 each engine it makes, none at import: on SQLite ``connect`` and ``begin`` (SQLAlchemy's
 documented recipe for pysqlite, BEGIN IMMEDIATE after the process's writer turn),
 ``commit`` and ``rollback`` (which end the transaction and give the turn back) and the

@@ -50,7 +50,7 @@ from pbem.render.environment import packaged_template_dir
 from pbem.services.export import export_json
 from pbem.services.health import server_status
 from pbem.services.replay import SomeStep, replay_steps
-from pbem.store.db import reading
+from pbem.store.engines import reading
 from pbem.store.models import Game, Player
 from pbem.text.links import LinkError, expired, key_generation, mac_matches, read_token, redact
 from pbem.text.wording import Message, _, _n
@@ -504,7 +504,7 @@ class Guard:
 def create_app(settings: Settings, *, engine: Engine | None = None,
                clock: Callable[[], datetime] | None = None) -> Starlette:
     # the pages only read: on SQLite their transactions must not take the writer's turn
-    # (pbem.store.db.reading), or a page would wait for, and make wait, the referee's work
+    # (pbem.store.engines.reading), or a page would wait for, and make wait, the referee's work
     web = WebApp(settings, reading(engine if engine is not None
                                    else open_read_only(settings.database)), clock)
 

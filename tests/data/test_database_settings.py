@@ -18,7 +18,8 @@ from sqlalchemy import text
 from sqlalchemy.exc import OperationalError
 
 from pbem.config import ConfigError, DatabaseSettings, load_settings
-from pbem.store.db import make_engine, open_database
+from pbem.store.db import open_database
+from pbem.store.engines import make_engine
 from testkit.desk import Clock, make_server
 
 # PRAGMA synchronous reads back as a number: 1 NORMAL, 2 FULL

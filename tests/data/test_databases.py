@@ -25,7 +25,7 @@ from sqlalchemy.exc import OperationalError, StatementError
 from sqlmodel import Session, col, select
 
 from pbem.runner.server import Server
-from pbem.store import db
+from pbem.store import db, engines
 from pbem.store.models import Absence, InboundMail, OutboundMail, Player
 from pbem.text.errors import Refusal
 from testkit.desk import PLAYERS, SERVER, Clock, key_of, mail, make_server, started_game
@@ -198,7 +198,7 @@ def test_a_locked_database_is_an_outage(database: str, tmp_path: Path) -> None:
     engine = db.open_database(database)
     with engine.connect() as locker:
         if engine.dialect.name == "sqlite":
-            other = sqlite3.connect(db.sqlite_path(database), isolation_level=None, timeout=0)
+            other = sqlite3.connect(engines.sqlite_path(database), isolation_level=None, timeout=0)
             other.execute("BEGIN IMMEDIATE")
             wait = "PRAGMA busy_timeout=100"
         else:
@@ -211,7 +211,7 @@ def test_a_locked_database_is_an_outage(database: str, tmp_path: Path) -> None:
                 conn.execute(sa.text(wait))
             with pytest.raises(OperationalError) as locked:
                 conn.execute(sa.text("INSERT INTO server_state (key, value) VALUES ('a', 'b')"))
-        assert db.transient_error(locked.value)
+        assert engines.transient_error(locked.value)
         if engine.dialect.name == "sqlite":
             other.execute("ROLLBACK")
             other.close()
@@ -227,11 +227,11 @@ def test_a_postgresql_restart_is_an_outage_and_an_index_limit_is_not(
                 "INSERT INTO sender_event (address, kind, at) VALUES (:a, 'x', now())"),
                 {"a": junk(6000)})
         conn.rollback()
-        assert not db.transient_error(too_big.value)
+        assert not engines.transient_error(too_big.value)
         pgcluster.restart()
         with pytest.raises(OperationalError) as cut:
             conn.execute(sa.text("SELECT 1"))
-        assert db.transient_error(cut.value)
+        assert engines.transient_error(cut.value)
     with engine.connect() as conn:   # the pool's connections were replaced
         assert conn.execute(sa.text("SELECT 1")).scalar() == 1
 

@@ -19,8 +19,9 @@ from pbem.mail.read import MAX_TEXT_LINES, read_message
 from pbem.runner import inbox
 from pbem.runner.triage import lane_of, lanes_of, named_game
 from pbem.services.post import read_reply
+from pbem.store.advisory_locks import lane_claim, lock_key
 from pbem.store.claims import me
-from pbem.store.db import lane_claim, lock_key, open_database
+from pbem.store.db import open_database
 from pbem.store.models import InboundMail
 from pbem.store.work import Work
 from testkit.desk import (

@@ -1,4 +1,4 @@
-"""A statement's parameters lose their NULs (pbem.store.db._without_nul): the same values
+"""A statement's parameters lose their NULs (pbem.store.engines._without_nul): the same values
 with U+FFFD for each NUL in text, whatever the nesting; untouched (the same object) when
 no text holds one, which is a statement's common case."""
 
@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pbem.store.db import _without_nul
+from pbem.store.engines import _without_nul
 
 _SCALARS = st.one_of(st.text(alphabet=st.sampled_from("ab\x00é")), st.integers(),
                      st.none(), st.binary(max_size=4), st.booleans(), st.floats(allow_nan=False))

@@ -1,8 +1,8 @@
-"""SQLite transactions begin where SQLAlchemy begins them (pbem.store.db.make_engine).
+"""SQLite transactions begin where SQLAlchemy begins them (pbem.store.engines.make_engine).
 
 Every transaction begins with BEGIN IMMEDIATE after the process's writer turn, so what
 it reads is current until it commits and DDL is rolled back with it; one on
-``db.reading(engine)`` begins with a plain BEGIN and neither waits for a writer nor
+``engines.reading(engine)`` begins with a plain BEGIN and neither waits for a writer nor
 makes one wait. (Before, Python's sqlite3 began a transaction at its first INSERT,
 UPDATE or DELETE: the reads before it, and DDL, ran outside it.)
 """
@@ -18,12 +18,12 @@ import pytest
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import OperationalError
 
-from pbem.store import db
+from pbem.store import engines
 
 
 @pytest.fixture
 def engine(tmp_path: Path) -> Engine:
-    engine = db.make_engine(f"sqlite:///{tmp_path / 'pbem.db'}")
+    engine = engines.make_engine(f"sqlite:///{tmp_path / 'pbem.db'}")
     with engine.begin() as conn:
         conn.execute(text("CREATE TABLE counter (n INTEGER NOT NULL)"))
         conn.execute(text("INSERT INTO counter VALUES (0)"))
@@ -87,13 +87,13 @@ def test_a_reading_transaction_neither_waits_for_a_writer_nor_blocks_one(
     try:
         assert writing.wait(10)
         started = time.monotonic()
-        with db.reading(engine).connect() as conn:   # sees the last commit, at once
+        with engines.reading(engine).connect() as conn:   # sees the last commit, at once
             assert conn.execute(text("SELECT n FROM counter")).scalar_one() == 0
         assert time.monotonic() - started < 1
     finally:
         done.set()
         thread.join()
-    with db.reading(engine).connect() as reader:
+    with engines.reading(engine).connect() as reader:
         assert reader.execute(text("SELECT n FROM counter")).scalar_one() == 5
         with engine.begin() as conn:       # a writer goes on while it is open
             conn.execute(text("UPDATE counter SET n = 6"))
@@ -105,7 +105,7 @@ def test_a_transaction_that_is_not_reading_waits_for_the_writer(engine: Engine) 
     process (no shared turn), it waits out busy_timeout and says "locked"."""
     with engine.begin() as conn:
         conn.execute(text("UPDATE counter SET n = 7"))
-        other = db.make_engine(str(engine.url))   # its own writer turn: as another process
+        other = engines.make_engine(str(engine.url))   # its own writer turn: as another process
         with other.connect() as second:
             second.connection.dbapi_connection.execute("PRAGMA busy_timeout=100")
             with pytest.raises(OperationalError, match="locked"):
@@ -124,7 +124,7 @@ def test_a_begin_that_finds_the_file_locked_is_an_outage_and_the_connection_goes
         conn.connection.dbapi_connection.execute("PRAGMA busy_timeout=50")  # type: ignore[union-attr]
         with pytest.raises(OperationalError, match="locked") as locked:
             conn.begin()
-        assert db.transient_error(locked.value)
+        assert engines.transient_error(locked.value)
         other.execute("COMMIT")
         with conn.begin():
             conn.execute(text("UPDATE counter SET n = 7"))

@@ -351,7 +351,7 @@ def test_three_clocks_at_once_remind_once_and_resolve_once(tmp_path: Path, datab
                                                          zygote: Zygote, due: str) -> None:
     """Without the tick's lease: three processes run the clock work on the same game at
     the same moment. SQLite lets one writer in; on PostgreSQL each game's transaction
-    takes the writer's lock first (pbem.store.db.one_writer), so the others find the work done."""
+    takes the writer's lock first (pbem.store.advisory_locks.one_writer), so the others find the work done."""
     config = tmp_path / "pbem.toml"
     config.write_text(f'[server]\ndatabase = "{database}"\naddress = "bluff@x.org"\n'
                       f'referee = "referee@x.org"\nreferee_key = "k"\n'
