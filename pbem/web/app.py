@@ -25,7 +25,6 @@ import hashlib
 import json
 import logging
 import math
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -37,25 +36,24 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
-from starlette.types import Message as ASGIMessage
+from starlette.types import Scope
 
 from pbem.config import Settings
 from pbem.games.records import read_players
-from pbem.kinds.verify import Verdict, check_record
 from pbem.render.environment import packaged_template_dir
 from pbem.services.export import export_json
 from pbem.services.health import server_status
 from pbem.services.replay import SomeStep, replay_steps
 from pbem.store.engines import reading
 from pbem.store.models import Game, Player
-from pbem.text.links import LinkError, expired, key_generation, mac_matches, read_token, redact
+from pbem.text.links import LinkError, expired, key_generation, mac_matches, read_token
 from pbem.text.wording import Message, _, _n
 from pbem.web.cache import Memo
 from pbem.web.database import open_read_only
+from pbem.web.guard import Guard
 from pbem.web.language import (
     VARY,
     chosen_language,
@@ -74,24 +72,15 @@ from pbem.web.pages import (
     verification,
 )
 from pbem.web.queries import SECTIONS, game_named, game_version
+from pbem.web.upload import read_and_check, uploaded
 
 log = logging.getLogger("pbem.web")
 
 STATIC = {"web.css": "text/css; charset=utf-8", "web.js": "text/javascript; charset=utf-8",
           "favicon.svg": "image/svg+xml"}
-SECURITY_HEADERS = [
-    (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
-    (b"x-frame-options", b"DENY"),
-    (b"content-security-policy",
-     (b"default-src 'none'; style-src 'self'; img-src 'self' data:; script-src 'self'; "
-      b"form-action 'self'; base-uri 'none'; frame-ancestors 'none'")),
-]
-WATCHED = ("/healthz", "/metrics")   # what monitoring asks for (docs/monitoring.md)
 FINISHED_CACHE = "public, max-age=86400"
 NO_STORE = "no-store"
 MAX_PAGE = 1_000_000
-MULTIPART_SLACK = 64_000     # form boundaries and headers around an uploaded file
 
 
 def etag_matches(request: Request, etag: str) -> bool:
@@ -364,56 +353,8 @@ class WebApp:
                                                      chosen_language(request)[1])
         return response
 
-    async def read_body(self, request: Request, limit: int) -> bytes:
-        declared = request.headers.get("content-length")
-        too_big = PageError(413, _("Too large"), _(
-            "A record may have at most {limit} bytes; this upload is larger. Is it the right "
-            "file?", limit=format(limit, ",")))
-        if declared is not None and (not declared.isdigit() or int(declared) > limit):
-            raise too_big
-        chunks, size = [], 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
-                raise too_big
-            chunks.append(chunk)
-        return b"".join(chunks)
-
-    async def uploaded(self, request: Request) -> bytes:
-        """The record's bytes: a JSON body, or the multipart form's file (or text box)."""
-        limit = self.settings.web.max_upload_bytes
-        kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
-        if kind in ("multipart/form-data", "application/x-www-form-urlencoded"):
-            body = await self.read_body(request, limit + MULTIPART_SLACK)
-
-            async def replay_body() -> ASGIMessage:
-                return {"type": "http.request", "body": body, "more_body": False}
-
-            try:
-                form = await Request(request.scope, replay_body).form(
-                    max_files=1, max_fields=4, max_part_size=limit)
-            except Exception as exc:  # noqa: BLE001 - multipart parse errors: the sender's
-                raise PageError(400, _("Not a form upload"), _(
-                    "The upload could not be read as a form: {problem}",
-                    problem=str(exc))) from None
-            upload = form.get("record")
-            data = b""
-            if upload is not None and not isinstance(upload, str):
-                data = await upload.read(limit + 1)
-            if not data.strip():
-                text = form.get("text")
-                data = text.encode() if isinstance(text, str) else b""
-            if len(data) > limit:
-                raise PageError(413, _("Too large"), _("A record may have at most {limit} bytes.",
-                                                        limit=format(limit, ",")))
-            return data
-        if kind in ("application/json", "text/plain", ""):
-            return await self.read_body(request, limit)
-        raise PageError(415, _("Not a record"), _(
-            "Send the record as a file in the form, or as application/json."))
-
     async def verify(self, request: Request, as_json: bool) -> Response:
-        raw = await self.uploaded(request)
+        raw = await uploaded(request, self.settings.web.max_upload_bytes)
         if not raw.strip():
             raise PageError(400, _("Nothing to verify"), _(
                 "Choose the record file (or paste the record) and send the form again."))
@@ -427,79 +368,7 @@ class WebApp:
         return response
 
 
-def read_and_check(raw: bytes) -> Verdict:
-    """`pbem verify` on uploaded bytes; anything unreadable is a PageError saying what."""
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise PageError(400, _("Not a record"), _(
-            "The file is not UTF-8 text (byte {byte} is not): a record is a JSON file.",
-            byte=exc.start)) from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise PageError(400, _("Not valid JSON"), _(
-            "The file is not valid JSON: {problem} at line {line}, column {column}.",
-            problem=exc.msg, line=exc.lineno, column=exc.colno)) from None
-    except (RecursionError, ValueError) as exc:
-        raise PageError(400, _("Not valid JSON"), _("The file cannot be read as JSON: {problem}.",
-                                                     problem=str(exc))) from None
-    try:
-        return check_record(data)
-    except KeyError as exc:
-        raise PageError(422, _("Not a game record"), _(
-            "This is JSON, but not a game record: it has no {field} field.",
-            field=str(exc))) from None
-    except Exception as exc:  # noqa: BLE001 - a hostile record may break the reader anywhere
-        raise PageError(422, _("Not a game record"), _(
-            "This is JSON, but not a game record pbem can read: {problem}",
-            problem=str(exc))) from None
-
-
 # --- the ASGI app ---------------------------------------------------------------------------
-
-class Guard:
-    """Outermost: logs every request without its secrets, adds the security headers, and
-    turns any crash into a plain 500 page (the traceback goes to the log only). A client
-    that leaves in the middle of its request is the request's one log line, no error."""
-
-    def __init__(self, app: ASGIApp, fallback: Callable[[Scope], bytes]) -> None:
-        self.app = app
-        self.fallback = fallback
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = time.perf_counter()
-        state: dict[str, object] = {"status": 500, "sent": False}
-
-        async def guarded_send(message: ASGIMessage) -> None:
-            if message["type"] == "http.response.start":
-                state["status"], state["sent"] = message["status"], True
-                message["headers"] = list(message.get("headers", [])) + SECURITY_HEADERS
-            await send(message)
-
-        path = redact(scope.get("path", ""))
-        try:
-            await self.app(scope, receive, guarded_send)
-        except ClientDisconnect:   # gone mid-upload: nobody to answer, nothing went wrong
-            state["status"] = "client disconnected"
-        except Exception:
-            log.exception("error answering %s %s", scope.get("method"), path)
-            if not state["sent"]:
-                headers = [(b"content-type", b"text/html; charset=utf-8"),
-                           (b"cache-control", b"no-store")]
-                await guarded_send({"type": "http.response.start", "status": 500,
-                                    "headers": headers})
-                await send({"type": "http.response.body", "body": self.fallback(scope)})
-        finally:
-            # a monitor asks every few seconds: its answers in the log only when not 200
-            quiet = path in WATCHED and state["status"] == 200
-            log.log(logging.DEBUG if quiet else logging.INFO, "%s %s %s %.1fms",
-                    scope.get("method"), path, state["status"],
-                    (time.perf_counter() - started) * 1000)
-
 
 def create_app(settings: Settings, *, engine: Engine | None = None,
                clock: Callable[[], datetime] | None = None) -> Starlette:
