@@ -47,7 +47,8 @@ from pbem.games.states import load_state
 from pbem.games.turn_in_play import pending_orders
 from pbem.kinds import kind_of
 from pbem.kinds.options import options_of
-from pbem.orders.parsing import Order, game_name, no_args
+from pbem.orders.arguments import game_name, no_args
+from pbem.orders.parsing import Order
 from pbem.orders.words import folded, language_named, spellings_of, standing_order
 from pbem.services.clock import vacation_check
 from pbem.services.post import notice, tagged

@@ -21,7 +21,8 @@ from pbem.kinds import DEFAULT_KIND, kind_named, kind_of
 from pbem.kinds.options import USAGE as NEWGAME_USAGE
 from pbem.kinds.options import NewGame, options_of, parse_options, save_options
 from pbem.mail.addresses import address_problem
-from pbem.orders.parsing import GAME_NAME, GAME_NAME_HINT, Order, game_name, no_args
+from pbem.orders.arguments import GAME_NAME, GAME_NAME_HINT, game_name, no_args
+from pbem.orders.parsing import Order
 from pbem.rules.dice import new_seed, seed_from_number
 from pbem.services.bounces import describe, failing_players
 from pbem.services.failures import retried

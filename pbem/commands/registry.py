@@ -34,15 +34,9 @@ from pbem.commands import (
 from pbem.commands.context import CommandContext, Done, MailCommand, Turnkey, refusal, refuse
 from pbem.commands.moves import take_moves
 from pbem.kinds import KINDS, GameKind, kind_of, kinds_note
-from pbem.orders.parsing import (
-    MAIL_LINES,
-    Command,
-    Order,
-    ParsedText,
-    help_lines,
-    no_args,
-    one_word,
-)
+from pbem.orders.arguments import no_args, one_word
+from pbem.orders.guidance import help_lines
+from pbem.orders.parsing import MAIL_LINES, Command, Order, ParsedText
 from pbem.render.reports import rules_document, rules_file
 from pbem.services.turns import SomePlayedTurn, report_turn, settle
 from pbem.text.errors import Refusal

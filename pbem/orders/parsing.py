@@ -22,8 +22,9 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Literal, Protocol, TypedDict
+from typing import Any, Literal, Protocol
 
+from pbem.orders.arguments import game_name, no_args, one_word, parse_bid, parse_faces, parse_turn
 from pbem.orders.reading import (
     COURTESY,
     Doubt,
@@ -33,27 +34,15 @@ from pbem.orders.reading import (
     bare_bids,
     one_slip,
     read_line,
-    strip_courtesy,
     vocabulary,
-    words_of,
 )
-from pbem.orders.words import (
-    FOLDED_FACES,
-    FOLDED_NUMBERS,
-    STAR_FACE,
-    folded,
-    order_said,
-    spelled,
-    spellings_of,
-)
-from pbem.rules.dice import STAR, Face
+from pbem.orders.words import STAR_FACE, folded, order_said, spelled, spellings_of
+from pbem.rules.dice import STAR
 from pbem.rules.ladder import Bid
 from pbem.text.errors import LineProblem, Refusal
 from pbem.text.wording import Message, Said, _, joined
 
-GAME_NAME = re.compile(r"^[a-z0-9-]{1,40}$")
-GAME_NAME_HINT = _("game names use a-z, 0-9 and -")
-_BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")
+BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")   # a list's bullet or number at a line's start
 # what people put after an order word or at the end of an order: "Challenge!", "Cups up!",
 # "BID 3 fives.", "CHALLENGE:" (never inside a word: "a@b.org" keeps its dots)
 END_PUNCTUATION = "!.:"
@@ -154,107 +143,6 @@ class ParsedText:
         return next((o.language for o in self.orders if o.language), None)
 
 
-# --- argument parsers -------------------------------------------------------
-
-_NUMBER_WORDS = {w: i for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-    "fifteen sixteen seventeen eighteen nineteen twenty twentyone twentytwo twentythree "
-    "twentyfour twentyfive twentysix twentyseven twentyeight twentynine thirty".split())}
-_FACE_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "star": STAR}
-FACE_HINT = _("a face is 1 to 5 (or one..five, 1s..5s) or star / *")
-
-
-def parse_face(token: str) -> Face:
-    word = token.lower().strip(".,;:!")
-    if word in ("*", "\u2605", "6"):
-        return STAR
-    if word.isdigit() and 1 <= int(word) <= 5:
-        return int(word)
-    for suffix in ("'s", "es", "s", ""):
-        stem = word.removesuffix(suffix) if suffix else word
-        if stem.isdigit() and 1 <= int(stem) <= 5:
-            return int(stem)
-        if stem in _FACE_WORDS:
-            return _FACE_WORDS[stem]
-    other = FOLDED_FACES.get(folded(word))       # German, Czech (pbem.orders.words)
-    if isinstance(other, int):
-        return other
-    if other == STAR_FACE:
-        return STAR
-    raise Refusal(_("'{token}' is not a die face", token=token), FACE_HINT)
-
-
-def parse_quantity(token: str) -> int:
-    word = token.lower().strip(".,;:!").replace("-", "")
-    if word.isdigit():
-        value = int(word)
-    elif word in _NUMBER_WORDS:
-        value = _NUMBER_WORDS[word]
-    elif folded(word) in FOLDED_NUMBERS:        # German, Czech (pbem.orders.words)
-        value = FOLDED_NUMBERS[folded(word)]
-    else:
-        raise Refusal(_("'{token}' is not a quantity", token=token),
-                      _("write the quantity as a number, e.g. BID 6 threes"))
-    if value < 1:
-        raise Refusal(_("a bid needs a quantity of at least 1"), _("e.g. BID 1 five"))
-    return value
-
-
-def parse_bid(args: list[str]) -> Bid:
-    if len(args) != 2:
-        raise Refusal(_("a bid is a quantity and a face"),
-                      _("e.g. BID 6 threes, BID 6 3 or BID 4 stars"))
-    return Bid(parse_quantity(args[0]), parse_face(args[1]))   # the rules' refusal, if any
-
-
-def parse_faces(args: list[str]) -> tuple[Face, ...]:
-    if not args:
-        raise Refusal(_("EXPOSE needs the faces of the dice to show"), _("e.g. EXPOSE 3 3 *"))
-    faces: list[Face] = []
-    for token in args:
-        for part in token.split(","):
-            if part:
-                faces.append(parse_face(part))
-    return tuple(faces)
-
-
-def no_args(args: list[str]) -> None:
-    if args:
-        raise Refusal(_("this order takes nothing after it, not '{words}'",
-                        words=" ".join(args)))
-
-
-# what one word may be, as the problems name it: (one of it expected, not a valid one)
-_ONE_WORD: dict[str, tuple[Message, Callable[[str], Message]]] = {
-    "key": (_("expected one key"), lambda v: _("'{value}' is not a valid key", value=v)),
-    "game name": (_("expected one game name"),
-                  lambda v: _("'{value}' is not a valid game name", value=v)),
-}
-
-
-def one_word(what: str, pattern: re.Pattern[str] | None = None) -> Callable[[list[str]], str]:
-    expected, invalid = _ONE_WORD[what]
-
-    def parse(args: list[str]) -> str:
-        if len(args) != 1:
-            raise Refusal(expected)
-        value = args[0].strip()
-        if pattern is not None and not pattern.match(value.lower()):
-            raise Refusal(invalid(value),
-                          GAME_NAME_HINT if what == "game name" else "")
-        return value.lower() if what == "game name" else value
-    return parse
-
-
-def parse_turn(args: list[str]) -> int:
-    if len(args) != 1 or not args[0].isdigit():
-        raise Refusal(_("TURN takes the turn number"), _("e.g. TURN 3"))
-    return int(args[0])
-
-
-game_name = one_word("game name", GAME_NAME)
-
-
 # --- player orders ----------------------------------------------------------
 
 # the lines of a fresh player mail that say who writes and for which turn
@@ -339,7 +227,7 @@ def parse_text(lines: Sequence[TextLine], commands: Sequence[Command]) -> Parsed
     grammar = _grammar(commands)
     result = ParsedText()
     for line in lines:
-        text = _BULLET.sub("", line.text).strip()
+        text = BULLET.sub("", line.text).strip()
         tokens = text.split()
         if not tokens:
             continue
@@ -541,64 +429,5 @@ def _without_end_punctuation(args: list[str]) -> list[str]:
     return args[:-1] + [last] if last else args[:-1]
 
 
-def closeness(line: str, commands: Sequence[Command]) -> float:
-    """How much a line looks like an order, 0..1: the best likeness of one of its first
-    words to an order word of any language (1.0 when it names one), a little less when the
-    order word comes later in the line ("I challenge you"); a greeting ("Hallo zusammen,")
-    or a thank-you is no order at all (0)."""
-    clauses, _asks = words_of(line)
-    if all(not strip_courtesy(c) for c in clauses):
-        return 0.0
-    words = [folded(w).strip(END_PUNCTUATION + ",;?()'\"") for w in
-             _BULLET.sub("", line).split()[:12]]
-    names = _first_words(tuple(commands))
-    best = 0.0
-    for at, word in enumerate(w for w in words if w):
-        for name in names:
-            ratio = difflib.SequenceMatcher(None, word, name).ratio()
-            best = max(best, ratio * (1.0 if at == 0 else 0.9))
-    return best
-
-
-@lru_cache(maxsize=32)
-def _first_words(commands: tuple[Command, ...]) -> frozenset[str]:
-    """The first word of every order word of the commands, in every language, folded."""
-    return frozenset(form.split()[0] for c in commands
-                     for s in (*c.spellings, *(w for _lang, w in spellings_of(c.name)))
-                     for form in spelled(s))
-
-
-def closest_lines(lines: Sequence[TextLine], commands: Sequence[Command],
-                  most: int = 3) -> list[TextLine]:
-    """The lines of a mail that looked most like an order, best first (at most ``most``),
-    for an answer that found no order: the player sees what was read and what came near."""
-    # among lines equally near (prose: none near at all), the longest says the most
-    scored = sorted(((closeness(line.text, commands), -len(line.text.strip()), i)
-                     for i, line in enumerate(lines) if line.text.strip()),
-                    key=lambda item: (-item[0], item[1], item[2]))
-    return [lines[i] for _near, _length, i in scored[:most]]
-
-
 def _usage(commands: Sequence[Command], name: str) -> str:
     return next(c.usage for c in commands if c.name == name)
-
-
-class HelpLine(TypedDict):
-    usage: str                        # English, with the reader's own words (for the shell)
-    written: Said                     # the same, said in the reader's language
-    summary: Said
-
-
-def help_lines(commands: Sequence[Command], language: str = "en") -> list[HelpLine]:
-    """HELP's lines: each command's usage and summary, its other English spellings, and
-    the words of the reader's language (pbem.orders.words) where it has its own: ``usage``
-    with them (English, for the shell), ``written`` with them said in the reader's
-    language, ``summary`` (said there too)."""
-    lines: list[HelpLine] = []
-    for c in commands:
-        own = [w for lang, w in spellings_of(c.name) if lang == language]
-        also = ", ".join([*own, *c.aliases])
-        written: Said = (_("{usage}  (also {words})", usage=c.usage, words=also) if also
-                         else c.usage)
-        lines.append({"usage": str(written), "written": written, "summary": c.summary})
-    return lines

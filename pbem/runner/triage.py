@@ -24,7 +24,8 @@ from pbem.games.states import load_state
 from pbem.kinds import kind_of
 from pbem.mail.read import MAX_LINE_CHARS, MAX_TEXT_LINES, InboundMessage, read_message
 from pbem.mail.text import BodyLine
-from pbem.orders.parsing import Command, ParsedText, help_lines, parse_text
+from pbem.orders.guidance import help_lines
+from pbem.orders.parsing import Command, ParsedText, parse_text
 from pbem.orders.words import words_language
 from pbem.runner import inbox, sender_check
 from pbem.runner.sender_check import find_game_or_none as find_game_or_none  # pbem.runner.referee's

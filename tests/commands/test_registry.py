@@ -13,7 +13,8 @@ from pbem.commands.context import MailCommand
 from pbem.commands.registry import DECLARED, move_commands, player_commands, referee_commands
 from pbem.kinds import KINDS
 from pbem.mail.text import BodyLine
-from pbem.orders.parsing import help_lines, parse_text
+from pbem.orders.guidance import help_lines
+from pbem.orders.parsing import parse_text
 from pbem.runner.server import Server
 from testkit.desk import last_text
 from testkit.deskrun import player, referee

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from pbem.commands.registry import player_commands
 from pbem.kinds import KINDS
 from pbem.mail.text import BodyLine
-from pbem.orders.parsing import NOT_TYPOS, closest_lines, parse_text
+from pbem.orders.guidance import closest_lines
+from pbem.orders.parsing import NOT_TYPOS, parse_text
 from pbem.orders.words import ORDER_WORDS, folded
 
 BLUFF = player_commands(KINDS["postal"])

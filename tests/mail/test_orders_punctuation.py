@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from pbem.commands.registry import player_commands
 from pbem.kinds import KINDS
 from pbem.mail.text import BodyLine
-from pbem.orders.parsing import closeness, closest_lines, parse_text
+from pbem.orders.guidance import closeness, closest_lines
+from pbem.orders.parsing import parse_text
 from pbem.rules.dice import STAR
 from pbem.rules.ladder import Bid
 

@@ -22,7 +22,8 @@ from pbem.commands.registry import run
 from pbem.games.records import find_game, players_of
 from pbem.games.states import load_state
 from pbem.games.turn_in_play import facts_of, pending_orders
-from pbem.orders.parsing import Order, game_name
+from pbem.orders.arguments import game_name
+from pbem.orders.parsing import Order
 from pbem.runner.server import Server
 from pbem.services.turns import TurnChange, complete, settle
 from pbem.store.work import Work
