@@ -554,6 +554,3 @@ class Referee:
     def budget_short(self, session: Work, short: Shortfall) -> None:
         """The send budget is short for the mail due: the referee is told (once a day)."""
         budget_short(session, self.post, short)
-
-
-# --- triage -------------------------------------------------------------------------------
