@@ -21,10 +21,8 @@ def already_told(session: Session, game: GameView, action: str, detail: str) -> 
         AuditEntry.detail == detail)).first() is not None
 
 
-
 def audit(session: Session, game: GameView | None, now: datetime, action: str, detail: str = "",
           actor: str = "server") -> None:
     """One entry in the audit trail (what happened to a game, and who did it)."""
     session.add(AuditEntry(game_id=game.id if game is not None else None, at=now, actor=actor,
                            action=action, detail=detail[:2000]))
-

@@ -132,4 +132,3 @@ def start_game(session: Work, game: Game, now: datetime) -> None:
     for name, value in turn_begins(game, now).items():
         setattr(game, name, value)
     session.add(game)
-

@@ -226,4 +226,3 @@ def running_games_of(session: Session, email: str) -> list[tuple[Game, Player]]:
                                                    col(Player.active).is_(True),
                                                    Game.status == "running"))
     return list(rows.all())
-

@@ -130,4 +130,3 @@ def replayed_state(session: Session, game: GameView, *, seats: int,
     while len(_states) > STATES_KEPT:
         _states.popitem(last=False)
     return state
-

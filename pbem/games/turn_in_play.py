@@ -125,7 +125,6 @@ def record_order(session: Work, game: GameView, seat: int, move: M, *, now: date
     return replaced
 
 
-
 # --- what a transaction knows of a game -----------------------------------------------------
 
 @dataclass

@@ -58,7 +58,6 @@ def open_database(url: str, *, migrate: bool = True, synchronous: str = "normal"
     return engine
 
 
-
 # --------------------------------------------------------------------------- revisions
 
 

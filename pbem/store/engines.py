@@ -274,7 +274,6 @@ def transient_error(exc: DBAPIError) -> bool:
     return not str(getattr(exc.orig, "sqlstate", None) or "").startswith("54")
 
 
-
 def core_read(session: Session, statement: Any, params: dict[str, Any] | None = None) -> Any:
     """Run a read on the session's connection as Core: rows of plain columns at a tenth of
     an ORM query's cost. What the session holds unflushed is flushed first, as the ORM's
