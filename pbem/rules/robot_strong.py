@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import random
 
-from pbem.rules import beliefs, robot_reads
+from pbem.rules import beliefs, robot_reads, robot_search
 from pbem.rules.bid_moves import CHALLENGE, BidMove, Move
 from pbem.rules.challenge import count_matching, matches
 from pbem.rules.dice import Face
@@ -104,6 +104,7 @@ class Table:
         self._cache: dict[Face, tuple[int, Dist, Dist]] = {}
         self._tails: dict[Face, tuple[int, Dist, Dist]] = {}
         self._mislead: dict[Face, float] = {}
+        self._calls: dict[Bid, float] = {}
         # how much the next player is a bid reader, from their answers earlier in the game
         self.reader = (robot_reads.seat_reader_weight(view.answers, self.next.seat)
                        if self.next is not None else 0.0)
@@ -127,15 +128,22 @@ class Table:
         return self._cache[face]
 
     def challenge_value(self) -> float:
-        bid = self.view.current
-        assert bid is not None
-        known, nxt, rest = self.counts(bid.face)
-        rule = self.view.rules.exact_rule
-        total = 0.0
-        for c, pr in enumerate(convolve(nxt, rest)):
-            if pr > 1e-9:
-                total += pr * outcome_value(known + c, bid.quantity, False, rule, self.players)
-        return total
+        assert self.view.current is not None
+        return self.bid_challenge_value(self.view.current)
+
+    def bid_challenge_value(self, bid: Bid) -> float:
+        """The robot's value of calling bid, by its beliefs now (cached: the search asks
+        it of the bids that come back round)."""
+        if bid not in self._calls:
+            known, nxt, rest = self.counts(bid.face)
+            rule = self.view.rules.exact_rule
+            total = 0.0
+            for c, pr in enumerate(convolve(nxt, rest)):
+                if pr > 1e-9:
+                    total += pr * outcome_value(known + c, bid.quantity, False, rule,
+                                                self.players)
+            self._calls[bid] = total
+        return self._calls[bid]
 
     def next_sees(self, face: Face) -> tuple[int, Dist, Dist]:
         """What the next player sees of a face: the exposed matches, and P(count >= c)
@@ -157,8 +165,9 @@ class Table:
             plain = count_distribution(own_plain, own_super, match_probability(bid))
             tails = [_tail(convolve(plain, rest))]
             if self.reader > 0.0:   # a reader reads the robot's bids, the new one too
-                read = beliefs.face_counts(own_plain, own_super, (*view.own_bids, bid), face,
-                                           beliefs.BLUFF, stars)
+                # a bid's face is all a reading of it weighs (one cache key a face)
+                read = beliefs.face_counts(own_plain, own_super, (*view.own_bids, Bid(1, face)),
+                                           face, beliefs.BLUFF, stars)
                 mixed = tuple(READER_READS * r + (1 - READER_READS) * p
                               for r, p in zip(read, plain))
                 self._mislead[face] = (sum(c * pr for c, pr in enumerate(read))
@@ -255,13 +264,37 @@ def choose_strong(view: SeatView, rng: random.Random) -> Move:
     options: list[tuple[float, Move]] = []
     if view.current is not None:
         options.append((table.challenge_value(), CHALLENGE))
-    for bid in view.ladder.raises(view.current)[:SEARCH_WIDTH]:
-        options.append((table.raise_value(bid), BidMove(bid)))
+    values = {bid: table.raise_value(bid)
+              for bid in view.ladder.raises(view.current)[:SEARCH_WIDTH]}
+    options += [(value, BidMove(bid)) for bid, value in values.items()]
     if not options:   # unreachable: a round with no bid always has an opening bid
         return CHALLENGE
     best = max(value for value, _ in options)
     near = [move for value, move in options if value >= best - MIX]
     pick = near[rng.randrange(len(near))]
     if isinstance(pick, BidMove):
+        if robot_search.CANDIDATES > 1 and robot_search.searchable(view):
+            pick = BidMove(searched(view, table, values, pick.bid,
+                                    random.Random(rng.getrandbits(32))))
         return BidMove(pick.bid, expose_for(view, pick.bid, rng))
     return pick
+
+
+def searched(view: SeatView, table: Table, values: dict[Bid, float], pick: Bid,
+             rng: random.Random) -> Bid:
+    """The raise to make: the one-move pick, unless one of the best raises by the
+    one-move price does better by SEARCH_MARGIN when the next replies are played
+    out (pbem.rules.robot_search)."""
+    rule, players = view.rules.exact_rule, table.players
+
+    def outcome(actual: int, quantity: int, bidder: bool) -> float:
+        return outcome_value(actual, quantity, bidder, rule, players)
+
+    search = robot_search.Search(view, lambda bid: values.get(bid, float("-inf")),
+                                 table.bid_challenge_value, outcome, rng)
+    others = sorted((b for b in values if b != pick), key=lambda bid: -values[bid])
+    misled = MISLEAD * table.misled()
+    scored = [(search.value(bid) + misled * table.mislead(bid.face), bid)
+              for bid in [pick, *others[:robot_search.CANDIDATES - 1]]]
+    top = max(scored, key=lambda s: s[0])
+    return top[1] if top[0] > scored[0][0] + robot_search.MARGIN else pick
