@@ -37,6 +37,7 @@ from pbem.rules.ruleset import ExactRule
 SAMPLES = 8          # deals of the hidden dice a candidate
 CANDIDATES = 1       # raises searched: the one-move pick and the best others by that price
                      # (1: no search, the one-move robot; 3 was screened, docs/robot.md)
+SEARCH_CALLS = 0     # 1: a call the one-move price picks is weighed against the searched raises
 ROUNDS = 1           # laps of the table played out (the robot's own moves by its one-move price)
 MARGIN = 0.05        # another raise is taken when its searched value beats the pick's by this
 READER_FEAR = 0.25   # a reader calls when calling costs less than this share of its raise's shortfall

@@ -272,19 +272,19 @@ def choose_strong(view: SeatView, rng: random.Random) -> Move:
     best = max(value for value, _ in options)
     near = [move for value, move in options if value >= best - MIX]
     pick = near[rng.randrange(len(near))]
+    if (robot_search.CANDIDATES > 1 and values and robot_search.searchable(view)
+            and (isinstance(pick, BidMove) or robot_search.SEARCH_CALLS)):
+        pick = searched(view, table, values, pick, random.Random(rng.getrandbits(32)))
     if isinstance(pick, BidMove):
-        if robot_search.CANDIDATES > 1 and robot_search.searchable(view):
-            pick = BidMove(searched(view, table, values, pick.bid,
-                                    random.Random(rng.getrandbits(32))))
         return BidMove(pick.bid, expose_for(view, pick.bid, rng))
     return pick
 
 
-def searched(view: SeatView, table: Table, values: dict[Bid, float], pick: Bid,
-             rng: random.Random) -> Bid:
-    """The raise to make: the one-move pick, unless one of the best raises by the
-    one-move price does better by SEARCH_MARGIN when the next replies are played
-    out (pbem.rules.robot_search)."""
+def searched(view: SeatView, table: Table, values: dict[Bid, float], pick: Move,
+             rng: random.Random) -> Move:
+    """The move to make: the one-move pick, unless one of the best raises by the
+    one-move price does better by robot_search.MARGIN when the next replies are
+    played out (pbem.rules.robot_search; a call is priced as it is)."""
     rule, players = view.rules.exact_rule, table.players
 
     def outcome(actual: int, quantity: int, bidder: bool) -> float:
@@ -292,9 +292,16 @@ def searched(view: SeatView, table: Table, values: dict[Bid, float], pick: Bid,
 
     search = robot_search.Search(view, lambda bid: values.get(bid, float("-inf")),
                                  table.bid_challenge_value, outcome, rng)
-    others = sorted((b for b in values if b != pick), key=lambda bid: -values[bid])
     misled = MISLEAD * table.misled()
-    scored = [(search.value(bid) + misled * table.mislead(bid.face), bid)
-              for bid in [pick, *others[:robot_search.CANDIDATES - 1]]]
+
+    def value(move: Move) -> float:
+        if isinstance(move, BidMove):
+            return search.value(move.bid) + misled * table.mislead(move.bid.face)
+        return table.challenge_value()
+
+    picked = pick.bid if isinstance(pick, BidMove) else None
+    others = sorted((b for b in values if b != picked), key=lambda bid: -values[bid])
+    scored = [(value(move), move) for move in
+              [pick, *(BidMove(b) for b in others[:robot_search.CANDIDATES - 1])]]
     top = max(scored, key=lambda s: s[0])
     return top[1] if top[0] > scored[0][0] + robot_search.MARGIN else pick
