@@ -34,11 +34,11 @@ from pbem.rules.ladder import Bid, Ladder
 from pbem.rules.odds import OtherSeat, SeatView, count_distribution, match_probability
 from pbem.rules.ruleset import ExactRule
 
-SAMPLES = 8          # deals of the hidden dice a candidate
-CANDIDATES = 1       # raises searched: the one-move pick and the best others by that price
-                     # (1: no search, the one-move robot; 3 was screened, docs/robot.md)
-SEARCH_CALLS = 0     # 1: a call the one-move price picks is weighed against the searched raises
-ROUNDS = 1           # laps of the table played out (the robot's own moves by its one-move price)
+SAMPLES = 12         # deals of the hidden dice a candidate
+CANDIDATES = 3       # moves weighed: the one-move pick and the best raises by that price
+                     # (1: no search, the one-move robot of the last stop)
+SEARCH_CALLS = 1     # 1: a call the one-move price picks is weighed against the searched raises
+ROUNDS = 3           # laps of the table played out (the robot's own moves by its one-move price)
 MARGIN = 0.05        # another raise is taken when its searched value beats the pick's by this
 READER_FEAR = 0.25   # a reader calls when calling costs less than this share of its raise's shortfall
 ODDS_FEAR = 1.0      # ... an odds player, when it costs less than its raise's shortfall
@@ -189,6 +189,7 @@ class Search:
         self.exposed = {f: count_matching(exposed, Bid(1, f)) for f in FACES}
         self.robot_hidden = {f: count_matching(view.own.hidden, Bid(1, f)) for f in FACES}
         self._options: dict[Bid | None, Options] = {}
+        self._raises: dict[Bid, tuple[float, Bid]] = {}
         self.reader = {o.seat: robot_reads.seat_reader_weight(view.answers, o.seat)
                        for o in self.order}
         stars = view.rules.star_bids
@@ -287,15 +288,21 @@ class Search:
                 current, bidder = answer, other.seat
             # back at the robot: it calls when its one-move price of the call beats its
             # best raise's, and the call is scored on the deal; else it raises on
-            value, best = max(((self.robot_value(b), b)
-                               for b in self.view.ladder.raises(current)[:6]),
-                              default=(float("-inf"), current), key=lambda p: p[0])
+            value, best = self._robot_raise(current)
             if self.call_value(current) >= value:
                 return self.outcome(self._actual(current, deal), current.quantity, False)
             if lap == ROUNDS - 1:
                 return value
             current, bidder = best, self.view.seat
         return 0.0   # unreachable: the last lap returns
+
+    def _robot_raise(self, current: Bid) -> tuple[float, Bid]:
+        """The robot's best raise of current by its one-move price, and that price."""
+        if current not in self._raises:
+            self._raises[current] = max(
+                ((self.robot_value(b), b) for b in self.view.ladder.raises(current)[:6]),
+                default=(float("-inf"), current), key=lambda p: p[0])
+        return self._raises[current]
 
     def _actual(self, bid: Bid, deal: Deal) -> int:
         """The table's count of bid in the deal."""
