@@ -15,8 +15,18 @@ from pbem.rules.bid_moves import BidMove
 from pbem.rules.challenge import count_matching
 from pbem.rules.dice import FACES, DiceStream, seed_from_number
 from pbem.rules.ladder import Bid, Ladder
-from pbem.rules.robot_search import (Player, Search, bystander_value, call_cost, holds,
-                                     raise_options, reply, searchable, shortfall, tail)
+from pbem.rules.robot_search import (
+    Player,
+    Search,
+    bystander_value,
+    call_cost,
+    holds,
+    raise_options,
+    reply,
+    searchable,
+    shortfall,
+    tail,
+)
 from pbem.rules.robot_strong import Table, choose_strong, outcome_value
 from pbem.rules.ruleset import ExactRule
 
@@ -118,7 +128,7 @@ def test_the_next_readers_reply_is_bench_readers(seed: int,
     """After the robot's raise, the search's reader at the next seat answers as
     bench/readers.py's reader does, seeing that seat's dice (without a bluff)."""
     monkeypatch.syspath_prepend(str(BENCH))
-    from readers import reader_move   # bench/readers.py
+    from readers import reader_move  # bench/readers.py
 
     kind = KINDS["postal"]
     state = postal_state(seed, 4)
@@ -169,9 +179,11 @@ def test_a_searched_move_is_repeatable_and_bounded(seed: int, turns: int,
         table = Table(view)
         values = {b: table.raise_value(b) for b in view.ladder.raises(view.current)[:40]}
         beliefs.posterior.cache_clear()
-        search = Search(view, lambda b: values.get(b, float("-inf")), table.bid_challenge_value,
-                        lambda a, q, bidder: outcome_value(a, q, bidder, view.rules.exact_rule,
-                                                           5), random.Random(seed))
+        rule = view.rules.exact_rule
+        search = Search(view, lambda b, found=values: found.get(b, float("-inf")),
+                        table.bid_challenge_value,
+                        lambda a, q, bidder, rule=rule: outcome_value(a, q, bidder, rule, 5),
+                        random.Random(seed))
         for bid in list(values)[:5]:
             assert -6.0 <= search.value(bid) <= 1.0
         assert beliefs.posterior.cache_info().misses <= len(view.others)
