@@ -19,6 +19,10 @@ answers earlier in the game (pbem.rules.robot_reads): an odds player by the
 plain odds of the robot's hand, a bid reader by its bids too and more rarely.
 Near-equal moves are mixed by the random stream, so the robot is
 deterministic for a given stream and view, and it exposes only sometimes.
+
+Search (off: robot_search.CANDIDATES is 1). The move so picked can be weighed
+against the best raises by that price with the next players' replies played
+out (pbem.rules.robot_search); it did not gain first places (docs/robot.md).
 """
 
 from __future__ import annotations
