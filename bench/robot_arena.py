@@ -208,7 +208,10 @@ def main(argv: list[str] | None = None) -> int:
                              f"({', '.join(TUNABLE)})")
     args = parser.parse_args(argv)
     for setting in args.tune:
-        tune(setting)
+        try:
+            tune(setting)
+        except (ValueError, AttributeError) as error:
+            parser.error(f"--tune {setting}: {error}")
         print(f"tuned: {setting}", flush=True)
     lineups = [tuple(text.split(":")) for text in args.lineups]
     if args.table:
