@@ -22,7 +22,7 @@ deterministic for a given stream and view, and it exposes only sometimes.
 
 Search (off: robot_search.CANDIDATES is 1). The move so picked can be weighed
 against the best raises by that price with the next players' replies played
-out (pbem.rules.robot_search); it did not gain first places (docs/robot.md).
+out (pbem.rules.robot_search); not kept, for the goals it missed (docs/robot.md).
 """
 
 from __future__ import annotations
