@@ -18,11 +18,17 @@ shared machine the wall time is mostly time the scheduler gave to others).
     python3 bench/robot_arena.py --games 600 postal:strong:odds classic-english:strong:odds
     python3 bench/robot_arena.py --table postal --games 600   # docs/robot.md, postal
     python3 bench/robot_arena.py --table others --games 600   # docs/robot.md, classic, cup
+    python3 bench/robot_arena.py --tune robot_search.SAMPLES=12 postal:strong:reader
+
+``--tune MODULE.NAME=VALUE`` sets a constant of the strong robot's modules
+(pbem.rules.robot_strong, robot_search, robot_reads, beliefs) for the run, to
+screen a change without editing them.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import math
 import random
 import statistics
@@ -174,6 +180,20 @@ def full_table(part: str) -> list[tuple[str, str, str]]:
     return out
 
 
+TUNABLE = ("robot_strong", "robot_search", "robot_reads", "beliefs")
+
+
+def tune(setting: str) -> None:
+    """Set MODULE.NAME=VALUE, a number constant of one of the TUNABLE modules."""
+    target, text = setting.split("=", 1)
+    module_name, name = target.split(".", 1)
+    if module_name not in TUNABLE:
+        raise ValueError(f"not a tunable module: {module_name} ({', '.join(TUNABLE)})")
+    module = importlib.import_module(f"pbem.rules.{module_name}")
+    old = getattr(module, name)   # an unknown name raises AttributeError
+    setattr(module, name, type(old)(float(text)) if isinstance(old, (int, float)) else text)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("lineups", nargs="*", help="setup:tested:field, e.g. postal:strong:odds")
@@ -183,7 +203,16 @@ def main(argv: list[str] | None = None) -> int:
                              f"({SEED_BASE}); fresh seeds check a change tuned on others")
     parser.add_argument("--table", choices=("postal", "others"),
                         help="the line-ups of docs/robot.md: postal, or classic and cup")
+    parser.add_argument("--tune", action="append", default=[], metavar="MODULE.NAME=VALUE",
+                        help="set a constant of the robot's modules for this run "
+                             f"({', '.join(TUNABLE)})")
     args = parser.parse_args(argv)
+    for setting in args.tune:
+        try:
+            tune(setting)
+        except (ValueError, AttributeError) as error:
+            parser.error(f"--tune {setting}: {error}")
+        print(f"tuned: {setting}", flush=True)
     lineups = [tuple(text.split(":")) for text in args.lineups]
     if args.table:
         lineups += full_table(args.table)

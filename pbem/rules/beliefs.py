@@ -79,6 +79,25 @@ def bid_likelihood(hand: Hand, face: Face, bluff: float, star_bids: bool = True)
     return likelihoods(hand, bluff, star_bids)[FACES.index(face)]
 
 
+@lru_cache(maxsize=1024)
+def posterior(plain: int, super_: int, bids: tuple[Bid, ...], bluff: float = BLUFF,
+              star_bids: bool = True) -> tuple[tuple[Hand, ...], tuple[float, ...]]:
+    """Every hand the seat's hidden dice can form and its chance given the bids it
+    made since its last re-roll (summing to 1)."""
+    indices = [FACES.index(bid.face) for bid in bids]
+    found = hands(plain, super_)
+    weights: list[float] = []
+    for hand, prior in found:
+        weight = prior
+        if indices:
+            chances = likelihoods(hand, bluff, star_bids)
+            for i in indices:
+                weight *= chances[i]
+        weights.append(weight)
+    total = sum(weights) or 1.0
+    return tuple(h for h, _ in found), tuple(w / total for w in weights)
+
+
 @lru_cache(maxsize=8192)
 def seat_counts(plain: int, super_: int, bids: tuple[Bid, ...], bluff: float = BLUFF,
                 star_bids: bool = True) -> tuple[Dist, ...]:
@@ -86,19 +105,9 @@ def seat_counts(plain: int, super_: int, bids: tuple[Bid, ...], bluff: float = B
     given the bids it made since its last re-roll."""
     top = plain + 2 * super_
     dists = [[0.0] * (top + 1) for _ in FACES]
-    posterior: list[tuple[Hand, float]] = []
-    indices = [FACES.index(bid.face) for bid in bids]
-    for hand, prior in hands(plain, super_):
-        weight = prior
-        if indices:
-            chances = likelihoods(hand, bluff, star_bids)
-            for i in indices:
-                weight *= chances[i]
-        posterior.append((hand, weight))
-    total = sum(w for _, w in posterior) or 1.0
-    for hand, weight in posterior:
+    for hand, weight in zip(*posterior(plain, super_, bids, bluff, star_bids)):
         for i, face in enumerate(FACES):
-            dists[i][matching(hand, face)] += weight / total
+            dists[i][matching(hand, face)] += weight
     return tuple(tuple(d) for d in dists)
 
 

@@ -19,13 +19,17 @@ answers earlier in the game (pbem.rules.robot_reads): an odds player by the
 plain odds of the robot's hand, a bid reader by its bids too and more rarely.
 Near-equal moves are mixed by the random stream, so the robot is
 deterministic for a given stream and view, and it exposes only sometimes.
+
+Search (off: robot_search.CANDIDATES is 1). The move so picked can be weighed
+against the best raises by that price with the next players' replies played
+out (pbem.rules.robot_search); not kept, for the goals it missed (docs/robot.md).
 """
 
 from __future__ import annotations
 
 import random
 
-from pbem.rules import beliefs, robot_reads
+from pbem.rules import beliefs, robot_reads, robot_search
 from pbem.rules.bid_moves import CHALLENGE, BidMove, Move
 from pbem.rules.challenge import count_matching, matches
 from pbem.rules.dice import Face
@@ -104,6 +108,7 @@ class Table:
         self._cache: dict[Face, tuple[int, Dist, Dist]] = {}
         self._tails: dict[Face, tuple[int, Dist, Dist]] = {}
         self._mislead: dict[Face, float] = {}
+        self._calls: dict[Bid, float] = {}
         # how much the next player is a bid reader, from their answers earlier in the game
         self.reader = (robot_reads.seat_reader_weight(view.answers, self.next.seat)
                        if self.next is not None else 0.0)
@@ -127,15 +132,22 @@ class Table:
         return self._cache[face]
 
     def challenge_value(self) -> float:
-        bid = self.view.current
-        assert bid is not None
-        known, nxt, rest = self.counts(bid.face)
-        rule = self.view.rules.exact_rule
-        total = 0.0
-        for c, pr in enumerate(convolve(nxt, rest)):
-            if pr > 1e-9:
-                total += pr * outcome_value(known + c, bid.quantity, False, rule, self.players)
-        return total
+        assert self.view.current is not None
+        return self.bid_challenge_value(self.view.current)
+
+    def bid_challenge_value(self, bid: Bid) -> float:
+        """The robot's value of calling bid, by its beliefs now (cached: the search asks
+        it of the bids that come back round)."""
+        if bid not in self._calls:
+            known, nxt, rest = self.counts(bid.face)
+            rule = self.view.rules.exact_rule
+            total = 0.0
+            for c, pr in enumerate(convolve(nxt, rest)):
+                if pr > 1e-9:
+                    total += pr * outcome_value(known + c, bid.quantity, False, rule,
+                                                self.players)
+            self._calls[bid] = total
+        return self._calls[bid]
 
     def next_sees(self, face: Face) -> tuple[int, Dist, Dist]:
         """What the next player sees of a face: the exposed matches, and P(count >= c)
@@ -157,8 +169,9 @@ class Table:
             plain = count_distribution(own_plain, own_super, match_probability(bid))
             tails = [_tail(convolve(plain, rest))]
             if self.reader > 0.0:   # a reader reads the robot's bids, the new one too
-                read = beliefs.face_counts(own_plain, own_super, (*view.own_bids, bid), face,
-                                           beliefs.BLUFF, stars)
+                # a bid's face is all a reading of it weighs (one cache key a face)
+                read = beliefs.face_counts(own_plain, own_super, (*view.own_bids, Bid(1, face)),
+                                           face, beliefs.BLUFF, stars)
                 mixed = tuple(READER_READS * r + (1 - READER_READS) * p
                               for r, p in zip(read, plain))
                 self._mislead[face] = (sum(c * pr for c, pr in enumerate(read))
@@ -255,13 +268,44 @@ def choose_strong(view: SeatView, rng: random.Random) -> Move:
     options: list[tuple[float, Move]] = []
     if view.current is not None:
         options.append((table.challenge_value(), CHALLENGE))
-    for bid in view.ladder.raises(view.current)[:SEARCH_WIDTH]:
-        options.append((table.raise_value(bid), BidMove(bid)))
+    values = {bid: table.raise_value(bid)
+              for bid in view.ladder.raises(view.current)[:SEARCH_WIDTH]}
+    options += [(value, BidMove(bid)) for bid, value in values.items()]
     if not options:   # unreachable: a round with no bid always has an opening bid
         return CHALLENGE
     best = max(value for value, _ in options)
     near = [move for value, move in options if value >= best - MIX]
     pick = near[rng.randrange(len(near))]
+    if (robot_search.CANDIDATES > 1 and values and robot_search.searchable(view)
+            and (isinstance(pick, BidMove) or robot_search.SEARCH_CALLS)):
+        pick = searched(view, table, values, pick, random.Random(rng.getrandbits(32)))
     if isinstance(pick, BidMove):
         return BidMove(pick.bid, expose_for(view, pick.bid, rng))
     return pick
+
+
+def searched(view: SeatView, table: Table, values: dict[Bid, float], pick: Move,
+             rng: random.Random) -> Move:
+    """The move to make: the one-move pick, unless one of the best raises by the
+    one-move price does better by robot_search.MARGIN when the next replies are
+    played out (pbem.rules.robot_search; a call is priced as it is)."""
+    rule, players = view.rules.exact_rule, table.players
+
+    def outcome(actual: int, quantity: int, bidder: bool) -> float:
+        return outcome_value(actual, quantity, bidder, rule, players)
+
+    search = robot_search.Search(view, lambda bid: values.get(bid, float("-inf")),
+                                 table.bid_challenge_value, outcome, rng)
+    misled = MISLEAD * table.misled()
+
+    def value(move: Move) -> float:
+        if isinstance(move, BidMove):
+            return search.value(move.bid) + misled * table.mislead(move.bid.face)
+        return table.challenge_value()
+
+    picked = pick.bid if isinstance(pick, BidMove) else None
+    others = sorted((b for b in values if b != picked), key=lambda bid: -values[bid])
+    scored = [(value(move), move) for move in
+              [pick, *(BidMove(b) for b in others[:robot_search.CANDIDATES - 1])]]
+    top = max(scored, key=lambda s: s[0])
+    return top[1] if top[0] > scored[0][0] + robot_search.MARGIN else pick
