@@ -193,13 +193,13 @@ def bench_settings(stack: MailStack, url: str, folder: Path) -> Settings:
 
 
 def run_size(games: int, profile: str | None, quote: bool, seed: int, postgresql: bool = False,
-             workers: int = 1) -> dict:
+             workers: int = 1, compose: bool = False) -> dict:
     with MailStack(users=("bluff", "referee")) as stack, \
             tempfile.TemporaryDirectory(prefix="pbem-scale-") as tmp, \
             (PgCluster() if postgresql else _Nothing()) as cluster:
         url = cluster.new_database() if postgresql else f"sqlite:///{Path(tmp) / 'scale.db'}"
         settings = bench_settings(stack, url, Path(tmp))
-        server = Server(settings)
+        server = Server(settings, compose_apart=compose)
         database = server.engine
         setup = deliver(stack, referee_mails(stack, games), "referee mails")
 
@@ -211,6 +211,8 @@ def run_size(games: int, profile: str | None, quote: bool, seed: int, postgresql
         say(f"start tick: {start_tick:.1f} s ({started}); {reports} first reports")
         assert started.processed == setup and reports == SEATS * games, "games not all started"
 
+        if server.composer is not None:   # its CPU is counted over the turn tick alone
+            server.composer.stop()
         orders = deliver(stack, answers(database, random.Random(seed), quote), "orders")
         before = count(database, "SELECT count(*) FROM outbound_mail")
         profiler = cProfile.Profile() if profile else None
@@ -226,6 +228,14 @@ def run_size(games: int, profile: str | None, quote: bool, seed: int, postgresql
             profiler.disable()
         turn_tick = time.perf_counter() - clock
         turn_cpu = time.process_time() - cpu   # the forked workers' not in it
+        composer_cpu = 0.0
+        if server.composer is not None:   # a child's CPU is counted once it has ended
+            children = resource.getrusage(resource.RUSAGE_CHILDREN)
+            server.composer.stop()
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            composer_cpu = (after.ru_utime + after.ru_stime
+                            - children.ru_utime - children.ru_stime)
+            say(f"the composer's CPU over the turn tick: {composer_cpu:.1f} s")
         wrote = written_bytes() - wrote        # so are their writes
         written = count(database, "SELECT count(*) FROM outbound_mail") - before
         second = count(database, "SELECT count(*) FROM outbound_mail "
@@ -249,7 +259,8 @@ def run_size(games: int, profile: str | None, quote: bool, seed: int, postgresql
                 "orders": turn.processed, "ms_per_order": 1000 * turn_tick / max(1, turn.processed),
                 "mails": written, "mails_per_s": written / turn_tick,
                 "sent": turn.sent, "rss_mib": peak_rss_mib(),
-                "cpu_ms_per_order": 1000 * turn_cpu / max(1, turn.processed)}
+                "cpu_ms_per_order": 1000 * turn_cpu / max(1, turn.processed),
+                "composer_cpu_ms_per_order": 1000 * composer_cpu / max(1, turn.processed)}
 
 
 def written_bytes() -> int:
@@ -289,6 +300,8 @@ def table(results: list[dict]) -> None:
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in results:
         cpu = f"{r['cpu_ms_per_order']:.1f}" if r.get("cpu_ms_per_order") else "-"
+        if r.get("composer_cpu_ms_per_order"):   # the composer's CPU after a plus
+            cpu += f" + {r['composer_cpu_ms_per_order']:.1f}"
         print(f"| {r['games']:,} | {r['start_tick']:.1f} s | {r['turn_tick']:.1f} s | "
               f"{r['orders']:,} | {r['ms_per_order']:.1f} | {cpu} | {r['mails']:,} | "
               f"{r['mails_per_s']:.0f} | {r['rss_mib']:.0f} MiB |")
@@ -311,13 +324,15 @@ def main() -> None:
                         help="a private PostgreSQL cluster's database instead of SQLite")
     parser.add_argument("--workers", type=int, default=1,
                         help="processes ticking side by side for the turn (PostgreSQL)")
+    parser.add_argument("--compose", action="store_true",
+                        help="a turn's reports composed by a process of its own (SQLite)")
     parser.add_argument("--result", help=argparse.SUPPRESS)   # the child's answer file
     args = parser.parse_args()
     if args.workers > 1 and not args.postgresql:
         parser.error("--workers needs --postgresql (SQLite has one writer)")
     if args.result:   # a child: one size
         result = run_size(args.games[0], args.profile, args.quote, args.seed,
-                          args.postgresql, args.workers)
+                          args.postgresql, args.workers, args.compose)
         Path(args.result).write_text(json.dumps(result))
         return
     sizes = sorted(set(args.games))
@@ -333,6 +348,7 @@ def main() -> None:
             cmd += [] if args.quote else ["--no-quote"]
             cmd += ["--postgresql"] if args.postgresql else []
             cmd += ["--workers", str(args.workers)] if args.workers > 1 else []
+            cmd += ["--compose"] if args.compose else []
             subprocess.run(cmd, check=True)
             results.append(json.loads(answer.read_text()))
     table(results)

@@ -31,7 +31,7 @@ connections, Inline by the tick's own thread for the .eml outbox).
 
 from pbem.outbox.connections import Sender
 from pbem.outbox.draining import PAGE, drain
-from pbem.outbox.queue import LOOP_HEADER, Origin, enqueue
+from pbem.outbox.queue import LOOP_HEADER, Origin, composed, enqueue, queue_composed
 from pbem.outbox.stream import Inline, Stream
 from pbem.outbox.table import (
     BUDGET_NOTICE,
@@ -54,4 +54,5 @@ from pbem.store.work import Queued
 __all__ = ["BUDGET_NOTICE", "CLAIM_LEASE", "GIVE_UP_AFTER", "LOOP_HEADER", "MAX_ATTEMPTS", "PAGE",
            "Budget", "OnShort", "Shortfall",
            "DrainReport", "Inline", "OnFailure", "Origin", "Queued", "Sender", "Stream", "backoff", "drain",
-           "Undelivered", "enqueue", "envelope_sender", "others_due", "release"]
+           "Undelivered", "composed", "enqueue", "envelope_sender", "others_due", "queue_composed",
+           "release"]

@@ -8,6 +8,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import cast
 
 from sqlalchemy import bindparam, insert
 from sqlmodel import col, select
@@ -70,12 +71,29 @@ def enqueue(session: Work, origin: Origin, *, kind: str, to: str, subject: str,
             inbound_id: int | None = None, auto_submitted: str | None = None,
             shipped_html: bool = False) -> Queued:
     """Queue one mail: a row inserted in the session's transaction (a unit of work with a
-    hand-off keeps it in its ``queued``: a Stream claims it there). Auto-Submitted (RFC
-    3834) is "auto-replied" for a mail that answers one (``in_reply_to``), else
-    "auto-generated", unless ``auto_submitted`` says. The HTML loses any remote content
-    (a referee's own templates may add some) unless ``shipped_html`` says it comes from
-    the shipped templates, which have none. The subject loses bidi and control characters
-    (pbem.text.usertext): a player's name or subject in it cannot turn the rest around."""
+    hand-off keeps it in its ``queued``: a Stream claims it there); ``composed`` says
+    what the mail is made of."""
+    return queue_composed(session, composed(
+        origin, kind=kind, to=to, subject=subject, text=text, html=html, now=now,
+        attachments=attachments, in_reply_to=in_reply_to, references=references,
+        game_id=game_id, seat=seat, turn=turn, inbound_id=inbound_id,
+        auto_submitted=auto_submitted, shipped_html=shipped_html))
+
+
+def composed(origin: Origin, *, kind: str, to: str, subject: str,
+             text: str, html: str | None, now: datetime,
+             attachments: Sequence[tuple[str, str, bytes]] = (),
+             in_reply_to: str | None = None, references: Sequence[str] = (),
+             game_id: int | None = None, seat: int | None = None, turn: int | None = None,
+             inbound_id: int | None = None, auto_submitted: str | None = None,
+             shipped_html: bool = False) -> dict[str, object]:
+    """One mail built, not queued yet (queue_composed queues it): its columns and "raw".
+    Auto-Submitted (RFC 3834) is "auto-replied" for a mail that answers one
+    (``in_reply_to``), else "auto-generated", unless ``auto_submitted`` says. The HTML
+    loses any remote content (a referee's own templates may add some) unless
+    ``shipped_html`` says it comes from the shipped templates, which have none. The
+    subject loses bidi and control characters (pbem.text.usertext): a player's name or
+    subject in it cannot turn the rest around."""
     message_id = make_message_id(origin.domain, kind)
     auto_submitted = auto_submitted or ("auto-replied" if in_reply_to else "auto-generated")
     if html is not None and not shipped_html:
@@ -85,16 +103,21 @@ def enqueue(session: Work, origin: Origin, *, kind: str, to: str, subject: str,
                      message_id=message_id, in_reply_to=in_reply_to, references=references,
                      auto_submitted=auto_submitted, loop_header=(LOOP_HEADER, origin.address),
                      date=now)
-    rcpts_json, bounce_token = json.dumps([to]), new_bounce_token()
-    values = {"message_id": message_id, "kind": kind, "mail_from": origin.address,
-              "rcpts_json": rcpts_json, "raw": raw, "game_id": game_id, "seat": seat,
-              "turn": turn, "inbound_id": inbound_id, "status": "pending", "attempts": 0,
-              "next_attempt_at": now, "created_at": now, "bounce_token": bounce_token}
+    return {"message_id": message_id, "kind": kind, "mail_from": origin.address,
+            "rcpts_json": json.dumps([to]), "raw": raw, "game_id": game_id, "seat": seat,
+            "turn": turn, "inbound_id": inbound_id, "status": "pending", "attempts": 0,
+            "next_attempt_at": now, "created_at": now, "bounce_token": new_bounce_token()}
+
+
+def queue_composed(session: Work, values: Mapping[str, object]) -> Queued:
+    """Queue a mail ``composed`` made, in the session's transaction."""
     # Core, not an ORM object: a turn queues a mail a player, and an object in the session
     # costs its flush and the commit's bookkeeping (about a tenth of `pbem demo`'s ticks)
     session.flush()   # what is pending first (none: a no-op), in the order the code made it
     row_id = insert_mail(session, values)
-    row = Queued(row_id, message_id, origin.address, bounce_token, rcpts_json, raw)
+    row = Queued(row_id, cast(str, values["message_id"]), cast(str, values["mail_from"]),
+                 cast(str, values["bounce_token"]), cast(str, values["rcpts_json"]),
+                 cast(bytes, values["raw"]))
     if session.keep_queued:
         session.queued.append(row)   # what its caller's Stream claims before the commit
     crash_point("outbox-enqueued")
