@@ -40,7 +40,7 @@ PAGE = 10               # drafts read at a time
 IDLE_SECONDS = 0.005    # how often an idle composer looks for drafts
 PIPE_BYTES = 1 << 20    # the pipe of what it made (Linux's most for a user: a megabyte)
 FINISH_SECONDS = 600.0  # how long a tick waits for the composer to finish
-_FINISHED = "finished"
+_TICK, _FINISHED = "tick", "finished"
 
 HandOff = Any   # a pbem.outbox Inline or Stream (claim before a commit, feed after, close)
 
@@ -60,9 +60,19 @@ class Composer:
         return self._process is not None and self._process.is_alive()
 
     def start(self) -> None:
-        """Fork the composer (again, if the last one died)."""
-        if self.running:
-            return
+        """A tick begins: the composer looks for drafts until it is asked to ``finish``
+        (forked first, or again if the last one died; between ticks it waits, reading
+        nothing)."""
+        if not self.running:
+            self._fork()
+        try:
+            if self._ask is not None:
+                self._ask.send(_TICK)
+        except OSError:
+            log.error("the composer is gone; the tick makes the reports itself")
+            self.stop()
+
+    def _fork(self) -> None:
         self.stop()
         context = multiprocessing.get_context("fork")
         # one pipe each way: what it made comes back in a pipe of a megabyte, so that it
@@ -133,6 +143,18 @@ class Composer:
 
     def _serve(self, asked: Connection, conn: Connection, parent: int) -> None:
         self.engine.dispose(close=False)   # the server's connections are not ours
+        while True:   # between ticks: waits to be asked, its parent's end ends it
+            while not asked.poll(1.0):
+                if os.getppid() != parent:
+                    return
+            if asked.recv() != _TICK:
+                return
+            if not self._tick(asked, conn, parent):
+                return
+
+    def _tick(self, asked: Connection, conn: Connection, parent: int) -> bool:
+        """A tick's drafts, made and sent back as they come, until the tick asks it to
+        finish; False: its parent is gone or it was asked to stop."""
         after = 0   # the newest draft made: the tick's thread deletes it when it takes it
         while True:
             made = make_waiting(self.engine, self.compose, limit=PAGE, after=after)
@@ -142,17 +164,17 @@ class Composer:
             if made:
                 continue
             if os.getppid() != parent:
-                return
+                return False
             if not asked.poll(IDLE_SECONDS):
                 continue
             if asked.recv() != _FINISHED:
-                return
+                return False
             while made := make_waiting(self.engine, self.compose, limit=PAGE, after=after):
                 for item in made:
                     conn.send(item)
                     after = item.draft_id
             conn.send(_FINISHED)
-            after = 0   # a draft not taken (its transaction rolled back) is made again
+            return True
 
 
 class Composing:

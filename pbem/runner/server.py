@@ -181,9 +181,11 @@ class Server:
     # --- the edges ----------------------------------------------------------
 
     def close(self) -> None:
-        """Log out of what is kept open (the IMAP and SMTP connections)."""
+        """Log out of what is kept open (the IMAP and SMTP connections); the composer ends."""
         self.fetcher.close()
         self.senders.close()
+        if self.composer is not None:
+            self.composer.stop()
 
     def store_received(self, raw: bytes, envelope_from: str, rcpts: list[str]) -> None:
         """The listener's store: returns (and the client gets its 250) only once stored.

@@ -1,15 +1,16 @@
 """A turn's reports as a draft: what they are made of, committed by the transaction that
-played the turn, and made into mails by the composer (pbem.runner.composer) in a process
-of its own, so that rendering and building them runs on the other core while the next
-orders are handled.
+played the turn, and made into mails later (pbem.runner.composer: by a process of its own,
+on the other core, while the next orders are handled).
 
 A draft is a row of outbound_mail (kind and status "draft", never sent), its bytes the
-turn's TurnReports (pbem.services.reports) pickled: written by this server and read back
-by it alone, as the rest of its database. The transaction that composes a draft deletes
-it and queues its mails together, so a crash or a kill anywhere leaves either the draft
-(the next composer makes it) or its mails (the outbox sends them), never both and never
-neither. A draft that cannot be made into mails (a bug, a template that fails) is marked
-failed with the error, and the referee is told; it is not tried again by itself.
+turn's TurnReports (pbem.services.reports) pickled: some 5 KB, written by this server and
+read back by it alone, as the rest of its database. Making a draft into mails
+(``make``) only reads; queueing them (``queue_made``) deletes the draft and queues its
+mails in one transaction, so a crash or a kill anywhere leaves either the draft (made
+again later) or its mails (the outbox sends them), never both and never neither, and
+a draft made twice is queued once. A draft that cannot be made into mails (a bug, a
+template that fails) is marked failed with its error and the referee is told; it is not
+tried again by itself.
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ _TAKE = (delete(OutboundMail)
                 col(OutboundMail.status) == DRAFT)
          .returning(col(OutboundMail.id)))
 _FAIL = (update(OutboundMail)
-         .where(col(OutboundMail.id) == bindparam("id"), col(OutboundMail.status) == DRAFT)
+         .where(col(OutboundMail.id) == bindparam("draft"), col(OutboundMail.status) == DRAFT)
          .values(status="failed", last_error=bindparam("error")))
 
 
@@ -144,7 +145,7 @@ def queue_made(work: Work, made: list[Made], failed: Failed | None = None) -> Co
                 queue_composed(work, mail)
             done.drafts += 1
             done.mails += len(m.mails)
-        elif m.mails is None and conn.execute(_FAIL, {"id": m.draft_id,
+        elif m.mails is None and conn.execute(_FAIL, {"draft": m.draft_id,
                                                       "error": m.error}).rowcount:
             done.failed += 1
             if failed is not None:
@@ -177,6 +178,6 @@ def reports_failed(work: Work, post: Post, draft_id: int, error: str) -> None:
                                             turn=turn)),
                  [_("The turn was played, but its reports could not be written: {error}",
                     error=error),
-                  _("The players have not been sent them. Once the cause is fixed, "
-                    "RESEND {game} sends each seat its report as the game stands.",
-                    game=name)])
+                  _("The players have not been sent them: their orders for the next turn "
+                    "need them. The error is kept with the draft, outgoing mail {id}.",
+                    id=draft_id)])
