@@ -10,7 +10,9 @@ quoted), put straight into the referee's Maildir; then ONE tick handles the whol
 turn (the turn tick). Making and delivering the mails is not timed.
 
 Prints per N: the start tick, the turn tick, orders handled, ms per order (wall
-and the bench process's CPU: with --workers the workers' CPU is not in it), mails
+and the bench process's CPU: with --workers the workers' CPU is not in it; with
+--compose the composer's after a plus; and the wall less the time the tick's thread
+waited for a core, ready to run, which other work on a shared machine makes), mails
 written (and per second) by the turn tick, peak RSS of the process; then how the
 per-order cost and the peak RSS grow from the smallest size to the largest.
 
@@ -45,6 +47,7 @@ import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from email import policy
@@ -199,7 +202,7 @@ def run_size(games: int, profile: str | None, quote: bool, seed: int, postgresql
             (PgCluster() if postgresql else _Nothing()) as cluster:
         url = cluster.new_database() if postgresql else f"sqlite:///{Path(tmp) / 'scale.db'}"
         settings = bench_settings(stack, url, Path(tmp))
-        server = Server(settings, compose_apart=compose)
+        server = Server(settings, compose_apart=True) if compose else Server(settings)
         database = server.engine
         setup = deliver(stack, referee_mails(stack, games), "referee mails")
 
@@ -220,14 +223,22 @@ def run_size(games: int, profile: str | None, quote: bool, seed: int, postgresql
             server.close()
             database.dispose()
         clock, cpu, wrote = time.perf_counter(), time.process_time(), written_bytes()
+        queued = runqueue_seconds()
         if profiler is not None:
             profiler.enable()
-        turn = server.tick() if workers == 1 else turn_by_workers(server, database, workers,
-                                                                   games, stack)
+        at: dict[str, float] = {}   # when the tick began waiting for the composer, and ended
+        turn = server.tick(lambda tag: at.__setitem__(tag, time.perf_counter())) \
+            if workers == 1 else turn_by_workers(server, database, workers, games, stack)
         if profiler is not None:
             profiler.disable()
         turn_tick = time.perf_counter() - clock
         turn_cpu = time.process_time() - cpu   # the forked workers' not in it
+        # how long the tick's thread was ready to run and waited for a core (other work on
+        # the machine): the turn tick less this is what a machine of its own would take
+        queued = runqueue_seconds() - queued
+        say(f"the tick's thread waited {queued:.1f} s for a core ({queued / turn_tick:.0%} of "
+            f"the turn tick): {1000 * (turn_tick - queued) / max(1, turn.processed):.1f} ms "
+            f"an order without that wait")
         composer_cpu = 0.0
         if server.composer is not None:   # a child's CPU is counted once it has ended
             children = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -235,7 +246,9 @@ def run_size(games: int, profile: str | None, quote: bool, seed: int, postgresql
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             composer_cpu = (after.ru_utime + after.ru_stime
                             - children.ru_utime - children.ru_stime)
-            say(f"the composer's CPU over the turn tick: {composer_cpu:.1f} s")
+            say(f"the composer's CPU over the turn tick: {composer_cpu:.1f} s; the tick "
+                f"waited {at.get('compose<', 0) - at.get('compose>', 0):.2f} s at its end for "
+                f"what it had not made yet")
         wrote = written_bytes() - wrote        # so are their writes
         written = count(database, "SELECT count(*) FROM outbound_mail") - before
         second = count(database, "SELECT count(*) FROM outbound_mail "
@@ -260,7 +273,14 @@ def run_size(games: int, profile: str | None, quote: bool, seed: int, postgresql
                 "mails": written, "mails_per_s": written / turn_tick,
                 "sent": turn.sent, "rss_mib": peak_rss_mib(),
                 "cpu_ms_per_order": 1000 * turn_cpu / max(1, turn.processed),
+                "unqueued_ms_per_order": 1000 * (turn_tick - queued) / max(1, turn.processed),
                 "composer_cpu_ms_per_order": 1000 * composer_cpu / max(1, turn.processed)}
+
+
+def runqueue_seconds() -> float:
+    """How long this thread has waited on a run queue, ready to run (/proc's schedstat)."""
+    with open(f"/proc/self/task/{threading.get_native_id()}/schedstat") as stat:
+        return int(stat.read().split()[1]) / 1e9
 
 
 def written_bytes() -> int:
@@ -296,14 +316,15 @@ def profile_path(profile: str | None, games: int, several: bool) -> str | None:
 
 def table(results: list[dict]) -> None:
     print("\n| games | start tick | turn tick | orders | ms/order | CPU ms/order | "
-          "mails written | mails/s | peak RSS |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+          "ms/order less core waits | mails written | mails/s | peak RSS |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in results:
         cpu = f"{r['cpu_ms_per_order']:.1f}" if r.get("cpu_ms_per_order") else "-"
         if r.get("composer_cpu_ms_per_order"):   # the composer's CPU after a plus
             cpu += f" + {r['composer_cpu_ms_per_order']:.1f}"
         print(f"| {r['games']:,} | {r['start_tick']:.1f} s | {r['turn_tick']:.1f} s | "
-              f"{r['orders']:,} | {r['ms_per_order']:.1f} | {cpu} | {r['mails']:,} | "
+              f"{r['orders']:,} | {r['ms_per_order']:.1f} | {cpu} | "
+              f"{r['unqueued_ms_per_order']:.1f} | {r['mails']:,} | "
               f"{r['mails_per_s']:.0f} | {r['rss_mib']:.0f} MiB |")
     if len(results) > 1:
         small, large = results[0], results[-1]
