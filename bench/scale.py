@@ -214,8 +214,9 @@ def run_size(games: int, profile: str | None, quote: bool, seed: int, postgresql
         say(f"start tick: {start_tick:.1f} s ({started}); {reports} first reports")
         assert started.processed == setup and reports == SEATS * games, "games not all started"
 
-        if server.composer is not None:   # its CPU is counted over the turn tick alone
-            server.composer.stop()
+        composer = getattr(server, "composer", None)   # (a tree before the composer)
+        if composer is not None:   # its CPU is counted over the turn tick alone
+            composer.stop()
         orders = deliver(stack, answers(database, random.Random(seed), quote), "orders")
         before = count(database, "SELECT count(*) FROM outbound_mail")
         profiler = cProfile.Profile() if profile else None
@@ -240,9 +241,9 @@ def run_size(games: int, profile: str | None, quote: bool, seed: int, postgresql
             f"the turn tick): {1000 * (turn_tick - queued) / max(1, turn.processed):.1f} ms "
             f"an order without that wait")
         composer_cpu = 0.0
-        if server.composer is not None:   # a child's CPU is counted once it has ended
+        if composer is not None:   # a child's CPU is counted once it has ended
             children = resource.getrusage(resource.RUSAGE_CHILDREN)
-            server.composer.stop()
+            composer.stop()
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             composer_cpu = (after.ru_utime + after.ru_stime
                             - children.ru_utime - children.ru_stime)
