@@ -15,8 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email.utils import parseaddr
+from functools import partial
 
 from apscheduler.schedulers.background import BackgroundScheduler
+from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session
 
@@ -37,13 +39,17 @@ from pbem.outbox import (
     release,
 )
 from pbem.render.reports import Renderer, TemplateProblem
+from pbem.runner.composer import Composer, Composing, finish_tick
 from pbem.runner.fetching import Fetcher, oauth_login
 from pbem.runner.junk import JUNK_SOURCE, JunkOverQuota, JunkTally
 from pbem.runner.notify import notify, watchdog_seconds
 from pbem.runner.referee import Referee
 from pbem.runner.retention import prune_when_due
+from pbem.services.drafts import Compose, reports_failed
 from pbem.services.health import record_backoff
+from pbem.services.post import Post
 from pbem.services.progress import Marks, Progress, unmarked
+from pbem.services.reports import compose_reports
 from pbem.store.backoff import Backoff
 from pbem.store.backup import BackupPlan
 from pbem.store.claims import Lease, Waits
@@ -51,6 +57,7 @@ from pbem.store.db import SchemaError, check_schema, lanes_apart, open_database
 from pbem.store.faults import crash_point
 from pbem.store.security import known_address
 from pbem.store.wakeups import MailWatch
+from pbem.store.work import Work
 
 log = logging.getLogger(__name__)
 WOKEN_TICKS_APART = 0.1          # seconds at least between two ticks woken by stored mail
@@ -129,8 +136,19 @@ def dkim_signer(settings: Settings) -> DkimSigner | None:
     return signer
 
 
+def composer_parts(settings: Settings) -> tuple[Engine, Compose]:
+    """In the composer's own process (pbem.runner.composer): its engine (its own
+    connections; the schema is the server's business) and how it makes a draft's mails,
+    with templates of its own."""
+    engine = open_database(settings.database, migrate=False,
+                           synchronous=settings.db.synchronous)
+    post = Post(settings, Renderer(settings.templates_dir, kind_template_dirs()), utc_now)
+    return engine, lambda session, turn: compose_reports(session, post, turn)
+
+
 class Server:
-    def __init__(self, settings: Settings, clock: Callable[[], datetime] = utc_now) -> None:
+    def __init__(self, settings: Settings, clock: Callable[[], datetime] = utc_now, *,
+                 compose_apart: bool | None = None) -> None:
         self.settings = settings
         self.signer = dkim_signer(settings)   # DKIM, or None; a bad key stops here
         self.engine = open_database(settings.database, synchronous=settings.db.synchronous,
@@ -162,13 +180,26 @@ class Server:
         # (loop_stalled) tells systemd it is alive only while this is recent
         self.progress = Progress()
         self._last_report: TickReport | None = None
+        # a turn's reports made into mails by a process of its own (pbem.runner.composer):
+        # SQLite, where the tick's thread is the one writer, and the other core idle
+        self.composer: Composer | None = None
+        if compose_apart is None:
+            compose_apart = settings.compose_apart
+        if compose_apart and not lanes_apart(self.engine):
+            post = self.referee.post
+            post.compose_apart = True
+            self.composer = Composer(
+                self.engine, lambda session, turn: compose_reports(session, post, turn),
+                partial(composer_parts, settings))
 
     # --- the edges ----------------------------------------------------------
 
     def close(self) -> None:
-        """Log out of what is kept open (the IMAP and SMTP connections)."""
+        """Log out of what is kept open (the IMAP and SMTP connections); the composer ends."""
         self.fetcher.close()
         self.senders.close()
+        if self.composer is not None:
+            self.composer.stop()
 
     def store_received(self, raw: bytes, envelope_from: str, rcpts: list[str]) -> None:
         """The listener's store: returns (and the client gets its 250) only once stored.
@@ -263,6 +294,10 @@ class Server:
                       verp=smtp.verp, connections=smtp.connections, budget=self.budget(),
                       unreleased=self.keep_unreleased)
 
+    def _draft_failed(self, session: Work, draft_id: int, error: str) -> None:
+        """A turn's reports could not be made (pbem.services.drafts): the referee is told."""
+        reports_failed(session, self.referee.post, draft_id, error)
+
     def send_after(self, streamed: DrainReport | None, others: bool) -> DrainReport:
         """The tick's sending after its handling: a drain (send), unless a stream sent
         all there was (``streamed``: what it did; ``others``: whether mail it did not hold
@@ -320,14 +355,23 @@ class Server:
                 held = self.take_referee_lease(lease, report.waits)
                 if held is not None:
                     stream = self.open_stream()
+                    hand_off: Stream | Inline | Composing | None = stream
+                    if self.composer is not None:
+                        self.composer.start()
+                        hand_off = Composing(stream, self.composer, self._draft_failed)
                     try:
                         report.processed = self.referee.process_pending(
-                            keep_alive=lease.renew if held else None, hand_off=stream,
+                            keep_alive=lease.renew if held else None, hand_off=hand_off,
                             marks=marks, waits=report.waits)
                         marks("clock>")
                         report.resolved = self.referee.resolve_due(report.waits,
                                                                    step=self.progress.beat)
                         marks("clock<")
+                        if self.composer is not None:
+                            marks("compose>")
+                            finish_tick(self.engine, self.composer, self.composer.compose,
+                                        stream, self._draft_failed)
+                            marks("compose<")
                     finally:
                         if held:
                             lease.release()

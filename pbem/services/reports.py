@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from sqlmodel import Session
 
@@ -21,10 +22,11 @@ from pbem.kinds.options import LEVEL_NAMES, GameOptions, robot_level
 from pbem.outbox import Composed, Origin, Queued, compose, queue_all
 from pbem.render.charts import Course
 from pbem.render.reports import SharedParts
+from pbem.services.drafts import queue_draft
 from pbem.services.export import export_json
 from pbem.services.post import Post, tagged
 from pbem.services.replay import course, replay_steps
-from pbem.store.rows import GameView, PlayerView
+from pbem.store.rows import GameView, PlayerRow, PlayerView
 from pbem.store.work import Work
 from pbem.text.deadlines import relative_said
 from pbem.text.links import key_generation, private_link
@@ -134,40 +136,82 @@ def record_attachment(session: Session, game: GameView) -> tuple[str, str, bytes
             json.dumps(export_json(session, game), indent=2).encode())
 
 
+@dataclass(frozen=True)
+class TurnReports(Generic[S]):
+    """What a turn's reports are made of, as the transaction that played the turn read it:
+    the game, its state and its seats then, the notes, the table talk, the final report's
+    record and course. ``compose_reports`` makes the mails of it, in that transaction or
+    later (a draft: pbem.runner.composer)."""
+
+    game: GameView
+    state: S
+    now: datetime
+    players: Mapping[int, PlayerRow]
+    options: GameOptions | None
+    talk: list[dict[str, Any]]
+    record: list[tuple[str, str, bytes]]
+    drawn: Course | None
+    notes: list[str] | None = None
+    seat_notes: dict[int, list[str]] | None = None
+    only_seat: int | None = None
+    in_reply_to: str | None = None
+    inbound_id: int | None = None
+
+
 def enqueue_reports(session: Work, post: Post, game: GameView, state: S, *, now: datetime,
                     notes: list[str] | None = None,
                     seat_notes: dict[int, list[str]] | None = None,
                     only_seat: int | None = None, in_reply_to: str | None = None,
                     inbound_id: int | None = None,
-                    facts: GameFacts[S, M] | None = None) -> list[Queued]:
+                    facts: GameFacts[S, M] | None = None,
+                    draft: bool = False) -> list[Queued]:
     """The reports of the game as ``state`` stands (``facts``: what the transaction knows
-    of the game, if read), one a seat (``only_seat``: that one), then the watchers'."""
-    origin, renderer = post.origin, post.renderer
-    players = facts.seated if facts is not None else seated(session, game)
+    of the game, if read), one a seat (``only_seat``: that one), then the watchers'.
+    ``draft``: queued as one draft (pbem.services.drafts) that the composer makes the
+    mails of once this transaction has committed (none returned here)."""
+    players = dict(facts.seated) if facts is not None else dict(seated(session, game))
     kind = facts.kind if facts is not None else kind_of(game)
-    options = facts.options if facts is not None else None
-    talk = talk_lines(session, game)     # the table talk (SAY) since the last report
     over = kind.over(state)
     # the final report carries the game's record, for `pbem verify`, and its course
-    record = [record_attachment(session, game)] if over else []
-    drawn = game_course(session, game, players) if over else None
-    rows = []
+    turn = TurnReports(game=game, state=state, now=now, players=players,
+                       options=facts.options if facts is not None else None,
+                       talk=talk_lines(session, game),   # the table talk since the last report
+                       record=[record_attachment(session, game)] if over else [],
+                       drawn=game_course(session, game, players) if over else None,
+                       notes=notes, seat_notes=seat_notes, only_seat=only_seat,
+                       in_reply_to=in_reply_to, inbound_id=inbound_id)
+    if draft:
+        queue_draft(session, post.origin, turn)
+        return []
+    # all at once: on SQLite two statements for a batch
+    return queue_all(session, compose_reports(session, post, turn))
+
+
+def compose_reports(session: Session, post: Post, turn: TurnReports[S]) -> list[Composed]:
+    """The mails of a turn's reports, built (pbem.outbox.compose) and not queued yet: one
+    a seat (``only_seat``: that one), then the watchers'. ``session`` is only read."""
+    game, state, now, players = turn.game, turn.state, turn.now, turn.players
+    origin, renderer = post.origin, post.renderer
+    kind, options, talk = kind_of(game), turn.options, turn.talk
+    over = kind.over(state)
+    in_reply_to = turn.in_reply_to
+    mails: list[Composed] = []
     # what every report of the turn shares (the watchers' too), rendered once a language
     shared: dict[str, SharedParts | None] = {}
 
     def shared_in(language: str) -> SharedParts | None:
         if language not in shared:
             public = public_context(game, players, state, now, origin, post.settings.web,
-                                    drawn, kind=kind, options=options)
+                                    turn.drawn, kind=kind, options=options)
             shared[language] = renderer.shared_parts(kind.report_template, public, language)
         return shared[language]
 
     for seat, player in sorted(players.items()):
-        if only_seat is not None and seat != only_seat:
+        if turn.only_seat is not None and seat != turn.only_seat:
             continue
-        told = (seat_notes or {}).get(seat, notes or [])   # "you" for the reader's seat
+        told = (turn.seat_notes or {}).get(seat, turn.notes or [])   # "you" for the reader's seat
         context = report_context(game, players, state, seat, now, origin, told,
-                                 heard_by(talk, seat), post.settings.web, drawn, kind=kind,
+                                 heard_by(talk, seat), post.settings.web, turn.drawn, kind=kind,
                                  options=options)
         language = post.language_of(session, player.email, game, player=player,
                                     options=options, chosen=player.chosen)
@@ -176,21 +220,22 @@ def enqueue_reports(session: Work, post: Post, game: GameView, state: S, *, now:
         subject = post.subject(tagged(game.name, _("final report") if over
                                       else _("turn {turn} report", turn=game.turn)), language)
         attachment = ("report.json", "application/json", view_json(context["view"]))
-        rows.append(compose(post.origin_in(language), kind="report", to=player.email, subject=subject,
-                            text=text, html=html, now=now, attachments=[attachment, *record],
-                            in_reply_to=in_reply_to,
-                            references=[in_reply_to] if in_reply_to else (),
-                            game_id=game.id, seat=seat, turn=game.turn, inbound_id=inbound_id,
-                            shipped_html=renderer.shipped_only))
-    if only_seat is None:
-        rows += _watcher_reports(session, post, game, state, players, now=now,
-                                 notes=notes or [], talk=talk, record=record,
-                                 course=drawn, kind=kind, options=options,
-                                 shared_in=shared_in)
-    return queue_all(session, rows)   # all at once: on SQLite two statements for a batch
+        mails.append(compose(post.origin_in(language), kind="report", to=player.email,
+                             subject=subject, text=text, html=html, now=now,
+                             attachments=[attachment, *turn.record],
+                             in_reply_to=in_reply_to,
+                             references=[in_reply_to] if in_reply_to else (),
+                             game_id=game.id, seat=seat, turn=game.turn,
+                             inbound_id=turn.inbound_id, shipped_html=renderer.shipped_only))
+    if turn.only_seat is None:
+        mails += _watcher_reports(session, post, game, state, players, now=now,
+                                  notes=turn.notes or [], talk=talk, record=turn.record,
+                                  course=turn.drawn, kind=kind, options=options,
+                                  shared_in=shared_in)
+    return mails
 
 
-def _watcher_reports(session: Work, post: Post, game: GameView, state: S,
+def _watcher_reports(session: Session, post: Post, game: GameView, state: S,
                      players: Mapping[int, PlayerView], *, now: datetime, notes: list[str],
                      talk: list[dict[str, Any]],
                      record: list[tuple[str, str, bytes]],
@@ -207,7 +252,7 @@ def _watcher_reports(session: Work, post: Post, game: GameView, state: S,
                              options=options)
     context["how_to_order"] = False      # watchers have no orders to send
     attachment = ("report.json", "application/json", view_json(context["view"]))
-    rows: list[Composed] = []
+    mails: list[Composed] = []
     # a watcher reads their own language if they play here, else the game's: one
     # rendering a language
     by_language: dict[str, list[str]] = {}
@@ -221,12 +266,12 @@ def _watcher_reports(session: Work, post: Post, game: GameView, state: S,
         subject = post.subject(tagged(game.name, _("final report (public view)")
                                       if over
                                       else _("turn {turn} public view", turn=game.turn)), language)
-        rows += [compose(post.origin_in(language), kind="watch", to=email, subject=subject,
-                         text=text, html=html, now=now, attachments=[attachment, *record],
-                         game_id=game.id, turn=game.turn,
-                         shipped_html=post.renderer.shipped_only)
-                 for email in emails]
-    return rows
+        mails += [compose(post.origin_in(language), kind="watch", to=email, subject=subject,
+                          text=text, html=html, now=now, attachments=[attachment, *record],
+                          game_id=game.id, turn=game.turn,
+                          shipped_html=post.renderer.shipped_only)
+                  for email in emails]
+    return mails
 
 
 def game_course(session: Session, game: GameView, players: Mapping[int, PlayerView]) -> Course:

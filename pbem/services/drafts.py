@@ -1,0 +1,182 @@
+"""A turn's reports as a draft: what they are made of, committed by the transaction that
+played the turn, and made into mails later (pbem.runner.composer: by a process of its own,
+on the other core, while the next orders are handled).
+
+A draft is a row of outbound_mail (kind and status "draft", never sent), its bytes the
+turn's TurnReports (pbem.services.reports) pickled: some 5 KB, written by this server and
+read back by it alone, as the rest of its database. Making a draft into mails
+(``make``) only reads; queueing them (``queue_made``) deletes the draft and queues its
+mails in one transaction, so a crash or a kill anywhere leaves either the draft (made
+again later) or its mails (the outbox sends them), never both and never neither, and
+a draft made twice is queued once. A draft that cannot be made into mails (a bug, a
+template that fails) is marked failed with its error and the referee is told; it is not
+tried again by itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+from sqlalchemy import Engine, bindparam, delete, select, update
+from sqlmodel import Session, col
+
+from pbem.mail.compose import make_message_id
+from pbem.outbox import Composed, Origin, queue_all
+from pbem.outbox.queue import insert_mail
+from pbem.services.post import Post, tagged, tell_referee
+from pbem.store.db import reading
+from pbem.store.faults import crash_point
+from pbem.store.models import Game, OutboundBody, OutboundMail
+from pbem.store.work import Work
+from pbem.text.wording import _
+
+log = logging.getLogger(__name__)
+
+DRAFT = "draft"   # a draft's kind and status
+
+__all__ = ["DRAFT", "DraftTally", "Made", "make", "make_waiting", "queue_draft", "queue_made",
+           "waiting_drafts"]
+
+
+class TurnDraft(Protocol):
+    """What queue_draft needs to know of a turn's reports (a TurnReports)."""
+
+    @property
+    def now(self) -> datetime: ...
+    @property
+    def inbound_id(self) -> int | None: ...
+    @property
+    def game(self) -> Any: ...
+
+
+def queue_draft(session: Work, origin: Origin, turn: TurnDraft) -> int:
+    """Queue a turn's reports as a draft in the session's transaction; its id."""
+    now = turn.now
+    values = {"message_id": make_message_id(origin.domain, DRAFT), "kind": DRAFT,
+              "mail_from": origin.address, "rcpts_json": "[]",
+              "raw": pickle.dumps(turn, pickle.HIGHEST_PROTOCOL),
+              "game_id": turn.game.id, "seat": None, "turn": turn.game.turn,
+              "inbound_id": turn.inbound_id, "status": DRAFT, "attempts": 0,
+              "next_attempt_at": now, "created_at": now, "bounce_token": None}
+    session.flush()
+    return insert_mail(session, values)
+
+
+_WAITING = (select(col(OutboundMail.id), col(OutboundBody.raw))
+            .join(OutboundBody, col(OutboundBody.mail_id) == col(OutboundMail.id))
+            .where(col(OutboundMail.status) == DRAFT, col(OutboundMail.kind) == DRAFT,
+                   col(OutboundMail.id) > bindparam("after"))
+            .order_by(col(OutboundMail.id)).limit(bindparam("limit")))
+_TAKE = (delete(OutboundMail)
+         .where(col(OutboundMail.id).in_(bindparam("ids", expanding=True)),
+                col(OutboundMail.status) == DRAFT)
+         .returning(col(OutboundMail.id)))
+_FAIL = (update(OutboundMail)
+         .where(col(OutboundMail.id) == bindparam("draft"), col(OutboundMail.status) == DRAFT)
+         .values(status="failed", last_error=bindparam("error")))
+
+
+def waiting_drafts(session: Session, limit: int, after: int = 0) -> list[tuple[int, bytes]]:
+    """The oldest drafts after id ``after`` (id, bytes), at most ``limit``."""
+    rows = session.connection().execute(_WAITING, {"limit": limit, "after": after}).all()
+    return [(int(row[0] or 0), bytes(row[1])) for row in rows]
+
+
+Mails = list[Composed]
+Compose = Callable[[Session, Any], Mails]
+
+
+@dataclass(frozen=True)
+class Made:
+    """A draft made into mails (``mails``), or not (``error``: why)."""
+
+    draft_id: int
+    mails: Mails | None
+    error: str | None = None
+
+
+def make(session: Session, compose: Compose, draft_id: int, raw: bytes) -> Made:
+    """A draft's mails (``compose``: pbem.services.reports.compose_reports), built and not
+    queued; ``session`` is only read. A draft that fails is told, not raised."""
+    try:
+        return Made(draft_id, compose(session, pickle.loads(raw)))
+    except Exception as exc:   # noqa: BLE001 - the draft's outcome, told to the referee
+        log.exception("the reports of draft %s could not be composed", draft_id)
+        return Made(draft_id, None, f"{type(exc).__name__}: {exc}"[:500])
+
+
+@dataclass
+class DraftTally:
+    """What queueing composed drafts did."""
+
+    drafts: int = 0       # drafts whose mails were queued
+    mails: int = 0        # those mails
+    failed: int = 0       # drafts that could not be made (marked failed)
+
+    def add(self, other: DraftTally) -> None:
+        self.drafts += other.drafts
+        self.mails += other.mails
+        self.failed += other.failed
+
+
+Failed = Callable[[Work, int, str], object]
+
+
+def queue_made(work: Work, made: list[Made], failed: Failed | None = None) -> DraftTally:
+    """In ``work``'s transaction: the drafts of ``made`` deleted (those still there: a
+    draft already queued is not queued twice) and their mails queued in their place; a
+    draft that could not be made marked failed with its error (``failed`` tells the
+    referee)."""
+    done = DraftTally()
+    if not made:
+        return done
+    conn = work.connection()
+    ready = [m.draft_id for m in made if m.mails is not None]
+    # its bytes' row goes with it (ON DELETE CASCADE)
+    taken = set(conn.execute(_TAKE, {"ids": ready}).scalars()) if ready else set()
+    for m in made:
+        if m.mails is not None and m.draft_id in taken:
+            queue_all(work, m.mails)
+            done.drafts += 1
+            done.mails += len(m.mails)
+        elif m.mails is None and conn.execute(_FAIL, {"draft": m.draft_id,
+                                                      "error": m.error}).rowcount:
+            done.failed += 1
+            if failed is not None:
+                failed(work, m.draft_id, m.error or "")
+    crash_point("drafts-queued")
+    return done
+
+
+def make_waiting(engine: Engine, compose: Compose, *, limit: int,
+                 after: int = 0) -> list[Made]:
+    """The oldest ``limit`` drafts after id ``after`` made into mails, in a transaction
+    that only reads (no writer's lock: the composer's, beside the tick's handling)."""
+    with Session(reading(engine)) as session:
+        return [make(session, compose, draft_id, raw)
+                for draft_id, raw in waiting_drafts(session, limit, after)]
+
+
+_DRAFT_OF = select(col(OutboundMail.game_id), col(OutboundMail.turn)).where(
+    col(OutboundMail.id) == bindparam("id"))
+
+
+def reports_failed(work: Work, post: Post, draft_id: int, error: str) -> None:
+    """A turn's reports could not be made into mails (marked failed, queue_made): the
+    referee hears which game's turn, and why; the turn itself stands."""
+    found = work.connection().execute(_DRAFT_OF, {"id": draft_id}).first()
+    game = work.get(Game, found[0]) if found is not None and found[0] is not None else None
+    name = game.name if game is not None else "?"
+    turn = found[1] if found is not None else "?"
+    tell_referee(work, post, tagged(name, _("the reports of turn {turn} were not written",
+                                            turn=turn)),
+                 [_("The turn was played, but its reports could not be written: {error}",
+                    error=error),
+                  _("The players have not been sent them: their orders for the next turn "
+                    "need them. The error is kept with the draft, outgoing mail {id}.",
+                    id=draft_id)])

@@ -1,0 +1,205 @@
+"""A turn's reports as a draft (pbem.services.drafts) made into mails by the composer
+(pbem.runner.composer): the draft is committed with the turn, its mails replace it in
+one transaction, once; a draft that cannot be made is marked failed and the referee told;
+a composer that dies leaves its drafts to the tick, which makes them itself. On SQLite,
+with the desk's server (the .eml outbox)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+from pathlib import Path
+from typing import Any
+
+from sqlmodel import Session
+
+from pbem.demo.robot_client import parse_mail
+from pbem.runner.composer import finish_tick, queue_in_pages
+from pbem.runner.server import Server
+from pbem.services.drafts import DRAFT, make_waiting
+from pbem.services.reports import compose_reports
+from testkit.desk import (
+    PLAYERS,
+    REFEREE,
+    Clock,
+    game_turn,
+    make_server,
+    order,
+    outbox_rows,
+    raise_line,
+    seat_of,
+    started_game,
+)
+
+
+def _turn_played(server: Server) -> None:
+    """Every player orders for turn 1; the fifth order plays the turn."""
+    started_game(server)
+    for email in PLAYERS[:-1]:
+        assert "are accepted" in order(server, email, raise_line(server, seat_of(server, email)))
+    assert game_turn(server) == 1
+    last = PLAYERS[-1]
+    order(server, last, raise_line(server, seat_of(server, last)))
+    assert game_turn(server) == 2
+
+
+def _reports(server: Server, turn: int) -> list[Any]:
+    return [r for r in outbox_rows(server) if r.kind == "report" and r.turn == turn]
+
+
+def _drafts(server: Server) -> list[Any]:
+    return [r for r in outbox_rows(server) if r.kind == DRAFT]
+
+
+def _compose(server: Server) -> Any:
+    post = server.referee.post
+    return lambda session, turn: compose_reports(session, post, turn)
+
+
+def test_a_turn_is_committed_with_one_draft_which_becomes_its_reports_once(
+        tmp_path: Path, clock: Clock) -> None:
+    server = make_server(tmp_path, clock, compose_apart=True)
+    _turn_played(server)
+    # the turn's transaction queued a draft, not the reports: nothing to send yet
+    (draft,) = _drafts(server)
+    assert draft.status == DRAFT and draft.turn == 2 and _reports(server, 2) == []
+    made = make_waiting(server.engine, _compose(server), limit=10)
+    assert [m.draft_id for m in made] == [draft.id] and len(made[0].mails or []) == 5
+    done = queue_in_pages(server.engine, made, None)
+    assert (done.drafts, done.mails, done.failed) == (1, 5, 0)
+    reports = _reports(server, 2)
+    assert _drafts(server) == []
+    assert sorted(json.loads(r.rcpts_json)[0] for r in reports) == sorted(PLAYERS)
+    assert {r.inbound_id for r in reports} == {draft.inbound_id}
+    for row in reports:
+        mail = parse_mail(row.raw)
+        assert "turn 2 report" in str(mail["Subject"])
+        (attachment,) = [p for p in mail.iter_attachments()
+                         if p.get_filename() == "report.json"]
+        view = json.loads(attachment.get_content())
+        assert view["turn"] == 2 and view["you"] == row.seat
+    # the same drafts made again (a composer that made them too) queue nothing twice
+    again = queue_in_pages(server.engine, made, None)
+    assert (again.drafts, again.mails) == (0, 0)
+    assert len(_reports(server, 2)) == 5
+
+
+def test_a_draft_that_cannot_be_made_is_marked_failed_and_the_referee_told(
+        tmp_path: Path, clock: Clock) -> None:
+    server = make_server(tmp_path, clock, compose_apart=True)
+    _turn_played(server)
+
+    def broken(session: Session, turn: object) -> list[dict[str, object]]:
+        raise ValueError("a template that cannot be rendered")
+
+    made = make_waiting(server.engine, broken, limit=10)
+    assert made[0].mails is None and "cannot be rendered" in (made[0].error or "")
+    done = queue_in_pages(server.engine, made, None, server._draft_failed)
+    assert (done.drafts, done.failed) == (0, 1)
+    (draft,) = _drafts(server)
+    assert draft.status == "failed" and "ValueError" in draft.last_error
+    (told,) = [parse_mail(r.raw) for r in outbox_rows(server, REFEREE)
+               if "were not written" in str(parse_mail(r.raw)["Subject"])]
+    assert "g1" in str(told["Subject"])
+    body = told.get_body(("plain",))
+    assert body is not None and "cannot be rendered" in body.get_content()
+    # a failed draft is not made again by itself
+    assert make_waiting(server.engine, _compose(server), limit=10) == []
+
+
+def test_a_tick_with_a_composer_sends_every_report_and_leaves_no_draft(
+        tmp_path: Path, clock: Clock) -> None:
+    server = make_server(tmp_path, clock, compose_apart=True)
+    assert server.composer is not None
+    try:
+        _turn_played(server)
+        report = server.tick()
+        assert report.sent >= 5
+        assert _drafts(server) == []
+        assert {r.status for r in _reports(server, 2)} == {"sent"}
+        assert len(_reports(server, 2)) == 5
+    finally:
+        server.close()
+
+
+def test_a_composer_killed_leaves_its_drafts_to_the_tick(
+        tmp_path: Path, clock: Clock) -> None:
+    """The composer dies (SIGKILL) with a draft waiting: the tick's end makes it itself."""
+    server = make_server(tmp_path, clock, compose_apart=True)
+    composer = server.composer
+    assert composer is not None
+    _turn_played(server)
+    assert len(_drafts(server)) == 1
+    composer.start()
+    os.kill(composer._process.pid, signal.SIGKILL)
+    composer._process.join(5)
+    done = finish_tick(server.engine, composer, composer.compose, None)
+    assert (done.drafts, done.mails) == (1, 5)
+    assert _drafts(server) == [] and len(_reports(server, 2)) == 5
+    # the next tick starts a composer again, which finds nothing left; the tick sends all
+    server.tick()
+    try:
+        assert composer.running
+        assert {r.status for r in _reports(server, 2)} == {"sent"}
+    finally:
+        server.close()
+
+
+def test_the_composer_makes_a_drafts_mails_in_its_own_process(
+        tmp_path: Path, clock: Clock) -> None:
+    """The composer's process (its own engine and templates) makes the draft itself."""
+    server = make_server(tmp_path, clock, compose_apart=True)
+    composer = server.composer
+    assert composer is not None
+    try:
+        _turn_played(server)
+        composer.start()
+        made = composer.finish(timeout=60)
+        assert [len(m.mails or []) for m in made] == [5]
+        assert made[0].mails == [m for m in made[0].mails or [] if m.values["kind"] == "report"]
+    finally:
+        server.close()
+
+
+def test_a_composer_started_while_another_thread_renders_makes_the_reports(
+        tmp_path: Path, clock: Clock) -> None:
+    """Another thread of the server holds the template cache's lock (it is rendering) as
+    the composer starts: the composer, a new interpreter, has none of it. A forked one
+    would have the lock as it was, held for ever (its holder not copied), and hang at its
+    first report."""
+    server = make_server(tmp_path, clock, compose_apart=True)
+    composer = server.composer
+    assert composer is not None
+    try:
+        _turn_played(server)
+        cache: Any = server.referee.renderer.environment("en").cache
+        lock = cache._wlock   # Jinja2's LRUCache's, taken by every get_template
+        held, done = threading.Event(), threading.Event()
+
+        def rendering() -> None:
+            with lock:
+                held.set()
+                done.wait(10)
+
+        thread = threading.Thread(target=rendering)
+        thread.start()
+        assert held.wait(10)
+        try:
+            composer.start()
+        finally:
+            done.set()
+            thread.join()
+        made = composer.finish(timeout=30)
+        assert [len(m.mails or []) for m in made] == [5]
+    finally:
+        server.close()
+
+
+def test_without_compose_apart_a_turn_queues_its_reports_at_once(
+        tmp_path: Path, clock: Clock) -> None:
+    server = make_server(tmp_path, clock)
+    assert server.composer is None
+    _turn_played(server)
+    assert _drafts(server) == [] and len(_reports(server, 2)) == 5
