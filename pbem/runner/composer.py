@@ -53,6 +53,14 @@ HandOff = Any   # a pbem.outbox Inline or Stream (claim before a commit, feed af
 Parts = Callable[[], tuple[Engine, Compose]]
 
 
+def cores() -> int:
+    """The cores this process may run on: a composer wants a second one."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):   # not Linux
+        return os.cpu_count() or 1
+
+
 class Composer:
     """The composer process of a server: ``start`` it at a tick's start, take what it
     made (``ready``) as the tick goes, and ``finish`` at the tick's end. ``engine`` and
@@ -238,6 +246,16 @@ def finish_tick(engine: Engine, composer: Composer, compose: Compose,
     any draft still left made here and queued (the composer gone, a transaction that
     took some rolled back, drafts a crash left)."""
     done = queue_in_pages(engine, composer.finish(), hand_off, failed)
+    done.add(make_left(engine, compose, hand_off, failed))
+    return done
+
+
+def make_left(engine: Engine, compose: Compose, hand_off: HandOff | None,
+              failed: Failed | None = None) -> DraftTally:
+    """Every draft still waiting made here and queued (by a tick with no composer: a
+    server without a second core, or whose compose_apart is off now, finds the drafts a
+    crash left)."""
+    done = DraftTally()
     while made := make_waiting(engine, compose, limit=50):
         done.add(queue_in_pages(engine, made, hand_off, failed))
     return done

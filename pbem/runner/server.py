@@ -39,7 +39,7 @@ from pbem.outbox import (
     release,
 )
 from pbem.render.reports import Renderer, TemplateProblem
-from pbem.runner.composer import Composer, Composing, finish_tick
+from pbem.runner.composer import Composer, Composing, cores, finish_tick, make_left
 from pbem.runner.fetching import Fetcher, oauth_login
 from pbem.runner.junk import JUNK_SOURCE, JunkOverQuota, JunkTally
 from pbem.runner.notify import notify, watchdog_seconds
@@ -49,7 +49,7 @@ from pbem.services.drafts import Compose, reports_failed
 from pbem.services.health import record_backoff
 from pbem.services.post import Post
 from pbem.services.progress import Marks, Progress, unmarked
-from pbem.services.reports import compose_reports
+from pbem.services.reports import compose_draft
 from pbem.store.backoff import Backoff
 from pbem.store.backup import BackupPlan
 from pbem.store.claims import Lease, Waits
@@ -143,7 +143,7 @@ def composer_parts(settings: Settings) -> tuple[Engine, Compose]:
     engine = open_database(settings.database, migrate=False,
                            synchronous=settings.db.synchronous)
     post = Post(settings, Renderer(settings.templates_dir, kind_template_dirs()), utc_now)
-    return engine, lambda session, turn: compose_reports(session, post, turn)
+    return engine, lambda session, draft: compose_draft(session, post, draft)
 
 
 class Server:
@@ -185,12 +185,15 @@ class Server:
         self.composer: Composer | None = None
         if compose_apart is None:
             compose_apart = settings.compose_apart
-        if compose_apart and not lanes_apart(self.engine):
-            post = self.referee.post
+        post = self.referee.post
+        self._compose: Compose = lambda session, draft: compose_draft(session, post, draft)
+        # without a composer, drafts a crash left (compose_apart on before, or with a
+        # second core) are made at the first tick's end
+        self._drafts_left = True
+        if compose_apart and not lanes_apart(self.engine) and cores() >= 2:
             post.compose_apart = True
-            self.composer = Composer(
-                self.engine, lambda session, turn: compose_reports(session, post, turn),
-                partial(composer_parts, settings))
+            self.composer = Composer(self.engine, self._compose,
+                                     partial(composer_parts, settings))
 
     # --- the edges ----------------------------------------------------------
 
@@ -372,6 +375,9 @@ class Server:
                             finish_tick(self.engine, self.composer, self.composer.compose,
                                         stream, self._draft_failed)
                             marks("compose<")
+                        elif self._drafts_left:
+                            make_left(self.engine, self._compose, stream, self._draft_failed)
+                            self._drafts_left = False
                     finally:
                         if held:
                             lease.release()

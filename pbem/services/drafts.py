@@ -2,9 +2,12 @@
 played the turn, and made into mails later (pbem.runner.composer: by a process of its own,
 on the other core, while the next orders are handled).
 
-A draft is a row of outbound_mail (kind and status "draft", never sent), its bytes the
-turn's TurnReports (pbem.services.reports) pickled: some 5 KB, written by this server and
-read back by it alone, as the rest of its database. Making a draft into mails
+A draft is a row of outbound_mail (kind and status "draft", never sent), its bytes what
+the turn's reports are made of as data (pbem.services.draft_data: JSON with a format
+version, the state as the game's moves), so that a draft a crash left is made by the next
+version of pbem too; one it cannot read is made again from the stored game if the game
+still stands at the draft's turn, else marked failed (pbem.services.reports.draft_reports).
+Making a draft into mails
 (``make``) only reads; queueing them (``queue_made``) deletes the draft and queues its
 mails in one transaction, so a crash or a kill anywhere leaves either the draft (made
 again later) or its mails (the outbox sends them), never both and never neither, and
@@ -16,11 +19,10 @@ tried again by itself.
 from __future__ import annotations
 
 import logging
-import pickle
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Any, Protocol
+from datetime import UTC, datetime
+from typing import Any, NamedTuple, Protocol
 
 from sqlalchemy import Engine, bindparam, delete, select, update
 from sqlmodel import Session, col
@@ -39,8 +41,8 @@ log = logging.getLogger(__name__)
 
 DRAFT = "draft"   # a draft's kind and status
 
-__all__ = ["DRAFT", "DraftTally", "Made", "make", "make_waiting", "queue_draft", "queue_made",
-           "waiting_drafts"]
+__all__ = ["DRAFT", "DraftTally", "Made", "Waiting", "make", "make_waiting", "queue_draft",
+           "queue_made", "waiting_drafts"]
 
 
 class TurnDraft(Protocol):
@@ -54,12 +56,12 @@ class TurnDraft(Protocol):
     def game(self) -> Any: ...
 
 
-def queue_draft(session: Work, origin: Origin, turn: TurnDraft) -> int:
-    """Queue a turn's reports as a draft in the session's transaction; its id."""
+def queue_draft(session: Work, origin: Origin, turn: TurnDraft, raw: bytes) -> int:
+    """Queue a turn's reports as a draft (``raw``: pbem.services.draft_data's bytes of
+    ``turn``) in the session's transaction; its id."""
     now = turn.now
     values = {"message_id": make_message_id(origin.domain, DRAFT), "kind": DRAFT,
-              "mail_from": origin.address, "rcpts_json": "[]",
-              "raw": pickle.dumps(turn, pickle.HIGHEST_PROTOCOL),
+              "mail_from": origin.address, "rcpts_json": "[]", "raw": raw,
               "game_id": turn.game.id, "seat": None, "turn": turn.game.turn,
               "inbound_id": turn.inbound_id, "status": DRAFT, "attempts": 0,
               "next_attempt_at": now, "created_at": now, "bounce_token": None}
@@ -67,7 +69,9 @@ def queue_draft(session: Work, origin: Origin, turn: TurnDraft) -> int:
     return insert_mail(session, values)
 
 
-_WAITING = (select(col(OutboundMail.id), col(OutboundBody.raw))
+_WAITING = (select(col(OutboundMail.id), col(OutboundBody.raw), col(OutboundMail.game_id),
+                   col(OutboundMail.turn), col(OutboundMail.inbound_id),
+                   col(OutboundMail.created_at))
             .join(OutboundBody, col(OutboundBody.mail_id) == col(OutboundMail.id))
             .where(col(OutboundMail.status) == DRAFT, col(OutboundMail.kind) == DRAFT,
                    col(OutboundMail.id) > bindparam("after"))
@@ -81,14 +85,28 @@ _FAIL = (update(OutboundMail)
          .values(status="failed", last_error=bindparam("error")))
 
 
-def waiting_drafts(session: Session, limit: int, after: int = 0) -> list[tuple[int, bytes]]:
-    """The oldest drafts after id ``after`` (id, bytes), at most ``limit``."""
+class Waiting(NamedTuple):
+    """A draft waiting to be made: its bytes, and what its row says of them (the game and
+    the turn it reports, the mail that played it, when: the reports' time)."""
+
+    id: int
+    raw: bytes
+    game_id: int | None
+    turn: int | None
+    inbound_id: int | None
+    created_at: datetime
+
+
+def waiting_drafts(session: Session, limit: int, after: int = 0) -> list[Waiting]:
+    """The oldest drafts after id ``after``, at most ``limit``."""
     rows = session.connection().execute(_WAITING, {"limit": limit, "after": after}).all()
-    return [(int(row[0] or 0), bytes(row[1])) for row in rows]
+    return [Waiting(int(draft_id or 0), bytes(raw), game_id, turn, inbound_id,
+                    at if at.tzinfo is not None else at.replace(tzinfo=UTC))
+            for draft_id, raw, game_id, turn, inbound_id, at in rows]
 
 
 Mails = list[Composed]
-Compose = Callable[[Session, Any], Mails]
+Compose = Callable[[Session, Waiting], Mails]
 
 
 @dataclass(frozen=True)
@@ -100,14 +118,14 @@ class Made:
     error: str | None = None
 
 
-def make(session: Session, compose: Compose, draft_id: int, raw: bytes) -> Made:
-    """A draft's mails (``compose``: pbem.services.reports.compose_reports), built and not
+def make(session: Session, compose: Compose, draft: Waiting) -> Made:
+    """A draft's mails (``compose``: pbem.services.reports.compose_draft), built and not
     queued; ``session`` is only read. A draft that fails is told, not raised."""
     try:
-        return Made(draft_id, compose(session, pickle.loads(raw)))
+        return Made(draft.id, compose(session, draft))
     except Exception as exc:   # noqa: BLE001 - the draft's outcome, told to the referee
-        log.exception("the reports of draft %s could not be composed", draft_id)
-        return Made(draft_id, None, f"{type(exc).__name__}: {exc}"[:500])
+        log.exception("the reports of draft %s could not be composed", draft.id)
+        return Made(draft.id, None, f"{type(exc).__name__}: {exc}"[:500])
 
 
 @dataclass
@@ -158,8 +176,8 @@ def make_waiting(engine: Engine, compose: Compose, *, limit: int,
     """The oldest ``limit`` drafts after id ``after`` made into mails, in a transaction
     that only reads (no writer's lock: the composer's, beside the tick's handling)."""
     with Session(reading(engine)) as session:
-        return [make(session, compose, draft_id, raw)
-                for draft_id, raw in waiting_drafts(session, limit, after)]
+        return [make(session, compose, draft)
+                for draft in waiting_drafts(session, limit, after)]
 
 
 _DRAFT_OF = select(col(OutboundMail.game_id), col(OutboundMail.turn)).where(

@@ -8,25 +8,42 @@ watchers get the public one.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 from sqlmodel import Session
 
 from pbem.config import WebSettings
-from pbem.games import GameFacts, heard_by, seated, talk_lines, watchers_of
+from pbem.games import (
+    GameFacts,
+    heard_by,
+    read_players,
+    replayed_state,
+    seated,
+    seats_of,
+    talk_lines,
+    watchers_of,
+)
 from pbem.kinds import GameKind, kind_of
-from pbem.kinds.options import LEVEL_NAMES, GameOptions, robot_level
+from pbem.kinds.options import LEVEL_NAMES, GameOptions, options_of, robot_level
 from pbem.outbox import Composed, Origin, Queued, compose, queue_all
 from pbem.render.charts import Course
 from pbem.render.reports import SharedParts
-from pbem.services.drafts import queue_draft
+from pbem.services.draft_data import (
+    DraftUnfit,
+    TurnReports,
+    draft_bytes,
+    moves_until,
+    reports_from_draft,
+)
+from pbem.services.drafts import Waiting, queue_draft
 from pbem.services.export import export_json
 from pbem.services.post import Post, tagged
 from pbem.services.replay import course, replay_steps
-from pbem.store.rows import GameView, PlayerRow, PlayerView
+from pbem.store.models import Game
+from pbem.store.rows import GameView, PlayerView, game_row
 from pbem.store.work import Work
 from pbem.text.deadlines import relative_said
 from pbem.text.links import key_generation, private_link
@@ -34,6 +51,10 @@ from pbem.text.wording import _
 
 S = TypeVar("S")   # the game kind's state
 M = TypeVar("M")   # the game kind's move
+
+log = logging.getLogger(__name__)
+
+__all__ = ["TurnReports", "compose_draft", "compose_reports", "enqueue_reports"]
 
 
 def web_links(web: WebSettings, game: GameView, player: PlayerView | None,
@@ -136,28 +157,6 @@ def record_attachment(session: Session, game: GameView) -> tuple[str, str, bytes
             json.dumps(export_json(session, game), indent=2).encode())
 
 
-@dataclass(frozen=True)
-class TurnReports(Generic[S]):
-    """What a turn's reports are made of, as the transaction that played the turn read it:
-    the game, its state and its seats then, the notes, the table talk, the final report's
-    record and course. ``compose_reports`` makes the mails of it, in that transaction or
-    later (a draft: pbem.runner.composer)."""
-
-    game: GameView
-    state: S
-    now: datetime
-    players: Mapping[int, PlayerRow]
-    options: GameOptions | None
-    talk: list[dict[str, Any]]
-    record: list[tuple[str, str, bytes]]
-    drawn: Course | None
-    notes: list[str] | None = None
-    seat_notes: dict[int, list[str]] | None = None
-    only_seat: int | None = None
-    in_reply_to: str | None = None
-    inbound_id: int | None = None
-
-
 def enqueue_reports(session: Work, post: Post, game: GameView, state: S, *, now: datetime,
                     notes: list[str] | None = None,
                     seat_notes: dict[int, list[str]] | None = None,
@@ -167,24 +166,41 @@ def enqueue_reports(session: Work, post: Post, game: GameView, state: S, *, now:
                     draft: bool = False) -> list[Queued]:
     """The reports of the game as ``state`` stands (``facts``: what the transaction knows
     of the game, if read), one a seat (``only_seat``: that one), then the watchers'.
-    ``draft``: queued as one draft (pbem.services.drafts) that the composer makes the
-    mails of once this transaction has committed (none returned here)."""
+    ``draft`` (with ``facts``): queued as one draft (pbem.services.drafts) that the
+    composer makes the mails of once this transaction has committed (none returned here)."""
+    turn = turn_reports(session, game, state, now=now, notes=notes, seat_notes=seat_notes,
+                        only_seat=only_seat, in_reply_to=in_reply_to, inbound_id=inbound_id,
+                        facts=facts)
+    if draft and facts is not None:
+        try:   # the state as its moves (pbem.services.draft_data)
+            raw = draft_bytes(turn, seats_of(facts.players), moves_until(session, game))
+        except DraftUnfit as exc:   # made now, as without a composer: nothing lost
+            log.warning("the reports of %s are made at once: %s", game.name, exc)
+        else:
+            queue_draft(session, post.origin, turn, raw)
+            return []
+    # all at once: on SQLite two statements for a batch
+    return queue_all(session, compose_reports(session, post, turn))
+
+
+def turn_reports(session: Work, game: GameView, state: S, *, now: datetime,
+                 notes: list[str] | None = None,
+                 seat_notes: dict[int, list[str]] | None = None,
+                 only_seat: int | None = None, in_reply_to: str | None = None,
+                 inbound_id: int | None = None,
+                 facts: GameFacts[S, M] | None = None) -> TurnReports[S]:
+    """What the reports of the game as ``state`` stands are made of (enqueue_reports)."""
     players = dict(facts.seated) if facts is not None else dict(seated(session, game))
     kind = facts.kind if facts is not None else kind_of(game)
     over = kind.over(state)
     # the final report carries the game's record, for `pbem verify`, and its course
-    turn = TurnReports(game=game, state=state, now=now, players=players,
+    return TurnReports(game=game, state=state, now=now, players=players,
                        options=facts.options if facts is not None else None,
                        talk=talk_lines(session, game),   # the table talk since the last report
                        record=[record_attachment(session, game)] if over else [],
                        drawn=game_course(session, game, players) if over else None,
                        notes=notes, seat_notes=seat_notes, only_seat=only_seat,
                        in_reply_to=in_reply_to, inbound_id=inbound_id)
-    if draft:
-        queue_draft(session, post.origin, turn)
-        return []
-    # all at once: on SQLite two statements for a batch
-    return queue_all(session, compose_reports(session, post, turn))
 
 
 def compose_reports(session: Session, post: Post, turn: TurnReports[S]) -> list[Composed]:
@@ -233,6 +249,43 @@ def compose_reports(session: Session, post: Post, turn: TurnReports[S]) -> list[
                                   course=turn.drawn, kind=kind, options=options,
                                   shared_in=shared_in)
     return mails
+
+
+def compose_draft(session: Session, post: Post, draft: Waiting) -> list[Composed]:
+    """The mails of a draft's reports (pbem.services.drafts.make: an error raised is the
+    draft's, told to the referee); ``session`` is only read."""
+    return compose_reports(session, post, draft_reports(session, draft))
+
+
+class DraftLost(Exception):
+    """A draft that cannot be read and whose game has moved on from its turn."""
+
+
+def draft_reports(session: Session, draft: Waiting) -> TurnReports[Any]:
+    """What a draft's reports are made of: as it holds them, or, a draft this version
+    cannot read (another format: written by another version of pbem), made again from
+    the stored game if the game still stands at the draft's turn (the turn's notes are
+    then lost: they are said by the transaction that played it); DraftLost if not."""
+    try:
+        return reports_from_draft(session, draft.raw)
+    except Exception as exc:   # noqa: BLE001 - any draft it cannot read is made again
+        log.warning("draft %s cannot be read (%s: %s); made again from game %s",
+                    draft.id, type(exc).__name__, exc, draft.game_id)
+    game = session.get(Game, draft.game_id) if draft.game_id is not None else None
+    if game is None or game.turn != draft.turn:
+        raise DraftLost(f"a draft this version cannot read, and its game has moved on from "
+                        f"turn {draft.turn}")
+    row = game_row(game)
+    kind = kind_of(row)
+    players = read_players(session, row)
+    state = replayed_state(session, row, seats=seats_of(players), kind=kind)
+    over = kind.over(state)
+    seats = {p.seat: p for p in players if p.seat is not None and p.active}
+    return TurnReports(game=row, state=state, now=draft.created_at, players=seats,
+                       options=options_of(row), talk=talk_lines(session, row),
+                       record=[record_attachment(session, row)] if over else [],
+                       drawn=game_course(session, row, seats) if over else None,
+                       inbound_id=draft.inbound_id)
 
 
 def _watcher_reports(session: Session, post: Post, game: GameView, state: S,

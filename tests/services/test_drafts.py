@@ -19,7 +19,7 @@ from pbem.demo.robot_client import parse_mail
 from pbem.runner.composer import finish_tick, queue_in_pages
 from pbem.runner.server import Server
 from pbem.services.drafts import DRAFT, make_waiting
-from pbem.services.reports import compose_reports
+from pbem.services.reports import compose_draft
 from testkit.desk import (
     PLAYERS,
     REFEREE,
@@ -55,7 +55,7 @@ def _drafts(server: Server) -> list[Any]:
 
 def _compose(server: Server) -> Any:
     post = server.referee.post
-    return lambda session, turn: compose_reports(session, post, turn)
+    return lambda session, draft: compose_draft(session, post, draft)
 
 
 def test_a_turn_is_committed_with_one_draft_which_becomes_its_reports_once(
