@@ -95,8 +95,8 @@ def value_data(value: Any) -> Any:
         return {"told": value_data(value.message)}
     if kind is When:
         return {"when": value_data(value.at)}
-    if kind is datetime:
-        return {"at": value.isoformat()}
+    if kind is datetime:   # (fold: which of a repeated local hour, which isoformat drops)
+        return {"at" if not value.fold else "at_fold": value.isoformat()}
     if kind is bytes:
         return {"b": base64.b64encode(value).decode("ascii")}
     raise DraftUnfit(f"a draft holds no {kind.__module__}.{kind.__qualname__}")
@@ -122,6 +122,8 @@ def value_of(data: Any) -> Any:
         return When(value_of(inner))
     if tag == "at":
         return datetime.fromisoformat(inner)
+    if tag == "at_fold":
+        return datetime.fromisoformat(inner).replace(fold=1)
     if tag == "b":
         return base64.b64decode(inner)
     raise ValueError(f"a draft's value of an unknown kind: {tag!r}")

@@ -13,13 +13,16 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlmodel import Session
 
 from pbem.demo.robot_client import parse_mail
 from pbem.runner.composer import finish_tick, queue_in_pages
 from pbem.runner.server import Server
+from pbem.services.draft_data import FORMAT
 from pbem.services.drafts import DRAFT, make_waiting
 from pbem.services.reports import compose_draft
+from pbem.store.models import OutboundBody
 from testkit.desk import (
     PLAYERS,
     REFEREE,
@@ -203,3 +206,106 @@ def test_without_compose_apart_a_turn_queues_its_reports_at_once(
     assert server.composer is None
     _turn_played(server)
     assert _drafts(server) == [] and len(_reports(server, 2)) == 5
+
+
+def _set_bytes(server: Server, draft_id: int, raw: bytes) -> None:
+    with Session(server.engine) as session:
+        body = session.get(OutboundBody, draft_id)
+        assert body is not None
+        body.raw = raw
+        session.commit()
+
+
+def _views(mails: list[Any]) -> list[tuple[str, str, Any]]:
+    """Each mail's recipient, subject and report.json."""
+    out = []
+    for m in mails:
+        mail = parse_mail(bytes(m.values["raw"]))
+        (view,) = [json.loads(p.get_content()) for p in mail.iter_attachments()
+                   if p.get_filename() == "report.json"]
+        out.append((m.values["rcpts_json"], str(mail["Subject"]), view))
+    return out
+
+
+def test_a_draft_is_stored_as_json_with_its_format(tmp_path: Path, clock: Clock) -> None:
+    """Not pickled: a draft a crash left is read by the next version of pbem too."""
+    server = make_server(tmp_path, clock, compose_apart=True)
+    _turn_played(server)
+    (draft,) = _drafts(server)
+    data = json.loads(draft.raw)
+    assert data["format"] == FORMAT == "pbem.draft/1"
+    assert data["game"]["turn"] == 2 and len(data["moves"]) == 5
+
+
+@pytest.mark.parametrize("raw", [b'{"format": "pbem.draft/99", "game": {}}',
+                                 b"\x80\x05\x95 not a draft this version reads"],
+                         ids=["a-newer-format", "not-json"])
+def test_a_draft_it_cannot_read_is_made_again_from_the_stored_game(
+        tmp_path: Path, clock: Clock, raw: bytes) -> None:
+    """The game still stands at the draft's turn: its reports are made from the stored game
+    (as the draft would have made them, but for the turn's notes)."""
+    server = make_server(tmp_path, clock, compose_apart=True)
+    _turn_played(server)
+    (draft,) = _drafts(server)
+    (known,) = make_waiting(server.engine, _compose(server), limit=10)
+    _set_bytes(server, draft.id, raw)
+    (made,) = make_waiting(server.engine, _compose(server), limit=10)
+    assert made.error is None and made.mails is not None
+    assert _views(made.mails) == _views(known.mails or [])
+    done = queue_in_pages(server.engine, [made], None, server._draft_failed)
+    assert (done.drafts, done.mails, done.failed) == (1, 5, 0)
+    assert {r.inbound_id for r in _reports(server, 2)} == {draft.inbound_id}
+
+
+def test_a_draft_it_cannot_read_of_a_game_gone_on_is_marked_failed(
+        tmp_path: Path, clock: Clock) -> None:
+    """The game has played on since (its next turn): what the draft reported is not the
+    stored game's any more; the draft is failed and the referee told, as a draft that
+    cannot be made. The next turn's draft is made."""
+    server = make_server(tmp_path, clock, compose_apart=True)
+    _turn_played(server)
+    for email in PLAYERS:
+        order(server, email, raise_line(server, seat_of(server, email)))
+    assert game_turn(server) == 3
+    first, second = _drafts(server)
+    _set_bytes(server, first.id, b'{"format": "pbem.draft/99"}')
+    made = make_waiting(server.engine, _compose(server), limit=10)
+    assert [m.mails is None for m in made] == [True, False]
+    assert "moved on from turn 2" in (made[0].error or "")
+    done = queue_in_pages(server.engine, made, None, server._draft_failed)
+    assert (done.drafts, done.failed) == (1, 1)
+    assert len(_reports(server, 3)) == 5 and _reports(server, 2) == []
+    assert [d.status for d in _drafts(server)] == ["failed"]
+    assert any("were not written" in str(parse_mail(r.raw)["Subject"])
+               for r in outbox_rows(server, REFEREE))
+
+
+def test_a_server_with_one_core_starts_no_composer(tmp_path: Path, clock: Clock) -> None:
+    """compose_apart on, one core: the reports are made at once, no draft."""
+    cpus = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(cpus)})
+    try:
+        server = make_server(tmp_path, clock, compose_apart=True)
+    finally:
+        os.sched_setaffinity(0, cpus)
+    assert server.composer is None
+    _turn_played(server)
+    assert _drafts(server) == [] and len(_reports(server, 2)) == 5
+
+
+def test_a_server_without_a_composer_makes_the_drafts_a_crash_left(
+        tmp_path: Path, clock: Clock) -> None:
+    """Drafts left by a server that composed apart, read by one that does not (the setting
+    turned off, one core): its first tick makes and sends them."""
+    server = make_server(tmp_path, clock, compose_apart=True)
+    _turn_played(server)
+    assert len(_drafts(server)) == 1
+    server.close()
+    again = make_server(tmp_path, clock)
+    assert again.composer is None
+    try:
+        again.tick()
+        assert _drafts(again) == []
+        assert [r.status for r in _reports(again, 2)] == ["sent"] * 5
+    finally:
+        again.close()
