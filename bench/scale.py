@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import inspect
 import json
 import multiprocessing
 import os
@@ -202,7 +203,10 @@ def run_size(games: int, profile: str | None, quote: bool, seed: int, postgresql
             (PgCluster() if postgresql else _Nothing()) as cluster:
         url = cluster.new_database() if postgresql else f"sqlite:///{Path(tmp) / 'scale.db'}"
         settings = bench_settings(stack, url, Path(tmp))
-        server = Server(settings, compose_apart=True) if compose else Server(settings)
+        # with or without the composer as asked, whatever the default (a tree before it
+        # has none)
+        knows = "compose_apart" in inspect.signature(Server).parameters
+        server = Server(settings, compose_apart=compose) if knows or compose else Server(settings)
         database = server.engine
         setup = deliver(stack, referee_mails(stack, games), "referee mails")
 

@@ -202,7 +202,7 @@ def test_a_composer_started_while_another_thread_renders_makes_the_reports(
 
 def test_without_compose_apart_a_turn_queues_its_reports_at_once(
         tmp_path: Path, clock: Clock) -> None:
-    server = make_server(tmp_path, clock)
+    server = make_server(tmp_path, clock, compose_apart=False)
     assert server.composer is None
     _turn_played(server)
     assert _drafts(server) == [] and len(_reports(server, 2)) == 5
@@ -301,7 +301,7 @@ def test_a_server_without_a_composer_makes_the_drafts_a_crash_left(
     _turn_played(server)
     assert len(_drafts(server)) == 1
     server.close()
-    again = make_server(tmp_path, clock)
+    again = make_server(tmp_path, clock, compose_apart=False)
     assert again.composer is None
     try:
         again.tick()
