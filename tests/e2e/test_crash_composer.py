@@ -27,7 +27,8 @@ def zygote():
 
 def _composing(scene: Scene) -> None:
     text = scene.config.read_text(encoding="utf-8")
-    scene.config.write_text(text.replace("[server]\n", "[server]\ncompose_apart = true\n", 1),
+    assert "compose_apart = false" in text
+    scene.config.write_text(text.replace("compose_apart = false", "compose_apart = true", 1),
                             encoding="utf-8")
 
 
