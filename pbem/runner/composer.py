@@ -18,7 +18,8 @@ written, as without a composer.
 A crash or a kill of either process leaves each draft either there (the next tick makes
 it) or deleted with its mails queued, never both. The composer ends with its server (it
 looks for its parent while idle). Starting it costs its process about a second and a half
-of CPU (Python, pbem and the templates loaded again), once a server's life; as
+of CPU (Python, pbem and the templates loaded again), once a server's life, at the first
+tick that has a draft (an idle tick, a one-shot ``pbem tick`` without a turn, starts none); as
 multiprocessing's spawn does, it imports the main module of a script that runs a Server
 again, which must keep its work under ``if __name__ == "__main__"`` (pbem's commands do).
 """
@@ -62,8 +63,9 @@ def cores() -> int:
 
 
 class Composer:
-    """The composer process of a server: ``start`` it at a tick's start, take what it
-    made (``ready``) as the tick goes, and ``finish`` at the tick's end. ``engine`` and
+    """The composer process of a server: ``begin`` a tick, ``start`` it when the tick has
+    its first draft (a tick without one, an idle tick most of all, starts no process),
+    take what it made (``ready``) as the tick goes, and ``finish`` at the tick's end. ``engine`` and
     ``compose``: the server's own (what the tick makes itself); ``parts``: how the
     composer's process makes its own."""
 
@@ -72,15 +74,29 @@ class Composer:
         self._process: Any = None
         self._conn: Connection | None = None   # what the composer made
         self._ask: Connection | None = None    # what the tick asks of it
+        self._asked = False                     # asked for this tick's drafts
+
+    @property
+    def asked(self) -> bool:
+        """Asked for this tick's drafts (``start``)."""
+        return self._asked
 
     @property
     def running(self) -> bool:
         return self._process is not None and self._process.is_alive()
 
+    def begin(self) -> None:
+        """A tick begins: the composer is asked for its drafts once it has one (``start``,
+        by Composing: a process started costs a second and a half of the other core's
+        CPU, and the tick's first draft waits for it; a tick without a draft pays
+        nothing, its end makes the drafts a clock's turn left: finish_tick)."""
+        self._asked = False
+
     def start(self) -> None:
-        """A tick begins: the composer looks for drafts until it is asked to ``finish``
+        """The tick has drafts: the composer looks for drafts until it is asked to ``finish``
         (started first, or again if the last one died; between ticks it waits, reading
         nothing)."""
+        self._asked = True
         if not self.running:
             self._spawn()
         try:
@@ -129,8 +145,9 @@ class Composer:
         makes itself)."""
         made = self.ready()
         conn, ask = self._conn, self._ask
-        if conn is None or ask is None or not self.running:
-            return made
+        if conn is None or ask is None or not self._asked or not self.running:
+            return made   # (not asked this tick: it waits between ticks, asked nothing)
+        self._asked = False
         try:
             ask.send(_FINISHED)
             while conn.poll(timeout):
@@ -211,6 +228,8 @@ class Composing:
         self.done = DraftTally()
 
     def claim(self, work: Work) -> list[Any]:
+        if work.drafts and not self.composer.asked:
+            self.composer.start()   # the tick's first draft, committed next
         made = self.composer.ready()
         if made:
             self.done.add(queue_made(work, made, self.failed))

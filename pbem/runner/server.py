@@ -360,7 +360,7 @@ class Server:
                     stream = self.open_stream()
                     hand_off: Stream | Inline | Composing | None = stream
                     if self.composer is not None:
-                        self.composer.start()
+                        self.composer.begin()   # started at the tick's first draft
                         hand_off = Composing(stream, self.composer, self._draft_failed)
                     try:
                         report.processed = self.referee.process_pending(

@@ -66,7 +66,9 @@ def queue_draft(session: Work, origin: Origin, turn: TurnDraft, raw: bytes) -> i
               "inbound_id": turn.inbound_id, "status": DRAFT, "attempts": 0,
               "next_attempt_at": now, "created_at": now, "bounce_token": None}
     session.flush()
-    return insert_mail(session, values)
+    draft_id = insert_mail(session, values)
+    session.drafts.append(draft_id)   # the tick's composer starts (Composing.claim)
+    return draft_id
 
 
 _WAITING = (select(col(OutboundMail.id), col(OutboundBody.raw), col(OutboundMail.game_id),

@@ -28,6 +28,8 @@ from testkit.desk import (
     REFEREE,
     Clock,
     game_turn,
+    key_of,
+    mail,
     make_server,
     order,
     outbox_rows,
@@ -141,11 +143,38 @@ def test_a_composer_killed_leaves_its_drafts_to_the_tick(
     done = finish_tick(server.engine, composer, composer.compose, None)
     assert (done.drafts, done.mails) == (1, 5)
     assert _drafts(server) == [] and len(_reports(server, 2)) == 5
-    # the next tick starts a composer again, which finds nothing left; the tick sends all
+    # the next tick, without a draft, starts no composer again; it sends all
     server.tick()
     try:
-        assert composer.running
+        assert not composer.running
         assert {r.status for r in _reports(server, 2)} == {"sent"}
+    finally:
+        server.close()
+
+
+def test_a_tick_starts_its_composer_at_its_first_draft(tmp_path: Path, clock: Clock) -> None:
+    """An idle tick starts no composer process (a one-shot ``pbem tick`` would wait for it
+    and pay the other core's second and a half); the tick whose mail plays a turn does,
+    and its end queues the turn's reports."""
+    server = make_server(tmp_path, clock, compose_apart=True)
+    composer = server.composer
+    assert composer is not None
+    try:
+        started_game(server)
+        server.tick()
+        assert composer._process is None and not composer.running
+        for email in PLAYERS[:-1]:
+            order(server, email, raise_line(server, seat_of(server, email)))
+        server.tick()
+        assert composer._process is None
+        last = PLAYERS[-1]
+        body = "\n".join(["GAME g1", f"KEY {key_of(server, last)}",
+                          raise_line(server, seat_of(server, last))])
+        assert server.referee.store_inbound(mail(last, body), source="smtp")   # the tick's
+        server.tick()
+        assert composer.running
+        assert game_turn(server) == 2 and _drafts(server) == []
+        assert len(_reports(server, 2)) == 5
     finally:
         server.close()
 
