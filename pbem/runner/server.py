@@ -45,7 +45,7 @@ from pbem.runner.junk import JUNK_SOURCE, JunkOverQuota, JunkTally
 from pbem.runner.notify import notify, watchdog_seconds
 from pbem.runner.referee import Referee
 from pbem.runner.retention import prune_when_due
-from pbem.services.drafts import Compose, reports_failed
+from pbem.services.drafts import Compose, Made, tell_made
 from pbem.services.health import record_backoff
 from pbem.services.post import Post
 from pbem.services.progress import Marks, Progress, unmarked
@@ -297,9 +297,10 @@ class Server:
                       verp=smtp.verp, connections=smtp.connections, budget=self.budget(),
                       unreleased=self.keep_unreleased)
 
-    def _draft_failed(self, session: Work, draft_id: int, error: str) -> None:
-        """A turn's reports could not be made (pbem.services.drafts): the referee is told."""
-        reports_failed(session, self.referee.post, draft_id, error)
+    def _draft_told(self, session: Work, made: Made) -> None:
+        """A turn's reports could not be made, or were made without the turn's notes
+        (pbem.services.drafts): the referee is told."""
+        tell_made(session, self.referee.post, made)
 
     def send_after(self, streamed: DrainReport | None, others: bool) -> DrainReport:
         """The tick's sending after its handling: a drain (send), unless a stream sent
@@ -361,7 +362,7 @@ class Server:
                     hand_off: Stream | Inline | Composing | None = stream
                     if self.composer is not None:
                         self.composer.begin()   # started at the tick's first draft
-                        hand_off = Composing(stream, self.composer, self._draft_failed)
+                        hand_off = Composing(stream, self.composer, self._draft_told)
                     try:
                         report.processed = self.referee.process_pending(
                             keep_alive=lease.renew if held else None, hand_off=hand_off,
@@ -373,10 +374,10 @@ class Server:
                         if self.composer is not None:
                             marks("compose>")
                             finish_tick(self.engine, self.composer, self.composer.compose,
-                                        stream, self._draft_failed)
+                                        stream, self._draft_told)
                             marks("compose<")
                         elif self._drafts_left:
-                            make_left(self.engine, self._compose, stream, self._draft_failed)
+                            make_left(self.engine, self._compose, stream, self._draft_told)
                             self._drafts_left = False
                     finally:
                         if held:

@@ -41,8 +41,8 @@ log = logging.getLogger(__name__)
 
 DRAFT = "draft"   # a draft's kind and status
 
-__all__ = ["DRAFT", "DraftTally", "Made", "Waiting", "make", "make_waiting", "queue_draft",
-           "queue_made", "waiting_drafts"]
+__all__ = ["DRAFT", "DraftTally", "Drafted", "Made", "Waiting", "make", "make_waiting", "queue_draft",
+           "queue_made", "remake_failed", "tell_made", "waiting_drafts"]
 
 
 class TurnDraft(Protocol):
@@ -78,6 +78,17 @@ _WAITING = (select(col(OutboundMail.id), col(OutboundBody.raw), col(OutboundMail
             .where(col(OutboundMail.status) == DRAFT, col(OutboundMail.kind) == DRAFT,
                    col(OutboundMail.id) > bindparam("after"))
             .order_by(col(OutboundMail.id)).limit(bindparam("limit")))
+_FAILED = (select(col(OutboundMail.id), col(OutboundBody.raw), col(OutboundMail.game_id),
+                  col(OutboundMail.turn), col(OutboundMail.inbound_id),
+                  col(OutboundMail.created_at))
+           .join(OutboundBody, col(OutboundBody.mail_id) == col(OutboundMail.id))
+           .where(col(OutboundMail.status) == "failed", col(OutboundMail.kind) == DRAFT,
+                  col(OutboundMail.game_id) == bindparam("game"))
+           .order_by(col(OutboundMail.id)))
+_UNFAIL = (update(OutboundMail)
+           .where(col(OutboundMail.id).in_(bindparam("ids", expanding=True)),
+                  col(OutboundMail.status) == "failed")
+           .values(status=DRAFT, last_error=None))
 _TAKE = (delete(OutboundMail)
          .where(col(OutboundMail.id).in_(bindparam("ids", expanding=True)),
                 col(OutboundMail.status) == DRAFT)
@@ -99,35 +110,56 @@ class Waiting(NamedTuple):
     created_at: datetime
 
 
-def waiting_drafts(session: Session, limit: int, after: int = 0) -> list[Waiting]:
-    """The oldest drafts after id ``after``, at most ``limit``."""
-    rows = session.connection().execute(_WAITING, {"limit": limit, "after": after}).all()
+def _waiting(rows: Any) -> list[Waiting]:
     return [Waiting(int(draft_id or 0), bytes(raw), game_id, turn, inbound_id,
                     at if at.tzinfo is not None else at.replace(tzinfo=UTC))
             for draft_id, raw, game_id, turn, inbound_id, at in rows]
 
 
+def waiting_drafts(session: Session, limit: int, after: int = 0) -> list[Waiting]:
+    """The oldest drafts after id ``after``, at most ``limit``."""
+    return _waiting(session.connection().execute(_WAITING, {"limit": limit, "after": after}))
+
+
 Mails = list[Composed]
-Compose = Callable[[Session, Waiting], Mails]
+
+
+class Drafted(NamedTuple):
+    """A draft's mails, and why they were made again from the stored game (None: made of
+    the draft itself; else its turn's notes are not in them)."""
+
+    mails: Mails
+    remade: str | None = None
+
+
+Compose = Callable[[Session, Waiting], Drafted]
 
 
 @dataclass(frozen=True)
 class Made:
-    """A draft made into mails (``mails``), or not (``error``: why)."""
+    """A draft made into mails (``mails``), or not (``error``: why); ``remade``: why they
+    were made from the stored game (pbem.services.reports.draft_reports), the turn's notes
+    lost; the game and the turn the draft reports, for the referee."""
 
     draft_id: int
     mails: Mails | None
     error: str | None = None
+    remade: str | None = None
+    game_id: int | None = None
+    turn: int | None = None
 
 
 def make(session: Session, compose: Compose, draft: Waiting) -> Made:
     """A draft's mails (``compose``: pbem.services.reports.compose_draft), built and not
     queued; ``session`` is only read. A draft that fails is told, not raised."""
     try:
-        return Made(draft.id, compose(session, draft))
+        drafted = compose(session, draft)
     except Exception as exc:   # noqa: BLE001 - the draft's outcome, told to the referee
         log.exception("the reports of draft %s could not be composed", draft.id)
-        return Made(draft.id, None, f"{type(exc).__name__}: {exc}"[:500])
+        return Made(draft.id, None, f"{type(exc).__name__}: {exc}"[:500],
+                    game_id=draft.game_id, turn=draft.turn)
+    return Made(draft.id, drafted.mails, remade=drafted.remade, game_id=draft.game_id,
+                turn=draft.turn)
 
 
 @dataclass
@@ -144,14 +176,15 @@ class DraftTally:
         self.failed += other.failed
 
 
-Failed = Callable[[Work, int, str], object]
+# tells the referee of a draft marked failed, or made again without its notes (tell_made)
+Failed = Callable[[Work, Made], object]
 
 
 def queue_made(work: Work, made: list[Made], failed: Failed | None = None) -> DraftTally:
     """In ``work``'s transaction: the drafts of ``made`` deleted (those still there: a
     draft already queued is not queued twice) and their mails queued in their place; a
     draft that could not be made marked failed with its error (``failed`` tells the
-    referee)."""
+    referee, as it does of one made again from the stored game, its notes lost)."""
     done = DraftTally()
     if not made:
         return done
@@ -164,11 +197,13 @@ def queue_made(work: Work, made: list[Made], failed: Failed | None = None) -> Dr
             queue_all(work, m.mails)
             done.drafts += 1
             done.mails += len(m.mails)
+            if m.remade is not None and failed is not None:
+                failed(work, m)
         elif m.mails is None and conn.execute(_FAIL, {"draft": m.draft_id,
                                                       "error": m.error}).rowcount:
             done.failed += 1
             if failed is not None:
-                failed(work, m.draft_id, m.error or "")
+                failed(work, m)
     crash_point("drafts-queued")
     return done
 
@@ -182,21 +217,42 @@ def make_waiting(engine: Engine, compose: Compose, *, limit: int,
                 for draft in waiting_drafts(session, limit, after)]
 
 
-_DRAFT_OF = select(col(OutboundMail.game_id), col(OutboundMail.turn)).where(
-    col(OutboundMail.id) == bindparam("id"))
+def remake_failed(work: Work, compose: Compose, game_id: int,
+                  failed: Failed | None = None) -> list[Made]:
+    """The referee mended what failed (RETRY <game>): the game's drafts marked failed made
+    into mails again and, if every one was, queued in ``work``'s transaction; what came
+    of each (one that failed again: its error, and nothing changed)."""
+    made = [make(work, compose, draft)
+            for draft in _waiting(work.connection().execute(_FAILED, {"game": game_id}))]
+    if made and all(m.mails is not None for m in made):
+        work.connection().execute(_UNFAIL, {"ids": [m.draft_id for m in made]})
+        queue_made(work, made, failed)
+    return made
 
 
-def reports_failed(work: Work, post: Post, draft_id: int, error: str) -> None:
-    """A turn's reports could not be made into mails (marked failed, queue_made): the
-    referee hears which game's turn, and why; the turn itself stands."""
-    found = work.connection().execute(_DRAFT_OF, {"id": draft_id}).first()
-    game = work.get(Game, found[0]) if found is not None and found[0] is not None else None
+def tell_made(work: Work, post: Post, made: Made) -> None:
+    """The referee hears of a draft that could not be made into mails (marked failed), or
+    that was made again from the stored game (its turn's notes lost)."""
+    game = work.get(Game, made.game_id) if made.game_id is not None else None
     name = game.name if game is not None else "?"
-    turn = found[1] if found is not None else "?"
+    turn = made.turn if made.turn is not None else "?"
+    if made.mails is not None:
+        tell_referee(work, post, tagged(name, _("the reports of turn {turn} were sent "
+                                                "without their notes", turn=turn)),
+                     [_("The turn's draft could not be read ({why}): its reports were "
+                        "written again from the stored game, without the notes the turn "
+                        "left in them.", why=made.remade or ""),
+                      _("The players have been sent them; what those notes said (who played "
+                        "for a player whose order was missing, a mail that bounced) is not in "
+                        "them.")])
+        return
     tell_referee(work, post, tagged(name, _("the reports of turn {turn} were not written",
                                             turn=turn)),
                  [_("The turn was played, but its reports could not be written: {error}",
-                    error=error),
+                    error=made.error or ""),
                   _("The players have not been sent them: their orders for the next turn "
                     "need them. The error is kept with the draft, outgoing mail {id}.",
-                    id=draft_id)])
+                    id=made.draft_id),
+                  _("After the fix, write them: RETRY {game} in a referee mail, or "
+                    "`pbem admin -c <your pbem.toml> RETRY {game}` on the server.",
+                    game=name)])

@@ -38,7 +38,7 @@ from pbem.services.draft_data import (
     moves_until,
     reports_from_draft,
 )
-from pbem.services.drafts import Waiting, queue_draft
+from pbem.services.drafts import Drafted, Waiting, queue_draft
 from pbem.services.export import export_json
 from pbem.services.post import Post, tagged
 from pbem.services.replay import course, replay_steps
@@ -251,26 +251,30 @@ def compose_reports(session: Session, post: Post, turn: TurnReports[S]) -> list[
     return mails
 
 
-def compose_draft(session: Session, post: Post, draft: Waiting) -> list[Composed]:
+def compose_draft(session: Session, post: Post, draft: Waiting) -> Drafted:
     """The mails of a draft's reports (pbem.services.drafts.make: an error raised is the
-    draft's, told to the referee); ``session`` is only read."""
-    return compose_reports(session, post, draft_reports(session, draft))
+    draft's, told to the referee), and why they were made from the stored game, if they
+    were; ``session`` is only read."""
+    turn, remade = draft_reports(session, draft)
+    return Drafted(compose_reports(session, post, turn), remade)
 
 
 class DraftLost(Exception):
     """A draft that cannot be read and whose game has moved on from its turn."""
 
 
-def draft_reports(session: Session, draft: Waiting) -> TurnReports[Any]:
+def draft_reports(session: Session, draft: Waiting) -> tuple[TurnReports[Any], str | None]:
     """What a draft's reports are made of: as it holds them, or, a draft this version
     cannot read (another format: written by another version of pbem), made again from
     the stored game if the game still stands at the draft's turn (the turn's notes are
-    then lost: they are said by the transaction that played it); DraftLost if not."""
+    then lost: they are said by the transaction that played it; the second value says why,
+    for the referee); DraftLost if not."""
     try:
-        return reports_from_draft(session, draft.raw)
+        return reports_from_draft(session, draft.raw), None
     except Exception as exc:   # noqa: BLE001 - any draft it cannot read is made again
-        log.warning("draft %s cannot be read (%s: %s); made again from game %s",
-                    draft.id, type(exc).__name__, exc, draft.game_id)
+        why = f"{type(exc).__name__}: {exc}"[:300]
+        log.warning("draft %s cannot be read (%s); made again from game %s",
+                    draft.id, why, draft.game_id)
     game = session.get(Game, draft.game_id) if draft.game_id is not None else None
     if game is None or game.turn != draft.turn:
         raise DraftLost(f"a draft this version cannot read, and its game has moved on from "
@@ -285,7 +289,7 @@ def draft_reports(session: Session, draft: Waiting) -> TurnReports[Any]:
                        options=options_of(row), talk=talk_lines(session, row),
                        record=[record_attachment(session, row)] if over else [],
                        drawn=game_course(session, row, seats) if over else None,
-                       inbound_id=draft.inbound_id)
+                       inbound_id=draft.inbound_id), why
 
 
 def _watcher_reports(session: Session, post: Post, game: GameView, state: S,

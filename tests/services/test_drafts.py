@@ -36,6 +36,7 @@ from testkit.desk import (
     raise_line,
     seat_of,
     started_game,
+    text_of,
 )
 
 
@@ -101,7 +102,7 @@ def test_a_draft_that_cannot_be_made_is_marked_failed_and_the_referee_told(
 
     made = make_waiting(server.engine, broken, limit=10)
     assert made[0].mails is None and "cannot be rendered" in (made[0].error or "")
-    done = queue_in_pages(server.engine, made, None, server._draft_failed)
+    done = queue_in_pages(server.engine, made, None, server._draft_told)
     assert (done.drafts, done.failed) == (0, 1)
     (draft,) = _drafts(server)
     assert draft.status == "failed" and "ValueError" in draft.last_error
@@ -281,9 +282,15 @@ def test_a_draft_it_cannot_read_is_made_again_from_the_stored_game(
     (made,) = make_waiting(server.engine, _compose(server), limit=10)
     assert made.error is None and made.mails is not None
     assert _views(made.mails) == _views(known.mails or [])
-    done = queue_in_pages(server.engine, [made], None, server._draft_failed)
+    assert known.remade is None and made.remade is not None
+    done = queue_in_pages(server.engine, [made], None, server._draft_told)
     assert (done.drafts, done.mails, done.failed) == (1, 5, 0)
     assert {r.inbound_id for r in _reports(server, 2)} == {draft.inbound_id}
+    # the referee hears that the turn's notes are not in them, and why
+    (told,) = [parse_mail(r.raw) for r in outbox_rows(server, REFEREE)
+               if "without their notes" in str(parse_mail(r.raw)["Subject"])]
+    assert "turn 2" in str(told["Subject"]) and "g1" in str(told["Subject"])
+    assert "could not be read" in " ".join(text_of(told).split())
 
 
 def test_a_draft_it_cannot_read_of_a_game_gone_on_is_marked_failed(
@@ -301,7 +308,7 @@ def test_a_draft_it_cannot_read_of_a_game_gone_on_is_marked_failed(
     made = make_waiting(server.engine, _compose(server), limit=10)
     assert [m.mails is None for m in made] == [True, False]
     assert "moved on from turn 2" in (made[0].error or "")
-    done = queue_in_pages(server.engine, made, None, server._draft_failed)
+    done = queue_in_pages(server.engine, made, None, server._draft_told)
     assert (done.drafts, done.failed) == (1, 1)
     assert len(_reports(server, 3)) == 5 and _reports(server, 2) == []
     assert [d.status for d in _drafts(server)] == ["failed"]
