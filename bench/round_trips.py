@@ -18,6 +18,7 @@ its return: on SQLite the database's own work; BEGIN and COMMIT are not in it).
     python bench/round_trips.py --show "SELECT outbound_mail"   # that kind's statements
     python bench/round_trips.py --databases postgresql --statements   # the server's time
     python bench/round_trips.py --profile turn.prof   # cProfile: turn.prof.sqlite, ...
+    python bench/round_trips.py --databases sqlite --compose   # the tick's, with a composer
 
 With --statements the cluster is restarted with pg_stat_statements loaded, and the
 server's execution and planning time over the turn tick is printed by statement.
@@ -123,7 +124,8 @@ def costliest(engine: Any, orders: int, top: int = 15) -> None:
 
 
 def run(database: str, games: int, seed: int, show: str | None = None,
-        profile: str | None = None, statements: bool = False) -> tuple[Counter[str], int, float]:
+        profile: str | None = None, statements: bool = False,
+        compose: bool = False) -> tuple[Counter[str], int, float]:
     """The turn tick's round trips by kind, the orders it handled, its seconds."""
     postgresql = database == "postgresql"
     with MailStack(users=("bluff", "referee")) as stack, \
@@ -133,7 +135,8 @@ def run(database: str, games: int, seed: int, show: str | None = None,
             statements_kept(cluster)
         url = cluster.new_database() if postgresql else f"sqlite:///{Path(tmp) / 'trips.db'}"
         settings = bench_settings(stack, url, Path(tmp))
-        server = Server(settings)
+        # --compose: the tick's own statements (the composer's reads are its process's)
+        server = Server(settings, compose_apart=True) if compose else Server(settings)
         deliver(stack, referee_mails(stack, games), "referee mails")
         assert server.tick().processed, "the games were not started"
         orders = deliver(stack, answers(server.engine, random.Random(seed), True), "orders")
@@ -216,8 +219,11 @@ def main() -> None:
                         help="PostgreSQL: the server's costliest statements (pg_stat_statements)")
     parser.add_argument("--profile", metavar="FILE",
                         help="cProfile the turn tick into FILE.<database>")
+    parser.add_argument("--compose", action="store_true",
+                        help="SQLite: [server] compose_apart (the tick's statements counted)")
     args = parser.parse_args()
-    results = {db: run(db, args.games, args.seed, args.show, args.profile, args.statements)
+    results = {db: run(db, args.games, args.seed, args.show, args.profile, args.statements,
+                       args.compose)
                for db in args.databases}
     kinds = sorted({k for trips, _, _ in results.values() for k in trips},
                    key=lambda k: -max(r[0][k] / r[1] for r in results.values()))

@@ -10,9 +10,9 @@ quoted), put straight into the referee's Maildir; then ONE tick handles the whol
 turn (the turn tick). Making and delivering the mails is not timed.
 
 Prints per N: the start tick, the turn tick, orders handled, ms per order (wall
-and the bench process's CPU: with --workers the workers' CPU is not in it; and the
-wall less the time the tick's thread waited for a core, ready to run, which other
-work on a shared machine makes), mails
+and the bench process's CPU: with --workers the workers' CPU is not in it; with
+--compose the composer's after a plus; and the wall less the time the tick's thread
+waited for a core, ready to run, which other work on a shared machine makes), mails
 written (and per second) by the turn tick, peak RSS of the process; then how the
 per-order cost and the peak RSS grow from the smallest size to the largest.
 
@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import inspect
 import json
 import multiprocessing
 import os
@@ -196,13 +197,16 @@ def bench_settings(stack: MailStack, url: str, folder: Path) -> Settings:
 
 
 def run_size(games: int, profile: str | None, quote: bool, seed: int, postgresql: bool = False,
-             workers: int = 1) -> dict:
+             workers: int = 1, compose: bool = False) -> dict:
     with MailStack(users=("bluff", "referee")) as stack, \
             tempfile.TemporaryDirectory(prefix="pbem-scale-") as tmp, \
             (PgCluster() if postgresql else _Nothing()) as cluster:
         url = cluster.new_database() if postgresql else f"sqlite:///{Path(tmp) / 'scale.db'}"
         settings = bench_settings(stack, url, Path(tmp))
-        server = Server(settings)
+        # with or without the composer as asked, whatever the default (a tree before it
+        # has none)
+        knows = "compose_apart" in inspect.signature(Server).parameters
+        server = Server(settings, compose_apart=compose) if knows or compose else Server(settings)
         database = server.engine
         setup = deliver(stack, referee_mails(stack, games), "referee mails")
 
@@ -214,6 +218,9 @@ def run_size(games: int, profile: str | None, quote: bool, seed: int, postgresql
         say(f"start tick: {start_tick:.1f} s ({started}); {reports} first reports")
         assert started.processed == setup and reports == SEATS * games, "games not all started"
 
+        composer = getattr(server, "composer", None)   # (a tree before the composer)
+        if composer is not None:   # its CPU is counted over the turn tick alone
+            composer.stop()
         orders = deliver(stack, answers(database, random.Random(seed), quote), "orders")
         before = count(database, "SELECT count(*) FROM outbound_mail")
         profiler = cProfile.Profile() if profile else None
@@ -224,8 +231,9 @@ def run_size(games: int, profile: str | None, quote: bool, seed: int, postgresql
         queued = runqueue_seconds()
         if profiler is not None:
             profiler.enable()
-        turn = server.tick() if workers == 1 else turn_by_workers(server, database, workers,
-                                                                   games, stack)
+        at: dict[str, float] = {}   # when the tick began waiting for the composer, and ended
+        turn = server.tick(lambda tag: at.__setitem__(tag, time.perf_counter())) \
+            if workers == 1 else turn_by_workers(server, database, workers, games, stack)
         if profiler is not None:
             profiler.disable()
         turn_tick = time.perf_counter() - clock
@@ -236,6 +244,16 @@ def run_size(games: int, profile: str | None, quote: bool, seed: int, postgresql
         say(f"the tick's thread waited {queued:.1f} s for a core ({queued / turn_tick:.0%} of "
             f"the turn tick): {1000 * (turn_tick - queued) / max(1, turn.processed):.1f} ms "
             f"an order without that wait")
+        composer_cpu = 0.0
+        if composer is not None:   # a child's CPU is counted once it has ended
+            children = resource.getrusage(resource.RUSAGE_CHILDREN)
+            composer.stop()
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            composer_cpu = (after.ru_utime + after.ru_stime
+                            - children.ru_utime - children.ru_stime)
+            say(f"the composer's CPU over the turn tick: {composer_cpu:.1f} s; the tick "
+                f"waited {at.get('compose<', 0) - at.get('compose>', 0):.2f} s at its end for "
+                f"what it had not made yet")
         wrote = written_bytes() - wrote        # so are their writes
         written = count(database, "SELECT count(*) FROM outbound_mail") - before
         second = count(database, "SELECT count(*) FROM outbound_mail "
@@ -260,7 +278,8 @@ def run_size(games: int, profile: str | None, quote: bool, seed: int, postgresql
                 "mails": written, "mails_per_s": written / turn_tick,
                 "sent": turn.sent, "rss_mib": peak_rss_mib(),
                 "cpu_ms_per_order": 1000 * turn_cpu / max(1, turn.processed),
-                "unqueued_ms_per_order": 1000 * (turn_tick - queued) / max(1, turn.processed)}
+                "unqueued_ms_per_order": 1000 * (turn_tick - queued) / max(1, turn.processed),
+                "composer_cpu_ms_per_order": 1000 * composer_cpu / max(1, turn.processed)}
 
 
 def runqueue_seconds() -> float:
@@ -306,6 +325,8 @@ def table(results: list[dict]) -> None:
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in results:
         cpu = f"{r['cpu_ms_per_order']:.1f}" if r.get("cpu_ms_per_order") else "-"
+        if r.get("composer_cpu_ms_per_order"):   # the composer's CPU after a plus
+            cpu += f" + {r['composer_cpu_ms_per_order']:.1f}"
         print(f"| {r['games']:,} | {r['start_tick']:.1f} s | {r['turn_tick']:.1f} s | "
               f"{r['orders']:,} | {r['ms_per_order']:.1f} | {cpu} | "
               f"{r['unqueued_ms_per_order']:.1f} | {r['mails']:,} | "
@@ -329,13 +350,15 @@ def main() -> None:
                         help="a private PostgreSQL cluster's database instead of SQLite")
     parser.add_argument("--workers", type=int, default=1,
                         help="processes ticking side by side for the turn (PostgreSQL)")
+    parser.add_argument("--compose", action="store_true",
+                        help="a turn's reports composed by a process of its own (SQLite)")
     parser.add_argument("--result", help=argparse.SUPPRESS)   # the child's answer file
     args = parser.parse_args()
     if args.workers > 1 and not args.postgresql:
         parser.error("--workers needs --postgresql (SQLite has one writer)")
     if args.result:   # a child: one size
         result = run_size(args.games[0], args.profile, args.quote, args.seed,
-                          args.postgresql, args.workers)
+                          args.postgresql, args.workers, args.compose)
         Path(args.result).write_text(json.dumps(result))
         return
     sizes = sorted(set(args.games))
@@ -351,6 +374,7 @@ def main() -> None:
             cmd += [] if args.quote else ["--no-quote"]
             cmd += ["--postgresql"] if args.postgresql else []
             cmd += ["--workers", str(args.workers)] if args.workers > 1 else []
+            cmd += ["--compose"] if args.compose else []
             subprocess.run(cmd, check=True)
             results.append(json.loads(answer.read_text()))
     table(results)

@@ -51,7 +51,10 @@ class Clock:
 
 def make_server(tmp_path: Path, clock: Clock, **settings: object) -> Server:
     base = {"database": f"sqlite:///{tmp_path / 'pbem.db'}", "address": SERVER,
-            "referee": REFEREE, "referee_key": REFEREE_KEY, "outbox_dir": tmp_path / "outbox"}
+            "referee": REFEREE, "referee_key": REFEREE_KEY, "outbox_dir": tmp_path / "outbox",
+            # the reports queued with the turn, whatever the default (tests/services/
+            # test_drafts.py asks for the composer)
+            "compose_apart": False}
     return Server(Settings(**{**base, **settings}), clock=clock)  # type: ignore[arg-type]
 
 

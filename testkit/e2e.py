@@ -70,14 +70,14 @@ def text_of(msg: EmailMessage) -> str:
 
 
 def stack_server(stack: Any, tmp_path: Path, users: list[str],
-                 database: str | None = None) -> Server:
+                 database: str | None = None, **settings: Any) -> Server:
     """A server on database (default: SQLite in tmp_path) that reads bluff's IMAP inbox
     and sends over the stack's SMTP; the mailboxes of bluff, the referee and users are
-    emptied first."""
+    emptied first. settings: any other field."""
     for user in ["bluff", "referee", *users]:
         stack.clear(user)
     return Server(stack_settings(stack, database or f"sqlite:///{tmp_path / 'pbem.db'}",
-                                 REFEREE_KEY))
+                                 REFEREE_KEY, **settings))
 
 
 class Table:
@@ -85,13 +85,15 @@ class Table:
     mail: a report (report.json, not a reply) counts for its turn and becomes the latest;
     anything else is an answer. check(user, msg, view) looks at every report; with
     rounds_key, the reveal under that key in a view is kept by round, the same for all.
-    database: the server's database URL (the ``database`` fixture), else SQLite."""
+    database: the server's database URL (the ``database`` fixture), else SQLite; settings:
+    the server's other settings."""
 
     def __init__(self, stack: Any, tmp_path: Path, players: list[str], *,
                  check: Callable[[str, EmailMessage, View], None] | None = None,
-                 rounds_key: str | None = None, database: str | None = None) -> None:
+                 rounds_key: str | None = None, database: str | None = None,
+                 settings: dict[str, Any] | None = None) -> None:
         self.stack, self.players, self.tmp_path = stack, players, tmp_path
-        self.server = stack_server(stack, tmp_path, players, database)
+        self.server = stack_server(stack, tmp_path, players, database, **(settings or {}))
         self.clients = {u: Client(stack, u) for u in players}
         self.referee = Client(stack, "referee")
         self.check, self.rounds_key = check, rounds_key

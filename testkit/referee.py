@@ -54,7 +54,7 @@ def clock() -> Clock:
 def server(tmp_path: Path, clock: Clock) -> Server:
     settings = Settings(database=f"sqlite:///{tmp_path / 'pbem.db'}", address="bluff@example.org",
                         referee="referee@example.org", referee_key=REFEREE_KEY,
-                        outbox_dir=tmp_path / "outbox")
+                        outbox_dir=tmp_path / "outbox", compose_apart=False)
     return Server(settings, clock=clock)
 
 

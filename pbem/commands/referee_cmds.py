@@ -8,6 +8,7 @@ commands (schedule, seats, rollback) and HELP.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 from sqlmodel import col, select
 
@@ -25,9 +26,10 @@ from pbem.orders.arguments import GAME_NAME, GAME_NAME_HINT, game_name, no_args
 from pbem.orders.parsing import Order
 from pbem.rules.dice import new_seed, seed_from_number
 from pbem.services.bounces import describe, failing_players
+from pbem.services.drafts import remake_failed, tell_made
 from pbem.services.failures import retried
 from pbem.services.post import notice, tagged
-from pbem.services.reports import enqueue_reports
+from pbem.services.reports import compose_draft, enqueue_reports
 from pbem.services.turns import TurnChange
 from pbem.store.models import Game, InboundMail, OutboundMail, Player, ServerState
 from pbem.text.errors import Refusal
@@ -193,18 +195,49 @@ def list_line(ctx: CommandContext, game: Game) -> str:
 RELEASE_ASKED = "imap-release-asked"
 
 
-def parse_retry(args: list[str]) -> int | str:
+@dataclass(frozen=True)
+class ReportsOf:
+    """RETRY <game>: the game's turn reports that could not be written, written again."""
+
+    game: str
+
+
+def parse_retry(args: list[str]) -> int | str | ReportsOf:
     if len(args) == 1 and args[0].upper() == "QUARANTINE":
         return "quarantine"
-    if len(args) != 1 or not args[0].lstrip("#").isdigit():
-        raise Refusal(_("RETRY takes the number of a stored mail, or QUARANTINE"),
-                      _("e.g. RETRY 12 (the referee's notice names it)"))
-    return int(args[0].lstrip("#"))
+    if len(args) == 1 and args[0].lstrip("#").isdigit():
+        return int(args[0].lstrip("#"))
+    if len(args) == 1 and GAME_NAME.match(args[0].lower()):
+        return ReportsOf(args[0].lower())
+    raise Refusal(_("RETRY takes the number of a stored mail, a game, or QUARANTINE"),
+                  _("e.g. RETRY 12 (the referee's notice names it)"))
+
+
+def retry_reports(ctx: CommandContext, name: str) -> str:
+    """The game's turn reports that could not be written (a template that failed: the
+    referee was told, pbem.services.drafts.tell_made) written again after the fix, in
+    this transaction, and sent; if one fails again, nothing changes and the referee hears
+    why."""
+    game = find_game(ctx.session, name)
+    post = ctx.post
+    made = remake_failed(ctx.session, lambda session, draft: compose_draft(session, post, draft),
+                         int(game.id or 0), lambda work, m: tell_made(work, post, m))
+    if not made:
+        raise Refusal(_("game {game} has no reports that could not be written", game=name))
+    for m in made:
+        if m.mails is None:
+            raise Refusal(_("the reports of turn {turn} still cannot be written: {error}",
+                            turn=m.turn if m.turn is not None else "?",
+                            error=m.error or ""))
+    turns = ", ".join(str(m.turn) for m in made)
+    return f"the reports of game {name}, turn {turns}, are written and sent"
 
 
 def do_retry(ctx: CommandContext, order: Order) -> str:
     """A mail that failed or was set aside (pbem.runner.inbox) is handled again at the next tick;
     RETRY QUARANTINE: the mails the mailbox could not hand over are fetched again."""
+    if isinstance(order.args, ReportsOf):
+        return retry_reports(ctx, order.args.game)
     if order.args == "quarantine":
         asked = ctx.session.get(ServerState, RELEASE_ASKED) or ServerState(key=RELEASE_ASKED,
                                                                           value="")
@@ -246,9 +279,10 @@ COMMANDS: tuple[MailCommand, ...] = (
             game_name, action=do_process, who="referee", phase="change"),
     MailCommand("LIST", "LIST", _("every game and its state"), no_args, action=do_list,
             who="referee", phase="look"),
-    MailCommand("RETRY", "RETRY <mail id> | QUARANTINE", _("handle again a mail kept as failed "
-            "or set aside (after a fix; the referee's notice of its failure gives the "
-            "number); QUARANTINE: fetch again the mails set aside in the IMAP quarantine "
+    MailCommand("RETRY", "RETRY <mail id> | <game> | QUARANTINE", _("handle again a mail kept "
+            "as failed or set aside (after a fix; the referee's notice of its failure gives "
+            "the number); <game>: write again the game's turn reports that could not be "
+            "written; QUARANTINE: fetch again the mails set aside in the IMAP quarantine "
             "folder"),
             parse_retry, action=do_retry, who="referee", phase="change"),
 )

@@ -318,6 +318,9 @@ class Settings:
     # transaction commits, while it handles the next mail (pbem.outbox.Stream); false: all
     # at the end (as the .eml outbox always does)
     send_while_handling: bool = True
+    # SQLite: a turn's reports made into mails by a process of its own beside the tick
+    # (pbem.runner.composer), on the other core
+    compose_apart: bool = False
     # the language of mail to someone pbem does not know yet (a stranger, a first JOIN
     # written in English words), and of the referee's notices and answers: en, de or cs
     language: str = "en"

@@ -15,8 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email.utils import parseaddr
+from functools import partial
 
 from apscheduler.schedulers.background import BackgroundScheduler
+from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session
 
@@ -37,13 +39,17 @@ from pbem.outbox import (
     release,
 )
 from pbem.render.reports import Renderer, TemplateProblem
+from pbem.runner.composer import Composer, Composing, cores, finish_tick, make_left
 from pbem.runner.fetching import Fetcher, oauth_login
 from pbem.runner.junk import JUNK_SOURCE, JunkOverQuota, JunkTally
 from pbem.runner.notify import notify, watchdog_seconds
 from pbem.runner.referee import Referee
 from pbem.runner.retention import prune_when_due
+from pbem.services.drafts import Compose, Made, tell_made
 from pbem.services.health import record_backoff
+from pbem.services.post import Post
 from pbem.services.progress import Marks, Progress, unmarked
+from pbem.services.reports import compose_draft
 from pbem.store.advisory_locks import lanes_apart
 from pbem.store.backoff import Backoff
 from pbem.store.backup import BackupPlan
@@ -52,6 +58,7 @@ from pbem.store.db import SchemaError, check_schema, open_database
 from pbem.store.faults import crash_point
 from pbem.store.security import known_address
 from pbem.store.wakeups import MailWatch
+from pbem.store.work import Work
 
 log = logging.getLogger(__name__)
 WOKEN_TICKS_APART = 0.1          # seconds at least between two ticks woken by stored mail
@@ -130,8 +137,19 @@ def dkim_signer(settings: Settings) -> DkimSigner | None:
     return signer
 
 
+def composer_parts(settings: Settings) -> tuple[Engine, Compose]:
+    """In the composer's own process (pbem.runner.composer): its engine (its own
+    connections; the schema is the server's business) and how it makes a draft's mails,
+    with templates of its own."""
+    engine = open_database(settings.database, migrate=False,
+                           synchronous=settings.db.synchronous)
+    post = Post(settings, Renderer(settings.templates_dir, kind_template_dirs()), utc_now)
+    return engine, lambda session, draft: compose_draft(session, post, draft)
+
+
 class Server:
-    def __init__(self, settings: Settings, clock: Callable[[], datetime] = utc_now) -> None:
+    def __init__(self, settings: Settings, clock: Callable[[], datetime] = utc_now, *,
+                 compose_apart: bool | None = None) -> None:
         self.settings = settings
         self.signer = dkim_signer(settings)   # DKIM, or None; a bad key stops here
         self.engine = open_database(settings.database, synchronous=settings.db.synchronous,
@@ -163,13 +181,29 @@ class Server:
         # (loop_stalled) tells systemd it is alive only while this is recent
         self.progress = Progress()
         self._last_report: TickReport | None = None
+        # a turn's reports made into mails by a process of its own (pbem.runner.composer):
+        # SQLite, where the tick's thread is the one writer, and the other core idle
+        self.composer: Composer | None = None
+        if compose_apart is None:
+            compose_apart = settings.compose_apart
+        post = self.referee.post
+        self._compose: Compose = lambda session, draft: compose_draft(session, post, draft)
+        # without a composer, drafts a crash left (compose_apart on before, or with a
+        # second core) are made at the first tick's end
+        self._drafts_left = True
+        if compose_apart and not lanes_apart(self.engine) and cores() >= 2:
+            post.compose_apart = True
+            self.composer = Composer(self.engine, self._compose,
+                                     partial(composer_parts, settings))
 
     # --- the edges ----------------------------------------------------------
 
     def close(self) -> None:
-        """Log out of what is kept open (the IMAP and SMTP connections)."""
+        """Log out of what is kept open (the IMAP and SMTP connections); the composer ends."""
         self.fetcher.close()
         self.senders.close()
+        if self.composer is not None:
+            self.composer.stop()
 
     def store_received(self, raw: bytes, envelope_from: str, rcpts: list[str]) -> None:
         """The listener's store: returns (and the client gets its 250) only once stored.
@@ -264,6 +298,11 @@ class Server:
                       verp=smtp.verp, connections=smtp.connections, budget=self.budget(),
                       unreleased=self.keep_unreleased)
 
+    def _draft_told(self, session: Work, made: Made) -> None:
+        """A turn's reports could not be made, or were made without the turn's notes
+        (pbem.services.drafts): the referee is told."""
+        tell_made(session, self.referee.post, made)
+
     def send_after(self, streamed: DrainReport | None, others: bool) -> DrainReport:
         """The tick's sending after its handling: a drain (send), unless a stream sent
         all there was (``streamed``: what it did; ``others``: whether mail it did not hold
@@ -321,14 +360,26 @@ class Server:
                 held = self.take_referee_lease(lease, report.waits)
                 if held is not None:
                     stream = self.open_stream()
+                    hand_off: Stream | Inline | Composing | None = stream
+                    if self.composer is not None:
+                        self.composer.begin()   # started at the tick's first draft
+                        hand_off = Composing(stream, self.composer, self._draft_told)
                     try:
                         report.processed = self.referee.process_pending(
-                            keep_alive=lease.renew if held else None, hand_off=stream,
+                            keep_alive=lease.renew if held else None, hand_off=hand_off,
                             marks=marks, waits=report.waits)
                         marks("clock>")
                         report.resolved = self.referee.resolve_due(report.waits,
                                                                    step=self.progress.beat)
                         marks("clock<")
+                        if self.composer is not None:
+                            marks("compose>")
+                            finish_tick(self.engine, self.composer, self.composer.compose,
+                                        stream, self._draft_told)
+                            marks("compose<")
+                        elif self._drafts_left:
+                            make_left(self.engine, self._compose, stream, self._draft_told)
+                            self._drafts_left = False
                     finally:
                         if held:
                             lease.release()

@@ -64,6 +64,9 @@ class Post:
     renderer: Renderer
     clock: Callable[[], datetime]
     origin: Origin = field(init=False)
+    # a turn's reports queued as a draft that a composer makes into mails in a process of
+    # its own (pbem.runner.composer): set by the server that runs one
+    compose_apart: bool = False
 
     def __post_init__(self) -> None:
         self.origin = Origin(self.settings.address)

@@ -8,6 +8,7 @@ watchers get the public one.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -15,18 +16,28 @@ from typing import Any, TypeVar
 from sqlmodel import Session
 
 from pbem.config import WebSettings
-from pbem.games.records import seated
+from pbem.games.records import read_players, seated, seats_of
 from pbem.games.reporting import heard_by, talk_lines, watchers_of
+from pbem.games.states import replayed_state
 from pbem.games.turn_in_play import GameFacts
 from pbem.kinds import GameKind, kind_of
-from pbem.kinds.options import LEVEL_NAMES, GameOptions, robot_level
+from pbem.kinds.options import LEVEL_NAMES, GameOptions, options_of, robot_level
 from pbem.outbox import Composed, Origin, Queued, compose, queue_all
 from pbem.render.charts import Course
 from pbem.render.reports import SharedParts
+from pbem.services.draft_data import (
+    DraftUnfit,
+    TurnReports,
+    draft_bytes,
+    moves_until,
+    reports_from_draft,
+)
+from pbem.services.drafts import Drafted, Waiting, queue_draft
 from pbem.services.export import export_json
 from pbem.services.post import Post, tagged
 from pbem.services.replay import course, replay_steps
-from pbem.store.rows import GameView, PlayerView
+from pbem.store.models import Game
+from pbem.store.rows import GameView, PlayerView, game_row
 from pbem.store.work import Work
 from pbem.text.deadlines import relative_said
 from pbem.text.links import key_generation, private_link
@@ -34,6 +45,10 @@ from pbem.text.wording import _
 
 S = TypeVar("S")   # the game kind's state
 M = TypeVar("M")   # the game kind's move
+
+log = logging.getLogger(__name__)
+
+__all__ = ["TurnReports", "compose_draft", "compose_reports", "enqueue_reports"]
 
 
 def web_links(web: WebSettings, game: GameView, player: PlayerView | None,
@@ -141,35 +156,72 @@ def enqueue_reports(session: Work, post: Post, game: GameView, state: S, *, now:
                     seat_notes: dict[int, list[str]] | None = None,
                     only_seat: int | None = None, in_reply_to: str | None = None,
                     inbound_id: int | None = None,
-                    facts: GameFacts[S, M] | None = None) -> list[Queued]:
+                    facts: GameFacts[S, M] | None = None,
+                    draft: bool = False) -> list[Queued]:
     """The reports of the game as ``state`` stands (``facts``: what the transaction knows
-    of the game, if read), one a seat (``only_seat``: that one), then the watchers'."""
-    origin, renderer = post.origin, post.renderer
-    players = facts.seated if facts is not None else seated(session, game)
+    of the game, if read), one a seat (``only_seat``: that one), then the watchers'.
+    ``draft`` (with ``facts``): queued as one draft (pbem.services.drafts) that the
+    composer makes the mails of once this transaction has committed (none returned here)."""
+    turn = turn_reports(session, game, state, now=now, notes=notes, seat_notes=seat_notes,
+                        only_seat=only_seat, in_reply_to=in_reply_to, inbound_id=inbound_id,
+                        facts=facts)
+    if draft and facts is not None:
+        try:   # the state as its moves (pbem.services.draft_data)
+            raw = draft_bytes(turn, seats_of(facts.players), moves_until(session, game))
+        except DraftUnfit as exc:   # made now, as without a composer: nothing lost
+            log.warning("the reports of %s are made at once: %s", game.name, exc)
+        else:
+            queue_draft(session, post.origin, turn, raw)
+            return []
+    # all at once: on SQLite two statements for a batch
+    return queue_all(session, compose_reports(session, post, turn))
+
+
+def turn_reports(session: Work, game: GameView, state: S, *, now: datetime,
+                 notes: list[str] | None = None,
+                 seat_notes: dict[int, list[str]] | None = None,
+                 only_seat: int | None = None, in_reply_to: str | None = None,
+                 inbound_id: int | None = None,
+                 facts: GameFacts[S, M] | None = None) -> TurnReports[S]:
+    """What the reports of the game as ``state`` stands are made of (enqueue_reports)."""
+    players = dict(facts.seated) if facts is not None else dict(seated(session, game))
     kind = facts.kind if facts is not None else kind_of(game)
-    options = facts.options if facts is not None else None
-    talk = talk_lines(session, game)     # the table talk (SAY) since the last report
     over = kind.over(state)
     # the final report carries the game's record, for `pbem verify`, and its course
-    record = [record_attachment(session, game)] if over else []
-    drawn = game_course(session, game, players) if over else None
-    rows = []
+    return TurnReports(game=game, state=state, now=now, players=players,
+                       options=facts.options if facts is not None else None,
+                       talk=talk_lines(session, game),   # the table talk since the last report
+                       record=[record_attachment(session, game)] if over else [],
+                       drawn=game_course(session, game, players) if over else None,
+                       notes=notes, seat_notes=seat_notes, only_seat=only_seat,
+                       in_reply_to=in_reply_to, inbound_id=inbound_id)
+
+
+def compose_reports(session: Session, post: Post, turn: TurnReports[S]) -> list[Composed]:
+    """The mails of a turn's reports, built (pbem.outbox.compose) and not queued yet: one
+    a seat (``only_seat``: that one), then the watchers'. ``session`` is only read."""
+    game, state, now, players = turn.game, turn.state, turn.now, turn.players
+    origin, renderer = post.origin, post.renderer
+    kind, options, talk = kind_of(game), turn.options, turn.talk
+    over = kind.over(state)
+    in_reply_to = turn.in_reply_to
+    mails: list[Composed] = []
     # what every report of the turn shares (the watchers' too), rendered once a language
     shared: dict[str, SharedParts | None] = {}
 
     def shared_in(language: str) -> SharedParts | None:
         if language not in shared:
             public = public_context(game, players, state, now, origin, post.settings.web,
-                                    drawn, kind=kind, options=options)
+                                    turn.drawn, kind=kind, options=options)
             shared[language] = renderer.shared_parts(kind.report_template, public, language)
         return shared[language]
 
     for seat, player in sorted(players.items()):
-        if only_seat is not None and seat != only_seat:
+        if turn.only_seat is not None and seat != turn.only_seat:
             continue
-        told = (seat_notes or {}).get(seat, notes or [])   # "you" for the reader's seat
+        told = (turn.seat_notes or {}).get(seat, turn.notes or [])   # "you" for the reader's seat
         context = report_context(game, players, state, seat, now, origin, told,
-                                 heard_by(talk, seat), post.settings.web, drawn, kind=kind,
+                                 heard_by(talk, seat), post.settings.web, turn.drawn, kind=kind,
                                  options=options)
         language = post.language_of(session, player.email, game, player=player,
                                     options=options, chosen=player.chosen)
@@ -178,21 +230,63 @@ def enqueue_reports(session: Work, post: Post, game: GameView, state: S, *, now:
         subject = post.subject(tagged(game.name, _("final report") if over
                                       else _("turn {turn} report", turn=game.turn)), language)
         attachment = ("report.json", "application/json", view_json(context["view"]))
-        rows.append(compose(post.origin_in(language), kind="report", to=player.email, subject=subject,
-                            text=text, html=html, now=now, attachments=[attachment, *record],
-                            in_reply_to=in_reply_to,
-                            references=[in_reply_to] if in_reply_to else (),
-                            game_id=game.id, seat=seat, turn=game.turn, inbound_id=inbound_id,
-                            shipped_html=renderer.shipped_only))
-    if only_seat is None:
-        rows += _watcher_reports(session, post, game, state, players, now=now,
-                                 notes=notes or [], talk=talk, record=record,
-                                 course=drawn, kind=kind, options=options,
-                                 shared_in=shared_in)
-    return queue_all(session, rows)   # all at once: on SQLite two statements for a batch
+        mails.append(compose(post.origin_in(language), kind="report", to=player.email,
+                             subject=subject, text=text, html=html, now=now,
+                             attachments=[attachment, *turn.record],
+                             in_reply_to=in_reply_to,
+                             references=[in_reply_to] if in_reply_to else (),
+                             game_id=game.id, seat=seat, turn=game.turn,
+                             inbound_id=turn.inbound_id, shipped_html=renderer.shipped_only))
+    if turn.only_seat is None:
+        mails += _watcher_reports(session, post, game, state, players, now=now,
+                                  notes=turn.notes or [], talk=talk, record=turn.record,
+                                  course=turn.drawn, kind=kind, options=options,
+                                  shared_in=shared_in)
+    return mails
 
 
-def _watcher_reports(session: Work, post: Post, game: GameView, state: S,
+def compose_draft(session: Session, post: Post, draft: Waiting) -> Drafted:
+    """The mails of a draft's reports (pbem.services.drafts.make: an error raised is the
+    draft's, told to the referee), and why they were made from the stored game, if they
+    were; ``session`` is only read."""
+    turn, remade = draft_reports(session, draft)
+    return Drafted(compose_reports(session, post, turn), remade)
+
+
+class DraftLost(Exception):
+    """A draft that cannot be read and whose game has moved on from its turn."""
+
+
+def draft_reports(session: Session, draft: Waiting) -> tuple[TurnReports[Any], str | None]:
+    """What a draft's reports are made of: as it holds them, or, a draft this version
+    cannot read (another format: written by another version of pbem), made again from
+    the stored game if the game still stands at the draft's turn (the turn's notes are
+    then lost: they are said by the transaction that played it; the second value says why,
+    for the referee); DraftLost if not."""
+    try:
+        return reports_from_draft(session, draft.raw), None
+    except Exception as exc:   # noqa: BLE001 - any draft it cannot read is made again
+        why = f"{type(exc).__name__}: {exc}"[:300]
+        log.warning("draft %s cannot be read (%s); made again from game %s",
+                    draft.id, why, draft.game_id)
+    game = session.get(Game, draft.game_id) if draft.game_id is not None else None
+    if game is None or game.turn != draft.turn:
+        raise DraftLost(f"a draft this version cannot read, and its game has moved on from "
+                        f"turn {draft.turn}")
+    row = game_row(game)
+    kind = kind_of(row)
+    players = read_players(session, row)
+    state = replayed_state(session, row, seats=seats_of(players), kind=kind)
+    over = kind.over(state)
+    seats = {p.seat: p for p in players if p.seat is not None and p.active}
+    return TurnReports(game=row, state=state, now=draft.created_at, players=seats,
+                       options=options_of(row), talk=talk_lines(session, row),
+                       record=[record_attachment(session, row)] if over else [],
+                       drawn=game_course(session, row, seats) if over else None,
+                       inbound_id=draft.inbound_id), why
+
+
+def _watcher_reports(session: Session, post: Post, game: GameView, state: S,
                      players: Mapping[int, PlayerView], *, now: datetime, notes: list[str],
                      talk: list[dict[str, Any]],
                      record: list[tuple[str, str, bytes]],
@@ -209,7 +303,7 @@ def _watcher_reports(session: Work, post: Post, game: GameView, state: S,
                              options=options)
     context["how_to_order"] = False      # watchers have no orders to send
     attachment = ("report.json", "application/json", view_json(context["view"]))
-    rows: list[Composed] = []
+    mails: list[Composed] = []
     # a watcher reads their own language if they play here, else the game's: one
     # rendering a language
     by_language: dict[str, list[str]] = {}
@@ -223,12 +317,12 @@ def _watcher_reports(session: Work, post: Post, game: GameView, state: S,
         subject = post.subject(tagged(game.name, _("final report (public view)")
                                       if over
                                       else _("turn {turn} public view", turn=game.turn)), language)
-        rows += [compose(post.origin_in(language), kind="watch", to=email, subject=subject,
-                         text=text, html=html, now=now, attachments=[attachment, *record],
-                         game_id=game.id, turn=game.turn,
-                         shipped_html=post.renderer.shipped_only)
-                 for email in emails]
-    return rows
+        mails += [compose(post.origin_in(language), kind="watch", to=email, subject=subject,
+                          text=text, html=html, now=now, attachments=[attachment, *record],
+                          game_id=game.id, turn=game.turn,
+                          shipped_html=post.renderer.shipped_only)
+                  for email in emails]
+    return mails
 
 
 def game_course(session: Session, game: GameView, players: Mapping[int, PlayerView]) -> Course:

@@ -231,7 +231,8 @@ def report_turn(session: Work, post: Post, played: PlayedTurn[S, M], *,
                     inbound_id=inbound_id, facts=played.facts,
                     # the report's context says each note in its reader's language
                     notes=cast(list[str], played.notes),
-                    seat_notes=cast(dict[int, list[str]], played.seat_notes))
+                    seat_notes=cast(dict[int, list[str]], played.seat_notes),
+                    draft=post.compose_apart)   # made into mails by the composer
 
 
 # why a turn may complete now (TurnChange.why): an order came in, WAIT went off (as soon

@@ -51,7 +51,7 @@ log = logging.getLogger(__name__)
 CRASH_ENV = "PBEM_CRASH_AT"
 POINTS = ("imap-fetched", "imap-stored", "imap-moved", "listener-stored", "inbound-handled",
           "inbound-committed", "outbox-enqueued", "outbox-claimed", "outbox-handed-off",
-          "outbox-marked", "schema-statement")
+          "outbox-marked", "schema-statement", "drafts-queued")
 
 
 def _parse(spec: str | None) -> dict[str, int]:

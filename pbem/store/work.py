@@ -34,6 +34,9 @@ pool's ``reset``, ``invalidate`` and ``close`` (which give it back too); on ever
   pbem.outbox Stream or Inline).
 - ``replies``: the mail of ours each inbound mail replies to (pbem.runner.sender_check), looked up
   once a mail.
+- ``drafts``: the ids of the turn reports' drafts queued in this transaction
+  (pbem.services.drafts.queue_draft): a tick's first starts its composer
+  (pbem.runner.composer.Composing).
 
 A Work calls nothing above it: who sends its mail, and when, is its caller's business.
 
@@ -81,7 +84,8 @@ class Work(Session):
         self._memo: dict[tuple[Any, ...], Any] = {}
         self._queued: list[Queued] = []
         self._replies: dict[int, tuple[Any, Any]] = {}
-        self._kept_in: SessionTransaction | None = None   # the transaction of all three
+        self._drafts: list[int] = []
+        self._kept_in: SessionTransaction | None = None   # the transaction of all four
 
     def _carried(self) -> None:
         """What this Work carries is its present transaction's: once that transaction has
@@ -93,6 +97,7 @@ class Work(Session):
             self._memo.clear()
             self._queued.clear()
             self._replies.clear()
+            self._drafts.clear()
 
     @property
     def memo(self) -> dict[tuple[Any, ...], Any]:
@@ -112,6 +117,12 @@ class Work(Session):
         """The mail of ours each inbound mail replies to, looked up in this transaction."""
         self._carried()
         return self._replies
+
+    @property
+    def drafts(self) -> list[int]:
+        """The drafts queued in this transaction (their ids)."""
+        self._carried()
+        return self._drafts
 
     def forget(self, kinds: Iterable[str] | None = None) -> None:
         """Forget what the memo holds of ``kinds`` ("players", "orders"; None: all): a

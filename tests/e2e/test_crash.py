@@ -64,7 +64,9 @@ def write_config(tmp_path: Path, stack, database: str, connections: int = 1,
     handles: send_while_handling off): the crash chain counts the mails one by one. With
     ``eml`` no [smtp]: the mail is written as .eml files into that folder."""
     config = stack_config(tmp_path / "pbem.toml", stack, database, KEY,
-                          server={"send_while_handling": stream,
+                          # the reports rendered in the turn's transaction, whatever the
+                          # default (the composer's: tests/e2e/test_crash_composer.py)
+                          server={"send_while_handling": stream, "compose_apart": False,
                                   **({"outbox_dir": str(eml)} if eml else {})},
                           smtp={"connections": connections})
     if eml is not None:

@@ -4,7 +4,7 @@ missing orders (robot, standing order, game policy), the cups-up reveal, the
 super die, and the final report.
 
 The games are played by the kinds' own robots through the server's turn code
-(pbem.games.resolve_turn on a real SQLite file), and the reports are made by the
+(pbem.services.turns.resolve_turn on a real SQLite file), and the reports are made by the
 production function (pbem.reports.enqueue_reports), so the contexts are the ones
 a player gets. The template environment is strict (jinja2.StrictUndefined): a
 template that reads a key its context does not carry fails here.

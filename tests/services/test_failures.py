@@ -3,7 +3,9 @@ bug of issue 11 item 1) reaches the referee at once, with what failed, the mail 
 game; the game's players hear that the turn is delayed; the turn waits instead of
 playing for the player whose order failed; `RETRY <mail id>` handles the mail again after
 the fix; PROCESS says what failed instead of a traceback; the clock tells once, not at
-every tick. Over the real mail stack (Dovecot IMAP in, SMTP out)."""
+every tick. With the composer ([server] compose_apart) the turn is played first and its
+reports written after it: they fail, the referee is told, and `RETRY <game>` writes them
+after the fix. Over the real mail stack (Dovecot IMAP in, SMTP out)."""
 
 from __future__ import annotations
 
@@ -18,7 +20,6 @@ from sqlmodel import Session, select
 
 from pbem.games.records import find_game
 from pbem.games.turn_in_play import pending_orders
-from pbem.render.reports import Renderer
 from pbem.services.clock import clock_tick
 from pbem.services.post import Post
 from pbem.store.models import InboundMail
@@ -32,24 +33,40 @@ PLAYERS = ["p1", "p2", "p3"]
 GAME = "fail-1"
 
 
-@pytest.fixture
-def table(mailstack: Any, tmp_path: Path) -> Iterator[Table]:
-    with Table(mailstack, tmp_path, PLAYERS) as made:
+@pytest.fixture(params=[False, True], ids=["reports-with-the-turn", "compose-apart"])
+def table(mailstack: Any, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Table]:
+    """compose_apart on: the composer's process renders with the referee's templates
+    folder (templates_dir), which break_reports changes under it."""
+    folder = tmp_path / "templates"
+    folder.mkdir()
+    write_reports(folder, broken=False)
+    with Table(mailstack, tmp_path, PLAYERS,
+               settings={"compose_apart": request.param, "templates_dir": folder}) as made:
+        assert (made.server.composer is not None) == request.param
         yield made
 
 
-def break_reports(table: Table, folder: Path) -> None:
-    """The report template as it was before the fix: talk entries read as t["name"]."""
-    folder.mkdir()
+def composing(table: Table) -> bool:
+    return table.server.composer is not None
+
+
+def write_reports(folder: Path, *, broken: bool) -> None:
+    """The report templates as they are, or (``broken``) as they were before the fix:
+    talk entries read as t["name"]. A renderer of the folder (the server's, the
+    composer's) reloads them (Jinja2's auto_reload of an override folder)."""
     for part in ("txt", "html"):
         good = (packaged_dir("templates") / f"classic_report.{part}.j2").read_text()
         assert 't["from"]' in good
-        (folder / f"classic_report.{part}.j2").write_text(good.replace('t["from"]', 't["name"]'))
-    table.server.referee.post.renderer = Renderer(folder)
+        (folder / f"classic_report.{part}.j2").write_text(
+            good.replace('t["from"]', 't["name"]') if broken else good)
+
+
+def break_reports(table: Table) -> None:
+    write_reports(table.tmp_path / "templates", broken=True)
 
 
 def mend_reports(table: Table) -> None:
-    table.server.referee.post.renderer = Renderer(None)
+    write_reports(table.tmp_path / "templates", broken=False)
 
 
 def referee_mail(table: Table) -> list[str]:
@@ -69,12 +86,15 @@ def test_a_failure_is_told_the_turn_waits_and_retry_mends_it(table: Table,
     table.reply(other, ["SAY Hello all"])       # table talk for the next report
     table.server.tick()
     table.collect()
-    break_reports(table, tmp_path / "broken")
+    break_reports(table)
 
     # the bid completes the turn; its reports fail to render
     table.reply(opener, ["SAY Sorry Bob, I never bluff.", "BID 1 threes"])
     table.server.tick()
     table.collect()
+    if composing(table):
+        reports_fail_and_retry_game_mends_them(table, opener)
+        return
     with Session(table.server.engine) as session:
         (failed,) = session.exec(select(InboundMail).where(InboundMail.status == "failed"))
         mail_id = failed.id
@@ -130,6 +150,42 @@ def test_a_failure_is_told_the_turn_waits_and_retry_mends_it(table: Table,
     assert any("order received" in str(a["Subject"]) for a in table.answers[opener])
 
 
+def reports_fail_and_retry_game_mends_them(table: Table, opener: str) -> None:
+    """The composer's flow: the turn was played, its reports (a draft) failed; the referee
+    hears what failed and how to mend it, and RETRY <game> after the fix sends them."""
+    with Session(table.server.engine) as session:
+        assert session.exec(select(InboundMail).where(InboundMail.status == "failed")).all() \
+            == []
+        assert find_game(session, GAME).turn == 2
+    (notice,) = [t for t in referee_mail(table) if "were not written" in t]
+    flat = " ".join(notice.split())
+    assert "UndefinedError" in flat and "has no attribute 'name'" in flat and GAME in flat
+    assert f"RETRY {GAME}" in flat
+    assert all(view["turn"] == 1 for _msg, view in table.latest.values())
+    # RETRY <game> is said in the referee's HELP
+    assert any(line.startswith("RETRY <mail id> | <game>")
+               for line in "\n".join(table.server.referee.admin(["HELP"])).splitlines())
+    # not mended yet: RETRY says why, and nothing changes
+    table.referee_sends(f"RETRY {GAME}")
+    table.server.tick()
+    assert any("still cannot be written" in t and "UndefinedError" in t
+               for t in referee_mail(table))
+    # the fix, then RETRY <game>: the reports go out, the talk in them
+    mend_reports(table)
+    table.referee_sends(f"RETRY {GAME}")
+    table.server.tick()
+    assert any("are written and sent" in t for t in referee_mail(table))
+    table.collect()
+    for user in PLAYERS:
+        msg, view = table.latest[user]
+        assert view["turn"] == 2
+        assert "Sorry Bob, I never bluff." in text_of(msg)
+    assert any("order received" in str(a["Subject"]) for a in table.answers[opener])
+    table.referee_sends(f"RETRY {GAME}")   # nothing left to write
+    table.server.tick()
+    assert any("no reports that could not be written" in t for t in referee_mail(table))
+
+
 def test_the_clock_tells_a_stuck_game_once(table: Table, tmp_path: Path,
                                            caplog: pytest.LogCaptureFixture) -> None:
     table.referee_sends(*table.setup(GAME, f"NEWGAME {GAME} SEED 3 DEADLINE 24 RULES classic "
@@ -140,9 +196,21 @@ def test_the_clock_tells_a_stuck_game_once(table: Table, tmp_path: Path,
     table.reply("p2", ["SAY Hello all"])        # talk to show in the next report
     table.server.tick()
     table.collect()
-    break_reports(table, tmp_path / "broken")
+    break_reports(table)
     post: Post = table.server.referee.post
     later = post.clock() + timedelta(hours=30)
+    if composing(table):   # the clock plays the turn; the tick's end fails its reports
+        assert clock_tick(table.server.engine, post, later) == 1
+        table.server.tick()
+        table.server.tick()   # told once
+        (notice,) = [t for t in referee_mail(table) if "were not written" in t]
+        assert "UndefinedError" in notice and f"RETRY {GAME}" in " ".join(notice.split())
+        mend_reports(table)
+        table.referee_sends(f"RETRY {GAME}")
+        table.server.tick()
+        table.collect()
+        assert all(view["turn"] == 2 for _msg, view in table.latest.values())
+        return
     with caplog.at_level(logging.WARNING):
         for minute in range(3):               # the deadline passed; three ticks fail
             assert clock_tick(table.server.engine, post, later + timedelta(minutes=minute)) == 0
