@@ -355,7 +355,10 @@ def test_three_clocks_at_once_remind_once_and_resolve_once(tmp_path: Path, datab
     config = tmp_path / "pbem.toml"
     config.write_text(f'[server]\ndatabase = "{database}"\naddress = "bluff@x.org"\n'
                       f'referee = "referee@x.org"\nreferee_key = "k"\n'
-                      f'outbox_dir = "{tmp_path / "out"}"\n')
+                      f'outbox_dir = "{tmp_path / "out"}"\n'
+                      # the turn's reports queued with it, whatever the default: no tick
+                      # runs here to make a draft of them (pbem.runner.composer)
+                      'compose_apart = false\n')
     server = Server(load_settings(config))
     for line in ["NEWGAME g1 SEED 3 DEADLINE 48",
                  *(f"ADD g1 p{i}@x.org P{i}" for i in range(1, 6)), "START g1"]:
