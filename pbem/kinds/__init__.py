@@ -62,6 +62,10 @@ def unregister(kind: AnyKind) -> None:
 for _kind in (POSTAL, CLASSIC, CUP):
     register(_kind)
 
+# the kinds any interpreter that imports pbem knows; one that code registers at run time
+# (register) is its process's alone: the composer's process does not know it
+SHIPPED = frozenset(KINDS)
+
 # what NEWGAME without RULES, `pbem demo` without --rules and a report.json without a
 # "format" (written before views had one) play
 DEFAULT_KIND = POSTAL.name
@@ -104,6 +108,6 @@ def kind_for_view(view_format: str | None) -> AnyKind:
     raise KeyError(f"no game kind writes views of format {view_format!r}")
 
 
-__all__ = ["DEFAULT_KIND", "JSON", "KINDS", "Demo", "PUBLIC", "REVEAL", "AnyKind", "GameKind", "HasKind", "JSONMap", "KindJSON",
+__all__ = ["DEFAULT_KIND", "JSON", "KINDS", "SHIPPED", "Demo", "PUBLIC", "REVEAL", "AnyKind", "GameKind", "HasKind", "JSONMap", "KindJSON",
            "Resolution", "TakenOrder", "Understood", "Viewer", "kind_for_view", "kind_template_dirs", "kinds_note",
            "kind_named", "kind_of", "register", "unregister"]

@@ -29,7 +29,7 @@ from sqlalchemy import bindparam, select
 from sqlmodel import Session, col
 
 from pbem.games.states import replayed_state
-from pbem.kinds import kind_of
+from pbem.kinds import SHIPPED, kind_of
 from pbem.kinds.options import GameOptions
 from pbem.kinds.words import Told
 from pbem.render.charts import Course
@@ -144,6 +144,8 @@ def moves_until(session: Session, game: GameView) -> list[list[Any]]:
 
 def draft_bytes(turn: TurnReports[Any], seats: int, moves: Sequence[Sequence[Any]]) -> bytes:
     """``turn`` as a draft's bytes: JSON (``seats``, ``moves``: what replays its state)."""
+    if turn.game.kind not in SHIPPED:   # read by another process, which lacks the kind
+        raise DraftUnfit(f"the game kind '{turn.game.kind}' is registered by this process alone")
     players = turn.players
     if any(type(p) is not PlayerRow for p in players.values()):
         raise DraftUnfit("a draft holds its players as rows")

@@ -249,10 +249,14 @@ def test_what_lists_the_kinds_lists_a_registered_one(guess: GuessTheDie) -> None
     assert "guess" in schema("web-api.schema.json")["$defs"]["kind"]["enum"]
 
 
+@pytest.mark.parametrize("compose_apart", [False, True], ids=["reports-in-turn", "composer"])
 def test_a_kind_written_from_scratch_plays_by_mail_and_shows_everywhere(
         guess: GuessTheDie, mailstack: Any, tmp_path: Path,
-        capsys: pytest.CaptureFixture[str]) -> None:
-    with Table(mailstack, tmp_path, PLAYERS, check=check_view) as table:
+        capsys: pytest.CaptureFixture[str], compose_apart: bool) -> None:
+    """With the composer on too: its process does not know a kind registered here, so
+    such a game's reports are made in the turn's transaction."""
+    settings = {"compose_apart": compose_apart}
+    with Table(mailstack, tmp_path, PLAYERS, check=check_view, settings=settings) as table:
         # the shell's answer to an unknown kind names the registered ones
         with pytest.raises(Refusal, match=r"unknown game kind 'nosuch' \(kinds: .*guess\)"):
             table.server.referee.admin(["NEWGAME", "other-1", "RULES", "nosuch"])
