@@ -35,6 +35,7 @@ from pbem.rules.challenge import count_matching, matches
 from pbem.rules.dice import Face
 from pbem.rules.ladder import Bid
 from pbem.rules.odds import OtherSeat, SeatView, count_distribution, match_probability
+from pbem.rules.robot_search import Dist, convolve, tail
 from pbem.rules.ruleset import ExactRule
 
 SEARCH_WIDTH = 40     # raises above the standing bid worth weighing
@@ -50,16 +51,6 @@ EXPOSE_RATE = 0.3     # how often a worthwhile expose is made
 GAIN_WEIGHT = 0.5     # an outcome that puts the robot ahead counts at this share
 LOSS_TAIL = 0.5       # each die lost after the first counts at this share
 
-Dist = tuple[float, ...]
-
-
-def convolve(a: Dist, b: Dist) -> Dist:
-    out = [0.0] * (len(a) + len(b) - 1)
-    for i, pa in enumerate(a):
-        if pa:
-            for j, pb in enumerate(b):
-                out[i + j] += pa * pb
-    return tuple(out)
 
 
 def seat_distribution(other: OtherSeat, face: Face, star_bids: bool = True) -> Dist:
@@ -167,7 +158,7 @@ class Table:
             for other in self.rest:
                 rest = convolve(rest, seat_distribution(other, face, stars))
             plain = count_distribution(own_plain, own_super, match_probability(bid))
-            tails = [_tail(convolve(plain, rest))]
+            tails = [tail(convolve(plain, rest))]
             if self.reader > 0.0:   # a reader reads the robot's bids, the new one too
                 # a bid's face is all a reading of it weighs (one cache key a face)
                 read = beliefs.face_counts(own_plain, own_super, (*view.own_bids, Bid(1, face)),
@@ -176,7 +167,7 @@ class Table:
                               for r, p in zip(read, plain))
                 self._mislead[face] = (sum(c * pr for c, pr in enumerate(read))
                                        - count_matching(view.own.hidden, bid))
-                tails.append(_tail(convolve(mixed, rest)))
+                tails.append(tail(convolve(mixed, rest)))
             else:
                 tails.append(tails[0])
             self._tails[face] = (exposed, tails[0], tails[1])
@@ -235,14 +226,6 @@ class Table:
         if self.view.rules.super_die:
             return 0.0
         return max(0.0, 2.0 * self.reader - 1.0)
-
-
-def _tail(dist: Dist) -> Dist:
-    """P(count >= c), c = 0..len(dist)."""
-    tail = [0.0] * (len(dist) + 1)
-    for c in range(len(dist) - 1, -1, -1):
-        tail[c] = tail[c + 1] + dist[c]
-    return tuple(tail)
 
 
 def _call(tail: Dist, need: int, below: float) -> float:
