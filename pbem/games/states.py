@@ -61,13 +61,13 @@ def load_state(session: Work, game: GameView, *, kind: GameKind[S, M] | None = N
                seats: int | None = None) -> S | Any:
     """The kind's state now (replayed_state); ``seats``: the seat count, if the caller knows
     it (else the transaction's memo's players say). The moves are read once a transaction
-    and turn (the memo's, _moves_before)."""
+    and turn (the memo's, moves_before)."""
     return replayed_state(session, game, kind=kind,
                           seats=seat_count(session, game) if seats is None else seats,
-                          recorded=_moves_before(session, game))
+                          recorded=moves_before(session, game))
 
 
-def _moves_before(session: Work, game: GameView) -> list[Any]:
+def moves_before(session: Work, game: GameView) -> list[Any]:
     """The game's recorded moves (all of the turns before ``game.turn``), read once a
     transaction and turn: kept under the turn, they need no writer to keep them right.
     A turn played records its moves and moves the game on (another key); a ROLLBACK

@@ -25,16 +25,15 @@ from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import bindparam, select
-from sqlmodel import Session, col
+from sqlmodel import Session
 
-from pbem.games.states import replayed_state
+from pbem.games.states import moves_before, replayed_state
 from pbem.kinds import SHIPPED, kind_of
 from pbem.kinds.options import GameOptions
 from pbem.kinds.words import Told
 from pbem.render.charts import Course
-from pbem.store.models import Move
 from pbem.store.rows import GAME_COLUMNS, GameRow, GameView, PlayerRow
+from pbem.store.work import Work
 from pbem.text.wording import Message
 from pbem.text.zones import When
 
@@ -129,17 +128,11 @@ def value_of(data: Any) -> Any:
     raise ValueError(f"a draft's value of an unknown kind: {tag!r}")
 
 
-_MOVES = (select(col(Move.turn), col(Move.seat), col(Move.move_json))
-          .where(col(Move.game_id) == bindparam("game"), col(Move.turn) < bindparam("turn"))
-          .order_by(col(Move.turn), col(Move.seat)))
-
-
-def moves_until(session: Session, game: GameView) -> list[list[Any]]:
+def moves_until(session: Work, game: GameView) -> list[list[Any]]:
     """The game's recorded moves before its turn now (turn, seat, move's JSON), in the
-    order pbem.games.replayed_state replays them: the state the turn just played left."""
-    session.flush()
-    rows = session.connection().execute(_MOVES, {"game": game.id, "turn": game.turn})
-    return [[turn, seat, move] for turn, seat, move in rows]
+    order pbem.games.states.replayed_state replays them: the state the turn just played
+    left (read once a transaction and turn: moves_before)."""
+    return [[turn, seat, move] for turn, seat, move in moves_before(session, game)]
 
 
 def draft_bytes(turn: TurnReports[Any], seats: int, moves: Sequence[Sequence[Any]]) -> bytes:
