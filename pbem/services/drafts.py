@@ -71,17 +71,16 @@ def queue_draft(session: Work, origin: Origin, turn: TurnDraft, raw: bytes) -> i
     return draft_id
 
 
-_WAITING = (select(col(OutboundMail.id), col(OutboundBody.raw), col(OutboundMail.game_id),
-                   col(OutboundMail.turn), col(OutboundMail.inbound_id),
-                   col(OutboundMail.created_at))
-            .join(OutboundBody, col(OutboundBody.mail_id) == col(OutboundMail.id))
+# a draft's row as Waiting reads it: its bytes and what its row says of them
+_DRAFT_ROWS = (select(col(OutboundMail.id), col(OutboundBody.raw), col(OutboundMail.game_id),
+                      col(OutboundMail.turn), col(OutboundMail.inbound_id),
+                      col(OutboundMail.created_at))
+               .join(OutboundBody, col(OutboundBody.mail_id) == col(OutboundMail.id)))
+_WAITING = (_DRAFT_ROWS
             .where(col(OutboundMail.status) == DRAFT, col(OutboundMail.kind) == DRAFT,
                    col(OutboundMail.id) > bindparam("after"))
             .order_by(col(OutboundMail.id)).limit(bindparam("limit")))
-_FAILED = (select(col(OutboundMail.id), col(OutboundBody.raw), col(OutboundMail.game_id),
-                  col(OutboundMail.turn), col(OutboundMail.inbound_id),
-                  col(OutboundMail.created_at))
-           .join(OutboundBody, col(OutboundBody.mail_id) == col(OutboundMail.id))
+_FAILED = (_DRAFT_ROWS
            .where(col(OutboundMail.status) == "failed", col(OutboundMail.kind) == DRAFT,
                   col(OutboundMail.game_id) == bindparam("game"))
            .order_by(col(OutboundMail.id)))
