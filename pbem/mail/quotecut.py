@@ -26,7 +26,10 @@ MAX_REPLY_LINES = 3000  # lines of a reply looked at
 MAX_LINE_CHARS = 1000  # characters of a reply line looked at
 MAX_REPLY_WORDS = 30000  # words of a reply looked at
 MAX_KNOWN_CHARS = 4000   # characters of our mail read for its first words
-PROBE_CHARS = 600        # read first: they hold the first words of any mail of ours
+PROBE_CHARS = 600        # read before that: they hold the first words of any mail of ours
+# read first: a report's title and first lines hold its first words, before its dice
+# pictures (past ASCII: taken apart character by character, pbem.mail.quotecut.words_of)
+PROBE_FIRST_CHARS = 200
 HEADER_LINES = 8       # lines above the quote that may be its header
 
 _WORD = re.compile(r"[^\W_]+")
@@ -60,10 +63,14 @@ def _without_marks(run: re.Match[str]) -> str:
 
 def _probe(known: str) -> list[str]:
     """The first PROBE_WORDS words of our mail (its first few hundred characters hold them
-    but in a mail of mostly punctuation)."""
-    words = words_of(known[:PROBE_CHARS])
-    if len(words) <= PROBE_WORDS:   # the last word read may be cut: one more is needed
-        words = words_of(known[:MAX_KNOWN_CHARS])
+    but in a mail of mostly punctuation): those of its first MAX_KNOWN_CHARS characters,
+    read from a shorter start while that has them all. A word is one of its characters'
+    (words_of reads each alone), so a start with one word more than needed has them (the
+    last word read may be cut)."""
+    for chars in (PROBE_FIRST_CHARS, PROBE_CHARS, MAX_KNOWN_CHARS):
+        words = words_of(known[:chars])
+        if len(words) > PROBE_WORDS or chars >= len(known):
+            break
     return words[:PROBE_WORDS]
 
 

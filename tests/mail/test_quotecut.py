@@ -12,7 +12,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pbem.mail.newtext import new_text
-from pbem.mail.quotecut import MAX_REPLY_LINES, quote_span, quote_start, reply_text, words_of
+from pbem.mail.quotecut import (
+    MAX_KNOWN_CHARS,
+    MAX_REPLY_LINES,
+    PROBE_FIRST_CHARS,
+    PROBE_WORDS,
+    _probe,
+    quote_span,
+    quote_start,
+    reply_text,
+    words_of,
+)
 
 OURS = """BLUFF BY MAIL -- game g1, turn 3
 ========================================================================
@@ -113,3 +123,25 @@ def test_words_are_compared_case_folded_and_without_accents(text: str) -> None:
     assert words_of(text) == re.findall(r"[^\W_]+", plain)
     assert words_of("Ďábel SCHLIEẞT die Tür, 3 Fünfer") == [
         "dabel", "schliesst", "die", "tur", "3", "funfer"]
+
+
+# pieces of our mails' first lines: words, accents taken apart or whole, die pictures,
+# rules, punctuation; a mail of mostly punctuation has its first words late
+_PIECES = st.sampled_from(["BLUFF", "by", "mail", "--", " ", "\n", "=" * 72, "Ďábel", "Tu\u0308r",
+                           "ẞ", "★ ⚁ ⚄", "(* 2 * 5 1)", "player", "3", "-" * 50, "e\u0301",
+                           "\u0301", "ﬁn", "x" * 30, "_", "…"])
+
+
+@given(st.lists(_PIECES, max_size=400))
+def test_our_first_words_are_those_of_its_start_however_much_is_read(pieces: list[str]) -> None:
+    """The probe (our mail's first words) reads a short start of our mail first, a longer
+    one only when that lacks a word: the words are those of the first MAX_KNOWN_CHARS
+    characters all the same (a word is cut only at the end of what is read)."""
+    known = "".join(pieces)
+    assert _probe(known) == words_of(known[:MAX_KNOWN_CHARS])[:PROBE_WORDS]
+
+
+def test_a_last_word_cut_where_the_first_read_ends_is_read_whole() -> None:
+    words = " ".join(["ab"] * (PROBE_WORDS - 1)) + " "
+    known = words + "-" * (PROBE_FIRST_CHARS - 5 - len(words)) + "abcdefghij and more"
+    assert _probe(known)[-1] == "abcdefghij"
