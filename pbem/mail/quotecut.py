@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 
 from pbem.mail.newtext import NewText, new_text
 
-__all__ = ["quote_span", "quote_start", "reply_text", "words_of"]
+__all__ = ["quote_span", "quote_start", "quoted_run_end", "reply_text", "words_of"]
 
 PROBE_WORDS = 12       # words of our mail looked for in the reply, in order
 MISSES_ALLOWED = 1     # of those, how many may be missing or changed (a charset lost ...)
@@ -195,12 +195,24 @@ def quote_span(lines: Sequence[str], known: Sequence[str]) -> tuple[int, int] | 
             return None
         end = len(lines)
         if _QUOTED.match(lines[found]):
-            end = found
-            while end < len(lines) and (_QUOTED.match(lines[end]) or not lines[end].strip()):
-                end += 1
+            end = quoted_run_end(lines, found)
         return _header_start(lines, found), end
     except Exception:
         return None
+
+
+def quoted_run_end(lines: Sequence[str], start: int) -> int:
+    """The index of the first line from ``start`` on that is neither ``>``-quoted
+    (``_QUOTED``) nor blank; ``len(lines)`` if none. The whitespace a line begins with is
+    what ``_QUOTED``'s ``\\s`` matches (str.isspace, both): one strip a line, not a
+    regular expression's match (a report quoted is a hundred lines)."""
+    end, count = start, len(lines)
+    while end < count:
+        text = lines[end].lstrip()
+        if text and text[0] != ">":
+            break
+        end += 1
+    return end
 
 
 def quote_start(lines: Sequence[str], known: Sequence[str]) -> int | None:

@@ -20,6 +20,7 @@ from pbem.mail.quotecut import (
     _probe,
     quote_span,
     quote_start,
+    quoted_run_end,
     reply_text,
     words_of,
 )
@@ -145,3 +146,17 @@ def test_a_last_word_cut_where_the_first_read_ends_is_read_whole() -> None:
     words = " ".join(["ab"] * (PROBE_WORDS - 1)) + " "
     known = words + "-" * (PROBE_FIRST_CHARS - 5 - len(words)) + "abcdefghij and more"
     assert _probe(known)[-1] == "abcdefghij"
+
+
+_LINE = st.text(st.sampled_from([" ", "\t", "\u00a0", "\u2003", "\u3000", "\x1c", "\x85", ">",
+                                 "a", "B", "1", "\u0301", "»"]), max_size=8)
+
+
+@given(st.lists(_LINE, max_size=12), st.integers(0, 12))
+def test_a_quoted_run_ends_where_the_quote_mark_says(lines: list[str], start: int) -> None:
+    """quoted_run_end reads a line's quote mark as ``^\\s*>`` does, and a blank line as
+    one that strips to nothing."""
+    end = start
+    while end < len(lines) and (re.match(r"^\s*>", lines[end]) or not lines[end].strip()):
+        end += 1
+    assert quoted_run_end(lines, start) == end
