@@ -64,7 +64,7 @@ def take_moves(ctx: CommandContext, parsed: ParsedText, move_names: set[str]) ->
     state = facts.state
     seat = player.seat
     assert seat is not None
-    if seat not in kind.due(state):
+    if seat not in kind.due_seats(state):
         raise refusal(_("you have no move this turn (turn {turn})", turn=game.turn),
                       _("wait for your next report"), orders[0].line_no, orders[0].line,
                       game=game.name)

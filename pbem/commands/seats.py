@@ -135,7 +135,7 @@ def do_order(ctx: CommandContext, order: Order) -> Done:
     if player is None:
         raise Refusal(_("game '{game}' has no player in seat {seat}", game=game.name,
                         seat=seat))
-    if seat not in kind.due(state):
+    if seat not in kind.due_seats(state):
         raise Refusal(_("player {seat} has no move in turn {turn}", seat=seat, turn=game.turn))
     parts = [w.strip() for w in words.split(";") if w.strip()]
     parsed = parse_text([BodyLine(i, part) for i, part in enumerate(parts, start=1)],

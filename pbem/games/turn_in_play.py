@@ -100,7 +100,7 @@ def missing_seats(session: Work, game: GameView, state: object | None = None) ->
     """The seats that owe an order this turn and have none in (state: if already loaded)."""
     if state is None:
         state = load_state(session, game)
-    return sorted(set(kind_of(game).due(state)) - set(pending_orders(session, game)))
+    return sorted(set(kind_of(game).due_seats(state)) - set(pending_orders(session, game)))
 
 
 def record_order(session: Work, game: GameView, seat: int, move: M, *, now: datetime,
@@ -149,7 +149,7 @@ class GameFacts(Generic[S, M]):
 
     def missing(self) -> list[int]:
         """The seats that owe an order this turn and have none in (as missing_seats)."""
-        return sorted(set(self.kind.due(self.started)) - set(self.orders))
+        return sorted(set(self.kind.due_seats(self.started)) - set(self.orders))
 
     @property
     def started(self) -> S:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import random
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, TypeVar
@@ -155,6 +155,12 @@ class GameKind(ABC, Generic[S, M]):
     @abstractmethod
     def due(self, state: S) -> dict[int, str]:
         """seat -> what it must do this turn ("bid or challenge in mini-game 2")."""
+
+    def due_seats(self, state: S) -> Collection[int]:
+        """The seats that owe a move this turn (``due``'s seats), without saying what each
+        must do: a handling asks it for each order (the seat's check, the seats still
+        owing), where the words are not read."""
+        return self.due(state).keys()
 
     @property
     def standing_orders_said(self) -> Mapping[str, Said]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from pbem.kinds.base import OWN_SCHEMA_PARTS, Demo, Resolution, TakenOrder, Understood
 from pbem.kinds.bidding import (
@@ -102,6 +102,9 @@ class PostalKind(BidMoves[PostalState]):
 
     def due(self, state: PostalState) -> dict[int, str]:
         return {seat: Told(what) for seat, what in self.due_said(state).items()}
+
+    def due_seats(self, state: PostalState) -> Collection[int]:
+        return state.due().keys()
 
     def due_said(self, state: PostalState) -> dict[int, Said]:
         out: dict[int, Said] = {}

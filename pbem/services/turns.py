@@ -104,7 +104,7 @@ def turn_moves(facts: GameFacts[S, M]) -> tuple[dict[int, M], dict[int, str]]:
     game, kind, state, holders = facts.game, facts.kind, facts.started, facts.seated
     moves: dict[int, M] = {}
     by: dict[int, str] = {}
-    for seat in sorted(kind.due(state)):
+    for seat in sorted(kind.due_seats(state)):
         order = facts.orders.get(seat)
         if order is not None:
             moves[seat], by[seat] = kind.move_from_json(json.loads(order.move_json)), order.by

@@ -40,6 +40,15 @@ def games(draw: st.DrawFn) -> tuple[AnyKind, object]:
     return kind, played(kind, draw(st.integers(0, 10_000)), players, draw(st.integers(0, 40)))
 
 
+@settings(max_examples=60, deadline=None)
+@given(games())
+def test_the_seats_due_are_those_due_says_what_to_do(game: tuple[AnyKind, object]) -> None:
+    """due_seats (a handling's question, asked for each order) names the seats that
+    due says what to do, in any state of any kind."""
+    kind, state = game
+    assert set(kind.due_seats(state)) == set(kind.due(state))
+
+
 @settings(max_examples=40, deadline=None)
 @given(games())
 def test_every_offered_move_is_legal_and_its_lines_read_back_to_it(
