@@ -40,7 +40,7 @@ def make_replies(games: int, path: Path) -> None:
     """The turn-1 replies of ``games`` started games and the reports they answer, pickled."""
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "bench"))
-    import scale   # bench/scale.py: its referee mails, replies and settings
+    import scale  # bench/scale.py: its referee mails, replies and settings
 
     from pbem.runner.server import Server
     from testkit.mailstack import MailStack
