@@ -85,6 +85,11 @@ class Composer:
     def running(self) -> bool:
         return self._process is not None and self._process.is_alive()
 
+    @property
+    def pid(self) -> int | None:
+        """The composer's process id while it runs (bench/scale.py reads its memory)."""
+        return int(self._process.pid) if self.running else None
+
     def begin(self) -> None:
         """A tick begins: the composer is asked for its drafts once it has one (``start``,
         by Composing: a process started costs a second and a half of the other core's
