@@ -18,7 +18,11 @@ its return: on SQLite the database's own work; BEGIN and COMMIT are not in it).
     python bench/round_trips.py --show "SELECT outbound_mail"   # that kind's statements
     python bench/round_trips.py --databases postgresql --statements   # the server's time
     python bench/round_trips.py --profile turn.prof   # cProfile: turn.prof.sqlite, ...
-    python bench/round_trips.py --databases sqlite --compose   # the tick's, with a composer
+    python bench/round_trips.py --databases sqlite --no-compose   # reports with the turn
+
+On SQLite a turn's reports are made by the composer ([server] compose_apart, on by
+default) and its reads are its own process's: the tick's statements are counted, unless
+--no-compose (the reports made in the turn's transaction, as on PostgreSQL).
 
 With --statements the cluster is restarted with pg_stat_statements loaded, and the
 server's execution and planning time over the turn tick is printed by statement.
@@ -125,7 +129,7 @@ def costliest(engine: Any, orders: int, top: int = 15) -> None:
 
 def run(database: str, games: int, seed: int, show: str | None = None,
         profile: str | None = None, statements: bool = False,
-        compose: bool = False) -> tuple[Counter[str], int, float]:
+        compose: bool | None = None) -> tuple[Counter[str], int, float]:
     """The turn tick's round trips by kind, the orders it handled, its seconds."""
     postgresql = database == "postgresql"
     with MailStack(users=("bluff", "referee")) as stack, \
@@ -135,8 +139,9 @@ def run(database: str, games: int, seed: int, show: str | None = None,
             statements_kept(cluster)
         url = cluster.new_database() if postgresql else f"sqlite:///{Path(tmp) / 'trips.db'}"
         settings = bench_settings(stack, url, Path(tmp))
-        # --compose: the tick's own statements (the composer's reads are its process's)
-        server = Server(settings, compose_apart=True) if compose else Server(settings)
+        # with the composer the tick's own statements (the composer's reads are its
+        # process's); None: as the setting's default says
+        server = Server(settings) if compose is None else Server(settings, compose_apart=compose)
         deliver(stack, referee_mails(stack, games), "referee mails")
         assert server.tick().processed, "the games were not started"
         orders = deliver(stack, answers(server.engine, random.Random(seed), True), "orders")
@@ -219,8 +224,9 @@ def main() -> None:
                         help="PostgreSQL: the server's costliest statements (pg_stat_statements)")
     parser.add_argument("--profile", metavar="FILE",
                         help="cProfile the turn tick into FILE.<database>")
-    parser.add_argument("--compose", action="store_true",
-                        help="SQLite: [server] compose_apart (the tick's statements counted)")
+    parser.add_argument("--compose", action=argparse.BooleanOptionalAction, default=None,
+                        help="SQLite: [server] compose_apart (its default; the tick's "
+                             "statements counted), or not (--no-compose)")
     args = parser.parse_args()
     results = {db: run(db, args.games, args.seed, args.show, args.profile, args.statements,
                        args.compose)

@@ -11,15 +11,20 @@ turn (the turn tick). Making and delivering the mails is not timed.
 
 Prints per N: the start tick, the turn tick, orders handled, ms per order (wall
 and the bench process's CPU: with --workers the workers' CPU is not in it; with
---compose the composer's after a plus; and the wall less the time the tick's thread
+the composer's after a plus; and the wall less the time the tick's thread
 waited for a core, ready to run, which other work on a shared machine makes), mails
-written (and per second) by the turn tick, peak RSS of the process; then how the
-per-order cost and the peak RSS grow from the smallest size to the largest.
+written (and per second) by the turn tick, peak RSS of the process (and of the
+composer's after a plus); then how the per-order cost and the peak RSS grow from the
+smallest size to the largest.
 
     python bench/scale.py                          # 100 games
     python bench/scale.py --games 100 1000         # each size in its own process
     python bench/scale.py --games 1000 --profile turn.prof   # cProfile of the turn tick
     python bench/scale.py --games 2000 --postgresql --workers 2   # two workers' ticks
+    python bench/scale.py --games 1000 --no-compose   # reports made by the tick's thread
+
+On SQLite a turn's reports are made by the composer ([server] compose_apart, on by
+default) unless --no-compose; --compose asks for it whatever the default.
 
 With --postgresql the database is one of a private PostgreSQL cluster
 (testkit/pgstack.py); with --workers N (PostgreSQL only) the turn is handled by N
@@ -197,16 +202,17 @@ def bench_settings(stack: MailStack, url: str, folder: Path) -> Settings:
 
 
 def run_size(games: int, profile: str | None, quote: bool, seed: int, postgresql: bool = False,
-             workers: int = 1, compose: bool = False) -> dict:
+             workers: int = 1, compose: bool | None = None) -> dict:
     with MailStack(users=("bluff", "referee")) as stack, \
             tempfile.TemporaryDirectory(prefix="pbem-scale-") as tmp, \
             (PgCluster() if postgresql else _Nothing()) as cluster:
         url = cluster.new_database() if postgresql else f"sqlite:///{Path(tmp) / 'scale.db'}"
         settings = bench_settings(stack, url, Path(tmp))
-        # with or without the composer as asked, whatever the default (a tree before it
-        # has none)
+        # with or without the composer as asked (None: as the setting's default says; a
+        # tree before the composer has none)
         knows = "compose_apart" in inspect.signature(Server).parameters
-        server = Server(settings, compose_apart=compose) if knows or compose else Server(settings)
+        server = Server(settings, compose_apart=compose) if compose is not None and (
+            knows or compose) else Server(settings)
         database = server.engine
         setup = deliver(stack, referee_mails(stack, games), "referee mails")
 
@@ -244,8 +250,9 @@ def run_size(games: int, profile: str | None, quote: bool, seed: int, postgresql
         say(f"the tick's thread waited {queued:.1f} s for a core ({queued / turn_tick:.0%} of "
             f"the turn tick): {1000 * (turn_tick - queued) / max(1, turn.processed):.1f} ms "
             f"an order without that wait")
-        composer_cpu = 0.0
+        composer_cpu = composer_rss = 0.0
         if composer is not None:   # a child's CPU is counted once it has ended
+            composer_rss = peak_rss_of(getattr(composer, "pid", None))
             children = resource.getrusage(resource.RUSAGE_CHILDREN)
             composer.stop()
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -253,7 +260,7 @@ def run_size(games: int, profile: str | None, quote: bool, seed: int, postgresql
                             - children.ru_utime - children.ru_stime)
             say(f"the composer's CPU over the turn tick: {composer_cpu:.1f} s; the tick "
                 f"waited {at.get('compose<', 0) - at.get('compose>', 0):.2f} s at its end for "
-                f"what it had not made yet")
+                f"what it had not made yet; its peak RSS {composer_rss:.0f} MiB")
         wrote = written_bytes() - wrote        # so are their writes
         written = count(database, "SELECT count(*) FROM outbound_mail") - before
         second = count(database, "SELECT count(*) FROM outbound_mail "
@@ -279,13 +286,24 @@ def run_size(games: int, profile: str | None, quote: bool, seed: int, postgresql
                 "sent": turn.sent, "rss_mib": peak_rss_mib(),
                 "cpu_ms_per_order": 1000 * turn_cpu / max(1, turn.processed),
                 "unqueued_ms_per_order": 1000 * (turn_tick - queued) / max(1, turn.processed),
-                "composer_cpu_ms_per_order": 1000 * composer_cpu / max(1, turn.processed)}
+                "composer_cpu_ms_per_order": 1000 * composer_cpu / max(1, turn.processed),
+                "composer_rss_mib": composer_rss}
 
 
 def runqueue_seconds() -> float:
     """How long this thread has waited on a run queue, ready to run (/proc's schedstat)."""
     with open(f"/proc/self/task/{threading.get_native_id()}/schedstat") as stat:
         return int(stat.read().split()[1]) / 1e9
+
+
+def peak_rss_of(pid: int | None) -> float:
+    """The peak RSS of a child process still running (/proc's VmHWM), MiB; 0: none."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            return next(int(line.split()[1]) / 1024 for line in status
+                        if line.startswith("VmHWM:"))
+    except (OSError, StopIteration):
+        return 0.0
 
 
 def written_bytes() -> int:
@@ -327,10 +345,11 @@ def table(results: list[dict]) -> None:
         cpu = f"{r['cpu_ms_per_order']:.1f}" if r.get("cpu_ms_per_order") else "-"
         if r.get("composer_cpu_ms_per_order"):   # the composer's CPU after a plus
             cpu += f" + {r['composer_cpu_ms_per_order']:.1f}"
+        composer_rss = f" + {r['composer_rss_mib']:.0f} MiB" if r.get("composer_rss_mib") else ""
         print(f"| {r['games']:,} | {r['start_tick']:.1f} s | {r['turn_tick']:.1f} s | "
               f"{r['orders']:,} | {r['ms_per_order']:.1f} | {cpu} | "
               f"{r['unqueued_ms_per_order']:.1f} | {r['mails']:,} | "
-              f"{r['mails_per_s']:.0f} | {r['rss_mib']:.0f} MiB |")
+              f"{r['mails_per_s']:.0f} | {r['rss_mib']:.0f} MiB{composer_rss} |")
     if len(results) > 1:
         small, large = results[0], results[-1]
         print(f"\nfrom {small['games']:,} to {large['games']:,} games: per-order cost "
@@ -350,8 +369,9 @@ def main() -> None:
                         help="a private PostgreSQL cluster's database instead of SQLite")
     parser.add_argument("--workers", type=int, default=1,
                         help="processes ticking side by side for the turn (PostgreSQL)")
-    parser.add_argument("--compose", action="store_true",
-                        help="a turn's reports composed by a process of its own (SQLite)")
+    parser.add_argument("--compose", action=argparse.BooleanOptionalAction, default=None,
+                        help="a turn's reports composed by a process of its own (SQLite's "
+                             "default, [server] compose_apart), or not (--no-compose)")
     parser.add_argument("--result", help=argparse.SUPPRESS)   # the child's answer file
     args = parser.parse_args()
     if args.workers > 1 and not args.postgresql:
@@ -374,7 +394,8 @@ def main() -> None:
             cmd += [] if args.quote else ["--no-quote"]
             cmd += ["--postgresql"] if args.postgresql else []
             cmd += ["--workers", str(args.workers)] if args.workers > 1 else []
-            cmd += ["--compose"] if args.compose else []
+            cmd += [] if args.compose is None else ["--compose" if args.compose
+                                                    else "--no-compose"]
             subprocess.run(cmd, check=True)
             results.append(json.loads(answer.read_text()))
     table(results)

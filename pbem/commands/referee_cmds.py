@@ -26,8 +26,8 @@ from pbem.orders.arguments import GAME_NAME, GAME_NAME_HINT, game_name, no_args
 from pbem.orders.parsing import Order
 from pbem.rules.dice import new_seed, seed_from_number
 from pbem.services.bounces import describe, failing_players
-from pbem.services.drafts import remake_failed, tell_made
-from pbem.services.failures import retried
+from pbem.services.drafts import remake_failed
+from pbem.services.failures import delay_over, retried, tell_made
 from pbem.services.post import notice, tagged
 from pbem.services.reports import compose_draft, enqueue_reports
 from pbem.services.turns import TurnChange
@@ -215,7 +215,7 @@ def parse_retry(args: list[str]) -> int | str | ReportsOf:
 
 def retry_reports(ctx: CommandContext, name: str) -> str:
     """The game's turn reports that could not be written (a template that failed: the
-    referee was told, pbem.services.drafts.tell_made) written again after the fix, in
+    referee was told, pbem.services.failures.tell_made) written again after the fix, in
     this transaction, and sent; if one fails again, nothing changes and the referee hears
     why."""
     game = find_game(ctx.session, name)
@@ -229,6 +229,8 @@ def retry_reports(ctx: CommandContext, name: str) -> str:
             raise Refusal(_("the reports of turn {turn} still cannot be written: {error}",
                             turn=m.turn if m.turn is not None else "?",
                             error=m.error or ""))
+    # the players, told that the turn is delayed (tell_made), hear that it goes on
+    delay_over(ctx.session, post, game, post.clock(), reports=True)
     turns = ", ".join(str(m.turn) for m in made)
     return f"the reports of game {name}, turn {turns}, are written and sent"
 

@@ -319,8 +319,9 @@ class Settings:
     # at the end (as the .eml outbox always does)
     send_while_handling: bool = True
     # SQLite: a turn's reports made into mails by a process of its own beside the tick
-    # (pbem.runner.composer), on the other core
-    compose_apart: bool = False
+    # (pbem.runner.composer), on the other core; false: in the turn's transaction (a small
+    # machine spares the second process's memory). One core: no composer whatever this says
+    compose_apart: bool = True
     # the language of mail to someone pbem does not know yet (a stranger, a first JOIN
     # written in English words), and of the referee's notices and answers: en, de or cs
     language: str = "en"

@@ -85,6 +85,11 @@ class Composer:
     def running(self) -> bool:
         return self._process is not None and self._process.is_alive()
 
+    @property
+    def pid(self) -> int | None:
+        """The composer's process id while it runs (bench/scale.py reads its memory)."""
+        return int(self._process.pid) if self.running else None
+
     def begin(self) -> None:
         """A tick begins: the composer is asked for its drafts once it has one (``start``,
         by Composing: a process started costs a second and a half of the other core's
@@ -180,14 +185,17 @@ class Composer:
 def _serve(parts: Parts, asked: Connection, conn: Connection, parent: int) -> None:
     """The composer's process: its own engine and templates, then tick after tick."""
     engine, compose = parts()
-    while True:   # between ticks: waits to be asked, its parent's end ends it
-        while not asked.poll(1.0):
-            if os.getppid() != parent:
+    try:
+        while True:   # between ticks: waits to be asked, its parent's end ends it
+            while not asked.poll(1.0):
+                if os.getppid() != parent:
+                    return
+            if asked.recv() != _TICK:
                 return
-        if asked.recv() != _TICK:
-            return
-        if not _tick(engine, compose, asked, conn, parent):
-            return
+            if not _tick(engine, compose, asked, conn, parent):
+                return
+    except (EOFError, OSError):   # the server closed its ends (gone, or dropped us unasked)
+        return
 
 
 def _tick(engine: Engine, compose: Compose, asked: Connection, conn: Connection,

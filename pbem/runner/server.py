@@ -45,7 +45,8 @@ from pbem.runner.junk import JUNK_SOURCE, JunkOverQuota, JunkTally
 from pbem.runner.notify import notify, watchdog_seconds
 from pbem.runner.referee import Referee
 from pbem.runner.retention import prune_when_due
-from pbem.services.drafts import Compose, Made, tell_made
+from pbem.services.drafts import Compose, Made
+from pbem.services.failures import tell_made
 from pbem.services.health import record_backoff
 from pbem.services.post import Post
 from pbem.services.progress import Marks, Progress, unmarked

@@ -21,7 +21,7 @@ from pbem.games.audit import already_told, audit
 from pbem.games.records import seated, update_players
 from pbem.games.turn_in_play import missing_seats
 from pbem.kinds.options import GameOptions, options_of
-from pbem.services.failures import game_failed, held_by, what_failed
+from pbem.services.failures import game_failed, turn_held, what_failed
 from pbem.services.health import LAST_TICK
 from pbem.services.post import Post, announce, notice, tagged, tell_referee
 from pbem.services.turns import TurnChange, settle
@@ -165,8 +165,10 @@ def game_tick(session: Work, post: Post, game: Game, now: datetime) -> bool:
                 return False
     if game.grace_until is not None and now < game.grace_until:
         return False
-    if held_by(session, game):
-        return False   # a failed mail may hold a due order: RETRY it (or PROCESS) first
+    if turn_held(session, game):
+        # a failed mail may hold a due order, or the turn's reports were not written (the
+        # players have not seen it): RETRY it (or PROCESS) first
+        return False
     settle(session, post, TurnChange(game, "deadline"))   # the one step that resolves turns
     return True
 

@@ -30,19 +30,17 @@ from sqlmodel import Session, col
 from pbem.mail.compose import make_message_id
 from pbem.outbox import Composed, Origin, queue_all
 from pbem.outbox.queue import insert_mail
-from pbem.services.post import Post, tagged, tell_referee
 from pbem.store.engines import reading
 from pbem.store.faults import crash_point
-from pbem.store.models import Game, OutboundBody, OutboundMail
+from pbem.store.models import OutboundBody, OutboundMail
 from pbem.store.work import Work
-from pbem.text.wording import _
 
 log = logging.getLogger(__name__)
 
 DRAFT = "draft"   # a draft's kind and status
 
-__all__ = ["DRAFT", "DraftTally", "Drafted", "Made", "Waiting", "make", "make_waiting", "queue_draft",
-           "queue_made", "remake_failed", "tell_made", "waiting_drafts"]
+__all__ = ["DRAFT", "DraftTally", "Drafted", "Made", "Waiting", "failed_drafts", "make",
+           "make_waiting", "queue_draft", "queue_made", "remake_failed", "waiting_drafts"]
 
 
 class TurnDraft(Protocol):
@@ -84,6 +82,10 @@ _FAILED = (_DRAFT_ROWS
            .where(col(OutboundMail.status) == "failed", col(OutboundMail.kind) == DRAFT,
                   col(OutboundMail.game_id) == bindparam("game"))
            .order_by(col(OutboundMail.id)))
+_FAILED_AT = (select(col(OutboundMail.id))
+              .where(col(OutboundMail.status) == "failed", col(OutboundMail.kind) == DRAFT,
+                     col(OutboundMail.game_id) == bindparam("game"),
+                     col(OutboundMail.turn) == bindparam("turn")))
 _UNFAIL = (update(OutboundMail)
            .where(col(OutboundMail.id).in_(bindparam("ids", expanding=True)),
                   col(OutboundMail.status) == "failed")
@@ -175,7 +177,8 @@ class DraftTally:
         self.failed += other.failed
 
 
-# tells the referee of a draft marked failed, or made again without its notes (tell_made)
+# tells of a draft marked failed, or made again without its notes
+# (pbem.services.failures.tell_made)
 Failed = Callable[[Work, Made], object]
 
 
@@ -229,29 +232,8 @@ def remake_failed(work: Work, compose: Compose, game_id: int,
     return made
 
 
-def tell_made(work: Work, post: Post, made: Made) -> None:
-    """The referee hears of a draft that could not be made into mails (marked failed), or
-    that was made again from the stored game (its turn's notes lost)."""
-    game = work.get(Game, made.game_id) if made.game_id is not None else None
-    name = game.name if game is not None else "?"
-    turn = made.turn if made.turn is not None else "?"
-    if made.mails is not None:
-        tell_referee(work, post, tagged(name, _("the reports of turn {turn} were sent "
-                                                "without their notes", turn=turn)),
-                     [_("The turn's draft could not be read ({why}): its reports were "
-                        "written again from the stored game, without the notes the turn "
-                        "left in them.", why=made.remade or ""),
-                      _("The players have been sent them; what those notes said (who played "
-                        "for a player whose order was missing, a mail that bounced) is not in "
-                        "them.")])
-        return
-    tell_referee(work, post, tagged(name, _("the reports of turn {turn} were not written",
-                                            turn=turn)),
-                 [_("The turn was played, but its reports could not be written: {error}",
-                    error=made.error or ""),
-                  _("The players have not been sent them: their orders for the next turn "
-                    "need them. The error is kept with the draft, outgoing mail {id}.",
-                    id=made.draft_id),
-                  _("After the fix, write them: RETRY {game} in a referee mail, or "
-                    "`pbem admin -c <your pbem.toml> RETRY {game}` on the server.",
-                    game=name)])
+def failed_drafts(session: Session, game_id: int, turn: int) -> list[int]:
+    """The game's drafts of ``turn`` marked failed (their reports not written: the turn
+    waits for RETRY <game>, pbem.services.failures.turn_held)."""
+    rows = session.connection().execute(_FAILED_AT, {"game": game_id, "turn": turn})
+    return [int(draft_id or 0) for draft_id in rows.scalars()]

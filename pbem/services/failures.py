@@ -11,8 +11,10 @@ referee at most one notice an hour, and each mail is in exactly one notice.
 
 A failed mail about a game holds its turn (it may carry a due order) until ``RETRY``
 handles it again; a game whose clock work fails is tried again every tick and told once
-per distinct failure and turn; the game's players get one delay notice per turn, and
-when the referee RETRYs the mail that held it, a notice that the turn goes on.
+per distinct failure and turn; a turn whose reports could not be written after it was
+played (the composer's draft, pbem.services.drafts, marked failed) waits for ``RETRY
+<game>``; the game's players get one delay notice per turn, and when the referee RETRYs
+what held it, a notice that the turn goes on.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from sqlmodel import Session, col, select
 from pbem.games.audit import already_told, audit
 from pbem.games.records import find_game
 from pbem.mail.read import InboundMessage
+from pbem.services.drafts import Made, failed_drafts
 from pbem.services.post import Post, announce, replied_to, tagged, tell_referee
 from pbem.store.bodies import HeldMail
 from pbem.store.models import AuditEntry, Game, InboundMail, OutboundMail, ServerState
@@ -35,7 +38,8 @@ from pbem.text.errors import Refusal
 from pbem.text.wording import Message, Said, _, _n, joined
 
 __all__ = ["NOTICE_EVERY", "delay_over", "flush", "game_failed", "held_by", "mail_failed",
-           "note", "note_line", "retried", "turn_delayed", "what_failed"]
+           "note", "note_line", "retried", "tell_made", "turn_delayed", "turn_held",
+           "what_failed"]
 
 NOTICE_EVERY = timedelta(hours=1)
 MAX_LISTED = 20          # mails named in one notice (the count covers the rest)
@@ -206,6 +210,13 @@ def held_by(session: Session, game: Game) -> list[int]:
             and row.status == "failed"]
 
 
+def turn_held(session: Session, game: Game) -> bool:
+    """Does the game's turn wait for the referee: a failed mail about it (``held_by``), or
+    its reports not written (a draft marked failed)? The deadline resolves nothing then."""
+    return bool(held_by(session, game)) or bool(failed_drafts(session, int(game.id or 0),
+                                                              game.turn))
+
+
 def game_failed(session: Work, post: Post, game: Game, what: Said,
                 error: BaseException) -> bool:
     """The clock work or a referee command of a game failed (rolled back): tell the referee
@@ -267,15 +278,53 @@ def retried(session: Work, post: Post, inbound_id: int) -> None:
             delay_over(session, post, game, post.clock())
 
 
-def delay_over(session: Work, post: Post, game: Game, now: datetime) -> None:
+def delay_over(session: Work, post: Post, game: Game, now: datetime, *,
+               reports: bool = False) -> None:
     """The game's players, told that its turn is delayed, hear that it goes on (once a
-    delay), if no failed mail holds it any more."""
-    if game.status != "running" or not _delay_told(session, game) or held_by(session, game):
+    delay), if nothing holds it any more (``turn_held``); ``reports``: what held it was the
+    turn's reports, written now (RETRY <game>), not a mail."""
+    if game.status != "running" or not _delay_told(session, game) or turn_held(session, game):
         return
+    waited = (_("Orders that were confirmed stand. The turn's reports, which waited for the "
+                "fix, are sent now: reply to yours with your order.") if reports else
+              _("Orders that were confirmed stand. The mail that waited for the fix is read "
+                "again now, and its sender gets the answer."))
     announce(session, post, game, _("turn {turn} goes on", turn=game.turn), [
         _("The problem in turn {turn} of game {game} has been fixed, and the turn goes on: "
           "its deadline counts again (one that passed meanwhile resolves the turn now).",
-          turn=game.turn, game=game.name),
-        _("Orders that were confirmed stand. The mail that waited for the fix is read again "
-          "now, and its sender gets the answer.")], now, action=GOES_ON)
+          turn=game.turn, game=game.name), waited], now, action=GOES_ON)
     audit(session, game, now, GOES_ON, f"turn {game.turn}")
+
+
+# --- a turn's reports that could not be written (the composer's drafts) ------------
+
+
+def tell_made(work: Work, post: Post, made: Made) -> None:
+    """The referee hears of a draft that could not be made into mails (marked failed: the
+    game's players hear that the turn is delayed, as when the turn's own transaction
+    fails), or that was made again from the stored game (its turn's notes lost)."""
+    game = work.get(Game, made.game_id) if made.game_id is not None else None
+    name = game.name if game is not None else "?"
+    turn = made.turn if made.turn is not None else "?"
+    if made.mails is not None:
+        tell_referee(work, post, tagged(name, _("the reports of turn {turn} were sent "
+                                                "without their notes", turn=turn)),
+                     [_("The turn's draft could not be read ({why}): its reports were "
+                        "written again from the stored game, without the notes the turn "
+                        "left in them.", why=made.remade or ""),
+                      _("The players have been sent them; what those notes said (who played "
+                        "for a player whose order was missing, a mail that bounced) is not in "
+                        "them.")])
+        return
+    tell_referee(work, post, tagged(name, _("the reports of turn {turn} were not written",
+                                            turn=turn)),
+                 [_("The turn was played, but its reports could not be written: {error}",
+                    error=made.error or ""),
+                  _("The players have not been sent them: their orders for the next turn "
+                    "need them. The error is kept with the draft, outgoing mail {id}.",
+                    id=made.draft_id),
+                  _("After the fix, write them: RETRY {game} in a referee mail, or "
+                    "`pbem admin -c <your pbem.toml> RETRY {game}` on the server.",
+                    game=name)])
+    if game is not None:   # once a failure: a RETRY that fails again marks nothing
+        turn_delayed(work, post, game, post.clock())

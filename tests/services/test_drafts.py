@@ -180,6 +180,28 @@ def test_a_tick_starts_its_composer_at_its_first_draft(tmp_path: Path, clock: Cl
         server.close()
 
 
+def test_a_composer_whose_server_closed_its_pipes_ends_quietly(
+        tmp_path: Path, clock: Clock, capfd: pytest.CaptureFixture[str]) -> None:
+    """The server's ends of the pipes closed without a word (a Server dropped unclosed, its
+    process ending): the composer ends cleanly, no traceback on stderr (it printed
+    EOFError's and exited with 1)."""
+    server = make_server(tmp_path, clock, compose_apart=True)
+    composer = server.composer
+    assert composer is not None
+    try:
+        composer.start()
+        assert composer.finish(timeout=60) == []   # up, and waiting between ticks
+        process = composer._process
+        assert composer._ask is not None and composer._conn is not None
+        composer._ask.close()
+        composer._conn.close()
+        process.join(10)
+        assert process.exitcode == 0
+        assert "Traceback" not in capfd.readouterr().err
+    finally:
+        server.close()
+
+
 def test_the_composer_makes_a_drafts_mails_in_its_own_process(
         tmp_path: Path, clock: Clock) -> None:
     """The composer's process (its own engine and templates) makes the draft itself."""

@@ -4,8 +4,9 @@ game; the game's players hear that the turn is delayed; the turn waits instead o
 playing for the player whose order failed; `RETRY <mail id>` handles the mail again after
 the fix; PROCESS says what failed instead of a traceback; the clock tells once, not at
 every tick. With the composer ([server] compose_apart) the turn is played first and its
-reports written after it: they fail, the referee is told, and `RETRY <game>` writes them
-after the fix. Over the real mail stack (Dovecot IMAP in, SMTP out)."""
+reports written after it: they fail, the referee is told, the players hear that the turn
+is delayed (once), the deadline waits, and `RETRY <game>` writes them after the fix and
+tells the players it goes on. Over the real mail stack (Dovecot IMAP in, SMTP out)."""
 
 from __future__ import annotations
 
@@ -71,6 +72,12 @@ def mend_reports(table: Table) -> None:
 
 def referee_mail(table: Table) -> list[str]:
     return [f"{m['Subject']}\n{text_of(m)}" for m in table.referee.new_mail()]
+
+
+def told(table: Table, subject: str) -> dict[str, int]:
+    """How many notices with ``subject`` in their subject each player has had."""
+    table.collect()
+    return {u: sum(subject in str(a["Subject"]) for a in table.answers[u]) for u in PLAYERS}
 
 
 def test_a_failure_is_told_the_turn_waits_and_retry_mends_it(table: Table,
@@ -152,7 +159,9 @@ def test_a_failure_is_told_the_turn_waits_and_retry_mends_it(table: Table,
 
 def reports_fail_and_retry_game_mends_them(table: Table, opener: str) -> None:
     """The composer's flow: the turn was played, its reports (a draft) failed; the referee
-    hears what failed and how to mend it, and RETRY <game> after the fix sends them."""
+    hears what failed and how to mend it, the players that the turn is delayed (once),
+    the deadline plays nothing meanwhile, and RETRY <game> after the fix sends the
+    reports and tells the players the turn goes on."""
     with Session(table.server.engine) as session:
         assert session.exec(select(InboundMail).where(InboundMail.status == "failed")).all() \
             == []
@@ -162,6 +171,13 @@ def reports_fail_and_retry_game_mends_them(table: Table, opener: str) -> None:
     assert "UndefinedError" in flat and "has no attribute 'name'" in flat and GAME in flat
     assert f"RETRY {GAME}" in flat
     assert all(view["turn"] == 1 for _msg, view in table.latest.values())
+    # everyone hears that the turn is delayed, once, as without the composer
+    assert told(table, "turn 2 is delayed") == dict.fromkeys(PLAYERS, 1)
+    # the deadline passes: the turn whose reports nobody has seen plays nothing
+    post: Post = table.server.referee.post
+    assert clock_tick(table.server.engine, post, post.clock() + timedelta(hours=30)) == 0
+    with Session(table.server.engine) as session:
+        assert find_game(session, GAME).turn == 2
     # RETRY <game> is said in the referee's HELP
     assert any(line.startswith("RETRY <mail id> | <game>")
                for line in "\n".join(table.server.referee.admin(["HELP"])).splitlines())
@@ -170,6 +186,8 @@ def reports_fail_and_retry_game_mends_them(table: Table, opener: str) -> None:
     table.server.tick()
     assert any("still cannot be written" in t and "UndefinedError" in t
                for t in referee_mail(table))
+    assert told(table, "is delayed") == dict.fromkeys(PLAYERS, 1)   # not again
+    assert told(table, "goes on") == dict.fromkeys(PLAYERS, 0)
     # the fix, then RETRY <game>: the reports go out, the talk in them
     mend_reports(table)
     table.referee_sends(f"RETRY {GAME}")
@@ -181,6 +199,10 @@ def reports_fail_and_retry_game_mends_them(table: Table, opener: str) -> None:
         assert view["turn"] == 2
         assert "Sorry Bob, I never bluff." in text_of(msg)
     assert any("order received" in str(a["Subject"]) for a in table.answers[opener])
+    assert told(table, "turn 2 goes on") == dict.fromkeys(PLAYERS, 1)
+    (goes_on,) = [a for a in table.answers[opener] if "goes on" in str(a["Subject"])]
+    assert "reports, which waited for the fix, are sent now" in " ".join(
+        text_of(goes_on).split())
     table.referee_sends(f"RETRY {GAME}")   # nothing left to write
     table.server.tick()
     assert any("no reports that could not be written" in t for t in referee_mail(table))
@@ -205,11 +227,16 @@ def test_the_clock_tells_a_stuck_game_once(table: Table, tmp_path: Path,
         table.server.tick()   # told once
         (notice,) = [t for t in referee_mail(table) if "were not written" in t]
         assert "UndefinedError" in notice and f"RETRY {GAME}" in " ".join(notice.split())
+        assert told(table, "turn 2 is delayed") == dict.fromkeys(PLAYERS, 1)
+        # the next deadline waits for the reports
+        assert clock_tick(table.server.engine, post, later + timedelta(hours=30)) == 0
         mend_reports(table)
         table.referee_sends(f"RETRY {GAME}")
         table.server.tick()
         table.collect()
         assert all(view["turn"] == 2 for _msg, view in table.latest.values())
+        assert told(table, "turn 2 goes on") == dict.fromkeys(PLAYERS, 1)
+        assert told(table, "is delayed") == dict.fromkeys(PLAYERS, 1)
         return
     with caplog.at_level(logging.WARNING):
         for minute in range(3):               # the deadline passed; three ticks fail
