@@ -55,9 +55,10 @@ class Player(SQLModel, table=True):
 class Move(SQLModel, table=True):
     """An accepted, applied move: the game's record."""
 
+    # (game_id, turn, seat) serves every read by game_id: no index on game_id alone (0018)
     __table_args__ = (UniqueConstraint("game_id", "turn", "seat"),)
     id: int | None = Field(default=None, primary_key=True)
-    game_id: int = Field(foreign_key="game.id", index=True)
+    game_id: int = Field(foreign_key="game.id")
     turn: int
     seat: int
     minigame: int
@@ -70,9 +71,10 @@ class Move(SQLModel, table=True):
 class PendingOrder(SQLModel, table=True):
     """An order received for the turn in play, applied when the turn resolves."""
 
+    # (game_id, turn, seat) serves every read by game_id: no index on game_id alone (0018)
     __table_args__ = (UniqueConstraint("game_id", "turn", "seat"),)
     id: int | None = Field(default=None, primary_key=True)
-    game_id: int = Field(foreign_key="game.id", index=True)
+    game_id: int = Field(foreign_key="game.id")
     turn: int
     seat: int
     move_json: str
@@ -115,7 +117,8 @@ class OutboundMail(SQLModel, table=True):
     __tablename__ = "outbound_mail"
     # status then sent_at: the send budget counts the mail sent since a time
     # (pbem.outbox.table.budget_left) by a range of the index, not by every sent mail;
-    # a look for the pending mail uses its first column
+    # a look for the pending mail uses its first column; (game_id, kind) serves every read
+    # by game_id: no index on game_id alone (0018)
     __table_args__ = (Index("ix_outbound_mail_game_kind", "game_id", "kind"),
                       Index("ix_outbound_mail_status_sent_at", "status", "sent_at"))
     id: int | None = Field(default=None, primary_key=True)
@@ -124,7 +127,7 @@ class OutboundMail(SQLModel, table=True):
     mail_from: str
     rcpts_json: str
     # its bytes are a row of outbound_body (OutboundBody), not a column: see there
-    game_id: int | None = Field(default=None, foreign_key="game.id", index=True)
+    game_id: int | None = Field(default=None, foreign_key="game.id")
     seat: int | None = None
     turn: int | None = None
     inbound_id: int | None = Field(default=None, foreign_key="inbound_mail.id")

@@ -126,3 +126,39 @@ def test_a_turn_moves_its_games_pending_answers_on_by_the_games_index(tmp_path: 
     plans = plans_of(server, turn)
     moved = [p for s, p in plans.items() if s.startswith("UPDATE outbound_mail SET turn")]
     assert moved and all("ix_outbound_mail_game_kind (game_id=?)" in p for p in moved), moved
+
+
+GAME_TABLES = ("move", "pendingorder", "outbound_mail")   # their game_id indexes (0018)
+
+
+def test_a_turns_reads_by_game_find_their_rows_by_the_longer_game_indexes(
+        tmp_path: Path) -> None:
+    """move, pendingorder and outbound_mail keep no index on game_id alone (schema 0018:
+    it was written with every order, move and mail, and read by nothing the longer index
+    beginning with game_id does not serve). A turn played: every
+    statement of those tables by game_id searches an index, none walks the table."""
+    from sqlalchemy import inspect
+
+    from testkit.desk import PLAYERS, key_of, raise_line, seat_of, started_game
+
+    server = make_server(tmp_path, Clock())
+    started_game(server)
+    for other in ("g2", "g3"):   # other games' rows beside the one played
+        started_game(server, name=other)
+    indexes = inspect(server.engine)
+    for table in GAME_TABLES:
+        alone = [i["name"] for i in indexes.get_indexes(table) if i["column_names"] == ["game_id"]]
+        assert alone == [], (table, alone)
+
+    def turn() -> None:
+        for email in PLAYERS:
+            send(server, email, f"GAME g1\nKEY {key_of(server, email)}\n"
+                                f"{raise_line(server, seat_of(server, email))}\n")
+    plans = plans_of(server, turn)
+    by_game = {s: p for s, p in plans.items()
+               if any(f"{t}.game_id = " in s or f"{t}.game_id IN" in s for t in GAME_TABLES)}
+    assert {t for t in GAME_TABLES if any(f"FROM {t}" in s or f"UPDATE {t}" in s
+                                          for s in by_game)} >= {"move", "outbound_mail"}
+    scans = {s: p for s, p in by_game.items()
+             if any(f"SCAN {t}" in p and f"SCAN {t} USING" not in p for t in GAME_TABLES)}
+    assert scans == {}, scans
