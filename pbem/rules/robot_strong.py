@@ -51,8 +51,12 @@ EXPOSE_RATE = 0.3     # how often a worthwhile expose is made
 GAIN_WEIGHT = 0.5     # an outcome that puts the robot ahead counts at this share
 LOSS_TAIL = 0.5       # each die lost after the first counts at this share
 # postal: an outcome is worth what it changes in the robot's share of first place over
-# the five mini-games (pbem.rules.robot_standings) at this weight, the rest as above
-STANDINGS = 0.5
+# the five mini-games (pbem.rules.robot_standings) at this weight, the rest as above,
+# while the robot has the most virtual dice; behind, at STANDINGS_BEHIND. Off (0):
+# at 0.5 it gained against readers and odds players, but a wary player among four
+# such robots came first too often (docs/robot.md)
+STANDINGS = 0.0
+STANDINGS_BEHIND = 0.0
 START_DICE = 5        # postal's virtual dice at the start (pbem.rules.postal)
 
 
@@ -108,12 +112,14 @@ class Table:
         self.reader = (robot_reads.seat_reader_weight(view.answers, self.next.seat)
                        if self.next is not None else 0.0)
         self._outcomes: dict[tuple[int, bool], float] = {}
-        self.standings = (STANDINGS > 0.0 and len(view.virtual_dice) == self.players
+        self.standings = (max(STANDINGS, STANDINGS_BEHIND) > 0.0
+                          and len(view.virtual_dice) == self.players
                           and self.next is not None)
         if self.standings:
             seats = len(view.virtual_dice)
             self.scores = dict(enumerate(view.virtual_dice, start=1))
             self.previous = (view.seat - 2) % seats + 1   # who made the standing bid
+            self.leads = view.virtual_dice[view.seat - 1] >= max(view.virtual_dice)
             self.share_now = robot_standings.share_after(
                 self.scores, view.seat, {}, (*view.later, len(view.own.dice)))
 
@@ -133,7 +139,8 @@ class Table:
                                       self.next.seat if bidder else me, self.scores, rule)
             share = robot_standings.share_after(self.scores, me, losses, self.view.later)
             shift = (share - self.share_now) / robot_standings.unit()
-            self._outcomes[key] = STANDINGS * shift + (1.0 - STANDINGS) * plain
+            weight = STANDINGS if self.leads else STANDINGS_BEHIND
+            self._outcomes[key] = weight * shift + (1.0 - weight) * plain
         return self._outcomes[key]
 
     def counts(self, face: Face) -> tuple[int, Dist, Dist]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 
 import pytest
@@ -105,15 +107,30 @@ def postal_view(seed: int, turns: int):   # type: ignore[no-untyped-def]
     return state.seat_view(seat, number)
 
 
+@contextmanager
+def weights(leading: float, behind: float) -> Iterator[None]:
+    """The robot's standings weights set for a test (the arena's --tune does the same)."""
+    old = robot_strong.STANDINGS, robot_strong.STANDINGS_BEHIND
+    robot_strong.STANDINGS, robot_strong.STANDINGS_BEHIND = leading, behind
+    try:
+        yield
+    finally:
+        robot_strong.STANDINGS, robot_strong.STANDINGS_BEHIND = old
+
+
 @settings(max_examples=20, deadline=None)
 @given(seed=st.integers(0, 10_000), turns=st.integers(0, 10),
-       actual=st.integers(0, 12), quantity=st.integers(1, 12), bidder=st.booleans())
+       actual=st.integers(0, 12), quantity=st.integers(1, 12), bidder=st.booleans(),
+       leading=st.sampled_from([0.0, 0.5, 1.0]), behind=st.sampled_from([0.25, 0.5]))
 def test_the_outcome_is_the_share_of_first_place(seed: int, turns: int, actual: int,
-                                                 quantity: int, bidder: bool) -> None:
+                                                 quantity: int, bidder: bool,
+                                                 leading: float, behind: float) -> None:
     view = postal_view(seed, turns)
     if view is None:
         return
-    table = Table(view)
+    with weights(leading, behind):
+        table = Table(view)
+        got = table.outcome(actual, quantity, bidder)
     assert table.standings
     me, nxt, prev = view.seat, view.seat % 5 + 1, (view.seat - 2) % 5 + 1
     scores = dict(enumerate(view.virtual_dice, start=1))
@@ -122,17 +139,30 @@ def test_the_outcome_is_the_share_of_first_place(seed: int, turns: int, actual: 
     shift = (share_after(scores, me, losses, view.later)
              - share_after(scores, me, {}, (*view.later, len(view.own.dice)))) / unit()
     plain = outcome_value(actual, quantity, bidder, view.rules.exact_rule, 5)
-    weight = robot_strong.STANDINGS
-    assert table.outcome(actual, quantity, bidder) == pytest.approx(
-        weight * shift + (1 - weight) * plain)
+    weight = leading if scores[me] == max(scores.values()) else behind
+    assert got == pytest.approx(weight * shift + (1 - weight) * plain)
 
 
 def test_without_standings_the_outcome_is_the_one_move_robot_s() -> None:
     """A view without virtual dice (classic Bluff) scores as the one-move robot."""
     view = postal_view(3, 4)
     assert view is not None
-    table = Table(replace(view, virtual_dice=(), later=()))
+    with weights(0.0, 0.0):   # off: the one-move robot's scoring in postal too
+        assert not Table(view).standings
+    with weights(0.5, 0.5):
+        table = Table(replace(view, virtual_dice=(), later=()))
     assert not table.standings
     for actual in range(8):
         assert table.outcome(actual, 4, True) == outcome_value(
             actual, 4, True, view.rules.exact_rule, 5)
+
+
+@pytest.mark.parametrize("preset", ["english", "german", "czech", "anniversary"])
+def test_classic_bluff_has_no_standings_to_weigh(preset: str) -> None:
+    """Classic Bluff's view carries no virtual dice: its robot scores as before."""
+    kind = KINDS["classic"]
+    stream = DiceStream(seed_from_number(5))
+    state = kind.start(kind.parse_options([preset]), stream, 5)
+    seat = next(iter(kind.due(state)))
+    view = state.seat_view(seat)
+    assert view.virtual_dice == () and not Table(view).standings
