@@ -4,15 +4,17 @@ A postal game is five mini-games at once; the most virtual dice after all five
 wins, equal counts sharing first place. A one-move robot scores an outcome by
 the dice it moves, the same whatever the standings; here an outcome is worth
 what it changes in the robot's fair share of first place (a first shared by k
-counts 1/k) once the mini-games still running have ended too. Each of those is
-taken to end as the arena's games did (600 postal games, the robot against four
-readers and four odds players): an exact count (all but the bidder lose a die)
-or one seat losing 1 to 4 dice (4 standing for 4 or more), each seat alike.
+counts 1/k) once the mini-games still running have ended too. Each of those
+is taken to end as the arena's games did (600 postal games from seed 700000,
+the robot against four readers and four odds players: bench/robot_arena.py
+--endings): an exact count (all but the bidder lose a die) or one seat losing
+1 to 4 dice (4 standing for 4 or more), each seat alike.
 
-So a robot that leads plays safer and one that is behind takes risks: an exact
-count of its own, which costs every rival a die, is worth more to a robot one die
-behind than to the leader, and a die lost by a rival counts by how far that rival
-stands from first place.
+So a die lost costs a leader more than a robot behind, which gains more by an
+exact count of its own (every rival loses a die) than a further die lost costs
+it; and a die lost by a rival counts by how far that rival stands from first
+place. The strong robot weighs it at robot_strong.STANDINGS (0: off, for the
+goal it missed, docs/robot.md).
 """
 
 from __future__ import annotations

@@ -20,6 +20,10 @@ plain odds of the robot's hand, a bid reader by its bids too and more rarely.
 Near-equal moves are mixed by the random stream, so the robot is
 deterministic for a given stream and view, and it exposes only sometimes.
 
+Standings (off: STANDINGS and STANDINGS_BEHIND are 0). In postal an outcome
+can be weighed by what it changes in the robot's share of first place over the
+five mini-games (pbem.rules.robot_standings); not kept, for the goal it missed.
+
 Search (off: robot_search.CANDIDATES is 1). The move so picked can be weighed
 against the best raises by that price with the next players' replies played
 out (pbem.rules.robot_search); not kept, for the goals it missed (docs/robot.md).
