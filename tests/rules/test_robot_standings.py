@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -20,6 +22,7 @@ from pbem.rules.robot_standings import ENDINGS, first_share, share_after, unit
 from pbem.rules.robot_strong import Table, challenge_losses, outcome_value
 from pbem.rules.ruleset import ExactRule
 
+BENCH = Path(__file__).resolve().parents[2] / "bench"
 SEATS = (1, 2, 3, 4, 5)
 scores = st.lists(st.integers(0, 5), min_size=5, max_size=5).map(
     lambda v: dict(zip(SEATS, v)))
@@ -166,3 +169,15 @@ def test_classic_bluff_has_no_standings_to_weigh(preset: str) -> None:
     seat = next(iter(kind.due(state)))
     view = state.seat_view(seat)
     assert view.virtual_dice == () and not Table(view).standings
+
+
+def test_the_arena_counts_how_the_mini_games_ended(monkeypatch: pytest.MonkeyPatch) -> None:
+    """bench/robot_arena.py --endings: the figures ENDED holds, every mini-game once."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    import robot_arena  # bench/robot_arena.py
+
+    endings: Counter[tuple[int, int]] = Counter()
+    robot_arena.run("postal", "strong", "odds", 3, 700_000, endings)
+    assert sum(endings.values()) == 3 * 5
+    assert {dice for dice, _ in endings} <= set(ENDINGS)
+    assert all(sum(n for (d, _), n in endings.items() if d == dice) == 3 for dice in ENDINGS)
