@@ -21,8 +21,9 @@ shared machine the wall time is mostly time the scheduler gave to others).
     python3 bench/robot_arena.py --tune robot_search.SAMPLES=12 postal:strong:reader
 
 ``--endings`` counts how the postal mini-games ended (the figures of
-pbem.rules.robot_standings). ``--tune MODULE.NAME=VALUE`` sets a constant of the strong robot's modules
-(pbem.rules.robot_strong, robot_search, robot_reads, beliefs) for the run, to
+pbem.rules.robot_standings). ``--tune MODULE.NAME=VALUE`` sets a constant of
+the strong robot's modules (pbem.rules.robot_strong, robot_search,
+robot_reads, beliefs, robot_standings) for the run, to
 screen a change without editing them.
 """
 
