@@ -20,8 +20,10 @@ shared machine the wall time is mostly time the scheduler gave to others).
     python3 bench/robot_arena.py --table others --games 600   # docs/robot.md, classic, cup
     python3 bench/robot_arena.py --tune robot_search.SAMPLES=12 postal:strong:reader
 
-``--tune MODULE.NAME=VALUE`` sets a constant of the strong robot's modules
-(pbem.rules.robot_strong, robot_search, robot_reads, beliefs) for the run, to
+``--endings`` counts how the postal mini-games ended (the figures of
+pbem.rules.robot_standings). ``--tune MODULE.NAME=VALUE`` sets a constant of
+the strong robot's modules (pbem.rules.robot_strong, robot_search,
+robot_reads, beliefs, robot_standings) for the run, to
 screen a change without editing them.
 """
 
@@ -34,6 +36,7 @@ import random
 import statistics
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,7 +109,7 @@ def move_of(player: str, kind: GameKind, state: Any, seat: int, rng: random.Rand
 
 
 def play(setup: str, number: int, tested: str, others: str, result: Result,
-         seed_base: int = SEED_BASE) -> None:
+         seed_base: int = SEED_BASE, endings: Counter[tuple[int, int]] | None = None) -> None:
     kind_name, players, words = SETUPS[setup]
     kind = KINDS[kind_name]
     stream = DiceStream(seed_from_number(seed_base + number))
@@ -119,6 +122,10 @@ def play(setup: str, number: int, tested: str, others: str, result: Result,
                                result if seat == me else None, wary)
                  for seat in sorted(kind.due(state))}
         state = kind.apply(state, moves, stream).state
+    if endings is not None:   # (dice a player, 0 for an exact count or the dice lost)
+        for game in state.minigames:
+            lost = game.challenge.result.losses
+            endings[(len(game.cups[0].dice), 0 if len(lost) > 1 else sum(lost.values()))] += 1
     rows = kind.standings(state)
     firsts = [r["seat"] for r in rows if r["rank"] == 1]
     result.sole.append(1.0 if firsts == [me] else 0.0)
@@ -133,11 +140,11 @@ def interval(values: list[float]) -> tuple[float, float]:
 
 
 def run(setup: str, tested: str, others: str, games: int,
-        seed_base: int = SEED_BASE) -> Result:
+        seed_base: int = SEED_BASE, endings: Counter[tuple[int, int]] | None = None) -> Result:
     result = Result()
     start = time.perf_counter()
     for number in range(games):
-        play(setup, number, tested, others, result, seed_base)
+        play(setup, number, tested, others, result, seed_base, endings)
     result.seconds = time.perf_counter() - start
     return result
 
@@ -180,7 +187,7 @@ def full_table(part: str) -> list[tuple[str, str, str]]:
     return out
 
 
-TUNABLE = ("robot_strong", "robot_search", "robot_reads", "beliefs")
+TUNABLE = ("robot_strong", "robot_search", "robot_reads", "beliefs", "robot_standings")
 
 
 def tune(setting: str) -> None:
@@ -206,6 +213,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tune", action="append", default=[], metavar="MODULE.NAME=VALUE",
                         help="set a constant of the robot's modules for this run "
                              f"({', '.join(TUNABLE)})")
+    parser.add_argument("--endings", action="store_true",
+                        help="postal: count how the mini-games ended, by dice a player "
+                             "(pbem.rules.robot_standings.ENDED)")
     args = parser.parse_args(argv)
     for setting in args.tune:
         try:
@@ -222,10 +232,17 @@ def main(argv: list[str] | None = None) -> int:
                          f"players {', '.join(PLAYERS)})")
     print(HEADER, flush=True)
     total = time.perf_counter()
+    endings: Counter[tuple[int, int]] | None = Counter() if args.endings else None
     for setup, tested, others in lineups:
         print(row(setup, tested, others, args.games, run(setup, tested, others, args.games,
-                                                           args.seed_base)),
+                                                           args.seed_base, endings)),
               flush=True)
+    if endings:
+        print("\ndice a player: exact counts, then one seat losing 1, 2, 3, ... dice")
+        for dice in sorted({d for d, _ in endings}, reverse=True):
+            lost = max(k for d, k in endings if d == dice)
+            print(f"{dice}: {endings[(dice, 0)]}, "
+                  f"{tuple(endings[(dice, k)] for k in range(1, lost + 1))}")
     print(f"\n{time.perf_counter() - total:.0f} s in all", flush=True)
     return 0
 

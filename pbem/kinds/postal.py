@@ -294,7 +294,17 @@ def client_seat_view(view: JSONMap, minigame: int, rules: RuleSet | None = None)
                            bids_since_reroll(placed, int(s))) for s in others)
     return SeatView(int(me), own, exposed, unknown, 0, bid, ladder, rules, seen,
                     int(me) % len(mg["exposed"]) + 1, bids_since_reroll(placed, int(me)),
-                    client_answers(view, int(me)))
+                    client_answers(view, int(me)),
+                    *client_standings(view, minigame))
+
+
+def client_standings(view: JSONMap, minigame: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Every seat's virtual dice, and the dice a player of each other running mini-game."""
+    scores = view.get("virtual_dice") or {}
+    virtual = tuple(int(scores[s]) for s in sorted(scores, key=int))
+    later = tuple(int(m["dice_per_player"]) for i, m in enumerate(view["minigames"], start=1)
+                  if m.get("challenge") is None and i != minigame)
+    return virtual, later
 
 
 def client_answers(view: JSONMap, me: int) -> tuple[Answer, ...]:

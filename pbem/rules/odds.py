@@ -132,6 +132,10 @@ class SeatView:
     next_seat: int | None = None         # the seat that answers this seat's bid
     own_bids: tuple[Bid, ...] = ()       # this seat's bids since its last re-roll
     answers: tuple[Answer, ...] = ()     # the other seats' answers in this game
+    # postal: every seat's virtual dice (index seat - 1), and the dice a player of each
+    # other running mini-game (first place is decided over all five)
+    virtual_dice: tuple[int, ...] = ()
+    later: tuple[int, ...] = ()
 
     @property
     def known(self) -> tuple[Die, ...]:

@@ -193,7 +193,9 @@ class PostalState:
             current=game.current_bid, ladder=self.ladder(number), rules=self.rules,
             others=other_seats(list(enumerate(game.cups, start=1)), placed, seat),
             next_seat=seat % PLAYERS + 1, own_bids=bids_since_reroll(placed, seat),
-            answers=self.answers(seat))
+            answers=self.answers(seat), virtual_dice=self.virtual_dice,
+            later=tuple(dice_per_player(m.number) for m in self.minigames
+                        if not m.ended and m.number != number))
 
     def answers(self, seat: int) -> tuple[Answer, ...]:
         """The other seats' answers to bids in every mini-game (the cups of the ended

@@ -20,6 +20,10 @@ plain odds of the robot's hand, a bid reader by its bids too and more rarely.
 Near-equal moves are mixed by the random stream, so the robot is
 deterministic for a given stream and view, and it exposes only sometimes.
 
+Standings (off: STANDINGS and STANDINGS_BEHIND are 0). In postal an outcome
+can be weighed by what it changes in the robot's share of first place over the
+five mini-games (pbem.rules.robot_standings); not kept, for the goal it missed.
+
 Search (off: robot_search.CANDIDATES is 1). The move so picked can be weighed
 against the best raises by that price with the next players' replies played
 out (pbem.rules.robot_search); not kept, for the goals it missed (docs/robot.md).
@@ -29,7 +33,7 @@ from __future__ import annotations
 
 import random
 
-from pbem.rules import beliefs, robot_reads, robot_search
+from pbem.rules import beliefs, robot_reads, robot_search, robot_standings
 from pbem.rules.bid_moves import CHALLENGE, BidMove, Move
 from pbem.rules.challenge import count_matching, matches
 from pbem.rules.dice import Face
@@ -50,6 +54,14 @@ EXPOSE_RATE = 0.3     # how often a worthwhile expose is made
 # loses it, a die of the robot's own is first place lost, a second one costs less
 GAIN_WEIGHT = 0.5     # an outcome that puts the robot ahead counts at this share
 LOSS_TAIL = 0.5       # each die lost after the first counts at this share
+# postal: an outcome is worth what it changes in the robot's share of first place over
+# the five mini-games (pbem.rules.robot_standings) at this weight, the rest as above,
+# while the robot has the most virtual dice; behind, at STANDINGS_BEHIND. Off (0):
+# at 0.5 it gained against readers and odds players, but a wary player among four
+# such robots came first too often (docs/robot.md)
+STANDINGS = 0.0
+STANDINGS_BEHIND = 0.0
+START_DICE = 5        # postal's virtual dice at the start (pbem.rules.postal)
 
 
 
@@ -103,6 +115,37 @@ class Table:
         # how much the next player is a bid reader, from their answers earlier in the game
         self.reader = (robot_reads.seat_reader_weight(view.answers, self.next.seat)
                        if self.next is not None else 0.0)
+        self._outcomes: dict[tuple[int, bool], float] = {}
+        self.standings = (max(STANDINGS, STANDINGS_BEHIND) > 0.0
+                          and len(view.virtual_dice) == self.players
+                          and self.next is not None)
+        if self.standings:
+            seats = len(view.virtual_dice)
+            self.scores = dict(enumerate(view.virtual_dice, start=1))
+            self.previous = (view.seat - 2) % seats + 1   # who made the standing bid
+            self.leads = view.virtual_dice[view.seat - 1] >= max(view.virtual_dice)
+            self.share_now = robot_standings.share_after(
+                self.scores, view.seat, {}, (*view.later, len(view.own.dice)))
+
+    def outcome(self, actual: int, quantity: int, bidder: bool) -> float:
+        """outcome_value, and in postal weighed by the standings (STANDINGS): the
+        change in the robot's share of first place over the game, in lost dice at
+        the start (robot_standings.unit)."""
+        rule = self.view.rules.exact_rule
+        if not self.standings:
+            return outcome_value(actual, quantity, bidder, rule, self.players)
+        key = (actual - quantity, bidder)   # who loses what depends on this alone
+        if key not in self._outcomes:
+            plain = outcome_value(actual, quantity, bidder, rule, self.players)
+            me = self.view.seat
+            assert self.next is not None
+            losses = challenge_losses(actual, quantity, me if bidder else self.previous,
+                                      self.next.seat if bidder else me, self.scores, rule)
+            share = robot_standings.share_after(self.scores, me, losses, self.view.later)
+            shift = (share - self.share_now) / robot_standings.unit()
+            weight = STANDINGS if self.leads else STANDINGS_BEHIND
+            self._outcomes[key] = weight * shift + (1.0 - weight) * plain
+        return self._outcomes[key]
 
     def counts(self, face: Face) -> tuple[int, Dist, Dist]:
         """(known matching, next seat's hidden dist, the other seats' hidden dist)."""
@@ -131,12 +174,10 @@ class Table:
         it of the bids that come back round)."""
         if bid not in self._calls:
             known, nxt, rest = self.counts(bid.face)
-            rule = self.view.rules.exact_rule
             total = 0.0
             for c, pr in enumerate(convolve(nxt, rest)):
                 if pr > 1e-9:
-                    total += pr * outcome_value(known + c, bid.quantity, False, rule,
-                                                self.players)
+                    total += pr * self.outcome(known + c, bid.quantity, False)
             self._calls[bid] = total
         return self._calls[bid]
 
@@ -199,7 +240,6 @@ class Table:
 
     def raise_value(self, bid: Bid) -> float:
         known, nxt, rest = self.counts(bid.face)
-        rule = self.view.rules.exact_rule
         total = 0.0
         for x, px in enumerate(nxt):
             if px < 1e-9:
@@ -210,8 +250,7 @@ class Table:
             outcome = 0.0
             for r, pr in enumerate(rest):
                 if pr > 1e-9:
-                    outcome += pr * outcome_value(known + x + r, bid.quantity, True, rule,
-                                                  self.players)
+                    outcome += pr * self.outcome(known + x + r, bid.quantity, True)
             total += px * called * outcome
         # a reader who takes the robot to hold dice it does not overbids that face later;
         # only when the next seat reads as a reader more than as an odds player (weighed
@@ -226,6 +265,25 @@ class Table:
         if self.view.rules.super_die:
             return 0.0
         return max(0.0, 2.0 * self.reader - 1.0)
+
+
+def challenge_losses(actual: int, quantity: int, bidder: int, challenger: int,
+                     scores: dict[int, int], rule: ExactRule) -> dict[int, int]:
+    """Who loses how many dice when a bid of quantity is called and the table holds
+    actual (pbem.rules.challenge.resolve_challenge, from the count alone)."""
+    if actual < quantity:
+        return {bidder: quantity - actual}
+    if actual > quantity:
+        return {challenger: actual - quantity}
+    if rule is ExactRule.ALL_BUT_BIDDER:
+        return {seat: 1 for seat in scores if seat != bidder}
+    if rule is ExactRule.EVERYONE:
+        return {seat: 1 for seat in scores}
+    if rule is ExactRule.NOBODY:
+        return {}
+    if rule is ExactRule.CHALLENGER_GIVES and scores[bidder] < START_DICE:
+        return {challenger: 1, bidder: -1}
+    return {challenger: 1}
 
 
 def _call(tail: Dist, need: int, below: float) -> float:

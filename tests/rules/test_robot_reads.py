@@ -126,7 +126,8 @@ def test_the_view_from_report_json_is_the_stand_in_s(seed: int) -> None:
         client = client_seat_view(report, number)
         stand_in = state.seat_view(seat, number)
         assert client.answers
-        for field in ("answers", "own_bids", "others", "next_seat", "current", "seat"):
+        for field in ("answers", "own_bids", "others", "next_seat", "current", "seat",
+                      "virtual_dice", "later"):
             assert getattr(client, field) == getattr(stand_in, field), field
         assert (choose_move(client, random.Random(1), "strong")
                 == choose_move(stand_in, random.Random(1), "strong"))
@@ -153,7 +154,8 @@ def test_the_classic_view_from_report_json_is_the_stand_in_s(edition: str) -> No
             report = json.loads(json.dumps(kind.view(state, seat)))
             client = classic_seat_view(report)
             stand_in = state.seat_view(seat)
-            for field in ("answers", "own_bids", "others", "next_seat", "current", "seat"):
+            for field in ("answers", "own_bids", "others", "next_seat", "current", "seat",
+                      "virtual_dice", "later"):
                 assert getattr(client, field) == getattr(stand_in, field), field
             checked += bool(client.answers) and state.finished != ()
         moves = {seat: kind.robot_move(state, seat, rng, level="strong")
