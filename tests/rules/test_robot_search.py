@@ -29,6 +29,7 @@ from pbem.rules.robot_search import (
 )
 from pbem.rules.robot_strong import Table, choose_strong, outcome_value
 from pbem.rules.ruleset import ExactRule
+from testkit.robot_play import postal_played
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
@@ -108,20 +109,6 @@ def test_a_bystander_loses_only_on_an_exact_count_that_costs_all(
             assert value == pytest.approx(0.5 * abs(actual - quantity) / (players - 1))
 
 
-def postal_state(seed: int, turns: int) -> object:
-    kind = KINDS["postal"]
-    stream = DiceStream(seed_from_number(seed))
-    rng = random.Random(seed)
-    state = kind.start(kind.parse_options([]), stream, 5)
-    for _ in range(turns):
-        if kind.over(state):
-            break
-        moves = {seat: kind.robot_move(state, seat, rng, level="strong")
-                 for seat in sorted(kind.due(state))}
-        state = kind.apply(state, moves, stream).state
-    return state
-
-
 @pytest.mark.parametrize("seed", [3, 11, 40])
 def test_the_next_readers_reply_is_bench_readers(seed: int,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
@@ -131,7 +118,7 @@ def test_the_next_readers_reply_is_bench_readers(seed: int,
     from readers import reader_move  # bench/readers.py
 
     kind = KINDS["postal"]
-    state = postal_state(seed, 4)
+    state = postal_played(seed, 4)
     checked = 0
     for seat, number in sorted(state.due().items()):
         view = state.seat_view(seat, number)
@@ -166,7 +153,7 @@ def test_a_searched_move_is_repeatable_and_bounded(seed: int, turns: int,
     """The search draws from the move's stream: the same view and seed give the same
     move; a raise's searched value lies between the worst loss and the best gain;
     the search adds no posterior of the other seats beyond the view's own."""
-    state = postal_state(seed, turns)
+    state = postal_played(seed, turns)
     for seat, number in sorted(state.due().items()):
         view = state.seat_view(seat, number)
         assert searchable(view)

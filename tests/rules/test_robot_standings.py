@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,6 +20,7 @@ from pbem.rules.ladder import Bid
 from pbem.rules.robot_standings import ENDINGS, first_share, share_after, unit
 from pbem.rules.robot_strong import Table, challenge_losses, outcome_value
 from pbem.rules.ruleset import ExactRule
+from testkit.robot_play import postal_played
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 SEATS = (1, 2, 3, 4, 5)
@@ -95,15 +95,7 @@ def test_the_losses_are_the_referee_s(actual: int, quantity: int, bidder: int, s
 
 def postal_view(seed: int, turns: int):   # type: ignore[no-untyped-def]
     kind = KINDS["postal"]
-    stream = DiceStream(seed_from_number(seed))
-    rng = random.Random(seed)
-    state = kind.start(kind.parse_options([]), stream, 5)
-    for _ in range(turns):
-        if kind.over(state):
-            break
-        moves = {s: kind.robot_move(state, s, rng, level="strong")
-                 for s in sorted(kind.due(state))}
-        state = kind.apply(state, moves, stream).state
+    state = postal_played(seed, turns)
     if kind.over(state):
         return None
     seat, number = next(iter(state.due().items()))
