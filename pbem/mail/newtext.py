@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from pbem.text.wording import Said, _
 
-__all__ = ["QUOTE", "SIGNATURE", "BodyLine", "NewText", "new_text", "new_text_lines"]
+__all__ = ["QUOTE", "QUOTED", "SIGNATURE", "BodyLine", "NewText", "new_text", "new_text_lines"]
 
 # what a reading may have left out, as a confirmation names it
 QUOTE = _("the quoted text below your text")
@@ -36,7 +36,8 @@ class NewText:
     ignored: tuple[Said, ...] = ()
 
 
-_QUOTED = re.compile(r"^\s*>")
+# a line of a ">"-quote (pbem.mail.quotecut reads quotes by it too)
+QUOTED = re.compile(r"^\s*>")
 _SIG_SEP = re.compile(r"^\s*--\s*$")
 
 # the verbs of quote headers: "John wrote:", "Hans schrieb:", "Jean a écrit :" ...
@@ -214,10 +215,10 @@ def _scan(lines: Sequence[str], left_out: set[Said]) -> Iterator[int]:
         if not line or line.isspace():   # no rule below reads a blank line (a blanked
             i += 1                       # quote is mostly these: new_text)
             continue
-        if _QUOTED.match(line):   # first: a signature or a footer line never opens with ">"
+        if QUOTED.match(line):   # first: a signature or a footer line never opens with ">"
             left_out.add(QUOTE)   # once for the run of them (a copy of our report is long)
             i += 1
-            while i < n and _QUOTED.match(lines[i]):
+            while i < n and QUOTED.match(lines[i]):
                 i += 1
             continue
         if _SIG_SEP.match(line) or _is_legal_footer(line):
@@ -231,13 +232,13 @@ def _scan(lines: Sequence[str], left_out: set[Said]) -> Iterator[int]:
         if end is not None:
             left_out.add(QUOTE)
             j = _next_nonblank(lines, end + 1)
-            if j is not None and _QUOTED.match(lines[j]):
+            if j is not None and QUOTED.match(lines[j]):
                 i = end + 1  # drop the attribution; the quote goes by the '>' rule
                 continue
             return  # the original follows unquoted: it is all old text
         if len(line) <= 300 and _ends_with_colon(line) and _WEAK_ATTRIBUTION.match(line):
             j = _next_nonblank(lines, i + 1)
-            if j is not None and j <= i + 2 and _QUOTED.match(lines[j]):
+            if j is not None and j <= i + 2 and QUOTED.match(lines[j]):
                 i += 1
                 continue
         if len(line) <= 200 and (_MOBILE_SIG.match(line) or _URL_LINE.match(line)):

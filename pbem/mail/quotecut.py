@@ -15,7 +15,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 
-from pbem.mail.newtext import NewText, new_text
+from pbem.mail.newtext import QUOTED, NewText, new_text
 
 __all__ = ["quote_span", "quote_start", "quoted_run_end", "reply_text", "words_of"]
 
@@ -34,7 +34,6 @@ HEADER_LINES = 8       # lines above the quote that may be its header
 
 _WORD = re.compile(r"[^\W_]+")
 _NON_ASCII = re.compile(r"[^\x00-\x7f]+")
-_QUOTED = re.compile(r"^\s*>")
 _TIME = re.compile(r"\d{1,2}[:.]\d{2}")
 _YEAR = re.compile(r"(?<!\d)(19|20)\d\d(?!\d)")
 _ADDRESS = re.compile(r"\S@\S")
@@ -194,7 +193,7 @@ def quote_span(lines: Sequence[str], known: Sequence[str]) -> tuple[int, int] | 
         if found is None:
             return None
         end = len(lines)
-        if _QUOTED.match(lines[found]):
+        if QUOTED.match(lines[found]):
             end = quoted_run_end(lines, found)
         return _header_start(lines, found), end
     except Exception:
@@ -203,9 +202,9 @@ def quote_span(lines: Sequence[str], known: Sequence[str]) -> tuple[int, int] | 
 
 def quoted_run_end(lines: Sequence[str], start: int) -> int:
     """The index of the first line from ``start`` on that is neither ``>``-quoted
-    (``_QUOTED``) nor blank; ``len(lines)`` if none. The whitespace a line begins with is
-    what ``_QUOTED``'s ``\\s`` matches (str.isspace, both): one strip a line, not a
-    regular expression's match (a report quoted is a hundred lines)."""
+    (``QUOTED``, pbem.mail.newtext) nor blank; ``len(lines)`` if none. The whitespace a
+    line begins with is what ``QUOTED``'s ``\\s`` matches (str.isspace, both): one strip a
+    line, not a regular expression's match (a report quoted is a hundred lines)."""
     end, count = start, len(lines)
     while end < count:
         text = lines[end].lstrip()
