@@ -25,7 +25,7 @@ from pbem.config import ConfigError, Settings, SmtpSettings, load_settings
 from pbem.demo.robot_client import parse_mail
 from pbem.mail.smtp_out import SendResult, SmtpSender
 from pbem.outbox import Origin, drain, enqueue
-from pbem.runner.referee import claim, hand_over
+from pbem.runner.mail_transaction import claim, hand_over
 from pbem.runner.server import Server
 from pbem.store.db import open_database
 from pbem.store.models import OutboundMail
@@ -178,9 +178,9 @@ def stream_queue(engine, stream: outbox.Stream, origin: Origin, rcpts: list[str]
 
 def test_a_stream_claims_at_the_commit_not_at_a_savepoint_released(tmp_path: Path) -> None:
     """The referee claims a Work's mail for the stream just before its transaction commits
-    (pbem.runner.referee.claim: explicitly, no listener): a savepoint released (a mail's
-    commands, all or none) is no commit and claims nothing, so each mail is claimed and
-    sent once, after the commit."""
+    (pbem.runner.mail_transaction.claim: explicitly, no listener): a savepoint released (a
+    mail's commands, all or none) is no commit and claims nothing, so each mail is claimed
+    and sent once, after the commit."""
     engine = open_database(f"sqlite:///{tmp_path}/pbem.db")
     origin = Origin("bluff@x.test")
     sender = Flaky(0, RuntimeError())
