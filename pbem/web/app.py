@@ -25,7 +25,7 @@ import hashlib
 import json
 import logging
 import math
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -37,7 +37,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Scope
 
@@ -50,17 +50,20 @@ from pbem.services.replay import SomeStep, replay_steps
 from pbem.store.engines import reading
 from pbem.store.models import Game, Player
 from pbem.text.links import LinkError, expired, key_generation, mac_matches, read_token
-from pbem.text.wording import Message, _, _n
+from pbem.text.wording import _, _n
+from pbem.web.answers import (
+    FINISHED_CACHE,
+    NO_STORE,
+    Answers,
+    etag_matches,
+    for_whom,
+    in_english,
+    page_tag,
+)
 from pbem.web.cache import Memo
 from pbem.web.database import open_read_only
 from pbem.web.guard import Guard
-from pbem.web.language import (
-    VARY,
-    chosen_language,
-    environments,
-    remember_language,
-    switch_links,
-)
+from pbem.web.language import chosen_language
 from pbem.web.metrics import CONTENT_TYPE, exposition
 from pbem.web.page_data import GamePage, Verification
 from pbem.web.pages import (
@@ -78,15 +81,7 @@ log = logging.getLogger("pbem.web")
 
 STATIC = {"web.css": "text/css; charset=utf-8", "web.js": "text/javascript; charset=utf-8",
           "favicon.svg": "image/svg+xml"}
-FINISHED_CACHE = "public, max-age=86400"
-NO_STORE = "no-store"
 MAX_PAGE = 1_000_000
-
-
-def etag_matches(request: Request, etag: str) -> bool:
-    wanted = request.headers.get("if-none-match", "")
-    tags = [t.strip().removeprefix("W/") for t in wanted.split(",")]
-    return etag in tags or "*" in tags
 
 
 def page_number(request: Request) -> int:
@@ -97,97 +92,22 @@ def page_number(request: Request) -> int:
     return int(text)
 
 
-def in_english(value: object) -> str:
-    """json.dumps's ``default``: a page's messages are English in its JSON twin."""
-    if isinstance(value, Message):
-        return str(value)
-    raise TypeError(f"{type(value).__name__} is not JSON")
-
-
-class WebJSON(JSONResponse):
-    """The JSON twins: a page's data, its messages said in English."""
-
-    def render(self, content: Any) -> bytes:
-        return json.dumps(content, ensure_ascii=False, allow_nan=False, indent=None,
-                          separators=(",", ":"), default=in_english).encode("utf-8")
-
-
-def for_whom(cache: str, asked: bool) -> str:
-    """The Cache-Control of a page; one that sets the language cookie (``?lang=``) is for
-    this browser alone."""
-    return cache.replace("public", "private") if asked else cache
-
-
-def page_tag(etag: str, as_json: bool, language: str) -> str:
-    """The ETag of a page: its JSON twin's, or its HTML's in one language."""
-    return f'"{etag}-j"' if as_json else f'"{etag}-h-{language}"'
-
-
 class WebApp:
-    """The pages, with what they share: settings, the read-only engine, the clock, the
-    templates, and the memos of replays, verifications and built pages."""
+    """The pages, with what they share: settings, the read-only engine, the clock, how
+    they are answered (pbem.web.answers), and the memos of replays, verifications and
+    built pages."""
 
     def __init__(self, settings: Settings, engine: Engine,
                  clock: Callable[[], datetime] | None = None) -> None:
         self.settings = settings
         self.engine = engine
         self.clock = clock or (lambda: datetime.now(UTC))
-        self.envs = environments(settings)
+        self.answers = Answers(settings)
         self.steps: Memo[list[SomeStep]] = Memo(16)
         self.verdicts: Memo[Verification] = Memo(256)
         self.pages: Memo[GamePage] = Memo(256)
         self.static = {name: (packaged_template_dir() / "web" / "static" / name).read_bytes()
                        for name in STATIC}
-
-    # --- answering ------------------------------------------------------------------------
-
-    def html(self, template: str, request: Request | None, status_code: int = 200,
-             **context: Any) -> HTMLResponse:
-        """A page in the language its request asks for (English without a request), with
-        the headers that say so: Vary, and the cookie when ``?lang=`` chose it."""
-        language, asked = chosen_language(request) if request is not None else ("en", False)
-        context.setdefault("server_address", self.settings.address)
-        context.setdefault("json_url", None)
-        context["languages"] = switch_links(request, language) if request is not None else []
-        response = HTMLResponse(
-            self.envs[language].get_template(f"web/{template}").render(**context),
-            status_code=status_code, headers={"vary": VARY})
-        if asked:
-            remember_language(response, language)
-        return response
-
-    def answer(self, request: Request, data: Mapping[str, object], template: str, *,
-               as_json: bool, cache: str, etag: str | None = None,
-               json_url: str | None = None, **context: Any) -> Response:
-        headers = {"cache-control": cache}
-        language, asked = chosen_language(request)
-        if not as_json:
-            headers["vary"] = VARY
-            headers["cache-control"] = for_whom(cache, asked)
-        if etag is not None:
-            headers["etag"] = page_tag(etag, as_json, language)
-            if etag_matches(request, headers["etag"]):
-                response = Response(status_code=304, headers=headers)
-                if asked and not as_json:
-                    remember_language(response, language)
-                return response
-        if as_json:
-            return WebJSON(data, headers=headers)
-        response = self.html(template, request, page=data, json_url=json_url, **context)
-        response.headers.update(headers)
-        return response
-
-    def error(self, request: Request, status: int, title: Message | str,
-              message: Message | str) -> Response:
-        headers = {"cache-control": NO_STORE}
-        if request.url.path.startswith("/api/"):
-            return JSONResponse({"format": "pbem.web.error/1", "status": status,
-                                 "title": str(title), "message": str(message)},
-                                status_code=status, headers=headers)
-        response = self.html("error.html.j2", request, status_code=status, status=status,
-                             title=title, message=message)
-        response.headers.update(headers)
-        return response
 
     def running_cache(self) -> str:
         return f"public, max-age={self.settings.web.cache_seconds}"
@@ -220,7 +140,7 @@ class WebApp:
         etag = hashlib.sha256(json.dumps(data_for_tag, sort_keys=True, default=in_english)
                               .encode()).hexdigest()[:20]
         twin = "/api/games" + (f"?section={section}&page={page}" if section else "")
-        return self.answer(request, data, "index.html.j2", as_json=as_json,
+        return self.answers.answer(request, data, "index.html.j2", as_json=as_json,
                            cache=self.running_cache(), etag=etag, json_url=twin)
 
     def game_page(self, request: Request, as_json: bool) -> Response:
@@ -234,12 +154,12 @@ class WebApp:
             etag = f"{game.name}-{version}"
             cache = FINISHED_CACHE if over else self.running_cache()
             if etag_matches(request, page_tag(etag, as_json, chosen_language(request)[0])):
-                return self.answer(request, {}, "", as_json=as_json, cache=cache, etag=etag)
+                return self.answers.answer(request, {}, "", as_json=as_json, cache=cache, etag=etag)
             verified = self.verified(session, game) if over else None
             data = self.pages.get((game.id, version),
                                   lambda: game_page(session, game, self.settings, now,
                                                     verified=verified))
-        return self.answer(request, data, "game.html.j2", as_json=as_json, cache=cache,
+        return self.answers.answer(request, data, "game.html.j2", as_json=as_json, cache=cache,
                            etag=etag, json_url=f"/api/games/{game.name}")
 
     def replay(self, request: Request, as_json: bool) -> Response:
@@ -257,7 +177,7 @@ class WebApp:
             names = {p.seat: p.name for p in read_players(session, game)
                      if p.seat is not None and p.active}
             data = replay_page(game, steps, int(text), names, self.verified(session, game))
-        return self.answer(request, data, "replay.html.j2", as_json=as_json, cache=FINISHED_CACHE,
+        return self.answers.answer(request, data, "replay.html.j2", as_json=as_json, cache=FINISHED_CACHE,
                            etag=f"{game.name}-t{game.turn}-s{int(text)}",
                            json_url=f"/api/games/{game.name}/replay/{int(text)}")
 
@@ -310,7 +230,7 @@ class WebApp:
             game = session.get(Game, claim.game_id)
             assert game is not None   # the player row points at it
             data = private_page(session, game, player, self.settings, now, claim.expires_at)
-        response = self.answer(request, data, "game.html.j2", as_json=as_json,
+        response = self.answers.answer(request, data, "game.html.j2", as_json=as_json,
                                cache="private, no-store")
         response.headers["x-robots-tag"] = "noindex, nofollow"
         return response
@@ -347,7 +267,7 @@ class WebApp:
     # --- verify an uploaded record --------------------------------------------------------
 
     def verify_form(self, request: Request) -> Response:
-        response = self.html("verify.html.j2", request, page=None,
+        response = self.answers.html("verify.html.j2", request, page=None,
                              limit=self.settings.web.max_upload_bytes)
         response.headers["cache-control"] = for_whom("public, max-age=3600",
                                                      chosen_language(request)[1])
@@ -362,7 +282,7 @@ class WebApp:
         data = {"format": "pbem.web.verify/1", "ok": verdict.ok, "lines": list(verdict.lines)}
         if as_json:
             return JSONResponse(data, headers={"cache-control": NO_STORE})
-        response = self.html("verify.html.j2", request, page=data,
+        response = self.answers.html("verify.html.j2", request, page=data,
                              limit=self.settings.web.max_upload_bytes)
         response.headers["cache-control"] = NO_STORE
         return response
@@ -411,23 +331,23 @@ def create_app(settings: Settings, *, engine: Engine | None = None,
 
     async def page_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, PageError)
-        return web.error(request, exc.status, exc.title, exc.message)
+        return web.answers.error(request, exc.status, exc.title, exc.message)
 
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
         if exc.status_code == 404:
-            return web.error(request, 404, _("Not found"), _(
+            return web.answers.error(request, 404, _("Not found"), _(
                 "There is no page at this address. The list of all games is on the first "
                 "page."))
         if exc.status_code == 405:
-            return web.error(request, 405, _("Not allowed"), _(
+            return web.answers.error(request, 405, _("Not allowed"), _(
                 "These pages only show games: this address does not take that kind of "
                 "request."))
-        return web.error(request, exc.status_code, _("Bad request"), str(exc.detail))
+        return web.answers.error(request, exc.status_code, _("Bad request"), str(exc.detail))
 
     def fallback(scope: Scope) -> bytes:
         try:
-            return bytes(web.html("error.html.j2", Request(scope), status=500,
+            return bytes(web.answers.html("error.html.j2", Request(scope), status=500,
                                   title=_("Something went wrong"),
                                   message=_("The server could not make this page; the error is "
                                             "in its log. Please try again later.")).body)
