@@ -11,7 +11,8 @@ pbem.text.errors.Refusal. The modules:
 - ``context``: what an action sees (CommandContext), MailCommand, Turnkey;
 - ``registry``: the declarations, the tables, HELP, and ``run`` (permission + dispatch);
 - ``moves``: a player's move order and STATUS;
-- ``signup``, ``player_desk``: JOIN ... WATCH; SAY, ABSENT, DEFAULT, HISTORY, ORDERS;
+- ``signup``, ``table_talk``, ``player_desk``: JOIN ... WATCH; SAY; ABSENT, DEFAULT,
+  LANGUAGE, TIMEZONE, HISTORY, ORDERS, RECORD;
 - ``referee_cmds``, ``schedule``, ``seats``, ``rollback``: the referee's commands.
 
 Commands import the services (pbem.services), the data layer, the pure core

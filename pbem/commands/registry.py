@@ -30,6 +30,7 @@ from pbem.commands import (
     schedule,
     seats,
     signup,
+    table_talk,
 )
 from pbem.commands.context import CommandContext, Done, MailCommand, Turnkey, refusal, refuse
 from pbem.commands.moves import take_moves
@@ -73,7 +74,8 @@ DECLARED: tuple[Command, ...] = (
     *moves.COMMANDS,
     MailCommand("HELP", "HELP", _("this summary of the orders"), no_args,
                 action=do_player_help, who="anyone", phase="reply"),
-    *MAIL_LINES, *signup.COMMANDS, *player_desk.COMMANDS, *address.COMMANDS,
+    *MAIL_LINES, *signup.COMMANDS, *table_talk.COMMANDS,
+    *player_desk.COMMANDS, *address.COMMANDS,
     Command("KEY", "KEY <referee key>", _("in referee mail: proves the mail is the referee's"),
             one_word("key"), who="referee", phase="line"),
     *referee_cmds.COMMANDS, *schedule.COMMANDS, *seats.COMMANDS, *rollback.COMMANDS,

@@ -10,8 +10,8 @@ import unicodedata
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pbem.commands.player_desk import say_text
 from pbem.commands.registry import player_commands
+from pbem.commands.table_talk import say_text
 from pbem.mail.text import BodyLine
 from pbem.orders.parsing import parse_text
 from pbem.orders.words import ORDER_WORDS, words_language
