@@ -1,21 +1,20 @@
 """Classic Bluff (docs/rules.md section 4) as a game kind: 2 to 6 players, rounds until one is left.
 
-The server sees one turn per move: the one player to move is due. Options
-are the editions of docs/rules.md section 4 (``english``, ``german``, ``czech``,
-``anniversary``) and single options on top of one.
+The server sees one turn per move: the one player to move is due. The options (the
+editions of docs/rules.md section 4 and single options on top of one) are read in
+pbem.kinds.classic_options, the moves told in words in pbem.kinds.classic_words; this
+module is the kind: orders taken, moves applied, views, and the robot that plays from a
+report.json.
 
-Czech edition: 6 dice a player, 5 with six players. The number of players is
-not known when the options are read, so the rules JSON keeps
+Czech edition: 6 dice a player, 5 with six players. The rules JSON keeps
 ``dice_if_six_players`` (5 for Czech, else None) and ``start`` resolves it;
 the state's RuleSet holds the dice really dealt. A replay must start from the
 same rules JSON (the extra key included).
 """
-
 from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from typing import Final
 
 from pbem.kinds.base import OWN_SCHEMA_PARTS, Demo, Resolution, TakenOrder, Understood
 from pbem.kinds.bidding import (
@@ -27,6 +26,13 @@ from pbem.kinds.bidding import (
     read_bid_order,
     standing_bid_move,
 )
+from pbem.kinds.classic_options import (
+    OPTION_HELP,
+    SIX_KEY,
+    describe_classic_rules,
+    parse_classic_options,
+)
+from pbem.kinds.classic_words import event_lines, face_symbols, round_lines
 from pbem.kinds.jsontypes import BidChart, JSONMap, MoveExtra, Odds
 from pbem.kinds.tables import (
     BluffTable,
@@ -46,97 +52,22 @@ from pbem.rules.bid_moves import BidMove, Move
 from pbem.rules.classic import (
     BidPlaced,
     ClassicState,
-    Event,
-    GameEnded,
     PlacedBid,
     RoundEnd,
-    RoundEnded,
-    RoundStarted,
     apply_move,
     new_game,
 )
-from pbem.rules.dice import DiceStream, Die, Face, face_from_json, face_json, face_symbol
+from pbem.rules.dice import DiceStream, Die, Face, face_from_json, face_json
 from pbem.rules.dice_cup import Cup
 from pbem.rules.errors import IllegalMove, RulesError
 from pbem.rules.ladder import Bid
 from pbem.rules.odds import Answer, OtherSeat, SeatView, answers, bid_odds, bids_since_reroll
 from pbem.rules.postal import make_ladder
 from pbem.rules.robot import DEFAULT_LEVEL, choose_move
-from pbem.rules.ruleset import ExactRule, RuleSet
-from pbem.text.errors import Refusal
-from pbem.text.wording import Message, Said, _, _n, joined
+from pbem.rules.ruleset import RuleSet
+from pbem.text.wording import Message, Said, _, _n
 
 MOVE_NAMES = ("BID", "CHALLENGE", "EXPOSE")
-SIX_KEY: Final = "dice_if_six_players"
-
-# docs/rules.md section 4, classic Bluff: what each published edition uses
-EDITIONS: dict[str, tuple[RuleSet, int | None]] = {
-    "english": (RuleSet(exact_rule=ExactRule.ALL_BUT_BIDDER, expose=True), None),
-    "german": (RuleSet(exact_rule=ExactRule.CHALLENGER, expose=False), None),
-    "czech": (RuleSet(dice_per_player=6, exact_rule=ExactRule.NOBODY, expose=False), 5),
-    "anniversary": (RuleSet(super_die=True, exact_rule=ExactRule.ALL_BUT_BIDDER,
-                            expose=False), None),
-}
-OPTION_HELP = _("classic options: an edition (english, german, czech, anniversary) first, "
-                "then DICE <1-10>, SUPER on|off, EXACT {exact}, STARS on|off, EXPOSE on|off, "
-                "BOARD <n>|off", exact="|".join(r.value for r in ExactRule))
-_EXACT_TEXT = {
-    ExactRule.ALL_BUT_BIDDER: _("all but the bidder lose 1"),
-    ExactRule.NOBODY: _("nobody loses a die, the bidder opens the next round"),
-    ExactRule.CHALLENGER: _("the challenger loses 1"),
-    ExactRule.EVERYONE: _("every player loses 1"),
-    ExactRule.CHALLENGER_GIVES: _("the challenger gives the bidder a die"),
-}
-# how the rules text names each edition, as it is and with changes (whole phrases: an
-# edition's name is an adjective in German and Czech)
-_EDITION_NAMES = {
-    "english": (_(", English edition"), _(", English edition with changes")),
-    "german": (_(", German edition"), _(", German edition with changes")),
-    "czech": (_(", Czech edition"), _(", Czech edition with changes")),
-    "anniversary": (_(", Anniversary edition"), _(", Anniversary edition with changes")),
-}
-
-
-def _switch(name: str, value: str) -> bool:
-    if value in ("on", "yes", "true"):
-        return True
-    if value in ("off", "no", "false"):
-        return False
-    raise Refusal(_("{name} is on or off, not '{value}'", name=name.upper(), value=value),
-                  OPTION_HELP)
-
-
-def _number(name: str, value: str) -> int:
-    if not value.isdigit():
-        raise Refusal(_("{name} takes a number, not '{value}'", name=name.upper(),
-                        value=value), OPTION_HELP)
-    return int(value)
-
-
-def _changes_from(name: str, rules: JSONMap) -> int:
-    """How many settings ``rules`` changed from an edition's. A game under way has the
-    Czech "5 with six players" resolved (null), its dice then either count; a view's rules
-    leave that key out."""
-    preset, preset_six = EDITIONS[name]
-    wanted = preset.to_json()
-    changed = {key for key, value in wanted.items() if rules.get(key) != value}
-    six = rules.get(SIX_KEY)
-    if six is None and preset_six is not None and rules.get("dice_per_player") == preset_six:
-        changed.discard("dice_per_player")
-    return len(changed) + (1 if isinstance(six, int) and six != preset_six else 0)
-
-
-def _edition_words(rules: JSONMap) -> Message:
-    """", German edition", or the edition the rules changed least: "German edition with
-    changes" (a game started as `german DICE 1` still says where it comes from)."""
-    changes = {name: _changes_from(name, rules) for name in EDITIONS}
-    nearest = min(EDITIONS, key=lambda name: changes[name])   # ties: the first named
-    as_it_is, changed = _EDITION_NAMES[nearest]
-    return changed if changes[nearest] else as_it_is
-
-
-def _faces(values: Sequence[Face]) -> str:
-    return " ".join(face_symbol(f) for f in values)
 
 
 def _bids_json(bids: Sequence[PlacedBid]) -> list[ClassicBidJSON]:
@@ -157,76 +88,6 @@ def _round_json(end: RoundEnd) -> ClassicRound:
     }
 
 
-def _paid(seat: int, lost: int, you: int | None) -> Message:
-    """What one player paid at a cups up: "you lose 1 die", "player 2 gains 1 die"."""
-    if seat == you:
-        return (_n("you lose {n} die", "you lose {n} dice", lost) if lost > 0 else
-                _n("you gain {n} die", "you gain {n} dice", -lost))
-    return (_n("player {seat} loses {n} die", "player {seat} loses {n} dice", lost, seat=seat)
-            if lost > 0 else
-            _n("player {seat} gains {n} die", "player {seat} gains {n} dice", -lost,
-               seat=seat))
-
-
-def _round_lines(end: RoundEnd, you: int | None = None) -> list[str]:
-    r, bid = end.result, end.result.bid
-    if r.outcome == "short":
-        how = _("short by {missing}", missing=bid.quantity - r.actual)
-    else:
-        how = _("exact") if r.outcome == "exact" else _("{extra} over",
-                                                        extra=r.actual - bid.quantity)
-    paid = (joined([_paid(s, n, you) for s, n in sorted(end.lost.items())], "; ")
-            if end.lost else _("nobody loses a die"))
-    values = {"round": end.round, "bid": bid_words(bid), "actual": r.actual, "how": how,
-              "paid": paid, "challenger": end.challenger, "bidder": r.bidder}
-    if end.challenger == you:
-        said = _("Round {round}: you challenged {bid} (bid by player {bidder}); the table "
-                 "held {actual}, {how}: {paid}.", **values)
-    elif r.bidder == you:
-        said = _("Round {round}: player {challenger} challenged {bid} (bid by you); the "
-                 "table held {actual}, {how}: {paid}.", **values)
-    else:
-        said = _("Round {round}: player {challenger} challenged {bid} (bid by player "
-                 "{bidder}); the table held {actual}, {how}: {paid}.", **values)
-    lines: list[str] = [Told(said)]
-    lines += [Told(_("Round {round}: you are out.", round=end.round) if s == you else
-                   _("Round {round}: player {seat} is out.", round=end.round, seat=s))
-              for s in end.out]
-    return lines
-
-
-def _bid_line(e: BidPlaced, you: int | None) -> Message:
-    values = {"round": e.round, "seat": e.seat, "bid": bid_words(e.bid),
-              "faces": _faces(e.exposed)}
-    if e.seat == you:
-        return (_("Round {round}: you bid {bid}, exposing {faces} and re-rolling the rest.",
-                  **values) if e.exposed else _("Round {round}: you bid {bid}.", **values))
-    return (_("Round {round}: player {seat} bid {bid}, exposing {faces} and re-rolling the "
-              "rest.", **values) if e.exposed else
-            _("Round {round}: player {seat} bid {bid}.", **values))
-
-
-def _event_lines(events: Sequence[Event], you: int | None = None) -> list[str]:
-    """A move's events in words for the report, told to all (you None) or to seat you."""
-    notes: list[str] = []
-    for e in events:
-        if isinstance(e, BidPlaced):
-            notes.append(Told(_bid_line(e, you)))
-        elif isinstance(e, RoundEnded):
-            notes += _round_lines(e.end, you)
-        elif isinstance(e, RoundStarted):
-            notes.append(Told(
-                _("Round {round}: new dice are rolled; you open.", round=e.round)
-                if e.opener == you else
-                _("Round {round}: new dice are rolled; player {seat} opens.", round=e.round,
-                  seat=e.opener)))
-        elif isinstance(e, GameEnded):
-            notes.append(Told(
-                _("You win: the last player with dice.") if e.winner == you else
-                _("Player {seat} wins: the last player with dice.", seat=e.winner)))
-    return notes
-
-
 class ClassicKind(BidMoves[ClassicState]):
     name = "classic"
     schema_dir = OWN_SCHEMA_PARTS / name
@@ -245,39 +106,7 @@ class ClassicKind(BidMoves[ClassicState]):
     standing_orders: Mapping[str, Said] = STANDING_ORDERS_SAID
 
     def parse_options(self, words: Sequence[str]) -> ClassicRules:
-        rules, six = RuleSet(), None
-        tokens = [w.lower() for w in words]
-        if tokens and tokens[0] in EDITIONS:
-            rules, six = EDITIONS[tokens.pop(0)]
-        while tokens:
-            name = tokens.pop(0)
-            if name in EDITIONS:
-                raise Refusal(_("name the edition ({name}) first, before single options",
-                                name=name), OPTION_HELP)
-            if name not in ("dice", "super", "exact", "stars", "expose", "board"):
-                raise Refusal(_("unknown option '{name}' for a classic game", name=name),
-                              OPTION_HELP)
-            if not tokens:
-                raise Refusal(_("{name} needs a value", name=name.upper()), OPTION_HELP)
-            value = tokens.pop(0)
-            try:
-                if name == "dice":
-                    rules, six = rules.with_options(dice_per_player=_number(name, value)), None
-                elif name == "super":
-                    rules = rules.with_options(super_die=_switch(name, value))
-                elif name == "exact":
-                    rules = rules.with_options(exact_rule=ExactRule(value))
-                elif name == "stars":
-                    rules = rules.with_options(star_bids=_switch(name, value))
-                elif name == "expose":
-                    rules = rules.with_options(expose=_switch(name, value))
-                else:
-                    cap = None if value in ("off", "none") else _number(name, value)
-                    rules = rules.with_options(board_cap=cap)
-            except ValueError as exc:
-                raise Refusal(_("{name} {value}: {why}", name=name.upper(), value=value,
-                                why=str(exc)), OPTION_HELP) from None
-        return {**rules.to_json(), SIX_KEY: six}
+        return parse_classic_options(words)
 
     def rules_of(self, rules: JSONMap, players: int) -> RuleSet:
         """The RuleSet of a game of that many players (the Czech six-player rule resolved)."""
@@ -293,19 +122,7 @@ class ClassicKind(BidMoves[ClassicState]):
         return {**self.rules_of(rules, players).to_json(), SIX_KEY: None}
 
     def describe_rules(self, rules: JSONMap) -> str:
-        r = RuleSet.from_json(dict(rules))
-        dice: Message = _n("{n} die each", "{n} dice each", r.dice_per_player)
-        if isinstance(rules.get(SIX_KEY), int):
-            dice += _(" ({six} with six players)", six=rules[SIX_KEY])
-        if r.super_die:
-            dice += _(", one of them the super die that counts twice")
-        on, off = _("on"), _("off")
-        board = _(", board ends at {cap}", cap=r.board_cap) if r.board_cap else ""
-        return Told(_("classic Bluff{edition}: {dice}; exact bid: {exact}; star bids {stars}; "
-                      "expose and re-roll {expose}{board}", edition=_edition_words(rules),
-                      dice=dice, exact=_EXACT_TEXT[r.exact_rule],
-                      stars=on if r.star_bids else off, expose=on if r.expose else off,
-                      board=board))
+        return describe_classic_rules(rules)
 
     def start(self, rules: JSONMap, stream: DiceStream, players: int) -> ClassicState:
         return new_game(stream, self.rules_of(rules, players), players)
@@ -350,7 +167,7 @@ class ClassicKind(BidMoves[ClassicState]):
                                         "{round}", bid=current.said() if current else "None",
                                         seat=state.bidder, round=state.round))
         lines = [first] + [Understood(e, _("expose {faces}, re-roll the rest",
-                                           faces=_faces(e.args)))
+                                           faces=face_symbols(e.args)))
                            for e in exposes]
         return TakenOrder(move, lines, f"{move} {where}")
 
@@ -379,8 +196,8 @@ class ClassicKind(BidMoves[ClassicState]):
                     record[e.seat] = {
                         "dealt": [face_json(f) for f in e.rerolled],
                         "shown": [{"face": face_json(d.face), "orange": d.super} for d in dice]}
-        return Resolution(after, _event_lines(events), extras, record,
-                          seat_notes={s: _event_lines(events, s) for s in state.seats})
+        return Resolution(after, event_lines(events), extras, record,
+                          seat_notes={s: event_lines(events, s) for s in state.seats})
 
     def robot_move(self, state: ClassicState, seat: int, rng: random.Random,
                    level: str = DEFAULT_LEVEL) -> Move:
@@ -441,13 +258,13 @@ class ClassicKind(BidMoves[ClassicState]):
         def bid_lines(round_no: int, bids: Sequence[PlacedBid]) -> list[str]:
             return [Told(_("Round {round}: player {seat} bid {bid}, exposing {faces}",
                            round=round_no, seat=b.seat, bid=bid_words(b.bid),
-                           faces=_faces(b.exposed)) if b.exposed else
+                           faces=face_symbols(b.exposed)) if b.exposed else
                          _("Round {round}: player {seat} bid {bid}", round=round_no,
                            seat=b.seat, bid=bid_words(b.bid))) for b in bids]
 
         lines: list[str] = []
         for end in state.finished:
-            lines += bid_lines(end.round, end.bids) + _round_lines(end)
+            lines += bid_lines(end.round, end.bids) + round_lines(end)
         if not state.game_over:
             lines += bid_lines(state.round, state.bids)
         return lines

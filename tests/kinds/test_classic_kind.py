@@ -10,7 +10,8 @@ from typing import Any
 import jinja2
 import pytest
 
-from pbem.kinds.classic import CLASSIC, SIX_KEY
+from pbem.kinds.classic import CLASSIC
+from pbem.kinds.classic_options import SIX_KEY
 from pbem.mail.text import BodyLine
 from pbem.orders.parsing import PLAYER_COMMANDS, Order, parse_text
 from pbem.render.reports import Renderer

@@ -9,7 +9,8 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pbem.kinds.classic import CLASSIC, SIX_KEY
+from pbem.kinds.classic import CLASSIC
+from pbem.kinds.classic_options import SIX_KEY
 from pbem.rules.bid_moves import CHALLENGE, BidMove
 from pbem.rules.challenge import count_matching, resolve_challenge
 from pbem.rules.classic import Hand, RoundEnded, apply_move, new_game
