@@ -1,7 +1,9 @@
 """Cup of Bluff (docs/rules.md section 5) as a game kind: 3 to 5 players, 16 tokens.
 
-The rules live in pbem.rules.cupofbluff; this module reads orders, words
-notes and views. The server sees one turn per move: the Bluffer's action,
+The rules live in pbem.rules.cupofbluff, the orders' parsers in pbem.kinds.cup_orders,
+the moves told in words in pbem.kinds.cup_words; this module is the kind: an order
+taken, a move applied, the views, and the robot that plays from a report.json. The
+server sees one turn per move: the Bluffer's action,
 then the Guesser's answer, then (after a failed steal) the Bluffer's GIVE.
 A "round" in the texts below is one Bluffer's turn of the rulebook.
 
@@ -13,30 +15,24 @@ None and the robot plays for the missing player.
 from __future__ import annotations
 
 import random
-import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from pbem.kinds.base import OWN_SCHEMA_PARTS, Demo, GameKind, Resolution, TakenOrder, Understood
+from pbem.kinds.cup_orders import COMMANDS, MOVE_NAMES
+from pbem.kinds.cup_words import claim_line, event_lines, record_lines, reveal_line
 from pbem.kinds.jsontypes import BidChart, CupRound, JSONMap, MoveExtra
 from pbem.kinds.tables import POINTS_TABLE, CupScore, CupTable, Viewer, cup_scores, cup_tables
 from pbem.kinds.views import CupExtras, CupRules, CupView
 from pbem.kinds.words import KIND_TITLES, Told
-from pbem.orders.parsing import Command, Order, SeatByName
+from pbem.orders.parsing import Order
 from pbem.rules import cupofbluff as cb
 from pbem.rules import robot_cup
 from pbem.rules.cupofbluff import (
     Announce,
     Answer,
-    Claimed,
     CupState,
     Doublet,
-    DoubletMade,
-    Event,
-    GameEnded,
-    Give,
-    Given,
     Move,
-    Revealed,
     Rolled,
     Steal,
     TurnRecord,
@@ -48,250 +44,6 @@ from pbem.text.errors import Refusal
 from pbem.text.wording import Message, Said, _, _n
 
 RULES_VERSION = 1
-SEAT_HINT = _("write the player's number or name, e.g. TO 3, TO player 3 or TO Ann")
-_NAME = re.compile(r"^[^\W\d_][\w.' -]{0,59}$")
-TOKEN_HINT = _("tokens and totals are the numbers 3 to 18")
-_WORDS = dict(zip(("three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
-                   "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen",
-                   "eighteen"), range(3, 19), strict=True))
-_SEAT = re.compile(r"^(?:player|seat|p|#)?\s*(\d+)$")
-
-
-# --- order parsing ----------------------------------------------------------
-
-
-def _clean(word: str) -> str:
-    return word.lower().strip(".,;:!?")
-
-
-def parse_token(word: str) -> int:
-    text = _clean(word)
-    value = int(text) if text.isdigit() else _WORDS.get(text)
-    if value is None or not 3 <= value <= 18:
-        raise Refusal(_("'{word}' is not a token or total", word=word), TOKEN_HINT)
-    return value
-
-
-def parse_seat(words: Sequence[str]) -> int:
-    match = _SEAT.match(" ".join(_clean(w) for w in words))
-    if match is None or not 1 <= int(match.group(1)) <= 5:
-        raise Refusal(_("'{words}' is not a player number", words=" ".join(words)), SEAT_HINT)
-    return int(match.group(1))
-
-
-def _write_it(usage: str) -> Message:
-    return _("write it as {usage}", usage=usage)
-
-
-def _split(args: list[str], word: str, usage: str) -> tuple[list[str], list[str]]:
-    upper = [_clean(a).upper() for a in args]
-    if word not in upper:
-        raise Refusal(_("'{word}' is missing", word=word), _write_it(usage))
-    at = upper.index(word)
-    return args[:at], args[at + 1:]
-
-
-def _one_token(words: list[str], usage: str) -> int:
-    if len(words) != 1:
-        raise Refusal(_("expected one token or total, not '{words}'", words=" ".join(words)),
-                      _write_it(usage))
-    return parse_token(words[0])
-
-
-def _seat_or_name(words: Sequence[str], build: Callable[[int], Move]) -> Move | SeatByName:
-    """A player by number (the move at once) or by name (found by the shell)."""
-    try:
-        return build(parse_seat(words))
-    except Refusal:
-        name = " ".join(w.strip(".,;:!?") for w in words).strip()
-        if not _NAME.match(name):
-            raise
-        return SeatByName(name, build)
-
-
-def parse_announce(args: list[str]) -> Move | SeatByName:
-    usage = "ANNOUNCE <total> TO <player>, e.g. ANNOUNCE 12 TO 3"
-    total, seat = _split(args, "TO", usage)
-    value = _one_token(total, usage)
-    return _seat_or_name(seat, lambda s: Announce(value, s))
-
-
-def parse_steal(args: list[str]) -> Move | SeatByName:
-    usage = "STEAL <token> FROM <player>, e.g. STEAL 15 FROM 2"
-    token, seat = _split(args, "FROM", usage)
-    value = _one_token(token, usage)
-    return _seat_or_name(seat, lambda s: Steal(value, s))
-
-
-def parse_doublet(args: list[str]) -> Doublet:
-    usage = "DOUBLET TAKE <token> GIVE <token> <token> ..., e.g. DOUBLET TAKE 4 GIVE 8 13"
-    before, after = _split(args, "GIVE", usage)
-    if not before or _clean(before[0]) != "take":
-        raise Refusal(_("'{word}' is missing", word="TAKE"), _write_it(usage))
-    parts = [p for a in after for p in a.split(",") if p and _clean(p) not in ("", "and")]
-    if not parts:
-        raise Refusal(_("name the tokens you give back"), _write_it(usage))
-    return Doublet(_one_token(before[1:], usage), tuple(parse_token(p) for p in parts))
-
-
-def parse_give(args: list[str]) -> Give:
-    return Give(_one_token(args, "GIVE <token>, e.g. GIVE 9"))
-
-
-def _answer(ok: bool) -> Callable[[list[str]], Answer]:
-    def parse(args: list[str]) -> Answer:
-        # "Bluff you!" and "OK!" are the rulebook's words; anything more is a mistake
-        if any(_clean(a) not in ("", "you") for a in args):
-            raise Refusal(_("this order takes nothing after it, not '{words}'",
-                            words=" ".join(args)))
-        return Answer(ok)
-    return parse
-
-
-COMMANDS: tuple[Command, ...] = (
-    Command("ANNOUNCE", "ANNOUNCE <total> TO <player number or name>",
-            _("as the Bluffer: claim your dice show this total (3-18, its token in the centre)"),
-            parse_announce),
-    Command("STEAL", "STEAL <token> FROM <player number or name>",
-            _("as the Bluffer: claim your dice show the total of that player's token"),
-            parse_steal),
-    Command("DOUBLET", "DOUBLET TAKE <token> GIVE <token> [<token> ...]",
-            _("as the Bluffer with a double: swap your tokens for a centre token of equal points"),
-            parse_doublet),
-    Command("OK", "OK", _("as the Guesser: you believe the Bluffer's claim"), _answer(True),
-            aliases=("OK!", "OKAY")),
-    Command("BLUFF", "BLUFF", _("as the Guesser: you do not believe it"), _answer(False),
-            aliases=("BLUFF!", "BLUFF YOU", "BLUFF YOU!")),
-    Command("GIVE", "GIVE <token>",
-            _("as the Bluffer after a failed steal: the token you give the Guesser"), parse_give),
-)
-MOVE_NAMES = tuple(c.name for c in COMMANDS)
-
-
-# --- words ------------------------------------------------------------------
-
-
-def _roll(roll: Sequence[int]) -> str:
-    return f"{' '.join(map(str, roll))} = {sum(roll)}"
-
-
-def claim_line(number: int, bluffer: int, action: str, total: int, guesser: int,
-               you: int | None = None) -> str:
-    values = {"number": number, "bluffer": bluffer, "total": total, "guesser": guesser}
-    if action == "steal":
-        if bluffer == you:
-            return Told(_("Round {number}: you try to steal token {total} from player "
-                          "{guesser}, claiming a total of {total}.", **values))
-        if guesser == you:
-            return Told(_("Round {number}: player {bluffer} tries to steal token {total} "
-                          "from you, claiming a total of {total}.", **values))
-        return Told(_("Round {number}: player {bluffer} tries to steal token {total} from "
-                      "player {guesser}, claiming a total of {total}.", **values))
-    if bluffer == you:
-        return Told(_("Round {number}: you announce a total of {total} to player "
-                      "{guesser}.", **values))
-    if guesser == you:
-        return Told(_("Round {number}: player {bluffer} announces a total of {total} to "
-                      "you.", **values))
-    return Told(_("Round {number}: player {bluffer} announces a total of {total} to player "
-                  "{guesser}.", **values))
-
-
-def _reveal_end(r: TurnRecord, you: int | None) -> Message:
-    """Who was right at a reveal, and what they take: "player 2 was right and takes
-    token 9."."""
-    g, b = r.guesser, r.bluffer
-    values = {"guesser": g, "bluffer": b, "total": r.total}
-    if r.winner == g:
-        if r.action == "announce":
-            return (_("you were right and take token {total}.", **values) if g == you else
-                    _("player {guesser} was right and takes token {total}.", **values))
-        if g == you:
-            return _("you were right, keep token {total} and get a token from player "
-                     "{bluffer}.", **values)
-        if b == you:
-            return _("player {guesser} was right, keeps token {total} and gets a token from "
-                     "you.", **values)
-        return _("player {guesser} was right, keeps token {total} and gets a token from "
-                 "player {bluffer}.", **values)
-    # OK on a lie (the Bluffer fooled the Guesser) / BLUFF on the truth
-    steal = r.action != "announce"
-    if b == you:
-        if r.ok:
-            return (_("you fooled them and take player {guesser}'s token {total}.", **values)
-                    if steal else _("you fooled them and take token {total}.", **values))
-        return (_("you were right and take player {guesser}'s token {total}.", **values)
-                if steal else _("you were right and take token {total}.", **values))
-    if g == you:
-        if r.ok:
-            return (_("player {bluffer} fooled you and takes your token {total}.", **values)
-                    if steal else
-                    _("player {bluffer} fooled you and takes token {total}.", **values))
-        return (_("player {bluffer} was right and takes your token {total}.", **values)
-                if steal else _("player {bluffer} was right and takes token {total}.",
-                                **values))
-    if r.ok:
-        return (_("player {bluffer} fooled them and takes player {guesser}'s token {total}.",
-                  **values) if steal else
-                _("player {bluffer} fooled them and takes token {total}.", **values))
-    return (_("player {bluffer} was right and takes player {guesser}'s token {total}.",
-              **values) if steal else
-            _("player {bluffer} was right and takes token {total}.", **values))
-
-
-def reveal_line(r: TurnRecord, you: int | None = None) -> str:
-    g = r.guesser
-    assert g is not None
-    values = {"guesser": g, "said": "OK" if r.ok else "BLUFF", "roll": _roll(r.roll),
-              "truth": _("the truth") if r.truthful else _("a bluff"),
-              "end": _reveal_end(r, you)}
-    if g == you:
-        return Told(_("You say {said}; the dice show {roll}, {truth}: {end}", **values))
-    return Told(_("Player {guesser} says {said}; the dice show {roll}, {truth}: {end}",
-                  **values))
-
-
-def given_line(bluffer: int, guesser: int, token: int, you: int | None = None) -> str:
-    values = {"bluffer": bluffer, "guesser": guesser, "token": token}
-    if bluffer == you:
-        return Told(_("You give token {token} to player {guesser}.", **values))
-    if guesser == you:
-        return Told(_("Player {bluffer} gives token {token} to you.", **values))
-    return Told(_("Player {bluffer} gives token {token} to player {guesser}.", **values))
-
-
-def doublet_line(r: TurnRecord, you: int | None = None) -> str:
-    values = {"number": r.number, "bluffer": r.bluffer, "roll": _roll(r.roll),
-              "given": ", ".join(map(str, r.returned)), "total": r.total}
-    if r.bluffer == you:
-        return Told(_("Round {number}: you show a doublet ({roll}) and swap tokens {given} "
-                      "for token {total}.", **values))
-    return Told(_("Round {number}: player {bluffer} shows a doublet ({roll}) and swaps "
-                  "tokens {given} for token {total}.", **values))
-
-
-def event_lines(events: Sequence[Event], you: int | None = None) -> list[str]:
-    """A move's events in words for the report, told to everyone (you None) or to the
-    player of seat you ("you announce", "player 2 announces ... to you")."""
-    notes: list[str] = []
-    for e in events:
-        if isinstance(e, Claimed):
-            notes.append(claim_line(e.number, e.bluffer, e.action, e.total, e.guesser, you))
-        elif isinstance(e, Revealed):
-            notes.append(reveal_line(e.record, you))
-        elif isinstance(e, Given):
-            notes.append(given_line(e.bluffer, e.guesser, e.token, you))
-        elif isinstance(e, DoubletMade):
-            notes.append(doublet_line(e.record, you))
-        elif isinstance(e, Rolled):
-            notes.append(Told(
-                _("Round {number}: you are the Bluffer.", number=e.number)
-                if e.bluffer == you else
-                _("Round {number}: player {seat} is the Bluffer.", number=e.number,
-                  seat=e.bluffer)))
-        elif isinstance(e, GameEnded):
-            notes.append(Told(_("The last token has left the centre: the game is over.")))
-    return notes
 
 
 def _due_words(state: CupState) -> dict[int, str]:
@@ -302,18 +54,6 @@ def _due_words(state: CupState) -> dict[int, str]:
 def _waiting_words(state: CupState) -> str:
     """Whose move it is, said to everyone (CupState.waiting_for_said), as a Told line."""
     return Told(state.waiting_for_said())
-
-
-def record_lines(r: TurnRecord, you: int | None = None) -> list[str]:
-    """The round in words, told to everyone (you None) or to the player of seat you."""
-    if r.action == "doublet":
-        return [doublet_line(r, you)]
-    assert r.guesser is not None
-    lines = [claim_line(r.number, r.bluffer, r.action, r.total, r.guesser, you),
-             reveal_line(r, you)]
-    if r.given is not None:
-        lines.append(given_line(r.bluffer, r.guesser, r.given, you))
-    return lines
 
 
 def _pending(state: CupState) -> TurnRecord | None:
