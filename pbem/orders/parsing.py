@@ -25,8 +25,8 @@ from functools import lru_cache
 from typing import Any, Literal, Protocol
 
 from pbem.orders.arguments import game_name, no_args, one_word, parse_bid, parse_faces, parse_turn
+from pbem.orders.phrases import COURTESY
 from pbem.orders.reading import (
-    COURTESY,
     Doubt,
     Read,
     Reading,

@@ -8,7 +8,8 @@ greetings and courtesy words around ("Hallo, ..., danke", "Hilfe bitte").
 
 A line is cut into words once (folded: any case, accents optional, ä typed ae) and into
 clauses at its punctuation; each clause is matched whole against a few finite phrase
-tables (sets of word tuples: no backtracking, linear in the line). The line's reading is:
+tables (pbem.orders.phrases: sets of word tuples; no backtracking, linear in the line).
+The line's reading is:
 
 - ``None``: prose (no clause is an order) -- digits in prose never make an order;
 - ``Read``: exactly one order, every other clause a greeting or courtesy word (the same
@@ -24,20 +25,30 @@ Pure: no I/O; pbem.orders.parsing imports it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
-from pbem.orders.words import (
-    ENGLISH_FACE_WORDS,
-    FACE_WORDS,
-    NUMBER_WORDS,
-    STAR_FACE,
-    TENS_WORDS,
-    folded,
-    spelled,
+from pbem.orders.phrases import (
+    ACCEPTS,
+    AMONG_BIDS,
+    BID_VERBS,
+    CHALLENGE_LANGUAGE,
+    CHALLENGE_WORDS,
+    COURTESY,
+    FACE_NOUNS,
+    HEDGES,
+    JOINERS,
+    MOST_COURTESY_WORDS,
+    MOST_JOINER_WORDS,
+    NEGATIONS,
+    NUMBERS,
+    OPENER_LANGUAGE,
+    OR_WORDS,
+    PLAIN_NUMBERS,
 )
+from pbem.orders.words import STAR_FACE, TENS_WORDS, folded
 
 MAX_READ_CHARS = 300   # a longer line is no spoken order: only an order word opens it
 MAX_CLAUSE_WORDS = 12  # a longer clause is prose
@@ -75,173 +86,6 @@ class Doubt:
     readings: tuple[Reading, ...]
 
 
-# --- the phrase tables ---------------------------------------------------------------
-
-def _phrases(*texts: str) -> frozenset[tuple[str, ...]]:
-    """Each text's word tuples in every spelling a player may type (see spelled)."""
-    found: set[tuple[str, ...]] = set()
-    for text in texts:
-        forms: list[tuple[str, ...]] = [()]
-        for word in text.split():
-            forms = [f + (s,) for f in forms for s in spelled(word)]
-        found.update(forms)
-    return frozenset(found)
-
-
-def _combined(subjects: Iterable[str], verbs: Iterable[str]) -> list[str]:
-    return [f"{s} {v}".strip() for s in subjects for v in verbs]
-
-
-# greetings, courtesy and filler words around an order, in any of the languages
-COURTESY = _phrases(
-    "please", "pls", "plz", "thanks", "thank you", "thanks a lot", "thx", "cheers", "hi",
-    "hello", "hey", "dear all", "hi all", "hello all", "hi everyone", "hello everyone",
-    "everyone", "all", "folks", "guys", "well", "so", "then", "now", "right", "alright",
-    "good luck", "gl", "regards", "best", "best regards", "kind regards", "sorry", "yes",
-    "bitte", "danke", "danke schön", "dankeschön", "vielen dank", "danke sehr", "hallo",
-    "moin", "servus", "grüß gott", "grüße", "gruß", "liebe grüße", "viele grüße", "lg",
-    "mfg", "also", "gut", "na gut", "na dann", "dann", "jetzt", "nun", "zusammen", "leute",
-    "ihr lieben", "hallo zusammen", "hallo leute", "hallo ihr lieben", "hi zusammen",
-    "viel glück", "viel spaß", "tschüss", "ciao", "ja", "bitte schön", "bitteschön",
-    "prosím", "díky", "dík", "děkuji", "děkuju", "moc díky", "díky moc", "ahoj", "čau", "nazdar",
-    "zdravím", "zdravíčko", "dobrý den", "dobrý večer", "tak", "takže", "dobře", "no",
-    "hodně štěstí", "s pozdravem", "všem", "ahoj všichni", "zdravím všechny", "jo", "ano",
-    "tedy", "teda", "nyní", "teď", "tak tedy",
-    "and", "und", "or", "oder", "nebo",
-)
-_MOST_COURTESY_WORDS = max(len(p) for p in COURTESY)
-
-# a subject and a verb of bidding or raising, before a bid ("Ich erhöhe auf" drei Fünfer)
-BID_OPENERS: dict[str, frozenset[tuple[str, ...]]] = {
-    "en": _phrases(
-        *_combined(("", "I", "I'LL", "ILL", "I WILL", "I SHALL"),
-                   ("BID", "SAY", "RAISE", "RAISE TO", "RAISE IT TO", "RAISE THE BID TO",
-                    "GO", "GO TO", "GO WITH", "BET", "BET ON", "MAKE IT", "CLAIM",
-                    "OPEN WITH", "BID ON")),
-        "I'D SAY", "ID SAY", "LET'S SAY", "LETS SAY", "LET'S GO WITH", "I'M BIDDING",
-        "IM BIDDING", "I AM BIDDING", "I'M RAISING TO", "IM RAISING TO", "I AM RAISING TO",
-        "RAISING TO", "BIDDING", "I'M GOING WITH", "I AM GOING WITH", "MY BID IS", "MY BID",
-        "MY NEW BID IS", "NEW BID", "MY BID WILL BE", "MY BID FOR THIS TURN IS", "BID IS",
-        "MY BID THIS TURN IS", "RAISE TO",
-    ),
-    "de": _phrases(
-        *_combined(("", "ICH"), ("BIETE", "BIETE AUF", "SAGE", "ERHÖHE", "ERHÖHE AUF",
-                                  "ERHÖHE DAS GEBOT AUF", "SETZE", "SETZE AUF", "TIPPE",
-                                  "TIPPE AUF", "WETTE", "WETTE AUF", "GEHE AUF", "MACHE",
-                                  "SAGE MAL", "BIETE JETZT", "ERHÖHE JETZT AUF",
-                                  "GEHE HOCH AUF", "ERHOEH AUF", "ERHÖH AUF")),
-        "BIETE ICH", "SAGE ICH", "ERHÖHE ICH AUF", "SETZE ICH AUF", "TIPPE ICH AUF",
-        "GEHE ICH AUF", "SAGEN WIR", "ICH WÜRDE SAGEN", "MEIN GEBOT", "MEIN GEBOT IST",
-        "MEIN GEBOT LAUTET", "MEIN NEUES GEBOT", "MEIN NEUES GEBOT IST", "NEUES GEBOT",
-        "GEBOT", "GEBOT IST", "GEBOT AUF", "ICH BIETE MAL", "ICH ERHÖHE MAL AUF",
-    ),
-    "cs": _phrases(
-        *_combined(("", "JÁ"), ("SÁZÍM", "SÁZÍM NA", "VSADÍM", "VSADÍM NA", "VSADÍM SE O",
-                                 "VSADÍM SE NA", "SÁZÍM SE O", "VSÁZÍM", "VSÁZÍM NA",
-                                 "ZVYŠUJI NA", "ZVYŠUJU NA", "ZVÝŠÍM NA", "ZVEDÁM NA",
-                                 "ZVYŠUJI SÁZKU NA", "ZVÝŠÍM SÁZKU NA", "NABÍZÍM",
-                                 "HLÁSÍM", "ŘÍKÁM", "NAVRHUJI", "NAVRHUJU", "TIPUJI", "TIPUJU", "TIPUJI NA",
-                                 "TIPUJU NA", "JDU NA", "DÁVÁM", "PŘIHAZUJI NA",
-                                 "NABÍZÍM SÁZKU", "SÁZÍM NA TO ŽE JE", "ŘEKNU")),
-        "MOJE SÁZKA", "MOJE SÁZKA JE", "MÁ SÁZKA", "MÁ SÁZKA JE", "SÁZKA", "SÁZKA JE",
-        "NOVÁ SÁZKA", "NOVÁ SÁZKA JE", "MOJE NOVÁ SÁZKA JE", "SÁZKA NA",
-    ),
-}
-
-_OPENER_LANGUAGE = {words: language for language, table in BID_OPENERS.items()
-                    for words in table}
-
-# a challenge as people say it (a whole clause)
-CHALLENGES: dict[str, frozenset[tuple[str, ...]]] = {
-    "en": _phrases(
-        "LIAR", "YOU LIAR", "LIAR LIAR", "CHALLENGE", "I CHALLENGE", "I CHALLENGE THAT",
-        "I CHALLENGE IT", "I CHALLENGE YOU", "I CHALLENGE THE BID", "I CHALLENGE THIS",
-        "I CHALLENGE YOUR BID", "I'LL CHALLENGE", "I WILL CHALLENGE", "I CALL", "I CALL IT",
-        "I CALL BLUFF", "I CALL YOUR BLUFF", "I CALL THAT", "CALL", "CALLING", "CALLING IT",
-        "I DON'T BELIEVE IT", "I DON'T BELIEVE YOU", "I DON'T BELIEVE THAT", "I DONT BELIEVE IT",
-        "I DONT BELIEVE YOU", "I DONT BELIEVE THAT", "I DO NOT BELIEVE IT",
-        "I DO NOT BELIEVE YOU", "I DO NOT BELIEVE THAT", "I DON'T BELIEVE THIS",
-        "DON'T BELIEVE IT", "DONT BELIEVE IT", "NOT BELIEVING IT", "I DOUBT IT",
-        "I DOUBT THAT", "CUPS UP", "LIFT THE CUPS", "LIFT YOUR CUPS", "UP WITH THE CUPS",
-        "SHOW YOUR DICE", "SHOW ME YOUR DICE", "SHOW THE DICE", "LET'S SEE THE DICE",
-        "I CHALLENGE THE LAST BID", "I CHALLENGE THE CURRENT BID", "TAKE IT", "I TAKE IT",
-    ),
-    "de": _phrases(
-        "HOCH DIE BECHER", "BECHER HOCH", "DIE BECHER HOCH", "BECHER RAUF", "BECHER AUF",
-        "DAS GLAUBE ICH NICHT", "DAS GLAUB ICH NICHT", "GLAUBE ICH NICHT", "GLAUB ICH NICHT",
-        "ICH GLAUBE DAS NICHT", "ICH GLAUBE DIR NICHT", "ICH GLAUBE ES NICHT",
-        "ICH GLAUBE EUCH NICHT", "ICH GLAUB DIR NICHT", "ICH GLAUB DAS NICHT",
-        "DAS GLAUBE ICH DIR NICHT", "GLAUBE ICH DIR NICHT", "DAS GLAUBE ICH EUCH NICHT",
-        "ICH ZWEIFLE", "ICH ZWEIFLE AN", "ICH ZWEIFLE DAS AN", "ICH ZWEIFLE ES AN",
-        "ICH ZWEIFLE DAS GEBOT AN", "ICH ZWEIFEL DAS AN", "ICH ZWEIFLE DEIN GEBOT AN",
-        "ZWEIFLE AN", "ZWEIFLE DAS AN", "ICH BEZWEIFLE DAS", "DAS BEZWEIFLE ICH",
-        "BEZWEIFLE ICH", "ICH BEZWEIFLE ES", "ANGEZWEIFELT", "ICH ZWEIFLE AN DEM GEBOT",
-        "LÜGNER", "ICH DECKE AUF", "AUFDECKEN",
-        "ZEIGT HER", "ZEIGT EURE WÜRFEL", "WÜRFEL ZEIGEN", "ICH WILL DIE WÜRFEL SEHEN", "DAS NEHME ICH DIR NICHT AB", "ICH FORDERE HERAUS", "ICH ZWEIFLE DEN WERT AN", "ICH ZWEIFLE DEN TIPP AN",
-        "ZWEIFLE DEN WERT AN", "ICH ZWEIFLE DEINEN TIPP AN",
-    ),
-    "cs": _phrases(
-        "NEVĚŘÍM", "TOMU NEVĚŘÍM", "NEVĚŘÍM TOMU", "NEVĚŘÍM TI", "TO NEVĚŘÍM", "JÁ NEVĚŘÍM",
-        "JÁ TOMU NEVĚŘÍM", "TO TI NEVĚŘÍM", "NEVĚŘÍM VÁM", "TO VÁM NEVĚŘÍM", "TOHLE NEVĚŘÍM",
-        "PŘIJÍMÁM", "PŘIJÍMÁM SÁZKU", "SÁZKU PŘIJÍMÁM", "PŘIJÍMÁM TU SÁZKU", "BERU SÁZKU",
-        "LHÁŘI", "UKAŽTE KOSTKY", "UKAŽ KOSTKY", "ODKRÝT KOSTKY",
-        "ODKRYJTE KOSTKY", "ODKRÝVÁM", "KOSTKY NAHORU", "VSADÍM SE PROTI", "VSADÍM SI PROTI", "SÁZÍM PROTI", "VSADÍM SE PROTI TOBĚ",
-        "NEVĚŘÍM TOMU ANI SLOVO", "ZVEDNĚTE KELÍMKY", "KELÍMKY NAHORU",
-    ),
-}
-
-_CHALLENGE_LANGUAGE = {words: language for language, table in CHALLENGES.items()
-                       for words in table}
-_ACCEPTS = _phrases("TAKE IT", "I TAKE IT", "PŘIJÍMÁM", "PŘIJÍMÁM SÁZKU", "SÁZKU PŘIJÍMÁM",
-                    "PŘIJÍMÁM TU SÁZKU", "BERU SÁZKU")
-
-# words between a quantity and its face ("3 mal die 5", "3 Würfel mit der Augenzahl 5",
-# "3 kostky s číslem 5", "3 dice showing 5")
-_JOINERS = _phrases(
-    "MAL", "MAL DIE", "MAL DER", "X", "\u00d7", "KRÁT", "WÜRFEL MIT DER AUGENZAHL", "WÜRFEL MIT EINER", "WÜRFEL MIT EINEM",
-    "WÜRFEL MIT AUGENZAHL", "WÜRFEL MIT DER", "WÜRFEL MIT", "WÜRFEL MIT DEM WERT",
-    "KOSTKY S ČÍSLEM", "KOSTEK S ČÍSLEM", "KOSTKY UKAZUJÍ ČÍSLO", "KOSTEK UKAZUJE ČÍSLO", "KOSTKY S", "KOSTEK S", "KOSTKY SE", "KOSTEK SE",
-    "KOSTKY NA KTERÝCH JE", "KOSTEK NA KTERÝCH JE", "DICE SHOWING", "DICE SHOWING A",
-    "DICE WITH", "DICE WITH A", "DICE OF", "DIE SHOWING", "DIE SHOWING A",
-)
-_MOST_JOINER_WORDS = max(len(p) for p in _JOINERS)
-
-# the words that make a clause with a bid in it speak of bidding (as in "Soll ich drei
-# Fünfer bieten?", "I don't bid three fives", "Nesázím tři pětky")
-_BID_VERBS = frozenset(w for word in (
-    "BID", "BIDS", "BIDDING", "RAISE", "RAISING", "BET",
-    "BIETE", "BIETEN", "BIETEST", "GEBOT", "ERHÖHE", "ERHÖHEN", "SETZE", "SETZEN", "TIPPE",
-    "SÁZÍM", "SÁZET", "VSADÍM", "VSADIT", "SÁZKA", "SÁZKU", "ZVYŠUJI", "ZVÝŠIT", "ZVÝŠÍM",
-    "NABÍZÍM", "NABÍDNOUT", "NESÁZÍM", "NEVSADÍM", "NEZVYŠUJI", "NEZVÝŠÍM", "NENABÍZÍM",
-    "HLÁSÍM", "NEHLÁSÍM") for w in spelled(word))
-_CHALLENGE_WORDS = frozenset(w for word in (
-    "CHALLENGE", "LIAR", "BELIEVE", "GLAUBE", "ZWEIFLE", "BECHER", "NEVĚŘÍM", "VĚŘÍM",
-    "PŘIJÍMÁM") for w in spelled(word))
-_NEGATIONS = frozenset(w for word in (
-    "NOT", "DON'T", "DONT", "NEVER", "WON'T", "WONT", "NICHT", "KEIN", "KEINE", "NIE", "NE",
-    "NEBUDU", "NECHCI") for w in spelled(word))
-
-
-def _table(*tables: tuple[str | None, dict[str, object]]) -> dict[str, tuple[object, str | None]]:
-    return {form: (value, language) for language, table in tables
-            for word, value in table.items() for form in spelled(word)}
-
-
-_FACE_NOUNS = _table(("de", {w: f for w, f in FACE_WORDS["de"].items()}),
-                     ("cs", {w: f for w, f in FACE_WORDS["cs"].items()}),
-                     (None, dict(ENGLISH_FACE_WORDS)))
-_NUMBERS = _table(*((lang if lang != "en" else None, dict[str, object](table))
-                    for lang, table in NUMBER_WORDS.items()))
-# the face words that are also plain numbers: a face only where the line's shape says so
-_PLAIN_NUMBERS = frozenset(_NUMBERS)
-
-
-# --- reading ---------------------------------------------------------------------------
-
-# "or" between two orders: a clause ends ("drei Fünfer oder vier Vierer")
-_OR_WORDS = frozenset({"OR", "ODER", "NEBO", "BZW"})
-
-
 def words_of(text: str) -> tuple[list[list[str]], bool]:
     """The clauses of a line (its words folded, cut at punctuation) and whether it asks
     (a "?" anywhere)."""
@@ -266,7 +110,7 @@ def strip_courtesy(words: list[str]) -> list[str]:
     changed = True
     while changed and start < end:
         changed = False
-        for size in range(min(_MOST_COURTESY_WORDS, end - start), 0, -1):
+        for size in range(min(MOST_COURTESY_WORDS, end - start), 0, -1):
             if tuple(words[start:start + size]) in COURTESY:
                 start += size
                 changed = True
@@ -284,11 +128,11 @@ def _quantity(words: Sequence[str]) -> tuple[int, str | None] | None:
         word = words[0].replace("-", "")
         if word.isdigit():   # "12:00", "3.5" are one word: no quantity
             return (int(word), None) if len(word) <= 3 and word[0] != "0" else None
-        found = _NUMBERS.get(word)     # (zero, null, nula: no quantity)
+        found = NUMBERS.get(word)     # (zero, null, nula: no quantity)
         return ((found[0], found[1]) if found and isinstance(found[0], int) and found[0] > 0
                 else None)
     if len(words) == 2 and words[0] in TENS_WORDS:
-        unit = _NUMBERS.get(words[1])
+        unit = NUMBERS.get(words[1])
         if unit and isinstance(unit[0], int) and 1 <= unit[0] <= 9:
             return TENS_WORDS[words[0]] + unit[0], unit[1]
     return None
@@ -298,8 +142,8 @@ def _face_noun(word: str) -> tuple[str, str | None] | None:
     """A word that can only be a face (Fünfer, pětky, fives, 5s, 5er, stars, *)."""
     if word in ("*", "\u2605"):
         return STAR_FACE, None
-    found = _FACE_NOUNS.get(word)
-    if found is not None and word not in _PLAIN_NUMBERS:
+    found = FACE_NOUNS.get(word)
+    if found is not None and word not in PLAIN_NUMBERS:
         return _face_arg(found[0]), found[1]
     digit = _DIGIT_FACE.match(word)
     if digit:
@@ -314,7 +158,7 @@ def _face_any(word: str) -> tuple[str, str | None] | None:
         return noun
     if word.isdigit() and len(word) == 1 and 1 <= int(word) <= 6:
         return _face_arg(int(word)), None
-    found = _FACE_NOUNS.get(word) or _NUMBERS.get(word)
+    found = FACE_NOUNS.get(word) or NUMBERS.get(word)
     if found and (found[0] == STAR_FACE or isinstance(found[0], int) and 1 <= found[0] <= 6):
         return _face_arg(found[0]), found[1]
     return None
@@ -354,17 +198,11 @@ def bare_bids(words: Sequence[str]) -> list[Reading]:
                     if other != found[0]:
                         found.append(other)
                 return found
-        elif 1 < len(rest) <= _MOST_JOINER_WORDS + 1 and tuple(rest[:-1]) in _JOINERS:
+        elif 1 < len(rest) <= MOST_JOINER_WORDS + 1 and tuple(rest[:-1]) in JOINERS:
             face = _face_any(rest[-1])
             if face is not None:
                 return [_bid(quantity[0], face[0], face[1], quantity[1])]
     return found
-
-
-# words that make a bid after them a maybe ("vielleicht drei Fünfer", "maybe three fives")
-_HEDGES = frozenset(w for word in ("MAYBE", "PERHAPS", "PROBABLY", "VIELLEICHT",
-                                   "WAHRSCHEINLICH", "EVENTUELL", "MOŽNÁ", "ASI", "NEJSPÍŠ")
-                    for w in spelled(word))
 
 
 def _hedged(core: Sequence[str]) -> bool:
@@ -373,12 +211,9 @@ def _hedged(core: Sequence[str]) -> bool:
     for size in (2, 3):
         if len(core) in (size + 1, size + 2) and bare_bids(core[-size:]):
             before = core[:-size]
-            return any(w in _HEDGES or any(one_slip(w, v) for v in _BID_VERBS if len(v) >= 4)
+            return any(w in HEDGES or any(one_slip(w, v) for v in BID_VERBS if len(v) >= 4)
                        for w in before)
     return False
-
-
-_OR = frozenset({"OR", "ODER", "NEBO", "BZW", "AND", "UND", "A"})
 
 
 def _pairs_in(words: Sequence[str]) -> tuple[list[Reading], set[str]]:
@@ -447,12 +282,12 @@ def _clause(words: list[str], vocab: Vocabulary) -> tuple[str, list[Reading]]:
         return "empty", []
     if len(core) > MAX_CLAUSE_WORDS:
         return "prose", []
-    if _OR_WORDS & set(core[1:-1]):
+    if OR_WORDS & set(core[1:-1]):
         # "drei Fünfer oder vier Vierer", "Liar or four fives": orders on both sides are
         # two readings; else the whole clause is read as one
         parts: list[list[str]] = [[]]
         for word in core:
-            if word in _OR_WORDS:
+            if word in OR_WORDS:
                 parts.append([])
             else:
                 parts[-1].append(word)
@@ -460,11 +295,11 @@ def _clause(words: list[str], vocab: Vocabulary) -> tuple[str, list[Reading]]:
         if all(kind == "order" for kind, _r in found):
             return "either", [r for _kind, readings in found for r in readings]
     key = tuple(core)
-    said_in = _CHALLENGE_LANGUAGE.get(key) if vocab.challenge else None
+    said_in = CHALLENGE_LANGUAGE.get(key) if vocab.challenge else None
     # to accept the bet is to challenge it in Bluff, but in Cup of Bluff (BLUFF) it may as
     # well be OK: never read there
     if said_in is not None and vocab.challenge and not (vocab.challenge == "BLUFF"
-                                                        and key in _ACCEPTS):
+                                                        and key in ACCEPTS):
         return "order", [Reading(vocab.challenge, (), None if said_in == "en" else said_in)]
     by_word: list[Reading] = []
     for spelling, name, word_language in vocab.openers_by_word.get(core[0], ()):
@@ -480,7 +315,7 @@ def _clause(words: list[str], vocab: Vocabulary) -> tuple[str, list[Reading]]:
     # a bid ends with its face: no other clause is one (most prose ends here)
     cuts = range(0, min(len(core) - 1, 9)) if _face_any(core[-1]) else range(0)
     for cut in cuts:
-        language = _OPENER_LANGUAGE.get(key[:cut], "" if cut == 0 else None)
+        language = OPENER_LANGUAGE.get(key[:cut], "" if cut == 0 else None)
         if language is None:
             continue
         bids = bare_bids(core[cut:])
@@ -495,11 +330,11 @@ def _clause(words: list[str], vocab: Vocabulary) -> tuple[str, list[Reading]]:
         return "unsure", bare_bids(core[-2:])[:1] or bare_bids(core[-3:])[:1]
     pairs, others = _pairs_in(core)
     talks = set(core)
-    if pairs and (talks & _BID_VERBS or len(pairs) > 1 and others <= _OR):
+    if pairs and (talks & BID_VERBS or len(pairs) > 1 and others <= AMONG_BIDS):
         # a bid spoken of ("I don't bid three fives"), or bids and little else ("drei
         # Fünfer oder vier Vierer")
         return "unsure", pairs
-    if vocab.challenge and len(core) <= 6 and talks & _CHALLENGE_WORDS and talks & _NEGATIONS:
+    if vocab.challenge and len(core) <= 6 and talks & CHALLENGE_WORDS and talks & NEGATIONS:
         return "unsure", [Reading(vocab.challenge)]
     return "prose", []
 
