@@ -17,7 +17,6 @@ the same and an action) and lists them all in pbem.commands.registry.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -32,10 +31,10 @@ from pbem.orders.reading import (
     Reading,
     Vocabulary,
     bare_bids,
-    one_slip,
     read_line,
     vocabulary,
 )
+from pbem.orders.typos import NOT_TYPOS, mistyped
 from pbem.orders.words import STAR_FACE, folded, order_said, spelled, spellings_of
 from pbem.rules.dice import STAR
 from pbem.rules.ladder import Bid
@@ -360,10 +359,6 @@ def doubt_problem(line: TextLine, doubt: Doubt, said: str | None = None) -> Line
     return LineProblem(line.number, line.text, DOUBTS[doubt.why], hint)
 
 
-# words of their own that are one slip from an order word of another language
-NOT_TYPOS = frozenset({"ZWEIFEL", "ZEIGT", "HILFT", "JAZYKY", "SLEDUJI", "SEZNAM"})
-
-
 def _typo(tokens: list[str], words: list[str], grammar: _Grammar) -> str | None:
     """The order word the line's first word is a typo of: an English one in a short line
     (as ever), one of another language only with nothing after it but a bid's words
@@ -399,25 +394,6 @@ def _typo_or_prose(line: TextLine, tokens: list[str], words: list[str], grammar:
 def _mistyped(word: str, names: tuple[str, ...]) -> str | None:
     """mistyped, kept: the first words of a mail's lines repeat ("I", "Hi", "Thanks")."""
     return mistyped(word, names)
-
-
-def mistyped(word: str, names: Sequence[str]) -> str | None:
-    """The order word that ``word`` is a typo of, if any: a letter missing, one too many or
-    two swapped (BDI, CHALENGE, EXPSOE), or a near spelling of a long word (ANOUNCE);
-    never a different short word (DID, HEY, SENT are words of their own, not BID, KEY,
-    ABSENT). Only the word itself counts, never what else the line holds."""
-    letters = "".join(ch for ch in word if ch.isalpha())
-    if len(letters) < 2:
-        return None
-    if letters != word and letters in names:   # "BID\ufffd", "B.I.D": the word and junk
-        return letters
-    word = letters
-    for name in names:
-        if one_slip(word, name):
-            return name
-    close = difflib.get_close_matches(word, [n for n in names if len(n) >= 6], n=1,
-                                      cutoff=0.85)
-    return close[0] if close else None
 
 
 def _without_end_punctuation(args: list[str]) -> list[str]:

@@ -48,6 +48,7 @@ from pbem.orders.phrases import (
     OR_WORDS,
     PLAIN_NUMBERS,
 )
+from pbem.orders.typos import one_slip
 from pbem.orders.words import STAR_FACE, TENS_WORDS, folded
 
 MAX_READ_CHARS = 300   # a longer line is no spoken order: only an order word opens it
@@ -233,22 +234,6 @@ def _pairs_in(words: Sequence[str]) -> tuple[list[Reading], set[str]]:
             rest.add(words[i])
             i += 1
     return found, rest
-
-
-def one_slip(word: str, name: str) -> bool:
-    """``word`` is ``name`` with one letter left out, one added, or two neighbours swapped
-    (a letter changed counts too in a name of six letters or more)."""
-    if word == name or abs(len(word) - len(name)) > 1:
-        return False
-    if len(word) == len(name):
-        diff = [i for i, (a, b) in enumerate(zip(word, name, strict=True)) if a != b]
-        if len(diff) == 2 and diff[1] == diff[0] + 1:
-            return word[diff[0]] == name[diff[1]] and word[diff[1]] == name[diff[0]]
-        return len(diff) == 1 and len(name) >= 6
-    short, long_ = (word, name) if len(word) < len(name) else (name, word)
-    if len(long_) < 4:
-        return False
-    return any(long_[:i] + long_[i + 1:] == short for i in range(len(long_)))
 
 
 @dataclass(frozen=True)

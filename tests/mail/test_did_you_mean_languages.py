@@ -12,7 +12,8 @@ from pbem.commands.registry import player_commands
 from pbem.kinds import KINDS
 from pbem.mail.text import BodyLine
 from pbem.orders.guidance import closest_lines
-from pbem.orders.parsing import NOT_TYPOS, parse_text
+from pbem.orders.parsing import parse_text
+from pbem.orders.typos import NOT_TYPOS
 from pbem.orders.words import ORDER_WORDS, folded
 
 BLUFF = player_commands(KINDS["postal"])

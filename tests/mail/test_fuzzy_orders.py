@@ -9,8 +9,9 @@ from hypothesis import strategies as st
 
 from pbem.commands.registry import player_commands
 from pbem.mail.text import BodyLine
-from pbem.orders.parsing import mistyped, parse_text
+from pbem.orders.parsing import parse_text
 from pbem.orders.phrases import COURTESY
+from pbem.orders.typos import mistyped
 from pbem.orders.words import folded
 
 COMMANDS = player_commands()
