@@ -42,7 +42,8 @@ Decisions where the texts are silent (docs/rules.md is followed where they diffe
 - Standings: most points first; equal points -> fewer tokens ranks higher;
   equal in both -> a shared rank (1, 1, 3 ...).
 
-Just over 400 lines: one state machine, whose moves and checks read best together.
+Past 400 lines: one state machine, whose moves and checks read best together, and the
+easy and normal robot (robot_move), on which pbem.rules.robot_cup builds the strong one.
 """
 
 from __future__ import annotations
