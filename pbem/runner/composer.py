@@ -37,7 +37,15 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from pbem.services.drafts import Compose, DraftTally, Failed, Made, make_waiting, queue_made
+from pbem.services.drafts import (
+    Compose,
+    DraftTally,
+    Failed,
+    Made,
+    make_these,
+    make_waiting,
+    queue_made,
+)
 from pbem.store.work import Work
 
 log = logging.getLogger(__name__)
@@ -225,19 +233,31 @@ def _tick(engine: Engine, compose: Compose, asked: Connection, conn: Connection,
 
 
 class Composing:
-    """The tick's hand-off while a composer runs: each handling transaction, just before
-    its commit, also queues the drafts' mails the composer has made by then (the drafts
+    """The tick's hand-off with a composer: each handling transaction, just before its
+    commit, also queues the drafts' mails the composer has made by then (the drafts
     deleted in the same transaction), then hands everything to the tick's own hand-off
-    (``inner``; None: the tick's drain sends it at the end)."""
+    (``inner``; None: the tick's drain sends it at the end).
+
+    The composer is asked only once the tick has queued ``from_turn`` drafts (a turn's
+    reports each): a process started costs a second and a half of CPU, which a tick of
+    a few turns does not win back. Until then each draft is made by the tick's thread in
+    the transaction that queued it (make_these), as if there were no composer."""
 
     def __init__(self, inner: HandOff | None, composer: Composer,
-                 failed: Failed | None = None) -> None:
+                 failed: Failed | None = None, *, from_turn: int = 1) -> None:
         self.inner, self.composer, self.failed = inner, composer, failed
+        self.from_turn = from_turn
+        self.drafts = 0   # the tick's drafts so far
         self.done = DraftTally()
 
     def claim(self, work: Work) -> list[Any]:
         if work.drafts and not self.composer.asked:
-            self.composer.start()   # the tick's first draft, committed next
+            self.drafts += len(work.drafts)
+            if self.drafts >= self.from_turn:
+                self.composer.start()   # committed next: the composer makes them
+            else:
+                self.done.add(make_these(work, self.composer.compose, work.drafts,
+                                         self.failed))
         made = self.composer.ready()
         if made:
             self.done.add(queue_made(work, made, self.failed))

@@ -364,7 +364,8 @@ class Server:
                     hand_off: Stream | Inline | Composing | None = stream
                     if self.composer is not None:
                         self.composer.begin()   # started at the tick's first draft
-                        hand_off = Composing(stream, self.composer, self._draft_told)
+                        hand_off = Composing(stream, self.composer, self._draft_told,
+                                             from_turn=self.settings.composer_from_turn)
                     try:
                         report.processed = self.referee.process_pending(
                             keep_alive=lease.renew if held else None, hand_off=hand_off,
@@ -373,14 +374,14 @@ class Server:
                         report.resolved = self.referee.resolve_due(report.waits,
                                                                    step=self.progress.beat)
                         marks("clock<")
+                        marks("compose>")
                         if self.composer is not None:
-                            marks("compose>")
                             finish_tick(self.engine, self.composer, self.composer.compose,
                                         stream, self._draft_told)
-                            marks("compose<")
                         elif self._drafts_left:
                             make_left(self.engine, self._compose, stream, self._draft_told)
                             self._drafts_left = False
+                        marks("compose<")
                     finally:
                         if held:
                             lease.release()
