@@ -16,6 +16,8 @@ Variants (what the "on" half of the ticks does differently):
   report.json, which is still made for each of them, so the games play as ever.
 - ``switch-interval``: the interpreter lets another thread run every 0.5 ms instead of
   every 5 ms (``sys.setswitchinterval``): do the sending threads wait for the tick's?
+- ``writer-reads``: the tick asks whether other mail is due (before its drain) in a
+  transaction that takes SQLite's writer's turn, as before it only read.
 - ``started-threads``: the tick's Stream starts its connections' threads itself, as
   before the server kept them from tick to tick (pbem.outbox.Workers).
 
@@ -36,11 +38,17 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from sqlmodel import Session, col, select  # noqa: E402
+
 from bench import mail_throughput  # noqa: E402
 from bench.mail_throughput import Tick  # noqa: E402
 from pbem.config import SmtpSettings  # noqa: E402
 from pbem.outbox import Stream  # noqa: E402
+from pbem.outbox.table import pending_due  # noqa: E402
 from pbem.render.reports import Renderer  # noqa: E402
+from pbem.runner import server as server_module  # noqa: E402
+from pbem.store.claims import me  # noqa: E402
+from pbem.store.models import OutboundMail  # noqa: E402
 
 
 @dataclass
@@ -97,8 +105,26 @@ def started_threads() -> Callable[[bool], None]:
     return lambda on: state.__setitem__("on", on)
 
 
+def others_due_as_a_writer() -> Callable[[bool], None]:
+    """While on, the tick asks whether other mail is due (pbem.outbox.others_due) in a
+    transaction that takes SQLite's writer's turn, as before it only read."""
+    real = server_module.others_due
+    state = {"on": False}
+
+    def others_due(engine: Any, when: Any) -> bool:
+        if not state["on"]:
+            return real(engine, when)
+        with Session(engine) as session:
+            return session.execute(select(OutboundMail.id).where(
+                *pending_due(when), col(OutboundMail.claimed_by).is_(None)
+                | (col(OutboundMail.claimed_by) != me())).limit(1)).first() is not None
+
+    server_module.others_due = others_due
+    return lambda on: state.__setitem__("on", on)
+
+
 VARIANTS = {"free-rendering": free_rendering, "switch-interval": switch_interval,
-            "started-threads": started_threads}
+            "started-threads": started_threads, "writer-reads": others_due_as_a_writer}
 
 
 def paired(switch: Callable[[bool], None], first: bool,

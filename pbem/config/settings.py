@@ -325,7 +325,7 @@ class Settings:
     # ... started only at a tick's Nth turn to report: below it the tick makes the turn's
     # reports itself, in the turn's transaction (starting the composer costs about a second
     # and a half of CPU, which a short tick, a cron `pbem tick`, pays and does not win back)
-    composer_from_turn: int = 20
+    composer_from_turn: int = 100
     # the language of mail to someone pbem does not know yet (a stranger, a first JOIN
     # written in English words), and of the referee's notices and answers: en, de or cs
     language: str = "en"

@@ -19,7 +19,8 @@ A crash or a kill of either process leaves each draft either there (the next tic
 it) or deleted with its mails queued, never both. The composer ends with its server (it
 looks for its parent while idle). Starting it costs its process about a second and a half
 of CPU (Python, pbem and the templates loaded again), once a server's life, at the first
-tick that has a draft (an idle tick, a one-shot ``pbem tick`` without a turn, starts none); as
+tick that has ``[server] composer_from_turn`` drafts (a smaller tick makes its drafts
+itself, each in the transaction that queued it: Composing; it starts nothing); as
 multiprocessing's spawn does, it imports the main module of a script that runs a Server
 again, which must keep its work under ``if __name__ == "__main__"`` (pbem's commands do).
 """
@@ -72,7 +73,7 @@ def cores() -> int:
 
 class Composer:
     """The composer process of a server: ``begin`` a tick, ``start`` it when the tick has
-    its first draft (a tick without one, an idle tick most of all, starts no process),
+    enough drafts (Composing; a tick with fewer, an idle tick most of all, starts no process),
     take what it made (``ready``) as the tick goes, and ``finish`` at the tick's end. ``engine`` and
     ``compose``: the server's own (what the tick makes itself); ``parts``: how the
     composer's process makes its own."""
@@ -99,9 +100,9 @@ class Composer:
         return int(self._process.pid) if self.running else None
 
     def begin(self) -> None:
-        """A tick begins: the composer is asked for its drafts once it has one (``start``,
-        by Composing: a process started costs a second and a half of the other core's
-        CPU, and the tick's first draft waits for it; a tick without a draft pays
+        """A tick begins: the composer is asked for its drafts once it has enough of them
+        (``start``, by Composing: a process started costs a second and a half of the
+        other core's CPU, and the tick's drafts wait for it; a tick with fewer pays
         nothing, its end makes the drafts a clock's turn left: finish_tick)."""
         self._asked = False
 

@@ -367,7 +367,7 @@ class Server:
                     stream = self.open_stream()
                     hand_off: Stream | Inline | Composing | None = stream
                     if self.composer is not None:
-                        self.composer.begin()   # started at the tick's first draft
+                        self.composer.begin()   # started once the tick has enough drafts
                         hand_off = Composing(stream, self.composer, self._draft_told,
                                              from_turn=self.settings.composer_from_turn)
                     try:
