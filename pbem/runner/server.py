@@ -378,14 +378,14 @@ class Server:
                         report.resolved = self.referee.resolve_due(report.waits,
                                                                    step=self.progress.beat)
                         marks("clock<")
-                        marks("compose>")
                         if self.composer is not None:
+                            marks("compose>")
                             finish_tick(self.engine, self.composer, self.composer.compose,
                                         stream, self._draft_told)
+                            marks("compose<")
                         elif self._drafts_left:
                             make_left(self.engine, self._compose, stream, self._draft_told)
                             self._drafts_left = False
-                        marks("compose<")
                     finally:
                         if held:
                             lease.release()
