@@ -20,6 +20,10 @@ from collections.abc import Callable
 
 log = logging.getLogger(__name__)
 
+# a kept thread idle this long ends (a server that has stopped sending, or one never
+# closed, keeps no thread for ever); the next job starts another
+IDLE_SECONDS = 300.0
+
 
 class Job:
     """A job handed to a kept thread: ``wait`` until it has returned (or raised: the job
@@ -43,10 +47,10 @@ class Job:
 
 class Workers:
     """The kept threads (named ``name-N``); ``close`` ends the idle ones, and each busy
-    one once its job is over."""
+    one once its job is over; one idle for ``idle_seconds`` ends by itself."""
 
-    def __init__(self, name: str = "pbem-send") -> None:
-        self.name = name
+    def __init__(self, name: str = "pbem-send", idle_seconds: float = IDLE_SECONDS) -> None:
+        self.name, self.idle_seconds = name, idle_seconds
         self._lock = threading.Lock()
         self._idle: list[queue.SimpleQueue[Job | None]] = []   # each idle thread's inbox
         self._started = 0
@@ -74,7 +78,17 @@ class Workers:
         return job
 
     def _serve(self, inbox: queue.SimpleQueue[Job | None]) -> None:
-        while (job := inbox.get()) is not None:
+        while True:
+            try:
+                job = inbox.get(timeout=self.idle_seconds)
+            except queue.Empty:
+                with self._lock:
+                    if inbox not in self._idle:
+                        continue   # just handed a job: it is in the inbox
+                    self._idle.remove(inbox)   # idle too long: ends (a new one starts)
+                    return
+            if job is None:
+                return
             job.run()
             with self._lock:
                 if self._closed:

@@ -61,6 +61,21 @@ def test_a_job_that_raises_leaves_its_thread_for_the_next() -> None:
         workers.close()
 
 
+def test_a_kept_thread_idle_too_long_ends_and_the_next_job_starts_another() -> None:
+    workers = Workers("test-idle", idle_seconds=0.2)
+    try:
+        assert workers.run(lambda: None).wait(5)
+        assert len(kept_threads("test-idle")) == 1
+        for thread in kept_threads("test-idle"):
+            thread.join(5)   # idle past 0.2 s: it ends
+        assert kept_threads("test-idle") == []
+        done: list[int] = []
+        assert workers.run(lambda: done.append(1)).wait(5)
+        assert done == [1] and workers.started == 2
+    finally:
+        workers.close()
+
+
 def test_a_stream_left_open_on_kept_threads_does_not_keep_the_process_from_exiting(
         tmp_path: Path) -> None:
     script = f"""
