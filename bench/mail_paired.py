@@ -16,6 +16,10 @@ Variants (what the "on" half of the ticks does differently):
   report.json, which is still made for each of them, so the games play as ever.
 - ``switch-interval``: the interpreter lets another thread run every 0.5 ms instead of
   every 5 ms (``sys.setswitchinterval``): do the sending threads wait for the tick's?
+- ``writer-reads``: the tick asks whether other mail is due (before its drain) in a
+  transaction that takes SQLite's writer's turn, as before it only read.
+- ``started-threads``: the tick's Stream starts its connections' threads itself, as
+  before the server kept them from tick to tick (pbem.outbox.Workers).
 
 A run's first tick starts the games, the costliest tick against its floor: it falls
 on "off" in odd runs and on "on" in even ones. Each run prints, for each half: its
@@ -34,10 +38,17 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from sqlmodel import Session, col, select  # noqa: E402
+
 from bench import mail_throughput  # noqa: E402
 from bench.mail_throughput import Tick  # noqa: E402
 from pbem.config import SmtpSettings  # noqa: E402
+from pbem.outbox import Stream  # noqa: E402
+from pbem.outbox.table import pending_due  # noqa: E402
 from pbem.render.reports import Renderer  # noqa: E402
+from pbem.runner import server as server_module  # noqa: E402
+from pbem.store.claims import me  # noqa: E402
+from pbem.store.models import OutboundMail  # noqa: E402
 
 
 @dataclass
@@ -79,7 +90,41 @@ def switch_interval() -> Callable[[bool], None]:
     return lambda on: sys.setswitchinterval(0.0005 if on else 0.005)
 
 
-VARIANTS = {"free-rendering": free_rendering, "switch-interval": switch_interval}
+def started_threads() -> Callable[[bool], None]:
+    """While on, a tick's Stream starts its connections' threads itself, as before the
+    server kept them (pbem.outbox.Workers)."""
+    real = Stream.__init__
+    state = {"on": False}
+
+    def init(self: Stream, *args: Any, **kwargs: Any) -> None:
+        if state["on"]:
+            kwargs["workers"] = None
+        real(self, *args, **kwargs)
+
+    Stream.__init__ = init  # type: ignore[method-assign]
+    return lambda on: state.__setitem__("on", on)
+
+
+def others_due_as_a_writer() -> Callable[[bool], None]:
+    """While on, the tick asks whether other mail is due (pbem.outbox.others_due) in a
+    transaction that takes SQLite's writer's turn, as before it only read."""
+    real = server_module.others_due
+    state = {"on": False}
+
+    def others_due(engine: Any, when: Any) -> bool:
+        if not state["on"]:
+            return real(engine, when)
+        with Session(engine) as session:
+            return session.execute(select(OutboundMail.id).where(
+                *pending_due(when), col(OutboundMail.claimed_by).is_(None)
+                | (col(OutboundMail.claimed_by) != me())).limit(1)).first() is not None
+
+    server_module.others_due = others_due
+    return lambda on: state.__setitem__("on", on)
+
+
+VARIANTS = {"free-rendering": free_rendering, "switch-interval": switch_interval,
+            "started-threads": started_threads, "writer-reads": others_due_as_a_writer}
 
 
 def paired(switch: Callable[[bool], None], first: bool,
@@ -111,7 +156,8 @@ def main() -> None:
     switch = VARIANTS[args.variant]()
     run_args = argparse.Namespace(games=args.games, side_by_side=1,
                                   relay_processes=mail_throughput.RELAY_PROCESSES,
-                                  connections=SmtpSettings.connections)
+                                  connections=SmtpSettings.connections,
+                                  composer_from=None, no_compose=False, one_shot=False)
     for run in range(1, args.runs + 1):
         # a run's first tick (the games' start, the costliest against its floor) falls
         # on each half in turn

@@ -31,6 +31,7 @@ Needs Dovecot (dovecot-imapd, dovecot-lmtpd); run from the repository root.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import random
@@ -124,7 +125,7 @@ class Tick:
     floor: float = 0.0
 
 
-def play(stack: MailStack, server: Server, names: list[str], seed: int,
+def play(stack: MailStack, server: Server | OneShot, names: list[str], seed: int,
          after_tick: Callable[[TickReport, Tick], None], cpu: Cpu,
          marks: Marks = unmarked) -> float:
     """Whole games, played side by side (each tick handles the orders of all of them);
@@ -176,6 +177,25 @@ def play(stack: MailStack, server: Server, names: list[str], seed: int,
             return ticking
 
 
+class OneShot:
+    """`pbem tick` run by cron: a server made for each tick (its composer too, if the
+    tick starts one), closed after it (``--one-shot``); ``engine``: for reading the rows."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.engine = Server(settings, compose_apart=False).engine
+
+    def tick(self, marks: Marks = unmarked) -> TickReport:
+        server = Server(self.settings)
+        try:
+            return server.tick(marks)
+        finally:
+            server.close()
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
 class Floor:
     """The same mail work done directly, tick by tick: right after each tick, the mails it
     fetched are fetched and moved again with imapclient, and the mails it sent are sent
@@ -199,7 +219,7 @@ class Floor:
         self.aside = 0.0          # all the floor did, reading the rows included
         self.after_in = self.after_out = 0   # the last rows redone
 
-    def redo_tick(self, server: Server) -> tuple[int, int]:
+    def redo_tick(self, server: Server | OneShot) -> tuple[int, int]:
         """Redo the mail of the rows the last tick added; how many mails in and out."""
         start = time.perf_counter()
         inbound, outbound, self.after_in, self.after_out = new_mail(
@@ -232,7 +252,7 @@ class Floor:
         self.smtp.quit()
 
 
-def new_mail(server: Server, after_in: int, after_out: int) -> tuple[
+def new_mail(server: Server | OneShot, after_in: int, after_out: int) -> tuple[
         list[bytes], list[tuple[str, list[str], bytes]], int, int]:
     """The mail stored and sent in rows after ids ``after_in`` and ``after_out``, and the
     last ids read (where the next tick's mail begins)."""
@@ -301,8 +321,16 @@ def measure(args: argparse.Namespace, each_tick: Callable[[Tick], None] | None =
                               username=stack.address("bluff"), password=stack.password),
             smtp=SmtpSettings(stack.smtp_host, stack.smtp_port, starttls=False,
                               connections=args.connections))
-        server = Server(settings)
-        server.start_up()   # as pbem serve does at start
+        if args.composer_from is not None:
+            settings = dataclasses.replace(settings, composer_from_turn=args.composer_from)
+        if args.no_compose:
+            settings = dataclasses.replace(settings, compose_apart=False)
+        server: Server | OneShot
+        if args.one_shot:
+            server = OneShot(settings)
+        else:
+            server = Server(settings)
+            server.start_up()   # as pbem serve does at start
         figures = Figures()
         floor = Floor(stack)
 
@@ -344,6 +372,14 @@ def main() -> None:
     parser.add_argument("--side-by-side", type=int, default=1, metavar="K",
                         help="play the games K at a time, so each tick handles the orders of "
                              "K games (default 1: one game at a time)")
+    parser.add_argument("--composer-from", type=int, default=None, metavar="N",
+                        help="[server] composer_from_turn: the composer started at a tick's "
+                             "Nth turn (default: its default)")
+    parser.add_argument("--no-compose", action="store_true",
+                        help="[server] compose_apart = false: no composer")
+    parser.add_argument("--one-shot", action="store_true",
+                        help="a server made for each tick, as `pbem tick` from cron (its "
+                             "composer started again by each tick that reaches the threshold)")
     parser.add_argument("--phases", action="store_true",
                         help="also cut the first run's turn ticks into their parts (wall, "
                              "cores busy, the tick's CPU; bench/tick_phases.py)")

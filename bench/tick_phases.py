@@ -2,8 +2,8 @@
 
 A turn tick (one that handles at least three mails: its last one resolves the turn, one
 game at a time) is cut at the marks Server.tick makes for whoever times it (its
-``marks`` argument): the fetch, each handled mail, the clock's work, the wait for the
-last mails at the stream's close. For each part it
+``marks`` argument): the fetch, each handled mail, the clock's work, the reports still to
+make at its end, the wait for the last mails at the stream's close. For each part it
 prints its wall time, how many cores the whole machine kept busy meanwhile (the relay
 and Dovecot deliver on the same cores), and the CPU of the tick's own thread. A part
 with the machine well under two cores busy is one where the other core waited.
@@ -24,7 +24,9 @@ PARTS = {
     "mail>": "an order",
     "mail<": "between two mails",
     "clock>": "the clock's work",
-    "clock<": "asking what else is due",
+    "clock<": "after the clock's work",
+    "compose>": "the reports still to make (the composer's finish, drafts left)",
+    "compose<": "the lease given back, asking what else is due",
     "close>": "waiting for the last mails to leave",
     "close<": "the end (the fetched mail's move settled)",
 }
@@ -65,7 +67,9 @@ class Phases:
         for tick in ticks:
             last = max(i for i, m in enumerate(tick) if m[0] == "mail>")
             for i, (start, end) in enumerate(zip(tick, tick[1:])):
-                name = PARTS[start[0]]   # every mark but a tick's end begins a part
+                # every mark but a tick's end begins a part (a mark new to this
+                # table: its tag)
+                name = PARTS.get(start[0], start[0])
                 if i == last:
                     name = LAST
                 elif i == last + 1:

@@ -53,8 +53,8 @@ def make_server(tmp_path: Path, clock: Clock, **settings: object) -> Server:
     base = {"database": f"sqlite:///{tmp_path / 'pbem.db'}", "address": SERVER,
             "referee": REFEREE, "referee_key": REFEREE_KEY, "outbox_dir": tmp_path / "outbox",
             # the reports queued with the turn, whatever the default (tests/services/
-            # test_drafts.py asks for the composer)
-            "compose_apart": False}
+            # test_drafts.py asks for the composer, started at a tick's first turn)
+            "compose_apart": False, "composer_from_turn": 1}
     return Server(Settings(**{**base, **settings}), clock=clock)  # type: ignore[arg-type]
 
 

@@ -322,6 +322,10 @@ class Settings:
     # (pbem.runner.composer), on the other core; false: in the turn's transaction (a small
     # machine spares the second process's memory). One core: no composer whatever this says
     compose_apart: bool = True
+    # ... started only at a tick's Nth turn to report: below it the tick makes the turn's
+    # reports itself, in the turn's transaction (starting the composer costs about a second
+    # and a half of CPU, which a short tick, a cron `pbem tick`, pays and does not win back)
+    composer_from_turn: int = 100
     # the language of mail to someone pbem does not know yet (a stranger, a first JOIN
     # written in English words), and of the referee's notices and answers: en, de or cs
     language: str = "en"

@@ -26,7 +26,8 @@ The package, a module a job: queue (compose a mail and queue it in the caller's
 transaction), table (due mail, claims, marks, releases), connections (the
 threads that hand claimed mail to SMTP), draining (all due mail, a page at a time),
 stream (each handling transaction's mail as soon as it commits: Stream over SMTP's
-connections, Inline by the tick's own thread for the .eml outbox).
+connections, Inline by the tick's own thread for the .eml outbox), workers (the threads a
+server keeps for its Streams' connections, from one tick to the next).
 """
 
 from pbem.outbox.connections import Sender
@@ -49,10 +50,11 @@ from pbem.outbox.table import (
     others_due,
     release,
 )
+from pbem.outbox.workers import Workers
 from pbem.store.work import Queued
 
 __all__ = ["BUDGET_NOTICE", "CLAIM_LEASE", "GIVE_UP_AFTER", "LOOP_HEADER", "MAX_ATTEMPTS", "PAGE",
            "Budget", "OnShort", "Shortfall",
            "DrainReport", "Inline", "OnFailure", "Origin", "Queued", "Sender", "Stream", "backoff", "drain",
-           "Undelivered", "enqueue", "envelope_sender", "others_due", "release",
+           "Undelivered", "Workers", "enqueue", "envelope_sender", "others_due", "release",
            "Composed", "compose", "queue_all"]

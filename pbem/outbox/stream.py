@@ -8,6 +8,7 @@ import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from datetime import datetime
+from functools import partial
 
 from sqlalchemy import Engine, bindparam, update
 from sqlmodel import col
@@ -16,6 +17,7 @@ from pbem.outbox import table
 from pbem.outbox.connections import ByAddress, Connections, Sender
 from pbem.outbox.draining import PAGE
 from pbem.outbox.table import NO_BUDGET, Budget, Claimed, DrainReport, OnFailure, budget_left
+from pbem.outbox.workers import Job, Workers
 from pbem.store.claims import me
 from pbem.store.driver import unindexed
 from pbem.store.models import OutboundMail
@@ -62,7 +64,8 @@ class Stream:
                  on_failure: OnFailure | None = None,
                  verp: bool = False, connections: int = 1, backlog: int = 4 * PAGE,
                  budget: Budget = NO_BUDGET,
-                 unreleased: Callable[[list[int]], object] | None = None) -> None:
+                 unreleased: Callable[[list[int]], object] | None = None,
+                 workers: Workers | None = None) -> None:
         if connections < 1 or backlog < 1:
             raise ValueError("connections and backlog must be >= 1")
         self.engine, self.verp = engine, verp
@@ -76,7 +79,10 @@ class Stream:
         self._allowed = budget_left(engine, budget, now())
         self._run = Connections(engine, open_sender, now, on_failure, connections, unreleased)
         self._schedule = ByAddress([], more=True)
-        self._threads: list[threading.Thread] = []
+        # the connections' threads: kept ones of the server's (``workers``: none started
+        # for each tick), else started here
+        self._workers = workers
+        self._threads: list[threading.Thread | Job] = []
         self._addresses: set[tuple[str, ...]] = set()
         self._unsent: set[int] = set()       # fed and not handed off yet
         self._errors: list[BaseException] = []
@@ -116,11 +122,14 @@ class Stream:
         self._addresses.update(tuple(row.rcpts) for row in rows)
         while len(self._threads) < min(len(self._run.senders), len(self._addresses)):
             slot = len(self._threads)
+            args = (self._schedule, slot, self._unsent.discard, self._errors)
+            if self._workers is not None:
+                self._threads.append(self._workers.run(partial(self._run.work, *args)))
+                continue
             # a daemon: a stream never closed (a bug, an error between feed and close)
             # must not keep the process from exiting; its claims run out as a dead one's
             thread = threading.Thread(target=self._run.work, name=f"pbem-stream-{slot}",
-                                      args=(self._schedule, slot, self._unsent.discard,
-                                            self._errors), daemon=True)
+                                      args=args, daemon=True)
             self._threads.append(thread)
             thread.start()
 
@@ -130,7 +139,10 @@ class Stream:
         self._schedule.close()
         try:
             for thread in self._threads:
-                thread.join()
+                if isinstance(thread, Job):
+                    thread.wait()
+                else:
+                    thread.join()
         finally:
             if self._unsent:
                 self._run.release(sorted(self._unsent))

@@ -20,6 +20,7 @@ from pbem.mail.bounces import verp_address
 from pbem.mail.smtp_out import SendResult
 from pbem.store.claims import aware, claim_many, claim_stale, me
 from pbem.store.driver import Hot, unindexed
+from pbem.store.engines import reading
 from pbem.store.models import OutboundBody, OutboundMail
 from pbem.store.work import Work
 
@@ -115,7 +116,7 @@ def budget_left(engine: Engine, budget: Budget, when: datetime,
     flight), read from the outbox table, so all workers share one budget."""
     if not budget.limited:
         return None
-    with Session(engine) as session:
+    with Session(reading(engine)) as session:   # only reads: no writer's turn taken
         in_flight = int(session.execute(select_columns(func.count()).select_from(OutboundMail)
                         .where(col(OutboundMail.status) == "pending",
                                col(OutboundMail.claimed_by).is_not(None),
@@ -188,8 +189,9 @@ def others_due(engine: Engine, when: datetime) -> bool:
     """Is any pending mail due by ``when`` that this process does not hold (what a drain
     would look at, but for the mail a Stream of ours is sending)? Asked while a Stream's
     last mails are on their way, so the tick's drain after it can be skipped when there
-    is none."""
-    with Session(engine) as session:
+    is none. It only reads (``reading``): on SQLite it takes no writer's turn, so it
+    neither waits for those mails' marks nor keeps them waiting."""
+    with Session(reading(engine)) as session:
         return session.execute(
             select(OutboundMail.id)
             .where(*pending_due(when),

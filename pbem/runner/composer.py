@@ -19,7 +19,8 @@ A crash or a kill of either process leaves each draft either there (the next tic
 it) or deleted with its mails queued, never both. The composer ends with its server (it
 looks for its parent while idle). Starting it costs its process about a second and a half
 of CPU (Python, pbem and the templates loaded again), once a server's life, at the first
-tick that has a draft (an idle tick, a one-shot ``pbem tick`` without a turn, starts none); as
+tick that has ``[server] composer_from_turn`` drafts (a smaller tick makes its drafts
+itself, each in the transaction that queued it: Composing; it starts nothing); as
 multiprocessing's spawn does, it imports the main module of a script that runs a Server
 again, which must keep its work under ``if __name__ == "__main__"`` (pbem's commands do).
 """
@@ -37,7 +38,15 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from pbem.services.drafts import Compose, DraftTally, Failed, Made, make_waiting, queue_made
+from pbem.services.drafts import (
+    Compose,
+    DraftTally,
+    Failed,
+    Made,
+    make_these,
+    make_waiting,
+    queue_made,
+)
 from pbem.store.work import Work
 
 log = logging.getLogger(__name__)
@@ -64,7 +73,7 @@ def cores() -> int:
 
 class Composer:
     """The composer process of a server: ``begin`` a tick, ``start`` it when the tick has
-    its first draft (a tick without one, an idle tick most of all, starts no process),
+    enough drafts (Composing; a tick with fewer, an idle tick most of all, starts no process),
     take what it made (``ready``) as the tick goes, and ``finish`` at the tick's end. ``engine`` and
     ``compose``: the server's own (what the tick makes itself); ``parts``: how the
     composer's process makes its own."""
@@ -91,9 +100,9 @@ class Composer:
         return int(self._process.pid) if self.running else None
 
     def begin(self) -> None:
-        """A tick begins: the composer is asked for its drafts once it has one (``start``,
-        by Composing: a process started costs a second and a half of the other core's
-        CPU, and the tick's first draft waits for it; a tick without a draft pays
+        """A tick begins: the composer is asked for its drafts once it has enough of them
+        (``start``, by Composing: a process started costs a second and a half of the
+        other core's CPU, and the tick's drafts wait for it; a tick with fewer pays
         nothing, its end makes the drafts a clock's turn left: finish_tick)."""
         self._asked = False
 
@@ -225,19 +234,31 @@ def _tick(engine: Engine, compose: Compose, asked: Connection, conn: Connection,
 
 
 class Composing:
-    """The tick's hand-off while a composer runs: each handling transaction, just before
-    its commit, also queues the drafts' mails the composer has made by then (the drafts
+    """The tick's hand-off with a composer: each handling transaction, just before its
+    commit, also queues the drafts' mails the composer has made by then (the drafts
     deleted in the same transaction), then hands everything to the tick's own hand-off
-    (``inner``; None: the tick's drain sends it at the end)."""
+    (``inner``; None: the tick's drain sends it at the end).
+
+    The composer is asked only once the tick has queued ``from_turn`` drafts (a turn's
+    reports each): a process started costs a second and a half of CPU, which a tick of
+    a few turns does not win back. Until then each draft is made by the tick's thread in
+    the transaction that queued it (make_these), as if there were no composer."""
 
     def __init__(self, inner: HandOff | None, composer: Composer,
-                 failed: Failed | None = None) -> None:
+                 failed: Failed | None = None, *, from_turn: int = 1) -> None:
         self.inner, self.composer, self.failed = inner, composer, failed
+        self.from_turn = from_turn
+        self.drafts = 0   # the tick's drafts so far
         self.done = DraftTally()
 
     def claim(self, work: Work) -> list[Any]:
         if work.drafts and not self.composer.asked:
-            self.composer.start()   # the tick's first draft, committed next
+            self.drafts += len(work.drafts)
+            if self.drafts >= self.from_turn:
+                self.composer.start()   # committed next: the composer makes them
+            else:
+                self.done.add(make_these(work, self.composer.compose, work.drafts,
+                                         self.failed))
         made = self.composer.ready()
         if made:
             self.done.add(queue_made(work, made, self.failed))

@@ -34,6 +34,7 @@ from pbem.outbox import (
     DrainReport,
     Inline,
     Stream,
+    Workers,
     drain,
     others_due,
     release,
@@ -170,6 +171,8 @@ class Server:
             signer=self.signer, smtp=None if smtp is None else SmtpAccount(
                 smtp.host, smtp.port, smtp.ssl, smtp.starttls, smtp.username, smtp.password,
                 oauth_login(smtp, "SMTP", self.fetcher.token_refused)))
+        # the threads of each tick's Stream (its SMTP connections), kept from tick to tick
+        self.sending = Workers("pbem-stream")
         self._woken = threading.Event()                     # mail stored: tick at once
         listen = settings.listen    # the listener's quota for mail from unknown senders
         self._junk = None if listen is None else JunkTally(
@@ -203,6 +206,7 @@ class Server:
         """Log out of what is kept open (the IMAP and SMTP connections); the composer ends."""
         self.fetcher.close()
         self.senders.close()
+        self.sending.close()
         if self.composer is not None:
             self.composer.stop()
 
@@ -297,7 +301,7 @@ class Server:
         return Stream(self.engine, self.senders.open, self.clock,
                       on_failure=self.referee.undeliverable,
                       verp=smtp.verp, connections=smtp.connections, budget=self.budget(),
-                      unreleased=self.keep_unreleased)
+                      unreleased=self.keep_unreleased, workers=self.sending)
 
     def _draft_told(self, session: Work, made: Made) -> None:
         """A turn's reports could not be made, or were made without the turn's notes
@@ -363,8 +367,9 @@ class Server:
                     stream = self.open_stream()
                     hand_off: Stream | Inline | Composing | None = stream
                     if self.composer is not None:
-                        self.composer.begin()   # started at the tick's first draft
-                        hand_off = Composing(stream, self.composer, self._draft_told)
+                        self.composer.begin()   # started once the tick has enough drafts
+                        hand_off = Composing(stream, self.composer, self._draft_told,
+                                             from_turn=self.settings.composer_from_turn)
                     try:
                         report.processed = self.referee.process_pending(
                             keep_alive=lease.renew if held else None, hand_off=hand_off,

@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 DRAFT = "draft"   # a draft's kind and status
 
 __all__ = ["DRAFT", "DraftTally", "Drafted", "Made", "Waiting", "failed_drafts", "make",
-           "make_waiting", "queue_draft", "queue_made", "remake_failed", "waiting_drafts"]
+           "make_these", "make_waiting", "queue_draft", "queue_made", "remake_failed", "waiting_drafts"]
 
 
 class TurnDraft(Protocol):
@@ -78,6 +78,10 @@ _WAITING = (_DRAFT_ROWS
             .where(col(OutboundMail.status) == DRAFT, col(OutboundMail.kind) == DRAFT,
                    col(OutboundMail.id) > bindparam("after"))
             .order_by(col(OutboundMail.id)).limit(bindparam("limit")))
+_THESE = (_DRAFT_ROWS
+          .where(col(OutboundMail.id).in_(bindparam("ids", expanding=True)),
+                 col(OutboundMail.status) == DRAFT, col(OutboundMail.kind) == DRAFT)
+          .order_by(col(OutboundMail.id)))
 _FAILED = (_DRAFT_ROWS
            .where(col(OutboundMail.status) == "failed", col(OutboundMail.kind) == DRAFT,
                   col(OutboundMail.game_id) == bindparam("game"))
@@ -217,6 +221,15 @@ def make_waiting(engine: Engine, compose: Compose, *, limit: int,
     with Session(reading(engine)) as session:
         return [make(session, compose, draft)
                 for draft in waiting_drafts(session, limit, after)]
+
+
+def make_these(work: Work, compose: Compose, ids: list[int],
+               failed: Failed | None = None) -> DraftTally:
+    """The drafts ``ids`` (this transaction's: ``work.drafts``) made into mails here and
+    queued in their place, in ``work``'s transaction: a tick whose composer is not worth
+    starting (too few turns yet) writes the reports with their turn."""
+    rows = _waiting(work.connection().execute(_THESE, {"ids": ids})) if ids else []
+    return queue_made(work, [make(work, compose, draft) for draft in rows], failed)
 
 
 def remake_failed(work: Work, compose: Compose, game_id: int,

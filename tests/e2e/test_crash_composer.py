@@ -28,7 +28,10 @@ def zygote():
 def _composing(scene: Scene) -> None:
     text = scene.config.read_text(encoding="utf-8")
     assert "compose_apart = false" in text
-    scene.config.write_text(text.replace("compose_apart = false", "compose_apart = true", 1),
+    # the composer from the turn's first draft (one turn here: the threshold's default
+    # would make its reports with it)
+    scene.config.write_text(text.replace("compose_apart = false",
+                                         "compose_apart = true\ncomposer_from_turn = 1", 1),
                             encoding="utf-8")
 
 

@@ -255,7 +255,7 @@ def test_a_kind_written_from_scratch_plays_by_mail_and_shows_everywhere(
         capsys: pytest.CaptureFixture[str], compose_apart: bool) -> None:
     """With the composer on too: its process does not know a kind registered here, so
     such a game's reports are made in the turn's transaction."""
-    settings = {"compose_apart": compose_apart}
+    settings = {"compose_apart": compose_apart, "composer_from_turn": 1}
     with Table(mailstack, tmp_path, PLAYERS, check=check_view, settings=settings) as table:
         # the shell's answer to an unknown kind names the registered ones
         with pytest.raises(Refusal, match=r"unknown game kind 'nosuch' \(kinds: .*guess\)"):

@@ -42,7 +42,8 @@ def table(mailstack: Any, tmp_path: Path, request: pytest.FixtureRequest) -> Ite
     folder.mkdir()
     write_reports(folder, broken=False)
     with Table(mailstack, tmp_path, PLAYERS,
-               settings={"compose_apart": request.param, "templates_dir": folder}) as made:
+               settings={"compose_apart": request.param, "composer_from_turn": 1,
+                         "templates_dir": folder}) as made:
         assert (made.server.composer is not None) == request.param
         yield made
 
