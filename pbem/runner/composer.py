@@ -43,10 +43,11 @@ from pbem.services.drafts import (
     DraftTally,
     Failed,
     Made,
-    make_these,
     make_waiting,
     queue_made,
 )
+from pbem.services.post import Post
+from pbem.services.reports import make_these
 from pbem.store.work import Work
 
 log = logging.getLogger(__name__)
@@ -244,9 +245,9 @@ class Composing:
     a few turns does not win back. Until then each draft is made by the tick's thread in
     the transaction that queued it (make_these), as if there were no composer."""
 
-    def __init__(self, inner: HandOff | None, composer: Composer,
+    def __init__(self, inner: HandOff | None, composer: Composer, post: Post,
                  failed: Failed | None = None, *, from_turn: int = 1) -> None:
-        self.inner, self.composer, self.failed = inner, composer, failed
+        self.inner, self.composer, self.post, self.failed = inner, composer, post, failed
         self.from_turn = from_turn
         self.drafts = 0   # the tick's drafts so far
         self.done = DraftTally()
@@ -257,8 +258,7 @@ class Composing:
             if self.drafts >= self.from_turn:
                 self.composer.start()   # committed next: the composer makes them
             else:
-                self.done.add(make_these(work, self.composer.compose, work.drafts,
-                                         self.failed))
+                self.done.add(make_these(work, self.post, work.drafts, self.failed))
         made = self.composer.ready()
         if made:
             self.done.add(queue_made(work, made, self.failed))

@@ -51,7 +51,7 @@ from pbem.services.failures import tell_made
 from pbem.services.health import record_backoff
 from pbem.services.post import Post
 from pbem.services.progress import Marks, Progress, unmarked
-from pbem.services.reports import compose_draft
+from pbem.services.reports import composing
 from pbem.store.advisory_locks import lanes_apart
 from pbem.store.backoff import Backoff
 from pbem.store.backup import BackupPlan
@@ -146,7 +146,7 @@ def composer_parts(settings: Settings) -> tuple[Engine, Compose]:
     engine = open_database(settings.database, migrate=False,
                            synchronous=settings.db.synchronous)
     post = Post(settings, Renderer(settings.templates_dir, kind_template_dirs()), utc_now)
-    return engine, lambda session, draft: compose_draft(session, post, draft)
+    return engine, composing(post)
 
 
 class Server:
@@ -191,7 +191,7 @@ class Server:
         if compose_apart is None:
             compose_apart = settings.compose_apart
         post = self.referee.post
-        self._compose: Compose = lambda session, draft: compose_draft(session, post, draft)
+        self._compose: Compose = composing(post)
         # without a composer, drafts a crash left (compose_apart on before, or with a
         # second core) are made at the first tick's end
         self._drafts_left = True
@@ -368,7 +368,7 @@ class Server:
                     hand_off: Stream | Inline | Composing | None = stream
                     if self.composer is not None:
                         self.composer.begin()   # started once the tick has enough drafts
-                        hand_off = Composing(stream, self.composer, self._draft_told,
+                        hand_off = Composing(stream, self.composer, self.referee.post, self._draft_told,
                                              from_turn=self.settings.composer_from_turn)
                     try:
                         report.processed = self.referee.process_pending(

@@ -40,7 +40,8 @@ log = logging.getLogger(__name__)
 DRAFT = "draft"   # a draft's kind and status
 
 __all__ = ["DRAFT", "DraftTally", "Drafted", "Made", "Waiting", "failed_drafts", "make",
-           "make_these", "make_waiting", "queue_draft", "queue_made", "remake_failed", "waiting_drafts"]
+           "made_of", "make_waiting", "not_made", "queue_draft", "queue_made", "remake_failed",
+           "these_drafts", "waiting_drafts"]
 
 
 class TurnDraft(Protocol):
@@ -155,16 +156,26 @@ class Made:
 
 
 def make(session: Session, compose: Compose, draft: Waiting) -> Made:
-    """A draft's mails (``compose``: pbem.services.reports.compose_draft), built and not
+    """A draft's mails (``compose``: pbem.services.reports.composing), built and not
     queued; ``session`` is only read. A draft that fails is told, not raised."""
     try:
         drafted = compose(session, draft)
     except Exception as exc:   # noqa: BLE001 - the draft's outcome, told to the referee
-        log.exception("the reports of draft %s could not be composed", draft.id)
-        return Made(draft.id, None, f"{type(exc).__name__}: {exc}"[:500],
-                    game_id=draft.game_id, turn=draft.turn)
+        return not_made(draft, exc)
+    return made_of(draft, drafted)
+
+
+def made_of(draft: Waiting, drafted: Drafted) -> Made:
+    """A draft made into its mails."""
     return Made(draft.id, drafted.mails, remade=drafted.remade, game_id=draft.game_id,
                 turn=draft.turn)
+
+
+def not_made(draft: Waiting, exc: Exception) -> Made:
+    """A draft whose mails could not be made: why, logged and kept for the referee."""
+    log.error("the reports of draft %s could not be composed", draft.id, exc_info=exc)
+    return Made(draft.id, None, f"{type(exc).__name__}: {exc}"[:500],
+                game_id=draft.game_id, turn=draft.turn)
 
 
 @dataclass
@@ -223,13 +234,9 @@ def make_waiting(engine: Engine, compose: Compose, *, limit: int,
                 for draft in waiting_drafts(session, limit, after)]
 
 
-def make_these(work: Work, compose: Compose, ids: list[int],
-               failed: Failed | None = None) -> DraftTally:
-    """The drafts ``ids`` (this transaction's: ``work.drafts``) made into mails here and
-    queued in their place, in ``work``'s transaction: a tick whose composer is not worth
-    starting (too few turns yet) writes the reports with their turn."""
-    rows = _waiting(work.connection().execute(_THESE, {"ids": ids})) if ids else []
-    return queue_made(work, [make(work, compose, draft) for draft in rows], failed)
+def these_drafts(work: Work, ids: list[int]) -> list[Waiting]:
+    """The drafts ``ids`` (this transaction's: ``work.drafts``), as they wait."""
+    return _waiting(work.connection().execute(_THESE, {"ids": ids})) if ids else []
 
 
 def remake_failed(work: Work, compose: Compose, game_id: int,

@@ -32,7 +32,19 @@ from pbem.services.draft_data import (
     moves_until,
     reports_from_draft,
 )
-from pbem.services.drafts import Drafted, Waiting, queue_draft
+from pbem.services.drafts import (
+    Compose,
+    Drafted,
+    DraftTally,
+    Failed,
+    Made,
+    Waiting,
+    made_of,
+    not_made,
+    queue_draft,
+    queue_made,
+    these_drafts,
+)
 from pbem.services.export import export_json
 from pbem.services.post import Post, tagged
 from pbem.services.replay import course, replay_steps
@@ -251,6 +263,29 @@ def compose_draft(session: Session, post: Post, draft: Waiting) -> Drafted:
     were; ``session`` is only read."""
     turn, remade = draft_reports(session, draft)
     return Drafted(compose_reports(session, post, turn), remade)
+
+
+def composing(post: Post) -> Compose:
+    """How a draft's mails are made with ``post`` (the tick's, or the composer's own),
+    for pbem.services.drafts to call."""
+    def compose(session: Session, draft: Waiting) -> Drafted:
+        return compose_draft(session, post, draft)
+    return compose
+
+
+def make_these(work: Work, post: Post, ids: list[int],
+               failed: Failed | None = None) -> DraftTally:
+    """The drafts ``ids`` (this transaction's: ``work.drafts``) made into mails here and
+    queued in their place, in ``work``'s transaction: a tick whose composer is not worth
+    starting (too few turns yet) writes the reports with their turn. Made here, not
+    through pbem.services.drafts.make, so that an order's mail only calls down."""
+    made: list[Made] = []
+    for draft in these_drafts(work, ids):
+        try:
+            made.append(made_of(draft, compose_draft(work, post, draft)))
+        except Exception as exc:   # noqa: BLE001 - the draft's outcome, told to the referee
+            made.append(not_made(draft, exc))
+    return queue_made(work, made, failed)
 
 
 class DraftLost(Exception):

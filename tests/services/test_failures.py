@@ -34,17 +34,21 @@ PLAYERS = ["p1", "p2", "p3"]
 GAME = "fail-1"
 
 
-@pytest.fixture(params=[False, True], ids=["reports-with-the-turn", "compose-apart"])
+@pytest.fixture(params=[(False, 1), (True, 1), (True, 1000)],
+                ids=["reports-with-the-turn", "compose-apart", "composer-not-started"])
 def table(mailstack: Any, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Table]:
     """compose_apart on: the composer's process renders with the referee's templates
-    folder (templates_dir), which break_reports changes under it."""
+    folder (templates_dir), which break_reports changes under it; or, a tick of fewer
+    turns than composer_from_turn, the tick's thread makes the drafts with their turn
+    (pbem.services.reports.make_these), a draft that fails marked failed the same way."""
+    compose_apart, from_turn = request.param
     folder = tmp_path / "templates"
     folder.mkdir()
     write_reports(folder, broken=False)
     with Table(mailstack, tmp_path, PLAYERS,
-               settings={"compose_apart": request.param, "composer_from_turn": 1,
+               settings={"compose_apart": compose_apart, "composer_from_turn": from_turn,
                          "templates_dir": folder}) as made:
-        assert (made.server.composer is not None) == request.param
+        assert (made.server.composer is not None) == compose_apart
         yield made
 
 
