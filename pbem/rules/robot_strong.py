@@ -61,6 +61,12 @@ LOSS_TAIL = 0.5       # each die lost after the first counts at this share
 # such robots came first too often (docs/robot.md)
 STANDINGS = 0.0
 STANDINGS_BEHIND = 0.0
+# ... level with the leaders rather than ahead (every seat at the start): this weight,
+# or STANDINGS when negative
+STANDINGS_LEVEL = -1.0
+# ... an exact count of the robot's own bid is weighed by the standings at this share of
+# the weight (the rest as the one-move robot: +1/2)
+STANDINGS_EXACT = 1.0
 START_DICE = 5        # postal's virtual dice at the start (pbem.rules.postal)
 
 
@@ -116,14 +122,14 @@ class Table:
         self.reader = (robot_reads.seat_reader_weight(view.answers, self.next.seat)
                        if self.next is not None else 0.0)
         self._outcomes: dict[tuple[int, bool], float] = {}
-        self.standings = (max(STANDINGS, STANDINGS_BEHIND) > 0.0
+        self.standings = (max(STANDINGS, STANDINGS_BEHIND, STANDINGS_LEVEL) > 0.0
                           and len(view.virtual_dice) == self.players
                           and self.next is not None)
         if self.standings:
             seats = len(view.virtual_dice)
             self.scores = dict(enumerate(view.virtual_dice, start=1))
             self.previous = (view.seat - 2) % seats + 1   # who made the standing bid
-            self.leads = view.virtual_dice[view.seat - 1] >= max(view.virtual_dice)
+            self.weight = standings_weight(view.virtual_dice, view.seat)
             self.share_now = robot_standings.share_after(
                 self.scores, view.seat, {}, (*view.later, len(view.own.dice)))
 
@@ -143,7 +149,9 @@ class Table:
                                       self.next.seat if bidder else me, self.scores, rule)
             share = robot_standings.share_after(self.scores, me, losses, self.view.later)
             shift = (share - self.share_now) / robot_standings.unit()
-            weight = STANDINGS if self.leads else STANDINGS_BEHIND
+            weight = self.weight
+            if bidder and actual == quantity:
+                weight *= STANDINGS_EXACT
             self._outcomes[key] = weight * shift + (1.0 - weight) * plain
         return self._outcomes[key]
 
@@ -265,6 +273,18 @@ class Table:
         if self.view.rules.super_die:
             return 0.0
         return max(0.0, 2.0 * self.reader - 1.0)
+
+
+def standings_weight(virtual_dice: tuple[int, ...], seat: int) -> float:
+    """The weight of the standings in an outcome's value: STANDINGS while the robot
+    has the most virtual dice alone, STANDINGS_LEVEL level with the most (STANDINGS
+    when negative), STANDINGS_BEHIND behind."""
+    mine, top = virtual_dice[seat - 1], max(virtual_dice)
+    if mine < top:
+        return STANDINGS_BEHIND
+    if sum(1 for v in virtual_dice if v == top) > 1 and STANDINGS_LEVEL >= 0.0:
+        return STANDINGS_LEVEL
+    return STANDINGS
 
 
 def challenge_losses(actual: int, quantity: int, bidder: int, challenger: int,
