@@ -200,3 +200,19 @@ def test_the_arena_counts_how_the_mini_games_ended(monkeypatch: pytest.MonkeyPat
     assert sum(endings.values()) == 3 * 5
     assert {dice for dice, _ in endings} <= set(ENDINGS)
     assert all(sum(n for (d, _), n in endings.items() if d == dice) == 3 for dice in ENDINGS)
+
+
+def test_the_arena_counts_the_tested_seat_s_roles(monkeypatch: pytest.MonkeyPatch) -> None:
+    """bench/robot_arena.py --roles: every mini-game once, by the tested seat's role, and
+    its dice lost there are the dice it lost in the game."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    import robot_arena  # bench/robot_arena.py
+
+    roles: Counter[tuple[str, str]] = Counter()
+    result = robot_arena.run("postal", "wary", "strong", 3, 700_000, None, roles)
+    outcomes = ("short", "exact", "over")
+    assert sum(roles[(r, o)] for r in ("bidder", "caller", "aside") for o in outcomes) == 15
+    lost = sum(roles[(r, o + " dice")] for r in ("bidder", "caller", "aside") for o in outcomes)
+    assert lost == sum(5 - score for score in result.score)
+    assert roles[("bidder", "exact dice")] == 0
+    assert "| bidder |" in robot_arena.roles_table(roles, 3)
