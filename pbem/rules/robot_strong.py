@@ -67,6 +67,9 @@ STANDINGS_LEVEL = -1.0
 # ... an exact count of the robot's own bid is weighed by the standings at this share of
 # the weight (the rest as the one-move robot: +1/2)
 STANDINGS_EXACT = 1.0
+# ... level with the leaders, the weight is scaled towards how much the next seat reads
+# as a bid reader beyond even odds (Table.misled) at this share (0: not at all)
+STANDINGS_READS = 0.0
 START_DICE = 5        # postal's virtual dice at the start (pbem.rules.postal)
 
 
@@ -130,6 +133,8 @@ class Table:
             self.scores = dict(enumerate(view.virtual_dice, start=1))
             self.previous = (view.seat - 2) % seats + 1   # who made the standing bid
             self.weight = standings_weight(view.virtual_dice, view.seat)
+            if STANDINGS_READS > 0.0 and level_with_leaders(view.virtual_dice, view.seat):
+                self.weight *= 1.0 - STANDINGS_READS + STANDINGS_READS * self.misled()
             self.share_now = robot_standings.share_after(
                 self.scores, view.seat, {}, (*view.later, len(view.own.dice)))
 
@@ -275,14 +280,19 @@ class Table:
         return max(0.0, 2.0 * self.reader - 1.0)
 
 
+def level_with_leaders(virtual_dice: tuple[int, ...], seat: int) -> bool:
+    """Whether seat has the most virtual dice, level with another seat."""
+    top = max(virtual_dice)
+    return virtual_dice[seat - 1] == top and virtual_dice.count(top) > 1
+
+
 def standings_weight(virtual_dice: tuple[int, ...], seat: int) -> float:
     """The weight of the standings in an outcome's value: STANDINGS while the robot
     has the most virtual dice alone, STANDINGS_LEVEL level with the most (STANDINGS
     when negative), STANDINGS_BEHIND behind."""
-    mine, top = virtual_dice[seat - 1], max(virtual_dice)
-    if mine < top:
+    if virtual_dice[seat - 1] < max(virtual_dice):
         return STANDINGS_BEHIND
-    if sum(1 for v in virtual_dice if v == top) > 1 and STANDINGS_LEVEL >= 0.0:
+    if level_with_leaders(virtual_dice, seat) and STANDINGS_LEVEL >= 0.0:
         return STANDINGS_LEVEL
     return STANDINGS
 

@@ -104,11 +104,12 @@ def postal_view(seed: int, turns: int):   # type: ignore[no-untyped-def]
 
 @contextmanager
 def weights(leading: float, behind: float, level: float = -1.0,
-            exact: float = 1.0) -> Iterator[None]:
+            exact: float = 1.0, reads: float = 0.0) -> Iterator[None]:
     """The robot's standings weights set for a test (the arena's --tune does the same)."""
-    names = ("STANDINGS", "STANDINGS_BEHIND", "STANDINGS_LEVEL", "STANDINGS_EXACT")
+    names = ("STANDINGS", "STANDINGS_BEHIND", "STANDINGS_LEVEL", "STANDINGS_EXACT",
+             "STANDINGS_READS")
     old = [getattr(robot_strong, name) for name in names]
-    for name, value in zip(names, (leading, behind, level, exact)):
+    for name, value in zip(names, (leading, behind, level, exact, reads)):
         setattr(robot_strong, name, value)
     try:
         yield
@@ -134,19 +135,21 @@ def test_the_weight_follows_the_robot_s_place(dice: list[int], seat: int,
         assert got == level
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 10_000), turns=st.integers(0, 10),
        actual=st.integers(0, 12), quantity=st.integers(1, 12), bidder=st.booleans(),
        leading=st.sampled_from([0.0, 0.5, 1.0]), behind=st.sampled_from([0.25, 0.5]),
-       level=st.sampled_from([-1.0, 0.0, 0.75]), exact=st.sampled_from([1.0, 0.0, 0.5]))
+       level=st.sampled_from([-1.0, 0.0, 0.75]), exact=st.sampled_from([1.0, 0.0, 0.5]),
+       reads=st.sampled_from([0.0, 0.5, 1.0]))
 def test_the_outcome_is_the_share_of_first_place(seed: int, turns: int, actual: int,
                                                  quantity: int, bidder: bool,
                                                  leading: float, behind: float,
-                                                 level: float, exact: float) -> None:
+                                                 level: float, exact: float,
+                                                 reads: float) -> None:
     view = postal_view(seed, turns)
     if view is None:
         return
-    with weights(leading, behind, level, exact):
+    with weights(leading, behind, level, exact, reads):
         table = Table(view)
         got = table.outcome(actual, quantity, bidder)
     assert table.standings
@@ -158,8 +161,10 @@ def test_the_outcome_is_the_share_of_first_place(seed: int, turns: int, actual: 
              - share_after(scores, me, {}, (*view.later, len(view.own.dice)))) / unit()
     plain = outcome_value(actual, quantity, bidder, view.rules.exact_rule, 5)
     top = max(scores.values())
-    weight = (behind if scores[me] < top else
-              level if level >= 0 and list(scores.values()).count(top) > 1 else leading)
+    is_level = scores[me] == top and list(scores.values()).count(top) > 1
+    weight = behind if scores[me] < top else level if level >= 0 and is_level else leading
+    if is_level:   # towards how much the next seat reads as a reader
+        weight *= 1 - reads + reads * max(0.0, 2 * table.reader - 1)
     if bidder and actual == quantity:
         weight *= exact
     assert got == pytest.approx(weight * shift + (1 - weight) * plain)
