@@ -20,9 +20,11 @@ plain odds of the robot's hand, a bid reader by its bids too and more rarely.
 Near-equal moves are mixed by the random stream, so the robot is
 deterministic for a given stream and view, and it exposes only sometimes.
 
-Standings (off: STANDINGS and STANDINGS_BEHIND are 0). In postal an outcome
-can be weighed by what it changes in the robot's share of first place over the
-five mini-games (pbem.rules.robot_standings); not kept, for the goal it missed.
+Standings. In postal an outcome is also weighed by what it changes in the
+robot's share of first place over the five mini-games (pbem.rules.robot_standings),
+half and half; level with the leaders (every seat at the start) that half counts
+only as far as the next seat reads as a bid reader: four robots chasing exact
+counts at each other left a fifth player first too often (docs/robot.md).
 
 Search (off: robot_search.CANDIDATES is 1). The move so picked can be weighed
 against the best raises by that price with the next players' replies played
@@ -56,11 +58,10 @@ GAIN_WEIGHT = 0.5     # an outcome that puts the robot ahead counts at this shar
 LOSS_TAIL = 0.5       # each die lost after the first counts at this share
 # postal: an outcome is worth what it changes in the robot's share of first place over
 # the five mini-games (pbem.rules.robot_standings) at this weight, the rest as above,
-# while the robot has the most virtual dice; behind, at STANDINGS_BEHIND. Off (0):
-# at 0.5 it gained against readers and odds players, but a wary player among four
-# such robots came first too often (docs/robot.md)
-STANDINGS = 0.0
-STANDINGS_BEHIND = 0.0
+# while the robot has the most virtual dice alone; behind, at STANDINGS_BEHIND (0: off,
+# the one-move robot's values)
+STANDINGS = 0.5
+STANDINGS_BEHIND = 0.5
 # ... level with the leaders rather than ahead (every seat at the start): this weight,
 # or STANDINGS when negative
 STANDINGS_LEVEL = -1.0
@@ -68,8 +69,9 @@ STANDINGS_LEVEL = -1.0
 # the weight (the rest as the one-move robot: +1/2)
 STANDINGS_EXACT = 1.0
 # ... level with the leaders, the weight is scaled towards how much the next seat reads
-# as a bid reader beyond even odds (Table.misled) at this share (0: not at all)
-STANDINGS_READS = 0.0
+# as a bid reader beyond even odds (Table.misled) at this share (0: not at all). At 0 a
+# wary player among four robots came first 16.2% of the time (13.7 at 1; docs/robot.md)
+STANDINGS_READS = 1.0
 START_DICE = 5        # postal's virtual dice at the start (pbem.rules.postal)
 
 
