@@ -21,7 +21,8 @@ shared machine the wall time is mostly time the scheduler gave to others).
     python3 bench/robot_arena.py --tune robot_search.SAMPLES=12 postal:strong:reader
 
 ``--endings`` counts how the postal mini-games ended (the figures of
-pbem.rules.robot_standings). ``--tune MODULE.NAME=VALUE`` sets a constant of
+pbem.rules.robot_standings); ``--roles`` how they ended for the tested seat
+(bidder, caller or aside; short, exact or over) and the dice it lost there. ``--tune MODULE.NAME=VALUE`` sets a constant of
 the strong robot's modules (pbem.rules.robot_strong, robot_search,
 robot_reads, beliefs, robot_standings) for the run, to
 screen a change without editing them.
@@ -109,7 +110,8 @@ def move_of(player: str, kind: GameKind, state: Any, seat: int, rng: random.Rand
 
 
 def play(setup: str, number: int, tested: str, others: str, result: Result,
-         seed_base: int = SEED_BASE, endings: Counter[tuple[int, int]] | None = None) -> None:
+         seed_base: int = SEED_BASE, endings: Counter[tuple[int, int]] | None = None,
+         roles: Counter[tuple[str, str]] | None = None) -> None:
     kind_name, players, words = SETUPS[setup]
     kind = KINDS[kind_name]
     stream = DiceStream(seed_from_number(seed_base + number))
@@ -126,11 +128,38 @@ def play(setup: str, number: int, tested: str, others: str, result: Result,
         for game in state.minigames:
             lost = game.challenge.result.losses
             endings[(len(game.cups[0].dice), 0 if len(lost) > 1 else sum(lost.values()))] += 1
+    if roles is not None:
+        count_roles(state, me, roles)
     rows = kind.standings(state)
     firsts = [r["seat"] for r in rows if r["rank"] == 1]
     result.sole.append(1.0 if firsts == [me] else 0.0)
     result.fair.append(1 / len(firsts) if me in firsts else 0.0)
     result.score.append(float(next(r["score"] for r in rows if r["seat"] == me)))
+
+
+def count_roles(state: Any, me: int, roles: Counter[tuple[str, str]]) -> None:
+    """Postal: how each mini-game ended for the tested seat me: its role (bidder,
+    caller, aside), the count (short, exact, over), and the tested seat's bids."""
+    for game in state.minigames:
+        result = game.challenge.result
+        role = ("bidder" if result.bidder == me else
+                "caller" if result.challenger == me else "aside")
+        roles[(role, result.outcome)] += 1
+        roles[(role, result.outcome + " dice")] += max(0, result.losses.get(me, 0))
+        roles[("bids", "tested")] += sum(1 for b in game.bids if b.seat == me)
+        roles[("bids", "all")] += len(game.bids)
+
+
+def roles_table(roles: Counter[tuple[str, str]], games: int) -> str:
+    """--roles: a game's mini-game endings by the tested seat's role, and its dice lost."""
+    out = ["| tested seat | short | exact | over | its dice lost |", "| --- | --- | --- | --- | --- |"]
+    for role in ("bidder", "caller", "aside"):
+        ends = " | ".join(f"{roles[(role, o)] / games:.3f}" for o in ("short", "exact", "over"))
+        lost = sum(roles[(role, o + " dice")] for o in ("short", "exact", "over"))
+        out.append(f"| {role} | {ends} | {lost / games:.3f} |")
+    out.append(f"\nbids a game: {roles[('bids', 'all')] / games:.1f}, "
+               f"the tested seat's {roles[('bids', 'tested')] / games:.2f}")
+    return "\n".join(out)
 
 
 def interval(values: list[float]) -> tuple[float, float]:
@@ -140,11 +169,12 @@ def interval(values: list[float]) -> tuple[float, float]:
 
 
 def run(setup: str, tested: str, others: str, games: int,
-        seed_base: int = SEED_BASE, endings: Counter[tuple[int, int]] | None = None) -> Result:
+        seed_base: int = SEED_BASE, endings: Counter[tuple[int, int]] | None = None,
+        roles: Counter[tuple[str, str]] | None = None) -> Result:
     result = Result()
     start = time.perf_counter()
     for number in range(games):
-        play(setup, number, tested, others, result, seed_base, endings)
+        play(setup, number, tested, others, result, seed_base, endings, roles)
     result.seconds = time.perf_counter() - start
     return result
 
@@ -216,6 +246,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--endings", action="store_true",
                         help="postal: count how the mini-games ended, by dice a player "
                              "(pbem.rules.robot_standings.ENDED)")
+    parser.add_argument("--roles", action="store_true",
+                        help="postal: how the mini-games ended for the tested seat "
+                             "(bidder, caller or aside; short, exact or over), a game")
     args = parser.parse_args(argv)
     for setting in args.tune:
         try:
@@ -234,9 +267,13 @@ def main(argv: list[str] | None = None) -> int:
     total = time.perf_counter()
     endings: Counter[tuple[int, int]] | None = Counter() if args.endings else None
     for setup, tested, others in lineups:
+        roles: Counter[tuple[str, str]] | None = (
+            Counter() if args.roles and setup == "postal" else None)
         print(row(setup, tested, others, args.games, run(setup, tested, others, args.games,
-                                                           args.seed_base, endings)),
+                                                           args.seed_base, endings, roles)),
               flush=True)
+        if roles:
+            print(f"\n{roles_table(roles, args.games)}\n", flush=True)
     if endings:
         print("\ndice a player: exact counts, then one seat losing 1, 2, 3, ... dice")
         for dice in sorted({d for d, _ in endings}, reverse=True):

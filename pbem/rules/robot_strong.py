@@ -20,9 +20,11 @@ plain odds of the robot's hand, a bid reader by its bids too and more rarely.
 Near-equal moves are mixed by the random stream, so the robot is
 deterministic for a given stream and view, and it exposes only sometimes.
 
-Standings (off: STANDINGS and STANDINGS_BEHIND are 0). In postal an outcome
-can be weighed by what it changes in the robot's share of first place over the
-five mini-games (pbem.rules.robot_standings); not kept, for the goal it missed.
+Standings. In postal an outcome is also weighed by what it changes in the
+robot's share of first place over the five mini-games (pbem.rules.robot_standings),
+half and half; level with the leaders (every seat at the start) that half counts
+only as far as the next seat reads as a bid reader: four robots chasing exact
+counts at each other left a fifth player first too often (docs/robot.md).
 
 Search (off: robot_search.CANDIDATES is 1). The move so picked can be weighed
 against the best raises by that price with the next players' replies played
@@ -56,11 +58,20 @@ GAIN_WEIGHT = 0.5     # an outcome that puts the robot ahead counts at this shar
 LOSS_TAIL = 0.5       # each die lost after the first counts at this share
 # postal: an outcome is worth what it changes in the robot's share of first place over
 # the five mini-games (pbem.rules.robot_standings) at this weight, the rest as above,
-# while the robot has the most virtual dice; behind, at STANDINGS_BEHIND. Off (0):
-# at 0.5 it gained against readers and odds players, but a wary player among four
-# such robots came first too often (docs/robot.md)
-STANDINGS = 0.0
-STANDINGS_BEHIND = 0.0
+# while the robot has the most virtual dice alone; behind, at STANDINGS_BEHIND (0: off,
+# the one-move robot's values)
+STANDINGS = 0.5
+STANDINGS_BEHIND = 0.5
+# ... level with the leaders rather than ahead (every seat at the start): this weight,
+# or STANDINGS when negative
+STANDINGS_LEVEL = -1.0
+# ... an exact count of the robot's own bid is weighed by the standings at this share of
+# the weight (the rest as the one-move robot: +1/2)
+STANDINGS_EXACT = 1.0
+# ... level with the leaders, the weight is scaled towards how much the next seat reads
+# as a bid reader beyond even odds (Table.misled) at this share (0: not at all). At 0 a
+# wary player among four robots came first 16.2% of the time (13.7 at 1; docs/robot.md)
+STANDINGS_READS = 1.0
 START_DICE = 5        # postal's virtual dice at the start (pbem.rules.postal)
 
 
@@ -116,14 +127,16 @@ class Table:
         self.reader = (robot_reads.seat_reader_weight(view.answers, self.next.seat)
                        if self.next is not None else 0.0)
         self._outcomes: dict[tuple[int, bool], float] = {}
-        self.standings = (max(STANDINGS, STANDINGS_BEHIND) > 0.0
+        self.standings = (max(STANDINGS, STANDINGS_BEHIND, STANDINGS_LEVEL) > 0.0
                           and len(view.virtual_dice) == self.players
                           and self.next is not None)
         if self.standings:
             seats = len(view.virtual_dice)
             self.scores = dict(enumerate(view.virtual_dice, start=1))
             self.previous = (view.seat - 2) % seats + 1   # who made the standing bid
-            self.leads = view.virtual_dice[view.seat - 1] >= max(view.virtual_dice)
+            self.weight = standings_weight(view.virtual_dice, view.seat)
+            if STANDINGS_READS > 0.0 and level_with_leaders(view.virtual_dice, view.seat):
+                self.weight *= 1.0 - STANDINGS_READS + STANDINGS_READS * self.misled()
             self.share_now = robot_standings.share_after(
                 self.scores, view.seat, {}, (*view.later, len(view.own.dice)))
 
@@ -143,7 +156,9 @@ class Table:
                                       self.next.seat if bidder else me, self.scores, rule)
             share = robot_standings.share_after(self.scores, me, losses, self.view.later)
             shift = (share - self.share_now) / robot_standings.unit()
-            weight = STANDINGS if self.leads else STANDINGS_BEHIND
+            weight = self.weight
+            if bidder and actual == quantity:
+                weight *= STANDINGS_EXACT
             self._outcomes[key] = weight * shift + (1.0 - weight) * plain
         return self._outcomes[key]
 
@@ -265,6 +280,23 @@ class Table:
         if self.view.rules.super_die:
             return 0.0
         return max(0.0, 2.0 * self.reader - 1.0)
+
+
+def level_with_leaders(virtual_dice: tuple[int, ...], seat: int) -> bool:
+    """Whether seat has the most virtual dice, level with another seat."""
+    top = max(virtual_dice)
+    return virtual_dice[seat - 1] == top and virtual_dice.count(top) > 1
+
+
+def standings_weight(virtual_dice: tuple[int, ...], seat: int) -> float:
+    """The weight of the standings in an outcome's value: STANDINGS while the robot
+    has the most virtual dice alone, STANDINGS_LEVEL level with the most (STANDINGS
+    when negative), STANDINGS_BEHIND behind."""
+    if virtual_dice[seat - 1] < max(virtual_dice):
+        return STANDINGS_BEHIND
+    if level_with_leaders(virtual_dice, seat) and STANDINGS_LEVEL >= 0.0:
+        return STANDINGS_LEVEL
+    return STANDINGS
 
 
 def challenge_losses(actual: int, quantity: int, bidder: int, challenger: int,

@@ -18,7 +18,7 @@ from pbem.rules.challenge import resolve_challenge
 from pbem.rules.dice import DiceStream, Die, seed_from_number
 from pbem.rules.ladder import Bid
 from pbem.rules.robot_standings import ENDINGS, first_share, share_after, unit
-from pbem.rules.robot_strong import Table, challenge_losses, outcome_value
+from pbem.rules.robot_strong import Table, challenge_losses, outcome_value, standings_weight
 from pbem.rules.ruleset import ExactRule
 from testkit.robot_play import postal_played
 
@@ -103,27 +103,53 @@ def postal_view(seed: int, turns: int):   # type: ignore[no-untyped-def]
 
 
 @contextmanager
-def weights(leading: float, behind: float) -> Iterator[None]:
+def weights(leading: float, behind: float, level: float = -1.0,
+            exact: float = 1.0, reads: float = 0.0) -> Iterator[None]:
     """The robot's standings weights set for a test (the arena's --tune does the same)."""
-    old = robot_strong.STANDINGS, robot_strong.STANDINGS_BEHIND
-    robot_strong.STANDINGS, robot_strong.STANDINGS_BEHIND = leading, behind
+    names = ("STANDINGS", "STANDINGS_BEHIND", "STANDINGS_LEVEL", "STANDINGS_EXACT",
+             "STANDINGS_READS")
+    old = [getattr(robot_strong, name) for name in names]
+    for name, value in zip(names, (leading, behind, level, exact, reads)):
+        setattr(robot_strong, name, value)
     try:
         yield
     finally:
-        robot_strong.STANDINGS, robot_strong.STANDINGS_BEHIND = old
+        for name, value in zip(names, old):
+            setattr(robot_strong, name, value)
 
 
-@settings(max_examples=20, deadline=None)
+@given(dice=st.lists(st.integers(-3, 5), min_size=5, max_size=5),
+       seat=st.sampled_from(SEATS), level=st.sampled_from([-1.0, 0.0, 0.3]))
+def test_the_weight_follows_the_robot_s_place(dice: list[int], seat: int,
+                                              level: float) -> None:
+    """Ahead alone: STANDINGS; level with the most: STANDINGS_LEVEL (STANDINGS when
+    negative); behind: STANDINGS_BEHIND."""
+    with weights(0.5, 0.25, level):
+        got = standings_weight(tuple(dice), seat)
+    mine, top = dice[seat - 1], max(dice)
+    if mine < top:
+        assert got == 0.25
+    elif dice.count(top) == 1 or level < 0:
+        assert got == 0.5
+    else:
+        assert got == level
+
+
+@settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 10_000), turns=st.integers(0, 10),
        actual=st.integers(0, 12), quantity=st.integers(1, 12), bidder=st.booleans(),
-       leading=st.sampled_from([0.0, 0.5, 1.0]), behind=st.sampled_from([0.25, 0.5]))
+       leading=st.sampled_from([0.0, 0.5, 1.0]), behind=st.sampled_from([0.25, 0.5]),
+       level=st.sampled_from([-1.0, 0.0, 0.75]), exact=st.sampled_from([1.0, 0.0, 0.5]),
+       reads=st.sampled_from([0.0, 0.5, 1.0]))
 def test_the_outcome_is_the_share_of_first_place(seed: int, turns: int, actual: int,
                                                  quantity: int, bidder: bool,
-                                                 leading: float, behind: float) -> None:
+                                                 leading: float, behind: float,
+                                                 level: float, exact: float,
+                                                 reads: float) -> None:
     view = postal_view(seed, turns)
     if view is None:
         return
-    with weights(leading, behind):
+    with weights(leading, behind, level, exact, reads):
         table = Table(view)
         got = table.outcome(actual, quantity, bidder)
     assert table.standings
@@ -134,7 +160,13 @@ def test_the_outcome_is_the_share_of_first_place(seed: int, turns: int, actual: 
     shift = (share_after(scores, me, losses, view.later)
              - share_after(scores, me, {}, (*view.later, len(view.own.dice)))) / unit()
     plain = outcome_value(actual, quantity, bidder, view.rules.exact_rule, 5)
-    weight = leading if scores[me] == max(scores.values()) else behind
+    top = max(scores.values())
+    is_level = scores[me] == top and list(scores.values()).count(top) > 1
+    weight = behind if scores[me] < top else level if level >= 0 and is_level else leading
+    if is_level:   # towards how much the next seat reads as a reader
+        weight *= 1 - reads + reads * max(0.0, 2 * table.reader - 1)
+    if bidder and actual == quantity:
+        weight *= exact
     assert got == pytest.approx(weight * shift + (1 - weight) * plain)
 
 
@@ -173,3 +205,19 @@ def test_the_arena_counts_how_the_mini_games_ended(monkeypatch: pytest.MonkeyPat
     assert sum(endings.values()) == 3 * 5
     assert {dice for dice, _ in endings} <= set(ENDINGS)
     assert all(sum(n for (d, _), n in endings.items() if d == dice) == 3 for dice in ENDINGS)
+
+
+def test_the_arena_counts_the_tested_seat_s_roles(monkeypatch: pytest.MonkeyPatch) -> None:
+    """bench/robot_arena.py --roles: every mini-game once, by the tested seat's role, and
+    its dice lost there are the dice it lost in the game."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    import robot_arena  # bench/robot_arena.py
+
+    roles: Counter[tuple[str, str]] = Counter()
+    result = robot_arena.run("postal", "wary", "strong", 3, 700_000, None, roles)
+    outcomes = ("short", "exact", "over")
+    assert sum(roles[(r, o)] for r in ("bidder", "caller", "aside") for o in outcomes) == 15
+    lost = sum(roles[(r, o + " dice")] for r in ("bidder", "caller", "aside") for o in outcomes)
+    assert lost == sum(5 - score for score in result.score)
+    assert roles[("bidder", "exact dice")] == 0
+    assert "| bidder |" in robot_arena.roles_table(roles, 3)
