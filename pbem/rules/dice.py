@@ -112,13 +112,16 @@ class ByteSource:
         self._label = label
         self._block = 0
         self._buffer = b""
+        self._at = 0   # the next byte of the block: an index, not a slice (a copy a byte)
 
     def _next_byte(self) -> int:
-        if not self._buffer:
+        if self._at == len(self._buffer):
             message = f"{self._label}/{self._block}".encode()
-            self._buffer = hmac.new(self._seed, message, hashlib.sha256).digest()
+            self._buffer = hmac.digest(self._seed, message, "sha256")
             self._block += 1
-        byte, self._buffer = self._buffer[0], self._buffer[1:]
+            self._at = 0
+        byte = self._buffer[self._at]
+        self._at += 1
         return byte
 
     def below(self, bound: int) -> int:
