@@ -73,6 +73,9 @@ def commitment(seed: bytes) -> str:
     return hashlib.sha256(seed).hexdigest()
 
 
+_DIE_LIMIT: Final = 256 - 256 % 6   # bytes from it on are skipped: each face equally likely
+
+
 class DiceStream:
     """Deterministic, label-keyed random draws from a secret seed.
 
@@ -91,8 +94,17 @@ class DiceStream:
         return ByteSource(self._seed, label)
 
     def dice(self, label: str, count: int) -> tuple[Face, ...]:
-        source = self._bytes(label)
-        return tuple(source.below(6) + 1 for _ in range(count))
+        # ByteSource.below(6) inlined: a game's start rolls 25 hands (its replay too)
+        faces: list[Face] = []
+        block = 0
+        while len(faces) < count:
+            for byte in hmac.digest(self._seed, f"{label}/{block}".encode(), "sha256"):
+                if byte < _DIE_LIMIT:
+                    faces.append(byte % 6 + 1)
+                    if len(faces) == count:
+                        break
+            block += 1
+        return tuple(faces)
 
     def shuffle(self, label: str, items: Sequence[T]) -> list[T]:
         """Fisher-Yates shuffle driven by the stream."""
