@@ -10,7 +10,6 @@ from pbem.rules.dice import FACES, Die, Face, face_symbol
 from pbem.rules.errors import IllegalMove
 from pbem.text.wording import _, _n
 
-
 # every die there can be, made once: a Die is frozen, so cups share them (a game's start
 # rolls 25 cups, and each made its dice anew: two fifths of the start's CPU)
 _DICE: dict[tuple[Face, bool], Die] = {(face, big): Die(face, big)
