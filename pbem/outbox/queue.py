@@ -31,6 +31,9 @@ class Origin:
 
     address: str
     name: str = "Bluff referee"
+    # its mails are sent with VERP return paths ([smtp] verp): each gets a bounce token;
+    # without, none is drawn, and no index entry written (the index holds tokens alone)
+    verp: bool = False
 
     @property
     def domain(self) -> str:
@@ -131,7 +134,7 @@ def compose(origin: Origin, *, kind: str, to: str, subject: str,
                      "rcpts_json": json.dumps([to]), "raw": raw, "game_id": game_id,
                      "seat": seat, "turn": turn, "inbound_id": inbound_id, "status": "pending",
                      "attempts": 0, "next_attempt_at": now, "created_at": now,
-                     "bounce_token": new_bounce_token()})
+                     "bounce_token": new_bounce_token() if origin.verp else None})
 
 
 def queue_all(session: Work, mails: Sequence[Composed]) -> list[Queued]:
@@ -143,8 +146,9 @@ def queue_all(session: Work, mails: Sequence[Composed]) -> list[Queued]:
     rows = []
     for row_id, mail in zip(insert_mails(session, mails), mails, strict=True):
         values = mail.values
+        token = values["bounce_token"]
         row = Queued(row_id, mail.message_id, str(values["mail_from"]),
-                     str(values["bounce_token"]), str(values["rcpts_json"]),
+                     None if token is None else str(token), str(values["rcpts_json"]),
                      cast(bytes, values["raw"]))
         if session.keep_queued:
             session.queued.append(row)   # what its caller's Stream claims before the commit

@@ -73,6 +73,9 @@ def commitment(seed: bytes) -> str:
     return hashlib.sha256(seed).hexdigest()
 
 
+_DIE_LIMIT: Final = 256 - 256 % 6   # bytes from it on are skipped: each face equally likely
+
+
 class DiceStream:
     """Deterministic, label-keyed random draws from a secret seed.
 
@@ -91,8 +94,17 @@ class DiceStream:
         return ByteSource(self._seed, label)
 
     def dice(self, label: str, count: int) -> tuple[Face, ...]:
-        source = self._bytes(label)
-        return tuple(source.below(6) + 1 for _ in range(count))
+        # ByteSource.below(6) inlined: a game's start rolls 25 hands (its replay too)
+        faces: list[Face] = []
+        block = 0
+        while len(faces) < count:
+            for byte in hmac.digest(self._seed, f"{label}/{block}".encode(), "sha256"):
+                if byte < _DIE_LIMIT:
+                    faces.append(byte % 6 + 1)
+                    if len(faces) == count:
+                        break
+            block += 1
+        return tuple(faces)
 
     def shuffle(self, label: str, items: Sequence[T]) -> list[T]:
         """Fisher-Yates shuffle driven by the stream."""
@@ -112,13 +124,16 @@ class ByteSource:
         self._label = label
         self._block = 0
         self._buffer = b""
+        self._at = 0   # the next byte of the block: an index, not a slice (a copy a byte)
 
     def _next_byte(self) -> int:
-        if not self._buffer:
+        if self._at == len(self._buffer):
             message = f"{self._label}/{self._block}".encode()
-            self._buffer = hmac.new(self._seed, message, hashlib.sha256).digest()
+            self._buffer = hmac.digest(self._seed, message, "sha256")
             self._block += 1
-        byte, self._buffer = self._buffer[0], self._buffer[1:]
+            self._at = 0
+        byte = self._buffer[self._at]
+        self._at += 1
         return byte
 
     def below(self, bound: int) -> int:

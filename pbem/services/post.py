@@ -69,7 +69,8 @@ class Post:
     compose_apart: bool = False
 
     def __post_init__(self) -> None:
-        self.origin = Origin(self.settings.address)
+        smtp = self.settings.smtp
+        self.origin = Origin(self.settings.address, verp=smtp is not None and smtp.verp)
 
     @property
     def referee(self) -> str:
@@ -131,7 +132,7 @@ class Post:
     def origin_in(self, language: str) -> Origin:
         """The server as the sender of a mail in ``language``: its From name said there."""
         return Origin(self.origin.address,
-                      str(self.renderer.say(SENDER_NAME, language)))
+                      str(self.renderer.say(SENDER_NAME, language)), self.origin.verp)
 
 
 @dataclass(frozen=True)

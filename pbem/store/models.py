@@ -118,9 +118,13 @@ class OutboundMail(SQLModel, table=True):
     # status then sent_at: the send budget counts the mail sent since a time
     # (pbem.outbox.table.budget_left) by a range of the index, not by every sent mail;
     # a look for the pending mail uses its first column; (game_id, kind) serves every read
-    # by game_id: no index on game_id alone (0018)
+    # by game_id: no index on game_id alone (0018); the bounce tokens' index holds the
+    # tokens alone (0019): a mail queued without VERP has none and writes no entry
     __table_args__ = (Index("ix_outbound_mail_game_kind", "game_id", "kind"),
-                      Index("ix_outbound_mail_status_sent_at", "status", "sent_at"))
+                      Index("ix_outbound_mail_status_sent_at", "status", "sent_at"),
+                      Index("ix_outbound_mail_bounce_token", "bounce_token",
+                            sqlite_where=text("bounce_token IS NOT NULL"),
+                            postgresql_where=text("bounce_token IS NOT NULL")))
     id: int | None = Field(default=None, primary_key=True)
     message_id: str = Field(unique=True)
     kind: str                          # report | confirm | error | help | notice
@@ -139,8 +143,9 @@ class OutboundMail(SQLModel, table=True):
     sent_at: datetime | None = None
     claimed_by: str | None = None      # the process sending it (a lease, see claimed_at)
     claimed_at: datetime | None = None
-    # names this mail in the VERP return path bluff+b.<token>@domain (pbem.mail.bounces)
-    bounce_token: str | None = Field(default=None, index=True)
+    # names this mail in the VERP return path bluff+b.<token>@domain (pbem.mail.bounces);
+    # none when queued without VERP ([smtp] verp off: pbem.outbox.queue.Origin)
+    bounce_token: str | None = None
 
 
 # A mail's bytes are kept apart from its row (schema 0016): the row is written again by

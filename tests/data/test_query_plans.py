@@ -162,3 +162,27 @@ def test_a_turns_reads_by_game_find_their_rows_by_the_longer_game_indexes(
     scans = {s: p for s, p in by_game.items()
              if any(f"SCAN {t}" in p and f"SCAN {t} USING" not in p for t in GAME_TABLES)}
     assert scans == {}, scans
+
+
+def test_a_verp_bounce_finds_its_mail_by_the_tokens_index(tmp_path: Path) -> None:
+    """The index of the bounce tokens holds those not null alone (schema 0019: a mail
+    queued without VERP has none); a bounce's token = value is served by it, not by
+    walking every mail."""
+    from sqlmodel import Session
+
+    from pbem.config.settings import SmtpSettings
+    from pbem.mail.bounces import Bounce
+    from pbem.services.bounces import bounced_mail
+    from testkit.desk import started_game
+
+    server = make_server(tmp_path, Clock(), smtp=SmtpSettings(host="127.0.0.1", verp=True))
+    started_game(server)
+
+    def look() -> None:
+        with Session(server.engine) as session:
+            assert bounced_mail(session, Bounce(frozenset({"p@example.org"}), frozenset(),
+                                                verp_tokens=("00aa11bb22cc33dd",))) is None
+    plans = plans_of(server, look)
+    by_token = [p for s, p in plans.items() if "outbound_mail.bounce_token = " in s]
+    assert by_token and all("USING INDEX ix_outbound_mail_bounce_token" in p
+                            for p in by_token), plans

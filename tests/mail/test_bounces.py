@@ -15,13 +15,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlmodel import Session, col, select
 
+from pbem.config.settings import SmtpSettings
 from pbem.mail.bounces import Bounce, read_bounce, verp_address, verp_tokens
 from pbem.outbox import envelope_sender
 from pbem.runner.server import Server
 from pbem.services.bounces import BouncedMail, bounced_mail
 from pbem.store.models import OutboundMail
 from testkit.bounce import SHAPES, bounce_bytes
-from testkit.desk import SERVER, seat_of, started_game
+from testkit.desk import SERVER, Clock, make_server, seat_of, started_game
 from testkit.e2e import stack_server
 
 SERVER_VERP = verp_address(SERVER, "00aa11bb22cc33dd")
@@ -147,8 +148,15 @@ def test_each_shape_is_matched_to_the_game_and_seat_by_message_id(server: Server
     assert found.address == "p3@example.org" and found.permanent is SHAPES[name][1]
 
 
+def verp_server(tmp_path: Path) -> Server:
+    """A desk server whose mail goes out with VERP return paths (never ticked here: no
+    SMTP server is needed)."""
+    return make_server(tmp_path, Clock(), smtp=SmtpSettings(host="127.0.0.1", verp=True))
+
+
 @pytest.mark.parametrize("name", sorted(SHAPES))
-def test_each_shape_is_matched_by_its_verp_return_path(server: Server, name: str) -> None:
+def test_each_shape_is_matched_by_its_verp_return_path(tmp_path: Path, name: str) -> None:
+    server = verp_server(tmp_path)
     started_game(server)
     sent = reports(server)["p3@example.org"]
     assert sent.bounce_token
@@ -156,6 +164,23 @@ def test_each_shape_is_matched_by_its_verp_return_path(server: Server, name: str
     assert to == verp_address(SERVER, sent.bounce_token)
     found = match(server, shape(name, message_id="<unknown@example.org>", server=to))
     assert found is not None and found.via == "verp" and found.mail.id == sent.id
+
+
+def test_mail_queued_without_verp_has_no_bounce_token(server: Server) -> None:
+    """[smtp] verp off (the default): no token is drawn, the index of the tokens (only
+    those not null, schema 0019) gets no entry, and a bounce still finds its mail by
+    its Message-ID."""
+    started_game(server)
+    sent = reports(server)
+    assert sent and all(row.bounce_token is None for row in sent.values())
+    assert envelope_sender(sent["p3@example.org"], verp=True) == SERVER   # as before VERP
+    with server.engine.connect() as conn:
+        raw = conn.connection.driver_connection
+        [made] = raw.execute("SELECT sql FROM sqlite_master WHERE name = "
+                             "'ix_outbound_mail_bounce_token'").fetchone()
+    assert made.endswith("WHERE bounce_token IS NOT NULL"), made
+    found = match(server, shape("postfix_dsn", message_id=sent["p3@example.org"].message_id))
+    assert found is not None and found.via == "message-id"
 
 
 def test_a_bounce_for_an_unknown_message_id_matches_nothing(server: Server) -> None:
