@@ -47,14 +47,16 @@ class Job:
 
 class Workers:
     """The kept threads (named ``name-N``); ``close`` ends the idle ones, and each busy
-    one once its job is over; one idle for ``idle_seconds`` ends by itself."""
+    one once its job is over; one idle for ``idle_seconds`` ends by itself. Closed, they
+    still take jobs, on threads started anew (a server closed between ticks, which drops
+    its kept connections, ticks again)."""
 
     def __init__(self, name: str = "pbem-send", idle_seconds: float = IDLE_SECONDS) -> None:
         self.name, self.idle_seconds = name, idle_seconds
         self._lock = threading.Lock()
         self._idle: list[queue.SimpleQueue[Job | None]] = []   # each idle thread's inbox
         self._started = 0
-        self._closed = False
+        self._generation = 0   # raised by close: a thread of an older one ends after its job
 
     @property
     def started(self) -> int:
@@ -65,19 +67,18 @@ class Workers:
         """Run ``work`` on an idle kept thread, or a new one."""
         job = Job(work)
         with self._lock:
-            if self._closed:
-                raise RuntimeError("the workers are closed")
             inbox = self._idle.pop() if self._idle else None
             if inbox is None:
                 inbox = queue.SimpleQueue()
                 self._started += 1
-                thread = threading.Thread(target=self._serve, args=(inbox,),
+                thread = threading.Thread(target=self._serve,
+                                          args=(inbox, self._generation),
                                           name=f"{self.name}-{self._started}", daemon=True)
                 thread.start()
         inbox.put(job)
         return job
 
-    def _serve(self, inbox: queue.SimpleQueue[Job | None]) -> None:
+    def _serve(self, inbox: queue.SimpleQueue[Job | None], generation: int) -> None:
         while True:
             try:
                 job = inbox.get(timeout=self.idle_seconds)
@@ -91,14 +92,14 @@ class Workers:
                 return
             job.run()
             with self._lock:
-                if self._closed:
-                    return
+                if generation != self._generation:
+                    return   # closed while it worked
                 self._idle.append(inbox)
 
     def close(self) -> None:
         """End the kept threads (a busy one after its job)."""
         with self._lock:
-            self._closed = True
+            self._generation += 1
             idle, self._idle = self._idle, []
         for inbox in idle:
             inbox.put(None)

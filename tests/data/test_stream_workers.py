@@ -48,6 +48,27 @@ def test_each_ticks_stream_sends_on_the_threads_the_first_started(tmp_path: Path
     assert kept_threads("test-kept") == []
 
 
+def test_closed_workers_end_their_threads_and_take_the_next_job_on_a_new_one() -> None:
+    """A server closed between ticks (its kept connections dropped) ticks again: its
+    workers, closed, still send (pbem.runner.Server.close, tests/e2e/test_oauth.py)."""
+    workers = Workers("test-reopen")
+    try:
+        release = threading.Event()
+        busy = workers.run(release.wait)
+        assert workers.run(lambda: None).wait(5)   # a second thread, idle after its job
+        workers.close()
+        release.set()
+        assert busy.wait(5)
+        for thread in kept_threads("test-reopen"):
+            thread.join(5)   # the idle one at close, the busy one after its job
+        assert kept_threads("test-reopen") == []
+        done: list[int] = []
+        assert workers.run(lambda: done.append(1)).wait(5)
+        assert done == [1] and workers.started == 3
+    finally:
+        workers.close()
+
+
 def test_a_job_that_raises_leaves_its_thread_for_the_next() -> None:
     workers = Workers("test-raise")
     try:
