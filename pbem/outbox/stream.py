@@ -4,7 +4,6 @@ the tick handles the next mail (the hand-off of a pbem.store.work.Work)."""
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from datetime import datetime
@@ -79,10 +78,12 @@ class Stream:
         self._allowed = budget_left(engine, budget, now())
         self._run = Connections(engine, open_sender, now, on_failure, connections, unreleased)
         self._schedule = ByAddress([], more=True)
-        # the connections' threads: kept ones of the server's (``workers``: none started
-        # for each tick), else started here
-        self._workers = workers
-        self._threads: list[threading.Thread | Job] = []
+        # the connections' threads: the server's, kept from tick to tick; a stream given
+        # none has threads of its own, ended at its close. Daemons (pbem.outbox.workers): a
+        # stream never closed must not keep the process from exiting; its claims run out
+        self._own_workers = workers is None
+        self._workers = Workers("pbem-stream") if workers is None else workers
+        self._jobs: list[Job] = []
         self._addresses: set[tuple[str, ...]] = set()
         self._unsent: set[int] = set()       # fed and not handed off yet
         self._errors: list[BaseException] = []
@@ -116,34 +117,25 @@ class Stream:
             return
         self._unsent.update(row.id for row in rows)
         self._schedule.add(rows)
-        if len(self._threads) == len(self._run.senders):
+        if len(self._jobs) == len(self._run.senders):
             return
         # a connection for each address with mail, up to the limit: more would wait
         self._addresses.update(tuple(row.rcpts) for row in rows)
-        while len(self._threads) < min(len(self._run.senders), len(self._addresses)):
-            slot = len(self._threads)
-            args = (self._schedule, slot, self._unsent.discard, self._errors)
-            if self._workers is not None:
-                self._threads.append(self._workers.run(partial(self._run.work, *args)))
-                continue
-            # a daemon: a stream never closed (a bug, an error between feed and close)
-            # must not keep the process from exiting; its claims run out as a dead one's
-            thread = threading.Thread(target=self._run.work, name=f"pbem-stream-{slot}",
-                                      args=args, daemon=True)
-            self._threads.append(thread)
-            thread.start()
+        while len(self._jobs) < min(len(self._run.senders), len(self._addresses)):
+            slot = len(self._jobs)
+            self._jobs.append(self._workers.run(partial(
+                self._run.work, self._schedule, slot, self._unsent.discard, self._errors)))
 
     def close(self) -> DrainReport:
         """Wait until what was fed is sent; release the rest; what happened. An error
         of a connection is logged (the mail it held is released: the next drain)."""
         self._schedule.close()
         try:
-            for thread in self._threads:
-                if isinstance(thread, Job):
-                    thread.wait()
-                else:
-                    thread.join()
+            for job in self._jobs:
+                job.wait()
         finally:
+            if self._own_workers:
+                self._workers.close()
             if self._unsent:
                 self._run.release(sorted(self._unsent))
                 self._run.report.released += len(self._unsent)
