@@ -46,7 +46,7 @@ from pbem.config import SmtpSettings  # noqa: E402
 from pbem.outbox import Stream  # noqa: E402
 from pbem.outbox.table import pending_due  # noqa: E402
 from pbem.render.reports import Renderer  # noqa: E402
-from pbem.runner import server as server_module  # noqa: E402
+from pbem.runner import ticking  # noqa: E402
 from pbem.store.claims import me  # noqa: E402
 from pbem.store.models import OutboundMail  # noqa: E402
 
@@ -108,7 +108,7 @@ def started_threads() -> Callable[[bool], None]:
 def others_due_as_a_writer() -> Callable[[bool], None]:
     """While on, the tick asks whether other mail is due (pbem.outbox.others_due) in a
     transaction that takes SQLite's writer's turn, as before it only read."""
-    real = server_module.others_due
+    real = ticking.others_due
     state = {"on": False}
 
     def others_due(engine: Any, when: Any) -> bool:
@@ -119,7 +119,7 @@ def others_due_as_a_writer() -> Callable[[bool], None]:
                 *pending_due(when), col(OutboundMail.claimed_by).is_(None)
                 | (col(OutboundMail.claimed_by) != me())).limit(1)).first() is not None
 
-    server_module.others_due = others_due
+    ticking.others_due = others_due
     return lambda on: state.__setitem__("on", on)
 
 

@@ -324,7 +324,7 @@ def client_order_lines(view: JSONMap, rng: random.Random) -> list[str]:
     claim and the centre (as the Guesser); [] when it is not that player's move."""
     if view.get("game_over") or view.get("you") is None or view.get("to_move") != view["you"]:
         return []
-    return [str(cb.robot_move(client_state(view), int(view["you"]), rng))]
+    return [str(robot_cup.robot_move(client_state(view), int(view["you"]), rng))]
 
 
 CUP = CupKind()

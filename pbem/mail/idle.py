@@ -27,7 +27,7 @@ from imapclient import IMAPClient
 from pbem.store.backoff import Backoff
 
 from .errors import MailError
-from .imap import close_quietly
+from .imap_connection import close_quietly
 
 log = logging.getLogger(__name__)
 

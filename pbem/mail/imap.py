@@ -9,29 +9,29 @@ should treat that pair (or the Message-ID) as an idempotency key.
 A mail that ``store`` cannot take stays in the folder for the next poll, unless the
 poll's ``set_aside`` says otherwise (it counts the tries): then it is moved to the
 ``quarantine_folder``, where it waits, kept as it came, until ``release`` moves it back.
+
+Here the poll (fetch, store, hand on); the connection (login, kept between polls, its
+failures) is pbem.mail.imap_connection's, the folders a mail goes to once handed on
+(done, quarantine, back) pbem.mail.imap_folders'.
 """
 from __future__ import annotations
 
-import imaplib
 import logging
 import ssl as ssl_mod
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
 
-from imapclient import DELETED, SEEN, IMAPClient
-from imapclient.exceptions import LoginError
+from imapclient import IMAPClient
 
 from pbem.store.faults import crash_point
 
-from .errors import MailError, MailServiceUnavailable
+from .errors import MailServiceUnavailable
+from .imap_connection import close_quietly
+from .imap_folders import DONE_KEYWORD, ImapFolders
 
 log = logging.getLogger(__name__)
-_T = TypeVar("_T")
 
-DONE_KEYWORD = "$PbemDone"
 _SIZE_CHUNK = 1000             # UIDs per RFC822.SIZE fetch (keeps command lines short)
 _BATCH_BYTES = 20_000_000      # soft cap on the bytes of one body fetch
 # mails fetched, stored and moved in one go: each MOVE costs Dovecot time in proportion
@@ -80,7 +80,7 @@ def _chunks(seq: Sequence[int], n: int) -> Iterator[list[int]]:
         yield list(seq[i:i + n])
 
 
-class ImapInbox:
+class ImapInbox(ImapFolders):
     """One mailbox folder polled over IMAP (a fresh connection per poll)."""
 
     def __init__(self, host: str, port: int, username: str, password: str, *, ssl: bool = True,
@@ -125,37 +125,6 @@ class ImapInbox:
     def __repr__(self) -> str:
         return (f"ImapInbox({self.username}@{self.host}:{self.port}/{self.folder}"
                 f" -> {self.done_folder})")
-
-    # ---- connection ---------------------------------------------------------------
-
-    def _connect(self) -> IMAPClient:
-        where = f"{self.host}:{self.port}"
-        try:
-            client = IMAPClient(self.host, self.port, ssl=self.ssl,
-                                ssl_context=self.ssl_context, timeout=self.timeout)
-        except (OSError, imaplib.IMAP4.error) as e:
-            raise MailServiceUnavailable(f"cannot connect to IMAP server {where}: {e}") from e
-        try:
-            if self.login is not None:
-                self.login(client)
-            else:
-                client.login(self.username, self.password)
-        except MailServiceUnavailable:   # no OAuth2 token
-            close_quietly(client)
-            raise
-        except (LoginError, imaplib.IMAP4.error, OSError) as e:
-            close_quietly(client)
-            raise MailServiceUnavailable(
-                f"IMAP login as {self.username!r} on {where} failed: {e}") from e
-        return client
-
-    def connect(self) -> IMAPClient:
-        """A logged-in connection of the caller's own (an IDLE watch's: pbem.mail.idle);
-        the caller logs out. Raises MailServiceUnavailable."""
-        return self._connect()
-
-    def _capabilities(self, client: IMAPClient) -> set[bytes]:
-        return {c.upper() for c in client.capabilities()}
 
     # ---- polling ------------------------------------------------------------------
 
@@ -250,45 +219,12 @@ class ImapInbox:
                 except Exception:
                     log.exception("%r: after the move", self)
 
-    def _keep(self, client: IMAPClient) -> None:
-        """Keep the connection for the next poll (keep_open), or log out."""
-        if self.keep_open > 0:
-            self._kept, self._kept_since = client, time.monotonic()
-        else:
-            close_quietly(client)
-
-    def close(self) -> None:
-        """Log out of a kept connection (once a move left to a thread is over)."""
-        with self._lock:
-            client, self._kept = self._kept, None
-            if client is not None:
-                close_quietly(client)
-
-    def _take(self) -> tuple[IMAPClient, bool]:
-        """The kept connection if it is fresh enough (True), else a new one (False)."""
-        client, self._kept = self._kept, None
-        if client is not None:
-            if time.monotonic() - self._kept_since <= self.keep_open:
-                return client, True
-            close_quietly(client)
-        return self._connect(), False
-
     def _poll_on(self, client: IMAPClient, store: Callable[[FetchedMail], None],
                  batch: int, store_batch: Callable[[list[FetchedMail]], object] | None,
                  move_later: bool, set_aside: Callable[[FetchedMail, Exception], bool] | None,
                  share: Share) -> tuple[int, tuple[list[int], str] | None]:
         return self._on_connection(
             lambda: self._poll(client, store, batch, store_batch, move_later, set_aside, share))
-
-    def _on_connection(self, work: Callable[[], _T]) -> _T:
-        """``work`` on the IMAP connection, its failures as MailError."""
-        try:
-            return work()
-        except (OSError, imaplib.IMAP4.abort) as e:
-            raise MailServiceUnavailable(f"IMAP connection to {self.host}:{self.port} "
-                                         f"lost: {e}") from e
-        except imaplib.IMAP4.error as e:
-            raise MailError(f"IMAP error on {self.host}:{self.port}: {e}") from e
 
     def _poll(self, client: IMAPClient, store: Callable[[FetchedMail], None],
               batch: int, store_batch: Callable[[list[FetchedMail]], object] | None,
@@ -415,44 +351,6 @@ class ImapInbox:
             done.append(mail.uid)
         return done, aside
 
-    def _set_aside(self, client: IMAPClient, uids: list[int], mode: str) -> None:
-        """Move mails that cannot be stored to the quarantine folder (made when missing)."""
-        if not client.folder_exists(self.quarantine_folder):
-            try:
-                client.create_folder(self.quarantine_folder)
-            except imaplib.IMAP4.error:
-                if not client.folder_exists(self.quarantine_folder):
-                    raise
-        if mode == "move":
-            client.move(uids, self.quarantine_folder)
-        else:   # a copy set aside, the original out of the way as a done one is
-            client.copy(uids, self.quarantine_folder)
-            self._mark(client, uids, "flag" if mode == "flag" else "delete")
-
-    def release(self) -> int:
-        """Move every mail of the quarantine folder back to the folder polled (the next poll
-        stores it again); how many. On a connection of its own."""
-        with self._lock:
-            client = self._connect()
-            try:
-                return self._on_connection(lambda: self._release(client))
-            finally:
-                close_quietly(client)
-
-    def _release(self, client: IMAPClient) -> int:
-        if not client.folder_exists(self.quarantine_folder):
-            return 0
-        client.select_folder(self.quarantine_folder)
-        uids = client.search(["NOT", "DELETED"])
-        if uids:
-            if b"MOVE" in self._capabilities(client):
-                client.move(uids, self.folder)
-            else:
-                client.copy(uids, self.folder)
-                client.add_flags(uids, [DELETED], silent=True)
-                client.expunge()
-        return len(uids)
-
     def _batches(self, uids: list[int], sizes: dict[int, int],
                  batch: int) -> Iterator[list[int]]:
         group: list[int] = []
@@ -468,78 +366,8 @@ class ImapInbox:
         if group:
             yield group
 
-    def _ensure_done_folder(self, client: IMAPClient) -> None:
-        """Make the done folder unless it is there (asked once a connection; should it be
-        deleted meanwhile, the move says TRYCREATE and _mark_done makes it again)."""
-        if self._done_seen is client:
-            return
-        self._make_done_folder(client)
-        self._done_seen = client
-
-    def _make_done_folder(self, client: IMAPClient) -> None:
-        if client.folder_exists(self.done_folder):
-            return
-        try:
-            client.create_folder(self.done_folder)
-        except imaplib.IMAP4.error:
-            if not client.folder_exists(self.done_folder):  # lost a creation race?
-                raise
-
-    def _mark_done(self, client: IMAPClient, uids: list[int], mode: str) -> None:
-        try:
-            self._mark(client, uids, mode)
-        except imaplib.IMAP4.error as e:
-            if _no_such_folder(e) and mode != "flag":   # the done folder was deleted
-                self._make_done_folder(client)
-                self._mark(client, uids, mode)
-                return
-            if not _vanished(e):
-                raise
-            # another poller (a second server) moved some of them meanwhile: they are
-            # stored already, so move the rest one by one and let the vanished ones be
-            log.info("%r: some mails were moved by someone else meanwhile: %s", self, e)
-            for uid in uids:
-                try:
-                    self._mark(client, [uid], mode)
-                except imaplib.IMAP4.error as again:
-                    if not _vanished(again):
-                        raise
-
-    def _mark(self, client: IMAPClient, uids: list[int], mode: str) -> None:
-        if mode == "move":
-            client.move(uids, self.done_folder)
-        elif mode == "expunge":
-            client.copy(uids, self.done_folder)
-            client.add_flags(uids, [DELETED], silent=True)
-            client.uid_expunge(uids)
-        elif mode == "delete":   # copied elsewhere already (UIDPLUS)
-            client.add_flags(uids, [DELETED], silent=True)
-            client.uid_expunge(uids)
-        else:
-            client.add_flags(uids, [SEEN, DONE_KEYWORD.encode()], silent=True)
-
 
 def _short(error: Exception) -> str:
     return " ".join(str(error).split())[:300]
 
 
-def _vanished(error: Exception) -> bool:
-    """The IMAP server says some of the messages no longer exist (RFC 5530 EXPUNGEISSUED)."""
-    text = str(error).upper()
-    return "EXPUNGEISSUED" in text or "NO LONGER EXIST" in text
-
-
-def _no_such_folder(error: Exception) -> bool:
-    """The target folder of a MOVE or COPY does not exist (RFC 3501 6.4.7: TRYCREATE)."""
-    return "TRYCREATE" in str(error).upper()
-
-
-def close_quietly(client: IMAPClient) -> None:
-    """Log out, or at least drop the connection; a dead one raises nothing."""
-    try:
-        client.logout()
-    except Exception:
-        try:
-            client.shutdown()
-        except Exception:
-            pass

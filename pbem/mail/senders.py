@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pbem.mail.dkim import DkimSigner, SigningSender, with_signature
+from pbem.mail.eml_out import EmlDirSender
 from pbem.mail.oauth import OAuthLogin
-from pbem.mail.smtp_out import BorrowedSender, EmlDirSender, SmtpPool, SmtpSender
+from pbem.mail.smtp_out import BorrowedSender, SmtpPool, SmtpSender
 
 SMTP_KEEP_OPEN_SECONDS = 60.0    # an idle SMTP connection (servers drop them after minutes)
 

@@ -42,15 +42,14 @@ Decisions where the texts are silent (docs/rules.md is followed where they diffe
 - Standings: most points first; equal points -> fewer tokens ranks higher;
   equal in both -> a shared rank (1, 1, 3 ...).
 
-Past 400 lines: one state machine, whose moves and checks read best together, and the
-easy and normal robot (robot_move), on which pbem.rules.robot_cup builds the strong one.
+Past 400 lines: one state machine, whose moves and checks read best together; the
+robots (easy, normal and strong) are pbem.rules.robot_cup's.
 """
 
 from __future__ import annotations
 
 import functools
 import itertools
-import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
@@ -83,7 +82,7 @@ __all__ = [
     "Claimed", "CupState", "Doublet", "DoubletMade", "Event", "GameEnded", "Give", "Given",
     "Move", "Revealed", "Rolled", "Standing", "Steal", "TurnRecord", "apply_move", "can_steal",
     "doublets",
-    "has_double", "move_from_json", "new_game", "points", "replay", "robot_move", "roll_label",
+    "has_double", "move_from_json", "new_game", "points", "replay", "roll_label",
 ]
 
 MIN_PLAYERS: Final = 3
@@ -414,49 +413,6 @@ def replay(stream: DiceStream, players: int,
     for seat, move in moves:
         state, _events = apply_move(state, seat, move, stream)
     return state
-
-
-# --- robot ------------------------------------------------------------------
-
-def _believed(state: CupState, total: int) -> float:
-    """How far a robot Guesser trusts a claim: the total's chance with 3 dice
-    (relative to the likeliest total, 10 or 11), times the chance the claim is
-    true against a Bluffer who is honest when it can and otherwise bluffs
-    uniformly over the centre (that falls as the centre empties)."""
-    likely = TOTAL_ODDS[total] / max(TOTAL_ODDS.values())
-    in_centre = sum(TOTAL_ODDS[t] for t in state.centre)
-    bluff = (1.0 - in_centre) / max(len(state.centre), 1)
-    return likely * TOTAL_ODDS[total] / (TOTAL_ODDS[total] + bluff)
-
-
-def robot_move(state: CupState, seat: int, rng: random.Random, level: str = "normal") -> Move:
-    """A legal move for the due seat (draws on rng only, so it is repeatable). The
-    easy Guesser answers at a coin's toss; normal and strong play alike."""
-    if seat not in state.due():
-        raise IllegalMove(_("it is not player {seat}'s move: {waiting}", seat=seat,
-                            waiting=state.waiting_for_said()))
-    if state.phase == ANSWER:
-        assert state.claim is not None
-        trust = 0.5 if level == "easy" else _believed(state, state.claim.total)
-        return Answer(rng.random() < trust)
-    own = state.tokens(seat)
-    if state.phase == GIVE:   # the cheapest token; a low number breaks ties
-        return Give(min(own, key=lambda t: (points(t), t)))
-    total = sum(state.roll)
-    others = [s for s in state.seats if s != seat]
-    # a doublet is worth it for a 4- or 5-point token, giving back as few as possible
-    best = [d for d in doublets(state) if isinstance(d, Doublet) and points(d.take) >= 4]
-    if best:
-        return min(best, key=lambda d: (-points(d.take), len(d.give), d.give, d.take))
-    if total in state.centre:
-        return Announce(total, rng.choice(others))
-    owner = state.owner(total)
-    # an unlikely total is usually called a bluff, so the truth wins it
-    if own and owner is not None and owner != seat and points(total) >= 3:
-        return Steal(total, owner)
-    # a bluff on a likely total is believed more often
-    pick = rng.choices(state.centre, weights=[TOTAL_ODDS[t] for t in state.centre])[0]
-    return Announce(pick, rng.choice(others))
 
 
 @functools.lru_cache(maxsize=8)

@@ -8,7 +8,7 @@ it; a win is worth the token's points, a loss what the Guesser gains, both
 against the field (the others' mean). As the Guesser it answers by the
 chance the claim is true against a Bluffer who is honest when the total is
 in the centre and otherwise claims likely totals. Easy and normal play as
-pbem.rules.cupofbluff.robot_move.
+plain_robot_move (at the end).
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from pbem.rules.cupofbluff import (
     doublets,
     points,
 )
-from pbem.rules.cupofbluff import robot_move as plain_robot_move
 from pbem.rules.cupofbluff_moves import Announce, Answer, Doublet, Give, Move, Steal
 from pbem.rules.errors import IllegalMove
 from pbem.text.wording import _
@@ -87,7 +86,51 @@ def strong_move(state: CupState, seat: int, rng: random.Random) -> Move:
 
 
 def robot_move(state: CupState, seat: int, rng: random.Random, level: str = "normal") -> Move:
-    """The cup robot at a level: strong here, easy and normal in pbem.rules.cupofbluff."""
+    """The cup robot at a level: strong_move, or easy and normal (plain_robot_move)."""
     if level == "strong":
         return strong_move(state, seat, rng)
     return plain_robot_move(state, seat, rng, level)
+
+
+# --- easy and normal ------------------------------------------------------
+
+def _believed(state: CupState, total: int) -> float:
+    """How far a robot Guesser trusts a claim: the total's chance with 3 dice
+    (relative to the likeliest total, 10 or 11), times the chance the claim is
+    true against a Bluffer who is honest when it can and otherwise bluffs
+    uniformly over the centre (that falls as the centre empties)."""
+    likely = TOTAL_ODDS[total] / max(TOTAL_ODDS.values())
+    in_centre = sum(TOTAL_ODDS[t] for t in state.centre)
+    bluff = (1.0 - in_centre) / max(len(state.centre), 1)
+    return likely * TOTAL_ODDS[total] / (TOTAL_ODDS[total] + bluff)
+
+
+def plain_robot_move(state: CupState, seat: int, rng: random.Random,
+                     level: str = "normal") -> Move:
+    """A legal move for the due seat (draws on rng only, so it is repeatable). The
+    easy Guesser answers at a coin's toss; normal and strong play alike."""
+    if seat not in state.due():
+        raise IllegalMove(_("it is not player {seat}'s move: {waiting}", seat=seat,
+                            waiting=state.waiting_for_said()))
+    if state.phase == ANSWER:
+        assert state.claim is not None
+        trust = 0.5 if level == "easy" else _believed(state, state.claim.total)
+        return Answer(rng.random() < trust)
+    own = state.tokens(seat)
+    if state.phase == GIVE:   # the cheapest token; a low number breaks ties
+        return Give(min(own, key=lambda t: (points(t), t)))
+    total = sum(state.roll)
+    others = [s for s in state.seats if s != seat]
+    # a doublet is worth it for a 4- or 5-point token, giving back as few as possible
+    best = [d for d in doublets(state) if isinstance(d, Doublet) and points(d.take) >= 4]
+    if best:
+        return min(best, key=lambda d: (-points(d.take), len(d.give), d.give, d.take))
+    if total in state.centre:
+        return Announce(total, rng.choice(others))
+    owner = state.owner(total)
+    # an unlikely total is usually called a bluff, so the truth wins it
+    if own and owner is not None and owner != seat and points(total) >= 3:
+        return Steal(total, owner)
+    # a bluff on a likely total is believed more often
+    pick = rng.choices(state.centre, weights=[TOTAL_ODDS[t] for t in state.centre])[0]
+    return Announce(pick, rng.choice(others))

@@ -18,10 +18,11 @@ from pathlib import Path
 import pytest
 from aiosmtpd.smtp import AuthResult, LoginPassword
 
+from pbem.mail.eml_out import EmlDirSender
 from pbem.mail.errors import MailServiceUnavailable
 from pbem.mail.imap import FetchedMail, ImapInbox
 from pbem.mail.listener import ListenPolicy, MailListener
-from pbem.mail.smtp_out import EmlDirSender, SendResult, SmtpSender
+from pbem.mail.smtp_out import SendResult, SmtpSender
 from testkit.mailstack import free_ports, start_controller
 
 pytestmark = pytest.mark.mailstack

@@ -36,11 +36,11 @@ from pbem.rules.cupofbluff import (
     new_game,
     points,
     replay,
-    robot_move,
     roll_label,
 )
 from pbem.rules.dice import DiceStream, seed_from_number
 from pbem.rules.errors import IllegalMove, MalformedMove
+from pbem.rules.robot_cup import robot_move
 
 STREAM = DiceStream(seed_from_number(61))
 

@@ -10,7 +10,7 @@ from email import policy
 from email.message import EmailMessage
 from pathlib import Path
 
-from pbem.runner.server import TickReport
+from pbem.runner.ticking import TickReport
 from testkit.net import free_ports
 from testkit.serve import listen_config, serving
 
