@@ -196,7 +196,6 @@ class Server:
         # second core) are made at the first tick's end
         self._drafts_left = True
         if compose_apart and not lanes_apart(self.engine) and cores() >= 2:
-            post.compose_apart = True
             self.composer = Composer(self.engine, self._compose,
                                      partial(composer_parts, settings))
 
@@ -368,15 +367,17 @@ class Server:
                     hand_off: Stream | Inline | Composing | None = stream
                     if self.composer is not None:
                         self.composer.begin()   # started once the tick has enough drafts
-                        hand_off = Composing(stream, self.composer, self.referee.post, self._draft_told,
+                        hand_off = Composing(stream, self.composer, self._draft_told,
                                              from_turn=self.settings.composer_from_turn)
                     try:
                         report.processed = self.referee.process_pending(
                             keep_alive=lease.renew if held else None, hand_off=hand_off,
                             marks=marks, waits=report.waits)
                         marks("clock>")
-                        report.resolved = self.referee.resolve_due(report.waits,
-                                                                   step=self.progress.beat)
+                        # the clock's turns are drafted only for a composer at work
+                        report.resolved = self.referee.resolve_due(
+                            report.waits, step=self.progress.beat,
+                            draft=self.composer is not None and self.composer.asked)
                         marks("clock<")
                         if self.composer is not None:
                             marks("compose>")
