@@ -66,6 +66,12 @@ def header_block(raw: bytes) -> bytes:
     return head.rstrip(b"\r\n") + b"\r\n\r\n"
 
 
+# the mails stored before, by either key (a Message-ID or a hash, an IMAP key): built once
+_SEEN = select(col(InboundMail.dedupe_key), col(InboundMail.imap_key)).where(
+    col(InboundMail.dedupe_key).in_(bindparam("keys", expanding=True))
+    | col(InboundMail.imap_key).in_(bindparam("imap_keys", expanding=True)))
+
+
 def store_inbound(engine: Engine, raw: bytes, *, now: datetime, max_bytes: int, source: str,
                   envelope_from: str | None = None, imap_key: str | None = None,
                   truncated: bool = False, size: int | None = None) -> bool:
@@ -80,9 +86,8 @@ def store_inbound(engine: Engine, raw: bytes, *, now: datetime, max_bytes: int, 
                    envelope_from=envelope_from, imap_key=imap_key, truncated=truncated,
                    size=size)
     with Session(engine) as session:
-        seen = session.exec(select(InboundMail.id).where(
-            (InboundMail.dedupe_key == row["dedupe_key"]) |
-            ((InboundMail.imap_key == imap_key) if imap_key else False))).first()
+        seen = session.connection().execute(_SEEN, {
+            "keys": [row["dedupe_key"]], "imap_keys": [imap_key] if imap_key else []}).first()
         if seen is not None:
             return False
         try:
@@ -107,8 +112,7 @@ def store_many(engine: Engine, mails: list[tuple[bytes, str, bool, int]], *, now
     keys = [r["dedupe_key"] for r in rows]
     imap_keys = [r["imap_key"] for r in rows if r["imap_key"]]
     with Session(engine) as session:
-        seen = session.execute(select(InboundMail.dedupe_key, InboundMail.imap_key).where(
-            col(InboundMail.dedupe_key).in_(keys) | col(InboundMail.imap_key).in_(imap_keys)))
+        seen = session.connection().execute(_SEEN, {"keys": keys, "imap_keys": imap_keys})
         known = {key for pair in seen for key in pair if key}
         fresh = []
         for row in rows:
