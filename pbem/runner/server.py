@@ -366,7 +366,7 @@ class Server:
                     stream = self.open_stream()
                     hand_off: Stream | Inline | Composing | None = stream
                     if self.composer is not None:
-                        self.composer.begin()   # started once the tick has enough drafts
+                        self.composer.begin()   # started once the tick has enough turns
                         hand_off = Composing(stream, self.composer, self._draft_told,
                                              from_turn=self.settings.composer_from_turn)
                     try:
