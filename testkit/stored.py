@@ -10,7 +10,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 from sqlmodel import Session, col, select
 
 from pbem.store.models import InboundMail, InboundRaw, OutboundBody, OutboundMail
@@ -35,3 +35,20 @@ def inbound_rows(bind: Engine | Session, *where: Any) -> list[Any]:
     table = InboundMail.__table__  # type: ignore[attr-defined]
     return _read(bind, select(*table.columns, col(InboundRaw.raw)).where(
         col(InboundRaw.mail_id) == col(InboundMail.id), *where).order_by(col(InboundMail.id)))
+
+
+def count_drafts_written(engine: Engine) -> None:
+    """From now on, each draft written to the database is counted (a trigger of the
+    database file, so that a draft deleted in the transaction that wrote it counts too:
+    drafts_written)."""
+    with engine.begin() as conn:
+        conn.execute(text("CREATE TABLE drafts_written (mail_id INTEGER)"))
+        conn.execute(text("CREATE TRIGGER count_drafts AFTER INSERT ON outbound_mail "
+                          "WHEN NEW.kind = 'draft' BEGIN "
+                          "INSERT INTO drafts_written VALUES (NEW.id); END"))
+
+
+def drafts_written(engine: Engine) -> int:
+    """How many drafts were written since count_drafts_written."""
+    with engine.connect() as conn:
+        return int(conn.execute(text("SELECT count(*) FROM drafts_written")).scalar_one())

@@ -106,6 +106,9 @@ class CommandContext:
     line_no: int = 0                 # the line of the command running now
     # the language the sender reads (pbem.runner.triage.reader_language): every answer's
     language: str = "en"
+    # the turns its commands play have their reports queued as drafts for the tick's
+    # composer (pbem.services.turns.report_turn), else made with the turn
+    draft_reports: bool = False
 
     @property
     def zone(self) -> str | None:

@@ -149,7 +149,7 @@ def follow(ctx: CommandContext, done: Done) -> str:
     queued: pbem.services.turns.settle); what the command's line says then."""
     if done.turn is None:
         return done.said
-    played = settle(ctx.session, ctx.post, done.turn)
+    played = settle(ctx.session, ctx.post, done.turn, draft=ctx.draft_reports)
     if played is None:
         return done.said
     game = played.facts.game   # as the turn left it
@@ -177,7 +177,8 @@ def answer_then_reports(ctx: CommandContext, played: list[SomePlayedTurn]) -> No
     assert ctx.mail is not None
     ctx.send_answers()
     for turn in played:
-        report_turn(ctx.session, ctx.post, turn, inbound_id=ctx.mail.row.id)
+        report_turn(ctx.session, ctx.post, turn, draft=ctx.draft_reports,
+                    inbound_id=ctx.mail.row.id)
 
 
 def move_step(ctx: CommandContext, parsed: ParsedText, names: set[str],

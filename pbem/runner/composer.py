@@ -19,8 +19,9 @@ A crash or a kill of either process leaves each draft either there (the next tic
 it) or deleted with its mails queued, never both. The composer ends with its server (it
 looks for its parent while idle). Starting it costs its process about a second and a half
 of CPU (Python, pbem and the templates loaded again), once a server's life, at the first
-tick that has ``[server] composer_from_turn`` drafts (a smaller tick makes its drafts
-itself, each in the transaction that queued it: Composing; it starts nothing); as
+tick that has ``[server] composer_from_turn`` turns (a smaller tick makes their reports
+itself, each in the transaction that played the turn, no draft: Composing; it starts
+nothing); as
 multiprocessing's spawn does, it imports the main module of a script that runs a Server
 again, which must keep its work under ``if __name__ == "__main__"`` (pbem's commands do).
 """
@@ -46,8 +47,6 @@ from pbem.services.drafts import (
     make_waiting,
     queue_made,
 )
-from pbem.services.post import Post
-from pbem.services.reports import make_these
 from pbem.store.work import Work
 
 log = logging.getLogger(__name__)
@@ -101,10 +100,10 @@ class Composer:
         return int(self._process.pid) if self.running else None
 
     def begin(self) -> None:
-        """A tick begins: the composer is asked for its drafts once it has enough of them
+        """A tick begins: the composer is asked for its drafts once it has enough turns
         (``start``, by Composing: a process started costs a second and a half of the
         other core's CPU, and the tick's drafts wait for it; a tick with fewer pays
-        nothing, its end makes the drafts a clock's turn left: finish_tick)."""
+        nothing: its turns' reports are made with them, no draft)."""
         self._asked = False
 
     def start(self) -> None:
@@ -240,25 +239,29 @@ class Composing:
     deleted in the same transaction), then hands everything to the tick's own hand-off
     (``inner``; None: the tick's drain sends it at the end).
 
-    The composer is asked only once the tick has queued ``from_turn`` drafts (a turn's
-    reports each): a process started costs a second and a half of CPU, which a tick of
-    a few turns does not win back. Until then each draft is made by the tick's thread in
-    the transaction that queued it (make_these), as if there were no composer."""
+    The composer is asked only once the tick has reported ``from_turn`` turns: a process
+    started costs a second and a half of CPU, which a tick of a few turns does not win
+    back. Until then a transaction is told to make its turns' reports at once, with the
+    turn, as if there were no composer (``drafting``: what the tick's transactions are
+    told, pbem.runner.mail_transaction); from the ``from_turn``th turn on, to queue them as
+    drafts, and the first transaction that does starts the composer."""
 
-    def __init__(self, inner: HandOff | None, composer: Composer, post: Post,
+    def __init__(self, inner: HandOff | None, composer: Composer,
                  failed: Failed | None = None, *, from_turn: int = 1) -> None:
-        self.inner, self.composer, self.post, self.failed = inner, composer, post, failed
+        self.inner, self.composer, self.failed = inner, composer, failed
         self.from_turn = from_turn
-        self.drafts = 0   # the tick's drafts so far
+        self.turns = 0   # the turns the tick has reported so far
         self.done = DraftTally()
 
+    def drafting(self) -> bool:
+        """Whether the next transaction queues its turns' reports as drafts for the
+        composer (else it makes them itself, with the turn)."""
+        return self.composer.asked or self.turns + 1 >= self.from_turn
+
     def claim(self, work: Work) -> list[Any]:
+        self.turns += len(work.reported)
         if work.drafts and not self.composer.asked:
-            self.drafts += len(work.drafts)
-            if self.drafts >= self.from_turn:
-                self.composer.start()   # committed next: the composer makes them
-            else:
-                self.done.add(make_these(work, self.post, work.drafts, self.failed))
+            self.composer.start()   # committed next: the composer makes them
         made = self.composer.ready()
         if made:
             self.done.add(queue_made(work, made, self.failed))

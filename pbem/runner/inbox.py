@@ -39,7 +39,7 @@ from pbem.mail.headers import MAIL_HEADER_BYTES, as_text, read_mail_header
 from pbem.store.advisory_locks import game_writer, lane_claim, lane_claim_reading, one_writer
 from pbem.store.bodies import HeldMail
 from pbem.store.claims import claim_many, claim_stale, me
-from pbem.store.driver import Hot
+from pbem.store.driver import Hot, unindexed
 from pbem.store.engines import reading
 from pbem.store.faults import fail_point
 from pbem.store.models import InboundMail, InboundRaw, ServerState
@@ -66,6 +66,12 @@ def header_block(raw: bytes) -> bytes:
     return head.rstrip(b"\r\n") + b"\r\n\r\n"
 
 
+# the mails stored before, by either key (a Message-ID or a hash, an IMAP key): built once
+_SEEN = select(col(InboundMail.dedupe_key), col(InboundMail.imap_key)).where(
+    col(InboundMail.dedupe_key).in_(bindparam("keys", expanding=True))
+    | col(InboundMail.imap_key).in_(bindparam("imap_keys", expanding=True)))
+
+
 def store_inbound(engine: Engine, raw: bytes, *, now: datetime, max_bytes: int, source: str,
                   envelope_from: str | None = None, imap_key: str | None = None,
                   truncated: bool = False, size: int | None = None) -> bool:
@@ -80,9 +86,8 @@ def store_inbound(engine: Engine, raw: bytes, *, now: datetime, max_bytes: int, 
                    envelope_from=envelope_from, imap_key=imap_key, truncated=truncated,
                    size=size)
     with Session(engine) as session:
-        seen = session.exec(select(InboundMail.id).where(
-            (InboundMail.dedupe_key == row["dedupe_key"]) |
-            ((InboundMail.imap_key == imap_key) if imap_key else False))).first()
+        seen = session.connection().execute(_SEEN, {
+            "keys": [row["dedupe_key"]], "imap_keys": [imap_key] if imap_key else []}).first()
         if seen is not None:
             return False
         try:
@@ -107,8 +112,7 @@ def store_many(engine: Engine, mails: list[tuple[bytes, str, bool, int]], *, now
     keys = [r["dedupe_key"] for r in rows]
     imap_keys = [r["imap_key"] for r in rows if r["imap_key"]]
     with Session(engine) as session:
-        seen = session.execute(select(InboundMail.dedupe_key, InboundMail.imap_key).where(
-            col(InboundMail.dedupe_key).in_(keys) | col(InboundMail.imap_key).in_(imap_keys)))
+        seen = session.connection().execute(_SEEN, {"keys": keys, "imap_keys": imap_keys})
         known = {key for pair in seen for key in pair if key}
         fresh = []
         for row in rows:
@@ -175,12 +179,17 @@ def count_store_failure(engine: Engine, imap_key: str) -> int:
     return count
 
 
+# the reads every tick makes before its mail (a fetch, a claim): Core statements built once,
+# on a connection of the reading engine (no ORM session, no writer's turn)
+_ASKED = select(col(ServerState.value)).where(col(ServerState.key) == RELEASE_ASKED)
+_NEWEST = select(func.max(col(InboundMail.id)))
+
+
 def release_asked(engine: Engine) -> bool:
     """Has the referee asked for the mails set aside in the IMAP quarantine folder back
     (RETRY QUARANTINE) since they were last moved back?"""
-    with Session(reading(engine)) as session:
-        row = session.get(ServerState, RELEASE_ASKED)
-        return row is not None and bool(row.value)
+    with reading(engine).connect() as conn:
+        return bool(conn.execute(_ASKED).scalar_one_or_none())
 
 
 def release_done(engine: Engine) -> None:
@@ -198,8 +207,26 @@ PAGE = 50   # new mails claimed in one commit
 
 def newest_id(engine: Engine) -> int:
     """The id of the newest stored mail (0: none)."""
-    with Session(reading(engine)) as session:
-        return session.exec(select(func.max(InboundMail.id))).one() or 0
+    with reading(engine).connect() as conn:
+        return int(conn.execute(_NEWEST).scalar_one() or 0)
+
+
+# a page of new mail after :after, up to :upto, oldest first (the status index, then the ids)
+_NEW_PAGE = (select(col(InboundMail.id), col(InboundMail.claimed_by),
+                    col(InboundMail.claimed_at))
+             .where(col(InboundMail.status) == "new", col(InboundMail.id) > bindparam("after"),
+                    col(InboundMail.id) <= bindparam("upto"))
+             .order_by(col(InboundMail.id)).limit(bindparam("size")))
+_NO_BOUND = 2**31 - 1   # upto None: every stored mail (the largest id an INTEGER holds)
+# the page's free mails claimed (pbem.store.claims.claim_many's statement for the common
+# case, built once): RETURNING the rows it took, found by their ids (unindexed: not the
+# status index)
+_CLAIM_FREE = (update(InboundMail)
+               .where(col(InboundMail.id).in_(bindparam("rows", expanding=True)),
+                      unindexed(col(InboundMail.status)) == "new",
+                      col(InboundMail.claimed_by).is_(None))
+               .values(claimed_by=bindparam("me"), claimed_at=bindparam("now"))
+               .returning(col(InboundMail.id)))
 
 
 def claim_page(engine: Engine, now: datetime, lease: timedelta, *, after: int = 0,
@@ -208,16 +235,19 @@ def claim_page(engine: Engine, now: datetime, lease: timedelta, *, after: int = 
     first, in one commit, and count the first one's attempt; returns (the mails claimed,
     the last id looked at: 0 when no new mail is left). A mail another live process
     holds is left to it."""
-    within = [col(InboundMail.id) <= upto] if upto is not None else []
     with Session(engine) as session:
-        found = list(session.execute(
-            select(InboundMail.id, InboundMail.claimed_by, InboundMail.claimed_at)
-            .where(InboundMail.status == "new", col(InboundMail.id) > after, *within)
-            .order_by(col(InboundMail.id)).limit(size)))
-        claimed = claim_many(session, InboundMail,
-                             [(row_id, owner) for row_id, owner, at in found
-                              if owner == me() or claim_stale(owner, at, now, lease)],
-                             now, status="new")
+        found = [(int(row_id or 0), owner, at) for row_id, owner, at in session.connection()
+                 .execute(_NEW_PAGE, {"after": after, "size": size,
+                                      "upto": _NO_BOUND if upto is None else upto})]
+        conn = session.connection()
+        free = [row_id for row_id, owner, _at in found if owner is None]
+        got = set(conn.execute(_CLAIM_FREE, {"rows": free, "me": me(), "now": now})
+                  .scalars()) if free else set()
+        held: list[tuple[int, str | None]] = [(row_id, owner) for row_id, owner, at in found if owner is not None and (
+            owner == me() or claim_stale(owner, at, now, lease))]   # ours, or gone stale
+        if held:
+            got.update(claim_many(session, InboundMail, held, now, status="new"))
+        claimed = [row_id for row_id, _owner, _at in found if row_id in got]
         if claimed:   # the first attempt begins: counted in the claim's own commit
             count_attempt(session, claimed[0])
         session.commit()

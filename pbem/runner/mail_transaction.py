@@ -27,6 +27,7 @@ from sqlmodel import Session, col, select
 from pbem.config import Settings
 from pbem.render.reports import Renderer
 from pbem.runner import inbox, isolation
+from pbem.runner.composer import Composing
 from pbem.runner.triage import answer_internal_error, handle, readable, set_aside
 from pbem.services.failures import mail_failed
 from pbem.services.post import Post
@@ -53,6 +54,14 @@ class HandOff(Protocol):
 
     def feed(self, rows: list[Any]) -> None:
         """Send what ``claim`` returned, now committed."""
+
+
+def drafts_reports(hand_off: HandOff | None) -> bool:
+    """The hand-off's answer for the transaction about to begin: whether the turns it plays
+    have their reports queued as drafts for the tick's composer (pbem.runner.composer.
+    Composing.drafting: the tick has reported enough turns); else (below that, or any other
+    hand-off, or none) they are made with the turn, in its transaction."""
+    return isinstance(hand_off, Composing) and hand_off.drafting()
 
 
 def claim(session: Work, hand_off: HandOff | None) -> list[Any]:
@@ -125,7 +134,8 @@ class MailTransactions:
                 return self.suspect(session, inbound_id, following, lane, waits, hand_off)
             poison_point(row.raw)
             try:
-                row.outcome = handle(session, self.post, row)
+                row.outcome = handle(session, self.post, row,
+                                     draft_reports=drafts_reports(hand_off))
                 row.status = "done"
             except Exception as exc:
                 if isinstance(exc, OperationalError) and transient_error(exc):
@@ -161,6 +171,7 @@ class MailTransactions:
         child, suspect), none applied twice. None, with nothing applied, when the group
         cannot be handled so: a mail no longer ours or cut short before, or one that
         failed (a bug): the caller handles them one at a time."""
+        draft_reports = drafts_reports(hand_off)
         with Work(conn, keep_queued=hand_off is not None) as session:
             rows = self.hold_group(session, ids, lane, waits)
             if [row.id for row in rows] != ids or any(inbox.cut_short(row) for row in rows):
@@ -170,7 +181,7 @@ class MailTransactions:
                 marks("mail>")
                 poison_point(row.raw)
                 try:
-                    row.outcome = handle(session, self.post, row)
+                    row.outcome = handle(session, self.post, row, draft_reports=draft_reports)
                 except Exception as exc:
                     session.rollback()
                     marks("mail<")

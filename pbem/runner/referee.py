@@ -205,13 +205,15 @@ class Referee(MailTransactions):
         return total
 
     def resolve_due(self, waits: Waits | None = None,
-                    step: Callable[[], None] | None = None) -> int:
+                    step: Callable[[], None] | None = None, *, draft: bool = False) -> int:
         """The clock work of a tick (pbem.services.clock): outage shift, vacations,
         reminders, grace, and the resolution of due turns; returns how many turns resolved.
         The games whose clock work another worker's claim held back are told to ``waits``;
-        ``step`` is called after each game's."""
+        ``step`` is called after each game's; ``draft``: the turns' reports queued as
+        drafts for the tick's composer (else made with the turn)."""
         left: list[int] = []
-        resolved = clock.clock_tick(self.engine, self.post, self.clock(), left, step)
+        resolved = clock.clock_tick(self.engine, self.post, self.clock(), left, step,
+                                    draft=draft)
         if waits is not None:
             for game_id in left:
                 waits.add("left games' clock work to other workers", 0.0, f"game {game_id}")

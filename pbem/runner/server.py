@@ -147,7 +147,6 @@ class Server(Ticking):
         # second core) are made at the first tick's end
         self._drafts_left = True
         if compose_apart and not lanes_apart(self.engine) and cores() >= 2:
-            post.compose_apart = True
             self.composer = Composer(self.engine, self._compose,
                                      partial(composer_parts, settings))
 

@@ -246,16 +246,18 @@ class Ticking:
                     stream = self.open_stream()
                     hand_off: Stream | Inline | Composing | None = stream
                     if self.composer is not None:
-                        self.composer.begin()   # started once the tick has enough drafts
-                        hand_off = Composing(stream, self.composer, self.referee.post, self._draft_told,
+                        self.composer.begin()   # started once the tick has enough turns
+                        hand_off = Composing(stream, self.composer, self._draft_told,
                                              from_turn=self.settings.composer_from_turn)
                     try:
                         report.processed = self.referee.process_pending(
                             keep_alive=lease.renew if held else None, hand_off=hand_off,
                             marks=marks, waits=report.waits)
                         marks("clock>")
-                        report.resolved = self.referee.resolve_due(report.waits,
-                                                                   step=self.progress.beat)
+                        # the clock's turns are drafted only for a composer at work
+                        report.resolved = self.referee.resolve_due(
+                            report.waits, step=self.progress.beat,
+                            draft=self.composer is not None and self.composer.asked)
                         marks("clock<")
                         if self.composer is not None:
                             marks("compose>")

@@ -85,8 +85,11 @@ def answer_set_aside(session: Work, post: Post, row: HeldMail) -> None:
         log.exception("could not answer mail %s, set aside", row.id)
 
 
-def handle(session: Work, post: Post, row: HeldMail) -> str:
-    """Read one stored mail and act on it; returns its outcome (one line)."""
+def handle(session: Work, post: Post, row: HeldMail, *, draft_reports: bool = False) -> str:
+    """Read one stored mail and act on it; returns its outcome (one line).
+    ``draft_reports``: the turns it plays have their reports queued as drafts for the
+    tick's composer (its hand-off says so: pbem.runner.mail_transaction), else made with
+    the turn."""
     settings = post.settings
     msg = read_message(row.raw, own_addresses=[settings.address],
                        envelope_from=row.envelope_from)
@@ -115,9 +118,9 @@ def handle(session: Work, post: Post, row: HeldMail) -> str:
         # a reply's new text ends where it quotes our mail (read_reply)
         mail = Incoming(row, within_limits(read_reply(session, msg)))
         if msg.from_addr == settings.referee.lower():
-            outcome = referee_mail(session, post, mail, seen)
+            outcome = referee_mail(session, post, mail, seen, draft_reports)
         else:
-            outcome = player_mail(session, post, mail, seen)
+            outcome = player_mail(session, post, mail, seen, draft_reports)
     except Refusal as refused:
         if refused.auth_failed:
             dropped = sender_check.auth_failed(session, post, msg.from_addr)
@@ -214,7 +217,8 @@ def within_limits(msg: InboundMessage) -> InboundMessage:
 
 # --- dispatch -----------------------------------------------------------------------------
 
-def player_mail(session: Work, post: Post, mail: Incoming, seen: Seen) -> str:
+def player_mail(session: Work, post: Post, mail: Incoming, seen: Seen,
+                draft_reports: bool = False) -> str:
     """A player's mail: read once (sender_check.read_player_mail: its game, its orders, who
     sends it), then run by the one table's runner (pbem.commands.registry.player_mail:
     desk commands, a move order and the turn it may complete, or the answer HELP / STATUS
@@ -225,11 +229,13 @@ def player_mail(session: Work, post: Post, mail: Incoming, seen: Seen) -> str:
         raise Refusal.of(parsed.problems, game=who.game.name if who else None)
     # one answer a mail: the commands' answers are held and sent together at the end
     ctx = CommandContext(session, post, post.clock(), mail, who, parsed.orders, parts=[],
-                         language=reader_language(session, post, mail.msg, who, parsed))
+                         language=reader_language(session, post, mail.msg, who, parsed),
+                         draft_reports=draft_reports)
     return registry.player_mail(ctx, parsed, who)
 
 
-def referee_mail(session: Work, post: Post, mail: Incoming, seen: Seen) -> str:
+def referee_mail(session: Work, post: Post, mail: Incoming, seen: Seen,
+                 draft_reports: bool = False) -> str:
     """The referee's mail: KEY <referee key>, then referee commands, all or none."""
     settings = post.settings
     parsed = parse_text(mail.msg.lines, referee_commands())
@@ -247,7 +253,8 @@ def referee_mail(session: Work, post: Post, mail: Incoming, seen: Seen) -> str:
     if parsed.problems:
         raise Refusal.of(parsed.problems)
     ctx = CommandContext(session, post, post.clock(), mail, None, parsed.orders,
-                         by_referee=True, language=settings.referee_language)
+                         by_referee=True, language=settings.referee_language,
+                         draft_reports=draft_reports)
     try:
         with session.savepoint():   # all the commands of a mail, or none of them
             out = run(ctx, parsed.orders)

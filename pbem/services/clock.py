@@ -45,7 +45,8 @@ log = logging.getLogger(__name__)
 
 
 def clock_tick(engine: Engine, post: Post, now: datetime,
-               left: list[int] | None = None, step: Callable[[], None] | None = None) -> int:
+               left: list[int] | None = None, step: Callable[[], None] | None = None, *,
+               draft: bool = False) -> int:
     """All clock work of one tick; returns how many turns were resolved.
 
     Outage shift first (so nothing is resolved in a rush after a restart),
@@ -54,7 +55,8 @@ def clock_tick(engine: Engine, post: Post, now: datetime,
     transaction claims the game (pbem.store.advisory_locks.game_writer, tried): a game another worker
     holds (its mail, its clock) is left to the next tick, its id added to ``left``.
     ``step`` is called after each game: the clock work of many games makes progress
-    (serve's watchdog, pbem.runner.server.Server.loop_stalled).
+    (serve's watchdog, pbem.runner.server.Server.loop_stalled). ``draft``: the turns'
+    reports are queued as drafts for the tick's composer (pbem.services.turns.report_turn).
     """
     apart = lanes_apart(engine)
     with Work(engine) as session:
@@ -75,7 +77,7 @@ def clock_tick(engine: Engine, post: Post, now: datetime,
                     continue
                 game = session.get(Game, game_id)
                 if game is not None and game.status == "running" and game_tick(
-                        session, post, game, now):
+                        session, post, game, now, draft=draft):
                     resolved += 1
                 session.commit()
             except Exception as exc:   # one broken game must not stop the others' clock
@@ -140,8 +142,10 @@ def told(engine: Engine, post: Post, game_id: int | None, exc: Exception) -> Non
                     what_failed(exc))
 
 
-def game_tick(session: Work, post: Post, game: Game, now: datetime) -> bool:
-    """Vacations, reminder, grace and resolution of one running game; True if it resolved."""
+def game_tick(session: Work, post: Post, game: Game, now: datetime, *,
+              draft: bool = False) -> bool:
+    """Vacations, reminder, grace and resolution of one running game; True if it resolved
+    (``draft``: its reports queued as a draft for the composer)."""
     if game.deadline is None:
         return False
     opts = options_of(game)
@@ -169,7 +173,8 @@ def game_tick(session: Work, post: Post, game: Game, now: datetime) -> bool:
         # a failed mail may hold a due order, or the turn's reports were not written (the
         # players have not seen it): RETRY it (or PROCESS) first
         return False
-    settle(session, post, TurnChange(game, "deadline"))   # the one step that resolves turns
+    # the one step that resolves turns
+    settle(session, post, TurnChange(game, "deadline"), draft=draft)
     return True
 
 

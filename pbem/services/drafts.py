@@ -40,8 +40,7 @@ log = logging.getLogger(__name__)
 DRAFT = "draft"   # a draft's kind and status
 
 __all__ = ["DRAFT", "DraftTally", "Drafted", "Made", "Waiting", "failed_drafts", "make",
-           "made_of", "make_waiting", "not_made", "queue_draft", "queue_made", "remake_failed",
-           "these_drafts", "waiting_drafts"]
+           "made_of", "make_waiting", "not_made", "queue_draft", "queue_made", "remake_failed", "waiting_drafts"]
 
 
 class TurnDraft(Protocol):
@@ -79,10 +78,6 @@ _WAITING = (_DRAFT_ROWS
             .where(col(OutboundMail.status) == DRAFT, col(OutboundMail.kind) == DRAFT,
                    col(OutboundMail.id) > bindparam("after"))
             .order_by(col(OutboundMail.id)).limit(bindparam("limit")))
-_THESE = (_DRAFT_ROWS
-          .where(col(OutboundMail.id).in_(bindparam("ids", expanding=True)),
-                 col(OutboundMail.status) == DRAFT, col(OutboundMail.kind) == DRAFT)
-          .order_by(col(OutboundMail.id)))
 _FAILED = (_DRAFT_ROWS
            .where(col(OutboundMail.status) == "failed", col(OutboundMail.kind) == DRAFT,
                   col(OutboundMail.game_id) == bindparam("game"))
@@ -232,11 +227,6 @@ def make_waiting(engine: Engine, compose: Compose, *, limit: int,
     with Session(reading(engine)) as session:
         return [make(session, compose, draft)
                 for draft in waiting_drafts(session, limit, after)]
-
-
-def these_drafts(work: Work, ids: list[int]) -> list[Waiting]:
-    """The drafts ``ids`` (this transaction's: ``work.drafts``), as they wait."""
-    return _waiting(work.connection().execute(_THESE, {"ids": ids})) if ids else []
 
 
 def remake_failed(work: Work, compose: Compose, game_id: int,

@@ -64,9 +64,6 @@ class Post:
     renderer: Renderer
     clock: Callable[[], datetime]
     origin: Origin = field(init=False)
-    # a turn's reports queued as a draft that a composer makes into mails in a process of
-    # its own (pbem.runner.composer): set by the server that runs one
-    compose_apart: bool = False
 
     def __post_init__(self) -> None:
         smtp = self.settings.smtp

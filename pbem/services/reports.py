@@ -32,19 +32,7 @@ from pbem.services.draft_data import (
     moves_until,
     reports_from_draft,
 )
-from pbem.services.drafts import (
-    Compose,
-    Drafted,
-    DraftTally,
-    Failed,
-    Made,
-    Waiting,
-    made_of,
-    not_made,
-    queue_draft,
-    queue_made,
-    these_drafts,
-)
+from pbem.services.drafts import Compose, Drafted, Waiting, queue_draft
 from pbem.services.export import export_json
 from pbem.services.post import Post, tagged
 from pbem.services.replay import course, replay_steps
@@ -271,21 +259,6 @@ def composing(post: Post) -> Compose:
     def compose(session: Session, draft: Waiting) -> Drafted:
         return compose_draft(session, post, draft)
     return compose
-
-
-def make_these(work: Work, post: Post, ids: list[int],
-               failed: Failed | None = None) -> DraftTally:
-    """The drafts ``ids`` (this transaction's: ``work.drafts``) made into mails here and
-    queued in their place, in ``work``'s transaction: a tick whose composer is not worth
-    starting (too few turns yet) writes the reports with their turn. Made here, not
-    through pbem.services.drafts.make, so that an order's mail only calls down."""
-    made: list[Made] = []
-    for draft in these_drafts(work, ids):
-        try:
-            made.append(made_of(draft, compose_draft(work, post, draft)))
-        except Exception as exc:   # noqa: BLE001 - the draft's outcome, told to the referee
-            made.append(not_made(draft, exc))
-    return queue_made(work, made, failed)
 
 
 class DraftLost(Exception):

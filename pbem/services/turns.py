@@ -224,15 +224,19 @@ def play_turn(session: Work, post: Post, facts: GameFacts[S, M], *,
                       {s: [*n, *more] for s, n in outcome.seat_notes.items()}, facts)
 
 
-def report_turn(session: Work, post: Post, played: PlayedTurn[S, M], *,
+def report_turn(session: Work, post: Post, played: PlayedTurn[S, M], *, draft: bool,
                 inbound_id: int | None = None) -> None:
-    """Queue the reports of the turn just played (pbem.services.reports)."""
+    """Queue the reports of the turn just played (pbem.services.reports): made into mails
+    now, or (``draft``: the caller's tick has the composer making them, pbem.runner.composer)
+    as one draft the composer makes into mails once the transaction has committed. The turn
+    is counted in ``session.reported`` (the tick's composer starts after so many)."""
     enqueue_reports(session, post, played.facts.game, played.state, now=post.clock(),
                     inbound_id=inbound_id, facts=played.facts,
                     # the report's context says each note in its reader's language
                     notes=cast(list[str], played.notes),
                     seat_notes=cast(dict[int, list[str]], played.seat_notes),
-                    draft=post.compose_apart)   # made into mails by the composer
+                    draft=draft)
+    session.reported.append(id_of(played.facts.game))
 
 
 # why a turn may complete now (TurnChange.why): an order came in, WAIT went off (as soon
@@ -261,11 +265,12 @@ def complete(facts: GameFacts[S, M], missing: Sequence[int] | None = None) -> bo
 
 
 def settle(session: Work, post: Post, change: TurnChange, *, inbound_id: int | None = None,
-           report: bool = True) -> SomePlayedTurn | None:
+           report: bool = True, draft: bool = False) -> SomePlayedTurn | None:
     """The one step that resolves a turn: whether ``change`` completes it (an order in, WAIT
     off: ``complete``; PROCESS, the deadline: it does), then the turn played and its reports
-    queued (``report``: else the caller queues them, report_turn, after its answer). The
-    turn played, or None. PROCESS of a game not running is refused (resolve_turn)."""
+    queued (``report``: else the caller queues them, report_turn, after its answer; ``draft``:
+    as a draft for the composer, report_turn). The turn played, or None. PROCESS of a game
+    not running is refused (resolve_turn)."""
     assert change.why in WHEN_COMPLETE + NOW, change.why
     game = change.game
     if change.why in WHEN_COMPLETE and game.status != "running":
@@ -276,7 +281,7 @@ def settle(session: Work, post: Post, change: TurnChange, *, inbound_id: int | N
     played = play_turn(session, post, facts,
                        early=False if change.why == "deadline" else None)
     if report:
-        report_turn(session, post, played, inbound_id=inbound_id)
+        report_turn(session, post, played, draft=draft, inbound_id=inbound_id)
     return played
 
 

@@ -37,6 +37,9 @@ pool's ``reset``, ``invalidate`` and ``close`` (which give it back too); on ever
 - ``drafts``: the ids of the turn reports' drafts queued in this transaction
   (pbem.services.drafts.queue_draft): a tick's first starts its composer
   (pbem.runner.composer.Composing).
+- ``reported``: the games whose turn this transaction reported (pbem.services.turns.
+  report_turn, made at once or drafted): the tick counts them (Composing), and has the
+  composer make them from its ``composer_from_turn``th on.
 
 A Work calls nothing above it: who sends its mail, and when, is its caller's business.
 
@@ -85,7 +88,8 @@ class Work(Session):
         self._queued: list[Queued] = []
         self._replies: dict[int, tuple[Any, Any]] = {}
         self._drafts: list[int] = []
-        self._kept_in: SessionTransaction | None = None   # the transaction of all four
+        self._reported: list[int] = []
+        self._kept_in: SessionTransaction | None = None   # the transaction of all five
 
     def _carried(self) -> None:
         """What this Work carries is its present transaction's: once that transaction has
@@ -98,6 +102,7 @@ class Work(Session):
             self._queued.clear()
             self._replies.clear()
             self._drafts.clear()
+            self._reported.clear()
 
     @property
     def memo(self) -> dict[tuple[Any, ...], Any]:
@@ -123,6 +128,12 @@ class Work(Session):
         """The drafts queued in this transaction (their ids)."""
         self._carried()
         return self._drafts
+
+    @property
+    def reported(self) -> list[int]:
+        """The games whose turn this transaction reported (their ids)."""
+        self._carried()
+        return self._reported
 
     def forget(self, kinds: Iterable[str] | None = None) -> None:
         """Forget what the memo holds of ``kinds`` ("players", "orders"; None: all): a

@@ -1,8 +1,9 @@
 """The composer ([server] compose_apart, SQLite) is started only once a tick has
 ``composer_from_turn`` turns to report: a tick with fewer makes their reports itself, in
-each turn's transaction, and starts no process. Either way every player gets every
-report, sent once, and no draft is left. Over the real mail stack (Dovecot IMAP in, SMTP
-out); two games side by side, so that one tick plays two turns."""
+each turn's transaction, with no draft written on the way, and starts no process. Either
+way every player gets every report, sent once, and no draft is left. Over the real mail
+stack (Dovecot IMAP in, SMTP out); two games side by side, so that one tick plays two
+turns."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from pbem.demo.robot_client import client_order_lines, parse_mail, reply_to, rep
 from pbem.runner.server import Server
 from pbem.services.drafts import DRAFT
 from testkit.e2e import REFEREE_KEY, stack_server
-from testkit.stored import outbound_rows
+from testkit.stored import count_drafts_written, drafts_written, outbound_rows
 
 pytestmark = pytest.mark.mailstack
 
@@ -81,9 +82,12 @@ def test_a_tick_starts_the_composer_only_with_enough_turns(
                           composer_from_turn=from_turn)
     try:
         assert server.composer is not None and server.composer.pid is None
+        count_drafts_written(server.engine)
         play_two_turns_in_one_tick(mailstack, server)
-        # two turns in the tick: the composer started at the second, or not at all
+        # two turns in the tick: the composer started at the second, or not at all; under
+        # the threshold no draft was written (made with the turn, from the data in hand)
         assert (server.composer.pid is not None) == composer
+        assert drafts_written(server.engine) == (1 if composer else 0)
         seen = reports_by_turn(mailstack)
         assert seen == Counter({(u, g, t): 1 for u in PLAYERS for g in GAMES
                                 for t in (1, 2)}), seen

@@ -1,8 +1,9 @@
 """A turn's reports as a draft (pbem.services.drafts) made into mails by the composer
 (pbem.runner.composer): the draft is committed with the turn, its mails replace it in
 one transaction, once; a draft that cannot be made is marked failed and the referee told;
-a composer that dies leaves its drafts to the tick, which makes them itself. On SQLite,
-with the desk's server (the .eml outbox)."""
+a composer that dies leaves its drafts to the tick, which makes them itself; a tick
+under the composer's threshold writes no draft at all. On SQLite, with the desk's server
+(the .eml outbox)."""
 
 from __future__ import annotations
 
@@ -17,12 +18,15 @@ import pytest
 from sqlmodel import Session
 
 from pbem.demo.robot_client import parse_mail
+from pbem.games.records import find_game
 from pbem.runner.composer import finish_tick, queue_in_pages
 from pbem.runner.server import Server
 from pbem.services.draft_data import FORMAT
 from pbem.services.drafts import DRAFT, make_waiting
 from pbem.services.reports import compose_draft
+from pbem.services.turns import TurnChange, settle
 from pbem.store.models import OutboundBody
+from pbem.store.work import Work
 from testkit.desk import (
     PLAYERS,
     REFEREE,
@@ -38,16 +42,45 @@ from testkit.desk import (
     started_game,
     text_of,
 )
+from testkit.stored import count_drafts_written, drafts_written
+
+
+def _all_but_last(server: Server) -> None:
+    """Every player but the last orders for the turn in play."""
+    for email in PLAYERS[:-1]:
+        assert "are accepted" in order(server, email, raise_line(server, seat_of(server, email)))
 
 
 def _turn_played(server: Server) -> None:
-    """Every player orders for turn 1; the fifth order plays the turn."""
+    """The game started, four players order for turn 1, and the referee's PROCESS plays it
+    with its reports as a draft, as a tick whose composer is at work has them
+    (pbem.services.turns.settle's ``draft``, told by the tick's hand-off)."""
     started_game(server)
-    for email in PLAYERS[:-1]:
-        assert "are accepted" in order(server, email, raise_line(server, seat_of(server, email)))
-    assert game_turn(server) == 1
+    _drafted_turn(server)
+    assert game_turn(server) == 2
+
+
+def _drafted_turn(server: Server) -> None:
+    _all_but_last(server)
+    turn = game_turn(server)
+    with Work(server.engine) as work:
+        played = settle(work, server.referee.post,
+                        TurnChange(find_game(work, "g1"), "process"), draft=True)
+        assert played is not None and len(work.drafts) == 1
+        work.commit()
+    assert game_turn(server) == turn + 1
+
+
+def _turn_played_by_a_tick(server: Server) -> None:
+    """The game started, four players order for turn 1, and the fifth order's mail is
+    handled by a tick (its hand-off: the composer's when the server has one)."""
+    started_game(server)
+    _all_but_last(server)
     last = PLAYERS[-1]
-    order(server, last, raise_line(server, seat_of(server, last)))
+    body = "\n".join(["GAME g1", f"KEY {key_of(server, last)}",
+                      raise_line(server, seat_of(server, last))])
+    assert server.referee.store_inbound(mail(last, body), source="smtp")
+    server.tick()
     assert game_turn(server) == 2
 
 
@@ -256,7 +289,32 @@ def test_without_compose_apart_a_turn_queues_its_reports_at_once(
         tmp_path: Path, clock: Clock) -> None:
     server = make_server(tmp_path, clock, compose_apart=False)
     assert server.composer is None
-    _turn_played(server)
+    count_drafts_written(server.engine)
+    try:
+        _turn_played_by_a_tick(server)
+    finally:
+        server.close()
+    assert _drafts(server) == [] and len(_reports(server, 2)) == 5
+    assert drafts_written(server.engine) == 0
+
+
+@pytest.mark.parametrize(("from_turn", "written"), [(100, 0), (1, 1)],
+                         ids=["under-the-threshold", "at-it"])
+def test_a_tick_under_the_composers_threshold_writes_no_draft(
+        tmp_path: Path, clock: Clock, from_turn: int, written: int) -> None:
+    """A tick of fewer turns than composer_from_turn makes a turn's reports with it: no
+    draft written (and read back and deleted) on the way; at the threshold the turn's
+    draft is what the composer makes them of."""
+    server = make_server(tmp_path, clock, compose_apart=True, composer_from_turn=from_turn)
+    composer = server.composer
+    assert composer is not None
+    count_drafts_written(server.engine)
+    try:
+        _turn_played_by_a_tick(server)
+        assert composer.running == bool(written)
+    finally:
+        server.close()
+    assert drafts_written(server.engine) == written
     assert _drafts(server) == [] and len(_reports(server, 2)) == 5
 
 
@@ -322,8 +380,7 @@ def test_a_draft_it_cannot_read_of_a_game_gone_on_is_marked_failed(
     cannot be made. The next turn's draft is made."""
     server = make_server(tmp_path, clock, compose_apart=True)
     _turn_played(server)
-    for email in PLAYERS:
-        order(server, email, raise_line(server, seat_of(server, email)))
+    _drafted_turn(server)
     assert game_turn(server) == 3
     first, second = _drafts(server)
     _set_bytes(server, first.id, b'{"format": "pbem.draft/99"}')
@@ -347,7 +404,8 @@ def test_a_server_with_one_core_starts_no_composer(tmp_path: Path, clock: Clock)
     finally:
         os.sched_setaffinity(0, cpus)
     assert server.composer is None
-    _turn_played(server)
+    _turn_played_by_a_tick(server)
+    server.close()
     assert _drafts(server) == [] and len(_reports(server, 2)) == 5
 
 
