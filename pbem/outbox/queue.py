@@ -8,7 +8,7 @@ import json
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import cast
 
 from sqlalchemy import bindparam, insert
@@ -120,8 +120,13 @@ def ordered_token(now: datetime) -> str:
     to the WAL with the mail's commit (2.8 frames an order, bench/wal_pages.py); in time
     order the entries of a tick's mails share the index's last pages. The random bits are
     as many as before, so a Message-ID is no easier to guess."""
-    micros = max(0, round(now.timestamp() * 1_000_000))
+    at = now if now.tzinfo is not None else now.replace(tzinfo=UTC)
+    micros = max(0, (at - _EPOCH) // _MICROSECOND)   # whole numbers: a float loses them
     return f"{micros:014x}{secrets.token_hex(16)}"
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
 
 
 def compose(origin: Origin, *, kind: str, to: str, subject: str,
