@@ -30,7 +30,8 @@ from sqlmodel import Session, col, select
 
 from pbem.commands.context import Turnkey, refusal
 from pbem.commands.registry import player_commands
-from pbem.games.records import find_game, game_named, players_of, read_game, seated
+from pbem.games.records import find_game, game_named, players_of, seated
+from pbem.games.turn_in_play import game_at_hand
 from pbem.kinds import kind_of
 from pbem.mail.read import InboundMessage
 from pbem.mail.senderauth import check_sender
@@ -105,7 +106,8 @@ def replied_report(session: Work,
     found: tuple[Any, GameRow, PlayerRow | None] | None = None
     sent = replied_seat(session, msg)
     if sent is not None and sent.game_id is not None and sent.seat is not None:
-        game = read_game(session, sent.game_id)   # a row: one statement, no object
+        # a row, with its players, orders in and moves: one statement, no object
+        game = game_at_hand(session, sent.game_id)
         assert game is not None
         found = sent, game, seated(session, game).get(sent.seat)   # a replaced player: None
     memo[id(msg)] = (msg, found)   # the message kept with it: its id is not reused meanwhile
@@ -138,17 +140,14 @@ def named_game(session: Work, msg: InboundMessage) -> GameRow | None:
     return _named(session, msg, replied_report(session, msg))
 
 
-def _named(session: Session, msg: InboundMessage,
+def _named(session: Work, msg: InboundMessage,
            found: tuple[Any, GameRow, PlayerRow | None] | None) -> GameRow | None:
     if found is not None:
         return found[1]
     game_line = parse_text(msg.lines, GAME_LINE).first("GAME")
     if game_line is None:
         return None
-    try:
-        return game_named(session, str(game_line.args))
-    except Refusal:
-        return None
+    return game_at_hand(session, name=str(game_line.args))
 
 
 def read_player_mail(session: Work, post: Post,

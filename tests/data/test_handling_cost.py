@@ -25,7 +25,7 @@ from sqlmodel import Session, col, select
 from pbem.games import states as replayed_states
 from pbem.games.lifecycle import add_player, remove_entrant
 from pbem.games.records import active_players, find_game, players_of, seated, update_players
-from pbem.games.states import load_state
+from pbem.games.states import load_state, moves_before
 from pbem.games.turn_in_play import drop_orders, pending_orders, record_order
 from pbem.kinds import kind_of
 from pbem.runner import inbox
@@ -138,9 +138,10 @@ def test_a_kept_state_is_the_replayed_state_through_turns_and_rollbacks(
 
 def test_a_transaction_reads_a_games_moves_once_a_turn(tmp_path: Path) -> None:
     """load_state reads the game's moves once a transaction and turn (the memo's, kept
-    under the turn): a turn played moves the game on, and the state after it is read
-    from the moves it recorded; a savepoint rolled back forgets them. Each state is the
-    one replayed in a transaction of its own."""
+    under the turn): a turn played moves the game on, and the moves it recorded join
+    those read before it under the next turn (pbem.games.states.record_moves: no read
+    after a turn); a savepoint rolled back forgets them. Each state is the one replayed
+    in a transaction of its own, and the memo's moves the ones a fresh read finds."""
     server, clock = server_at(tmp_path)
     started_game(server, "DEADLINE 48")
     admin(server, "PROCESS g1")
@@ -161,18 +162,21 @@ def test_a_transaction_reads_a_games_moves_once_a_turn(tmp_path: Path) -> None:
                 resolve_turn(session, game, clock())
                 assert game.turn == turn + 1
                 after = load_state(session, game)
-                assert len(reads) == 2 and after != first
+                assert len(reads) == 1 and after != first
                 raise LookupError
-            assert load_state(session, game) == first and len(reads) == 3
+            assert load_state(session, game) == first and len(reads) == 2
             resolve_turn(session, game, clock())
             after = load_state(session, game)
-            assert load_state(session, game) == after and len(reads) == 4
+            assert load_state(session, game) == after and len(reads) == 2
+            kept = moves_before(session, game)
             session.commit()
     finally:
         event.remove(server.engine, "before_cursor_execute", count)
     replayed_states._states.clear()
     with Work(server.engine) as session:
-        assert load_state(session, find_game(session, "g1")) == after
+        game = find_game(session, "g1")
+        assert load_state(session, game) == after
+        assert [tuple(m) for m in moves_before(session, game)] == kept
 
 
 def test_the_memo_follows_what_the_writers_of_players_do(tmp_path: Path) -> None:
