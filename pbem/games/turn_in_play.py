@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any, Generic, NamedTuple, TypeVar, overload
 
@@ -196,8 +196,9 @@ def facts_of(session: Work, game: GameView,
 # it the three others' rows as JSON arrays (scalar subqueries: SQLite's json_group_array,
 # PostgreSQL's json_agg, as text), put in the transaction's memo where players_of,
 # pending_orders and moves_before find them. Values come back as JSON has them: a boolean
-# as 0/1 on SQLite, a float without its point on PostgreSQL, a time as ISO text; each is
-# made what the plain read gives (``_player``, ``_order``). The arrays' order is not
+# as 0/1 on SQLite, a float without its point on PostgreSQL, a time as ISO text (without
+# its zone on SQLite, in the session's on PostgreSQL); each is made what the plain read
+# gives (``_player``, ``_order``). The arrays' order is not
 # promised by either database: the rows are sorted as the plain reads order them.
 
 _ACTIVE_AT, _DAYS_AT = PLAYER_COLUMNS.index("active"), PLAYER_COLUMNS.index("absent_days_used")
@@ -230,8 +231,14 @@ def _player(values: list[Any]) -> PlayerRow:
 
 
 def _order(values: list[Any]) -> OrderIn:
-    values[-1] = datetime.fromisoformat(values[-1])   # created_at
+    values[-1] = _utc(datetime.fromisoformat(values[-1]))   # created_at
     return OrderIn(*values)
+
+
+def _utc(when: datetime) -> datetime:
+    """A time as its column's type reads it (sqlmodel's UTCDateTime): in UTC, a time
+    stored without its zone (SQLite's) taken as UTC."""
+    return when.replace(tzinfo=UTC) if when.utcoffset() is None else when.astimezone(UTC)
 
 
 def game_at_hand(session: Work, game_id: int | None = None,
@@ -239,9 +246,11 @@ def game_at_hand(session: Work, game_id: int | None = None,
     """The game of that id (or ``name``) as a row, read now, with its players, the orders in
     for its turn and its moves put in the transaction's memo, by one statement; None if
     there is none. A transaction that has read its players already (a group of a game's
-    mails, pbem.runner.referee) reads the game alone (records.read_game), by id."""
-    if game_id is not None and known_players(session, game_id) is not None:
-        return read_game(session, game_id)
+    mails, pbem.runner.referee) reads the game alone (records.read_game), by id (a name
+    read before is kept with its id: a game keeps its name)."""
+    known = game_id if game_id is not None else session.recall(("game named", name))
+    if known is not None and known_players(session, known) is not None:
+        return read_game(session, known)
     by, key = ("id", game_id) if game_id is not None else ("name", name)
     statement = _game_at_hand(session.connection().dialect.name, by)
     row = core_read(session, statement, {"key": key}).first()
@@ -249,6 +258,7 @@ def game_at_hand(session: Work, game_id: int | None = None,
         return None
     at = len(GAME_COLUMNS)
     game = GameRow(*row[:at])
+    session.memo[("game named", game.name)] = game.id
     players, orders, moves = (json.loads(value or "[]") for value in row[at:])
     remember_players(session, game.id, sorted(
         (_player(p) for p in players), key=lambda p: (p.entrant, p.id)))

@@ -141,13 +141,22 @@ def named_game(session: Work, msg: InboundMessage) -> GameRow | None:
 
 
 def _named(session: Work, msg: InboundMessage,
-           found: tuple[Any, GameRow, PlayerRow | None] | None) -> GameRow | None:
+           found: tuple[Any, GameRow, PlayerRow | None] | None, *,
+           at_hand: bool = False) -> GameRow | None:
+    """named_game's work (``found``: replied_report's); ``at_hand``: a game named by the
+    GAME line read with its players, orders and moves (the mail's handling: game_at_hand),
+    else alone (a lane given: its id is all that is asked)."""
     if found is not None:
         return found[1]
     game_line = parse_text(msg.lines, GAME_LINE).first("GAME")
     if game_line is None:
         return None
-    return game_at_hand(session, name=str(game_line.args))
+    if at_hand:
+        return game_at_hand(session, name=str(game_line.args))
+    try:
+        return game_named(session, str(game_line.args))
+    except Refusal:
+        return None
 
 
 def read_player_mail(session: Work, post: Post,
@@ -157,7 +166,7 @@ def read_player_mail(session: Work, post: Post,
     Bluff's OK; else with every kind's (the sender is then no known player: identify says
     so). Then who it speaks for (identify). The report it replies to is looked up once."""
     found = replied_report(session, msg)
-    game = _named(session, msg, found)
+    game = _named(session, msg, found, at_hand=True)
     parsed = parse_text(msg.lines, player_commands(kind_of(game) if game is not None else None))
     return parsed, _identify(session, post, msg, parsed, found, game)
 
