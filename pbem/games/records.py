@@ -94,10 +94,16 @@ def read_game(session: Session, game_id: int) -> GameRow | None:
 def game_named(session: Session, name: str) -> GameRow:
     """The game called ``name`` as a row (a player's mail: its GAME line); refused if none
     (find_game: the object, for the referee's commands)."""
-    row = core_read(session, _GAME_NAMED, {"name": name}).first()
-    if row is None:
+    game = game_called(session, name)
+    if game is None:
         raise Refusal(_("there is no game called '{name}'", name=name))
-    return GameRow(*row)
+    return game
+
+
+def game_called(session: Session, name: str) -> GameRow | None:
+    """The game called ``name`` as a row, or None (one statement)."""
+    row = core_read(session, _GAME_NAMED, {"name": name}).first()
+    return GameRow(*row) if row is not None else None
 
 
 def read_players(session: Session, game: GameView) -> list[PlayerRow]:

@@ -30,7 +30,7 @@ from sqlmodel import Session, col, select
 
 from pbem.commands.context import Turnkey, refusal
 from pbem.commands.registry import player_commands
-from pbem.games.records import find_game, game_named, players_of, seated
+from pbem.games.records import find_game, game_called, game_named, players_of, seated
 from pbem.games.turn_in_play import game_at_hand
 from pbem.kinds import kind_of
 from pbem.mail.read import InboundMessage
@@ -106,8 +106,7 @@ def replied_report(session: Work,
     found: tuple[Any, GameRow, PlayerRow | None] | None = None
     sent = replied_seat(session, msg)
     if sent is not None and sent.game_id is not None and sent.seat is not None:
-        # a row, with its players, orders in and moves: one statement, no object
-        game = game_at_hand(session, sent.game_id)
+        game = game_at_hand(session, sent.game_id)   # a row, and its players ...: one read
         assert game is not None
         found = sent, game, seated(session, game).get(sent.seat)   # a replaced player: None
     memo[id(msg)] = (msg, found)   # the message kept with it: its id is not reused meanwhile
@@ -141,22 +140,15 @@ def named_game(session: Work, msg: InboundMessage) -> GameRow | None:
 
 
 def _named(session: Work, msg: InboundMessage,
-           found: tuple[Any, GameRow, PlayerRow | None] | None, *,
+           found: tuple[Any, GameRow, PlayerRow | None] | None,
            at_hand: bool = False) -> GameRow | None:
-    """named_game's work (``found``: replied_report's); ``at_hand``: a game named by the
-    GAME line read with its players, orders and moves (the mail's handling: game_at_hand),
-    else alone (a lane given: its id is all that is asked)."""
     if found is not None:
         return found[1]
     game_line = parse_text(msg.lines, GAME_LINE).first("GAME")
     if game_line is None:
         return None
-    if at_hand:
-        return game_at_hand(session, name=str(game_line.args))
-    try:
-        return game_named(session, str(game_line.args))
-    except Refusal:
-        return None
+    name = str(game_line.args)   # at_hand: with its players ... (game_at_hand), to handle
+    return game_at_hand(session, name=name) if at_hand else game_called(session, name)
 
 
 def read_player_mail(session: Work, post: Post,
