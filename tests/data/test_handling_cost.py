@@ -22,12 +22,15 @@ from pathlib import Path
 from sqlalchemy import event
 from sqlmodel import Session, col, select
 
+from pbem.commands.context import CommandContext
+from pbem.commands.registry import referee_commands, run
 from pbem.games import states as replayed_states
 from pbem.games.lifecycle import add_player, remove_entrant
 from pbem.games.records import active_players, find_game, players_of, seated, update_players
 from pbem.games.states import load_state, moves_before
 from pbem.games.turn_in_play import drop_orders, pending_orders, record_order
 from pbem.kinds import kind_of
+from pbem.orders.parsing import parse_text
 from pbem.runner import inbox
 from pbem.runner.server import Server
 from pbem.services import clock as clock_module
@@ -45,6 +48,7 @@ from testkit.desk import (
     new_game,
     started_game,
 )
+from testkit.deskrun import lines_of
 
 
 def server_at(tmp_path: Path) -> tuple[Server, Clock]:
@@ -363,3 +367,28 @@ def test_a_reply_reads_its_senders_bounce_state_with_the_mail_it_answers(
             answered = session.exec(orm_select(OutboundMail).where(
                 OutboundMail.kind != "report")).all()
             assert answered
+
+
+def test_a_turn_played_again_in_one_transaction_reads_the_moves_it_recorded(
+        tmp_path: Path) -> None:
+    """PROCESS, ROLLBACK, another order for the seat and PROCESS again, in one referee
+    transaction: the moves the transaction then holds for the game's turn are the ones
+    stored (pbem.games.states.record_moves sets the next turn's, or drops them), not the
+    ones the first PROCESS left under that turn."""
+    server, clock = server_at(tmp_path)
+    started_game(server, "DEADLINE 48")
+    admin(server, "PROCESS g1")
+    clock.advance(hours=1)
+    holder = by_seat(server)[1]
+    lines = ["PROCESS g1", "ROLLBACK g1", f"ORDER g1 {holder.seat} CHALLENGE", "PROCESS g1"]
+    parsed = parse_text(lines_of(*lines), referee_commands())
+    with Work(server.engine) as session:
+        ctx = CommandContext(session, server.referee.post, server.referee.clock(),
+                             by_referee=True)
+        run(ctx, parsed.orders)
+        game = find_game(session, "g1")
+        assert game.turn == 3
+        held = [tuple(m) for m in moves_before(session, game)]
+        session.forget()
+        assert held == [tuple(m) for m in moves_before(session, game)]
+        session.commit()
