@@ -8,7 +8,8 @@ counts each statement the driver is handed (an executemany is one) by its verb a
 table, and the transactions' begins, commits and rollbacks (none in AUTOCOMMIT; psycopg
 sends those itself, and pbem runs SQLite's on the driver's connection), and on
 PostgreSQL the pool's ping as a connection is checked out. Prints, per database, those counts per order
-handled, the turn tick's ms per order, the total round trips per order, and the CPU
+handled, the turn tick's ms per order, the total round trips and statements per order
+(the round trips less BEGIN, COMMIT, ROLLBACK and the pool's ping), and the CPU
 an order of pbem (this process) and of the PostgreSQL server (its processes'), and the
 driver's CPU an order by statement (the calling thread's, from the cursor's execute to
 its return: on SQLite the database's own work; BEGIN and COMMIT are not in it).
@@ -65,6 +66,8 @@ _TABLE = re.compile(r"\b(?:FROM|INTO|UPDATE|JOIN)\s+\"?(\w+)", re.IGNORECASE)
 _INNER = re.compile(r"\([^()]*\)")   # an innermost bracket: a subquery's tables are not the statement's
 cpus: dict[str, tuple[float, float]] = {}   # a database's turn tick: CPU s of pbem, of the server
 drivers: dict[str, Counter[str]] = {}   # a database's turn tick: the driver's s by kind
+# the round trips that are no statement of pbem's (the transactions' ends, the pool's ping)
+_NOT_STATEMENTS = ("BEGIN", "COMMIT", "ROLLBACK", "SELECT 1 (pool ping)")
 _CALLED = re.compile(r"\s*SELECT\s+(\w+)\(", re.IGNORECASE)   # SELECT pg_advisory_xact_lock(...
 
 
@@ -240,6 +243,9 @@ def main() -> None:
         print(f"| {k} | " + " | ".join(f"{t[k] / n:.2f}" for t, n, _ in results.values()) + " |")
     print("| **all round trips** | "
           + " | ".join(f"**{sum(t.values()) / n:.2f}**" for t, n, _ in results.values()) + " |")
+    print("| statements (BEGIN, COMMIT, ROLLBACK and the pool's ping apart) | "
+          + " | ".join(f"{sum(v for k, v in t.items() if k not in _NOT_STATEMENTS) / n:.2f}"
+                       for t, n, _ in results.values()) + " |")
     print("| ms per order (turn tick) | "
           + " | ".join(f"{1000 * s / n:.1f}" for _, n, s in results.values()) + " |")
     print("| CPU ms per order: pbem / the server | "

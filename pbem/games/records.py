@@ -76,8 +76,11 @@ def _chosen(column: str) -> Any:
             .order_by(col(_OTHER.id).desc()).limit(1).correlate(Player).scalar_subquery())
 
 
-_PLAYERS_OF = (sa_select(*(getattr(Player, name) for name in PLAYER_COLUMNS),
-                         _chosen("language"), _chosen("timezone"))
+# a player's columns as read (PlayerRow's, in its order): its own, then what its address
+# chose anywhere
+PLAYER_READ = (*(getattr(Player, name) for name in PLAYER_COLUMNS),
+               _chosen("language"), _chosen("timezone"))
+_PLAYERS_OF = (sa_select(*PLAYER_READ)
                .where(col(Player.game_id) == bindparam("game"))
                .order_by(col(Player.entrant), col(Player.id)))
 
@@ -91,10 +94,16 @@ def read_game(session: Session, game_id: int) -> GameRow | None:
 def game_named(session: Session, name: str) -> GameRow:
     """The game called ``name`` as a row (a player's mail: its GAME line); refused if none
     (find_game: the object, for the referee's commands)."""
-    row = core_read(session, _GAME_NAMED, {"name": name}).first()
-    if row is None:
+    game = game_called(session, name)
+    if game is None:
         raise Refusal(_("there is no game called '{name}'", name=name))
-    return GameRow(*row)
+    return game
+
+
+def game_called(session: Session, name: str) -> GameRow | None:
+    """The game called ``name`` as a row, or None (one statement)."""
+    row = core_read(session, _GAME_NAMED, {"name": name}).first()
+    return GameRow(*row) if row is not None else None
 
 
 def read_players(session: Session, game: GameView) -> list[PlayerRow]:
@@ -107,11 +116,22 @@ def players_of(session: Work, game: GameView) -> list[PlayerRow]:
     """Every player of the game (replaced ones too), in sign-up order (the memo's: read
     once a transaction, kept right by update_players and forgotten by what adds or
     deletes one)."""
-    key = ("players", game.id)
-    players = session.recall(key)
+    players = known_players(session, game.id)
     if players is None:
-        players = session.memo[key] = read_players(session, game)
+        players = read_players(session, game)
+        remember_players(session, game.id, players)
     return list(players)
+
+
+def known_players(session: Work, game_id: int | None) -> list[PlayerRow] | None:
+    """The players of the game the memo holds (None: not read in this transaction)."""
+    return session.recall(("players", game_id))  # type: ignore[no-any-return]
+
+
+def remember_players(session: Work, game_id: int | None, players: list[PlayerRow]) -> None:
+    """The game's players as read now, in sign-up order (a read of them with its game:
+    pbem.games.turn_in_play.game_at_hand)."""
+    session.memo[("players", game_id)] = players
 
 
 def seated(session: Work, game: GameView) -> dict[int, PlayerRow]:
@@ -207,7 +227,7 @@ def update_players(session: Work, game: GameView,
                 _held_agree(session, Player, values["row_id"],
                             {name: values[f"new_{name}"] for name in names})
         players = [by_id[p.id] for p in players]
-        session.memo[("players", game.id)] = players
+        remember_players(session, game.id, players)
     return list(players)
 
 

@@ -13,7 +13,7 @@ from collections import OrderedDict
 from itertools import groupby
 from typing import Any, TypeVar, cast, overload
 
-from sqlalchemy import bindparam
+from sqlalchemy import bindparam, insert
 from sqlmodel import Session, col, select
 
 from pbem.games.records import seat_count
@@ -70,16 +70,47 @@ def load_state(session: Work, game: GameView, *, kind: GameKind[S, M] | None = N
 def moves_before(session: Work, game: GameView) -> list[Any]:
     """The game's recorded moves (all of the turns before ``game.turn``), read once a
     transaction and turn: kept under the turn, they need no writer to keep them right.
-    A turn played records its moves and moves the game on (another key); a ROLLBACK
-    deletes the moves of its turn and after and moves the game back, leaving those
-    before it as they were; a savepoint rolled back and the transaction's end forget
-    them (pbem.store.work.Work.memo). The game's lock (or SQLite's one writer) keeps
-    other processes' writes out while the transaction runs."""
-    key = ("moves", game.id, game.turn)
-    rows = session.recall(key)
+    A turn played records its moves and moves the game on (another key: record_moves
+    sets it); a ROLLBACK deletes the moves of its turn and after and moves the game
+    back, leaving those before it as they were; a savepoint rolled back and the
+    transaction's end forget them (pbem.store.work.Work.memo). The game's lock (or
+    SQLite's one writer) keeps other processes' writes out while the transaction runs."""
+    rows = session.recall(_moves_key(game.id, game.turn))
     if rows is None:
-        rows = session.memo[key] = core_read(session, _MOVES_OF, {"game": game.id}).all()
+        rows = core_read(session, _MOVES_OF, {"game": game.id}).all()
+        remember_moves(session, game, rows)
     return list(rows)
+
+
+def _moves_key(game_id: int | None, turn: int) -> tuple[Any, ...]:
+    return ("moves", game_id, turn)
+
+
+def remember_moves(session: Work, game: GameView, rows: list[Any]) -> None:
+    """The game's recorded moves as read now at its turn (turn, seat, move's JSON; in
+    that order): a read of them with the game (pbem.games.turn_in_play.game_at_hand)."""
+    session.memo[_moves_key(game.id, game.turn)] = rows
+
+
+_ADD_MOVES = insert(Move)
+
+
+def record_moves(session: Work, game: GameView, moves: list[dict[str, Any]]) -> None:
+    """Record the moves of ``game``'s turn in play (rows of move, one statement) and keep
+    the memo's moves of the next turn: those before this one (if read) and these, so the
+    next turn's state and its reports' draft read none (a turn played moves the game on
+    to ``game.turn + 1``). Without those before, the next turn's are forgotten (read
+    anew if asked: a ROLLBACK and a turn played again in one transaction leave no
+    stale entry)."""
+    session.flush()   # what the session holds goes first, as it would in a flush
+    session.connection().execute(_ADD_MOVES, moves)
+    before = session.recall(_moves_key(game.id, game.turn))
+    after = _moves_key(game.id, game.turn + 1)
+    if before is None:
+        session.memo.pop(after, None)
+        return
+    these = sorted((m["turn"], m["seat"], m["move_json"]) for m in moves)
+    session.memo[after] = [*before, *these]
 
 
 @overload

@@ -8,21 +8,32 @@ Works inside the caller's transaction.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any, Generic, NamedTuple, TypeVar, overload
 
-from sqlalchemy import bindparam, insert
+from sqlalchemy import Text, bindparam, cast, func, insert
+from sqlalchemy import select as sa_select
 from sqlmodel import col, delete, select
 
-from pbem.games.records import id_of, players_of
-from pbem.games.states import load_state
+from pbem.games.records import (
+    PLAYER_READ,
+    id_of,
+    known_players,
+    players_of,
+    read_game,
+    remember_players,
+)
+from pbem.games.states import load_state, remember_moves
 from pbem.kinds import GameKind, kind_of
 from pbem.kinds.options import GameOptions, options_of
 from pbem.store.engines import core_read
-from pbem.store.models import PendingOrder
+from pbem.store.models import Game, Move, PendingOrder, Player
 from pbem.store.rows import (
+    GAME_COLUMNS,
+    PLAYER_COLUMNS,
     GameRow,
     GameView,
     PlayerRow,
@@ -63,7 +74,7 @@ _DROP_ORDERS = delete(PendingOrder).where(
     col(PendingOrder.id).in_(bindparam("ids", expanding=True)))
 
 
-def _remember_orders(session: Work, game: GameView, orders: list[OrderIn]) -> None:
+def remember_orders(session: Work, game: GameView, orders: list[OrderIn]) -> None:
     """The orders of the turn in play as a write just left them (a unit of work's memo)."""
     session.memo[_orders_key(game)] = orders
 
@@ -90,7 +101,7 @@ def drop_orders(session: Work, game: GameView, seats: Iterable[int] | None = Non
     if gone:
         session.flush()   # what the session holds goes first, as it would in a flush
         session.connection().execute(_DROP_ORDERS, {"ids": sorted(gone)})
-        _remember_orders(session, game, [o for o in orders.values() if o.id not in gone])
+        remember_orders(session, game, [o for o in orders.values() if o.id not in gone])
         if facts is not None:
             for seat in [s for s, o in facts.orders.items() if o.id in gone]:
                 del facts.orders[seat]
@@ -121,7 +132,7 @@ def record_order(session: Work, game: GameView, seat: int, move: M, *, now: date
     # the memo as it now is: the next look at the orders reads nothing
     orders = facts.orders if facts is not None else pending_orders(session, game)
     orders[seat] = OrderIn(id=order_id, **values)
-    _remember_orders(session, game, list(orders.values()))
+    remember_orders(session, game, list(orders.values()))
     return replaced
 
 
@@ -175,3 +186,82 @@ def facts_of(session: Work, game: GameView,
              if started else None)
     return GameFacts(game_row(game), kind, options_of(game), players,
                      pending_orders(session, game) if started else {}, state)
+
+
+# --- a game read with what a handling reads of it -------------------------------------------
+#
+# A player's mail reads its game, then (once a transaction) its players, the orders in for
+# its turn and its recorded moves: four statements, each a round trip and SQLAlchemy's
+# execution around it. ``game_at_hand`` reads all four in one: the game's row, and beside
+# it the three others' rows as JSON arrays (scalar subqueries: SQLite's json_group_array,
+# PostgreSQL's json_agg, as text), put in the transaction's memo where players_of,
+# pending_orders and moves_before find them. Values come back as JSON has them: a boolean
+# as 0/1 on SQLite, a float without its point on PostgreSQL, a time as ISO text (without
+# its zone on SQLite, in the session's on PostgreSQL); each is made what the plain read
+# gives (``_player``, ``_order``). The arrays' order is not
+# promised by either database: the rows are sorted as the plain reads order them.
+
+_ACTIVE_AT, _DAYS_AT = PLAYER_COLUMNS.index("active"), PLAYER_COLUMNS.index("absent_days_used")
+
+
+def _rows_of(dialect: str, columns: Sequence[Any], *where: Any) -> Any:
+    """A scalar subquery of the game's rows of ``columns`` (where ``where``) as one JSON
+    array of arrays, text on either database ("[]" or NULL when there are none)."""
+    rows: Any = (func.json_group_array(func.json_array(*columns)) if dialect == "sqlite"
+                 else cast(func.json_agg(func.json_build_array(*columns)), Text))
+    return sa_select(rows).where(*where).correlate(Game).scalar_subquery()
+
+
+@lru_cache(maxsize=8)
+def _game_at_hand(dialect: str, by: str) -> Any:
+    """The game (by id or name) with its players, orders in and moves, for ``dialect``."""
+    players = _rows_of(dialect, PLAYER_READ, col(Player.game_id) == col(Game.id))
+    orders = _rows_of(dialect, [getattr(PendingOrder, name) for name in OrderIn._fields],
+                      col(PendingOrder.game_id) == col(Game.id),
+                      col(PendingOrder.turn) == col(Game.turn))
+    moves = _rows_of(dialect, [col(Move.turn), col(Move.seat), col(Move.move_json)],
+                     col(Move.game_id) == col(Game.id))
+    return sa_select(*(getattr(Game, name) for name in GAME_COLUMNS), players, orders,
+                     moves).where(getattr(Game, by) == bindparam("key"))
+
+
+def _player(values: list[Any]) -> PlayerRow:
+    values[_ACTIVE_AT], values[_DAYS_AT] = bool(values[_ACTIVE_AT]), float(values[_DAYS_AT])
+    return PlayerRow(*values)
+
+
+def _order(values: list[Any]) -> OrderIn:
+    values[-1] = _utc(datetime.fromisoformat(values[-1]))   # created_at
+    return OrderIn(*values)
+
+
+def _utc(when: datetime) -> datetime:
+    """A time as its column's type reads it (sqlmodel's UTCDateTime): in UTC, a time
+    stored without its zone (SQLite's) taken as UTC."""
+    return when.replace(tzinfo=UTC) if when.utcoffset() is None else when.astimezone(UTC)
+
+
+def game_at_hand(session: Work, game_id: int | None = None,
+                 name: str | None = None) -> GameRow | None:
+    """The game of that id (or ``name``) as a row, read now, with its players, the orders in
+    for its turn and its moves put in the transaction's memo, by one statement; None if
+    there is none. A transaction that has read its players already (a group of a game's
+    mails, pbem.runner.referee) reads the game alone (records.read_game), by id (a name
+    read before is kept with its id: a game keeps its name)."""
+    known = game_id if game_id is not None else session.recall(("game named", name))
+    if known is not None and known_players(session, known) is not None:
+        return read_game(session, known)
+    by, key = ("id", game_id) if game_id is not None else ("name", name)
+    statement = _game_at_hand(session.connection().dialect.name, by)
+    row = core_read(session, statement, {"key": key}).first()
+    if row is None:
+        return None
+    at = len(GAME_COLUMNS)
+    game = GameRow(*row[:at])
+    session.memo[("game named", game.name)] = game.id
+    players, orders, moves = (json.loads(value or "[]") for value in row[at:])
+    remember_players(session, game.id, sorted(
+        (_player(p) for p in players), key=lambda p: (p.entrant, p.id)))
+    remember_orders(session, game, [_order(o) for o in orders])
+    remember_moves(session, game, sorted(tuple(m) for m in moves))
+    return game

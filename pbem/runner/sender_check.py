@@ -30,7 +30,8 @@ from sqlmodel import Session, col, select
 
 from pbem.commands.context import Turnkey, refusal
 from pbem.commands.registry import player_commands
-from pbem.games.records import find_game, game_named, players_of, read_game, seated
+from pbem.games.records import find_game, game_called, game_named, players_of, seated
+from pbem.games.turn_in_play import game_at_hand
 from pbem.kinds import kind_of
 from pbem.mail.read import InboundMessage
 from pbem.mail.senderauth import check_sender
@@ -105,7 +106,7 @@ def replied_report(session: Work,
     found: tuple[Any, GameRow, PlayerRow | None] | None = None
     sent = replied_seat(session, msg)
     if sent is not None and sent.game_id is not None and sent.seat is not None:
-        game = read_game(session, sent.game_id)   # a row: one statement, no object
+        game = game_at_hand(session, sent.game_id)   # a row, and its players ...: one read
         assert game is not None
         found = sent, game, seated(session, game).get(sent.seat)   # a replaced player: None
     memo[id(msg)] = (msg, found)   # the message kept with it: its id is not reused meanwhile
@@ -138,17 +139,16 @@ def named_game(session: Work, msg: InboundMessage) -> GameRow | None:
     return _named(session, msg, replied_report(session, msg))
 
 
-def _named(session: Session, msg: InboundMessage,
-           found: tuple[Any, GameRow, PlayerRow | None] | None) -> GameRow | None:
+def _named(session: Work, msg: InboundMessage,
+           found: tuple[Any, GameRow, PlayerRow | None] | None,
+           at_hand: bool = False) -> GameRow | None:
     if found is not None:
         return found[1]
     game_line = parse_text(msg.lines, GAME_LINE).first("GAME")
     if game_line is None:
         return None
-    try:
-        return game_named(session, str(game_line.args))
-    except Refusal:
-        return None
+    name = str(game_line.args)   # at_hand: with its players ... (game_at_hand), to handle
+    return game_at_hand(session, name=name) if at_hand else game_called(session, name)
 
 
 def read_player_mail(session: Work, post: Post,
@@ -158,7 +158,7 @@ def read_player_mail(session: Work, post: Post,
     Bluff's OK; else with every kind's (the sender is then no known player: identify says
     so). Then who it speaks for (identify). The report it replies to is looked up once."""
     found = replied_report(session, msg)
-    game = _named(session, msg, found)
+    game = _named(session, msg, found, at_hand=True)
     parsed = parse_text(msg.lines, player_commands(kind_of(game) if game is not None else None))
     return parsed, _identify(session, post, msg, parsed, found, game)
 

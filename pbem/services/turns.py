@@ -29,12 +29,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, NamedTuple, TypeVar, cast, overload
 
-from sqlalchemy import bindparam, insert
+from sqlalchemy import bindparam
 from sqlmodel import col, select
 
 from pbem.games.lifecycle import turn_begins
 from pbem.games.records import id_of, players_of, seated, update_game, update_players
-from pbem.games.states import stream_of
+from pbem.games.states import record_moves, stream_of
 from pbem.games.turn_in_play import GameFacts, drop_orders, facts_of
 from pbem.kinds import GameKind, kind_of
 from pbem.kinds.options import POLICIES, GameOptions, options_of, robot_level
@@ -114,11 +114,6 @@ def turn_moves(facts: GameFacts[S, M]) -> tuple[dict[int, M], dict[int, str]]:
     return moves, by
 
 
-# a turn's moves recorded: one Core statement, built once (as ORM objects, their building
-# and flush were a tenth of a turn's handling)
-_ADD_MOVES = insert(Move)
-
-
 @overload
 def resolve_turn(session: Work, game: GameView, now: datetime,
                  facts: GameFacts[S, M]) -> TurnOutcome[S, M]: ...
@@ -137,8 +132,7 @@ def resolve_turn(session: Work, game: GameView, now: datetime,
     moves, by = turn_moves(facts)
     played_for = {seat: move for seat, move in moves.items() if by[seat] in MISSED_BY}
     resolution = kind.apply(state, moves, stream_of(game))
-    session.flush()   # what the session holds goes first, as it would in a flush
-    session.connection().execute(_ADD_MOVES, [
+    record_moves(session, game, [
         {"game_id": id_of(game), "turn": game.turn, "seat": seat,
          "minigame": kind.place(state, seat), "move_json": json.dumps(kind.move_to_json(move)),
          "by": by[seat], "rerolled_json": json.dumps(resolution.extras.get(seat, [])),

@@ -19,7 +19,10 @@ pool's ``reset``, ``invalidate`` and ``close`` (which give it back too); on ever
   a transaction (pbem.games.records.players_of,
   pbem.games.turn_in_play.pending_orders), its moves once a transaction and
   turn (pbem.games.states.load_state: kept under the turn, which no write makes stale), and the
-  mail of ours an inbound mail replies to (pbem.services.post.replied_mail). A group of a
+  mail of ours an inbound mail replies to (pbem.services.post.replied_mail). A player's
+  mail reads the first three with its game, by one statement
+  (pbem.games.turn_in_play.game_at_hand, which keeps the game's id under its name); a turn
+  played keeps the next turn's moves (pbem.games.states.record_moves). A group of a
   game's mails handled in one transaction (pbem.runner.referee.Referee.handle_group) keeps
   it from one mail to the next. What writes them keeps it right,
   explicitly: pbem.games.turn_in_play.record_order and drop_orders set the orders they wrote,

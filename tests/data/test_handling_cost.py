@@ -22,12 +22,15 @@ from pathlib import Path
 from sqlalchemy import event
 from sqlmodel import Session, col, select
 
+from pbem.commands.context import CommandContext
+from pbem.commands.registry import referee_commands, run
 from pbem.games import states as replayed_states
 from pbem.games.lifecycle import add_player, remove_entrant
 from pbem.games.records import active_players, find_game, players_of, seated, update_players
-from pbem.games.states import load_state
+from pbem.games.states import load_state, moves_before
 from pbem.games.turn_in_play import drop_orders, pending_orders, record_order
 from pbem.kinds import kind_of
+from pbem.orders.parsing import parse_text
 from pbem.runner import inbox
 from pbem.runner.server import Server
 from pbem.services import clock as clock_module
@@ -45,6 +48,7 @@ from testkit.desk import (
     new_game,
     started_game,
 )
+from testkit.deskrun import lines_of
 
 
 def server_at(tmp_path: Path) -> tuple[Server, Clock]:
@@ -138,9 +142,10 @@ def test_a_kept_state_is_the_replayed_state_through_turns_and_rollbacks(
 
 def test_a_transaction_reads_a_games_moves_once_a_turn(tmp_path: Path) -> None:
     """load_state reads the game's moves once a transaction and turn (the memo's, kept
-    under the turn): a turn played moves the game on, and the state after it is read
-    from the moves it recorded; a savepoint rolled back forgets them. Each state is the
-    one replayed in a transaction of its own."""
+    under the turn): a turn played moves the game on, and the moves it recorded join
+    those read before it under the next turn (pbem.games.states.record_moves: no read
+    after a turn); a savepoint rolled back forgets them. Each state is the one replayed
+    in a transaction of its own, and the memo's moves the ones a fresh read finds."""
     server, clock = server_at(tmp_path)
     started_game(server, "DEADLINE 48")
     admin(server, "PROCESS g1")
@@ -161,18 +166,21 @@ def test_a_transaction_reads_a_games_moves_once_a_turn(tmp_path: Path) -> None:
                 resolve_turn(session, game, clock())
                 assert game.turn == turn + 1
                 after = load_state(session, game)
-                assert len(reads) == 2 and after != first
+                assert len(reads) == 1 and after != first
                 raise LookupError
-            assert load_state(session, game) == first and len(reads) == 3
+            assert load_state(session, game) == first and len(reads) == 2
             resolve_turn(session, game, clock())
             after = load_state(session, game)
-            assert load_state(session, game) == after and len(reads) == 4
+            assert load_state(session, game) == after and len(reads) == 2
+            kept = moves_before(session, game)
             session.commit()
     finally:
         event.remove(server.engine, "before_cursor_execute", count)
     replayed_states._states.clear()
     with Work(server.engine) as session:
-        assert load_state(session, find_game(session, "g1")) == after
+        game = find_game(session, "g1")
+        assert load_state(session, game) == after
+        assert [tuple(m) for m in moves_before(session, game)] == kept
 
 
 def test_the_memo_follows_what_the_writers_of_players_do(tmp_path: Path) -> None:
@@ -359,3 +367,28 @@ def test_a_reply_reads_its_senders_bounce_state_with_the_mail_it_answers(
             answered = session.exec(orm_select(OutboundMail).where(
                 OutboundMail.kind != "report")).all()
             assert answered
+
+
+def test_a_turn_played_again_in_one_transaction_reads_the_moves_it_recorded(
+        tmp_path: Path) -> None:
+    """PROCESS, ROLLBACK, another order for the seat and PROCESS again, in one referee
+    transaction: the moves the transaction then holds for the game's turn are the ones
+    stored (pbem.games.states.record_moves sets the next turn's, or drops them), not the
+    ones the first PROCESS left under that turn."""
+    server, clock = server_at(tmp_path)
+    started_game(server, "DEADLINE 48")
+    admin(server, "PROCESS g1")
+    clock.advance(hours=1)
+    holder = by_seat(server)[1]
+    lines = ["PROCESS g1", "ROLLBACK g1", f"ORDER g1 {holder.seat} CHALLENGE", "PROCESS g1"]
+    parsed = parse_text(lines_of(*lines), referee_commands())
+    with Work(server.engine) as session:
+        ctx = CommandContext(session, server.referee.post, server.referee.clock(),
+                             by_referee=True)
+        run(ctx, parsed.orders)
+        game = find_game(session, "g1")
+        assert game.turn == 3
+        held = [tuple(m) for m in moves_before(session, game)]
+        session.forget()
+        assert held == [tuple(m) for m in moves_before(session, game)]
+        session.commit()

@@ -5,7 +5,6 @@ transaction, nothing applied twice. (A kill in the middle of a group: tests/e2e/
 
 from __future__ import annotations
 
-import re
 from email import policy
 from email.message import EmailMessage
 from pathlib import Path
@@ -33,6 +32,7 @@ from testkit.desk import (
 )
 from testkit.pgstack import PgCluster
 from tests.data.test_databases import junk
+from tests.data.test_order_statements import read_from
 
 pytestmark = pytest.mark.postgresql
 
@@ -102,25 +102,31 @@ def test_a_games_lane_is_handled_in_one_transaction_as_each_mail_alone_would_be(
 def test_a_group_reads_its_games_players_orders_and_moves_once_a_turn(
         pgcluster: PgCluster, tmp_path: Path) -> None:
     """The game's players, orders in and moves are read once a group (the memo's, kept
-    right by what writes them, as between two commands of one mail), not once a mail;
-    who made the turn's moves, once the fifth order played it, is not read back either
-    (pbem.services.turns.after_turn: the turn says)."""
+    right by what writes them, as between two commands of one mail), not once a mail, and
+    with the game, by one statement (pbem.games.turn_in_play.game_at_hand); the group's
+    other mails read the game alone. Who made the turn's moves, once the fifth order
+    played it, is not read back, nor are the moves the turn recorded (the memo's:
+    pbem.games.states.record_moves)."""
     server = make_server(tmp_path, Clock(), database=pgcluster.new_database())
     started_game(server)
     orders_stored(server)
     reads: dict[str, int] = {}
 
     def statement(conn, cursor, sql, params, context, many) -> None:  # noqa: ANN001
-        found = re.match(r"SELECT .*?\bFROM (player|pendingorder|move)\b", sql, re.DOTALL)
-        if found:
-            reads[found.group(1)] = reads.get(found.group(1), 0) + 1
+        table = read_from(" ".join(sql.split()))
+        if table in ("game", "player", "pendingorder", "move"):
+            with_rows = table == "game" and "FROM pendingorder" in sql
+            key = "game with its rows" if with_rows else table
+            reads[key] = reads.get(key, 0) + 1
 
     event.listen(server.engine, "before_cursor_execute", statement)
     try:
         assert server.referee.process_pending() == 5
     finally:
         event.remove(server.engine, "before_cursor_execute", statement)
-    assert reads == {"player": 1, "pendingorder": 1, "move": 1}   # were 5, 5 and 6
+    # the players, orders and moves were read 5, 5 and 6 times, then once each; the game
+    # alone by each mail's lane given (its GAME line) and by the group's four others
+    assert reads == {"game with its rows": 1, "game": 5 + 4}
     assert game_turn(server) == 2 and len(moves_of(server, 1)) == 5
 
 

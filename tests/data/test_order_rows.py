@@ -1,8 +1,8 @@
 """A mail's game and players as rows (pbem.store.rows): read once, written by statement.
 
-- a player's order mail reads its game's players by one statement, once (with what each
-  address chose anywhere: the answer's and the reports' language need no read of their
-  own), and its game by one; a turn writes the game by one UPDATE;
+- a player's order mail reads its game's players once (with what each address chose
+  anywhere: the answer's and the reports' language need no read of their own), by the
+  statement that reads its game; a turn writes the game by one UPDATE;
 - what is written by statement and an ORM object of the same row that the session holds
   (the referee's commands, the clock) never disagree;
 - the reader's language and zone from a player's row are the ones Post.reader_of reads.
@@ -65,6 +65,7 @@ def test_an_order_mail_reads_its_players_once_and_its_game_once(tmp_path: Path) 
     assert len(player_reads) == len(PLAYERS)
     assert all("anon_1" in s for s in player_reads)   # with what each address chose
     assert len(game_reads) == len(PLAYERS)
+    assert game_reads == player_reads   # one statement (tests/data/test_order_statements.py)
     assert len([s for s in handled if s.startswith("UPDATE game ")]) == 1
     assert [s for s in handled if s.startswith("UPDATE player ")] == []   # nobody missed
 
