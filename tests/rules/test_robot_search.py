@@ -165,7 +165,7 @@ def test_a_searched_move_is_repeatable_and_bounded(seed: int, turns: int,
             robot_search.CANDIDATES = old
         table = Table(view)
         values = {b: table.raise_value(b) for b in view.ladder.raises(view.current)[:40]}
-        beliefs.posterior.cache_clear()
+        beliefs.hand_weights.cache_clear()
         rule = view.rules.exact_rule
         search = Search(view, lambda b, found=values: found.get(b, float("-inf")),
                         table.bid_challenge_value,
@@ -173,4 +173,4 @@ def test_a_searched_move_is_repeatable_and_bounded(seed: int, turns: int,
                         random.Random(seed))
         for bid in list(values)[:5]:
             assert -6.0 <= search.value(bid) <= 1.0
-        assert beliefs.posterior.cache_info().misses <= len(view.others)
+        assert beliefs.hand_weights.cache_info().misses <= len(view.others)
