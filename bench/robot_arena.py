@@ -20,7 +20,9 @@ shared machine the wall time is mostly time the scheduler gave to others).
     python3 bench/robot_arena.py --table others --games 600   # docs/robot.md, classic, cup
     python3 bench/robot_arena.py --tune robot_search.SAMPLES=12 postal:strong:reader
 
-``--endings`` counts how the postal mini-games ended (the figures of
+``--collector`` prints the garbage collector's passes over each line-up (how many,
+and their CPU time, median and worst, by generation): the robot's worst moves
+are most often a full pass. ``--endings`` counts how the postal mini-games ended (the figures of
 pbem.rules.robot_standings); ``--roles`` how they ended for the tested seat
 (bidder, caller or aside; short, exact or over) and the dice it lost there. ``--tune MODULE.NAME=VALUE`` sets a constant of
 the strong robot's modules (pbem.rules.robot_strong, robot_search,
@@ -31,6 +33,7 @@ screen a change without editing them.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import math
 import random
@@ -231,6 +234,26 @@ def tune(setting: str) -> None:
     setattr(module, name, type(old)(float(text)) if isinstance(old, (int, float)) else text)
 
 
+class Collector:
+    """The garbage collector's passes while it listens (gc.callbacks): per generation,
+    the CPU time of each pass (the process's: a pass runs in the moving thread)."""
+
+    def __init__(self) -> None:
+        self.passes: dict[int, list[float]] = {0: [], 1: [], 2: []}
+        self._start = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._start = time.process_time()
+        else:
+            self.passes[info["generation"]].append(1000 * (time.process_time() - self._start))
+
+    def report(self) -> str:
+        return "collector passes, CPU ms median / worst: " + "; ".join(
+            f"gen {g} {len(xs)} x {statistics.median(xs):.2f} / {max(xs):.1f}"
+            for g, xs in self.passes.items() if xs)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("lineups", nargs="*", help="setup:tested:field, e.g. postal:strong:odds")
@@ -249,6 +272,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--roles", action="store_true",
                         help="postal: how the mini-games ended for the tested seat "
                              "(bidder, caller or aside; short, exact or over), a game")
+    parser.add_argument("--collector", action="store_true",
+                        help="the garbage collector's passes over each line-up, by generation")
     args = parser.parse_args(argv)
     for setting in args.tune:
         try:
@@ -269,9 +294,17 @@ def main(argv: list[str] | None = None) -> int:
     for setup, tested, others in lineups:
         roles: Counter[tuple[str, str]] | None = (
             Counter() if args.roles and setup == "postal" else None)
-        print(row(setup, tested, others, args.games, run(setup, tested, others, args.games,
-                                                           args.seed_base, endings, roles)),
-              flush=True)
+        collector = Collector()
+        if args.collector:
+            gc.callbacks.append(collector)
+        try:
+            result = run(setup, tested, others, args.games, args.seed_base, endings, roles)
+        finally:
+            if args.collector:
+                gc.callbacks.remove(collector)
+        print(row(setup, tested, others, args.games, result), flush=True)
+        if args.collector:
+            print(collector.report(), flush=True)
         if roles:
             print(f"\n{roles_table(roles, args.games)}\n", flush=True)
     if endings:

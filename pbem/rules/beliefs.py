@@ -30,6 +30,7 @@ BLUFF = 0.15      # the bluff rate assumed when none is known
 
 Hand = tuple[int, ...]   # weighted count of each face of FACES (a super die adds 2)
 Dist = tuple[float, ...]
+Faces = tuple[int, ...]  # the faces of a seat's bids (faces_of)
 
 
 def matching(hand: Hand, face: Face) -> int:
@@ -79,12 +80,26 @@ def bid_likelihood(hand: Hand, face: Face, bluff: float, star_bids: bool = True)
     return likelihoods(hand, bluff, star_bids)[FACES.index(face)]
 
 
-@lru_cache(maxsize=1024)
-def posterior(plain: int, super_: int, bids: tuple[Bid, ...], bluff: float = BLUFF,
+def faces_of(bids: Sequence[Bid]) -> Faces:
+    """The faces of bids, in order: all a bid says of its bidder's hand here. The
+    caches below are keyed by these plain ints, not by the bids: keys holding Bid
+    instances stay tracked by the garbage collector, and 8,000 of them made its
+    full passes cost a move 50 ms (docs/robot.md)."""
+    return tuple(bid.face for bid in bids)
+
+
+def posterior(plain: int, super_: int, bids: Sequence[Bid], bluff: float = BLUFF,
               star_bids: bool = True) -> tuple[tuple[Hand, ...], tuple[float, ...]]:
     """Every hand the seat's hidden dice can form and its chance given the bids it
     made since its last re-roll (summing to 1)."""
-    indices = [FACES.index(bid.face) for bid in bids]
+    return hand_weights(plain, super_, faces_of(bids), bluff, star_bids)
+
+
+@lru_cache(maxsize=1024)
+def hand_weights(plain: int, super_: int, faces: Faces, bluff: float = BLUFF,
+                 star_bids: bool = True) -> tuple[tuple[Hand, ...], tuple[float, ...]]:
+    """posterior, from the faces of the bids (faces_of)."""
+    indices = [FACES.index(face) for face in faces]
     found = hands(plain, super_)
     weights: list[float] = []
     for hand, prior in found:
@@ -98,14 +113,20 @@ def posterior(plain: int, super_: int, bids: tuple[Bid, ...], bluff: float = BLU
     return tuple(h for h, _ in found), tuple(w / total for w in weights)
 
 
-@lru_cache(maxsize=8192)
-def seat_counts(plain: int, super_: int, bids: tuple[Bid, ...], bluff: float = BLUFF,
+def seat_counts(plain: int, super_: int, bids: Sequence[Bid], bluff: float = BLUFF,
                 star_bids: bool = True) -> tuple[Dist, ...]:
     """For each face of FACES, P(the seat's matching count == c), c = 0..its dice,
     given the bids it made since its last re-roll."""
+    return face_tables(plain, super_, faces_of(bids), bluff, star_bids)
+
+
+@lru_cache(maxsize=8192)
+def face_tables(plain: int, super_: int, faces: Faces, bluff: float = BLUFF,
+                star_bids: bool = True) -> tuple[Dist, ...]:
+    """seat_counts, from the faces of the bids (faces_of)."""
     top = plain + 2 * super_
     dists = [[0.0] * (top + 1) for _ in FACES]
-    for hand, weight in zip(*posterior(plain, super_, bids, bluff, star_bids)):
+    for hand, weight in zip(*hand_weights(plain, super_, faces, bluff, star_bids)):
         for i, face in enumerate(FACES):
             dists[i][matching(hand, face)] += weight
     return tuple(tuple(d) for d in dists)
@@ -115,7 +136,7 @@ def face_counts(plain: int, super_: int, bids: Sequence[Bid], face: Face,
                 bluff: float = BLUFF, star_bids: bool = True) -> Dist:
     """P(the seat's matching count for a bid of face == c), c = 0..its dice."""
     rate = round(min(1.0, max(0.0, bluff)), 3)   # a coarse rate keeps the cache small
-    return seat_counts(plain, super_, tuple(bids), rate, star_bids)[FACES.index(face)]
+    return face_tables(plain, super_, faces_of(bids), rate, star_bids)[FACES.index(face)]
 
 
 def honest_faces(hand: Hand, star_bids: bool = True) -> tuple[Face, ...]:

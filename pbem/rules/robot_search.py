@@ -21,7 +21,9 @@ drawn from one stream seeded by the move's, so the move stays a function of the
 view and the stream. Off by default (CANDIDATES = 1): against four readers it
 gained on three seed sets of four and not on the default seeds, and a wary
 player among four searching robots came first too often (docs/robot.md, "A
-search beyond one move").
+search beyond one move"); with the standings weighed, it gained a point on fresh
+seeds and lost one on the default seeds (docs/robot.md, "The collector's full
+pass, and the search with the standings").
 """
 
 from __future__ import annotations
@@ -215,7 +217,8 @@ class Search:
         cover its hands and its kinds of play evenly."""
         deals: list[Deal] = [{} for _ in range(SAMPLES)]
         for other in self.order:
-            hands, cumulative = _posterior(other.hidden_plain, other.hidden_super, other.bids,
+            hands, cumulative = _posterior(other.hidden_plain, other.hidden_super,
+                                           beliefs.faces_of(other.bids),
                                            self.view.rules.star_bids)
             draws = [self._strata() for _ in range(3)]
             for deal, u, policy, bluff in zip(deals, *draws):
@@ -322,10 +325,11 @@ def _order(view: SeatView) -> tuple[OtherSeat, ...]:
 
 
 @lru_cache(maxsize=1024)
-def _posterior(plain: int, super_: int, bids: tuple[Bid, ...], star_bids: bool
+def _posterior(plain: int, super_: int, faces: beliefs.Faces, star_bids: bool
                ) -> tuple[tuple[beliefs.Hand, ...], tuple[float, ...]]:
-    """A seat's hands and their cumulative chances, to draw a hand from."""
-    hands, weights = beliefs.posterior(plain, super_, bids, beliefs.BLUFF, star_bids)
+    """A seat's hands and their cumulative chances, to draw a hand from (keyed by the
+    faces of its bids: plain ints, untracked by the garbage collector)."""
+    hands, weights = beliefs.hand_weights(plain, super_, faces, beliefs.BLUFF, star_bids)
     return hands, tuple(itertools.accumulate(weights))
 
 

@@ -73,6 +73,10 @@ STANDINGS_EXACT = 1.0
 # wary player among four robots came first 16.2% of the time (13.7 at 1; docs/robot.md)
 STANDINGS_READS = 1.0
 START_DICE = 5        # postal's virtual dice at the start (pbem.rules.postal)
+# the search (robot_search.CANDIDATES > 1) scores the robot's calls and its called bids
+# with the standings too (Table.outcome) when 1; the one-move values when 0 (1 gained
+# nothing against four readers: 27.4 against 27.7, seeds from 300000; docs/robot.md)
+SEARCH_STANDINGS = 0
 
 
 
@@ -365,6 +369,8 @@ def searched(view: SeatView, table: Table, values: dict[Bid, float], pick: Move,
     rule, players = view.rules.exact_rule, table.players
 
     def outcome(actual: int, quantity: int, bidder: bool) -> float:
+        if SEARCH_STANDINGS:
+            return table.outcome(actual, quantity, bidder)
         return outcome_value(actual, quantity, bidder, rule, players)
 
     search = robot_search.Search(view, lambda bid: values.get(bid, float("-inf")),

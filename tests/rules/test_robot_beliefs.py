@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+import random
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -10,8 +13,9 @@ from pbem.rules import beliefs
 from pbem.rules.dice import FACES, STAR
 from pbem.rules.ladder import Bid
 from pbem.rules.odds import OtherSeat, bids_since_reroll, count_distribution
-from pbem.rules.robot_strong import GAIN_WEIGHT, outcome_value, seat_distribution
+from pbem.rules.robot_strong import GAIN_WEIGHT, choose_strong, outcome_value, seat_distribution
 from pbem.rules.ruleset import ExactRule
+from testkit.robot_play import postal_played
 
 bids = st.lists(st.builds(Bid, st.integers(1, 20), st.sampled_from([1, 2, 3, 4, 5, STAR])),
                 max_size=6).map(tuple)
@@ -136,3 +140,33 @@ def test_the_challenger_wins_what_the_bidder_loses_when_short(actual: int, quant
         assert bidder < 0 < challenger
     elif actual > quantity:
         assert challenger < 0 < bidder
+
+
+@settings(deadline=None)
+@given(bids, st.integers(0, 5), st.integers(0, 1))
+def test_a_seat_s_tables_depend_on_the_faces_of_its_bids_alone(
+        made: tuple[Bid, ...], plain: int, super_: int) -> None:
+    """The caches are keyed by the faces (plain ints): the bids' quantities say nothing."""
+    faces = beliefs.faces_of(made)
+    assert all(type(face) is int for face in faces)
+    assert beliefs.seat_counts(plain, super_, made) == beliefs.face_tables(plain, super_, faces)
+    assert beliefs.posterior(plain, super_, made) == beliefs.hand_weights(plain, super_, faces)
+    other = tuple(Bid(b.quantity + 1, b.face) for b in made)
+    assert beliefs.seat_counts(plain, super_, other) == beliefs.seat_counts(plain, super_, made)
+
+
+def test_the_robot_s_belief_caches_hold_nothing_the_collector_tracks() -> None:
+    """Cache keys holding Bid instances stayed tracked by the garbage collector, and
+    thousands of them made its full passes cost a move 50 ms: after a collection, no
+    key of the belief caches is tracked (tuples of plain values are untracked)."""
+    beliefs.face_tables.cache_clear()
+    beliefs.hand_weights.cache_clear()
+    state = postal_played(41, 12)
+    for seat, number in sorted(state.due().items()):
+        choose_strong(state.seat_view(seat, number), random.Random(seat))
+    gc.collect()
+    gc.collect()   # a key is untracked once the tuple inside it is
+    for cache in (beliefs.face_tables, beliefs.hand_weights):
+        keys = [key for found in gc.get_referents(cache) if isinstance(found, dict)
+                for key in found]
+        assert keys and not any(gc.is_tracked(key) for key in keys)

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pbem.kinds import KINDS
-from pbem.rules import beliefs, robot_search
+from pbem.rules import beliefs, robot_search, robot_strong
 from pbem.rules.bid_moves import BidMove
 from pbem.rules.challenge import count_matching
 from pbem.rules.dice import FACES, DiceStream, seed_from_number
@@ -147,25 +147,28 @@ def test_the_next_readers_reply_is_bench_readers(seed: int,
 
 
 @settings(max_examples=15, deadline=None)
-@given(st.integers(0, 5000), st.integers(0, 25), st.integers(2, 4))
+@given(st.integers(0, 5000), st.integers(0, 25), st.integers(2, 4), st.integers(0, 1))
 def test_a_searched_move_is_repeatable_and_bounded(seed: int, turns: int,
-                                                   candidates: int) -> None:
+                                                   candidates: int, standings: int) -> None:
     """The search draws from the move's stream: the same view and seed give the same
-    move; a raise's searched value lies between the worst loss and the best gain;
-    the search adds no posterior of the other seats beyond the view's own."""
+    move (its outcomes weighed by the standings or not); a raise's searched value lies
+    between the worst loss and the best gain; the search adds no posterior of the
+    other seats beyond the view's own."""
     state = postal_played(seed, turns)
     for seat, number in sorted(state.due().items()):
         view = state.seat_view(seat, number)
         assert searchable(view)
         old, robot_search.CANDIDATES = robot_search.CANDIDATES, candidates
+        old_standings, robot_strong.SEARCH_STANDINGS = robot_strong.SEARCH_STANDINGS, standings
         try:
             move = choose_strong(view, random.Random(seed))
             assert choose_strong(view, random.Random(seed)) == move
         finally:
             robot_search.CANDIDATES = old
+            robot_strong.SEARCH_STANDINGS = old_standings
         table = Table(view)
         values = {b: table.raise_value(b) for b in view.ladder.raises(view.current)[:40]}
-        beliefs.posterior.cache_clear()
+        beliefs.hand_weights.cache_clear()
         rule = view.rules.exact_rule
         search = Search(view, lambda b, found=values: found.get(b, float("-inf")),
                         table.bid_challenge_value,
@@ -173,4 +176,4 @@ def test_a_searched_move_is_repeatable_and_bounded(seed: int, turns: int,
                         random.Random(seed))
         for bid in list(values)[:5]:
             assert -6.0 <= search.value(bid) <= 1.0
-        assert beliefs.posterior.cache_info().misses <= len(view.others)
+        assert beliefs.hand_weights.cache_info().misses <= len(view.others)

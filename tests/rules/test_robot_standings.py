@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -221,3 +222,23 @@ def test_the_arena_counts_the_tested_seat_s_roles(monkeypatch: pytest.MonkeyPatc
     assert lost == sum(5 - score for score in result.score)
     assert roles[("bidder", "exact dice")] == 0
     assert "| bidder |" in robot_arena.roles_table(roles, 3)
+
+
+def test_the_arena_times_the_collector_s_passes(monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """bench/robot_arena.py --collector: each pass the collector makes over a line-up is
+    timed by generation, a full one (gen 2) too, and it stops listening after."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    import robot_arena  # bench/robot_arena.py
+
+    collector = robot_arena.Collector()
+    gc.callbacks.append(collector)
+    try:
+        gc.collect()
+    finally:
+        gc.callbacks.remove(collector)
+    assert len(collector.passes[2]) == 1 and collector.passes[2][0] >= 0.0
+    assert robot_arena.main(["--games", "2", "--collector", "postal:strong:odds"]) == 0
+    out = capsys.readouterr().out
+    assert "collector passes, CPU ms median / worst: gen 0 " in out
+    assert not any(isinstance(c, robot_arena.Collector) for c in gc.callbacks)
