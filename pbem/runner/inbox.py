@@ -39,7 +39,7 @@ from pbem.mail.headers import MAIL_HEADER_BYTES, as_text, read_mail_header
 from pbem.store.advisory_locks import game_writer, lane_claim, lane_claim_reading, one_writer
 from pbem.store.bodies import HeldMail
 from pbem.store.claims import claim_many, claim_stale, me
-from pbem.store.driver import Hot, unindexed
+from pbem.store.driver import Hot
 from pbem.store.engines import reading
 from pbem.store.faults import fail_point
 from pbem.store.models import InboundMail, InboundRaw, ServerState
@@ -218,15 +218,6 @@ _NEW_PAGE = (select(col(InboundMail.id), col(InboundMail.claimed_by),
                     col(InboundMail.id) <= bindparam("upto"))
              .order_by(col(InboundMail.id)).limit(bindparam("size")))
 _NO_BOUND = 2**31 - 1   # upto None: every stored mail (the largest id an INTEGER holds)
-# the page's free mails claimed (pbem.store.claims.claim_many's statement for the common
-# case, built once): RETURNING the rows it took, found by their ids (unindexed: not the
-# status index)
-_CLAIM_FREE = (update(InboundMail)
-               .where(col(InboundMail.id).in_(bindparam("rows", expanding=True)),
-                      unindexed(col(InboundMail.status)) == "new",
-                      col(InboundMail.claimed_by).is_(None))
-               .values(claimed_by=bindparam("me"), claimed_at=bindparam("now"))
-               .returning(col(InboundMail.id)))
 
 
 def claim_page(engine: Engine, now: datetime, lease: timedelta, *, after: int = 0,
@@ -239,15 +230,10 @@ def claim_page(engine: Engine, now: datetime, lease: timedelta, *, after: int = 
         found = [(int(row_id or 0), owner, at) for row_id, owner, at in session.connection()
                  .execute(_NEW_PAGE, {"after": after, "size": size,
                                       "upto": _NO_BOUND if upto is None else upto})]
-        conn = session.connection()
-        free = [row_id for row_id, owner, _at in found if owner is None]
-        got = set(conn.execute(_CLAIM_FREE, {"rows": free, "me": me(), "now": now})
-                  .scalars()) if free else set()
-        held: list[tuple[int, str | None]] = [(row_id, owner) for row_id, owner, at in found if owner is not None and (
-            owner == me() or claim_stale(owner, at, now, lease))]   # ours, or gone stale
-        if held:
-            got.update(claim_many(session, InboundMail, held, now, status="new"))
-        claimed = [row_id for row_id, _owner, _at in found if row_id in got]
+        claimed = claim_many(session, InboundMail,
+                             [(row_id, owner) for row_id, owner, at in found
+                              if owner == me() or claim_stale(owner, at, now, lease)],
+                             now, status="new")
         if claimed:   # the first attempt begins: counted in the claim's own commit
             count_attempt(session, claimed[0])
         session.commit()

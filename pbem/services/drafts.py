@@ -40,7 +40,8 @@ log = logging.getLogger(__name__)
 DRAFT = "draft"   # a draft's kind and status
 
 __all__ = ["DRAFT", "DraftTally", "Drafted", "Made", "Waiting", "failed_drafts", "make",
-           "made_of", "make_waiting", "not_made", "queue_draft", "queue_made", "remake_failed", "waiting_drafts"]
+           "made_of", "make_waiting", "not_made", "queue_draft", "queue_made", "remake_failed",
+           "waiting_drafts"]
 
 
 class TurnDraft(Protocol):

@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -162,6 +163,22 @@ def claim(session: Session, table: Any, row_id: int, owner: str | None, now: dat
     return bool(done.rowcount == 1)
 
 
+@lru_cache(maxsize=16)
+def _claim_free(table: Any, status: str, counting: bool) -> Any:
+    """claim_many's UPDATE of the free rows (:rows) of ``table`` in ``status``, counting
+    the attempts of :counted (``counting``): built once, as it runs at every claim (a
+    tick's page of mail, the outbox's)."""
+    more = {"attempts": col(table.attempts) + case(
+        (col(table.id).in_(bindparam("counted", expanding=True)), 1), else_=0)} \
+        if counting else {}
+    return (update(table)
+            .where(col(table.id).in_(bindparam("rows", expanding=True)),
+                   unindexed(col(table.status)) == status,   # found by the ids
+                   col(table.claimed_by).is_(None))
+            .values(claimed_by=bindparam("me"), claimed_at=bindparam("now"), **more)
+            .returning(col(table.id)))
+
+
 def claim_many(session: Session, table: Any, seen: list[tuple[int, str | None]],
                now: datetime, *, status: str, counted: Collection[int] = ()) -> list[int]:
     """Claim the rows ``seen`` (id, claimer seen before) as ``claim`` does, one by one in
@@ -173,12 +190,11 @@ def claim_many(session: Session, table: Any, seen: list[tuple[int, str | None]],
     free = [row_id for row_id, owner in seen if owner is None]
     got: set[int] = set()
     if free:   # RETURNING: exactly the rows this statement took (SQLite >= 3.35)
-        more = {"attempts": col(table.attempts) + case(
-            (col(table.id).in_(sorted(counted)), 1), else_=0)} if counted else {}
-        got.update(session.connection().execute(update(table).where(
-            col(table.id).in_(free), unindexed(col(table.status)) == status,   # by the ids
-            col(table.claimed_by).is_(None)).values(claimed_by=me(), claimed_at=now, **more)
-            .returning(col(table.id))).scalars())
+        values: dict[str, Any] = {"rows": free, "me": me(), "now": now}
+        if counted:
+            values["counted"] = sorted(counted)
+        got.update(session.connection().execute(
+            _claim_free(table, status, bool(counted)), values).scalars())
     got.update(row_id for row_id, owner in seen
                if owner is not None and claim(session, table, row_id, owner, now,
                                               status=status, count=row_id in counted))
