@@ -20,6 +20,9 @@ shared machine the wall time is mostly time the scheduler gave to others).
     python3 bench/robot_arena.py --table others --games 600   # docs/robot.md, classic, cup
     python3 bench/robot_arena.py --tune robot_search.SAMPLES=12 postal:strong:reader
 
+``--save FILE`` writes each line-up's per-game fair shares (JSON lines) for
+bench/robot_paired.py, which compares two runs game by game (the same seeds
+deal the same dice, so the paired difference is tighter than two intervals).
 ``--collector`` prints the garbage collector's passes over each line-up (how many,
 and their CPU time, median and worst, by generation): the robot's worst moves
 are most often a full pass. ``--endings`` counts how the postal mini-games ended (the figures of
@@ -35,6 +38,7 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
+import json
 import math
 import random
 import statistics
@@ -254,6 +258,14 @@ class Collector:
             for g, xs in self.passes.items() if xs)
 
 
+def save(path: Path, lineup: str, args: argparse.Namespace, result: Result) -> None:
+    """Append one line-up's per-game fair shares, with what made them."""
+    record = {"lineup": lineup, "seed_base": args.seed_base, "games": args.games,
+              "tune": args.tune, "fair": result.fair}
+    with path.open("a", encoding="utf-8") as out:
+        out.write(json.dumps(record) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("lineups", nargs="*", help="setup:tested:field, e.g. postal:strong:odds")
@@ -272,6 +284,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--roles", action="store_true",
                         help="postal: how the mini-games ended for the tested seat "
                              "(bidder, caller or aside; short, exact or over), a game")
+    parser.add_argument("--save", metavar="FILE",
+                        help="append each line-up's per-game fair shares (JSON lines) to "
+                             "FILE, for bench/robot_paired.py")
     parser.add_argument("--collector", action="store_true",
                         help="the garbage collector's passes over each line-up, by generation")
     args = parser.parse_args(argv)
@@ -303,6 +318,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.collector:
                 gc.callbacks.remove(collector)
         print(row(setup, tested, others, args.games, result), flush=True)
+        if args.save:
+            save(Path(args.save), f"{setup}:{tested}:{others}", args, result)
         if args.collector:
             print(collector.report(), flush=True)
         if roles:

@@ -242,3 +242,30 @@ def test_the_arena_times_the_collector_s_passes(monkeypatch: pytest.MonkeyPatch,
     out = capsys.readouterr().out
     assert "collector passes, CPU ms median / worst: gen 0 " in out
     assert not any(isinstance(c, robot_arena.Collector) for c in gc.callbacks)
+
+
+def test_two_saved_arena_runs_compare_game_by_game(monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str],
+                                                    tmp_path: Path) -> None:
+    """bench/robot_arena.py --save and bench/robot_paired.py: the same seeds give the
+    same games, so a run against itself differs by exactly 0; another seed base is
+    paired apart and pooled."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    import robot_arena  # bench/robot_arena.py
+    import robot_paired  # bench/robot_paired.py
+
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    for path in (a, b):
+        for base in ("700000", "710000"):
+            assert robot_arena.main(["--games", "3", "--seed-base", base, "--save", str(path),
+                                     "postal:strong:odds"]) == 0
+    runs = robot_paired.load(a)
+    assert set(runs) == {("postal:strong:odds", 700_000), ("postal:strong:odds", 710_000)}
+    assert all(len(fair) == 3 for fair in runs.values())
+    capsys.readouterr()
+    assert robot_paired.main([str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    assert "| postal:strong:odds | 700000 | 3 |" in out
+    assert "| postal:strong:odds | pooled | 6 |" in out
+    assert out.count("+0.0 ± 0.0") == 3
+    assert robot_paired.paired([0.0, 1.0], [1.0, 1.0])[2] == 0.5
