@@ -70,6 +70,17 @@ class Workers:
             pids.append(proc.pid)
         return pids
 
+    def pause(self, pid: int, timeout: float = 10) -> None:
+        """SIGSTOP one worker and wait until the kernel has stopped it (state T)."""
+        os.kill(pid, signal.SIGSTOP)
+        stat = Path(f"/proc/{pid}/stat")
+        deadline = time.monotonic() + timeout
+        # the state follows the command's parentheses: "pid (comm) T ..."
+        while stat.read_text().rsplit(")", 1)[1].split()[0] not in ("T", "t"):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"worker {pid} not stopped after {timeout:.0f} s")
+            time.sleep(0.005)
+
     def kill(self, pid: int) -> None:
         """SIGKILL one worker: no cleanup, as a power cut of its machine."""
         os.kill(pid, signal.SIGKILL)
@@ -203,18 +214,23 @@ def kill_one_handling(workers: Workers, engine: Engine, among: set[int],
                       done_at_least: int) -> dict[str, Any] | None:
     """Once ``done_at_least`` inbound mails are done: SIGKILL a worker of ``among`` that
     holds inbound mail now and start another in its place, as systemd's Restart= would.
-    What happened (pid; in_flight: the Message-IDs of what it may have been sending,
-    looked at before the kill and right after it, as it may claim more in between and
-    another worker may take its claims over soon after; done_then: the mails done then),
-    or None when it is not time yet or no worker of ``among`` holds mail."""
+    What happened (pid; in_flight: the Message-IDs of what it may have been sending;
+    done_then: the mails done then), or None when it is not time yet or no worker of
+    ``among`` holds mail.
+
+    The worker is stopped (SIGSTOP) before its claims are read and killed after: a
+    stopped process claims nothing more, and while it lives nobody takes its claims
+    over, so the read is exactly what it held. (Read before and after a plain kill, a
+    mail it claimed in between could be taken over by another worker before the second
+    read: sent twice, yet in neither read.)"""
     if counts(engine).get("in:done", 0) < done_at_least:
         return None
     pid = next(iter(sorted(handling_pids(engine) & among)), None)
     if pid is None:
         return None
+    workers.pause(pid)
     sending = in_flight(engine, pid)
     workers.kill(pid)
-    sending |= in_flight(engine, pid)
     killed = {"pid": pid, "in_flight": sending, "done_then": counts(engine).get("in:done", 0)}
     workers.start(1)
     return killed

@@ -249,3 +249,38 @@ def test_a_bounded_child_dies_with_its_parent(tmp_path: Path) -> None:
             break
         time.sleep(0.05)
     assert claimer_dead(f"{claims._HOST}:{child}:{claims._MACHINE.tag}.abcd")
+
+
+def test_a_stopped_holder_keeps_its_claims_and_a_killed_one_loses_them(tmp_path: Path) -> None:
+    """What the e2e kill tests rely on (testkit.workers.kill_one_handling): a worker stopped
+    with SIGSTOP is alive, so nobody takes its claims over and it claims nothing more while
+    they are read; once SIGKILLed it is seen dead at once. (Read before and after a plain
+    kill, a claim made in between was taken over before the second read: the e2e test saw
+    a mail sent twice that neither read had.)"""
+    from testkit.workers import Workers
+
+    workers = Workers(tmp_path / "unused.toml", tmp_path)
+    ticks = tmp_path / "ticks"
+    child = subprocess.Popen([sys.executable, "-c",
+                              "import sys, time\nn = 0\nwhile True:\n"
+                              "    n += 1\n    open(sys.argv[1], 'w').write(str(n))\n"
+                              "    time.sleep(0.002)", str(ticks)])
+    workers.procs.append(child)
+    try:
+        deadline = time.monotonic() + 30
+        while not (ticks.exists() and ticks.read_text()):
+            assert time.monotonic() < deadline, "the child never ticked"
+            time.sleep(0.01)
+        owner = f"{claims._HOST}:{child.pid}:{claims._MACHINE.tag}.abcd"
+        workers.pause(child.pid)
+        stopped_at = ticks.read_text()
+        time.sleep(0.1)
+        assert ticks.read_text() == stopped_at           # a stopped worker does nothing
+        assert claimer_dead(owner) is False               # ... and keeps its claims
+        assert not claims.claim_stale(owner, NOW, NOW, LEASE)
+        workers.kill(child.pid)
+        assert claimer_dead(owner) is True                # killed, they are free at once
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
