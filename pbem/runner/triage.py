@@ -27,9 +27,11 @@ from pbem.mail.text import BodyLine
 from pbem.orders.guidance import help_lines
 from pbem.orders.parsing import Command, ParsedText, parse_text
 from pbem.orders.words import words_language
-from pbem.runner import inbox, sender_check
+from pbem.runner import sender_check
+from pbem.runner.lanes import NO_GAME, LaneRead
 from pbem.runner.sender_check import find_game_or_none as find_game_or_none  # pbem.runner.referee's
 from pbem.runner.sender_check import named_game as named_game  # lane_of's, and the tests'
+from pbem.runner.storing import header_block
 from pbem.services import bounces, failures
 from pbem.services.post import Incoming, Post, answer, read_reply, tagged
 from pbem.store import security
@@ -70,7 +72,7 @@ def answer_set_aside(session: Work, post: Post, row: HeldMail) -> None:
     address = post.settings.address
     try:
         with session.savepoint():
-            msg = read_message(inbox.header_block(row.raw), own_addresses=[address],
+            msg = read_message(header_block(row.raw), own_addresses=[address],
                                envelope_from=row.envelope_from)
             if msg.automatic or msg.from_addr is None or msg.from_addr == address.lower():
                 return
@@ -144,14 +146,14 @@ class Seen:
 
 def lane_of(session: Work, post: Post, raw: bytes, envelope_from: str | None,
             truncated: bool) -> int:
-    """The lane of a stored mail (pbem.runner.inbox): the game a player's mail speaks to, known
+    """The lane of a stored mail (pbem.runner.lanes): the game a player's mail speaks to, known
     before its orders are read (named_game, as its handling finds it), else NO_GAME
     (automatic mail, the referee's, a stranger's, a sign-up, one that cannot be read:
     its handling says why)."""
-    return lanes_of(session, post, [inbox.LaneRead(0, raw, envelope_from, truncated)])[0]
+    return lanes_of(session, post, [LaneRead(0, raw, envelope_from, truncated)])[0]
 
 
-def lanes_of(session: Work, post: Post, reads: list[inbox.LaneRead]) -> list[int]:
+def lanes_of(session: Work, post: Post, reads: list[LaneRead]) -> list[int]:
     """The lanes of stored mails, as lane_of finds each; the mails of ours they reply to
     are looked up together (one read for a page of mail, not one a mail)."""
     heads = [_player_mail(post, read, header=True) for read in reads]
@@ -164,23 +166,23 @@ def lanes_of(session: Work, post: Post, reads: list[inbox.LaneRead]) -> list[int
         # three (and refuses a text it cannot read, in that game's lane)
         sent = next(sents) if head is not None else None
         if head is None:
-            lanes.append(inbox.NO_GAME)
+            lanes.append(NO_GAME)
         elif sent is not None and sent.game_id is not None and sent.seat is not None:
             lanes.append(int(sent.game_id))
         else:
             msg = _player_mail(post, read, header=False)
-            lanes.append(_named_lane(session, msg) if msg is not None else inbox.NO_GAME)
+            lanes.append(_named_lane(session, msg) if msg is not None else NO_GAME)
     return lanes
 
 
-def _player_mail(post: Post, read: inbox.LaneRead, *,
+def _player_mail(post: Post, read: LaneRead, *,
                  header: bool) -> InboundMessage | None:
     """A stored mail read as a player's may be (``header``: its header alone, which says
     whom it is from, whether it is automatic and what it replies to; else whole, its
     text readable); None for one that has no game's lane."""
     settings = post.settings
     try:
-        msg = read_message(inbox.header_block(read.raw) if header else read.raw,
+        msg = read_message(header_block(read.raw) if header else read.raw,
                            own_addresses=[settings.address], envelope_from=read.envelope_from)
     except Exception:   # noqa: BLE001 - its handling reads it again and says what is wrong
         return None
@@ -196,8 +198,8 @@ def _named_lane(session: Work, msg: InboundMessage) -> int:
     try:
         game = named_game(session, within_limits(read_reply(session, msg)))
     except Exception:   # noqa: BLE001 - its handling reads it again and says what is wrong
-        return inbox.NO_GAME
-    return game.id if game is not None and game.id is not None else inbox.NO_GAME
+        return NO_GAME
+    return game.id if game is not None and game.id is not None else NO_GAME
 
 
 def within_limits(msg: InboundMessage) -> InboundMessage:
