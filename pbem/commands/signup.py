@@ -32,7 +32,7 @@ from pbem.games.records import active_players, find_game, id_of, players_of
 from pbem.kinds import kind_of
 from pbem.kinds.options import options_of
 from pbem.orders.arguments import game_name, no_args
-from pbem.orders.parsing import Order
+from pbem.orders.commands import Order
 from pbem.services.post import replied_to, tagged, tell_referee
 from pbem.store import security
 from pbem.store.models import Game, OutboundMail, Signup, Watcher

@@ -23,7 +23,8 @@ from pbem.commands.registry import (
     run,
 )
 from pbem.mail.text import BodyLine
-from pbem.orders.parsing import Order, parse_text
+from pbem.orders.commands import Order
+from pbem.orders.parsing import parse_text
 from pbem.outbox import Shortfall, Undelivered
 from pbem.runner import inbox, lanes, storing
 from pbem.runner.mail_transaction import HandOff, MailTransactions

@@ -35,7 +35,8 @@ from pbem.games.turn_in_play import game_at_hand
 from pbem.kinds import kind_of
 from pbem.mail.read import InboundMessage
 from pbem.mail.senderauth import check_sender
-from pbem.orders.parsing import MAIL_LINES, ParsedText, parse_text
+from pbem.orders.commands import MAIL_LINES, ParsedText
+from pbem.orders.parsing import parse_text
 from pbem.outbox import enqueue
 from pbem.services.post import Post, notice, replied_ids, replied_mail
 from pbem.store import security

@@ -24,8 +24,9 @@ from pbem.games.states import load_state
 from pbem.kinds import kind_of
 from pbem.mail.read import MAX_LINE_CHARS, MAX_TEXT_LINES, InboundMessage, read_message
 from pbem.mail.text import BodyLine
+from pbem.orders.commands import Command, ParsedText
 from pbem.orders.guidance import help_lines
-from pbem.orders.parsing import Command, ParsedText, parse_text
+from pbem.orders.parsing import parse_text
 from pbem.orders.words import words_language
 from pbem.runner import sender_check
 from pbem.runner.lanes import NO_GAME, LaneRead

@@ -36,7 +36,7 @@ class LineProblem:
 
 
 class Quotable(Protocol):
-    """A line a refusal can quote (an order: pbem.orders.parsing.Order)."""
+    """A line a refusal can quote (an order: pbem.orders.commands.Order)."""
 
     @property
     def line_no(self) -> int: ...
