@@ -104,7 +104,7 @@ def _ask_to_confirm(ctx: CommandContext, game: Game, name: str, status: str, wha
 
 def _may_get_code(ctx: CommandContext, email: str) -> bool:
     """Will the code mail to ``email`` leave? An unknown address has its answers a day
-    (pbem.runner.sender_check.limit_answers); the code mail is one of them."""
+    (pbem.runner.answer_limits.limit_answers); the code mail is one of them."""
     limits = security.Limits.from_settings(ctx.post.settings)
     if email == ctx.post.referee.lower() or security.known_address(ctx.session, email):
         return True

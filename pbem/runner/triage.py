@@ -28,7 +28,7 @@ from pbem.orders.commands import Command, ParsedText
 from pbem.orders.guidance import help_lines
 from pbem.orders.parsing import parse_text
 from pbem.orders.words import words_language
-from pbem.runner import sender_check
+from pbem.runner import answer_limits, sender_check
 from pbem.runner.lanes import NO_GAME, LaneRead
 from pbem.runner.sender_check import find_game_or_none as find_game_or_none  # pbem.runner.referee's
 from pbem.runner.sender_check import named_game as named_game  # lane_of's, and the tests'
@@ -83,7 +83,7 @@ def answer_set_aside(session: Work, post: Post, row: HeldMail) -> None:
                   "so it was set aside and nothing in it was applied"),
                 _("please send your orders again as plain text"),
                 game=game.name if game is not None else None))
-            sender_check.limit_answers(session, post, row, msg, "")
+            answer_limits.limit_answers(session, post, row, msg, "")
     except Exception:   # the answer is a courtesy: never let it lose the mail
         log.exception("could not answer mail %s, set aside", row.id)
 
@@ -126,12 +126,12 @@ def handle(session: Work, post: Post, row: HeldMail, *, draft_reports: bool = Fa
             outcome = player_mail(session, post, mail, seen, draft_reports)
     except Refusal as refused:
         if refused.auth_failed:
-            dropped = sender_check.auth_failed(session, post, msg.from_addr)
+            dropped = answer_limits.auth_failed(session, post, msg.from_addr)
         answer_error(session, post, mail, refused)
         about_signup = refused.about_signup
         outcome = "refused: " + "; ".join(str(p.message) for p in refused.problems)
         proven = refused.sender_proven
-    return sender_check.limit_answers(session, post, row, mail.msg, outcome, proven=proven,
+    return answer_limits.limit_answers(session, post, row, mail.msg, outcome, proven=proven,
                                       game_mail=seen.game_mail, dropped=dropped,
                                       about_signup=about_signup)
 
@@ -140,7 +140,7 @@ def handle(session: Work, post: Post, row: HeldMail, *, draft_reports: bool = Fa
 class Seen:
     """What the handling of a mail found out about its sender: ``game_mail`` once it
     proved to be the referee's or a player's (the right key, a reply to their own report),
-    so its answers are game answers (sender_check.limit_answers holds back none)."""
+    so its answers are game answers (answer_limits.limit_answers holds back none)."""
 
     game_mail: bool = False
 
@@ -344,7 +344,7 @@ def answer_internal_error(session: Work, post: Post, row: HeldMail) -> None:
             _("something went wrong on our side while reading your mail; nothing in it was "
               "applied"), _("the referee has been told and will look into it"),
             game=game.name if game is not None else None))
-        sender_check.limit_answers(session, post, row, msg, "")
+        answer_limits.limit_answers(session, post, row, msg, "")
     except Exception:   # the answer is a courtesy: never let it lose the mail
         log.exception("could not answer mail %s after its internal error", row.id)
 
