@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from sqlmodel import Session  # noqa: E402
 
 from pbem.outbox import Origin, enqueue, table  # noqa: E402
-from pbem.runner import inbox  # noqa: E402
+from pbem.runner import inbox, storing  # noqa: E402
 from pbem.store.db import open_database  # noqa: E402
 from pbem.store.work import Work  # noqa: E402
 
@@ -96,7 +96,7 @@ def main(n: int) -> None:
 
         def store() -> None:
             for raw in replies:
-                inbox.store_inbound(engine, raw, now=NOW, max_bytes=10**7, source="smtp")
+                storing.store_inbound(engine, raw, now=NOW, max_bytes=10**7, source="smtp")
         timed("store a reply", store, n, path)
         held: list[int] = []
         after = 0

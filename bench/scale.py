@@ -30,7 +30,7 @@ default) unless --no-compose; --compose asks for it whatever the default.
 With --postgresql the database is one of a private PostgreSQL cluster
 (testkit/pgstack.py); with --workers N (PostgreSQL only) the turn is handled by N
 processes ticking side by side, each game's mail a lane one of them claims
-(pbem.runner.inbox.claim_lane): the turn tick is then the time from the first tick's
+(pbem.runner.lanes.claim_lane): the turn tick is then the time from the first tick's
 start until every order is handled and every report written, fetching included.
 
 With --profile and several sizes, each size writes FILE with "-N" before its suffix.

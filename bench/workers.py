@@ -5,7 +5,7 @@ cluster of testkit/pgstack.py).
 For each worker count: the workers start on an empty folder and tick; then a
 burst of HELP mails from the players of many games (each a reply to the
 player's report: on PostgreSQL each game's mail is a lane a worker claims,
-pbem.runner.inbox), delivered beforehand, is moved into that folder at once, and the clock runs until the
+pbem.runner.lanes), delivered beforehand, is moved into that folder at once, and the clock runs until the
 last answer is sent. Then the yardstick: two independent servers, each with
 its own database, mailbox and half of the games, one worker each, at once.
 Prints mails a second, the share of the burst in which every worker handled

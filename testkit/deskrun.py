@@ -20,7 +20,8 @@ from pbem.games.records import game_named, players_of
 from pbem.kinds import kind_of
 from pbem.mail.read import read_message
 from pbem.mail.text import BodyLine
-from pbem.orders.parsing import ParsedText, parse_text
+from pbem.orders.commands import ParsedText
+from pbem.orders.parsing import parse_text
 from pbem.runner.inbox import read_held
 from pbem.runner.server import Server
 from pbem.services.post import Incoming

@@ -12,25 +12,13 @@ Everything lives in a fresh temp dir; nothing under /etc is touched. Ports are
 chosen by the kernel (bind to port 0) and a clash with another process that grabs
 the same port in between is detected and retried with new ports.
 
-Facts this relies on (Debian 12, Dovecot 2.3):
-- ``dovecot -F -c FILE`` runs a self-contained instance in the foreground, so we
-  own the master process and can wait for it to exit.
-- mail must be stored as a non-root user (``nobody``/``nogroup`` when run as root).
-- ``auth_failure_delay = 0`` and a high ``mail_max_userip_connections`` keep tests
-  fast; ``log_path`` keeps the log inside the temp dir.
-- the anvil auth penalty is switched off (otherwise one failed login delays every
-  later login from 127.0.0.1 by 2 s and more); a failed login itself still takes
-  ~0.5 s (Dovecot answers delayed failures from a 500 ms timer).
-- the SMTP front end refuses unknown recipients at RCPT time with 550 5.1.1; a known
-  user's plus address (``bluff+anything@``) is delivered to that user's INBOX.
-- ``smtplib.LMTP`` reads ONE reply after DATA but LMTP sends one per recipient, so
-  the relay makes one LMTP transaction per recipient.
+Dovecot's files and configuration are testkit/dovecot.py's, the SMTP front end
+testkit/smtp_relay.py's (each says the facts it relies on); here the stack is started,
+stopped, made to refuse or throttle, and read and written as a test does.
 """
 from __future__ import annotations
 
-import asyncio
 import atexit
-import base64
 import contextlib
 import grp
 import os
@@ -40,183 +28,32 @@ import signal
 import smtplib
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
 
 from aiosmtpd.controller import Controller
-from aiosmtpd.smtp import AuthResult
 from imapclient import IMAPClient
 
+from testkit.dovecot import dovecot_available, find_dovecot, mail_owner, prepare_dir, write_config
 from testkit.net import LOOPBACK, free_ports, log_since, log_size, port_open, wait_closed
+from testkit.smtp_relay import (
+    BearerRelay,
+    LmtpRelay,
+    MailStackError,
+    start_controller,
+    start_relay_processes,
+    stop_relay_processes,
+)
 
 DEFAULT_USERS = ("bluff", "referee", "p1", "p2", "p3", "p4", "p5", "p6", "observer")
 DEFAULT_DOMAIN = "bluff.test"
 PASSWORD = "secret"
 
-_SBIN_DIRS = ("/usr/sbin", "/usr/local/sbin", "/sbin")
-_LIBEXEC_SUFFIXES = ("lib/dovecot", "libexec/dovecot")
-
-
-class MailStackError(RuntimeError):
-    """The test mail stack could not be started or used."""
-
 
 class _PortClash(MailStackError):
     pass
-
-
-# --------------------------------------------------------------------------- discovery
-
-
-def _find_dovecot() -> str | None:
-    found = shutil.which("dovecot")
-    if found:
-        return found
-    for d in _SBIN_DIRS:
-        cand = Path(d) / "dovecot"
-        if cand.is_file() and os.access(cand, os.X_OK):
-            return str(cand)
-    return None
-
-
-def _libexec_dir(dovecot: str) -> Path | None:
-    prefix = Path(os.path.realpath(dovecot)).parent.parent
-    for suffix in _LIBEXEC_SUFFIXES:
-        d = prefix / suffix
-        if (d / "imap").exists() and (d / "lmtp").exists():
-            return d
-    return None
-
-
-def dovecot_available() -> bool:
-    """True when the dovecot binary plus its imap and lmtp services are installed."""
-    dovecot = _find_dovecot()
-    return dovecot is not None and _libexec_dir(dovecot) is not None
-
-
-# --------------------------------------------------------------------------- SMTP -> LMTP
-
-
-class _LmtpRelay:
-    """aiosmtpd handler: refuses unknown recipients at RCPT time (550 5.1.1) and hands
-    each accepted message to Dovecot over LMTP, one transaction per recipient."""
-
-    def __init__(self, stack: MailStack | _RelayProcessStack) -> None:
-        self.stack = stack
-
-    async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
-        throttled = self.stack.throttled_answer("RCPT")
-        if throttled is not None:
-            return throttled
-        refusal = self.stack.refusals.get(address.lower())
-        if refusal is not None and refusal[0] == "RCPT":
-            return refusal[1]
-        local, at, domain = address.lower().rpartition("@")
-        if f"{local.split('+', 1)[0]}{at}{domain}" not in self.stack.addresses:  # user+detail
-            return f"550 5.1.1 <{address}>: user unknown"
-        envelope.rcpt_tos.append(address)
-        return "250 OK"
-
-    def _deliver(self, mail_from: str, rcpts: list[str], data: bytes) -> dict:
-        failed: dict[str, tuple[int, bytes]] = {}
-        try:
-            # Fresh connection per message: a cached one goes stale when Dovecot restarts.
-            with smtplib.LMTP(LOOPBACK, self.stack.lmtp_port, timeout=10) as c:
-                for rcpt in rcpts:
-                    try:
-                        c.sendmail(mail_from, [rcpt], data)
-                    except smtplib.SMTPRecipientsRefused as e:
-                        failed.update(e.recipients)
-                    except smtplib.SMTPResponseException as e:
-                        failed[rcpt] = (e.smtp_code, e.smtp_error)
-        except (OSError, smtplib.SMTPException) as e:
-            for rcpt in rcpts:
-                failed.setdefault(rcpt, (451, f"4.3.0 LMTP unavailable: {e}".encode()))
-        return failed
-
-    async def handle_DATA(self, server, session, envelope):
-        throttled = self.stack.throttled_answer("DATA")
-        if throttled is not None:
-            return throttled
-        refusals = self.stack.refusals
-        for rcpt in envelope.rcpt_tos:
-            refusal = refusals.get(rcpt.lower())
-            if refusal is not None and refusal[0] == "DATA":
-                return refusal[1]
-        loop = asyncio.get_running_loop()
-        failed = await loop.run_in_executor(
-            None, self._deliver, envelope.mail_from or "", list(envelope.rcpt_tos),
-            envelope.original_content)
-        if not failed:
-            return "250 2.0.0 Message accepted for delivery"
-        # Strict on purpose (test helper): any failed recipient fails the whole message.
-        code, msg = next(iter(failed.values()))
-        text = msg.decode(errors="replace") if isinstance(msg, bytes) else str(msg)
-        return f"{code} {text}"
-
-
-class _BearerRelay(_LmtpRelay):
-    """The relay that also takes AUTH XOAUTH2 and OAUTHBEARER (RFC 7628), asking
-    ``bearer(token)`` for the token's user (None: refused). Mail without AUTH is relayed
-    as before (the players' test mail); who logged in is kept in ``stack.logins``."""
-
-    def __init__(self, stack: MailStack, bearer: Callable[[str], str | None]) -> None:
-        super().__init__(stack)
-        self.bearer = bearer
-
-    def _check(self, args: list[str], oauthbearer: bool) -> AuthResult:
-        try:
-            said = base64.b64decode(args[1]).decode() if len(args) > 1 else ""
-        except (ValueError, UnicodeDecodeError):
-            return AuthResult(success=False)
-        fields = dict(part.split("=", 1) for part in said.split("\x01") if "=" in part)
-        user = fields.get("user", "")
-        if oauthbearer:   # n,a=user,
-            user = next((p[2:] for p in said.split("\x01")[0].split(",")
-                         if p.startswith("a=")), "")
-        token = fields.get("auth", "").removeprefix("Bearer ")
-        owner = self.bearer(token)
-        if owner is None or owner.lower() != user.lower():
-            self.stack.logins.append(("refused", user))
-            return AuthResult(success=False)
-        self.stack.logins.append(("ok", user))
-        return AuthResult(success=True, auth_data=user)
-
-    async def _answer(self, server: Any, result: AuthResult) -> AuthResult:
-        if result.success:
-            return result
-        # said here: aiosmtpd leaves a refused custom mechanism unanswered
-        await server.push("535 5.7.8 Authentication credentials invalid")
-        return AuthResult(success=False, handled=True)
-
-    async def auth_XOAUTH2(self, server: Any, args: list[str]) -> AuthResult:  # noqa: N802
-        return await self._answer(server, self._check(args, oauthbearer=False))
-
-    async def auth_OAUTHBEARER(self, server: Any, args: list[str]) -> AuthResult:  # noqa: N802
-        return await self._answer(server, self._check(args, oauthbearer=True))
-
-
-def start_controller(handler, host: str = LOOPBACK, port: int = 0, attempts: int = 5,
-                     **kwargs) -> Controller:
-    """Start an aiosmtpd Controller; port 0 picks a free port (retried on a clash)."""
-    last: Exception | None = None
-    for _ in range(attempts if port == 0 else 1):
-        p = port or free_ports(1, host)[0]
-        ctl = Controller(handler, hostname=host, port=p, **kwargs)
-        try:
-            ctl.start()
-            return ctl
-        except OSError as e:  # port taken between choosing and binding
-            last = e
-            try:
-                ctl.stop(no_assert=True)
-            except Exception:
-                pass
-    raise MailStackError(f"could not start SMTP server on {host}: {last}")
 
 
 # --------------------------------------------------------------------------- the stack
@@ -275,17 +112,19 @@ class MailStack:
             else:
                 self.base_dir = Path(self._base_arg).resolve()
                 self.base_dir.mkdir(parents=True, exist_ok=True)
-            self._prepare_dir()
+            prepare_dir(self.base_dir, self.users, self.password)
         try:
             self.start_dovecot()
             if self.relay_processes:
-                self._start_relay_processes()
+                if not self._relays:   # in processes of their own, on one socket
+                    self.smtp_port = start_relay_processes(self.relay_processes, self.lmtp_port,
+                                                           self.addresses, self._relays)
             elif self._smtp is None and self.bearer is not None:
-                self._smtp = start_controller(_BearerRelay(self, self.bearer), self.smtp_host,
+                self._smtp = start_controller(BearerRelay(self, self.bearer), self.smtp_host,
                                               auth_require_tls=False)
                 self.smtp_port = self._smtp.port
             elif self._smtp is None:
-                self._smtp = start_controller(_LmtpRelay(self), self.smtp_host)
+                self._smtp = start_controller(LmtpRelay(self), self.smtp_host)
                 self.smtp_port = self._smtp.port
         except BaseException:
             self.stop()
@@ -300,7 +139,8 @@ class MailStack:
                 self._smtp.stop()
             finally:
                 self._smtp = None
-        self._stop_relay_processes()
+        relays, self._relays = self._relays, []
+        stop_relay_processes(relays)
         self.stop_dovecot()
         if self._own_dir and self.base_dir is not None:
             shutil.rmtree(self.base_dir, ignore_errors=True)
@@ -326,7 +166,7 @@ class MailStack:
         for i in range(attempts):
             if i > 0 or not self.imap_port:
                 self.imap_port, self.lmtp_port = free_ports(2)
-            self._write_config()
+            write_config(self.base_dir, self.imap_port, self.lmtp_port, self.extra_config)
             try:
                 self._launch()
                 return
@@ -412,141 +252,10 @@ class MailStack:
 
     # ---- internals ----------------------------------------------------------------
 
-    def _start_relay_processes(self) -> None:
-        """``relay_processes`` SMTP front ends in processes of their own, all taking
-        connections from one listening socket (as an MTA serves each in parallel)."""
-        if self._relays:
-            return
-        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind((LOOPBACK, 0))
-        listener.listen(128)
-        root = Path(__file__).resolve().parent.parent
-        try:
-            for _ in range(self.relay_processes):
-                relay = subprocess.Popen(
-                    [sys.executable, "-m", "testkit.mailstack", "relay", str(listener.fileno()),
-                     str(self.lmtp_port), ",".join(sorted(self.addresses))],
-                    cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                    pass_fds=(listener.fileno(),))
-                self._relays.append(relay)
-                assert relay.stdout is not None
-                line = relay.stdout.readline()
-                if line.strip() != b"ready":
-                    raise MailStackError(f"a relay process did not start: {line!r}")
-            self.smtp_port = listener.getsockname()[1]
-        finally:
-            listener.close()   # the relays hold it
-
-    def _stop_relay_processes(self) -> None:
-        relays, self._relays = self._relays, []
-        for relay in relays:
-            assert relay.stdin is not None
-            relay.stdin.close()   # the relay's cue to stop
-        for relay in relays:
-            try:
-                relay.wait(10)
-            except subprocess.TimeoutExpired:
-                relay.kill()
-                relay.wait()
-
-    def _mail_owner(self) -> tuple[str, str]:
-        if os.geteuid() == 0:
-            user = "nobody"
-            try:
-                group = grp.getgrgid(pwd.getpwnam("nobody").pw_gid).gr_name
-            except KeyError:
-                group = "nogroup"
-            return user, group
-        return pwd.getpwuid(os.getuid()).pw_name, grp.getgrgid(os.getgid()).gr_name
-
-    def _prepare_dir(self) -> None:
-        d = self.base_dir
-        assert d is not None
-        for sub in ("run", "state", "mail"):
-            (d / sub).mkdir(exist_ok=True)
-        os.chmod(d, 0o755)  # the auth process (user dovecot) must reach the passwd-file
-        user, group = self._mail_owner()
-        if os.geteuid() == 0:
-            shutil.chown(d / "mail", user, group)
-        users = d / "users"
-        users.write_text("".join(f"{u}:{{PLAIN}}{self.password}::::::\n" for u in self.users))
-        os.chmod(users, 0o644)
-
-    def _write_config(self) -> None:
-        d = self.base_dir
-        assert d is not None
-        user, group = self._mail_owner()
-        rootless = ""
-        if os.geteuid() != 0:
-            rootless = (
-                f"default_internal_user = {user}\n"
-                f"default_internal_group = {group}\n"
-                f"default_login_user = {user}\n"
-                "service anvil {\n  chroot =\n}\n"
-                "service imap-login {\n  chroot =\n}\n"
-            )
-        conf = f"""\
-# private Dovecot 2.3 instance for tests (generated)
-protocols = imap lmtp
-listen = {LOOPBACK}
-base_dir = {d}/run
-state_dir = {d}/state
-instance_name = pbem-mailstack-{os.getpid()}-{d.name}
-log_path = {d}/dovecot.log
-info_log_path = {d}/dovecot.log
-ssl = no
-disable_plaintext_auth = no
-auth_mechanisms = plain login
-auth_failure_delay = 0
-mail_location = maildir:~/Maildir
-mail_fsync = never
-first_valid_uid = 1
-first_valid_gid = 1
-# plus addressing: user+detail@domain lands in user's INBOX (VERP bounces use it)
-recipient_delimiter = +
-protocol imap {{
-  mail_max_userip_connections = 100
-}}
-passdb {{
-  driver = passwd-file
-  args = scheme=PLAIN username_format=%u {d}/users
-}}
-userdb {{
-  driver = passwd-file
-  args = username_format=%u {d}/users
-  default_fields = uid={user} gid={group} home={d}/mail/%d/%n
-}}
-service imap-login {{
-  inet_listener imap {{
-    address = {LOOPBACK}
-    port = {self.imap_port}
-  }}
-  inet_listener imaps {{
-    port = 0
-  }}
-}}
-# No auth penalty: after a failed login Dovecot otherwise delays every later login
-# from the same IP by 2 s and more (a test of a wrong password would slow the rest).
-service anvil {{
-  unix_listener anvil-auth-penalty {{
-    mode = 0
-  }}
-}}
-service lmtp {{
-  inet_listener lmtp {{
-    address = {LOOPBACK}
-    port = {self.lmtp_port}
-  }}
-}}
-{rootless}{self.extra_config}
-"""
-        (d / "dovecot.conf").write_text(conf)
-
     def _launch(self) -> None:
         d = self.base_dir
         assert d is not None
-        dovecot = _find_dovecot()
+        dovecot = find_dovecot()
         assert dovecot is not None
         offset = log_size(d / "dovecot.log")
         stderr_path = d / "dovecot.stderr"
@@ -594,7 +303,7 @@ service lmtp {{
         assert self.base_dir is not None, "call start() first"
         local, _, domain = self.address(user).partition("@")
         root = self.base_dir / "mail" / domain / local / "Maildir"
-        owner = self._mail_owner() if os.geteuid() == 0 else None
+        owner = mail_owner() if os.geteuid() == 0 else None
         for path in (root.parent.parent, root.parent, root,
                      *(root / sub for sub in ("tmp", "new", "cur"))):
             if not path.is_dir():
@@ -610,7 +319,7 @@ service lmtp {{
         no connection per mail); takes an iterable, so the mails can be streamed.
         Returns how many were delivered."""
         root = self.maildir(user)
-        owner = self._mail_owner() if os.geteuid() == 0 else None
+        owner = mail_owner() if os.geteuid() == 0 else None
         uid = pwd.getpwnam(owner[0]).pw_uid if owner else -1
         gid = grp.getgrnam(owner[1]).gr_gid if owner else -1
         stamp, host = int(time.time()), socket.gethostname().replace("/", "_").replace(":", "_")
@@ -694,47 +403,3 @@ service lmtp {{
                     client.delete_folder(name)
         finally:
             client.logout()
-
-
-class _RelayProcessStack:
-    """What a front end process knows of its MailStack (what _LmtpRelay asks of it): the
-    LMTP port and the addresses; throttling and refusals are the main process's own."""
-
-    def __init__(self, lmtp_port: int, addresses: set[str]) -> None:
-        self.lmtp_port, self.addresses = lmtp_port, addresses
-        self.refusals: dict[str, tuple[str, str]] = {}
-
-    def throttled_answer(self, stage: str) -> str | None:
-        return None
-
-
-def _serve_relay(listener_fd: int, lmtp_port: int, addresses: str) -> None:
-    """One SMTP front end process (MailStack(relay_processes=N)) on the listening socket it
-    was given: says "ready", and runs until its standard input is closed."""
-    import threading
-
-    from aiosmtpd.smtp import SMTP
-
-    handler = _LmtpRelay(_RelayProcessStack(lmtp_port, set(addresses.split(","))))
-    loop = asyncio.new_event_loop()
-    listener = socket.socket(fileno=listener_fd)
-    server = loop.run_until_complete(loop.create_server(lambda: SMTP(handler), sock=listener))
-    print("ready", flush=True)
-
-    def wait_for_eof() -> None:
-        sys.stdin.read()
-        loop.call_soon_threadsafe(loop.stop)
-
-    threading.Thread(target=wait_for_eof, daemon=True).start()
-    loop.run_forever()
-    server.close()
-    tasks = asyncio.all_tasks(loop)   # the connections still open: closed quietly
-    for task in tasks:
-        task.cancel()
-    if tasks:
-        loop.run_until_complete(asyncio.wait(tasks))
-    loop.close()
-
-
-if __name__ == "__main__" and sys.argv[1:2] == ["relay"]:
-    _serve_relay(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])

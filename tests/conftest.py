@@ -11,7 +11,8 @@ import pytest
 
 from pbem.runner.server import Server
 from testkit.desk import Clock, make_server
-from testkit.mailstack import MailStack, dovecot_available
+from testkit.dovecot import dovecot_available
+from testkit.mailstack import MailStack
 from testkit.pgstack import PgCluster, postgres_available
 
 # --------------------------------------------------------------------------- mail stack

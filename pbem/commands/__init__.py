@@ -2,7 +2,7 @@
 
 Each command is one declaration: its name, usage, summary (the help text),
 argument parser, who may use it (a known player, the referee, anyone) and
-its phase (pbem.orders.parsing.Command), and, for what the referee runs, its action
+its phase (pbem.orders.commands.Command), and, for what the referee runs, its action
 (``MailCommand``: ``run(ctx, order) -> str``). The registry lists them all;
 its tables drive parsing, dispatch, permission and HELP for player orders,
 player desk commands and referee commands alike. A refusal is

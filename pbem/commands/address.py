@@ -21,7 +21,7 @@ from pbem.commands.context import CommandContext, MailCommand, line_quoted, refu
 from pbem.games.audit import audit
 from pbem.games.records import id_of
 from pbem.mail.addresses import address_problem
-from pbem.orders.parsing import Order
+from pbem.orders.commands import Order
 from pbem.services.post import notice, tagged, tell_referee
 from pbem.store.models import Absence, Game, Player, Signup, Watcher
 from pbem.store.security import code_hash

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from pbem.orders.parsing import Command, Order, SeatByName
+from pbem.orders.commands import Command, Order, SeatByName
 from pbem.services.post import AnswerPart, Incoming, Post, answer, answer_parts
 from pbem.services.turns import TurnChange
 from pbem.store.rows import GameRow, GameView, PlayerRow
@@ -172,7 +172,7 @@ Action = Callable[[CommandContext, Order], "str | Done"]
 @dataclass(frozen=True)
 class MailCommand(Command):
     """A command the referee runs (Mailman's IEmailCommand): its syntax, who may use it,
-    its phase and help text (pbem.orders.parsing.Command), and its action. One declaration each;
+    its phase and help text (pbem.orders.commands.Command), and its action. One declaration each;
     pbem.commands.registry lists them all."""
 
     action: Action = field(kw_only=True)

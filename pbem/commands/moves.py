@@ -18,8 +18,8 @@ from pbem.games.states import load_state
 from pbem.games.turn_in_play import facts_of, record_order
 from pbem.kinds import kind_of
 from pbem.orders.arguments import no_args
+from pbem.orders.commands import Command, Order, ParsedText
 from pbem.orders.guidance import closest_lines
-from pbem.orders.parsing import Command, Order, ParsedText
 from pbem.services.post import tagged
 from pbem.services.reports import enqueue_reports
 from pbem.services.turns import TurnChange, complete

@@ -36,7 +36,7 @@ from pbem.games.turn_in_play import pending_orders
 from pbem.kinds import kind_of
 from pbem.kinds.options import options_of
 from pbem.orders.arguments import game_name, no_args
-from pbem.orders.parsing import Order
+from pbem.orders.commands import Order
 from pbem.orders.words import language_named, standing_order
 from pbem.services.clock import vacation_check
 from pbem.services.post import tagged

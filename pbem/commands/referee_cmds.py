@@ -23,7 +23,7 @@ from pbem.kinds.options import USAGE as NEWGAME_USAGE
 from pbem.kinds.options import NewGame, options_of, parse_options, save_options
 from pbem.mail.addresses import address_problem
 from pbem.orders.arguments import GAME_NAME, GAME_NAME_HINT, game_name, no_args
-from pbem.orders.parsing import Order
+from pbem.orders.commands import Order
 from pbem.rules.dice import new_seed, seed_from_number
 from pbem.services.bounces import describe, failing_players
 from pbem.services.drafts import remake_failed

@@ -36,8 +36,8 @@ from pbem.commands.context import CommandContext, Done, MailCommand, Turnkey, re
 from pbem.commands.moves import take_moves
 from pbem.kinds import KINDS, GameKind, kind_of, kinds_note
 from pbem.orders.arguments import no_args, one_word
+from pbem.orders.commands import MAIL_LINES, Command, Order, ParsedText
 from pbem.orders.guidance import help_lines
-from pbem.orders.parsing import MAIL_LINES, Command, Order, ParsedText
 from pbem.render.reports import rules_document, rules_file
 from pbem.services.turns import SomePlayedTurn, report_turn, settle
 from pbem.text.errors import Refusal
@@ -156,7 +156,7 @@ def follow(ctx: CommandContext, done: Done) -> str:
     return done.said + done.if_resolved + (done.if_over if game.status == "over" else "")
 
 
-# the order a player mail's commands run in (pbem.orders.parsing.Command.phase): what it changes,
+# the order a player mail's commands run in (pbem.orders.commands.Command.phase): what it changes,
 # its move, what it asks to see (so ORDERS shows the same mail's DEFAULT and move); a
 # "reply" answers a mail with nothing else to do
 PHASES = ("change", "move", "look", "reply")

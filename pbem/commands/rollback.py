@@ -27,7 +27,7 @@ from pbem.games.lifecycle import turn_begins
 from pbem.games.records import find_game, id_of, seated, update_players
 from pbem.games.states import load_state
 from pbem.orders.arguments import game_name
-from pbem.orders.parsing import Order
+from pbem.orders.commands import Order
 from pbem.services.reports import enqueue_reports
 from pbem.services.turns import GIVEN_BY, MISSED_BY
 from pbem.store.models import AuditEntry, Game, Move, OutboundMail, PendingOrder

@@ -19,7 +19,7 @@ from pbem.games.lifecycle import remove_entrant
 from pbem.games.records import find_game, players_of
 from pbem.kinds.options import ROBOT_LEVELS, options_of, save_options
 from pbem.orders.arguments import game_name
-from pbem.orders.parsing import Order
+from pbem.orders.commands import Order
 from pbem.services.post import announce, notice, tagged
 from pbem.services.turns import TurnChange
 from pbem.store.models import Game, Signup, Watcher

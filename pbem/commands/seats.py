@@ -29,7 +29,8 @@ from pbem.mail.addresses import address_problem
 from pbem.mail.compose import make_message_id
 from pbem.mail.text import BodyLine
 from pbem.orders.arguments import game_name
-from pbem.orders.parsing import Order, parse_text
+from pbem.orders.commands import Order
+from pbem.orders.parsing import parse_text
 from pbem.services.post import announce, notice, tagged
 from pbem.services.reports import enqueue_reports
 from pbem.services.turns import TurnChange, turn_moves

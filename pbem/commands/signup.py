@@ -32,7 +32,7 @@ from pbem.games.records import active_players, find_game, id_of, players_of
 from pbem.kinds import kind_of
 from pbem.kinds.options import options_of
 from pbem.orders.arguments import game_name, no_args
-from pbem.orders.parsing import Order
+from pbem.orders.commands import Order
 from pbem.services.post import replied_to, tagged, tell_referee
 from pbem.store import security
 from pbem.store.models import Game, OutboundMail, Signup, Watcher
@@ -104,7 +104,7 @@ def _ask_to_confirm(ctx: CommandContext, game: Game, name: str, status: str, wha
 
 def _may_get_code(ctx: CommandContext, email: str) -> bool:
     """Will the code mail to ``email`` leave? An unknown address has its answers a day
-    (pbem.runner.sender_check.limit_answers); the code mail is one of them."""
+    (pbem.runner.answer_limits.limit_answers); the code mail is one of them."""
     limits = security.Limits.from_settings(ctx.post.settings)
     if email == ctx.post.referee.lower() or security.known_address(ctx.session, email):
         return True

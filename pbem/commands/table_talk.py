@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pbem.commands.context import CommandContext, MailCommand, game_is, refuse
 from pbem.games.records import active_players, id_of
 from pbem.kinds.options import options_of
-from pbem.orders.parsing import Order
+from pbem.orders.commands import Order
 from pbem.orders.words import folded, spellings_of
 from pbem.services.post import notice, tagged
 from pbem.store.models import TalkMessage

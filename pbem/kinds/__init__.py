@@ -7,7 +7,7 @@ test's toy kind, tests/kinds/test_toy_kind.py, with its own state, moves and tem
 plays by mail, reports, exports, verifies and shows on the web pages as pbem's own do.
 
 The pure core: kinds import the rules (pbem.rules) and the order language
-(pbem.orders.parsing), never the database, the mail or the server.
+(pbem.orders), never the database, the mail or the server.
 """
 
 from __future__ import annotations

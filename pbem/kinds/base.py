@@ -31,7 +31,7 @@ from pbem.kinds.generic_record import FORMAT as GENERIC_FORMAT
 from pbem.kinds.generic_record import GameRows, generic_record
 from pbem.kinds.jsontypes import JSON, BidChart, JSONMap, KindJSON, MoveExtra, Odds
 from pbem.kinds.tables import Viewer, WebRow
-from pbem.orders.parsing import Command, Order
+from pbem.orders.commands import Command, Order
 from pbem.rules.dice import DiceStream
 from pbem.text.wording import Said
 

@@ -9,7 +9,7 @@ from typing import TypeVar
 from pbem.kinds.base import GameKind
 from pbem.kinds.jsontypes import BidChart, JSONMap
 from pbem.kinds.words import bid_words
-from pbem.orders.parsing import Order
+from pbem.orders.commands import Order
 from pbem.rules.bid_moves import (
     CHALLENGE,
     BidMove,

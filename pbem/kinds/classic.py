@@ -47,7 +47,7 @@ from pbem.kinds.tables import (
 )
 from pbem.kinds.views import ClassicBidJSON, ClassicRound, ClassicRules, ClassicView
 from pbem.kinds.words import KIND_TITLES, Told, bid_words
-from pbem.orders.parsing import PLAYER_COMMANDS, Order
+from pbem.orders.commands import PLAYER_COMMANDS, Order
 from pbem.rules.bid_moves import BidMove, Move
 from pbem.rules.classic import (
     BidPlaced,

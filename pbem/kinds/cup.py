@@ -24,7 +24,7 @@ from pbem.kinds.jsontypes import BidChart, CupRound, JSONMap, MoveExtra
 from pbem.kinds.tables import POINTS_TABLE, CupScore, CupTable, Viewer, cup_scores, cup_tables
 from pbem.kinds.views import CupExtras, CupRules, CupView
 from pbem.kinds.words import KIND_TITLES, Told
-from pbem.orders.parsing import Order
+from pbem.orders.commands import Order
 from pbem.rules import cupofbluff as cb
 from pbem.rules import robot_cup
 from pbem.rules.cupofbluff import (

@@ -1,8 +1,8 @@
 """Cup of Bluff's orders (docs/rules.md section 5): ANNOUNCE, STEAL, DOUBLET, OK, BLUFF and
-GIVE, each a command of the order language (pbem.orders.parsing) with its parser.
+GIVE, each a command of the order language (pbem.orders.commands) with its parser.
 
 A player is named by number (TO 3, FROM player 2) or by name (TO Ann: the shell finds
-the seat, pbem.orders.parsing.SeatByName); tokens and totals are 3 to 18, in digits or
+the seat, pbem.orders.commands.SeatByName); tokens and totals are 3 to 18, in digits or
 English words.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from pbem.orders.parsing import Command, SeatByName
+from pbem.orders.commands import Command, SeatByName
 from pbem.rules.cupofbluff_moves import Announce, Answer, Doublet, Give, Move, Steal
 from pbem.text.errors import Refusal
 from pbem.text.wording import Message, _

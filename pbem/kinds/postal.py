@@ -20,7 +20,7 @@ from pbem.kinds.jsontypes import BidChart, JSONMap, Odds
 from pbem.kinds.tables import BluffTable, PostalScore, Viewer, postal_scores, postal_tables
 from pbem.kinds.views import PostalExtras
 from pbem.kinds.words import KIND_TITLES, Told, bid_words
-from pbem.orders.parsing import PLAYER_COMMANDS, Order
+from pbem.orders.commands import PLAYER_COMMANDS, Order
 from pbem.rules.bid_moves import BidMove, Move, move_from_json
 from pbem.rules.dice import DiceStream, Die, face_from_json, face_symbol
 from pbem.rules.dice_cup import Cup

@@ -1,7 +1,7 @@
 """Pure text helpers for inbound mail: HTML to text, and format=flowed undone.
 
 Both public functions are total: whatever string they get, they return a value and never
-raise.  Nothing here touches MIME; :mod:`pbem.mail.read` does that and calls these.  The
+raise.  Nothing here touches MIME; :mod:`pbem.mail.body` does that and calls these.  The
 new text of a reply is found by :mod:`pbem.mail.newtext` (re-exported here).
 
 Line numbering convention: the lines of a text are ``text.splitlines()``, numbered from 1.

@@ -2,7 +2,7 @@
 summary, in the reader's words), and for a mail without an order the lines that came
 nearest to one.
 
-Pure: imports only the order language (pbem.orders.parsing) and its words.
+Pure: imports only the order language (pbem.orders.commands, .parsing) and its words.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import TypedDict
 
-from pbem.orders.parsing import BULLET, END_PUNCTUATION, Command, TextLine
+from pbem.orders.commands import Command, TextLine
+from pbem.orders.parsing import BULLET, END_PUNCTUATION
 from pbem.orders.reading import strip_courtesy, words_of
 from pbem.orders.words import folded, spelled, spellings_of
 from pbem.text.wording import Said, _

@@ -25,7 +25,7 @@ from pbem.mail.errors import MailError
 from pbem.mail.idle import IdleWatch
 from pbem.mail.imap import WHOLE, FetchedMail, ImapInbox, Share
 from pbem.mail.oauth import OAuthGrant, OAuthLogin, TokenSource
-from pbem.runner import inbox
+from pbem.runner import storing
 from pbem.runner.referee import Referee
 from pbem.services.failures import what_failed
 from pbem.services.post import tell_referee
@@ -205,7 +205,7 @@ class Fetcher:
 
     def store_failed(self, mail: FetchedMail, exc: Exception) -> bool:
         """A fetched mail could not be stored: True to set it aside (the IMAP quarantine
-        folder) after inbox.STORE_TRIES tries, counted in the database; logged once a try,
+        folder) after storing.STORE_TRIES tries, counted in the database; logged once a try,
         and once with its traceback when set aside, when the referee is told. An outage of
         the database is not counted (the mail waits for it)."""
         imap = self.settings.imap
@@ -216,12 +216,12 @@ class Fetcher:
                         "%s", where, why, imap.folder)
             return False
         try:
-            tries = inbox.count_store_failure(self.engine, where)
+            tries = storing.count_store_failure(self.engine, where)
         except Exception as again:   # the database fails too: the mail waits for it
             log.warning("mail %s not stored (%s), nor its try counted (%s); it stays in %s",
                         where, why, what_failed(again), imap.folder)
             return False
-        if tries < inbox.STORE_TRIES:
+        if tries < storing.STORE_TRIES:
             log.warning("mail %s could not be stored (%s); it stays in %s for another try",
                         where, why, imap.folder)
             return False
@@ -237,10 +237,10 @@ class Fetcher:
     def release_quarantine(self, imap_inbox: ImapInbox) -> None:
         """The referee asked for the mails set aside back (RETRY QUARANTINE): move them
         to the folder polled, where this fetch stores them again."""
-        if not inbox.release_asked(self.engine):
+        if not storing.release_asked(self.engine):
             return
         moved = imap_inbox.release()
-        inbox.release_done(self.engine)
+        storing.release_done(self.engine)
         log.info("%d mails set aside in %s moved back to %s", moved,
                  imap_inbox.quarantine_folder, imap_inbox.folder)
 

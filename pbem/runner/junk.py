@@ -1,7 +1,7 @@
 """A disk quota for mail from unknown senders that reaches the listener (pbem.mail.listener).
 
 Strangers may write to pbem (a first JOIN comes from one), but anyone can also send
-it megabytes of junk a second, and every mail is kept (pbem.runner.inbox). So the listener's
+it megabytes of junk a second, and every mail is kept (pbem.runner.storing). So the listener's
 mail from an address pbem does not know is stored with source ``smtp-unknown`` and
 counted: over the day's quota more such mail is refused (452, the sender may try
 again tomorrow); over the total quota the oldest junk already handled is cut to its

@@ -23,9 +23,10 @@ from pbem.commands.registry import (
     run,
 )
 from pbem.mail.text import BodyLine
-from pbem.orders.parsing import Order, parse_text
+from pbem.orders.commands import Order
+from pbem.orders.parsing import parse_text
 from pbem.outbox import Shortfall, Undelivered
-from pbem.runner import inbox
+from pbem.runner import inbox, lanes, storing
 from pbem.runner.mail_transaction import HandOff, MailTransactions
 from pbem.runner.triage import find_game_or_none, lanes_of
 from pbem.services import clock, failures
@@ -51,15 +52,15 @@ class Referee(MailTransactions):
     def store_inbound(self, raw: bytes, *, source: str, envelope_from: str | None = None,
                       imap_key: str | None = None, truncated: bool = False,
                       size: int | None = None) -> bool:
-        """Keep the raw mail (pbem.runner.inbox.store_inbound); False if seen before."""
-        return inbox.store_inbound(self.engine, raw, now=self.clock(),
+        """Keep the raw mail (pbem.runner.storing.store_inbound); False if seen before."""
+        return storing.store_inbound(self.engine, raw, now=self.clock(),
                                    max_bytes=self.settings.max_mail_bytes, source=source,
                                    envelope_from=envelope_from, imap_key=imap_key,
                                    truncated=truncated, size=size)
 
     def store_many(self, mails: list[tuple[bytes, str, bool, int]], *, source: str) -> int:
-        """Keep a batch of fetched mails in one transaction (pbem.runner.inbox.store_many)."""
-        return inbox.store_many(self.engine, mails, now=self.clock(),
+        """Keep a batch of fetched mails in one transaction (pbem.runner.storing.store_many)."""
+        return storing.store_many(self.engine, mails, now=self.clock(),
                                 max_bytes=self.settings.max_mail_bytes, source=source)
 
     def process_pending(self, keep_alive: Callable[[], object] | None = None,
@@ -117,7 +118,7 @@ class Referee(MailTransactions):
     def process_lanes(self, hand_off: HandOff | None, marks: Marks, waits: Waits) -> int:
         """process_pending beside other workers (PostgreSQL): each stored mail is given
         its lane (route: its game), then the lanes are claimed one at a time, the one
-        whose oldest mail came first first (pbem.runner.inbox.claim_lane); a lane another worker
+        whose oldest mail came first first (pbem.runner.lanes.claim_lane); a lane another worker
         holds is left to it (told to ``waits``). Each mail's transaction takes its game's
         lock, beside other games' (pbem.store.advisory_locks.game_writer); mail of no game the one
         writer's.
@@ -143,9 +144,9 @@ class Referee(MailTransactions):
             # the pass's lanes claimed and handled on one connection: one checkout (on
             # PostgreSQL the pool's ping, a round trip) a pass, not one a lane and a claim
             with self.engine.connect() as conn:
-                for lane in inbox.waiting_lanes(self.engine, upto):
-                    group = GROUP if lane != inbox.NO_GAME else 1
-                    page, holder = inbox.claim_lane(conn, self.clock(), lease, lane,
+                for lane in lanes.waiting_lanes(self.engine, upto):
+                    group = GROUP if lane != lanes.NO_GAME else 1
+                    page, holder = lanes.claim_lane(conn, self.clock(), lease, lane,
                                                     upto=upto, begun=group)
                     if not page:
                         if holder is not None:
@@ -195,12 +196,12 @@ class Referee(MailTransactions):
         commit: the first page after the worker giving lanes now, if one is, the next
         ones while no other worker is at it (one that is takes its turn, and this one
         goes to handle the lanes given so far); how many were given."""
-        def lane(session: Work, reads: list[inbox.LaneRead]) -> list[int]:
+        def lane(session: Work, reads: list[lanes.LaneRead]) -> list[int]:
             return lanes_of(session, self.post, reads)
-        given = inbox.give_lanes(self.engine, upto, lane, wait=True) or 0
+        given = lanes.give_lanes(self.engine, upto, lane, wait=True) or 0
         total = given
         while given == inbox.PAGE:
-            given = inbox.give_lanes(self.engine, upto, lane) or 0
+            given = lanes.give_lanes(self.engine, upto, lane) or 0
             total += given
         return total
 

@@ -24,12 +24,15 @@ from pbem.games.states import load_state
 from pbem.kinds import kind_of
 from pbem.mail.read import MAX_LINE_CHARS, MAX_TEXT_LINES, InboundMessage, read_message
 from pbem.mail.text import BodyLine
+from pbem.orders.commands import Command, ParsedText
 from pbem.orders.guidance import help_lines
-from pbem.orders.parsing import Command, ParsedText, parse_text
+from pbem.orders.parsing import parse_text
 from pbem.orders.words import words_language
-from pbem.runner import inbox, sender_check
+from pbem.runner import answer_limits, sender_check
+from pbem.runner.lanes import NO_GAME, LaneRead
 from pbem.runner.sender_check import find_game_or_none as find_game_or_none  # pbem.runner.referee's
 from pbem.runner.sender_check import named_game as named_game  # lane_of's, and the tests'
+from pbem.runner.storing import header_block
 from pbem.services import bounces, failures
 from pbem.services.post import Incoming, Post, answer, read_reply, tagged
 from pbem.store import security
@@ -70,7 +73,7 @@ def answer_set_aside(session: Work, post: Post, row: HeldMail) -> None:
     address = post.settings.address
     try:
         with session.savepoint():
-            msg = read_message(inbox.header_block(row.raw), own_addresses=[address],
+            msg = read_message(header_block(row.raw), own_addresses=[address],
                                envelope_from=row.envelope_from)
             if msg.automatic or msg.from_addr is None or msg.from_addr == address.lower():
                 return
@@ -80,7 +83,7 @@ def answer_set_aside(session: Work, post: Post, row: HeldMail) -> None:
                   "so it was set aside and nothing in it was applied"),
                 _("please send your orders again as plain text"),
                 game=game.name if game is not None else None))
-            sender_check.limit_answers(session, post, row, msg, "")
+            answer_limits.limit_answers(session, post, row, msg, "")
     except Exception:   # the answer is a courtesy: never let it lose the mail
         log.exception("could not answer mail %s, set aside", row.id)
 
@@ -123,12 +126,12 @@ def handle(session: Work, post: Post, row: HeldMail, *, draft_reports: bool = Fa
             outcome = player_mail(session, post, mail, seen, draft_reports)
     except Refusal as refused:
         if refused.auth_failed:
-            dropped = sender_check.auth_failed(session, post, msg.from_addr)
+            dropped = answer_limits.auth_failed(session, post, msg.from_addr)
         answer_error(session, post, mail, refused)
         about_signup = refused.about_signup
         outcome = "refused: " + "; ".join(str(p.message) for p in refused.problems)
         proven = refused.sender_proven
-    return sender_check.limit_answers(session, post, row, mail.msg, outcome, proven=proven,
+    return answer_limits.limit_answers(session, post, row, mail.msg, outcome, proven=proven,
                                       game_mail=seen.game_mail, dropped=dropped,
                                       about_signup=about_signup)
 
@@ -137,21 +140,21 @@ def handle(session: Work, post: Post, row: HeldMail, *, draft_reports: bool = Fa
 class Seen:
     """What the handling of a mail found out about its sender: ``game_mail`` once it
     proved to be the referee's or a player's (the right key, a reply to their own report),
-    so its answers are game answers (sender_check.limit_answers holds back none)."""
+    so its answers are game answers (answer_limits.limit_answers holds back none)."""
 
     game_mail: bool = False
 
 
 def lane_of(session: Work, post: Post, raw: bytes, envelope_from: str | None,
             truncated: bool) -> int:
-    """The lane of a stored mail (pbem.runner.inbox): the game a player's mail speaks to, known
+    """The lane of a stored mail (pbem.runner.lanes): the game a player's mail speaks to, known
     before its orders are read (named_game, as its handling finds it), else NO_GAME
     (automatic mail, the referee's, a stranger's, a sign-up, one that cannot be read:
     its handling says why)."""
-    return lanes_of(session, post, [inbox.LaneRead(0, raw, envelope_from, truncated)])[0]
+    return lanes_of(session, post, [LaneRead(0, raw, envelope_from, truncated)])[0]
 
 
-def lanes_of(session: Work, post: Post, reads: list[inbox.LaneRead]) -> list[int]:
+def lanes_of(session: Work, post: Post, reads: list[LaneRead]) -> list[int]:
     """The lanes of stored mails, as lane_of finds each; the mails of ours they reply to
     are looked up together (one read for a page of mail, not one a mail)."""
     heads = [_player_mail(post, read, header=True) for read in reads]
@@ -164,23 +167,23 @@ def lanes_of(session: Work, post: Post, reads: list[inbox.LaneRead]) -> list[int
         # three (and refuses a text it cannot read, in that game's lane)
         sent = next(sents) if head is not None else None
         if head is None:
-            lanes.append(inbox.NO_GAME)
+            lanes.append(NO_GAME)
         elif sent is not None and sent.game_id is not None and sent.seat is not None:
             lanes.append(int(sent.game_id))
         else:
             msg = _player_mail(post, read, header=False)
-            lanes.append(_named_lane(session, msg) if msg is not None else inbox.NO_GAME)
+            lanes.append(_named_lane(session, msg) if msg is not None else NO_GAME)
     return lanes
 
 
-def _player_mail(post: Post, read: inbox.LaneRead, *,
+def _player_mail(post: Post, read: LaneRead, *,
                  header: bool) -> InboundMessage | None:
     """A stored mail read as a player's may be (``header``: its header alone, which says
     whom it is from, whether it is automatic and what it replies to; else whole, its
     text readable); None for one that has no game's lane."""
     settings = post.settings
     try:
-        msg = read_message(inbox.header_block(read.raw) if header else read.raw,
+        msg = read_message(header_block(read.raw) if header else read.raw,
                            own_addresses=[settings.address], envelope_from=read.envelope_from)
     except Exception:   # noqa: BLE001 - its handling reads it again and says what is wrong
         return None
@@ -196,8 +199,8 @@ def _named_lane(session: Work, msg: InboundMessage) -> int:
     try:
         game = named_game(session, within_limits(read_reply(session, msg)))
     except Exception:   # noqa: BLE001 - its handling reads it again and says what is wrong
-        return inbox.NO_GAME
-    return game.id if game is not None and game.id is not None else inbox.NO_GAME
+        return NO_GAME
+    return game.id if game is not None and game.id is not None else NO_GAME
 
 
 def within_limits(msg: InboundMessage) -> InboundMessage:
@@ -341,7 +344,7 @@ def answer_internal_error(session: Work, post: Post, row: HeldMail) -> None:
             _("something went wrong on our side while reading your mail; nothing in it was "
               "applied"), _("the referee has been told and will look into it"),
             game=game.name if game is not None else None))
-        sender_check.limit_answers(session, post, row, msg, "")
+        answer_limits.limit_answers(session, post, row, msg, "")
     except Exception:   # the answer is a courtesy: never let it lose the mail
         log.exception("could not answer mail %s after its internal error", row.id)
 

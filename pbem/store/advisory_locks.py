@@ -107,8 +107,8 @@ def senders_writer(session: Session, addresses: list[str]) -> None:
 
 
 def lane_claim(session: Session, lane: int, *, wait: bool = False) -> bool:
-    """One claim of a lane's mail at a time (pbem.runner.inbox.claim_lane), one giving of lanes
-    (pbem.runner.inbox.give_lanes): without ``wait`` only tried, False if another process is at
+    """One claim of a lane's mail at a time (pbem.runner.lanes.claim_lane), one giving of lanes
+    (pbem.runner.lanes.give_lanes): without ``wait`` only tried, False if another process is at
     it right now; with it, waited for (True)."""
     conn = session.connection()
     if wait:

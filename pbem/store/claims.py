@@ -186,7 +186,7 @@ def claim_many(session: Session, table: Any, seen: list[tuple[int, str | None]],
     case) are claimed by one UPDATE; a row someone else took meanwhile is not ours,
     as with ``claim``, even for another thread of this process. The rows of ``counted``
     claimed have their attempts counted too (one more), by the statement that claims
-    them (pbem.runner.inbox.claim_lane: a round trip, not two). The caller commits."""
+    them (pbem.runner.lanes.claim_lane: a round trip, not two). The caller commits."""
     free = [row_id for row_id, owner in seen if owner is None]
     got: set[int] = set()
     if free:   # RETURNING: exactly the rows this statement took (SQLite >= 3.35)

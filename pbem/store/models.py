@@ -107,7 +107,7 @@ class InboundMail(SQLModel, table=True):
     # a new mail with attempts was cut short (a crash, a kill) that many times
     attempts: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
     # the game it speaks to, read before it is claimed (0: none; null: not read yet): on
-    # PostgreSQL a game's mail is one lane, handled by one worker at a time (pbem.runner.inbox)
+    # PostgreSQL a game's mail is one lane, handled by one worker at a time (pbem.runner.lanes)
     lane: int | None = None
     # when its text was cut to the header, [retention] days after its game (pbem.runner.retention)
     pruned_at: datetime | None = None

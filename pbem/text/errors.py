@@ -36,7 +36,7 @@ class LineProblem:
 
 
 class Quotable(Protocol):
-    """A line a refusal can quote (an order: pbem.orders.parsing.Order)."""
+    """A line a refusal can quote (an order: pbem.orders.commands.Order)."""
 
     @property
     def line_no(self) -> int: ...
@@ -64,7 +64,7 @@ class Refusal(PbemError):
         self.game = game
         self.auth_failed = False       # a failed attempt to act as someone (rate-limited)
         # the mail proved that its sender reads mail at its address (the code we mailed
-        # there): its answer is not held back as a stranger's (pbem.runner.sender_check.limit_answers)
+        # there): its answer is not held back as a stranger's (pbem.runner.answer_limits.limit_answers)
         self.sender_proven = False
         # a CONFIRM that matched no pending sign-up of an address that has one: answered
         # within the sign-up's own bound (pbem.store.security.SIGNUP_ANSWERS_PER_DAY)

@@ -1,7 +1,7 @@
 """inbound mail's lane: the game it speaks to, known before it is claimed
 
 On PostgreSQL several workers handle mail side by side, one game's mail (a lane) by one
-worker at a time, in arrival order (pbem.runner.inbox.claim_lane): the game a stored mail
+worker at a time, in arrival order (pbem.runner.lanes.claim_lane): the game a stored mail
 speaks to (0: none yet), written once before it is claimed; null: not read yet.
 
 Revision ID: 0012

@@ -1,6 +1,6 @@
 """the new inbound mail indexed by lane and id
 
-A worker claims a game's lane by its new mail, oldest first (pbem.runner.inbox.claim_lane),
+A worker claims a game's lane by its new mail, oldest first (pbem.runner.lanes.claim_lane),
 and gives stored mail its lane oldest first (give_lanes: the new mail without one). With
 the index on status alone each such read went through every new mail: at 50,000 stored
 orders (a turn of 10,000 games) a lane's claim cost the server 13.6 ms, once a game. A

@@ -28,7 +28,7 @@ from sqlalchemy import Engine, update
 from sqlmodel import Session, col
 
 from pbem.outbox import table
-from pbem.runner import inbox, isolation
+from pbem.runner import inbox, isolation, lanes, storing
 from pbem.store import claims
 from pbem.store.claims import Lease, claimer_dead, me
 from pbem.store.db import open_database
@@ -80,7 +80,7 @@ def _mail(number: int) -> bytes:
 
 
 def _stored(engine: Engine, owner: str, number: int, lane: int | None = None) -> int:
-    assert inbox.store_inbound(engine, _mail(number), now=NOW, max_bytes=10**6, source="cli")
+    assert storing.store_inbound(engine, _mail(number), now=NOW, max_bytes=10**6, source="cli")
     with Session(engine) as session:
         session.execute(update(InboundMail).where(col(InboundMail.status) == "new")
                         .values(claimed_by=owner, claimed_at=NOW, lane=lane))
@@ -110,7 +110,7 @@ def test_a_games_lane(pgcluster: PgCluster) -> None:
     engine = open_database(pgcluster.new_database())
     for number, (what, (owner, dead)) in enumerate(holders().items()):
         row_id = _stored(engine, owner, number, lane=7)
-        got, holder = inbox.claim_lane(engine, NOW + timedelta(seconds=1), LEASE, 7,
+        got, holder = lanes.claim_lane(engine, NOW + timedelta(seconds=1), LEASE, 7,
                                        upto=row_id)
         assert (got == [row_id]) is (dead or owner == me()), what
         assert holder == (None if got else owner), what

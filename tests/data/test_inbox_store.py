@@ -1,4 +1,4 @@
-"""pbem.runner.inbox.store_many: a fetched batch kept in one transaction, each mail once."""
+"""pbem.runner.storing.store_many: a fetched batch kept in one transaction, each mail once."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from sqlalchemy import event
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
-from pbem.runner import inbox
+from pbem.runner import storing
 from pbem.store.db import open_database
 from pbem.store.models import InboundMail
 from testkit.pgstack import PgCluster
@@ -27,13 +27,13 @@ def mail(n: int, body: bytes = b"hello") -> bytes:
 
 def test_a_batch_keeps_each_new_mail_once_and_cuts_a_large_one(database: str) -> None:
     engine = open_database(database)
-    assert inbox.store_inbound(engine, mail(1), now=NOW, max_bytes=10_000, source="imap",
+    assert storing.store_inbound(engine, mail(1), now=NOW, max_bytes=10_000, source="imap",
                                imap_key="INBOX/7/1")
     batch = [(mail(1), "INBOX/7/1", False, 60),          # stored before
              (mail(2), "INBOX/7/2", False, 60),
              (mail(2), "INBOX/7/3", False, 60),          # the same mail twice (a copy)
              (mail(4, b"x" * 20_000), "INBOX/7/4", False, 20_060)]
-    assert inbox.store_many(engine, batch, now=NOW, max_bytes=10_000, source="imap") == 2
+    assert storing.store_many(engine, batch, now=NOW, max_bytes=10_000, source="imap") == 2
     rows = {r.dedupe_key: r for r in inbound_rows(engine)}
     assert len(rows) == 3
     big = next(r for r in rows.values() if r.imap_key == "INBOX/7/4")
@@ -51,13 +51,13 @@ def test_a_batch_that_loses_a_race_keeps_nothing(pgcluster: PgCluster) -> None:
     def race(conn, cursor, statement: str, *_) -> None:   # noqa: ANN001
         if not raced and statement.startswith("INSERT INTO inbound_mail"):   # the batch's
             raced.append(True)
-            assert inbox.store_inbound(engine, mail(2), now=NOW, max_bytes=10_000,
+            assert storing.store_inbound(engine, mail(2), now=NOW, max_bytes=10_000,
                                        source="smtp")
 
     event.listen(engine, "before_cursor_execute", race)
     try:
         with pytest.raises(IntegrityError):
-            inbox.store_many(engine, batch, now=NOW, max_bytes=10_000, source="imap")
+            storing.store_many(engine, batch, now=NOW, max_bytes=10_000, source="imap")
     finally:
         event.remove(engine, "before_cursor_execute", race)
     assert raced
@@ -78,7 +78,7 @@ def test_on_sqlite_a_store_racing_a_batch_waits_for_its_commit(tmp_path: Path) -
 
     def race(conn, cursor, statement: str, *_) -> None:   # noqa: ANN001
         if not racer and statement.startswith("INSERT INTO inbound_mail"):   # the batch's
-            racer.append(threading.Thread(target=lambda: stored.append(inbox.store_inbound(
+            racer.append(threading.Thread(target=lambda: stored.append(storing.store_inbound(
                 other, mail(2), now=NOW, max_bytes=10_000, source="smtp"))))
             racer[0].start()
             racer[0].join(0.5)
@@ -86,7 +86,7 @@ def test_on_sqlite_a_store_racing_a_batch_waits_for_its_commit(tmp_path: Path) -
 
     event.listen(engine, "before_cursor_execute", race)
     try:
-        assert inbox.store_many(engine, batch, now=NOW, max_bytes=10_000, source="imap") == 3
+        assert storing.store_many(engine, batch, now=NOW, max_bytes=10_000, source="imap") == 3
     finally:
         event.remove(engine, "before_cursor_execute", race)
     racer[0].join(30)

@@ -1,4 +1,4 @@
-"""pbem.runner.inbox's lanes (PostgreSQL): each stored mail is given its lane once; a lane's new
+"""pbem.runner.lanes (PostgreSQL): each stored mail is given its lane once; a lane's new
 mail is claimed together, oldest first, and only when no other live process holds any
 of it, so one game's mail is one worker's at a time, in arrival order. And the key a
 sender's address locks under is the same in every process and fits PostgreSQL's int4."""
@@ -16,7 +16,7 @@ from sqlalchemy import event, update
 from sqlmodel import Session, col, select
 
 from pbem.mail.read import MAX_TEXT_LINES, read_message
-from pbem.runner import inbox
+from pbem.runner import inbox, lanes, storing
 from pbem.runner.triage import lane_of, lanes_of, named_game
 from pbem.services.post import read_reply
 from pbem.store.advisory_locks import lane_claim, lock_key
@@ -43,15 +43,15 @@ LEASE = timedelta(minutes=5)
 OTHER = "elsewhere:1:abcd"
 
 
-def stored(engine, lanes: list[int]) -> list[int]:
-    """Mails stored in this order, given the lanes ``lanes`` (one each); their ids."""
-    for n, _ in enumerate(lanes):
-        assert inbox.store_inbound(engine, f"Message-ID: <lane-{n}@x.test>\r\n\r\nHELP\r\n"
+def stored(engine, wanted: list[int]) -> list[int]:
+    """Mails stored in this order, given the lanes ``wanted`` (one each); their ids."""
+    for n, _ in enumerate(wanted):
+        assert storing.store_inbound(engine, f"Message-ID: <lane-{n}@x.test>\r\n\r\nHELP\r\n"
                                    .encode(), now=NOW, max_bytes=10_000, source="smtp")
     with Session(engine) as session:
         ids = list(session.exec(select(InboundMail.id).order_by(col(InboundMail.id))))
-    by_id = dict(zip(ids, lanes, strict=True))
-    assert inbox.give_lanes(engine, max(ids),
+    by_id = dict(zip(ids, wanted, strict=True))
+    assert lanes.give_lanes(engine, max(ids),
                             lambda _s, reads: [by_id[read.id] for read in reads]) == len(ids)
     return [i for i in ids if i is not None]
 
@@ -69,15 +69,15 @@ def test_a_lane_is_claimed_whole_oldest_first_and_only_when_no_other_holds_it(
     engine = open_database(pgcluster.new_database())
     ids = stored(engine, [5, 6, 5, 0, 6, 5])
     upto = max(ids)
-    assert inbox.waiting_lanes(engine, upto) == [5, 6, 0]   # by each lane's oldest mail
+    assert lanes.waiting_lanes(engine, upto) == [5, 6, 0]   # by each lane's oldest mail
     # a lane is given once: a second reading changes nothing
-    assert inbox.give_lanes(engine, upto, lambda _s, reads: [99 for _ in reads]) == 0
+    assert lanes.give_lanes(engine, upto, lambda _s, reads: [99 for _ in reads]) == 0
     held_by(engine, ids[2], OTHER, NOW)                      # another worker holds lane 5
-    assert inbox.claim_lane(engine, NOW, LEASE, 5, upto=upto) == ([], OTHER)
-    assert inbox.claim_lane(engine, NOW, LEASE, 6, upto=upto) == ([ids[1], ids[4]], None)
+    assert lanes.claim_lane(engine, NOW, LEASE, 5, upto=upto) == ([], OTHER)
+    assert lanes.claim_lane(engine, NOW, LEASE, 6, upto=upto) == ([ids[1], ids[4]], None)
     # its claim ran out: the lane is ours, the stale one in its place, oldest first
     later = NOW + LEASE + timedelta(seconds=1)
-    assert inbox.claim_lane(engine, later, LEASE, 5, upto=upto) == (
+    assert lanes.claim_lane(engine, later, LEASE, 5, upto=upto) == (
         [ids[0], ids[2], ids[5]], None)
     with Session(engine) as session:
         owners = dict(session.execute(select(InboundMail.id, InboundMail.claimed_by)).all())
@@ -86,8 +86,8 @@ def test_a_lane_is_claimed_whole_oldest_first_and_only_when_no_other_holds_it(
     assert owners[ids[3]] is None
     assert attempts[ids[0]] == 1 and attempts[ids[2]] == 0   # the first one's is counted
     # a lane we hold ourselves is ours to claim again (the next tick after an outage)
-    assert inbox.claim_lane(engine, later, LEASE, 6, upto=upto)[0] == [ids[1], ids[4]]
-    assert inbox.claim_lane(engine, later, LEASE, 7, upto=upto) == ([], None)   # no mail
+    assert lanes.claim_lane(engine, later, LEASE, 6, upto=upto)[0] == [ids[1], ids[4]]
+    assert lanes.claim_lane(engine, later, LEASE, 7, upto=upto) == ([], None)   # no mail
 
 
 @pytest.mark.postgresql
@@ -107,10 +107,10 @@ def test_a_lanes_claim_counts_the_attempts_of_the_mails_begun_in_its_own_update(
 
     event.listen(engine, "before_cursor_execute", statement)
     try:
-        assert inbox.claim_lane(engine, NOW, LEASE, 5, upto=upto, begun=3) == (ids[:4], None)
+        assert lanes.claim_lane(engine, NOW, LEASE, 5, upto=upto, begun=3) == (ids[:4], None)
         assert len(updates) == 1   # claimed and counted together (it was two statements)
         held_by(engine, ids[4], OTHER, NOW - LEASE - timedelta(seconds=1))   # ran out
-        assert inbox.claim_lane(engine, NOW, LEASE, 6, upto=upto, begun=2) == (ids[4:], None)
+        assert lanes.claim_lane(engine, NOW, LEASE, 6, upto=upto, begun=2) == (ids[4:], None)
     finally:
         event.remove(engine, "before_cursor_execute", statement)
     with Session(engine) as session:
@@ -137,8 +137,8 @@ def test_a_lanes_claim_and_the_giving_of_lanes_read_the_new_mail_by_its_lane_ind
 
     event.listen(engine, "before_cursor_execute", capture)
     try:
-        assert inbox.claim_lane(engine, NOW, LEASE, 5, upto=upto)[0]
-        assert inbox.give_lanes(engine, upto, lambda _s, reads: [0 for _ in reads]) == 0
+        assert lanes.claim_lane(engine, NOW, LEASE, 5, upto=upto)[0]
+        assert lanes.give_lanes(engine, upto, lambda _s, reads: [0 for _ in reads]) == 0
     finally:
         event.remove(engine, "before_cursor_execute", capture)
     assert len(sent) == 2, list(sent)
@@ -164,10 +164,10 @@ def test_a_lanes_claim_tries_its_lock_and_reads_its_mail_in_one_statement(
 
     with Session(engine) as other:   # another worker is claiming lane 5 right now
         assert lane_claim(other, 5)
-        assert inbox.claim_lane(engine, NOW, LEASE, 5, upto=upto) == ([], "a claim under way")
+        assert lanes.claim_lane(engine, NOW, LEASE, 5, upto=upto) == ([], "a claim under way")
     event.listen(engine, "before_cursor_execute", statement)
     try:
-        claimed, _ = inbox.claim_lane(engine, NOW, LEASE, 5, upto=upto)
+        claimed, _ = lanes.claim_lane(engine, NOW, LEASE, 5, upto=upto)
     finally:
         event.remove(engine, "before_cursor_execute", statement)
     assert len(claimed) == 2 and sent == ["SELECT", "UPDATE"]   # was SELECT, SELECT, UPDATE
@@ -212,7 +212,7 @@ def test_a_tick_takes_mail_stored_while_it_runs_and_waits_its_turn_to_give_lanes
     referee = server.referee
 
     def store(n: int) -> None:
-        assert inbox.store_inbound(server.engine, mail(f"s{n}@strangers.test", "HELP"),
+        assert storing.store_inbound(server.engine, mail(f"s{n}@strangers.test", "HELP"),
                                    now=NOW, max_bytes=100_000, source="smtp")
     for n in range(inbox.PAGE + 5):
         store(n)
@@ -220,7 +220,7 @@ def test_a_tick_takes_mail_stored_while_it_runs_and_waits_its_turn_to_give_lanes
     given: list[int] = []
     routing = threading.Thread(target=lambda: given.append(referee.route(upto)))
     with Session(server.engine) as other:   # another worker is giving lanes: wait for it
-        assert lane_claim(other, inbox.LANE_GIVING)
+        assert lane_claim(other, lanes.LANE_GIVING)
         routing.start()
         routing.join(0.5)
         assert routing.is_alive() and given == []
@@ -264,12 +264,12 @@ def test_a_mails_lane_is_the_game_its_handling_finds(tmp_path: Path) -> None:
         "a long reply": (mail(PLAYERS[0], "B 2 3\n" * (MAX_TEXT_LINES + 5),
                               in_reply_to=report.message_id), game.id),
         "a GAME line": (mail(PLAYERS[1], "GAME g2\nKEY x\nB 2 3\n"), g2.id),
-        "a stranger": (mail("who@else.org", "HELP\n"), inbox.NO_GAME),
-        "the referee": (mail(REFEREE, "GAME g1\nSTATUS g1\n"), inbox.NO_GAME),
+        "a stranger": (mail("who@else.org", "HELP\n"), lanes.NO_GAME),
+        "the referee": (mail(REFEREE, "GAME g1\nSTATUS g1\n"), lanes.NO_GAME),
         "an auto-reply": (b"Auto-Submitted: auto-replied\r\n" + mail(
-            PLAYERS[0], "away\n", in_reply_to=report.message_id), inbox.NO_GAME),
+            PLAYERS[0], "away\n", in_reply_to=report.message_id), lanes.NO_GAME),
         "an unreadable reply": (unreadable(PLAYERS[0], report.message_id), game.id),
-        "an unreadable mail": (unreadable(PLAYERS[0], None), inbox.NO_GAME),
+        "an unreadable mail": (unreadable(PLAYERS[0], None), lanes.NO_GAME),
     }
     post = server.referee.post
     with Work(server.engine) as session:
@@ -279,8 +279,8 @@ def test_a_mails_lane_is_the_game_its_handling_finds(tmp_path: Path) -> None:
                             "an unreadable reply", "an unreadable mail"):
                 msg = read_reply(session, read_message(raw, own_addresses=[SERVER]))
                 found = named_game(session, msg)
-                assert (found.id if found else inbox.NO_GAME) == lane, what
-        assert lane_of(session, post, cases["a reply"][0], None, True) == inbox.NO_GAME
+                assert (found.id if found else lanes.NO_GAME) == lane, what
+        assert lane_of(session, post, cases["a reply"][0], None, True) == lanes.NO_GAME
 
 
 def test_a_page_of_mail_gets_its_lanes_with_one_read_of_the_mail_it_replies_to(
@@ -294,7 +294,7 @@ def test_a_page_of_mail_gets_its_lanes_with_one_read_of_the_mail_it_replies_to(
     raws = [mail(PLAYERS[n % 5], "B 2 3\n", in_reply_to=r.message_id)
             for n, r in enumerate(reports)]
     raws += [mail(PLAYERS[1], "GAME g2\nKEY x\nB 2 3\n"), mail("who@else.org", "HELP\n")]
-    reads = [inbox.LaneRead(n, raw, None, False) for n, raw in enumerate(raws)]
+    reads = [lanes.LaneRead(n, raw, None, False) for n, raw in enumerate(raws)]
     post = server.referee.post
     statements: list[str] = []
 
@@ -308,5 +308,5 @@ def test_a_page_of_mail_gets_its_lanes_with_one_read_of_the_mail_it_replies_to(
         finally:
             event.remove(server.engine, "before_cursor_execute", seen)
     assert together == one_by_one
-    assert len(set(together)) == 3 and inbox.NO_GAME in together   # two games, a stranger
+    assert len(set(together)) == 3 and lanes.NO_GAME in together   # two games, a stranger
     assert sum("seat IS NOT NULL" in sql for sql in statements) == 1

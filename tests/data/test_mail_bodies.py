@@ -17,7 +17,7 @@ from sqlmodel import Session, col, delete, select
 
 from pbem.outbox import Origin, enqueue
 from pbem.outbox import table as outbox_table
-from pbem.runner import inbox
+from pbem.runner import inbox, storing
 from pbem.store import db
 from pbem.store.db import open_database
 from pbem.store.models import InboundMail, OutboundMail
@@ -54,7 +54,7 @@ def test_a_claim_a_sent_mark_and_a_finish_do_not_write_the_mail_again(tmp_path: 
     bytes in the rows they wrote 2.5 MB, now 25 KB)."""
     path = tmp_path / "pbem.db"
     engine = open_database(f"sqlite:///{path}")
-    assert inbox.store_inbound(engine, big_mail(1), now=NOW, max_bytes=10**7, source="smtp")
+    assert storing.store_inbound(engine, big_mail(1), now=NOW, max_bytes=10**7, source="smtp")
     with Work(engine) as session:
         queued = enqueue(session, Origin("bluff@x.test"), kind="report", to="p1@x.test",
                          subject="report", text="z" * BIG, html=None, now=NOW)
@@ -106,7 +106,7 @@ def test_a_queued_mail_and_its_bytes_are_one_and_go_together(database: str) -> N
     assert [(r.id, r.raw) for r in outbound_rows(engine)] == [(kept.id, kept.raw),
                                                              (dropped.id, dropped.raw)]
     assert b"Subject: kept" in kept.raw
-    assert inbox.store_inbound(engine, big_mail(2), now=NOW, max_bytes=10**7, source="smtp")
+    assert storing.store_inbound(engine, big_mail(2), now=NOW, max_bytes=10**7, source="smtp")
     with Session(engine) as session:
         session.exec(delete(OutboundMail).where(col(OutboundMail.id) == dropped.id))
         session.exec(delete(InboundMail))

@@ -30,7 +30,7 @@ from pbem.runner.server import Server
 from pbem.store.db import open_database
 from pbem.store.models import OutboundMail
 from pbem.store.work import Work
-from testkit.mailstack import start_controller
+from testkit.smtp_relay import start_controller
 from testkit.stored import outbound_rows
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)

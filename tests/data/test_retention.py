@@ -20,8 +20,8 @@ from pbem.games.records import find_game
 from pbem.kinds import DEFAULT_KIND
 from pbem.kinds.verify import check_record
 from pbem.runner import server as server_module
-from pbem.runner.inbox import store_inbound
 from pbem.runner.retention import PRUNED_AT, prune_inbound, prune_when_due
+from pbem.runner.storing import store_inbound
 from pbem.services.export import export_json
 from pbem.store import db
 from pbem.store.models import Game, InboundMail, OutboundMail, PendingOrder, ServerState

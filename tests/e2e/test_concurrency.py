@@ -34,7 +34,7 @@ from pbem.store import claims
 from pbem.store.claims import Lease
 from pbem.store.models import InboundMail, Move, OutboundMail, ServerState
 from testkit.crash import ROOT, Zygote
-from testkit.mailstack import start_controller
+from testkit.smtp_relay import start_controller
 from tests.e2e.test_crash import PLAYERS, Scene
 
 pytestmark = pytest.mark.mailstack

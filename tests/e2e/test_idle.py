@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from testkit.mailstack import MailStack, dovecot_available
+from testkit.dovecot import dovecot_available
+from testkit.mailstack import MailStack
 from testkit.stack import help_mail, stack_config
 
 LONG_POLL = 600   # seconds: a tick never comes by the clock within a test

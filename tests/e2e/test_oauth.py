@@ -21,7 +21,8 @@ from pbem.mail.imap import ImapInbox
 from pbem.mail.oauth import OAuthGrant, OAuthLogin, OAuthRefused, TokenSource
 from pbem.runner.server import Server
 from testkit.desk import Clock
-from testkit.mailstack import MailStack, dovecot_available
+from testkit.dovecot import dovecot_available
+from testkit.mailstack import MailStack
 from testkit.oauthserver import CLIENT_ID, CLIENT_SECRET, OAuthServer
 from testkit.stack import help_mail
 from testkit.stored import outbound_rows

@@ -35,7 +35,7 @@ from pbem.mail.imap import ImapInbox
 from pbem.mail.listener import ListenPolicy, MailListener
 from pbem.runner.server import Server
 from pbem.store.models import Game, InboundMail, Move, OutboundMail
-from testkit.mailstack import start_controller
+from testkit.smtp_relay import start_controller
 from tests.e2e.test_crash import PLAYERS, Scene
 from tests.runner.test_referee import Clock
 

@@ -1,5 +1,5 @@
 """Three `pbem serve` workers on one PostgreSQL database share the work: each game's mail
-is a lane one worker claims at a time (pbem.runner.inbox.claim_lane), so a burst over several
+is a lane one worker claims at a time (pbem.runner.lanes.claim_lane), so a burst over several
 games is handled by all of them at once, and still every mail once, in its game's
 order, every turn once.
 

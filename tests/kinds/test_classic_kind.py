@@ -13,7 +13,8 @@ import pytest
 from pbem.kinds.classic import CLASSIC
 from pbem.kinds.classic_options import SIX_KEY
 from pbem.mail.text import BodyLine
-from pbem.orders.parsing import PLAYER_COMMANDS, Order, parse_text
+from pbem.orders.commands import PLAYER_COMMANDS, Order
+from pbem.orders.parsing import parse_text
 from pbem.render.reports import Renderer
 from pbem.rules import (
     CHALLENGE,

@@ -12,7 +12,8 @@ import pytest
 from pbem.kinds.base import GameKind
 from pbem.kinds.cup import CUP
 from pbem.mail.text import BodyLine
-from pbem.orders.parsing import PLAYER_COMMANDS, parse_text
+from pbem.orders.commands import PLAYER_COMMANDS
+from pbem.orders.parsing import parse_text
 from pbem.render.reports import Renderer
 from pbem.rules.cupofbluff import (
     ANSWER,

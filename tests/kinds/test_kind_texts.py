@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from pbem.commands.context import with_seats
 from pbem.kinds import KINDS
 from pbem.mail.text import BodyLine
-from pbem.orders.parsing import SeatByName, parse_text
+from pbem.orders.commands import SeatByName
+from pbem.orders.parsing import parse_text
 from pbem.rules.cupofbluff import Announce, Steal
 from pbem.rules.dice import DiceStream, seed_from_number
 from pbem.text.errors import Refusal

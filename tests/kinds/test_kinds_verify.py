@@ -22,7 +22,8 @@ from pbem.kinds.classic import CLASSIC, client_seat_view
 from pbem.kinds.cup import CUP, client_state
 from pbem.kinds.verify import check_record, recount, verify_generic
 from pbem.mail.text import BodyLine
-from pbem.orders.parsing import PLAYER_COMMANDS, parse_text
+from pbem.orders.commands import PLAYER_COMMANDS
+from pbem.orders.parsing import parse_text
 from pbem.rules.dice import DiceStream, seed_from_number
 from pbem.rules.postal_record import GameRecord, verify
 from pbem.rules.robot import choose_move

@@ -44,7 +44,7 @@ from pbem.kinds import (
 )
 from pbem.kinds.classic import ClassicKind
 from pbem.kinds.verify import check_record
-from pbem.orders.parsing import Command, Order
+from pbem.orders.commands import Command, Order
 from pbem.rules.dice import DiceStream
 from pbem.rules.errors import IllegalMove, MalformedMove, RulesError
 from pbem.services.export import export_json, schema

@@ -23,7 +23,8 @@ from pbem.mail.errors import MailServiceUnavailable
 from pbem.mail.imap import FetchedMail, ImapInbox
 from pbem.mail.listener import ListenPolicy, MailListener
 from pbem.mail.smtp_out import SendResult, SmtpSender
-from testkit.mailstack import free_ports, start_controller
+from testkit.net import free_ports
+from testkit.smtp_relay import start_controller
 
 pytestmark = pytest.mark.mailstack
 

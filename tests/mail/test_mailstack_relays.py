@@ -9,7 +9,8 @@ from email.message import EmailMessage
 
 import pytest
 
-from testkit.mailstack import MailStack, dovecot_available
+from testkit.dovecot import dovecot_available
+from testkit.mailstack import MailStack
 
 
 def test_a_front_end_process_delivers_a_mail_to_the_mailbox() -> None:

@@ -13,7 +13,8 @@ import pytest
 from pbem.commands.registry import player_commands
 from pbem.kinds import KINDS
 from pbem.mail.text import BodyLine
-from pbem.orders.parsing import DOUBTS, Order, parse_text
+from pbem.orders.commands import Order
+from pbem.orders.parsing import DOUBTS, parse_text
 from pbem.rules.dice import STAR
 from pbem.rules.ladder import Bid
 

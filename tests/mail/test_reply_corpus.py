@@ -18,7 +18,8 @@ from pbem.kinds import KINDS
 from pbem.mail.quotecut import reply_text
 from pbem.mail.read import read_message
 from pbem.mail.sent import sent_texts
-from pbem.orders.parsing import ParsedText, parse_text
+from pbem.orders.commands import ParsedText
+from pbem.orders.parsing import parse_text
 from testkit.desk import SERVER, Clock, make_server, outbox_rows, started_game
 from tests.mail.replies.build import ORDER, THANKS, VARIANTS, Variant, reply, shapes
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from pbem.mail.smtp_out import SmtpSender
-from testkit.mailstack import start_controller
+from testkit.smtp_relay import start_controller
 
 RAW = b"From: bluff@x.test\r\nTo: p@x.test\r\nSubject: hi\r\nMessage-ID: <1@x.test>\r\n\r\nhi\r\n"
 

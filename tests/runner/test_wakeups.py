@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import func
 from sqlmodel import Session, select
 
-from pbem.runner import inbox
+from pbem.runner import storing
 from pbem.store import db
 from pbem.store.models import OutboundMail
 from pbem.store.wakeups import MailWatch
@@ -76,10 +76,10 @@ def test_a_watch_is_woken_once_a_store_commits_and_not_by_a_mail_seen_before(
     try:
         time.sleep(0.5)   # listening
         raw = help_mail(2)
-        assert inbox.store_inbound(engine, raw, now=datetime.now(UTC), max_bytes=10**6,
+        assert storing.store_inbound(engine, raw, now=datetime.now(UTC), max_bytes=10**6,
                                    source="smtp")
         wait_for(lambda: woken, 3.0)
-        assert not inbox.store_inbound(engine, raw, now=datetime.now(UTC), max_bytes=10**6,
+        assert not storing.store_inbound(engine, raw, now=datetime.now(UTC), max_bytes=10**6,
                                        source="smtp")   # seen before: nothing stored
         time.sleep(1.5)
         assert len(woken) == 1
@@ -102,7 +102,7 @@ def test_a_worker_handles_mail_another_process_stored_at_once(
         with serving(config, port) as (proc, smtp):
             smtp.close()
             first_tick_done(proc)
-            inbox.store_inbound(engine, help_mail(3), now=datetime.now(UTC), max_bytes=10**6,
+            storing.store_inbound(engine, help_mail(3), now=datetime.now(UTC), max_bytes=10**6,
                                 source="smtp")
 
             def answered() -> bool:

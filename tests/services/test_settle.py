@@ -23,7 +23,7 @@ from pbem.games.records import find_game, players_of
 from pbem.games.states import load_state
 from pbem.games.turn_in_play import facts_of, pending_orders
 from pbem.orders.arguments import game_name
-from pbem.orders.parsing import Order
+from pbem.orders.commands import Order
 from pbem.runner.server import Server
 from pbem.services.turns import TurnChange, complete, settle
 from pbem.store.work import Work
