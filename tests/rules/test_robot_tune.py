@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -11,14 +12,15 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
 @pytest.fixture
-def tune(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+def tune(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     monkeypatch.syspath_prepend(str(BENCH))
     import robot_tune  # bench/robot_tune.py
 
-    return robot_tune
+    module: ModuleType = robot_tune
+    return module
 
 
-def test_settings_are_checked_and_named_alike(tune, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_settings_are_checked_and_named_alike(tune: ModuleType, tmp_path: Path) -> None:
     assert tune.parse_setting(" robot_strong.MIX=0.030 ") == "robot_strong.MIX=0.03"
     assert tune.parse_setting("beliefs.BLUFF=2e-1") == "beliefs.BLUFF=0.2"
     for bad in ("robot_strong.MIX", "MIX=0.1", "ladder.X=1", "robot_strong.NOPE=1",
@@ -38,7 +40,7 @@ def test_settings_are_checked_and_named_alike(tune, tmp_path: Path) -> None:  # 
 
 
 def test_a_candidate_is_played_saved_reused_and_paired(
-        tune, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+        tune: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A candidate that sets a constant to its own value plays the baseline's games:
     the paired difference is exactly 0 on each base and pooled; a second screen plays
     nothing (the runs are reused), and a shorter one pairs the first games."""
@@ -63,7 +65,7 @@ def test_a_candidate_is_played_saved_reused_and_paired(
 
 
 def test_pairing_and_the_coordinate_search_keep_only_a_gain(
-        tune, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+        tune: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Saved runs (written as bench/robot_arena.py --save writes them) pair game by game;
     the coordinate search keeps a value only when its pooled gain is above keep."""
     lineup = "postal:strong:reader"
