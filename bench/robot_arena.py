@@ -71,7 +71,7 @@ SETUPS: dict[str, tuple[str, int, list[str]]] = {   # setup -> kind, players, op
 PLAYERS = ("random", "odds", "counting", "reader", "wary", *LEVELS)
 
 
-def legal_moves(kind: GameKind, state: Any, seat: int) -> list[Any]:
+def legal_moves(kind: GameKind[Any, Any], state: Any, seat: int) -> list[Any]:
     if kind.name == "postal":
         moves: list[Any] = state.legal_moves(state.due()[seat])
     else:
@@ -79,7 +79,7 @@ def legal_moves(kind: GameKind, state: Any, seat: int) -> list[Any]:
     return moves
 
 
-def seat_view(kind: GameKind, state: Any, seat: int) -> Any:
+def seat_view(kind: GameKind[Any, Any], state: Any, seat: int) -> Any:
     if kind.name == "postal":
         return state.seat_view(seat, state.due()[seat])
     return state.seat_view(seat)
@@ -95,7 +95,7 @@ class Result:
     seconds: float = 0.0
 
 
-def move_of(player: str, kind: GameKind, state: Any, seat: int, rng: random.Random,
+def move_of(player: str, kind: GameKind[Any, Any], state: Any, seat: int, rng: random.Random,
             timing: Result | None, wary: dict[int, Wary]) -> Any:
     if player in LEVELS:
         start, start_cpu = time.perf_counter(), time.thread_time()
