@@ -35,13 +35,13 @@ from __future__ import annotations
 
 import random
 
-from pbem.rules import beliefs, robot_reads, robot_search, robot_standings
+from pbem.rules import beliefs, robot_reads, robot_reply, robot_search, robot_standings
 from pbem.rules.bid_moves import CHALLENGE, BidMove, Move
 from pbem.rules.challenge import count_matching, matches
-from pbem.rules.dice import Face
+from pbem.rules.dice import FACES, Face
 from pbem.rules.ladder import Bid
 from pbem.rules.odds import OtherSeat, SeatView, count_distribution, match_probability
-from pbem.rules.robot_search import Dist, convolve, tail
+from pbem.rules.robot_search import Dist, Player, convolve, tail
 from pbem.rules.ruleset import ExactRule
 
 SEARCH_WIDTH = 40     # raises above the standing bid worth weighing
@@ -77,6 +77,13 @@ START_DICE = 5        # postal's virtual dice at the start (pbem.rules.postal)
 # with the standings too (Table.outcome) when 1; the one-move values when 0 (1 gained
 # nothing against four readers: 27.4 against 27.7, seeds from 300000; docs/robot.md)
 SEARCH_STANDINGS = 0
+# the one-move pick and the best other raises by the one-move price, this many raises
+# in all, are priced again by the next seat's actual reply summed over its hands
+# (pbem.rules.robot_reply; 0: off, the soft call curve alone)
+EXACT_REPLY = 0
+# ... not called, the next seat's raise is answered by the seat after, the robot a
+# bystander (1), or worth 0 as the one-move robot (0)
+REPLY_AFTER = 0
 
 
 
@@ -131,6 +138,9 @@ class Table:
         self.reader = (robot_reads.seat_reader_weight(view.answers, self.next.seat)
                        if self.next is not None else 0.0)
         self._outcomes: dict[tuple[int, bool], float] = {}
+        self._replies: robot_reply.NextReply | None = None
+        self._readers: dict[Face, Player] = {}
+        self._odds: Player | None = None
         self.standings = (max(STANDINGS, STANDINGS_BEHIND, STANDINGS_LEVEL) > 0.0
                           and len(view.virtual_dice) == self.players
                           and self.next is not None)
@@ -276,6 +286,64 @@ class Table:
         # at the reader weight, misleading cost 1.8 points against four odds players)
         return total + MISLEAD * self.misled() * self.mislead(bid.face)
 
+    def exact_raise_value(self, bid: Bid) -> float:
+        """raise_value with the next seat's call its actual reply, summed over the hands
+        it can hold (pbem.rules.robot_reply), not the soft call curve."""
+        known, nxt, rest = self.counts(bid.face)
+        called = [sum(pr * self.outcome(known + x + r, bid.quantity, True)
+                      for r, pr in enumerate(rest) if pr > 1e-9) for x in range(len(nxt))]
+        total = self.replies().value(bid, called)
+        return total + MISLEAD * self.misled() * self.mislead(bid.face)
+
+    def replies(self) -> robot_reply.NextReply:
+        """The next seat's replies, built once a move."""
+        if self._replies is None:
+            view, nxt = self.view, self.next
+            assert nxt is not None
+            exposed = view.others_exposed + view.own.exposed
+            ladder = view.ladder
+            self._replies = robot_reply.NextReply(
+                nxt.hidden_plain, nxt.hidden_super, beliefs.faces_of(nxt.bids),
+                view.rules.star_bids, [count_matching(exposed, Bid(1, f)) for f in FACES],
+                self.reader, robot_reply.exact_cost(view.rules.exact_rule),
+                self.reader_player, self.odds_player,
+                robot_reply.options_cache(lambda bid: robot_search.raise_options(ladder, bid)))
+        return self._replies
+
+    def faces(self) -> tuple[Face, ...]:
+        return FACES if self.view.rules.star_bids else FACES[:5]
+
+    def reader_player(self, robot_face: Face) -> Player:
+        """The next seat as a bid reader after the robot's raise of robot_face: the
+        robot's hand read from its bids since its re-roll and the raise, the other
+        seats' from their bids (robot_search's reader)."""
+        if robot_face not in self._readers:
+            view = self.view
+            own_plain = sum(1 for d in view.own.hidden if not d.super)
+            own_super = len(view.own.hidden) - own_plain
+            read = (*view.own_bids, Bid(1, robot_face))
+            stars = view.rules.star_bids
+            self._readers[robot_face] = Player(
+                {f: convolve(self.counts(f)[2],
+                             beliefs.face_counts(own_plain, own_super, read, f, beliefs.BLUFF,
+                                                 stars))
+                 for f in self.faces()}, robot_search.READER_FEAR)
+        return self._readers[robot_face]
+
+    def odds_player(self) -> Player:
+        """The next seat as an odds player: every die hidden from it at plain odds."""
+        if self._odds is None:
+            view, nxt = self.view, self.next
+            assert nxt is not None
+            own_plain = sum(1 for d in view.own.hidden if not d.super)
+            plain = view.unknown_plain - nxt.hidden_plain + own_plain
+            super_ = (view.unknown_super - nxt.hidden_super
+                      + len(view.own.hidden) - own_plain)
+            self._odds = Player(
+                {f: count_distribution(plain, super_, match_probability(Bid(1, f)))
+                 for f in self.faces()}, robot_search.ODDS_FEAR)
+        return self._odds
+
     def misled(self) -> float:
         """How much misleading the next seat counts: 0 up to a reader weight of a half,
         then rising to 1 for a sure reader; 0 with a super die, whose answers' plain
@@ -356,9 +424,32 @@ def choose_strong(view: SeatView, rng: random.Random) -> Move:
     if (robot_search.CANDIDATES > 1 and values and robot_search.searchable(view)
             and (isinstance(pick, BidMove) or robot_search.SEARCH_CALLS)):
         pick = searched(view, table, values, pick, random.Random(rng.getrandbits(32)))
+    elif EXACT_REPLY > 0 and values and table.next is not None and view.others:
+        pick = replied(view, table, values, pick, rng)
     if isinstance(pick, BidMove):
         return BidMove(pick.bid, expose_for(view, pick.bid, rng))
     return pick
+
+
+def replied(view: SeatView, table: Table, values: dict[Bid, float], pick: Move,
+            rng: random.Random) -> Move:
+    """The move to make when raises are priced by the next seat's reply
+    (EXACT_REPLY): the one-move pick and the best other raises by the one-move
+    price, EXACT_REPLY raises in all, priced again (Table.exact_raise_value), and
+    the call as it is; the pick stays while within MIX of the best so priced, else
+    one of those within MIX of the best is drawn."""
+    picked = pick.bid if isinstance(pick, BidMove) else None
+    others = sorted((b for b in values if b != picked), key=lambda bid: -values[bid])
+    raises = ([picked] if picked is not None else []) + others
+    scored: list[tuple[float, Move]] = [(table.exact_raise_value(bid), BidMove(bid))
+                                        for bid in raises[:EXACT_REPLY]]
+    if view.current is not None:
+        scored.append((table.challenge_value(), CHALLENGE))
+    best = max(value for value, _ in scored)
+    near = [move for value, move in scored if value >= best - MIX]
+    if pick in near:
+        return pick
+    return near[rng.randrange(len(near))]
 
 
 def searched(view: SeatView, table: Table, values: dict[Bid, float], pick: Move,

@@ -1,0 +1,154 @@
+"""The next seat's reply to the robot's raise, summed exactly over its hands.
+
+The one-move robot prices a raise by a soft call curve of the next seat's odds
+(pbem.rules.robot_strong.Table.call_chance). Here the next seat answers with the
+policy it is read to play (pbem.rules.robot_reads: a bid reader at the reader
+weight, else an odds player), the same replies the search plays out
+(pbem.rules.robot_search.reply, the bench's players rewritten): it raises to the
+likeliest raise (or, 1 move in 10, to the one nearest even odds among the lowest)
+and calls when calling costs less than its fear times that raise's shortfall.
+Its reply is decided for every hand its hidden dice can form (the robot's beliefs,
+pbem.rules.beliefs: at most 462 hands) and summed with that hand's chance, so the
+price of a raise has no sampling noise:
+
+    value(raise) = sum over hands of P(hand) * [P(call | hand) * outcome if called
+                                                + (1 - P(call | hand)) * not called]
+
+The outcome if called knows the next seat's matching dice (the hand) and sums the
+other seats' by their beliefs; not called is worth 0 (as the one-move robot), or
+with after, the seat after answers the next seat's raise by the soft call curve
+and the robot is a bystander (robot_search.bystander_value).
+
+Each hand's reply is found with a few C-level passes over columns of the hands
+(a table per face and matching count, mapped over the hands' counts), not a loop
+of Python a hand. The hands' counts are cached by the seat's dice, plain ints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+
+from pbem.rules import beliefs
+from pbem.rules.dice import FACES, Face
+from pbem.rules.ladder import Bid
+from pbem.rules.robot_search import BLUFF_RATE, Options, Player, holds, raise_options
+from pbem.rules.ruleset import ExactRule
+
+Column = tuple[int, ...]
+
+
+@lru_cache(maxsize=64)
+def hand_columns(plain: int, super_: int) -> tuple[Column, ...]:
+    """For each face of FACES, the matching count of every hand of
+    beliefs.hands(plain, super_), in that order (keyed by plain ints)."""
+    found = [hand for hand, _ in beliefs.hands(plain, super_)]
+    return tuple(tuple(beliefs.matching(hand, face) for hand in found) for face in FACES)
+
+
+def call_chances(player: Player, bid: Bid, options: Options, exposed: Sequence[int],
+                 columns: Sequence[Column], exact_cost: float,
+                 bluff_rate: float = BLUFF_RATE) -> list[float]:
+    """P(player calls bid) for each hand of columns: its matching count of each face
+    (FACES order) is columns[face - 1][hand], and it sees exposed[face - 1] more.
+    Without a bluff it raises to the likeliest of the lowest raise of each face
+    (the lowest of equals); with one (bluff_rate) to the raise of the lowest nearest
+    even odds (the highest of equals); it calls when calling costs less than its
+    fear times that raise's shortfall (robot_search.reply)."""
+    lows, span = options
+    hands = len(columns[0])
+    if not lows:
+        return [1.0] * hands
+    top = max(len(column) and max(column) for column in columns)
+    counts = range(top + 1)
+    fear = player.fear
+
+    def table(rows: Callable[[int], tuple[float, int, float]], face: Face) -> list[
+            tuple[float, int, float]]:
+        made = [rows(m) for m in counts]
+        return [made[m] for m in columns[face - 1]]
+
+    def low_row(index: int, low: Bid) -> Callable[[int], tuple[float, int, float]]:
+        def row(m: int) -> tuple[float, int, float]:
+            need = low.quantity - exposed[low.face - 1] - m
+            return (holds(player.tails[low.face], need), -index,
+                    fear * player.shortfall(low.face, need) if need > 0 else 0.0)
+        return row
+
+    def span_row(index: int, low: Bid) -> Callable[[int], tuple[float, int, float]]:
+        def row(m: int) -> tuple[float, int, float]:
+            need = low.quantity - exposed[low.face - 1] - m
+            return (abs(holds(player.tails[low.face], need) - 0.5), -index,
+                    fear * player.shortfall(low.face, need) if need > 0 else 0.0)
+        return row
+
+    best = list(map(max, zip(*(table(low_row(i, low), low.face)
+                                for i, low in enumerate(lows)))))
+    cost_row = [player.call_cost(bid.face, bid.quantity - exposed[bid.face - 1] - m,
+                                 exact_cost) for m in counts]
+    costs = [cost_row[m] for m in columns[bid.face - 1]]
+    plain = 1.0 - bluff_rate
+    if bluff_rate <= 0.0:
+        return [plain if c < b[2] else 0.0 for c, b in zip(costs, best)]
+    bluffs = list(map(min, zip(*(table(span_row(i, low), low.face)
+                                 for i, low in enumerate(span)))))
+    return [(plain if c < b[2] else 0.0) + (bluff_rate if c < f[2] else 0.0)
+            for c, b, f in zip(costs, best, bluffs)]
+
+
+def exact_cost(rule: ExactRule) -> float:
+    """The dice a caller loses on an exact count, as the bench's players count it."""
+    return 0.0 if rule in (ExactRule.NOBODY, ExactRule.EVERYONE) else 1.0
+
+
+class NextReply:
+    """The next seat's replies to the robot's raises in one move: its hands and their
+    chances, the policies it may play and their weights."""
+
+    def __init__(self, plain: int, super_: int, faces: beliefs.Faces, star_bids: bool,
+                 exposed: Sequence[int], reader: float, exact_cost: float,
+                 reader_player: Callable[[Face], Player], odds_player: Callable[[], Player],
+                 options: Callable[[Bid], Options]) -> None:
+        self.weights = beliefs.hand_weights(plain, super_, faces, beliefs.BLUFF, star_bids)[1]
+        self.columns = hand_columns(plain, super_)
+        self.exposed = tuple(exposed)
+        self.reader = reader
+        self.exact_cost = exact_cost
+        self.reader_player = reader_player
+        self.odds_player = odds_player
+        self.options = options
+
+    def calls(self, bid: Bid) -> list[float]:
+        """P(the next seat calls bid) for each of its hands, the policies mixed."""
+        options = self.options(bid)
+        mixed: list[float] | None = None
+        for weight, player in ((1.0 - self.reader, self.odds_player),
+                               (self.reader, lambda: self.reader_player(bid.face))):
+            if weight <= 0.0:
+                continue
+            chances = call_chances(player(), bid, options, self.exposed, self.columns,
+                                   self.exact_cost)
+            mixed = ([weight * c for c in chances] if mixed is None else
+                     [m + weight * c for m, c in zip(mixed, chances)])
+        return mixed if mixed is not None else [0.0] * len(self.weights)
+
+    def value(self, bid: Bid, called: Sequence[float],
+              not_called: Sequence[float] | None = None) -> float:
+        """sum over hands of P(hand) [P(call) called[m] + (1 - P(call)) not_called[m]],
+        m the hand's matching count of bid's face."""
+        column = self.columns[bid.face - 1]
+        calls = self.calls(bid)
+        if not_called is None:
+            return sum(w * c * called[m] for w, c, m in zip(self.weights, calls, column))
+        return sum(w * (c * called[m] + (1.0 - c) * not_called[m])
+                   for w, c, m in zip(self.weights, calls, column))
+
+
+def options_cache(ladder_raises: Callable[[Bid], Options]) -> Callable[[Bid], Options]:
+    found: dict[Bid, Options] = {}
+
+    def get(bid: Bid) -> Options:
+        if bid not in found:
+            found[bid] = ladder_raises(bid)
+        return found[bid]
+    return get
