@@ -32,7 +32,7 @@ from functools import lru_cache
 from pbem.rules import beliefs
 from pbem.rules.dice import FACES, Face
 from pbem.rules.ladder import Bid
-from pbem.rules.robot_search import BLUFF_RATE, Options, Player, holds, raise_options
+from pbem.rules.robot_search import BLUFF_RATE, Options, Player, holds
 from pbem.rules.ruleset import ExactRule
 
 Column = tuple[int, ...]
