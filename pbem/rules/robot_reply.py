@@ -46,52 +46,60 @@ def hand_columns(plain: int, super_: int) -> tuple[Column, ...]:
     return tuple(tuple(beliefs.matching(hand, face) for hand in found) for face in FACES)
 
 
-def call_chances(player: Player, bid: Bid, options: Options, exposed: Sequence[int],
-                 columns: Sequence[Column], exact_cost: float,
-                 bluff_rate: float = BLUFF_RATE) -> list[float]:
-    """P(player calls bid) for each hand of columns: its matching count of each face
-    (FACES order) is columns[face - 1][hand], and it sees exposed[face - 1] more.
-    Without a bluff it raises to the likeliest of the lowest raise of each face
-    (the lowest of equals); with one (bluff_rate) to the raise of the lowest nearest
-    even odds (the highest of equals); it calls when calling costs less than its
-    fear times that raise's shortfall (robot_search.reply)."""
+Row = tuple[float, int, float]   # (the key a raise is chosen by, -its index, fear x short)
+
+
+def reply_rows(player: Player, bid: Bid, options: Options, exposed: Sequence[int],
+               columns: Sequence[Column], exact_cost: float, bluff: bool
+               ) -> tuple[list[float], list[Row], list[Row]]:
+    """For each hand of columns (its matching count of each face, FACES order, is
+    columns[face - 1][hand]; it sees exposed[face - 1] more): the dice calling bid
+    costs it, its raise without a bluff (the likeliest of the lowest raise of each
+    face, the lowest of equals: lows[-row[1]]), and with bluff its bluff (the raise
+    of the lowest nearest even odds, the highest of equals: span[-row[1]]); each
+    raise's row ends with its fear times its shortfall (robot_search.reply)."""
     lows, span = options
-    hands = len(columns[0])
-    if not lows:
-        return [1.0] * hands
     top = max(len(column) and max(column) for column in columns)
     counts = range(top + 1)
     fear = player.fear
 
-    def table(rows: Callable[[int], tuple[float, int, float]], face: Face) -> list[
-            tuple[float, int, float]]:
+    def table(rows: Callable[[int], Row], face: Face) -> list[Row]:
         made = [rows(m) for m in counts]
         return [made[m] for m in columns[face - 1]]
 
-    def low_row(index: int, low: Bid) -> Callable[[int], tuple[float, int, float]]:
-        def row(m: int) -> tuple[float, int, float]:
+    def row_of(index: int, low: Bid, bluffing: bool) -> Callable[[int], Row]:
+        tails = player.tails[low.face]
+
+        def row(m: int) -> Row:
             need = low.quantity - exposed[low.face - 1] - m
-            return (holds(player.tails[low.face], need), -index,
+            chance = holds(tails, need)
+            return (abs(chance - 0.5) if bluffing else chance, -index,
                     fear * player.shortfall(low.face, need) if need > 0 else 0.0)
         return row
 
-    def span_row(index: int, low: Bid) -> Callable[[int], tuple[float, int, float]]:
-        def row(m: int) -> tuple[float, int, float]:
-            need = low.quantity - exposed[low.face - 1] - m
-            return (abs(holds(player.tails[low.face], need) - 0.5), -index,
-                    fear * player.shortfall(low.face, need) if need > 0 else 0.0)
-        return row
-
-    best = list(map(max, zip(*(table(low_row(i, low), low.face)
+    best = list(map(max, zip(*(table(row_of(i, low, False), low.face)
                                 for i, low in enumerate(lows)))))
     cost_row = [player.call_cost(bid.face, bid.quantity - exposed[bid.face - 1] - m,
                                  exact_cost) for m in counts]
     costs = [cost_row[m] for m in columns[bid.face - 1]]
+    bluffs = list(map(min, zip(*(table(row_of(i, low, True), low.face)
+                                 for i, low in enumerate(span))))) if bluff else []
+    return costs, best, bluffs
+
+
+def call_chances(player: Player, bid: Bid, options: Options, exposed: Sequence[int],
+                 columns: Sequence[Column], exact_cost: float,
+                 bluff_rate: float = BLUFF_RATE) -> list[float]:
+    """P(player calls bid) for each hand of columns (reply_rows): a call when calling
+    costs less than its fear times its raise's shortfall, that raise its bluff at
+    bluff_rate (robot_search.reply)."""
+    if not options[0]:
+        return [1.0] * len(columns[0])
+    costs, best, bluffs = reply_rows(player, bid, options, exposed, columns, exact_cost,
+                                     bluff_rate > 0.0)
     plain = 1.0 - bluff_rate
     if bluff_rate <= 0.0:
         return [plain if c < b[2] else 0.0 for c, b in zip(costs, best)]
-    bluffs = list(map(min, zip(*(table(span_row(i, low), low.face)
-                                 for i, low in enumerate(span)))))
     return [(plain if c < b[2] else 0.0) + (bluff_rate if c < f[2] else 0.0)
             for c, b, f in zip(costs, best, bluffs)]
 
@@ -133,15 +141,39 @@ class NextReply:
         return mixed if mixed is not None else [0.0] * len(self.weights)
 
     def value(self, bid: Bid, called: Sequence[float],
-              not_called: Sequence[float] | None = None) -> float:
-        """sum over hands of P(hand) [P(call) called[m] + (1 - P(call)) not_called[m]],
-        m the hand's matching count of bid's face."""
+              after: Callable[[Bid, int], float] | None = None) -> float:
+        """sum over hands of P(hand) [P(call) called[m] + (1 - P(call)) not called],
+        m the hand's matching count of bid's face; not called is 0, or with after,
+        after(its raise, its matching count of that raise's face)."""
         column = self.columns[bid.face - 1]
-        calls = self.calls(bid)
-        if not_called is None:
+        if after is None:
+            calls = self.calls(bid)
             return sum(w * c * called[m] for w, c, m in zip(self.weights, calls, column))
-        return sum(w * (c * called[m] + (1.0 - c) * not_called[m])
-                   for w, c, m in zip(self.weights, calls, column))
+        options = self.options(bid)
+        lows, span = options
+        if not lows:   # no raise left: a call
+            return sum(w * called[m] for w, m in zip(self.weights, column))
+        plain = 1.0 - BLUFF_RATE
+        total = 0.0
+        for weight, player in ((1.0 - self.reader, self.odds_player),
+                               (self.reader, lambda: self.reader_player(bid.face))):
+            if weight <= 0.0:
+                continue
+            costs, best, bluffs = reply_rows(player(), bid, options, self.exposed,
+                                             self.columns, self.exact_cost, True)
+            for hand, (w, c, b, f) in enumerate(zip(self.weights, costs, best, bluffs)):
+                if c < b[2]:
+                    value = plain * called[column[hand]]
+                else:
+                    raised = lows[-b[1]]
+                    value = plain * after(raised, self.columns[raised.face - 1][hand])
+                if c < f[2]:
+                    value += BLUFF_RATE * called[column[hand]]
+                else:
+                    raised = span[-f[1]]
+                    value += BLUFF_RATE * after(raised, self.columns[raised.face - 1][hand])
+                total += weight * w * value
+        return total
 
 
 def options_cache(ladder_raises: Callable[[Bid], Options]) -> Callable[[Bid], Options]:

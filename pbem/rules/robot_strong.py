@@ -141,6 +141,13 @@ class Table:
         self._replies: robot_reply.NextReply | None = None
         self._readers: dict[Face, Player] = {}
         self._odds: Player | None = None
+        # the seat after the next, for a raise of the next seat not called (REPLY_AFTER)
+        order = sorted(view.others, key=lambda o: (o.seat < view.seat, o.seat))
+        self.after: OtherSeat | None = (order[1] if len(order) > 1 and self.next is not None
+                                        and order[0] is self.next else None)
+        self._after: dict[tuple[int, int, int, int], float] = {}
+        self._after_sees: dict[tuple[int, int], tuple[int, Dist, Dist, float]] = {}
+        self._rest_after: dict[Face, Dist] = {}
         self.standings = (max(STANDINGS, STANDINGS_BEHIND, STANDINGS_LEVEL) > 0.0
                           and len(view.virtual_dice) == self.players
                           and self.next is not None)
@@ -292,8 +299,86 @@ class Table:
         known, nxt, rest = self.counts(bid.face)
         called = [sum(pr * self.outcome(known + x + r, bid.quantity, True)
                       for r, pr in enumerate(rest) if pr > 1e-9) for x in range(len(nxt))]
-        total = self.replies().value(bid, called)
+        after = None
+        if REPLY_AFTER and self.after is not None:
+            def after(raised: Bid, matching: int, face: Face = bid.face) -> float:
+                return self.after_value(face, raised, matching)
+        total = self.replies().value(bid, called, after)
         return total + MISLEAD * self.misled() * self.mislead(bid.face)
+
+    def after_value(self, robot_face: Face, raised: Bid, matching: int) -> float:
+        """The robot's value of the next seat's raise to raised, not called, when that
+        seat holds matching of its face: the seat after calls it by its call model
+        (a soft curve of its odds, as call_chance; a reader reading the robot's bids
+        and the raised face as the next seat's), the robot a bystander."""
+        key = (robot_face, raised.quantity, raised.face, matching)
+        if key not in self._after:
+            after = self.after
+            assert after is not None
+            view, face = self.view, raised.face
+            exposed, odds_tail, read_tail, reader = self.after_sees(robot_face, face)
+            known = count_matching(view.known, Bid(1, face))
+            rest = self.rest_after(face)
+            mine = seat_distribution(after, face, view.rules.star_bids)
+            rule = view.rules.exact_rule
+            total = 0.0
+            for y, py in enumerate(mine):
+                need = raised.quantity - exposed - y
+                if py < 1e-9 or need <= 0:
+                    continue
+                called = ((1 - reader) * _call(odds_tail, need, CALL_BELOW)
+                          + reader * _call(read_tail, need, READER_CALL_BELOW))
+                if called <= 0.0:
+                    continue
+                total += py * called * sum(
+                    pr * robot_search.bystander_value(known + matching + y + r,
+                                                      raised.quantity, rule, self.players)
+                    for r, pr in enumerate(rest) if pr > 1e-9)
+            self._after[key] = total
+        return self._after[key]
+
+    def rest_after(self, face: Face) -> Dist:
+        """The hidden matches of face of the seats but the robot, the next and the
+        seat after, by the robot's beliefs."""
+        if face not in self._rest_after:
+            dist: Dist = (1.0,)
+            for other in self.rest:
+                if other is not self.after:
+                    dist = convolve(dist, seat_distribution(other, face,
+                                                            self.view.rules.star_bids))
+            self._rest_after[face] = dist
+        return self._rest_after[face]
+
+    def after_sees(self, robot_face: Face, face: Face) -> tuple[int, Dist, Dist, float]:
+        """What the seat after sees of face once the robot bid robot_face and the next
+        seat raised face: the exposed matches, P(count >= c) over the dice hidden
+        from it as an odds player and as a bid reader, and its reader weight."""
+        key = (robot_face, face)
+        if key not in self._after_sees:
+            view, after, nxt = self.view, self.after, self.next
+            assert after is not None and nxt is not None
+            bid = Bid(1, face)
+            stars = view.rules.star_bids
+            exposed = count_matching(view.others_exposed + view.own.exposed, bid)
+            own_plain = sum(1 for d in view.own.hidden if not d.super)
+            own_super = len(view.own.hidden) - own_plain
+            plain = (own_plain + nxt.hidden_plain
+                     + sum(o.hidden_plain for o in self.rest if o is not after))
+            super_ = (own_super + nxt.hidden_super
+                      + sum(o.hidden_super for o in self.rest if o is not after))
+            odds = tail(count_distribution(plain, super_, match_probability(bid)))
+            robot_plain = count_distribution(own_plain, own_super, match_probability(bid))
+            robot_read = beliefs.face_counts(own_plain, own_super,
+                                             (*view.own_bids, Bid(1, robot_face)), face,
+                                             beliefs.BLUFF, stars)
+            robot = tuple(READER_READS * r + (1 - READER_READS) * p
+                          for r, p in zip(robot_read, robot_plain))
+            nxt_read = beliefs.face_counts(nxt.hidden_plain, nxt.hidden_super,
+                                           (*nxt.bids, bid), face, beliefs.BLUFF, stars)
+            read = tail(convolve(convolve(robot, nxt_read), self.rest_after(face)))
+            self._after_sees[key] = (exposed, odds, read,
+                                     robot_reads.seat_reader_weight(view.answers, after.seat))
+        return self._after_sees[key]
 
     def replies(self) -> robot_reply.NextReply:
         """The next seat's replies, built once a move."""
