@@ -39,9 +39,10 @@ def brute_call(player: Player, bid: Bid, view: SeatView, hand: beliefs.Hand,
     return (1.0 - BLUFF_RATE) * plain + BLUFF_RATE * bluff
 
 
-def brute_value(table: Table, bid: Bid) -> float:
+def brute_value(table: Table, bid: Bid, after: bool = False) -> float:
     """Table.exact_raise_value by enumeration: every hand of the next seat, its call
-    by robot_search.reply, the other seats' count by the robot's beliefs."""
+    by robot_search.reply, the other seats' count by the robot's beliefs; with after,
+    its raise not called worth Table.after_value."""
     view, nxt = table.view, table.next
     assert nxt is not None
     hands, weights = beliefs.posterior(nxt.hidden_plain, nxt.hidden_super, nxt.bids,
@@ -49,29 +50,56 @@ def brute_value(table: Table, bid: Bid) -> float:
     known, _, rest = table.counts(bid.face)
     replies = table.replies()
     total = 0.0
+    options = raise_options(view.ladder, bid)
     for hand, weight in zip(hands, weights):
-        call = sum(share * brute_call(player, bid, view, hand, list(replies.exposed),
-                                      replies.exact_cost)
-                   for share, player in ((1.0 - table.reader, table.odds_player()),
-                                         (table.reader, table.reader_player(bid.face))))
         x = beliefs.matching(hand, bid.face)
         called = sum(pr * table.outcome(known + x + r, bid.quantity, True)
                      for r, pr in enumerate(rest) if pr > 1e-9)
-        total += weight * call * called
+        seen = [replies.exposed[f - 1] + beliefs.matching(hand, f) for f in FACES]
+        for share, player in ((1.0 - table.reader, table.odds_player()),
+                              (table.reader, table.reader_player(bid.face))):
+            for chance, bluff in ((1.0 - BLUFF_RATE, False), (BLUFF_RATE, True)):
+                raised = reply(player, bid, options, seen, bluff, replies.exact_cost)
+                if raised is None:
+                    total += weight * share * chance * called
+                elif after:
+                    total += weight * share * chance * table.after_value(
+                        bid.face, raised, beliefs.matching(hand, raised.face))
     return total + robot_strong.MISLEAD * table.misled() * table.mislead(bid.face)
 
 
 @settings(max_examples=12, deadline=None)
+@given(st.integers(0, 5000), st.integers(0, 25), st.integers(0, 1))
+def test_the_exact_price_is_the_sum_over_hands(seed: int, turns: int, after: int) -> None:
+    """The price summed in columns equals the sum hand by hand with the reply policy,
+    a raise not called worth 0 or the seat after's call on it (REPLY_AFTER)."""
+    old, robot_strong.REPLY_AFTER = robot_strong.REPLY_AFTER, after
+    try:
+        for view in views(seed, turns)[:2]:
+            table = Table(view)
+            if table.next is None:
+                continue
+            assert table.after is not None
+            for bid in view.ladder.raises(view.current)[:40:9]:
+                assert table.exact_raise_value(bid) == pytest.approx(
+                    brute_value(table, bid, bool(after)), abs=1e-9)
+    finally:
+        robot_strong.REPLY_AFTER = old
+
+
 @given(st.integers(0, 5000), st.integers(0, 25))
-def test_the_exact_price_is_the_sum_over_hands(seed: int, turns: int) -> None:
-    """The price summed in columns equals the sum hand by hand with the reply policy."""
+@settings(max_examples=10, deadline=None)
+def test_a_raise_not_called_is_worth_what_a_bystander_gets(seed: int, turns: int) -> None:
+    """The seat after calls the next seat's raise at most always: its value lies
+    between an exact count's loss to a bystander and the best a bystander gains."""
     for view in views(seed, turns)[:2]:
         table = Table(view)
-        if table.next is None:
+        if table.after is None:
             continue
-        for bid in view.ladder.raises(view.current)[:40:9]:
-            assert table.exact_raise_value(bid) == pytest.approx(brute_value(table, bid),
-                                                                 abs=1e-9)
+        for raised in view.ladder.raises(view.current)[:30:5]:
+            for matching in range(4):
+                value = table.after_value(raised.face, raised, matching)
+                assert -0.25 - 1e-9 <= value <= 0.5 * 30 / 4   # 30 dice at most in play
 
 
 @settings(max_examples=30, deadline=None)
@@ -141,12 +169,13 @@ def test_the_next_readers_call_is_bench_readers(seed: int,
 
 
 @settings(max_examples=10, deadline=None)
-@given(st.integers(0, 5000), st.integers(0, 25), st.integers(1, 5))
+@given(st.integers(0, 5000), st.integers(0, 25), st.integers(1, 5), st.integers(0, 1))
 def test_the_move_is_a_function_of_the_view_and_stream(seed: int, turns: int,
-                                                       candidates: int) -> None:
+                                                       candidates: int, after: int) -> None:
     """With the exact price on, the same view and stream give the same move, and a
     raise's exact price lies between the worst loss and the best gain."""
     old, robot_strong.EXACT_REPLY = robot_strong.EXACT_REPLY, candidates
+    old_after, robot_strong.REPLY_AFTER = robot_strong.REPLY_AFTER, after
     try:
         for view in views(seed, turns):
             move = choose_strong(view, random.Random(seed))
@@ -157,6 +186,7 @@ def test_the_move_is_a_function_of_the_view_and_stream(seed: int, turns: int,
                     assert -6.0 <= table.exact_raise_value(bid) <= 3.0
     finally:
         robot_strong.EXACT_REPLY = old
+        robot_strong.REPLY_AFTER = old_after
 
 
 def test_the_hand_columns_are_keyed_by_ints_and_match_the_hands() -> None:
