@@ -155,23 +155,32 @@ class NextReply:
             return sum(w * called[m] for w, m in zip(self.weights, column))
         plain = 1.0 - BLUFF_RATE
         total = 0.0
+        memo: dict[int, float] = {}   # a raise's index (bluffs after lows), its count
+
+        def passed(index: int, raised: Bid, hand: int) -> float:
+            matching = self.columns[raised.face - 1][hand]
+            key = index * 64 + matching
+            found = memo.get(key)
+            if found is None:
+                found = memo[key] = after(raised, matching)
+            return found
+
         for weight, player in ((1.0 - self.reader, self.odds_player),
                                (self.reader, lambda: self.reader_player(bid.face))):
             if weight <= 0.0:
                 continue
             costs, best, bluffs = reply_rows(player(), bid, options, self.exposed,
                                              self.columns, self.exact_cost, True)
+            bluffed = len(lows)
             for hand, (w, c, b, f) in enumerate(zip(self.weights, costs, best, bluffs)):
                 if c < b[2]:
                     value = plain * called[column[hand]]
                 else:
-                    raised = lows[-b[1]]
-                    value = plain * after(raised, self.columns[raised.face - 1][hand])
+                    value = plain * passed(-b[1], lows[-b[1]], hand)
                 if c < f[2]:
                     value += BLUFF_RATE * called[column[hand]]
                 else:
-                    raised = span[-f[1]]
-                    value += BLUFF_RATE * after(raised, self.columns[raised.face - 1][hand])
+                    value += BLUFF_RATE * passed(bluffed - f[1], span[-f[1]], hand)
                 total += weight * w * value
         return total
 

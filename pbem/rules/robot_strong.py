@@ -146,6 +146,8 @@ class Table:
         self.after: OtherSeat | None = (order[1] if len(order) > 1 and self.next is not None
                                         and order[0] is self.next else None)
         self._after: dict[tuple[int, int, int, int], float] = {}
+        self._after_calls: dict[tuple[int, int, int], tuple[tuple[int, float], ...]] = {}
+        self._bystander: dict[tuple[int, int], tuple[float, ...]] = {}
         self._after_sees: dict[tuple[int, int], tuple[int, Dist, Dist, float]] = {}
         self._rest_after: dict[Face, Dist] = {}
         self.standings = (max(STANDINGS, STANDINGS_BEHIND, STANDINGS_LEVEL) > 0.0
@@ -313,29 +315,49 @@ class Table:
         and the raised face as the next seat's), the robot a bystander."""
         key = (robot_face, raised.quantity, raised.face, matching)
         if key not in self._after:
+            calls = self.after_calls(robot_face, raised)
+            values = self.bystander(raised)
+            self._after[key] = sum(w * values[matching + y] for y, w in calls)
+        return self._after[key]
+
+    def after_calls(self, robot_face: Face, raised: Bid) -> tuple[tuple[int, float], ...]:
+        """(y, P(the seat after holds y of raised's face and calls it)), y with a chance."""
+        key = (robot_face, raised.quantity, raised.face)
+        if key not in self._after_calls:
             after = self.after
             assert after is not None
-            view, face = self.view, raised.face
-            exposed, odds_tail, read_tail, reader = self.after_sees(robot_face, face)
-            known = count_matching(view.known, Bid(1, face))
-            rest = self.rest_after(face)
-            mine = seat_distribution(after, face, view.rules.star_bids)
-            rule = view.rules.exact_rule
-            total = 0.0
+            exposed, odds_tail, read_tail, reader = self.after_sees(robot_face, raised.face)
+            mine = seat_distribution(after, raised.face, self.view.rules.star_bids)
+            calls: list[tuple[int, float]] = []
             for y, py in enumerate(mine):
                 need = raised.quantity - exposed - y
                 if py < 1e-9 or need <= 0:
                     continue
                 called = ((1 - reader) * _call(odds_tail, need, CALL_BELOW)
                           + reader * _call(read_tail, need, READER_CALL_BELOW))
-                if called <= 0.0:
-                    continue
-                total += py * called * sum(
-                    pr * robot_search.bystander_value(known + matching + y + r,
-                                                      raised.quantity, rule, self.players)
-                    for r, pr in enumerate(rest) if pr > 1e-9)
-            self._after[key] = total
-        return self._after[key]
+                if called > 0.0:
+                    calls.append((y, py * called))
+            self._after_calls[key] = tuple(calls)
+        return self._after_calls[key]
+
+    def bystander(self, raised: Bid) -> tuple[float, ...]:
+        """The robot's value, a bystander, of a call of raised when the next seat and
+        the seat after hold s of its face between them, s = 0 .. (the other seats'
+        count summed by the robot's beliefs)."""
+        key = (raised.quantity, raised.face)
+        if key not in self._bystander:
+            view, face = self.view, raised.face
+            known = count_matching(view.known, Bid(1, face))
+            rest = self.rest_after(face)
+            rule = view.rules.exact_rule
+            assert self.next is not None and self.after is not None
+            top = (self.next.hidden_plain + 2 * self.next.hidden_super
+                   + self.after.hidden_plain + 2 * self.after.hidden_super)
+            self._bystander[key] = tuple(
+                sum(pr * robot_search.bystander_value(known + s + r, raised.quantity, rule,
+                                                      self.players)
+                    for r, pr in enumerate(rest) if pr > 1e-9) for s in range(top + 1))
+        return self._bystander[key]
 
     def rest_after(self, face: Face) -> Dist:
         """The hidden matches of face of the seats but the robot, the next and the
