@@ -148,6 +148,7 @@ class Table:
         self._after: dict[tuple[int, int, int, int], float] = {}
         self._after_calls: dict[tuple[int, int, int], tuple[tuple[int, float], ...]] = {}
         self._bystander: dict[tuple[int, int], tuple[float, ...]] = {}
+        self._bystander_over: dict[tuple[int, int], float] = {}
         self._after_sees: dict[tuple[int, int], tuple[int, Dist, Dist, float]] = {}
         self._rest_after: dict[Face, Dist] = {}
         self.standings = (max(STANDINGS, STANDINGS_BEHIND, STANDINGS_LEVEL) > 0.0
@@ -346,18 +347,25 @@ class Table:
         count summed by the robot's beliefs)."""
         key = (raised.quantity, raised.face)
         if key not in self._bystander:
-            view, face = self.view, raised.face
-            known = count_matching(view.known, Bid(1, face))
-            rest = self.rest_after(face)
-            rule = view.rules.exact_rule
+            face = raised.face
+            known = count_matching(self.view.known, Bid(1, face))
             assert self.next is not None and self.after is not None
             top = (self.next.hidden_plain + 2 * self.next.hidden_super
                    + self.after.hidden_plain + 2 * self.after.hidden_super)
-            self._bystander[key] = tuple(
-                sum(pr * robot_search.bystander_value(known + s + r, raised.quantity, rule,
-                                                      self.players)
-                    for r, pr in enumerate(rest) if pr > 1e-9) for s in range(top + 1))
+            self._bystander[key] = tuple(self.bystander_over(face, known + s - raised.quantity)
+                                         for s in range(top + 1))
         return self._bystander[key]
+
+    def bystander_over(self, face: Face, over: int) -> float:
+        """A bystander's value of a call whose count, but the other seats' hidden
+        matches of face, is over the bid by over (a value depends on that alone)."""
+        key = (face, over)
+        if key not in self._bystander_over:
+            rule = self.view.rules.exact_rule
+            self._bystander_over[key] = sum(
+                pr * robot_search.bystander_value(over + r, 0, rule, self.players)
+                for r, pr in enumerate(self.rest_after(face)) if pr > 1e-9)
+        return self._bystander_over[key]
 
     def rest_after(self, face: Face) -> Dist:
         """The hidden matches of face of the seats but the robot, the next and the
