@@ -81,6 +81,8 @@ SEARCH_STANDINGS = 0
 # in all, are priced again by the next seat's actual reply summed over its hands
 # (pbem.rules.robot_reply; 0: off, the soft call curve alone)
 EXACT_REPLY = 0
+# ... only when the next seat's reader weight (robot_reads) is at least this (0: always)
+EXACT_MIN_READER = 0.0
 # ... not called, the next seat's raise is answered by the seat after, the robot a
 # bystander (1), or worth 0 as the one-move robot (0)
 REPLY_AFTER = 0
@@ -539,7 +541,8 @@ def choose_strong(view: SeatView, rng: random.Random) -> Move:
     if (robot_search.CANDIDATES > 1 and values and robot_search.searchable(view)
             and (isinstance(pick, BidMove) or robot_search.SEARCH_CALLS)):
         pick = searched(view, table, values, pick, random.Random(rng.getrandbits(32)))
-    elif EXACT_REPLY > 0 and values and table.next is not None and view.others:
+    elif (EXACT_REPLY > 0 and values and table.next is not None and view.others
+          and table.reader >= EXACT_MIN_READER):
         pick = replied(view, table, values, pick, rng)
     if isinstance(pick, BidMove):
         return BidMove(pick.bid, expose_for(view, pick.bid, rng))
