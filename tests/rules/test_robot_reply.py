@@ -196,3 +196,23 @@ def test_the_hand_columns_are_keyed_by_ints_and_match_the_hands() -> None:
     assert len(columns) == len(FACES) and all(len(c) == len(found) == 252 for c in columns)
     for index, (hand, _) in enumerate(found):
         assert [c[index] for c in columns] == [beliefs.matching(hand, f) for f in FACES]
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(0, 5000), st.integers(0, 25))
+def test_below_the_reader_gate_the_move_is_the_one_move_robots(seed: int,
+                                                               turns: int) -> None:
+    """EXACT_MIN_READER: where the next seat reads as a reader less than the gate,
+    the exact price is not asked and the move is the one-move robot's, draw for draw."""
+    saved = (robot_strong.EXACT_REPLY, robot_strong.REPLY_AFTER,
+             robot_strong.EXACT_MIN_READER)
+    try:
+        for view in views(seed, turns):
+            robot_strong.EXACT_REPLY = 0
+            plain = choose_strong(view, random.Random(seed))
+            robot_strong.EXACT_REPLY, robot_strong.REPLY_AFTER = 3, 1
+            robot_strong.EXACT_MIN_READER = Table(view).reader + 1e-6
+            assert choose_strong(view, random.Random(seed)) == plain
+    finally:
+        (robot_strong.EXACT_REPLY, robot_strong.REPLY_AFTER,
+         robot_strong.EXACT_MIN_READER) = saved
