@@ -48,7 +48,8 @@ def brute_value(table: Table, bid: Bid, after: bool = False) -> float:
     hands, weights = beliefs.posterior(nxt.hidden_plain, nxt.hidden_super, nxt.bids,
                                        beliefs.BLUFF, view.rules.star_bids)
     known, _, rest = table.counts(bid.face)
-    replies = table.replies()
+    price = table.exact_price()
+    replies = price.replies()
     total = 0.0
     options = raise_options(view.ladder, bid)
     for hand, weight in zip(hands, weights):
@@ -56,14 +57,14 @@ def brute_value(table: Table, bid: Bid, after: bool = False) -> float:
         called = sum(pr * table.outcome(known + x + r, bid.quantity, True)
                      for r, pr in enumerate(rest) if pr > 1e-9)
         seen = [replies.exposed[f - 1] + beliefs.matching(hand, f) for f in FACES]
-        for share, player in ((1.0 - table.reader, table.odds_player()),
-                              (table.reader, table.reader_player(bid.face))):
+        for share, player in ((1.0 - table.reader, price.odds_player()),
+                              (table.reader, price.reader_player(bid.face))):
             for chance, bluff in ((1.0 - BLUFF_RATE, False), (BLUFF_RATE, True)):
                 raised = reply(player, bid, options, seen, bluff, replies.exact_cost)
                 if raised is None:
                     total += weight * share * chance * called
                 elif after:
-                    total += weight * share * chance * table.after_value(
+                    total += weight * share * chance * price.after_value(
                         bid.face, raised, beliefs.matching(hand, raised.face))
     return total + robot_strong.MISLEAD * table.misled() * table.mislead(bid.face)
 
@@ -79,7 +80,7 @@ def test_the_exact_price_is_the_sum_over_hands(seed: int, turns: int, after: int
             table = Table(view)
             if table.next is None:
                 continue
-            assert table.after is not None
+            assert table.exact_price().after is not None
             for bid in view.ladder.raises(view.current)[:40:9]:
                 assert table.exact_raise_value(bid) == pytest.approx(
                     brute_value(table, bid, bool(after)), abs=1e-9)
@@ -94,12 +95,13 @@ def test_a_raise_not_called_is_worth_what_a_bystander_gets(seed: int, turns: int
     between an exact count's loss to a bystander and the best a bystander gains."""
     for view in views(seed, turns)[:2]:
         table = Table(view)
-        if table.after is None or table.next is None:
+        price = table.exact_price()
+        if price.after is None or table.next is None:
             continue
         most = table.next.hidden_plain + 2 * table.next.hidden_super
         for raised in view.ladder.raises(view.current)[:30:5]:
             for matching in range(most + 1):
-                value = table.after_value(raised.face, raised, matching)
+                value = price.after_value(raised.face, raised, matching)
                 assert -0.25 - 1e-9 <= value <= 0.5 * 30 / 4   # 30 dice at most in play
 
 
@@ -160,7 +162,7 @@ def test_the_next_readers_call_is_bench_readers(seed: int,
                                    [d.face for d in hidden if d.super])
             found = [h for h, _ in beliefs.hands(nxt.hidden_plain, nxt.hidden_super)]
             exposed = view.others_exposed + view.own.exposed
-            chances = call_chances(table.reader_player(raise_.face), raise_,
+            chances = call_chances(table.exact_price().reader_player(raise_.face), raise_,
                                    raise_options(view.ladder, raise_),
                                    [count_matching(exposed, Bid(1, f)) for f in FACES],
                                    hand_columns(nxt.hidden_plain, nxt.hidden_super), 1.0, 0.0)
