@@ -84,12 +84,12 @@ SEARCH_STANDINGS = 0
 # the one-move pick and the best other raises by the one-move price, this many raises
 # in all, are priced again by the next seat's actual reply summed over its hands
 # (pbem.rules.robot_reply; 0: off, the soft call curve alone)
-EXACT_REPLY = 0
+EXACT_REPLY = 3
 # ... only when the next seat's reader weight (robot_reads) is at least this (0: always)
-EXACT_MIN_READER = 0.0
+EXACT_MIN_READER = 0.75
 # ... not called, the next seat's raise is answered by the seat after, the robot a
 # bystander (1), or worth 0 as the one-move robot (0)
-REPLY_AFTER = 0
+REPLY_AFTER = 1
 
 
 
