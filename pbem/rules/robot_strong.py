@@ -30,9 +30,10 @@ Search (off: robot_search.CANDIDATES is 1). The move so picked can be weighed
 against the best raises by that price with the next players' replies played
 out (pbem.rules.robot_search); not kept, for the goals it missed (docs/robot.md).
 
-Exact replies (off: EXACT_REPLY is 0). The pick and the best other raises can be
-priced again by the next seat's actual reply summed over the hands it can hold, and
-not called, by the seat after's call on that seat's raise (pbem.rules.robot_reply).
+Exact replies. Where the next seat reads as a bid reader (EXACT_MIN_READER), the
+pick and the best other raises are priced again by that seat's actual reply summed
+over the hands it can hold, and not called, by the seat after's call on its raise
+(pbem.rules.robot_reply): a point against four readers on fresh seeds (docs/robot.md).
 """
 
 from __future__ import annotations
