@@ -29,13 +29,18 @@ counts at each other left a fifth player first too often (docs/robot.md).
 Search (off: robot_search.CANDIDATES is 1). The move so picked can be weighed
 against the best raises by that price with the next players' replies played
 out (pbem.rules.robot_search); not kept, for the goals it missed (docs/robot.md).
+
+Exact replies. Where the next seat reads as a bid reader (EXACT_MIN_READER), the
+pick and the best other raises are priced again by that seat's actual reply summed
+over the hands it can hold, and not called, by the seat after's call on its raise
+(pbem.rules.robot_reply): a point against four readers on fresh seeds (docs/robot.md).
 """
 
 from __future__ import annotations
 
 import random
 
-from pbem.rules import beliefs, robot_reads, robot_search, robot_standings
+from pbem.rules import beliefs, robot_reads, robot_reply, robot_search, robot_standings
 from pbem.rules.bid_moves import CHALLENGE, BidMove, Move
 from pbem.rules.challenge import count_matching, matches
 from pbem.rules.dice import Face
@@ -77,6 +82,15 @@ START_DICE = 5        # postal's virtual dice at the start (pbem.rules.postal)
 # with the standings too (Table.outcome) when 1; the one-move values when 0 (1 gained
 # nothing against four readers: 27.4 against 27.7, seeds from 300000; docs/robot.md)
 SEARCH_STANDINGS = 0
+# the one-move pick and the best other raises by the one-move price, this many raises
+# in all, are priced again by the next seat's actual reply summed over its hands
+# (pbem.rules.robot_reply; 0: off, the soft call curve alone)
+EXACT_REPLY = 3
+# ... only when the next seat's reader weight (robot_reads) is at least this (0: always)
+EXACT_MIN_READER = 0.75
+# ... not called, the next seat's raise is answered by the seat after, the robot a
+# bystander (1), or worth 0 as the one-move robot (0)
+REPLY_AFTER = 1
 
 
 
@@ -131,6 +145,7 @@ class Table:
         self.reader = (robot_reads.seat_reader_weight(view.answers, self.next.seat)
                        if self.next is not None else 0.0)
         self._outcomes: dict[tuple[int, bool], float] = {}
+        self._exact: robot_reply.ExactPrice | None = None
         self.standings = (max(STANDINGS, STANDINGS_BEHIND, STANDINGS_LEVEL) > 0.0
                           and len(view.virtual_dice) == self.players
                           and self.next is not None)
@@ -276,6 +291,18 @@ class Table:
         # at the reader weight, misleading cost 1.8 points against four odds players)
         return total + MISLEAD * self.misled() * self.mislead(bid.face)
 
+    def exact_raise_value(self, bid: Bid) -> float:
+        """raise_value with the next seat's call its actual reply, summed over the hands
+        it can hold (pbem.rules.robot_reply), not the soft call curve; not called,
+        worth the seat after's call on the next seat's raise with REPLY_AFTER."""
+        total = self.exact_price().value(bid, bool(REPLY_AFTER))
+        return total + MISLEAD * self.misled() * self.mislead(bid.face)
+
+    def exact_price(self) -> robot_reply.ExactPrice:
+        if self._exact is None:
+            self._exact = robot_reply.ExactPrice(self, soft_call, READER_READS)
+        return self._exact
+
     def misled(self) -> float:
         """How much misleading the next seat counts: 0 up to a reader weight of a half,
         then rising to 1 for a sure reader; 0 with a super die, whose answers' plain
@@ -322,6 +349,13 @@ def challenge_losses(actual: int, quantity: int, bidder: int, challenger: int,
     return {challenger: 1}
 
 
+def soft_call(odds_tail: Dist, read_tail: Dist, need: int, reader: float) -> float:
+    """P(a call) of a player needing need more dice, its odds P(count >= c) as an odds
+    player and as a bid reader sees them, by the call model of each mixed at reader."""
+    return ((1 - reader) * _call(odds_tail, need, CALL_BELOW)
+            + reader * _call(read_tail, need, READER_CALL_BELOW))
+
+
 def _call(tail: Dist, need: int, below: float) -> float:
     """P(a call) of a player whose odds of need more dice are tail[need]: a soft
     threshold at below, over CALL_SOFTNESS of odds."""
@@ -356,9 +390,33 @@ def choose_strong(view: SeatView, rng: random.Random) -> Move:
     if (robot_search.CANDIDATES > 1 and values and robot_search.searchable(view)
             and (isinstance(pick, BidMove) or robot_search.SEARCH_CALLS)):
         pick = searched(view, table, values, pick, random.Random(rng.getrandbits(32)))
+    elif (EXACT_REPLY > 0 and values and table.next is not None and view.others
+          and table.reader >= EXACT_MIN_READER):
+        pick = replied(view, table, values, pick, rng)
     if isinstance(pick, BidMove):
         return BidMove(pick.bid, expose_for(view, pick.bid, rng))
     return pick
+
+
+def replied(view: SeatView, table: Table, values: dict[Bid, float], pick: Move,
+            rng: random.Random) -> Move:
+    """The move to make when raises are priced by the next seat's reply
+    (EXACT_REPLY): the one-move pick and the best other raises by the one-move
+    price, EXACT_REPLY raises in all, priced again (Table.exact_raise_value), and
+    the call as it is; the pick stays while within MIX of the best so priced, else
+    one of those within MIX of the best is drawn."""
+    picked = pick.bid if isinstance(pick, BidMove) else None
+    others = sorted((b for b in values if b != picked), key=lambda bid: -values[bid])
+    raises = ([picked] if picked is not None else []) + others
+    scored: list[tuple[float, Move]] = [(table.exact_raise_value(bid), BidMove(bid))
+                                        for bid in raises[:EXACT_REPLY]]
+    if view.current is not None:
+        scored.append((table.challenge_value(), CHALLENGE))
+    best = max(value for value, _ in scored)
+    near = [move for value, move in scored if value >= best - MIX]
+    if pick in near:
+        return pick
+    return near[rng.randrange(len(near))]
 
 
 def searched(view: SeatView, table: Table, values: dict[Bid, float], pick: Move,

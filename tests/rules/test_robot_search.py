@@ -174,6 +174,6 @@ def test_a_searched_move_is_repeatable_and_bounded(seed: int, turns: int,
                         table.bid_challenge_value,
                         lambda a, q, bidder, rule=rule: outcome_value(a, q, bidder, rule, 5),
                         random.Random(seed))
-        for bid in list(values)[:5]:
-            assert -6.0 <= search.value(bid) <= 1.0
+        for bid in list(values)[:5]:   # the worst: 25 dice lost, the first whole, half after
+            assert -13.0 <= search.value(bid) <= 1.0
         assert beliefs.hand_weights.cache_info().misses <= len(view.others)
