@@ -16,8 +16,8 @@ wall time, and the median and worst CPU time of the move's own thread: on a
 shared machine the wall time is mostly time the scheduler gave to others).
 
     python3 bench/robot_arena.py --games 600 postal:strong:odds classic-english:strong:odds
-    python3 bench/robot_arena.py --table postal --games 600   # docs/robot.md, postal
-    python3 bench/robot_arena.py --table others --games 600   # docs/robot.md, classic, cup
+    python3 bench/robot_arena.py --table postal --games 600   # the line-ups of docs/robot-history.md, postal
+    python3 bench/robot_arena.py --table others --games 600   # ... classic, cup
     python3 bench/robot_arena.py --tune robot_search.SAMPLES=12 postal:strong:reader
 
 ``--save FILE`` writes each line-up's per-game fair shares (JSON lines) for
@@ -207,7 +207,7 @@ HEADER = ("| setup | line-up | games | sole first % | fair share % | no edge % "
 
 
 def full_table(part: str) -> list[tuple[str, str, str]]:
-    """The line-ups of docs/robot.md: part postal, or part others (classic and cup)."""
+    """The line-ups of docs/robot-history.md: part postal, or part others (classic and cup)."""
     if part == "postal":
         out = [("postal", "odds", "random"), ("postal", "counting", "random")]
         for level in LEVELS:
@@ -274,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"game i deals from seed_from_number(SEED_BASE + i) "
                              f"({SEED_BASE}); fresh seeds check a change tuned on others")
     parser.add_argument("--table", choices=("postal", "others"),
-                        help="the line-ups of docs/robot.md: postal, or classic and cup")
+                        help="the line-ups of docs/robot-history.md: postal, or classic and cup")
     parser.add_argument("--tune", action="append", default=[], metavar="MODULE.NAME=VALUE",
                         help="set a constant of the robot's modules for this run "
                              f"({', '.join(TUNABLE)})")

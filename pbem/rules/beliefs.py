@@ -84,7 +84,7 @@ def faces_of(bids: Sequence[Bid]) -> Faces:
     """The faces of bids, in order: all a bid says of its bidder's hand here. The
     caches below are keyed by these plain ints, not by the bids: keys holding Bid
     instances stay tracked by the garbage collector, and 8,000 of them made its
-    full passes cost a move 50 ms (docs/robot.md)."""
+    full passes cost a move 50 ms (docs/robot-history.md)."""
     return tuple(bid.face for bid in bids)
 
 

@@ -17,7 +17,7 @@ from pbem.rules.challenge import matches
 from pbem.rules.dice import Face
 from pbem.rules.ladder import Bid
 from pbem.rules.odds import SeatView, actual_distribution
-from pbem.rules.robot_strong import choose_strong
+from pbem.rules.robot_choice import choose_strong
 from pbem.rules.ruleset import ExactRule
 
 RAISE_DISCOUNT = 0.85   # a raise is not always challenged

@@ -20,9 +20,9 @@ new posterior per reply, a third of a millisecond each). Every deal and reply is
 drawn from one stream seeded by the move's, so the move stays a function of the
 view and the stream. Off by default (CANDIDATES = 1): against four readers it
 gained on three seed sets of four and not on the default seeds, and a wary
-player among four searching robots came first too often (docs/robot.md, "A
+player among four searching robots came first too often (docs/robot-history.md, "A
 search beyond one move"); with the standings weighed, it gained a point on fresh
-seeds and lost one on the default seeds (docs/robot.md, "The collector's full
+seeds and lost one on the default seeds (docs/robot-history.md, "The collector's full
 pass, and the search with the standings").
 """
 

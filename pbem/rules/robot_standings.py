@@ -14,7 +14,7 @@ So a die lost costs a leader more than a robot behind, which gains more by an
 exact count of its own (every rival loses a die) than a further die lost costs
 it; and a die lost by a rival counts by how far that rival stands from first
 place. The strong robot weighs it at robot_strong.STANDINGS (half, and level
-with the leaders only as far as the next seat reads as a bid reader: docs/robot.md).
+with the leaders only as far as the next seat reads as a bid reader: docs/robot-history.md).
 """
 
 from __future__ import annotations

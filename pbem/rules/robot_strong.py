@@ -17,32 +17,30 @@ players' bids, calls it, times the outcome when they do (given their hand);
 not called, the risk passes on (worth 0). How they call is read from their
 answers earlier in the game (pbem.rules.robot_reads): an odds player by the
 plain odds of the robot's hand, a bid reader by its bids too and more rarely.
-Near-equal moves are mixed by the random stream, so the robot is
-deterministic for a given stream and view, and it exposes only sometimes.
+The move is chosen from these prices in pbem.rules.robot_choice (near-equal
+moves mixed by the random stream); the robot's constants, its choice's too, are
+here, where the arena's --tune sets them.
 
 Standings. In postal an outcome is also weighed by what it changes in the
 robot's share of first place over the five mini-games (pbem.rules.robot_standings),
 half and half; level with the leaders (every seat at the start) that half counts
 only as far as the next seat reads as a bid reader: four robots chasing exact
-counts at each other left a fifth player first too often (docs/robot.md).
+counts at each other left a fifth player first too often (docs/robot-history.md).
 
 Search (off: robot_search.CANDIDATES is 1). The move so picked can be weighed
 against the best raises by that price with the next players' replies played
-out (pbem.rules.robot_search); not kept, for the goals it missed (docs/robot.md).
+out (pbem.rules.robot_search); not kept, for the goals it missed (docs/robot-history.md).
 
 Exact replies. Where the next seat reads as a bid reader (EXACT_MIN_READER), the
 pick and the best other raises are priced again by that seat's actual reply summed
 over the hands it can hold, and not called, by the seat after's call on its raise
-(pbem.rules.robot_reply): a point against four readers on fresh seeds (docs/robot.md).
+(pbem.rules.robot_reply): a point against four readers on fresh seeds (docs/robot-history.md).
 """
 
 from __future__ import annotations
 
-import random
-
-from pbem.rules import beliefs, robot_reads, robot_reply, robot_search, robot_standings
-from pbem.rules.bid_moves import CHALLENGE, BidMove, Move
-from pbem.rules.challenge import count_matching, matches
+from pbem.rules import beliefs, robot_reads, robot_reply, robot_standings
+from pbem.rules.challenge import count_matching
 from pbem.rules.dice import Face
 from pbem.rules.ladder import Bid
 from pbem.rules.odds import OtherSeat, SeatView, count_distribution, match_probability
@@ -75,12 +73,12 @@ STANDINGS_LEVEL = -1.0
 STANDINGS_EXACT = 1.0
 # ... level with the leaders, the weight is scaled towards how much the next seat reads
 # as a bid reader beyond even odds (Table.misled) at this share (0: not at all). At 0 a
-# wary player among four robots came first 16.2% of the time (13.7 at 1; docs/robot.md)
+# wary player among four robots came first 16.2% of the time (13.7 at 1; docs/robot-history.md)
 STANDINGS_READS = 1.0
 START_DICE = 5        # postal's virtual dice at the start (pbem.rules.postal)
 # the search (robot_search.CANDIDATES > 1) scores the robot's calls and its called bids
 # with the standings too (Table.outcome) when 1; the one-move values when 0 (1 gained
-# nothing against four readers: 27.4 against 27.7, seeds from 300000; docs/robot.md)
+# nothing against four readers: 27.4 against 27.7, seeds from 300000; docs/robot-history.md)
 SEARCH_STANDINGS = 0
 # the one-move pick and the best other raises by the one-move price, this many raises
 # in all, are priced again by the next seat's actual reply summed over its hands
@@ -361,88 +359,3 @@ def _call(tail: Dist, need: int, below: float) -> float:
     threshold at below, over CALL_SOFTNESS of odds."""
     holds = tail[need] if need < len(tail) else 0.0
     return min(1.0, max(0.0, 0.5 + (below - holds) / (2 * CALL_SOFTNESS)))
-
-
-def expose_for(view: SeatView, bid: Bid, rng: random.Random) -> tuple[Face, ...]:
-    """Now and then show the matching hidden dice and re-roll at least two others."""
-    if not view.rules.expose:
-        return ()
-    hidden = [d.face for d in view.own.hidden]
-    matching = tuple(sorted(f for f in hidden if matches(f, bid)))
-    if matching and len(hidden) - len(matching) >= 2 and rng.random() < EXPOSE_RATE:
-        return matching
-    return ()
-
-
-def choose_strong(view: SeatView, rng: random.Random) -> Move:
-    table = Table(view)
-    options: list[tuple[float, Move]] = []
-    if view.current is not None:
-        options.append((table.challenge_value(), CHALLENGE))
-    values = {bid: table.raise_value(bid)
-              for bid in view.ladder.raises(view.current)[:SEARCH_WIDTH]}
-    options += [(value, BidMove(bid)) for bid, value in values.items()]
-    if not options:   # unreachable: a round with no bid always has an opening bid
-        return CHALLENGE
-    best = max(value for value, _ in options)
-    near = [move for value, move in options if value >= best - MIX]
-    pick = near[rng.randrange(len(near))]
-    if (robot_search.CANDIDATES > 1 and values and robot_search.searchable(view)
-            and (isinstance(pick, BidMove) or robot_search.SEARCH_CALLS)):
-        pick = searched(view, table, values, pick, random.Random(rng.getrandbits(32)))
-    elif (EXACT_REPLY > 0 and values and table.next is not None and view.others
-          and table.reader >= EXACT_MIN_READER):
-        pick = replied(view, table, values, pick, rng)
-    if isinstance(pick, BidMove):
-        return BidMove(pick.bid, expose_for(view, pick.bid, rng))
-    return pick
-
-
-def replied(view: SeatView, table: Table, values: dict[Bid, float], pick: Move,
-            rng: random.Random) -> Move:
-    """The move to make when raises are priced by the next seat's reply
-    (EXACT_REPLY): the one-move pick and the best other raises by the one-move
-    price, EXACT_REPLY raises in all, priced again (Table.exact_raise_value), and
-    the call as it is; the pick stays while within MIX of the best so priced, else
-    one of those within MIX of the best is drawn."""
-    picked = pick.bid if isinstance(pick, BidMove) else None
-    others = sorted((b for b in values if b != picked), key=lambda bid: -values[bid])
-    raises = ([picked] if picked is not None else []) + others
-    scored: list[tuple[float, Move]] = [(table.exact_raise_value(bid), BidMove(bid))
-                                        for bid in raises[:EXACT_REPLY]]
-    if view.current is not None:
-        scored.append((table.challenge_value(), CHALLENGE))
-    best = max(value for value, _ in scored)
-    near = [move for value, move in scored if value >= best - MIX]
-    if pick in near:
-        return pick
-    return near[rng.randrange(len(near))]
-
-
-def searched(view: SeatView, table: Table, values: dict[Bid, float], pick: Move,
-             rng: random.Random) -> Move:
-    """The move to make: the one-move pick, unless one of the best raises by the
-    one-move price does better by robot_search.MARGIN when the next replies are
-    played out (pbem.rules.robot_search; a call is priced as it is)."""
-    rule, players = view.rules.exact_rule, table.players
-
-    def outcome(actual: int, quantity: int, bidder: bool) -> float:
-        if SEARCH_STANDINGS:
-            return table.outcome(actual, quantity, bidder)
-        return outcome_value(actual, quantity, bidder, rule, players)
-
-    search = robot_search.Search(view, lambda bid: values.get(bid, float("-inf")),
-                                 table.bid_challenge_value, outcome, rng)
-    misled = MISLEAD * table.misled()
-
-    def value(move: Move) -> float:
-        if isinstance(move, BidMove):
-            return search.value(move.bid) + misled * table.mislead(move.bid.face)
-        return table.challenge_value()
-
-    picked = pick.bid if isinstance(pick, BidMove) else None
-    others = sorted((b for b in values if b != picked), key=lambda bid: -values[bid])
-    scored = [(value(move), move) for move in
-              [pick, *(BidMove(b) for b in others[:robot_search.CANDIDATES - 1])]]
-    top = max(scored, key=lambda s: s[0])
-    return top[1] if top[0] > scored[0][0] + robot_search.MARGIN else pick

@@ -16,9 +16,10 @@ from pbem.rules.challenge import count_matching
 from pbem.rules.dice import FACES, DiceStream, seed_from_number
 from pbem.rules.ladder import Bid
 from pbem.rules.odds import SeatView
+from pbem.rules.robot_choice import choose_strong
 from pbem.rules.robot_reply import call_chances, hand_columns
 from pbem.rules.robot_search import BLUFF_RATE, Player, raise_options, reply
-from pbem.rules.robot_strong import Table, choose_strong
+from pbem.rules.robot_strong import Table
 from testkit.robot_play import postal_played
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"

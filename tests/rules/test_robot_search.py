@@ -15,6 +15,7 @@ from pbem.rules.bid_moves import BidMove
 from pbem.rules.challenge import count_matching
 from pbem.rules.dice import FACES, DiceStream, seed_from_number
 from pbem.rules.ladder import Bid, Ladder
+from pbem.rules.robot_choice import choose_strong
 from pbem.rules.robot_search import (
     Player,
     Search,
@@ -27,7 +28,7 @@ from pbem.rules.robot_search import (
     shortfall,
     tail,
 )
-from pbem.rules.robot_strong import Table, choose_strong, outcome_value
+from pbem.rules.robot_strong import Table, outcome_value
 from pbem.rules.ruleset import ExactRule
 from testkit.robot_play import postal_played
 
