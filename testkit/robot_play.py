@@ -5,7 +5,9 @@ from __future__ import annotations
 import random
 
 from pbem.kinds import KINDS
+from pbem.rules.bid_moves import BidMove
 from pbem.rules.dice import DiceStream, seed_from_number
+from pbem.rules.ladder import Bid
 from pbem.rules.postal import PostalState
 
 
@@ -23,3 +25,14 @@ def postal_played(seed: int, turns: int) -> PostalState:
                  for seat in sorted(kind.due(state))}
         state = kind.apply(state, moves, stream).state
     return state
+
+
+def after_raise(state: PostalState, seat: int, raise_: Bid, seed: int) -> PostalState:
+    """The state after a turn in which ``seat`` raises to ``raise_`` and every other seat
+    due moves as the strong robot (its own stream each), the dice from seed ``seed``:
+    where the next seat answers that raise."""
+    kind = KINDS["postal"]
+    moves = {s: BidMove(raise_) if s == seat else
+             kind.robot_move(state, s, random.Random(s), level="strong")
+             for s in state.due()}
+    return kind.apply(state, moves, DiceStream(seed_from_number(seed))).state

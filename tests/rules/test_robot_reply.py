@@ -9,18 +9,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pbem.kinds import KINDS
 from pbem.rules import beliefs, robot_strong
 from pbem.rules.bid_moves import BidMove
 from pbem.rules.challenge import count_matching
-from pbem.rules.dice import FACES, DiceStream, seed_from_number
+from pbem.rules.dice import FACES
 from pbem.rules.ladder import Bid
 from pbem.rules.odds import SeatView
 from pbem.rules.robot_choice import choose_strong
 from pbem.rules.robot_reply import call_chances, hand_columns
 from pbem.rules.robot_search import BLUFF_RATE, Player, raise_options, reply
 from pbem.rules.robot_strong import Table
-from testkit.robot_play import postal_played
+from testkit.robot_play import after_raise, postal_played
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
@@ -142,7 +141,6 @@ def test_the_next_readers_call_is_bench_readers(seed: int,
     monkeypatch.syspath_prepend(str(BENCH))
     from readers import reader_move  # bench/readers.py
 
-    kind = KINDS["postal"]
     state = postal_played(seed, 6)
     checked = 0
     for seat, number in sorted(state.due().items()):
@@ -151,11 +149,7 @@ def test_the_next_readers_call_is_bench_readers(seed: int,
         nxt = table.next
         assert nxt is not None
         for raise_ in view.ladder.raises(view.current)[:12:3]:
-            after = kind.apply(state, {s: BidMove(raise_) if s == seat else
-                                       kind.robot_move(state, s, random.Random(s),
-                                                       level="strong")
-                                       for s in state.due()}, DiceStream(seed_from_number(seed)))
-            nxt_view = after.state.seat_view(nxt.seat, number)
+            nxt_view = after_raise(state, seat, raise_, seed).seat_view(nxt.seat, number)
             assert nxt_view.current == raise_
             expected = not isinstance(reader_move(nxt_view, random.Random(0)), BidMove)
             hidden = nxt_view.own.hidden

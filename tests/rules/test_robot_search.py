@@ -9,11 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pbem.kinds import KINDS
 from pbem.rules import beliefs, robot_search, robot_strong
 from pbem.rules.bid_moves import BidMove
 from pbem.rules.challenge import count_matching
-from pbem.rules.dice import FACES, DiceStream, seed_from_number
+from pbem.rules.dice import FACES
 from pbem.rules.ladder import Bid, Ladder
 from pbem.rules.robot_choice import choose_strong
 from pbem.rules.robot_search import (
@@ -30,7 +29,7 @@ from pbem.rules.robot_search import (
 )
 from pbem.rules.robot_strong import Table, outcome_value
 from pbem.rules.ruleset import ExactRule
-from testkit.robot_play import postal_played
+from testkit.robot_play import after_raise, postal_played
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
@@ -118,7 +117,6 @@ def test_the_next_readers_reply_is_bench_readers(seed: int,
     monkeypatch.syspath_prepend(str(BENCH))
     from readers import reader_move  # bench/readers.py
 
-    kind = KINDS["postal"]
     state = postal_played(seed, 4)
     checked = 0
     for seat, number in sorted(state.due().items()):
@@ -127,10 +125,7 @@ def test_the_next_readers_reply_is_bench_readers(seed: int,
         search = Search(view, lambda bid: 0.0, lambda bid: 0.0, lambda a, q, b: 0.0,
                         random.Random(seed))
         player = search._reader_player(view.next_seat or 0, raise_.face)
-        after = kind.apply(state, {s: BidMove(raise_) if s == seat else
-                                   kind.robot_move(state, s, random.Random(s), level="strong")
-                                   for s in state.due()}, DiceStream(seed_from_number(seed)))
-        nxt_view = after.state.seat_view(view.next_seat, number)
+        nxt_view = after_raise(state, seat, raise_, seed).seat_view(view.next_seat, number)
         assert nxt_view.current == raise_
         seen = {f: count_matching(nxt_view.known, Bid(1, f)) for f in FACES}
         rng = random.Random(0)   # its first draw, 0.84, is no bluff
