@@ -35,8 +35,16 @@ from pbem.rules.challenge import count_matching
 from pbem.rules.dice import FACES, Face
 from pbem.rules.ladder import Bid
 from pbem.rules.odds import OtherSeat, SeatView, count_distribution, match_probability
-from pbem.rules.robot_search import BLUFF_RATE, Dist, Options, Player, convolve, holds, tail
-from pbem.rules.ruleset import ExactRule
+from pbem.rules.robot_search import (
+    BLUFF_RATE,
+    Dist,
+    Options,
+    Player,
+    convolve,
+    holds,
+    seat_distribution,
+    tail,
+)
 
 Column = tuple[int, ...]
 
@@ -105,11 +113,6 @@ def call_chances(player: Player, bid: Bid, options: Options, exposed: Sequence[i
         return [plain if c < b[2] else 0.0 for c, b in zip(costs, best)]
     return [(plain if c < b[2] else 0.0) + (bluff_rate if c < f[2] else 0.0)
             for c, b, f in zip(costs, best, bluffs)]
-
-
-def exact_cost(rule: ExactRule) -> float:
-    """The dice a caller loses on an exact count, as the bench's players count it."""
-    return 0.0 if rule in (ExactRule.NOBODY, ExactRule.EVERYONE) else 1.0
 
 
 class NextReply:
@@ -205,11 +208,6 @@ class Priced(Protocol):
 SoftCall = Callable[[Dist, Dist, int, float], float]   # (odds tail, read tail, need, weight)
 
 
-def _seat_counts(other: OtherSeat, face: Face, star_bids: bool) -> Dist:
-    return beliefs.face_counts(other.hidden_plain, other.hidden_super, other.bids, face,
-                               beliefs.BLUFF, star_bids)
-
-
 class ExactPrice:
     """A move's raises priced by the next seat's reply over its hands (NextReply),
     the called outcome by the table, and not called, the seat after's call on the
@@ -268,7 +266,7 @@ class ExactPrice:
             after = self.after
             assert after is not None
             exposed, odds_tail, read_tail, reader = self.after_sees(robot_face, raised.face)
-            mine = _seat_counts(after, raised.face, self.table.view.rules.star_bids)
+            mine = seat_distribution(after, raised.face, self.table.view.rules.star_bids)
             calls: list[tuple[int, float]] = []
             for y, py in enumerate(mine):
                 need = raised.quantity - exposed - y
@@ -313,8 +311,8 @@ class ExactPrice:
             dist: Dist = (1.0,)
             for other in self.table.rest:
                 if other is not self.after:
-                    dist = convolve(dist, _seat_counts(other, face,
-                                                            self.table.view.rules.star_bids))
+                    dist = convolve(dist, seat_distribution(
+                        other, face, self.table.view.rules.star_bids))
             self._rest_after[face] = dist
         return self._rest_after[face]
 
@@ -359,7 +357,7 @@ class ExactPrice:
             self._replies = NextReply(
                 nxt.hidden_plain, nxt.hidden_super, beliefs.faces_of(nxt.bids),
                 view.rules.star_bids, [count_matching(exposed, Bid(1, f)) for f in FACES],
-                self.table.reader, exact_cost(view.rules.exact_rule),
+                self.table.reader, robot_search.exact_cost(view.rules.exact_rule),
                 self.reader_player, self.odds_player,
                 lambda bid: robot_search.raise_options(ladder, bid))
         return self._replies
@@ -372,28 +370,15 @@ class ExactPrice:
         robot's hand read from its bids since its re-roll and the raise, the other
         seats' from their bids (robot_search's reader)."""
         if robot_face not in self._readers:
-            view = self.table.view
-            own_plain = sum(1 for d in view.own.hidden if not d.super)
-            own_super = len(view.own.hidden) - own_plain
-            read = (*view.own_bids, Bid(1, robot_face))
-            stars = view.rules.star_bids
-            self._readers[robot_face] = Player(
-                {f: convolve(self.table.counts(f)[2],
-                             beliefs.face_counts(own_plain, own_super, read, f, beliefs.BLUFF,
-                                                 stars))
-                 for f in self.faces()}, robot_search.READER_FEAR)
+            self._readers[robot_face] = robot_search.reader_player(
+                self.table.view, robot_face, self.faces(),
+                lambda face: self.table.counts(face)[2])
         return self._readers[robot_face]
 
     def odds_player(self) -> Player:
         """The next seat as an odds player: every die hidden from it at plain odds."""
         if self._odds is None:
-            view, nxt = self.table.view, self.table.next
-            assert nxt is not None
-            own_plain = sum(1 for d in view.own.hidden if not d.super)
-            plain = view.unknown_plain - nxt.hidden_plain + own_plain
-            super_ = (view.unknown_super - nxt.hidden_super
-                      + len(view.own.hidden) - own_plain)
-            self._odds = Player(
-                {f: count_distribution(plain, super_, match_probability(Bid(1, f)))
-                 for f in self.faces()}, robot_search.ODDS_FEAR)
+            assert self.table.next is not None
+            self._odds = robot_search.odds_player(self.table.view, self.table.next,
+                                                  self.faces())
         return self._odds

@@ -132,6 +132,41 @@ class Player:
         return self._shorts[key]
 
 
+def exact_cost(rule: ExactRule) -> float:
+    """The dice a caller loses on an exact count, as the bench's players count it."""
+    return 0.0 if rule in (ExactRule.NOBODY, ExactRule.EVERYONE) else 1.0
+
+
+def seat_distribution(other: OtherSeat, face: Face, star_bids: bool = True) -> Dist:
+    """P(count == c) of a seat's hidden dice matching a bid of face, from its bids
+    since its last re-roll (pbem.rules.beliefs)."""
+    return beliefs.face_counts(other.hidden_plain, other.hidden_super, other.bids, face,
+                               beliefs.BLUFF, star_bids)
+
+
+def reader_player(view: SeatView, robot_face: Face, faces: Sequence[Face],
+                  others: Callable[[Face], Dist]) -> Player:
+    """A bid reader answering the robot's raise of robot_face: the robot's hand read
+    from its bids since its re-roll and that raise, others(face) the hidden matches of
+    the other seats it does not see, as their bids read."""
+    own_plain = sum(1 for d in view.own.hidden if not d.super)
+    own_super = len(view.own.hidden) - own_plain
+    read = (*view.own_bids, Bid(1, robot_face))
+    return Player({f: convolve(others(f), beliefs.face_counts(own_plain, own_super, read, f,
+                                                              beliefs.BLUFF,
+                                                              view.rules.star_bids))
+                   for f in faces}, READER_FEAR)
+
+
+def odds_player(view: SeatView, other: OtherSeat, faces: Sequence[Face]) -> Player:
+    """The seat other as an odds player: every die hidden from it at plain odds."""
+    own_plain = sum(1 for d in view.own.hidden if not d.super)
+    plain = view.unknown_plain - other.hidden_plain + own_plain
+    super_ = view.unknown_super - other.hidden_super + len(view.own.hidden) - own_plain
+    return Player({f: count_distribution(plain, super_, match_probability(Bid(1, f)))
+                   for f in faces}, ODDS_FEAR)
+
+
 Options = tuple[tuple[Bid, ...], tuple[Bid, ...]]
 
 
@@ -200,15 +235,13 @@ class Search:
         self.reader = {o.seat: robot_reads.seat_reader_weight(view.answers, o.seat)
                        for o in self.order}
         stars = view.rules.star_bids
-        self.dists = {o.seat: {f: beliefs.face_counts(o.hidden_plain, o.hidden_super, o.bids, f,
-                                                      beliefs.BLUFF, stars)
-                               for f in self.faces} for o in self.order}
+        self.dists = {o.seat: {f: seat_distribution(o, f, stars) for f in self.faces}
+                      for o in self.order}
         self.deals = self._deals()
         self._readers: dict[tuple[int, Face], Player] = {}
         self._others: dict[tuple[int, Face], Dist] = {}
         self._odds: dict[int, Player] = {}
-        self.exact_cost = 0.0 if view.rules.exact_rule in (ExactRule.NOBODY,
-                                                           ExactRule.EVERYONE) else 1.0
+        self.exact_cost = exact_cost(view.rules.exact_rule)
 
     def _deals(self) -> list[Deal]:
         """SAMPLES deals: seat -> (what it sees of each face, its own hidden dice and the
@@ -237,15 +270,8 @@ class Search:
         from its bids, the other seats' from theirs."""
         key = (seat, robot_face)
         if key not in self._readers:
-            view = self.view
-            own_plain = sum(1 for d in view.own.hidden if not d.super)
-            own_super = len(view.own.hidden) - own_plain
-            read = (*view.own_bids, Bid(1, robot_face))
-            self._readers[key] = Player(
-                {f: convolve(self._without(seat, f),
-                             beliefs.face_counts(own_plain, own_super, read, f, beliefs.BLUFF,
-                                                 view.rules.star_bids))
-                 for f in self.faces}, READER_FEAR)
+            self._readers[key] = reader_player(self.view, robot_face, self.faces,
+                                               lambda face: self._without(seat, face))
         return self._readers[key]
 
     def _without(self, seat: int, face: Face) -> Dist:
@@ -262,14 +288,7 @@ class Search:
 
     def _odds_player(self, other: OtherSeat) -> Player:
         if other.seat not in self._odds:
-            view = self.view
-            plain = view.unknown_plain - other.hidden_plain + sum(
-                1 for d in view.own.hidden if not d.super)
-            super_ = view.unknown_super - other.hidden_super + sum(
-                1 for d in view.own.hidden if d.super)
-            dists = {f: count_distribution(plain, super_, match_probability(Bid(1, f)))
-                     for f in self.faces}
-            self._odds[other.seat] = Player(dists, ODDS_FEAR)
+            self._odds[other.seat] = odds_player(self.view, other, self.faces)
         return self._odds[other.seat]
 
     def value(self, bid: Bid) -> float:

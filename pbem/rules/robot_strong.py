@@ -44,7 +44,7 @@ from pbem.rules.challenge import count_matching
 from pbem.rules.dice import Face
 from pbem.rules.ladder import Bid
 from pbem.rules.odds import OtherSeat, SeatView, count_distribution, match_probability
-from pbem.rules.robot_search import Dist, convolve, tail
+from pbem.rules.robot_search import Dist, convolve, seat_distribution, tail
 from pbem.rules.ruleset import ExactRule
 
 SEARCH_WIDTH = 40     # raises above the standing bid worth weighing
@@ -90,13 +90,6 @@ EXACT_MIN_READER = 0.75
 # bystander (1), or worth 0 as the one-move robot (0)
 REPLY_AFTER = 1
 
-
-
-def seat_distribution(other: OtherSeat, face: Face, star_bids: bool = True) -> Dist:
-    """P(count == c) of a seat's hidden dice matching a bid of face, from its bids
-    since its last re-roll (pbem.rules.beliefs)."""
-    return beliefs.face_counts(other.hidden_plain, other.hidden_super, other.bids, face,
-                               beliefs.BLUFF, star_bids)
 
 
 def exact_values(rule: ExactRule, players: int) -> tuple[float, float]:

@@ -14,7 +14,8 @@ from pbem.rules.dice import FACES, STAR
 from pbem.rules.ladder import Bid
 from pbem.rules.odds import OtherSeat, bids_since_reroll, count_distribution
 from pbem.rules.robot_choice import choose_strong
-from pbem.rules.robot_strong import GAIN_WEIGHT, outcome_value, seat_distribution
+from pbem.rules.robot_search import seat_distribution
+from pbem.rules.robot_strong import GAIN_WEIGHT, outcome_value
 from pbem.rules.ruleset import ExactRule
 from testkit.robot_play import postal_played
 
