@@ -19,16 +19,21 @@ import argparse
 import json
 import math
 import statistics
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+
+def records(path: Path) -> Iterator[dict[str, Any]]:
+    """The records bench/robot_arena.py --save wrote to path: a line-up, its seed
+    base, games and settings, and its per-game fair shares."""
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            yield json.loads(line)
 
 
 def load(path: Path) -> dict[tuple[str, int], list[float]]:
-    runs: dict[tuple[str, int], list[float]] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            record = json.loads(line)
-            runs[(record["lineup"], record["seed_base"])] = record["fair"]
-    return runs
+    return {(record["lineup"], record["seed_base"]): record["fair"] for record in records(path)}
 
 
 def paired(a: list[float], b: list[float]) -> tuple[float, float, float, float]:

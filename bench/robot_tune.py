@@ -40,7 +40,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from robot_arena import TUNABLE, interval  # bench/robot_arena.py
-from robot_paired import paired  # bench/robot_paired.py
+from robot_paired import paired, records  # bench/robot_paired.py
 
 ARENA = Path(__file__).resolve().parent / "robot_arena.py"
 TUNING_BASES = (600_000, 700_000, 800_000)
@@ -101,12 +101,10 @@ class Runs:
 
     def load(self) -> None:
         for path in sorted(self.folder.glob("*.jsonl")):
-            for line in path.read_text(encoding="utf-8").splitlines():
-                if line.strip():
-                    record = json.loads(line)
-                    key = (record["lineup"], record["seed_base"], candidate(record["tune"]))
-                    if len(record["fair"]) > len(self.fair.get(key, [])):
-                        self.fair[key] = record["fair"]
+            for record in records(path):
+                key = (record["lineup"], record["seed_base"], candidate(record["tune"]))
+                if len(record["fair"]) > len(self.fair.get(key, [])):
+                    self.fair[key] = record["fair"]
 
     def has(self, key: Key, games: int) -> bool:
         return len(self.fair.get(key, [])) >= games
