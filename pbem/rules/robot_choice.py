@@ -62,16 +62,21 @@ def choose_strong(view: SeatView, rng: random.Random) -> Move:
     return pick
 
 
+def best_others(values: dict[Bid, float], pick: Move) -> list[Bid]:
+    """The raises priced in values but the pick's, the best by the one-move price first
+    (the ladder's order among equals)."""
+    picked = pick.bid if isinstance(pick, BidMove) else None
+    return sorted((b for b in values if b != picked), key=lambda bid: -values[bid])
+
+
 def replied(view: SeatView, table: Table, values: dict[Bid, float], pick: Move,
             rng: random.Random) -> Move:
-    """The move to make when raises are priced by the next seat's reply
-    (robot_strong.EXACT_REPLY): the one-move pick and the best other raises by the one-move
-    price, robot_strong.EXACT_REPLY raises in all, priced again (Table.exact_raise_value), and
-    the call as it is; the pick stays while within robot_strong.MIX of the best so priced, else
-    one of those within robot_strong.MIX of the best is drawn."""
-    picked = pick.bid if isinstance(pick, BidMove) else None
-    others = sorted((b for b in values if b != picked), key=lambda bid: -values[bid])
-    raises = ([picked] if picked is not None else []) + others
+    """The move to make when raises are priced by the next seat's reply (EXACT_REPLY):
+    the one-move pick and the best other raises by the one-move price, EXACT_REPLY
+    raises in all, priced again (Table.exact_raise_value), and the call as it is; the
+    pick stays while within MIX of the best so priced, else one of those within MIX of
+    the best is drawn (the constants are robot_strong's)."""
+    raises = ([pick.bid] if isinstance(pick, BidMove) else []) + best_others(values, pick)
     scored: list[tuple[float, Move]] = [(table.exact_raise_value(bid), BidMove(bid))
                                         for bid in raises[:robot_strong.EXACT_REPLY]]
     if view.current is not None:
@@ -104,8 +109,7 @@ def searched(view: SeatView, table: Table, values: dict[Bid, float], pick: Move,
             return search.value(move.bid) + misled * table.mislead(move.bid.face)
         return table.challenge_value()
 
-    picked = pick.bid if isinstance(pick, BidMove) else None
-    others = sorted((b for b in values if b != picked), key=lambda bid: -values[bid])
+    others = best_others(values, pick)
     scored = [(value(move), move) for move in
               [pick, *(BidMove(b) for b in others[:robot_search.CANDIDATES - 1])]]
     top = max(scored, key=lambda s: s[0])
