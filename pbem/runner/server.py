@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import gc
 import logging
-import signal
 import threading
 from collections.abc import Callable
+from contextlib import nullcontext
 from datetime import UTC, datetime, timedelta
 from email.utils import parseaddr
 from functools import partial
@@ -36,6 +36,7 @@ from pbem.runner.fetching import Fetcher, oauth_login
 from pbem.runner.junk import JUNK_SOURCE, JunkOverQuota, JunkTally
 from pbem.runner.notify import notify, watchdog_seconds
 from pbem.runner.referee import Referee
+from pbem.runner.stop_signals import StopOnSignals
 from pbem.runner.ticking import Ticking, TickReport
 from pbem.services.drafts import Compose
 from pbem.services.post import Post
@@ -298,9 +299,14 @@ class Server(Ticking):
         Raises SchemaError once a newer pbem has upgraded the database."""
         self.start_up()
         stop = self._stop = stop or threading.Event()
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                signal.signal(sig, lambda *_: stop.set())
+        # signals go to the main thread only (tests run serve in threads of their own)
+        in_main = threading.current_thread() is threading.main_thread()
+        with StopOnSignals(stop) if in_main else nullcontext():
+            self._serve_until(stop)
+
+    def _serve_until(self, stop: threading.Event) -> None:
+        """serve's parts started, its main thread in watch_loop until ``stop``, then each
+        part stopped in turn and the mail in hand finished."""
         listener = self.listener()
         if listener is not None:
             listener.start()

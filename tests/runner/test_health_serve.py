@@ -156,6 +156,8 @@ def test_serve_tells_systemd_it_is_ready_and_alive(tmp_path: Path) -> None:
         proc.terminate()
         assert proc.wait(30) == 0
         assert any("STOPPING=1" in n.splitlines() for n in heard(sock, 1)), "no STOPPING=1"
+        assert "SIGTERM: stopping once the mail in hand is done" in \
+            (tmp_path / "serve.log").read_text()
 
 
 def test_a_hung_tick_stops_the_watchdog_pings(tmp_path: Path) -> None:
