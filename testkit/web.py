@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -107,6 +108,14 @@ class Site:
                            now=now or datetime.now(UTC))
         assert url is not None
         return url.removeprefix("http://x")
+
+
+def stopped_clock() -> Callable[[], datetime]:
+    """The real time now, standing still, for a web app under test: a page's ETag holds
+    the minute (its deadlines read "in 2 hours"), so a test that asks for a page again
+    with its ETag must not see the minute turn in between."""
+    now = datetime.now(UTC)
+    return lambda: now
 
 
 def write_config(folder: Path, port: int) -> Path:

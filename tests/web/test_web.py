@@ -16,7 +16,7 @@ import subprocess
 import sys
 import warnings
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +51,7 @@ from testkit.web import (
     players_named,
     seat_holder,
     state,
+    stopped_clock,
 )
 
 with warnings.catch_warnings():
@@ -74,7 +75,7 @@ def settings_of(site: Site, **web: Any) -> Settings:
 
 @pytest.fixture(scope="module")
 def client(site: Site) -> Iterator[TestClient]:
-    with TestClient(create_app(settings_of(site))) as c:
+    with TestClient(create_app(settings_of(site), clock=stopped_clock())) as c:
         yield c
 
 
@@ -110,7 +111,7 @@ def test_the_index_lists_running_open_and_finished_games(client: TestClient) -> 
 
 
 def test_the_index_is_paged(site: Site) -> None:
-    with TestClient(create_app(settings_of(site, page_size=1))) as c:
+    with TestClient(create_app(settings_of(site, page_size=1), clock=stopped_clock())) as c:
         first = c.get("/api/games?section=finished&page=1").json()
         second = c.get("/api/games?section=finished&page=2").json()
         (s1,), (s2,) = first["sections"], second["sections"]
@@ -218,6 +219,22 @@ def test_etags_change_with_the_turn_the_orders_and_the_talk(site: Site, client: 
     assert client.get("/", headers={"if-none-match": index.headers["etag"]}).status_code == 304
 
 
+
+def test_a_running_game_s_etag_turns_with_the_minute(site: Site) -> None:
+    """Its deadline reads "in 2 hours" or "(passed)": a copy from the minute before is
+    stale. (Why the other tests stop the clock: a minute turning between two reads of a
+    page gives it a new ETag, and a revalidation 200 where the test wants 304.)"""
+    now = [datetime.now(UTC).replace(second=59, microsecond=900_000)]
+    with TestClient(create_app(settings_of(site), clock=lambda: now[0])) as c:
+        etag = c.get("/games/postal-1").headers["etag"]
+        assert c.get("/games/postal-1", headers={"if-none-match": etag}).status_code == 304
+        now[0] += timedelta(seconds=0.2)          # the next minute
+        turned = c.get("/games/postal-1", headers={"if-none-match": etag})
+        assert turned.status_code == 200 and turned.headers["etag"] != etag
+        finished = c.get("/games/classic-1").headers["etag"]   # an ended game's stays
+        now[0] += timedelta(minutes=5)
+        assert c.get("/games/classic-1", headers={"if-none-match": finished}).status_code == 304
+
 # --- a player's private page ---------------------------------------------------------------------
 
 def test_a_private_link_shows_that_seat_its_dice_odds_key_and_orders(site: Site,
@@ -278,7 +295,7 @@ def test_a_private_link_fails_for_another_seat_after_expiry_and_after_replacemen
     assert client.get(site.link("postal-1", 2)).status_code == 200
     assert NEWBIE not in client.get(site.link("postal-1", 2)).text   # no address is shown
     # without a secret the server has no private pages at all
-    with TestClient(create_app(settings_of(site, secret=""))) as c:
+    with TestClient(create_app(settings_of(site, secret=""), clock=stopped_clock())) as c:
         answer = c.get(link)
         assert answer.status_code == 404 and "Private pages are off" in answer.text
 

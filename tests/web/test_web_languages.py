@@ -24,7 +24,7 @@ from pbem.text.i18n import translator
 from pbem.web import create_app
 from pbem.web.pages import deadline_fields
 from testkit.catalogue import english_left, english_phrases
-from testkit.web import SECRET, Site
+from testkit.web import SECRET, Site, stopped_clock
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -41,7 +41,8 @@ WORDS = {"de": ["Laufende Spiele", "Beendete Spiele", "Frist", "Würfel", "Spiel
 @pytest.fixture
 def client(site: Site) -> Iterator[TestClient]:
     settings = load_settings(site.config, env={"PBEM_WEB_SECRET": SECRET})
-    with TestClient(create_app(settings)) as c:   # a fresh one a test: no cookie yet
+    # a fresh one a test: no cookie yet
+    with TestClient(create_app(settings, clock=stopped_clock())) as c:
         yield c
 
 
