@@ -106,14 +106,17 @@ def roll_label(number: int) -> str:
     return f"cupofbluff/roll/{number}"
 
 
-def _total_odds() -> dict[int, float]:
-    counts = {t: 0 for t in TOKENS}
-    for roll in itertools.product(range(1, 7), repeat=DICE):
-        counts[sum(roll)] += 1
-    return {t: c / 6 ** DICE for t, c in counts.items()}
+@functools.lru_cache(maxsize=8)
+def total_distribution(dice: int = DICE) -> dict[int, float]:
+    """P(the roll's total == t) for every total of ``dice`` six-sided dice (a cached
+    value: not to be changed)."""
+    counts: dict[int, int] = {}
+    for roll in itertools.product(range(1, 7), repeat=dice):
+        counts[sum(roll)] = counts.get(sum(roll), 0) + 1
+    return {t: n / 6 ** dice for t, n in sorted(counts.items())}
 
 
-TOTAL_ODDS: Final = _total_odds()   # total -> its probability with 3 dice
+TOTAL_ODDS: Final = total_distribution()   # total -> its probability with 3 dice
 
 
 def has_double(roll: Sequence[int]) -> bool:
@@ -413,13 +416,3 @@ def replay(stream: DiceStream, players: int,
     for seat, move in moves:
         state, _events = apply_move(state, seat, move, stream)
     return state
-
-
-@functools.lru_cache(maxsize=8)
-def total_distribution(dice: int = DICE) -> dict[int, float]:
-    """P(the roll's total == t) for every total of ``dice`` six-sided dice (a cached
-    value: not to be changed)."""
-    counts: dict[int, int] = {}
-    for roll in itertools.product(range(1, 7), repeat=dice):
-        counts[sum(roll)] = counts.get(sum(roll), 0) + 1
-    return {t: n / 6 ** dice for t, n in sorted(counts.items())}
