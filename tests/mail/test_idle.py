@@ -36,7 +36,9 @@ def test_arriving_mail_wakes_the_watch_and_idle_is_renewed(mailstack: MailStack)
     try:
         wait_until(lambda: woken, 5.0)   # at the start: mail may have come meanwhile
         assert idle.supported
-        wait_until(lambda: idle.idles >= 4, 5.0)   # renewed, each time on the same login
+        # renewed, each time on the same login; each IDLE lasts a whole idle_check
+        # (CHECK_SECONDS) at least, so three renewals take 3 s or more: 30 s at most
+        wait_until(lambda: idle.idles >= 4, 30.0)
         before = len(woken)
         sent = time.monotonic()
         mailstack.deliver("bluff", b"Subject: one\r\n\r\nhi\r\n")
