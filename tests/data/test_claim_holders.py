@@ -237,9 +237,11 @@ def test_a_bounded_child_dies_with_its_parent(tmp_path: Path) -> None:
     parent = subprocess.Popen([sys.executable, str(script)],
                               env={**os.environ, "PYTHONPATH": str(Path.cwd())})
     child_file = tmp_path / "child"
-    for _ in range(200):
-        if child_file.exists() and child_file.read_text():
-            break
+    # a Python that imports pbem and forks took 4 to 6 s under load: wait for it to
+    # start (60 s at most), not a fixed ten seconds
+    deadline = time.monotonic() + 60
+    while not (child_file.exists() and child_file.read_text()):
+        assert parent.poll() is None and time.monotonic() < deadline, "no child started"
         time.sleep(0.05)
     child = int(child_file.read_text())
     parent.kill()

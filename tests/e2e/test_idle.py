@@ -86,12 +86,15 @@ def test_an_order_is_answered_within_a_second_with_a_poll_of_ten_minutes(
 
 
 def test_a_dropped_idle_connection_comes_back(own_stack: MailStack, tmp_path: Path) -> None:
+    """Only an IDLE wake answers within a test (the poll is ten minutes away), so an
+    answer within answer_time's seconds is one. How fast IDLE answers is the test above's
+    (a median over five): one answer, the first on a new connection, took 1.1 to 1.6 s
+    on a loaded 2-core box."""
     with serving(own_stack, tmp_path, LONG_POLL) as proc:
-        assert answer_time(own_stack, "p1", within=5.0) < ANSWERED_WITHIN
+        answer_time(own_stack, "p1", within=5.0)
         own_stack.restart()   # the IDLE connection is cut; the same ports again
         until_logged(proc, "IDLE is back")
-        took = answer_time(own_stack, "p1", within=10.0)
-    assert took < ANSWERED_WITHIN
+        answer_time(own_stack, "p1", within=10.0)
 
 
 NO_IDLE = ("imap_capability = IMAP4rev1 SASL-IR LOGIN-REFERRALS ID ENABLE LITERAL+ "

@@ -96,9 +96,9 @@ def test_our_first_words_alone_are_not_our_mail() -> None:
 
 def test_a_hostile_reply_costs_little() -> None:
     lines = ["bluff by mail game g1 turn " * 40] * MAX_REPLY_LINES * 3
-    started = time.perf_counter()
+    started = time.thread_time()   # CPU: a stalled machine must not fail the test
     assert quote_start(lines, [OURS]) is None
-    assert time.perf_counter() - started < 2.0
+    assert time.thread_time() - started < 2.0
 
 
 def test_a_reply_without_our_words_never_renders_our_html() -> None:

@@ -18,7 +18,7 @@ from sqlmodel import Session, select
 from pbem.runner import storing
 from pbem.store import db
 from pbem.store.models import OutboundMail
-from pbem.store.wakeups import MailWatch
+from pbem.store.wakeups import CHANNEL, MailWatch
 from testkit.net import free_ports
 from testkit.pgstack import PgCluster
 from testkit.serve import listen_config, serving
@@ -68,13 +68,14 @@ def test_serve_handles_mail_its_listener_took_at_once(tmp_path: Path) -> None:
 @pytest.mark.postgresql
 def test_a_watch_is_woken_once_a_store_commits_and_not_by_a_mail_seen_before(
         pgcluster: PgCluster) -> None:
-    engine = db.open_database(pgcluster.new_database())
+    database = pgcluster.new_database()
+    engine = db.open_database(database)
     stop, woken = threading.Event(), []
     watch = MailWatch(engine, lambda: woken.append(time.monotonic()), stop)
     assert watch.wanted
     watch.start()
     try:
-        time.sleep(0.5)   # listening
+        pgcluster.until_listening(database, CHANNEL)   # a NOTIFY before its LISTEN is lost
         raw = help_mail(2)
         assert storing.store_inbound(engine, raw, now=datetime.now(UTC), max_bytes=10**6,
                                    source="smtp")
@@ -102,6 +103,9 @@ def test_a_worker_handles_mail_another_process_stored_at_once(
         with serving(config, port) as (proc, smtp):
             smtp.close()
             first_tick_done(proc)
+            # the worker's watch starts with its first tick: a NOTIFY before its LISTEN
+            # is lost, and the mail would wait for the next tick
+            pgcluster.until_listening(database, CHANNEL)
             storing.store_inbound(engine, help_mail(3), now=datetime.now(UTC), max_bytes=10**6,
                                 source="smtp")
 
