@@ -52,6 +52,7 @@ from pbem.store.wakeups import MailWatch
 log = logging.getLogger(__name__)
 WOKEN_TICKS_APART = 0.1          # seconds at least between two ticks woken by stored mail
 STATUS_EVERY = 30.0              # seconds between serve's STATUS= to systemd without a watchdog
+LISTEN_WAIT = 10.0               # seconds serve waits for its MailWatch before the first tick
 PRUNE_AFTER = 60.0               # serve's first look at [retention]: once the first ticks ran
 
 
@@ -320,9 +321,11 @@ class Server(Ticking):
                                  name="pbem-woken-ticks", daemon=True)
         watch = MailWatch(self.engine, self._woken.set, stop)
         idle = self.fetcher.idle_watch(self._woken.set, stop)   # mail in the [imap] folder
+        watch.start()
+        if not watch.until_listening(LISTEN_WAIT):   # else mail stored meanwhile waits a poll
+            log.warning("not yet woken when mail is stored: the ticks go on by the clock")
         scheduler.start()
         woken.start()
-        watch.start()
         if idle is not None:
             idle.start()
         try:

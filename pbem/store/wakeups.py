@@ -44,6 +44,7 @@ class MailWatch:
                  stop: threading.Event) -> None:
         self.engine, self.woken, self.stop = engine, woken, stop
         self._thread: threading.Thread | None = None
+        self._listening = threading.Event()   # the first LISTEN is done
 
     @property
     def wanted(self) -> bool:
@@ -54,6 +55,12 @@ class MailWatch:
             self._thread = threading.Thread(target=self._run, name="pbem-mail-watch",
                                             daemon=True)
             self._thread.start()
+
+    def until_listening(self, seconds: float) -> bool:
+        """Wait, at most ``seconds``, until the watch LISTENs (at once if it is not
+        started): a NOTIFY before that is lost to it. serve waits so before its first
+        tick, which then finds any mail stored before, and a wake any mail after."""
+        return self._thread is None or self._listening.wait(seconds)
 
     def join(self, timeout: float = 5.0) -> None:
         if self._thread is not None:
@@ -75,6 +82,7 @@ class MailWatch:
                                     autocommit=True)
         with conn:
             conn.execute(f"LISTEN {CHANNEL}")
+            self._listening.set()
             while not self.stop.is_set():
                 for _ in conn.notifies(timeout=1.0):
                     self.woken()

@@ -75,7 +75,8 @@ def test_a_watch_is_woken_once_a_store_commits_and_not_by_a_mail_seen_before(
     assert watch.wanted
     watch.start()
     try:
-        pgcluster.until_listening(database, CHANNEL)   # a NOTIFY before its LISTEN is lost
+        assert watch.until_listening(30)   # a NOTIFY before its LISTEN is lost
+        pgcluster.until_listening(database, CHANNEL, seconds=0)   # and it does LISTEN
         raw = help_mail(2)
         assert storing.store_inbound(engine, raw, now=datetime.now(UTC), max_bytes=10**6,
                                    source="smtp")
@@ -103,9 +104,8 @@ def test_a_worker_handles_mail_another_process_stored_at_once(
         with serving(config, port) as (proc, smtp):
             smtp.close()
             first_tick_done(proc)
-            # the worker's watch starts with its first tick: a NOTIFY before its LISTEN
-            # is lost, and the mail would wait for the next tick
-            pgcluster.until_listening(database, CHANNEL)
+            # serve LISTENs before its first tick: mail stored from now on wakes it
+            pgcluster.until_listening(database, CHANNEL, seconds=0)
             storing.store_inbound(engine, help_mail(3), now=datetime.now(UTC), max_bytes=10**6,
                                 source="smtp")
 
