@@ -76,7 +76,7 @@ def test_a_watch_is_woken_once_a_store_commits_and_not_by_a_mail_seen_before(
     watch.start()
     try:
         assert watch.until_listening(30)   # a NOTIFY before its LISTEN is lost
-        pgcluster.until_listening(database, CHANNEL, seconds=0)   # and it does LISTEN
+        assert pgcluster.listening(database, CHANNEL)   # and it does LISTEN
         raw = help_mail(2)
         assert storing.store_inbound(engine, raw, now=datetime.now(UTC), max_bytes=10**6,
                                    source="smtp")
@@ -105,7 +105,7 @@ def test_a_worker_handles_mail_another_process_stored_at_once(
             smtp.close()
             first_tick_done(proc)
             # serve LISTENs before its first tick: mail stored from now on wakes it
-            pgcluster.until_listening(database, CHANNEL, seconds=0)
+            assert pgcluster.listening(database, CHANNEL)
             storing.store_inbound(engine, help_mail(3), now=datetime.now(UTC), max_bytes=10**6,
                                 source="smtp")
 
